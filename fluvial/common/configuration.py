@@ -1,0 +1,183 @@
+"""Configuration with Flink's keys, and the typed option table that turns strings into checked values.
+
+Users set string keys (`parallelism.default`, `taskmanager.numberOfTaskSlots`, ...) as in Flink. Each key we
+understand is declared once in OPTIONS with its parser and default; code deep in the engine reads typed
+dataclasses built from here, never raw strings. A key in one of our own namespaces that we do not know, or a
+near-miss of a known key, is an error naming the closest known key — a typo must not silently do nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from fluvial.common.errors import ConfigurationError
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_positive_int(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError("expected an integer >= 1")
+    return value
+
+
+def _parse_duration_ms(raw: str) -> int:
+    """Flink duration syntax: '500 ms', '10 s', '1 min', '2 h', or plain milliseconds."""
+    text = raw.strip().lower().replace(" ", "")
+    units = (("ms", 1), ("min", 60_000), ("s", 1000), ("h", 3_600_000), ("d", 86_400_000))
+    for suffix, factor in units:
+        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
+            return int(float(text[: -len(suffix)]) * factor)
+    return int(text)
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOption:
+    key: str
+    parse: Callable[[str], Any]
+    default: Any
+    description: str
+
+
+OPTIONS: dict[str, ConfigOption] = {
+    option.key: option
+    for option in (
+        ConfigOption("parallelism.default", _parse_positive_int, None, "default parallelism of operators"),
+        ConfigOption("pipeline.max-parallelism", _parse_positive_int, None, "default max parallelism"),
+        ConfigOption("pipeline.name", str, None, "job name"),
+        ConfigOption("pipeline.operator-chaining.enabled", _parse_bool, True, "chain operators"),
+        ConfigOption("pipeline.auto-watermark-interval", _parse_duration_ms, 200, "periodic watermarks"),
+        ConfigOption("execution.target", _one_of("local", "embedded", "ray"), "local", "where jobs run"),
+        ConfigOption("execution.buffer-timeout", _parse_duration_ms, 100, "flush of partly filled buffers"),
+        ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
+        ConfigOption("execution.savepoint.path", str, None, "restore from this savepoint"),
+        ConfigOption("state.backend.type", _one_of("hashmap", "rocksdb"), "hashmap", "state backend"),
+        ConfigOption("state.checkpoints.dir", str, None, "checkpoint directory"),
+        ConfigOption("state.checkpoints.num-retained", _parse_positive_int, 1, "retained checkpoints"),
+        ConfigOption("restart-strategy.type", str, None, "restart strategy"),
+        ConfigOption("taskmanager.numberOfTaskSlots", _parse_positive_int, None, "slots per TaskManager"),
+        ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
+        ConfigOption("local.taskmanager.mode", _one_of("thread", "process"), "thread", "TaskManager kind"),
+        ConfigOption("rest.port", int, 8081, "dashboard port"),
+        ConfigOption("rest.bind-address", str, "127.0.0.1", "dashboard address"),
+        ConfigOption("receiver.block-interval", _parse_duration_ms, 200, "receiver block interval"),
+        ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
+        ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
+        ConfigOption("receiver.max-rate", int, 0, "receiver records per second (0: unlimited)"),
+    )
+}
+
+# Namespaces that are ours alone: an unknown key here is certainly a mistake.
+_OWN_NAMESPACES = ("local.", "receiver.")
+
+
+class Configuration:
+    """A string-keyed map with Flink's typed getters and setters (PyFlink `pyflink.common.Configuration`)."""
+
+    def __init__(self, other: "Configuration | None" = None) -> None:
+        self._data: dict[str, str] = dict(other._data) if other is not None else {}
+
+    def set_string(self, key: str, value: str) -> "Configuration":
+        check_key(key)
+        self._data[key] = str(value)
+        return self
+
+    def set_integer(self, key: str, value: int) -> "Configuration":
+        return self.set_string(key, str(int(value)))
+
+    def set_boolean(self, key: str, value: bool) -> "Configuration":
+        return self.set_string(key, "true" if value else "false")
+
+    def set_float(self, key: str, value: float) -> "Configuration":
+        return self.set_string(key, str(float(value)))
+
+    def get_string(self, key: str, default_value: str | None = None) -> str | None:
+        return self._data.get(key, default_value)
+
+    def get_integer(self, key: str, default_value: int | None = None) -> int | None:
+        raw = self._data.get(key)
+        return default_value if raw is None else int(raw)
+
+    def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
+        raw = self._data.get(key)
+        return default_value if raw is None else _parse_bool(raw)
+
+    def contains_key(self, key: str) -> bool:
+        return key in self._data
+
+    def remove_config(self, key: str) -> bool:
+        return self._data.pop(key, None) is not None
+
+    def key_set(self) -> set[str]:
+        return set(self._data)
+
+    def keys(self) -> list[str]:
+        return list(self._data)
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._data)
+
+    def add_all(self, other: "Configuration") -> "Configuration":
+        self._data.update(other._data)
+        return self
+
+    def get(self, key: str) -> Any:
+        """The typed value of a known key: its parsed setting, or its default."""
+        option = OPTIONS.get(key)
+        if option is None:
+            raise ConfigurationError(f"'{key}' is not a configuration key fluvial knows; see OPTIONS")
+        raw = self._data.get(key)
+        if raw is None:
+            return option.default
+        try:
+            return option.parse(raw)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"configuration '{key}' has the value {raw!r}, which is not valid ({exc}); fix the value"
+            ) from None
+
+    def validate(self) -> None:
+        """Parse every known key now, so a bad value fails at submission, not mid-job."""
+        for key in self._data:
+            if key in OPTIONS:
+                self.get(key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Configuration) and other._data == self._data
+
+    def __repr__(self) -> str:
+        return f"Configuration({self._data!r})"
+
+
+def check_key(key: str) -> None:
+    """Reject a key in our own namespaces that we do not know, and near-misses of known keys."""
+    if not isinstance(key, str) or not key:
+        raise ConfigurationError(f"a configuration key must be a non-empty string, got {key!r}")
+    if key in OPTIONS:
+        return
+    close = difflib.get_close_matches(key, OPTIONS, n=1, cutoff=0.85)
+    if close or key.startswith(_OWN_NAMESPACES):
+        hint = f"did you mean '{close[0]}'?" if close else "known keys: " + ", ".join(
+            k for k in OPTIONS if k.startswith(_OWN_NAMESPACES)
+        )
+        raise ConfigurationError(f"unknown configuration key '{key}': {hint}")

@@ -1,0 +1,35 @@
+"""The exception hierarchy. Every message names the problem and the fix, so a user never has to read our code."""
+
+from __future__ import annotations
+
+
+class FluvialError(Exception):
+    """Base of every error fluvial raises on purpose."""
+
+
+class InvalidJobError(FluvialError, ValueError):
+    """The job description is wrong (bad parallelism, no sink, a window size of 0, ...)."""
+
+
+class ConfigurationError(FluvialError, ValueError):
+    """A configuration key or value is unknown or malformed."""
+
+
+class StateError(FluvialError):
+    """Keyed or operator state was used wrongly (outside a keyed context, a name reused with another type)."""
+
+
+class ResourceError(FluvialError):
+    """The cluster cannot run the job as planned (too few slots, a missing directory)."""
+
+
+class JobExecutionException(FluvialError):
+    """A job failed while running. `__cause__` is the user's exception, with its traceback."""
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
+class JobCancelledException(JobExecutionException):
+    """A job was cancelled before it finished."""

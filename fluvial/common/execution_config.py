@@ -1,0 +1,68 @@
+"""ExecutionConfig (PyFlink `pyflink.common.ExecutionConfig`): job-wide knobs read when the job is planned."""
+
+from __future__ import annotations
+
+from fluvial.common.errors import InvalidJobError
+
+
+class ExecutionConfig:
+    def __init__(self) -> None:
+        self._parallelism: int | None = None
+        self._max_parallelism: int | None = None
+        self._auto_watermark_interval = 200
+        self._object_reuse = False
+        self._global_job_parameters: dict[str, str] = {}
+        self._closure_cleaner = True
+
+    def set_parallelism(self, parallelism: int) -> "ExecutionConfig":
+        if not isinstance(parallelism, int) or parallelism < 1:
+            raise InvalidJobError(f"parallelism must be an integer >= 1, got {parallelism!r}")
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int | None:
+        return self._parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> "ExecutionConfig":
+        if not isinstance(max_parallelism, int) or not 1 <= max_parallelism <= 32768:
+            raise InvalidJobError(f"max parallelism must be an integer in [1, 32768], got {max_parallelism!r}")
+        self._max_parallelism = max_parallelism
+        return self
+
+    def get_max_parallelism(self) -> int | None:
+        return self._max_parallelism
+
+    def set_auto_watermark_interval(self, interval: int) -> "ExecutionConfig":
+        if interval < 0:
+            raise InvalidJobError(f"auto watermark interval must be >= 0 ms (0 turns it off), got {interval}")
+        self._auto_watermark_interval = int(interval)
+        return self
+
+    def get_auto_watermark_interval(self) -> int:
+        return self._auto_watermark_interval
+
+    def enable_object_reuse(self) -> "ExecutionConfig":
+        self._object_reuse = True
+        return self
+
+    def disable_object_reuse(self) -> "ExecutionConfig":
+        self._object_reuse = False
+        return self
+
+    def is_object_reuse_enabled(self) -> bool:
+        return self._object_reuse
+
+    def set_global_job_parameters(self, global_job_parameters_dict: dict) -> "ExecutionConfig":
+        self._global_job_parameters = {str(k): str(v) for k, v in global_job_parameters_dict.items()}
+        return self
+
+    def get_global_job_parameters(self) -> dict[str, str]:
+        return dict(self._global_job_parameters)
+
+    def enable_closure_cleaner(self) -> "ExecutionConfig":
+        self._closure_cleaner = True
+        return self
+
+    def disable_closure_cleaner(self) -> "ExecutionConfig":
+        self._closure_cleaner = False
+        return self

@@ -1,0 +1,88 @@
+"""Durations and time constants, PyFlink-style (`Duration.of_seconds(5)`, `Time.seconds(5)`).
+
+All internal times are integer milliseconds, as in Flink.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass
+
+MIN_WATERMARK = -(2**63)
+MAX_WATERMARK = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    """A span of time held in milliseconds (PyFlink `pyflink.common.Duration`)."""
+
+    millis: int
+
+    @staticmethod
+    def of_millis(millis: int) -> "Duration":
+        return Duration(int(millis))
+
+    @staticmethod
+    def of_seconds(seconds: float) -> "Duration":
+        return Duration(int(seconds * 1000))
+
+    @staticmethod
+    def of_minutes(minutes: float) -> "Duration":
+        return Duration(int(minutes * 60_000))
+
+    @staticmethod
+    def of_hours(hours: float) -> "Duration":
+        return Duration(int(hours * 3_600_000))
+
+    @staticmethod
+    def of_days(days: float) -> "Duration":
+        return Duration(int(days * 86_400_000))
+
+    @staticmethod
+    def of_nanos(nanos: int) -> "Duration":
+        return Duration(int(nanos // 1_000_000))
+
+    @staticmethod
+    def zero() -> "Duration":
+        return Duration(0)
+
+    def to_milliseconds(self) -> int:
+        return self.millis
+
+
+class Time:
+    """Flink 1.x `Time` helpers; each returns a Duration so both styles are accepted everywhere."""
+
+    @staticmethod
+    def milliseconds(n: int) -> Duration:
+        return Duration.of_millis(n)
+
+    @staticmethod
+    def seconds(n: float) -> Duration:
+        return Duration.of_seconds(n)
+
+    @staticmethod
+    def minutes(n: float) -> Duration:
+        return Duration.of_minutes(n)
+
+    @staticmethod
+    def hours(n: float) -> Duration:
+        return Duration.of_hours(n)
+
+    @staticmethod
+    def days(n: float) -> Duration:
+        return Duration.of_days(n)
+
+
+def to_millis(value: Duration | int | float) -> int:
+    """Accept a Duration or a number of milliseconds, as PyFlink's signatures do."""
+    if isinstance(value, Duration):
+        return value.millis
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a Duration or milliseconds, got {value!r}; pass e.g. Duration.of_seconds(5)")
+    return int(value)
+
+
+def current_millis() -> int:
+    """Wall-clock milliseconds since the epoch; the processing-time clock."""
+    return _time.time_ns() // 1_000_000

@@ -1,0 +1,288 @@
+"""DataStream and DataStreamSink (PyFlink `pyflink.datastream.data_stream`): each call records a frozen
+Transformation in the environment and returns a handle; nothing runs until `execute()`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.datastream import transformations as t
+from fluvial.datastream.output_tag import OutputTag
+from fluvial.datastream.slot_sharing_group import SlotSharingGroup
+
+if TYPE_CHECKING:
+    from fluvial.datastream.connected_streams import ConnectedStreams
+    from fluvial.datastream.connectors.sink import Sink
+    from fluvial.datastream.keyed_stream import KeyedStream
+    from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+
+def check_function(func: Any, method: str, what: str) -> None:
+    """Accept an object with `method` or a plain callable, else say which one was expected."""
+    if not (hasattr(func, method) or callable(func)):
+        raise InvalidJobError(f"{what} expects a callable or an object with .{method}(), got {func!r}")
+
+
+class _TransformationHandle:
+    """Shared setters of DataStream and DataStreamSink: each replaces the frozen transformation in the env."""
+
+    def __init__(self, env: "StreamExecutionEnvironment", transformation_id: int) -> None:
+        self._env = env
+        self._id = transformation_id
+
+    @property
+    def _transformation(self) -> t.Transformation:
+        return self._env._transformation(self._id)
+
+    def _update(self, **changes: Any) -> None:
+        self._env._replace_transformation(dataclasses.replace(self._transformation, **changes))
+
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def name(self, name: str):
+        self._update(name=str(name))
+        return self
+
+    def uid(self, uid: str):
+        self._update(uid=str(uid))
+        return self
+
+    def set_uid_hash(self, uid_hash: str):
+        return self.uid(uid_hash)
+
+    def set_description(self, description: str):
+        self._update(description=str(description))
+        return self
+
+    def set_parallelism(self, parallelism: int):
+        tr = self._transformation
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+            raise InvalidJobError(
+                f"parallelism of '{tr.name}' must be an integer >= 1, got {parallelism!r}: pass e.g. set_parallelism(2)"
+            )
+        if tr.parallelism_fixed and parallelism != tr.parallelism:
+            raise InvalidJobError(
+                f"'{tr.name}' is not parallel: its parallelism is fixed at {tr.parallelism}; "
+                "use from_source(NumberSequenceSource(...)) or FileSource for a parallel source"
+            )
+        if tr.max_parallelism is not None and parallelism > tr.max_parallelism:
+            raise InvalidJobError(
+                f"parallelism {parallelism} of '{tr.name}' is above its max parallelism {tr.max_parallelism}: "
+                "raise set_max_parallelism(...) first"
+            )
+        self._update(parallelism=parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int):
+        tr = self._transformation
+        if not isinstance(max_parallelism, int) or not 1 <= max_parallelism <= 32768:
+            raise InvalidJobError(
+                f"max parallelism of '{tr.name}' must be an integer in [1, 32768], got {max_parallelism!r}"
+            )
+        if tr.parallelism is not None and max_parallelism < tr.parallelism:
+            raise InvalidJobError(
+                f"max parallelism {max_parallelism} of '{tr.name}' is below its parallelism {tr.parallelism}: "
+                f"raise it to at least {tr.parallelism}"
+            )
+        self._update(max_parallelism=max_parallelism)
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup):
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            name = slot_sharing_group.name
+        elif isinstance(slot_sharing_group, str) and slot_sharing_group:
+            name = slot_sharing_group
+        else:
+            raise InvalidJobError(
+                f"slot_sharing_group takes a name or a SlotSharingGroup, got {slot_sharing_group!r}"
+            )
+        self._update(slot_sharing_group=name)
+        return self
+
+    def co_location_group(self, key: str):
+        """Beyond PyFlink (Flink's `setCoLocationGroupKey`): subtask i of every operator with this key runs in
+        the same slot. Co-located operators must share a slot sharing group and a parallelism."""
+        self._update(co_location_group=str(key))
+        return self
+
+    def start_new_chain(self):
+        self._update(chaining_strategy=t.ChainingStrategy.HEAD)
+        return self
+
+    def disable_chaining(self):
+        self._update(chaining_strategy=t.ChainingStrategy.NEVER)
+        return self
+
+
+class DataStream(_TransformationHandle):
+    """A stream of records (PyFlink's DataStream)."""
+
+    def get_type(self) -> Any:
+        return self._transformation.output_type
+
+    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+        return self._env
+
+    def get_transformation_id(self) -> int:
+        return self._id
+
+    def force_non_parallel(self) -> "DataStream":
+        self.set_parallelism(1)
+        return self.set_max_parallelism(1)
+
+    def set_buffer_timeout(self, timeout_millis: int) -> "DataStream":
+        """Accepted for compatibility: buffers here flush per batch, so there is no timeout to wait for."""
+        return self
+
+    # -- one-input operators ------------------------------------------------------------------------------------
+
+    def _one_input(self, name: str, spec: t.OperatorSpec, output_type: Any = None, type_name: str | None = None):
+        tid = self._env._add_transformation(
+            t.OneInputTransformation,
+            name=name,
+            input_id=self._id,
+            operator=spec,
+            output_type=output_type,
+            type_name=type_name or name,
+        )
+        return DataStream(self._env, tid)
+
+    def _key(self) -> Any:
+        """The key selector operators apply under; None outside a KeyedStream."""
+        return None
+
+    def map(self, func: Any, output_type: Any = None) -> "DataStream":
+        check_function(func, "map", "map")
+        return self._one_input("Map", t.MapSpec(func, self._key()), output_type)
+
+    def flat_map(self, func: Any, output_type: Any = None) -> "DataStream":
+        check_function(func, "flat_map", "flat_map")
+        return self._one_input("FlatMap", t.FlatMapSpec(func, self._key()), output_type)
+
+    def filter(self, func: Any) -> "DataStream":
+        check_function(func, "filter", "filter")
+        return self._one_input("Filter", t.FilterSpec(func, self._key()), self.get_type())
+
+    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+        check_function(func, "process_element", "process")
+        return self._one_input("Process", t.ProcessSpec(func), output_type)
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+        from fluvial.datastream.keyed_stream import KeyedStream
+
+        check_function(key_selector, "get_key", "key_by")
+        partitioner = t.PartitionerSpec(t.PartitionerKind.HASH, key_selector=key_selector)
+        tid = self._partition_id(partitioner)
+        return KeyedStream(self._env, tid, key_selector, self)
+
+    # -- partitioning -------------------------------------------------------------------------------------------
+
+    def _partition_id(self, partitioner: t.PartitionerSpec) -> int:
+        return self._env._add_transformation(
+            t.PartitionTransformation,
+            name="Partition",
+            input_id=self._id,
+            partitioner=partitioner,
+            output_type=self.get_type(),
+        )
+
+    def _partition(self, kind: t.PartitionerKind) -> "DataStream":
+        return DataStream(self._env, self._partition_id(t.PartitionerSpec(kind)))
+
+    def shuffle(self) -> "DataStream":
+        return self._partition(t.PartitionerKind.SHUFFLE)
+
+    def rebalance(self) -> "DataStream":
+        return self._partition(t.PartitionerKind.REBALANCE)
+
+    def rescale(self) -> "DataStream":
+        return self._partition(t.PartitionerKind.RESCALE)
+
+    def forward(self) -> "DataStream":
+        return self._partition(t.PartitionerKind.FORWARD)
+
+    def global_(self) -> "DataStream":
+        return self._partition(t.PartitionerKind.GLOBAL)
+
+    def broadcast(self, *broadcast_state_descriptors: Any) -> "DataStream":
+        if broadcast_state_descriptors:
+            raise InvalidJobError(
+                "broadcast state (broadcast(MapStateDescriptor...)) is not supported yet; "
+                "use broadcast() to send every record to every subtask"
+            )
+        return self._partition(t.PartitionerKind.BROADCAST)
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> "DataStream":
+        check_function(partitioner, "partition", "partition_custom")
+        check_function(key_selector, "get_key", "partition_custom")
+        spec = t.PartitionerSpec(t.PartitionerKind.CUSTOM, key_selector=key_selector, custom_partitioner=partitioner)
+        return DataStream(self._env, self._partition_id(spec))
+
+    # -- combining ----------------------------------------------------------------------------------------------
+
+    def union(self, *streams: "DataStream") -> "DataStream":
+        for stream in streams:
+            if stream._env is not self._env:
+                raise InvalidJobError("union of streams from different StreamExecutionEnvironments; use one env")
+        tid = self._env._add_transformation(
+            t.UnionTransformation,
+            name="Union",
+            inputs=(self._id, *(s._id for s in streams)),
+            output_type=self.get_type(),
+        )
+        return DataStream(self._env, tid)
+
+    def connect(self, ds: "DataStream") -> "ConnectedStreams":
+        from fluvial.datastream.connected_streams import ConnectedStreams
+
+        if ds._env is not self._env:
+            raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
+        return ConnectedStreams(self, ds)
+
+    def get_side_output(self, output_tag: OutputTag) -> "DataStream":
+        if not isinstance(output_tag, OutputTag):
+            raise InvalidJobError(f"get_side_output expects an OutputTag, got {output_tag!r}")
+        tid = self._env._add_transformation(
+            t.SideOutputTransformation,
+            name=f"SideOutput({output_tag.tag_id})",
+            input_id=self._id,
+            output_tag=output_tag,
+            output_type=output_tag.type_info,
+        )
+        return DataStream(self._env, tid)
+
+    # -- sinks --------------------------------------------------------------------------------------------------
+
+    def _sink(self, name: str, spec: t.OperatorSpec) -> "DataStreamSink":
+        tid = self._env._add_transformation(t.SinkTransformation, name=name, input_id=self._id, operator=spec)
+        self._env._pending_sinks.append(tid)
+        return DataStreamSink(self._env, tid)
+
+    def print(self, sink_identifier: str | None = None) -> "DataStreamSink":
+        return self._sink("Print to Std. Out", t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier))
+
+    def print_to_err(self, sink_identifier: str | None = None) -> "DataStreamSink":
+        spec = t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier, to_stderr=True)
+        return self._sink("Print to Std. Err", spec)
+
+    def sink_to(self, sink: "Sink") -> "DataStreamSink":
+        if not hasattr(sink, "create_writer"):
+            raise InvalidJobError(f"sink_to expects a Sink (e.g. FileSink), got {sink!r}; use add_sink for functions")
+        return self._sink(sink.default_name(), t.SinkSpec(sink))
+
+    def add_sink(self, sink_func: Any) -> "DataStreamSink":
+        check_function(sink_func, "invoke", "add_sink")
+        return self._sink("Sink: Unnamed", t.SinkFunctionSpec(sink_func))
+
+    def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None):
+        """Run the job and return its records: a CloseableIterator (also a context manager), or a list of at
+        most `limit` records when a limit is given."""
+        return self._env._execute_and_collect(self, job_execution_name, limit)
+
+
+class DataStreamSink(_TransformationHandle):
+    """The end of a stream (PyFlink's DataStreamSink)."""
+
+

@@ -1,0 +1,153 @@
+"""KeyedStream (PyFlink's): a stream hash-partitioned by key; operators on it see keyed state per record.
+
+`sum`, `min`, `max`, `min_by` and `max_by` are composites: each compiles to the one keyed running-reduce
+primitive with a field aggregator, as Flink's aggregations do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.datastream import transformations as t
+from fluvial.datastream.data_stream import DataStream, check_function
+
+if TYPE_CHECKING:
+    from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+
+class KeyedStream(DataStream):
+    def __init__(
+        self, env: "StreamExecutionEnvironment", transformation_id: int, key_selector: Any, origin: DataStream
+    ) -> None:
+        super().__init__(env, transformation_id)
+        self._key_selector = key_selector
+        self._origin = origin
+
+    def _key(self) -> Any:
+        return self._key_selector
+
+    def get_key_selector(self) -> Any:
+        return self._key_selector
+
+    def _refuse(self, what: str) -> None:
+        raise InvalidJobError(
+            f"cannot {what} a KeyedStream: it is a partitioning, not an operator; {what} the operator after it"
+        )
+
+    def set_parallelism(self, parallelism: int):
+        self._refuse("set_parallelism on")
+
+    def slot_sharing_group(self, slot_sharing_group: Any):
+        self._refuse("set the slot sharing group of")
+
+    def start_new_chain(self):
+        self._refuse("start a new chain at")
+
+    def disable_chaining(self):
+        self._refuse("disable chaining of")
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        check_function(func, "process_element", "KeyedStream.process")
+        spec = t.KeyedProcessSpec(func, key_selector=self._key_selector)
+        return self._one_input("KeyedProcess", spec, output_type)
+
+    def reduce(self, func: Any) -> DataStream:
+        check_function(func, "reduce", "reduce")
+        spec = t.KeyedReduceSpec(func, key_selector=self._key_selector)
+        return self._one_input("Keyed Reduce", spec, self.get_type())
+
+    def _aggregate(self, kind: str, position: int | str) -> DataStream:
+        if not isinstance(position, (int, str)) or isinstance(position, bool):
+            raise InvalidJobError(f"{kind} takes a field position (int) or field name (str), got {position!r}")
+        spec = t.KeyedReduceSpec(FieldAggregator(kind, position), key_selector=self._key_selector)
+        return self._one_input("Keyed Aggregation", spec, self.get_type())
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        return self._aggregate("sum", position_to_sum)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        return self._aggregate("min", position_to_min)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        return self._aggregate("max", position_to_max)
+
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        return self._aggregate("min_by", position_to_min_by)
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        return self._aggregate("max_by", position_to_max_by)
+
+    def window(self, window_assigner: Any):
+        raise InvalidJobError("windows arrive with event time support (issue 3); not available yet")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldAggregator:
+    """A reduce function for one field, with Flink's semantics:
+    - sum/min/max: the result is the first record of the key with only that field replaced by the aggregate;
+    - min_by/max_by: the result is the whole record holding the extreme value (the earlier one on ties).
+    Records may be plain numbers (position 0), tuples/lists (positions), Rows or dicts (names or positions).
+    """
+
+    kind: str
+    position: int | str
+
+    def reduce(self, acc: Any, value: Any) -> Any:
+        old, new = self._field(acc), self._field(value)
+        kind = self.kind
+        if kind == "sum":
+            return self._with_field(acc, old + new)
+        if kind == "min":
+            return acc if old <= new else self._with_field(acc, new)
+        if kind == "max":
+            return acc if old >= new else self._with_field(acc, new)
+        if kind == "min_by":
+            return acc if old <= new else value
+        return acc if old >= new else value  # max_by
+
+    def _field(self, record: Any) -> Any:
+        if isinstance(record, (int, float)) and not isinstance(record, bool):
+            if self.position not in (0, "0"):
+                raise InvalidJobError(f"{self.kind}({self.position!r}) on a plain number: use position 0")
+            return record
+        try:
+            return record[self.position]
+        except (IndexError, KeyError, TypeError):
+            raise InvalidJobError(
+                f"{self.kind}({self.position!r}): record {record!r} has no field {self.position!r}"
+            ) from None
+
+    def _with_field(self, record: Any, value: Any) -> Any:
+        if isinstance(record, (int, float)):
+            return value
+        if isinstance(record, tuple) and not hasattr(record, "_fields"):
+            items = list(record)
+            items[self.position] = value
+            return tuple(items)
+        if isinstance(record, list):
+            copy = list(record)
+            copy[self.position] = value
+            return copy
+        if isinstance(record, dict):
+            return {**record, self.position: value}
+        return _replace_row_field(record, self.position, value)
+
+
+def _replace_row_field(row: Any, position: int | str, value: Any) -> Any:
+    """Rows (and named tuples) are rebuilt, never mutated: the previous aggregate may still be in flight."""
+    if hasattr(row, "_replace") and isinstance(position, str):
+        return row._replace(**{position: value})
+    from fluvial.common.row import Row
+
+    if isinstance(row, Row):
+        values = list(row)
+        index = position if isinstance(position, int) else row._fields.index(position)
+        values[index] = value
+        fresh = Row(*values)
+        if row._fields:
+            fresh.set_field_names(row._fields)
+        fresh.set_row_kind(row.get_row_kind())
+        return fresh
+    raise InvalidJobError(f"cannot aggregate field {position!r} of {type(row).__name__} records")

@@ -1,0 +1,255 @@
+"""The job as inert data: one frozen dataclass per kind of transformation, plus the operator and partitioner
+descriptions they carry.
+
+API calls build these; `fluvial.graph` compiles them; `fluvial.runtime` builds live operators from the
+operator descriptions (`OperatorSpec`s) when a task opens. Nothing here runs user code.
+Transformations refer to their inputs by id, so a DataStream call like `set_parallelism` replaces one
+frozen record in the environment's registry instead of mutating a shared object.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fluvial.datastream.output_tag import OutputTag
+
+
+class ChainingStrategy(enum.Enum):
+    ALWAYS = "ALWAYS"
+    HEAD = "HEAD"
+    NEVER = "NEVER"
+    HEAD_WITH_SOURCES = "HEAD_WITH_SOURCES"
+
+
+class PartitionerKind(enum.Enum):
+    """The ship strategies of DESIGN 2.1; the value is the name Flink shows in plans."""
+
+    FORWARD = "FORWARD"
+    REBALANCE = "REBALANCE"
+    RESCALE = "RESCALE"
+    HASH = "HASH"
+    BROADCAST = "BROADCAST"
+    SHUFFLE = "SHUFFLE"
+    GLOBAL = "GLOBAL"
+    CUSTOM = "CUSTOM"
+
+
+class ExchangeMode(enum.Enum):
+    UNDEFINED = "UNDEFINED"
+    PIPELINED = "PIPELINED"
+    BATCH = "BATCH"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionerSpec:
+    """How records of one edge are spread over the consumer's subtasks."""
+
+    kind: PartitionerKind
+    key_selector: Callable[[Any], Any] | None = None  # HASH and CUSTOM
+    custom_partitioner: Callable[[Any, int], int] | None = None  # CUSTOM: (key, n) -> channel
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Operator descriptions. A runtime builder exists for each; `name` is the default operator name Flink shows.
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSpec:
+    """Base of operator descriptions. `function` is a user function object or plain callable; `key_selector`
+    is set when the operator runs on a KeyedStream, so it sees keyed state for each record's key."""
+
+    function: Any = None
+    key_selector: Any = None
+    key_selector2: Any = None  # two-input operators on keyed connected streams: the second input's key
+
+
+@dataclass(frozen=True, slots=True)
+class MapSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class FlatMapSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedProcessSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedReduceSpec(OperatorSpec):
+    """A running reduce per key, emitting the new aggregate for every record (sum/min/max/... compile to it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoMapSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CoFlatMapSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CoProcessSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedCoProcessSpec(OperatorSpec):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec(OperatorSpec):
+    """`function` is a `fluvial.datastream.connectors.source.Source`."""
+
+    watermark_strategy: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSpec(OperatorSpec):
+    """`function` is a `fluvial.datastream.connectors.sink.Sink`."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkFunctionSpec(OperatorSpec):
+    """`function` is a `SinkFunction` or a plain callable taking one value."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrintSpec(OperatorSpec):
+    type_info: Any = None
+    sink_identifier: str | None = None
+    to_stderr: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CollectSpec(OperatorSpec):
+    """Sends records to the client that called `execute_and_collect`; `collect_id` names its queue."""
+
+    collect_id: str = ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Transformations
+
+
+@dataclass(frozen=True, slots=True)
+class Transformation:
+    id: int
+    name: str
+    parallelism: int | None = None  # None: the environment's default
+    max_parallelism: int | None = None
+    uid: str | None = None
+    description: str | None = None
+    slot_sharing_group: Any = None  # None (inherit), a name, or a SlotSharingGroup
+    co_location_group: str | None = None
+    chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
+    output_type: Any = None
+    parallelism_fixed: bool = False  # from_collection: parallelism 1, not changeable
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def is_virtual(self) -> bool:
+        """Partition, union and side-output transformations become edges, not nodes."""
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTransformation(Transformation):
+    operator: SourceSpec = field(default_factory=SourceSpec)
+    chaining_strategy: ChainingStrategy = ChainingStrategy.HEAD
+
+
+@dataclass(frozen=True, slots=True)
+class OneInputTransformation(Transformation):
+    input_id: int = -1
+    operator: OperatorSpec = field(default_factory=OperatorSpec)
+    type_name: str = "Map"  # what Flink's plan shows as "type"
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return (self.input_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class TwoInputTransformation(Transformation):
+    input1_id: int = -1
+    input2_id: int = -1
+    operator: OperatorSpec = field(default_factory=OperatorSpec)
+    type_name: str = "Co-Map"
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return (self.input1_id, self.input2_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkTransformation(Transformation):
+    input_id: int = -1
+    operator: OperatorSpec = field(default_factory=OperatorSpec)
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return (self.input_id,)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionTransformation(Transformation):
+    input_id: int = -1
+    partitioner: PartitionerSpec = PartitionerSpec(PartitionerKind.FORWARD)
+    exchange_mode: ExchangeMode = ExchangeMode.UNDEFINED
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return (self.input_id,)
+
+    @property
+    def is_virtual(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class UnionTransformation(Transformation):
+    inputs: tuple[int, ...] = ()
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return self.inputs
+
+    @property
+    def is_virtual(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class SideOutputTransformation(Transformation):
+    input_id: int = -1
+    output_tag: OutputTag | None = None
+
+    @property
+    def input_ids(self) -> tuple[int, ...]:
+        return (self.input_id,)
+
+    @property
+    def is_virtual(self) -> bool:
+        return True

@@ -1,0 +1,99 @@
+"""Channels carry buffers and events from one producing subtask to one consuming subtask. They know nothing
+about operators: items are opaque.
+
+Flow control is credit-like and never blocks a thread (tasks of a TaskManager share one thread): a producer
+asks `writable()` before it produces a step's output, so a channel holds at most `capacity` items plus one
+step's output; a slow consumer therefore slows its producers. Wake-ups cross threads: a push wakes the
+consumer's executor, and a poll that frees space in a full channel wakes the producer's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+DEFAULT_CAPACITY = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelId:
+    """Names a channel in every process: the intermediate data set (edge) and both subtask indices."""
+
+    dataset_id: str
+    producer_index: int
+    consumer_index: int
+
+
+class Channel(Protocol):
+    def push(self, item: Any) -> None: ...
+
+    def poll(self) -> Any | None: ...
+
+    def writable(self) -> bool: ...
+
+    def set_consumer_waker(self, wake: Callable[[], None]) -> None: ...
+
+    def set_producer_waker(self, wake: Callable[[], None]) -> None: ...
+
+
+def _noop() -> None:
+    pass
+
+
+class LocalChannel:
+    """A bounded single-producer single-consumer queue within one process. deque append/popleft are atomic
+    under the GIL, so producer and consumer may live on different threads without a lock."""
+
+    __slots__ = ("_queue", "capacity", "_wake_consumer", "_wake_producer")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError(f"channel capacity must be >= 1, got {capacity}")
+        self._queue: deque = deque()
+        self.capacity = capacity
+        self._wake_consumer: Callable[[], None] = _noop
+        self._wake_producer: Callable[[], None] = _noop
+
+    def set_consumer_waker(self, wake: Callable[[], None]) -> None:
+        self._wake_consumer = wake
+
+    def set_producer_waker(self, wake: Callable[[], None]) -> None:
+        self._wake_producer = wake
+
+    def push(self, item: Any) -> None:
+        self._queue.append(item)
+        self._wake_consumer()
+
+    def poll(self) -> Any | None:
+        queue = self._queue
+        if not queue:
+            return None
+        item = queue.popleft()
+        if len(queue) == self.capacity - 1:
+            self._wake_producer()
+        return item
+
+    def writable(self) -> bool:
+        return len(self._queue) < self.capacity
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+
+class ChannelRegistry:
+    """The channels of one process, by id; both ends ask for the same id and get the same channel."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._channels: dict[ChannelId, LocalChannel] = {}
+        self._capacity = capacity
+
+    def get(self, channel_id: ChannelId) -> LocalChannel:
+        channel = self._channels.get(channel_id)
+        if channel is None:
+            channel = self._channels[channel_id] = LocalChannel(self._capacity)
+        return channel
+
+    def release(self, dataset_ids: set[str]) -> None:
+        for channel_id in [cid for cid in self._channels if cid.dataset_id in dataset_ids]:
+            del self._channels[channel_id]

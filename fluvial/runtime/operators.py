@@ -1,0 +1,183 @@
+"""Runtime operators built from the API's operator descriptions (`OperatorSpec`s), batch at a time.
+
+Every operator turns one RecordBatch into zero or one output batch per target, so the per-record work of a
+stateless chain is a C-level `map`/`filter` over a list. Operators on a KeyedStream set the current key per
+record before calling the user function, so keyed state reads and writes that key.
+Lifecycle, on the task thread: `open()` → `process_batch*` / `process_watermark` → `end_input()` → `close()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.datastream import transformations as t
+from fluvial.runtime.output import Output
+from fluvial.runtime.records import RecordBatch, Watermark
+from fluvial.runtime.runtime_context import OperatorContext, StreamingRuntimeContext
+
+
+def user_method(function: Any, method: str) -> Callable[..., Any]:
+    """A function object's method, or the plain callable itself."""
+    bound = getattr(function, method, None)
+    if bound is not None:
+        return bound
+    if callable(function):
+        return function
+    raise InvalidJobError(f"{function!r} is neither callable nor has .{method}()")
+
+
+def key_function(selector: Any) -> Callable[[Any], Any]:
+    return user_method(selector, "get_key")
+
+
+class StreamOperator:
+    """Base: holds the spec, the context and the output; user functions opened and closed around the run."""
+
+    keyed = False
+
+    def __init__(self, spec: t.OperatorSpec, context: OperatorContext) -> None:
+        self.spec = spec
+        self.context = context
+        self.name = context.operator_name
+        self.output: Output | None = None
+        self.keyed_backend: Any = None
+        if spec.key_selector is not None or self.keyed:
+            self.keyed_backend = context.create_keyed_backend()
+        self.runtime_context = StreamingRuntimeContext(context, self.keyed_backend)
+
+    def setup(self, output: Output) -> None:
+        self.output = output
+
+    def open(self) -> None:
+        opener = getattr(self.spec.function, "open", None)
+        if opener is not None and callable(opener) and not isinstance(self.spec.function, type):
+            opener(self.runtime_context)
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        raise NotImplementedError
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        self.output.emit_watermark(watermark)
+
+    def end_input(self) -> None:
+        """All input has arrived; emit what is still held."""
+
+    def close(self) -> None:
+        closer = getattr(self.spec.function, "close", None)
+        if closer is not None and callable(closer) and not isinstance(self.spec.function, type):
+            closer()
+
+
+class MapOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._fn = user_method(self.spec.function, "map")
+        self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
+        self._emit = self.output.collect
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        if self._key is None:
+            self._emit(RecordBatch(list(map(self._fn, batch.values)), batch.timestamps))
+            return
+        backend, key, fn = self.keyed_backend, self._key, self._fn
+        out = []
+        for value in batch.values:
+            backend.current_key = key(value)
+            out.append(fn(value))
+        self._emit(RecordBatch(out, batch.timestamps))
+
+
+class FilterOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._fn = user_method(self.spec.function, "filter")
+        self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
+        self._emit = self.output.collect
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        fn = self._fn
+        if self._key is not None:
+            backend, key, inner = self.keyed_backend, self._key, fn
+
+            def fn(value: Any) -> bool:
+                backend.current_key = key(value)
+                return inner(value)
+
+        if batch.timestamps is None:
+            kept = list(filter(fn, batch.values))
+            if kept:
+                self._emit(RecordBatch(kept))
+            return
+        pairs = [(v, ts) for v, ts in zip(batch.values, batch.timestamps) if fn(v)]
+        if pairs:
+            self._emit(RecordBatch([p[0] for p in pairs], [p[1] for p in pairs]))
+
+
+class FlatMapOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._fn = user_method(self.spec.function, "flat_map")
+        self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
+        self._emit = self.output.collect
+
+    def _results(self, value: Any) -> Any:
+        if self._key is not None:
+            self.keyed_backend.current_key = self._key(value)
+        results = self._fn(value)
+        if results is None:
+            raise InvalidJobError(
+                f"the flat_map function of '{self.name}' returned None for {value!r}: return an iterable or yield"
+            )
+        return results
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        results = self._results
+        if batch.timestamps is None:
+            out = [item for value in batch.values for item in results(value)]
+            if out:
+                self._emit(RecordBatch(out))
+            return
+        values: list = []
+        stamps: list = []
+        for value, ts in zip(batch.values, batch.timestamps):
+            for item in results(value):
+                values.append(item)
+                stamps.append(ts)
+        if values:
+            self._emit(RecordBatch(values, stamps))
+
+
+class KeyedReduceOperator(StreamOperator):
+    """The running-reduce primitive: for each record, new = reduce(previous of its key, record); emit new.
+
+    State is the backend's raw value table, so the per-record cost is one key call, one dict get and set.
+    """
+
+    keyed = True
+    STATE_NAME = "_keyed_reduce"
+
+    def open(self) -> None:
+        super().open()
+        self._fn = user_method(self.spec.function, "reduce")
+        self._key = key_function(self.spec.key_selector)
+        self._table = self.keyed_backend.value_table(self.STATE_NAME)
+        self._emit = self.output.collect
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        key, fn, table = self._key, self._fn, self._table
+        get = table.get
+        out = []
+        append = out.append
+        missing = _MISSING
+        for value in batch.values:
+            k = key(value)
+            previous = get(k, missing)
+            if previous is not missing:
+                value = fn(previous, value)
+            table[k] = value
+            append(value)
+        self._emit(RecordBatch(out, batch.timestamps))
+
+
+_MISSING = object()

@@ -1,0 +1,66 @@
+"""Where an operator's results go: chained operators (a method call) and record writers (channels).
+
+`collect` is bound once to the fastest callable for the fan-out at hand, so an operator emitting a buffer
+pays one call, not a loop, in the common single-target case.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fluvial.datastream.output_tag import OutputTag
+from fluvial.runtime.records import RecordBatch, Watermark
+
+BatchSink = Callable[[RecordBatch], None]
+
+
+def _fan_out(targets: list[BatchSink]) -> BatchSink:
+    if not targets:
+        return lambda batch: None
+    if len(targets) == 1:
+        return targets[0]
+
+    def collect_all(batch: RecordBatch) -> None:
+        for target in targets:
+            target(batch)
+
+    return collect_all
+
+
+class Output:
+    """An operator's outputs: the main targets, targets per side-output tag, and watermark receivers."""
+
+    def __init__(
+        self,
+        main: list[BatchSink],
+        side: dict[OutputTag, list[BatchSink]],
+        watermark_targets: list[Callable[[Watermark], None]],
+    ) -> None:
+        self.collect: BatchSink = _fan_out(main)
+        self._side = {tag: _fan_out(targets) for tag, targets in side.items()}
+        self._watermark_targets = watermark_targets
+
+    def collect_side(self, tag: OutputTag, batch: RecordBatch) -> None:
+        """Records for a tag nobody consumes are dropped, as in Flink."""
+        target = self._side.get(tag)
+        if target is not None:
+            target(batch)
+
+    def has_side(self, tag: OutputTag) -> bool:
+        return tag in self._side
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        for target in self._watermark_targets:
+            target(watermark)
+
+
+def split_side_outputs(results: list[Any]) -> tuple[list[Any], dict[OutputTag, list[Any]]]:
+    """PyFlink's convention: a yielded `(output_tag, value)` pair goes to that side output."""
+    main: list[Any] = []
+    side: dict[OutputTag, list[Any]] = {}
+    for item in results:
+        if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+            side.setdefault(item[0], []).append(item[1])
+        else:
+            main.append(item)
+    return main, side

@@ -1,0 +1,175 @@
+"""Operators that call a user function per record with a context: ProcessFunction, KeyedProcessFunction, and
+the two-input CoMap / CoFlatMap / CoProcess / KeyedCoProcess. Results may be returned or yielded; a yielded
+`(output_tag, value)` goes to that side output. Outputs carry the input record's timestamp, as in Flink."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fluvial.common.errors import InvalidJobError, StateError
+from fluvial.datastream import functions as f
+from fluvial.runtime.operators import StreamOperator, key_function, user_method
+from fluvial.runtime.output import split_side_outputs
+from fluvial.runtime.records import RecordBatch
+
+
+class _NoTimers:
+    """Timers arrive with event time (watermarks); until then this says so instead of failing obscurely."""
+
+    def __init__(self, operator_name: str) -> None:
+        self._name = operator_name
+
+    def __getattr__(self, item: str) -> Any:
+        raise StateError(f"'{self._name}': the timer service ({item}) is not available in this version of fluvial")
+
+
+class ProcessContext(f.KeyedProcessFunction.Context, f.KeyedCoProcessFunction.Context):
+    """One context object per operator, repointed for each record (no allocation per record)."""
+
+    __slots__ = ("_timestamp", "_backend", "_timers")
+
+    def __init__(self, backend: Any, timers: Any) -> None:
+        self._timestamp: int | None = None
+        self._backend = backend
+        self._timers = timers
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def timer_service(self) -> Any:
+        return self._timers
+
+    def get_current_key(self) -> Any:
+        if self._backend is None:
+            raise StateError("get_current_key() outside a keyed stream: apply the function after key_by(...)")
+        return self._backend.current_key
+
+
+class _PerRecordOperator(StreamOperator):
+    """Shared driver: run `call(value)` for each record of a batch, gather results, emit main and side."""
+
+    def open(self) -> None:
+        super().open()
+        self.ctx = ProcessContext(self.keyed_backend, _NoTimers(self.name))
+        self._emit = self.output.collect
+
+    def run(self, batch: RecordBatch, call: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> None:
+        ctx = self.ctx
+        backend = self.keyed_backend
+        values: list = []
+        stamps: list | None = [] if batch.timestamps is not None else None
+        timestamps = batch.timestamps or [None] * len(batch.values)
+        for value, ts in zip(batch.values, timestamps):
+            ctx._timestamp = ts
+            if key is not None:
+                backend.current_key = key(value)
+            result = call(value)
+            if result is None:
+                continue
+            produced = list(result) if not isinstance(result, (str, bytes)) else [result]
+            values.extend(produced)
+            if stamps is not None:
+                stamps.extend([ts] * len(produced))
+        self._emit_results(values, stamps)
+
+    def _emit_results(self, values: list, stamps: list | None) -> None:
+        main, side = split_side_outputs(values)
+        if side and stamps is not None:
+            # keep timestamps aligned: redo the split with pairs
+            pairs = list(zip(values, stamps))
+            main_pairs = [p for p in pairs if not _is_side(p[0])]
+            main, stamps = [p[0] for p in main_pairs], [p[1] for p in main_pairs]
+            for tag in side:
+                tagged = [p for p in pairs if _is_side(p[0]) and p[0][0] == tag]
+                self.output.collect_side(tag, RecordBatch([p[0][1] for p in tagged], [p[1] for p in tagged]))
+        else:
+            for tag, items in side.items():
+                self.output.collect_side(tag, RecordBatch(items))
+        if main:
+            self._emit(RecordBatch(main, stamps))
+
+
+def _is_side(item: Any) -> bool:
+    from fluvial.datastream.output_tag import OutputTag
+
+    return type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag)
+
+
+class ProcessOperator(_PerRecordOperator):
+    def open(self) -> None:
+        super().open()
+        method = user_method(self.spec.function, "process_element")
+        ctx = self.ctx
+        self._call = lambda value: method(value, ctx)
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self.run(batch, self._call, None)
+
+
+class KeyedProcessOperator(ProcessOperator):
+    keyed = True
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self.run(batch, self._call, self._key)
+
+    def open(self) -> None:
+        super().open()
+        self._key = key_function(self.spec.key_selector)
+
+
+class _TwoInputOperator(_PerRecordOperator):
+    """Base of two-input operators: `method1`/`method2` name the user function's per-input methods."""
+
+    method1 = ""
+    method2 = ""
+    with_context = False
+
+    def open(self) -> None:
+        super().open()
+        m1 = user_method(self.spec.function, self.method1)
+        m2 = user_method(self.spec.function, self.method2)
+        if self.with_context:
+            ctx = self.ctx
+            self._call1 = lambda value: m1(value, ctx)
+            self._call2 = lambda value: m2(value, ctx)
+        else:
+            self._call1, self._call2 = m1, m2
+        self._key1 = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
+        self._key2 = key_function(self.spec.key_selector2) if self.spec.key_selector2 is not None else None
+
+    def process_batch1(self, batch: RecordBatch) -> None:
+        self.run(batch, self._call1, self._key1)
+
+    def process_batch2(self, batch: RecordBatch) -> None:
+        self.run(batch, self._call2, self._key2)
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        raise InvalidJobError(f"'{self.name}' has two inputs; records must arrive on input 1 or 2")
+
+
+class CoMapOperator(_TwoInputOperator):
+    method1, method2 = "map1", "map2"
+
+    def run(self, batch: RecordBatch, call: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> None:
+        if key is not None:
+            backend = self.keyed_backend
+            out = []
+            for value in batch.values:
+                backend.current_key = key(value)
+                out.append(call(value))
+        else:
+            out = list(map(call, batch.values))
+        self._emit(RecordBatch(out, batch.timestamps))
+
+
+class CoFlatMapOperator(_TwoInputOperator):
+    method1, method2 = "flat_map1", "flat_map2"
+
+
+class CoProcessOperator(_TwoInputOperator):
+    method1, method2 = "process_element1", "process_element2"
+    with_context = True
+
+
+class KeyedCoProcessOperator(CoProcessOperator):
+    keyed = True

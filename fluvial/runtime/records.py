@@ -1,0 +1,67 @@
+"""What flows through channels: buffers of records, and in-band events that travel between buffers.
+
+A RecordBatch is columnar: the values, and their event timestamps only when the stream has them (None
+otherwise), so a stateless chain maps a plain list at C speed. StreamRecord is the one per-record view, used
+where a user function sees a single record with its timestamp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fluvial.common.time import MAX_WATERMARK
+
+
+class RecordBatch:
+    """A buffer of records. Immutable once emitted: consumers may share the same lists."""
+
+    __slots__ = ("values", "timestamps")
+
+    def __init__(self, values: list, timestamps: list | None = None) -> None:
+        self.values = values
+        self.timestamps = timestamps
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return f"RecordBatch({len(self.values)} records{', timestamped' if self.timestamps else ''})"
+
+
+@dataclass(slots=True)
+class StreamRecord:
+    value: Any
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    timestamp: int
+
+    @property
+    def is_final(self) -> bool:
+        return self.timestamp >= MAX_WATERMARK
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkStatus:
+    idle: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointBarrier:
+    checkpoint_id: int
+    timestamp: int
+
+
+class EndOfInput:
+    """The last item a channel carries: its producer has finished."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "END_OF_INPUT"
+
+
+END_OF_INPUT = EndOfInput()

@@ -1,0 +1,70 @@
+"""The RuntimeContext a user function gets in `open()`: who its subtask is and where its keyed state lives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fluvial.common.errors import StateError
+from fluvial.common.key_groups import key_group_range_for_operator
+from fluvial.common.task_info import TaskInfo
+from fluvial.datastream.functions import RuntimeContext
+
+
+@dataclass(slots=True)
+class OperatorContext:
+    """What the task hands each operator it builds."""
+
+    task_info: TaskInfo
+    operator_name: str
+    max_parallelism: int
+    job_parameters: dict[str, str] = field(default_factory=dict)
+    collect_target: Callable[[str], Callable[[list], None]] | None = None
+
+    def key_group_range(self) -> range:
+        info = self.task_info
+        return key_group_range_for_operator(self.max_parallelism, info.parallelism, info.subtask_index)
+
+    def create_keyed_backend(self) -> Any:
+        from fluvial.state.heap import HeapKeyedStateBackend
+
+        return HeapKeyedStateBackend(self.max_parallelism, self.key_group_range())
+
+
+class StreamingRuntimeContext(RuntimeContext):
+    def __init__(self, context: OperatorContext, keyed_backend: Any = None) -> None:
+        self._context = context
+        self._info = context.task_info
+        self._backend = keyed_backend
+
+    def get_task_name(self) -> str:
+        return self._info.task_name
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._info.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._context.max_parallelism
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._info.subtask_index
+
+    def get_attempt_number(self) -> int:
+        return self._info.attempt_number
+
+    def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
+        return self._context.job_parameters.get(key, default_value)
+
+    def _keyed(self, descriptor: Any) -> Any:
+        if self._backend is None:
+            raise StateError(
+                f"keyed state '{getattr(descriptor, 'name', descriptor)}' requested in "
+                f"'{self._context.operator_name}', which is not keyed: apply the function after key_by(...)"
+            )
+        return self._backend.get_state(descriptor)
+
+    get_state = _keyed
+    get_list_state = _keyed
+    get_map_state = _keyed
+    get_reducing_state = _keyed
+    get_aggregating_state = _keyed

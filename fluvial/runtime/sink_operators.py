@@ -1,0 +1,101 @@
+"""Sink operators: Sink V2 writers (`sink_to`), SinkFunctions (`add_sink`), print, and collect.
+
+At end of input a writer is flushed and its final committables are committed here, so a bounded job's output
+is visible when `execute()` returns; with checkpoints, commits happen on checkpoint completion instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from fluvial.common.print_format import format_for_print, print_prefix
+from fluvial.runtime.operators import StreamOperator, user_method
+from fluvial.runtime.records import RecordBatch
+
+
+class SinkWriterOperator(StreamOperator):
+    def open(self) -> None:
+        sink = self.spec.function
+        self._writer = sink.create_writer(self.context.task_info, None)
+        self.process_batch = lambda batch: self._writer.write_batch(batch.values)  # type: ignore[method-assign]
+
+    def process_batch(self, batch: RecordBatch) -> None:  # replaced in open()
+        raise AssertionError("process_batch before open")
+
+    def end_input(self) -> None:
+        self._writer.flush(True)
+        committables = self._writer.prepare_commit()
+        if committables:
+            self.spec.function.commit(committables)
+
+    def close(self) -> None:
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            writer.close()
+
+
+class SinkFunctionContext:
+    """The context `SinkFunction.invoke(value, context)` receives."""
+
+    __slots__ = ("_task_info",)
+
+    def __init__(self, task_info: Any) -> None:
+        self._task_info = task_info
+
+    def current_processing_time(self) -> int:
+        from fluvial.common.time import current_millis
+
+        return current_millis()
+
+    def timestamp(self) -> int | None:
+        return None
+
+
+class SinkFunctionOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        function = self.spec.function
+        context = SinkFunctionContext(self.context.task_info)
+        if hasattr(function, "invoke_batch"):
+            invoke_batch = function.invoke_batch
+            self._write = lambda values: invoke_batch(values, context)
+        else:
+            call = user_method(function, "invoke")
+            self._write = lambda values: [call(value) for value in values] and None
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self._write(batch.values)
+
+
+class PrintOperator(StreamOperator):
+    """PyFlink's print: `str()` of untyped values, typed values in Flink's text, `N> ` when parallel."""
+
+    def open(self) -> None:
+        info = self.context.task_info
+        self._prefix = print_prefix(info.subtask_index, info.parallelism, self.spec.sink_identifier)
+        self._type_info = self.spec.type_info
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        stream = sys.stderr if self.spec.to_stderr else sys.stdout
+        prefix, type_info = self._prefix, self._type_info
+        if type_info is None:
+            text = "".join([f"{prefix}{value}\n" for value in batch.values])
+        else:
+            text = "".join([f"{prefix}{format_for_print(value, type_info)}\n" for value in batch.values])
+        stream.write(text)
+
+    def end_input(self) -> None:
+        (sys.stderr if self.spec.to_stderr else sys.stdout).flush()
+
+
+class CollectOperator(StreamOperator):
+    """Hands buffers to the client of `execute_and_collect` through the cluster's collect target."""
+
+    def open(self) -> None:
+        if self.context.collect_target is None:
+            raise RuntimeError("collect sink deployed without a collect target")
+        self._send = self.context.collect_target(self.spec.collect_id)
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self._send(batch.values)

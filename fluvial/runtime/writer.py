@@ -1,0 +1,80 @@
+"""RecordWriter: the producing end of one JobEdge for one subtask — partitions buffers over its channels and
+broadcasts events to all of them (watermarks and end of input go to every channel whatever the partitioner)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
+from fluvial.graph.partitioners import build_selector
+from fluvial.runtime.channels import Channel, ChannelId
+from fluvial.runtime.records import RecordBatch, Watermark
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """What a task needs to write one JobEdge: the channels in consumer order and how to partition."""
+
+    dataset_id: str
+    partitioner: PartitionerSpec
+    channel_ids: tuple[ChannelId, ...]
+    consumer_max_parallelism: int
+    consumer_parallelism: int
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    channel_id: ChannelId
+    type_number: int
+
+
+class RecordWriter:
+    def __init__(self, spec: OutputSpec, channels: list[Channel], producer_index: int) -> None:
+        self.spec = spec
+        self.channels = channels
+        self._single = channels[0] if len(channels) == 1 else None
+        self._selector = build_selector(spec.partitioner, len(channels), spec.consumer_max_parallelism, producer_index)
+        self._pair_selector: Any = None
+        if self._single is not None and spec.partitioner.kind is PartitionerKind.CUSTOM:
+            self._single = None  # a custom partitioner must still see (and validate) every record
+
+    def emit(self, batch: RecordBatch) -> None:
+        single = self._single
+        if single is not None:
+            single.push(batch)
+            return
+        if batch.timestamps is None:
+            parts = self._selector.split(batch.values)
+            for channel, part in zip(self.channels, parts):
+                if part:
+                    channel.push(RecordBatch(part))
+            return
+        for channel, part in zip(self.channels, self._timestamped_selector().split(
+                list(zip(batch.values, batch.timestamps)))):
+            if part:
+                channel.push(RecordBatch([p[0] for p in part], [p[1] for p in part]))
+
+    def _timestamped_selector(self) -> Any:
+        """The same rule applied to (value, timestamp) pairs: key selectors look at the value."""
+        if self._pair_selector is None:
+            spec = self.spec.partitioner
+            if spec.key_selector is not None:
+                key = getattr(spec.key_selector, "get_key", spec.key_selector)
+                spec = PartitionerSpec(spec.kind, key_selector=lambda pair: key(pair[0]),
+                                       custom_partitioner=spec.custom_partitioner)
+            self._pair_selector = build_selector(spec, len(self.channels), self.spec.consumer_max_parallelism)
+        return self._pair_selector
+
+    def broadcast_event(self, event: Any) -> None:
+        for channel in self.channels:
+            channel.push(event)
+
+    def broadcast_watermark(self, watermark: Watermark) -> None:
+        self.broadcast_event(watermark)
+
+    def writable(self) -> bool:
+        for channel in self.channels:
+            if not channel.writable():
+                return False
+        return True

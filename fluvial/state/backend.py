@@ -1,0 +1,112 @@
+"""What the runtime relies on from a keyed state backend, and the snapshot every backend produces.
+
+A backend holds the keyed state of one subtask: the key groups in its `key_group_range`. The task thread is
+its only user (DESIGN 4: one thread owns a task), so no method locks anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, MutableMapping, Protocol, runtime_checkable
+
+from fluvial.datastream.state import State, StateDescriptor
+
+
+class _NoKey:
+    """The type of NO_KEY; one instance, so `key is NO_KEY` is the check."""
+
+    __slots__ = ()
+    _instance: "_NoKey | None" = None
+
+    def __new__(cls) -> "_NoKey":
+        if cls._instance is None:
+            cls._instance = object.__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_KEY"
+
+    def __reduce__(self) -> str:
+        return "NO_KEY"
+
+
+NO_KEY: Any = _NoKey()
+"""`current_key` outside a keyed context. Distinct from None, which is a legal key."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedStateSnapshot:
+    """The keyed state of one subtask at one checkpoint, split by key group so it can be redistributed.
+
+    - `key_groups`: key group -> state name -> key -> value. Only key groups holding at least one entry appear,
+      and a state name appears under a key group only when it has entries there.
+    - `state_kinds`: state name -> StateKind value ("value", "list", ...) for every registered state, empty
+      or not, so a restore can reject a name reused with another kind.
+    The values are private copies: later changes to the live backend never show through.
+    """
+
+    max_parallelism: int
+    key_groups: dict[int, dict[str, dict[Any, Any]]]
+    state_kinds: dict[str, str]
+
+    def select(self, key_group_range: range) -> "KeyedStateSnapshot":
+        """The part of this snapshot a subtask owning `key_group_range` needs (used when rescaling)."""
+        groups = {kg: states for kg, states in self.key_groups.items() if kg in key_group_range}
+        return KeyedStateSnapshot(self.max_parallelism, groups, dict(self.state_kinds))
+
+    def is_empty(self) -> bool:
+        return not self.key_groups
+
+
+@runtime_checkable
+class KeyedStateBackend(Protocol):
+    """The runtime's contract with a keyed state backend (heap today, RocksDB later).
+
+    Per record the runtime does exactly one thing: it assigns `current_key` (a plain attribute, so the hot path
+    is one store). Everything else happens at open, at a checkpoint, or at restore:
+
+    1. open: `get_state(descriptor)` for each descriptor a function asks for; handles stay valid until
+       `dispose()` and read `current_key` themselves on every call.
+    2. per record: `backend.current_key = key`; then user code calls its handles. Outside a keyed context
+       `current_key` is NO_KEY and every handle raises StateError.
+    3. checkpoint (synchronous part): `snapshot()` returns a KeyedStateSnapshot that later processing does not
+       change; writing it to storage is the asynchronous part.
+    4. restore: `restore(snapshots)` before the first record, with the snapshots of any number of old subtasks;
+       the backend keeps the key groups in its own `key_group_range` (this is how rescaling works).
+    """
+
+    max_parallelism: int
+    key_group_range: range
+    current_key: Any
+
+    def set_current_key(self, key: Any) -> None: ...
+
+    def get_current_key(self) -> Any: ...
+
+    def get_state(self, descriptor: StateDescriptor) -> State:
+        """The handle for `descriptor`: the same handle for the same name; StateError for a name reused with
+        another kind."""
+        ...
+
+    def value_table(self, name: str) -> MutableMapping[Any, Any]:
+        """Raw key -> value access for internal operators (e.g. a keyed running reduce), bypassing handles.
+
+        Contract: read with `table.get(key)`, write with `table[key] = value`, delete with `del table[key]`.
+        Always write a changed value back; never rely on mutating a value in place (a serializing backend
+        would not see it). The mapping stays valid until `dispose()`.
+        """
+        ...
+
+    def keys(self, state_name: str) -> Iterator[Any]:
+        """The keys that have an entry in `state_name` (none for an unknown name)."""
+        ...
+
+    def apply_to_all_keys(self, descriptor: StateDescriptor, function: Callable[[Any, State], None]) -> None:
+        """Call `function(key, state)` for every key with an entry, with `current_key` set to that key."""
+        ...
+
+    def snapshot(self) -> KeyedStateSnapshot: ...
+
+    def restore(self, snapshots: list[KeyedStateSnapshot]) -> None: ...
+
+    def dispose(self) -> None: ...
