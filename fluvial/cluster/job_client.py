@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+from fluvial.common.future import CompletableFuture as Future
 from typing import Any
 
 

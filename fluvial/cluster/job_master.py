@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
+from fluvial.common.future import CompletableFuture as Future
 from typing import Any
 
 from fluvial.cluster.execution_graph import ExecutionGraph

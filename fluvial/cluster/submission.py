@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 from fluvial.cluster.job_client import JobClient
@@ -66,6 +66,7 @@ class CloseableIterator:
             if not self._client.get_job_execution_result().done():
                 self._client.cancel()
         self._done = True
+        self._pending, self._position = [], 0  # a closed iterator yields nothing more
 
     def __enter__(self) -> "CloseableIterator":
         return self
@@ -75,7 +76,7 @@ class CloseableIterator:
 
 
 def collect_results(env: Any, stream: Any, job_name: str | None, limit: int | None) -> Any:
-    collect_id = uuid.uuid4().hex
+    collect_id = os.urandom(16).hex()
     env._add_collect_sink(stream, collect_id)
     graph = env.get_stream_graph(job_name, clear_transformations=True)
     cluster = _cluster_for(graph)

@@ -1,21 +1,37 @@
-"""Common classes of the user API (PyFlink `pyflink.common`)."""
+"""Common classes of the user API (PyFlink `pyflink.common`).
 
-from fluvial.common.configuration import Configuration
-from fluvial.common.encoder import Encoder
-from fluvial.common.execution_config import ExecutionConfig
-from fluvial.common.job_execution_result import JobExecutionResult
-from fluvial.common.row import Row, RowKind
-from fluvial.common.time import Duration, Time
-from fluvial.common.typeinfo import Types
+Names load on first use (PEP 562): importing one engine module must not pay for the whole API, since
+start-up time is part of every small job's latency.
+"""
 
-__all__ = [
-    "Configuration",
-    "Duration",
-    "Encoder",
-    "ExecutionConfig",
-    "JobExecutionResult",
-    "Row",
-    "RowKind",
-    "Time",
-    "Types",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Configuration": "fluvial.common.configuration",
+    "Duration": "fluvial.common.time",
+    "Encoder": "fluvial.common.encoder",
+    "ExecutionConfig": "fluvial.common.execution_config",
+    "JobExecutionResult": "fluvial.common.job_execution_result",
+    "Row": "fluvial.common.row",
+    "RowKind": "fluvial.common.row",
+    "Time": "fluvial.common.time",
+    "Types": "fluvial.common.typeinfo",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fluvial.common' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

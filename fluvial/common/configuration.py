@@ -8,7 +8,6 @@ near-miss of a known key, is an error naming the closest known key — a typo mu
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -175,6 +174,8 @@ def check_key(key: str) -> None:
         raise ConfigurationError(f"a configuration key must be a non-empty string, got {key!r}")
     if key in OPTIONS:
         return
+    import difflib
+
     close = difflib.get_close_matches(key, OPTIONS, n=1, cutoff=0.85)
     if close or key.startswith(_OWN_NAMESPACES):
         hint = f"did you mean '{close[0]}'?" if close else "known keys: " + ", ".join(

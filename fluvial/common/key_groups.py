@@ -21,7 +21,6 @@ from fractions import Fraction
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.common.row import Row
 
 DEFAULT_MAX_PARALLELISM = 128
 UPPER_BOUND_MAX_PARALLELISM = 32768
@@ -131,6 +130,8 @@ def _slow_hash(key: Any) -> int:
         return _frozenset_hash(key)
     if isinstance(key, (float, complex, Decimal, Fraction)):
         return _number_hash(key)
+    from fluvial.common.row import Row  # lazily: start-up time of small jobs
+
     if isinstance(key, Row):
         fields = getattr(key, "_fields", None)
         return _tuple_hash(("Row", None if fields is None else tuple(fields), key.get_row_kind().value, *key))

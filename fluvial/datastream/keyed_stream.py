@@ -143,11 +143,12 @@ def _replace_row_field(row: Any, position: int | str, value: Any) -> Any:
 
     if isinstance(row, Row):
         values = list(row)
-        index = position if isinstance(position, int) else row._fields.index(position)
+        fields = getattr(row, "_fields", None)  # unset on a positional row
+        index = position if isinstance(position, int) else fields.index(position)
         values[index] = value
         fresh = Row(*values)
-        if row._fields:
-            fresh.set_field_names(row._fields)
+        if fields:
+            fresh.set_field_names(fields)
         fresh.set_row_kind(row.get_row_kind())
         return fresh
     raise InvalidJobError(f"cannot aggregate field {position!r} of {type(row).__name__} records")

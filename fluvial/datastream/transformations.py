@@ -52,7 +52,8 @@ class PartitionerSpec:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Operator descriptions. A runtime builder exists for each; `name` is the default operator name Flink shows.
+# Operator descriptions. A runtime builder exists for each. Kinds without fields of their own are plain
+# subclasses (not regenerated dataclasses): job start-up time counts for small jobs.
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,54 +66,46 @@ class OperatorSpec:
     key_selector2: Any = None  # two-input operators on keyed connected streams: the second input's key
 
 
-@dataclass(frozen=True, slots=True)
 class MapSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class FlatMapSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class FilterSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class ProcessSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class KeyedProcessSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class KeyedReduceSpec(OperatorSpec):
     """A running reduce per key, emitting the new aggregate for every record (sum/min/max/... compile to it)."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
+
 class CoMapSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class CoFlatMapSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class CoProcessSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class KeyedCoProcessSpec(OperatorSpec):
-    pass
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +115,16 @@ class SourceSpec(OperatorSpec):
     watermark_strategy: Any = None
 
 
-@dataclass(frozen=True, slots=True)
 class SinkSpec(OperatorSpec):
     """`function` is a `fluvial.datastream.connectors.sink.Sink`."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
+
 class SinkFunctionSpec(OperatorSpec):
     """`function` is a `SinkFunction` or a plain callable taking one value."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ IntermediateDataSets. Also the slot arithmetic of DESIGN 2.2 (`required_slots`).
 from __future__ import annotations
 
 import enum
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +136,7 @@ def build_job_graph(graph: StreamGraph, job_id: str | None = None) -> JobGraph:
     ordered = _topological(vertices)
     _check_co_location(ordered)
     return JobGraph(
-        job_id=job_id or uuid.uuid4().hex,
+        job_id=job_id or os.urandom(16).hex(),
         job_name=graph.job_name,
         vertices=ordered,
         edges=edges,

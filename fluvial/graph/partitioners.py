@@ -8,7 +8,6 @@ for hash partitioning. Flink's per-record round robin is kept exactly: record j 
 
 from __future__ import annotations
 
-import random
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
@@ -62,6 +61,8 @@ class RoundRobinSelector(ChannelSelector):
 
 class ShuffleSelector(ChannelSelector):
     def __init__(self, n: int, seed: int | None = None) -> None:
+        import random
+
         super().__init__(n)
         self._random = random.Random(seed)
 

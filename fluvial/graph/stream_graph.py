@@ -3,7 +3,6 @@ side-output transformations have become edge properties). Also renders Flink's J
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +70,8 @@ class StreamGraph:
 
     def to_execution_plan_json(self) -> str:
         """Flink's execution-plan JSON: what `env.get_execution_plan()` returns and the Flink visualizer reads."""
+        import json
+
         plan = []
         for node in sorted(self.nodes.values(), key=lambda n: n.id):
             entry: dict[str, Any] = {

@@ -7,8 +7,11 @@ writers, one per outgoing JobEdge.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any, Callable
 
+from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobEdge, JobVertex
 from fluvial.graph.stream_graph import StreamNode
@@ -17,9 +20,11 @@ from fluvial.runtime import sink_operators as s
 from fluvial.runtime.operators import (
     FilterOperator,
     FlatMapOperator,
+    FusedStatelessOperator,
     KeyedReduceOperator,
     MapOperator,
     StreamOperator,
+    is_fusable,
 )
 from fluvial.runtime.output import Output
 from fluvial.runtime.runtime_context import OperatorContext
@@ -55,7 +60,27 @@ def build_operator(node: StreamNode, context: OperatorContext) -> StreamOperator
     builder = OPERATOR_BUILDERS.get(type(node.operator))
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
-    return builder(node.operator, context)
+    return builder(_subtask_spec(node, context.task_info.subtask_index), context)
+
+
+def _subtask_spec(node: StreamNode, subtask_index: int) -> t.OperatorSpec:
+    """Each parallel subtask gets its own copy of the user's function object, as each Flink subtask
+    deserializes its own: what a function keeps in `open()` (its subtask index, state handles) must not be
+    overwritten by a sibling subtask. Subtask 0 keeps the original object, so a single-subtask job in thread
+    mode still runs the very object the user passed (plain functions and lambdas are never copied)."""
+    spec = node.operator
+    function = spec.function
+    if subtask_index == 0 or function is None or isinstance(spec, t.SinkSpec):
+        return spec
+    try:
+        own = copy.deepcopy(function)
+    except Exception as error:  # noqa: BLE001 - re-raised with the fix
+        raise InvalidJobError(
+            f"the function of '{node.name}' ({type(function).__name__}) cannot be copied for subtask "
+            f"{subtask_index} ({error}); each parallel subtask needs its own copy: create unpicklable resources "
+            "(locks, connections, files) in open(), not in __init__"
+        ) from error
+    return dataclasses.replace(spec, function=own)
 
 
 def _input_method(operator: StreamOperator, type_number: int) -> Callable[[Any], None]:
@@ -80,7 +105,55 @@ class OperatorChain:
             self.order.append(operator)
         for node in vertex.nodes:
             self.operators[node.id].setup(self._output_of(node, vertex.outputs, writers))
+        self._fuse_stateless_runs()
         self.head = self.order[0]
+
+    def _fuse_stateless_runs(self) -> None:
+        """Replace each run of >= 2 unkeyed map/filter operators, each feeding only the next, by one
+        FusedStatelessOperator that takes the run's place (and the last member's output)."""
+        successors: dict[int, list] = {node.id: [] for node in self.vertex.nodes}
+        for edge in self.vertex.chained_edges:
+            successors[edge.source_id].append(edge)
+        external = {edge.source_node_id for edge in self.vertex.outputs}
+        by_operator = {id(op): node_id for node_id, op in self.operators.items()}
+        fused_order: list[StreamOperator] = []
+        run: list[StreamOperator] = []
+
+        def flush() -> None:
+            if len(run) >= 2:
+                fused = FusedStatelessOperator(list(run))
+                fused.setup(run[-1].output)
+                fused_order.append(fused)
+                for member in run:
+                    self.operators[by_operator[id(member)]] = fused
+            else:
+                fused_order.extend(run)
+            run.clear()
+
+        for operator in self.order:
+            node_id = by_operator[id(operator)]
+            if run and not is_fusable(operator):
+                flush()
+            if not is_fusable(operator):
+                fused_order.append(operator)
+                continue
+            run.append(operator)
+            edges = successors[node_id]
+            feeds_only_next = (len(edges) == 1 and edges[0].output_tag is None and node_id not in external)
+            if not feeds_only_next:
+                flush()
+        flush()
+        if len(fused_order) != len(self.order):
+            self._rewire(fused_order)
+            self.order = fused_order
+
+    def _rewire(self, fused_order: list[StreamOperator]) -> None:
+        """Whatever fed a run's first member (an upstream output's late-bound lambda, or the task's input)
+        must now feed the fused operator."""
+        for operator in fused_order:
+            if isinstance(operator, FusedStatelessOperator):
+                first = operator.members[0]
+                first.process_batch = operator.process_batch  # type: ignore[method-assign]
 
     def _output_of(self, node: StreamNode, out_edges: list[JobEdge], writers: dict[str, Any]) -> Output:
         main: list[Callable] = []

@@ -31,6 +31,14 @@ def key_function(selector: Any) -> Callable[[Any], Any]:
     return user_method(selector, "get_key")
 
 
+def explain_unhashable_key(error: TypeError, key: Any) -> None:
+    """Re-raise a TypeError from a state lookup as the clear key_by error when the key was unhashable."""
+    from fluvial.common.key_groups import stable_hash
+
+    stable_hash(key)  # raises InvalidJobError naming the key's type and the fix
+    raise error
+
+
 class StreamOperator:
     """Base: holds the spec, the context and the output; user functions opened and closed around the run."""
 
@@ -170,14 +178,75 @@ class KeyedReduceOperator(StreamOperator):
         out = []
         append = out.append
         missing = _MISSING
-        for value in batch.values:
-            k = key(value)
-            previous = get(k, missing)
-            if previous is not missing:
-                value = fn(previous, value)
-            table[k] = value
-            append(value)
+        k = None
+        try:
+            for value in batch.values:
+                k = key(value)
+                previous = get(k, missing)
+                if previous is not missing:
+                    value = fn(previous, value)
+                table[k] = value
+                append(value)
+        except TypeError as error:
+            explain_unhashable_key(error, k)
         self._emit(RecordBatch(out, batch.timestamps))
 
 
 _MISSING = object()
+
+
+class FusedStatelessOperator(StreamOperator):
+    """A run of chained, unkeyed map/filter operators fused into one pass: `map(f3, filter(f2, map(f1, xs)))`
+    builds one list per buffer instead of one per operator. Chain building fuses only operators whose single
+    output is the next one, so the observable behaviour is that of the separate operators."""
+
+    def __init__(self, members: list[StreamOperator]) -> None:
+        super().__init__(members[0].spec, members[0].context)
+        self.members = members
+        self.name = " -> ".join(member.name for member in members)
+
+    def open(self) -> None:
+        for member in self.members:
+            member.output = self.output
+            member.open()  # opens the user function; binds the member's own fn
+        steps = [(map if isinstance(m, MapOperator) else filter, m._fn) for m in self.members]
+        self._steps = steps
+        self._emit = self.output.collect
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        if batch.timestamps is not None:
+            self._process_timestamped(batch)
+            return
+        values = batch.values
+        for step, fn in self._steps:
+            values = step(fn, values)
+        out = list(values)
+        if out:
+            self._emit(RecordBatch(out))
+
+    def _process_timestamped(self, batch: RecordBatch) -> None:
+        values, stamps = batch.values, batch.timestamps
+        for step, fn in self._steps:
+            if step is map:
+                values = list(map(fn, values))
+            else:
+                kept = [(v, ts) for v, ts in zip(values, stamps) if fn(v)]
+                values, stamps = [p[0] for p in kept], [p[1] for p in kept]
+        if values:
+            self._emit(RecordBatch(values, stamps))
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
+
+    def operator_for_code(self, code: object) -> str | None:
+        """Which member's user function owns a code object (to name the operator whose function raised)."""
+        for member in self.members:
+            function = member._fn
+            if getattr(getattr(function, "__func__", function), "__code__", None) is code:
+                return member.name
+        return None
+
+
+def is_fusable(operator: StreamOperator) -> bool:
+    return type(operator) in (MapOperator, FilterOperator) and operator.spec.key_selector is None

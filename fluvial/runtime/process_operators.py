@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.datastream import functions as f
-from fluvial.runtime.operators import StreamOperator, key_function, user_method
+from fluvial.runtime.operators import StreamOperator, explain_unhashable_key, key_function, user_method
 from fluvial.runtime.output import split_side_outputs
 from fluvial.runtime.records import RecordBatch
 
@@ -63,7 +63,12 @@ class _PerRecordOperator(StreamOperator):
             ctx._timestamp = ts
             if key is not None:
                 backend.current_key = key(value)
-            result = call(value)
+            try:
+                result = call(value)
+            except TypeError as error:
+                if key is None:
+                    raise
+                explain_unhashable_key(error, backend.current_key)
             if result is None:
                 continue
             produced = list(result) if not isinstance(result, (str, bytes)) else [result]

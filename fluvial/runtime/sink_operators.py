@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from fluvial.common.print_format import format_for_print, print_prefix
 from fluvial.runtime.operators import StreamOperator, user_method
 from fluvial.runtime.records import RecordBatch
 
@@ -72,6 +71,9 @@ class PrintOperator(StreamOperator):
     """PyFlink's print: `str()` of untyped values, typed values in Flink's text, `N> ` when parallel."""
 
     def open(self) -> None:
+        from fluvial.common.print_format import format_for_print, print_prefix
+
+        self._format = format_for_print
         info = self.context.task_info
         self._prefix = print_prefix(info.subtask_index, info.parallelism, self.spec.sink_identifier)
         self._type_info = self.spec.type_info
@@ -82,7 +84,7 @@ class PrintOperator(StreamOperator):
         if type_info is None:
             text = "".join([f"{prefix}{value}\n" for value in batch.values])
         else:
-            text = "".join([f"{prefix}{format_for_print(value, type_info)}\n" for value in batch.values])
+            text = "".join([f"{prefix}{self._format(value, type_info)}\n" for value in batch.values])
         stream.write(text)
 
     def end_input(self) -> None:

@@ -13,7 +13,6 @@ Protocol, numbered:
 from __future__ import annotations
 
 import enum
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -24,7 +23,7 @@ from fluvial.runtime.chain import OperatorChain
 from fluvial.runtime.channels import ChannelRegistry
 from fluvial.runtime.input_processor import NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
-from fluvial.runtime.operators import StreamOperator
+from fluvial.runtime.operators import FusedStatelessOperator, StreamOperator
 from fluvial.runtime.records import END_OF_INPUT
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
@@ -178,10 +177,12 @@ class Task:
     def _fail(self, exc: BaseException) -> None:
         if self.state.is_terminal:
             return
-        operator = _raising_operator(exc)
+        operator_name = _raising_operator_name(exc) or self.spec.vertex.name
         self._close()
+        import traceback
+
         text = "".join(traceback.format_exception(exc))
-        failure = TaskFailure(exc, operator.name if operator else self.spec.vertex.name, self.name, text)
+        failure = TaskFailure(exc, operator_name, self.name, text)
         self._set_state(TaskState.FAILED, failure)
 
     def _set_state(self, state: TaskState, failure: TaskFailure | None = None) -> None:
@@ -197,13 +198,23 @@ def _dispatcher(head: Any, type_number: int) -> Callable[[Any], None]:
     return lambda batch: head.process_batch(batch)
 
 
-def _raising_operator(exc: BaseException) -> StreamOperator | None:
-    """The innermost operator on the failing call stack: whose user code raised."""
+def _raising_operator_name(exc: BaseException) -> str | None:
+    """The innermost operator on the failing call stack: whose user code raised. In a fused run of
+    operators, the member whose user function's code is on the stack."""
     found = None
+    codes = []
     tb = exc.__traceback__
     while tb is not None:
         candidate = tb.tb_frame.f_locals.get("self")
         if isinstance(candidate, StreamOperator):
-            found = candidate
+            found, codes = candidate, []
+        codes.append(tb.tb_frame.f_code)
         tb = tb.tb_next
-    return found
+    if found is None:
+        return None
+    if isinstance(found, FusedStatelessOperator):
+        for code in codes:
+            name = found.operator_for_code(code)
+            if name is not None:
+                return name
+    return found.name

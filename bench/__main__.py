@@ -1,0 +1,17 @@
+"""`python -m bench`: run every benchmark and print records/s and ratios to the plain-Python loops."""
+
+from __future__ import annotations
+
+import sys
+
+from bench import startup, spine
+
+
+def main() -> int:
+    ok = spine.main()
+    ok &= startup.main()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""A small completable future (PyFlink returns futures from JobClient); `concurrent.futures` would cost a
+tenth of a small job's start-up in imports alone."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+
+class CompletableFuture:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._callbacks: list[Callable[["CompletableFuture"], None]] = []
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def result(self, timeout: float | None = None) -> Any:
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"the future was not completed within {timeout} s")
+        if self._exception is not None:
+            raise self._exception
+        return self._result
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"the future was not completed within {timeout} s")
+        return self._exception
+
+    def set_result(self, result: Any) -> None:
+        self._complete(result, None)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self._complete(None, exception)
+
+    def add_done_callback(self, callback: Callable[["CompletableFuture"], None]) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def _complete(self, result: Any, exception: BaseException | None) -> None:
+        with self._lock:
+            if self._event.is_set():
+                raise RuntimeError("the future is already completed")
+            self._result, self._exception = result, exception
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
