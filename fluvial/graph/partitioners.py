@@ -87,7 +87,11 @@ class KeyGroupSelector(ChannelSelector):
         self._cache: dict[Any, int] = {}
 
     def channel_of_key(self, key: Any) -> int:
-        channel = self._cache.get(key)
+        try:
+            channel = self._cache.get(key)
+        except TypeError:  # unhashable: assign_to_key_group raises InvalidJobError naming the key
+            group = assign_to_key_group(key, self._max_parallelism)
+            return compute_operator_index_for_key_group(self._max_parallelism, self.n, group)
         if channel is None:
             group = assign_to_key_group(key, self._max_parallelism)
             channel = compute_operator_index_for_key_group(self._max_parallelism, self.n, group)

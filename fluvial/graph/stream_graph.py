@@ -18,11 +18,15 @@ class StreamEdge:
     partitioner: PartitionerSpec
     exchange_mode: ExchangeMode = ExchangeMode.UNDEFINED
     output_tag: OutputTag | None = None
+    # Tells apart parallel edges between the same two nodes (a stream unioned with itself), as Flink's
+    # StreamEdge.uniqueId does (FLINK-25199): without it their datasets and channels would share one id.
+    unique_id: int = 0
 
     @property
     def edge_id(self) -> str:
         tag = f"_{self.output_tag.tag_id}" if self.output_tag else ""
-        return f"{self.source_id}_{self.target_id}_{self.type_number}{tag}"
+        unique = f"_#{self.unique_id}" if self.unique_id else ""
+        return f"{self.source_id}_{self.target_id}_{self.type_number}{tag}{unique}"
 
 
 @dataclass(slots=True)

@@ -95,7 +95,8 @@ class _Translator:
             # Flink's default: forward between equal parallelisms, else rebalance.
             kind = t.PartitionerKind.FORWARD if same_parallelism else t.PartitionerKind.REBALANCE
             partitioner = t.PartitionerSpec(kind)
-        edge = StreamEdge(source.id, target.id, type_number, partitioner, ref.exchange_mode, ref.output_tag)
+        unique_id = sum(1 for e in target.in_edges if e.source_id == source.id)
+        edge = StreamEdge(source.id, target.id, type_number, partitioner, ref.exchange_mode, ref.output_tag, unique_id)
         source.out_edges.append(edge)
         target.in_edges.append(edge)
 

@@ -1,0 +1,439 @@
+"""`FileSink`: row format, two-phase commit through hidden in-progress files (PyFlink's names; users import
+it from `file_system`).
+
+Sink contract details (beyond `sink.py`):
+1. Records go to an in-progress file `.{part}.inprogress.{uuid}` inside their bucket directory.
+2. A part is rolled (closed, kept hidden, remembered as a `PendingFile`) when the rolling policy says so:
+   by size after a write, by age or inactivity when checked on write or flush.
+3. `prepare_commit()` rolls every open part and returns all pending files since the last call: every
+   checkpoint therefore closes its parts, so no in-progress file ever has to be resumed after a restore.
+4. `FileSink.commit` renames each pending file to its final name `{prefix}-{subtask}-{counter}{suffix}`; a
+   pending file already renamed is skipped, so commit is idempotent.
+
+"""
+
+from __future__ import annotations
+
+import abc
+import bisect
+import functools
+import itertools
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, BinaryIO, Callable, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from fluvial.common.encoder import Encoder
+from fluvial.common.errors import InvalidJobError, ResourceError
+from fluvial.common.task_info import TaskInfo
+from fluvial.common.time import MIN_WATERMARK, Duration, current_millis, to_millis
+from fluvial.datastream.connectors.sink import Sink, SinkWriter
+
+from fluvial.datastream.connectors.file_source import _local_path
+# ---------------------------------------------------------------------------------------------- sink config
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFileConfig:
+    """Part file names: `{prefix}-{subtask}-{counter}{suffix}`.
+
+    Without a prefix, each writer uses `part-<uuid4>` chosen when it is created, so names never clash across
+    runs or restarts; with a fixed prefix, names are deterministic and a writer skips names already taken.
+    """
+
+    part_prefix: str | None = None
+    part_suffix: str = ""
+
+    def __post_init__(self) -> None:
+        for what, value in (("prefix", self.part_prefix), ("suffix", self.part_suffix)):
+            if value is not None and ("/" in value or os.sep in value):
+                raise InvalidJobError(f"part {what} {value!r} contains a path separator; use a plain name")
+        if self.part_prefix == "":
+            raise InvalidJobError("part prefix is empty; give a name such as 'part' or leave it unset")
+
+    def get_part_prefix(self) -> str:
+        return "part" if self.part_prefix is None else self.part_prefix
+
+    def get_part_suffix(self) -> str:
+        return self.part_suffix
+
+    @staticmethod
+    def builder() -> "OutputFileConfigBuilder":
+        return OutputFileConfigBuilder()
+
+
+class OutputFileConfigBuilder:
+    def __init__(self) -> None:
+        self._prefix: str | None = None
+        self._suffix = ""
+
+    def with_part_prefix(self, prefix: str) -> "OutputFileConfigBuilder":
+        self._prefix = prefix
+        return self
+
+    def with_part_suffix(self, suffix: str) -> "OutputFileConfigBuilder":
+        self._suffix = suffix
+        return self
+
+    def build(self) -> OutputFileConfig:
+        return OutputFileConfig(self._prefix, self._suffix)
+
+
+OutputFileConfig.OutputFileConfigBuilder = OutputFileConfigBuilder  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class PartFileInfo:
+    """What a rolling policy may look at: the open part's size and times (ms)."""
+
+    size: int
+    created_at: int
+    last_write_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class RollingPolicy:
+    """When to close a part file besides at every checkpoint (None: never for that reason)."""
+
+    part_size: int | None = None
+    rollover_interval: int | None = None
+    inactivity_interval: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("part_size", "rollover_interval", "inactivity_interval"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InvalidJobError(f"rolling policy {name} must be positive, got {value}")
+
+    @staticmethod
+    def default_rolling_policy(
+        part_size: int = 128 * 1024 * 1024,
+        rollover_interval: Duration | int = 60_000,
+        inactivity_interval: Duration | int = 60_000,
+    ) -> "RollingPolicy":
+        """Roll when a part reaches `part_size` bytes, is `rollover_interval` ms old, or idle that long."""
+        return RollingPolicy(part_size, to_millis(rollover_interval), to_millis(inactivity_interval))
+
+    @staticmethod
+    def on_checkpoint_rolling_policy() -> "RollingPolicy":
+        """Roll only at checkpoints (and end of input)."""
+        return RollingPolicy()
+
+    def should_roll_on_event(self, part: PartFileInfo) -> bool:
+        return self.part_size is not None and part.size >= self.part_size
+
+    def should_roll_on_processing_time(self, part: PartFileInfo, now: int) -> bool:
+        return (self.rollover_interval is not None and now - part.created_at >= self.rollover_interval) or (
+            self.inactivity_interval is not None and now - part.last_write_at >= self.inactivity_interval
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BucketAssignerContext:
+    current_processing_time: int
+    current_watermark: int = MIN_WATERMARK
+    timestamp: int | None = None
+
+
+class BucketAssigner(abc.ABC):
+    """Picks the bucket (subdirectory of the base path, "" for the base path itself) of each record."""
+
+    bucket_per_batch: ClassVar[bool] = False
+    """True when the bucket ignores the element, so the writer asks once per buffer instead of per record."""
+
+    @abc.abstractmethod
+    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str: ...
+
+    @staticmethod
+    def base_path_bucket_assigner() -> "BasePathBucketAssigner":
+        return BasePathBucketAssigner()
+
+    @staticmethod
+    def date_time_bucket_assigner(
+        format_str: str = "yyyy-MM-dd--HH", timezone_id: str | None = None
+    ) -> "DateTimeBucketAssigner":
+        return DateTimeBucketAssigner(format_str, timezone_id)
+
+
+@dataclass(frozen=True, slots=True)
+class BasePathBucketAssigner(BucketAssigner):
+    bucket_per_batch: ClassVar[bool] = True
+
+    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str:
+        return ""
+
+
+_PATTERN_TOKENS = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+
+
+@functools.lru_cache(maxsize=32)
+def _strftime_pattern(pattern: str) -> str:
+    """Java date pattern (Flink's notation) to strftime; quoted text is literal."""
+    out = []
+    for m in re.finditer(r"'([^']*)'|([A-Za-z])\2*|[^A-Za-z']+", pattern):
+        if m.group(1) is not None:
+            out.append(m.group(1).replace("%", "%%"))
+        elif m.group(2) is not None:
+            token = _PATTERN_TOKENS.get(m.group(0))
+            if token is None:
+                raise InvalidJobError(
+                    f"date pattern {pattern!r}: {m.group(0)!r} is not supported; use yyyy, yy, MM, dd, HH, mm, ss "
+                    f"and quoted literals"
+                )
+            out.append(token)
+        else:
+            out.append(m.group(0).replace("%", "%%"))
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class DateTimeBucketAssigner(BucketAssigner):
+    """Buckets by the writer's processing time, e.g. `2024-05-01--13` (local time unless a zone is given)."""
+
+    format_str: str = "yyyy-MM-dd--HH"
+    timezone_id: str | None = None
+    bucket_per_batch: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _strftime_pattern(self.format_str)
+        if self.timezone_id is not None:
+            try:
+                ZoneInfo(self.timezone_id)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise InvalidJobError(
+                    f"unknown time zone {self.timezone_id!r}; use an IANA name such as 'UTC' or 'Europe/Berlin'"
+                ) from None
+
+    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str:
+        zone = None if self.timezone_id is None else ZoneInfo(self.timezone_id)
+        moment = datetime.fromtimestamp(context.current_processing_time / 1000, zone)
+        return moment.strftime(_strftime_pattern(self.format_str))
+
+
+# ---------------------------------------------------------------------------------------------- sink
+
+
+@dataclass(frozen=True, slots=True)
+class PendingFile:
+    """A closed, hidden part file and the visible name it gets at commit (the committable)."""
+
+    in_progress_path: str
+    final_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileSinkWriterState:
+    """The next part counter of a subtask; a restored writer continues above every restored counter."""
+
+    subtask_index: int
+    part_counter: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileSink(Sink):
+    """Writes rows to part files under `base_path`; picklable data, writers are built at run time."""
+
+    base_path: str
+    encoder: Encoder
+    bucket_assigner: BucketAssigner = field(default_factory=DateTimeBucketAssigner)
+    rolling_policy: RollingPolicy = field(default_factory=RollingPolicy.default_rolling_policy)
+    output_file_config: OutputFileConfig = field(default_factory=OutputFileConfig)
+    bucket_check_interval: int = 60_000
+
+    @staticmethod
+    def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> "RowFormatBuilder":
+        return RowFormatBuilder(base_path, encoder)
+
+    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> "FileSinkWriter":
+        return FileSinkWriter(self, task_info, restored_state)
+
+    def commit(self, committables: list[Any]) -> None:
+        """Rename every pending file to its final name; one already renamed is skipped (idempotent)."""
+        for pending in committables:
+            try:
+                os.replace(pending.in_progress_path, pending.final_path)
+            except FileNotFoundError:
+                if os.path.exists(pending.final_path):
+                    continue  # committed before a restore; the contract allows committing twice
+                raise ResourceError(
+                    f"cannot commit part file {pending.final_path!r}: its pending file {pending.in_progress_path!r} "
+                    f"is gone; hidden in-progress files under the sink's base path must not be deleted while a "
+                    f"job may still commit them"
+                ) from None
+
+    def default_name(self) -> str:
+        return "File Sink"
+
+
+class RowFormatBuilder:
+    """`FileSink.for_row_format(path, encoder).with_...(...).build()`."""
+
+    def __init__(self, base_path: str | os.PathLike, encoder: Encoder) -> None:
+        self._base_path = _local_path(base_path)
+        self._encoder = encoder
+        self._assigner: BucketAssigner = DateTimeBucketAssigner()
+        self._policy = RollingPolicy.default_rolling_policy()
+        self._config = OutputFileConfig()
+        self._check_interval = 60_000
+
+    def with_bucket_check_interval(self, interval: Duration | int) -> "RowFormatBuilder":
+        self._check_interval = to_millis(interval)
+        return self
+
+    def with_bucket_assigner(self, assigner: BucketAssigner) -> "RowFormatBuilder":
+        self._assigner = assigner
+        return self
+
+    def with_rolling_policy(self, policy: RollingPolicy) -> "RowFormatBuilder":
+        self._policy = policy
+        return self
+
+    def with_output_file_config(self, config: OutputFileConfig) -> "RowFormatBuilder":
+        self._config = config
+        return self
+
+    def build(self) -> FileSink:
+        return FileSink(
+            self._base_path, self._encoder, self._assigner, self._policy, self._config, self._check_interval
+        )
+
+
+FileSink.RowFormatBuilder = RowFormatBuilder  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class _OpenPart:
+    file: BinaryIO
+    pending: PendingFile
+    info: PartFileInfo
+
+
+class FileSinkWriter(SinkWriter):
+    """One subtask's writer: an open part per bucket, plus parts rolled since the last `prepare_commit`."""
+
+    def __init__(
+        self,
+        sink: FileSink,
+        task_info: TaskInfo,
+        restored_state: list[Any] | None = None,
+        clock: Callable[[], int] = current_millis,
+    ) -> None:
+        self._sink = sink
+        self._policy = sink.rolling_policy
+        self._subtask = task_info.subtask_index
+        config = sink.output_file_config
+        self._prefix = config.part_prefix if config.part_prefix is not None else f"part-{uuid.uuid4()}"
+        self._suffix = config.part_suffix
+        self._counter = max((s.part_counter for s in restored_state or ()), default=0)
+        self._clock = clock
+        self._open: dict[str, _OpenPart] = {}
+        self._rolled: list[PendingFile] = []
+        self._last_sweep = clock()
+        _make_dir(sink.base_path)
+
+    def write_batch(self, values: list) -> None:
+        if not values:
+            return
+        now = self._clock()
+        self._sweep(now)
+        assigner = self._sink.bucket_assigner
+        context = BucketAssignerContext(now)
+        if assigner.bucket_per_batch:
+            self._write_bucket(assigner.get_bucket_id(None, context), values, now)
+            return
+        groups: dict[str, list] = {}
+        for value in values:
+            groups.setdefault(assigner.get_bucket_id(value, context), []).append(value)
+        for bucket, group in groups.items():
+            self._write_bucket(bucket, group, now)
+
+    def _write_bucket(self, bucket: str, values: list, now: int) -> None:
+        """Write in as few calls as possible, cutting the buffer exactly where a part reaches its size."""
+        encoded = self._sink.encoder.encode_batch(values)
+        part = self._open.get(bucket)
+        if part is not None and self._policy.should_roll_on_processing_time(part.info, now):
+            self._roll(bucket)
+        part_size = self._policy.part_size
+        if part_size is None:
+            self._write(bucket, b"".join(encoded), now)
+            return
+        ends = list(itertools.accumulate(map(len, encoded)))  # ends[j]: bytes of records 0..j
+        start = 0
+        while start < len(encoded):
+            part = self._open.get(bucket) or self._open_part(bucket, now)
+            before = ends[start - 1] if start else 0
+            # the first record after which this part holds at least part_size bytes closes it
+            last = bisect.bisect_left(ends, before + part_size - part.info.size, lo=start)
+            self._write(bucket, b"".join(encoded[start : last + 1]), now)
+            if last >= len(encoded):
+                return
+            self._roll(bucket)
+            start = last + 1
+
+    def _write(self, bucket: str, data: bytes, now: int) -> None:
+        part = self._open.get(bucket) or self._open_part(bucket, now)
+        part.file.write(data)
+        part.info.size += len(data)
+        part.info.last_write_at = now
+
+    def _open_part(self, bucket: str, now: int) -> _OpenPart:
+        directory = os.path.join(self._sink.base_path, bucket) if bucket else self._sink.base_path
+        _make_dir(directory)
+        while True:
+            name = f"{self._prefix}-{self._subtask}-{self._counter}{self._suffix}"
+            self._counter += 1
+            final_path = os.path.join(directory, name)
+            if not os.path.exists(final_path):  # a fixed prefix may meet files of an earlier run
+                break
+        in_progress = os.path.join(directory, f".{name}.inprogress.{uuid.uuid4()}")
+        part = _OpenPart(open(in_progress, "xb"), PendingFile(in_progress, final_path), PartFileInfo(0, now, now))
+        self._open[bucket] = part
+        return part
+
+    def _roll(self, bucket: str) -> None:
+        part = self._open.pop(bucket)
+        part.file.close()
+        self._rolled.append(part.pending)
+
+    def _sweep(self, now: int) -> None:
+        """Roll parts that are too old or idle, at most once per bucket check interval."""
+        if now - self._last_sweep < self._sink.bucket_check_interval:
+            return
+        self._last_sweep = now
+        for bucket in [b for b, p in self._open.items() if self._policy.should_roll_on_processing_time(p.info, now)]:
+            self._roll(bucket)
+
+    def flush(self, end_of_input: bool) -> None:
+        for part in self._open.values():
+            part.file.flush()
+        if not end_of_input:
+            self._sweep(self._clock())
+
+    def prepare_commit(self) -> list[Any]:
+        """Close every open part; return it and every part rolled since the last call (then forget them)."""
+        for bucket in list(self._open):
+            self._roll(bucket)
+        committables, self._rolled = self._rolled, []
+        return committables
+
+    def snapshot_state(self) -> list[Any]:
+        return [FileSinkWriterState(self._subtask, self._counter)]
+
+    def close(self) -> None:
+        """Close handles; hidden files stay (a restored job may still commit what a checkpoint recorded)."""
+        for part in self._open.values():
+            part.file.close()
+        self._open.clear()
+
+
+def _make_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise ResourceError(
+            f"file sink cannot create directory {path!r} ({error.strerror or error}); choose a base path that "
+            f"is a directory this process can write to"
+        ) from None

@@ -1,0 +1,350 @@
+"""`FileSource`: text lines of local files, static or continuously monitored (PyFlink's names; users import it
+from `file_system`). Paths are local; `file://` URIs are accepted.
+
+Source contract details (beyond `source.py`):
+- One split per file; a split's `offset` is the byte offset of the first line not yet returned by `poll`,
+  so a restored reader seeks there and resumes with exactly the next line.
+- Lines end at "\\n"; a "\\r" right before it is dropped too, and a last line without a newline still counts.
+- Files and directories whose name starts with "." or "_" are skipped (in-progress files of a `FileSink` are
+  such files, so a source can watch a sink's output directory).
+- With `monitor_continuously`, a `FileMonitorSplit` per planned subtask re-lists the paths every interval and
+  owns the new files whose path hashes to it; it remembers the files it handed out, and that memory is part
+  of the checkpoint, so a restored job neither re-reads nor misses files. Files must appear atomically
+  (write elsewhere, then move in): a file still being written may be read half.
+"""
+
+from __future__ import annotations
+
+import abc
+import codecs
+import os
+import time
+import zlib
+from dataclasses import dataclass, replace
+from typing import Any, BinaryIO, Callable
+from urllib.parse import unquote, urlparse
+
+from fluvial.common.errors import InvalidJobError, ResourceError
+from fluvial.common.task_info import TaskInfo
+from fluvial.common.time import Duration, to_millis
+from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
+
+# ---------------------------------------------------------------------------------------------- paths
+
+
+def _local_path(path: str | os.PathLike) -> str:
+    """An absolute local path from a path or a `file://` URI, resolved against the cwd of the job's author."""
+    text = os.fspath(path)
+    if "://" in text:
+        parsed = urlparse(text)
+        if parsed.scheme != "file":
+            raise InvalidJobError(
+                f"path {text!r} uses the scheme {parsed.scheme!r}; fluvial's file connectors read and write "
+                f"local files only: use a local path or a file:// URI"
+            )
+        text = unquote(parsed.path)
+    return os.path.abspath(text)
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _list_files(path: str) -> list[str]:
+    """Every visible file at or under `path`, sorted; the path itself is read even when its name is hidden."""
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise ResourceError(
+            f"file source path {path!r} does not exist (or is neither a file nor a directory); "
+            f"create it or fix the path given to FileSource.for_record_stream_format"
+        )
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if not _is_hidden(d)]
+        found.extend(os.path.join(dirpath, f) for f in filenames if not _is_hidden(f))
+    return sorted(found)
+
+
+def _list_all(paths: tuple[str, ...]) -> list[str]:
+    """Files under every path, in the order the paths were given, each file once."""
+    return list(dict.fromkeys(f for p in paths for f in _list_files(p)))
+
+
+# ---------------------------------------------------------------------------------------------- formats
+
+
+class StreamFormat(abc.ABC):
+    """How a file's bytes become records. Picklable; opens a `FormatReader` per file at run time."""
+
+    @abc.abstractmethod
+    def open_reader(self, path: str, offset: int) -> "FormatReader": ...
+
+    @staticmethod
+    def text_line_format(charset_name: str = "UTF-8") -> "TextLineFormat":
+        """One record per line, decoded with `charset_name` (which must encode "\\n" as one byte)."""
+        return TextLineFormat(charset_name)
+
+
+class FormatReader(abc.ABC):
+    """Reads one file from a byte offset. `offset` is always the position of the next unreturned record."""
+
+    offset: int
+
+    @abc.abstractmethod
+    def read(self, max_records: int) -> list | None:
+        """Up to `max_records` records, or None at end of file."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TextLineFormat(StreamFormat):
+    charset_name: str = "UTF-8"
+
+    def __post_init__(self) -> None:
+        try:
+            codecs.lookup(self.charset_name)
+        except LookupError:
+            raise InvalidJobError(
+                f"unknown charset {self.charset_name!r} for StreamFormat.text_line_format; "
+                f"use a Python codec name such as 'UTF-8' or 'ISO-8859-1'"
+            ) from None
+        if not "x\r\n".encode(self.charset_name).endswith(b"x\r\n"):
+            raise InvalidJobError(
+                f"charset {self.charset_name!r} does not encode line breaks as single bytes, so lines cannot be "
+                f"split at byte offsets; convert the files to UTF-8 or another ASCII-compatible charset"
+            )
+
+    def open_reader(self, path: str, offset: int) -> "TextLineReader":
+        return TextLineReader(path, offset, self.charset_name)
+
+
+class TextLineReader(FormatReader):
+    """Reads ahead in chunks, keeps raw lines, and advances `offset` only for the lines it returns."""
+
+    CHUNK_SIZE = 64 * 1024
+
+    def __init__(self, path: str, offset: int, charset: str) -> None:
+        try:
+            self._file: BinaryIO = open(path, "rb")
+        except FileNotFoundError:
+            raise ResourceError(
+                f"file {path!r} vanished after the job was planned; keep input files in place until the job "
+                f"has read them"
+            ) from None
+        self._file.seek(offset)
+        self._charset = charset
+        self.offset = offset
+        self._lines: list[bytes] = []  # read ahead, "\n" removed
+        self._next = 0  # index in _lines of the next line to return
+        self._tail = b""  # bytes after the last "\n" read so far
+        self._eof = False
+        self._last_unterminated = False  # _lines holds only the file's final line, which has no "\n"
+
+    def read(self, max_records: int) -> list | None:
+        if max_records <= 0:
+            return []
+        if self._next >= len(self._lines) and not self._fill():
+            return None
+        batch = self._lines[self._next : self._next + max_records]
+        self._next += len(batch)
+        advance = sum(map(len, batch)) + len(batch)
+        if self._last_unterminated and self._next == len(self._lines):
+            advance -= 1
+        self.offset += advance
+        text = b"\n".join(batch).decode(self._charset, errors="replace")
+        lines = text.split("\n")
+        if "\r" in text:
+            lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        return lines
+
+    def _fill(self) -> bool:
+        """Read until at least one whole line (or the unterminated last one) is buffered; False at EOF."""
+        self._lines, self._next = [], 0
+        parts = [self._tail] if self._tail else []
+        while not self._eof:
+            chunk = self._file.read(self.CHUNK_SIZE)
+            if not chunk:
+                self._eof = True
+                if parts:
+                    self._lines, self._last_unterminated = [b"".join(parts)], True
+                break
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                parts.append(chunk)  # a line longer than a chunk: keep collecting, never re-copy
+                continue
+            parts.append(chunk[:cut])
+            self._lines = b"".join(parts).split(b"\n")
+            parts = [chunk[cut + 1 :]]
+            break
+        self._tail = b"".join(parts) if not self._eof else b""
+        return bool(self._lines)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+# ---------------------------------------------------------------------------------------------- source
+
+
+@dataclass(frozen=True, slots=True)
+class FileSourceSplit:
+    """One file; `offset` is the byte offset of the first line not yet emitted."""
+
+    split_id: str
+    path: str
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FileMonitorSplit:
+    """Discovery duty for new files under `paths` whose path hash modulo `count` is `index`.
+
+    `seen` holds the owned files already turned into splits; it only grows.
+    """
+
+    split_id: str
+    paths: tuple[str, ...]
+    index: int
+    count: int
+    seen: frozenset[str] = frozenset()
+
+    def owns(self, path: str) -> bool:
+        return zlib.crc32(path.encode("utf-8", "surrogateescape")) % self.count == self.index
+
+
+@dataclass(frozen=True, slots=True)
+class FileSource(Source[Any]):
+    """Reads files with a StreamFormat; bounded unless built with `monitor_continuously`."""
+
+    stream_format: StreamFormat
+    paths: tuple[str, ...]
+    discovery_interval_ms: int | None = None
+
+    @staticmethod
+    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        return FileSourceBuilder(stream_format, paths)
+
+    def get_boundedness(self) -> Boundedness:
+        return Boundedness.BOUNDED if self.discovery_interval_ms is None else Boundedness.CONTINUOUS_UNBOUNDED
+
+    def create_splits(self, parallelism: int) -> list[Any]:
+        """Monitor splits first (one per subtask, only when continuous), then one split per file.
+
+        Monitor i sits at index i, so subtask i gets monitor i under `assign_splits`.
+        """
+        if parallelism < 1:
+            raise InvalidJobError(f"cannot split a file source for parallelism {parallelism}; use 1 or more")
+        files = _list_all(self.paths)
+        splits: list[Any] = []
+        if self.discovery_interval_ms is not None:
+            for i in range(parallelism):
+                monitor = FileMonitorSplit(f"monitor-{i}-of-{parallelism}", self.paths, i, parallelism)
+                splits.append(replace(monitor, seen=frozenset(f for f in files if monitor.owns(f))))
+        splits.extend(FileSourceSplit(path, path, 0) for path in files)
+        return splits
+
+    def create_reader(self, task_info: TaskInfo) -> "FileSourceReader":
+        return FileSourceReader(self.stream_format, self.discovery_interval_ms)
+
+    def default_name(self) -> str:
+        return "File Source"
+
+
+class FileSourceBuilder:
+    """`FileSource.for_record_stream_format(fmt, *paths)...build()`; static file set unless told otherwise."""
+
+    def __init__(self, stream_format: StreamFormat, paths: tuple[str | os.PathLike, ...]) -> None:
+        if not paths:
+            raise InvalidJobError("FileSource needs at least one path: for_record_stream_format(format, path, ...)")
+        self._format = stream_format
+        self._paths = tuple(_local_path(p) for p in paths)
+        self._interval: int | None = None
+
+    def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
+        interval = to_millis(discovery_interval)
+        if interval <= 0:
+            raise InvalidJobError(
+                f"monitor_continuously needs a positive interval, got {interval} ms; e.g. Duration.of_seconds(1)"
+            )
+        self._interval = interval
+        return self
+
+    def process_static_file_set(self) -> "FileSourceBuilder":
+        self._interval = None
+        return self
+
+    def build(self) -> FileSource:
+        return FileSource(self._format, self._paths, self._interval)
+
+
+class FileSourceReader(SourceReader[Any]):
+    """Reads its file splits one by one; with monitor splits, discovers new files between them."""
+
+    def __init__(
+        self,
+        stream_format: StreamFormat,
+        discovery_interval_ms: int | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._format = stream_format
+        self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
+        self._clock = clock
+        self._next_discovery = clock()
+        self._queue: list[FileSourceSplit] = []
+        self._monitors: list[FileMonitorSplit] = []
+        self._active: FileSourceSplit | None = None
+        self._reader: FormatReader | None = None
+
+    def add_splits(self, splits: list[Any]) -> None:
+        for split in splits:
+            if isinstance(split, FileMonitorSplit):
+                self._monitors.append(split)
+            elif isinstance(split, FileSourceSplit):
+                self._queue.append(split)
+            else:
+                raise TypeError(f"FileSourceReader cannot read a {type(split).__name__}; splits got mixed up")
+
+    def poll(self, max_records: int) -> list | None:
+        while True:
+            if self._reader is None:
+                if not self._queue and not self._discover():
+                    return None if self._interval_s is None else []
+                self._active = self._queue.pop(0)
+                self._reader = self._format.open_reader(self._active.path, self._active.offset)
+            batch = self._reader.read(max_records)
+            if batch is not None:
+                return batch
+            self._close_active()
+
+    def _discover(self) -> bool:
+        """Queue owned files not seen before, at most once per interval; True when some were queued."""
+        if self._interval_s is None or not self._monitors or self._clock() < self._next_discovery:
+            return False
+        self._next_discovery = self._clock() + self._interval_s
+        listing = None
+        for i, monitor in enumerate(self._monitors):
+            if listing is None or monitor.paths != self._monitors[i - 1].paths:
+                listing = _list_all(monitor.paths)
+            new = [f for f in listing if f not in monitor.seen and monitor.owns(f)]
+            if new:
+                self._monitors[i] = replace(monitor, seen=monitor.seen.union(new))
+                self._queue.extend(FileSourceSplit(f, f, 0) for f in new)
+        return bool(self._queue)
+
+    def _close_active(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        self._reader, self._active = None, None
+
+    def snapshot_state(self) -> list[Any]:
+        state: list[Any] = list(self._monitors)
+        if self._active is not None and self._reader is not None:
+            state.append(replace(self._active, offset=self._reader.offset))
+        state.extend(self._queue)
+        return state
+
+    def close(self) -> None:
+        self._close_active()
