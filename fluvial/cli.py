@@ -18,9 +18,10 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Iterator, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -46,6 +47,9 @@ class PlanFormat(str, enum.Enum):
     FLINK = "flink"  # Flink's execution-plan JSON of the StreamGraph, for Flink's plan visualizer
 
 
+JobArgument = Annotated[Path, typer.Argument(help="The job file: a Python program that calls env.execute().")]
+
+
 class _PlanCaptured(BaseException):
     """Raised at the job's first submission to stop the script once its plan is known.
 
@@ -55,14 +59,6 @@ class _PlanCaptured(BaseException):
     def __init__(self, stream_graph: Any) -> None:
         super().__init__("plan captured")
         self.stream_graph = stream_graph
-
-
-class _ScriptFailed(Exception):
-    """The job file raised; carries the exit code the command should end with."""
-
-    def __init__(self, exit_code: int) -> None:
-        super().__init__(exit_code)
-        self.exit_code = exit_code
 
 
 # -- commands -----------------------------------------------------------------------------------------------------
@@ -76,18 +72,16 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Optional[bool] = typer.Option(
-        None, "--version", callback=_version_callback, is_eager=True, help="Show the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version and exit."),
+    ] = False,
 ) -> None:
     """fluvial: stream processing with Flink's semantics and PyFlink's DataStream API, in Python."""
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def run(
-    ctx: typer.Context,
-    job: Path = typer.Argument(..., help="The job file: a Python program that calls env.execute()."),
-) -> None:
+def run(ctx: typer.Context, job: JobArgument) -> None:
     """Run JOB as `__main__`; arguments after JOB become its sys.argv[1:] (use `--` before job options that
     fluvial would otherwise read, such as --help)."""
     _require_job_file(job)
@@ -107,8 +101,8 @@ def run(
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def plan(
     ctx: typer.Context,
-    job: Path = typer.Argument(..., help="The job file: a Python program that calls env.execute()."),
-    format: PlanFormat = typer.Option(PlanFormat.TEXT, "--format", "-f", help="How to render the plan."),
+    job: JobArgument,
+    format: Annotated[PlanFormat, typer.Option("--format", "-f", help="How to render the plan.")] = PlanFormat.TEXT,
 ) -> None:
     """Show the JobGraph of JOB's first job — chains, parallelism, slot sharing groups, the rule that broke each
     chain, and the slots it needs — without running it. Arguments after JOB become its sys.argv[1:]."""
@@ -186,7 +180,7 @@ def _run_script(job: Path, args: list[str]) -> None:
     except JobExecutionException as failure:
         _report_job_failure(failure)
         raise typer.Exit(EXIT_FAILURE)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - any error of the user's script is reported, not re-raised
         _stderr(_format_from(error, path).rstrip())
         raise typer.Exit(EXIT_FAILURE)
     finally:

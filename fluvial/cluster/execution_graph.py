@@ -32,6 +32,8 @@ class ExecutionGraph:
         self.job_graph = job_graph
         self._by_id = {vertex.id: vertex for vertex in job_graph.vertices}
         self._job_parameters = job_parameters or {}
+        config = job_graph.execution_config
+        self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
 
     @property
     def job_id(self) -> str:
@@ -49,6 +51,7 @@ class ExecutionGraph:
             inputs=self._inputs(vertex, subtask_index),
             outputs=[self._output(edge, subtask_index) for edge in vertex.outputs],
             job_parameters=self._job_parameters,
+            auto_watermark_interval=self._auto_watermark_interval,
         )
 
     def _output(self, edge: JobEdge, producer_index: int) -> OutputSpec:

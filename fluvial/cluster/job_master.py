@@ -36,12 +36,17 @@ class JobMaster:
         return self.job_graph.job_id
 
     def start(self) -> None:
+        """Deploy every subtask. TaskManager threads report while this runs, so it holds the lock: a report
+        waits until every subtask is known (no job ends on a partial view) and deployed (a failure's
+        cancellation reaches all of them). Deploying only hands the task to an executor; it never reports."""
         self._started_at = time.monotonic()
-        self.status = JobStatus.RUNNING
-        for vertex in reversed(self.job_graph.vertices):  # consumers first, so no producer waits on a ghost
-            for index in range(vertex.parallelism):
-                slot = self._slots[(vertex.id, index)]
+        with self._lock:
+            self.status = JobStatus.RUNNING
+            order = [(v, i) for v in reversed(self.job_graph.vertices) for i in range(v.parallelism)]
+            for vertex, index in order:  # consumers first, so no producer waits on a ghost
                 self._states[(vertex.id, index)] = "DEPLOYING"
+            for vertex, index in order:
+                slot = self._slots[(vertex.id, index)]
                 spec = self.execution_graph.task_spec(vertex, index)
                 self._task_managers[slot.task_manager].deploy(DeployTask(spec, slot.index))
 

@@ -27,7 +27,7 @@ class TaskManager:
 
     def deploy(self, message: DeployTask) -> None:
         spec = message.spec
-        task = Task(spec, self._channels, self._executor.wake, self._on_state, self._collect_target)
+        task = Task(spec, self._channels, self._executor, self._on_state, self._collect_target)
         self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
         self._executor.submit(task)
 

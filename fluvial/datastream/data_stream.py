@@ -169,6 +169,16 @@ class DataStream(_TransformationHandle):
         check_function(func, "process_element", "process")
         return self._one_input("Process", t.ProcessSpec(func), output_type)
 
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
+        """Give records timestamps (its assigner) and generate watermarks (its generator) from here on;
+        watermarks arriving from upstream are dropped, except the final one at end of input (as in Flink)."""
+        if not hasattr(watermark_strategy, "create_watermark_generator"):
+            raise InvalidJobError(
+                f"assign_timestamps_and_watermarks expects a WatermarkStrategy, got {watermark_strategy!r}"
+            )
+        spec = t.TimestampsAndWatermarksSpec(watermark_strategy)
+        return self._one_input("Timestamps/Watermarks", spec, self.get_type())
+
     def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
         from fluvial.datastream.keyed_stream import KeyedStream
 

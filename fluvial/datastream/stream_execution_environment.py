@@ -35,6 +35,7 @@ class StreamExecutionEnvironment:
         max_parallelism = self._configuration.get("pipeline.max-parallelism")
         if max_parallelism is not None:
             self._config.set_max_parallelism(max_parallelism)
+        self._config.set_auto_watermark_interval(self._configuration.get("pipeline.auto-watermark-interval"))
         self._chaining_enabled = bool(self._configuration.get("pipeline.operator-chaining.enabled"))
         self._transformations: dict[int, t.Transformation] = {}
         self._pending_sinks: list[int] = []

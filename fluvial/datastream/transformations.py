@@ -115,6 +115,11 @@ class SourceSpec(OperatorSpec):
     watermark_strategy: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class TimestampsAndWatermarksSpec(OperatorSpec):
+    """`assign_timestamps_and_watermarks`: `function` is the WatermarkStrategy."""
+
+
 class SinkSpec(OperatorSpec):
     """`function` is a `fluvial.datastream.connectors.sink.Sink`."""
 

@@ -51,7 +51,11 @@ def render_dot(job_graph: JobGraph) -> str:
 
     Vertices of one slot sharing group are drawn inside one cluster, so the slot picture is visible too.
     """
-    lines = [f"digraph {_dot_quote(job_graph.job_name)} {{", "  rankdir=LR;", "  node [shape=box, fontname=\"Helvetica\"];"]
+    lines = [
+        f"digraph {_dot_quote(job_graph.job_name)} {{",
+        "  rankdir=LR;",
+        '  node [shape=box, fontname="Helvetica"];',
+    ]
     groups: dict[str, list[JobVertex]] = {}
     for vertex in job_graph.vertices:
         groups.setdefault(vertex.slot_sharing_group, []).append(vertex)

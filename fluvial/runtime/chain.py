@@ -24,6 +24,7 @@ from fluvial.runtime.operators import (
     KeyedReduceOperator,
     MapOperator,
     StreamOperator,
+    TimestampsAndWatermarksOperator,
     is_fusable,
 )
 from fluvial.runtime.output import Output
@@ -44,6 +45,7 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], type[StreamOperator]] = {
     t.SinkFunctionSpec: s.SinkFunctionOperator,
     t.PrintSpec: s.PrintOperator,
     t.CollectSpec: s.CollectOperator,
+    t.TimestampsAndWatermarksSpec: TimestampsAndWatermarksOperator,
 }
 
 
@@ -159,6 +161,7 @@ class OperatorChain:
         main: list[Callable] = []
         side: dict[Any, list[Callable]] = {}
         watermark_targets: list[Callable] = []
+        status_targets: list[Callable] = []
         for edge in self.vertex.chained_edges:
             if edge.source_id != node.id:
                 continue
@@ -167,13 +170,15 @@ class OperatorChain:
             entry = _input_method(target, edge.type_number)
             (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(entry)
             watermark_targets.append(target.process_watermark)
+            status_targets.append(lambda status, t=target: t.output.emit_watermark_status(status))
         for job_edge in out_edges:
             if job_edge.source_node_id != node.id:
                 continue
             writer = writers[job_edge.edge_id]
             (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(writer.emit)
             watermark_targets.append(writer.broadcast_watermark)
-        return Output(main, side, watermark_targets)
+            status_targets.append(writer.broadcast_event)
+        return Output(main, side, watermark_targets, status_targets)
 
     def open(self) -> None:
         """Open downstream operators first, so a head that emits while opening finds them ready."""

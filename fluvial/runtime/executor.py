@@ -2,17 +2,22 @@
 
 Under the GIL a thread per task buys no parallelism and costs a handoff per buffer; here every task of a
 TaskManager takes bounded steps in turn on one thread, and the thread sleeps when none can progress until a
-channel push, a freed channel slot or a mail wakes it (or a short timeout, for sources polling idle input).
+channel push, a freed channel slot or a mail wakes it, or until the next processing-time timer is due.
+Processing-time callbacks run on this thread too, so they own their task's state like every other action.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
-from typing import Any
+from typing import Any, Callable
 
+from fluvial.common.time import current_millis
 from fluvial.runtime.input_processor import StepResult
 
 IDLE_WAIT_SECONDS = 0.005
+EMPTY_WAIT_SECONDS = 0.1
 
 
 class TaskExecutor:
@@ -20,6 +25,8 @@ class TaskExecutor:
         self.name = name
         self._tasks: list[Any] = []
         self._incoming: list[Any] = []
+        self._timers: list[tuple[int, int, Any, Callable[[int], None]]] = []
+        self._timer_seq = itertools.count()
         self._lock = threading.Lock()
         self._event = threading.Event()
         self._stopped = False
@@ -35,6 +42,13 @@ class TaskExecutor:
         """Thread-safe: the task is opened on the executor thread, which then owns it."""
         with self._lock:
             self._incoming.append(task)
+        self.wake()
+
+    def schedule(self, timestamp: int, task: Any, callback: Callable[[int], None]) -> None:
+        """Run `callback(now)` on this thread once the wall clock reaches `timestamp` (ms), if the task still
+        runs then. Thread-safe."""
+        with self._lock:
+            heapq.heappush(self._timers, (timestamp, next(self._timer_seq), task, callback))
         self.wake()
 
     def shutdown(self, timeout: float = 5.0) -> None:
@@ -54,12 +68,23 @@ class TaskExecutor:
             task.open()
             self._tasks.append(task)
 
+    def _fire_due_timers(self) -> float | None:
+        """Fire due timers; return seconds until the next one (None: no timers)."""
+        timers = self._timers
+        now = current_millis()
+        while timers and timers[0][0] <= now:
+            with self._lock:
+                _, _, task, callback = heapq.heappop(timers)
+            task.run_timer(callback, now)
+        return (timers[0][0] - now) / 1000 if timers else None
+
     def _run(self) -> None:
         event = self._event
         while not self._stopped:
             event.clear()
             if self._incoming:
                 self._admit()
+            until_timer = self._fire_due_timers() if self._timers else None
             progressed = False
             finished = None
             for task in self._tasks:
@@ -74,4 +99,23 @@ class TaskExecutor:
                     self._tasks.remove(task)
                 progressed = True
             if not progressed:
-                event.wait(IDLE_WAIT_SECONDS if self._tasks else 0.1)
+                wait = IDLE_WAIT_SECONDS if self._tasks else EMPTY_WAIT_SECONDS
+                if until_timer is not None:
+                    wait = max(0.0, min(wait, until_timer))
+                event.wait(wait)
+
+
+class TaskProcessingTimeService:
+    """One task's view of its executor's clock and timers (the ProcessingTimeService of `timers.py`)."""
+
+    __slots__ = ("_executor", "_task")
+
+    def __init__(self, executor: TaskExecutor, task: Any) -> None:
+        self._executor = executor
+        self._task = task
+
+    def current_processing_time(self) -> int:
+        return current_millis()
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> None:
+        self._executor.schedule(timestamp, self._task, callback)

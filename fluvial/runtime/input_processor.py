@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.channels import Channel
-from fluvial.runtime.records import EndOfInput, RecordBatch, Watermark
+from fluvial.common.time import MAX_WATERMARK
+from fluvial.runtime.records import EndOfInput, RecordBatch, Watermark, WatermarkStatus
 
 SOURCE_BATCH_SIZE = 1024
 ITEMS_PER_STEP = 4
@@ -22,11 +23,20 @@ class StepResult(enum.Enum):
 
 
 class SourceInput:
-    """Reads the splits assigned to this subtask; `poll` never blocks (the reader's contract)."""
+    """Reads the splits assigned to this subtask; `poll` never blocks (the reader's contract). With a
+    watermark strategy, records get timestamps and the subtask emits watermarks (per-event, and periodically
+    every `auto_watermark_interval` ms through the processing-time service); at the end, the final watermark."""
 
-    def __init__(self, source: Any, task_info: Any) -> None:
+    def __init__(self, source: Any, task_info: Any, watermark_strategy: Any = None,
+                 auto_watermark_interval: int = 200, processing_time: Any = None, output: Any = None) -> None:
         self._source = source
         self._task_info = task_info
+        self._strategy = watermark_strategy
+        self._interval = auto_watermark_interval
+        self._processing_time = processing_time
+        self._output = output
+        self._watermarks: Any = None
+        self._split_of: Callable[[], Any] = lambda: None
         self.reader: Any = None
 
     def open(self) -> None:
@@ -34,19 +44,95 @@ class SourceInput:
         splits = assign_splits(self._source.create_splits(info.parallelism), info.parallelism, info.subtask_index)
         self.reader = self._source.create_reader(info)
         self.reader.add_splits(splits)
+        self._split_of = getattr(self.reader, "current_split_id", self._split_of)
+        if self._strategy is not None and self._output is not None:
+            from fluvial.runtime.source_watermarks import SourceWatermarks
+
+            self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark, self._emit_status)
+            if self._interval > 0 and self._processing_time is not None:
+                self._schedule_periodic(self._processing_time.current_processing_time())
+
+    def _emit_status(self, status: WatermarkStatus) -> None:
+        self._output.emit_watermark_status(status)
+
+    def _schedule_periodic(self, now: int) -> None:
+        self._processing_time.register_timer(now + self._interval, self._on_periodic)
+
+    def _on_periodic(self, now: int) -> None:
+        if self._watermarks is not None:
+            self._watermarks.on_periodic_emit()
+            self._schedule_periodic(now)
 
     def step(self, head: Callable[[RecordBatch], None]) -> StepResult:
         values = self.reader.poll(SOURCE_BATCH_SIZE)
         if values is None:
+            if self._watermarks is not None:
+                self._watermarks.finish()
+                self._watermarks = None
+            elif self._output is not None:
+                self._output.emit_watermark(Watermark(MAX_WATERMARK))
             return StepResult.END_OF_INPUT
         if not values:
             return StepResult.IDLE
-        head(RecordBatch(values))
+        if self._watermarks is None:
+            head(RecordBatch(values))
+        else:
+            self._watermarks.process(self._split_of(), values, head)
         return StepResult.PROGRESS
 
     def close(self) -> None:
         if self.reader is not None:
             self.reader.close()
+
+
+class InputWatermarks:
+    """The event-time clock of a task with network inputs: one WatermarkValve per logical input (a union is one
+    input; a two-input operator has two), forwarding to the head only when an input's minimum advances, and
+    the task's idleness (all inputs idle) broadcast downstream."""
+
+    def __init__(self, head: Any, type_numbers: list[int], writers: list[Any]) -> None:
+        self._route: list[tuple[int, int]] = []
+        counts: dict[int, int] = {}
+        for type_number in type_numbers:
+            self._route.append((type_number, counts.get(type_number, 0)))
+            counts[type_number] = counts.get(type_number, 0) + 1
+        self._counts = counts
+        self._valves: dict[int, Any] = {}
+        self._targets = {
+            type_number: getattr(head, "process_watermark" if type_number == 0 else f"process_watermark{type_number}")
+            for type_number in counts
+        }
+        self._writers = writers
+        self._idle = False
+
+    def _valve(self, type_number: int) -> Any:
+        valve = self._valves.get(type_number)
+        if valve is None:
+            from fluvial.runtime.watermarks import WatermarkValve  # only tasks that see watermarks pay for it
+
+            valve = self._valves[type_number] = WatermarkValve(self._counts[type_number])
+        return valve
+
+    def on_watermark(self, channel_index: int, watermark: Watermark) -> None:
+        type_number, local = self._route[channel_index]
+        advanced = self._valve(type_number).input_watermark(local, watermark.timestamp)
+        if advanced is not None:
+            self._targets[type_number](Watermark(advanced))
+
+    def on_status(self, channel_index: int, status: WatermarkStatus) -> None:
+        type_number, local = self._route[channel_index]
+        valve = self._valve(type_number)
+        if status.idle:
+            advanced = valve.mark_idle(local)
+            if advanced is not None:
+                self._targets[type_number](Watermark(advanced))
+        else:
+            valve.mark_active(local)
+        idle = all(self._valve(t).is_idle() for t in self._counts)
+        if idle != self._idle:
+            self._idle = idle
+            for writer in self._writers:
+                writer.broadcast_event(WatermarkStatus(idle=idle))
 
 
 class NetworkInput:
@@ -57,12 +143,12 @@ class NetworkInput:
     """
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
-                 on_watermark: Callable[[int, Watermark], None] | None = None) -> None:
+                 watermarks: InputWatermarks | None = None) -> None:
         self._channels = list(channels)
         self._dispatch = list(dispatch)
         self._open = list(range(len(channels)))
         self._next = 0
-        self._on_watermark = on_watermark
+        self._watermarks = watermarks
 
     def open(self) -> None:
         pass
@@ -94,8 +180,12 @@ class NetworkInput:
                 self._next = 0
                 if not self._open:
                     return StepResult.END_OF_INPUT
-            elif isinstance(item, Watermark) and self._on_watermark is not None:
-                self._on_watermark(index, item)
+            elif type(item) is Watermark:
+                if self._watermarks is not None:
+                    self._watermarks.on_watermark(index, item)
+            elif type(item) is WatermarkStatus:
+                if self._watermarks is not None:
+                    self._watermarks.on_status(index, item)
         return StepResult.PROGRESS if progressed else StepResult.IDLE
 
     def close(self) -> None:

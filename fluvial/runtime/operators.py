@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream import transformations as t
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch, Watermark
@@ -53,6 +54,7 @@ class StreamOperator:
         if spec.key_selector is not None or self.keyed:
             self.keyed_backend = context.create_keyed_backend()
         self.runtime_context = StreamingRuntimeContext(context, self.keyed_backend)
+        self.current_watermark = MIN_WATERMARK
 
     def setup(self, output: Output) -> None:
         self.output = output
@@ -66,6 +68,7 @@ class StreamOperator:
         raise NotImplementedError
 
     def process_watermark(self, watermark: Watermark) -> None:
+        self.current_watermark = watermark.timestamp
         self.output.emit_watermark(watermark)
 
     def end_input(self) -> None:
@@ -250,3 +253,31 @@ class FusedStatelessOperator(StreamOperator):
 
 def is_fusable(operator: StreamOperator) -> bool:
     return type(operator) in (MapOperator, FilterOperator) and operator.spec.key_selector is None
+
+
+class TimestampsAndWatermarksOperator(StreamOperator):
+    """`assign_timestamps_and_watermarks`: the same per-split machinery as a source, over one stream."""
+
+    def open(self) -> None:
+        from fluvial.runtime.source_watermarks import SourceWatermarks
+
+        self._watermarks = SourceWatermarks(self.spec.function, self.output.emit_watermark,
+                                            self.output.emit_watermark_status)
+        self._processing_time = self.context.processing_time_service
+        self._interval = self.context.auto_watermark_interval
+        if self._interval > 0 and self._processing_time is not None:
+            self._processing_time.register_timer(
+                self._processing_time.current_processing_time() + self._interval, self._on_periodic)
+
+    def _on_periodic(self, now: int) -> None:
+        if self._watermarks is not None:
+            self._watermarks.on_periodic_emit()
+            self._processing_time.register_timer(now + self._interval, self._on_periodic)
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self._watermarks.process(None, batch.values, self.output.collect, batch.timestamps)
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        if watermark.is_final:
+            self._watermarks.finish()
+            self._watermarks = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fluvial.datastream.output_tag import OutputTag
-from fluvial.runtime.records import RecordBatch, Watermark
+from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
 
 BatchSink = Callable[[RecordBatch], None]
 
@@ -35,7 +35,9 @@ class Output:
         main: list[BatchSink],
         side: dict[OutputTag, list[BatchSink]],
         watermark_targets: list[Callable[[Watermark], None]],
+        status_targets: list[Callable[[WatermarkStatus], None]] | None = None,
     ) -> None:
+        self._status_targets = status_targets or []
         self.collect: BatchSink = _fan_out(main)
         self._side = {tag: _fan_out(targets) for tag, targets in side.items()}
         self._watermark_targets = watermark_targets
@@ -52,6 +54,12 @@ class Output:
     def emit_watermark(self, watermark: Watermark) -> None:
         for target in self._watermark_targets:
             target(watermark)
+
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
+        """Idleness goes to the record writers only: chained operators have a single input, whose status
+        changes nothing for them."""
+        for target in self._status_targets:
+            target(status)
 
 
 def split_side_outputs(results: list[Any]) -> tuple[list[Any], dict[OutputTag, list[Any]]]:

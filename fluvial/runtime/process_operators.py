@@ -10,28 +10,25 @@ from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.datastream import functions as f
 from fluvial.runtime.operators import StreamOperator, explain_unhashable_key, key_function, user_method
 from fluvial.runtime.output import split_side_outputs
-from fluvial.runtime.records import RecordBatch
+from fluvial.datastream.timerservice import TimeDomain
+from fluvial.runtime.records import RecordBatch, Watermark
+from fluvial.runtime.timers import InternalTimerService, KeyedTimerService, NonKeyedTimerService, Timer
 
 
-class _NoTimers:
-    """Timers arrive with event time (watermarks); until then this says so instead of failing obscurely."""
+class ProcessContext(f.KeyedProcessFunction.OnTimerContext, f.KeyedCoProcessFunction.OnTimerContext):
+    """One context object per operator, repointed for each record or timer (no allocation per record)."""
 
-    def __init__(self, operator_name: str) -> None:
-        self._name = operator_name
-
-    def __getattr__(self, item: str) -> Any:
-        raise StateError(f"'{self._name}': the timer service ({item}) is not available in this version of fluvial")
-
-
-class ProcessContext(f.KeyedProcessFunction.Context, f.KeyedCoProcessFunction.Context):
-    """One context object per operator, repointed for each record (no allocation per record)."""
-
-    __slots__ = ("_timestamp", "_backend", "_timers")
+    __slots__ = ("_timestamp", "_backend", "_timers", "_time_domain")
 
     def __init__(self, backend: Any, timers: Any) -> None:
         self._timestamp: int | None = None
         self._backend = backend
         self._timers = timers
+        self._time_domain: TimeDomain | None = None
+
+    def time_domain(self) -> TimeDomain | None:
+        """In `on_timer`: which clock fired the timer."""
+        return self._time_domain
 
     def timestamp(self) -> int | None:
         return self._timestamp
@@ -50,8 +47,42 @@ class _PerRecordOperator(StreamOperator):
 
     def open(self) -> None:
         super().open()
-        self.ctx = ProcessContext(self.keyed_backend, _NoTimers(self.name))
+        processing_time = self.context.processing_time_service
+        self.timers: InternalTimerService | None = None
+        if self.keyed_backend is not None:
+            self.timers = InternalTimerService(self.keyed_backend, self, processing_time)
+            timer_service: Any = KeyedTimerService(self.timers)
+        else:
+            timer_service = NonKeyedTimerService(processing_time, lambda: self.current_watermark, self.name)
+        self.ctx = ProcessContext(self.keyed_backend, timer_service)
         self._emit = self.output.collect
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        """Event-time timers up to the watermark fire first; their output precedes the watermark."""
+        self.current_watermark = watermark.timestamp
+        if self.timers is not None:
+            self.timers.advance_watermark(watermark.timestamp)
+        self.output.emit_watermark(watermark)
+
+    def on_event_time(self, timer: Timer) -> None:
+        self._fire(timer, TimeDomain.EVENT_TIME, timer.timestamp)
+
+    def on_processing_time(self, timer: Timer) -> None:
+        self._fire(timer, TimeDomain.PROCESSING_TIME, None)
+
+    def _fire(self, timer: Timer, domain: TimeDomain, record_timestamp: int | None) -> None:
+        on_timer = getattr(self.spec.function, "on_timer", None)
+        if on_timer is None:
+            return
+        ctx = self.ctx
+        ctx._timestamp, ctx._time_domain = timer.timestamp, domain
+        try:
+            result = on_timer(timer.timestamp, ctx)
+        finally:
+            ctx._time_domain = None
+        if result is not None:
+            values = list(result)
+            self._emit_results(values, None if record_timestamp is None else [record_timestamp] * len(values))
 
     def run(self, batch: RecordBatch, call: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> None:
         ctx = self.ctx
@@ -139,6 +170,9 @@ class _TwoInputOperator(_PerRecordOperator):
             self._call2 = lambda value: m2(value, ctx)
         else:
             self._call1, self._call2 = m1, m2
+        from fluvial.runtime.watermarks import MultiInputWatermark
+
+        self._input_clocks = MultiInputWatermark()
         self._key1 = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
         self._key2 = key_function(self.spec.key_selector2) if self.spec.key_selector2 is not None else None
 
@@ -150,6 +184,18 @@ class _TwoInputOperator(_PerRecordOperator):
 
     def process_batch(self, batch: RecordBatch) -> None:
         raise InvalidJobError(f"'{self.name}' has two inputs; records must arrive on input 1 or 2")
+
+    def process_watermark1(self, watermark: Watermark) -> None:
+        self._input_watermark(1, watermark)
+
+    def process_watermark2(self, watermark: Watermark) -> None:
+        self._input_watermark(2, watermark)
+
+    def _input_watermark(self, input_number: int, watermark: Watermark) -> None:
+        """The operator's clock is the minimum of both inputs' clocks (DESIGN 2.4)."""
+        combined = self._input_clocks.update(input_number, watermark.timestamp)
+        if combined is not None:
+            self.process_watermark(Watermark(combined))
 
 
 class CoMapOperator(_TwoInputOperator):

@@ -20,6 +20,8 @@ class OperatorContext:
     max_parallelism: int
     job_parameters: dict[str, str] = field(default_factory=dict)
     collect_target: Callable[[str], Callable[[list], None]] | None = None
+    processing_time_service: Any = None
+    auto_watermark_interval: int = 200
 
     def key_group_range(self) -> range:
         info = self.task_info

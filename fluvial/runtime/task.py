@@ -21,7 +21,8 @@ from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
 from fluvial.runtime.channels import ChannelRegistry
-from fluvial.runtime.input_processor import NetworkInput, SourceInput, StepResult
+from fluvial.runtime.executor import TaskProcessingTimeService
+from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import FusedStatelessOperator, StreamOperator
 from fluvial.runtime.records import END_OF_INPUT
@@ -62,6 +63,7 @@ class TaskSpec:
     inputs: list[InputSpec]
     outputs: list[OutputSpec]
     job_parameters: dict[str, str] = field(default_factory=dict)
+    auto_watermark_interval: int = 200
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -72,13 +74,14 @@ StateListener = Callable[["Task", TaskState, TaskFailure | None], None]
 
 
 class Task:
-    def __init__(self, spec: TaskSpec, channels: ChannelRegistry, wake: Callable[[], None],
+    def __init__(self, spec: TaskSpec, channels: ChannelRegistry, executor: Any,
                  listener: StateListener, collect_target: Any = None) -> None:
         self.spec = spec
         self.state = TaskState.CREATED
-        self.mailbox = Mailbox(wake)
+        self.mailbox = Mailbox(executor.wake)
         self._channels = channels
-        self._wake = wake
+        self._wake = executor.wake
+        self.processing_time = TaskProcessingTimeService(executor, self)
         self._listener = listener
         self._collect_target = collect_target
         vertex = spec.vertex
@@ -115,19 +118,22 @@ class Task:
         self.chain = OperatorChain(spec.vertex, self._operator_context, writers)
         head = self.chain.head
         if spec.vertex.is_source:
-            self.input = SourceInput(spec.vertex.head.operator.function, self.info)
+            source_spec = spec.vertex.head.operator
+            self.input = SourceInput(source_spec.function, self.info, source_spec.watermark_strategy,
+                                     spec.auto_watermark_interval, self.processing_time, head.output)
             return
-        channels, dispatch = [], []
+        channels, dispatch, type_numbers = [], [], []
         for input_spec in spec.inputs:
             channel = self._channels.get(input_spec.channel_id)
             channel.set_consumer_waker(self._wake)
             channels.append(channel)
             dispatch.append(_dispatcher(head, input_spec.type_number))
-        self.input = NetworkInput(channels, dispatch)
+            type_numbers.append(input_spec.type_number)
+        self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, self.writers))
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
-                               self._collect_target)
+                               self._collect_target, self.processing_time, self.spec.auto_watermark_interval)
 
     def step(self) -> StepResult:
         """One bounded unit of work on the owner thread. Never raises: failures become FAILED."""
@@ -146,6 +152,15 @@ class Task:
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
             return StepResult.END_OF_INPUT
+
+    def run_timer(self, callback: Callable[[int], None], now: int) -> None:
+        """A processing-time callback, on the owner thread; skipped once the task stopped running."""
+        if self.state is not TaskState.RUNNING:
+            return
+        try:
+            callback(now)
+        except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
+            self._fail(exc)
 
     def _finish(self) -> None:
         self.chain.end_input()

@@ -1,0 +1,216 @@
+"""Timers: per-key, per-namespace, deduplicated, fired in timestamp order on the task's thread.
+
+InternalTimerService holds an operator's event-time and processing-time timers. Event-time timers fire when
+`advance_watermark` passes them; processing-time timers fire when the task's ProcessingTimeService calls back
+(the executor thread that owns the task). Before each firing the key becomes the backend's current key, so
+the callback sees that key's state. The queues are heaps with lazy deletion: a deleted timer stays in the heap
+but not in the live set, and is skipped when it surfaces.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from fluvial.common.errors import StateError
+from fluvial.common.time import MIN_WATERMARK
+from fluvial.datastream.timerservice import TimeDomain, TimerService
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Timer:
+    timestamp: int
+    key: Any
+    namespace: Any = None
+
+
+class Triggerable(Protocol):
+    def on_event_time(self, timer: Timer) -> None: ...
+
+    def on_processing_time(self, timer: Timer) -> None: ...
+
+
+class ProcessingTimeService(Protocol):
+    """The task's wall clock and its one-shot callbacks (implemented by the executor)."""
+
+    def current_processing_time(self) -> int: ...
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> Any: ...
+
+
+class _TimerQueue:
+    """A heap of (timestamp, seq, timer) with a live set for deduplication and lazy deletion."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Timer]] = []
+        self._live: set[Timer] = set()
+        self._seq = itertools.count()
+
+    def add(self, timer: Timer) -> bool:
+        if timer in self._live:
+            return False
+        self._live.add(timer)
+        heapq.heappush(self._heap, (timer.timestamp, next(self._seq), timer))
+        return True
+
+    def remove(self, timer: Timer) -> None:
+        self._live.discard(timer)
+
+    def peek_timestamp(self) -> int | None:
+        heap = self._heap
+        while heap and heap[0][2] not in self._live:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def pop_due(self, up_to: int) -> Timer | None:
+        heap = self._heap
+        while heap:
+            timestamp, _, timer = heap[0]
+            if timer not in self._live:
+                heapq.heappop(heap)
+                continue
+            if timestamp > up_to:
+                return None
+            heapq.heappop(heap)
+            self._live.discard(timer)
+            return timer
+        return None
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def timers(self) -> list[Timer]:
+        return sorted(self._live)
+
+
+class InternalTimerService:
+    def __init__(self, backend: Any, triggerable: Triggerable, processing_time: ProcessingTimeService) -> None:
+        self._backend = backend
+        self._triggerable = triggerable
+        self._processing_time = processing_time
+        self._event_timers = _TimerQueue()
+        self._processing_timers = _TimerQueue()
+        self._scheduled_wakeup: int | None = None
+        self.current_watermark = MIN_WATERMARK
+
+    # -- registration (for the backend's current key) -----------------------------------------------------------
+
+    def _timer(self, timestamp: int, namespace: Any) -> Timer:
+        if not isinstance(timestamp, int) or isinstance(timestamp, bool):
+            raise StateError(f"a timer timestamp must be an int of milliseconds, got {timestamp!r}")
+        return Timer(timestamp, self._backend.current_key, namespace)
+
+    def register_event_time_timer(self, timestamp: int, namespace: Any = None) -> None:
+        self._event_timers.add(self._timer(timestamp, namespace))
+
+    def delete_event_time_timer(self, timestamp: int, namespace: Any = None) -> None:
+        self._event_timers.remove(self._timer(timestamp, namespace))
+
+    def register_processing_time_timer(self, timestamp: int, namespace: Any = None) -> None:
+        if self._processing_timers.add(self._timer(timestamp, namespace)):
+            self._schedule_wakeup()
+
+    def delete_processing_time_timer(self, timestamp: int, namespace: Any = None) -> None:
+        self._processing_timers.remove(self._timer(timestamp, namespace))
+
+    def current_processing_time(self) -> int:
+        return self._processing_time.current_processing_time()
+
+    # -- firing -------------------------------------------------------------------------------------------------
+
+    def advance_watermark(self, watermark: int) -> None:
+        """Fire every event-time timer with timestamp <= watermark, in timestamp order."""
+        self.current_watermark = watermark
+        backend, fire = self._backend, self._triggerable.on_event_time
+        while (timer := self._event_timers.pop_due(watermark)) is not None:
+            backend.current_key = timer.key
+            fire(timer)
+
+    def _schedule_wakeup(self) -> None:
+        earliest = self._processing_timers.peek_timestamp()
+        if earliest is None:
+            return
+        if self._scheduled_wakeup is None or earliest < self._scheduled_wakeup:
+            self._scheduled_wakeup = earliest
+            self._processing_time.register_timer(earliest, self._on_processing_time)
+
+    def _on_processing_time(self, now: int) -> None:
+        if self._scheduled_wakeup is not None and self._scheduled_wakeup <= now:
+            self._scheduled_wakeup = None
+        backend, fire = self._backend, self._triggerable.on_processing_time
+        while (timer := self._processing_timers.pop_due(now)) is not None:
+            backend.current_key = timer.key
+            fire(timer)
+        self._schedule_wakeup()
+
+    def event_timer_count(self) -> int:
+        return len(self._event_timers)
+
+    def processing_timer_count(self) -> int:
+        return len(self._processing_timers)
+
+    def snapshot(self) -> dict[str, list[Timer]]:
+        return {"event": self._event_timers.timers(), "processing": self._processing_timers.timers()}
+
+    def restore(self, snapshot: dict[str, list[Timer]]) -> None:
+        for timer in snapshot.get("event", []):
+            self._event_timers.add(timer)
+        for timer in snapshot.get("processing", []):
+            self._processing_timers.add(timer)
+        self._schedule_wakeup()
+
+
+class KeyedTimerService(TimerService):
+    """The user-facing TimerService of a keyed function: timers in the default namespace of the current key."""
+
+    def __init__(self, internal: InternalTimerService) -> None:
+        self._internal = internal
+
+    def current_processing_time(self) -> int:
+        return self._internal.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._internal.current_watermark
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._internal.register_processing_time_timer(timestamp)
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._internal.register_event_time_timer(timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._internal.delete_processing_time_timer(timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._internal.delete_event_time_timer(timestamp)
+
+
+class NonKeyedTimerService(TimerService):
+    """Clocks only: Flink allows timers on keyed streams alone, and so do we, with an error that says so."""
+
+    def __init__(self, processing_time: ProcessingTimeService, watermark: Callable[[], int], name: str) -> None:
+        self._processing_time = processing_time
+        self._watermark = watermark
+        self._name = name
+
+    def current_processing_time(self) -> int:
+        return self._processing_time.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._watermark()
+
+    def _refuse(self, *_: Any) -> None:
+        raise StateError(
+            f"'{self._name}' registered a timer outside a keyed context: timers exist per key; "
+            "apply key_by(...) and use a KeyedProcessFunction"
+        )
+
+    register_processing_time_timer = _refuse
+    register_event_time_timer = _refuse
+    delete_processing_time_timer = _refuse
+    delete_event_time_timer = _refuse
+
+
+TIME_DOMAINS = {True: TimeDomain.EVENT_TIME, False: TimeDomain.PROCESSING_TIME}
