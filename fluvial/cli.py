@@ -106,19 +106,14 @@ def plan(
 ) -> None:
     """Show the JobGraph of JOB's first job — chains, parallelism, slot sharing groups, the rule that broke each
     chain, and the slots it needs — without running it. Arguments after JOB become its sys.argv[1:]."""
-    from fluvial.datastream.stream_execution_environment import execution_interceptor
     from fluvial.graph.job_graph import build_job_graph
     from fluvial.graph.plan_render import render_dot, render_json, render_text
 
     _require_job_file(job)
 
-    def capture(stream_graph: Any) -> Any:
+    def capture_submission(submit: Callable[..., Any], stream_graph: Any) -> Any:
         raise _PlanCaptured(stream_graph)
 
-    def capture_submission(submit: Callable[..., Any], stream_graph: Any, *args: Any, **kwargs: Any) -> Any:
-        raise _PlanCaptured(stream_graph)
-
-    token = execution_interceptor.set(capture)
     try:
         # The script's own prints go to stderr, so stdout carries the plan alone (`| dot -Tsvg`, `| jq`).
         with _observed_submissions(capture_submission), contextlib.redirect_stdout(sys.stderr):
@@ -127,8 +122,6 @@ def plan(
         stream_graph = captured.stream_graph
     else:
         _fail_no_job(job)
-    finally:
-        execution_interceptor.reset(token)
 
     if format is PlanFormat.FLINK:
         typer.echo(stream_graph.to_execution_plan_json())
@@ -225,24 +218,15 @@ def _format_from(error: BaseException, path: str) -> str:
 
 @contextlib.contextmanager
 def _observed_submissions(observer: Callable[..., Any]) -> Iterator[None]:
-    """Route every job submission through `observer(submit, stream_graph, ...)` while the block runs.
+    """Route every job submission (`execute`, `execute_async`, `execute_and_collect`) through
+    `observer(submit, stream_graph)` while the block runs, via the environment's `execution_interceptor`."""
+    from fluvial.datastream.stream_execution_environment import execution_interceptor
 
-    `fluvial.cluster.submission.submit_job` is the one function all three doors (`execute`, `execute_async`,
-    `execute_and_collect`) pass through, and each looks it up on the module at call time. The environment's
-    `execution_interceptor` alone is not enough: `execute_and_collect` does not consult it.
-    """
-    from fluvial.cluster import submission
-
-    real = submission.submit_job
-
-    def observed(*args: Any, **kwargs: Any) -> Any:
-        return observer(real, *args, **kwargs)
-
-    submission.submit_job = observed
+    token = execution_interceptor.set(lambda graph, submit: observer(submit, graph))
     try:
         yield
     finally:
-        submission.submit_job = real
+        execution_interceptor.reset(token)
 
 
 def _error(message: str) -> None:

@@ -81,7 +81,8 @@ def collect_results(env: Any, stream: Any, job_name: str | None, limit: int | No
     graph = env.get_stream_graph(job_name, clear_transformations=True)
     cluster = _cluster_for(graph)
     cluster.collect_target(collect_id)
-    iterator = CloseableIterator(submit_job(graph, cluster), cluster.collect_buffers[collect_id])
+    client = env._submit(graph, lambda stream_graph: submit_job(stream_graph, cluster))
+    iterator = CloseableIterator(client, cluster.collect_buffers[collect_id])
     if limit is None:
         return iterator
     with iterator:

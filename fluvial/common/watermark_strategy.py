@@ -358,10 +358,8 @@ class _UserFactory:
 
     def __call__(self, context: WatermarkGeneratorContext) -> WatermarkGenerator:
         supplier = self.supplier
-        create = getattr(supplier, "create_watermark_generator", None)
-        if create is not None and not callable(supplier):
-            return create(context)
-        return supplier(context) if self.takes_context else supplier()
+        create = supplier if callable(supplier) else supplier.create_watermark_generator
+        return create(context) if self.takes_context else create()
 
     @staticmethod
     def of(supplier: Any) -> "_UserFactory":

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import abc
 import enum
+from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.time import Duration, to_millis
 from fluvial.datastream.functions import AggregateFunction, ReduceFunction
 
 T = TypeVar("T")
@@ -169,9 +171,20 @@ class StateDescriptor(abc.ABC):
     def get_name(self) -> str:
         return self.name
 
-    def enable_time_to_live(self, ttl_config: Any) -> None:
-        """Ask for entries to expire (a StateTtlConfig). Stored with the descriptor; backends apply it."""
+    def enable_time_to_live(self, ttl_config: "StateTtlConfig") -> None:
+        """Ask for entries to expire. Stored with the descriptor; the backend applies it when it builds the handle.
+
+        A config whose update type is Disabled (`is_enabled()` false) leaves the state without TTL, as in Flink.
+        """
+        if not isinstance(ttl_config, StateTtlConfig):
+            raise InvalidJobError(
+                f"state {self.name!r}: enable_time_to_live needs a StateTtlConfig, got {type(ttl_config).__name__}: "
+                "pass StateTtlConfig.new_builder(Duration.of_hours(1)).build()"
+            )
         self.ttl_config = ttl_config
+
+    def get_ttl_config(self) -> "StateTtlConfig | None":
+        return self.ttl_config
 
     def _fields(self) -> tuple:
         return tuple(getattr(self, slot) for cls in type(self).__mro__ for slot in getattr(cls, "__slots__", ()))
@@ -273,3 +286,283 @@ class AggregatingStateDescriptor(StateDescriptor):
 
     def get_agg_function(self) -> AggregateFunction:
         return self.agg_function
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# State time-to-live (PyFlink `StateTtlConfig`). Plain, picklable, compared by value; the backend applies it.
+
+
+def _positive_ttl(ttl: Any) -> Duration:
+    """The TTL as a Duration of at least 1 ms; InvalidJobError for anything else (checked when it is set)."""
+    try:
+        millis = to_millis(ttl)
+    except TypeError:
+        raise InvalidJobError(
+            f"state TTL must be a Duration, got {type(ttl).__name__} {ttl!r}: pass e.g. Duration.of_hours(1) or "
+            "Time.minutes(10)"
+        ) from None
+    if millis <= 0:
+        raise InvalidJobError(
+            f"state TTL must be positive, got {millis} ms: pass a Duration of at least 1 ms, e.g. Duration.of_hours(1)"
+        )
+    return ttl if isinstance(ttl, Duration) else Duration.of_millis(millis)
+
+
+def _expect(value: Any, kind: type, setter: str) -> Any:
+    if not isinstance(value, kind):
+        members = ", ".join(f"{kind.__qualname__}.{member.name}" for member in kind)  # type: ignore[attr-defined]
+        raise InvalidJobError(f"{setter} needs a {kind.__qualname__}, got {value!r}: pass one of {members}")
+    return value
+
+
+class StateTtlConfig:
+    """How long keyed state lives after its last access, and when expired entries are removed.
+
+    Built with `StateTtlConfig.new_builder(ttl)...build()` and handed to `descriptor.enable_time_to_live`.
+    Semantics (Flink's, processing time only): every stored value (each list element, each map entry) keeps the
+    timestamp of its last write - or of its last read too with OnReadAndWrite - and is expired once
+    `timestamp + ttl <= now`. Expired values are removed when read (NeverReturnExpired hides them;
+    ReturnExpiredIfNotCleanedUp hands them out that one last time), by the incremental cleanup that runs on
+    state access (on by default: 5 entries per access), and from full snapshots with `cleanup_full_snapshot()`.
+    """
+
+    class UpdateType(enum.Enum):
+        """When the last-access timestamp is renewed, extending a value's life."""
+
+        Disabled = 0  # no TTL at all: the state is built without it
+        OnCreateAndWrite = 1
+        OnReadAndWrite = 2
+
+    class StateVisibility(enum.Enum):
+        """Whether a read may return a value that has expired but is still stored."""
+
+        ReturnExpiredIfNotCleanedUp = 0
+        NeverReturnExpired = 1
+
+    class TtlTimeCharacteristic(enum.Enum):
+        """The time scale of TTL; Flink supports processing time only."""
+
+        ProcessingTime = 0
+
+    @dataclass(frozen=True, slots=True)
+    class IncrementalCleanupStrategy:
+        """Check `cleanup_size` entries of the state for expiry on every access (and per record if asked)."""
+
+        cleanup_size: int
+        for_every_record: bool = False
+
+        def get_cleanup_size(self) -> int:
+            return self.cleanup_size
+
+        def run_cleanup_for_every_record(self) -> bool:
+            return self.for_every_record
+
+    @dataclass(frozen=True, slots=True)
+    class RocksdbCompactFilterCleanupStrategy:
+        """Drop expired entries during RocksDB compaction (stored here; applied by the RocksDB backend)."""
+
+        query_time_after_num_entries: int
+        periodic_compaction_time: Duration = Duration.of_days(30)
+
+        def get_query_time_after_num_entries(self) -> int:
+            return self.query_time_after_num_entries
+
+        def get_periodic_compaction_time(self) -> Duration:
+            return self.periodic_compaction_time
+
+    @dataclass(frozen=True, slots=True)
+    class CleanupStrategies:
+        """The cleanup strategies of one config. Background cleanup (default on) supplies Flink's defaults: an
+        incremental cleanup of 5 entries per access on the heap backend, a compaction filter on RocksDB."""
+
+        full_snapshot: bool = False
+        incremental: "StateTtlConfig.IncrementalCleanupStrategy | None" = None
+        rocksdb_compact_filter: "StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None" = None
+        cleanup_in_background: bool = True
+
+        def is_cleanup_in_background(self) -> bool:
+            return self.cleanup_in_background
+
+        def in_full_snapshot(self) -> bool:
+            return self.full_snapshot
+
+        def get_incremental_cleanup_strategy(self) -> "StateTtlConfig.IncrementalCleanupStrategy | None":
+            if self.incremental is not None or not self.cleanup_in_background:
+                return self.incremental
+            return StateTtlConfig.IncrementalCleanupStrategy(5, False)
+
+        def get_rocksdb_compact_filter_cleanup_strategy(
+            self,
+        ) -> "StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None":
+            if self.rocksdb_compact_filter is not None or not self.cleanup_in_background:
+                return self.rocksdb_compact_filter
+            return StateTtlConfig.RocksdbCompactFilterCleanupStrategy(1000)
+
+    class Builder:
+        """Mutable; every setter returns the builder. Values are checked as they are set."""
+
+        __slots__ = ("_ttl", "_update_type", "_visibility", "_characteristic", "_full_snapshot", "_incremental",
+                     "_compact_filter", "_in_background")
+
+        def __init__(self, ttl: Duration) -> None:
+            self._ttl = _positive_ttl(ttl)
+            self._update_type = StateTtlConfig.UpdateType.OnCreateAndWrite
+            self._visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
+            self._characteristic = StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
+            self._full_snapshot = False
+            self._incremental: StateTtlConfig.IncrementalCleanupStrategy | None = None
+            self._compact_filter: StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None = None
+            self._in_background = True
+
+        def set_update_type(self, update_type: "StateTtlConfig.UpdateType") -> "StateTtlConfig.Builder":
+            self._update_type = _expect(update_type, StateTtlConfig.UpdateType, "set_update_type")
+            return self
+
+        def update_ttl_on_create_and_write(self) -> "StateTtlConfig.Builder":
+            return self.set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
+
+        def update_ttl_on_read_and_write(self) -> "StateTtlConfig.Builder":
+            return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
+
+        def set_state_visibility(self, visibility: "StateTtlConfig.StateVisibility") -> "StateTtlConfig.Builder":
+            self._visibility = _expect(visibility, StateTtlConfig.StateVisibility, "set_state_visibility")
+            return self
+
+        def return_expired_if_not_cleaned_up(self) -> "StateTtlConfig.Builder":
+            return self.set_state_visibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
+
+        def never_return_expired(self) -> "StateTtlConfig.Builder":
+            return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+
+        def set_ttl_time_characteristic(
+            self, characteristic: "StateTtlConfig.TtlTimeCharacteristic"
+        ) -> "StateTtlConfig.Builder":
+            self._characteristic = _expect(
+                characteristic, StateTtlConfig.TtlTimeCharacteristic, "set_ttl_time_characteristic"
+            )
+            return self
+
+        def use_processing_time(self) -> "StateTtlConfig.Builder":
+            return self.set_ttl_time_characteristic(StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
+
+        def set_ttl(self, ttl: Duration) -> "StateTtlConfig.Builder":
+            self._ttl = _positive_ttl(ttl)
+            return self
+
+        def cleanup_full_snapshot(self) -> "StateTtlConfig.Builder":
+            """Leave expired entries out of full snapshots (every heap snapshot is full); live state keeps them."""
+            self._full_snapshot = True
+            return self
+
+        def cleanup_incrementally(
+            self, cleanup_size: int, run_cleanup_for_every_record: bool = False
+        ) -> "StateTtlConfig.Builder":
+            """On every access to the state, check `cleanup_size` of its entries (a cursor that walks all keys
+            round-robin) and drop the expired ones; with `run_cleanup_for_every_record`, also once per record
+            processed. Costs latency on every access; entries of a state nobody touches stay until then."""
+            if isinstance(cleanup_size, bool) or not isinstance(cleanup_size, int) or cleanup_size <= 0:
+                raise InvalidJobError(
+                    f"cleanup_incrementally needs a positive number of entries to check per access, got "
+                    f"{cleanup_size!r}: pass e.g. cleanup_incrementally(10, False)"
+                )
+            self._incremental = StateTtlConfig.IncrementalCleanupStrategy(
+                cleanup_size, bool(run_cleanup_for_every_record)
+            )
+            return self
+
+        def cleanup_in_rocksdb_compact_filter(
+            self, query_time_after_num_entries: int, periodic_compaction_time: Duration | None = None
+        ) -> "StateTtlConfig.Builder":
+            """Stored for the RocksDB backend; the heap backend ignores it."""
+            if (
+                isinstance(query_time_after_num_entries, bool)
+                or not isinstance(query_time_after_num_entries, int)
+                or query_time_after_num_entries < 0
+            ):
+                raise InvalidJobError(
+                    f"cleanup_in_rocksdb_compact_filter needs a number of entries >= 0, got "
+                    f"{query_time_after_num_entries!r}: pass e.g. cleanup_in_rocksdb_compact_filter(1000)"
+                )
+            if periodic_compaction_time is None:
+                periodic = Duration.of_days(30)
+            elif isinstance(periodic_compaction_time, Duration):
+                periodic = periodic_compaction_time  # Duration 0 turns periodic compaction off
+            else:
+                raise InvalidJobError(
+                    f"cleanup_in_rocksdb_compact_filter needs a Duration as periodic_compaction_time, got "
+                    f"{periodic_compaction_time!r}: pass e.g. Duration.of_days(30), or Duration.of_millis(0) for none"
+                )
+            self._compact_filter = StateTtlConfig.RocksdbCompactFilterCleanupStrategy(
+                query_time_after_num_entries, periodic
+            )
+            return self
+
+        def disable_cleanup_in_background(self) -> "StateTtlConfig.Builder":
+            """Turn off the default background cleanup; explicitly configured strategies stay on."""
+            self._in_background = False
+            return self
+
+        def build(self) -> "StateTtlConfig":
+            strategies = StateTtlConfig.CleanupStrategies(
+                self._full_snapshot, self._incremental, self._compact_filter, self._in_background
+            )
+            return StateTtlConfig(self._update_type, self._visibility, self._characteristic, self._ttl, strategies)
+
+    __slots__ = ("_update_type", "_state_visibility", "_ttl_time_characteristic", "_ttl", "_cleanup_strategies")
+
+    def __init__(
+        self,
+        update_type: "StateTtlConfig.UpdateType",
+        state_visibility: "StateTtlConfig.StateVisibility",
+        ttl_time_characteristic: "StateTtlConfig.TtlTimeCharacteristic",
+        ttl: Duration,
+        cleanup_strategies: "StateTtlConfig.CleanupStrategies",
+    ) -> None:
+        self._update_type = _expect(update_type, StateTtlConfig.UpdateType, "StateTtlConfig")
+        self._state_visibility = _expect(state_visibility, StateTtlConfig.StateVisibility, "StateTtlConfig")
+        self._ttl_time_characteristic = _expect(
+            ttl_time_characteristic, StateTtlConfig.TtlTimeCharacteristic, "StateTtlConfig"
+        )
+        self._ttl = _positive_ttl(ttl)
+        self._cleanup_strategies = cleanup_strategies
+
+    @staticmethod
+    def new_builder(ttl: Duration) -> "StateTtlConfig.Builder":
+        return StateTtlConfig.Builder(ttl)
+
+    def get_update_type(self) -> "StateTtlConfig.UpdateType":
+        return self._update_type
+
+    def get_state_visibility(self) -> "StateTtlConfig.StateVisibility":
+        return self._state_visibility
+
+    def get_ttl_time_characteristic(self) -> "StateTtlConfig.TtlTimeCharacteristic":
+        return self._ttl_time_characteristic
+
+    def get_ttl(self) -> Duration:
+        return self._ttl
+
+    def is_enabled(self) -> bool:
+        return self._update_type is not StateTtlConfig.UpdateType.Disabled
+
+    def get_cleanup_strategies(self) -> "StateTtlConfig.CleanupStrategies":
+        return self._cleanup_strategies
+
+    def _fields(self) -> tuple:
+        return (self._update_type, self._state_visibility, self._ttl_time_characteristic, self._ttl,
+                self._cleanup_strategies)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateTtlConfig) and other._fields() == self._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self) -> tuple:
+        return (StateTtlConfig, self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"StateTtlConfig(ttl={self._ttl.millis} ms, update_type={self._update_type.name}, "
+            f"state_visibility={self._state_visibility.name}, cleanup={self._cleanup_strategies})"
+        )

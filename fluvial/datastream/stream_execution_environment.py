@@ -18,9 +18,11 @@ from fluvial.common.execution_config import ExecutionConfig
 from fluvial.datastream import transformations as t
 from fluvial.datastream.data_stream import DataStream
 
-# The CLI's `plan` command and tests set this to capture a job instead of running it.
-execution_interceptor: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(
-    "execution_interceptor", default=None
+# Every submission passes through this hook when set: `interceptor(stream_graph, submit)` either calls
+# `submit(stream_graph)` (returning its JobClient) or raises. The CLI uses it to count jobs (`run`) and to
+# capture a plan without running it (`plan`).
+execution_interceptor: contextvars.ContextVar[Callable[[Any, Callable[[Any], Any]], Any] | None] = (
+    contextvars.ContextVar("execution_interceptor", default=None)
 )
 
 
@@ -164,13 +166,14 @@ class StreamExecutionEnvironment:
         return self.execute_async(job_name).get_job_execution_result().result()
 
     def execute_async(self, job_name: str | None = None) -> Any:
-        graph = self.get_stream_graph(job_name, clear_transformations=True)
-        interceptor = execution_interceptor.get()
-        if interceptor is not None:
-            return interceptor(graph)
         from fluvial.cluster.submission import submit_job
 
-        return submit_job(graph)
+        return self._submit(self.get_stream_graph(job_name, clear_transformations=True), submit_job)
+
+    def _submit(self, graph: Any, submit: Callable[[Any], Any]) -> Any:
+        """The one door every submission passes, so the execution interceptor sees them all."""
+        interceptor = execution_interceptor.get()
+        return submit(graph) if interceptor is None else interceptor(graph, submit)
 
     def _execute_and_collect(self, stream: DataStream, job_name: str | None, limit: int | None) -> Any:
         from fluvial.cluster.submission import collect_results

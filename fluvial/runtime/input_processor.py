@@ -143,12 +143,15 @@ class NetworkInput:
     """
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
-                 watermarks: InputWatermarks | None = None) -> None:
+                 watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None) -> None:
         self._channels = list(channels)
         self._dispatch = list(dispatch)
         self._open = list(range(len(channels)))
         self._next = 0
         self._watermarks = watermarks
+        # whether the task's output channels still have room: a step stops after the buffer that filled one,
+        # so no channel ever holds more than its capacity plus one buffer
+        self._writable = writable
 
     def open(self) -> None:
         pass
@@ -175,6 +178,8 @@ class NetworkInput:
             progressed = True
             if type(item) is RecordBatch:
                 self._dispatch[index](item)
+                if self._writable is not None and not self._writable():
+                    break
             elif isinstance(item, EndOfInput):
                 self._open.remove(index)
                 self._next = 0

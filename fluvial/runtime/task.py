@@ -129,7 +129,9 @@ class Task:
             channels.append(channel)
             dispatch.append(_dispatcher(head, input_spec.type_number))
             type_numbers.append(input_spec.type_number)
-        self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, self.writers))
+        writers = self.writers
+        writable = (lambda: all(writer.writable() for writer in writers)) if writers else None
+        self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, writers), writable)
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,

@@ -73,6 +73,10 @@ def vertex_of(job_graph: JobGraph, handle: Any) -> JobVertex:
     return vertex
 
 
+SOURCE_OPERATOR = SourceSpec()
+MAP_OPERATOR = MapSpec()
+
+
 def hand_built(
     *,
     up_parallelism: int = 2,
@@ -82,8 +86,8 @@ def hand_built(
     up_strategy: ChainingStrategy = ChainingStrategy.HEAD,
     down_strategy: ChainingStrategy = ChainingStrategy.ALWAYS,
     up_is_source: bool = True,
-    up_operator: Any = SourceSpec(),
-    down_operator: Any = MapSpec(),
+    up_operator: Any = SOURCE_OPERATOR,
+    down_operator: Any = MAP_OPERATOR,
     kind: PartitionerKind = PartitionerKind.FORWARD,
     exchange: ExchangeMode = ExchangeMode.UNDEFINED,
     chaining_enabled: bool = True,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluvial.datastream.transformations import ChainingStrategy, ExchangeMode, PartitionerKind
+from fluvial.datastream.transformations import (
+    ChainingStrategy,
+    ExchangeMode,
+    PartitionerKind,
+)
 from fluvial.graph import chaining
 from fluvial.graph.chaining import RULES, ChainVerdict, chain_verdict, is_chainable
 from fluvial.graph.stream_graph import StreamEdge, StreamGraph

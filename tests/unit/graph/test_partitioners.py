@@ -10,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.common.key_groups import assign_to_key_group, compute_operator_index_for_key_group
+from fluvial.common.key_groups import (
+    assign_to_key_group,
+    compute_operator_index_for_key_group,
+)
 from fluvial.datastream.functions import KeySelector, Partitioner
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
 from fluvial.graph import partitioners

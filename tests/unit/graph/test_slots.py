@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 from fluvial.cluster.slots import SlotId, assign_slots, offered_slots
 from fluvial.common.errors import ResourceError
-from tests.unit.graph.plans import identity, keep, new_env, numbers, random_jobs, vertex_of
+from tests.unit.graph.plans import (
+    identity,
+    keep,
+    new_env,
+    numbers,
+    random_jobs,
+    vertex_of,
+)
 
 
 def thirty_slot_job():

@@ -10,7 +10,15 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import OutputTag
 from fluvial.datastream.transformations import ChainingStrategy, PartitionerKind
 from fluvial.graph.translate import build_stream_graph
-from tests.unit.graph.plans import identity, keep, new_env, nid, numbers, stream_edge, stream_edges
+from tests.unit.graph.plans import (
+    identity,
+    keep,
+    new_env,
+    nid,
+    numbers,
+    stream_edge,
+    stream_edges,
+)
 
 
 class CoIdentity:

@@ -1,0 +1,247 @@
+"""Job lifecycle as real jobs: repeated execute(), execute_async() and its JobClient, cancelling endless jobs,
+slot checks, and jobs spread over several TaskManagers (channels crossing threads)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from fluvial.common import Configuration, Duration
+from fluvial.common.errors import JobCancelledException, ResourceError
+from fluvial.common.job_execution_result import JobExecutionResult
+from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnvironment
+from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
+from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
+
+SEEN: dict[str, list] = {}
+SEEN_LOCK = threading.Lock()
+
+
+class Remember(SinkFunction):
+    """Records what it receives under a name, in a module-level registry (subtasks run copies)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def invoke(self, value, context):
+        with SEEN_LOCK:
+            SEEN.setdefault(self.name, []).append(value)
+
+
+@pytest.fixture(autouse=True)
+def _clear_seen():
+    SEEN.clear()
+    yield
+    SEEN.clear()
+
+
+def _env(parallelism: int = 2, **config: str) -> StreamExecutionEnvironment:
+    configuration = Configuration()
+    for key, value in config.items():
+        configuration.set_string(key.replace("_", "."), value)
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(parallelism)
+    return env
+
+
+def _wait_until(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+# -- repeated execute ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_second_execute_runs_only_sinks_added_since_the_first():
+    env = _env(2)
+    numbers = env.from_source(NumberSequenceSource(1, 100))
+    numbers.add_sink(Remember("first"))
+    first = env.execute("one")
+    assert sorted(SEEN["first"]) == list(range(1, 101))
+    numbers.map(lambda x: -x).add_sink(Remember("second"))
+    second = env.execute("two")
+    assert sorted(SEEN["first"]) == list(range(1, 101))  # not run again
+    assert sorted(SEEN["second"]) == [-x for x in range(100, 0, -1)]
+    assert first.get_job_id() != second.get_job_id()
+
+
+@pytest.mark.timeout(60)
+def test_execute_with_no_new_sink_is_an_error():
+    env = _env(1)
+    env.from_collection([1]).add_sink(Remember("once"))
+    env.execute()
+    with pytest.raises(Exception, match="No operators defined"):
+        env.execute()
+
+
+# -- execute_async and JobClient -----------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_execute_async_returns_a_job_client_with_the_result():
+    env = _env(2)
+    env.from_source(NumberSequenceSource(1, 1000)).map(lambda x: x % 7).add_sink(Remember("async"))
+    client = env.execute_async("async job")
+    job_id = client.get_job_id()
+    assert isinstance(job_id, str) and job_id
+    result = client.get_job_execution_result().result(timeout=30)
+    assert isinstance(result, JobExecutionResult)
+    assert result.get_job_id() == job_id
+    assert result.get_net_runtime() >= 0
+    assert sorted(SEEN["async"]) == sorted(x % 7 for x in range(1, 1001))
+    assert client.get_job_status().result().name == "FINISHED"
+
+
+class EndlessSource(Source):
+    def get_boundedness(self):
+        return Boundedness.CONTINUOUS_UNBOUNDED
+
+    def create_splits(self, parallelism):
+        return list(range(parallelism))
+
+    def create_reader(self, task_info):
+        return IdleReader()
+
+
+class IdleReader(SourceReader):
+    def add_splits(self, splits):
+        pass
+
+    def poll(self, max_records):
+        with SEEN_LOCK:
+            SEEN.setdefault("polls", []).append(1)
+        return []
+
+    def snapshot_state(self):
+        return []
+
+
+class CountClose(MapFunction):
+    def map(self, value):
+        return value
+
+    def close(self):
+        with SEEN_LOCK:
+            SEEN.setdefault("closed", []).append(1)
+
+
+@pytest.mark.timeout(60)
+def test_cancel_an_endless_custom_source_job():
+    env = _env(2)
+    env.from_source(EndlessSource()).map(CountClose()).add_sink(Remember("never"))
+    client = env.execute_async("endless")
+    _wait_until(lambda: len(SEEN.get("polls", [])) > 10)  # really running
+    assert client.get_job_status().result().name == "RUNNING"
+    client.cancel().result(timeout=10)
+    with pytest.raises(JobCancelledException):
+        client.get_job_execution_result().result(timeout=30)
+    assert client.get_job_status().result().name == "CANCELED"
+    assert len(SEEN["closed"]) == 2
+    polls = len(SEEN["polls"])
+    time.sleep(0.1)
+    assert len(SEEN["polls"]) == polls  # nothing runs any more
+
+
+@pytest.mark.timeout(60)
+def test_cancel_a_monitoring_file_source_job(tmp_path):
+    (tmp_path / "a.txt").write_text("x\ny\n", encoding="utf-8")
+    env = _env(1)
+    source = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp_path))
+        .monitor_continuously(Duration.of_millis(20))
+        .build()
+    )
+    env.from_source(source).add_sink(Remember("lines"))
+    client = env.execute_async()
+    _wait_until(lambda: len(SEEN.get("lines", [])) == 2)
+    assert not client.get_job_execution_result().done()
+    client.cancel()
+    with pytest.raises(JobCancelledException):
+        client.get_job_execution_result().result(timeout=30)
+    assert sorted(SEEN["lines"]) == ["x", "y"]
+
+
+@pytest.mark.timeout(60)
+def test_cancel_after_finish_is_harmless():
+    env = _env(1)
+    env.from_collection([1, 2]).add_sink(Remember("done"))
+    client = env.execute_async()
+    client.get_job_execution_result().result(timeout=30)
+    client.cancel()
+    assert client.get_job_execution_result().exception() is None
+    assert client.get_job_status().result().name == "FINISHED"
+
+
+# -- slots and TaskManagers ----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_too_few_slots_fails_naming_both_numbers():
+    env = _env(4, **{"taskmanager_numberOfTaskSlots": "1", "local_number-taskmanager": "3"})
+    env.from_source(NumberSequenceSource(1, 10)).add_sink(Remember("x"))
+    with pytest.raises(ResourceError) as info:
+        env.execute()
+    message = str(info.value)
+    assert "4" in message and "3" in message
+    assert "taskmanager.numberOfTaskSlots" in message
+
+
+@pytest.mark.timeout(60)
+def test_slot_sharing_groups_add_up():
+    env = _env(2, **{"taskmanager_numberOfTaskSlots": "3"})
+    env.from_source(NumberSequenceSource(1, 10)).map(lambda x: x).slot_sharing_group("other").add_sink(Remember("y"))
+    with pytest.raises(ResourceError, match="needs 4 task slots"):
+        env.execute()
+
+
+class WhereAmI(MapFunction):
+    def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
+        self.thread = threading.current_thread().name
+
+    def map(self, value):
+        return (self.thread, self.index, value)
+
+
+@pytest.mark.timeout(60)
+def test_three_task_managers_run_a_shuffling_job_across_threads():
+    env = _env(3, **{"local_number-taskmanager": "3", "taskmanager_numberOfTaskSlots": "1"})
+    stream = (
+        env.from_source(NumberSequenceSource(0, 29_999))
+        .map(WhereAmI())
+        .key_by(lambda t: t[2] % 11)
+        .map(lambda t: (t[0], t[2]))
+        .rebalance()
+        .map(WhereAmI())
+    )
+    results = list(stream.execute_and_collect())
+    assert sorted(value for _, _, (_, value) in results) == list(range(30_000))
+    producer_threads = {thread for _, _, (thread, _) in results}
+    consumer_threads = {thread for thread, _, _ in results}
+    assert len(producer_threads) == 3 and len(consumer_threads) == 3
+    assert all(name.startswith("fluvial-taskmanager-") for name in producer_threads | consumer_threads)
+    # subtask i of each vertex shares slot i, and slots spread over the three TaskManagers
+    assert len({(thread, index) for thread, index, _ in results}) == 3
+
+
+@pytest.mark.timeout(60)
+def test_three_task_managers_keyed_counts_are_exact():
+    env = _env(3, **{"local_number-taskmanager": "3"})
+    words = [f"w{(i * 17) % 29}" for i in range(9000)]
+    counts = list(
+        env.from_collection(words).map(lambda w: (w, 1)).key_by(lambda p: p[0]).sum(1).execute_and_collect()
+    )
+    final: dict = {}
+    for word, count in counts:
+        final[word] = max(final.get(word, 0), count)
+    expected: dict = {}
+    for w in words:
+        expected[w] = expected.get(w, 0) + 1
+    assert final == expected
