@@ -12,6 +12,7 @@ or an int of milliseconds.
 from __future__ import annotations
 
 import abc
+import functools
 from typing import Any, Callable, Generic, Iterable, TypeVar
 
 from fluvial.common.errors import InvalidJobError
@@ -49,6 +50,7 @@ class Window(abc.ABC):
         """The largest timestamp that still belongs to the window (inclusive)."""
 
 
+@functools.total_ordering
 class TimeWindow(Window):
     """The interval [start, end) in milliseconds. Treat it as immutable: it is a dict key in state."""
 
@@ -109,25 +111,10 @@ class TimeWindow(Window):
     def __hash__(self) -> int:
         return hash((self.start, self.end))
 
-    def __lt__(self, other: "TimeWindow") -> bool:
+    def __lt__(self, other: TimeWindow) -> bool:
         if type(other) is not TimeWindow:
             return NotImplemented
         return (self.start, self.end) < (other.start, other.end)
-
-    def __le__(self, other: "TimeWindow") -> bool:
-        if type(other) is not TimeWindow:
-            return NotImplemented
-        return (self.start, self.end) <= (other.start, other.end)
-
-    def __gt__(self, other: "TimeWindow") -> bool:
-        if type(other) is not TimeWindow:
-            return NotImplemented
-        return (self.start, self.end) > (other.start, other.end)
-
-    def __ge__(self, other: "TimeWindow") -> bool:
-        if type(other) is not TimeWindow:
-            return NotImplemented
-        return (self.start, self.end) >= (other.start, other.end)
 
     def __reduce__(self) -> tuple:
         return (TimeWindow, (self.start, self.end))
@@ -136,12 +123,13 @@ class TimeWindow(Window):
         return f"TimeWindow(start={self.start}, end={self.end})"
 
 
+@functools.total_ordering
 class CountWindow(Window):
     """The `id`-th window of a count-window assigner; it has no end in time."""
 
     __slots__ = ("id",)
 
-    def __init__(self, id: int) -> None:  # noqa: A002 - PyFlink's parameter name
+    def __init__(self, id: int) -> None:
         self.id = id
 
     def max_timestamp(self) -> int:
@@ -153,17 +141,8 @@ class CountWindow(Window):
     def __hash__(self) -> int:
         return hash(("CountWindow", self.id))
 
-    def __lt__(self, other: "CountWindow") -> bool:
+    def __lt__(self, other: CountWindow) -> bool:
         return self.id < other.id if type(other) is CountWindow else NotImplemented
-
-    def __le__(self, other: "CountWindow") -> bool:
-        return self.id <= other.id if type(other) is CountWindow else NotImplemented
-
-    def __gt__(self, other: "CountWindow") -> bool:
-        return self.id > other.id if type(other) is CountWindow else NotImplemented
-
-    def __ge__(self, other: "CountWindow") -> bool:
-        return self.id >= other.id if type(other) is CountWindow else NotImplemented
 
     def __reduce__(self) -> tuple:
         return (CountWindow, (self.id,))

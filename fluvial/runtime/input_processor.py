@@ -103,6 +103,7 @@ class InputWatermarks:
             for type_number in counts
         }
         self._writers = writers
+        self._input_idleness = getattr(head, "input_idleness", None)
         self._idle = False
 
     def _valve(self, type_number: int) -> Any:
@@ -122,12 +123,15 @@ class InputWatermarks:
     def on_status(self, channel_index: int, status: WatermarkStatus) -> None:
         type_number, local = self._route[channel_index]
         valve = self._valve(type_number)
+        was_idle = valve.is_idle()
         if status.idle:
             advanced = valve.mark_idle(local)
             if advanced is not None:
                 self._targets[type_number](Watermark(advanced))
         else:
             valve.mark_active(local)
+        if type_number and valve.is_idle() != was_idle and self._input_idleness is not None:
+            self._input_idleness(type_number, valve.is_idle())
         idle = all(self._valve(t).is_idle() for t in self._counts)
         if idle != self._idle:
             self._idle = idle

@@ -193,7 +193,14 @@ class _TwoInputOperator(_PerRecordOperator):
 
     def _input_watermark(self, input_number: int, watermark: Watermark) -> None:
         """The operator's clock is the minimum of both inputs' clocks (DESIGN 2.4)."""
-        combined = self._input_clocks.update(input_number, watermark.timestamp)
+        combined = self._input_clocks.update(input_number - 1, watermark.timestamp)
+        if combined is not None:
+            self.process_watermark(Watermark(combined))
+
+    def input_idleness(self, input_number: int, idle: bool) -> None:
+        """An idle input leaves the minimum until it is active again."""
+        clocks = self._input_clocks
+        combined = clocks.mark_idle(input_number - 1) if idle else clocks.mark_active(input_number - 1)
         if combined is not None:
             self.process_watermark(Watermark(combined))
 

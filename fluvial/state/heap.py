@@ -9,7 +9,9 @@ and `restore()`, which keeps the groups this subtask owns. The price is paid onc
 instead of once per record.
 
 Values are stored as they are: a ListState entry is a Python list appended in place, a MapState entry a dict,
-an AggregatingState entry the accumulator itself.
+an AggregatingState entry the accumulator itself. A state whose descriptor enables TTL stores its values
+wrapped with their last-access time and gets the TTL handles of `fluvial.state.ttl`; every other state keeps
+the plain handles below, untouched by TTL.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import UPPER_BOUND_MAX_PARALLELISM, assign_to_key_group
+from fluvial.common.time import current_millis
 from fluvial.datastream.state import (
     AggregatingState,
     AggregatingStateDescriptor,
@@ -35,11 +38,15 @@ from fluvial.datastream.state import (
     ValueStateDescriptor,
 )
 from fluvial.state.backend import NO_KEY, KeyedStateSnapshot
+from fluvial.state.ttl import IncrementalCleanup, TtlPolicy, TtlValue, build_ttl_handle, layout_for
 
 _MISSING: Any = object()
 
 # Values of these types cannot change in place, so a snapshot may share them with the live table.
 _IMMUTABLE: frozenset[type] = frozenset({int, float, str, bytes, bool, type(None), complex, frozenset})
+
+# What a TTL table's snapshot copy holds: fresh objects made for the snapshot, so they need no further copy.
+_FRESH_TTL_COPIES: frozenset[type] = frozenset({TtlValue, list, dict})
 
 
 def _private_copy(value: Any) -> Any:
@@ -252,11 +259,16 @@ class HeapKeyedStateBackend:
     """Keyed state of one subtask, held as Python objects. See the module docstring for the layout.
 
     `current_key` is a plain attribute the runtime assigns once per record; NO_KEY means "not keyed now".
+    `ttl_clock` is the processing-time clock (ms) of state TTL, read on each access to a TTL state; tests
+    assign a manual one.
     """
 
-    __slots__ = ("max_parallelism", "key_group_range", "current_key", "_tables", "_kinds", "_handles", "_disposed")
+    __slots__ = ("max_parallelism", "key_group_range", "current_key", "ttl_clock", "_tables", "_kinds", "_handles",
+                 "_disposed", "_ttl", "_ttl_layout", "_record_cleanups")
 
-    def __init__(self, max_parallelism: int, key_group_range: range) -> None:
+    def __init__(
+        self, max_parallelism: int, key_group_range: range, ttl_clock: Callable[[], int] = current_millis
+    ) -> None:
         if not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
             raise StateError(
                 f"max parallelism {max_parallelism} is outside 1..{UPPER_BOUND_MAX_PARALLELISM}: "
@@ -274,6 +286,10 @@ class HeapKeyedStateBackend:
         self._kinds: dict[str, StateKind] = {}
         self._handles: dict[str, State] = {}
         self._disposed = False
+        self.ttl_clock = ttl_clock
+        self._ttl: dict[str, TtlPolicy] = {}  # names whose handle has TTL
+        self._ttl_layout: set[str] = set()  # names whose table holds TtlValues (TTL handles, restored TTL state)
+        self._record_cleanups: list[IncrementalCleanup] = []  # run whenever current_key changes
 
     def set_current_key(self, key: Any) -> None:
         self.current_key = key
@@ -297,18 +313,69 @@ class HeapKeyedStateBackend:
         return self._tables[name]
 
     def get_state(self, descriptor: StateDescriptor) -> State:
+        """The handle for `descriptor`; with an enabled TTL config, a TTL handle (see `fluvial.state.ttl`).
+
+        One name has one TTL policy for the life of the backend: asking again with another TTL config is a
+        StateError. A table restored with the other TTL setting is migrated once, here, as Flink 2 does: values
+        that gain TTL start their clock now, values that lose it drop their timestamps.
+        """
         if not isinstance(descriptor, StateDescriptor):
             raise StateError(
                 f"get_state needs a state descriptor, got {type(descriptor).__name__}: pass e.g. "
                 "ValueStateDescriptor('name')"
             )
-        handle = self._handles.get(descriptor.name)
-        if handle is not None and self._kinds[descriptor.name] is descriptor.kind:
+        name = descriptor.name
+        handle = self._handles.get(name)
+        if handle is not None and self._kinds[name] is descriptor.kind:
+            if descriptor.ttl_config is not None or name in self._ttl:
+                self._check_same_ttl(name, TtlPolicy.of(descriptor))
             return handle
-        table = self._register(descriptor.name, descriptor.kind)
-        handle = _build_handle(self, descriptor, table)
-        self._handles[descriptor.name] = handle
+        policy = TtlPolicy.of(descriptor)
+        table = self._register(name, descriptor.kind)
+        if (name in self._ttl_layout) is not (policy is not None):
+            self._migrate_ttl_layout(name, policy is not None)
+        if policy is None:
+            handle = _build_handle(self, descriptor, table)
+        else:
+            handle = build_ttl_handle(self, descriptor, table, policy, self._incremental_cleanup(name, table, policy))
+            self._ttl[name] = policy
+        self._handles[name] = handle
         return handle
+
+    def _check_same_ttl(self, name: str, policy: TtlPolicy | None) -> None:
+        known = self._ttl.get(name)
+        if policy != known:
+            def describe(p: TtlPolicy | None) -> str:
+                return "without TTL" if p is None else f"with a TTL of {p.ttl} ms ({p})"
+
+            raise StateError(
+                f"state {name!r} is already registered {describe(known)} and cannot also be used "
+                f"{describe(policy)}: use the same StateTtlConfig for every descriptor of one state name"
+            )
+
+    def _incremental_cleanup(self, name: str, table: dict, policy: TtlPolicy) -> IncrementalCleanup | None:
+        if not policy.incremental_cleanup_size:
+            return None
+        cleanup = IncrementalCleanup(table, layout_for(self._kinds[name]), policy.ttl, policy.incremental_cleanup_size)
+        if policy.cleanup_for_every_record:
+            self._record_cleanups.append(cleanup)
+            if type(self) is HeapKeyedStateBackend:
+                self.__class__ = _HeapBackendWithRecordCleanup
+        return cleanup
+
+    def _migrate_ttl_layout(self, name: str, wrapped: bool) -> None:
+        """Put every entry of `name` into the TTL layout (`wrapped`) or out of it. Idempotent per entry."""
+        table = self._tables[name]
+        layout = layout_for(self._kinds[name])
+        if wrapped:
+            now = self.ttl_clock()
+            for key, stored in table.items():  # replacing values (not keys) while iterating is safe
+                table[key] = layout.to_wrapped(stored, now)
+            self._ttl_layout.add(name)
+        else:
+            for key, stored in table.items():
+                table[key] = layout.to_plain(stored)
+            self._ttl_layout.discard(name)
 
     def value_table(self, name: str) -> dict[Any, Any]:
         """The live `key -> value` dict of state `name` (registered as value state when new).
@@ -343,12 +410,18 @@ class HeapKeyedStateBackend:
         """Partition every table by key group, with private copies of the values (the synchronous part).
 
         This loop runs once per entry per checkpoint, so it inlines the int-key case of `assign_to_key_group`
-        (murmur fmix32 of the int's hash) and skips the copy call for immutable values.
+        (murmur fmix32 of the int's hash) and skips the copy call for immutable values. TTL tables are copied
+        first (keeping their timestamps, so expiry survives a restore), leaving out expired values when their
+        config asks for `cleanup_full_snapshot`.
         """
         max_parallelism = self.max_parallelism
-        immutable = _IMMUTABLE
         groups: dict[int, dict[str, dict[Any, Any]]] = {}
+        now = self.ttl_clock() if self._ttl_layout else 0
         for name, table in self._tables.items():
+            immutable = _IMMUTABLE
+            if name in self._ttl_layout:
+                table = self._ttl_snapshot_copy(name, table, now)
+                immutable = _FRESH_TTL_COPIES
             buckets: list[dict[Any, Any] | None] = [None] * max_parallelism
             for key, value in table.items():
                 if type(key) is int:
@@ -374,6 +447,21 @@ class HeapKeyedStateBackend:
         kinds = {name: kind.value for name, kind in self._kinds.items()}
         return KeyedStateSnapshot(max_parallelism, groups, kinds)
 
+    def _ttl_snapshot_copy(self, name: str, table: dict, now: int) -> dict[Any, Any]:
+        layout = layout_for(self._kinds[name])
+        policy = self._ttl.get(name)  # None: restored TTL state no handle has claimed yet; keep it all
+        copy = _private_copy
+        if policy is None or not policy.cleanup_in_full_snapshot:
+            return {key: layout.private_copy(stored, copy) for key, stored in table.items()}
+        ttl = policy.ttl
+        unexpired = layout.unexpired
+        entries = {}
+        for key, stored in table.items():
+            kept = unexpired(stored, ttl, now)
+            if kept is not None:
+                entries[key] = layout.private_copy(kept, copy)
+        return entries
+
     def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
         """Merge in the key groups of `snapshots` that this subtask owns; the others belong to other subtasks.
 
@@ -387,6 +475,7 @@ class HeapKeyedStateBackend:
                     f"operator with max parallelism {self.max_parallelism}: max parallelism cannot change between "
                     f"a savepoint and its restore; set_max_parallelism({snapshot.max_parallelism}) on the operator"
                 )
+        restored_ttl: dict[str, set[bool]] = {}  # name -> whether its restored entries carry TTL timestamps
         for snapshot in snapshots:
             for name, kind in snapshot.state_kinds.items():
                 self._register(name, StateKind(kind))
@@ -397,6 +486,21 @@ class HeapKeyedStateBackend:
                     table = self._tables[name]
                     for key, value in entries.items():
                         table[key] = _private_copy(value)
+                    for value in entries.values():  # one entry tells: a backend writes a state in one layout
+                        wrapped = layout_for(self._kinds[name]).is_wrapped(value)
+                        if wrapped is not None:
+                            restored_ttl.setdefault(name, set()).add(wrapped)
+                        break
+        self._conform_restored_ttl(restored_ttl)
+
+    def _conform_restored_ttl(self, restored_ttl: dict[str, set[bool]]) -> None:
+        """Give each restored table one layout: its handle's if it has one, else (no handle yet) TTL when any
+        restored entry had TTL, so timestamps survive until `get_state` decides."""
+        for name, flags in restored_ttl.items():
+            wrapped = (name in self._ttl) if name in self._handles else (True in flags)
+            if flags == {wrapped} and (name in self._ttl_layout) is wrapped:
+                continue  # the common case: everything already agrees
+            self._migrate_ttl_layout(name, wrapped)
 
     def dispose(self) -> None:
         """Drop all state. Handles and value tables become empty; `get_state` afterwards is an error."""
@@ -405,5 +509,35 @@ class HeapKeyedStateBackend:
         self._tables.clear()
         self._kinds.clear()
         self._handles.clear()
+        self._ttl.clear()
+        self._ttl_layout.clear()
+        self._record_cleanups.clear()
         self.current_key = NO_KEY
         self._disposed = True
+
+
+_CURRENT_KEY_SLOT = HeapKeyedStateBackend.__dict__["current_key"]  # the slot's member descriptor
+
+
+class _HeapBackendWithRecordCleanup(HeapKeyedStateBackend):
+    """The backend once a TTL state asks for `cleanup_incrementally(n, run_cleanup_for_every_record=True)`.
+
+    Why a class swap: the runtime assigns `backend.current_key` once per record and that must stay one plain
+    slot store for every other job. `get_state` swaps `__class__` (same slots, so the swap is legal) to this
+    subclass, whose `current_key` property runs the per-record cleanups on each assignment of a key - per
+    record and per timer, as Flink's key-selection listener does.
+    """
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def current_key(self) -> Any:
+        return _CURRENT_KEY_SLOT.__get__(self, HeapKeyedStateBackend)
+
+    @current_key.setter
+    def current_key(self, key: Any) -> None:
+        _CURRENT_KEY_SLOT.__set__(self, key)
+        if key is not NO_KEY:
+            now = self.ttl_clock()
+            for cleanup in self._record_cleanups:
+                cleanup.run(now)

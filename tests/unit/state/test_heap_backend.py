@@ -10,6 +10,7 @@ import pytest
 
 from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.common.key_groups import assign_to_key_group, key_group_range_for_operator
+from fluvial.common.time import Duration
 from fluvial.datastream.functions import AggregateFunction, ReduceFunction
 from fluvial.datastream.state import (
     AggregatingStateDescriptor,
@@ -17,6 +18,7 @@ from fluvial.datastream.state import (
     MapStateDescriptor,
     ReducingStateDescriptor,
     StateKind,
+    StateTtlConfig,
     ValueStateDescriptor,
 )
 from fluvial.state.backend import NO_KEY, KeyedStateBackend, KeyedStateSnapshot
@@ -369,8 +371,11 @@ def test_descriptors_are_picklable_plain_data() -> None:
 def test_descriptor_stores_ttl_config() -> None:
     descriptor = ListStateDescriptor("l")
     assert descriptor.ttl_config is None
-    descriptor.enable_time_to_live({"ttl": 1000})
-    assert descriptor.ttl_config == {"ttl": 1000}
+    config = StateTtlConfig.new_builder(Duration.of_seconds(1)).build()
+    descriptor.enable_time_to_live(config)
+    assert descriptor.ttl_config is config and descriptor.get_ttl_config() is config
+    with pytest.raises(InvalidJobError, match="enable_time_to_live needs a StateTtlConfig, got dict"):
+        descriptor.enable_time_to_live({"ttl": 1000})
 
 
 def test_descriptor_rejects_bad_functions() -> None:

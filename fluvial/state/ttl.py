@@ -1,0 +1,561 @@
+"""State time-to-live for the heap backend: Flink's TTL state decorators, as handles over the backend's dicts.
+
+Layout. A state with TTL keeps the heap layout (one dict per state name, `key -> stored`), with every user
+value wrapped in a TtlValue that carries the timestamp of its last access:
+- Value, Reducing and Aggregating state: `stored` is one TtlValue (the whole value expires at once);
+- List state: a list of TtlValue (each element expires on its own, Flink's semantics);
+- Map state: a dict `user key -> TtlValue` (each entry expires on its own).
+States without TTL never meet any of this: the backend builds its plain handles for them, so TTL costs nothing
+unless a descriptor asks for it.
+
+Expiry (Flink's rule): a value has expired once `timestamp + ttl <= now`, where `now` is the backend's
+processing-time clock (`ttl_clock`), read once per handle call.
+
+Expired values are removed in three places:
+1. on access: a read that meets an expired value removes it (NeverReturnExpired hides it; with
+   ReturnExpiredIfNotCleanedUp the read hands it out that one last time);
+2. incrementally: before each handle call (and, if asked, whenever the current key changes) an
+   IncrementalCleanup cursor checks the next N entries of the state's table, whatever their key;
+3. in snapshots, with `cleanup_full_snapshot()`: expired values are left out of the snapshot (live state keeps
+   them until 1. or 2. removes them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from fluvial.common.errors import StateError
+from fluvial.datastream.state import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    State,
+    StateDescriptor,
+    StateKind,
+    StateTtlConfig,
+    ValueState,
+)
+from fluvial.state.backend import NO_KEY
+
+if TYPE_CHECKING:
+    from fluvial.state.heap import HeapKeyedStateBackend
+
+_MISSING: Any = object()
+
+
+class TtlValue:
+    """A user value and the processing time (ms) of its last access. Owned by one live table: the handles renew
+    `timestamp` in place, so snapshots and restores copy TtlValues rather than share them."""
+
+    __slots__ = ("value", "timestamp")
+
+    def __init__(self, value: Any, timestamp: int) -> None:
+        self.value = value
+        self.timestamp = timestamp
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is TtlValue and other.value == self.value and other.timestamp == self.timestamp
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __reduce__(self) -> tuple:
+        return (TtlValue, (self.value, self.timestamp))
+
+    def __repr__(self) -> str:
+        return f"TtlValue({self.value!r}, {self.timestamp})"
+
+
+@dataclass(frozen=True, slots=True)
+class TtlPolicy:
+    """A StateTtlConfig reduced to what the heap handles check on each call. Equal configs give equal policies."""
+
+    ttl: int
+    update_on_read: bool
+    return_expired: bool
+    cleanup_in_full_snapshot: bool
+    incremental_cleanup_size: int  # 0: no incremental cleanup
+    cleanup_for_every_record: bool
+
+    @staticmethod
+    def of(descriptor: StateDescriptor) -> "TtlPolicy | None":
+        """The policy of `descriptor`, or None when it has no TTL (none set, or update type Disabled)."""
+        config = descriptor.ttl_config
+        if config is None:
+            return None
+        if not isinstance(config, StateTtlConfig):
+            raise StateError(
+                f"state {descriptor.name!r} has {type(config).__name__} as its TTL config: pass a StateTtlConfig "
+                "to enable_time_to_live, built with StateTtlConfig.new_builder(ttl)...build()"
+            )
+        if not config.is_enabled():
+            return None
+        strategies = config.get_cleanup_strategies()
+        incremental = strategies.get_incremental_cleanup_strategy()
+        return TtlPolicy(
+            ttl=config.get_ttl().to_milliseconds(),
+            update_on_read=config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite,
+            return_expired=(
+                config.get_state_visibility() is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
+            ),
+            cleanup_in_full_snapshot=strategies.in_full_snapshot(),
+            incremental_cleanup_size=0 if incremental is None else incremental.get_cleanup_size(),
+            cleanup_for_every_record=incremental is not None and incremental.run_cleanup_for_every_record(),
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layouts: what "stored" is for each kind, and the whole-entry operations cleanup, snapshots and migration need.
+
+
+class TtlLayout:
+    """Operations on one stored entry of a TTL table. `to_wrapped`/`to_plain` are idempotent per element, so a
+    table mixing both forms (a restore of old and new snapshots) converts safely."""
+
+    def is_wrapped(self, stored: Any) -> bool | None:
+        """Whether `stored` holds TtlValues; None when it cannot tell (an empty list or dict)."""
+        raise NotImplementedError
+
+    def to_wrapped(self, stored: Any, now: int) -> Any:
+        """Enable TTL on an entry (Flink's migration: the value's clock starts now)."""
+        raise NotImplementedError
+
+    def to_plain(self, stored: Any) -> Any:
+        """Disable TTL on an entry: drop the timestamps."""
+        raise NotImplementedError
+
+    def unexpired(self, stored: Any, ttl: int, now: int) -> Any:
+        """`stored` without its expired values: the same object when nothing expired, None when all did."""
+        raise NotImplementedError
+
+    def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
+        """A copy sharing nothing mutable with the live entry; `copy` copies one user value."""
+        raise NotImplementedError
+
+
+class _ScalarLayout(TtlLayout):
+    def is_wrapped(self, stored: Any) -> bool | None:
+        return type(stored) is TtlValue
+
+    def to_wrapped(self, stored: Any, now: int) -> Any:
+        return stored if type(stored) is TtlValue else TtlValue(stored, now)
+
+    def to_plain(self, stored: Any) -> Any:
+        return stored.value if type(stored) is TtlValue else stored
+
+    def unexpired(self, stored: Any, ttl: int, now: int) -> Any:
+        return None if stored.timestamp + ttl <= now else stored
+
+    def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
+        return TtlValue(copy(stored.value), stored.timestamp)
+
+
+class _ListLayout(TtlLayout):
+    def is_wrapped(self, stored: Any) -> bool | None:
+        return type(stored[0]) is TtlValue if stored else None
+
+    def to_wrapped(self, stored: Any, now: int) -> Any:
+        return [e if type(e) is TtlValue else TtlValue(e, now) for e in stored]
+
+    def to_plain(self, stored: Any) -> Any:
+        return [e.value if type(e) is TtlValue else e for e in stored]
+
+    def unexpired(self, stored: Any, ttl: int, now: int) -> Any:
+        alive = [e for e in stored if e.timestamp + ttl > now]
+        if len(alive) == len(stored):
+            return stored
+        return alive or None
+
+    def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
+        return [TtlValue(copy(e.value), e.timestamp) for e in stored]
+
+
+class _MapLayout(TtlLayout):
+    def is_wrapped(self, stored: Any) -> bool | None:
+        for value in stored.values():
+            return type(value) is TtlValue
+        return None
+
+    def to_wrapped(self, stored: Any, now: int) -> Any:
+        return {k: v if type(v) is TtlValue else TtlValue(v, now) for k, v in stored.items()}
+
+    def to_plain(self, stored: Any) -> Any:
+        return {k: v.value if type(v) is TtlValue else v for k, v in stored.items()}
+
+    def unexpired(self, stored: Any, ttl: int, now: int) -> Any:
+        alive = {k: v for k, v in stored.items() if v.timestamp + ttl > now}
+        if len(alive) == len(stored):
+            return stored
+        return alive or None
+
+    def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
+        return {k: TtlValue(copy(v.value), v.timestamp) for k, v in stored.items()}
+
+
+_SCALAR = _ScalarLayout()
+_LAYOUTS: dict[StateKind, TtlLayout] = {
+    StateKind.VALUE: _SCALAR,
+    StateKind.REDUCING: _SCALAR,
+    StateKind.AGGREGATING: _SCALAR,
+    StateKind.LIST: _ListLayout(),
+    StateKind.MAP: _MapLayout(),
+}
+
+
+def layout_for(kind: StateKind) -> TtlLayout:
+    return _LAYOUTS[kind]
+
+
+class IncrementalCleanup:
+    """Flink's TtlIncrementalCleanup: a cursor over one TTL state's keys that drops expired values N at a time.
+
+    `run(now)` checks the next `size` keys (any keys, the current one included) and removes what expired there,
+    whatever the state's visibility - a value removed here is "cleaned up", so ReturnExpiredIfNotCleanedUp no
+    longer returns it. A dict cannot be iterated while it changes, so the cursor walks a copy of the key list,
+    taken when a round starts: keys added later are visited next round, keys removed meanwhile are skipped.
+    Cost: one key copied per key checked, amortized. A round ends at the end of the list; the next call starts
+    the next round.
+    """
+
+    __slots__ = ("_table", "_layout", "_ttl", "_size", "_cursor")
+
+    def __init__(self, table: dict, layout: TtlLayout, ttl: int, size: int) -> None:
+        self._table = table
+        self._layout = layout
+        self._ttl = ttl
+        self._size = size
+        self._cursor: Any = None
+
+    def run(self, now: int) -> None:
+        table = self._table
+        cursor = self._cursor
+        if cursor is None:
+            if not table:
+                return
+            cursor = self._cursor = iter(list(table))
+        unexpired = self._layout.unexpired
+        ttl = self._ttl
+        for _ in range(self._size):
+            key = next(cursor, _MISSING)
+            if key is _MISSING:
+                self._cursor = None
+                return
+            stored = table.get(key, _MISSING)
+            if stored is _MISSING:
+                continue
+            kept = unexpired(stored, ttl, now)
+            if kept is None:
+                del table[key]
+            elif kept is not stored:
+                table[key] = kept
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Handles. Each call reads the clock once and runs the incremental cleanup (if any) before touching the entry,
+# as Flink's decorators do; reads follow Flink's getWithTtlCheckAndUpdate: missing -> nothing; expired ->
+# removed, and returned only with ReturnExpiredIfNotCleanedUp; alive -> returned, timestamp renewed with
+# OnReadAndWrite. Writes always stamp `now`.
+
+
+class _TtlState:
+    __slots__ = ("_backend", "_table", "_name", "_ttl", "_update_on_read", "_return_expired", "_cleanup")
+
+    def __init__(
+        self,
+        backend: "HeapKeyedStateBackend",
+        table: dict,
+        name: str,
+        policy: TtlPolicy,
+        cleanup: IncrementalCleanup | None,
+    ) -> None:
+        self._backend = backend
+        self._table = table
+        self._name = name
+        self._ttl = policy.ttl
+        self._update_on_read = policy.update_on_read
+        self._return_expired = policy.return_expired
+        self._cleanup = cleanup
+
+    def _key(self) -> Any:
+        key = self._backend.current_key
+        if key is NO_KEY:
+            raise StateError(
+                f"keyed state {self._name!r} used outside a keyed context: use it in a function applied to a "
+                "KeyedStream (after key_by)"
+            )
+        return key
+
+    def _now(self) -> int:
+        """The access time of this call; runs the incremental cleanup first (Flink's access callback)."""
+        now = self._backend.ttl_clock()
+        if self._cleanup is not None:
+            self._cleanup.run(now)
+        return now
+
+    def clear(self) -> None:
+        self._table.pop(self._key(), None)
+
+    def _read_scalar(self) -> Any:
+        """The current key's user value after the TTL check, or _MISSING."""
+        key = self._key()
+        now = self._now()
+        table = self._table
+        stored = table.get(key)
+        if stored is None:
+            return _MISSING
+        if stored.timestamp + self._ttl <= now:
+            del table[key]
+            return stored.value if self._return_expired else _MISSING
+        if self._update_on_read:
+            stored.timestamp = now
+        return stored.value
+
+    def _usable_for_merge(self, stored: Any, now: int) -> bool:
+        """Flink's TtlReduceFunction/TtlAggregateFunction: an expired value is folded into the next add only when
+        expired values are visible; otherwise the add starts afresh."""
+        return stored is not None and (self._return_expired or stored.timestamp + self._ttl > now)
+
+
+class TtlValueState(_TtlState, ValueState):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        value = self._read_scalar()
+        return None if value is _MISSING else value
+
+    def update(self, value: Any) -> None:
+        key = self._key()
+        now = self._now()
+        if value is None:
+            self._table.pop(key, None)
+        else:
+            self._table[key] = TtlValue(value, now)
+
+
+class TtlReducingState(_TtlState, ReducingState):
+    __slots__ = ("_reduce",)
+
+    def __init__(self, backend: Any, table: dict, name: str, policy: TtlPolicy, cleanup: Any, reduce: Callable):
+        _TtlState.__init__(self, backend, table, name, policy, cleanup)
+        self._reduce = reduce
+
+    def get(self) -> Any:
+        value = self._read_scalar()
+        return None if value is _MISSING else value
+
+    def add(self, value: Any) -> None:
+        key = self._key()
+        now = self._now()
+        stored = self._table.get(key)
+        if self._usable_for_merge(stored, now):
+            value = self._reduce(stored.value, value)
+        self._table[key] = TtlValue(value, now)
+
+
+class TtlAggregatingState(_TtlState, AggregatingState):
+    __slots__ = ("_agg",)
+
+    def __init__(self, backend: Any, table: dict, name: str, policy: TtlPolicy, cleanup: Any, agg: Any) -> None:
+        _TtlState.__init__(self, backend, table, name, policy, cleanup)
+        self._agg = agg
+
+    def get(self) -> Any:
+        accumulator = self._read_scalar()
+        return None if accumulator is _MISSING else self._agg.get_result(accumulator)
+
+    def add(self, value: Any) -> None:
+        key = self._key()
+        now = self._now()
+        stored = self._table.get(key)
+        accumulator = stored.value if self._usable_for_merge(stored, now) else self._agg.create_accumulator()
+        self._table[key] = TtlValue(self._agg.add(value, accumulator), now)
+
+
+class TtlListState(_TtlState, ListState):
+    """Each element expires on its own. `get()` returns a new list of the visible elements."""
+
+    __slots__ = ()
+
+    def get(self) -> Iterable[Any]:
+        key = self._key()
+        now = self._now()
+        table = self._table
+        stored = table.get(key)
+        if stored is None:
+            return []
+        ttl = self._ttl
+        alive = [e for e in stored if e.timestamp + ttl > now]
+        if len(alive) == len(stored):  # nothing expired: the common case
+            if self._update_on_read:
+                for element in stored:
+                    element.timestamp = now
+            return [e.value for e in stored]
+        visible = [e.value for e in (stored if self._return_expired else alive)]
+        if not alive:
+            del table[key]  # Flink clears a list whose elements all expired
+        elif self._update_on_read:
+            for element in alive:
+                element.timestamp = now
+            table[key] = alive  # Flink rewrites the list with the unexpired elements, renewed
+        elif not self._return_expired:
+            table[key] = alive  # invisible from now on anyway: free them
+        return visible
+
+    def add(self, value: Any) -> None:
+        key = self._key()
+        now = self._now()
+        values = self._table.get(key)
+        if values is None:
+            self._table[key] = [TtlValue(value, now)]
+        else:
+            values.append(TtlValue(value, now))
+
+    def add_all(self, values: Iterable[Any]) -> None:
+        key = self._key()
+        now = self._now()
+        new = [TtlValue(v, now) for v in values]
+        if not new:
+            return
+        current = self._table.get(key)
+        if current is None:
+            self._table[key] = new
+        else:
+            current.extend(new)
+
+    def update(self, values: Iterable[Any]) -> None:
+        key = self._key()
+        now = self._now()
+        new = [TtlValue(v, now) for v in values]
+        if new:
+            self._table[key] = new
+        else:
+            self._table.pop(key, None)
+
+
+class TtlMapState(_TtlState, MapState):
+    """Each entry expires on its own. items()/keys()/values() return new lists, not live views."""
+
+    __slots__ = ()
+
+    def _entry(self, user_key: Any) -> TtlValue | None:
+        """The TtlValue of `user_key` after the TTL check (Flink's getWrapped), or None."""
+        key = self._key()
+        now = self._now()
+        mapping = self._table.get(key)
+        if mapping is None:
+            return None
+        stored = mapping.get(user_key)
+        if stored is None:
+            return None
+        if stored.timestamp + self._ttl <= now:
+            del mapping[user_key]
+            if not mapping:
+                del self._table[key]
+            return stored if self._return_expired else None
+        if self._update_on_read:
+            stored.timestamp = now
+        return stored
+
+    def get(self, key: Any) -> Any:
+        stored = self._entry(key)
+        return None if stored is None else stored.value
+
+    def contains(self, key: Any) -> bool:
+        return self._entry(key) is not None
+
+    def put(self, key: Any, value: Any) -> None:
+        current = self._key()
+        now = self._now()
+        mapping = self._table.get(current)
+        if mapping is None:
+            self._table[current] = {key: TtlValue(value, now)}
+        else:
+            mapping[key] = TtlValue(value, now)
+
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        current = self._key()
+        now = self._now()
+        if not dict_value:
+            return
+        wrapped = {k: TtlValue(v, now) for k, v in dict_value.items()}
+        mapping = self._table.get(current)
+        if mapping is None:
+            self._table[current] = wrapped
+        else:
+            mapping.update(wrapped)
+
+    def remove(self, key: Any) -> None:
+        current = self._key()
+        self._now()
+        mapping = self._table.get(current)
+        if mapping is not None:
+            mapping.pop(key, None)
+            if not mapping:
+                del self._table[current]
+
+    def _visible_items(self, renew: bool) -> list[tuple[Any, Any]]:
+        """Flink's entries iterator, run to the end: expired entries are removed (and listed only with
+        ReturnExpiredIfNotCleanedUp), the others listed and, when `renew` and OnReadAndWrite, renewed."""
+        key = self._key()
+        now = self._now()
+        mapping = self._table.get(key)
+        if mapping is None:
+            return []
+        ttl = self._ttl
+        renew = renew and self._update_on_read
+        items = []
+        expired = []
+        for user_key, stored in mapping.items():
+            if stored.timestamp + ttl <= now:
+                expired.append(user_key)
+                if self._return_expired:
+                    items.append((user_key, stored.value))
+            else:
+                if renew:
+                    stored.timestamp = now
+                items.append((user_key, stored.value))
+        if expired:
+            for user_key in expired:
+                del mapping[user_key]
+            if not mapping:
+                del self._table[key]
+        return items
+
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        return self._visible_items(renew=True)
+
+    def keys(self) -> Iterable[Any]:
+        return [k for k, _ in self._visible_items(renew=True)]
+
+    def values(self) -> Iterable[Any]:
+        return [v for _, v in self._visible_items(renew=True)]
+
+    def is_empty(self) -> bool:
+        return not self._visible_items(renew=False)  # reads no value, so renews no timestamp
+
+
+def build_ttl_handle(
+    backend: "HeapKeyedStateBackend",
+    descriptor: StateDescriptor,
+    table: dict,
+    policy: TtlPolicy,
+    cleanup: IncrementalCleanup | None,
+) -> State:
+    """The TTL handle for `descriptor` over `table`, whose entries are already in the TTL layout."""
+    name = descriptor.name
+    kind = descriptor.kind
+    if kind is StateKind.VALUE:
+        return TtlValueState(backend, table, name, policy, cleanup)
+    if kind is StateKind.LIST:
+        return TtlListState(backend, table, name, policy, cleanup)
+    if kind is StateKind.MAP:
+        return TtlMapState(backend, table, name, policy, cleanup)
+    if kind is StateKind.REDUCING:
+        reduce = descriptor.get_reduce_function().reduce  # type: ignore[attr-defined]
+        return TtlReducingState(backend, table, name, policy, cleanup, reduce)
+    if kind is StateKind.AGGREGATING:
+        agg = descriptor.get_agg_function()  # type: ignore[attr-defined]
+        return TtlAggregatingState(backend, table, name, policy, cleanup, agg)
+    raise StateError(f"state {name!r} of kind {kind!r} cannot have a TTL: use a Value-, List-, Map-, Reducing- or "
+                     "AggregatingStateDescriptor")

@@ -1,0 +1,182 @@
+"""Task lifecycle through a real TaskManager (one executor thread): CREATED → RUNNING → FINISHED / CANCELED /
+FAILED, reported once each, with user functions opened and closed around the run."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from fluvial.cluster.execution_graph import ExecutionGraph
+from fluvial.cluster.messages import CancelTask, DeployTask, TaskExecutionState
+from fluvial.cluster.task_manager import TaskManager
+from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnvironment
+from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
+from fluvial.runtime.channels import ChannelRegistry
+from fluvial.runtime.task import TaskState
+
+LOG: list[str] = []
+SUNK: list = []
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    LOG.clear()
+    SUNK.clear()
+    yield
+
+
+class Tracked(MapFunction):
+    def open(self, runtime_context):
+        LOG.append("open")
+
+    def map(self, value):
+        if value == "boom":
+            raise ValueError("bad record")
+        return value
+
+    def close(self):
+        LOG.append("close")
+
+
+class Keep(SinkFunction):
+    def invoke(self, value, context):
+        SUNK.append(value)
+
+
+class Endless(Source):
+    def get_boundedness(self):
+        return Boundedness.CONTINUOUS_UNBOUNDED
+
+    def create_splits(self, parallelism):
+        return [0]
+
+    def create_reader(self, task_info):
+        return EndlessReader()
+
+
+class EndlessReader(SourceReader):
+    def add_splits(self, splits):
+        LOG.append("reader-open")
+
+    def poll(self, max_records):
+        return []
+
+    def snapshot_state(self):
+        return []
+
+    def close(self):
+        LOG.append("reader-close")
+
+
+class Reports:
+    def __init__(self) -> None:
+        self.items: list[TaskExecutionState] = []
+        self.lock = threading.Condition()
+
+    def __call__(self, update: TaskExecutionState) -> None:
+        with self.lock:
+            self.items.append(update)
+            self.lock.notify_all()
+
+    def states(self, vertex_id: int | None = None) -> list[str]:
+        return [u.state for u in self.items if vertex_id is None or u.vertex_id == vertex_id]
+
+    def wait_for(self, predicate, timeout: float = 10.0) -> None:
+        with self.lock:
+            assert self.lock.wait_for(lambda: predicate(self), timeout), [u.state for u in self.items]
+
+
+def _deploy_all(job_graph, task_manager) -> ExecutionGraph:
+    graph = ExecutionGraph(job_graph)
+    for vertex in reversed(job_graph.vertices):
+        for index in range(vertex.parallelism):
+            task_manager.deploy(DeployTask(graph.task_spec(vertex, index), index))
+    return graph
+
+
+def _terminal(reports: Reports, count: int):
+    return lambda r: sum(s in ("FINISHED", "FAILED", "CANCELED") for s in r.states()) >= count
+
+
+@pytest.fixture
+def task_manager_and_reports():
+    reports = Reports()
+    task_manager = TaskManager(0, 4, ChannelRegistry(), reports)
+    yield task_manager, reports
+    task_manager.shutdown()
+
+
+def _env():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    return env
+
+
+@pytest.mark.timeout(30)
+def test_bounded_chain_runs_to_finished_and_closes_functions(task_manager_and_reports):
+    task_manager, reports = task_manager_and_reports
+    env = _env()
+    env.from_source(NumberSequenceSource(1, 5000)).map(Tracked()).add_sink(Keep())
+    _deploy_all(env.get_job_graph(), task_manager)
+    reports.wait_for(_terminal(reports, 1))
+    assert reports.states() == ["RUNNING", "FINISHED"]
+    assert SUNK == list(range(1, 5001))
+    assert LOG == ["open", "close"]
+
+
+@pytest.mark.timeout(30)
+def test_two_vertices_exchange_over_channels_and_both_finish(task_manager_and_reports):
+    task_manager, reports = task_manager_and_reports
+    env = _env()
+    env.from_source(NumberSequenceSource(1, 20_000)).rebalance().map(Tracked()).add_sink(Keep())
+    job_graph = env.get_job_graph()
+    assert len(job_graph.vertices) == 2
+    _deploy_all(job_graph, task_manager)
+    reports.wait_for(_terminal(reports, 2))
+    for vertex in job_graph.vertices:
+        assert reports.states(vertex.id) == ["RUNNING", "FINISHED"]
+    assert SUNK == list(range(1, 20_001))
+
+
+@pytest.mark.timeout(30)
+def test_cancel_turns_a_running_task_canceled_and_closes_everything(task_manager_and_reports):
+    task_manager, reports = task_manager_and_reports
+    env = _env()
+    env.from_source(Endless()).map(Tracked()).add_sink(Keep())
+    job_graph = env.get_job_graph()
+    _deploy_all(job_graph, task_manager)
+    reports.wait_for(lambda r: "RUNNING" in r.states())
+    time.sleep(0.05)
+    assert reports.states() == ["RUNNING"]  # an idle source keeps running
+    vertex = job_graph.vertices[0]
+    task_manager.cancel(CancelTask(job_graph.job_id, vertex.id, 0))
+    reports.wait_for(_terminal(reports, 1))
+    assert reports.states() == ["RUNNING", "CANCELED"]
+    assert LOG.count("close") == 1 and LOG.count("reader-close") == 1
+    task_manager.cancel(CancelTask(job_graph.job_id, vertex.id, 0))  # cancelling again: nothing more
+    time.sleep(0.05)
+    assert reports.states() == ["RUNNING", "CANCELED"]
+
+
+@pytest.mark.timeout(30)
+def test_failure_reports_operator_error_and_traceback(task_manager_and_reports):
+    task_manager, reports = task_manager_and_reports
+    env = _env()
+    env.from_collection(["a", "boom", "c"]).map(Tracked()).add_sink(Keep())
+    _deploy_all(env.get_job_graph(), task_manager)
+    reports.wait_for(_terminal(reports, 1))
+    assert reports.states() == ["RUNNING", "FAILED"]
+    failed = reports.items[-1]
+    assert failed.operator_name == "Map"
+    assert isinstance(failed.error, ValueError) and str(failed.error) == "bad record"
+    assert "bad record" in failed.traceback_text and "in map" in failed.traceback_text
+    assert failed.task_name.endswith("(1/1)")
+    assert LOG == ["open", "close"]
+    assert SUNK in (["a"], [])  # nothing after the failing record
+
+
+def test_terminal_states():
+    assert [s.name for s in TaskState if s.is_terminal] == ["FINISHED", "CANCELED", "FAILED"]
