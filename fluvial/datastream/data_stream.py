@@ -179,6 +179,12 @@ class DataStream(_TransformationHandle):
         spec = t.TimestampsAndWatermarksSpec(watermark_strategy)
         return self._one_input("Timestamps/Watermarks", spec, self.get_type())
 
+    def window_all(self, window_assigner: Any) -> Any:
+        """Windows over the whole stream (not per key), evaluated in a single subtask."""
+        from fluvial.datastream.windowed_stream import AllWindowedStream
+
+        return AllWindowedStream(self, window_assigner)
+
     def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
         from fluvial.datastream.keyed_stream import KeyedStream
 

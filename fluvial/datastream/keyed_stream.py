@@ -15,6 +15,7 @@ from fluvial.datastream.data_stream import DataStream, check_function
 
 if TYPE_CHECKING:
     from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
+    from fluvial.datastream.windowed_stream import WindowedStream
 
 
 class KeyedStream(DataStream):
@@ -79,8 +80,19 @@ class KeyedStream(DataStream):
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         return self._aggregate("max_by", position_to_max_by)
 
-    def window(self, window_assigner: Any):
-        raise InvalidJobError("windows arrive with event time support (issue 3); not available yet")
+    def window(self, window_assigner: Any) -> "WindowedStream":
+        from fluvial.datastream.windowed_stream import WindowedStream
+
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> "WindowedStream":
+        """Windows of `size` records per key (sliding by `slide` when > 0), as PyFlink's count windows."""
+        from fluvial.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
+
+        if not isinstance(slide, int) or slide < 0:
+            raise InvalidJobError(f"count_window slide must be an int >= 0 (0: tumbling), got {slide!r}")
+        assigner = CountSlidingWindowAssigner.of(size, slide) if slide else CountTumblingWindowAssigner.of(size)
+        return self.window(assigner)
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,6 +120,38 @@ class TimestampsAndWatermarksSpec(OperatorSpec):
     """`assign_timestamps_and_watermarks`: `function` is the WatermarkStrategy."""
 
 
+class WindowAggregation(enum.Enum):
+    """How a window's contents are kept between firings."""
+
+    REDUCE = "reduce"  # one value, folded with the ReduceFunction in `function`
+    AGGREGATE = "aggregate"  # one accumulator of the AggregateFunction in `function`
+    ELEMENTS = "elements"  # every element (process/apply without pre-aggregation, or with an evictor)
+
+
+class WindowFunctionKind(enum.Enum):
+    """What runs when a window fires, on its (pre-aggregated) contents."""
+
+    PASS_THROUGH = "pass-through"  # emit the reduced value / aggregate result as is
+    PROCESS = "process"  # ProcessWindowFunction.process(key, context, elements)
+    APPLY = "apply"  # WindowFunction.apply(key, window, inputs)
+    ALL_PROCESS = "all-process"  # ProcessAllWindowFunction.process(context, elements)
+    ALL_APPLY = "all-apply"  # AllWindowFunction.apply(window, inputs)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSpec(OperatorSpec):
+    """A window operator: `function` is the ReduceFunction / AggregateFunction (or None for ELEMENTS)."""
+
+    assigner: Any = None
+    trigger: Any = None  # None: the assigner's default trigger
+    evictor: Any = None
+    allowed_lateness: int = 0
+    late_data_tag: OutputTag | None = None
+    aggregation: WindowAggregation = WindowAggregation.ELEMENTS
+    window_function: Any = None
+    window_function_kind: WindowFunctionKind = WindowFunctionKind.PASS_THROUGH
+
+
 class SinkSpec(OperatorSpec):
     """`function` is a `fluvial.datastream.connectors.sink.Sink`."""
 

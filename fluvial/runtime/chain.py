@@ -29,6 +29,7 @@ from fluvial.runtime.operators import (
 )
 from fluvial.runtime.output import Output
 from fluvial.runtime.runtime_context import OperatorContext
+from fluvial.runtime.window_operator import WindowOperator
 
 OPERATOR_BUILDERS: dict[type[t.OperatorSpec], type[StreamOperator]] = {
     t.MapSpec: MapOperator,
@@ -46,6 +47,7 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], type[StreamOperator]] = {
     t.PrintSpec: s.PrintOperator,
     t.CollectSpec: s.CollectOperator,
     t.TimestampsAndWatermarksSpec: TimestampsAndWatermarksOperator,
+    t.WindowSpec: WindowOperator,
 }
 
 

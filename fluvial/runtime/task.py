@@ -90,6 +90,7 @@ class Task:
         self.chain: OperatorChain | None = None
         self.writers: list[RecordWriter] = []
         self.input: Any = None
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -183,6 +184,10 @@ class Task:
             self._set_state(TaskState.CANCELED)
 
     def _close(self) -> list[BaseException]:
+        """Close operators and input once: a close that raised while finishing must not run again in _fail."""
+        if self._closed:
+            return []
+        self._closed = True
         errors = self.chain.close() if self.chain is not None else []
         if self.input is not None:
             try:

@@ -212,35 +212,37 @@ class IncrementalCleanup:
 
     `run(now)` checks the next `size` keys (any keys, the current one included) and removes what expired there,
     whatever the state's visibility - a value removed here is "cleaned up", so ReturnExpiredIfNotCleanedUp no
-    longer returns it. A dict cannot be iterated while it changes, so the cursor walks a copy of the key list,
-    taken when a round starts: keys added later are visited next round, keys removed meanwhile are skipped.
-    Cost: one key copied per key checked, amortized. A round ends at the end of the list; the next call starts
-    the next round.
+    longer returns it. A dict cannot be iterated while it changes, so a round walks a copy of the key list taken
+    when the round starts: keys added later are visited next round, keys removed meanwhile are skipped (they
+    still count towards `size`). As in Flink, a run that finds the round finished starts the next one, and a run
+    stops at the end of a round. Cost: one key copied per key checked, amortized.
     """
 
-    __slots__ = ("_table", "_layout", "_ttl", "_size", "_cursor")
+    __slots__ = ("_table", "_layout", "_ttl", "_size", "_keys", "_position")
 
     def __init__(self, table: dict, layout: TtlLayout, ttl: int, size: int) -> None:
         self._table = table
         self._layout = layout
         self._ttl = ttl
         self._size = size
-        self._cursor: Any = None
+        self._keys: list[Any] = []
+        self._position = 0
 
     def run(self, now: int) -> None:
         table = self._table
-        cursor = self._cursor
-        if cursor is None:
+        keys = self._keys
+        position = self._position
+        if position >= len(keys):
             if not table:
                 return
-            cursor = self._cursor = iter(list(table))
+            keys = self._keys = list(table)
+            position = 0
+        end = min(position + self._size, len(keys))
+        self._position = end
         unexpired = self._layout.unexpired
         ttl = self._ttl
-        for _ in range(self._size):
-            key = next(cursor, _MISSING)
-            if key is _MISSING:
-                self._cursor = None
-                return
+        for index in range(position, end):
+            key = keys[index]
             stored = table.get(key, _MISSING)
             if stored is _MISSING:
                 continue

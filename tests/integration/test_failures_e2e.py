@@ -208,3 +208,49 @@ def test_failure_in_keyed_reduce_at_parallelism_two_names_the_reduce():
         env.execute()
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert "Keyed Reduce" in str(info.value)
+
+
+class HoldsALock(MapFunction):
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    def map(self, value):
+        with self.lock:
+            return value
+
+
+@pytest.mark.timeout(60)
+def test_function_that_cannot_be_copied_per_subtask_fails_with_a_clear_error():
+    env = _env(2)
+    env.from_collection([1, 2, 3]).map(HoldsALock()).set_parallelism(2).add_sink(lambda v: None)
+    with pytest.raises(JobExecutionException) as info:
+        env.execute()
+    cause = info.value.__cause__
+    assert "open()" in str(cause) and "HoldsALock" in str(cause)
+    # at parallelism 1 the user's own object runs, as before
+    env = _env(1)
+    env.from_collection([1, 2, 3]).map(HoldsALock()).add_sink(lambda v: None)
+    env.execute()
+
+
+class FailingClose(MapFunction):
+    def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
+
+    def map(self, value):
+        return value
+
+    def close(self):
+        _record("failing-close", self.index)
+        raise OSError("flush on close failed")
+
+
+@pytest.mark.timeout(60)
+def test_exception_in_close_fails_the_job_and_close_runs_once():
+    env = _env(2)
+    env.from_source(NumberSequenceSource(1, 100)).map(FailingClose()).add_sink(lambda v: None)
+    with pytest.raises(JobExecutionException) as info:
+        env.execute()
+    assert isinstance(info.value.__cause__, OSError)
+    assert "Map" in str(info.value)
+    assert sorted(i for e, i in EVENTS if e == "failing-close") == [0, 1]

@@ -245,3 +245,51 @@ def test_three_task_managers_keyed_counts_are_exact():
     for w in words:
         expected[w] = expected.get(w, 0) + 1
     assert final == expected
+
+
+def _taskmanager_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("fluvial-taskmanager-")}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("outcome", ["finished", "failed", "cancelled"])
+def test_no_task_manager_thread_outlives_its_job(outcome):
+    before = _taskmanager_threads()
+    env = _env(2, **{"local_number-taskmanager": "2"})
+    if outcome == "finished":
+        env.from_source(NumberSequenceSource(1, 1000)).rebalance().add_sink(Remember("t"))
+        env.execute()
+    elif outcome == "failed":
+        env.from_source(NumberSequenceSource(1, 1000)).map(lambda x: 1 // (x - 5)).add_sink(Remember("t"))
+        with pytest.raises(Exception):
+            env.execute()
+    else:
+        env.from_source(EndlessSource()).rebalance().add_sink(Remember("t"))
+        client = env.execute_async()
+        _wait_until(lambda: len(SEEN.get("polls", [])) > 5)
+        client.cancel()
+        with pytest.raises(JobCancelledException):
+            client.get_job_execution_result().result(timeout=30)
+    _wait_until(lambda: not (_taskmanager_threads() - before), timeout=15)
+
+
+@pytest.mark.timeout(60)
+def test_concurrent_jobs_from_several_threads_do_not_mix():
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            env = _env(2)
+            stream = env.from_source(NumberSequenceSource(1, 3000)).rebalance().map(lambda x, n=n: x * n)
+            results[n] = sorted(stream.execute_and_collect())
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(1, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(50)
+    assert not errors, errors
+    assert {n: r for n, r in results.items()} == {n: [x * n for x in range(1, 3001)] for n in range(1, 5)}

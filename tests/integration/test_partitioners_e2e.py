@@ -178,3 +178,52 @@ def test_default_partitioner_between_different_parallelisms_is_rebalance():
     pairs = _run(_source(env, n=900, parallelism=1), parallelism=3)
     seen = _by_subtask(pairs)
     assert {len(values) for values in seen.values()} == {300}
+
+
+@pytest.mark.timeout(60)
+def test_rescale_two_to_four_feeds_contiguous_blocks():
+    env = _env()
+    producers = _source(env, n=4000, parallelism=2).map(TagSubtask()).set_parallelism(2)
+    pairs = list(producers.rescale().map(TagSubtask()).set_parallelism(4).execute_and_collect())
+    assert len(pairs) == 4000
+    routes = {(producer, consumer) for consumer, (producer, _) in pairs}
+    assert routes == {(0, 0), (0, 1), (1, 2), (1, 3)}  # Flink's pointwise wiring
+
+
+@pytest.mark.timeout(60)
+def test_rescale_four_to_two_merges_neighbours():
+    env = _env()
+    producers = _source(env, n=4000, parallelism=4).map(TagSubtask()).set_parallelism(4)
+    pairs = list(producers.rescale().map(TagSubtask()).set_parallelism(2).execute_and_collect())
+    assert len(pairs) == 4000
+    routes = {(producer, consumer) for consumer, (producer, _) in pairs}
+    assert routes == {(0, 0), (1, 0), (2, 1), (3, 1)}
+
+
+class KeyedCounter(MapFunction):
+    """A map on a KeyedStream may use keyed state, as a Flink RichMapFunction after keyBy."""
+
+    def open(self, runtime_context):
+        from fluvial.datastream.state import ValueStateDescriptor
+
+        self.count = runtime_context.get_state(ValueStateDescriptor("n"))
+        self.index = runtime_context.get_index_of_this_subtask()
+
+    def map(self, value):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        return self.index, value, n
+
+
+@pytest.mark.timeout(60)
+def test_keyed_map_state_lives_on_the_subtask_owning_the_key():
+    env = _env()
+    words = [f"w{(i * 7) % 13}" for i in range(1300)]
+    results = list(env.from_collection(words).key_by(lambda w: w).map(KeyedCounter()).execute_and_collect())
+    final: dict = {}
+    owners = defaultdict(set)
+    for index, word, n in results:
+        final[word] = max(final.get(word, 0), n)
+        owners[word].add(index)
+    assert final == dict(Counter(words))
+    assert all(len(o) == 1 for o in owners.values())

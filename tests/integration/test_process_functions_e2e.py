@@ -174,3 +174,28 @@ def test_process_function_returning_list_and_none():
     env = _env(1)
     results = list(env.from_collection(list(range(30))).process(Sometimes()).execute_and_collect())
     assert results == [v for x in range(30) if x % 3 for v in (x, x)]
+
+
+class SplitWithOwnTag(ProcessFunction):
+    """Keeps its OutputTag as an attribute: each subtask's copy holds an equal tag, which must still route."""
+
+    def __init__(self):
+        self.tag = OutputTag("negatives", Types.INT())
+
+    def process_element(self, value, ctx):
+        if value < 0:
+            yield self.tag, value
+        else:
+            yield value
+
+
+@pytest.mark.timeout(60)
+def test_side_output_tag_held_by_the_function_routes_in_every_subtask():
+    env = _env(2)
+    function = SplitWithOwnTag()
+    data = list(range(-300, 300))
+    main = env.from_source(NumberSequenceSource(0, len(data) - 1)).map(lambda i: i - 300).process(function)
+    side = main.get_side_output(OutputTag("negatives", Types.INT()))
+    results = list(main.map(lambda v: ("main", v)).union(side.map(lambda v: ("side", v))).execute_and_collect())
+    assert sorted(v for t, v in results if t == "side") == list(range(-300, 0))
+    assert sorted(v for t, v in results if t == "main") == list(range(0, 300))

@@ -1,0 +1,406 @@
+"""WindowOperator: Flink's window operator over keyed state, with event-time semantics exactly as Flink's.
+
+Per record (key set on the backend): the assigner gives windows; a window whose cleanup time (end + allowed
+lateness) the watermark has passed is late and skipped; otherwise the record joins the window's contents
+(pre-aggregated: REDUCE / AGGREGATE, or kept: ELEMENTS) and the trigger decides FIRE / PURGE. If every window
+of a record was late, the record goes to the late-data side output (or is dropped). Timers carry their window
+as namespace: a trigger's timers fire through `on_event_time` / `on_processing_time`, and the cleanup timer at
+end + allowed lateness clears the window's contents, trigger state and merging bookkeeping.
+
+Merging assigners (sessions) keep a MergingWindowSet per key in keyed state: its actual windows map to the
+state windows that hold contents, so merging renames no state, it folds the merged windows' contents.
+
+Contents live in keyed state (`key -> {state window: contents}`), so checkpoints take them like any state.
+Results carry the window's max timestamp, as in Flink. The common case — a non-merging time window with the
+default EventTimeTrigger, pre-aggregated, no evictor — takes a fast path that calls no trigger per record (it
+does what EventTimeTrigger.on_element would: a timer once per new pane, FIRE for allowed-late records).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fluvial.common.time import MAX_WATERMARK
+from fluvial.datastream import transformations as t
+from fluvial.datastream.merging_window_set import MergingWindowSet
+from fluvial.datastream.window_assigners import (
+    MergingWindowAssigner,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
+from fluvial.datastream.window_evictors import TimestampedValue
+from fluvial.datastream.window_triggers import EventTimeTrigger
+from fluvial.runtime.operators import StreamOperator, key_function, user_method
+from fluvial.runtime.output import split_side_outputs
+from fluvial.runtime.records import RecordBatch, Watermark
+from fluvial.runtime.timers import InternalTimerService, Timer
+from fluvial.runtime.window_contexts import (
+    AssignerContext,
+    ProcessWindowContext,
+    WindowEvictorContext,
+    WindowTriggerContext,
+)
+from fluvial.runtime.window_state import NamespacedStateStore
+
+CONTENTS = "window-contents"
+MERGING_WINDOWS = "merging-window-set"
+_ABSENT = object()
+_A = t.WindowAggregation
+_F = t.WindowFunctionKind
+
+
+class WindowOperator(StreamOperator):
+    keyed = True
+
+    # -- setup --------------------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        super().open()
+        spec: t.WindowSpec = self.spec
+        self._open_user_function(spec.window_function)
+        self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service)
+        self.assigner = spec.assigner
+        self.trigger = spec.trigger or self.assigner.get_default_trigger()
+        self.evictor = spec.evictor
+        self.lateness = spec.allowed_lateness
+        self.event_time = self.assigner.is_event_time()
+        self.merging = isinstance(self.assigner, MergingWindowAssigner)
+        self._key = key_function(spec.key_selector)
+        self._contents = NamespacedStateStore(self.keyed_backend)
+        self._trigger_ctx = WindowTriggerContext(self, NamespacedStateStore(self.keyed_backend))
+        self._assigner_ctx = AssignerContext(self)
+        self._evictor_ctx = WindowEvictorContext(self)
+        self._process_ctx = ProcessWindowContext(self, NamespacedStateStore(self.keyed_backend))
+        self._add, self._merge_contents = self._contents_functions(spec)
+        self._evaluate = self._window_function(spec)
+        self._pending_values: list = []
+        self._pending_stamps: list = []
+        self._fast = (
+            type(self.assigner) in (TumblingEventTimeWindows, SlidingEventTimeWindows)
+            and type(self.trigger) is EventTimeTrigger
+            and self.evictor is None
+            and spec.aggregation is not _A.ELEMENTS
+        )
+
+    def _open_user_function(self, function: Any) -> None:
+        opener = getattr(function, "open", None)
+        if callable(opener) and not isinstance(function, type):
+            opener(self.runtime_context)
+
+    def close(self) -> None:
+        super().close()
+        closer = getattr(self.spec.window_function, "close", None)
+        if callable(closer) and not isinstance(self.spec.window_function, type):
+            closer()
+
+    def _contents_functions(self, spec: t.WindowSpec) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
+        """`add(previous or _ABSENT, (value, ts)) -> contents` and `merge(a, b)` for the contents kind. With an
+        evictor every element is kept, and the reduce/aggregate runs when the window fires (as in Flink)."""
+        if spec.aggregation is _A.REDUCE and self.evictor is None:
+            reduce = user_method(spec.function, "reduce")
+            return (lambda prev, value, ts: value if prev is _ABSENT else reduce(prev, value)), reduce
+        if spec.aggregation is _A.AGGREGATE and self.evictor is None:
+            function = spec.function
+
+            def add(prev: Any, value: Any, ts: Any) -> Any:
+                return function.add(value, function.create_accumulator() if prev is _ABSENT else prev)
+
+            return add, function.merge
+        if self.evictor is not None:
+            def add_element(prev: Any, value: Any, ts: Any) -> list:
+                item = TimestampedValue(value, ts)
+                if prev is _ABSENT:
+                    return [item]
+                prev.append(item)
+                return prev
+        else:
+            def add_element(prev: Any, value: Any, ts: Any) -> list:
+                if prev is _ABSENT:
+                    return [value]
+                prev.append(value)
+                return prev
+        return add_element, lambda a, b: a + b
+
+    # -- records ------------------------------------------------------------------------------------------------
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        values = batch.values
+        stamps = batch.timestamps if batch.timestamps is not None else [None] * len(values)
+        if self._fast:
+            self._process_fast(values, stamps)
+        else:
+            backend, key, element = self.keyed_backend, self._key, self._process_element
+            for value, timestamp in zip(values, stamps):
+                backend.current_key = key(value)
+                element(value, timestamp)
+        self._flush()
+
+    def _process_element(self, value: Any, timestamp: int | None) -> None:
+        windows = self.assigner.assign_windows(value, timestamp, self._assigner_ctx)
+        merging_set = self._merging_set() if self.merging else None
+        skipped = True
+        for window in windows:
+            state_window = window
+            if merging_set is not None:
+                window = merging_set.add_window(window, self._merge_callback(merging_set))
+                if self._is_window_late(window):
+                    merging_set.retire_window(window)
+                    continue
+                state_window = merging_set.get_state_window(window)
+            elif self._is_window_late(window):
+                continue
+            skipped = False
+            contents = self._contents
+            contents.namespace = state_window
+            contents.put(CONTENTS, self._add(contents.get(CONTENTS, _ABSENT), value, timestamp))
+            ctx = self._trigger_ctx
+            ctx.window = window
+            result = self.trigger.on_element(value, timestamp, window, ctx)
+            self._act(result, window, state_window)
+            self._register_cleanup_timer(window)
+        if merging_set is not None:
+            self._store_merging_set(merging_set)
+        if skipped and self._is_element_late(timestamp):
+            self._late(value, timestamp)
+
+    def _process_fast(self, values: list, stamps: list) -> None:
+        """Tumbling/sliding event-time windows, EventTimeTrigger, pre-aggregated, no evictor."""
+        backend, key, add = self.keyed_backend, self._key, self._add
+        table = self._contents.table(CONTENTS)
+        assign, ctx = self.assigner.assign_windows, self._assigner_ctx
+        lateness, timers = self.lateness, self.timers
+        register = timers.register_event_time_timer
+        for value, timestamp in zip(values, stamps):
+            k = key(value)
+            backend.current_key = k
+            watermark = timers.current_watermark
+            landed = False
+            for window in assign(value, timestamp, ctx):
+                max_timestamp = window.end - 1
+                if max_timestamp + lateness <= watermark:
+                    continue  # late window
+                landed = True
+                cell = table.get(k)
+                if cell is None:
+                    cell = table[k] = {}
+                previous = cell.get(window, _ABSENT)
+                cell[window] = add(previous, value, timestamp)
+                if max_timestamp <= watermark:
+                    self._emit_window(window, window)  # allowed-late record: EventTimeTrigger fires at once
+                elif previous is _ABSENT:
+                    register(max_timestamp, window)
+                if previous is _ABSENT and lateness:
+                    register(self._cleanup_time(window), window)
+            if not landed and timestamp + lateness <= watermark:
+                self._late(value, timestamp)
+
+    def _merge_callback(self, merging_set: MergingWindowSet) -> Callable[..., None]:
+        def merge(merge_result: Any, merged_windows: list, state_window: Any, merged_state_windows: list) -> None:
+            ctx = self._trigger_ctx
+            ctx.window, ctx.merged_windows = merge_result, merged_windows
+            self.trigger.on_merge(merge_result, ctx)
+            for window in merged_windows:
+                ctx.window = window
+                self.trigger.clear(window, ctx)
+                self._delete_cleanup_timer(window)
+            ctx.merged_windows = ()
+            self._contents.merge_namespaces(CONTENTS, state_window, merged_state_windows, self._merge_contents)
+
+        return merge
+
+    # -- timers and watermarks ----------------------------------------------------------------------------------
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        self.current_watermark = watermark.timestamp
+        self.timers.advance_watermark(watermark.timestamp)
+        self._flush()
+        self.output.emit_watermark(watermark)
+
+    def on_event_time(self, timer: Timer) -> None:
+        self._on_timer(timer, True)
+
+    def on_processing_time(self, timer: Timer) -> None:
+        self._on_timer(timer, False)
+        self._flush()
+
+    def _on_timer(self, timer: Timer, event_time: bool) -> None:
+        window = timer.namespace
+        merging_set = self._merging_set() if self.merging else None
+        state_window = window
+        if merging_set is not None:
+            state_window = merging_set.get_state_window(window)
+            if state_window is None:
+                return  # the window was merged away; its timers are stale
+        ctx = self._trigger_ctx
+        ctx.window = window
+        fire = self.trigger.on_event_time if event_time else self.trigger.on_processing_time
+        self._act(fire(timer.timestamp, window, ctx), window, state_window)
+        if event_time == self.event_time and timer.timestamp == self._cleanup_time(window):
+            self._clear_all_state(window, state_window, merging_set)
+        if merging_set is not None:
+            self._store_merging_set(merging_set)
+
+    # -- firing and clearing ------------------------------------------------------------------------------------
+
+    def _act(self, result: Any, window: Any, state_window: Any) -> None:
+        if result.is_fire():
+            self._emit_window(window, state_window)
+        if result.is_purge():
+            self._contents.namespace = state_window
+            self._contents.clear(CONTENTS)
+
+    def _emit_window(self, window: Any, state_window: Any) -> None:
+        contents = self._contents
+        contents.namespace = state_window
+        pane = contents.get(CONTENTS, _ABSENT)
+        if pane is _ABSENT:
+            return
+        if self.evictor is not None:
+            pane = self._evict_and_aggregate(pane, window, state_window)
+            if pane is _ABSENT:
+                return
+        results = self._evaluate(window, pane)
+        if results:
+            self._pending_values.extend(results)
+            self._pending_stamps.extend([window.max_timestamp()] * len(results))
+
+    def _evict_and_aggregate(self, elements: list, window: Any, state_window: Any) -> Any:
+        """Evictor path: evict_before, pre-aggregate what is left, then evict_after on the stored elements."""
+        self.evictor.evict_before(elements, len(elements), window, self._evictor_ctx)
+        values = [element.value for element in elements]
+        spec = self.spec
+        if spec.aggregation is _A.REDUCE:
+            reduce = user_method(spec.function, "reduce")
+            pane: Any = _ABSENT
+            for value in values:
+                pane = value if pane is _ABSENT else reduce(pane, value)
+        elif spec.aggregation is _A.AGGREGATE:
+            pane = spec.function.create_accumulator()
+            for value in values:
+                pane = spec.function.add(value, pane)
+        else:
+            pane = values
+        self.evictor.evict_after(elements, len(elements), window, self._evictor_ctx)
+        self._contents.namespace = state_window
+        if elements:
+            self._contents.put(CONTENTS, elements)
+        else:
+            self._contents.clear(CONTENTS)
+        return pane if values or spec.aggregation is _A.AGGREGATE else _ABSENT
+
+    def _window_function(self, spec: t.WindowSpec) -> Callable[[Any, Any], list]:
+        """`evaluate(window, pane) -> results` for the aggregation and window function at hand."""
+        aggregation, kind, function = spec.aggregation, spec.window_function_kind, spec.window_function
+        if aggregation is _A.AGGREGATE:
+            get_result = spec.function.get_result
+
+            def inputs(pane: Any) -> list:
+                return [get_result(pane)]
+        elif aggregation is _A.REDUCE:
+            def inputs(pane: Any) -> list:
+                return [pane]
+        else:
+            def inputs(pane: Any) -> list:
+                return list(pane)
+        backend, ctx = self.keyed_backend, self._process_ctx
+        if kind is _F.PASS_THROUGH:
+            return lambda window, pane: inputs(pane)
+        if kind is _F.PROCESS:
+            def call(window: Any, elements: list) -> Any:
+                ctx.current_window = window
+                return function.process(backend.current_key, ctx, elements)
+        elif kind is _F.ALL_PROCESS:
+            def call(window: Any, elements: list) -> Any:
+                ctx.current_window = window
+                return function.process(ctx, elements)
+        elif kind is _F.APPLY:
+            apply = user_method(function, "apply")
+
+            def call(window: Any, elements: list) -> Any:
+                return apply(backend.current_key, window, elements)
+        else:
+            apply = user_method(function, "apply")
+
+            def call(window: Any, elements: list) -> Any:
+                return apply(window, elements)
+
+        def evaluate(window: Any, pane: Any) -> list:
+            produced = call(window, inputs(pane))
+            if produced is None:
+                return []
+            main, side = split_side_outputs(list(produced))
+            for tag, items in side.items():
+                self.output.collect_side(tag, RecordBatch(items, [window.max_timestamp()] * len(items)))
+            return main
+
+        return evaluate
+
+    def _clear_all_state(self, window: Any, state_window: Any, merging_set: MergingWindowSet | None) -> None:
+        self._contents.namespace = state_window
+        self._contents.clear(CONTENTS)
+        ctx = self._trigger_ctx
+        ctx.window = window
+        self.trigger.clear(window, ctx)
+        clear = getattr(self.spec.window_function, "clear", None)
+        if clear is not None and self.spec.window_function_kind in (_F.PROCESS, _F.ALL_PROCESS):
+            self._process_ctx.current_window = window
+            clear(self._process_ctx)
+        if merging_set is not None:
+            merging_set.retire_window(window)
+
+    def _flush(self) -> None:
+        if self._pending_values:
+            values, stamps = self._pending_values, self._pending_stamps
+            self._pending_values, self._pending_stamps = [], []
+            self.output.collect(RecordBatch(values, stamps))
+
+    # -- lateness and cleanup -----------------------------------------------------------------------------------
+
+    def _cleanup_time(self, window: Any) -> int:
+        max_timestamp = window.max_timestamp()
+        if not self.event_time:
+            return max_timestamp
+        cleanup = max_timestamp + self.lateness
+        return cleanup if cleanup >= max_timestamp and cleanup <= MAX_WATERMARK else MAX_WATERMARK
+
+    def _register_cleanup_timer(self, window: Any) -> None:
+        cleanup = self._cleanup_time(window)
+        if cleanup == MAX_WATERMARK:
+            return  # global windows: nothing to clean up
+        if self.event_time:
+            self.timers.register_event_time_timer(cleanup, window)
+        else:
+            self.timers.register_processing_time_timer(cleanup, window)
+
+    def _delete_cleanup_timer(self, window: Any) -> None:
+        cleanup = self._cleanup_time(window)
+        if self.event_time:
+            self.timers.delete_event_time_timer(cleanup, window)
+        else:
+            self.timers.delete_processing_time_timer(cleanup, window)
+
+    def _is_window_late(self, window: Any) -> bool:
+        return self.event_time and self._cleanup_time(window) <= self.timers.current_watermark
+
+    def _is_element_late(self, timestamp: int | None) -> bool:
+        return self.event_time and timestamp is not None and timestamp + self.lateness <= self.timers.current_watermark
+
+    def _late(self, value: Any, timestamp: int | None) -> None:
+        tag = self.spec.late_data_tag
+        if tag is not None:
+            self.output.collect_side(tag, RecordBatch([value], [timestamp]))
+
+    # -- merging window sets in keyed state ---------------------------------------------------------------------
+
+    def _merging_set(self) -> MergingWindowSet:
+        table = self.keyed_backend.value_table(MERGING_WINDOWS)
+        return MergingWindowSet(self.assigner, table.get(self.keyed_backend.current_key))
+
+    def _store_merging_set(self, merging_set: MergingWindowSet) -> None:
+        if merging_set.has_changed():
+            table = self.keyed_backend.value_table(MERGING_WINDOWS)
+            mapping = merging_set.snapshot()
+            if mapping:
+                table[self.keyed_backend.current_key] = mapping
+            else:
+                table.pop(self.keyed_backend.current_key, None)
