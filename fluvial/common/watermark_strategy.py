@@ -23,8 +23,9 @@ import inspect
 import math
 import numbers
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MIN_WATERMARK, Duration, current_millis, to_millis
@@ -129,7 +130,7 @@ class BoundedOutOfOrdernessWatermarks(WatermarkGenerator):
         if event_timestamp is not None and event_timestamp > self._max_timestamp:
             self._max_timestamp = event_timestamp
 
-    def on_batch_max(self, max_timestamp: int | None, output: WatermarkOutput | None = None) -> None:  # type: ignore[override]
+    def on_batch_max(self, max_timestamp: int | None, output: WatermarkOutput | None = None) -> None:
         if max_timestamp is not None and max_timestamp > self._max_timestamp:
             self._max_timestamp = max_timestamp
 
@@ -156,7 +157,7 @@ class NoWatermarksGenerator(WatermarkGenerator):
     def on_event(self, event: Any, event_timestamp: int | None, output: WatermarkOutput) -> None:
         pass
 
-    def on_batch_max(self, max_timestamp: int | None, output: WatermarkOutput | None = None) -> None:  # type: ignore[override]
+    def on_batch_max(self, max_timestamp: int | None, output: WatermarkOutput | None = None) -> None:
         pass
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
@@ -176,8 +177,16 @@ class WatermarksWithIdleness(WatermarkGenerator):
     Events only bump a counter: the clock is read on periodic probes, never per record.
     """
 
-    __slots__ = ("_generator", "_timeout", "_clock", "_events", "_events_at_probe", "_quiet_since",
-                 "_idle", "_reactivate_pending")
+    __slots__ = (
+        "_clock",
+        "_events",
+        "_events_at_probe",
+        "_generator",
+        "_idle",
+        "_quiet_since",
+        "_reactivate_pending",
+        "_timeout",
+    )
 
     def __init__(self, generator: WatermarkGenerator, idle_timeout_ms: int, clock: Clock = current_millis) -> None:
         self._generator = generator
@@ -297,9 +306,9 @@ def checked_timestamp(value: Any, timestamp: Any) -> int:
     """
     if type(timestamp) is int:
         return timestamp
-    if isinstance(timestamp, numbers.Real) and not isinstance(timestamp, bool):
-        if isinstance(timestamp, numbers.Integral) or math.isfinite(timestamp):
-            return int(timestamp)
+    is_number = isinstance(timestamp, numbers.Real) and not isinstance(timestamp, bool)
+    if is_number and (isinstance(timestamp, numbers.Integral) or math.isfinite(timestamp)):
+        return int(timestamp)
     raise InvalidJobError(
         f"timestamp assigner returned {_short_repr(timestamp)} ({type(timestamp).__name__}) for record "
         f"{_short_repr(value)}; return an int of milliseconds since the epoch, e.g. int(value.ts_seconds * 1000)")
@@ -362,7 +371,7 @@ class _UserFactory:
         return create(context) if self.takes_context else create()
 
     @staticmethod
-    def of(supplier: Any) -> "_UserFactory":
+    def of(supplier: Any) -> _UserFactory:
         target = supplier
         if not callable(supplier):
             target = getattr(supplier, "create_watermark_generator", None)
@@ -408,32 +417,32 @@ class WatermarkStrategy:
     # -- PyFlink constructors ------------------------------------------------------------------------
 
     @staticmethod
-    def no_watermarks() -> "WatermarkStrategy":
+    def no_watermarks() -> WatermarkStrategy:
         return WatermarkStrategy(_NoWatermarksFactory())
 
     @staticmethod
-    def for_monotonous_timestamps() -> "WatermarkStrategy":
+    def for_monotonous_timestamps() -> WatermarkStrategy:
         return WatermarkStrategy(_AscendingFactory())
 
     @staticmethod
-    def for_bounded_out_of_orderness(max_out_of_orderness: Duration | int) -> "WatermarkStrategy":
+    def for_bounded_out_of_orderness(max_out_of_orderness: Duration | int) -> WatermarkStrategy:
         millis = _duration_millis(max_out_of_orderness, "max out-of-orderness")
         return WatermarkStrategy(_BoundedFactory(_non_negative_bound(millis)))
 
     @staticmethod
-    def for_generator(generator_supplier: Any) -> "WatermarkStrategy":
+    def for_generator(generator_supplier: Any) -> WatermarkStrategy:
         """A custom generator (Flink's Java `forGenerator`). `generator_supplier` is called once per split or
         subtask at task open, as `supplier(context)` if it takes an argument, else `supplier()`."""
         return WatermarkStrategy(_UserFactory.of(generator_supplier))
 
     # -- PyFlink modifiers ---------------------------------------------------------------------------
 
-    def with_timestamp_assigner(self, timestamp_assigner: Any) -> "WatermarkStrategy":
+    def with_timestamp_assigner(self, timestamp_assigner: Any) -> WatermarkStrategy:
         """A TimestampAssigner, or a callable `(value, record_timestamp) -> int` milliseconds."""
         _validate_assigner(timestamp_assigner)
         return dataclasses.replace(self, timestamp_assigner=timestamp_assigner)
 
-    def with_idleness(self, idle_timeout: Duration | int) -> "WatermarkStrategy":
+    def with_idleness(self, idle_timeout: Duration | int) -> WatermarkStrategy:
         """Mark a split idle after `idle_timeout` without events, so it stops holding back event time."""
         millis = _duration_millis(idle_timeout, "idle timeout")
         return dataclasses.replace(self, idle_timeout_ms=_positive_idle_timeout(millis))

@@ -22,7 +22,16 @@ The window operator keeps one set per key and uses it like this (Flink's WindowO
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Protocol, TypeVar
+from typing import (
+    Any,
+    Callable,
+    Generic,
+    Iterable,
+    Iterator,
+    Mapping,
+    Protocol,
+    TypeVar,
+)
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.window_assigners import MergeCallback, MergingWindowAssigner

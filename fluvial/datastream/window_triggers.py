@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import Duration
 from fluvial.datastream.state import ReducingStateDescriptor, State, StateDescriptor
-
-if TYPE_CHECKING:
-    from fluvial.datastream.window_assigners import Window
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -164,7 +161,7 @@ class _Described:
         return f"{type(self).__name__}({', '.join(map(repr, self._params()))})"
 
 
-class EventTimeTrigger(_Described, Trigger[Any, "Window"]):
+class EventTimeTrigger(_Described, Trigger[Any, Any]):
     """Fires once the watermark passes the window's end (a timer at max_timestamp()).
 
     An element for a window the watermark has already passed (late, but within the allowed lateness, or the
@@ -201,7 +198,7 @@ class EventTimeTrigger(_Described, Trigger[Any, "Window"]):
         ctx.delete_event_time_timer(window.max_timestamp())
 
 
-class ProcessingTimeTrigger(_Described, Trigger[Any, "Window"]):
+class ProcessingTimeTrigger(_Described, Trigger[Any, Any]):
     """Fires once the processing-time clock passes the window's end."""
 
     @staticmethod
@@ -230,7 +227,7 @@ class ProcessingTimeTrigger(_Described, Trigger[Any, "Window"]):
         ctx.delete_processing_time_timer(window.max_timestamp())
 
 
-class CountTrigger(_Described, Trigger[Any, "Window"]):
+class CountTrigger(_Described, Trigger[Any, Any]):
     """Fires (without purging) when a pane has received `count` elements since it last fired.
 
     The count is ReducingState 'count' per window, reset on fire; merged windows add their counts, and a merged
@@ -274,7 +271,7 @@ class CountTrigger(_Described, Trigger[Any, "Window"]):
         return (self._count,)
 
 
-class PurgingTrigger(_Described, Trigger[Any, "Window"]):
+class PurgingTrigger(_Described, Trigger[Any, Any]):
     """Wraps a trigger and turns each FIRE it returns into FIRE_AND_PURGE."""
 
     def __init__(self, nested_trigger: Trigger) -> None:
@@ -314,7 +311,7 @@ def _purging(result: TriggerResult) -> TriggerResult:
     return TriggerResult.FIRE_AND_PURGE if result.value[0] else result
 
 
-class _ContinuousTrigger(_Described, Trigger[Any, "Window"]):
+class _ContinuousTrigger(_Described, Trigger[Any, Any]):
     """Shared by the continuous triggers: the next fire time is ReducingState 'fire-time' (min) per window.
 
     Fire times are aligned to multiples of `interval` (floor, also for negative times) and never later than
@@ -430,7 +427,7 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         ctx.delete_processing_time_timer(time)
 
 
-class NeverTrigger(_Described, Trigger[Any, "Window"]):
+class NeverTrigger(_Described, Trigger[Any, Any]):
     """Never fires: the default of GlobalWindows, which needs a user trigger to emit anything."""
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:

@@ -67,8 +67,12 @@ class SourceWatermarks:
         if assign is None:
             return previous
         if previous is None:
-            return [checked_timestamp(value, assign(value, None)) for value in values]
-        return [checked_timestamp(value, assign(value, ts)) for value, ts in zip(values, previous)]
+            stamps = [assign(value, None) for value in values]
+        else:
+            stamps = [assign(value, ts) for value, ts in zip(values, previous)]
+        if not set(map(type, stamps)) <= {int}:  # one C-level pass; the slow path converts or explains
+            stamps = [checked_timestamp(value, ts) for value, ts in zip(values, stamps)]
+        return stamps
 
     def process(self, split_id: Any, values: list, collect: Callable[[RecordBatch], None],
                 previous_timestamps: list | None = None) -> None:

@@ -35,7 +35,7 @@ class ValveOutput(NamedTuple):
 
 
 class _ChannelStatus:
-    __slots__ = ("watermark", "active", "aligned")
+    __slots__ = ("active", "aligned", "watermark")
 
     def __init__(self) -> None:
         self.watermark = MIN_WATERMARK
@@ -50,7 +50,7 @@ class WatermarkValve:
     the call advanced it (send `Watermark(result)` downstream), else None.
     """
 
-    __slots__ = ("_channels", "_last_output", "_idle")
+    __slots__ = ("_channels", "_idle", "_last_output")
 
     def __init__(self, num_channels: int) -> None:
         if num_channels < 1:
@@ -151,7 +151,7 @@ class MultiInputWatermark:
     holds further progress back until it catches up (the clock itself never goes back).
     """
 
-    __slots__ = ("_watermarks", "_idle", "_combined")
+    __slots__ = ("_combined", "_idle", "_watermarks")
 
     def __init__(self, num_inputs: int = 2) -> None:
         if num_inputs < 1:
@@ -172,8 +172,7 @@ class MultiInputWatermark:
         """A new watermark on one input (0 for the first); returns the combined watermark if it advanced."""
         self._check(input_index)
         self._idle[input_index] = False
-        if timestamp > self._watermarks[input_index]:
-            self._watermarks[input_index] = timestamp
+        self._watermarks[input_index] = max(self._watermarks[input_index], timestamp)
         return self._advance()
 
     def mark_idle(self, input_index: int) -> int | None:

@@ -26,6 +26,7 @@ from fluvial.datastream.merging_window_set import MergingWindowSet
 from fluvial.datastream.window_assigners import (
     MergingWindowAssigner,
     SlidingEventTimeWindows,
+    TimeWindow,
     TumblingEventTimeWindows,
 )
 from fluvial.datastream.window_evictors import TimestampedValue
@@ -81,6 +82,15 @@ class WindowOperator(StreamOperator):
             and self.evictor is None
             and spec.aggregation is not _A.ELEMENTS
         )
+        if self._fast:
+            params = self.assigner._params()
+            self._window_size = params["size"]
+            self._window_slide = params.get("slide", params["size"])
+            self._window_offset = params["offset"]
+            self._window_cache: dict[int, Any] = {}
+            self._reduce_function = (
+                user_method(spec.function, "reduce") if spec.aggregation is _A.REDUCE else None
+            )
 
     def _open_user_function(self, function: Any) -> None:
         opener = getattr(function, "open", None)
@@ -164,35 +174,59 @@ class WindowOperator(StreamOperator):
             self._late(value, timestamp)
 
     def _process_fast(self, values: list, stamps: list) -> None:
-        """Tumbling/sliding event-time windows, EventTimeTrigger, pre-aggregated, no evictor."""
-        backend, key, add = self.keyed_backend, self._key, self._add
+        """Tumbling/sliding event-time windows, EventTimeTrigger, pre-aggregated, no evictor: windows are
+        computed inline from the timestamp (Flink's start formula) and reused from a cache of open windows."""
+        backend, key = self.keyed_backend, self._key
         table = self._contents.table(CONTENTS)
-        assign, ctx = self.assigner.assign_windows, self._assigner_ctx
+        size, slide, offset = self._window_size, self._window_slide, self._window_offset
+        window_of = self._window_cache.get
         lateness, timers = self.lateness, self.timers
         register = timers.register_event_time_timer
+        watermark = timers.current_watermark
+        reduce = self._reduce_function
+        add = self._add
         for value, timestamp in zip(values, stamps):
+            if timestamp is None:
+                self.assigner.assign_windows(value, timestamp, self._assigner_ctx)  # raises the clear error
             k = key(value)
-            backend.current_key = k
-            watermark = timers.current_watermark
             landed = False
-            for window in assign(value, timestamp, ctx):
-                max_timestamp = window.end - 1
-                if max_timestamp + lateness <= watermark:
-                    continue  # late window
-                landed = True
-                cell = table.get(k)
-                if cell is None:
-                    cell = table[k] = {}
-                previous = cell.get(window, _ABSENT)
-                cell[window] = add(previous, value, timestamp)
-                if max_timestamp <= watermark:
-                    self._emit_window(window, window)  # allowed-late record: EventTimeTrigger fires at once
-                elif previous is _ABSENT:
-                    register(max_timestamp, window)
-                if previous is _ABSENT and lateness:
-                    register(self._cleanup_time(window), window)
+            start = timestamp - (timestamp - offset) % slide
+            while start > timestamp - size:
+                max_timestamp = start + size - 1
+                if max_timestamp + lateness > watermark:
+                    landed = True
+                    window = window_of(start) or self._new_window(start)
+                    cell = table.get(k)
+                    if cell is None:
+                        cell = table[k] = {}
+                    previous = cell.get(window, _ABSENT)
+                    if previous is _ABSENT:
+                        cell[window] = value if reduce is not None else add(_ABSENT, value, timestamp)
+                        backend.current_key = k
+                        if max_timestamp > watermark:
+                            register(max_timestamp, window)
+                        if lateness:
+                            register(self._cleanup_time(window), window)
+                    else:
+                        cell[window] = reduce(previous, value) if reduce is not None else add(previous, value, timestamp)
+                    if max_timestamp <= watermark:
+                        backend.current_key = k
+                        self._emit_window(window, window)  # allowed-late record: EventTimeTrigger fires at once
+                start -= slide
             if not landed and timestamp + lateness <= watermark:
                 self._late(value, timestamp)
+
+    def _new_window(self, start: int) -> Any:
+        window = self._window_cache[start] = TimeWindow(start, start + self._window_size)
+        return window
+
+    def _forget_closed_windows(self, watermark: int) -> None:
+        """Drop cached windows whose cleanup time passed: the cache is bounded by open windows."""
+        horizon = watermark - self.lateness - self._window_size
+        cache = self._window_cache
+        if cache and min(cache) <= horizon:
+            for start in [s for s in cache if s <= horizon]:
+                del cache[start]
 
     def _merge_callback(self, merging_set: MergingWindowSet) -> Callable[..., None]:
         def merge(merge_result: Any, merged_windows: list, state_window: Any, merged_state_windows: list) -> None:
@@ -213,6 +247,8 @@ class WindowOperator(StreamOperator):
     def process_watermark(self, watermark: Watermark) -> None:
         self.current_watermark = watermark.timestamp
         self.timers.advance_watermark(watermark.timestamp)
+        if self._fast:
+            self._forget_closed_windows(watermark.timestamp)
         self._flush()
         self.output.emit_watermark(watermark)
 

@@ -4,6 +4,7 @@ operator relies on, and persistence as a plain dict."""
 from __future__ import annotations
 
 import pickle
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -196,7 +197,7 @@ def test_random_sessions_stay_disjoint_cover_their_inputs_and_report_every_merge
 
         # invariants over the whole set
         actual = sorted(after)
-        for left, right in zip(actual, actual[1:]):
+        for left, right in pairwise(actual):
             assert not left.intersects(right)  # disjoint and not even touching
         for window in actual:
             members = [w for w in inputs if window.start <= w.start and w.end <= window.end]

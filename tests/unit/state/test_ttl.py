@@ -280,6 +280,7 @@ def test_list_elements_expire_individually(backend: HeapKeyedStateBackend, clock
     state.add_all(["b", "c"])
     clock.now = TTL
     assert list(state.get()) == ["b", "c"]
+    assert len(backend.value_table("l")["k"]) == 2, "a hidden expired element is freed by the read"
     assert list(state) == ["b", "c"]
     clock.now = 50 + TTL
     assert list(state.get()) == []
@@ -357,6 +358,10 @@ def test_map_on_read_and_write_renews_only_the_entry_read(backend: HeapKeyedStat
     assert state.get("x") == 1
     clock.now = 150
     assert dict(state.items()) == {"x": 1}
+    clock.now = 240
+    assert not state.is_empty()  # is_empty reads no value, so it renews nothing: x stays stamped 150
+    clock.now = 250
+    assert state.is_empty()
 
 
 def test_map_return_expired_returns_each_entry_once(backend: HeapKeyedStateBackend, clock: ManualClock) -> None:
