@@ -319,6 +319,10 @@ class FileSourceReader(SourceReader[Any]):
                 return batch
             self._close_active()
 
+    def current_split_id(self) -> str | None:
+        """The file the last `poll` read from (files are read one after another)."""
+        return None if self._active is None else self._active.split_id
+
     def _discover(self) -> bool:
         """Queue owned files not seen before, at most once per interval; True when some were queued."""
         if self._interval_s is None or not self._monitors or self._clock() < self._next_discovery:

@@ -95,6 +95,10 @@ class NumberSequenceReader(SourceReader[NumberSequenceSplit]):
         self._current = stop
         return list(range(cur, stop))
 
+    def current_split_id(self) -> str:
+        """The split the last `poll` read from (splits are read one after another)."""
+        return self._split_id
+
     def _activate_next(self) -> bool:
         """Make the next non-empty queued split active; False when none is left."""
         while self._queue:

@@ -8,6 +8,9 @@ Runtime contract, numbered as it happens:
    splits (fresh ones, or the ones a checkpoint recorded, with their positions).
 3. `poll(max_records)` is called repeatedly on the task thread. It never blocks for long: it returns a list
    (possibly empty: "nothing now, ask again soon") or None when every split is exhausted (end of input).
+   A reader that returns each poll's records from one split may say which through an optional
+   `current_split_id()`; watermarks are then generated per split (DESIGN 2.4), and a split the reader moved
+   on from no longer holds the subtask's watermark back.
 4. `snapshot_state()` returns splits carrying their current positions, such that a reader given them resumes
    with the first record not yet returned by `poll` (no record twice, none skipped).
 5. `close()` is called once, last, also on failure.
