@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from bench import startup, spine
+from bench import event_time, spine, startup, threading_model
 
 
 def main() -> int:
     ok = spine.main()
+    ok &= threading_model.main()
+    ok &= event_time.main()
     ok &= startup.main()
     return 0 if ok else 1
 

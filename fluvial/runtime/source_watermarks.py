@@ -81,9 +81,9 @@ class SourceWatermarks:
         batch_max = getattr(generator, "on_batch_max", None)
         if batch_max is not None:
             if timestamps:
-                batch_max(max(timestamps))
-            collect(RecordBatch(values, timestamps))
+                batch_max(max(timestamps), output)
             self._refresh_status(output)
+            collect(RecordBatch(values, timestamps))
             return
         stamps = timestamps if timestamps is not None else [None] * len(values)
         start = 0
@@ -94,6 +94,7 @@ class SourceWatermarks:
             if output.watermark != before and self._combined() > self._emitted:
                 collect(RecordBatch(values[start:index + 1], None if timestamps is None else timestamps[start:index + 1]))
                 start = index + 1
+                self._refresh_status(output)  # ACTIVE before the watermark: idle channels ignore watermarks
                 self._advance()
         if start < len(values):
             collect(RecordBatch(values[start:], None if timestamps is None else timestamps[start:]))
@@ -102,8 +103,8 @@ class SourceWatermarks:
     def on_periodic_emit(self) -> None:
         for generator, output in list(self._splits.values()):
             generator.on_periodic_emit(output)
+        self._update_idleness()  # ACTIVE goes before the watermark: idle channels ignore watermarks
         self._advance()
-        self._update_idleness()
 
     def finish(self) -> None:
         """End of input: the final watermark, so every event-time timer downstream fires (as in Flink)."""

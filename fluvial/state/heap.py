@@ -264,7 +264,7 @@ class HeapKeyedStateBackend:
     """
 
     __slots__ = ("max_parallelism", "key_group_range", "current_key", "ttl_clock", "_tables", "_kinds", "_handles",
-                 "_disposed", "_ttl", "_ttl_layout", "_record_cleanups")
+                 "_disposed", "_ttl", "_ttl_layout", "_cleanups", "_record_cleanups")
 
     def __init__(
         self, max_parallelism: int, key_group_range: range, ttl_clock: Callable[[], int] = current_millis
@@ -289,7 +289,8 @@ class HeapKeyedStateBackend:
         self.ttl_clock = ttl_clock
         self._ttl: dict[str, TtlPolicy] = {}  # names whose handle has TTL
         self._ttl_layout: set[str] = set()  # names whose table holds TtlValues (TTL handles, restored TTL state)
-        self._record_cleanups: list[IncrementalCleanup] = []  # run whenever current_key changes
+        self._cleanups: dict[str, IncrementalCleanup] = {}
+        self._record_cleanups: list[IncrementalCleanup] = []  # also run whenever current_key changes
 
     def set_current_key(self, key: Any) -> None:
         self.current_key = key
@@ -357,6 +358,7 @@ class HeapKeyedStateBackend:
         if not policy.incremental_cleanup_size:
             return None
         cleanup = IncrementalCleanup(table, layout_for(self._kinds[name]), policy.ttl, policy.incremental_cleanup_size)
+        self._cleanups[name] = cleanup
         if policy.cleanup_for_every_record:
             self._record_cleanups.append(cleanup)
             if type(self) is HeapKeyedStateBackend:
@@ -492,6 +494,8 @@ class HeapKeyedStateBackend:
                             restored_ttl.setdefault(name, set()).add(wrapped)
                         break
         self._conform_restored_ttl(restored_ttl)
+        for cleanup in self._cleanups.values():
+            cleanup.reset()  # restored values may be older than what a cleanup has seen
 
     def _conform_restored_ttl(self, restored_ttl: dict[str, set[bool]]) -> None:
         """Give each restored table one layout: its handle's if it has one, else (no handle yet) TTL when any
@@ -511,6 +515,7 @@ class HeapKeyedStateBackend:
         self._handles.clear()
         self._ttl.clear()
         self._ttl_layout.clear()
+        self._cleanups.clear()
         self._record_cleanups.clear()
         self.current_key = NO_KEY
         self._disposed = True

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fluvial.common import Row
-from fluvial.datastream import ReduceFunction, StreamExecutionEnvironment
+from fluvial.datastream import KeySelector, ReduceFunction, StreamExecutionEnvironment
 
 DATA = [
     ("a", 3, "x1"),
@@ -178,3 +178,18 @@ def test_sum_of_plain_numbers_and_word_count_at_scale():
     assert sorted(numbers) == sorted(
         [sum(range(1, k + 1, 2)) for k in range(1, 101, 2)] + [sum(range(2, k + 1, 2)) for k in range(2, 101, 2)]
     )
+
+
+class ModThree(KeySelector):
+    def get_key(self, value):
+        return value % 3
+
+
+@pytest.mark.timeout(60)
+def test_key_selector_object_and_collecting_a_keyed_stream():
+    env = _env()
+    assert sorted(env.from_collection(list(range(10))).key_by(ModThree()).execute_and_collect()) == list(range(10))
+    env = _env()
+    sums = list(env.from_collection(list(range(10))).key_by(ModThree()).sum().execute_and_collect())
+    # running sums per key: 0,3,9,18 / 1,5,12 / 2,7,15
+    assert sorted(sums) == [0, 1, 2, 3, 5, 7, 9, 12, 15, 18]
