@@ -21,11 +21,12 @@ from fluvial.datastream.state import (
     MapStateDescriptor,
     ReducingStateDescriptor,
     StateDescriptor,
+    StateKind,
     StateTtlConfig,
     ValueStateDescriptor,
 )
 from fluvial.state.heap import HeapKeyedStateBackend, HeapValueState
-from fluvial.state.ttl import TtlValue
+from fluvial.state.ttl import IncrementalCleanup, TtlValue, layout_for
 
 TTL = 100
 UpdateType = StateTtlConfig.UpdateType
@@ -416,6 +417,26 @@ def test_aggregating_state_expires_as_one_value(backend: HeapKeyedStateBackend, 
     assert state.get() == 10.0
 
 
+def test_reducing_and_aggregating_reads_follow_update_type_and_visibility(
+    backend: HeapKeyedStateBackend, clock: ManualClock
+) -> None:
+    renewing = backend.get_state(
+        with_ttl(AggregatingStateDescriptor("avg", AverageAggregate()), builder().update_ttl_on_read_and_write())
+    )
+    returning = backend.get_state(
+        with_ttl(ReducingStateDescriptor("r", max), builder().return_expired_if_not_cleaned_up())
+    )
+    backend.current_key = "k"
+    renewing.add(4)
+    returning.add(4)
+    clock.now = 90
+    assert renewing.get() == 4.0  # renewed to 90
+    clock.now = 189
+    assert renewing.get() == 4.0
+    assert returning.get() == 4, "expired, returned once"
+    assert returning.get() is None
+
+
 def test_keys_are_independent(backend: HeapKeyedStateBackend, clock: ManualClock) -> None:
     state = backend.get_state(with_ttl(ValueStateDescriptor("v")))
     backend.current_key = "old"
@@ -470,6 +491,63 @@ def test_incremental_cleanup_keeps_unexpired_entries_and_trims_lists(
     table = backend.value_table("l")
     assert list(table) == ["a"]
     assert [e.value for e in table["a"]] == ["late"]
+
+
+def test_incremental_cleanup_wakes_up_for_the_oldest_value_it_kept(
+    backend: HeapKeyedStateBackend, clock: ManualClock
+) -> None:
+    state = backend.get_state(with_ttl(ValueStateDescriptor("v"), builder().cleanup_incrementally(100, False)))
+    backend.current_key = "a"
+    state.update("a")  # stamped 0
+    clock.now = 50
+    backend.current_key = "b"
+    state.update("b")  # this access checks "a" (stamped 0) before writing "b"
+    clock.now = TTL
+    backend.current_key = "c"
+    state.value()
+    assert list(backend.keys("v")) == ["b"], "a round that kept a value stamped 0 must wake up at 0 + ttl"
+
+
+def test_incremental_cleanup_idles_until_something_can_expire() -> None:
+    class CountingDict(dict):
+        gets = 0
+
+        def get(self, *args):
+            CountingDict.gets += 1
+            return dict.get(self, *args)
+
+    table = CountingDict(a=TtlValue("a", 0))
+    cleanup = IncrementalCleanup(table, layout_for(StateKind.VALUE), TTL, 5)
+    cleanup.run(0)
+    assert CountingDict.gets == 1
+    cleanup.run(TTL - 1)
+    assert CountingDict.gets == 1, "nothing stamped 0 or later expires before 100: no entry is checked"
+    cleanup.run(TTL)
+    assert CountingDict.gets == 2 and "a" not in table
+    table["b"] = TtlValue("b", 150)
+    cleanup.run(150)
+    assert CountingDict.gets == 2, "the round that began at 100 bounds later stamps: idle until 200"
+    cleanup.run(200)
+    assert CountingDict.gets == 3 and "b" in table
+
+
+def test_restore_wakes_up_an_idle_incremental_cleanup(clock: ManualClock) -> None:
+    ttl = builder().cleanup_incrementally(100, False)
+    old = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
+    old.current_key = "old"
+    old.get_state(with_ttl(ValueStateDescriptor("v"), ttl)).update("old")  # stamped 0
+    snapshot = old.snapshot()
+
+    clock.now = 500
+    new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
+    state = new.get_state(with_ttl(ValueStateDescriptor("v"), ttl))
+    new.current_key = "live"
+    state.update("live")
+    state.value()  # a full round over {"live"}: idle until 600
+    new.restore([snapshot])
+    clock.now = 550
+    state.value()
+    assert list(new.keys("v")) == ["live"], "the restored value stamped 0 is cleaned up, not waited for"
 
 
 def test_without_background_cleanup_untouched_keys_stay(backend: HeapKeyedStateBackend, clock: ManualClock) -> None:
