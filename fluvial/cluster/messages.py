@@ -52,3 +52,46 @@ class TaskExecutionState:
     task_name: str | None = None
     error: BaseException | None = None
     traceback_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerCheckpoint:
+    """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows)."""
+
+    job_id: str
+    vertex_id: int
+    subtask_index: int
+    checkpoint_id: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgeCheckpoint:
+    """TaskManager → JobMaster: a subtask's state for a checkpoint is stored; `states` maps operator id to its
+    SubtaskState (state handles)."""
+
+    job_id: str
+    checkpoint_id: int
+    vertex_id: int
+    subtask_index: int
+    states: dict
+
+
+@dataclass(frozen=True, slots=True)
+class DeclineCheckpoint:
+    """TaskManager → JobMaster: a subtask could not take part in a checkpoint."""
+
+    job_id: str
+    checkpoint_id: int
+    vertex_id: int
+    subtask_index: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCheckpoint:
+    """JobMaster → TaskManager: checkpoint completed (commit now) or aborted."""
+
+    job_id: str
+    checkpoint_id: int
+    completed: bool

@@ -186,6 +186,7 @@ class OperatorChain:
         """Open downstream operators first, so a head that emits while opening finds them ready."""
         for operator in reversed(self.order):
             operator.open()
+            operator.after_open()
 
     def end_input(self) -> None:
         """Flush operators head to tail: each may emit into the next before that one is told input ended."""

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.channels import Channel
 from fluvial.common.time import MAX_WATERMARK
-from fluvial.runtime.records import EndOfInput, RecordBatch, Watermark, WatermarkStatus
+from fluvial.runtime.records import CheckpointBarrier, EndOfInput, RecordBatch, Watermark, WatermarkStatus
 
 SOURCE_BATCH_SIZE = 1024
 ITEMS_PER_STEP = 4
@@ -39,9 +39,14 @@ class SourceInput:
         self._split_of: Callable[[], Any] = lambda: None
         self.reader: Any = None
 
-    def open(self) -> None:
+    def open(self, restored_splits: list | None = None) -> None:
+        """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
         info = self._task_info
-        splits = assign_splits(self._source.create_splits(info.parallelism), info.parallelism, info.subtask_index)
+        if restored_splits is not None:
+            splits = list(restored_splits)
+        else:
+            splits = assign_splits(self._source.create_splits(info.parallelism), info.parallelism,
+                                   info.subtask_index)
         self.reader = self._source.create_reader(info)
         self.reader.add_splits(splits)
         self._split_of = getattr(self.reader, "current_split_id", self._split_of)
@@ -51,6 +56,9 @@ class SourceInput:
             self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark, self._emit_status)
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
+
+    def snapshot_splits(self) -> list:
+        return list(self.reader.snapshot_state())
 
     def _emit_status(self, status: WatermarkStatus) -> None:
         self._output.emit_watermark_status(status)
@@ -147,12 +155,15 @@ class NetworkInput:
     """
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
-                 watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None) -> None:
+                 watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None,
+                 barriers: Any = None) -> None:
         self._channels = list(channels)
         self._dispatch = list(dispatch)
-        self._open = list(range(len(channels)))
+        self._all_open = list(range(len(channels)))
+        self._open = list(self._all_open)  # open and not blocked by barrier alignment: what _poll visits
         self._next = 0
         self._watermarks = watermarks
+        self._barriers = barriers  # a BarrierHandler when checkpointing is on
         # whether the task's output channels still have room: a step stops after the buffer that filled one,
         # so no channel ever holds more than its capacity plus one buffer
         self._writable = writable
@@ -185,10 +196,16 @@ class NetworkInput:
                 if self._writable is not None and not self._writable():
                     break
             elif isinstance(item, EndOfInput):
-                self._open.remove(index)
-                self._next = 0
-                if not self._open:
+                self._all_open.remove(index)
+                if self._barriers is not None:
+                    self._barriers.on_end_of_channel(index)
+                self._refresh_pollable()
+                if not self._all_open:
                     return StepResult.END_OF_INPUT
+            elif type(item) is CheckpointBarrier:
+                if self._barriers is not None:
+                    self._barriers.on_barrier(index, item)
+                    self._refresh_pollable()
             elif type(item) is Watermark:
                 if self._watermarks is not None:
                     self._watermarks.on_watermark(index, item)
@@ -196,6 +213,12 @@ class NetworkInput:
                 if self._watermarks is not None:
                     self._watermarks.on_status(index, item)
         return StepResult.PROGRESS if progressed else StepResult.IDLE
+
+    def _refresh_pollable(self) -> None:
+        """Channels blocked by an alignment are skipped until it completes (their records wait in place)."""
+        blocked = self._barriers.blocked if self._barriers is not None else ()
+        self._open = [index for index in self._all_open if index not in blocked]
+        self._next = 0
 
     def close(self) -> None:
         pass

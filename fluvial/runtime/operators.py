@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot
 from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream import transformations as t
 from fluvial.runtime.output import Output
@@ -78,6 +79,46 @@ class StreamOperator:
         closer = getattr(self.spec.function, "close", None)
         if closer is not None and callable(closer) and not isinstance(self.spec.function, type):
             closer()
+
+    # -- checkpoints (on the task thread) ------------------------------------------------------------------------
+
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        """The synchronous part: freeze keyed state, timers and operator state; None when there is none."""
+        snapshot = OperatorSnapshot(self.context.operator_id)
+        if self.keyed_backend is not None:
+            snapshot.keyed = self.keyed_backend.snapshot()
+        timers = getattr(self, "timers", None)
+        if timers is not None:
+            snapshot.timers = timers.snapshot_by_key_group(self.context.max_parallelism)
+        snapshot.operator_state = self.snapshot_operator_state(checkpoint_id)
+        if snapshot.keyed is None and not snapshot.timers and not snapshot.operator_state:
+            return None
+        return snapshot
+
+    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
+        return {}
+
+    def initialize_state(self, restore: OperatorRestore) -> None:
+        """Before open(): keyed state now, timers once open() has built the timer service."""
+        if self.keyed_backend is not None and restore.keyed:
+            self.keyed_backend.restore(restore.keyed)
+        self._restored = restore
+
+    def after_open(self) -> None:
+        restore = getattr(self, "_restored", None)
+        timers = getattr(self, "timers", None)
+        if restore is not None and timers is not None and restore.timers:
+            timers.restore_key_groups(restore.timers, self.context.key_group_range())
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        notify = getattr(self.spec.function, "notify_checkpoint_complete", None)
+        if callable(notify):
+            notify(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        notify = getattr(self.spec.function, "notify_checkpoint_aborted", None)
+        if callable(notify):
+            notify(checkpoint_id)
 
 
 class MapOperator(StreamOperator):
@@ -241,6 +282,14 @@ class FusedStatelessOperator(StreamOperator):
     def close(self) -> None:
         for member in self.members:
             member.close()
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for member in self.members:
+            member.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for member in self.members:
+            member.notify_checkpoint_aborted(checkpoint_id)
 
     def operator_for_code(self, code: object) -> str | None:
         """Which member's user function owns a code object (to name the operator whose function raised)."""

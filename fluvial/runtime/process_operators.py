@@ -78,10 +78,11 @@ class _PerRecordOperator(StreamOperator):
         ctx._timestamp, ctx._time_domain = timer.timestamp, domain
         try:
             result = on_timer(timer.timestamp, ctx)
+            # a generator's body runs only now: consume it while the context still names the time domain
+            values = None if result is None else list(result)
         finally:
             ctx._time_domain = None
-        if result is not None:
-            values = list(result)
+        if values is not None:
             self._emit_results(values, None if record_timestamp is None else [record_timestamp] * len(values))
 
     def run(self, batch: RecordBatch, call: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> None:

@@ -22,6 +22,7 @@ class OperatorContext:
     collect_target: Callable[[str], Callable[[list], None]] | None = None
     processing_time_service: Any = None
     auto_watermark_interval: int = 200
+    operator_id: str = ""
 
     def key_group_range(self) -> range:
         info = self.task_info

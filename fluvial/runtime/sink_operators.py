@@ -14,17 +14,51 @@ from fluvial.runtime.records import RecordBatch
 
 
 class SinkWriterOperator(StreamOperator):
+    """Runs a Sink V2 writer with two-phase commit.
+
+    At a checkpoint barrier: flush, `prepare_commit()`, and keep the committables under that checkpoint's id
+    (they are part of the checkpoint's operator state). When the checkpoint completes, commit everything up to
+    it. After a restore, the committables recorded in the checkpoint are committed again (commit is idempotent),
+    so output that was prepared before a failure is never lost and never duplicated. A bounded job's final
+    output is committed at end of input.
+    """
+
     def open(self) -> None:
         sink = self.spec.function
-        self._writer = sink.create_writer(self.context.task_info, None)
+        restore = getattr(self, "_restored", None)
+        state = restore.operator_state if restore is not None else {}
+        self._pending: dict[int, list] = {}
+        self._writer = sink.create_writer(self.context.task_info, state.get("writer") if restore else None)
+        recovered = state.get("committables", [])
+        if recovered:
+            sink.commit(recovered)
         self.process_batch = lambda batch: self._writer.write_batch(batch.values)  # type: ignore[method-assign]
 
     def process_batch(self, batch: RecordBatch) -> None:  # replaced in open()
         raise AssertionError("process_batch before open")
 
+    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
+        writer = self._writer
+        writer.flush(False)
+        committables = writer.prepare_commit()
+        if committables:
+            self._pending[checkpoint_id] = committables
+        pending = [c for cid in sorted(self._pending) for c in self._pending[cid]]
+        return {"writer": list(writer.snapshot_state()), "committables": pending}
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        done = [cid for cid in self._pending if cid <= checkpoint_id]
+        committables = [c for cid in sorted(done) for c in self._pending[cid]]
+        if committables:
+            self.spec.function.commit(committables)
+        for cid in done:
+            del self._pending[cid]
+
     def end_input(self) -> None:
         self._writer.flush(True)
-        committables = self._writer.prepare_commit()
+        committables = [c for cid in sorted(self._pending) for c in self._pending[cid]]
+        committables.extend(self._writer.prepare_commit())
+        self._pending.clear()
         if committables:
             self.spec.function.commit(committables)
 

@@ -54,8 +54,9 @@ class SourceWatermarks:
     def _split(self, split_id: Any) -> tuple[Any, SplitWatermarkOutput]:
         entry = self._splits.get(split_id)
         if entry is None:
-            if self._current_split is not None and self._current_split != split_id:
-                self._splits.pop(self._current_split, None)  # sequential reader: that split is finished
+            if self._current_split != split_id:
+                # sequential reader: that split is finished (or it was the placeholder of on_periodic_emit)
+                self._splits.pop(self._current_split, None)
             entry = self._splits[split_id] = (self._strategy.create_watermark_generator(), SplitWatermarkOutput())
         self._current_split = split_id
         return entry
@@ -101,6 +102,9 @@ class SourceWatermarks:
         self._refresh_status(output)
 
     def on_periodic_emit(self) -> None:
+        if not self._splits and getattr(self._strategy, "idle_timeout_ms", None) is not None:
+            # no record yet: still build the generator, so a source that never emits goes idle (as in Flink)
+            self._split(self._current_split)
         for generator, output in list(self._splits.values()):
             generator.on_periodic_emit(output)
         self._update_idleness()  # ACTIVE goes before the watermark: idle channels ignore watermarks

@@ -16,6 +16,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fluvial.checkpoint.alignment import BarrierHandler
 from fluvial.common.task_info import TaskInfo
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
@@ -25,7 +26,13 @@ from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import FusedStatelessOperator, StreamOperator
-from fluvial.runtime.records import END_OF_INPUT
+from fluvial.runtime.checkpointing import (
+    SOURCE_SPLITS,
+    RestoreAssignment,
+    SubtaskCheckpointer,
+    TaskCheckpointSettings,
+)
+from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
 
@@ -64,6 +71,8 @@ class TaskSpec:
     outputs: list[OutputSpec]
     job_parameters: dict[str, str] = field(default_factory=dict)
     auto_watermark_interval: int = 200
+    checkpointing: TaskCheckpointSettings | None = None
+    restore: dict[str, RestoreAssignment] | None = None  # operator id -> what it restores from
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -75,7 +84,7 @@ StateListener = Callable[["Task", TaskState, TaskFailure | None], None]
 
 class Task:
     def __init__(self, spec: TaskSpec, channels: ChannelRegistry, executor: Any,
-                 listener: StateListener, collect_target: Any = None) -> None:
+                 listener: StateListener, collect_target: Any = None, checkpoint_services: Any = None) -> None:
         self.spec = spec
         self.state = TaskState.CREATED
         self.mailbox = Mailbox(executor.wake)
@@ -87,6 +96,16 @@ class Task:
         vertex = spec.vertex
         self.info = TaskInfo(spec.job_id, vertex.name, spec.subtask_index, vertex.parallelism,
                              vertex.max_parallelism, spec.attempt)
+        self.checkpointer: SubtaskCheckpointer | None = None
+        if spec.checkpointing is not None or spec.restore:
+            services = checkpoint_services
+            self.checkpointer = SubtaskCheckpointer(
+                self,
+                services.storage(spec.job_id, spec.checkpointing.storage if spec.checkpointing else None),
+                services.pool(),
+                lambda cid, states: services.acknowledge(self, cid, states),
+                lambda cid, reason: services.decline(self, cid, reason),
+            )
         self.chain: OperatorChain | None = None
         self.writers: list[RecordWriter] = []
         self.input: Any = None
@@ -101,8 +120,12 @@ class Task:
     def open(self) -> None:
         try:
             self._build()
+            restored_splits = self._restore_operators()
             self.chain.open()
-            self.input.open()
+            if isinstance(self.input, SourceInput):
+                self.input.open(restored_splits)
+            else:
+                self.input.open()
             self._set_state(TaskState.RUNNING)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
@@ -132,11 +155,67 @@ class Task:
             type_numbers.append(input_spec.type_number)
         writers = self.writers
         writable = (lambda: all(writer.writable() for writer in writers)) if writers else None
-        self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, writers), writable)
+        barriers = None
+        if self.checkpointer is not None and spec.checkpointing is not None:
+            checkpointer = self.checkpointer
+            barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, checkpointer.perform,
+                                      lambda cid: checkpointer._decline(cid, "a newer barrier overtook it"))
+        self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, writers), writable,
+                                  barriers)
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
-                               self._collect_target, self.processing_time, self.spec.auto_watermark_interval)
+                               self._collect_target, self.processing_time, self.spec.auto_watermark_interval,
+                               operator_id_of(node))
+
+    def _restore_operators(self) -> list | None:
+        """Hand each operator its share of the checkpoint before it opens; return a source's split positions."""
+        restore = self.spec.restore
+        if not restore:
+            return None
+        restored_splits = None
+        for operator in self.chain.order:
+            assignment = restore.get(operator.context.operator_id)
+            if assignment is None:
+                continue
+            state = self.checkpointer.load(assignment, operator.context.operator_id)
+            if operator is self.chain.head and self.spec.vertex.is_source:
+                restored_splits = state.operator_state.pop(SOURCE_SPLITS, [])
+            operator.initialize_state(state)
+        if self.spec.vertex.is_source and restored_splits is None:
+            head_id = self.chain.head.context.operator_id
+            restored_splits = [] if head_id in restore else None
+        return restored_splits
+
+    # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
+
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> None:
+        self.mailbox.put(lambda: self._trigger_checkpoint(checkpoint_id, timestamp))
+
+    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> None:
+        if self.state is not TaskState.RUNNING or self.checkpointer is None:
+            if self.checkpointer is not None:
+                self.checkpointer._decline(checkpoint_id, f"task {self.name} is {self.state.value}")
+            return
+        try:
+            self.checkpointer.perform(CheckpointBarrier(checkpoint_id, timestamp))
+        except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
+            self._fail(exc)
+
+    def notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
+        self.mailbox.put(lambda: self._notify_checkpoint(checkpoint_id, completed))
+
+    def _notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
+        if self.state is not TaskState.RUNNING or self.chain is None:
+            return
+        try:
+            for operator in self.chain.order:
+                if completed:
+                    operator.notify_checkpoint_complete(checkpoint_id)
+                else:
+                    operator.notify_checkpoint_aborted(checkpoint_id)
+        except BaseException as exc:  # noqa: BLE001
+            self._fail(exc)
 
     def step(self) -> StepResult:
         """One bounded unit of work on the owner thread. Never raises: failures become FAILED."""
@@ -240,3 +319,8 @@ def _raising_operator_name(exc: BaseException) -> str | None:
             if name is not None:
                 return name
     return found.name
+
+
+def operator_id_of(node: StreamNode) -> str:
+    """The id that matches an operator's state across runs: its uid, else its position in the job."""
+    return node.uid or f"node-{node.id}"

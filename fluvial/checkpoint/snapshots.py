@@ -1,0 +1,35 @@
+"""What an operator's snapshot holds between the synchronous and asynchronous parts of a checkpoint, and what
+a restoring operator receives. Plain data: the runtime fills them; storage serializes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+UNION_PREFIX = "union:"
+
+
+@dataclass(slots=True)
+class OperatorSnapshot:
+    """The frozen state of one operator of one subtask (the synchronous part's result).
+
+    `keyed` is a KeyedStateSnapshot (by key group), `timers` the operator's timers by key group, and
+    `operator_state` named lists of picklable items: a list is split among subtasks on rescaling; a name starting
+    with "union:" is given whole to every subtask (Flink's union list state)."""
+
+    operator_id: str
+    keyed: Any = None
+    timers: dict[int, Any] | None = None
+    operator_state: dict[str, list] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class OperatorRestore:
+    """What one operator of one subtask restores from: keyed snapshots that may hold its key groups (the
+    backend keeps only its own range), timers by key group, and its share of the operator state."""
+
+    operator_id: str
+    keyed: list[Any] = field(default_factory=list)
+    timers: dict[int, Any] = field(default_factory=dict)
+    operator_state: dict[str, list] = field(default_factory=dict)
+    checkpoint_id: int = 0

@@ -1,0 +1,132 @@
+"""A subtask's part in checkpoints (DESIGN 2.3): snapshot on the task thread, persist off it, acknowledge.
+
+Protocol, numbered:
+1. A source subtask gets a trigger (a mail); any other subtask gets barriers on its inputs and, once aligned
+   (fluvial.checkpoint.alignment), performs the checkpoint — both on the task thread, between buffers.
+2. Synchronous part: every operator freezes its state (`snapshot_state`: copies, no I/O); a source adds its
+   split positions. Then the barrier goes out on every output channel, before any later record.
+3. Asynchronous part, on a small thread pool: state is pickled and written through the checkpoint storage;
+   the handles are acknowledged to the JobMaster. A failure there declines the checkpoint. The task keeps
+   processing meanwhile.
+4. When the JobMaster says the checkpoint completed (a mail), operators commit (two-phase-commit sinks);
+   when it was aborted, they are told too.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from fluvial.checkpoint.snapshots import UNION_PREFIX, OperatorRestore, OperatorSnapshot
+from fluvial.runtime.records import CheckpointBarrier
+
+SOURCE_SPLITS = "source-splits"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCheckpointSettings:
+    """What a task needs to know about checkpointing (part of its TaskSpec)."""
+
+    exactly_once: bool
+    storage: Any  # the storage description; the TaskManager builds the access object from it
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreAssignment:
+    """Which stored state one operator of one subtask restores from (chosen by the JobMaster).
+
+    `keyed_handles`: the old subtasks' keyed state files that may hold this subtask's key groups.
+    `operator_handles`: every old subtask's operator state file, in old subtask order; the subtask takes its
+    share (its own old subtask's at equal parallelism, a round-robin share of the union otherwise; union
+    lists whole)."""
+
+    checkpoint_id: int
+    keyed_handles: tuple
+    operator_handles: tuple
+    old_parallelism: int
+
+
+class SubtaskCheckpointer:
+    def __init__(self, task: Any, storage: Any, pool: Any, acknowledge: Callable[[int, dict], None],
+                 decline: Callable[[int, str], None]) -> None:
+        self._task = task
+        self._storage = storage
+        self._pool = pool
+        self._acknowledge = acknowledge
+        self._decline = decline
+
+    # -- taking a checkpoint ------------------------------------------------------------------------------------
+
+    def perform(self, barrier: CheckpointBarrier) -> None:
+        """Steps 2 and 3 on the task thread: freeze, forward the barrier, persist asynchronously."""
+        task = self._task
+        snapshots = [s for s in (op.snapshot_state(barrier.checkpoint_id) for op in task.chain.order) if s]
+        if task.spec.vertex.is_source:
+            head_id = task.chain.head.context.operator_id
+            head = next((s for s in snapshots if s.operator_id == head_id), None)
+            if head is None:
+                head = OperatorSnapshot(head_id)
+                snapshots.insert(0, head)
+            head.operator_state[SOURCE_SPLITS] = task.input.snapshot_splits()
+        for writer in task.writers:
+            writer.broadcast_event(barrier)
+        self._pool.submit(self._persist, barrier.checkpoint_id, snapshots)
+
+    def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot]) -> None:
+        from fluvial.checkpoint.storage import SubtaskState
+
+        try:
+            index = self._task.spec.subtask_index
+            states = {}
+            for snapshot in snapshots:
+                keyed, operator = [], []
+                if snapshot.keyed is not None or snapshot.timers:
+                    data = pickle.dumps((snapshot.keyed, snapshot.timers or {}), protocol=5)
+                    keyed.append(self._storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-keyed", data))
+                if snapshot.operator_state:
+                    data = pickle.dumps(snapshot.operator_state, protocol=5)
+                    operator.append(self._storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-op", data))
+                states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={})
+            self._acknowledge(checkpoint_id, states)
+        except BaseException as error:  # noqa: BLE001 - a failed write declines the checkpoint, not the job
+            self._decline(checkpoint_id, f"{type(error).__name__}: {error}")
+
+    # -- restoring ----------------------------------------------------------------------------------------------
+
+    def load(self, assignment: RestoreAssignment, operator_id: str) -> OperatorRestore:
+        """Read this subtask's share of one operator's state (on the task thread, before it opens)."""
+        restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id)
+        for handle in assignment.keyed_handles:
+            keyed, timers = pickle.loads(self._storage.read_state(handle))
+            if keyed is not None:
+                restore.keyed.append(keyed)
+            for key_group, group_timers in timers.items():
+                restore.timers.setdefault(key_group, {})
+                for domain, items in group_timers.items():
+                    restore.timers[key_group].setdefault(domain, []).extend(items)
+        restore.operator_state = self._share_of_operator_state(assignment)
+        return restore
+
+    def _share_of_operator_state(self, assignment: RestoreAssignment) -> dict[str, list]:
+        info = self._task.info
+        per_old_subtask = [
+            [pickle.loads(self._storage.read_state(handle)) for handle in handles]
+            for handles in assignment.operator_handles
+        ]
+        if assignment.old_parallelism == info.parallelism:
+            own = per_old_subtask[info.subtask_index] if info.subtask_index < len(per_old_subtask) else []
+            merged: dict[str, list] = {}
+            for state in own:
+                for name, items in state.items():
+                    merged.setdefault(name, []).extend(items)
+            return merged
+        union: dict[str, list] = {}
+        for states in per_old_subtask:
+            for state in states:
+                for name, items in state.items():
+                    union.setdefault(name, []).extend(items)
+        return {
+            name: list(items) if name.startswith(UNION_PREFIX) else items[info.subtask_index::info.parallelism]
+            for name, items in union.items()
+        }
