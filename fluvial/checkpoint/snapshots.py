@@ -33,3 +33,18 @@ class OperatorRestore:
     timers: dict[int, Any] = field(default_factory=dict)
     operator_state: dict[str, list] = field(default_factory=dict)
     checkpoint_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreAssignment:
+    """Which stored state one operator of one subtask restores from (chosen by the JobMaster).
+
+    `keyed_handles`: the old subtasks' keyed state files that may hold this subtask's key groups.
+    `operator_handles`: every old subtask's operator state files, in old subtask order; the subtask takes its
+    share (its own old subtask's at equal parallelism, a round-robin share of the union otherwise; union lists
+    whole)."""
+
+    checkpoint_id: int
+    keyed_handles: tuple
+    operator_handles: tuple
+    old_parallelism: int

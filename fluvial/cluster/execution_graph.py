@@ -7,6 +7,7 @@ ALL_TO_ALL, Flink's pointwise blocks for POINTWISE. Each subtask becomes a TaskS
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets
@@ -42,7 +43,8 @@ class ExecutionGraph:
     def subtasks(self) -> list[ExecutionVertexId]:
         return [ExecutionVertexId(v.id, i) for v in self.job_graph.vertices for i in range(v.parallelism)]
 
-    def task_spec(self, vertex: JobVertex, subtask_index: int, attempt: int = 0) -> TaskSpec:
+    def task_spec(self, vertex: JobVertex, subtask_index: int, attempt: int = 0, checkpointing: Any = None,
+                  restore: dict | None = None, function_templates: dict | None = None) -> TaskSpec:
         return TaskSpec(
             job_id=self.job_id,
             vertex=vertex,
@@ -52,6 +54,9 @@ class ExecutionGraph:
             outputs=[self._output(edge, subtask_index) for edge in vertex.outputs],
             job_parameters=self._job_parameters,
             auto_watermark_interval=self._auto_watermark_interval,
+            checkpointing=checkpointing,
+            restore=restore,
+            function_templates=function_templates,
         )
 
     def _output(self, edge: JobEdge, producer_index: int) -> OutputSpec:

@@ -1,45 +1,90 @@
-"""JobMaster: builds the ExecutionGraph, assigns slots, deploys subtasks, and decides the job's fate from
-their states: every subtask FINISHED → the job finishes; one FAILED → every other subtask is cancelled and the
-job fails with the user's exception as the cause (no restarts before checkpoints exist)."""
+"""JobMaster: builds the ExecutionGraph, assigns slots, deploys subtasks, runs checkpoints, and decides the
+job's fate from its subtasks' states.
+
+Lifecycle, numbered:
+1. Every subtask is deployed (restoring from a savepoint when `execution.savepoint.path` names one); with
+   checkpointing on, the CheckpointCoordinator starts.
+2. Every subtask FINISHED → the job finishes.
+3. A subtask FAILED → if the restart strategy allows: RESTARTING — pending checkpoints are aborted, every
+   subtask is cancelled, and once all are down, after the strategy's delay, every subtask is redeployed as a
+   new attempt restoring from the latest completed checkpoint. Otherwise every other subtask is cancelled and
+   the job fails with the user's exception as the cause.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from fluvial.common.future import CompletableFuture as Future
 from typing import Any
 
+from fluvial.checkpoint.pending import CheckpointFailureReason
 from fluvial.cluster.execution_graph import ExecutionGraph
-from fluvial.cluster.messages import CancelTask, DeployTask, JobStatus, TaskExecutionState
+from fluvial.cluster.job_checkpointing import JobCheckpointing, pristine_functions, restore_from
+from fluvial.cluster.messages import (
+    AcknowledgeCheckpoint,
+    CancelTask,
+    DeclineCheckpoint,
+    DeployTask,
+    JobStatus,
+    NotifyCheckpoint,
+    TaskExecutionState,
+    TriggerCheckpoint,
+)
 from fluvial.cluster.slots import SlotId, assign_slots
 from fluvial.common.errors import JobCancelledException, JobExecutionException
+from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_execution_result import JobExecutionResult
+from fluvial.common.restart_strategy import NoRestartStrategyConfiguration, create_backoff_strategy
 from fluvial.graph.job_graph import JobGraph
+
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
 
 class JobMaster:
-    def __init__(self, job_graph: JobGraph, task_managers: list[Any], free_slots: list[SlotId]) -> None:
+    def __init__(self, job_graph: JobGraph, task_managers: list[Any], free_slots: list[SlotId],
+                 release_channels: Any = None) -> None:
         self.job_graph = job_graph
         self.execution_graph = ExecutionGraph(job_graph, _job_parameters(job_graph))
         self._task_managers = task_managers
         self._slots = assign_slots(job_graph, free_slots)
+        self._release_channels = release_channels or (lambda dataset_ids: None)
         self._lock = threading.Lock()
         self._states: dict[tuple[int, int], str] = {}
         self._failure: TaskExecutionState | None = None
+        self._fatal: BaseException | None = None
         self._cancel_requested = False
         self.status = JobStatus.CREATED
         self.result: Future = Future()
         self._started_at = 0.0
+        self.attempt = 0
+        self.restarts = 0
+        tolerance = job_graph.fault_tolerance
+        strategy = tolerance.restart_strategy if tolerance is not None else NoRestartStrategyConfiguration()
+        self._backoff = create_backoff_strategy(strategy)
+        self._templates = None if isinstance(strategy, NoRestartStrategyConfiguration) else pristine_functions(job_graph)
+        self.checkpointing: JobCheckpointing | None = None
+        if tolerance is not None and tolerance.checkpoints is not None and tolerance.checkpoints.enabled:
+            self.checkpointing = JobCheckpointing(job_graph, self._send_trigger, self._send_notify,
+                                                  self._all_running, self.fail)
+        self._initial_restore = self._savepoint_restore(tolerance)
 
     @property
     def job_id(self) -> str:
         return self.job_graph.job_id
 
+    # -- deployment ---------------------------------------------------------------------------------------------
+
     def start(self) -> None:
+        self._started_at = time.monotonic()
+        self._deploy_all(self._initial_restore)
+        if self.checkpointing is not None:
+            self.checkpointing.coordinator.start()
+
+    def _deploy_all(self, restore: dict | None) -> None:
         """Deploy every subtask. TaskManager threads report while this runs, so it holds the lock: a report
         waits until every subtask is known (no job ends on a partial view) and deployed (a failure's
         cancellation reaches all of them). Deploying only hands the task to an executor; it never reports."""
-        self._started_at = time.monotonic()
+        settings = self.checkpointing.task_settings if self.checkpointing is not None else None
         with self._lock:
             self.status = JobStatus.RUNNING
             order = [(v, i) for v in reversed(self.job_graph.vertices) for i in range(v.parallelism)]
@@ -47,8 +92,101 @@ class JobMaster:
                 self._states[(vertex.id, index)] = "DEPLOYING"
             for vertex, index in order:
                 slot = self._slots[(vertex.id, index)]
-                spec = self.execution_graph.task_spec(vertex, index)
+                spec = self.execution_graph.task_spec(
+                    vertex, index, self.attempt, settings, (restore or {}).get((vertex.id, index)), self._templates)
                 self._task_managers[slot.task_manager].deploy(DeployTask(spec, slot.index))
+
+    def _savepoint_restore(self, tolerance: Any) -> dict | None:
+        if tolerance is None or not tolerance.savepoint_path:
+            return None
+        from fluvial.checkpoint.savepoint import read_savepoint
+
+        metadata = read_savepoint(tolerance.savepoint_path)
+        return restore_from(metadata, self.job_graph, tolerance.allow_non_restored_state, tolerance.savepoint_path)
+
+    # -- task states --------------------------------------------------------------------------------------------
+
+    def on_task_state(self, update: TaskExecutionState) -> None:
+        """Called from TaskManager threads; decisions are made under the lock, actions outside it."""
+        cancel_others = restart = False
+        with self._lock:
+            if update.attempt != self.attempt:
+                return  # a late report from a cancelled earlier attempt
+            self._states[(update.vertex_id, update.subtask_index)] = update.state
+            if update.state == "FAILED" and self.status is JobStatus.RUNNING and not self._cancel_requested:
+                cancel_others = True
+                if self._may_restart(update):
+                    self.status = JobStatus.RESTARTING
+                else:
+                    self._failure = update
+                    self.status = JobStatus.FAILING
+            done = all(state in TERMINAL for state in self._states.values())
+            restart = done and self.status is JobStatus.RESTARTING
+        if cancel_others:
+            if self.checkpointing is not None:
+                self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
+            self._cancel_all()
+        if restart:
+            delay = self._backoff.get_backoff_time() / 1000
+            threading.Timer(delay, self._restart).start()
+        elif done:
+            self._complete()
+
+    def _may_restart(self, update: TaskExecutionState) -> bool:
+        self._backoff.notify_failure(update.error, int(time.time() * 1000))
+        return self._backoff.can_restart()
+
+    def _restart(self) -> None:
+        """Every subtask of the failed attempt is down: redeploy all, restoring from the latest checkpoint."""
+        with self._lock:
+            if self.status is not JobStatus.RESTARTING or self._cancel_requested:
+                return
+            self.attempt += 1
+            self.restarts += 1
+        self._release_channels({edge.edge_id for edge in self.job_graph.edges})
+        try:
+            restore = self._initial_restore
+            if self.checkpointing is not None:
+                latest = self.checkpointing.store.latest()
+                if latest is not None:
+                    restore = restore_from(latest.metadata, self.job_graph, False, latest.metadata_location)
+            self._deploy_all(restore)
+        except BaseException as error:  # noqa: BLE001 - an unusable checkpoint fails the job, clearly
+            self.fail(error)
+
+    def _all_running(self) -> bool:
+        with self._lock:
+            return self.status is JobStatus.RUNNING and all(s == "RUNNING" for s in self._states.values())
+
+    # -- checkpoint messages ------------------------------------------------------------------------------------
+
+    def _send_trigger(self, message: TriggerCheckpoint) -> None:
+        slot = self._slots[(message.vertex_id, message.subtask_index)]
+        self._task_managers[slot.task_manager].trigger_checkpoint(message)
+
+    def _send_notify(self, message: NotifyCheckpoint) -> None:
+        for task_manager in self._task_managers:
+            task_manager.notify_checkpoint(message)
+
+    def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
+        if self.checkpointing is not None:
+            self.checkpointing.coordinator.receive_acknowledge(
+                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.states)
+
+    def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
+        if self.checkpointing is not None:
+            self.checkpointing.coordinator.receive_decline(
+                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.reason)
+
+    def trigger_savepoint(self, target_directory: str | None) -> Future:
+        if self.checkpointing is None:
+            raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
+        from fluvial.checkpoint.savepoint import savepoint_storage
+
+        return self.checkpointing.coordinator.trigger_checkpoint(
+            is_savepoint=True, savepoint_storage=savepoint_storage(target_directory, self.job_id))
+
+    # -- ending -------------------------------------------------------------------------------------------------
 
     def cancel(self) -> None:
         with self._lock:
@@ -56,33 +194,42 @@ class JobMaster:
                 return
             self._cancel_requested = True
             self.status = JobStatus.CANCELLING
+            done = all(state in TERMINAL for state in self._states.values())
         self._cancel_all()
+        if done:
+            self._complete()
+
+    def fail(self, error: BaseException) -> None:
+        """A failure of the job itself (not of a task): e.g. too many failed checkpoints, an unusable
+        checkpoint. Every task is cancelled and the job fails with this error."""
+        with self._lock:
+            if self.status.is_globally_terminal or self._fatal is not None:
+                return
+            self._fatal = error
+            self.status = JobStatus.FAILING
+            done = all(state in TERMINAL for state in self._states.values())
+        self._cancel_all()
+        if done:
+            self._complete()
 
     def _cancel_all(self) -> None:
         for (vertex_id, index), slot in self._slots.items():
             self._task_managers[slot.task_manager].cancel(CancelTask(self.job_id, vertex_id, index))
 
-    def on_task_state(self, update: TaskExecutionState) -> None:
-        """Called from TaskManager threads; decisions are made under the lock, actions outside it."""
-        cancel_others = False
-        with self._lock:
-            self._states[(update.vertex_id, update.subtask_index)] = update.state
-            if update.state == "FAILED" and self._failure is None and not self._cancel_requested:
-                self._failure = update
-                self.status = JobStatus.FAILING
-                cancel_others = True
-            done = all(state in ("FINISHED", "FAILED", "CANCELED") for state in self._states.values())
-        if cancel_others:
-            self._cancel_all()
-        if done:
-            self._complete()
-
     def _complete(self) -> None:
         if self.result.done():
             return
+        if self.checkpointing is not None:
+            self.checkpointing.coordinator.stop()
+            self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
         runtime_ms = int((time.monotonic() - self._started_at) * 1000)
         name = self.job_graph.job_name
-        if self._failure is not None:
+        if self._fatal is not None:
+            self.status = JobStatus.FAILED
+            error = JobExecutionException(f"Job '{name}' ({self.job_id}) failed: {self._fatal}", self.job_id)
+            error.__cause__ = self._fatal
+            self.result.set_exception(error)
+        elif self._failure is not None:
             failure = self._failure
             self.status = JobStatus.FAILED
             error = JobExecutionException(

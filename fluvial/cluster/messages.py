@@ -13,6 +13,7 @@ class JobStatus(enum.Enum):
     CREATED = "CREATED"
     RUNNING = "RUNNING"
     FAILING = "FAILING"
+    RESTARTING = "RESTARTING"
     FAILED = "FAILED"
     CANCELLING = "CANCELLING"
     CANCELED = "CANCELED"
@@ -52,6 +53,7 @@ class TaskExecutionState:
     task_name: str | None = None
     error: BaseException | None = None
     traceback_text: str | None = None
+    attempt: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from fluvial.cluster.job_client import JobClient
 from fluvial.cluster.job_master import JobMaster
-from fluvial.cluster.messages import TaskExecutionState
+from fluvial.cluster.messages import AcknowledgeCheckpoint, TaskExecutionState
 from fluvial.cluster.slots import offered_slots
 from fluvial.cluster.task_manager import TaskManager
 from fluvial.common.configuration import Configuration
@@ -75,11 +75,11 @@ class MiniCluster:
         )
         free = offered_slots(task_manager_count, slots_each)
         self.task_managers = [
-            TaskManager(i, slots_each, self.channels, self._report, self.collect_target)
+            TaskManager(i, slots_each, self.channels, self._report, self.collect_target, self._report_checkpoint)
             for i in range(task_manager_count)
         ]
         try:
-            self._job_master = JobMaster(job_graph, self.task_managers, free)
+            self._job_master = JobMaster(job_graph, self.task_managers, free, self.channels.release)
         except BaseException:
             self.shutdown()
             raise
@@ -90,6 +90,15 @@ class MiniCluster:
     def _report(self, update: TaskExecutionState) -> None:
         if self._job_master is not None:
             self._job_master.on_task_state(update)
+
+    def _report_checkpoint(self, message: Any) -> None:
+        master = self._job_master
+        if master is None:
+            return
+        if isinstance(message, AcknowledgeCheckpoint):
+            master.acknowledge_checkpoint(message)
+        else:
+            master.decline_checkpoint(message)
 
     def _on_job_end(self) -> None:
         for buffer in self.collect_buffers.values():

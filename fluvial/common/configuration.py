@@ -73,7 +73,15 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("state.backend.type", _one_of("hashmap", "rocksdb"), "hashmap", "state backend"),
         ConfigOption("state.checkpoints.dir", str, None, "checkpoint directory"),
         ConfigOption("state.checkpoints.num-retained", _parse_positive_int, 1, "retained checkpoints"),
-        ConfigOption("restart-strategy.type", str, None, "restart strategy"),
+        ConfigOption("execution.checkpointing.mode", _one_of("exactly_once", "at_least_once"), "exactly_once",
+                     "checkpointing mode"),
+        ConfigOption("execution.checkpointing.timeout", _parse_duration_ms, 600_000, "checkpoint timeout"),
+        ConfigOption("execution.checkpointing.min-pause", _parse_duration_ms, 0, "pause between checkpoints"),
+        ConfigOption("execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1,
+                     "checkpoints in flight"),
+        ConfigOption("execution.checkpointing.tolerable-failed-checkpoints", int, 0, "tolerated failures"),
+        ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
+                     "allow_non_restored_state"),
         ConfigOption("taskmanager.numberOfTaskSlots", _parse_positive_int, None, "slots per TaskManager"),
         ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process"), "thread", "TaskManager kind"),
@@ -85,6 +93,17 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("receiver.max-rate", int, 0, "receiver records per second (0: unlimited)"),
     )
 }
+
+def _register_restart_strategy_keys() -> None:
+    """The restart-strategy keys are parsed by `restart_strategy.py` (durations, aliases); here they are only
+    known, so setting one is accepted."""
+    from fluvial.common.restart_strategy import RESTART_STRATEGY_KEYS
+
+    for key in RESTART_STRATEGY_KEYS:
+        OPTIONS.setdefault(key, ConfigOption(key, str, None, "restart strategy"))
+
+
+_register_restart_strategy_keys()
 
 # Namespaces that are ours alone: an unknown key here is certainly a mistake.
 _OWN_NAMESPACES = ("local.", "receiver.")

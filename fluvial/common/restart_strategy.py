@@ -41,26 +41,13 @@ from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.time import Duration, current_millis
 
 __all__ = [
-    "MAX_RESTART_ATTEMPTS",
-    "RESTART_STRATEGY_KEYS",
-    "ExponentialDelayRestartBackoffTimeStrategy",
-    "ExponentialDelayRestartStrategyConfiguration",
-    "FailureOutcome",
-    "FailureRateRestartBackoffTimeStrategy",
-    "FailureRateRestartStrategyConfiguration",
-    "FallbackRestartStrategyConfiguration",
-    "FixedDelayRestartBackoffTimeStrategy",
-    "FixedDelayRestartStrategyConfiguration",
-    "NoRestartBackoffTimeStrategy",
-    "NoRestartStrategyConfiguration",
-    "RestartBackoffTimeStrategy",
-    "RestartStrategies",
-    "RestartStrategyConfiguration",
-    "RestartStrategyType",
-    "create_backoff_strategy",
-    "default_restart_strategy",
-    "resolve_restart_strategy",
-    "restart_strategy_from_configuration",
+    "MAX_RESTART_ATTEMPTS", "RESTART_STRATEGY_KEYS", "ExponentialDelayRestartBackoffTimeStrategy",
+    "ExponentialDelayRestartStrategyConfiguration", "FailureOutcome", "FailureRateRestartBackoffTimeStrategy",
+    "FailureRateRestartStrategyConfiguration", "FallbackRestartStrategyConfiguration",
+    "FixedDelayRestartBackoffTimeStrategy", "FixedDelayRestartStrategyConfiguration",
+    "NoRestartBackoffTimeStrategy", "NoRestartStrategyConfiguration", "RestartBackoffTimeStrategy",
+    "RestartStrategies", "RestartStrategyConfiguration", "RestartStrategyType", "create_backoff_strategy",
+    "default_restart_strategy", "resolve_restart_strategy", "restart_strategy_from_configuration",
 ]
 
 MAX_RESTART_ATTEMPTS = 2**31 - 1
@@ -70,7 +57,7 @@ Clock = Callable[[], int]
 """Returns milliseconds. Strategies only subtract two readings, so any origin will do."""
 
 Interval = int | float | timedelta | Duration
-"""What PyFlink accepts for a delay: milliseconds, a datetime.timedelta, or (ours and PyFlink 2's) a Duration."""
+"""A delay as PyFlink takes it (milliseconds or a datetime.timedelta), or a fluvial Duration."""
 
 
 # --- Checking user values ---
@@ -326,7 +313,7 @@ class RestartStrategies:
 # --- From configuration keys ---
 
 TYPE_KEY = "restart-strategy.type"
-DEPRECATED_TYPE_KEY = "restart-strategy"  # Flink's name before 1.17, still read when the new one is absent
+DEPRECATED_TYPE_KEY = "restart-strategy"  # Flink's older name, read only when the new one is absent
 FIXED_DELAY_ATTEMPTS = "restart-strategy.fixed-delay.attempts"
 FIXED_DELAY_DELAY = "restart-strategy.fixed-delay.delay"
 FAILURE_RATE_MAX_FAILURES = "restart-strategy.failure-rate.max-failures-per-interval"
@@ -368,8 +355,8 @@ class RestartStrategyType(Enum):
             if name in strategy_type.value:
                 return strategy_type
         valid = ", ".join(name for strategy_type in cls for name in strategy_type.value)
-        raise ConfigurationError(f"configuration '{key}' has the value {raw!r}, which is not a restart strategy; "
-                                 f"use one of: {valid}")
+        raise ConfigurationError(f"configuration '{key}' has the value {raw!r}, which is not a restart "
+                                 f"strategy; use one of: {valid}")
 
 
 class _ConfigSource(Protocol):
@@ -413,12 +400,15 @@ class _Setting(NamedTuple):
     raw: str | None
 
 
-def _read(config: _ConfigSource, key: str, parameter: str, default: Any, parse: Callable[[str], Any]) -> _Setting:
+def _read(config: _ConfigSource, key: str, parameter: str, default: Any,
+          parse: Callable[[str], Any]) -> _Setting:
     raw = config.get_string(key, None)
     if raw is None:
         return _Setting(key, parameter, default, None)
     try:
         return _Setting(key, parameter, parse(str(raw).strip()), raw)
+    except ConfigurationError:
+        raise  # the parser's own message is more precise
     except (ValueError, InvalidOperation):
         kind = "an integer" if parse is int else "a number"
         raise ConfigurationError(f"configuration '{key}' has the value {raw!r}, which is not {kind}; "
@@ -429,12 +419,13 @@ def _read_duration(config: _ConfigSource, key: str, parameter: str, default_ms: 
     return _read(config, key, parameter, default_ms, lambda raw: _parse_duration_ms(key, raw))
 
 
-def _build(cls: Callable[..., RestartStrategyConfiguration], *settings: _Setting) -> RestartStrategyConfiguration:
+def _build(cls: Callable[..., RestartStrategyConfiguration], *settings: _Setting
+           ) -> RestartStrategyConfiguration:
     """`cls(*values)` in field order; a value the class rejects becomes a ConfigurationError naming its key."""
     try:
         return cls(*(setting.value for setting in settings))
     except _InvalidParameter as exc:
-        setting = next(s for s in settings if s.parameter == exc.parameter)
+        setting = next((s for s in settings if s.parameter == exc.parameter), settings[0])
         shown = f"its default {setting.value!r}" if setting.raw is None else repr(setting.raw)
         raise ConfigurationError(f"configuration '{setting.key}' ({shown}) is not valid: {exc}") from None
 
@@ -571,8 +562,8 @@ class FixedDelayRestartBackoffTimeStrategy:
         return self._backoff_ms
 
     def __repr__(self) -> str:
-        return (f"FixedDelayRestartBackoffTimeStrategy(failures={self._failures}, max_attempts={self._max_attempts}, "
-                f"backoff_ms={self._backoff_ms})")
+        return (f"FixedDelayRestartBackoffTimeStrategy(failures={self._failures}, "
+                f"max_attempts={self._max_attempts}, backoff_ms={self._backoff_ms})")
 
 
 class FailureRateRestartBackoffTimeStrategy:
@@ -586,7 +577,8 @@ class FailureRateRestartBackoffTimeStrategy:
 
     __slots__ = ("_backoff_ms", "_clock", "_failure_times", "_interval_ms", "_max_failures")
 
-    def __init__(self, configuration: FailureRateRestartStrategyConfiguration, clock: Clock = current_millis) -> None:
+    def __init__(self, configuration: FailureRateRestartStrategyConfiguration,
+                 clock: Clock = current_millis) -> None:
         self._max_failures = configuration.max_failure_rate
         self._interval_ms = configuration.failure_interval_ms
         self._backoff_ms = configuration.delay_between_attempts_ms
@@ -612,7 +604,7 @@ class FailureRateRestartBackoffTimeStrategy:
 
 
 class ExponentialDelayRestartBackoffTimeStrategy:
-    """Flink 1.19's exponential delay: the n-th restart since the last reset waits
+    """Flink 1.19's exponential delay: restart n since the last reset (counting from 0) waits
     `clamp(initial * multiplier**n +/- jitter, initial, max)`.
 
     1. A failure at or before the pending restart time is the same incident (several tasks failing at once):
@@ -630,8 +622,8 @@ class ExponentialDelayRestartBackoffTimeStrategy:
 
     __slots__ = ("_attempt", "_clock", "_config", "_next_restart_ms", "_rng")
 
-    def __init__(self, configuration: ExponentialDelayRestartStrategyConfiguration, clock: Clock = current_millis,
-                 rng: random.Random | None = None) -> None:
+    def __init__(self, configuration: ExponentialDelayRestartStrategyConfiguration,
+                 clock: Clock = current_millis, rng: random.Random | None = None) -> None:
         self._config = configuration
         self._clock = clock
         self._rng = rng if rng is not None else random.Random()
@@ -696,7 +688,7 @@ def create_backoff_strategy(configuration: RestartStrategyConfiguration, clock: 
             return ExponentialDelayRestartBackoffTimeStrategy(configuration, clock, rng)
         case FallbackRestartStrategyConfiguration():
             raise InvalidJobError(
-                "fall_back_restart() defers to the cluster and names no strategy to build; resolve it first with "
-                "resolve_restart_strategy(job_strategy, configuration, checkpointing_enabled)")
+                "fall_back_restart() defers to the cluster and names no strategy to build; resolve it first "
+                "with resolve_restart_strategy(job_strategy, configuration, checkpointing_enabled)")
     raise TypeError(f"expected a RestartStrategyConfiguration, got {configuration!r}; "
                     "build one with RestartStrategies, e.g. RestartStrategies.fixed_delay_restart(3, 10_000)")

@@ -39,6 +39,9 @@ class StreamExecutionEnvironment:
             self._config.set_max_parallelism(max_parallelism)
         self._config.set_auto_watermark_interval(self._configuration.get("pipeline.auto-watermark-interval"))
         self._chaining_enabled = bool(self._configuration.get("pipeline.operator-chaining.enabled"))
+        self._checkpoint_config: Any = None
+        self._state_backend: Any = None
+        self._restart_strategy: Any = None
         self._transformations: dict[int, t.Transformation] = {}
         self._pending_sinks: list[int] = []
         self._next_id = 1
@@ -82,6 +85,73 @@ class StreamExecutionEnvironment:
 
     def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
         return self
+
+    # -- fault tolerance ----------------------------------------------------------------------------------------
+
+    def get_checkpoint_config(self) -> Any:
+        if self._checkpoint_config is None:
+            from fluvial.datastream.checkpoint_config import CheckpointConfig
+
+            self._checkpoint_config = CheckpointConfig(self._configuration)
+        return self._checkpoint_config
+
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> "StreamExecutionEnvironment":
+        """Checkpoint every `interval` ms (>= 10), EXACTLY_ONCE unless `mode` says AT_LEAST_ONCE."""
+        config = self.get_checkpoint_config()
+        config.set_checkpoint_interval(interval)
+        if mode is not None:
+            config.set_checkpointing_mode(mode)
+        return self
+
+    def get_checkpoint_interval(self) -> int:
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> Any:
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
+        from fluvial.datastream.state_backend import StateBackend
+
+        if not isinstance(state_backend, StateBackend):
+            raise InvalidJobError(
+                f"set_state_backend expects HashMapStateBackend() or EmbeddedRocksDBStateBackend(), got {state_backend!r}"
+            )
+        self._state_backend = state_backend
+        return self
+
+    def get_state_backend(self) -> Any:
+        if self._state_backend is None:
+            from fluvial.datastream.state_backend import state_backend_from_configuration
+
+            return state_backend_from_configuration(self._configuration)
+        return self._state_backend
+
+    def set_restart_strategy(self, restart_strategy_configuration: Any) -> "StreamExecutionEnvironment":
+        from fluvial.common.restart_strategy import RestartStrategyConfiguration
+
+        if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
+            raise InvalidJobError(
+                "set_restart_strategy expects e.g. RestartStrategies.fixed_delay_restart(3, 1000), "
+                f"got {restart_strategy_configuration!r}"
+            )
+        self._restart_strategy = restart_strategy_configuration
+        return self
+
+    def get_restart_strategy(self) -> Any:
+        return self._fault_tolerance().restart_strategy
+
+    def _fault_tolerance(self) -> Any:
+        from fluvial.common.restart_strategy import resolve_restart_strategy
+        from fluvial.datastream.fault_tolerance import FaultTolerance
+
+        checkpoints = self.get_checkpoint_config().settings()
+        return FaultTolerance(
+            checkpoints=checkpoints,
+            state_backend=self.get_state_backend(),
+            restart_strategy=resolve_restart_strategy(self._restart_strategy, self._configuration, checkpoints.enabled),
+            savepoint_path=self._configuration.get("execution.savepoint.path"),
+            allow_non_restored_state=bool(self._configuration.get("execution.savepoint.ignore-unclaimed-state")),
+        )
 
     def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":
         """Flink 1.x: event time is always on since Flink 1.12; kept so old programs run unchanged."""
@@ -145,6 +215,7 @@ class StreamExecutionEnvironment:
             chaining_enabled=self._chaining_enabled,
             execution_config=self._config,
             configuration=self._configuration,
+            fault_tolerance=self._fault_tolerance(),
         )
         if clear_transformations:
             self._pending_sinks.clear()

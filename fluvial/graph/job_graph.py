@@ -89,6 +89,7 @@ class JobGraph:
     edges: list[JobEdge]
     execution_config: Any = None
     configuration: Any = None
+    fault_tolerance: Any = None
 
     def vertex(self, vertex_id: int) -> JobVertex:
         for vertex in self.vertices:
@@ -142,6 +143,7 @@ def build_job_graph(graph: StreamGraph, job_id: str | None = None) -> JobGraph:
         edges=edges,
         execution_config=graph.execution_config,
         configuration=graph.configuration,
+        fault_tolerance=graph.fault_tolerance,
     )
 
 

@@ -60,6 +60,7 @@ class StreamGraph:
     chaining_enabled: bool
     execution_config: Any = None
     configuration: Any = None
+    fault_tolerance: Any = None  # FaultTolerance: checkpoints, state backend, restarts, savepoint to restore
 
     @property
     def edges(self) -> list[StreamEdge]:

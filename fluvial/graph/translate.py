@@ -117,6 +117,7 @@ def build_stream_graph(
     chaining_enabled: bool,
     execution_config: Any = None,
     configuration: Any = None,
+    fault_tolerance: Any = None,
 ) -> StreamGraph:
     """Translate everything the given sinks depend on; transformations no sink reaches are left out."""
     if default_parallelism < 1:
@@ -125,4 +126,4 @@ def build_stream_graph(
     for sink_id in sorted(sink_ids):
         translator.translate(sink_id)
     nodes = dict(sorted(translator.nodes.items()))
-    return StreamGraph(job_name, nodes, chaining_enabled, execution_config, configuration)
+    return StreamGraph(job_name, nodes, chaining_enabled, execution_config, configuration, fault_tolerance)

@@ -58,13 +58,19 @@ class SourceOperatorStub(StreamOperator):
         self.process_batch = self.output.collect  # type: ignore[method-assign]
 
 
-def build_operator(node: StreamNode, context: OperatorContext) -> StreamOperator:
+def build_operator(node: StreamNode, context: OperatorContext, template: Any = None) -> StreamOperator:
+    """`template`: a pristine copy of the node's function kept by the JobMaster for restarts, so a restarted
+    attempt never runs a function object an earlier attempt mutated."""
     if node.is_source:
         return SourceOperatorStub(node.operator, context)
     builder = OPERATOR_BUILDERS.get(type(node.operator))
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
-    return builder(_subtask_spec(node, context.task_info.subtask_index), context)
+    info = context.task_info
+    if template is not None and info.attempt_number > 0:
+        spec = dataclasses.replace(node.operator, function=copy.deepcopy(template))
+        return builder(spec, context)
+    return builder(_subtask_spec(node, info.subtask_index), context)
 
 
 def _subtask_spec(node: StreamNode, subtask_index: int) -> t.OperatorSpec:
@@ -99,12 +105,12 @@ class OperatorChain:
     """Operators in depth-first order (head first); `writers` maps JobEdge dataset id → RecordWriter."""
 
     def __init__(self, vertex: JobVertex, make_context: Callable[[StreamNode], OperatorContext],
-                 writers: dict[str, Any]) -> None:
+                 writers: dict[str, Any], templates: dict[int, Any] | None = None) -> None:
         self.vertex = vertex
         self.operators: dict[int, StreamOperator] = {}
         self.order: list[StreamOperator] = []
         for node in vertex.nodes:
-            operator = build_operator(node, make_context(node))
+            operator = build_operator(node, make_context(node), (templates or {}).get(node.id))
             self.operators[node.id] = operator
             self.order.append(operator)
         for node in vertex.nodes:

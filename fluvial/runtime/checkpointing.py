@@ -18,7 +18,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from fluvial.checkpoint.snapshots import UNION_PREFIX, OperatorRestore, OperatorSnapshot
+from fluvial.checkpoint.snapshots import UNION_PREFIX, OperatorRestore, OperatorSnapshot, RestoreAssignment
 from fluvial.runtime.records import CheckpointBarrier
 
 SOURCE_SPLITS = "source-splits"
@@ -30,21 +30,6 @@ class TaskCheckpointSettings:
 
     exactly_once: bool
     storage: Any  # the storage description; the TaskManager builds the access object from it
-
-
-@dataclass(frozen=True, slots=True)
-class RestoreAssignment:
-    """Which stored state one operator of one subtask restores from (chosen by the JobMaster).
-
-    `keyed_handles`: the old subtasks' keyed state files that may hold this subtask's key groups.
-    `operator_handles`: every old subtask's operator state file, in old subtask order; the subtask takes its
-    share (its own old subtask's at equal parallelism, a round-robin share of the union otherwise; union
-    lists whole)."""
-
-    checkpoint_id: int
-    keyed_handles: tuple
-    operator_handles: tuple
-    old_parallelism: int
 
 
 class SubtaskCheckpointer:

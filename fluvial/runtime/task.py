@@ -26,12 +26,9 @@ from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import FusedStatelessOperator, StreamOperator
-from fluvial.runtime.checkpointing import (
-    SOURCE_SPLITS,
-    RestoreAssignment,
-    SubtaskCheckpointer,
-    TaskCheckpointSettings,
-)
+from fluvial.checkpoint.restore import operator_id_of
+from fluvial.checkpoint.snapshots import RestoreAssignment
+from fluvial.runtime.checkpointing import SOURCE_SPLITS, SubtaskCheckpointer, TaskCheckpointSettings
 from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
@@ -73,6 +70,7 @@ class TaskSpec:
     auto_watermark_interval: int = 200
     checkpointing: TaskCheckpointSettings | None = None
     restore: dict[str, RestoreAssignment] | None = None  # operator id -> what it restores from
+    function_templates: dict[int, Any] | None = None  # node id -> pristine function, for restarted attempts
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -139,7 +137,7 @@ class Task:
                 channel.set_producer_waker(self._wake)
             writers[output.dataset_id] = RecordWriter(output, channels, spec.subtask_index)
         self.writers = list(writers.values())
-        self.chain = OperatorChain(spec.vertex, self._operator_context, writers)
+        self.chain = OperatorChain(spec.vertex, self._operator_context, writers, spec.function_templates)
         head = self.chain.head
         if spec.vertex.is_source:
             source_spec = spec.vertex.head.operator
@@ -320,7 +318,3 @@ def _raising_operator_name(exc: BaseException) -> str | None:
                 return name
     return found.name
 
-
-def operator_id_of(node: StreamNode) -> str:
-    """The id that matches an operator's state across runs: its uid, else its position in the job."""
-    return node.uid or f"node-{node.id}"

@@ -82,7 +82,14 @@ class _TimerQueue:
         return len(self._live)
 
     def timers(self) -> list[Timer]:
-        return sorted(self._live)
+        """The live timers in firing order: by (timestamp, registration), never by key or namespace, which
+        need not be orderable (None beside str keys, a user's unordered dataclass)."""
+        live, seen, out = self._live, set(), []
+        for _, _, timer in sorted(self._heap, key=lambda entry: (entry[0], entry[1])):
+            if timer in live and timer not in seen:  # a deleted then re-added timer has two entries
+                seen.add(timer)
+                out.append(timer)
+        return out
 
 
 class InternalTimerService:

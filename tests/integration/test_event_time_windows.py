@@ -16,18 +16,24 @@ from collections import Counter, defaultdict
 import pytest
 
 from fluvial.common import Duration
-from fluvial.common.time import MAX_WATERMARK
+from fluvial.common.time import MAX_WATERMARK, current_millis
 from fluvial.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkStrategy
 from fluvial.datastream import AggregateFunction, ProcessFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.window import (
     AllWindowFunction,
+    CountEvictor,
+    CountTrigger,
     EventTimeSessionWindows,
+    GlobalWindows,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
+    PurgingTrigger,
     SessionWindowTimeGapExtractor,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
     WindowFunction,
 )
 
@@ -454,3 +460,96 @@ def test_count_window_reduce_matches_batch(parallelism):
     results = list(keyed.count_window(10).reduce(add_values).map(lambda e: (e[0], e[1])).execute_and_collect())
     expected = Counter((key, sum(values)) for key, values in batch_count_windows(EVENTS_B, 10, 10).elements())
     assert Counter(results) == expected
+
+
+# -- triggers, evictors and processing time in real jobs ----------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_global_windows_with_purging_count_trigger_equal_tumbling_count_windows(parallelism):
+    env = env_with(parallelism)
+    keyed = env.from_collection(EVENTS).key_by(lambda e: e[0])
+    results = run(keyed.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(6)))
+                  .apply(CountPane()))
+    assert Counter(value for value, _ in results) == batch_count_windows(EVENTS, 6, 6)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_count_evictor_keeps_the_last_arrivals_of_each_pane(parallelism):
+    env = env_with(parallelism)
+    keyed = env.from_collection(EVENTS).assign_timestamps_and_watermarks(
+        strategy("per_event", lambda event, _: event[2])).set_parallelism(1).key_by(lambda e: e[0])
+    results = run(keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).evictor(CountEvictor.of(3))
+                  .apply(ApplyPaneInArrivalOrder()))
+    expected = Counter(((key, start, end, tuple(e[1] for e in items[-3:])), end - 1)
+                       for (key, start, end), items in batch_panes(EVENTS, SIZE, SIZE).items())
+    assert Counter(results) == expected
+
+
+class ApplyPaneInArrivalOrder(WindowFunction):
+    def apply(self, key, window, inputs):
+        yield key, window.start, window.end, tuple(e[1] for e in inputs)
+
+
+class LingeringReader(SourceReader):
+    """All records in one poll, then [] until `linger_ms` of wall time passed (processing-time windows need a
+    running job to fire: like Flink, pending processing-time timers do not fire after the input ended)."""
+
+    def __init__(self, records, linger_ms):
+        self._records, self._linger_ms, self._done_at = list(records), linger_ms, None
+
+    def add_splits(self, splits):
+        pass
+
+    def poll(self, max_records):
+        if self._records:
+            out, self._records = self._records, []
+            self._done_at = current_millis()
+            return out
+        return [] if current_millis() - self._done_at < self._linger_ms else None
+
+    def snapshot_state(self):
+        return []
+
+
+class LingeringSource(Source):
+    def __init__(self, records, linger_ms):
+        self.records, self.linger_ms = list(records), linger_ms
+
+    def get_boundedness(self):
+        return Boundedness.BOUNDED
+
+    def create_splits(self, parallelism):
+        return ["only"]
+
+    def create_reader(self, task_info):
+        return LingeringReader(self.records, self.linger_ms)
+
+    def max_parallelism(self):
+        return 1
+
+
+class ProcessingPane(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        window = context.window()
+        yield key, window.start, window.end, sum(e[1] for e in elements), context.current_processing_time()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_processing_time_windows_fire_on_the_wall_clock(parallelism):
+    env = env_with(parallelism)
+    stream = env.from_source(LingeringSource(EVENTS, linger_ms=800), None, "lingering")
+    results = run(stream.key_by(lambda e: e[0]).window(TumblingProcessingTimeWindows.of(Duration.of_millis(200)))
+                  .process(ProcessingPane()))
+    totals = Counter()
+    for (key, start, end, total, fired_at), ts in results:
+        totals[key] += total
+        assert end - start == 200 and start % 200 == 0
+        assert ts == end - 1 and fired_at >= end - 1  # fired by the clock passing the window
+    expected = Counter()
+    for key, value, _ in EVENTS:
+        expected[key] += value
+    assert totals == expected

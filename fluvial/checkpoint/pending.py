@@ -1,0 +1,188 @@
+"""A checkpoint that has been triggered and is collecting acknowledgements (Flink's PendingCheckpoint).
+
+Life of checkpoint n, owned by the CheckpointCoordinator's one thread:
+1. Created PENDING with the tasks that must acknowledge (every subtask of the job, as (vertex_id, subtask)).
+2. `acknowledge(task, states)` per task; the result says what happened (AckResult), never raises for a late or
+   stray message — those are normal in a distributed system.
+3. When `is_fully_acknowledged`, `finalize(storage)` writes the metadata and returns the CompletedCheckpoint
+   (state COMPLETED). If writing fails, the checkpoint is ABORTED with FINALIZE_FAILURE and the error re-raised.
+4. Or, at any time before completion, `abort(reason)` (timeout, a decline, a failover...): state ABORTED. The
+   coordinator then discards its files (`storage.discard_checkpoint(n)`, `store.release_shared(n)`).
+Calls that make no sense in the current state raise IllegalCheckpointStateError naming the state.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Mapping
+
+from fluvial.checkpoint.storage import CheckpointMetadata, CheckpointStorageAccess, OperatorState, SubtaskState
+from fluvial.checkpoint.store import CompletedCheckpoint
+from fluvial.common.errors import FluvialError
+from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM
+
+TaskId = tuple[int, int]
+"""(vertex_id, subtask_index)."""
+
+
+class AckResult(enum.Enum):
+    SUCCESS = "acknowledged"
+    DUPLICATE = "this task had already acknowledged"
+    UNKNOWN = "this task is not part of the checkpoint"
+    DISCARDED = "the checkpoint was aborted; the coordinator must discard the state this ack refers to"
+
+
+class PendingCheckpointState(enum.Enum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+
+
+class CheckpointFailureReason(enum.Enum):
+    """Why a checkpoint failed. `pre_flight`: it never started (nothing to clean up, no task involved);
+    `counts`: it counts against the tolerable failure number (CheckpointFailureManager), as in Flink."""
+
+    # pre-flight: the trigger did not happen
+    COORDINATOR_SHUTDOWN = ("the checkpoint coordinator is shut down", True, False)
+    TOO_MANY_CONCURRENT = ("the maximum of concurrent checkpoints is reached", True, False)
+    MIN_PAUSE_NOT_ELAPSED = ("the minimum pause between checkpoints has not elapsed", True, False)
+    NOT_ALL_TASKS_RUNNING = ("not all tasks are running", True, False)
+    TRIGGER_FAILURE = ("triggering the checkpoint failed", True, False)
+    # after the trigger
+    TIMEOUT = ("the checkpoint expired before every task acknowledged it", False, True)
+    DECLINED = ("a task declined the checkpoint", False, True)
+    DECLINED_TASK_NOT_READY = ("a task was not ready to take a checkpoint", False, False)
+    DECLINED_TASK_CLOSING = ("a task was closing", False, False)
+    DECLINED_END_OF_INPUT = ("a task's input had ended", False, False)
+    ASYNC_ERROR = ("a task's asynchronous snapshot part failed", False, True)
+    IO_ERROR = ("writing checkpoint data failed", False, True)
+    FINALIZE_FAILURE = ("writing the checkpoint metadata failed", False, False)
+    SUBSUMED = ("a newer checkpoint completed first", False, False)
+    TASK_FAILURE = ("a task failed", False, False)
+    JOB_FAILOVER = ("the job is failing over", False, False)
+
+    def __init__(self, message: str, pre_flight: bool, counts: bool) -> None:
+        self.message = message
+        self.pre_flight = pre_flight
+        self.counts = counts
+
+
+class IllegalCheckpointStateError(FluvialError):
+    """A pending checkpoint was asked to do something its state forbids."""
+
+
+class PendingCheckpoint:
+    def __init__(
+        self,
+        checkpoint_id: int,
+        timestamp: int,
+        tasks_to_ack: set[TaskId],
+        is_savepoint: bool = False,
+        *,
+        job_id: str = "",
+        max_parallelism: int | Mapping[int, int] = DEFAULT_MAX_PARALLELISM,
+    ) -> None:
+        """`max_parallelism`: one value for the job, or per vertex id (what restore rescales by). An operator's
+        parallelism is the number of its vertex's subtasks in `tasks_to_ack`."""
+        if not tasks_to_ack:
+            raise ValueError(f"checkpoint {checkpoint_id} needs at least one task to acknowledge it")
+        self.checkpoint_id = checkpoint_id
+        self.timestamp = timestamp
+        self.is_savepoint = is_savepoint
+        self.job_id = job_id
+        self.tasks_to_ack: frozenset[TaskId] = frozenset(tasks_to_ack)
+        self._max_parallelism = max_parallelism
+        self._not_yet_acknowledged: set[TaskId] = set(tasks_to_ack)
+        self._parallelism: dict[int, int] = {}
+        for vertex_id, _ in tasks_to_ack:
+            self._parallelism[vertex_id] = self._parallelism.get(vertex_id, 0) + 1
+        self._operator_states: dict[str, OperatorState] = {}
+        self.state = PendingCheckpointState.PENDING
+        self.failure_reason: CheckpointFailureReason | None = None
+        self.failure_cause: BaseException | None = None
+
+    # -- acknowledgements ---------------------------------------------------------------------------------------
+
+    def acknowledge(self, task: TaskId, states: Mapping[str, SubtaskState] | None = None) -> AckResult:
+        """Record `task`'s state: `states` maps each operator id of its chain to that operator's SubtaskState."""
+        if self.state is PendingCheckpointState.ABORTED:
+            return AckResult.DISCARDED
+        if task not in self.tasks_to_ack:
+            return AckResult.UNKNOWN
+        if task not in self._not_yet_acknowledged:
+            return AckResult.DUPLICATE
+        self._not_yet_acknowledged.discard(task)
+        vertex_id, subtask = task
+        for operator_id, subtask_state in (states or {}).items():
+            operator = self._operator_states.get(operator_id)
+            if operator is None:
+                operator = OperatorState(
+                    operator_id, self._parallelism[vertex_id], self._max_parallelism_of(vertex_id)
+                )
+                self._operator_states[operator_id] = operator
+            operator.subtask_states[subtask] = subtask_state
+        return AckResult.SUCCESS
+
+    def _max_parallelism_of(self, vertex_id: int) -> int:
+        if isinstance(self._max_parallelism, int):
+            return self._max_parallelism
+        return self._max_parallelism.get(vertex_id, DEFAULT_MAX_PARALLELISM)
+
+    @property
+    def is_fully_acknowledged(self) -> bool:
+        return not self._not_yet_acknowledged
+
+    @property
+    def not_yet_acknowledged(self) -> frozenset[TaskId]:
+        return frozenset(self._not_yet_acknowledged)
+
+    @property
+    def operator_states(self) -> dict[str, OperatorState]:
+        return dict(self._operator_states)
+
+    # -- transitions --------------------------------------------------------------------------------------------
+
+    def abort(self, reason: CheckpointFailureReason, cause: BaseException | None = None) -> None:
+        """PENDING → ABORTED. Aborting an aborted checkpoint again keeps the first reason (timeouts and declines
+        race); aborting a completed one is an error."""
+        if self.state is PendingCheckpointState.ABORTED:
+            return
+        self._require_pending(f"abort it ({reason.name})")
+        self.state = PendingCheckpointState.ABORTED
+        self.failure_reason = reason
+        self.failure_cause = cause
+
+    def finalize(self, storage: CheckpointStorageAccess) -> CompletedCheckpoint:
+        """PENDING and fully acknowledged → COMPLETED: write the metadata, return the completed checkpoint."""
+        self._require_pending("finalize it")
+        if not self.is_fully_acknowledged:
+            missing = sorted(self._not_yet_acknowledged)
+            raise IllegalCheckpointStateError(
+                f"checkpoint {self.checkpoint_id} cannot be finalized: {len(missing)} of {len(self.tasks_to_ack)} "
+                f"tasks have not acknowledged it yet (first: vertex {missing[0][0]} subtask {missing[0][1]}); "
+                "finalize only when is_fully_acknowledged"
+            )
+        metadata = CheckpointMetadata(
+            self.checkpoint_id, self.timestamp, self.job_id, self.is_savepoint, dict(self._operator_states)
+        )
+        try:
+            location = storage.write_metadata(self.checkpoint_id, metadata)
+        except Exception as error:
+            self.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
+            raise
+        self.state = PendingCheckpointState.COMPLETED
+        return CompletedCheckpoint(self.checkpoint_id, self.timestamp, location, metadata, self.is_savepoint)
+
+    def _require_pending(self, action: str) -> None:
+        if self.state is not PendingCheckpointState.PENDING:
+            detail = f" ({self.failure_reason.name})" if self.failure_reason is not None else ""
+            raise IllegalCheckpointStateError(
+                f"cannot {action}: checkpoint {self.checkpoint_id} is {self.state.value}{detail}"
+            )
+
+    def __repr__(self) -> str:
+        acked = len(self.tasks_to_ack) - len(self._not_yet_acknowledged)
+        return (
+            f"PendingCheckpoint(id={self.checkpoint_id}, state={self.state.name}, "
+            f"acknowledged={acked}/{len(self.tasks_to_ack)})"
+        )

@@ -1,0 +1,69 @@
+"""Which stored state each subtask restores from (DESIGN 2.3): operators are matched by id (their uid, else
+their position in the job); keyed state follows key groups, so a job restores at another parallelism by
+giving each new subtask the old files whose key-group ranges overlap its own; operator state is split among
+the new subtasks by the task itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fluvial.checkpoint.snapshots import RestoreAssignment
+from fluvial.common.errors import StateError
+from fluvial.common.key_groups import key_group_range_for_operator
+
+
+def operator_id_of(node: Any) -> str:
+    """The id that matches an operator's state across runs: its uid, else its position in the job."""
+    return node.uid or f"node-{node.id}"
+
+
+def _overlaps(a: range, b: range) -> bool:
+    return a.start < b.stop and b.start < a.stop
+
+
+def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool = False,
+                   location: str = "") -> dict[tuple[int, int], dict[str, RestoreAssignment]]:
+    """(vertex id, subtask index) → operator id → RestoreAssignment, for every subtask of `job_graph`.
+
+    Raises StateError for state that matches no operator (unless allowed) and for a changed max parallelism of
+    keyed state, naming the operator and the fix."""
+    operator_states = dict(metadata.operator_states)
+    matched: set[str] = set()
+    result: dict[tuple[int, int], dict[str, RestoreAssignment]] = {}
+    for vertex in job_graph.vertices:
+        for node in vertex.nodes:
+            operator_id = operator_id_of(node)
+            old = operator_states.get(operator_id)
+            if old is None:
+                continue
+            matched.add(operator_id)
+            has_keyed = any(state.keyed for state in old.subtask_states.values())
+            if has_keyed and old.max_parallelism != node.max_parallelism:
+                raise StateError(
+                    f"operator '{node.name}' ({operator_id}) was checkpointed with max parallelism "
+                    f"{old.max_parallelism} but now has {node.max_parallelism}: keyed state is split into that "
+                    "many key groups, so max parallelism cannot change between a checkpoint and its restore; "
+                    f"set_max_parallelism({old.max_parallelism}) on it"
+                )
+            operator_handles = tuple(
+                tuple(old.subtask_states[j].operator) if j in old.subtask_states else ()
+                for j in range(old.parallelism)
+            )
+            for index in range(vertex.parallelism):
+                own = key_group_range_for_operator(node.max_parallelism, vertex.parallelism, index)
+                keyed = tuple(
+                    handle
+                    for j, state in sorted(old.subtask_states.items())
+                    if _overlaps(own, key_group_range_for_operator(old.max_parallelism, old.parallelism, j))
+                    for handle in state.keyed
+                )
+                result.setdefault((vertex.id, index), {})[operator_id] = RestoreAssignment(
+                    metadata.checkpoint_id, keyed, operator_handles, old.parallelism)
+    unmatched = sorted(set(operator_states) - matched)
+    if unmatched and not allow_non_restored_state:
+        raise StateError(
+            f"the state of operator(s) {', '.join(unmatched)} in {location or 'the checkpoint'} matches no "
+            "operator of this job: give the operators the same uid(...) they had, or set "
+            "execution.savepoint.ignore-unclaimed-state (allow_non_restored_state) to drop that state"
+        )
+    return result

@@ -1,0 +1,65 @@
+"""The JobMaster's checkpointing: builds the CheckpointCoordinator for a job (storage, retained checkpoints,
+the trigger and acknowledge plan) and turns a completed checkpoint or savepoint into restore assignments."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+from fluvial.checkpoint.coordinator import CheckpointCoordinator
+from fluvial.checkpoint.restore import assign_restore
+from fluvial.checkpoint.store import CompletedCheckpointStore
+from fluvial.cluster.messages import NotifyCheckpoint, TriggerCheckpoint
+from fluvial.graph.job_graph import JobGraph
+from fluvial.runtime.checkpointing import TaskCheckpointSettings
+
+
+class JobCheckpointing:
+    def __init__(self, job_graph: JobGraph, send_trigger: Callable[[TriggerCheckpoint], None],
+                 send_notify: Callable[[NotifyCheckpoint], None], all_tasks_running: Callable[[], bool],
+                 fail_job: Callable[[BaseException], None]) -> None:
+        from fluvial.checkpoint.storage import create_checkpoint_storage
+
+        settings = job_graph.fault_tolerance.checkpoints
+        self.settings = settings
+        self.job_id = job_graph.job_id
+        self.storage = create_checkpoint_storage(settings.storage, job_graph.job_id)
+        self.store = CompletedCheckpointStore(settings.num_retained, self.storage)
+        tasks = [(v.id, i) for v in job_graph.vertices for i in range(v.parallelism)]
+        sources = [(v.id, i) for v in job_graph.vertices if v.is_source for i in range(v.parallelism)]
+        max_parallelism = {vertex.id: vertex.max_parallelism for vertex in job_graph.vertices}
+        self.task_settings = TaskCheckpointSettings(settings.exactly_once, settings.storage)
+        self.coordinator = CheckpointCoordinator(
+            job_id=job_graph.job_id,
+            settings=settings,
+            storage=self.storage,
+            store=self.store,
+            tasks_to_trigger=sources,
+            tasks_to_ack=set(tasks),
+            max_parallelism=max_parallelism,
+            trigger_task=lambda task, cid, ts: send_trigger(TriggerCheckpoint(self.job_id, task[0], task[1], cid, ts)),
+            notify_tasks=lambda cid, completed: send_notify(NotifyCheckpoint(self.job_id, cid, completed)),
+            all_tasks_running=all_tasks_running,
+            fail_job=fail_job,
+        )
+
+
+def restore_from(metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False,
+                 location: str = "") -> dict[tuple[int, int], dict]:
+    return assign_restore(metadata, job_graph, allow_non_restored_state, location)
+
+
+def pristine_functions(job_graph: JobGraph) -> dict[int, Any]:
+    """Copies of every operator function as submitted: a restarted attempt starts from these, never from an
+    object an earlier attempt mutated (Flink deserializes functions afresh for each attempt)."""
+    templates = {}
+    for vertex in job_graph.vertices:
+        for node in vertex.nodes:
+            function = node.operator.function if node.operator is not None else None
+            if function is None or node.is_source:
+                continue
+            try:
+                templates[node.id] = copy.deepcopy(function)
+            except Exception:  # noqa: BLE001 - such functions cannot restart from a copy; they keep the original
+                continue
+    return templates

@@ -1,0 +1,301 @@
+"""WindowOperator in a small harness: records and watermarks pushed by hand, a manual processing-time clock,
+outputs (with their timestamps), late records and forwarded watermarks captured. Covers what the end-to-end
+tests cannot pin down: exactly when a pane fires, what the triggers and evictors do, that nothing is left in
+state or timers once windows are cleaned up, and that a snapshot restored into a fresh operator carries on
+with the same results."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from fluvial.common.task_info import TaskInfo
+from fluvial.common.time import MAX_WATERMARK
+from fluvial.datastream import transformations as t
+from fluvial.datastream.output_tag import OutputTag
+from fluvial.datastream.state import ValueStateDescriptor
+from fluvial.datastream.window import (
+    ContinuousEventTimeTrigger,
+    CountEvictor,
+    CountTrigger,
+    EventTimeSessionWindows,
+    GlobalWindows,
+    ProcessWindowFunction,
+    PurgingTrigger,
+    SlidingEventTimeWindows,
+    TimeEvictor,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
+from fluvial.runtime.output import Output
+from fluvial.runtime.records import RecordBatch, Watermark
+from fluvial.runtime.runtime_context import OperatorContext
+from fluvial.runtime.window_operator import WindowOperator
+
+LATE = OutputTag("late")
+_A = t.WindowAggregation
+_F = t.WindowFunctionKind
+
+
+class ManualClock:
+    def __init__(self, now: int = 0) -> None:
+        self.now = now
+        self.wakeups: list = []
+
+    def current_processing_time(self) -> int:
+        return self.now
+
+    def register_timer(self, timestamp, callback):
+        self.wakeups.append((timestamp, callback))
+
+    def advance_to(self, now: int) -> None:
+        self.now = now
+        due = sorted((w for w in self.wakeups if w[0] <= now), key=lambda w: w[0])
+        self.wakeups = [w for w in self.wakeups if w[0] > now]
+        for _, callback in due:
+            callback(now)
+
+
+class Harness:
+    def __init__(self, assigner, *, function=None, aggregation=_A.REDUCE, window_function=None,
+                 kind=_F.PASS_THROUGH, trigger=None, evictor=None, lateness=0, now=0) -> None:
+        spec = t.WindowSpec(function=function, key_selector=lambda v: v[0], assigner=assigner, trigger=trigger,
+                            evictor=evictor, allowed_lateness=lateness, late_data_tag=LATE,
+                            aggregation=aggregation, window_function=window_function, window_function_kind=kind)
+        self.clock = ManualClock(now)
+        info = TaskInfo("job", "Window", 0, 1, 128)
+        self.op = WindowOperator(spec, OperatorContext(info, "Window", 128, processing_time_service=self.clock))
+        self.out: list = []
+        self.late: list = []
+        self.watermarks: list = []
+        self.op.setup(Output([self._collect(self.out)], {LATE: [self._collect(self.late)]}, [self.watermarks.append]))
+        self.op.open()
+
+    @staticmethod
+    def _collect(into):
+        return lambda batch: into.extend(zip(batch.values, batch.timestamps or [None] * len(batch.values)))
+
+    def elements(self, *records) -> "Harness":
+        """Records as (key, value, ts), one buffer."""
+        self.op.process_batch(RecordBatch(list(records), [r[2] for r in records]))
+        return self
+
+    def watermark(self, ts: int) -> list:
+        self.op.process_watermark(Watermark(ts))
+        return self.take()
+
+    def take(self) -> list:
+        out, self.out[:] = list(self.out), []
+        return out
+
+    def state_entries(self) -> dict[str, int]:
+        """Non-empty keyed-state tables (window contents, trigger state, merging sets, assigner counters)."""
+        backend = self.op.keyed_backend
+        return {name: len(table) for name, table in backend._tables.items() if table}
+
+    def timer_count(self) -> int:
+        return self.op.timers.event_timer_count() + self.op.timers.processing_timer_count()
+
+
+def add(a, b):
+    return a[0], a[1] + b[1], max(a[2], b[2])
+
+
+def sums(results):
+    return [(value[0], value[1], ts) for value, ts in results]
+
+
+# -- event-time firing and cleanup ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("aggregation", ["reduce", "elements"])  # the fast path, and the general one
+def test_tumbling_fires_when_the_watermark_reaches_the_max_timestamp_and_leaves_nothing(aggregation):
+    if aggregation == "reduce":
+        h = Harness(TumblingEventTimeWindows.of(1000), function=add)
+    else:
+        h = Harness(TumblingEventTimeWindows.of(1000), aggregation=_A.ELEMENTS, kind=_F.APPLY,
+                    window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), window.end)])
+    h.elements(("a", 1, 10), ("b", 2, 500), ("a", 3, 999), ("a", 4, 1000))
+    assert h.watermark(998) == []
+    fired = h.watermark(999)
+    assert sorted((v[0], v[1], ts) for v, ts in fired) == [("a", 4, 999), ("b", 2, 999)]
+    assert h.watermarks[-1] == Watermark(999)  # forwarded after the results it released
+    assert [(v[0], v[1], ts) for v, ts in h.watermark(MAX_WATERMARK)] == [("a", 4, 1999)]
+    assert h.state_entries() == {}
+    assert h.timer_count() == 0
+
+
+def test_allowed_lateness_keeps_the_pane_until_its_cleanup_time_then_drops_it():
+    h = Harness(TumblingEventTimeWindows.of(1000), function=add, lateness=500)
+    h.elements(("a", 1, 100))
+    assert sums(h.watermark(999)) == [("a", 1, 999)]
+    h.elements(("a", 2, 200))  # late but allowed: fires at once with everything so far
+    assert sums(h.take()) == [("a", 3, 999)]
+    assert h.state_entries() != {}
+    h.watermark(1498)
+    assert h.state_entries() != {}  # cleanup is at 999 + 500
+    h.watermark(1499)
+    assert h.state_entries() == {} and h.timer_count() == 0
+    h.elements(("a", 4, 300))  # now late
+    assert h.take() == [] and [v for v, _ in h.late] == [("a", 4, 300)]
+
+
+class CountingProcess(ProcessWindowFunction):
+    """Counts its firings per window in window_state, which clear() must remove."""
+
+    def __init__(self) -> None:
+        self.cleared = []
+
+    def process(self, key, context, elements):
+        state = context.window_state().get_state(ValueStateDescriptor("firings"))
+        state.update((state.value() or 0) + 1)
+        yield key, context.window().start, state.value(), sorted(e[1] for e in elements)
+
+    def clear(self, context):
+        context.window_state().get_state(ValueStateDescriptor("firings")).clear()
+        self.cleared.append(context.window().start)
+
+
+def test_process_window_function_window_state_is_per_window_and_cleared_with_it():
+    function = CountingProcess()
+    h = Harness(TumblingEventTimeWindows.of(1000), aggregation=_A.ELEMENTS, kind=_F.PROCESS,
+                window_function=function, lateness=1000)
+    h.elements(("a", 1, 100), ("a", 2, 1100))
+    assert [v for v, _ in h.watermark(999)] == [("a", 0, 1, [1])]
+    h.elements(("a", 3, 200))
+    assert [v for v, _ in h.take()] == [("a", 0, 2, [1, 3])]  # second firing of the same window
+    assert [v for v, _ in h.watermark(1999)] == [("a", 1000, 1, [2])]  # another window: its own count
+    assert function.cleared == [0]  # [0,1000) cleaned up at 1999
+    h.watermark(MAX_WATERMARK)
+    assert function.cleared == [0, 1000]
+    assert h.state_entries() == {} and h.timer_count() == 0
+
+
+def test_sessions_merge_and_leave_no_merging_state_behind():
+    h = Harness(EventTimeSessionWindows.with_gap(100), function=add)
+    h.elements(("a", 1, 0), ("a", 2, 250), ("a", 3, 100))  # [0,100) and [100,200) touch: one session [0,200)
+    h.elements(("a", 4, 199))  # [199,299) overlaps [0,200) and [250,350): all one session [0,350)
+    assert h.watermark(348) == []
+    assert sums(h.watermark(349)) == [("a", 10, 349)]
+    assert h.state_entries() == {} and h.timer_count() == 0
+
+
+def test_sliding_pane_timestamps_are_each_windows_max_timestamp():
+    h = Harness(SlidingEventTimeWindows.of(1000, 500), function=add)
+    h.elements(("a", 1, 700))
+    assert sums(h.watermark(MAX_WATERMARK)) == [("a", 1, 999), ("a", 1, 1499)]
+
+
+# -- triggers ---------------------------------------------------------------------------------------------------
+
+
+def test_count_trigger_on_tumbling_event_time_fires_every_n_and_its_state_is_cleaned_up():
+    h = Harness(TumblingEventTimeWindows.of(1000), function=add, trigger=CountTrigger.of(2))
+    h.elements(("a", 1, 1), ("a", 2, 2), ("a", 3, 3))
+    assert sums(h.take()) == [("a", 3, 999)]  # fired at 2 elements, not purged
+    h.elements(("a", 4, 4))
+    assert sums(h.take()) == [("a", 10, 999)]
+    assert h.watermark(999) == []  # CountTrigger ignores time
+    assert h.state_entries() == {} and h.timer_count() == 0  # the cleanup timer still cleared contents and count
+
+
+def test_purging_count_trigger_on_global_windows_emits_disjoint_groups():
+    h = Harness(GlobalWindows.create(), function=add, trigger=PurgingTrigger.of(CountTrigger.of(3)))
+    h.elements(*[("k", i, i) for i in range(1, 9)])
+    assert sums(h.take()) == [("k", 6, MAX_WATERMARK), ("k", 15, MAX_WATERMARK)]
+    h.watermark(MAX_WATERMARK)
+    assert h.take() == []  # 7 and 8 wait for a third element that never comes
+
+
+def test_continuous_event_time_trigger_fires_every_interval_and_at_the_end():
+    h = Harness(TumblingEventTimeWindows.of(1000), function=add, trigger=ContinuousEventTimeTrigger.of(300))
+    h.elements(("a", 1, 100))
+    assert h.watermark(299) == []
+    assert sums(h.watermark(300)) == [("a", 1, 999)]  # early result
+    h.elements(("a", 2, 400))
+    assert sums(h.watermark(600)) == [("a", 3, 999)]
+    h.elements(("a", 4, 650))
+    fired = sums(h.watermark(999))
+    assert fired[-1] == ("a", 7, 999) and set(fired) == {("a", 7, 999)}
+    assert h.state_entries() == {} and h.timer_count() == 0
+
+
+# -- evictors ---------------------------------------------------------------------------------------------------
+
+
+def test_count_evictor_keeps_the_last_elements():
+    h = Harness(TumblingEventTimeWindows.of(1000), function=add, evictor=CountEvictor.of(2))
+    h.elements(("a", 1, 10), ("a", 2, 20), ("a", 3, 30))
+    assert sums(h.watermark(999)) == [("a", 5, 999)]
+
+
+def test_time_evictor_keeps_elements_within_the_span_of_the_newest():
+    h = Harness(TumblingEventTimeWindows.of(1000), aggregation=_A.ELEMENTS, kind=_F.APPLY,
+                window_function=lambda key, window, inputs: [(key, sorted(v[1] for v in inputs))],
+                evictor=TimeEvictor.of(100))
+    h.elements(("a", 1, 10), ("a", 2, 850), ("a", 3, 900), ("a", 4, 950))
+    assert [v for v, _ in h.watermark(999)] == [("a", [3, 4])]  # kept: ts > 950 - 100 (850 is evicted)
+
+
+# -- processing time --------------------------------------------------------------------------------------------
+
+
+def test_processing_time_windows_fire_on_the_clock():
+    h = Harness(TumblingProcessingTimeWindows.of(1000), function=lambda a, b: (a[0], a[1] + b[1], None), now=5_100)
+    h.elements(("a", 1, None), ("b", 2, None))
+    h.clock.now = 5_500
+    h.elements(("a", 3, None))
+    h.clock.advance_to(5_998)
+    assert h.take() == []
+    h.clock.advance_to(5_999)
+    assert sorted((v[0], v[1], ts) for v, ts in h.take()) == [("a", 4, 5_999), ("b", 2, 5_999)]
+    h.clock.now = 6_000
+    h.elements(("a", 5, None))
+    h.clock.advance_to(7_000)
+    assert [(v[0], v[1]) for v, _ in h.take()] == [("a", 5)]
+    assert h.state_entries() == {} and h.timer_count() == 0
+
+
+# -- snapshot and restore ---------------------------------------------------------------------------------------
+
+
+def restore_into(fresh: Harness, old: Harness) -> Harness:
+    fresh.op.keyed_backend.restore([old.op.keyed_backend.snapshot()])
+    fresh.op.timers.restore(old.op.timers.snapshot())
+    fresh.op.timers.current_watermark = old.op.timers.current_watermark
+    return fresh
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Harness(TumblingEventTimeWindows.of(1000), function=add),
+    lambda: Harness(SlidingEventTimeWindows.of(1000, 250), aggregation=_A.ELEMENTS, kind=_F.APPLY,
+                    window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), 0)]),
+    lambda: Harness(EventTimeSessionWindows.with_gap(300), function=add),
+    lambda: Harness(TumblingEventTimeWindows.of(1000), function=add, trigger=CountTrigger.of(3), lateness=200),
+])
+def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
+    records = [(f"k{i % 3}", i, (i * 137) % 2500) for i in range(60)]
+    first, second = records[:30], records[30:]
+
+    reference = make()
+    reference.elements(*first)
+    expected_mid = reference.watermark(1200)
+    reference.elements(*second)
+    expected = reference.take() + reference.watermark(1700) + reference.watermark(MAX_WATERMARK)
+
+    original = make()
+    original.elements(*first)
+    assert original.watermark(1200) == expected_mid
+    restored = restore_into(make(), original)
+    original.elements(("k0", 10_000, 100))  # changes to the original after the snapshot do not leak
+    restored.elements(*second)
+    got = restored.take() + restored.watermark(1700) + restored.watermark(MAX_WATERMARK)
+    key = lambda item: repr(item)  # noqa: E731
+    assert sorted(got, key=key) == sorted(expected, key=key)
+    assert len(got) > 3
+    assert restored.state_entries() == {} and restored.timer_count() == 0
+    late = defaultdict(list)
+    for value, ts in restored.late + reference.late:
+        late[value].append(ts)
+    assert all(len(v) % 2 == 0 for v in late.values())  # the same late records on both sides
