@@ -39,7 +39,7 @@ class CheckpointCoordinator:
         tasks_to_trigger: list[Task],
         tasks_to_ack: set[Task],
         max_parallelism: dict[int, int],
-        trigger_task: Callable[[Task, int, int], None],
+        trigger_task: Callable[[Task, int, int, str | None], None],
         notify_tasks: Callable[[int, bool], None],
         all_tasks_running: Callable[[], bool],
         fail_job: Callable[[BaseException], None],
@@ -104,8 +104,10 @@ class CheckpointCoordinator:
 
     # -- triggering ---------------------------------------------------------------------------------------------
 
-    def trigger_checkpoint(self, is_savepoint: bool = False, savepoint_storage: Any = None) -> CompletableFuture:
-        """Start a checkpoint (or savepoint) now; the future completes with the CompletedCheckpoint."""
+    def trigger_checkpoint(self, is_savepoint: bool = False, savepoint_storage: Any = None,
+                           savepoint_dir: str | None = None) -> CompletableFuture:
+        """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
+        future completes with the CompletedCheckpoint."""
         future = CompletableFuture()
         with self._lock:
             checkpoint_id = self._next_id
@@ -118,7 +120,7 @@ class CheckpointCoordinator:
             self._pending[checkpoint_id] = pending
             self._futures[checkpoint_id] = future
         for task in self._to_trigger:
-            self._trigger_task(task, checkpoint_id, pending.timestamp)
+            self._trigger_task(task, checkpoint_id, pending.timestamp, savepoint_dir)
         return future
 
     # -- acknowledgements ---------------------------------------------------------------------------------------

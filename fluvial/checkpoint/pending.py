@@ -39,8 +39,9 @@ class PendingCheckpointState(enum.Enum):
 
 
 class CheckpointFailureReason(enum.Enum):
-    """Why a checkpoint failed. `pre_flight`: it never started (nothing to clean up, no task involved);
-    `counts`: it counts against the tolerable failure number (CheckpointFailureManager), as in Flink."""
+    """Why a checkpoint failed. `value`/`message`: the reason as words. `pre_flight`: it never started
+    (nothing to clean up, no task involved); `counts`: it counts against the tolerable failure number
+    (CheckpointFailureManager), as in Flink."""
 
     # pre-flight: the trigger did not happen
     COORDINATOR_SHUTDOWN = ("the checkpoint coordinator is shut down", True, False)
@@ -61,10 +62,16 @@ class CheckpointFailureReason(enum.Enum):
     TASK_FAILURE = ("a task failed", False, False)
     JOB_FAILOVER = ("the job is failing over", False, False)
 
-    def __init__(self, message: str, pre_flight: bool, counts: bool) -> None:
-        self.message = message
-        self.pre_flight = pre_flight
-        self.counts = counts
+    def __new__(cls, message: str, pre_flight: bool, counts: bool) -> "CheckpointFailureReason":
+        reason = object.__new__(cls)
+        reason._value_ = message  # `.value` reads as a sentence: "checkpoint 3 aborted: <value>"
+        reason.pre_flight = pre_flight
+        reason.counts = counts
+        return reason
+
+    @property
+    def message(self) -> str:
+        return self.value
 
 
 class IllegalCheckpointStateError(FluvialError):

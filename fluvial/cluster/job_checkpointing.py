@@ -37,7 +37,8 @@ class JobCheckpointing:
             tasks_to_trigger=sources,
             tasks_to_ack=set(tasks),
             max_parallelism=max_parallelism,
-            trigger_task=lambda task, cid, ts: send_trigger(TriggerCheckpoint(self.job_id, task[0], task[1], cid, ts)),
+            trigger_task=lambda task, cid, ts, savepoint_dir: send_trigger(
+                TriggerCheckpoint(self.job_id, task[0], task[1], cid, ts, savepoint_dir)),
             notify_tasks=lambda cid, completed: send_notify(NotifyCheckpoint(self.job_id, cid, completed)),
             all_tasks_running=all_tasks_running,
             fail_job=fail_job,

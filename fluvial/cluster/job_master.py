@@ -181,12 +181,18 @@ class JobMaster:
     def trigger_savepoint(self, target_directory: str | None) -> Future:
         if self.checkpointing is None:
             raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
-        from fluvial.checkpoint.savepoint import savepoint_storage
+        from fluvial.checkpoint.savepoint import savepoint_storage, savepoint_target
 
+        directory = savepoint_target(target_directory, self.job_graph.configuration)
         return self.checkpointing.coordinator.trigger_checkpoint(
-            is_savepoint=True, savepoint_storage=savepoint_storage(target_directory, self.job_id))
+            is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id), savepoint_dir=directory)
 
     # -- ending -------------------------------------------------------------------------------------------------
+
+    def stop_after_savepoint(self) -> None:
+        """stop-with-savepoint: the savepoint is complete, so the job ends as stopped (cancelled, in Flink's
+        terms for a job that is told to stop); its state lives on in the savepoint."""
+        self.cancel()
 
     def cancel(self) -> None:
         with self._lock:

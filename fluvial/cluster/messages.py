@@ -65,6 +65,7 @@ class TriggerCheckpoint:
     subtask_index: int
     checkpoint_id: int
     timestamp: int
+    savepoint_dir: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

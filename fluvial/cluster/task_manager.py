@@ -41,9 +41,12 @@ class CheckpointServices:
                 from fluvial.checkpoint.storage import create_checkpoint_storage
 
                 access = self._storages[job_id] = create_checkpoint_storage(description, job_id)
-            if access is None:
-                raise RuntimeError(f"job {job_id} restores state but has no checkpoint storage")
-            return access
+            return access  # None: the job only restores (state handles name their own location)
+
+    def savepoint_storage(self, directory: str, job_id: str) -> Any:
+        from fluvial.checkpoint.savepoint import savepoint_storage
+
+        return savepoint_storage(directory, job_id)
 
     def pool(self) -> Any:
         with self._lock:
@@ -96,7 +99,7 @@ class TaskManager:
             self._checkpoints._report(DeclineCheckpoint(message.job_id, message.checkpoint_id, message.vertex_id,
                                                         message.subtask_index, "the task is not running"))
             return
-        task.trigger_checkpoint(message.checkpoint_id, message.timestamp)
+        task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir)
 
     def notify_checkpoint(self, message: NotifyCheckpoint) -> None:
         for (job_id, _, _), task in list(self._tasks.items()):

@@ -80,6 +80,7 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1,
                      "checkpoints in flight"),
         ConfigOption("execution.checkpointing.tolerable-failed-checkpoints", int, 0, "tolerated failures"),
+        ConfigOption("state.savepoints.dir", str, None, "default savepoint directory"),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
                      "allow_non_restored_state"),
         ConfigOption("taskmanager.numberOfTaskSlots", _parse_positive_int, None, "slots per TaskManager"),

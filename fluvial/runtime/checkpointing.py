@@ -33,10 +33,11 @@ class TaskCheckpointSettings:
 
 
 class SubtaskCheckpointer:
-    def __init__(self, task: Any, storage: Any, pool: Any, acknowledge: Callable[[int, dict], None],
-                 decline: Callable[[int, str], None]) -> None:
+    def __init__(self, task: Any, storage: Any, savepoint_storage: Callable[[str], Any], pool: Any,
+                 acknowledge: Callable[[int, dict], None], decline: Callable[[int, str], None]) -> None:
         self._task = task
         self._storage = storage
+        self._savepoint_storage = savepoint_storage
         self._pool = pool
         self._acknowledge = acknowledge
         self._decline = decline
@@ -56,9 +57,10 @@ class SubtaskCheckpointer:
             head.operator_state[SOURCE_SPLITS] = task.input.snapshot_splits()
         for writer in task.writers:
             writer.broadcast_event(barrier)
-        self._pool.submit(self._persist, barrier.checkpoint_id, snapshots)
+        storage = self._storage if barrier.savepoint_dir is None else self._savepoint_storage(barrier.savepoint_dir)
+        self._pool.submit(self._persist, barrier.checkpoint_id, snapshots, storage)
 
-    def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot]) -> None:
+    def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot], storage: Any) -> None:
         from fluvial.checkpoint.storage import SubtaskState
 
         try:
@@ -68,10 +70,10 @@ class SubtaskCheckpointer:
                 keyed, operator = [], []
                 if snapshot.keyed is not None or snapshot.timers:
                     data = pickle.dumps((snapshot.keyed, snapshot.timers or {}), protocol=5)
-                    keyed.append(self._storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-keyed", data))
+                    keyed.append(storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-keyed", data))
                 if snapshot.operator_state:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)
-                    operator.append(self._storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-op", data))
+                    operator.append(storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-op", data))
                 states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={})
             self._acknowledge(checkpoint_id, states)
         except BaseException as error:  # noqa: BLE001 - a failed write declines the checkpoint, not the job
@@ -80,10 +82,13 @@ class SubtaskCheckpointer:
     # -- restoring ----------------------------------------------------------------------------------------------
 
     def load(self, assignment: RestoreAssignment, operator_id: str) -> OperatorRestore:
-        """Read this subtask's share of one operator's state (on the task thread, before it opens)."""
+        """Read this subtask's share of one operator's state (on the task thread, before it opens). Handles
+        name their own location, so a savepoint restores without the storage that wrote it."""
+        from fluvial.checkpoint.storage import read_state_handle
+
         restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id)
         for handle in assignment.keyed_handles:
-            keyed, timers = pickle.loads(self._storage.read_state(handle))
+            keyed, timers = pickle.loads(read_state_handle(handle))
             if keyed is not None:
                 restore.keyed.append(keyed)
             for key_group, group_timers in timers.items():
@@ -94,9 +99,11 @@ class SubtaskCheckpointer:
         return restore
 
     def _share_of_operator_state(self, assignment: RestoreAssignment) -> dict[str, list]:
+        from fluvial.checkpoint.storage import read_state_handle
+
         info = self._task.info
         per_old_subtask = [
-            [pickle.loads(self._storage.read_state(handle)) for handle in handles]
+            [pickle.loads(read_state_handle(handle)) for handle in handles]
             for handles in assignment.operator_handles
         ]
         if assignment.old_parallelism == info.parallelism:

@@ -53,6 +53,7 @@ class WatermarkStatus:
 class CheckpointBarrier:
     checkpoint_id: int
     timestamp: int
+    savepoint_dir: str | None = None  # a savepoint: state goes to this directory, self-contained
 
 
 class EndOfInput:

@@ -100,6 +100,7 @@ class Task:
             self.checkpointer = SubtaskCheckpointer(
                 self,
                 services.storage(spec.job_id, spec.checkpointing.storage if spec.checkpointing else None),
+                lambda directory: services.savepoint_storage(directory, spec.job_id),
                 services.pool(),
                 lambda cid, states: services.acknowledge(self, cid, states),
                 lambda cid, reason: services.decline(self, cid, reason),
@@ -187,16 +188,16 @@ class Task:
 
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> None:
-        self.mailbox.put(lambda: self._trigger_checkpoint(checkpoint_id, timestamp))
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None) -> None:
+        self.mailbox.put(lambda: self._trigger_checkpoint(checkpoint_id, timestamp, savepoint_dir))
 
-    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> None:
+    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
         if self.state is not TaskState.RUNNING or self.checkpointer is None:
             if self.checkpointer is not None:
                 self.checkpointer._decline(checkpoint_id, f"task {self.name} is {self.state.value}")
             return
         try:
-            self.checkpointer.perform(CheckpointBarrier(checkpoint_id, timestamp))
+            self.checkpointer.perform(CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir))
         except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
             self._fail(exc)
 

@@ -186,3 +186,23 @@ def test_without_a_side_output_late_records_are_dropped_and_on_time_ones_kept():
                    .key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000))
                    .reduce(add_values).execute_and_collect())
     assert results == [("a", 1, 100), ("a", 6, 1500)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_allowed_late_record_merges_into_a_fired_session_and_refires_it(function, parallelism):
+    events = [
+        ("a", 1, 0),  # session [0,100)
+        ("a", 2, 400),  # clock 399: [0,100) fires with 1 (cleanup at 599)
+        ("a", 3, 50),  # merges: [0,150) fires again at once with 4
+        ("a", 4, 600),  # clock 599: [400,500) fires with 2; [0,150) lives on (cleanup at 649)
+        ("a", 5, 120),  # merges: [0,220) fires with 9
+        ("a", 6, 700),  # clock 699: [600,700) fires with 4
+        ("a", 7, 10),  # merges: [0,220) fires with 16 (cleanup at 719)
+        ("a", 8, 800),  # clock 799: [700,800) fires with 6; [0,220) is gone
+        ("a", 9, 5),  # [5,105) would be cleaned up at 604: late
+    ]
+    main, late = run_job(events, EventTimeSessionWindows.with_gap(100), function, parallelism, lateness=500)
+    assert [event[1] for event, _ in late] == [9]
+    assert main == {"a": [(1, 99), (4, 149), (2, 499), (9, 219), (4, 699), (16, 219), (6, 799), (8, 899)]}
