@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from bench import event_time, spine, startup, threading_model
+from bench import checkpoints, event_time, spine, startup, threading_model
 
 
 def main() -> int:
     ok = spine.main()
     ok &= threading_model.main()
     ok &= event_time.main()
+    ok &= checkpoints.main()
     ok &= startup.main()
     return 0 if ok else 1
 

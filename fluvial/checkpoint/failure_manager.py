@@ -22,8 +22,12 @@ from fluvial.checkpoint.pending import CheckpointFailureReason
 from fluvial.common.errors import FluvialError
 from fluvial.datastream.checkpoint_config import UNLIMITED_TOLERABLE_FAILURES
 
-__all__ = ["CheckpointFailureManager", "CheckpointFailuresExceededError", "FailureVerdict",
-           "UNLIMITED_TOLERABLE_FAILURES"]
+__all__ = [
+    "UNLIMITED_TOLERABLE_FAILURES",
+    "CheckpointFailureManager",
+    "CheckpointFailuresExceededError",
+    "FailureVerdict",
+]
 
 
 class FailureVerdict(enum.Enum):

@@ -14,9 +14,14 @@ Calls that make no sense in the current state raise IllegalCheckpointStateError 
 from __future__ import annotations
 
 import enum
-from typing import Mapping
+from collections.abc import Mapping
 
-from fluvial.checkpoint.storage import CheckpointMetadata, CheckpointStorageAccess, OperatorState, SubtaskState
+from fluvial.checkpoint.storage import (
+    CheckpointMetadata,
+    CheckpointStorageAccess,
+    OperatorState,
+    SubtaskState,
+)
 from fluvial.checkpoint.store import CompletedCheckpoint
 from fluvial.common.errors import FluvialError
 from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM
@@ -62,7 +67,7 @@ class CheckpointFailureReason(enum.Enum):
     TASK_FAILURE = ("a task failed", False, False)
     JOB_FAILOVER = ("the job is failing over", False, False)
 
-    def __new__(cls, message: str, pre_flight: bool, counts: bool) -> "CheckpointFailureReason":
+    def __new__(cls, message: str, pre_flight: bool, counts: bool) -> CheckpointFailureReason:
         reason = object.__new__(cls)
         reason._value_ = message  # `.value` reads as a sentence: "checkpoint 3 aborted: <value>"
         reason.pre_flight = pre_flight

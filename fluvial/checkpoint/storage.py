@@ -29,8 +29,9 @@ import struct
 import threading
 import uuid
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Union
+from typing import Any, Protocol
 
 import fsspec.core
 
@@ -105,7 +106,7 @@ class FileStateHandle:
     checksum: int
 
 
-StateHandle = Union[ByteStreamStateHandle, FileStateHandle]
+StateHandle = ByteStreamStateHandle | FileStateHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +188,7 @@ def decode_metadata(blob: bytes, where: str) -> CheckpointMetadata:
         raise corrupt(f"is corrupted: {CHECKSUM_ALGORITHM} {checksum(payload):08x} does not match {expected:08x}")
     try:
         metadata = pickle.loads(payload)
-    except Exception as error:  # noqa: BLE001 - any unpickling failure means the same: unusable
+    except Exception as error:  # any unpickling failure means the same: unusable
         raise corrupt(f"cannot be unpickled ({type(error).__name__}: {error})") from error
     if not isinstance(metadata, CheckpointMetadata):
         raise corrupt(f"holds a {type(metadata).__name__}, not CheckpointMetadata")

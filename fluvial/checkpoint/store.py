@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
-from fluvial.checkpoint.storage import CheckpointMetadata, CheckpointStorageAccess, StateHandle
+from fluvial.checkpoint.storage import (
+    CheckpointMetadata,
+    CheckpointStorageAccess,
+    StateHandle,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -132,5 +136,5 @@ class CompletedCheckpointStore:
         """A file that cannot be removed is leaked, not fatal: the job's state is intact either way."""
         try:
             discard(*args)
-        except Exception:  # noqa: BLE001 - cleanup must never fail the job
+        except Exception:  # cleanup must never fail the job
             logger.warning("could not discard %s; remove it by hand", what, exc_info=True)

@@ -4,6 +4,8 @@ the trigger and acknowledge plan) and turns a completed checkpoint or savepoint 
 from __future__ import annotations
 
 import copy
+import pickle
+import types
 from typing import Any, Callable
 
 from fluvial.checkpoint.coordinator import CheckpointCoordinator
@@ -59,8 +61,19 @@ def pristine_functions(job_graph: JobGraph) -> dict[int, Any]:
             function = node.operator.function if node.operator is not None else None
             if function is None or node.is_source:
                 continue
-            try:
-                templates[node.id] = copy.deepcopy(function)
-            except Exception:  # noqa: BLE001 - such functions cannot restart from a copy; they keep the original
-                continue
+            if isinstance(function, types.FunctionType):
+                continue  # plain functions and lambdas hold no state of their own
+            templates[node.id] = _copy(function)
     return templates
+
+
+def _copy(function: Any) -> Any:
+    """A private copy: pickling runs in C (a function holding a large table copies in milliseconds, where
+    deepcopy walks it in Python); objects pickle cannot take fall back to deepcopy, or stay shared."""
+    try:
+        return pickle.loads(pickle.dumps(function, protocol=5))
+    except Exception:  # noqa: BLE001
+        try:
+            return copy.deepcopy(function)
+        except Exception:  # noqa: BLE001 - such a function restarts from the object itself
+            return function

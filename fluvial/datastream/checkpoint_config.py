@@ -128,7 +128,7 @@ class CheckpointConfig:
     def is_checkpointing_enabled(self) -> bool:
         return self._interval > 0
 
-    def set_checkpoint_interval(self, checkpoint_interval: int | Duration) -> "CheckpointConfig":
+    def set_checkpoint_interval(self, checkpoint_interval: int | Duration) -> CheckpointConfig:
         """Milliseconds between checkpoint triggers; 0 or -1 turns checkpointing off."""
         interval = _millis(checkpoint_interval, "the checkpoint interval")
         if interval not in (0, -1) and interval < MINIMAL_CHECKPOINT_TIME_MS:
@@ -142,7 +142,7 @@ class CheckpointConfig:
     def get_checkpoint_interval(self) -> int:
         return self._interval
 
-    def set_checkpointing_mode(self, checkpointing_mode: CheckpointingMode) -> "CheckpointConfig":
+    def set_checkpointing_mode(self, checkpointing_mode: CheckpointingMode) -> CheckpointConfig:
         if not isinstance(checkpointing_mode, CheckpointingMode):
             raise InvalidJobError(
                 f"checkpointing mode must be CheckpointingMode.EXACTLY_ONCE or CheckpointingMode.AT_LEAST_ONCE, "
@@ -156,7 +156,7 @@ class CheckpointConfig:
 
     # -- pacing and failures ------------------------------------------------------------------------------------
 
-    def set_checkpoint_timeout(self, checkpoint_timeout: int | Duration) -> "CheckpointConfig":
+    def set_checkpoint_timeout(self, checkpoint_timeout: int | Duration) -> CheckpointConfig:
         """A checkpoint not acknowledged by every task within this many milliseconds is aborted (TIMEOUT)."""
         timeout = _millis(checkpoint_timeout, "the checkpoint timeout")
         if timeout < MINIMAL_CHECKPOINT_TIME_MS:
@@ -170,7 +170,7 @@ class CheckpointConfig:
     def get_checkpoint_timeout(self) -> int:
         return self._timeout
 
-    def set_min_pause_between_checkpoints(self, min_pause_between_checkpoints: int | Duration) -> "CheckpointConfig":
+    def set_min_pause_between_checkpoints(self, min_pause_between_checkpoints: int | Duration) -> CheckpointConfig:
         """Milliseconds from the end of one checkpoint to the trigger of the next (0: none)."""
         pause = _millis(min_pause_between_checkpoints, "the minimum pause between checkpoints")
         self._min_pause = _count(pause, "the minimum pause between checkpoints (ms)", 0, "use 0 for no pause")
@@ -179,7 +179,7 @@ class CheckpointConfig:
     def get_min_pause_between_checkpoints(self) -> int:
         return self._min_pause
 
-    def set_max_concurrent_checkpoints(self, max_concurrent_checkpoints: int) -> "CheckpointConfig":
+    def set_max_concurrent_checkpoints(self, max_concurrent_checkpoints: int) -> CheckpointConfig:
         self._max_concurrent = _count(
             max_concurrent_checkpoints, "the maximum of concurrent checkpoints", 1, "the default is 1"
         )
@@ -188,7 +188,7 @@ class CheckpointConfig:
     def get_max_concurrent_checkpoints(self) -> int:
         return self._max_concurrent
 
-    def set_tolerable_checkpoint_failure_number(self, tolerable_checkpoint_failure_number: int) -> "CheckpointConfig":
+    def set_tolerable_checkpoint_failure_number(self, tolerable_checkpoint_failure_number: int) -> CheckpointConfig:
         """Consecutive checkpoint failures tolerated before the job fails over (0: the first one fails it)."""
         self._tolerable_failures = _count(
             tolerable_checkpoint_failure_number, "the tolerable checkpoint failure number", 0,
@@ -199,7 +199,7 @@ class CheckpointConfig:
     def get_tolerable_checkpoint_failure_number(self) -> int:
         return self._tolerable_failures
 
-    def set_fail_on_checkpointing_errors(self, fail_on_checkpointing_errors: bool) -> "CheckpointConfig":
+    def set_fail_on_checkpointing_errors(self, fail_on_checkpointing_errors: bool) -> CheckpointConfig:
         """Deprecated in PyFlink 2.0: True tolerates no failure, False tolerates any number."""
         self._tolerable_failures = 0 if fail_on_checkpointing_errors else UNLIMITED_TOLERABLE_FAILURES
         return self
@@ -207,7 +207,7 @@ class CheckpointConfig:
     def is_fail_on_checkpointing_errors(self) -> bool:
         return self._tolerable_failures == 0
 
-    def set_num_retained(self, num_retained: int) -> "CheckpointConfig":
+    def set_num_retained(self, num_retained: int) -> CheckpointConfig:
         """How many completed checkpoints are kept (fluvial's setter for `state.checkpoints.num-retained`)."""
         self._num_retained = _count(num_retained, "the number of retained checkpoints", 1, "the default is 1")
         return self
@@ -217,7 +217,7 @@ class CheckpointConfig:
 
     # -- storage ------------------------------------------------------------------------------------------------
 
-    def set_checkpoint_storage(self, storage: CheckpointStorage | str) -> "CheckpointConfig":
+    def set_checkpoint_storage(self, storage: CheckpointStorage | str) -> CheckpointConfig:
         """A CheckpointStorage description, or a path/URL (shorthand for FileSystemCheckpointStorage)."""
         if isinstance(storage, str):
             storage = FileSystemCheckpointStorage(storage)
@@ -229,7 +229,7 @@ class CheckpointConfig:
         self._storage = storage
         return self
 
-    def set_checkpoint_storage_dir(self, checkpoint_path: str) -> "CheckpointConfig":
+    def set_checkpoint_storage_dir(self, checkpoint_path: str) -> CheckpointConfig:
         """The 1.x shorthand: checkpoints go to files under `checkpoint_path`."""
         self._storage = FileSystemCheckpointStorage(checkpoint_path)
         return self
@@ -242,7 +242,7 @@ class CheckpointConfig:
 
     def set_externalized_checkpoint_retention(
         self, retention_mode: ExternalizedCheckpointRetention
-    ) -> "CheckpointConfig":
+    ) -> CheckpointConfig:
         if not isinstance(retention_mode, ExternalizedCheckpointRetention):
             raise InvalidJobError(
                 f"retention must be an ExternalizedCheckpointRetention (DELETE_ON_CANCELLATION, "
@@ -251,7 +251,7 @@ class CheckpointConfig:
         self._retention = retention_mode
         return self
 
-    def enable_externalized_checkpoints(self, cleanup_mode: ExternalizedCheckpointRetention) -> "CheckpointConfig":
+    def enable_externalized_checkpoints(self, cleanup_mode: ExternalizedCheckpointRetention) -> CheckpointConfig:
         """The 1.x name of `set_externalized_checkpoint_retention`."""
         return self.set_externalized_checkpoint_retention(cleanup_mode)
 
@@ -268,7 +268,7 @@ class CheckpointConfig:
 
     # -- unaligned checkpoints: not supported -------------------------------------------------------------------
 
-    def enable_unaligned_checkpoints(self, enabled: bool = True) -> "CheckpointConfig":
+    def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
         if enabled:
             raise InvalidJobError(
                 "unaligned checkpoints are not supported by fluvial: checkpoint barriers are always aligned "
@@ -277,19 +277,19 @@ class CheckpointConfig:
             )
         return self
 
-    def disable_unaligned_checkpoints(self) -> "CheckpointConfig":
+    def disable_unaligned_checkpoints(self) -> CheckpointConfig:
         return self.enable_unaligned_checkpoints(False)
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
         return False
 
-    def set_force_unaligned_checkpoints(self, force_unaligned_checkpoints: bool = True) -> "CheckpointConfig":
+    def set_force_unaligned_checkpoints(self, force_unaligned_checkpoints: bool = True) -> CheckpointConfig:
         return self.enable_unaligned_checkpoints(force_unaligned_checkpoints)
 
     def is_force_unaligned_checkpoints(self) -> bool:
         return False
 
-    def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration) -> "CheckpointConfig":
+    def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration) -> CheckpointConfig:
         """Accepted and kept; it only matters for unaligned checkpoints, which fluvial never takes."""
         if not isinstance(alignment_timeout, Duration):
             raise InvalidJobError(f"the aligned checkpoint timeout must be a Duration, got {alignment_timeout!r}")

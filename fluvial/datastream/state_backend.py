@@ -55,7 +55,7 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     per task). `number_of_transfer_threads`: threads uploading and downloading files.
     """
 
-    __slots__ = ("_enable_incremental_checkpointing", "_db_storage_paths", "_number_of_transfer_threads")
+    __slots__ = ("_db_storage_paths", "_enable_incremental_checkpointing", "_number_of_transfer_threads")
 
     DEFAULT_NUMBER_OF_TRANSFER_THREADS = 4
 

@@ -198,11 +198,11 @@ def test_allowed_late_record_merges_into_a_fired_session_and_refires_it(function
         ("a", 3, 50),  # merges: [0,150) fires again at once with 4
         ("a", 4, 600),  # clock 599: [400,500) fires with 2; [0,150) lives on (cleanup at 649)
         ("a", 5, 120),  # merges: [0,220) fires with 9
-        ("a", 6, 700),  # clock 699: [600,700) fires with 4
+        ("a", 6, 710),  # clock 709: [600,700) fires with 4 ([710,810) does not touch it)
         ("a", 7, 10),  # merges: [0,220) fires with 16 (cleanup at 719)
-        ("a", 8, 800),  # clock 799: [700,800) fires with 6; [0,220) is gone
+        ("a", 8, 900),  # clock 899: [710,810) fires with 6; [0,220) is gone
         ("a", 9, 5),  # [5,105) would be cleaned up at 604: late
     ]
     main, late = run_job(events, EventTimeSessionWindows.with_gap(100), function, parallelism, lateness=500)
     assert [event[1] for event, _ in late] == [9]
-    assert main == {"a": [(1, 99), (4, 149), (2, 499), (9, 219), (4, 699), (16, 219), (6, 799), (8, 899)]}
+    assert main == {"a": [(1, 99), (4, 149), (2, 499), (9, 219), (4, 699), (16, 219), (6, 809), (8, 999)]}

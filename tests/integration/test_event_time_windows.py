@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from fluvial.common import Duration
+from fluvial.common import Configuration, Duration
 from fluvial.common.time import MAX_WATERMARK, current_millis
 from fluvial.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkStrategy
 from fluvial.datastream import AggregateFunction, ProcessFunction, StreamExecutionEnvironment
@@ -162,8 +162,10 @@ def run(stream) -> list:
     return list(stream.process(AttachTimestamp()).execute_and_collect())
 
 
-def env_with(parallelism: int) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def env_with(parallelism: int, taskmanagers: int = 1) -> StreamExecutionEnvironment:
+    configuration = Configuration()
+    configuration.set_string("local.number-taskmanager", str(taskmanagers))
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(5)
     return env
@@ -416,6 +418,24 @@ def test_window_all_matches_batch(parallelism):
     assert Counter(results) == expected
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("assigner", ["tumbling", "sliding", "session"])
+@pytest.mark.parametrize("generator", ["periodic", "per_event"])
+def test_windows_match_batch_across_two_taskmanagers(assigner, generator):
+    """Subtasks on two TaskManagers (two executor threads): sources, windows and watermarks interleave freely."""
+    env = env_with(2, taskmanagers=2)
+    if assigner == "tumbling":
+        window, panes = TumblingEventTimeWindows.of(Duration.of_millis(SIZE)), batch_panes(EVENTS_B, SIZE, SIZE)
+    elif assigner == "sliding":
+        window = SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE))
+        panes = batch_panes(EVENTS_B, SIZE, SLIDE)
+    else:
+        window = EventTimeSessionWindows.with_gap(Duration.of_millis(GAP))
+        panes = batch_sessions(EVENTS_B, lambda e: GAP)
+    windowed = timestamped_events(env, EVENTS_B, "sequence", generator).key_by(lambda e: e[0]).window(window)
+    assert Counter(run(windowed.process(DescribePane()))) == expect_pane_descriptions(panes)
+
+
 # -- count windows: per-key arrival order decides, so one collection source feeds them --------------------------
 
 
@@ -541,7 +561,7 @@ class ProcessingPane(ProcessWindowFunction):
 @pytest.mark.parametrize("parallelism", [1, 2])
 def test_processing_time_windows_fire_on_the_wall_clock(parallelism):
     env = env_with(parallelism)
-    stream = env.from_source(LingeringSource(EVENTS, linger_ms=800), None, "lingering")
+    stream = env.from_source(LingeringSource(EVENTS, linger_ms=1200), None, "lingering")
     results = run(stream.key_by(lambda e: e[0]).window(TumblingProcessingTimeWindows.of(Duration.of_millis(200)))
                   .process(ProcessingPane()))
     totals = Counter()

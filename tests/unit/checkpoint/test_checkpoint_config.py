@@ -16,7 +16,10 @@ from fluvial.datastream.checkpoint_config import (
     ExternalizedCheckpointCleanup,
     ExternalizedCheckpointRetention,
 )
-from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
+from fluvial.datastream.checkpoint_storage import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 from fluvial.datastream.state_backend import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,

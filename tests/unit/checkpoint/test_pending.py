@@ -15,7 +15,10 @@ from fluvial.checkpoint.pending import (
 )
 from fluvial.checkpoint.storage import SubtaskState, create_checkpoint_storage
 from fluvial.checkpoint.store import CompletedCheckpoint
-from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
+from fluvial.datastream.checkpoint_storage import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 
 SOURCE, MAP = 1, 2
 TASKS = {(SOURCE, 0), (MAP, 0), (MAP, 1)}

@@ -29,7 +29,10 @@ from fluvial.checkpoint.storage import (
     read_checkpoint_metadata,
 )
 from fluvial.common.errors import ConfigurationError, FluvialError, ResourceError
-from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
+from fluvial.datastream.checkpoint_storage import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 
 JOB = "job-0123"
 KINDS = ["jobmanager", "file", "memory"]

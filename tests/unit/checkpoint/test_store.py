@@ -16,7 +16,10 @@ from fluvial.checkpoint.storage import (
     create_checkpoint_storage,
 )
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
-from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
+from fluvial.datastream.checkpoint_storage import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 
 JOB = "job-store"
 
