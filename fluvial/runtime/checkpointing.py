@@ -69,7 +69,10 @@ class SubtaskCheckpointer:
             for snapshot in snapshots:
                 keyed, operator = [], []
                 if snapshot.keyed is not None or snapshot.timers:
-                    data = pickle.dumps((snapshot.keyed, snapshot.timers or {}), protocol=5)
+                    keyed = snapshot.keyed
+                    if hasattr(keyed, "to_snapshot"):
+                        keyed = keyed.to_snapshot()
+                    data = pickle.dumps((keyed, snapshot.timers or {}), protocol=5)
                     keyed.append(storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-keyed", data))
                 if snapshot.operator_state:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)

@@ -86,7 +86,9 @@ class StreamOperator:
         """The synchronous part: freeze keyed state, timers and operator state; None when there is none."""
         snapshot = OperatorSnapshot(self.context.operator_id)
         if self.keyed_backend is not None:
-            snapshot.keyed = self.keyed_backend.snapshot()
+            backend = self.keyed_backend
+            # freeze now (cheap copies), partition by key group in the asynchronous part when it can
+            snapshot.keyed = backend.freeze() if hasattr(backend, "freeze") else backend.snapshot()
         timers = getattr(self, "timers", None)
         if timers is not None:
             snapshot.timers = timers.snapshot_by_key_group(self.context.max_parallelism)

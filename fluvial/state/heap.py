@@ -412,45 +412,29 @@ class HeapKeyedStateBackend:
             self.current_key = previous
 
     def snapshot(self) -> KeyedStateSnapshot:
-        """Partition every table by key group, with private copies of the values (the synchronous part).
+        """Private copies of every table, partitioned by key group: `freeze()` then `to_snapshot()`."""
+        return self.freeze().to_snapshot()
 
-        This loop runs once per entry per checkpoint, so it inlines the int-key case of `assign_to_key_group`
-        (murmur fmix32 of the int's hash) and skips the copy call for immutable values. TTL tables are copied
-        first (keeping their timestamps, so expiry survives a restore), leaving out expired values when their
-        config asks for `cleanup_full_snapshot`.
-        """
-        max_parallelism = self.max_parallelism
-        groups: dict[int, dict[str, dict[Any, Any]]] = {}
+    def freeze(self) -> "FrozenHeapState":
+        """The synchronous part of a checkpoint: copies that later changes to live state cannot reach, at C
+        speed where values are immutable (a dict copy per table). Partitioning by key group — the per-entry
+        hashing — is left to `FrozenHeapState.to_snapshot()`, which the asynchronous part runs off the task
+        thread. TTL tables are copied with their timestamps (expiry survives a restore), leaving out expired
+        values when their config asks for `cleanup_full_snapshot`."""
         now = self.ttl_clock() if self._ttl_layout else 0
+        tables: dict[str, dict[Any, Any]] = {}
         for name, table in self._tables.items():
-            immutable = _IMMUTABLE
             if name in self._ttl_layout:
-                table = self._ttl_snapshot_copy(name, table, now)
-                immutable = _FRESH_TTL_COPIES
-            buckets: list[dict[Any, Any] | None] = [None] * max_parallelism
-            for key, value in table.items():
-                if type(key) is int:
-                    h = hash(key) & 0xFFFFFFFF
-                    h ^= h >> 16
-                    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-                    h ^= h >> 13
-                    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-                    key_group = (h ^ (h >> 16)) % max_parallelism
-                else:
-                    key_group = assign_to_key_group(key, max_parallelism)
-                entries = buckets[key_group]
-                if entries is None:
-                    entries = buckets[key_group] = {}
-                entries[key] = value if type(value) in immutable else _private_copy(value)
-            for key_group, entries in enumerate(buckets):
-                if entries is None:
-                    continue
-                states = groups.get(key_group)
-                if states is None:
-                    states = groups[key_group] = {}
-                states[name] = entries
+                tables[name] = self._ttl_snapshot_copy(name, table, now)
+                continue
+            frozen = dict(table)
+            if not set(map(type, frozen.values())) <= _IMMUTABLE:
+                for key, value in frozen.items():
+                    if type(value) not in _IMMUTABLE:
+                        frozen[key] = _private_copy(value)
+            tables[name] = frozen
         kinds = {name: kind.value for name, kind in self._kinds.items()}
-        return KeyedStateSnapshot(max_parallelism, groups, kinds)
+        return FrozenHeapState(self.max_parallelism, tables, kinds)
 
     def _ttl_snapshot_copy(self, name: str, table: dict, now: int) -> dict[Any, Any]:
         layout = layout_for(self._kinds[name])
@@ -549,3 +533,44 @@ class _HeapBackendWithRecordCleanup(HeapKeyedStateBackend):
             now = self.ttl_clock()
             for cleanup in self._record_cleanups:
                 cleanup.run(now)
+
+
+class FrozenHeapState:
+    """A heap backend's state frozen for a checkpoint, not yet partitioned by key group."""
+
+    __slots__ = ("max_parallelism", "_tables", "_kinds")
+
+    def __init__(self, max_parallelism: int, tables: dict[str, dict[Any, Any]], kinds: dict[str, str]) -> None:
+        self.max_parallelism = max_parallelism
+        self._tables = tables
+        self._kinds = kinds
+
+    def to_snapshot(self) -> KeyedStateSnapshot:
+        """Partition by key group. This loop runs once per entry per checkpoint, so it inlines the int-key case
+        of `assign_to_key_group` (murmur fmix32 of the int's hash)."""
+        max_parallelism = self.max_parallelism
+        groups: dict[int, dict[str, dict[Any, Any]]] = {}
+        for name, table in self._tables.items():
+            buckets: list[dict[Any, Any] | None] = [None] * max_parallelism
+            for key, value in table.items():
+                if type(key) is int:
+                    h = hash(key) & 0xFFFFFFFF
+                    h ^= h >> 16
+                    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+                    h ^= h >> 13
+                    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+                    key_group = (h ^ (h >> 16)) % max_parallelism
+                else:
+                    key_group = assign_to_key_group(key, max_parallelism)
+                entries = buckets[key_group]
+                if entries is None:
+                    entries = buckets[key_group] = {}
+                entries[key] = value
+            for key_group, entries in enumerate(buckets):
+                if entries is None:
+                    continue
+                states = groups.get(key_group)
+                if states is None:
+                    states = groups[key_group] = {}
+                states[name] = entries
+        return KeyedStateSnapshot(max_parallelism, groups, dict(self._kinds))
