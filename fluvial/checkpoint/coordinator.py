@@ -69,15 +69,23 @@ class CheckpointCoordinator:
     # -- scheduling ---------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start the trigger thread. A job may end (and `stop()` run, on a task thread) while this is being
+        called: the thread is published only once started, and never started after a stop."""
         if self.settings.interval_ms > 0:
-            self._thread = threading.Thread(target=self._run, name=f"checkpoint-coordinator-{self.job_id[:8]}",
-                                            daemon=True)
-            self._thread.start()
+            with self._lock:
+                if self._stopped.is_set():
+                    return
+                thread = threading.Thread(target=self._run, name=f"checkpoint-coordinator-{self.job_id[:8]}",
+                                          daemon=True)
+                thread.start()
+                self._thread = thread
 
     def stop(self) -> None:
         self._stopped.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(2)
+        with self._lock:
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(2)
 
     def _run(self) -> None:
         while not self._stopped.wait(TICK_SECONDS):

@@ -33,6 +33,8 @@ class ExecutionGraph:
         self.job_graph = job_graph
         self._by_id = {vertex.id: vertex for vertex in job_graph.vertices}
         self._job_parameters = job_parameters or {}
+        tolerance = job_graph.fault_tolerance
+        self._state_backend = tolerance.state_backend if tolerance is not None else None
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
 
@@ -57,6 +59,7 @@ class ExecutionGraph:
             checkpointing=checkpointing,
             restore=restore,
             function_templates=function_templates,
+            state_backend=self._state_backend,
         )
 
     def _output(self, edge: JobEdge, producer_index: int) -> OutputSpec:

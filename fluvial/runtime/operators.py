@@ -76,9 +76,13 @@ class StreamOperator:
         """All input has arrived; emit what is still held."""
 
     def close(self) -> None:
-        closer = getattr(self.spec.function, "close", None)
-        if closer is not None and callable(closer) and not isinstance(self.spec.function, type):
-            closer()
+        try:
+            closer = getattr(self.spec.function, "close", None)
+            if closer is not None and callable(closer) and not isinstance(self.spec.function, type):
+                closer()
+        finally:
+            if self.keyed_backend is not None:
+                self.keyed_backend.dispose()
 
     # -- checkpoints (on the task thread) ------------------------------------------------------------------------
 

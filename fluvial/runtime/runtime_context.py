@@ -23,12 +23,21 @@ class OperatorContext:
     processing_time_service: Any = None
     auto_watermark_interval: int = 200
     operator_id: str = ""
+    state_backend: Any = None  # the job's StateBackend description; None: the heap
 
     def key_group_range(self) -> range:
         info = self.task_info
         return key_group_range_for_operator(self.max_parallelism, info.parallelism, info.subtask_index)
 
     def create_keyed_backend(self) -> Any:
+        """The keyed state backend the job chose, for this operator's key groups."""
+        from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
+
+        if isinstance(self.state_backend, EmbeddedRocksDBStateBackend):
+            from fluvial.state.factory import create_rocksdb_backend
+
+            return create_rocksdb_backend(self.state_backend, self.max_parallelism, self.key_group_range(),
+                                          self.task_info, self.operator_id)
         from fluvial.state.heap import HeapKeyedStateBackend
 
         return HeapKeyedStateBackend(self.max_parallelism, self.key_group_range())

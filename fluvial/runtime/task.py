@@ -71,6 +71,7 @@ class TaskSpec:
     checkpointing: TaskCheckpointSettings | None = None
     restore: dict[str, RestoreAssignment] | None = None  # operator id -> what it restores from
     function_templates: dict[int, Any] | None = None  # node id -> pristine function, for restarted attempts
+    state_backend: Any = None  # the job's StateBackend description
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -165,7 +166,7 @@ class Task:
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._collect_target, self.processing_time, self.spec.auto_watermark_interval,
-                               operator_id_of(node))
+                               operator_id_of(node), self.spec.state_backend)
 
     def _restore_operators(self) -> list | None:
         """Hand each operator its share of the checkpoint before it opens; return a source's split positions."""

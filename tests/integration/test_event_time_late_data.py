@@ -16,8 +16,17 @@ from collections import defaultdict
 
 import pytest
 
-from fluvial.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkStrategy
-from fluvial.datastream import AggregateFunction, OutputTag, ProcessFunction, StreamExecutionEnvironment
+from fluvial.common.watermark_strategy import (
+    Watermark,
+    WatermarkGenerator,
+    WatermarkStrategy,
+)
+from fluvial.datastream import (
+    AggregateFunction,
+    OutputTag,
+    ProcessFunction,
+    StreamExecutionEnvironment,
+)
 from fluvial.datastream.window import (
     EventTimeSessionWindows,
     ProcessWindowFunction,

@@ -11,8 +11,16 @@ import pytest
 
 from fluvial.common.errors import FluvialError
 from fluvial.common.time import MAX_WATERMARK, current_millis
-from fluvial.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkStrategy
-from fluvial.datastream import KeyedProcessFunction, ProcessFunction, StreamExecutionEnvironment
+from fluvial.common.watermark_strategy import (
+    Watermark,
+    WatermarkGenerator,
+    WatermarkStrategy,
+)
+from fluvial.datastream import (
+    KeyedProcessFunction,
+    ProcessFunction,
+    StreamExecutionEnvironment,
+)
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.timerservice import TimeDomain
 
@@ -41,7 +49,7 @@ class TimerScript(KeyedProcessFunction):
     on each record and on each timer."""
 
     def process_element(self, value, ctx):
-        key, ts, register, delete = value
+        _, ts, register, delete = value
         for timestamp in register:
             ctx.timer_service().register_event_time_timer(timestamp)
         for timestamp in delete:

@@ -15,8 +15,16 @@ import pytest
 
 from fluvial.common import Duration
 from fluvial.common.time import MIN_WATERMARK, current_millis
-from fluvial.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkStrategy
-from fluvial.datastream import CoProcessFunction, ProcessFunction, StreamExecutionEnvironment
+from fluvial.common.watermark_strategy import (
+    Watermark,
+    WatermarkGenerator,
+    WatermarkStrategy,
+)
+from fluvial.datastream import (
+    CoProcessFunction,
+    ProcessFunction,
+    StreamExecutionEnvironment,
+)
 from fluvial.datastream.connectors.collection import CollectionSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.window import ProcessWindowFunction, TumblingEventTimeWindows

@@ -17,8 +17,16 @@ import pytest
 
 from fluvial.common import Configuration, Duration
 from fluvial.common.time import MAX_WATERMARK, current_millis
-from fluvial.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkStrategy
-from fluvial.datastream import AggregateFunction, ProcessFunction, StreamExecutionEnvironment
+from fluvial.common.watermark_strategy import (
+    Watermark,
+    WatermarkGenerator,
+    WatermarkStrategy,
+)
+from fluvial.datastream import (
+    AggregateFunction,
+    ProcessFunction,
+    StreamExecutionEnvironment,
+)
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.window import (

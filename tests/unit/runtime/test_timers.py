@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from fluvial.common.errors import StateError
 from fluvial.common.time import MIN_WATERMARK
-from fluvial.runtime.timers import InternalTimerService, KeyedTimerService, NonKeyedTimerService, Timer
+from fluvial.runtime.timers import (
+    InternalTimerService,
+    KeyedTimerService,
+    NonKeyedTimerService,
+    Timer,
+)
 
 
 class FakeBackend:
@@ -276,7 +281,7 @@ def test_current_processing_time_reads_the_service():
 
 
 def test_snapshot_and_restore_into_a_fresh_service_fires_the_same_timers():
-    service, backend, recorder, clock = make_service(now=0)
+    service, backend, recorder, _ = make_service(now=0)
     for key, ts in [("a", 30), ("b", 10), ("a", 20), ("c", 20)]:
         register(service, backend, key, ts)
     register(service, backend, "a", 25, namespace="w")

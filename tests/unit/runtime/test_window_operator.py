@@ -76,7 +76,7 @@ class Harness:
     def _collect(into):
         return lambda batch: into.extend(zip(batch.values, batch.timestamps or [None] * len(batch.values)))
 
-    def elements(self, *records) -> "Harness":
+    def elements(self, *records) -> Harness:
         """Records as (key, value, ts), one buffer."""
         self.op.process_batch(RecordBatch(list(records), [r[2] for r in records]))
         return self
@@ -291,7 +291,7 @@ def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
     original.elements(("k0", 10_000, 100))  # changes to the original after the snapshot do not leak
     restored.elements(*second)
     got = restored.take() + restored.watermark(1700) + restored.watermark(MAX_WATERMARK)
-    key = lambda item: repr(item)  # noqa: E731
+    key = lambda item: repr(item)
     assert sorted(got, key=key) == sorted(expected, key=key)
     assert len(got) > 3
     assert restored.state_entries() == {} and restored.timer_count() == 0

@@ -1,0 +1,210 @@
+"""Checkpoint failures on real jobs (CheckpointFailureManager): with no tolerated failure the first failed
+checkpoint fails the job with a message about consecutive checkpoint failures whose cause chain says what went
+wrong; with a high tolerable number the job keeps running and its output is complete.
+
+Three real ways for a checkpoint to fail:
+- a state larger than JobManagerCheckpointStorage's max_state_size (the asynchronous part declines);
+- the checkpoint directory replaced by a plain file mid-run (writing the state fails, the task declines);
+- a checkpoint timeout shorter than the barrier needs to pass a slow, backpressured operator (TIMEOUT).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import pytest
+
+from fluvial.common import Encoder, Types
+from fluvial.common.errors import JobExecutionException
+from fluvial.common.restart_strategy import RestartStrategies
+from fluvial.checkpoint.failure_manager import CheckpointFailuresExceededError
+from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
+from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
+from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.state import ValueStateDescriptor
+
+KEYS = 5
+
+
+class Slow(MapFunction):
+    """Sleeps `millis` every `every` records, so checkpoints are triggered while the job runs."""
+
+    def __init__(self, every: int, millis: float = 1.0) -> None:
+        self.every = every
+        self.millis = millis
+        self.seen = 0
+
+    def map(self, value):
+        self.seen += 1
+        if self.seen % self.every == 0:
+            time.sleep(self.millis / 1000)
+        return value
+
+
+class CountPerKey(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield f"{value % KEYS}|{value}|{count}"
+
+
+def visible_lines(base) -> list[str]:
+    lines = []
+    for root, _, names in os.walk(base):
+        for name in names:
+            if not name.startswith("."):
+                with open(os.path.join(root, name), encoding="utf-8") as handle:
+                    lines.extend(handle.read().splitlines())
+    return lines
+
+
+def build_job(tmp_path, n: int, slow: MapFunction, *, tolerable: int, storage, timeout_ms: int | None = None,
+              slow_after_shuffle: bool = False):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    env.enable_checkpointing(50)
+    config = env.get_checkpoint_config()
+    config.set_checkpoint_storage(storage)
+    config.set_tolerable_checkpoint_failure_number(tolerable)
+    if timeout_ms is not None:
+        config.set_checkpoint_timeout(timeout_ms)
+    env.set_restart_strategy(RestartStrategies.no_restart())
+    sink = (
+        FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    numbers = env.from_source(NumberSequenceSource(1, n))
+    if slow_after_shuffle:
+        numbers = numbers.rebalance().map(slow).key_by(lambda v: v % KEYS)
+    else:
+        numbers = numbers.map(slow).key_by(lambda v: v % KEYS)
+    numbers.process(CountPerKey()).sink_to(sink)
+    return env
+
+
+def cause_chain(error: BaseException) -> list[BaseException]:
+    chain = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
+def assert_complete_output(tmp_path, n: int) -> None:
+    lines = visible_lines(tmp_path / "out")
+    seqs = sorted(int(line.split("|")[1]) for line in lines)
+    assert seqs == list(range(1, n + 1))
+    finals: dict[int, int] = {}
+    for line in lines:
+        key, _, count = (int(part) for part in line.split("|"))
+        finals[key] = max(count, finals.get(key, 0))
+    assert finals == {k: len(range(k or KEYS, n + 1, KEYS)) for k in range(KEYS)}
+
+
+def assert_fails_on_consecutive_checkpoint_failures(env, *needles: str) -> None:
+    with pytest.raises(JobExecutionException) as info:
+        env.execute("checkpoint failures")
+    error = info.value
+    assert "consecutive checkpoints failed and 0 are tolerated" in str(error)
+    assert isinstance(error.__cause__, CheckpointFailuresExceededError)
+    text = " / ".join(str(e) for e in cause_chain(error))
+    for needle in needles:
+        assert needle in text, f"{needle!r} not in the error chain: {text}"
+
+
+# -- state too large for the JobManager ---------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_state_over_max_state_size_fails_the_job_when_nothing_is_tolerated(tmp_path):
+    env = build_job(tmp_path, 20_000, Slow(20), tolerable=0, storage=JobManagerCheckpointStorage(max_state_size=8))
+    assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size", "DECLINED")
+
+
+@pytest.mark.timeout(60)
+def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path):
+    n = 8_000
+    env = build_job(tmp_path, n, Slow(20), tolerable=1_000_000,
+                    storage=JobManagerCheckpointStorage(max_state_size=8))
+    client = env.execute_async("tolerated checkpoint failures")
+    client.get_job_execution_result().result(timeout=50)
+    assert client._job_master.checkpointing.store.latest() is None, "a checkpoint completed: nothing failed"
+    assert_complete_output(tmp_path, n)
+
+
+# -- the checkpoint directory stops being a directory mid-run -----------------------------------------------------
+
+def break_checkpoint_dir_after_first_checkpoint(base, client, broken: threading.Event) -> None:
+    """Wait until a checkpoint completed, then replace the job's checkpoint directory by a plain file."""
+    job_dir = base / client.get_job_id()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not client.get_job_execution_result().done():
+        if any((chk / "_metadata").exists() for chk in job_dir.glob("chk-*")):
+            shutil.rmtree(job_dir, ignore_errors=True)
+            job_dir.write_text("not a directory")
+            broken.set()
+            return
+        time.sleep(0.005)
+
+
+def start_with_breaking_dir(tmp_path, n: int, tolerable: int):
+    base = tmp_path / "checkpoints"
+    storage = FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0)
+    env = build_job(tmp_path, n, Slow(10), tolerable=tolerable, storage=storage)
+    client = env.execute_async("breaking checkpoint dir")
+    broken = threading.Event()
+    breaker = threading.Thread(target=break_checkpoint_dir_after_first_checkpoint, args=(base, client, broken))
+    breaker.start()
+    return client, breaker, broken, base / client.get_job_id()
+
+
+@pytest.mark.timeout(60)
+def test_checkpoint_dir_lost_mid_run_fails_the_job_naming_the_path(tmp_path):
+    client, breaker, broken, job_dir = start_with_breaking_dir(tmp_path, 40_000, tolerable=0)
+    with pytest.raises(JobExecutionException) as info:
+        client.get_job_execution_result().result(timeout=50)
+    breaker.join()
+    assert broken.is_set(), "the job ended before a checkpoint completed"
+    error = info.value
+    assert "consecutive checkpoints failed and 0 are tolerated" in str(error)
+    text = " / ".join(str(e) for e in cause_chain(error))
+    assert str(job_dir) in text, text
+
+
+@pytest.mark.timeout(60)
+def test_checkpoint_dir_lost_mid_run_is_tolerated_and_the_job_completes(tmp_path):
+    n = 20_000
+    client, breaker, broken, _ = start_with_breaking_dir(tmp_path, n, tolerable=1_000_000)
+    client.get_job_execution_result().result(timeout=50)
+    breaker.join()
+    assert broken.is_set(), "the job ended before a checkpoint completed"
+    assert_complete_output(tmp_path, n)
+
+
+# -- checkpoints that time out ------------------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_checkpoint_timeout_fails_the_job_when_nothing_is_tolerated(tmp_path):
+    """A shuffle and an operator that sleeps 30 ms per 100 records: its input channel is always full, so a
+    barrier queues behind buffers and needs far more than the 10 ms timeout to reach the end of the job."""
+    env = build_job(tmp_path, 1_000_000, Slow(100, 30), tolerable=0, storage=JobManagerCheckpointStorage(),
+                    timeout_ms=10, slow_after_shuffle=True)
+    assert_fails_on_consecutive_checkpoint_failures(env, "TIMEOUT", "expired")
+
+
+@pytest.mark.timeout(60)
+def test_checkpoint_timeouts_are_tolerated_and_the_job_completes(tmp_path):
+    n = 6_000
+    env = build_job(tmp_path, n, Slow(100, 30), tolerable=1_000_000, storage=JobManagerCheckpointStorage(),
+                    timeout_ms=10, slow_after_shuffle=True)
+    client = env.execute_async("tolerated timeouts")
+    client.get_job_execution_result().result(timeout=50)
+    assert_complete_output(tmp_path, n)
