@@ -129,6 +129,11 @@ class CheckpointCoordinator:
             self._futures[checkpoint_id] = future
         for task in self._to_trigger:
             self._trigger_task(task, checkpoint_id, pending.timestamp, savepoint_dir)
+        if not is_savepoint and not self._all_running():
+            # A task ended between the check in _may_trigger and now: it will never acknowledge. Whichever of
+            # this check and the JobMaster's `abort_pending_awaiting` comes second sees the other's effect.
+            self._abort(checkpoint_id, CheckpointFailureReason.NOT_ALL_TASKS_RUNNING,
+                        "a task ended while it was being triggered")
         return future
 
     # -- acknowledgements ---------------------------------------------------------------------------------------
@@ -189,6 +194,15 @@ class CheckpointCoordinator:
                                                     is_savepoint=is_savepoint)
         if verdict is FailureVerdict.FAIL_JOB:
             self._fail_job(self._failures.job_failure)
+
+    def abort_pending_awaiting(self, task: Task, reason: CheckpointFailureReason) -> None:
+        """`task` ended (finished its input) without acknowledging some pending checkpoints: they can never
+        complete. Abort them now with `reason`, which does not count as a checkpoint failure, rather than let
+        them expire as a TIMEOUT, which would."""
+        with self._lock:
+            waiting = [cid for cid, p in self._pending.items() if task in p.not_yet_acknowledged]
+        for checkpoint_id in waiting:
+            self._abort(checkpoint_id, reason, f"task {task} ended before acknowledging it")
 
     def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
         """On failover or shutdown: every pending checkpoint is aborted (without counting towards failure)."""

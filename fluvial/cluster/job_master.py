@@ -63,6 +63,7 @@ class JobMaster:
         self._backoff = create_backoff_strategy(strategy)
         self._templates = None if isinstance(strategy, NoRestartStrategyConfiguration) else pristine_functions(job_graph)
         self.checkpointing: JobCheckpointing | None = None
+        self._has_receivers = False
         if tolerance is not None and tolerance.checkpoints is not None and tolerance.checkpoints.enabled:
             self.checkpointing = JobCheckpointing(job_graph, self._send_trigger, self._send_notify,
                                                   self._all_running, self.fail)
@@ -76,6 +77,7 @@ class JobMaster:
 
     def start(self) -> None:
         self._started_at = time.monotonic()
+        self._start_receivers()
         self._deploy_all(self._initial_restore)
         if self.checkpointing is not None:
             self.checkpointing.coordinator.start()
@@ -95,6 +97,25 @@ class JobMaster:
                 spec = self.execution_graph.task_spec(
                     vertex, index, self.attempt, settings, (restore or {}).get((vertex.id, index)), self._templates)
                 self._task_managers[slot.task_manager].deploy(DeployTask(spec, slot.index))
+
+    def _start_receivers(self) -> None:
+        """Receivers start with the job and stop when it ends; failovers of its tasks leave them running."""
+        from fluvial.receiver.source import ReceiverSource
+
+        receivers = {
+            node.operator.function.stream_id: node.operator.function.receiver
+            for vertex in self.job_graph.vertices
+            for node in vertex.nodes
+            if node.is_source and isinstance(node.operator.function, ReceiverSource)
+        }
+        if not receivers:
+            return
+        from fluvial.receiver.services import receiver_settings, start_receivers
+
+        tolerance = self.job_graph.fault_tolerance
+        settings = receiver_settings(self.job_graph.configuration, tolerance.checkpoints if tolerance else None)
+        start_receivers(self.job_id, receivers, settings)
+        self._has_receivers = True
 
     def _savepoint_restore(self, tolerance: Any) -> dict | None:
         if tolerance is None or not tolerance.savepoint_path:
@@ -122,6 +143,9 @@ class JobMaster:
                     self.status = JobStatus.FAILING
             done = all(state in TERMINAL for state in self._states.values())
             restart = done and self.status is JobStatus.RESTARTING
+        if update.state == "FINISHED" and self.checkpointing is not None:
+            self.checkpointing.coordinator.abort_pending_awaiting(
+                (update.vertex_id, update.subtask_index), CheckpointFailureReason.DECLINED_END_OF_INPUT)
         if cancel_others:
             if self.checkpointing is not None:
                 self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
@@ -228,6 +252,10 @@ class JobMaster:
         if self.checkpointing is not None:
             self.checkpointing.coordinator.stop()
             self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
+        if self._has_receivers:
+            from fluvial.receiver.services import stop_receivers
+
+            stop_receivers(self.job_id)
         runtime_ms = int((time.monotonic() - self._started_at) * 1000)
         name = self.job_graph.job_name
         if self._fatal is not None:

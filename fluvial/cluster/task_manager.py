@@ -96,8 +96,8 @@ class TaskManager:
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
         task = self._tasks.get((message.job_id, message.vertex_id, message.subtask_index))
         if task is None:
-            self._checkpoints._report(DeclineCheckpoint(message.job_id, message.checkpoint_id, message.vertex_id,
-                                                        message.subtask_index, "the task is not running"))
+            # It ended (a trigger raced its end). No decline: that would count as a checkpoint failure. The
+            # JobMaster hears of the end from the task's final state and aborts what still waits for it.
             return
         task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir)
 

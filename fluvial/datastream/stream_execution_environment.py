@@ -190,6 +190,30 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, tid)
 
+    def add_receiver(self, receiver: Any, name: str | None = None) -> DataStream:
+        """A stream of what a push-source Receiver stores (Spark Streaming's receiver path; DESIGN 2.5)."""
+        from fluvial.receiver.receiver import Receiver
+        from fluvial.receiver.source import ReceiverSource
+
+        if not isinstance(receiver, Receiver):
+            raise InvalidJobError(f"add_receiver expects a fluvial.receiver.Receiver, got {receiver!r}")
+        stream_id = self._next_id
+        source = ReceiverSource(receiver, stream_id)
+        tid = self._add_transformation(
+            t.SourceTransformation,
+            name=f"Source: {name or receiver.name()}",
+            operator=t.SourceSpec(source),
+            parallelism=1,
+            parallelism_fixed=True,
+        )
+        return DataStream(self, tid)
+
+    def socket_text_stream(self, host: str, port: int, delimiter: str = "\n", max_retries: int = 3) -> DataStream:
+        """Lines read from a TCP socket; the stream ends when the peer closes the connection."""
+        from fluvial.receiver.socket import SocketTextReceiver
+
+        return self.add_receiver(SocketTextReceiver(host, port, delimiter, max_retries), f"Socket Stream {host}:{port}")
+
     def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
         from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
 

@@ -54,7 +54,7 @@ class SubtaskCheckpointer:
             if head is None:
                 head = OperatorSnapshot(head_id)
                 snapshots.insert(0, head)
-            head.operator_state[SOURCE_SPLITS] = task.input.snapshot_splits()
+            head.operator_state[SOURCE_SPLITS] = task.input.snapshot_splits(barrier.checkpoint_id)
         for writer in task.writers:
             writer.broadcast_event(barrier)
         storage = self._storage if barrier.savepoint_dir is None else self._savepoint_storage(barrier.savepoint_dir)
@@ -69,10 +69,10 @@ class SubtaskCheckpointer:
             for snapshot in snapshots:
                 keyed, operator = [], []
                 if snapshot.keyed is not None or snapshot.timers:
-                    keyed = snapshot.keyed
-                    if hasattr(keyed, "to_snapshot"):
-                        keyed = keyed.to_snapshot()
-                    data = pickle.dumps((keyed, snapshot.timers or {}), protocol=5)
+                    keyed_state = snapshot.keyed
+                    if hasattr(keyed_state, "to_snapshot"):  # frozen in the synchronous part, partitioned here
+                        keyed_state = keyed_state.to_snapshot()
+                    data = pickle.dumps((keyed_state, snapshot.timers or {}), protocol=5)
                     keyed.append(storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-keyed", data))
                 if snapshot.operator_state:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)

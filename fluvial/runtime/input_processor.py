@@ -57,8 +57,17 @@ class SourceInput:
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
-    def snapshot_splits(self) -> list:
-        return list(self.reader.snapshot_state())
+    def snapshot_splits(self, checkpoint_id: int) -> list:
+        splits = list(self.reader.snapshot_state())
+        on_snapshot = getattr(self.reader, "on_snapshot", None)
+        if on_snapshot is not None:
+            on_snapshot(checkpoint_id)
+        return splits
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        notify = getattr(self.reader, "notify_checkpoint_complete", None)
+        if notify is not None:
+            notify(checkpoint_id)
 
     def _emit_status(self, status: WatermarkStatus) -> None:
         self._output.emit_watermark_status(status)

@@ -214,6 +214,8 @@ class Task:
                     operator.notify_checkpoint_complete(checkpoint_id)
                 else:
                     operator.notify_checkpoint_aborted(checkpoint_id)
+            if completed and isinstance(self.input, SourceInput):
+                self.input.notify_checkpoint_complete(checkpoint_id)
         except BaseException as exc:  # noqa: BLE001
             self._fail(exc)
 

@@ -208,3 +208,41 @@ def test_checkpoint_timeouts_are_tolerated_and_the_job_completes(tmp_path):
     client = env.execute_async("tolerated timeouts")
     client.get_job_execution_result().result(timeout=50)
     assert_complete_output(tmp_path, n)
+
+
+# -- what is not a checkpoint failure -----------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, monkeypatch, parallelism):
+    """A bounded job with checkpoints every 10 ms and no tolerated failure. A subtask's end reaches the JobMaster
+    a little after the subtask left its TaskManager (widened here to 50 ms, as a busy machine might): a
+    checkpoint triggered in that gap cannot complete, but it is not a failure — the job must finish."""
+    from fluvial.cluster.mini_cluster import MiniCluster
+
+    report = MiniCluster._report
+
+    def late_finished_reports(self, update):
+        if update.state == "FINISHED":
+            time.sleep(0.05)
+        return report(self, update)
+
+    monkeypatch.setattr(MiniCluster, "_report", late_finished_reports)
+    n = 20_000
+    env = build_job(tmp_path, n, Slow(1_000), tolerable=0, storage=JobManagerCheckpointStorage())
+    env.set_parallelism(parallelism)
+    env.get_checkpoint_config().set_checkpoint_interval(10)
+    env.execute("checkpoints racing the end")
+    assert_complete_output(tmp_path, n)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.xfail(strict=True, reason="CheckpointConfig ignores execution.checkpointing.tolerable-failed-checkpoints "
+                                       "(and .timeout, .mode, .min-pause, .max-concurrent-checkpoints), which "
+                                       "Configuration accepts as known keys")
+def test_tolerable_failures_from_configuration_key(tmp_path):
+    from fluvial.common import Configuration
+
+    configuration = Configuration().set_string("execution.checkpointing.tolerable-failed-checkpoints", "1000000")
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    assert env.get_checkpoint_config().get_tolerable_checkpoint_failure_number() == 1_000_000

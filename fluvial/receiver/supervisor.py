@@ -1,0 +1,169 @@
+"""ReceiverSupervisor (seed 004): runs one receiver — its thread, its BlockGenerator, where its blocks are
+stored and whom they are reported to — and restarts it when it asks to or crashes. It belongs to the job's
+receiver services, not to a task, so it outlives failovers of the job's tasks (as Spark's receivers do).
+
+Protocol, numbered:
+1. `start()`: the BlockGenerator starts, then `on_start()` runs on the receiver's own thread.
+2. Records stored one by one go through the BlockGenerator; each block it pushes — and each list stored at
+   once — is stored by the ReceivedBlockHandler (block store, and the WAL when on) and then reported to the
+   ReceiverTracker (AddBlock). A block the tracker does not accept is an error: nothing is acknowledged.
+3. `restart_receiver(...)` (or an exception escaping on_start): on_stop, wait the delay, on_start again on a
+   new thread. The BlockGenerator keeps running, so records stored before the restart are not lost.
+4. `stop(...)`: on_stop, then the BlockGenerator stops — flushing its last buffer and draining its queue — and
+   only then is the stream marked ended, so every record stored before stop reaches the job.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
+from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
+
+_log = logging.getLogger(__name__)
+
+
+class ReceiverState(enum.Enum):
+    INITIALIZED = "initialized"
+    STARTED = "started"
+    RESTARTING = "restarting"
+    STOPPED = "stopped"
+
+
+class ReceiverSupervisor(BlockGeneratorListener):
+    def __init__(self, receiver: Any, stream_id: int, handler: Any, report_block: Callable[[ReceivedBlockInfo], bool],
+                 on_stream_end: Callable[[int], None], block_interval: float, block_queue_size: int,
+                 max_rate: float = 0) -> None:
+        self.receiver = receiver
+        self.stream_id = stream_id
+        self._handler = handler
+        self._report_block = report_block
+        self._on_stream_end = on_stream_end
+        self._generator = BlockGenerator(self, stream_id, block_interval, block_queue_size, max_rate)
+        self._state = ReceiverState.INITIALIZED
+        self._lock = threading.RLock()
+        self._unique = itertools.count()
+        self._generation = 0
+        self.restarts = 0
+        self.errors: list[tuple[str, BaseException | None]] = []
+        receiver.stream_id = stream_id
+        receiver.attach_supervisor(self)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._generator.start()
+        self._start_receiver()
+
+    def _start_receiver(self) -> None:
+        with self._lock:
+            if self._state is ReceiverState.STOPPED:
+                return
+            self._state = ReceiverState.STARTED
+            self._generation += 1
+            generation = self._generation
+        thread = threading.Thread(target=self._run_receiver, args=(generation,),
+                                  name=f"receiver-{self.stream_id}-{self.receiver.name()}", daemon=True)
+        thread.start()
+
+    def _run_receiver(self, generation: int) -> None:
+        try:
+            self.receiver.on_start()
+        except BaseException as error:  # noqa: BLE001 - a crashed receiver thread is restarted, not fatal
+            with self._lock:
+                current = generation == self._generation and self._state is ReceiverState.STARTED
+            if current:
+                self.restart_receiver(f"receiver '{self.receiver.name()}' (stream {self.stream_id}) crashed: "
+                                      f"{type(error).__name__}: {error}", error, 0.1)
+
+    def restart_receiver(self, message: str, error: BaseException | None, delay: float) -> None:
+        with self._lock:
+            if self._state is not ReceiverState.STARTED:
+                return
+            self._state = ReceiverState.RESTARTING
+            self.restarts += 1
+        self.report_error(message, error)
+        threading.Thread(target=self._restart_after, args=(delay,), name=f"receiver-restart-{self.stream_id}",
+                         daemon=True).start()
+
+    def _restart_after(self, delay: float) -> None:
+        self._call_on_stop()
+        time.sleep(delay)
+        with self._lock:
+            if self._state is not ReceiverState.RESTARTING:
+                return
+        self._start_receiver()
+
+    def stop(self, message: str = "stopped", error: BaseException | None = None) -> None:
+        with self._lock:
+            if self._state is ReceiverState.STOPPED:
+                return
+            self._state = ReceiverState.STOPPED
+        if error is not None:
+            self.report_error(message, error)
+        self._call_on_stop()
+        threading.Thread(target=self._finish, name=f"receiver-stop-{self.stream_id}", daemon=True).start()
+
+    def _finish(self) -> None:
+        try:
+            self._generator.stop()  # flushes the last buffer and pushes every queued block
+        finally:
+            self._on_stream_end(self.stream_id)
+
+    def _call_on_stop(self) -> None:
+        try:
+            self.receiver.on_stop()
+        except BaseException as error:  # noqa: BLE001
+            self.report_error(f"on_stop of receiver '{self.receiver.name()}' failed", error)
+
+    def is_receiver_started(self) -> bool:
+        return self._state is ReceiverState.STARTED
+
+    def is_receiver_stopped(self) -> bool:
+        return self._state in (ReceiverState.STOPPED, ReceiverState.RESTARTING)
+
+    @property
+    def state(self) -> ReceiverState:
+        return self._state
+
+    def report_error(self, message: str, error: BaseException | None) -> None:
+        self.errors.append((message, error))
+        _log.warning("receiver %s (stream %s): %s", self.receiver.name(), self.stream_id, message, exc_info=error)
+
+    # -- data ---------------------------------------------------------------------------------------------------
+
+    def push_single(self, data: Any) -> None:
+        self._generator.add_data(data)
+
+    def push_single_with_metadata(self, data: Any, metadata: Any) -> None:
+        self._generator.add_data_with_callback(data, metadata)
+
+    def push_array(self, records: list, metadata: Any = None) -> None:
+        """Reliable store: one block now, returning once it is stored and tracked."""
+        block_id = StreamBlockId(self.stream_id, -1 - next(self._unique))  # negative: never a generator id
+        self._push_block(block_id, list(records), metadata)
+
+    # -- BlockGeneratorListener ---------------------------------------------------------------------------------
+
+    def on_add_data(self, data: Any, metadata: Any) -> None:
+        pass
+
+    def on_generate_block(self, block_id: StreamBlockId) -> None:
+        pass
+
+    def on_push_block(self, block_id: StreamBlockId, records: list) -> None:
+        self._push_block(block_id, records, None)
+
+    def on_error(self, message: str, error: BaseException) -> None:
+        self.report_error(message, error)
+
+    def _push_block(self, block_id: StreamBlockId, records: list, metadata: Any) -> None:
+        result = self._handler.store_block(block_id, records)
+        info = ReceivedBlockInfo(self.stream_id, len(records), metadata, block_id, result)
+        if not self._report_block(info):
+            raise RuntimeError(f"the receiver tracker did not accept block {block_id} of stream {self.stream_id}")

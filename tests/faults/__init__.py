@@ -1,0 +1,1 @@
+"""Fault tests: real processes killed mid-run; nothing lost or duplicated after recovery."""
