@@ -59,6 +59,7 @@ class CheckpointCoordinator:
         self._failures = CheckpointFailureManager(settings.tolerable_failures)
         self._lock = threading.RLock()
         self._pending: dict[int, PendingCheckpoint] = {}
+        self._finalizing: set[int] = set()  # fully acknowledged, metadata being written or tasks being told
         self._futures: dict[int, CompletableFuture] = {}
         self._next_id = first_checkpoint_id
         self._last_completion = 0.0
@@ -97,7 +98,7 @@ class CheckpointCoordinator:
 
     def _may_trigger(self, now: float) -> bool:
         with self._lock:
-            if len(self._pending) >= self.settings.max_concurrent:
+            if len(self._pending) + len(self._finalizing) >= self.settings.max_concurrent:
                 return False
             if now - self._last_completion < self.settings.min_pause_ms / 1000:
                 return False
@@ -147,6 +148,7 @@ class CheckpointCoordinator:
             if result is not AckResult.SUCCESS or not pending.is_fully_acknowledged:
                 return result
             del self._pending[checkpoint_id]
+            self._finalizing.add(checkpoint_id)
         self._complete(pending)
         return result
 
@@ -155,6 +157,16 @@ class CheckpointCoordinator:
                     from_task=True)
 
     def _complete(self, pending: PendingCheckpoint) -> None:
+        """Step 3. Until every task has been notified, the checkpoint still counts against max_concurrent: so
+        the next trigger is sent after this notification (each task hears of n before it snapshots n + 1),
+        and never while the metadata of n is being written."""
+        try:
+            self._finalize_and_notify(pending)
+        finally:
+            with self._lock:
+                self._finalizing.discard(pending.checkpoint_id)
+
+    def _finalize_and_notify(self, pending: PendingCheckpoint) -> None:
         future = self._futures.pop(pending.checkpoint_id, None)
         try:
             completed = pending.finalize(pending.target_storage)

@@ -9,7 +9,7 @@ from typing import Any
 UNION_PREFIX = "union:"
 
 
-@dataclass(slots=True)
+@dataclass
 class OperatorSnapshot:
     """The frozen state of one operator of one subtask (the synchronous part's result).
 
@@ -23,7 +23,7 @@ class OperatorSnapshot:
     operator_state: dict[str, list] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass
 class OperatorRestore:
     """What one operator of one subtask restores from: keyed snapshots that may hold its key groups (the
     backend keeps only its own range), timers by key group, and its share of the operator state."""
@@ -35,7 +35,7 @@ class OperatorRestore:
     checkpoint_id: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RestoreAssignment:
     """Which stored state one operator of one subtask restores from (chosen by the JobMaster).
 

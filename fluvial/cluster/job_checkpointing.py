@@ -47,6 +47,12 @@ class JobCheckpointing:
         )
 
 
+    def abort_pending_for_failover(self) -> None:
+        from fluvial.checkpoint.pending import CheckpointFailureReason
+
+        self.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
+
+
 def restore_from(metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False,
                  location: str = "") -> dict[tuple[int, int], dict]:
     return assign_restore(metadata, job_graph, allow_non_restored_state, location)

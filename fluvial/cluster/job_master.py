@@ -17,9 +17,7 @@ import threading
 import time
 from typing import Any
 
-from fluvial.checkpoint.pending import CheckpointFailureReason
 from fluvial.cluster.execution_graph import ExecutionGraph
-from fluvial.cluster.job_checkpointing import JobCheckpointing, pristine_functions, restore_from
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
@@ -34,7 +32,6 @@ from fluvial.cluster.slots import SlotId, assign_slots
 from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_execution_result import JobExecutionResult
-from fluvial.common.restart_strategy import NoRestartStrategyConfiguration, create_backoff_strategy
 from fluvial.graph.job_graph import JobGraph
 
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
@@ -59,14 +56,29 @@ class JobMaster:
         self.attempt = 0
         self.restarts = 0
         tolerance = job_graph.fault_tolerance
-        strategy = tolerance.restart_strategy if tolerance is not None else NoRestartStrategyConfiguration()
-        self._backoff = create_backoff_strategy(strategy)
-        self._templates = None if isinstance(strategy, NoRestartStrategyConfiguration) else pristine_functions(job_graph)
-        self.checkpointing: JobCheckpointing | None = None
+        self._backoff: Any = None  # a RestartBackoffTimeStrategy when the job may restart
+        self._templates: dict | None = None
+        self.checkpointing: Any = None  # JobCheckpointing when checkpoints are on
         self._has_receivers = False
-        if tolerance is not None and tolerance.checkpoints is not None and tolerance.checkpoints.enabled:
+        checkpoints = tolerance.checkpoints if tolerance is not None else None
+        if checkpoints is not None and checkpoints.enabled:
+            from fluvial.cluster.job_checkpointing import JobCheckpointing
+
             self.checkpointing = JobCheckpointing(job_graph, self._send_trigger, self._send_notify,
                                                   self._all_running, self.fail)
+        if tolerance is not None and tolerance.may_restart:
+            from fluvial.cluster.job_checkpointing import pristine_functions
+            from fluvial.common.restart_strategy import (
+                NoRestartStrategyConfiguration,
+                create_backoff_strategy,
+                resolve_restart_strategy,
+            )
+
+            strategy = resolve_restart_strategy(tolerance.restart_strategy, job_graph.configuration,
+                                                checkpoints is not None and checkpoints.enabled)
+            if not isinstance(strategy, NoRestartStrategyConfiguration):
+                self._backoff = create_backoff_strategy(strategy)
+                self._templates = pristine_functions(job_graph)
         self._initial_restore = self._savepoint_restore(tolerance)
 
     @property
@@ -123,6 +135,8 @@ class JobMaster:
         from fluvial.checkpoint.savepoint import read_savepoint
 
         metadata = read_savepoint(tolerance.savepoint_path)
+        from fluvial.cluster.job_checkpointing import restore_from
+
         return restore_from(metadata, self.job_graph, tolerance.allow_non_restored_state, tolerance.savepoint_path)
 
     # -- task states --------------------------------------------------------------------------------------------
@@ -148,7 +162,7 @@ class JobMaster:
                 (update.vertex_id, update.subtask_index), CheckpointFailureReason.DECLINED_END_OF_INPUT)
         if cancel_others:
             if self.checkpointing is not None:
-                self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
+                self.checkpointing.abort_pending_for_failover()
             self._cancel_all()
         if restart:
             delay = self._backoff.get_backoff_time() / 1000
@@ -157,6 +171,8 @@ class JobMaster:
             self._complete()
 
     def _may_restart(self, update: TaskExecutionState) -> bool:
+        if self._backoff is None:
+            return False
         self._backoff.notify_failure(update.error, int(time.time() * 1000))
         return self._backoff.can_restart()
 
@@ -173,6 +189,8 @@ class JobMaster:
             if self.checkpointing is not None:
                 latest = self.checkpointing.store.latest()
                 if latest is not None:
+                    from fluvial.cluster.job_checkpointing import restore_from
+
                     restore = restore_from(latest.metadata, self.job_graph, False, latest.metadata_location)
             self._deploy_all(restore)
         except BaseException as error:  # noqa: BLE001 - an unusable checkpoint fails the job, clearly
@@ -251,7 +269,7 @@ class JobMaster:
             return
         if self.checkpointing is not None:
             self.checkpointing.coordinator.stop()
-            self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
+            self.checkpointing.abort_pending_for_failover()
         if self._has_receivers:
             from fluvial.receiver.services import stop_receivers
 

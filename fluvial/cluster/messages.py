@@ -24,7 +24,7 @@ class JobStatus(enum.Enum):
         return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DeployTask:
     """JobMaster → TaskManager: run this subtask in this slot."""
 
@@ -32,7 +32,7 @@ class DeployTask:
     slot_index: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CancelTask:
     """JobMaster → TaskManager."""
 
@@ -41,7 +41,7 @@ class CancelTask:
     subtask_index: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TaskExecutionState:
     """TaskManager → JobMaster: a subtask reached a state; failures carry the error and its traceback text."""
 
@@ -56,7 +56,7 @@ class TaskExecutionState:
     attempt: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TriggerCheckpoint:
     """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows)."""
 
@@ -68,7 +68,7 @@ class TriggerCheckpoint:
     savepoint_dir: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AcknowledgeCheckpoint:
     """TaskManager → JobMaster: a subtask's state for a checkpoint is stored; `states` maps operator id to its
     SubtaskState (state handles)."""
@@ -80,7 +80,7 @@ class AcknowledgeCheckpoint:
     states: dict
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DeclineCheckpoint:
     """TaskManager → JobMaster: a subtask could not take part in a checkpoint."""
 
@@ -91,7 +91,7 @@ class DeclineCheckpoint:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class NotifyCheckpoint:
     """JobMaster → TaskManager: checkpoint completed (commit now) or aborted."""
 

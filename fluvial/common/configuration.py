@@ -50,7 +50,7 @@ def _one_of(*choices: str) -> Callable[[str], str]:
     return parse
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ConfigOption:
     key: str
     parse: Callable[[str], Any]
@@ -103,8 +103,6 @@ def _register_restart_strategy_keys() -> None:
     for key in RESTART_STRATEGY_KEYS:
         OPTIONS.setdefault(key, ConfigOption(key, str, None, "restart strategy"))
 
-
-_register_restart_strategy_keys()
 
 # Namespaces that are ours alone: an unknown key here is certainly a mistake.
 _OWN_NAMESPACES = ("local.", "receiver.")
@@ -194,6 +192,10 @@ def check_key(key: str) -> None:
         raise ConfigurationError(f"a configuration key must be a non-empty string, got {key!r}")
     if key in OPTIONS:
         return
+    if key.startswith("restart-strategy"):
+        _register_restart_strategy_keys()  # loaded on first use: most jobs never name a restart strategy
+        if key in OPTIONS:
+            return
     import difflib
 
     close = difflib.get_close_matches(key, OPTIONS, n=1, cutoff=0.85)

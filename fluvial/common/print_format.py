@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Callable
 
+from fluvial.common.print_prefix import print_prefix  # noqa: F401 - part of this module's API
 from fluvial.common.row import Row, RowKind
 from fluvial.common.typeinfo import (
     BasicArrayTypeInfo,
@@ -54,14 +55,6 @@ def format_for_print(value: Any, type_info: TypeInformation | None = None) -> st
     if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
         return value if isinstance(value, str) else str(value)
     return _format(value, type_info)
-
-
-def print_prefix(subtask_index: int, parallelism: int, sink_identifier: str | None = None) -> str:
-    """Flink's prefix for a printed line: `""`, `"3> "`, `"id> "` or `"id:3> "`."""
-    prefix = sink_identifier or ""
-    if parallelism > 1:
-        prefix = f"{prefix}:{subtask_index + 1}" if prefix else str(subtask_index + 1)
-    return f"{prefix}> " if prefix else ""
 
 
 def _format(value: Any, type_info: TypeInformation | None) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class OutputTag:
     tag_id: str
     type_info: Any = field(default=None, compare=False)

@@ -138,19 +138,30 @@ class StreamExecutionEnvironment:
         return self
 
     def get_restart_strategy(self) -> Any:
-        return self._fault_tolerance().restart_strategy
+        from fluvial.common.restart_strategy import resolve_restart_strategy
+
+        enabled = self.get_checkpoint_config().is_checkpointing_enabled()
+        return resolve_restart_strategy(self._restart_strategy, self._configuration, enabled)
 
     def _fault_tolerance(self) -> Any:
-        from fluvial.common.restart_strategy import resolve_restart_strategy
+        """What the JobMaster needs about failures. A job that configured none of it loads none of it: start-up
+        time is part of every small job's latency."""
         from fluvial.datastream.fault_tolerance import FaultTolerance
 
-        checkpoints = self.get_checkpoint_config().settings()
+        keys = self._configuration.keys()
+        checkpoints = None
+        if self._checkpoint_config is not None or any(k.startswith(("execution.checkpointing", "state.")) for k in keys):
+            checkpoints = self.get_checkpoint_config().settings()
+        backend = self._state_backend
+        if backend is None and "state.backend.type" in keys:
+            backend = self.get_state_backend()
         return FaultTolerance(
             checkpoints=checkpoints,
-            state_backend=self.get_state_backend(),
-            restart_strategy=resolve_restart_strategy(self._restart_strategy, self._configuration, checkpoints.enabled),
+            state_backend=backend,
+            restart_strategy=self._restart_strategy,
             savepoint_path=self._configuration.get("execution.savepoint.path"),
             allow_non_restored_state=bool(self._configuration.get("execution.savepoint.ignore-unclaimed-state")),
+            restart_configured=any(k.startswith("restart-strategy") for k in keys),
         )
 
     def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":

@@ -42,7 +42,7 @@ class ExchangeMode(enum.Enum):
     BATCH = "BATCH"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PartitionerSpec:
     """How records of one edge are spread over the consumer's subtasks."""
 
@@ -56,7 +56,7 @@ class PartitionerSpec:
 # subclasses (not regenerated dataclasses): job start-up time counts for small jobs.
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class OperatorSpec:
     """Base of operator descriptions. `function` is a user function object or plain callable; `key_selector`
     is set when the operator runs on a KeyedStream, so it sees keyed state for each record's key."""
@@ -108,14 +108,14 @@ class KeyedCoProcessSpec(OperatorSpec):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SourceSpec(OperatorSpec):
     """`function` is a `fluvial.datastream.connectors.source.Source`."""
 
     watermark_strategy: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TimestampsAndWatermarksSpec(OperatorSpec):
     """`assign_timestamps_and_watermarks`: `function` is the WatermarkStrategy."""
 
@@ -138,7 +138,7 @@ class WindowFunctionKind(enum.Enum):
     ALL_APPLY = "all-apply"  # AllWindowFunction.apply(window, inputs)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class WindowSpec(OperatorSpec):
     """A window operator: `function` is the ReduceFunction / AggregateFunction (or None for ELEMENTS)."""
 
@@ -164,14 +164,14 @@ class SinkFunctionSpec(OperatorSpec):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PrintSpec(OperatorSpec):
     type_info: Any = None
     sink_identifier: str | None = None
     to_stderr: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CollectSpec(OperatorSpec):
     """Sends records to the client that called `execute_and_collect`; `collect_id` names its queue."""
 
@@ -182,7 +182,7 @@ class CollectSpec(OperatorSpec):
 # Transformations
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Transformation:
     id: int
     name: str
@@ -200,19 +200,24 @@ class Transformation:
     def input_ids(self) -> tuple[int, ...]:
         return ()
 
+    def __repr__(self) -> str:
+        # generated reprs and equality are left out on purpose: a dozen frozen dataclasses with a dozen fields
+        # each cost a noticeable part of a small job's start-up; transformations are compared by identity
+        return f"{type(self).__name__}(id={self.id}, name={self.name!r}, inputs={self.input_ids})"
+
     @property
     def is_virtual(self) -> bool:
         """Partition, union and side-output transformations become edges, not nodes."""
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SourceTransformation(Transformation):
     operator: SourceSpec = field(default_factory=SourceSpec)
     chaining_strategy: ChainingStrategy = ChainingStrategy.HEAD
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class OneInputTransformation(Transformation):
     input_id: int = -1
     operator: OperatorSpec = field(default_factory=OperatorSpec)
@@ -223,7 +228,7 @@ class OneInputTransformation(Transformation):
         return (self.input_id,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class TwoInputTransformation(Transformation):
     input1_id: int = -1
     input2_id: int = -1
@@ -235,7 +240,7 @@ class TwoInputTransformation(Transformation):
         return (self.input1_id, self.input2_id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SinkTransformation(Transformation):
     input_id: int = -1
     operator: OperatorSpec = field(default_factory=OperatorSpec)
@@ -245,7 +250,7 @@ class SinkTransformation(Transformation):
         return (self.input_id,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PartitionTransformation(Transformation):
     input_id: int = -1
     partitioner: PartitionerSpec = PartitionerSpec(PartitionerKind.FORWARD)
@@ -260,7 +265,7 @@ class PartitionTransformation(Transformation):
         return True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class UnionTransformation(Transformation):
     inputs: tuple[int, ...] = ()
 
@@ -273,7 +278,7 @@ class UnionTransformation(Transformation):
         return True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SideOutputTransformation(Transformation):
     input_id: int = -1
     output_tag: OutputTag | None = None

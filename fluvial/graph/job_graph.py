@@ -23,13 +23,13 @@ class DistributionPattern(enum.Enum):
 POINTWISE_KINDS = (PartitionerKind.FORWARD, PartitionerKind.RESCALE)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class IntermediateDataSet:
     id: str
     producer_vertex_id: int
 
 
-@dataclass(slots=True)
+@dataclass
 class JobEdge:
     source: int  # producing JobVertex id
     target: int  # consuming JobVertex id
@@ -51,7 +51,7 @@ class JobEdge:
         return self.dataset.id
 
 
-@dataclass(slots=True)
+@dataclass
 class JobVertex:
     id: int
     name: str
@@ -81,7 +81,7 @@ class JobVertex:
         return self.head.is_source
 
 
-@dataclass(slots=True)
+@dataclass
 class JobGraph:
     job_id: str
     job_name: str

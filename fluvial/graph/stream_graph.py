@@ -10,7 +10,7 @@ from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.transformations import ChainingStrategy, ExchangeMode, OperatorSpec, PartitionerSpec
 
 
-@dataclass(slots=True)
+@dataclass
 class StreamEdge:
     source_id: int
     target_id: int
@@ -29,7 +29,7 @@ class StreamEdge:
         return f"{self.source_id}_{self.target_id}_{self.type_number}{tag}{unique}"
 
 
-@dataclass(slots=True)
+@dataclass
 class StreamNode:
     id: int
     name: str
@@ -53,7 +53,7 @@ class StreamNode:
         return "Data Source" if self.is_source else "Data Sink" if self.is_sink else "Operator"
 
 
-@dataclass(slots=True)
+@dataclass
 class StreamGraph:
     job_name: str
     nodes: dict[int, StreamNode]

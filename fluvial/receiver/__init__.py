@@ -1,7 +1,25 @@
 """Receivers: push sources batched into blocks, stored (optionally through a write-ahead log) and tracked, so
-a source that cannot replay loses nothing (DESIGN 2.5, seed 004)."""
+a source that cannot replay loses nothing (DESIGN 2.5, seed 004).
 
-from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
-from fluvial.receiver.receiver import Receiver
+Names load on first use (PEP 562), so a job without receivers never loads the receiver machinery.
+"""
 
-__all__ = ["BlockGenerator", "BlockGeneratorListener", "Receiver"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "BlockGenerator": "fluvial.receiver.block_generator",
+    "BlockGeneratorListener": "fluvial.receiver.block_generator",
+    "Receiver": "fluvial.receiver.receiver",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fluvial.receiver' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

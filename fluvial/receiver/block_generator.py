@@ -19,6 +19,9 @@ Guarantees and hazards:
   Both callbacks block the receiver and the timer while they run: keep them short.
 - Records reach `on_push_block` exactly once, in the order they were added (per adding thread; records of
   several threads interleave in the order they took the lock). Blocks are pushed in the order they were cut.
+  A block whose push raised is reported to `on_error`, not retried.
+- A timer that fell behind by a whole interval (it waited on a full queue) skips the missed ticks instead of
+  firing them back to back, which would flood the queue with tiny blocks.
 - Memory is bounded: `add_data` waits (it never drops) while the current buffer holds `max_buffer_records`
   or more and the queue is full; with `max_rate` a RateLimiter paces it to that many records per second.
 - Block ids strictly increase, even when the clock jumps: a tick whose id would not exceed the last one's

@@ -13,7 +13,7 @@ from fluvial.common.time import current_millis
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ReceiverSplit:
     split_id: str
     stream_id: int

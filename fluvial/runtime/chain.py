@@ -29,7 +29,6 @@ from fluvial.runtime.operators import (
 )
 from fluvial.runtime.output import Output
 from fluvial.runtime.runtime_context import OperatorContext
-from fluvial.runtime.window_operator import WindowOperator
 
 OPERATOR_BUILDERS: dict[type[t.OperatorSpec], type[StreamOperator]] = {
     t.MapSpec: MapOperator,
@@ -47,8 +46,17 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], type[StreamOperator]] = {
     t.PrintSpec: s.PrintOperator,
     t.CollectSpec: s.CollectOperator,
     t.TimestampsAndWatermarksSpec: TimestampsAndWatermarksOperator,
-    t.WindowSpec: WindowOperator,
 }
+
+
+def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    """Window jobs load the window machinery; every other job starts without it."""
+    from fluvial.runtime.window_operator import WindowOperator
+
+    return WindowOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.WindowSpec] = _window_operator  # type: ignore[assignment]
 
 
 class SourceOperatorStub(StreamOperator):

@@ -24,7 +24,7 @@ from fluvial.runtime.records import CheckpointBarrier
 SOURCE_SPLITS = "source-splits"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TaskCheckpointSettings:
     """What a task needs to know about checkpointing (part of its TaskSpec)."""
 

@@ -105,9 +105,12 @@ class PrintOperator(StreamOperator):
     """PyFlink's print: `str()` of untyped values, typed values in Flink's text, `N> ` when parallel."""
 
     def open(self) -> None:
-        from fluvial.common.print_format import format_for_print, print_prefix
+        from fluvial.common.print_prefix import print_prefix
 
-        self._format = format_for_print
+        if self.spec.type_info is not None:
+            from fluvial.common.print_format import format_for_print
+
+            self._format = format_for_print
         info = self.context.task_info
         self._prefix = print_prefix(info.subtask_index, info.parallelism, self.spec.sink_identifier)
         self._type_info = self.spec.type_info

@@ -46,7 +46,7 @@ class TaskState(enum.Enum):
         return self in (TaskState.FINISHED, TaskState.CANCELED, TaskState.FAILED)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TaskFailure:
     """Why a task failed: the exception (with its traceback) and the operator that raised it."""
 
@@ -56,7 +56,7 @@ class TaskFailure:
     traceback_text: str
 
 
-@dataclass(slots=True)
+@dataclass
 class TaskSpec:
     """Everything a TaskManager needs to run one subtask; built by the JobMaster."""
 

@@ -12,7 +12,7 @@ from fluvial.runtime.channels import Channel, ChannelId
 from fluvial.runtime.records import RecordBatch, Watermark
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class OutputSpec:
     """What a task needs to write one JobEdge: the channels in consumer order and how to partition."""
 
@@ -23,7 +23,7 @@ class OutputSpec:
     consumer_parallelism: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class InputSpec:
     channel_id: ChannelId
     type_number: int

@@ -162,10 +162,10 @@ class RocksDBKeyedStateBackend:
     only the SST files that are new since the last confirmed checkpoint; when False every checkpoint is full.
     """
 
-    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "_db", "_get", "_put", "_delete",
-                 "_serialize", "_group_prefixes",
-                 "_cached_key", "_cached_group", "_cached_bytes", "_ids", "_kinds", "_by_sid", "_next_id",
-                 "_handles", "_tables", "_disposed", "_pending", "_base_id", "_base_sst")
+    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "_db", "_get",
+                 "_put", "_delete", "_serialize", "_group_prefixes", "_cached_key", "_cached_group", "_cached_bytes",
+                 "_ids", "_kinds", "_by_sid", "_next_id", "_handles", "_tables", "_disposed", "_pending", "_base_id",
+                 "_base_sst")
 
     def __init__(self, max_parallelism: int, key_group_range: range, db_path: str, incremental: bool = True) -> None:
         if not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
@@ -440,8 +440,11 @@ class RocksDBKeyedStateBackend:
                                                   entries, replace_maps)
             self._db.write(batch)
 
-    def _restore_entries(self, batch: WriteBatch, prefix: bytes, name: str, entries: dict, replace_maps: bool
-                         ) -> WriteBatch:
+    def _restore_entries(
+        self, batch: WriteBatch, prefix: bytes, name: str, entries: dict, replace_maps: bool
+    ) -> WriteBatch:
+        """Add one state's entries of one key group to `batch`; returns the batch to go on with (a full batch is
+        written and replaced, bounding its memory)."""
         kind = self._kinds[name]
         layout = layout_for(kind)
         unwrap = False
@@ -577,8 +580,10 @@ class RocksDBKeyedStateBackend:
             self._add_state(name, kind, state_id)
         for name, kind in earlier.items():
             self._register(name, kind)
-        for owner in (*self._handles.items(), *self._tables.items()):
-            owner[1]._sid = self._ids[owner[0]]  # type: ignore[attr-defined]
+        for name, handle in self._handles.items():
+            handle._sid = self._ids[name]  # type: ignore[attr-defined]
+        for name, table in self._tables.items():
+            table._sid = self._ids[name]
 
     def _ingest(self, directory: str) -> None:
         """Copy this subtask's key groups from another old subtask's checkpoint, renumbering state ids."""

@@ -487,7 +487,7 @@ def test_rescale_one_to_two(factory: Factory, source: str, target: str) -> None:
     for new in restored:
         new.restore([snapshot])
     owned = [set(new.keys("v")) for new in restored]
-    for new, own in zip(restored, owned):
+    for new, own in zip(restored, owned, strict=True):
         assert own == {k for k in keys if assign_to_key_group(k, MAX_PARALLELISM) in new.key_group_range}
         assert all(set(new.keys(name)) == own for name in ("l", "m", "r", "avg"))
         assert new.snapshot() == snapshot.select(new.key_group_range)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+
 JOB = Path(__file__).with_name("checkpointed_job.py")
 KEYS = 7
 
@@ -112,8 +114,6 @@ def test_sigkill_mid_run_then_restore_from_the_latest_retained_checkpoint(tmp_pa
     assert_exactly_once(records, n)
     # the second run resumed from the checkpoint instead of starting over: some subtask's first number lies past
     # the start of its split
-    from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-
     starts = [split.current for split in NumberSequenceSource(1, n).create_splits(parallelism)]
     resumed = [tuple(map(int, line.split())) for line in Path(f"{out}.first-seen-restored").read_text().splitlines()]
     assert any(value > starts[subtask] for subtask, value in resumed), resumed
