@@ -52,6 +52,13 @@ class JobCheckpointing:
 
         self.coordinator.abort_all_pending(CheckpointFailureReason.JOB_FAILOVER)
 
+    def abort_pending_awaiting(self, task: tuple[int, int]) -> None:
+        """`task` finished: the pending checkpoints it never acknowledged cannot complete; abort them without
+        counting a checkpoint failure (its input ended, as in Flink's CHECKPOINT_DECLINED_INPUT_END_OF_STREAM)."""
+        from fluvial.checkpoint.pending import CheckpointFailureReason
+
+        self.coordinator.abort_pending_awaiting(task, CheckpointFailureReason.DECLINED_END_OF_INPUT)
+
 
 def restore_from(metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False,
                  location: str = "") -> dict[tuple[int, int], dict]:

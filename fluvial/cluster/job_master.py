@@ -158,8 +158,7 @@ class JobMaster:
             done = all(state in TERMINAL for state in self._states.values())
             restart = done and self.status is JobStatus.RESTARTING
         if update.state == "FINISHED" and self.checkpointing is not None:
-            self.checkpointing.coordinator.abort_pending_awaiting(
-                (update.vertex_id, update.subtask_index), CheckpointFailureReason.DECLINED_END_OF_INPUT)
+            self.checkpointing.abort_pending_awaiting((update.vertex_id, update.subtask_index))
         if cancel_others:
             if self.checkpointing is not None:
                 self.checkpointing.abort_pending_for_failover()

@@ -5,12 +5,14 @@ Contract, numbered:
 1. `on_start()` runs on a thread of its own (the receiver's thread) when the receiver starts and after each
    restart. It may loop for as long as data arrives, or start its own threads and return.
 2. `store(record)` hands one record to the BlockGenerator (batched into blocks every block interval);
-   `store(record, metadata)` the same with metadata; `store(list_of_records)` stores the list as one block
-   and returns only when the block is stored — in the write-ahead log when it is on (reliable receivers
-   acknowledge their source only after that).
+   `store(record, metadata)` the same with metadata (the block's info carries the list of its records'
+   metadata, in order); `store(list_of_records, metadata=None)` stores the list as one block and returns only
+   when the block is stored — in the write-ahead log when it is on (reliable receivers acknowledge their
+   source only after that). After `stop`, `store(list)` raises ReceiverStoppedError: never acknowledge then.
 3. `restart(message, error=None, delay=...)` stops (on_stop) and starts (on_start) again after the delay;
    an exception escaping on_start does the same. `stop(message)` ends the stream for good: everything stored
-   before it still reaches the job, then the stream ends. `report_error` only reports.
+   before it still reaches the job, then the stream ends; `stop(message, error)` ends it with an error, which
+   fails the job's receiver source task once it emitted every block. `report_error` only reports.
 4. `on_stop()` releases what on_start acquired; it must make a looping on_start return (check `is_stopped()`).
 """
 
@@ -19,7 +21,14 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+from fluvial.common.errors import FluvialError
+
 DEFAULT_RESTART_DELAY_S = 2.0
+
+
+class ReceiverStoppedError(FluvialError, RuntimeError):
+    """A receiver was stopped: with an error (raised by the receiver source once every block is emitted, so
+    the job fails naming the receiver), or before a reliable `store(list)` could be accepted."""
 
 
 class Receiver(abc.ABC):

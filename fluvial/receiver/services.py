@@ -40,6 +40,11 @@ class ReceiverServices:
         with self.lock:
             return stream_id in self.ended
 
+    def stream_failure(self, stream_id: int) -> tuple[str, BaseException] | None:
+        """(message, error) when the stream's receiver was stopped with an error, else None."""
+        supervisor = self.supervisors[stream_id]
+        return None if supervisor.stop_error is None else (supervisor.stop_message or "", supervisor.stop_error)
+
     def _mark_ended(self, stream_id: int) -> None:
         with self.lock:
             self.ended.add(stream_id)
@@ -61,6 +66,7 @@ class ReceiverServices:
             handler.close()
         for wal in self.wals:
             wal.close()
+        self.tracker.stop()
 
 
 _REGISTRY: dict[str, ReceiverServices] = {}
@@ -80,8 +86,8 @@ def start_receivers(job_id: str, receivers: dict[int, Any], settings: ReceiverSe
     wal_root = settings.wal_directory
     tracker_wal = os.path.join(wal_root, job_id, "receivedBlockMetadata") if wal_root else None
     tracker = ReceiverTracker(receivers, tracker_wal)
-    if tracker_wal is not None and tracker.state.value == "created" and os.listdir(tracker_wal or "."):
-        tracker.recover()
+    if tracker.wal_enabled:
+        tracker.recover()  # the blocks an earlier JobMaster of this job tracked (none for a new job)
     services = ReceiverServices(tracker, {}, {}, settings.checkpointing)
     store = BlockStore()
     for stream_id, receiver in receivers.items():

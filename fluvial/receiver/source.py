@@ -67,13 +67,29 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         ended = services.stream_ended(split.stream_id)  # read before the blocks: no block can follow the end
         blocks = services.tracker.blocks_after(split.stream_id, split.position)
         if not blocks:
-            return None if ended else []
+            if ended:
+                self._raise_if_failed(services, split.stream_id)
+                return None
+            return []
         info = blocks[0]
         records = services.handlers[split.stream_id].read_block(info.store_result)
         self._split = replace(split, position=split.position + 1)
         if not services.checkpointing:
             services.release_through(split.stream_id, self._split.position, current_millis())
         return list(records)
+
+    @staticmethod
+    def _raise_if_failed(services: Any, stream_id: int) -> None:
+        """A receiver stopped with an error (e.g. a refused connection) fails the task after its last block,
+        so the job fails naming the receiver instead of finishing as if the stream had simply ended."""
+        failure = services.stream_failure(stream_id)
+        if failure is not None:
+            from fluvial.receiver.receiver import ReceiverStoppedError
+
+            message, error = failure
+            name = services.supervisors[stream_id].receiver.name()
+            raise ReceiverStoppedError(f"receiver '{name}' (stream {stream_id}) stopped with an error: {message}") \
+                from error
 
     def snapshot_state(self) -> list[ReceiverSplit]:
         return [self._split] if self._split is not None else []

@@ -9,8 +9,12 @@ Protocol, numbered:
    ReceiverTracker (AddBlock). A block the tracker does not accept is an error: nothing is acknowledged.
 3. `restart_receiver(...)` (or an exception escaping on_start): on_stop, wait the delay, on_start again on a
    new thread. The BlockGenerator keeps running, so records stored before the restart are not lost.
-4. `stop(...)`: on_stop, then the BlockGenerator stops — flushing its last buffer and draining its queue — and
-   only then is the stream marked ended, so every record stored before stop reaches the job.
+4. `stop(...)`: on_stop, then the BlockGenerator stops — flushing its last buffer and draining its queue —
+   and reliable stores still in progress finish; only then is the stream marked ended, so every record stored
+   before stop reaches the job. A reliable store that starts after stop raises (it must not be acknowledged).
+   `stop(message, error)` keeps `stop_error`, which the receiver source raises after the last block.
+Metadata given with single records (`store(record, metadata)`) is collected per block, in order, and reported
+as the block's `ReceivedBlockInfo.metadata` (a list); `store(list, metadata)` reports its metadata as given.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, Callable
 
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
+from fluvial.receiver.receiver import ReceiverStoppedError
 
 _log = logging.getLogger(__name__)
 
@@ -47,6 +52,12 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self._generator = BlockGenerator(self, stream_id, block_interval, block_queue_size, max_rate)
         self._state = ReceiverState.INITIALIZED
         self._lock = threading.RLock()
+        self._reliable_done = threading.Condition(self._lock)
+        self._reliable_in_flight = 0
+        self._pending_metadata: list[Any] = []  # of records added since the last block (generator lock held)
+        self._block_metadata: dict[StreamBlockId, list[Any]] = {}
+        self.stop_error: BaseException | None = None
+        self.stop_message: str | None = None
         self._unique = itertools.count()
         self._generation = 0
         self.restarts = 0
@@ -104,6 +115,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
             if self._state is ReceiverState.STOPPED:
                 return
             self._state = ReceiverState.STOPPED
+            self.stop_message, self.stop_error = message, error
         if error is not None:
             self.report_error(message, error)
         self._call_on_stop()
@@ -112,6 +124,9 @@ class ReceiverSupervisor(BlockGeneratorListener):
     def _finish(self) -> None:
         try:
             self._generator.stop()  # flushes the last buffer and pushes every queued block
+            with self._lock:
+                while self._reliable_in_flight:  # a store(list) accepted before stop is tracked before the end
+                    self._reliable_done.wait()
         finally:
             self._on_stream_end(self.stream_id)
 
@@ -144,20 +159,33 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self._generator.add_data_with_callback(data, metadata)
 
     def push_array(self, records: list, metadata: Any = None) -> None:
-        """Reliable store: one block now, returning once it is stored and tracked."""
-        block_id = StreamBlockId(self.stream_id, -1 - next(self._unique))  # negative: never a generator id
-        self._push_block(block_id, list(records), metadata)
+        """Reliable store: one block now, returning once it is stored and tracked. Raises ReceiverStoppedError
+        after stop: the stream may have ended, so the block would never be emitted."""
+        with self._lock:
+            if self._state is ReceiverState.STOPPED:
+                raise ReceiverStoppedError(
+                    f"receiver '{self.receiver.name()}' (stream {self.stream_id}) is stopped "
+                    f"({self.stop_message}); store(list) accepts nothing after stop - do not acknowledge")
+            self._reliable_in_flight += 1
+        try:
+            block_id = StreamBlockId(self.stream_id, -1 - next(self._unique))  # negative: never a generator id
+            self._push_block(block_id, list(records), metadata)
+        finally:
+            with self._lock:
+                self._reliable_in_flight -= 1
+                self._reliable_done.notify_all()
 
     # -- BlockGeneratorListener ---------------------------------------------------------------------------------
 
     def on_add_data(self, data: Any, metadata: Any) -> None:
-        pass
+        self._pending_metadata.append(metadata)
 
     def on_generate_block(self, block_id: StreamBlockId) -> None:
-        pass
+        if self._pending_metadata:
+            self._block_metadata[block_id], self._pending_metadata = self._pending_metadata, []
 
     def on_push_block(self, block_id: StreamBlockId, records: list) -> None:
-        self._push_block(block_id, records, None)
+        self._push_block(block_id, records, self._block_metadata.pop(block_id, None))
 
     def on_error(self, message: str, error: BaseException) -> None:
         self.report_error(message, error)

@@ -198,10 +198,11 @@ class WindowOperator(StreamOperator):
                     window = window_of(start) or self._new_window(start)
                     cell = table.get(k)
                     if cell is None:
-                        cell = table[k] = {}
+                        cell = {}
                     previous = cell.get(window, _ABSENT)
                     if previous is _ABSENT:
                         cell[window] = value if reduce is not None else add(_ABSENT, value, timestamp)
+                        table[k] = cell  # write back: RocksDB tables hand out copies
                         backend.current_key = k
                         if max_timestamp > watermark:
                             register(max_timestamp, window)
@@ -209,6 +210,7 @@ class WindowOperator(StreamOperator):
                             register(self._cleanup_time(window), window)
                     else:
                         cell[window] = reduce(previous, value) if reduce is not None else add(previous, value, timestamp)
+                        table[k] = cell
                     if max_timestamp <= watermark:
                         backend.current_key = k
                         self._emit_window(window, window)  # allowed-late record: EventTimeTrigger fires at once

@@ -4,6 +4,9 @@ ProcessWindowFunction's `window_state()` use, and where window contents live.
 Each state name is one table in the keyed backend, `key -> {namespace: value}`, so snapshots partition it by
 the user's key (the key group stays the key's) and a key's windows travel together when rescaled. The store's
 `namespace` is set by the window operator before each use, as the backend's current key is.
+
+Every change writes the key's cell back (`table[key] = cell`): on the heap that is one dict store, and on
+RocksDB, whose tables hand out copies, it is what makes the change persist.
 """
 
 from __future__ import annotations
@@ -26,32 +29,35 @@ class NamespacedStateStore:
     def table(self, name: str) -> dict:
         return self.backend.value_table(_TABLE_PREFIX + name)
 
-    def cell(self, name: str, create: bool) -> dict | None:
-        """The current key's {namespace: value} map for a state name."""
-        table = self.table(name)
-        key = self.backend.current_key
-        cell = table.get(key)
-        if cell is None and create:
-            cell = table[key] = {}
-        return cell
+    def cell(self, name: str) -> dict | None:
+        """The current key's {namespace: value} map for a state name (write it back after changing it)."""
+        return self.table(name).get(self.backend.current_key)
+
+    def _write_back(self, name: str, cell: dict) -> None:
+        table, key = self.table(name), self.backend.current_key
+        if cell:
+            table[key] = cell
+        else:
+            table.pop(key, None)
 
     def get(self, name: str, default: Any = None) -> Any:
-        cell = self.cell(name, False)
+        cell = self.cell(name)
         return default if cell is None else cell.get(self.namespace, default)
 
     def put(self, name: str, value: Any) -> None:
-        self.cell(name, True)[self.namespace] = value
+        cell = self.cell(name) or {}
+        cell[self.namespace] = value
+        self._write_back(name, cell)
 
     def clear(self, name: str, namespace: Any = None) -> None:
-        cell = self.cell(name, False)
+        cell = self.cell(name)
         if cell is not None:
             cell.pop(self.namespace if namespace is None else namespace, None)
-            if not cell:
-                del self.table(name)[self.backend.current_key]
+            self._write_back(name, cell)
 
     def merge_namespaces(self, name: str, target: Any, sources: Iterable[Any], merge: Any) -> None:
         """Fold the values of `sources` into `target` with `merge(a, b)` (session windows merging)."""
-        cell = self.cell(name, False)
+        cell = self.cell(name)
         if cell is None:
             return
         merged = cell.get(target, _ABSENT)
@@ -64,6 +70,7 @@ class NamespacedStateStore:
             merged = value if merged is _ABSENT else merge(merged, value)
         if merged is not _ABSENT:
             cell[target] = merged
+        self._write_back(name, cell)
 
     def get_state(self, descriptor: s.StateDescriptor) -> Any:
         name = descriptor.name
@@ -109,9 +116,9 @@ class _ListState(_Handle, s.ListState):
     def add(self, value: Any) -> None:
         current = self._store.get(self._name)
         if current is None:
-            self._store.put(self._name, [value])
-        else:
-            current.append(value)
+            current = []
+        current.append(value)
+        self._store.put(self._name, current)
 
     def add_all(self, values: Iterable[Any]) -> None:
         for value in values:
@@ -160,7 +167,6 @@ class _MapState(_Handle, s.MapState):
         current = self._store.get(self._name)
         if current is None and create:
             current = {}
-            self._store.put(self._name, current)
         return current
 
     def get(self, key: Any) -> Any:
@@ -168,16 +174,22 @@ class _MapState(_Handle, s.MapState):
         return None if current is None else current.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        self._map(True)[key] = value
+        current = self._map(True)
+        current[key] = value
+        self._store.put(self._name, current)
 
     def put_all(self, dict_value: dict) -> None:
-        self._map(True).update(dict_value)
+        current = self._map(True)
+        current.update(dict_value)
+        self._store.put(self._name, current)
 
     def remove(self, key: Any) -> None:
         current = self._map(False)
         if current is not None:
             current.pop(key, None)
-            if not current:
+            if current:
+                self._store.put(self._name, current)
+            else:
                 self.clear()
 
     def contains(self, key: Any) -> bool:
