@@ -33,6 +33,8 @@ class OperatorRestore:
     timers: dict[int, Any] = field(default_factory=dict)
     operator_state: dict[str, list] = field(default_factory=dict)
     checkpoint_id: int = 0
+    native_keyed: list[str] = field(default_factory=list)  # local copies of native RocksDB checkpoints
+    native_base: Any = None  # NativeRocksDBState the copies came from, when there is exactly one
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,6 @@ the trigger and acknowledge plan) and turns a completed checkpoint or savepoint 
 
 from __future__ import annotations
 
-import copy
-import pickle
-import types
 from typing import Any, Callable
 
 from fluvial.checkpoint.coordinator import CheckpointCoordinator
@@ -63,30 +60,3 @@ class JobCheckpointing:
 def restore_from(metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False,
                  location: str = "") -> dict[tuple[int, int], dict]:
     return assign_restore(metadata, job_graph, allow_non_restored_state, location)
-
-
-def pristine_functions(job_graph: JobGraph) -> dict[int, Any]:
-    """Copies of every operator function as submitted: a restarted attempt starts from these, never from an
-    object an earlier attempt mutated (Flink deserializes functions afresh for each attempt)."""
-    templates = {}
-    for vertex in job_graph.vertices:
-        for node in vertex.nodes:
-            function = node.operator.function if node.operator is not None else None
-            if function is None or node.is_source:
-                continue
-            if isinstance(function, types.FunctionType):
-                continue  # plain functions and lambdas hold no state of their own
-            templates[node.id] = _copy(function)
-    return templates
-
-
-def _copy(function: Any) -> Any:
-    """A private copy: pickling runs in C (a function holding a large table copies in milliseconds, where
-    deepcopy walks it in Python); objects pickle cannot take fall back to deepcopy, or stay shared."""
-    try:
-        return pickle.loads(pickle.dumps(function, protocol=5))
-    except Exception:  # noqa: BLE001
-        try:
-            return copy.deepcopy(function)
-        except Exception:  # noqa: BLE001 - such a function restarts from the object itself
-            return function

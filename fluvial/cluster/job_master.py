@@ -67,7 +67,6 @@ class JobMaster:
             self.checkpointing = JobCheckpointing(job_graph, self._send_trigger, self._send_notify,
                                                   self._all_running, self.fail)
         if tolerance is not None and tolerance.may_restart:
-            from fluvial.cluster.job_checkpointing import pristine_functions
             from fluvial.common.restart_strategy import (
                 NoRestartStrategyConfiguration,
                 create_backoff_strategy,
@@ -78,7 +77,10 @@ class JobMaster:
                                                 checkpoints is not None and checkpoints.enabled)
             if not isinstance(strategy, NoRestartStrategyConfiguration):
                 self._backoff = create_backoff_strategy(strategy)
-                self._templates = pristine_functions(job_graph)
+        if self._backoff is not None or any(vertex.parallelism > 1 for vertex in job_graph.vertices):
+            from fluvial.cluster.function_templates import pristine_functions
+
+            self._templates = pristine_functions(job_graph)
         self._initial_restore = self._savepoint_restore(tolerance)
 
     @property

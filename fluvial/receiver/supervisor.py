@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from fluvial.common.time import current_millis
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
 from fluvial.receiver.receiver import ReceiverStoppedError
@@ -58,7 +59,10 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self._block_metadata: dict[StreamBlockId, list[Any]] = {}
         self.stop_error: BaseException | None = None
         self.stop_message: str | None = None
-        self._unique = itertools.count()
+        # Reliable blocks get ids -1 - n. n starts from the clock (µs-scaled ms) rather than 0, so a supervisor
+        # started after a JobMaster restart never reuses the id of a block the recovered tracker still holds
+        # (the tracker takes a known id for a retried report and would drop the new block).
+        self._unique = itertools.count(current_millis() * 1000)
         self._generation = 0
         self.restarts = 0
         self.errors: list[tuple[str, BaseException | None]] = []

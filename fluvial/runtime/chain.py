@@ -75,10 +75,21 @@ def build_operator(node: StreamNode, context: OperatorContext, template: Any = N
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
     info = context.task_info
-    if template is not None and info.attempt_number > 0:
-        spec = dataclasses.replace(node.operator, function=copy.deepcopy(template))
+    if template is not None and (info.attempt_number > 0 or info.subtask_index > 0):
+        spec = dataclasses.replace(node.operator, function=_own_copy(template, node, info.subtask_index))
         return builder(spec, context)
     return builder(_subtask_spec(node, info.subtask_index), context)
+
+
+def _own_copy(template: Any, node: StreamNode, subtask_index: int) -> Any:
+    try:
+        return copy.deepcopy(template)
+    except Exception as error:  # noqa: BLE001 - re-raised with the fix
+        raise InvalidJobError(
+            f"the function of '{node.name}' ({type(template).__name__}) cannot be copied for subtask "
+            f"{subtask_index} ({error}); each parallel subtask needs its own copy: create unpicklable resources "
+            "(locks, connections, files) in open(), not in __init__"
+        ) from error
 
 
 def _subtask_spec(node: StreamNode, subtask_index: int) -> t.OperatorSpec:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fluvial.checkpoint.snapshots import UNION_PREFIX, OperatorRestore, OperatorSnapshot, RestoreAssignment
+from fluvial.runtime.native_state import NativeRocksDBState, NativeUploads, download_native, upload_native
 from fluvial.runtime.records import CheckpointBarrier
 
 SOURCE_SPLITS = "source-splits"
@@ -41,13 +42,15 @@ class SubtaskCheckpointer:
         self._pool = pool
         self._acknowledge = acknowledge
         self._decline = decline
+        self._native_uploads = NativeUploads()
 
     # -- taking a checkpoint ------------------------------------------------------------------------------------
 
     def perform(self, barrier: CheckpointBarrier) -> None:
         """Steps 2 and 3 on the task thread: freeze, forward the barrier, persist asynchronously."""
         task = self._task
-        snapshots = [s for s in (op.snapshot_state(barrier.checkpoint_id) for op in task.chain.order) if s]
+        savepoint = barrier.savepoint_dir is not None
+        snapshots = [s for s in (op.snapshot_state(barrier.checkpoint_id, savepoint) for op in task.chain.order) if s]
         if task.spec.vertex.is_source:
             head_id = task.chain.head.context.operator_id
             head = next((s for s in snapshots if s.operator_id == head_id), None)
@@ -67,17 +70,22 @@ class SubtaskCheckpointer:
             index = self._task.spec.subtask_index
             states = {}
             for snapshot in snapshots:
-                keyed, operator = [], []
+                keyed, operator, shared = [], [], []
+                name = f"{snapshot.operator_id}-{index}"
                 if snapshot.keyed is not None or snapshot.timers:
                     keyed_state = snapshot.keyed
                     if hasattr(keyed_state, "to_snapshot"):  # frozen in the synchronous part, partitioned here
                         keyed_state = keyed_state.to_snapshot()
+                    elif hasattr(keyed_state, "new_sst_files"):  # a native RocksDB checkpoint: upload its files
+                        keyed_state = upload_native(keyed_state, storage, checkpoint_id, name,
+                                                    self._native_uploads, snapshot.operator_id)
+                        shared.extend(keyed_state.shared_handles())
                     data = pickle.dumps((keyed_state, snapshot.timers or {}), protocol=5)
-                    keyed.append(storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-keyed", data))
+                    keyed.append(storage.write_state(checkpoint_id, f"{name}-keyed", data))
                 if snapshot.operator_state:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)
-                    operator.append(storage.write_state(checkpoint_id, f"{snapshot.operator_id}-{index}-op", data))
-                states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={})
+                    operator.append(storage.write_state(checkpoint_id, f"{name}-op", data))
+                states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={}, shared=shared)
             self._acknowledge(checkpoint_id, states)
         except BaseException as error:  # noqa: BLE001 - a failed write declines the checkpoint, not the job
             self._decline(checkpoint_id, f"{type(error).__name__}: {error}")
@@ -90,16 +98,29 @@ class SubtaskCheckpointer:
         from fluvial.checkpoint.storage import read_state_handle
 
         restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id)
+        natives = []
         for handle in assignment.keyed_handles:
             keyed, timers = pickle.loads(read_state_handle(handle))
-            if keyed is not None:
+            if isinstance(keyed, NativeRocksDBState):
+                natives.append(keyed)
+                restore.native_keyed.append(download_native(keyed))
+            elif keyed is not None:
                 restore.keyed.append(keyed)
             for key_group, group_timers in timers.items():
                 restore.timers.setdefault(key_group, {})
                 for domain, items in group_timers.items():
                     restore.timers[key_group].setdefault(domain, []).extend(items)
+        if len(natives) == 1 and natives[0].key_group_range == self._task_key_groups():
+            restore.native_base = natives[0]  # same key groups: the restored files are the next diff's base
+            self._native_uploads.record(operator_id, assignment.checkpoint_id, natives[0].sst_files)
         restore.operator_state = self._share_of_operator_state(assignment)
         return restore
+
+    def _task_key_groups(self) -> range:
+        from fluvial.common.key_groups import key_group_range_for_operator
+
+        info = self._task.info
+        return key_group_range_for_operator(info.max_parallelism, info.parallelism, info.subtask_index)
 
     def _share_of_operator_state(self, assignment: RestoreAssignment) -> dict[str, list]:
         from fluvial.checkpoint.storage import read_state_handle

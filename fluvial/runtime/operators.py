@@ -86,13 +86,21 @@ class StreamOperator:
 
     # -- checkpoints (on the task thread) ------------------------------------------------------------------------
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
-        """The synchronous part: freeze keyed state, timers and operator state; None when there is none."""
+    def snapshot_state(self, checkpoint_id: int, savepoint: bool = False) -> OperatorSnapshot | None:
+        """The synchronous part: freeze keyed state, timers and operator state; None when there is none.
+
+        Keyed state is frozen as cheaply as the backend allows: the heap copies and leaves partitioning by key
+        group to the asynchronous part; incremental RocksDB hard-links a native checkpoint. Savepoints always
+        take the canonical, self-contained form (by key group)."""
         snapshot = OperatorSnapshot(self.context.operator_id)
         if self.keyed_backend is not None:
             backend = self.keyed_backend
-            # freeze now (cheap copies), partition by key group in the asynchronous part when it can
-            snapshot.keyed = backend.freeze() if hasattr(backend, "freeze") else backend.snapshot()
+            if getattr(backend, "incremental", False) and not savepoint:
+                snapshot.keyed = backend.checkpoint_native(checkpoint_id, f"{backend.db_path}.chk-{checkpoint_id}")
+            elif hasattr(backend, "freeze"):
+                snapshot.keyed = backend.freeze()
+            else:
+                snapshot.keyed = backend.snapshot()
         timers = getattr(self, "timers", None)
         if timers is not None:
             snapshot.timers = timers.snapshot_by_key_group(self.context.max_parallelism)
@@ -106,8 +114,10 @@ class StreamOperator:
 
     def initialize_state(self, restore: OperatorRestore) -> None:
         """Before open(): keyed state now, timers once open() has built the timer service."""
-        if self.keyed_backend is not None and restore.keyed:
-            self.keyed_backend.restore(restore.keyed)
+        if self.keyed_backend is not None and (restore.keyed or restore.native_keyed):
+            from fluvial.runtime.native_state import restore_keyed_backend
+
+            restore_keyed_backend(self.keyed_backend, restore)
         self._restored = restore
 
     def after_open(self) -> None:
@@ -117,11 +127,17 @@ class StreamOperator:
             timers.restore_key_groups(restore.timers, self.context.key_group_range())
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        backend_notify = getattr(self.keyed_backend, "notify_checkpoint_complete", None)
+        if backend_notify is not None:
+            backend_notify(checkpoint_id)  # an incremental backend's next diff is against this checkpoint
         notify = getattr(self.spec.function, "notify_checkpoint_complete", None)
         if callable(notify):
             notify(checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        backend_notify = getattr(self.keyed_backend, "notify_checkpoint_aborted", None)
+        if backend_notify is not None:
+            backend_notify(checkpoint_id)
         notify = getattr(self.spec.function, "notify_checkpoint_aborted", None)
         if callable(notify):
             notify(checkpoint_id)

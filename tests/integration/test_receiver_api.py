@@ -1,0 +1,263 @@
+"""The Receiver API in running jobs (issue 5): custom receivers storing records (with metadata, one by one and
+reliably), a crashing on_start reported and restarted, restart() after its delay, stop() ending the stream
+with everything stored before it, and the bad input the issue names — something that is not a Receiver, a
+refused connection, the write-ahead log without a checkpoint directory."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from fluvial.common.configuration import Configuration
+from fluvial.common.errors import ConfigurationError, InvalidJobError, JobExecutionException
+from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.receiver import Receiver
+from fluvial.receiver.receiver import ReceiverStoppedError
+from fluvial.receiver.services import lookup
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)
+
+
+def environment(**settings: str) -> StreamExecutionEnvironment:
+    conf = Configuration().set_string("receiver.block-interval", "20 ms")
+    for key, value in settings.items():
+        conf.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    return env
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nobody listens once the probe is closed
+
+
+class MetadataReceiver(Receiver):
+    """Stores records one by one, every third with metadata (an offset), from a thread of its own that
+    on_start starts (the callback style); then a reliable batch with metadata; then stop()."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def name(self) -> str:
+        return "metadata-receiver"
+
+    def on_start(self) -> None:
+        threading.Thread(target=self._produce, name="metadata-producer", daemon=True).start()
+
+    def _produce(self) -> None:
+        for i in range(self.n):
+            if i % 3 == 0:
+                self.store(("single", i), {"offset": i})
+            else:
+                self.store(("single", i))
+        self.store([("batch", i) for i in range(100)], {"batch": 1})
+        self.stop("produced everything")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_a_custom_receiver_storing_records_with_metadata_reaches_the_job_in_order():
+    env = environment()
+    output = list(env.add_receiver(MetadataReceiver(5_000), "metadata").execute_and_collect())
+    singles = [i for kind, i in output if kind == "single"]
+    batch = [i for kind, i in output if kind == "batch"]
+    # single records keep their order; the reliable batch is one block, whole and in order
+    assert singles == list(range(5_000))
+    assert batch == list(range(100))
+    assert len(output) == 5_100
+
+
+class CrashingReceiver(Receiver):
+    """First start: stores one record and raises. Second start: waits until the test looked at the
+    supervisor, stores another record and stops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[float] = []
+        self.looked = threading.Event()
+
+    def name(self) -> str:
+        return "crashing-receiver"
+
+    def on_start(self) -> None:
+        self.starts.append(time.monotonic())
+        if len(self.starts) == 1:
+            self.store("before the crash")
+            raise OSError("device unplugged")
+        self.looked.wait(20)
+        self.store("after the restart")
+        self.stop("done")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_on_start_raising_is_reported_with_the_receivers_name_and_the_receiver_restarted():
+    env = environment()
+    receiver = CrashingReceiver()
+    env.add_receiver(receiver, "crashing").map(lambda record: record.upper()).print()
+    client = env.execute_async("crashing receiver")
+    try:
+        wait_until(lambda: len(receiver.starts) == 2, what="the receiver to be restarted")
+        supervisor = lookup(client.get_job_id()).supervisors[1]
+        assert supervisor.restarts == 1
+        message, error = supervisor.errors[0]
+        assert "crashing-receiver" in message and "device unplugged" in message
+        assert isinstance(error, OSError)
+        assert receiver.starts[1] - receiver.starts[0] >= 0.09  # the crash restart delay (0.1 s)
+    finally:
+        receiver.looked.set()
+    client.get_job_execution_result().result(timeout=30)  # the job itself never failed
+
+
+class RestartingReceiver(Receiver):
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.starts: list[float] = []
+        self.stops = 0
+
+    def on_start(self) -> None:
+        self.starts.append(time.monotonic())
+        if len(self.starts) == 1:
+            self.store(1)
+            self.restart("reconnecting", delay=self.delay)
+            return
+        self.store(2)
+        self.stop("done")
+
+    def on_stop(self) -> None:
+        self.stops += 1
+
+
+def test_restart_runs_on_stop_and_starts_again_after_the_delay():
+    env = environment()
+    receiver = RestartingReceiver(delay=0.4)
+    output = list(env.add_receiver(receiver, "restarting").execute_and_collect())
+    assert output == [1, 2]
+    assert len(receiver.starts) == 2
+    assert receiver.starts[1] - receiver.starts[0] >= 0.4
+    assert receiver.stops == 2  # once for the restart, once for the final stop
+
+
+class AckingReceiver(Receiver):
+    """Stores one-record batches reliably and counts a record as acknowledged only when store returned; it
+    ignores is_stopped() on purpose, so it keeps storing past a stop() that another thread calls."""
+
+    def __init__(self, stop_after: int, limit: int) -> None:
+        super().__init__()
+        self.stop_after, self.limit = stop_after, limit
+        self.acknowledged: list[int] = []
+        self.refused: list[BaseException] = []
+
+    def on_start(self) -> None:
+        for i in range(self.limit):
+            if i == self.stop_after:
+                threading.Thread(target=self.stop, args=("enough",), daemon=True).start()
+            try:
+                self.store([i])
+            except ReceiverStoppedError as error:
+                self.refused.append(error)
+                return
+            self.acknowledged.append(i)
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_stop_ends_the_stream_with_everything_acknowledged_before_it_in_order():
+    env = environment()
+    receiver = AckingReceiver(stop_after=300, limit=100_000)
+    output = list(env.add_receiver(receiver, "acking").execute_and_collect())
+    assert receiver.refused, "store(list) after stop() must refuse, not pretend to store"
+    assert len(receiver.acknowledged) < receiver.limit
+    assert output == receiver.acknowledged  # acknowledged exactly when it reached the job
+
+
+def test_add_receiver_rejects_what_is_not_a_receiver():
+    env = environment()
+
+    class LooksLikeOne:
+        def on_start(self):
+            pass
+
+        def on_stop(self):
+            pass
+
+    with pytest.raises(InvalidJobError, match=r"add_receiver expects a fluvial.receiver.Receiver, got .*LooksLikeOne"):
+        env.add_receiver(LooksLikeOne(), "impostor")
+
+
+def test_a_refused_connection_fails_the_job_naming_host_and_port_after_the_retries():
+    port = closed_port()
+    env = environment()
+    env.socket_text_stream("127.0.0.1", port, max_retries=1).print()
+    started = time.monotonic()
+    client = env.execute_async("nobody listens")
+    with pytest.raises(JobExecutionException) as raised:
+        client.get_job_execution_result().result(timeout=30)
+    message = str(raised.value)
+    assert f"127.0.0.1:{port}" in message
+    assert "after 2 attempts" in message  # the first try and one retry
+    assert time.monotonic() - started < 15
+    causes = []
+    error: BaseException | None = raised.value
+    while error is not None:
+        causes.append(error)
+        error = error.__cause__
+    assert any(isinstance(cause, ConnectionError) for cause in causes), causes
+
+
+@pytest.mark.parametrize("checkpointing", ["off", "jobmanager-storage", "remote-dir"])
+def test_the_write_ahead_log_without_a_local_checkpoint_directory_is_a_clear_error_at_submission(checkpointing):
+    env = environment(**{"receiver.write-ahead-log.enable": "true"})
+    if checkpointing != "off":
+        env.enable_checkpointing(100)
+    if checkpointing == "remote-dir":
+        env.get_checkpoint_config().set_checkpoint_storage_dir("memory://receiver-wal-test")  # not a local path
+    env.socket_text_stream("127.0.0.1", closed_port(), max_retries=0).print()
+    with pytest.raises(ConfigurationError, match=r"receiver.write-ahead-log.enable is true but the job has no "
+                                                 r"checkpoint directory: set state.checkpoints.dir"):
+        env.execute_async("wal without a directory")
+
+
+class CountingReceiver(Receiver):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def on_start(self) -> None:
+        for start in range(0, self.n, 100):
+            self.store(list(range(start, min(start + 100, self.n))))
+        self.stop("done")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_the_write_ahead_log_under_state_checkpoints_dir_is_written(tmp_path):
+    directory = tmp_path / "checkpoints"
+    env = environment(**{"receiver.write-ahead-log.enable": "true", "state.checkpoints.dir": f"file://{directory}"})
+    output = list(env.add_receiver(CountingReceiver(1_000), "counting").execute_and_collect())
+    assert output == list(range(1_000))
+    data_logs = [root for root, _, names in os.walk(directory) if "receivedData" in root and names]
+    tracker_logs = [root for root, _, names in os.walk(directory) if root.endswith("receivedBlockMetadata")]
+    assert data_logs, f"no receiver data WAL under {directory}"
+    assert tracker_logs, f"no tracker WAL under {directory}"
