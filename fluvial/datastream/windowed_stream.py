@@ -87,6 +87,8 @@ class _Windowed:
         if not (hasattr(reduce_function, "reduce") or callable(reduce_function)):
             raise InvalidJobError(f"reduce expects a ReduceFunction or a callable, got {reduce_function!r}")
         kind = self._function_kind(window_function)
+        if output_type is None and window_function is None:
+            output_type = self._stream.get_type()  # a reduce keeps its input's type
         return self._finish(reduce_function, _A.REDUCE, window_function, kind, output_type, "reduce")
 
     def aggregate(self, aggregate_function: Any, window_function: Any = None, accumulator_type: Any = None,

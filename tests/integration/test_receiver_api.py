@@ -171,6 +171,8 @@ class AckingReceiver(Receiver):
         for i in range(self.limit):
             if i == self.stop_after:
                 threading.Thread(target=self.stop, args=("enough",), daemon=True).start()
+            if i == self.stop_after + 10:
+                wait_until(self.is_stopped, what="stop() on the other thread")  # later stores follow stop
             try:
                 self.store([i])
             except ReceiverStoppedError as error:
@@ -184,7 +186,7 @@ class AckingReceiver(Receiver):
 
 def test_stop_ends_the_stream_with_everything_acknowledged_before_it_in_order():
     env = environment()
-    receiver = AckingReceiver(stop_after=300, limit=100_000)
+    receiver = AckingReceiver(stop_after=300, limit=5_000)
     output = list(env.add_receiver(receiver, "acking").execute_and_collect())
     assert receiver.refused, "store(list) after stop() must refuse, not pretend to store"
     assert len(receiver.acknowledged) < receiver.limit
