@@ -3,6 +3,13 @@
 One producer thread calls `add_data` as fast as it can; the clock runs from the first record to the return of
 `stop()`, so every block has been cut and pushed. `ingest(records, listener, **options)` is reusable: pass a
 listener that stores blocks (a block handler, with or without the write-ahead log) to measure that path.
+
+Job ingest (issue 5's benchmark): a Receiver storing records as fast as it can into a job whose counting sink
+counts them, with the write-ahead log off and on. Two ways to store: `store(list)` of 1,000-record batches
+(reliable: returns once the block is stored, in the WAL when on) and `store(record)` one by one (through the
+BlockGenerator). "stored" runs from the first store to the return of the last one; "through the job" from the
+first store to the job's end, when the sink has counted every record. Targets: WAL off >= 500,000 records/s
+stored through one receiver, WAL on >= 0.5x WAL off.
 """
 
 from __future__ import annotations
@@ -13,7 +20,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import tempfile
+
 from bench.harness import Measurement
+from bench.spine import CountingSink
+from fluvial.common import Configuration
+from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.receiver import Receiver
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
 from fluvial.receiver.blocks import StreamBlockId
 
@@ -77,7 +90,7 @@ def _best(measurements: list[Measurement]) -> Measurement:
     return min(measurements, key=lambda m: m.seconds)
 
 
-def main(repeat: int = 3) -> bool:
+def generator_main(repeat: int = 3) -> bool:
     records = list(range(RECORDS))
     runs = []
     for _ in range(repeat):
@@ -93,6 +106,103 @@ def main(repeat: int = 3) -> bool:
     print(f"  plain Python   {baseline.rate:>14,.0f} records/s  ({baseline.seconds:.3f} s)")
     print(f"  ratio          {fluvial.rate / baseline.rate:>14.3f}x")
     return True
+
+
+# -- job ingest: a receiver storing as fast as it can, WAL off and on -----------------------------------------
+
+JOB_RECORDS = 2_000_000
+BATCH = 1_000
+WAL_RATIO_TARGET = 0.5
+
+
+class FloodReceiver(Receiver):
+    """Stores pre-built records as fast as it can, then stops. `batches`: store(list) per batch; otherwise
+    store(record) per record. Times the first store and the return of the last one."""
+
+    def __init__(self, batches: list[list[int]], one_by_one: bool) -> None:
+        super().__init__()
+        self.batches = batches
+        self.one_by_one = one_by_one
+        self.first_store = 0.0
+        self.last_store = 0.0
+
+    def on_start(self) -> None:
+        store = self.store
+        self.first_store = time.perf_counter()
+        if self.one_by_one:
+            for batch in self.batches:
+                for record in batch:
+                    store(record)
+        else:
+            for batch in self.batches:
+                store(batch)
+        self.last_store = time.perf_counter()
+        self.stop("flooded")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def job_ingest(batches: list[list[int]], one_by_one: bool, wal_directory: str | None) -> tuple[Measurement, Measurement]:
+    """(stored, through the job) for one run: a FloodReceiver → counting sink, parallelism 1."""
+    conf = Configuration()
+    if wal_directory is not None:
+        conf.set_string("receiver.write-ahead-log.enable", "true")
+        conf.set_string("state.checkpoints.dir", f"file://{wal_directory}")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    receiver = FloodReceiver(batches, one_by_one)
+    sink = CountingSink()
+    env.add_receiver(receiver, "flood").add_sink(sink)
+    gc.collect()
+    env.execute("receiver ingest")
+    end = time.perf_counter()
+    records = sum(len(batch) for batch in batches)
+    assert sink.count == records, f"the sink counted {sink.count} of {records} records"
+    stored = Measurement("stored", records, receiver.last_store - receiver.first_store)
+    through = Measurement("through the job", records, end - receiver.first_store)
+    return stored, through
+
+
+def _best_job_ingest(batches: list[list[int]], one_by_one: bool, wal: bool, repeat: int) -> tuple[Measurement, Measurement]:
+    runs = []
+    for _ in range(repeat):
+        if wal:
+            with tempfile.TemporaryDirectory(prefix="fluvial-receiver-bench-") as directory:
+                runs.append(job_ingest(batches, one_by_one, directory))
+        else:
+            runs.append(job_ingest(batches, one_by_one, None))
+    return _best([stored for stored, _ in runs]), _best([through for _, through in runs])
+
+
+def job_main(repeat: int = 3) -> bool:
+    records = list(range(JOB_RECORDS))
+    batches = [records[i:i + BATCH] for i in range(0, JOB_RECORDS, BATCH)]
+    ok = True
+    print(f"Receiver job ingest: {JOB_RECORDS:,} records, one receiver -> counting sink, parallelism 1, "
+          f"best of {repeat}")
+    for label, one_by_one in ((f"store(list) of {BATCH:,}", False), ("store(record)", True)):
+        off_stored, off_through = _best_job_ingest(batches, one_by_one, wal=False, repeat=repeat)
+        on_stored, on_through = _best_job_ingest(batches, one_by_one, wal=True, repeat=repeat)
+        print(f"  {label}")
+        for what, off, on in (("stored", off_stored, on_stored), ("through the job", off_through, on_through)):
+            ratio = on.rate / off.rate
+            print(f"    {what:<16} WAL off {off.rate:>12,.0f} records/s   WAL on {on.rate:>12,.0f} records/s   "
+                  f"on/off {ratio:.2f}x")
+        # the targets, on the end-to-end figures: every record stored and counted by the sink
+        ratio = on_through.rate / off_through.rate
+        meets_rate = off_through.rate >= TARGET_RATE
+        meets_ratio = ratio >= WAL_RATIO_TARGET
+        print(f"    targets: WAL off >= {TARGET_RATE:,} records/s: {'meets' if meets_rate else 'MISSES'}; "
+              f"WAL on >= {WAL_RATIO_TARGET}x WAL off: {'meets' if meets_ratio else 'MISSES'}")
+        ok &= meets_rate and meets_ratio
+    return ok
+
+
+def main(repeat: int = 3) -> bool:
+    """The BlockGenerator ingest and the job ingest with the WAL off and on; True when the targets are met."""
+    generator_main(repeat)
+    return job_main(repeat)
 
 
 if __name__ == "__main__":

@@ -103,8 +103,9 @@ class CheckpointConfig:
     DEFAULT_MAX_CONCURRENT_CHECKPOINTS = 1
 
     def __init__(self, configuration: Configuration | None = None) -> None:
-        """`configuration` supplies `execution.checkpointing.interval`, `state.checkpoints.dir` and
-        `state.checkpoints.num-retained` (Flink's keys); setters called later win."""
+        """`configuration` supplies Flink's keys (`execution.checkpointing.interval`, `.mode`, `.timeout`,
+        `.min-pause`, `.max-concurrent-checkpoints`, `.tolerable-failed-checkpoints`, `state.checkpoints.dir`,
+        `state.checkpoints.num-retained`); setters called later win."""
         configuration = configuration if configuration is not None else Configuration()
         self._interval = -1
         self._mode = self.DEFAULT_MODE
@@ -122,6 +123,20 @@ class CheckpointConfig:
         directory = configuration.get("state.checkpoints.dir")
         if directory:
             self.set_checkpoint_storage_dir(directory)
+        keys = configuration.keys()
+        if "execution.checkpointing.mode" in keys:
+            mode = configuration.get("execution.checkpointing.mode")
+            self.set_checkpointing_mode(
+                CheckpointingMode.AT_LEAST_ONCE if mode == "at_least_once" else CheckpointingMode.EXACTLY_ONCE)
+        if "execution.checkpointing.timeout" in keys:
+            self.set_checkpoint_timeout(configuration.get("execution.checkpointing.timeout"))
+        if "execution.checkpointing.min-pause" in keys:
+            self.set_min_pause_between_checkpoints(configuration.get("execution.checkpointing.min-pause"))
+        if "execution.checkpointing.max-concurrent-checkpoints" in keys:
+            self.set_max_concurrent_checkpoints(configuration.get("execution.checkpointing.max-concurrent-checkpoints"))
+        if "execution.checkpointing.tolerable-failed-checkpoints" in keys:
+            self.set_tolerable_checkpoint_failure_number(
+                configuration.get("execution.checkpointing.tolerable-failed-checkpoints"))
 
     # -- interval and mode --------------------------------------------------------------------------------------
 

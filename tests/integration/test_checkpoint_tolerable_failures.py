@@ -237,9 +237,6 @@ def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, mo
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, reason="CheckpointConfig ignores execution.checkpointing.tolerable-failed-checkpoints "
-                                       "(and .timeout, .mode, .min-pause, .max-concurrent-checkpoints), which "
-                                       "Configuration accepts as known keys")
 def test_tolerable_failures_from_configuration_key(tmp_path):
     from fluvial.common import Configuration
 

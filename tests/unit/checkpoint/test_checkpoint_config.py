@@ -248,3 +248,25 @@ def test_backend_from_configuration():
     assert state_backend_from_configuration(Configuration()) == HashMapStateBackend()
     rocks = Configuration().set_string("state.backend.type", "rocksdb")
     assert isinstance(state_backend_from_configuration(rocks), EmbeddedRocksDBStateBackend)
+
+
+def test_checkpointing_keys_of_the_configuration_reach_the_checkpoint_config():
+    from fluvial.common import Configuration
+    from fluvial.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
+
+    configuration = (
+        Configuration()
+        .set_string("execution.checkpointing.interval", "2 s")
+        .set_string("execution.checkpointing.mode", "AT_LEAST_ONCE")
+        .set_string("execution.checkpointing.timeout", "30 s")
+        .set_string("execution.checkpointing.min-pause", "500 ms")
+        .set_string("execution.checkpointing.max-concurrent-checkpoints", "2")
+        .set_string("execution.checkpointing.tolerable-failed-checkpoints", "3")
+    )
+    config = CheckpointConfig(configuration)
+    assert config.get_checkpoint_interval() == 2000
+    assert config.get_checkpointing_mode() is CheckpointingMode.AT_LEAST_ONCE
+    assert config.get_checkpoint_timeout() == 30_000
+    assert config.get_min_pause_between_checkpoints() == 500
+    assert config.get_max_concurrent_checkpoints() == 2
+    assert config.get_tolerable_checkpoint_failure_number() == 3
