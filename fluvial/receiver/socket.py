@@ -1,9 +1,12 @@
 """The socket text receiver behind `env.socket_text_stream(host, port, delimiter)`: connects (retrying a
 refused connection a few times, then failing with the address in the message), stores each delimited line,
-and ends the stream when the peer closes the connection."""
+and ends the stream when the peer closes the connection. Bytes are decoded incrementally, so a character
+split across two reads stays whole; with the delimiter "\n" a trailing "\r" is dropped (as Flink's
+SocketTextStreamFunction does)."""
 
 from __future__ import annotations
 
+import codecs
 import socket
 import time
 
@@ -30,6 +33,7 @@ class SocketTextReceiver(Receiver):
 
     def on_start(self) -> None:
         self._socket = self._connect()
+        decoder = codecs.getincrementaldecoder(self.encoding)(errors="replace")
         pending = ""
         while not self.is_stopped():
             try:
@@ -39,14 +43,18 @@ class SocketTextReceiver(Receiver):
                     return
                 raise
             if not chunk:
+                pending += decoder.decode(b"", final=True)
                 if pending:
-                    self.store(pending)
+                    self.store(self._strip_cr(pending))
                 self.stop("the peer closed the connection")
                 return
-            pending += chunk.decode(self.encoding, errors="replace")
+            pending += decoder.decode(chunk)
             *lines, pending = pending.split(self.delimiter)
             for line in lines:
-                self.store(line)
+                self.store(self._strip_cr(line))
+
+    def _strip_cr(self, line: str) -> str:
+        return line[:-1] if self.delimiter == "\n" and line.endswith("\r") else line
 
     def _connect(self) -> socket.socket:
         last_error: OSError | None = None

@@ -61,8 +61,17 @@ class StreamOperator:
         self.output = output
 
     def open(self) -> None:
-        opener = getattr(self.spec.function, "open", None)
-        if opener is not None and callable(opener) and not isinstance(self.spec.function, type):
+        function = self.spec.function
+        initialize = getattr(function, "initialize_state", None)
+        if callable(initialize) and callable(getattr(function, "snapshot_state", None)):
+            # a CheckpointedFunction: its operator state first (restored or empty), then open()
+            from fluvial.runtime.operator_state import FunctionInitializationContext, OperatorStateStore
+
+            restore = getattr(self, "_restored", None)
+            self._function_state = OperatorStateStore(restore.operator_state if restore is not None else None)
+            initialize(FunctionInitializationContext(self._function_state, self.runtime_context))
+        opener = getattr(function, "open", None)
+        if opener is not None and callable(opener) and not isinstance(function, type):
             opener(self.runtime_context)
 
     def process_batch(self, batch: RecordBatch) -> None:
@@ -110,7 +119,14 @@ class StreamOperator:
         return snapshot
 
     def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
-        return {}
+        """A CheckpointedFunction's lists; other operators override this with their own state."""
+        store = getattr(self, "_function_state", None)
+        if store is None:
+            return {}
+        from fluvial.runtime.operator_state import FunctionSnapshotContext
+
+        self.spec.function.snapshot_state(FunctionSnapshotContext(checkpoint_id))
+        return store.snapshot()
 
     def initialize_state(self, restore: OperatorRestore) -> None:
         """Before open(): keyed state now, timers once open() has built the timer service."""

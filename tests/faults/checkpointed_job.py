@@ -1,12 +1,13 @@
 """A checkpointed job for the fault tests, run as its own process (`python checkpointed_job.py ...`) so a test
 can SIGKILL it mid-run and run it again from a retained checkpoint.
 
-    python checkpointed_job.py CHECKPOINT_DIR OUTPUT_DIR PARALLELISM N STATE_THRESHOLD [RESTORE_PATH]
+    python checkpointed_job.py CHECKPOINT_DIR OUTPUT_DIR PARALLELISM N STATE_THRESHOLD BACKEND [RESTORE_PATH]
 
 NumberSequenceSource(1..N) → map tagging n with (source subtask, n % KEYS), sleeping now and then → key_by →
 per-key ValueState count → FileSink rows `subtask|residue|seq|count`. Each map subtask logs the first number it
 sees to `OUTPUT_DIR.first-seen` (`.first-seen-restored` when restoring). Checkpoints every 50 ms to files under
-CHECKPOINT_DIR (STATE_THRESHOLD: FileSystemCheckpointStorage's file_state_size_threshold), two retained. With
+CHECKPOINT_DIR (STATE_THRESHOLD: FileSystemCheckpointStorage's file_state_size_threshold), two retained;
+keyed state in BACKEND (`hashmap` or `rocksdb`). With
 RESTORE_PATH the job starts from that checkpoint (execution.savepoint.path). When the job finishes, the file
 `OUTPUT_DIR.done` is written.
 """
@@ -22,6 +23,7 @@ from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
+from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 
 KEYS = 7
 
@@ -57,13 +59,14 @@ class CountPerKey(KeyedProcessFunction):
         yield f"{subtask}|{residue}|{seq}|{count}"
 
 
-def main(checkpoint_dir: str, output_dir: str, parallelism: int, n: int, threshold: int,
+def main(checkpoint_dir: str, output_dir: str, parallelism: int, n: int, threshold: int, backend: str,
          restore_path: str | None = None) -> None:
     configuration = Configuration()
     if restore_path:
         configuration.set_string("execution.savepoint.path", restore_path)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(parallelism)
+    env.set_state_backend(EmbeddedRocksDBStateBackend() if backend == "rocksdb" else HashMapStateBackend())
     env.enable_checkpointing(50)
     config = env.get_checkpoint_config()
     config.set_checkpoint_storage(FileSystemCheckpointStorage(checkpoint_dir, file_state_size_threshold=threshold))
@@ -88,4 +91,4 @@ def main(checkpoint_dir: str, output_dir: str, parallelism: int, n: int, thresho
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main(args[0], args[1], int(args[2]), int(args[3]), int(args[4]), args[5] if len(args) > 5 else None)
+    main(args[0], args[1], int(args[2]), int(args[3]), int(args[4]), args[5], args[6] if len(args) > 6 else None)

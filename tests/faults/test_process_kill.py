@@ -27,9 +27,10 @@ JOB = Path(__file__).with_name("checkpointed_job.py")
 KEYS = 7
 
 
-def start_job(checkpoints: Path, out: Path, parallelism: int, n: int, threshold: int,
+def start_job(checkpoints: Path, out: Path, parallelism: int, n: int, threshold: int, backend: str,
               restore: str | None = None) -> subprocess.Popen:
-    args = [sys.executable, str(JOB), f"file://{checkpoints}", str(out), str(parallelism), str(n), str(threshold)]
+    args = [sys.executable, str(JOB), f"file://{checkpoints}", str(out), str(parallelism), str(n), str(threshold),
+            backend]
     if restore:
         args.append(restore)
     log = open(out.parent / f"{out.name}-{'restore' if restore else 'first'}.log", "wb")
@@ -89,11 +90,12 @@ def assert_exactly_once(records, n: int) -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 @pytest.mark.parametrize("parallelism, threshold", [(1, 20 * 1024), (2, 0)], ids=["p1-inline-state", "p2-state-files"])
-def test_sigkill_mid_run_then_restore_from_the_latest_retained_checkpoint(tmp_path, parallelism, threshold):
+def test_sigkill_mid_run_then_restore_from_the_latest_retained_checkpoint(tmp_path, parallelism, threshold, backend):
     n = 30_000
     checkpoints, out = tmp_path / "checkpoints", tmp_path / "out"
-    first = start_job(checkpoints, out, parallelism, n, threshold)
+    first = start_job(checkpoints, out, parallelism, n, threshold, backend)
     try:
         kill_after_checkpoints(first, checkpoints, at_least=3)
     finally:
@@ -106,7 +108,7 @@ def test_sigkill_mid_run_then_restore_from_the_latest_retained_checkpoint(tmp_pa
     retained = completed_checkpoints(checkpoints)
     latest_id = max(retained)
     restore = f"file://{retained[latest_id]}"
-    second = start_job(checkpoints, out, parallelism, n, threshold, restore=restore)
+    second = start_job(checkpoints, out, parallelism, n, threshold, backend, restore=restore)
     assert second.wait(timeout=90) == 0, (out.parent / "out-restore.log").read_text()[-3000:]
     assert Path(f"{out}.done").exists()
 

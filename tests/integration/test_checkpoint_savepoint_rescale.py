@@ -22,6 +22,7 @@ from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutio
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
+from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 
 N = 30_000
 KEYS = 11
@@ -57,7 +58,7 @@ class CountPerKey(KeyedProcessFunction):
 
 
 def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None, count_uid: str = "count",
-          ignore_unclaimed: bool = False) -> StreamExecutionEnvironment:
+          ignore_unclaimed: bool = False, backend=HashMapStateBackend) -> StreamExecutionEnvironment:
     configuration = Configuration()
     if savepoint is not None:
         configuration.set_string("execution.savepoint.path", savepoint)
@@ -65,6 +66,7 @@ def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None,
         configuration.set_boolean("execution.savepoint.ignore-unclaimed-state", True)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(parallelism)
+    env.set_state_backend(backend())
     env.enable_checkpointing(3_600_000)  # savepoints need checkpointing; no periodic checkpoint interferes
     sink = (
         FileSink.for_row_format(str(tmp_path / run), Encoder.simple_string_encoder())
@@ -100,9 +102,9 @@ def wait_for(path, client, timeout: float = 30) -> None:
         time.sleep(0.005)
 
 
-def savepoint_mid_stream(tmp_path, parallelism: int, stop: bool = False) -> str:
+def savepoint_mid_stream(tmp_path, parallelism: int, stop: bool = False, backend=HashMapStateBackend) -> str:
     """Run 1 at `parallelism`; once records flow, take a savepoint and end the job; return its path."""
-    env = build(tmp_path, "run1", parallelism)
+    env = build(tmp_path, "run1", parallelism, backend=backend)
     client = env.execute_async("savepoint run 1")
     wait_for(tmp_path / "run1.progress", client)
     target = str(tmp_path / "savepoints")
@@ -132,11 +134,12 @@ def assert_exactly_once_over_both_runs(first, second) -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", [HashMapStateBackend, EmbeddedRocksDBStateBackend], ids=["hashmap", "rocksdb"])
 @pytest.mark.parametrize("before, after", [(2, 3), (3, 1), (2, 2)])
-def test_savepoint_restores_at_another_parallelism(tmp_path, before, after):
-    path = savepoint_mid_stream(tmp_path, before)
+def test_savepoint_restores_at_another_parallelism(tmp_path, before, after, backend):
+    path = savepoint_mid_stream(tmp_path, before, backend=backend)
     first = committed(tmp_path / "run1")
-    env = build(tmp_path, "run2", after, savepoint=path)
+    env = build(tmp_path, "run2", after, savepoint=path, backend=backend)
     env.execute("savepoint run 2")
     second = committed(tmp_path / "run2")
     assert_exactly_once_over_both_runs(first, second)
@@ -174,3 +177,14 @@ def test_state_of_no_operator_fails_naming_it_unless_unclaimed_state_is_ignored(
     for key, _, count in second:
         finals[key] = max(finals[key], count)
     assert dict(finals) == dict(per_key)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("before, after", [(HashMapStateBackend, EmbeddedRocksDBStateBackend),
+                                           (EmbeddedRocksDBStateBackend, HashMapStateBackend)],
+                         ids=["hashmap-to-rocksdb", "rocksdb-to-hashmap"])
+def test_savepoint_restores_with_the_other_state_backend(tmp_path, before, after):
+    path = savepoint_mid_stream(tmp_path, 2, backend=before)
+    first = committed(tmp_path / "run1")
+    build(tmp_path, "run2", 3, savepoint=path, backend=after).execute("switched state backend")
+    assert_exactly_once_over_both_runs(first, committed(tmp_path / "run2"))

@@ -263,3 +263,34 @@ def test_the_write_ahead_log_under_state_checkpoints_dir_is_written(tmp_path):
     tracker_logs = [root for root, _, names in os.walk(directory) if root.endswith("receivedBlockMetadata")]
     assert data_logs, f"no receiver data WAL under {directory}"
     assert tracker_logs, f"no tracker WAL under {directory}"
+
+
+def serve_once(chunks: list[bytes]) -> int:
+    """A one-connection server on 127.0.0.1 sending `chunks` with pauses between them (each its own read),
+    then closing; returns its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with server:
+            connection, _ = server.accept()
+            with connection:
+                for chunk in chunks:
+                    connection.sendall(chunk)
+                    time.sleep(0.1)
+
+    threading.Thread(target=serve, name="serve-once", daemon=True).start()
+    return server.getsockname()[1]
+
+
+def test_socket_text_stream_keeps_characters_split_across_reads_whole_and_ends_when_the_peer_closes():
+    port = serve_once([b"caf\xc3", b"\xa9\nwindows line\r\n\xe2\x82", b"\xac 5\nno newline at the end"])
+    env = environment()
+    output = list(env.socket_text_stream("127.0.0.1", port).execute_and_collect())
+    assert output == ["café", "windows line", "€ 5", "no newline at the end"]
+
+
+def test_socket_text_stream_with_a_custom_delimiter():
+    port = serve_once([b"a;b;", b"c\r;d"])
+    env = environment()
+    output = list(env.socket_text_stream("127.0.0.1", port, delimiter=";").execute_and_collect())
+    assert output == ["a", "b", "c\r", "d"]  # only the "\n" delimiter drops a trailing "\r" (as Flink)
