@@ -168,7 +168,9 @@ class MapOperator(StreamOperator):
 
     def process_batch(self, batch: RecordBatch) -> None:
         if self._key is None:
-            self._emit(RecordBatch(list(map(self._fn, batch.values)), batch.timestamps))
+            fn = self._fn
+            # a comprehension, not map(): CPython 3.11 inlines Python-to-Python calls, not calls from C
+            self._emit(RecordBatch([fn(value) for value in batch.values], batch.timestamps))
             return
         backend, key, fn = self.keyed_backend, self._key, self._fn
         out = []
@@ -195,7 +197,7 @@ class FilterOperator(StreamOperator):
                 return inner(value)
 
         if batch.timestamps is None:
-            kept = list(filter(fn, batch.values))
+            kept = [value for value in batch.values if fn(value)]
             if kept:
                 self._emit(RecordBatch(kept))
             return
@@ -278,9 +280,11 @@ _MISSING = object()
 
 
 class FusedStatelessOperator(StreamOperator):
-    """A run of chained, unkeyed map/filter operators fused into one pass: `map(f3, filter(f2, map(f1, xs)))`
-    builds one list per buffer instead of one per operator. Chain building fuses only operators whose single
-    output is the next one, so the observable behaviour is that of the separate operators."""
+    """A run of chained, unkeyed map/filter operators fused into one pass: one generated Python loop per run
+    (`for v in values: v = f0(v); if not f1(v): continue; ...; append(v)`) builds one list per buffer instead of
+    one per operator, and its Python-to-Python calls are the ones CPython 3.11 inlines (a `map()` over the
+    same functions is about a fifth slower). Chain building fuses only operators whose single output is the next
+    one, so the observable behaviour is that of the separate operators."""
 
     def __init__(self, members: list[StreamOperator]) -> None:
         super().__init__(members[0].spec, members[0].context)
@@ -293,16 +297,14 @@ class FusedStatelessOperator(StreamOperator):
             member.open()  # opens the user function; binds the member's own fn
         steps = [(map if isinstance(m, MapOperator) else filter, m._fn) for m in self.members]
         self._steps = steps
+        self._run = _fused_loop([step is map for step, _ in steps], [fn for _, fn in steps])
         self._emit = self.output.collect
 
     def process_batch(self, batch: RecordBatch) -> None:
         if batch.timestamps is not None:
             self._process_timestamped(batch)
             return
-        values = batch.values
-        for step, fn in self._steps:
-            values = step(fn, values)
-        out = list(values)
+        out = self._run(batch.values)
         if out:
             self._emit(RecordBatch(out))
 
@@ -336,6 +338,17 @@ class FusedStatelessOperator(StreamOperator):
             if getattr(getattr(function, "__func__", function), "__code__", None) is code:
                 return member.name
         return None
+
+
+def _fused_loop(is_map: list[bool], functions: list[Callable[[Any], Any]]) -> Callable[[list], list]:
+    """Generate `run(values) -> list` applying the steps in order (map: replace; filter: keep or skip)."""
+    lines = ["def run(values):", "    out = []", "    append = out.append", "    for v in values:"]
+    for index, mapping in enumerate(is_map):
+        lines.append(f"        v = f{index}(v)" if mapping else f"        if not f{index}(v):\n            continue")
+    lines += ["        append(v)", "    return out"]
+    namespace: dict[str, Any] = {f"f{index}": fn for index, fn in enumerate(functions)}
+    exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
+    return namespace["run"]
 
 
 def is_fusable(operator: StreamOperator) -> bool:

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from fluvial.common import Configuration, Encoder, Types
-from fluvial.common.errors import JobExecutionException, StateError
+from fluvial.common.errors import JobCancelledException, StateError
 from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
@@ -110,11 +110,14 @@ def savepoint_mid_stream(tmp_path, parallelism: int, stop: bool = False, backend
     target = str(tmp_path / "savepoints")
     if stop:
         path = client.stop_with_savepoint(savepoint_directory=target).result(timeout=30)
+        # the job ends (stopped: cancelled here, FINISHED in Flink's terms; either way, not failed)
+        error = client.get_job_execution_result().exception(timeout=30)
+        assert error is None or isinstance(error, JobCancelledException), repr(error)
     else:
         path = client.trigger_savepoint(target).result(timeout=30)
         client.cancel()
-    with pytest.raises(JobExecutionException):  # cancelled (stopped), not finished
-        client.get_job_execution_result().result(timeout=30)
+        with pytest.raises(JobCancelledException):
+            client.get_job_execution_result().result(timeout=30)
     assert path.startswith("file://") and str(tmp_path / "savepoints") in path
     assert os.path.exists(os.path.join(path.removeprefix("file://"), "_metadata"))
     return path
