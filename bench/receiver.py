@@ -15,12 +15,11 @@ stored through one receiver, WAL on >= 0.5x WAL off.
 from __future__ import annotations
 
 import gc
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
-
-import tempfile
 
 from bench.harness import Measurement
 from bench.spine import CountingSink

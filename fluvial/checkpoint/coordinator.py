@@ -118,6 +118,10 @@ class CheckpointCoordinator:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
         future completes with the CompletedCheckpoint."""
         future = CompletableFuture()
+        if self._stopped.is_set():  # the job has ended: no task would ever answer
+            future.set_exception(RuntimeError(
+                f"checkpoint of job {self.job_id} not triggered: {CheckpointFailureReason.COORDINATOR_SHUTDOWN.value}"))
+            return future
         with self._lock:
             checkpoint_id = self._next_id
             self._next_id += 1

@@ -227,6 +227,16 @@ class JobMaster:
         from fluvial.checkpoint.savepoint import savepoint_storage, savepoint_target
 
         directory = savepoint_target(target_directory, self.job_graph.configuration)
+        with self._lock:
+            status = self.status
+            ended = sorted(key for key, state in self._states.items() if state in TERMINAL)
+        if status is not JobStatus.RUNNING or ended:
+            # A subtask that ended can take no part: the savepoint could never complete. Say so now.
+            why = f"it is {status.name}" if status is not JobStatus.RUNNING else (
+                f"{len(ended)} of its subtasks have already ended (first: vertex {ended[0][0]} subtask {ended[0][1]})")
+            refused: Future = Future()
+            refused.set_exception(RuntimeError(f"cannot take a savepoint of job {self.job_id}: {why}"))
+            return refused
         return self.checkpointing.coordinator.trigger_checkpoint(
             is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id), savepoint_dir=directory)
 

@@ -16,7 +16,6 @@ AT_LEAST_ONCE forwards without alignment, so there only "nothing lost" holds.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 from collections import defaultdict
@@ -188,13 +187,9 @@ def assert_failed_once_and_resumed(result: dict, parallelism: int) -> None:
     )
 
 
-ROCKSDB_WIRED = importlib.util.find_spec("fluvial.state.rocksdb") is not None
 BACKENDS = [
     pytest.param(HashMapStateBackend, id="hashmap"),
-    # EmbeddedRocksDBStateBackend is being integrated: until fluvial.state.rocksdb exists its tasks fail to open
-    pytest.param(EmbeddedRocksDBStateBackend, id="rocksdb", marks=pytest.mark.xfail(
-        not ROCKSDB_WIRED, reason="EmbeddedRocksDBStateBackend is not wired yet (no fluvial.state.rocksdb)",
-        strict=True)),
+    pytest.param(EmbeddedRocksDBStateBackend, id="rocksdb"),
 ]
 
 

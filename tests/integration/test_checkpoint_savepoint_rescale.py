@@ -191,3 +191,39 @@ def test_savepoint_restores_with_the_other_state_backend(tmp_path, before, after
     first = committed(tmp_path / "run1")
     build(tmp_path, "run2", 3, savepoint=path, backend=after).execute("switched state backend")
     assert_exactly_once_over_both_runs(first, committed(tmp_path / "run2"))
+
+
+@pytest.mark.timeout(60)
+def test_savepoint_of_a_finished_job_fails_promptly(tmp_path):
+    env = build(tmp_path, "run1", 1)
+    client = env.execute_async("finishes")
+    client.get_job_execution_result().result(timeout=50)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="FINISHED"):
+        client.trigger_savepoint(str(tmp_path / "savepoints")).result(timeout=20)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.timeout(60)
+def test_savepoint_while_a_subtask_has_ended_fails_promptly_and_the_job_goes_on(tmp_path):
+    """A short collection source has finished while a slow sequence still runs: the savepoint cannot include
+    the ended subtask, so it fails at once, naming why — and neither hangs nor fails the job."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    env.enable_checkpointing(3_600_000)
+    results = []
+    short = env.from_collection([-1, -2, -3])
+    slow = env.from_source(NumberSequenceSource(1, 20_000)).map(SlowWithProgress(str(tmp_path / "progress")))
+    short.union(slow).add_sink(results.append)
+    client = env.execute_async("one source ended")
+    master = client._job_master
+    deadline = time.monotonic() + 30
+    while "FINISHED" not in master._states.values():
+        assert time.monotonic() < deadline and not client.get_job_execution_result().done()
+        time.sleep(0.005)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="ended"):
+        client.trigger_savepoint(str(tmp_path / "savepoints")).result(timeout=20)
+    assert time.monotonic() - started < 5
+    client.get_job_execution_result().result(timeout=50)
+    assert sorted(results) == [-3, -2, -1] + list(range(1, 20_001))

@@ -237,9 +237,25 @@ def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, mo
 
 
 @pytest.mark.timeout(60)
-def test_tolerable_failures_from_configuration_key(tmp_path):
+@pytest.mark.parametrize("tolerated", ["0", "1000000"])
+def test_tolerable_failures_from_configuration_key(tmp_path, tolerated):
+    """`execution.checkpointing.tolerable-failed-checkpoints` decides, like the setter, whether failing
+    checkpoints (state over max_state_size) fail the job."""
     from fluvial.common import Configuration
 
-    configuration = Configuration().set_string("execution.checkpointing.tolerable-failed-checkpoints", "1000000")
+    n = 8_000
+    configuration = Configuration().set_string("execution.checkpointing.tolerable-failed-checkpoints", tolerated)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
-    assert env.get_checkpoint_config().get_tolerable_checkpoint_failure_number() == 1_000_000
+    assert env.get_checkpoint_config().get_tolerable_checkpoint_failure_number() == int(tolerated)
+    env.set_parallelism(1)
+    env.enable_checkpointing(50)
+    env.get_checkpoint_config().set_checkpoint_storage(JobManagerCheckpointStorage(max_state_size=8))
+    env.set_restart_strategy(RestartStrategies.no_restart())
+    results = []
+    env.from_source(NumberSequenceSource(1, n)).map(Slow(20)).key_by(lambda v: v % KEYS) \
+        .process(CountPerKey()).add_sink(results.append)
+    if tolerated == "0":
+        assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size")
+    else:
+        env.execute("failures tolerated by configuration")
+        assert len(results) == n

@@ -14,7 +14,11 @@ from collections.abc import Callable
 import pytest
 
 from fluvial.common.configuration import Configuration
-from fluvial.common.errors import ConfigurationError, InvalidJobError, JobExecutionException
+from fluvial.common.errors import (
+    ConfigurationError,
+    InvalidJobError,
+    JobExecutionException,
+)
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.receiver import Receiver
 from fluvial.receiver.receiver import ReceiverStoppedError

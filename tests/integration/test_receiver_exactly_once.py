@@ -33,7 +33,11 @@ from fluvial.common import Encoder
 from fluvial.common.configuration import Configuration
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import MapFunction, StreamExecutionEnvironment
-from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
+from fluvial.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    RollingPolicy,
+)
 from fluvial.receiver import Receiver
 
 N = 20_000

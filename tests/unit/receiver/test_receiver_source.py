@@ -14,7 +14,12 @@ import pytest
 from fluvial.datastream.connectors.source import Boundedness
 from fluvial.receiver import Receiver
 from fluvial.receiver.receiver import ReceiverStoppedError
-from fluvial.receiver.services import ReceiverSettings, lookup, start_receivers, stop_receivers
+from fluvial.receiver.services import (
+    ReceiverSettings,
+    lookup,
+    start_receivers,
+    stop_receivers,
+)
 from fluvial.receiver.source import ReceiverSource, ReceiverSourceReader, ReceiverSplit
 from fluvial.receiver.tracker import BlocksAlreadyCleanedError
 

@@ -14,8 +14,12 @@ import pytest
 
 from fluvial.receiver import Receiver
 from fluvial.receiver.block_generator import BlockGeneratorStateError
-from fluvial.receiver.handler import BlockManagerBasedBlockHandler, BlockStore, WalBasedStoreResult, \
-    WriteAheadLogBasedBlockHandler
+from fluvial.receiver.handler import (
+    BlockManagerBasedBlockHandler,
+    BlockStore,
+    WalBasedStoreResult,
+    WriteAheadLogBasedBlockHandler,
+)
 from fluvial.receiver.receiver import ReceiverStoppedError
 from fluvial.receiver.supervisor import ReceiverState, ReceiverSupervisor
 from fluvial.receiver.tracker import ReceiverTracker
@@ -38,7 +42,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str =
 class ScriptedReceiver(Receiver):
     """Runs `script(receiver, start_number)` as on_start; records when each start and stop happened."""
 
-    def __init__(self, script: Callable[["ScriptedReceiver", int], None]) -> None:
+    def __init__(self, script: Callable[[ScriptedReceiver, int], None]) -> None:
         super().__init__()
         self.script = script
         self.starts: list[float] = []
