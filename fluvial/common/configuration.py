@@ -92,6 +92,8 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
         ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
         ConfigOption("receiver.max-rate", int, 0, "receiver records per second (0: unlimited)"),
+        ConfigOption("receiver.block-store-timeout", _parse_duration_ms, 30_000,
+                     "how long storing a block (store and write-ahead log) may take"),
     )
 }
 

@@ -24,6 +24,7 @@ class ReceiverSettings:
     max_rate: float
     wal_directory: str | None  # set when the write-ahead log is on
     checkpointing: bool
+    block_store_timeout_s: float = 30.0
 
 
 @dataclass
@@ -94,7 +95,7 @@ def start_receivers(job_id: str, receivers: dict[int, Any], settings: ReceiverSe
         if wal_root:
             wal = WriteAheadLog(os.path.join(wal_root, job_id, "receivedData", str(stream_id)))
             services.wals.append(wal)
-            handler: Any = WriteAheadLogBasedBlockHandler(store, wal)
+            handler: Any = WriteAheadLogBasedBlockHandler(store, wal, settings.block_store_timeout_s)
         else:
             handler = BlockManagerBasedBlockHandler(store)
         services.handlers[stream_id] = handler
@@ -134,7 +135,10 @@ def receiver_settings(configuration: Any, checkpoints: Any) -> ReceiverSettings:
             )
         wal_directory = path
     enabled = checkpoints is not None and checkpoints.enabled
-    return ReceiverSettings(interval_ms / 1000, queue_size, max_rate, wal_directory, enabled)
+    timeout_ms = configuration.get("receiver.block-store-timeout") if configuration is not None else 30_000
+    if timeout_ms <= 0:
+        raise ConfigurationError(f"receiver.block-store-timeout must be > 0, got {timeout_ms} ms: e.g. '30 s'")
+    return ReceiverSettings(interval_ms / 1000, queue_size, max_rate, wal_directory, enabled, timeout_ms / 1000)
 
 
 def _local_checkpoint_dir(checkpoints: Any) -> str | None:

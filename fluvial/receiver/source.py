@@ -13,6 +13,8 @@ from fluvial.common.time import current_millis
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 
 
+RELEASE_INTERVAL_MS = 100  # without checkpoints, emitted blocks are released at most this often
+
 @dataclass(frozen=True)
 class ReceiverSplit:
     split_id: str
@@ -47,6 +49,7 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         self._split: ReceiverSplit | None = None
         self._services: Any = None
         self._positions: dict[int, int] = {}  # checkpoint id -> position it holds
+        self._last_release = 0
 
     def add_splits(self, splits: list[ReceiverSplit]) -> None:
         if splits:
@@ -75,7 +78,10 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         records = services.handlers[split.stream_id].read_block(info.store_result)
         self._split = replace(split, position=split.position + 1)
         if not services.checkpointing:
-            services.release_through(split.stream_id, self._split.position, current_millis())
+            now = current_millis()
+            if now - self._last_release >= RELEASE_INTERVAL_MS:  # batched: each release logs to the tracker WAL
+                self._last_release = now
+                services.release_through(split.stream_id, self._split.position, now)
         return list(records)
 
     @staticmethod
