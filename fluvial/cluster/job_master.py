@@ -65,7 +65,7 @@ class JobMaster:
             from fluvial.cluster.job_checkpointing import JobCheckpointing
 
             self.checkpointing = JobCheckpointing(job_graph, self._send_trigger, self._send_notify,
-                                                  self._all_running, self.fail)
+                                                  self._all_running, self.failover)
         if tolerance is not None and tolerance.may_restart:
             from fluvial.common.restart_strategy import (
                 NoRestartStrategyConfiguration,
@@ -152,7 +152,7 @@ class JobMaster:
             self._states[(update.vertex_id, update.subtask_index)] = update.state
             if update.state == "FAILED" and self.status is JobStatus.RUNNING and not self._cancel_requested:
                 cancel_others = True
-                if self._may_restart(update):
+                if self._may_restart(update.error):
                     self.status = JobStatus.RESTARTING
                 else:
                     self._failure = update
@@ -171,10 +171,10 @@ class JobMaster:
         elif done:
             self._complete()
 
-    def _may_restart(self, update: TaskExecutionState) -> bool:
+    def _may_restart(self, error: BaseException | None) -> bool:
         if self._backoff is None:
             return False
-        self._backoff.notify_failure(update.error, int(time.time() * 1000))
+        self._backoff.notify_failure(error, int(time.time() * 1000))
         return self._backoff.can_restart()
 
     def _restart(self) -> None:
@@ -257,6 +257,32 @@ class JobMaster:
         self._cancel_all()
         if done:
             self._complete()
+
+    def failover(self, error: BaseException) -> None:
+        """A job-level failure the restart strategy may recover from (too many failed checkpoints, as in
+        Flink): restart every task from the latest checkpoint if allowed, else fail the job."""
+        with self._lock:
+            restart = self.status is JobStatus.RUNNING and not self._cancel_requested and self._may_restart(error)
+            if restart:
+                self.status = JobStatus.RESTARTING
+        if not restart:
+            self.fail(error)
+            return
+        if self.checkpointing is not None:
+            self.checkpointing.abort_pending_for_failover()
+        self._cancel_all()
+
+    def fail_internally(self, error: BaseException) -> None:
+        """The JobMaster itself raised while handling a report: fail the job with that error (the last resort
+        that keeps `execute()` from waiting forever)."""
+        try:
+            self.fail(error)
+        finally:
+            if not self.result.done():
+                wrapped = JobExecutionException(f"Job '{self.job_graph.job_name}' failed inside the JobMaster: "
+                                                f"{type(error).__name__}: {error}", self.job_id)
+                wrapped.__cause__ = error
+                self.result.set_exception(wrapped)
 
     def fail(self, error: BaseException) -> None:
         """A failure of the job itself (not of a task): e.g. too many failed checkpoints, an unusable

@@ -88,8 +88,13 @@ class MiniCluster:
         return JobClient(self._job_master)
 
     def _report(self, update: TaskExecutionState) -> None:
-        if self._job_master is not None:
-            self._job_master.on_task_state(update)
+        master = self._job_master
+        if master is None:
+            return
+        try:
+            master.on_task_state(update)
+        except BaseException as error:  # noqa: BLE001 - a JobMaster bug must fail the job, never hang execute()
+            master.fail_internally(error)
 
     def _report_checkpoint(self, message: Any) -> None:
         master = self._job_master
