@@ -43,9 +43,9 @@ def run(words: list[str], checkpoint_dir: str | None, backend: object = None) ->
 
 def main() -> bool:
     words = zipf_words(1_000_000)
-    plain = best_of("no checkpoints", RECORDS, lambda: run(words, None), repeat=2)
+    plain = best_of("no checkpoints", RECORDS, lambda: run(words, None), repeat=3)
     with tempfile.TemporaryDirectory() as directory:
-        checkpointed = best_of("1 s checkpoints", RECORDS, lambda: run(words, directory), repeat=2)
+        checkpointed = best_of("1 s checkpoints", RECORDS, lambda: run(words, directory), repeat=3)
     ratio = checkpointed.rate / plain.rate
     print("J2 with checkpoints every 1 s (heap backend, file system storage) vs without, 4M records")
     print(f"  without      {plain.rate:>12,.0f} records/s")

@@ -19,7 +19,7 @@ class Measurement:
         return self.records / self.seconds
 
 
-def best_of(name: str, records: int, run: Callable[[], object], repeat: int = 3) -> Measurement:
+def best_of(name: str, records: int, run: Callable[[], object], repeat: int = 5) -> Measurement:
     """The fastest of `repeat` runs: noise only ever slows a run down."""
     best = float("inf")
     for _ in range(repeat):

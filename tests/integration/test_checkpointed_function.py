@@ -3,6 +3,8 @@ restored — split among subtasks at another parallelism, union lists given whol
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fluvial.common import Configuration
@@ -13,6 +15,8 @@ from fluvial.datastream.state import ListStateDescriptor
 
 class CountingMap(MapFunction):
     """Counts the records it saw in operator list state; also keeps a union list of subtask markers."""
+
+    processed = 0  # across every subtask's copy (a class attribute): how far the first run got
 
     def initialize_state(self, context):
         self.restored = context.is_restored()
@@ -30,6 +34,7 @@ class CountingMap(MapFunction):
 
     def map(self, value):
         self.seen += 1
+        CountingMap.processed += 1
         return (self.subtask, self.seen, self.restored, sorted(self.markers.get()))
 
 
@@ -39,16 +44,16 @@ def test_operator_state_survives_a_savepoint_and_is_redistributed(tmp_path):
     env.set_parallelism(2)
     env.enable_checkpointing(60_000)
     env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{tmp_path}/chk")
-    stream = env.from_source(NumberSequenceSource(1, 10_000_000), source_name="n").uid("n") \
-        .map(CountingMap()).uid("counting")
-    iterator = stream.execute_and_collect()
-    seen = 0
-    for _ in iterator:
-        seen += 1
-        if seen == 5_000:
-            break
-    path = iterator._client.trigger_savepoint(str(tmp_path / "sp")).result(30)
-    iterator.close()
+    CountingMap.processed = 0
+    env.from_source(NumberSequenceSource(1, 10_000_000), source_name="n").uid("n") \
+        .map(CountingMap()).uid("counting").add_sink(lambda value: None)
+    client = env.execute_async("first run")
+    deadline = time.monotonic() + 30
+    while CountingMap.processed < 5_000:
+        assert time.monotonic() < deadline, "the first run never got going"
+        time.sleep(0.01)
+    path = client.trigger_savepoint(str(tmp_path / "sp")).result(30)
+    client.cancel()
 
     configuration = Configuration().set_string("execution.savepoint.path", path)
     env2 = StreamExecutionEnvironment.get_execution_environment(configuration)
@@ -58,5 +63,5 @@ def test_operator_state_survives_a_savepoint_and_is_redistributed(tmp_path):
     subtask, count, restored, markers = first
     assert restored is True
     # at parallelism 1 the only subtask gets both old subtasks' counts, and the union list from both
-    assert count >= 5_001  # both old counters (>= the 5,000 records read before the savepoint) plus this record
+    assert count >= 5_001  # both old counters (>= the 5,000 records mapped before the savepoint) plus this record
     assert markers == ["subtask-0", "subtask-1"]
