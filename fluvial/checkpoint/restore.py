@@ -13,7 +13,8 @@ from fluvial.common.key_groups import key_group_range_for_operator
 
 
 def operator_id_of(node: Any) -> str:
-    """The id that matches an operator's state across runs: its uid, else its position in the job."""
+    """The id that matches an operator's state across runs: its uid, else its position in the job (the task
+    computes the same inline, so a job without checkpoints does not load this module)."""
     return node.uid or f"node-{node.id}"
 
 

@@ -114,8 +114,12 @@ class JobMaster:
 
     def _start_receivers(self) -> None:
         """Receivers start with the job and stop when it ends; failovers of its tasks leave them running."""
-        from fluvial.receiver.source import ReceiverSource
+        import sys
 
+        source_module = sys.modules.get("fluvial.receiver.source")
+        if source_module is None:
+            return  # add_receiver loads it: without it no job has receivers
+        ReceiverSource = source_module.ReceiverSource  # noqa: N806
         receivers = {
             node.operator.function.stream_id: node.operator.function.receiver
             for vertex in self.job_graph.vertices

@@ -1,5 +1,7 @@
 """The messages between JobMaster, TaskManagers and clients: the only cross-process contract (plain dataclasses,
-so TaskManagers in other processes or Ray actors speak the same language as in-process ones)."""
+so TaskManagers in other processes or Ray actors speak the same language as in-process ones).
+Messages are never changed after they are built (not frozen only because frozen dataclasses cost start-up
+time in every job)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ class JobStatus(enum.Enum):
         return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class DeployTask:
     """JobMaster → TaskManager: run this subtask in this slot."""
 
@@ -32,7 +34,7 @@ class DeployTask:
     slot_index: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class CancelTask:
     """JobMaster → TaskManager."""
 
@@ -41,7 +43,7 @@ class CancelTask:
     subtask_index: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TaskExecutionState:
     """TaskManager → JobMaster: a subtask reached a state; failures carry the error and its traceback text."""
 
@@ -56,7 +58,7 @@ class TaskExecutionState:
     attempt: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class TriggerCheckpoint:
     """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows)."""
 
@@ -68,7 +70,7 @@ class TriggerCheckpoint:
     savepoint_dir: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class AcknowledgeCheckpoint:
     """TaskManager → JobMaster: a subtask's state for a checkpoint is stored; `states` maps operator id to its
     SubtaskState (state handles)."""
@@ -80,7 +82,7 @@ class AcknowledgeCheckpoint:
     states: dict
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class DeclineCheckpoint:
     """TaskManager → JobMaster: a subtask could not take part in a checkpoint."""
 
@@ -91,7 +93,7 @@ class DeclineCheckpoint:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class NotifyCheckpoint:
     """JobMaster → TaskManager: checkpoint completed (commit now) or aborted."""
 

@@ -16,8 +16,6 @@ import dataclasses
 import math
 import pickle
 import zlib
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
@@ -128,7 +126,7 @@ def _slow_hash(key: Any) -> int:
         return _tuple_hash(key)
     if isinstance(key, frozenset):
         return _frozenset_hash(key)
-    if isinstance(key, (float, complex, Decimal, Fraction)):
+    if isinstance(key, (float, complex)) or type(key).__module__ in ("decimal", "fractions"):
         return _number_hash(key)
     from fluvial.common.row import Row  # lazily: start-up time of small jobs
 

@@ -182,7 +182,7 @@ class CollectSpec(OperatorSpec):
 # Transformations
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class Transformation:
     id: int
     name: str
@@ -201,8 +201,9 @@ class Transformation:
         return ()
 
     def __repr__(self) -> str:
-        # generated reprs and equality are left out on purpose: a dozen frozen dataclasses with a dozen fields
-        # each cost a noticeable part of a small job's start-up; transformations are compared by identity
+        # generated reprs, equality and frozen setters are left out on purpose: a dozen dataclasses with a
+        # dozen fields each cost a noticeable part of a small job's start-up. Transformations are compared by
+        # identity and never mutated: every change goes through `dataclasses.replace` in the environment.
         return f"{type(self).__name__}(id={self.id}, name={self.name!r}, inputs={self.input_ids})"
 
     @property
@@ -211,13 +212,13 @@ class Transformation:
         return False
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class SourceTransformation(Transformation):
     operator: SourceSpec = field(default_factory=SourceSpec)
     chaining_strategy: ChainingStrategy = ChainingStrategy.HEAD
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class OneInputTransformation(Transformation):
     input_id: int = -1
     operator: OperatorSpec = field(default_factory=OperatorSpec)
@@ -228,7 +229,7 @@ class OneInputTransformation(Transformation):
         return (self.input_id,)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class TwoInputTransformation(Transformation):
     input1_id: int = -1
     input2_id: int = -1
@@ -240,7 +241,7 @@ class TwoInputTransformation(Transformation):
         return (self.input1_id, self.input2_id)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class SinkTransformation(Transformation):
     input_id: int = -1
     operator: OperatorSpec = field(default_factory=OperatorSpec)
@@ -250,7 +251,7 @@ class SinkTransformation(Transformation):
         return (self.input_id,)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class PartitionTransformation(Transformation):
     input_id: int = -1
     partitioner: PartitionerSpec = PartitionerSpec(PartitionerKind.FORWARD)
@@ -265,7 +266,7 @@ class PartitionTransformation(Transformation):
         return True
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class UnionTransformation(Transformation):
     inputs: tuple[int, ...] = ()
 
@@ -278,7 +279,7 @@ class UnionTransformation(Transformation):
         return True
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(eq=False, repr=False)
 class SideOutputTransformation(Transformation):
     input_id: int = -1
     output_tag: OutputTag | None = None

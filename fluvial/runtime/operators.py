@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot
 from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream import transformations as t
 from fluvial.runtime.output import Output
@@ -101,6 +100,8 @@ class StreamOperator:
         Keyed state is frozen as cheaply as the backend allows: the heap copies and leaves partitioning by key
         group to the asynchronous part; incremental RocksDB hard-links a native checkpoint. Savepoints always
         take the canonical, self-contained form (by key group)."""
+        from fluvial.checkpoint.snapshots import OperatorSnapshot
+
         snapshot = OperatorSnapshot(self.context.operator_id)
         if self.keyed_backend is not None:
             backend = self.keyed_backend
@@ -128,7 +129,7 @@ class StreamOperator:
         self.spec.function.snapshot_state(FunctionSnapshotContext(checkpoint_id))
         return store.snapshot()
 
-    def initialize_state(self, restore: OperatorRestore) -> None:
+    def initialize_state(self, restore: Any) -> None:
         """Before open(): keyed state now, timers once open() has built the timer service."""
         if self.keyed_backend is not None and (restore.keyed or restore.native_keyed):
             from fluvial.runtime.native_state import restore_keyed_backend

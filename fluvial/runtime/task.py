@@ -16,7 +16,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fluvial.checkpoint.alignment import BarrierHandler
 from fluvial.common.task_info import TaskInfo
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
@@ -26,9 +25,6 @@ from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import FusedStatelessOperator, StreamOperator
-from fluvial.checkpoint.restore import operator_id_of
-from fluvial.checkpoint.snapshots import RestoreAssignment
-from fluvial.runtime.checkpointing import SOURCE_SPLITS, SubtaskCheckpointer, TaskCheckpointSettings
 from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
@@ -68,8 +64,8 @@ class TaskSpec:
     outputs: list[OutputSpec]
     job_parameters: dict[str, str] = field(default_factory=dict)
     auto_watermark_interval: int = 200
-    checkpointing: TaskCheckpointSettings | None = None
-    restore: dict[str, RestoreAssignment] | None = None  # operator id -> what it restores from
+    checkpointing: Any = None  # TaskCheckpointSettings when the job takes checkpoints
+    restore: dict[str, Any] | None = None  # operator id -> the RestoreAssignment it restores from
     function_templates: dict[int, Any] | None = None  # node id -> pristine function, for restarted attempts
     state_backend: Any = None  # the job's StateBackend description
 
@@ -95,8 +91,10 @@ class Task:
         vertex = spec.vertex
         self.info = TaskInfo(spec.job_id, vertex.name, spec.subtask_index, vertex.parallelism,
                              vertex.max_parallelism, spec.attempt)
-        self.checkpointer: SubtaskCheckpointer | None = None
+        self.checkpointer: Any = None  # a SubtaskCheckpointer when the job checkpoints or restores
         if spec.checkpointing is not None or spec.restore:
+            from fluvial.runtime.checkpointing import SubtaskCheckpointer
+
             services = checkpoint_services
             self.checkpointer = SubtaskCheckpointer(
                 self,
@@ -158,6 +156,8 @@ class Task:
         barriers = None
         if self.checkpointer is not None and spec.checkpointing is not None:
             checkpointer = self.checkpointer
+            from fluvial.checkpoint.alignment import BarrierHandler
+
             barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, checkpointer.perform,
                                       lambda cid: checkpointer._decline(cid, "a newer barrier overtook it"))
         self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, writers), writable,
@@ -166,7 +166,7 @@ class Task:
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._collect_target, self.processing_time, self.spec.auto_watermark_interval,
-                               operator_id_of(node), self.spec.state_backend)
+                               node.uid or f"node-{node.id}", self.spec.state_backend)
 
     def _restore_operators(self) -> list | None:
         """Hand each operator its share of the checkpoint before it opens; return a source's split positions."""
@@ -180,6 +180,8 @@ class Task:
                 continue
             state = self.checkpointer.load(assignment, operator.context.operator_id)
             if operator is self.chain.head and self.spec.vertex.is_source:
+                from fluvial.runtime.checkpointing import SOURCE_SPLITS
+
                 restored_splits = state.operator_state.pop(SOURCE_SPLITS, [])
             operator.initialize_state(state)
         if self.spec.vertex.is_source and restored_splits is None:
