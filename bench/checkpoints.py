@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tempfile
 
-from bench.harness import best_of
+from bench.harness import compare
 from bench.spine import CountingSink, add_counts, word_key, zipf_words
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
@@ -43,9 +43,8 @@ def run(words: list[str], checkpoint_dir: str | None, backend: object = None) ->
 
 def main() -> bool:
     words = zipf_words(1_000_000)
-    plain = best_of("no checkpoints", RECORDS, lambda: run(words, None), repeat=3)
     with tempfile.TemporaryDirectory() as directory:
-        checkpointed = best_of("1 s checkpoints", RECORDS, lambda: run(words, directory), repeat=3)
+        checkpointed, plain = compare(RECORDS, lambda: run(words, directory), lambda: run(words, None), repeat=3)
     ratio = checkpointed.rate / plain.rate
     print("J2 with checkpoints every 1 s (heap backend, file system storage) vs without, 4M records")
     print(f"  without      {plain.rate:>12,.0f} records/s")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from bench.harness import best_of, report
+from bench.harness import compare, report
 
 EVENTS = 1_000_000
 KEYS = 1_000
@@ -108,8 +108,7 @@ def main() -> bool:
     expected = run_loop()
     ok = report(
         "J3: 1M events, 1000 keys, 5 s disorder, 60 s tumbling event-time windows, sum (parallelism 1)",
-        best_of("fluvial", EVENTS, lambda: run_fluvial(EVENTS, 1), repeat=2),
-        best_of("loop", EVENTS, run_loop, repeat=2),
+        *compare(EVENTS, lambda: run_fluvial(EVENTS, 1), run_loop, repeat=3),
         target=0.35,
     )
     for parallelism in (1, 2):

@@ -30,6 +30,20 @@ def best_of(name: str, records: int, run: Callable[[], object], repeat: int = 5)
     return Measurement(name, records, best)
 
 
+def compare(records: int, fluvial: Callable[[], object], baseline: Callable[[], object],
+            repeat: int = 5) -> tuple[Measurement, Measurement]:
+    """Best of `repeat` runs of each, interleaved (fluvial, baseline, fluvial, ...): this machine's speed drifts
+    over seconds, and interleaving exposes both sides to the same drift, so the ratio stays honest."""
+    best = {"fluvial": float("inf"), "baseline": float("inf")}
+    for _ in range(repeat):
+        for name, run in (("fluvial", fluvial), ("baseline", baseline)):
+            gc.collect()
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return Measurement("fluvial", records, best["fluvial"]), Measurement("plain Python", records, best["baseline"])
+
+
 def report(title: str, fluvial: Measurement, baseline: Measurement, target: float) -> bool:
     ratio = fluvial.rate / baseline.rate
     verdict = "meets" if ratio >= target else "MISSES"

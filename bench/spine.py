@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from bench.harness import Measurement, best_of, report
+from bench.harness import compare, report
 from fluvial.common import Configuration
 from fluvial.datastream import SinkFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
@@ -111,15 +111,13 @@ def run_j2_loop(words: list[tuple]) -> int:
 def main() -> bool:
     ok = report(
         "J1: 2M ints -> map -> filter -> map -> count (parallelism 1)",
-        best_of("fluvial", J1_RECORDS, run_j1_fluvial),
-        best_of("loop", J1_RECORDS, run_j1_loop),
+        *compare(J1_RECORDS, run_j1_fluvial, run_j1_loop, repeat=7),
         target=1.0,
     )
     pairs = [to_pair(w) for w in zipf_words(J2_RECORDS)]
     ok &= report(
         "J2: 1M Zipf words -> key_by -> running count (parallelism 1)",
-        best_of("fluvial", J2_RECORDS, lambda: run_j2_fluvial(pairs)),
-        best_of("loop", J2_RECORDS, lambda: run_j2_loop(pairs)),
+        *compare(J2_RECORDS, lambda: run_j2_fluvial(pairs), lambda: run_j2_loop(pairs)),
         target=0.5,
     )
     return ok
