@@ -15,6 +15,20 @@ import types
 from typing import Any
 
 
+class PickledFunction:
+    """A function frozen as pickle bytes: each `thaw()` builds a fresh copy. Kept as bytes (not as a copied
+    object) because unpickling a function that holds a large table builds every object of it again, which
+    costs more time, memory and cache than the one pickling pass."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def thaw(self) -> Any:
+        return pickle.loads(self.data)
+
+
 def pristine_functions(job_graph: Any) -> dict[int, Any]:
     templates = {}
     for vertex in job_graph.vertices:
@@ -22,17 +36,17 @@ def pristine_functions(job_graph: Any) -> dict[int, Any]:
             function = node.operator.function if node.operator is not None else None
             if function is None or node.is_source or isinstance(function, types.FunctionType):
                 continue  # plain functions and lambdas hold no state of their own
-            templates[node.id] = _copy(function)
+            templates[node.id] = _freeze(function)
     return templates
 
 
-def _copy(function: Any) -> Any:
-    """Pickling runs in C (a function holding a large table copies in milliseconds, where deepcopy walks it in
-    Python); objects pickle cannot take fall back to deepcopy, or stay shared."""
+def _freeze(function: Any) -> Any:
+    """Pickle bytes where pickle can; else a deep copy taken now; else the function itself (it must create its
+    resources in open())."""
     try:
-        return pickle.loads(pickle.dumps(function, protocol=5))
+        return PickledFunction(pickle.dumps(function, protocol=5))
     except Exception:  # noqa: BLE001
         try:
             return copy.deepcopy(function)
-        except Exception:  # noqa: BLE001 - such a function is shared (it must create its resources in open())
+        except Exception:  # noqa: BLE001
             return function

@@ -82,8 +82,9 @@ def build_operator(node: StreamNode, context: OperatorContext, template: Any = N
 
 
 def _own_copy(template: Any, node: StreamNode, subtask_index: int) -> Any:
+    thaw = getattr(template, "thaw", None)  # a PickledFunction: unpickle a fresh copy
     try:
-        return copy.deepcopy(template)
+        return thaw() if thaw is not None else copy.deepcopy(template)
     except Exception as error:  # noqa: BLE001 - re-raised with the fix
         raise InvalidJobError(
             f"the function of '{node.name}' ({type(template).__name__}) cannot be copied for subtask "

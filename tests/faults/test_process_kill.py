@@ -109,7 +109,12 @@ def test_sigkill_mid_run_then_restore_from_the_latest_retained_checkpoint(tmp_pa
     latest_id = max(retained)
     restore = f"file://{retained[latest_id]}"
     second = start_job(checkpoints, out, parallelism, n, threshold, backend, restore=restore)
-    assert second.wait(timeout=90) == 0, (out.parent / "out-restore.log").read_text()[-3000:]
+    try:
+        assert second.wait(timeout=90) == 0, (out.parent / "out-restore.log").read_text()[-3000:]
+    finally:
+        if second.poll() is None:
+            second.kill()  # never leave a hung job process behind
+            second.wait(timeout=10)
     assert Path(f"{out}.done").exists()
 
     records, _ = committed_records(out)
