@@ -4,7 +4,7 @@ Transformation in the environment and returns a handle; nothing runs until `exec
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import transformations as t

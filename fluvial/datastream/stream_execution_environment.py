@@ -8,7 +8,6 @@ place the API reaches up the layers (DESIGN section 1).
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import os
 from typing import Any, Callable, Iterable
 

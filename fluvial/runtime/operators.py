@@ -94,7 +94,7 @@ class StreamOperator:
 
     # -- checkpoints (on the task thread) ------------------------------------------------------------------------
 
-    def snapshot_state(self, checkpoint_id: int, savepoint: bool = False) -> OperatorSnapshot | None:
+    def snapshot_state(self, checkpoint_id: int, savepoint: bool = False) -> Any:
         """The synchronous part: freeze keyed state, timers and operator state; None when there is none.
 
         Keyed state is frozen as cheaply as the backend allows: the heap copies and leaves partitioning by key

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, MutableMapping, Protocol, runtime_checkable
 
-from fluvial.datastream.state import State, StateDescriptor
+from fluvial.common.errors import StateError
+from fluvial.datastream.state import State, StateDescriptor, StateKind
 
 
 class _NoKey:
@@ -110,3 +111,28 @@ class KeyedStateBackend(Protocol):
     def restore(self, snapshots: list[KeyedStateSnapshot]) -> None: ...
 
     def dispose(self) -> None: ...
+
+
+def no_key_error(state_name: str) -> StateError:
+    """The error every backend raises when keyed state is used while no record's key is set."""
+    return StateError(
+        f"keyed state {state_name!r} used outside a keyed context: use it in a function applied to a "
+        "KeyedStream (after key_by)"
+    )
+
+
+def build_state_handle(descriptor: Any, handle_classes: dict, *common: Any) -> Any:
+    """The handle a backend gives for `descriptor`: `handle_classes[kind](*common, name, *function)`, where a
+    reducing state's class also receives the reduce function and an aggregating state's the AggregateFunction."""
+    kind = getattr(descriptor, "kind", None)
+    handle_class = handle_classes.get(kind)
+    if handle_class is None:
+        raise StateError(
+            f"state {descriptor.name!r} has an unknown descriptor type {type(descriptor).__name__}: use a Value-, "
+            "List-, Map-, Reducing- or AggregatingStateDescriptor"
+        )
+    if kind is StateKind.REDUCING:
+        return handle_class(*common, descriptor.name, descriptor.get_reduce_function().reduce)
+    if kind is StateKind.AGGREGATING:
+        return handle_class(*common, descriptor.name, descriptor.get_agg_function())
+    return handle_class(*common, descriptor.name)

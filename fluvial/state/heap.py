@@ -24,20 +24,15 @@ from fluvial.common.key_groups import UPPER_BOUND_MAX_PARALLELISM, assign_to_key
 from fluvial.common.time import current_millis
 from fluvial.datastream.state import (
     AggregatingState,
-    AggregatingStateDescriptor,
     ListState,
-    ListStateDescriptor,
     MapState,
-    MapStateDescriptor,
     ReducingState,
-    ReducingStateDescriptor,
     State,
     StateDescriptor,
     StateKind,
     ValueState,
-    ValueStateDescriptor,
 )
-from fluvial.state.backend import NO_KEY, KeyedStateSnapshot
+from fluvial.state.backend import NO_KEY, KeyedStateSnapshot, build_state_handle, no_key_error
 from fluvial.state.ttl import IncrementalCleanup, TtlPolicy, TtlValue, build_ttl_handle, layout_for
 
 _MISSING: Any = object()
@@ -89,10 +84,7 @@ class _HeapState:
     def _key(self) -> Any:
         key = self._backend.current_key
         if key is NO_KEY:
-            raise StateError(
-                f"keyed state {self._name!r} used outside a keyed context: use it in a function applied to a "
-                "KeyedStream (after key_by)"
-            )
+            raise no_key_error(self._name)
         return key
 
     def clear(self) -> None:
@@ -237,22 +229,17 @@ class HeapAggregatingState(_HeapState, AggregatingState):
         self._table[key] = self._agg.add(value, accumulator)
 
 
+_HEAP_HANDLES = {
+    StateKind.VALUE: HeapValueState,
+    StateKind.LIST: HeapListState,
+    StateKind.MAP: HeapMapState,
+    StateKind.REDUCING: HeapReducingState,
+    StateKind.AGGREGATING: HeapAggregatingState,
+}
+
+
 def _build_handle(backend: "HeapKeyedStateBackend", descriptor: StateDescriptor, table: dict) -> State:
-    name = descriptor.name
-    if isinstance(descriptor, ValueStateDescriptor):
-        return HeapValueState(backend, table, name)
-    if isinstance(descriptor, ListStateDescriptor):
-        return HeapListState(backend, table, name)
-    if isinstance(descriptor, MapStateDescriptor):
-        return HeapMapState(backend, table, name)
-    if isinstance(descriptor, ReducingStateDescriptor):
-        return HeapReducingState(backend, table, name, descriptor.get_reduce_function().reduce)
-    if isinstance(descriptor, AggregatingStateDescriptor):
-        return HeapAggregatingState(backend, table, name, descriptor.get_agg_function())
-    raise StateError(
-        f"state {name!r} has an unknown descriptor type {type(descriptor).__name__}: use a Value-, List-, Map-, "
-        "Reducing- or AggregatingStateDescriptor"
-    )
+    return build_state_handle(descriptor, _HEAP_HANDLES, backend, table)
 
 
 def _describe_ttl(policy: TtlPolicy | None) -> str:

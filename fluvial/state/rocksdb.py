@@ -36,16 +36,11 @@ from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, Write
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import UPPER_BOUND_MAX_PARALLELISM, assign_to_key_group
 from fluvial.datastream.state import (
-    AggregatingStateDescriptor,
-    ListStateDescriptor,
-    MapStateDescriptor,
-    ReducingStateDescriptor,
     State,
     StateDescriptor,
     StateKind,
-    ValueStateDescriptor,
 )
-from fluvial.state.backend import NO_KEY, KeyedStateSnapshot
+from fluvial.state.backend import NO_KEY, KeyedStateSnapshot, build_state_handle, no_key_error
 from fluvial.state.rocksdb_handles import (
     RocksDBAggregatingState,
     RocksDBListState,
@@ -154,6 +149,15 @@ def _group_map_entries(pairs: Iterator[tuple[bytes, bytes]], values: bool) -> It
         yield key, mapping
 
 
+_ROCKSDB_HANDLES = {
+    StateKind.VALUE: RocksDBValueState,
+    StateKind.LIST: RocksDBListState,
+    StateKind.MAP: RocksDBMapState,
+    StateKind.REDUCING: RocksDBReducingState,
+    StateKind.AGGREGATING: RocksDBAggregatingState,
+}
+
+
 class RocksDBKeyedStateBackend:
     """Keyed state of one subtask in a RocksDB database at `db_path` (see the module docstring).
 
@@ -221,10 +225,7 @@ class RocksDBKeyedStateBackend:
     def _cache_key(self, key: Any, state_name: str) -> None:
         """Compute and cache the key group prefix and bytes of `key` (called once per distinct key object)."""
         if key is NO_KEY:
-            raise StateError(
-                f"keyed state {state_name!r} used outside a keyed context: use it in a function applied to a "
-                "KeyedStream (after key_by)"
-            )
+            raise no_key_error(state_name)
         if type(key) is int:  # assign_to_key_group inlined for the common key type (murmur fmix32 of hash)
             h = hash(key) & 0xFFFFFFFF
             h ^= h >> 16
@@ -293,21 +294,7 @@ class RocksDBKeyedStateBackend:
         return handle
 
     def _build_handle(self, descriptor: StateDescriptor, sid: bytes) -> State:
-        name = descriptor.name
-        if isinstance(descriptor, ValueStateDescriptor):
-            return RocksDBValueState(self, sid, name)
-        if isinstance(descriptor, ListStateDescriptor):
-            return RocksDBListState(self, sid, name)
-        if isinstance(descriptor, MapStateDescriptor):
-            return RocksDBMapState(self, sid, name)
-        if isinstance(descriptor, ReducingStateDescriptor):
-            return RocksDBReducingState(self, sid, name, descriptor.get_reduce_function().reduce)
-        if isinstance(descriptor, AggregatingStateDescriptor):
-            return RocksDBAggregatingState(self, sid, name, descriptor.get_agg_function())
-        raise StateError(
-            f"state {name!r} has an unknown descriptor type {type(descriptor).__name__}: use a Value-, List-, "
-            "Map-, Reducing- or AggregatingStateDescriptor"
-        )
+        return build_state_handle(descriptor, _ROCKSDB_HANDLES, self, sid)
 
     def value_table(self, name: str) -> RocksDBValueTable:
         """A `key -> value` MutableMapping over state `name` (registered as value state when new).

@@ -37,7 +37,7 @@ from fluvial.datastream.state import (
     StateTtlConfig,
     ValueState,
 )
-from fluvial.state.backend import NO_KEY
+from fluvial.state.backend import NO_KEY, no_key_error
 
 if TYPE_CHECKING:
     from fluvial.state.heap import HeapKeyedStateBackend
@@ -319,10 +319,7 @@ class _TtlState:
     def _key(self) -> Any:
         key = self._backend.current_key
         if key is NO_KEY:
-            raise StateError(
-                f"keyed state {self._name!r} used outside a keyed context: use it in a function applied to a "
-                "KeyedStream (after key_by)"
-            )
+            raise no_key_error(self._name)
         return key
 
     def _now(self) -> int:

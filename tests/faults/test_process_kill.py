@@ -10,7 +10,6 @@ whatever the first process wrote after its latest completed checkpoint stays hid
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
