@@ -67,11 +67,8 @@ class JobMaster:
             self.checkpointing = JobCheckpointing(job_graph, self._send_trigger, self._send_notify,
                                                   self._all_running, self.failover)
         if tolerance is not None and tolerance.may_restart:
-            from fluvial.common.restart_strategy import (
-                NoRestartStrategyConfiguration,
-                create_backoff_strategy,
-                resolve_restart_strategy,
-            )
+            from fluvial.common.restart_backoff import create_backoff_strategy
+            from fluvial.common.restart_strategy import NoRestartStrategyConfiguration, resolve_restart_strategy
 
             strategy = resolve_restart_strategy(tolerance.restart_strategy, job_graph.configuration,
                                                 checkpoints is not None and checkpoints.enabled)

@@ -15,6 +15,8 @@ _EXPORTS = {
     "Encoder": "fluvial.common.encoder",
     "ExecutionConfig": "fluvial.common.execution_config",
     "JobExecutionResult": "fluvial.common.job_execution_result",
+    "RestartStrategies": "fluvial.common.restart_strategy",
+    "WatermarkStrategy": "fluvial.common.watermark_strategy",
     "Row": "fluvial.common.row",
     "RowKind": "fluvial.common.row",
     "Time": "fluvial.common.time",
