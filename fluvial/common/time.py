@@ -86,3 +86,20 @@ def to_millis(value: Duration | int | float) -> int:
 def current_millis() -> int:
     """Wall-clock milliseconds since the epoch; the processing-time clock."""
     return _time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A millisecond clock that moves only when told: what tests hand to anything taking a `clock` (watermark
+    idleness, state TTL, restart back-off, the BlockGenerator) to make time-dependent behaviour deterministic."""
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self.now_ms = start_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, millis: int) -> int:
+        if millis < 0:
+            raise ValueError(f"a clock never goes back; advance by >= 0 ms, got {millis}")
+        self.now_ms += millis
+        return self.now_ms
