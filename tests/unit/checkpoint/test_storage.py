@@ -374,7 +374,7 @@ def test_a_file_as_parent_fails_at_creation(tmp_path):
         create_checkpoint_storage(FileSystemCheckpointStorage(str(tmp_path / "file" / "checkpoints")), JOB)
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes anywhere")
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root user: as root, chmod cannot make a directory unwritable (root writes anywhere)")
 def test_an_unwritable_directory_fails_at_creation(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
