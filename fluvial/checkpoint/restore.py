@@ -12,12 +12,6 @@ from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator
 
 
-def operator_id_of(node: Any) -> str:
-    """The id that matches an operator's state across runs: its uid, else its position in the job (the task
-    computes the same inline, so a job without checkpoints does not load this module)."""
-    return node.uid or f"node-{node.id}"
-
-
 def _overlaps(a: range, b: range) -> bool:
     return a.start < b.stop and b.start < a.stop
 
@@ -33,7 +27,7 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
     result: dict[tuple[int, int], dict[str, RestoreAssignment]] = {}
     for vertex in job_graph.vertices:
         for node in vertex.nodes:
-            operator_id = operator_id_of(node)
+            operator_id = node.operator_id
             old = operator_states.get(operator_id)
             if old is None:
                 continue

@@ -26,7 +26,9 @@ class PickledFunction:
         self.data = data
 
     def thaw(self) -> Any:
-        return pickle.loads(self.data)
+        from fluvial.common.serialization import loads_code
+
+        return loads_code(self.data)
 
 
 def pristine_functions(job_graph: Any) -> dict[int, Any]:
@@ -41,12 +43,17 @@ def pristine_functions(job_graph: Any) -> dict[int, Any]:
 
 
 def _freeze(function: Any) -> Any:
-    """Pickle bytes where pickle can; else a deep copy taken now; else the function itself (it must create its
-    resources in open())."""
-    try:
-        return PickledFunction(pickle.dumps(function, protocol=5))
-    except Exception:  # noqa: BLE001
+    """Pickle bytes where pickle can; cloudpickle bytes where the function holds lambdas or closures (the wire
+    format for code, `serialization.dumps_code`); else a deep copy taken now; else the function itself (it must
+    create its resources in open())."""
+    from fluvial.common.serialization import dumps_code
+
+    for dumps in (lambda f: pickle.dumps(f, protocol=5), dumps_code):
         try:
-            return copy.deepcopy(function)
-        except Exception:  # noqa: BLE001
-            return function
+            return PickledFunction(dumps(function))
+        except Exception:  # noqa: BLE001 - try the next way
+            continue
+    try:
+        return copy.deepcopy(function)
+    except Exception:  # noqa: BLE001
+        return function

@@ -49,6 +49,11 @@ class StreamNode:
     out_edges: list[StreamEdge] = field(default_factory=list)
 
     @property
+    def operator_id(self) -> str:
+        """The id that matches an operator's state across runs: its uid, else its position in the job."""
+        return self.uid or f"node-{self.id}"
+
+    @property
     def pact(self) -> str:
         return "Data Source" if self.is_source else "Data Sink" if self.is_sink else "Operator"
 

@@ -67,48 +67,34 @@ class SourceOperatorStub(StreamOperator):
 
 
 def build_operator(node: StreamNode, context: OperatorContext, template: Any = None) -> StreamOperator:
-    """`template`: a pristine copy of the node's function kept by the JobMaster for restarts, so a restarted
-    attempt never runs a function object an earlier attempt mutated."""
     if node.is_source:
         return SourceOperatorStub(node.operator, context)
     builder = OPERATOR_BUILDERS.get(type(node.operator))
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
-    info = context.task_info
-    if template is not None and (info.attempt_number > 0 or info.subtask_index > 0):
-        spec = dataclasses.replace(node.operator, function=_own_copy(template, node, info.subtask_index))
-        return builder(spec, context)
-    return builder(_subtask_spec(node, info.subtask_index), context)
+    return builder(_subtask_spec(node, context.task_info, template), context)
 
 
-def _own_copy(template: Any, node: StreamNode, subtask_index: int) -> Any:
-    thaw = getattr(template, "thaw", None)  # a PickledFunction: unpickle a fresh copy
-    try:
-        return thaw() if thaw is not None else copy.deepcopy(template)
-    except Exception as error:  # noqa: BLE001 - re-raised with the fix
-        raise InvalidJobError(
-            f"the function of '{node.name}' ({type(template).__name__}) cannot be copied for subtask "
-            f"{subtask_index} ({error}); each parallel subtask needs its own copy: create unpicklable resources "
-            "(locks, connections, files) in open(), not in __init__"
-        ) from error
-
-
-def _subtask_spec(node: StreamNode, subtask_index: int) -> t.OperatorSpec:
-    """Each parallel subtask gets its own copy of the user's function object, as each Flink subtask
-    deserializes its own: what a function keeps in `open()` (its subtask index, state handles) must not be
-    overwritten by a sibling subtask. Subtask 0 keeps the original object, so a single-subtask job in thread
-    mode still runs the very object the user passed (plain functions and lambdas are never copied)."""
+def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
+    """Each parallel subtask, and each restarted attempt, gets its own copy of the user's function object, as
+    each Flink subtask deserializes its own: what a function keeps in `open()` (its subtask index, state
+    handles) must not be overwritten by a sibling, nor survive from a failed attempt. Copies come from the
+    JobMaster's pristine `template` (taken before anything opened the function) when there is one. Subtask 0
+    of the first attempt keeps the original object, so a job in thread mode runs the very object the user
+    passed; Sink descriptions only build writers and are never copied."""
     spec = node.operator
-    function = spec.function
-    if subtask_index == 0 or function is None or isinstance(spec, t.SinkSpec):
+    if (info.subtask_index == 0 and info.attempt_number == 0) or spec.function is None \
+            or isinstance(spec, t.SinkSpec):
         return spec
+    source = template if template is not None else spec.function
+    thaw = getattr(source, "thaw", None)  # a PickledFunction: unpickle a fresh copy
     try:
-        own = copy.deepcopy(function)
+        own = thaw() if thaw is not None else copy.deepcopy(source)
     except Exception as error:  # noqa: BLE001 - re-raised with the fix
         raise InvalidJobError(
-            f"the function of '{node.name}' ({type(function).__name__}) cannot be copied for subtask "
-            f"{subtask_index} ({error}); each parallel subtask needs its own copy: create unpicklable resources "
-            "(locks, connections, files) in open(), not in __init__"
+            f"the function of '{node.name}' ({type(spec.function).__name__}) cannot be copied for subtask "
+            f"{info.subtask_index} ({error}); each parallel subtask needs its own copy: create unpicklable "
+            "resources (locks, connections, files) in open(), not in __init__"
         ) from error
     return dataclasses.replace(spec, function=own)
 

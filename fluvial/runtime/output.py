@@ -62,13 +62,21 @@ class Output:
             target(status)
 
 
-def split_side_outputs(results: list[Any]) -> tuple[list[Any], dict[OutputTag, list[Any]]]:
-    """PyFlink's convention: a yielded `(output_tag, value)` pair goes to that side output."""
-    main: list[Any] = []
-    side: dict[OutputTag, list[Any]] = {}
-    for item in results:
+def split_side_outputs(results: list[Any], stamps: list | None = None
+                       ) -> tuple[RecordBatch, dict[OutputTag, RecordBatch]]:
+    """PyFlink's convention: a yielded `(output_tag, value)` pair goes to that side output. Returns the main
+    batch and one batch per tag, each keeping its records' timestamps (`stamps`, aligned with `results`)."""
+    main = RecordBatch([], [] if stamps is not None else None)
+    side: dict[OutputTag, RecordBatch] = {}
+    for index, item in enumerate(results):
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            side.setdefault(item[0], []).append(item[1])
+            batch = side.get(item[0])
+            if batch is None:
+                batch = side[item[0]] = RecordBatch([], [] if stamps is not None else None)
+            item = item[1]
         else:
-            main.append(item)
+            batch = main
+        batch.values.append(item)
+        if stamps is not None:
+            batch.timestamps.append(stamps[index])
     return main, side

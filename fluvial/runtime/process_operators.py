@@ -110,26 +110,11 @@ class _PerRecordOperator(StreamOperator):
         self._emit_results(values, stamps)
 
     def _emit_results(self, values: list, stamps: list | None) -> None:
-        main, side = split_side_outputs(values)
-        if side and stamps is not None:
-            # keep timestamps aligned: redo the split with pairs
-            pairs = list(zip(values, stamps))
-            main_pairs = [p for p in pairs if not _is_side(p[0])]
-            main, stamps = [p[0] for p in main_pairs], [p[1] for p in main_pairs]
-            for tag in side:
-                tagged = [p for p in pairs if _is_side(p[0]) and p[0][0] == tag]
-                self.output.collect_side(tag, RecordBatch([p[0][1] for p in tagged], [p[1] for p in tagged]))
-        else:
-            for tag, items in side.items():
-                self.output.collect_side(tag, RecordBatch(items))
-        if main:
-            self._emit(RecordBatch(main, stamps))
-
-
-def _is_side(item: Any) -> bool:
-    from fluvial.datastream.output_tag import OutputTag
-
-    return type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag)
+        main, side = split_side_outputs(values, stamps)
+        for tag, batch in side.items():
+            self.output.collect_side(tag, batch)
+        if main.values:
+            self._emit(main)
 
 
 class ProcessOperator(_PerRecordOperator):

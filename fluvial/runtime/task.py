@@ -166,7 +166,7 @@ class Task:
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._collect_target, self.processing_time, self.spec.auto_watermark_interval,
-                               node.uid or f"node-{node.id}", self.spec.state_backend)
+                               node.operator_id, self.spec.state_backend)
 
     def _restore_operators(self) -> list | None:
         """Hand each operator its share of the checkpoint before it opens; return a source's split positions."""

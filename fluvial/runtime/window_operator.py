@@ -366,10 +366,11 @@ class WindowOperator(StreamOperator):
             produced = call(window, inputs(pane))
             if produced is None:
                 return []
-            main, side = split_side_outputs(list(produced))
-            for tag, items in side.items():
-                self.output.collect_side(tag, RecordBatch(items, [window.max_timestamp()] * len(items)))
-            return main
+            results = list(produced)
+            main, side = split_side_outputs(results, [window.max_timestamp()] * len(results))
+            for tag, batch in side.items():
+                self.output.collect_side(tag, batch)
+            return main.values
 
         return evaluate
 

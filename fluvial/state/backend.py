@@ -136,3 +136,19 @@ def build_state_handle(descriptor: Any, handle_classes: dict, *common: Any) -> A
     if kind is StateKind.AGGREGATING:
         return handle_class(*common, descriptor.name, descriptor.get_agg_function())
     return handle_class(*common, descriptor.name)
+
+
+def check_key_groups(max_parallelism: int, key_group_range: range) -> None:
+    """What every keyed backend checks at construction: a max parallelism Flink allows, and a contiguous key
+    group range inside it."""
+    from fluvial.common.key_groups import UPPER_BOUND_MAX_PARALLELISM
+
+    if not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+        raise StateError(
+            f"max parallelism {max_parallelism} is outside 1..{UPPER_BOUND_MAX_PARALLELISM}: use a value in that range"
+        )
+    if key_group_range.step != 1 or key_group_range.start < 0 or key_group_range.stop > max_parallelism:
+        raise StateError(
+            f"key group range {key_group_range} does not fit in range(0, {max_parallelism}): compute it with "
+            "key_group_range_for_operator(max_parallelism, parallelism, index)"
+        )

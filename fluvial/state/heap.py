@@ -20,7 +20,7 @@ import copy
 from typing import Any, Callable, Iterable, Iterator
 
 from fluvial.common.errors import StateError
-from fluvial.common.key_groups import UPPER_BOUND_MAX_PARALLELISM, assign_to_key_group
+from fluvial.common.key_groups import assign_to_key_group
 from fluvial.common.time import current_millis
 from fluvial.datastream.state import (
     AggregatingState,
@@ -32,7 +32,7 @@ from fluvial.datastream.state import (
     StateKind,
     ValueState,
 )
-from fluvial.state.backend import NO_KEY, KeyedStateSnapshot, build_state_handle, no_key_error
+from fluvial.state.backend import NO_KEY, KeyedStateSnapshot, build_state_handle, check_key_groups, no_key_error
 from fluvial.state.ttl import IncrementalCleanup, TtlPolicy, TtlValue, build_ttl_handle, layout_for
 
 _MISSING: Any = object()
@@ -260,16 +260,7 @@ class HeapKeyedStateBackend:
     def __init__(
         self, max_parallelism: int, key_group_range: range, ttl_clock: Callable[[], int] = current_millis
     ) -> None:
-        if not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
-            raise StateError(
-                f"max parallelism {max_parallelism} is outside 1..{UPPER_BOUND_MAX_PARALLELISM}: "
-                "use a value in that range"
-            )
-        if key_group_range.step != 1 or key_group_range.start < 0 or key_group_range.stop > max_parallelism:
-            raise StateError(
-                f"key group range {key_group_range} does not fit in range(0, {max_parallelism}): compute it with "
-                "key_group_range_for_operator(max_parallelism, parallelism, index)"
-            )
+        check_key_groups(max_parallelism, key_group_range)
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
         self.current_key: Any = NO_KEY
