@@ -26,7 +26,7 @@ class PickledFunction:
         self.data = data
 
     def thaw(self) -> Any:
-        from fluvial.common.serialization import loads_code
+        from fluvial.common.wire import loads_code
 
         return loads_code(self.data)
 
@@ -44,9 +44,9 @@ def pristine_functions(job_graph: Any) -> dict[int, Any]:
 
 def _freeze(function: Any) -> Any:
     """Pickle bytes where pickle can; cloudpickle bytes where the function holds lambdas or closures (the wire
-    format for code, `serialization.dumps_code`); else a deep copy taken now; else the function itself (it must
+    format for code, `wire.dumps_code`); else a deep copy taken now; else the function itself (it must
     create its resources in open())."""
-    from fluvial.common.serialization import dumps_code
+    from fluvial.common.wire import dumps_code
 
     for dumps in (lambda f: pickle.dumps(f, protocol=5), dumps_code):
         try:

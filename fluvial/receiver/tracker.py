@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fluvial.common.errors import FluvialError
-from fluvial.common.serialization import dumps_records, loads_records
+from fluvial.common.wire import dumps_records, loads_records
 from fluvial.common.time import current_millis
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
 from fluvial.receiver.handler import WalBasedStoreResult
