@@ -111,8 +111,10 @@ def plan(
 
     _require_job_file(job)
 
-    def capture_submission(submit: Callable[..., Any], stream_graph: Any) -> Any:
-        raise _PlanCaptured(stream_graph)
+    def capture_submission(submit: Callable[..., Any], pipeline: Any) -> Any:
+        from fluvial.graph.translate import stream_graph_of
+
+        raise _PlanCaptured(stream_graph_of(pipeline))
 
     try:
         # The script's own prints go to stderr, so stdout carries the plan alone (`| dot -Tsvg`, `| jq`).
@@ -219,10 +221,10 @@ def _format_from(error: BaseException, path: str) -> str:
 @contextlib.contextmanager
 def _observed_submissions(observer: Callable[..., Any]) -> Iterator[None]:
     """Route every job submission (`execute`, `execute_async`, `execute_and_collect`) through
-    `observer(submit, stream_graph)` while the block runs, via the environment's `execution_interceptor`."""
+    `observer(submit, pipeline)` while the block runs, via the environment's `execution_interceptor`."""
     from fluvial.datastream.stream_execution_environment import execution_interceptor
 
-    token = execution_interceptor.set(lambda graph, submit: observer(submit, graph))
+    token = execution_interceptor.set(lambda pipeline, submit: observer(submit, pipeline))
     try:
         yield
     finally:

@@ -1,35 +1,96 @@
 """CheckpointCoordinator (DESIGN 2.3, seed 001): triggers checkpoints, collects acknowledgements, completes,
-retains and announces them. It lives in the JobMaster; TaskManager threads call it with acks.
+retains and announces them.
+
+Threads: every method runs on the JobMaster's main thread (the `timer` executor), so the coordinator's state
+needs no lock. Time comes from the injected `clock` (ms) and delays from `timer.schedule`; writing `_metadata`,
+discarding files and notifying tasks run on the injected `io` executor and report back as mails. A unit test
+hands it a ManualClock and manual executors and steps it exactly.
 
 Protocol, numbered:
-1. A timer thread triggers every `interval` ms, respecting the minimum pause after the last completion and
-   the maximum of concurrent checkpoints, and only while every task runs (a plan of tasks to trigger — the
-   sources — and tasks to wait for — all).
-2. A PendingCheckpoint collects one ack per task (AckResult says how each ack was taken).
-3. With every ack in, metadata is written (`_metadata` with checksums), a CompletedCheckpoint is added to the
-   store (which keeps the newest N), and every task is notified: two-phase-commit sinks commit then.
-4. A decline, a timeout or a failover aborts the pending checkpoint and notifies tasks; the failure manager
-   counts consecutive failures and fails the job past the tolerable number.
+1. A periodic mail triggers every `interval` ms, respecting the minimum pause after the last completion and the
+   maximum of concurrent checkpoints. The tasks (`CheckpointTasks`) give the plan: which subtasks to trigger
+   (the sources) and which to wait for; a job not ready (a subtask not running) gives a reason instead.
+2. A PendingCheckpoint collects one ack per task (AckResult says how each was taken); a timeout mail aborts it
+   if the acks do not all arrive in time.
+3. With every ack in: on the I/O executor the metadata is written (`_metadata`, last), then, back on the main
+   thread, the CompletedCheckpoint joins the store (which subsumes the oldest) and every task is notified
+   (on the I/O executor): two-phase-commit sinks commit then.
+4. A decline, a timeout or a failover aborts the pending checkpoint, discards what it wrote and notifies the
+   tasks; the failure manager counts the failures whose reason counts and fails the job past the tolerable
+   number.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any, Callable
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
-from fluvial.checkpoint.pending import AckResult, CheckpointFailureReason, PendingCheckpoint
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.pending import AckResult, PendingCheckpoint
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
+from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
 
-TICK_SECONDS = 0.01  # how soon to look again when a trigger is due but must wait (pause, concurrency)
-MAX_SLEEP_SECONDS = 1.0
+logger = logging.getLogger(__name__)
+
+RETRY_MS = 10  # how soon to look again when a trigger is due but held back (concurrency, tasks not running)
 
 Task = tuple[int, int]  # (vertex id, subtask index)
 
 
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """Which subtasks start checkpoint n (its barriers flow from them) and which must acknowledge it."""
+
+    tasks_to_trigger: list[Task]
+    tasks_to_wait_for: set[Task]
+
+
+class CheckpointTasks(Protocol):
+    """The coordinator's view of the job's subtasks (the scheduler implements it)."""
+
+    def checkpoint_plan(self) -> CheckpointPlan | CheckpointFailureReason:
+        """The plan for a checkpoint now, or why none can be taken now (e.g. NOT_ALL_TASKS_RUNNING)."""
+        ...
+
+    def trigger(self, task: Task, checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None: ...
+
+    def notify_complete(self, checkpoint_id: int) -> None: ...
+
+    def notify_aborted(self, checkpoint_id: int) -> None: ...
+
+    def fail_job(self, error: BaseException) -> None:
+        """Too many checkpoints failed in a row: fail over (or fail) the job, as its restart strategy says."""
+        ...
+
+
+@dataclass
+class _Finalizing:
+    pending: PendingCheckpoint
+    future: CompletableFuture | None
+    storage: Any
+
+
+@dataclass
+class CheckpointStats:
+    """Counts and the latest outcomes, for logs, the REST API and metrics."""
+
+    triggered: int = 0
+    completed: int = 0
+    failed: int = 0
+    restored: int = 0
+    last_completed: CompletedCheckpoint | None = None
+    last_duration_ms: int = 0
+    last_size_bytes: int = 0
+    last_failure: str | None = None
+    history: list[dict] = field(default_factory=list)
+
+
 class CheckpointCoordinator:
+    HISTORY_SIZE = 16
+
     def __init__(
         self,
         *,
@@ -37,217 +98,320 @@ class CheckpointCoordinator:
         settings: Any,
         storage: Any,
         store: CompletedCheckpointStore,
-        tasks_to_trigger: list[Task],
-        tasks_to_ack: set[Task],
+        tasks: CheckpointTasks,
         max_parallelism: dict[int, int],
-        trigger_task: Callable[[Task, int, int, str | None], None],
-        notify_tasks: Callable[[int, bool], None],
-        all_tasks_running: Callable[[], bool],
-        fail_job: Callable[[BaseException], None],
+        clock: Callable[[], int],
+        timer: ScheduledExecutor,
+        io: Executor,
         first_checkpoint_id: int = 1,
     ) -> None:
         self.job_id = job_id
         self.settings = settings
         self.storage = storage
         self.store = store
-        self._to_trigger = tasks_to_trigger
-        self._to_ack = set(tasks_to_ack)
+        self._tasks = tasks
         self._max_parallelism = max_parallelism
-        self._trigger_task = trigger_task
-        self._notify_tasks = notify_tasks
-        self._all_running = all_tasks_running
-        self._fail_job = fail_job
+        self._clock = clock
+        self._timer = timer
+        self._io = io
         self._failures = CheckpointFailureManager(settings.tolerable_failures)
-        self._lock = threading.RLock()
         self._pending: dict[int, PendingCheckpoint] = {}
-        self._finalizing: set[int] = set()  # fully acknowledged, metadata being written or tasks being told
+        self._timeouts: dict[int, Cancellable] = {}
         self._futures: dict[int, CompletableFuture] = {}
+        self._savepoint_storage: dict[int, Any] = {}
+        self._started_at: dict[int, int] = {}
+        self._finalizing: set[int] = set()
         self._next_id = first_checkpoint_id
-        self._last_completion = 0.0
-        self._next_trigger = time.monotonic() + settings.interval_ms / 1000
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._last_completion: int | None = None
+        self._periodic: Cancellable | None = None
+        self._trigger_due = False
+        self._stopped = False
+        self.stats = CheckpointStats()
 
-    # -- scheduling ---------------------------------------------------------------------------------------------
+    @property
+    def next_checkpoint_id(self) -> int:
+        return self._next_id
+
+    def latest_completed(self) -> CompletedCheckpoint | None:
+        return self.store.latest()
+
+    # -- periodic triggering ------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the trigger thread. A job may end (and `stop()` run, on a task thread) while this is being
-        called: the thread is published only once started, and never started after a stop."""
-        if self.settings.interval_ms > 0:
-            with self._lock:
-                if self._stopped.is_set():
-                    return
-                thread = threading.Thread(target=self._run, name=f"checkpoint-coordinator-{self.job_id[:8]}",
-                                          daemon=True)
-                thread.start()
-                self._thread = thread
+        """Begin periodic checkpoints (no-op when the interval is off): the first is due one interval from now."""
+        if self.settings.interval_ms > 0 and not self._stopped:
+            self._schedule_tick(self.settings.interval_ms)
 
     def stop(self) -> None:
-        self._stopped.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(2)
+        """No more triggers; pending checkpoints are left to `abort_all_pending`."""
+        self._stopped = True
+        if self._periodic is not None:
+            self._periodic.cancel()
+            self._periodic = None
 
-    def _run(self) -> None:
-        """Sleep until the next trigger or the next timeout is due, not on a fixed tick: a thread waking a
-        hundred times a second takes the GIL from the task threads each time (a measured 15% of J2)."""
-        while not self._stopped.wait(self._sleep_time()):
-            now = time.monotonic()
-            self._expire(now)
-            if now >= self._next_trigger and self._may_trigger(now):
-                self._next_trigger = now + self.settings.interval_ms / 1000
-                self.trigger_checkpoint()
+    def _schedule_tick(self, delay_ms: int) -> None:
+        if self._periodic is not None:
+            self._periodic.cancel()
+        self._periodic = self._timer.schedule(max(0, delay_ms), self._on_tick)
 
-    def _sleep_time(self) -> float:
-        now = time.monotonic()
-        due = self._next_trigger
-        timeout = self.settings.timeout_ms / 1000
-        with self._lock:
-            for pending in self._pending.values():
-                due = min(due, pending.started_at + timeout)
-        if due <= now:
-            return TICK_SECONDS  # due but held back (pause, concurrency, tasks not running): look again soon
-        return min(due - now, MAX_SLEEP_SECONDS)
+    def _on_tick(self) -> None:
+        self._periodic = None
+        if self._stopped:
+            return
+        held = self._held_back()
+        if held is not None:
+            self._trigger_due = True
+            self._schedule_tick(held)
+            return
+        self._trigger_due = False
+        self.trigger_checkpoint()
+        self._schedule_tick(self.settings.interval_ms)
 
-    def _may_trigger(self, now: float) -> bool:
-        with self._lock:
-            if len(self._pending) + len(self._finalizing) >= self.settings.max_concurrent:
-                return False
-            if now - self._last_completion < self.settings.min_pause_ms / 1000:
-                return False
-        return self._all_running()
-
-    def _expire(self, now: float) -> None:
-        timeout = self.settings.timeout_ms / 1000
-        with self._lock:
-            expired = [cid for cid, p in self._pending.items() if now - p.started_at > timeout]
-        for checkpoint_id in expired:
-            self._abort(checkpoint_id, CheckpointFailureReason.TIMEOUT, "it expired before every task acknowledged it")
+    def _held_back(self) -> int | None:
+        """Milliseconds to wait before a periodic trigger may go out, or None if it may go out now."""
+        if len(self._pending) + len(self._finalizing) >= self.settings.max_concurrent:
+            return RETRY_MS
+        if self._last_completion is not None:
+            remaining = self._last_completion + self.settings.min_pause_ms - self._clock()
+            if remaining > 0:
+                return remaining
+        return None
 
     # -- triggering ---------------------------------------------------------------------------------------------
 
     def trigger_checkpoint(self, is_savepoint: bool = False, savepoint_storage: Any = None,
                            savepoint_dir: str | None = None) -> CompletableFuture:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
-        future completes with the CompletedCheckpoint."""
+        future completes with the CompletedCheckpoint, or with the error that stopped it."""
         future = CompletableFuture()
-        if self._stopped.is_set():  # the job has ended: no task would ever answer
-            future.set_exception(RuntimeError(
-                f"checkpoint of job {self.job_id} not triggered: {CheckpointFailureReason.COORDINATOR_SHUTDOWN.value}"))
-            return future
-        with self._lock:
-            checkpoint_id = self._next_id
-            self._next_id += 1
-            pending = PendingCheckpoint(checkpoint_id, int(time.time() * 1000), set(self._to_ack),
-                                        is_savepoint=is_savepoint, job_id=self.job_id,
-                                        max_parallelism=self._max_parallelism)
-            pending.started_at = time.monotonic()
-            pending.target_storage = savepoint_storage or self.storage
-            self._pending[checkpoint_id] = pending
-            self._futures[checkpoint_id] = future
-        for task in self._to_trigger:
-            self._trigger_task(task, checkpoint_id, pending.timestamp, savepoint_dir)
-        if not is_savepoint and not self._all_running():
-            # A task ended between the check in _may_trigger and now: it will never acknowledge. Whichever of
-            # this check and the JobMaster's `abort_pending_awaiting` comes second sees the other's effect.
-            self._abort(checkpoint_id, CheckpointFailureReason.NOT_ALL_TASKS_RUNNING,
-                        "a task ended while it was being triggered")
+        if self._stopped:
+            return self._refuse(future, CheckpointFailureReason.COORDINATOR_SHUTDOWN, is_savepoint)
+        plan = self._tasks.checkpoint_plan()
+        if isinstance(plan, CheckpointFailureReason):
+            if not is_savepoint:
+                self._trigger_due = True
+                self._schedule_tick(RETRY_MS)  # try again soon: tasks are still starting or restarting
+            return self._refuse(future, plan, is_savepoint)
+        checkpoint_id = self._next_id
+        self._next_id += 1
+        pending = PendingCheckpoint(checkpoint_id, self._wall_clock_ms(), plan.tasks_to_wait_for,
+                                    is_savepoint=is_savepoint, job_id=self.job_id,
+                                    max_parallelism=self._max_parallelism)
+        self._pending[checkpoint_id] = pending
+        self._futures[checkpoint_id] = future
+        self._started_at[checkpoint_id] = self._clock()
+        if savepoint_storage is not None:
+            self._savepoint_storage[checkpoint_id] = savepoint_storage
+        self._timeouts[checkpoint_id] = self._timer.schedule(
+            self.settings.timeout_ms, lambda: self._expire(checkpoint_id))
+        self.stats.triggered += 1
+        logger.debug("triggering %s %d of job %s", "savepoint" if is_savepoint else "checkpoint", checkpoint_id,
+                     self.job_id)
+        for task in plan.tasks_to_trigger:
+            self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir)
         return future
+
+    def _refuse(self, future: CompletableFuture, reason: CheckpointFailureReason,
+                is_savepoint: bool) -> CompletableFuture:
+        what = "savepoint" if is_savepoint else "checkpoint"
+        future.set_exception(RuntimeError(f"{what} of job {self.job_id} not triggered: {reason.value}"))
+        return future
+
+    def _wall_clock_ms(self) -> int:
+        from fluvial.common.time import current_millis
+
+        return current_millis()
+
+    def _expire(self, checkpoint_id: int) -> None:
+        self._timeouts.pop(checkpoint_id, None)
+        if checkpoint_id in self._pending:
+            self._abort(checkpoint_id, CheckpointFailureReason.TIMEOUT,
+                        f"it expired after {self.settings.timeout_ms} ms before every task acknowledged it")
 
     # -- acknowledgements ---------------------------------------------------------------------------------------
 
     def receive_acknowledge(self, task: Task, checkpoint_id: int, states: dict) -> AckResult:
-        with self._lock:
-            pending = self._pending.get(checkpoint_id)
-            if pending is None:
-                return AckResult.UNKNOWN if checkpoint_id >= self._next_id else AckResult.DISCARDED
-            result = pending.acknowledge(task, states)
-            if result is not AckResult.SUCCESS or not pending.is_fully_acknowledged:
-                return result
-            del self._pending[checkpoint_id]
-            self._finalizing.add(checkpoint_id)
-        self._complete(pending)
+        pending = self._pending.get(checkpoint_id)
+        if pending is None:
+            if checkpoint_id >= self._next_id:
+                return AckResult.UNKNOWN
+            self._discard_late_state(checkpoint_id, states)
+            return AckResult.DISCARDED
+        result = pending.acknowledge(task, states)
+        if result is AckResult.SUCCESS:
+            shared = [handle for state in states.values() for handle in state.shared]
+            if shared:
+                self.store.register_shared(checkpoint_id, shared)
+            if pending.is_fully_acknowledged:
+                self._finalize(checkpoint_id)
         return result
 
-    def receive_decline(self, task: Task, checkpoint_id: int, reason: str) -> None:
-        self._abort(checkpoint_id, CheckpointFailureReason.DECLINED, f"task {task} declined: {reason}",
-                    from_task=True)
+    def receive_decline(self, task: Task, checkpoint_id: int, reason: CheckpointFailureReason,
+                        detail: str = "") -> None:
+        if checkpoint_id not in self._pending:
+            return  # it completed or was aborted already
+        why = f"subtask {task} declined it: {reason.value}" + (f" ({detail})" if detail else "")
+        self._abort(checkpoint_id, reason, why, from_task=True)
 
-    def _complete(self, pending: PendingCheckpoint) -> None:
-        """Step 3. Until every task has been notified, the checkpoint still counts against max_concurrent: so
-        the next trigger is sent after this notification (each task hears of n before it snapshots n + 1),
-        and never while the metadata of n is being written."""
-        try:
-            self._finalize_and_notify(pending)
-        finally:
-            with self._lock:
-                self._finalizing.discard(pending.checkpoint_id)
+    def _discard_late_state(self, checkpoint_id: int, states: dict) -> None:
+        """An ack for an aborted checkpoint: what it wrote belongs to no checkpoint any more."""
+        shared = [handle for state in states.values() for handle in state.shared]
+        storage = self.storage
+        self._io.execute(lambda: _quietly(lambda: storage.discard_checkpoint(checkpoint_id)))
+        if shared:
+            self.store.register_shared(checkpoint_id, shared)
+            self.store.release_shared(checkpoint_id)
 
-    def _finalize_and_notify(self, pending: PendingCheckpoint) -> None:
-        future = self._futures.pop(pending.checkpoint_id, None)
-        try:
-            completed = pending.finalize(pending.target_storage)
-            if not pending.is_savepoint:
-                self.store.add(completed)
-        except BaseException as error:  # noqa: BLE001 - storage trouble fails this checkpoint only
-            self._count_failure(CheckpointFailureReason.IO_ERROR, pending.checkpoint_id, error, pending.is_savepoint)
-            self._notify_tasks(pending.checkpoint_id, False)
+    # -- completion ---------------------------------------------------------------------------------------------
+
+    def _finalize(self, checkpoint_id: int) -> None:
+        """Step 3: write the metadata off this thread; the checkpoint counts against max_concurrent until every
+        task has been notified, so each task hears of n before it snapshots n + 1."""
+        pending = self._pending.pop(checkpoint_id)
+        self._cancel_timeout(checkpoint_id)
+        self._finalizing.add(checkpoint_id)
+        job = _Finalizing(pending, self._futures.pop(checkpoint_id, None),
+                          self._savepoint_storage.pop(checkpoint_id, self.storage))
+
+        def write() -> None:
+            try:
+                location = job.storage.write_metadata(checkpoint_id, pending.metadata())
+            except BaseException as error:  # noqa: BLE001 - storage trouble fails this checkpoint only
+                self._timer.execute(lambda: self._on_finalize_failed(job, error))
+                return
+            self._timer.execute(lambda: self._on_finalized(job, location))
+
+        self._io.execute(write)
+
+    def _on_finalized(self, job: _Finalizing, location: str) -> None:
+        pending, checkpoint_id = job.pending, job.pending.checkpoint_id
+        completed = pending.mark_completed(location)
+        if not pending.is_savepoint:
+            self._add_to_store(completed)
+        duration = self._clock() - self._started_at.pop(checkpoint_id, self._clock())
+        size = sum(handle.size for handle in completed.metadata.handles())
+        self._last_completion = self._clock()
+        self._failures.handle_success(checkpoint_id)
+        self._record(completed, duration, size)
+        logger.info("completed %s %d of job %s in %d ms (%d bytes) at %s",
+                    "savepoint" if pending.is_savepoint else "checkpoint", checkpoint_id, self.job_id, duration,
+                    size, location)
+        tasks, future, timer = self._tasks, job.future, self._timer
+
+        def announce() -> None:
+            """Tasks hear of the completion before whoever triggered it does: a client that cancels the job
+            right after its savepoint still lets the sinks commit what the savepoint covers."""
+            tasks.notify_complete(checkpoint_id)
             if future is not None:
-                future.set_exception(error)
-            return
-        with self._lock:
-            self._last_completion = time.monotonic()
-            self._failures.handle_success(pending.checkpoint_id)
-        self._notify_tasks(pending.checkpoint_id, True)
-        if future is not None:
-            future.set_result(completed)
+                future.set_result(completed)
+            timer.execute(lambda: self._finished_finalizing(checkpoint_id))
+
+        self._io.execute(announce)
+
+    def _add_to_store(self, completed: CompletedCheckpoint) -> None:
+        """Older pending checkpoints are subsumed by a completed newer one (their acks would be wasted)."""
+        for older in [cid for cid in self._pending if cid < completed.checkpoint_id]:
+            if not self._pending[older].is_savepoint:
+                self._abort(older, CheckpointFailureReason.SUBSUMED, "a newer checkpoint completed first")
+        self.store.add(completed)
+
+    def _on_finalize_failed(self, job: _Finalizing, error: BaseException) -> None:
+        pending, checkpoint_id = job.pending, job.pending.checkpoint_id
+        pending.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
+        self._started_at.pop(checkpoint_id, None)
+        logger.warning("checkpoint %d of job %s failed: writing its metadata raised %s: %s", checkpoint_id,
+                       self.job_id, type(error).__name__, error)
+        self._discard(checkpoint_id, job.storage)
+        tasks = self._tasks
+        self._io.execute(lambda: tasks.notify_aborted(checkpoint_id))
+        self._finished_finalizing(checkpoint_id)
+        self._count_failure(CheckpointFailureReason.IO_ERROR, checkpoint_id, error, pending.is_savepoint)
+        if job.future is not None:
+            job.future.set_exception(error)
+
+    def _finished_finalizing(self, checkpoint_id: int) -> None:
+        self._finalizing.discard(checkpoint_id)
+        if self._trigger_due and not self._stopped:
+            self._schedule_tick(0)
+
+    def _record(self, completed: CompletedCheckpoint, duration_ms: int, size: int) -> None:
+        stats = self.stats
+        stats.completed += 1
+        stats.last_completed = completed
+        stats.last_duration_ms, stats.last_size_bytes = duration_ms, size
+        self._history(completed.checkpoint_id, "COMPLETED", completed.timestamp, duration_ms, size,
+                      completed.is_savepoint)
+
+    def _history(self, checkpoint_id: int, status: str, timestamp: int, duration_ms: int, size: int,
+                 is_savepoint: bool) -> None:
+        history = self.stats.history
+        history.append({"id": checkpoint_id, "status": status, "is_savepoint": is_savepoint,
+                        "trigger_timestamp": timestamp, "end_to_end_duration": duration_ms, "state_size": size})
+        del history[:-self.HISTORY_SIZE]
+
+    # -- aborting -----------------------------------------------------------------------------------------------
 
     def _abort(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str,
                from_task: bool = False) -> None:
-        with self._lock:
-            pending = self._pending.pop(checkpoint_id, None)
-            future = self._futures.pop(checkpoint_id, None)
+        pending = self._pending.pop(checkpoint_id, None)
         if pending is None:
             return
+        future = self._futures.pop(checkpoint_id, None)
+        storage = self._savepoint_storage.pop(checkpoint_id, self.storage)
+        self._cancel_timeout(checkpoint_id)
         pending.abort(reason)
-        self._notify_tasks(checkpoint_id, False)
-        error = RuntimeError(f"checkpoint {checkpoint_id} of job {self.job_id} failed: {message}")
+        duration = self._clock() - self._started_at.pop(checkpoint_id, self._clock())
+        what = "savepoint" if pending.is_savepoint else "checkpoint"
+        log = logger.warning if reason.counts else logger.info
+        log("%s %d of job %s aborted: %s", what, checkpoint_id, self.job_id, message)
+        self._discard(checkpoint_id, storage)
+        tasks = self._tasks
+        self._io.execute(lambda: tasks.notify_aborted(checkpoint_id))
+        error = RuntimeError(f"{what} {checkpoint_id} of job {self.job_id} failed: {message}")
+        self.stats.failed += 1
+        self.stats.last_failure = message
+        self._history(checkpoint_id, "FAILED", pending.timestamp, duration, 0, pending.is_savepoint)
         if future is not None:
             future.set_exception(error)
         self._count_failure(reason, checkpoint_id, error, pending.is_savepoint, from_task)
+        if self._trigger_due and not self._stopped:
+            self._schedule_tick(0)
+
+    def _discard(self, checkpoint_id: int, storage: Any) -> None:
+        """What an aborted checkpoint wrote: its private files (on the I/O executor) and its shared references."""
+        self._io.execute(lambda: _quietly(lambda: storage.discard_checkpoint(checkpoint_id)))
+        self.store.release_shared(checkpoint_id)
+
+    def _cancel_timeout(self, checkpoint_id: int) -> None:
+        handle = self._timeouts.pop(checkpoint_id, None)
+        if handle is not None:
+            handle.cancel()
 
     def _count_failure(self, reason: CheckpointFailureReason, checkpoint_id: int, error: BaseException,
                        is_savepoint: bool, from_task: bool = False) -> None:
-        with self._lock:
-            verdict = self._failures.handle_failure(reason, checkpoint_id, cause=error, from_task=from_task,
-                                                    is_savepoint=is_savepoint)
+        verdict = self._failures.handle_failure(reason, checkpoint_id, cause=error, from_task=from_task,
+                                                is_savepoint=is_savepoint)
         if verdict is FailureVerdict.FAIL_JOB:
-            self._fail_job(self._failures.job_failure)
+            logger.warning("job %s: %s", self.job_id, self._failures.job_failure)
+            self._tasks.fail_job(self._failures.job_failure)
 
-    def abort_pending_awaiting(self, task: Task, reason: CheckpointFailureReason) -> None:
-        """`task` ended (finished its input) without acknowledging some pending checkpoints: they can never
-        complete. Abort them now with `reason`, which does not count as a checkpoint failure, rather than let
+    def abort_pending_awaiting(self, task: Task) -> None:
+        """`task` finished its input without acknowledging some pending checkpoints: they can never complete.
+        Abort them now as DECLINED_END_OF_INPUT, which does not count as a checkpoint failure, rather than let
         them expire as a TIMEOUT, which would."""
-        with self._lock:
-            waiting = [cid for cid, p in self._pending.items() if task in p.not_yet_acknowledged]
-        for checkpoint_id in waiting:
-            self._abort(checkpoint_id, reason, f"task {task} ended before acknowledging it")
+        for checkpoint_id in [cid for cid, p in self._pending.items() if task in p.not_yet_acknowledged]:
+            self._abort(checkpoint_id, CheckpointFailureReason.DECLINED_END_OF_INPUT,
+                        f"subtask {task} ended before acknowledging it")
 
     def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
         """On failover or shutdown: every pending checkpoint is aborted (without counting towards failure)."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-            futures, self._futures = self._futures, {}
-        for checkpoint_id, checkpoint in pending.items():
-            checkpoint.abort(reason)
-            future = futures.get(checkpoint_id)
-            if future is not None:
-                future.set_exception(RuntimeError(f"checkpoint {checkpoint_id} aborted: {reason.value}"))
+        for checkpoint_id in list(self._pending):
+            self._abort(checkpoint_id, reason, reason.value)
 
-    def latest_completed(self) -> CompletedCheckpoint | None:
-        return self.store.latest()
 
-    @property
-    def next_checkpoint_id(self) -> int:
-        return self._next_id
+def _quietly(action: Callable[[], None]) -> None:
+    """Cleanup of files is never fatal: the job's state is intact either way; a leak is logged."""
+    try:
+        action()
+    except Exception:  # noqa: BLE001
+        logger.warning("could not discard checkpoint files; remove them by hand", exc_info=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 
-from fluvial.checkpoint.pending import CheckpointFailureReason
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.common.errors import FluvialError
 from fluvial.datastream.checkpoint_config import UNLIMITED_TOLERABLE_FAILURES
 

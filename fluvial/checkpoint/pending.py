@@ -22,6 +22,7 @@ from fluvial.checkpoint.storage import (
     OperatorState,
     SubtaskState,
 )
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.store import CompletedCheckpoint
 from fluvial.common.errors import FluvialError
 from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM
@@ -41,42 +42,6 @@ class PendingCheckpointState(enum.Enum):
     PENDING = "pending"
     COMPLETED = "completed"
     ABORTED = "aborted"
-
-
-class CheckpointFailureReason(enum.Enum):
-    """Why a checkpoint failed. `value`/`message`: the reason as words. `pre_flight`: it never started
-    (nothing to clean up, no task involved); `counts`: it counts against the tolerable failure number
-    (CheckpointFailureManager), as in Flink."""
-
-    # pre-flight: the trigger did not happen
-    COORDINATOR_SHUTDOWN = ("the checkpoint coordinator is shut down", True, False)
-    TOO_MANY_CONCURRENT = ("the maximum of concurrent checkpoints is reached", True, False)
-    MIN_PAUSE_NOT_ELAPSED = ("the minimum pause between checkpoints has not elapsed", True, False)
-    NOT_ALL_TASKS_RUNNING = ("not all tasks are running", True, False)
-    TRIGGER_FAILURE = ("triggering the checkpoint failed", True, False)
-    # after the trigger
-    TIMEOUT = ("the checkpoint expired before every task acknowledged it", False, True)
-    DECLINED = ("a task declined the checkpoint", False, True)
-    DECLINED_TASK_NOT_READY = ("a task was not ready to take a checkpoint", False, False)
-    DECLINED_TASK_CLOSING = ("a task was closing", False, False)
-    DECLINED_END_OF_INPUT = ("a task's input had ended", False, False)
-    ASYNC_ERROR = ("a task's asynchronous snapshot part failed", False, True)
-    IO_ERROR = ("writing checkpoint data failed", False, True)
-    FINALIZE_FAILURE = ("writing the checkpoint metadata failed", False, False)
-    SUBSUMED = ("a newer checkpoint completed first", False, False)
-    TASK_FAILURE = ("a task failed", False, False)
-    JOB_FAILOVER = ("the job is failing over", False, False)
-
-    def __new__(cls, message: str, pre_flight: bool, counts: bool) -> CheckpointFailureReason:
-        reason = object.__new__(cls)
-        reason._value_ = message  # `.value` reads as a sentence: "checkpoint 3 aborted: <value>"
-        reason.pre_flight = pre_flight
-        reason.counts = counts
-        return reason
-
-    @property
-    def message(self) -> str:
-        return self.value
 
 
 class IllegalCheckpointStateError(FluvialError):
@@ -165,7 +130,19 @@ class PendingCheckpoint:
         self.failure_cause = cause
 
     def finalize(self, storage: CheckpointStorageAccess) -> CompletedCheckpoint:
-        """PENDING and fully acknowledged → COMPLETED: write the metadata, return the completed checkpoint."""
+        """PENDING and fully acknowledged → COMPLETED: write the metadata, return the completed checkpoint.
+        (The coordinator splits this in two: `metadata()` on its thread, the write on its I/O executor, then
+        `mark_completed(location)` back on its thread.)"""
+        metadata = self.metadata()
+        try:
+            location = storage.write_metadata(self.checkpoint_id, metadata)
+        except Exception as error:
+            self.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
+            raise
+        return self.mark_completed(location)
+
+    def metadata(self) -> CheckpointMetadata:
+        """What `_metadata` will hold; only a fully acknowledged, pending checkpoint has it."""
         self._require_pending("finalize it")
         if not self.is_fully_acknowledged:
             missing = sorted(self._not_yet_acknowledged)
@@ -174,14 +151,13 @@ class PendingCheckpoint:
                 f"tasks have not acknowledged it yet (first: vertex {missing[0][0]} subtask {missing[0][1]}); "
                 "finalize only when is_fully_acknowledged"
             )
-        metadata = CheckpointMetadata(
+        return CheckpointMetadata(
             self.checkpoint_id, self.timestamp, self.job_id, self.is_savepoint, dict(self._operator_states)
         )
-        try:
-            location = storage.write_metadata(self.checkpoint_id, metadata)
-        except Exception as error:
-            self.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
-            raise
+
+    def mark_completed(self, location: str) -> CompletedCheckpoint:
+        """PENDING → COMPLETED, once the metadata is stored at `location`."""
+        metadata = self.metadata()
         self.state = PendingCheckpointState.COMPLETED
         return CompletedCheckpoint(self.checkpoint_id, self.timestamp, location, metadata, self.is_savepoint)
 

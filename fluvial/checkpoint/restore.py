@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fluvial.checkpoint.snapshots import RestoreAssignment
+from fluvial.checkpoint.snapshots import UNION_PREFIX, RestoreAssignment
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator
 
@@ -17,8 +17,9 @@ def _overlaps(a: range, b: range) -> bool:
 
 
 def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool = False,
-                   location: str = "") -> dict[tuple[int, int], dict[str, RestoreAssignment]]:
+                   location: str = "", owned: bool = False) -> dict[tuple[int, int], dict[str, RestoreAssignment]]:
     """(vertex id, subtask index) → operator id → RestoreAssignment, for every subtask of `job_graph`.
+    `owned`: the checkpoint is the job's own (a failover restores from it), so backends may build on its files.
 
     Raises StateError for state that matches no operator (unless allowed) and for a changed max parallelism of
     keyed state, naming the operator and the fix."""
@@ -53,7 +54,7 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
                     for handle in state.keyed
                 )
                 result.setdefault((vertex.id, index), {})[operator_id] = RestoreAssignment(
-                    metadata.checkpoint_id, keyed, operator_handles, old.parallelism)
+                    metadata.checkpoint_id, keyed, operator_handles, old.parallelism, owned)
     unmatched = sorted(set(operator_states) - matched)
     if unmatched and not allow_non_restored_state:
         raise StateError(
@@ -62,3 +63,27 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
             "execution.savepoint.ignore-unclaimed-state (allow_non_restored_state) to drop that state"
         )
     return result
+
+
+def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_parallelism: int,
+                            subtask_index: int, parallelism: int) -> dict[str, list]:
+    """One new subtask's share of an operator's list state (Flink's round-robin redistribution).
+
+    `per_old_subtask[j]`: the state dicts old subtask j wrote. At equal parallelism a subtask takes its own old
+    subtask's lists; otherwise each list name's items of all old subtasks are dealt round robin, except union
+    lists (names starting with "union:"), which every subtask gets whole."""
+    merged: dict[str, list] = {}
+    if old_parallelism == parallelism:
+        own = per_old_subtask[subtask_index] if subtask_index < len(per_old_subtask) else []
+        for state in own:
+            for name, items in state.items():
+                merged.setdefault(name, []).extend(items)
+        return merged
+    for states in per_old_subtask:
+        for state in states:
+            for name, items in state.items():
+                merged.setdefault(name, []).extend(items)
+    return {
+        name: list(items) if name.startswith(UNION_PREFIX) else items[subtask_index::parallelism]
+        for name, items in merged.items()
+    }

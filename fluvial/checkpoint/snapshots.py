@@ -13,9 +13,10 @@ UNION_PREFIX = "union:"
 class OperatorSnapshot:
     """The frozen state of one operator of one subtask (the synchronous part's result).
 
-    `keyed` is a KeyedStateSnapshot (by key group), `timers` the operator's timers by key group, and
-    `operator_state` named lists of picklable items: a list is split among subtasks on rescaling; a name starting
-    with "union:" is given whole to every subtask (Flink's union list state)."""
+    `keyed` is the keyed backend's PendingKeyedSnapshot (written in the asynchronous part), `timers` the
+    operator's timers by key group, and `operator_state` named lists of picklable items: a list is split among
+    subtasks on rescaling; a name starting with "union:" is given whole to every subtask (Flink's union list
+    state)."""
 
     operator_id: str
     keyed: Any = None
@@ -25,16 +26,17 @@ class OperatorSnapshot:
 
 @dataclass
 class OperatorRestore:
-    """What one operator of one subtask restores from: keyed snapshots that may hold its key groups (the
-    backend keeps only its own range), timers by key group, and its share of the operator state."""
+    """What one operator of one subtask restores from: keyed state handles that may hold its key groups (the
+    backend keeps only its own range), timers by key group, and its share of the operator state. `owned`: the
+    state is this job's own latest checkpoint (a failover), not another run's checkpoint or savepoint."""
 
     operator_id: str
     keyed: list[Any] = field(default_factory=list)
     timers: dict[int, Any] = field(default_factory=dict)
     operator_state: dict[str, list] = field(default_factory=dict)
     checkpoint_id: int = 0
-    native_keyed: list[str] = field(default_factory=list)  # local copies of native RocksDB checkpoints
-    native_base: Any = None  # NativeRocksDBState the copies came from, when there is exactly one
+    owned: bool = False
+    reader: Any = None  # reads the files keyed handles refer to (StateReader)
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,4 @@ class RestoreAssignment:
     keyed_handles: tuple
     operator_handles: tuple
     old_parallelism: int
+    owned: bool = False

@@ -1,25 +1,57 @@
-"""ExecutionGraph: the JobGraph expanded to subtasks, with the channels between them wired.
+"""ExecutionGraph: the JobGraph expanded to subtasks — one ExecutionVertex per subtask, each with its current
+attempt and that attempt's ExecutionState — and the channels between them wired.
 
-For each JobEdge, producer subtask i writes to consumer subtask j over ChannelId(dataset, i, j): all pairs for
-ALL_TO_ALL, Flink's pointwise blocks for POINTWISE. Each subtask becomes a TaskSpec a TaskManager can run.
+For each JobEdge, producer subtask i writes to consumer subtask j over ChannelId(dataset, i, j, attempt): all
+pairs for ALL_TO_ALL, Flink's pointwise blocks for POINTWISE. Each subtask attempt becomes a TaskSpec (Flink's
+deployment descriptor) that a TaskManager can run. The graph is owned by the scheduler, on the JobMaster's
+thread: nothing here locks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets
 from fluvial.runtime.channels import ChannelId
+from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
 from fluvial.runtime.task import TaskSpec
 from fluvial.runtime.writer import InputSpec, OutputSpec
 
+ExecutionVertexId = tuple[int, int]
+"""(vertex id, subtask index): names a subtask across its attempts (the checkpoint coordinator's task id)."""
 
-@dataclass(frozen=True, slots=True)
-class ExecutionVertexId:
-    vertex_id: int
+
+@dataclass(slots=True)
+class ExecutionVertex:
+    """One subtask of a JobVertex: its current attempt and that attempt's state (guarded transitions)."""
+
+    job_vertex: JobVertex
     subtask_index: int
+    attempt: int = 0
+    state: ExecutionState = ExecutionState.CREATED
+
+    @property
+    def id(self) -> ExecutionVertexId:
+        return (self.job_vertex.id, self.subtask_index)
+
+    @property
+    def name(self) -> str:
+        return f"{self.job_vertex.name} ({self.subtask_index + 1}/{self.job_vertex.parallelism})"
+
+    def transition(self, target: ExecutionState) -> None:
+        """Move the current attempt to `target`; IllegalExecutionStateTransition names both states if it may not."""
+        self.state = checked_transition(self.state, target, f"subtask {self.name} attempt {self.attempt}")
+
+    def reset_for_new_attempt(self) -> None:
+        """A restart: the next attempt starts CREATED. Only an attempt that has ended may be replaced."""
+        if not self.state.is_terminal:
+            raise IllegalExecutionStateTransition(
+                f"subtask {self.name} cannot start a new attempt: attempt {self.attempt} is still {self.state.value}"
+            )
+        self.attempt += 1
+        self.state = ExecutionState.CREATED
 
 
 def consumers_of(edge: JobEdge, producer_index: int, producers: int, consumers: int) -> list[int]:
@@ -37,47 +69,70 @@ class ExecutionGraph:
         self._state_backend = tolerance.state_backend if tolerance is not None else None
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
+        self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
+            (vertex.id, index): ExecutionVertex(vertex, index)
+            for vertex in job_graph.vertices
+            for index in range(vertex.parallelism)
+        }
 
     @property
     def job_id(self) -> str:
         return self.job_graph.job_id
 
-    def subtasks(self) -> list[ExecutionVertexId]:
-        return [ExecutionVertexId(v.id, i) for v in self.job_graph.vertices for i in range(v.parallelism)]
+    def __iter__(self) -> Iterator[ExecutionVertex]:
+        return iter(self.vertices.values())
 
-    def task_spec(self, vertex: JobVertex, subtask_index: int, attempt: int = 0, checkpointing: Any = None,
-                  restore: dict | None = None, function_templates: dict | None = None) -> TaskSpec:
+    def vertex(self, vertex_id: int, subtask_index: int) -> ExecutionVertex | None:
+        return self.vertices.get((vertex_id, subtask_index))
+
+    def all_in(self, *states: ExecutionState) -> bool:
+        return all(vertex.state in states for vertex in self.vertices.values())
+
+    def all_terminal(self) -> bool:
+        return all(vertex.state.is_terminal for vertex in self.vertices.values())
+
+    def in_state(self, state: ExecutionState) -> list[ExecutionVertex]:
+        return [vertex for vertex in self.vertices.values() if vertex.state is state]
+
+    def deployment_order(self) -> list[ExecutionVertex]:
+        """Consumers before producers, so no producer's first buffer waits on a consumer not yet deployed."""
+        return [self.vertices[(v.id, i)] for v in reversed(self.job_graph.vertices) for i in range(v.parallelism)]
+
+    def task_spec(self, execution: ExecutionVertex, checkpointing: Any = None, restore: dict | None = None,
+                  function_templates: dict | None = None, receiver_settings: Any = None) -> TaskSpec:
+        vertex, index, attempt = execution.job_vertex, execution.subtask_index, execution.attempt
         return TaskSpec(
             job_id=self.job_id,
             vertex=vertex,
-            subtask_index=subtask_index,
+            subtask_index=index,
             attempt=attempt,
-            inputs=self._inputs(vertex, subtask_index),
-            outputs=[self._output(edge, subtask_index) for edge in vertex.outputs],
+            inputs=self._inputs(vertex, index, attempt),
+            outputs=[self._output(edge, index, attempt) for edge in vertex.outputs],
             job_parameters=self._job_parameters,
             auto_watermark_interval=self._auto_watermark_interval,
             checkpointing=checkpointing,
             restore=restore,
             function_templates=function_templates,
             state_backend=self._state_backend,
+            receiver_settings=receiver_settings if vertex.is_source else None,
         )
 
-    def _output(self, edge: JobEdge, producer_index: int) -> OutputSpec:
+    def _output(self, edge: JobEdge, producer_index: int, attempt: int) -> OutputSpec:
         producer, consumer = self._by_id[edge.source], self._by_id[edge.target]
         targets = consumers_of(edge, producer_index, producer.parallelism, consumer.parallelism)
         return OutputSpec(
             dataset_id=edge.edge_id,
             partitioner=edge.partitioner,
-            channel_ids=tuple(ChannelId(edge.edge_id, producer_index, j) for j in targets),
+            channel_ids=tuple(ChannelId(edge.edge_id, producer_index, j, attempt) for j in targets),
             consumer_max_parallelism=consumer.max_parallelism,
             consumer_parallelism=consumer.parallelism,
         )
 
-    def _inputs(self, vertex: JobVertex, consumer_index: int) -> list[InputSpec]:
+    def _inputs(self, vertex: JobVertex, consumer_index: int, attempt: int) -> list[InputSpec]:
         inputs = []
         for edge in vertex.inputs:
             producer = self._by_id[edge.source]
             for i in range(producer.parallelism):
                 if consumer_index in consumers_of(edge, i, producer.parallelism, vertex.parallelism):
-                    inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index), edge.type_number))
+                    inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt), edge.type_number))
         return inputs

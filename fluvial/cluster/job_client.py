@@ -1,49 +1,57 @@
-"""JobClient (PyFlink's): a handle on a submitted job."""
+"""The JobClient of a job on the embedded MiniCluster: PyFlink's JobClient over the JobMaster in this process."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
+from fluvial.cluster.collect import CloseableIterator
 from fluvial.common.future import CompletableFuture as Future
-from typing import Any
+from fluvial.common.job_client import JobClient
+from fluvial.common.job_id import JobID
 
 
-class JobClient:
-    def __init__(self, job_master: Any) -> None:
+class MiniClusterJobClient(JobClient):
+    def __init__(self, job_master: Any, cluster: Any) -> None:
         self._job_master = job_master
+        self.cluster = cluster  # the MiniCluster that runs the job, for inspection in tests and tools
 
-    def get_job_id(self) -> str:
-        return self._job_master.job_id
+    def get_job_id(self) -> JobID:
+        return JobID(self._job_master.job_id)
 
     def get_job_status(self) -> Future:
-        """A future of the job's current JobStatus (already completed: the JobMaster is in this process)."""
-        future: Future = Future()
-        future.set_result(self._job_master.status)
-        return future
+        """A future of the job's current JobStatus (already complete: the JobMaster is in this process)."""
+        return _completed(self._job_master.status)
 
     def cancel(self) -> Future:
         self._job_master.cancel()
-        future: Future = Future()
-        future.set_result(None)
-        return future
+        return _completed(None)
 
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future:
-        """A future of the savepoint's path (pass it as execution.savepoint.path to restore from it)."""
         return _map(self._job_master.trigger_savepoint(savepoint_directory), lambda done: done.metadata_location)
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: str | None = None) -> Future:
-        """Take a savepoint, then stop the job; a future of the savepoint's path."""
         def stop(completed: Any) -> str:
             self._job_master.stop_after_savepoint()
             return completed.metadata_location
 
         return _map(self._job_master.trigger_savepoint(savepoint_directory), stop)
 
-    def get_job_execution_result(self) -> Future:
-        """A future completed with the JobExecutionResult, or with JobExecutionException when the job failed."""
+    def get_job_execution_result(self, user_class_loader: Any = None) -> Future:
         return self._job_master.result
 
+    def collect_results(self, collect_id: str) -> CloseableIterator:
+        """The records the job's collect sink `collect_id` sends (execute_and_collect)."""
+        return CloseableIterator(self, self.cluster.collect_buffer(collect_id))
 
-def _map(source: Future, transform: Any) -> Future:
+
+def _completed(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _map(source: Future, transform: Callable[[Any], Any]) -> Future:
     """A future completed with `transform(result)` of `source`, or with its exception."""
     target: Future = Future()
 

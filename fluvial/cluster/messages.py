@@ -1,34 +1,22 @@
-"""The messages between JobMaster, TaskManagers and clients: the only cross-process contract (plain dataclasses,
-so TaskManagers in other processes or Ray actors speak the same language as in-process ones).
-Messages are never changed after they are built (not frozen only because frozen dataclasses cost start-up
-time in every job)."""
+"""The messages between JobMaster, TaskManagers and clients: the only cross-process contract.
+
+Plain dataclasses of plain values and enums, so a TaskManager in another process or a Ray actor speaks the same
+language as one in this process; the gateways (`gateways.py`) carry them. A message is never changed after it
+is built (not frozen only because frozen dataclasses cost start-up time in every job).
+"""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from fluvial.runtime.task import TaskSpec
-
-
-class JobStatus(enum.Enum):
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FAILING = "FAILING"
-    RESTARTING = "RESTARTING"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-
-    @property
-    def is_globally_terminal(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.runtime.execution_state import ExecutionState
+from fluvial.runtime.task import TaskFailure, TaskSpec
 
 
 @dataclass(eq=False)
 class DeployTask:
-    """JobMaster → TaskManager: run this subtask in this slot."""
+    """JobMaster → TaskManager: run this subtask attempt in this slot (Flink's TaskDeploymentDescriptor)."""
 
     spec: TaskSpec
     slot_index: int
@@ -36,35 +24,35 @@ class DeployTask:
 
 @dataclass(eq=False)
 class CancelTask:
-    """JobMaster → TaskManager."""
+    """JobMaster → TaskManager: stop this subtask attempt; it answers with its final state."""
 
     job_id: str
     vertex_id: int
     subtask_index: int
+    attempt: int
 
 
 @dataclass(eq=False)
 class TaskExecutionState:
-    """TaskManager → JobMaster: a subtask reached a state; failures carry the error and its traceback text."""
+    """TaskManager → JobMaster: a subtask attempt reached `state`; FAILED carries the failure."""
 
     job_id: str
     vertex_id: int
     subtask_index: int
-    state: str
-    operator_name: str | None = None
-    task_name: str | None = None
-    error: BaseException | None = None
-    traceback_text: str | None = None
-    attempt: int = 0
+    attempt: int
+    state: ExecutionState
+    failure: TaskFailure | None = None
 
 
 @dataclass(eq=False)
 class TriggerCheckpoint:
-    """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows)."""
+    """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows); with a
+    `savepoint_dir`, a savepoint written there, self-contained."""
 
     job_id: str
     vertex_id: int
     subtask_index: int
+    attempt: int
     checkpoint_id: int
     timestamp: int
     savepoint_dir: str | None = None
@@ -76,27 +64,46 @@ class AcknowledgeCheckpoint:
     SubtaskState (state handles)."""
 
     job_id: str
-    checkpoint_id: int
     vertex_id: int
     subtask_index: int
+    attempt: int
+    checkpoint_id: int
     states: dict
 
 
 @dataclass(eq=False)
 class DeclineCheckpoint:
-    """TaskManager → JobMaster: a subtask could not take part in a checkpoint."""
+    """TaskManager → JobMaster: a subtask could not take part in a checkpoint, and why (`reason` decides whether
+    it counts against the tolerable failures; `detail` is for the log)."""
 
     job_id: str
-    checkpoint_id: int
     vertex_id: int
     subtask_index: int
-    reason: str
+    attempt: int
+    checkpoint_id: int
+    reason: CheckpointFailureReason
+    detail: str = ""
 
 
 @dataclass(eq=False)
-class NotifyCheckpoint:
-    """JobMaster → TaskManager: checkpoint completed (commit now) or aborted."""
+class NotifyCheckpointComplete:
+    """JobMaster → TaskManager: checkpoint `checkpoint_id` is complete; two-phase-commit sinks commit now."""
 
     job_id: str
     checkpoint_id: int
-    completed: bool
+
+
+@dataclass(eq=False)
+class NotifyCheckpointAborted:
+    """JobMaster → TaskManager: checkpoint `checkpoint_id` will never complete."""
+
+    job_id: str
+    checkpoint_id: int
+
+
+@dataclass(eq=False)
+class ReleaseJob:
+    """JobMaster → TaskManager: the job has ended; drop what the TaskManager keeps for it (channels, receivers,
+    checkpoint storage)."""
+
+    job_id: str

@@ -1,130 +1,204 @@
 """TaskManager: offers slots and runs the subtasks deployed into them on one TaskExecutor thread.
 
-It speaks only the dataclass messages of `messages.py`, so an out-of-process TaskManager is the same object
-behind a transport.
+It is the TaskManagerGateway of this process (deploy, cancel, trigger, notify, release) and speaks to each
+job's JobMaster only through that job's JobMasterGateway, with the dataclass messages of `messages.py` — so a
+TaskManager in another process is the same object behind a transport. What it shares among the tasks of a job
+(checkpoint storage, the I/O thread of asynchronous snapshot parts, receivers) it keeps per job and drops when
+the JobMaster releases the job.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Any, Callable
+from typing import Any
 
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.cluster.gateways import JobMasterGateway
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
     DeclineCheckpoint,
     DeployTask,
-    NotifyCheckpoint,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    ReleaseJob,
     TaskExecutionState,
     TriggerCheckpoint,
 )
+from fluvial.common.executors import SingleThreadExecutor
 from fluvial.runtime.channels import ChannelRegistry
+from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
-from fluvial.runtime.task import Task, TaskFailure, TaskState
+from fluvial.runtime.task import Task, TaskFailure, TaskServices, TaskSpec
+
+logger = logging.getLogger(__name__)
+
+TaskKey = tuple[str, int, int]  # (job id, vertex id, subtask index)
 
 
-class CheckpointServices:
-    """What tasks of this TaskManager share for checkpoints: storage access per job (built from the storage
-    description, as an out-of-process TaskManager would), a small pool for the asynchronous part, and the way
-    back to the JobMaster."""
+class TaskCheckpointResponder:
+    """A task's CheckpointResponder: acknowledgements and declines as messages to its job's JobMaster."""
 
-    def __init__(self, report_checkpoint: Callable[[Any], None]) -> None:
-        self._report = report_checkpoint
-        self._storages: dict[str, Any] = {}
-        self._pool: Any = None
+    __slots__ = ("_gateway", "_spec")
+
+    def __init__(self, gateway: JobMasterGateway, spec: TaskSpec) -> None:
+        self._gateway = gateway
+        self._spec = spec
+
+    def acknowledge(self, checkpoint_id: int, states: dict) -> None:
+        spec = self._spec
+        self._gateway.acknowledge_checkpoint(AcknowledgeCheckpoint(
+            spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, checkpoint_id, states))
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
+        spec = self._spec
+        self._gateway.decline_checkpoint(DeclineCheckpoint(
+            spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, checkpoint_id, reason, detail))
+
+
+class JobCheckpointStorage:
+    """A job's checkpoint storage as its tasks on this TaskManager see it (a CheckpointStorageProvider), built
+    from the job's storage description once, as an out-of-process TaskManager would."""
+
+    def __init__(self, job_id: str, description: Any) -> None:
+        self._job_id = job_id
+        self._description = description
+        self._access: Any = None
         self._lock = threading.Lock()
 
-    def storage(self, job_id: str, description: Any) -> Any:
+    def checkpoint_storage(self) -> Any:
         with self._lock:
-            access = self._storages.get(job_id)
-            if access is None and description is not None:
+            if self._access is None:
                 from fluvial.checkpoint.storage import create_checkpoint_storage
 
-                access = self._storages[job_id] = create_checkpoint_storage(description, job_id)
-            return access  # None: the job only restores (state handles name their own location)
+                self._access = create_checkpoint_storage(self._description, self._job_id)
+            return self._access
 
-    def savepoint_storage(self, directory: str, job_id: str) -> Any:
+    def savepoint_storage(self, directory: str) -> Any:
         from fluvial.checkpoint.savepoint import savepoint_storage
 
-        return savepoint_storage(directory, job_id)
-
-    def pool(self) -> Any:
-        with self._lock:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fluvial-checkpoint-io")
-            return self._pool
-
-    def acknowledge(self, task: Task, checkpoint_id: int, states: dict) -> None:
-        spec = task.spec
-        self._report(AcknowledgeCheckpoint(spec.job_id, checkpoint_id, spec.vertex.id, spec.subtask_index, states))
-
-    def decline(self, task: Task, checkpoint_id: int, reason: str) -> None:
-        spec = task.spec
-        self._report(DeclineCheckpoint(spec.job_id, checkpoint_id, spec.vertex.id, spec.subtask_index, reason))
-
-    def shutdown(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
+        return savepoint_storage(directory, self._job_id)
 
 
 class TaskManager:
-    def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry,
-                 report: Callable[[TaskExecutionState], None], collect_target: Any = None,
-                 report_checkpoint: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry, collect_target: Any = None) -> None:
         self.index = index
         self.number_of_slots = number_of_slots
         self._channels = channels
-        self._report = report
         self._collect_target = collect_target
         self._executor = TaskExecutor(f"fluvial-taskmanager-{index}")
-        self._tasks: dict[tuple[str, int, int], Task] = {}
-        self._checkpoints = CheckpointServices(report_checkpoint or (lambda message: None))
+        self._tasks: dict[TaskKey, Task] = {}
+        self._job_masters: dict[str, JobMasterGateway] = {}
+        self._storages: dict[str, JobCheckpointStorage] = {}
+        self._checkpoint_io: SingleThreadExecutor | None = None
+        self._receivers: Any = None  # TaskManagerReceivers, once a job with receivers runs here
+        self._lock = threading.Lock()
 
-    def deploy(self, message: DeployTask) -> None:
+    def register_job_master(self, job_id: str, gateway: JobMasterGateway) -> None:
+        """Where this TaskManager reports the tasks of `job_id` (before any of them is deployed)."""
+        with self._lock:
+            self._job_masters[job_id] = gateway
+
+    @property
+    def receivers(self) -> Any:
+        """The TaskManagerReceivers of this TaskManager (created on first use)."""
+        with self._lock:
+            if self._receivers is None:
+                from fluvial.receiver.services import TaskManagerReceivers
+
+                self._receivers = TaskManagerReceivers()
+            return self._receivers
+
+    # -- TaskManagerGateway -------------------------------------------------------------------------------------
+
+    def submit_task(self, message: DeployTask) -> None:
         spec = message.spec
-        task = Task(spec, self._channels, self._executor, self._on_state, self._collect_target, self._checkpoints)
-        self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
+        if spec.attempt > 0:
+            self._channels.release_attempts_before(spec.attempt)  # the failed attempt's channels are garbage
+        task = Task(spec, self._services(spec))
+        with self._lock:
+            self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
         self._executor.submit(task)
 
-    def cancel(self, message: CancelTask) -> None:
-        task = self._tasks.get((message.job_id, message.vertex_id, message.subtask_index))
+    def _services(self, spec: TaskSpec) -> TaskServices:
+        gateway = self._job_masters[spec.job_id]
+        services = TaskServices(self._channels, self._executor, self, self._collect_target)
+        if spec.checkpointing is not None:
+            with self._lock:
+                storage = self._storages.get(spec.job_id)
+                if storage is None:
+                    storage = self._storages[spec.job_id] = JobCheckpointStorage(
+                        spec.job_id, spec.checkpointing.storage)
+                if self._checkpoint_io is None:
+                    self._checkpoint_io = SingleThreadExecutor(f"fluvial-checkpoint-io-tm{self.index}")
+            services.checkpoint_storage = storage
+            services.checkpoint_io = self._checkpoint_io
+            services.checkpoint_responder = TaskCheckpointResponder(gateway, spec)
+        if spec.receiver_settings is not None:
+            services.receivers = self.receivers.for_job(spec.job_id, spec.receiver_settings)
+        return services
+
+    def _task(self, job_id: str, vertex_id: int, subtask_index: int, attempt: int) -> Task | None:
+        with self._lock:
+            task = self._tasks.get((job_id, vertex_id, subtask_index))
+        return task if task is not None and task.spec.attempt == attempt else None
+
+    def cancel_task(self, message: CancelTask) -> None:
+        task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
         if task is not None:
             task.cancel()
 
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
-        task = self._tasks.get((message.job_id, message.vertex_id, message.subtask_index))
-        if task is None:
-            # It ended (a trigger raced its end). No decline: that would count as a checkpoint failure. The
-            # JobMaster hears of the end from the task's final state and aborts what still waits for it.
+        task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
+        if task is not None:
+            task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir)
             return
-        task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir)
+        gateway = self._job_masters.get(message.job_id)
+        if gateway is not None:  # it ended (a trigger raced its end): not ready, which is no checkpoint failure
+            gateway.decline_checkpoint(DeclineCheckpoint(
+                message.job_id, message.vertex_id, message.subtask_index, message.attempt, message.checkpoint_id,
+                CheckpointFailureReason.DECLINED_TASK_CLOSING, "the subtask is no longer running here"))
 
-    def notify_checkpoint(self, message: NotifyCheckpoint) -> None:
-        for (job_id, _, _), task in list(self._tasks.items()):
-            if job_id == message.job_id:
-                task.notify_checkpoint(message.checkpoint_id, message.completed)
+    def notify_checkpoint_complete(self, message: NotifyCheckpointComplete) -> None:
+        for task in self._tasks_of(message.job_id):
+            task.notify_checkpoint_complete(message.checkpoint_id)
 
-    def _on_state(self, task: Task, state: TaskState, failure: TaskFailure | None) -> None:
+    def notify_checkpoint_aborted(self, message: NotifyCheckpointAborted) -> None:
+        for task in self._tasks_of(message.job_id):
+            task.notify_checkpoint_aborted(message.checkpoint_id)
+
+    def release_job(self, message: ReleaseJob) -> None:
+        job_id = message.job_id
+        with self._lock:
+            self._storages.pop(job_id, None)
+            receivers = self._receivers
+        if receivers is not None:
+            receivers.release_job(job_id)
+
+    def _tasks_of(self, job_id: str) -> list[Task]:
+        with self._lock:
+            return [task for (job, _, _), task in self._tasks.items() if job == job_id]
+
+    # -- TaskStateListener: what the tasks report ---------------------------------------------------------------
+
+    def task_state_changed(self, task: Task, state: ExecutionState, failure: TaskFailure | None) -> None:
         spec = task.spec
         key = (spec.job_id, spec.vertex.id, spec.subtask_index)
-        if state.is_terminal and self._tasks.get(key) is task:
-            del self._tasks[key]
-        self._report(
-            TaskExecutionState(
-                job_id=spec.job_id,
-                vertex_id=spec.vertex.id,
-                subtask_index=spec.subtask_index,
-                state=state.value,
-                operator_name=failure.operator_name if failure else None,
-                task_name=task.name,
-                error=failure.error if failure else None,
-                traceback_text=failure.traceback_text if failure else None,
-                attempt=spec.attempt,
-            )
-        )
+        with self._lock:
+            if state.is_terminal and self._tasks.get(key) is task:
+                del self._tasks[key]
+            gateway = self._job_masters.get(spec.job_id)
+        if state is ExecutionState.FAILED:
+            logger.warning("%s (attempt %d) failed in operator '%s': %s", task.name, spec.attempt,
+                           failure.operator_name if failure else "?", failure.error if failure else "")
+        if gateway is not None:
+            gateway.update_task_execution_state(TaskExecutionState(
+                spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, state, failure))
 
     def shutdown(self) -> None:
         self._executor.shutdown()
-        self._checkpoints.shutdown()
+        if self._checkpoint_io is not None:
+            self._checkpoint_io.shutdown()
+        if self._receivers is not None:
+            self._receivers.shutdown()

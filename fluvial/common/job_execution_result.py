@@ -6,12 +6,13 @@ from typing import Any
 
 
 class JobExecutionResult:
-    def __init__(self, job_id: str, net_runtime_ms: int, accumulators: dict[str, Any] | None = None) -> None:
+    def __init__(self, job_id: Any, net_runtime_ms: int, accumulators: dict[str, Any] | None = None) -> None:
+        """`job_id`: the JobID (PyFlink's get_job_id returns one)."""
         self._job_id = job_id
         self._net_runtime_ms = net_runtime_ms
         self._accumulators = dict(accumulators or {})
 
-    def get_job_id(self) -> str:
+    def get_job_id(self) -> Any:
         return self._job_id
 
     def get_net_runtime(self) -> int:

@@ -1,8 +1,9 @@
 """StreamExecutionEnvironment (PyFlink's): the registry of a job's transformations and the door to running it.
 
-Repeated `execute()` runs only the sinks added since the previous one, as in Flink. `execute()` compiles the
-StreamGraph here and hands it to `fluvial.cluster` — imported inside the submitting functions only, the one
-place the API reaches up the layers (DESIGN section 1).
+Repeated `execute()` runs only the sinks added since the previous one, as in Flink. `execute()` packs the job
+into a Pipeline and hands it to the PipelineExecutor that `execution.target` names; it imports neither the
+compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request: they
+are there to show a plan (DESIGN section 3), the one place the API reaches up to `fluvial.graph`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from fluvial.common.execution_config import ExecutionConfig
 from fluvial.datastream import transformations as t
 from fluvial.datastream.data_stream import DataStream
 
-# Every submission passes through this hook when set: `interceptor(stream_graph, submit)` either calls
-# `submit(stream_graph)` (returning its JobClient) or raises. The CLI uses it to count jobs (`run`) and to
+# Every submission passes through this hook when set: `interceptor(pipeline, submit)` either calls
+# `submit(pipeline)` (returning its JobClient) or raises. The CLI uses it to count jobs (`run`) and to
 # capture a plan without running it (`plan`).
 execution_interceptor: contextvars.ContextVar[Callable[[Any, Callable[[Any], Any]], Any] | None] = (
     contextvars.ContextVar("execution_interceptor", default=None)
@@ -202,8 +203,7 @@ class StreamExecutionEnvironment:
 
     def add_receiver(self, receiver: Any, name: str | None = None) -> DataStream:
         """A stream of what a push-source Receiver stores (Spark Streaming's receiver path; DESIGN 2.5)."""
-        from fluvial.receiver.receiver import Receiver
-        from fluvial.receiver.source import ReceiverSource
+        from fluvial.datastream.connectors.receiver import Receiver, ReceiverSource
 
         if not isinstance(receiver, Receiver):
             raise InvalidJobError(f"add_receiver expects a fluvial.receiver.Receiver, got {receiver!r}")
@@ -220,7 +220,7 @@ class StreamExecutionEnvironment:
 
     def socket_text_stream(self, host: str, port: int, delimiter: str = "\n", max_retries: int = 3) -> DataStream:
         """Lines read from a TCP socket; the stream ends when the peer closes the connection."""
-        from fluvial.receiver.socket import SocketTextReceiver
+        from fluvial.datastream.connectors.socket import SocketTextReceiver
 
         return self.add_receiver(SocketTextReceiver(host, port, delimiter, max_retries), f"Socket Stream {host}:{port}")
 
@@ -233,16 +233,22 @@ class StreamExecutionEnvironment:
     # -- plans --------------------------------------------------------------------------------------------------
 
     def get_stream_graph(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
-        from fluvial.graph.translate import build_stream_graph
+        from fluvial.graph.translate import stream_graph_of
+
+        return stream_graph_of(self._pipeline(job_name, clear_transformations))
+
+    def _pipeline(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
+        """The job so far, as a Pipeline; with `clear_transformations`, the next one starts from no sinks."""
+        from fluvial.datastream.pipeline import Pipeline
 
         if not self._pending_sinks:
             raise InvalidJobError(
                 "No operators defined in streaming topology. Cannot execute: "
                 "add a sink (print(), sink_to(...), add_sink(...)) before execute()"
             )
-        graph = build_stream_graph(
-            transformations=self._transformations,
-            sink_ids=list(self._pending_sinks),
+        pipeline = Pipeline(
+            transformations=dict(self._transformations),
+            sink_ids=tuple(self._pending_sinks),
             job_name=job_name or self._configuration.get("pipeline.name") or "Flink Streaming Job",
             default_parallelism=self.get_parallelism(),
             default_max_parallelism=self._config.get_max_parallelism(),
@@ -253,7 +259,7 @@ class StreamExecutionEnvironment:
         )
         if clear_transformations:
             self._pending_sinks.clear()
-        return graph
+        return pipeline
 
     def get_job_graph(self, job_name: str | None = None) -> Any:
         from fluvial.graph.job_graph import build_job_graph
@@ -271,21 +277,30 @@ class StreamExecutionEnvironment:
         return self.execute_async(job_name).get_job_execution_result().result()
 
     def execute_async(self, job_name: str | None = None) -> Any:
-        from fluvial.cluster.submission import submit_job
+        """Submit the job and return its JobClient at once."""
+        return self._submit(self._pipeline(job_name, clear_transformations=True))
 
-        return self._submit(self.get_stream_graph(job_name, clear_transformations=True), submit_job)
-
-    def _submit(self, graph: Any, submit: Callable[[Any], Any]) -> Any:
+    def _submit(self, pipeline: Any) -> Any:
         """The one door every submission passes, so the execution interceptor sees them all."""
         interceptor = execution_interceptor.get()
-        return submit(graph) if interceptor is None else interceptor(graph, submit)
+        return _execute(pipeline) if interceptor is None else interceptor(pipeline, _execute)
 
     def _execute_and_collect(self, stream: DataStream, job_name: str | None, limit: int | None) -> Any:
-        from fluvial.cluster.submission import collect_results
-
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidJobError(f"execute_and_collect limit must be an integer >= 1, got {limit!r}")
-        return collect_results(self, stream, job_name, limit)
+        collect_id = os.urandom(16).hex()
+        self._add_collect_sink(stream, collect_id)
+        client = self._submit(self._pipeline(job_name, clear_transformations=True))
+        iterator = client.collect_results(collect_id)
+        if limit is None:
+            return iterator
+        with iterator:
+            results = []
+            for value in iterator:
+                results.append(value)
+                if len(results) >= limit:
+                    break
+            return results
 
     # -- the transformation registry ----------------------------------------------------------------------------
 
@@ -308,3 +323,8 @@ class StreamExecutionEnvironment:
         self._pending_sinks.append(tid)
         return tid
 
+
+def _execute(pipeline: Any) -> Any:
+    from fluvial.common.pipeline_executor import executor_for
+
+    return executor_for(pipeline.execution_target, pipeline.configuration).execute(pipeline)

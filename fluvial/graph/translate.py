@@ -127,3 +127,18 @@ def build_stream_graph(
         translator.translate(sink_id)
     nodes = dict(sorted(translator.nodes.items()))
     return StreamGraph(job_name, nodes, chaining_enabled, execution_config, configuration, fault_tolerance)
+
+
+def stream_graph_of(pipeline: Any) -> StreamGraph:
+    """The StreamGraph of a Pipeline (what `execute()` hands to an executor)."""
+    return build_stream_graph(
+        transformations=pipeline.transformations,
+        sink_ids=list(pipeline.sink_ids),
+        job_name=pipeline.job_name,
+        default_parallelism=pipeline.default_parallelism,
+        default_max_parallelism=pipeline.default_max_parallelism,
+        chaining_enabled=pipeline.chaining_enabled,
+        execution_config=pipeline.execution_config,
+        configuration=pipeline.configuration,
+        fault_tolerance=pipeline.fault_tolerance,
+    )

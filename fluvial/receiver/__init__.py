@@ -12,7 +12,8 @@ from typing import Any
 _EXPORTS = {
     "BlockGenerator": "fluvial.receiver.block_generator",
     "BlockGeneratorListener": "fluvial.receiver.block_generator",
-    "Receiver": "fluvial.receiver.receiver",
+    "Receiver": "fluvial.datastream.connectors.receiver",
+    "ReceiverStoppedError": "fluvial.datastream.connectors.receiver",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,6 +1,8 @@
-"""A job's receivers in this process: their supervisors, block handlers and the ReceiverTracker, started when
-the job starts and stopped when it ends — so they outlive failovers of the job's tasks. Receiver source tasks
-find them by job id (in thread mode they share the process with the JobMaster)."""
+"""The receivers a TaskManager supervises (DESIGN 2.5): per job and receiver stream, its supervisor, block
+handler and ReceiverTracker. A stream's services start when the first task reading it is deployed on the
+TaskManager, outlive failovers of the job's tasks (the restored task finds them again and replays from its
+checkpointed position), and stop when the JobMaster releases the job. Receiver source readers reach them
+through their SourceReaderContext (`TaskManagerReceivers.for_job`), never through a global registry."""
 
 from __future__ import annotations
 
@@ -70,50 +72,79 @@ class ReceiverServices:
         self.tracker.stop()
 
 
-_REGISTRY: dict[str, ReceiverServices] = {}
-_REGISTRY_LOCK = threading.Lock()
+class TaskManagerReceivers:
+    """Every receiver stream running on one TaskManager, by (job id, stream id). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._streams: dict[tuple[str, int], ReceiverServices] = {}
+        self._lock = threading.Lock()
+
+    def for_job(self, job_id: str, settings: ReceiverSettings) -> "JobReceivers":
+        return JobReceivers(self, job_id, settings)
+
+    def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings) -> ReceiverServices:
+        with self._lock:
+            services = self._streams.get((job_id, stream_id))
+            if services is None:
+                services = self._streams[(job_id, stream_id)] = start_receiver_stream(
+                    job_id, stream_id, receiver, settings)
+            return services
+
+    def services(self, job_id: str) -> list[ReceiverServices]:
+        with self._lock:
+            return [services for (job, _), services in self._streams.items() if job == job_id]
+
+    def release_job(self, job_id: str) -> None:
+        """The job has ended: stop its receivers (everything they stored is released with them)."""
+        with self._lock:
+            ended = [key for key in self._streams if key[0] == job_id]
+            stopping = [self._streams.pop(key) for key in ended]
+        for services in stopping:
+            services.stop()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            stopping, self._streams = list(self._streams.values()), {}
+        for services in stopping:
+            services.stop()
 
 
-def lookup(job_id: str) -> ReceiverServices:
-    with _REGISTRY_LOCK:
-        services = _REGISTRY.get(job_id)
-    if services is None:
-        raise RuntimeError(f"job {job_id} has no receivers running in this process")
-    return services
+class JobReceivers:
+    """One job's view of its TaskManager's receivers (what a receiver source reader gets: ReceiverStreams)."""
+
+    __slots__ = ("_receivers", "_job_id", "_settings")
+
+    def __init__(self, receivers: TaskManagerReceivers, job_id: str, settings: ReceiverSettings) -> None:
+        self._receivers = receivers
+        self._job_id = job_id
+        self._settings = settings
+
+    def stream(self, stream_id: int, receiver: Any) -> ReceiverServices:
+        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings)
 
 
-def start_receivers(job_id: str, receivers: dict[int, Any], settings: ReceiverSettings) -> ReceiverServices:
-    """Create the tracker, a handler and a supervisor per stream, register them, start every receiver."""
+def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings) -> ReceiverServices:
+    """Create the stream's tracker, block handler and supervisor, and start its receiver. Its write-ahead logs
+    (when on) live under `<checkpoint dir>/<job id>/`, one directory per stream."""
     wal_root = settings.wal_directory
-    tracker_wal = os.path.join(wal_root, job_id, "receivedBlockMetadata") if wal_root else None
-    tracker = ReceiverTracker(receivers, tracker_wal)
+    tracker_wal = os.path.join(wal_root, job_id, "receivedBlockMetadata", str(stream_id)) if wal_root else None
+    tracker = ReceiverTracker({stream_id: receiver}, tracker_wal)
     if tracker.wal_enabled:
-        tracker.recover()  # the blocks an earlier JobMaster of this job tracked (none for a new job)
+        tracker.recover()  # the blocks an earlier run of this stream tracked (none for a new job)
     services = ReceiverServices(tracker, {}, {}, settings.checkpointing)
     store = BlockStore()
-    for stream_id, receiver in receivers.items():
-        if wal_root:
-            wal = WriteAheadLog(os.path.join(wal_root, job_id, "receivedData", str(stream_id)))
-            services.wals.append(wal)
-            handler: Any = WriteAheadLogBasedBlockHandler(store, wal, settings.block_store_timeout_s)
-        else:
-            handler = BlockManagerBasedBlockHandler(store)
-        services.handlers[stream_id] = handler
-        services.supervisors[stream_id] = ReceiverSupervisor(
-            receiver, stream_id, handler, tracker.add_block, services._mark_ended,
-            settings.block_interval_s, settings.block_queue_size, settings.max_rate)
-    with _REGISTRY_LOCK:
-        _REGISTRY[job_id] = services
-    for supervisor in services.supervisors.values():
-        supervisor.start()
+    if wal_root:
+        wal = WriteAheadLog(os.path.join(wal_root, job_id, "receivedData", str(stream_id)))
+        services.wals.append(wal)
+        handler: Any = WriteAheadLogBasedBlockHandler(store, wal, settings.block_store_timeout_s)
+    else:
+        handler = BlockManagerBasedBlockHandler(store)
+    services.handlers[stream_id] = handler
+    supervisor = services.supervisors[stream_id] = ReceiverSupervisor(
+        receiver, stream_id, handler, tracker.add_block, services._mark_ended,
+        settings.block_interval_s, settings.block_queue_size, settings.max_rate)
+    supervisor.start()
     return services
-
-
-def stop_receivers(job_id: str) -> None:
-    with _REGISTRY_LOCK:
-        services = _REGISTRY.pop(job_id, None)
-    if services is not None:
-        services.stop()
 
 
 def receiver_settings(configuration: Any, checkpoints: Any) -> ReceiverSettings:

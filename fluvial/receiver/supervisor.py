@@ -29,7 +29,7 @@ from typing import Any, Callable
 from fluvial.common.time import current_millis
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
-from fluvial.receiver.receiver import ReceiverStoppedError
+from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 
 _log = logging.getLogger(__name__)
 

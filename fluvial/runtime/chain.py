@@ -1,8 +1,14 @@
-"""OperatorChain: the operators of one JobVertex, wired by method calls, built downstream-first.
+"""OperatorChain: the operators of one JobVertex, wired by method calls.
 
-A buffer entering the head flows through the chained operators within one call stack; events (watermarks,
-end of input) travel between buffers, so per-record semantics hold. Results leave the chain through record
-writers, one per outgoing JobEdge.
+Built in three steps, each decided once:
+1. every StreamNode of the vertex becomes an operator (each parallel subtask gets its own copy of the user's
+   function, see `_subtask_spec`);
+2. runs of stateless map/filter operators, each feeding only the next, are fused into one operator;
+3. outputs are wired: an operator's results go to the inputs of the chained operators after it (behind a
+   boundary that labels failures with the receiving operator's name) and to the record writers of its outgoing
+   JobEdges. Nothing is rebound later.
+A buffer entering the head flows through the chain within one call stack; events (watermarks, idleness, end
+of input) travel between buffers, so per-record semantics hold.
 """
 
 from __future__ import annotations
@@ -13,24 +19,25 @@ from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import transformations as t
-from fluvial.graph.job_graph import JobEdge, JobVertex
+from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime import process_operators as p
 from fluvial.runtime import sink_operators as s
-from fluvial.runtime.operators import (
+from fluvial.runtime.basic_operators import (
     FilterOperator,
     FlatMapOperator,
     FusedStatelessOperator,
     KeyedReduceOperator,
     MapOperator,
-    StreamOperator,
     TimestampsAndWatermarksOperator,
     is_fusable,
 )
+from fluvial.runtime.operators import StreamOperator, labelled_input
 from fluvial.runtime.output import Output
+from fluvial.runtime.records import RecordBatch
 from fluvial.runtime.runtime_context import OperatorContext
 
-OPERATOR_BUILDERS: dict[type[t.OperatorSpec], type[StreamOperator]] = {
+OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], StreamOperator]] = {
     t.MapSpec: MapOperator,
     t.FilterSpec: FilterOperator,
     t.FlatMapSpec: FlatMapOperator,
@@ -56,19 +63,19 @@ def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOp
     return WindowOperator(spec, context)
 
 
-OPERATOR_BUILDERS[t.WindowSpec] = _window_operator  # type: ignore[assignment]
+OPERATOR_BUILDERS[t.WindowSpec] = _window_operator
 
 
-class SourceOperatorStub(StreamOperator):
-    """The chain position of a source: the task feeds buffers it read into `process_batch`, which forwards."""
+class SourceOperator(StreamOperator):
+    """The chain position of a source: the task's source input emits straight into this operator's output."""
 
-    def open(self) -> None:
-        self.process_batch = self.output.collect  # type: ignore[method-assign]
+    def process_batch(self, batch: RecordBatch) -> None:
+        self.output.collect(batch)
 
 
 def build_operator(node: StreamNode, context: OperatorContext, template: Any = None) -> StreamOperator:
     if node.is_source:
-        return SourceOperatorStub(node.operator, context)
+        return SourceOperator(node.operator, context)
     builder = OPERATOR_BUILDERS.get(type(node.operator))
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
@@ -99,94 +106,75 @@ def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
     return dataclasses.replace(spec, function=own)
 
 
-def _input_method(operator: StreamOperator, type_number: int) -> Callable[[Any], None]:
-    if type_number == 1:
-        return operator.process_batch1  # type: ignore[attr-defined]
-    if type_number == 2:
-        return operator.process_batch2  # type: ignore[attr-defined]
-    return lambda batch: operator.process_batch(batch)
-
-
 class OperatorChain:
-    """Operators in depth-first order (head first); `writers` maps JobEdge dataset id → RecordWriter."""
+    """Operators in depth-first order (head first), fused runs replacing their members; `writers` maps JobEdge
+    dataset id → RecordWriter."""
 
     def __init__(self, vertex: JobVertex, make_context: Callable[[StreamNode], OperatorContext],
                  writers: dict[str, Any], templates: dict[int, Any] | None = None) -> None:
         self.vertex = vertex
-        self.operators: dict[int, StreamOperator] = {}
-        self.order: list[StreamOperator] = []
-        for node in vertex.nodes:
-            operator = build_operator(node, make_context(node), (templates or {}).get(node.id))
-            self.operators[node.id] = operator
-            self.order.append(operator)
-        for node in vertex.nodes:
-            self.operators[node.id].setup(self._output_of(node, vertex.outputs, writers))
-        self._fuse_stateless_runs()
+        built = {node.id: build_operator(node, make_context(node), (templates or {}).get(node.id))
+                 for node in vertex.nodes}
+        self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
+        self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs
+        self.order = self._fuse_stateless_runs(built)
+        for operator in self.order:
+            operator.setup(self._output_of(self._last_node[id(operator)], writers))
         self.head = self.order[0]
 
-    def _fuse_stateless_runs(self) -> None:
-        """Replace each run of >= 2 unkeyed map/filter operators, each feeding only the next, by one
-        FusedStatelessOperator that takes the run's place (and the last member's output)."""
+    def _fuse_stateless_runs(self, built: dict[int, StreamOperator]) -> list[StreamOperator]:
+        """Step 2: each run of >= 2 fusable operators, each feeding only the next, becomes one
+        FusedStatelessOperator that takes the run's place (and the last member's outputs)."""
         successors: dict[int, list] = {node.id: [] for node in self.vertex.nodes}
         for edge in self.vertex.chained_edges:
             successors[edge.source_id].append(edge)
         external = {edge.source_node_id for edge in self.vertex.outputs}
-        by_operator = {id(op): node_id for node_id, op in self.operators.items()}
-        fused_order: list[StreamOperator] = []
-        run: list[StreamOperator] = []
+        order: list[StreamOperator] = []
+        run: list[int] = []
 
         def flush() -> None:
             if len(run) >= 2:
-                fused = FusedStatelessOperator(list(run))
-                fused.setup(run[-1].output)
-                fused_order.append(fused)
-                for member in run:
-                    self.operators[by_operator[id(member)]] = fused
-            else:
-                fused_order.extend(run)
+                fused = FusedStatelessOperator([built[node_id] for node_id in run])
+                for node_id in run:
+                    self._owner[node_id] = fused
+                self._last_node[id(fused)] = run[-1]
+                order.append(fused)
+            elif run:
+                order.append(built[run[0]])
+                self._last_node[id(built[run[0]])] = run[0]
             run.clear()
 
-        for operator in self.order:
-            node_id = by_operator[id(operator)]
-            if run and not is_fusable(operator):
-                flush()
+        for node in self.vertex.nodes:
+            operator = built[node.id]
             if not is_fusable(operator):
-                fused_order.append(operator)
+                flush()
+                order.append(operator)
+                self._last_node[id(operator)] = node.id
                 continue
-            run.append(operator)
-            edges = successors[node_id]
-            feeds_only_next = (len(edges) == 1 and edges[0].output_tag is None and node_id not in external)
-            if not feeds_only_next:
+            run.append(node.id)
+            edges = successors[node.id]
+            if not (len(edges) == 1 and edges[0].output_tag is None and node.id not in external):
                 flush()
         flush()
-        if len(fused_order) != len(self.order):
-            self._rewire(fused_order)
-            self.order = fused_order
+        return order
 
-    def _rewire(self, fused_order: list[StreamOperator]) -> None:
-        """Whatever fed a run's first member (an upstream output's late-bound lambda, or the task's input)
-        must now feed the fused operator."""
-        for operator in fused_order:
-            if isinstance(operator, FusedStatelessOperator):
-                first = operator.members[0]
-                first.process_batch = operator.process_batch  # type: ignore[method-assign]
-
-    def _output_of(self, node: StreamNode, out_edges: list[JobEdge], writers: dict[str, Any]) -> Output:
+    def _output_of(self, node_id: int, writers: dict[str, Any]) -> Output:
+        """Step 3: where the results of `node_id` go."""
         main: list[Callable] = []
         side: dict[Any, list[Callable]] = {}
         watermark_targets: list[Callable] = []
         status_targets: list[Callable] = []
         for edge in self.vertex.chained_edges:
-            if edge.source_id != node.id:
+            if edge.source_id != node_id:
                 continue
-            target = self.operators[edge.target_id]
-            # late binding: the target's process_batch may be rebound in open() (sinks, sources)
-            entry = _input_method(target, edge.type_number)
-            (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(entry)
-            watermark_targets.append(target.process_watermark)
-            status_targets.append(lambda status, t=target: t.output.emit_watermark_status(status))
-        for job_edge in out_edges:
-            if job_edge.source_node_id != node.id:
+            target = self._owner[edge.target_id]
+            entry = target.input(edge.type_number)
+            push = labelled_input(entry.process_batch, target.name)
+            (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(push)
+            watermark_targets.append(labelled_input(entry.process_watermark, target.name))
+            status_targets.append(entry.process_status)
+        for job_edge in self.vertex.outputs:
+            if job_edge.source_node_id != node_id:
                 continue
             writer = writers[job_edge.edge_id]
             (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(writer.emit)
@@ -194,16 +182,22 @@ class OperatorChain:
             status_targets.append(writer.broadcast_event)
         return Output(main, side, watermark_targets, status_targets)
 
+    # -- lifecycle, head to tail or tail to head ----------------------------------------------------------------
+
+    def initialize_state(self, restore_of: Callable[[str], Any]) -> None:
+        """Every operator's state, restored (`restore_of(operator_id)`: its OperatorRestore) or empty."""
+        for operator in self.order:
+            operator.initialize_state(restore_of(operator.context.operator_id))
+
     def open(self) -> None:
         """Open downstream operators first, so a head that emits while opening finds them ready."""
         for operator in reversed(self.order):
             operator.open()
-            operator.after_open()
 
-    def end_input(self) -> None:
+    def finish(self) -> None:
         """Flush operators head to tail: each may emit into the next before that one is told input ended."""
         for operator in self.order:
-            operator.end_input()
+            operator.finish()
 
     def close(self) -> list[BaseException]:
         """Close every operator even if some fail; return their errors (the task decides what to report)."""
@@ -214,3 +208,11 @@ class OperatorChain:
             except BaseException as exc:  # noqa: BLE001 - collected and reported by the task
                 errors.append(exc)
         return errors
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for operator in self.order:
+            operator.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for operator in self.order:
+            operator.notify_checkpoint_aborted(checkpoint_id)

@@ -18,11 +18,14 @@ DEFAULT_CAPACITY = 8
 
 @dataclass(frozen=True, slots=True)
 class ChannelId:
-    """Names a channel in every process: the intermediate data set (edge) and both subtask indices."""
+    """Names a channel in every process: the intermediate data set (edge), both subtask indices, and the
+    attempt of the job's subtasks it connects (a restarted job gets new channels: nothing an old attempt left
+    behind, or still writes, reaches the new one)."""
 
     dataset_id: str
     producer_index: int
     consumer_index: int
+    attempt: int = 0
 
 
 class Channel(Protocol):
@@ -90,10 +93,11 @@ class ChannelRegistry:
 
     def get(self, channel_id: ChannelId) -> LocalChannel:
         channel = self._channels.get(channel_id)
-        if channel is None:
-            channel = self._channels[channel_id] = LocalChannel(self._capacity)
+        if channel is None:  # setdefault: the two ends may ask at once, from two TaskManager threads
+            channel = self._channels.setdefault(channel_id, LocalChannel(self._capacity))
         return channel
 
-    def release(self, dataset_ids: set[str]) -> None:
-        for channel_id in [cid for cid in self._channels if cid.dataset_id in dataset_ids]:
-            del self._channels[channel_id]
+    def release_attempts_before(self, attempt: int) -> None:
+        """Drop the channels of attempts older than `attempt` (their tasks have all ended). Idempotent."""
+        for channel_id in [cid for cid in self._channels if cid.attempt < attempt]:
+            self._channels.pop(channel_id, None)

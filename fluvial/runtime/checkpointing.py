@@ -1,26 +1,34 @@
-"""A subtask's part in checkpoints (DESIGN 2.3): snapshot on the task thread, persist off it, acknowledge.
+"""A subtask's part in checkpoints (Flink's SubtaskCheckpointCoordinator, DESIGN 2.3): snapshot on the task
+thread, persist off it, answer through a CheckpointResponder.
 
-Protocol, numbered:
-1. A source subtask gets a trigger (a mail); any other subtask gets barriers on its inputs and, once aligned
-   (fluvial.checkpoint.alignment), performs the checkpoint — both on the task thread, between buffers.
-2. Synchronous part: every operator freezes its state (`snapshot_state`: copies, no I/O); a source adds its
-   split positions. Then the barrier goes out on every output channel, before any later record.
-3. Asynchronous part, on a small thread pool: state is pickled and written through the checkpoint storage;
-   the handles are acknowledged to the JobMaster. A failure there declines the checkpoint. The task keeps
-   processing meanwhile.
-4. When the JobMaster says the checkpoint completed (a mail), operators commit (two-phase-commit sinks);
-   when it was aborted, they are told too.
+It is handed what it works on — the operator chain, the record writers, the source input (for a source
+subtask) — and never sees the Task. `checkpoint_state(barrier)` runs, numbered:
+1. On the task thread, between buffers: a source subtask got a trigger (a mail); any other subtask has
+   aligned the barriers of every input (`runtime.alignment`).
+2. The barrier goes out on every output channel, before any later record.
+3. Synchronous part: every operator freezes its state (`snapshot_state`: the keyed backend's pending snapshot,
+   timers, operator state; no I/O); a source adds its split positions.
+4. Asynchronous part, on the TaskManager's checkpoint I/O executor: keyed backends write their pending
+   snapshots, then timers and operator state are pickled and written through the checkpoint storage, and the
+   handles are acknowledged. A failure there declines the checkpoint (ASYNC_ERROR); the task keeps running.
+When the JobMaster says a checkpoint completed or was aborted, the Task tells the chain (and the source).
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Protocol
 
-from fluvial.checkpoint.snapshots import UNION_PREFIX, OperatorRestore, OperatorSnapshot, RestoreAssignment
-from fluvial.runtime.native_state import NativeRocksDBState, NativeUploads, download_native, upload_native
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot, RestoreAssignment
+from fluvial.common.executors import Executor
+from fluvial.common.task_info import TaskInfo
 from fluvial.runtime.records import CheckpointBarrier
+from fluvial.state.snapshot import SnapshotType
+
+logger = logging.getLogger(__name__)
 
 SOURCE_SPLITS = "source-splits"
 
@@ -33,116 +41,147 @@ class TaskCheckpointSettings:
     storage: Any  # the storage description; the TaskManager builds the access object from it
 
 
-class SubtaskCheckpointer:
-    def __init__(self, task: Any, storage: Any, savepoint_storage: Callable[[str], Any], pool: Any,
-                 acknowledge: Callable[[int, dict], None], decline: Callable[[int, str], None]) -> None:
-        self._task = task
+class CheckpointResponder(Protocol):
+    """How a subtask answers the CheckpointCoordinator (Flink's CheckpointResponder); the TaskManager turns each
+    call into an AcknowledgeCheckpoint or DeclineCheckpoint message to the JobMaster."""
+
+    def acknowledge(self, checkpoint_id: int, states: dict) -> None: ...
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
+
+
+class CheckpointStorageProvider(Protocol):
+    """The storage a subtask's state goes to: the job's checkpoint storage, or a savepoint directory."""
+
+    def checkpoint_storage(self) -> Any: ...
+
+    def savepoint_storage(self, directory: str) -> Any: ...
+
+
+class _SubtaskStateWriter:
+    """The StateWriter a keyed backend writes one operator's files through (names made unique per subtask)."""
+
+    __slots__ = ("_storage", "_checkpoint_id", "_prefix")
+
+    def __init__(self, storage: Any, checkpoint_id: int, prefix: str) -> None:
         self._storage = storage
-        self._savepoint_storage = savepoint_storage
-        self._pool = pool
-        self._acknowledge = acknowledge
-        self._decline = decline
-        self._native_uploads = NativeUploads()
+        self._checkpoint_id = checkpoint_id
+        self._prefix = prefix
+
+    def write(self, name: str, data: bytes) -> Any:
+        return self._storage.write_state(self._checkpoint_id, f"{self._prefix}-{name}", data)
+
+    def write_shared(self, name: str, data: bytes) -> Any:
+        return self._storage.write_shared(f"{self._prefix}-{name}", data)
+
+
+class SubtaskCheckpointCoordinator:
+    def __init__(self, chain: Any, writers: list[Any], source_input: Any, storage: CheckpointStorageProvider,
+                 io: Executor, responder: CheckpointResponder, task_info: TaskInfo) -> None:
+        self._chain = chain
+        self._writers = writers
+        self._source = source_input  # the SourceInput of a source subtask, else None
+        self._storage = storage
+        self._io = io
+        self._responder = responder
+        self._info = task_info
 
     # -- taking a checkpoint ------------------------------------------------------------------------------------
 
-    def perform(self, barrier: CheckpointBarrier) -> None:
-        """Steps 2 and 3 on the task thread: freeze, forward the barrier, persist asynchronously."""
-        task = self._task
-        savepoint = barrier.savepoint_dir is not None
-        snapshots = [s for s in (op.snapshot_state(barrier.checkpoint_id, savepoint) for op in task.chain.order) if s]
-        if task.spec.vertex.is_source:
-            head_id = task.chain.head.context.operator_id
-            head = next((s for s in snapshots if s.operator_id == head_id), None)
-            if head is None:
-                head = OperatorSnapshot(head_id)
-                snapshots.insert(0, head)
-            head.operator_state[SOURCE_SPLITS] = task.input.snapshot_splits(barrier.checkpoint_id)
-        for writer in task.writers:
+    def checkpoint_state(self, barrier: CheckpointBarrier) -> None:
+        """Steps 2 to 4 (see the module docstring). A failure of the synchronous part raises: it fails the task."""
+        checkpoint_id = barrier.checkpoint_id
+        for writer in self._writers:  # 2
             writer.broadcast_event(barrier)
-        storage = self._storage if barrier.savepoint_dir is None else self._savepoint_storage(barrier.savepoint_dir)
-        self._pool.submit(self._persist, barrier.checkpoint_id, snapshots, storage)
+        snapshot_type = SnapshotType.SAVEPOINT if barrier.savepoint_dir is not None else SnapshotType.CHECKPOINT
+        snapshots = []  # 3
+        try:
+            for operator in self._chain.order:
+                snapshot = operator.snapshot_state(checkpoint_id, snapshot_type)
+                if snapshot is not None:
+                    snapshots.append(snapshot)
+            if self._source is not None:
+                self._add_source_splits(snapshots, checkpoint_id)
+        except BaseException:
+            _discard(snapshots)
+            raise
+        storage = (self._storage.checkpoint_storage() if barrier.savepoint_dir is None
+                   else self._storage.savepoint_storage(barrier.savepoint_dir))
+        self._io.execute(lambda: self._persist(checkpoint_id, snapshots, storage))  # 4
+
+    def _add_source_splits(self, snapshots: list[OperatorSnapshot], checkpoint_id: int) -> None:
+        head_id = self._chain.head.context.operator_id
+        head = next((s for s in snapshots if s.operator_id == head_id), None)
+        if head is None:
+            head = OperatorSnapshot(head_id)
+            snapshots.insert(0, head)
+        head.operator_state[SOURCE_SPLITS] = self._source.snapshot_splits(checkpoint_id)
 
     def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot], storage: Any) -> None:
         from fluvial.checkpoint.storage import SubtaskState
 
+        index = self._info.subtask_index
         try:
-            index = self._task.spec.subtask_index
             states = {}
-            for snapshot in snapshots:
-                keyed, operator, shared = [], [], []
+            for position, snapshot in enumerate(snapshots):
                 name = f"{snapshot.operator_id}-{index}"
+                keyed, operator, shared = [], [], []
                 if snapshot.keyed is not None or snapshot.timers:
-                    keyed_state = snapshot.keyed
-                    if hasattr(keyed_state, "to_snapshot"):  # frozen in the synchronous part, partitioned here
-                        keyed_state = keyed_state.to_snapshot()
-                    elif hasattr(keyed_state, "new_sst_files"):  # a native RocksDB checkpoint: upload its files
-                        keyed_state = upload_native(keyed_state, storage, checkpoint_id, name,
-                                                    self._native_uploads, snapshot.operator_id)
-                        shared.extend(keyed_state.shared_handles())
-                    data = pickle.dumps((keyed_state, snapshot.timers or {}), protocol=5)
+                    handle = None
+                    if snapshot.keyed is not None:
+                        handle = snapshot.keyed.write(_SubtaskStateWriter(storage, checkpoint_id, name))
+                        snapshot.keyed = None
+                        shared.extend(handle.shared_handles())
+                    data = pickle.dumps((handle, snapshot.timers or {}), protocol=5)
                     keyed.append(storage.write_state(checkpoint_id, f"{name}-keyed", data))
                 if snapshot.operator_state:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)
                     operator.append(storage.write_state(checkpoint_id, f"{name}-op", data))
                 states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={}, shared=shared)
-            self._acknowledge(checkpoint_id, states)
         except BaseException as error:  # noqa: BLE001 - a failed write declines the checkpoint, not the job
-            self._decline(checkpoint_id, f"{type(error).__name__}: {error}")
+            _discard(snapshots)
+            logger.warning("%s could not write its state for checkpoint %d: %s: %s",
+                           self._info.task_name_with_subtasks, checkpoint_id, type(error).__name__, error)
+            self._responder.decline(checkpoint_id, CheckpointFailureReason.ASYNC_ERROR,
+                                    f"{type(error).__name__}: {error}")
+            return
+        self._responder.acknowledge(checkpoint_id, states)
+
+    def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
+        """This subtask takes no part in `checkpoint_id` (a newer barrier overtook it, or it was not running)."""
+        self._responder.decline(checkpoint_id, reason, detail)
 
     # -- restoring ----------------------------------------------------------------------------------------------
 
-    def load(self, assignment: RestoreAssignment, operator_id: str) -> OperatorRestore:
+    @staticmethod
+    def load(assignment: RestoreAssignment, operator_id: str, info: TaskInfo) -> OperatorRestore:
         """Read this subtask's share of one operator's state (on the task thread, before it opens). Handles
         name their own location, so a savepoint restores without the storage that wrote it."""
+        from fluvial.checkpoint.restore import share_of_operator_state
         from fluvial.checkpoint.storage import read_state_handle
 
-        restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id)
-        natives = []
-        for handle in assignment.keyed_handles:
-            keyed, timers = pickle.loads(read_state_handle(handle))
-            if isinstance(keyed, NativeRocksDBState):
-                natives.append(keyed)
-                restore.native_keyed.append(download_native(keyed))
-            elif keyed is not None:
+        restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id, owned=assignment.owned,
+                                  reader=read_state_handle)
+        for blob in assignment.keyed_handles:
+            keyed, timers = pickle.loads(read_state_handle(blob))
+            if keyed is not None:
                 restore.keyed.append(keyed)
             for key_group, group_timers in timers.items():
                 restore.timers.setdefault(key_group, {})
                 for domain, items in group_timers.items():
                     restore.timers[key_group].setdefault(domain, []).extend(items)
-        if len(natives) == 1 and natives[0].key_group_range == self._task_key_groups():
-            restore.native_base = natives[0]  # same key groups: the restored files are the next diff's base
-            self._native_uploads.record(operator_id, assignment.checkpoint_id, natives[0].sst_files)
-        restore.operator_state = self._share_of_operator_state(assignment)
+        per_old_subtask = [[pickle.loads(read_state_handle(handle)) for handle in handles]
+                           for handles in assignment.operator_handles]
+        restore.operator_state = share_of_operator_state(per_old_subtask, assignment.old_parallelism,
+                                                         info.subtask_index, info.parallelism)
         return restore
 
-    def _task_key_groups(self) -> range:
-        from fluvial.common.key_groups import key_group_range_for_operator
 
-        info = self._task.info
-        return key_group_range_for_operator(info.max_parallelism, info.parallelism, info.subtask_index)
-
-    def _share_of_operator_state(self, assignment: RestoreAssignment) -> dict[str, list]:
-        from fluvial.checkpoint.storage import read_state_handle
-
-        info = self._task.info
-        per_old_subtask = [
-            [pickle.loads(read_state_handle(handle)) for handle in handles]
-            for handles in assignment.operator_handles
-        ]
-        if assignment.old_parallelism == info.parallelism:
-            own = per_old_subtask[info.subtask_index] if info.subtask_index < len(per_old_subtask) else []
-            merged: dict[str, list] = {}
-            for state in own:
-                for name, items in state.items():
-                    merged.setdefault(name, []).extend(items)
-            return merged
-        union: dict[str, list] = {}
-        for states in per_old_subtask:
-            for state in states:
-                for name, items in state.items():
-                    union.setdefault(name, []).extend(items)
-        return {
-            name: list(items) if name.startswith(UNION_PREFIX) else items[info.subtask_index::info.parallelism]
-            for name, items in union.items()
-        }
+def _discard(snapshots: list[OperatorSnapshot]) -> None:
+    """Give back what pending snapshots hold (e.g. a native checkpoint's local directory)."""
+    for snapshot in snapshots:
+        if snapshot.keyed is not None:
+            try:
+                snapshot.keyed.discard()
+            except Exception:  # noqa: BLE001 - cleanup only
+                logger.debug("discarding a pending snapshot failed", exc_info=True)

@@ -21,11 +21,14 @@ EMPTY_WAIT_SECONDS = 0.1
 
 
 class TaskExecutor:
-    def __init__(self, name: str) -> None:
+    """`clock`: the wall clock (ms) timers are due against; a test may pass a ManualClock."""
+
+    def __init__(self, name: str, clock: Callable[[], int] = current_millis) -> None:
         self.name = name
+        self.clock = clock
         self._tasks: list[Any] = []
         self._incoming: list[Any] = []
-        self._timers: list[tuple[int, int, Any, Callable[[int], None]]] = []
+        self._timers: list[tuple[int, int, Any, Callable[[int], None], str]] = []
         self._timer_seq = itertools.count()
         self._lock = threading.Lock()
         self._event = threading.Event()
@@ -44,11 +47,11 @@ class TaskExecutor:
             self._incoming.append(task)
         self.wake()
 
-    def schedule(self, timestamp: int, task: Any, callback: Callable[[int], None]) -> None:
-        """Run `callback(now)` on this thread once the wall clock reaches `timestamp` (ms), if the task still
-        runs then. Thread-safe."""
+    def schedule(self, timestamp: int, task: Any, callback: Callable[[int], None], label: str = "") -> None:
+        """Run `callback(now)` on this thread once the clock reaches `timestamp` (ms), if the task still runs
+        then; a failure is labelled with `label` (the operator that registered it). Thread-safe."""
         with self._lock:
-            heapq.heappush(self._timers, (timestamp, next(self._timer_seq), task, callback))
+            heapq.heappush(self._timers, (timestamp, next(self._timer_seq), task, callback, label))
         self.wake()
 
     def shutdown(self, timeout: float = 5.0) -> None:
@@ -71,11 +74,11 @@ class TaskExecutor:
     def _fire_due_timers(self) -> float | None:
         """Fire due timers; return seconds until the next one (None: no timers)."""
         timers = self._timers
-        now = current_millis()
+        now = self.clock()
         while timers and timers[0][0] <= now:
             with self._lock:
-                _, _, task, callback = heapq.heappop(timers)
-            task.run_timer(callback, now)
+                _, _, task, callback, label = heapq.heappop(timers)
+            task.run_timer(callback, now, label)
         return (timers[0][0] - now) / 1000 if timers else None
 
     def _run(self) -> None:
@@ -106,16 +109,18 @@ class TaskExecutor:
 
 
 class TaskProcessingTimeService:
-    """One task's view of its executor's clock and timers (the ProcessingTimeService of `timers.py`)."""
+    """One operator's view of its task executor's clock and timers (the ProcessingTimeService of `timers.py`);
+    `label` names the operator in the error if a callback raises."""
 
-    __slots__ = ("_executor", "_task")
+    __slots__ = ("_executor", "_task", "_label")
 
-    def __init__(self, executor: TaskExecutor, task: Any) -> None:
+    def __init__(self, executor: TaskExecutor, task: Any, label: str = "") -> None:
         self._executor = executor
         self._task = task
+        self._label = label
 
     def current_processing_time(self) -> int:
-        return current_millis()
+        return self._executor.clock()
 
     def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> None:
-        self._executor.schedule(timestamp, self._task, callback)
+        self._executor.schedule(timestamp, self._task, callback, self._label)

@@ -23,25 +23,26 @@ class StepResult(enum.Enum):
 
 
 class SourceInput:
-    """Reads the splits assigned to this subtask; `poll` never blocks (the reader's contract). With a
-    watermark strategy, records get timestamps and the subtask emits watermarks (per-event, and periodically
-    every `auto_watermark_interval` ms through the processing-time service); at the end, the final watermark."""
+    """Reads the splits assigned to this subtask; `poll` never blocks (the reader's contract). Records go
+    straight into the output of the chain's source position. With a watermark strategy, records get
+    timestamps and the subtask emits watermarks (per event, and periodically every `auto_watermark_interval`
+    ms through the processing-time service); at the end, the final watermark."""
 
-    def __init__(self, source: Any, task_info: Any, watermark_strategy: Any = None,
-                 auto_watermark_interval: int = 200, processing_time: Any = None, output: Any = None) -> None:
+    def __init__(self, source: Any, reader_context: Any, output: Any, watermark_strategy: Any = None,
+                 auto_watermark_interval: int = 200, processing_time: Any = None) -> None:
         self._source = source
-        self._task_info = task_info
+        self._context = reader_context
+        self._output = output
+        self._collect = output.collect
         self._strategy = watermark_strategy
         self._interval = auto_watermark_interval
         self._processing_time = processing_time
-        self._output = output
         self._watermarks: Any = None
-        self._split_of: Callable[[], Any] = lambda: None
         self.reader: Any = None
 
     def open(self, restored_splits: list | None = None) -> None:
         """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
-        info = self._task_info
+        info = self._context
         if restored_splits is not None:
             splits = list(restored_splits)
         else:
@@ -49,28 +50,21 @@ class SourceInput:
                                    info.subtask_index)
         self.reader = self._source.create_reader(info)
         self.reader.add_splits(splits)
-        self._split_of = getattr(self.reader, "current_split_id", self._split_of)
-        if self._strategy is not None and self._output is not None:
+        if self._strategy is not None:
             from fluvial.runtime.source_watermarks import SourceWatermarks
 
-            self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark, self._emit_status)
+            self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark,
+                                                self._output.emit_watermark_status)
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
     def snapshot_splits(self, checkpoint_id: int) -> list:
         splits = list(self.reader.snapshot_state())
-        on_snapshot = getattr(self.reader, "on_snapshot", None)
-        if on_snapshot is not None:
-            on_snapshot(checkpoint_id)
+        self.reader.on_snapshot(checkpoint_id)
         return splits
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        notify = getattr(self.reader, "notify_checkpoint_complete", None)
-        if notify is not None:
-            notify(checkpoint_id)
-
-    def _emit_status(self, status: WatermarkStatus) -> None:
-        self._output.emit_watermark_status(status)
+        self.reader.notify_checkpoint_complete(checkpoint_id)
 
     def _schedule_periodic(self, now: int) -> None:
         self._processing_time.register_timer(now + self._interval, self._on_periodic)
@@ -80,21 +74,21 @@ class SourceInput:
             self._watermarks.on_periodic_emit()
             self._schedule_periodic(now)
 
-    def step(self, head: Callable[[RecordBatch], None]) -> StepResult:
+    def step(self) -> StepResult:
         values = self.reader.poll(SOURCE_BATCH_SIZE)
         if values is None:
             if self._watermarks is not None:
                 self._watermarks.finish()
                 self._watermarks = None
-            elif self._output is not None:
+            else:
                 self._output.emit_watermark(Watermark(MAX_WATERMARK))
             return StepResult.END_OF_INPUT
         if not values:
             return StepResult.IDLE
         if self._watermarks is None:
-            head(RecordBatch(values))
+            self._collect(RecordBatch(values))
         else:
-            self._watermarks.process(self._split_of(), values, head)
+            self._watermarks.process(self.reader.current_split_id(), values, self._collect)
         return StepResult.PROGRESS
 
     def close(self) -> None:
@@ -104,10 +98,10 @@ class SourceInput:
 
 class InputWatermarks:
     """The event-time clock of a task with network inputs: one WatermarkValve per logical input (a union is one
-    input; a two-input operator has two), forwarding to the head only when an input's minimum advances, and
-    the task's idleness (all inputs idle) broadcast downstream."""
+    input; a two-input operator has two), forwarding to that input of the head only when the input's minimum
+    advances, and telling it when the input as a whole becomes idle or active again."""
 
-    def __init__(self, head: Any, type_numbers: list[int], writers: list[Any]) -> None:
+    def __init__(self, head: Any, type_numbers: list[int]) -> None:
         self._route: list[tuple[int, int]] = []
         counts: dict[int, int] = {}
         for type_number in type_numbers:
@@ -115,13 +109,7 @@ class InputWatermarks:
             counts[type_number] = counts.get(type_number, 0) + 1
         self._counts = counts
         self._valves: dict[int, Any] = {}
-        self._targets = {
-            type_number: getattr(head, "process_watermark" if type_number == 0 else f"process_watermark{type_number}")
-            for type_number in counts
-        }
-        self._writers = writers
-        self._input_idleness = getattr(head, "input_idleness", None)
-        self._idle = False
+        self._inputs = {type_number: head.input(type_number) for type_number in counts}
 
     def _valve(self, type_number: int) -> Any:
         valve = self._valves.get(type_number)
@@ -135,25 +123,21 @@ class InputWatermarks:
         type_number, local = self._route[channel_index]
         advanced = self._valve(type_number).input_watermark(local, watermark.timestamp)
         if advanced is not None:
-            self._targets[type_number](Watermark(advanced))
+            self._inputs[type_number].process_watermark(Watermark(advanced))
 
     def on_status(self, channel_index: int, status: WatermarkStatus) -> None:
         type_number, local = self._route[channel_index]
         valve = self._valve(type_number)
         was_idle = valve.is_idle()
+        target = self._inputs[type_number]
         if status.idle:
             advanced = valve.mark_idle(local)
             if advanced is not None:
-                self._targets[type_number](Watermark(advanced))
+                target.process_watermark(Watermark(advanced))
         else:
             valve.mark_active(local)
-        if type_number and valve.is_idle() != was_idle and self._input_idleness is not None:
-            self._input_idleness(type_number, valve.is_idle())
-        idle = all(self._valve(t).is_idle() for t in self._counts)
-        if idle != self._idle:
-            self._idle = idle
-            for writer in self._writers:
-                writer.broadcast_event(WatermarkStatus(idle=idle))
+        if valve.is_idle() != was_idle:
+            target.process_status(WatermarkStatus(idle=valve.is_idle()))
 
 
 class NetworkInput:
@@ -166,6 +150,7 @@ class NetworkInput:
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
                  watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None,
                  barriers: Any = None) -> None:
+        """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once."""
         self._channels = list(channels)
         self._dispatch = list(dispatch)
         self._all_open = list(range(len(channels)))
@@ -193,7 +178,7 @@ class NetworkInput:
                 return item, index
         return None, -1
 
-    def step(self, head: Any) -> StepResult:
+    def step(self) -> StepResult:
         progressed = False
         for _ in range(ITEMS_PER_STEP):
             item, index = self._poll()

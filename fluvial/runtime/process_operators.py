@@ -8,11 +8,17 @@ from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.datastream import functions as f
-from fluvial.runtime.operators import StreamOperator, explain_unhashable_key, key_function, user_method
-from fluvial.runtime.output import split_side_outputs
 from fluvial.datastream.timerservice import TimeDomain
+from fluvial.runtime.operators import (
+    StreamOperator,
+    TwoInputStreamOperator,
+    explain_unhashable_key,
+    key_function,
+    user_method,
+)
+from fluvial.runtime.output import split_side_outputs
 from fluvial.runtime.records import RecordBatch, Watermark
-from fluvial.runtime.timers import InternalTimerService, KeyedTimerService, NonKeyedTimerService, Timer
+from fluvial.runtime.timers import KeyedTimerService, NonKeyedTimerService, Timer
 
 
 class ProcessContext(f.KeyedProcessFunction.OnTimerContext, f.KeyedCoProcessFunction.OnTimerContext):
@@ -43,17 +49,18 @@ class ProcessContext(f.KeyedProcessFunction.OnTimerContext, f.KeyedCoProcessFunc
 
 
 class _PerRecordOperator(StreamOperator):
-    """Shared driver: run `call(value)` for each record of a batch, gather results, emit main and side."""
+    """Shared driver: run `call(value)` for each record of a batch, gather results, emit main and side. Keyed
+    ones have timers (KeyedTimerService); unkeyed ones only the clocks, as in Flink."""
+
+    uses_timers = True
 
     def open(self) -> None:
         super().open()
-        processing_time = self.context.processing_time_service
-        self.timers: InternalTimerService | None = None
-        if self.keyed_backend is not None:
-            self.timers = InternalTimerService(self.keyed_backend, self, processing_time)
+        if self.timers is not None:
             timer_service: Any = KeyedTimerService(self.timers)
         else:
-            timer_service = NonKeyedTimerService(processing_time, lambda: self.current_watermark, self.name)
+            timer_service = NonKeyedTimerService(self.context.processing_time_service,
+                                                 lambda: self.current_watermark, self.name)
         self.ctx = ProcessContext(self.keyed_backend, timer_service)
         self._emit = self.output.collect
 
@@ -139,7 +146,7 @@ class KeyedProcessOperator(ProcessOperator):
         self._key = key_function(self.spec.key_selector)
 
 
-class _TwoInputOperator(_PerRecordOperator):
+class _TwoInputOperator(TwoInputStreamOperator, _PerRecordOperator):
     """Base of two-input operators: `method1`/`method2` name the user function's per-input methods."""
 
     method1 = ""
@@ -156,9 +163,6 @@ class _TwoInputOperator(_PerRecordOperator):
             self._call2 = lambda value: m2(value, ctx)
         else:
             self._call1, self._call2 = m1, m2
-        from fluvial.runtime.watermarks import MultiInputWatermark
-
-        self._input_clocks = MultiInputWatermark()
         self._key1 = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
         self._key2 = key_function(self.spec.key_selector2) if self.spec.key_selector2 is not None else None
 
@@ -167,28 +171,6 @@ class _TwoInputOperator(_PerRecordOperator):
 
     def process_batch2(self, batch: RecordBatch) -> None:
         self.run(batch, self._call2, self._key2)
-
-    def process_batch(self, batch: RecordBatch) -> None:
-        raise InvalidJobError(f"'{self.name}' has two inputs; records must arrive on input 1 or 2")
-
-    def process_watermark1(self, watermark: Watermark) -> None:
-        self._input_watermark(1, watermark)
-
-    def process_watermark2(self, watermark: Watermark) -> None:
-        self._input_watermark(2, watermark)
-
-    def _input_watermark(self, input_number: int, watermark: Watermark) -> None:
-        """The operator's clock is the minimum of both inputs' clocks (DESIGN 2.4)."""
-        combined = self._input_clocks.update(input_number - 1, watermark.timestamp)
-        if combined is not None:
-            self.process_watermark(Watermark(combined))
-
-    def input_idleness(self, input_number: int, idle: bool) -> None:
-        """An idle input leaves the minimum until it is active again."""
-        clocks = self._input_clocks
-        combined = clocks.mark_idle(input_number - 1) if idle else clocks.mark_active(input_number - 1)
-        if combined is not None:
-            self.process_watermark(Watermark(combined))
 
 
 class CoMapOperator(_TwoInputOperator):

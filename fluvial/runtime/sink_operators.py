@@ -23,19 +23,24 @@ class SinkWriterOperator(StreamOperator):
     output is committed at end of input.
     """
 
+    def initialize_state(self, restore: Any) -> None:
+        """The writer's state and the committables a checkpoint recorded; those are committed again at open
+        (commit is idempotent), so prepared output survives a failure."""
+        self._restored_state = restore.operator_state if restore is not None else None
+        self._pending: dict[int, list] = {}
+
     def open(self) -> None:
         sink = self.spec.function
-        restore = getattr(self, "_restored", None)
-        state = restore.operator_state if restore is not None else {}
-        self._pending: dict[int, list] = {}
-        self._writer = sink.create_writer(self.context.task_info, state.get("writer") if restore else None)
+        state = self._restored_state or {}
+        self._writer = sink.create_writer(self.context.task_info,
+                                          state.get("writer") if self._restored_state is not None else None)
+        self._write_batch = self._writer.write_batch
         recovered = state.get("committables", [])
         if recovered:
             sink.commit(recovered)
-        self.process_batch = lambda batch: self._writer.write_batch(batch.values)  # type: ignore[method-assign]
 
-    def process_batch(self, batch: RecordBatch) -> None:  # replaced in open()
-        raise AssertionError("process_batch before open")
+    def process_batch(self, batch: RecordBatch) -> None:
+        self._write_batch(batch.values)
 
     def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
         writer = self._writer
@@ -54,7 +59,7 @@ class SinkWriterOperator(StreamOperator):
         for cid in done:
             del self._pending[cid]
 
-    def end_input(self) -> None:
+    def finish(self) -> None:
         self._writer.flush(True)
         committables = [c for cid in sorted(self._pending) for c in self._pending[cid]]
         committables.extend(self._writer.prepare_commit())
@@ -124,7 +129,7 @@ class PrintOperator(StreamOperator):
             text = "".join([f"{prefix}{self._format(value, type_info)}\n" for value in batch.values])
         stream.write(text)
 
-    def end_input(self) -> None:
+    def finish(self) -> None:
         (sys.stderr if self.spec.to_stderr else sys.stdout).flush()
 
 

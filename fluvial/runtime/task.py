@@ -1,45 +1,44 @@
-"""Task: runs one subtask of a JobVertex — its input, its OperatorChain and its record writers — in steps
-driven by the one thread that owns it (DESIGN 4). Its lifecycle is an explicit state machine.
+"""Task: runs one attempt of one subtask of a JobVertex — its input, its OperatorChain and its record writers —
+in steps driven by the one thread that owns it (DESIGN 4). Its lifecycle is an explicit state machine
+(ExecutionState, guarded).
 
 Protocol, numbered:
-1. CREATED → `open()` builds the chain, the writers and the input, opens operators → RUNNING.
+1. CREATED → INITIALIZING: `open()` builds the writers, the chain and the input, restores the operators'
+   state (or initializes it empty) and opens them → RUNNING.
 2. `step()` runs pending mails, then (if every output channel has room) one bounded input step.
-3. When input ends: operators are flushed head to tail, END_OF_INPUT goes to every output channel, operators
+3. When input ends: operators finish head to tail, END_OF_INPUT goes to every output channel, operators
    close → FINISHED.
-4. An exception anywhere → operators close, FAILED, the listener hears which operator raised it.
+4. An exception anywhere → operators close, FAILED; the listener hears which operator raised it (the label
+   the chain boundary put on the error, else the chain's head).
 5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
+Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
 """
 
 from __future__ import annotations
 
-import enum
+import logging
+import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, Protocol
 
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.common.task_info import TaskInfo
+from fluvial.datastream.connectors.source import SourceReaderContext
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
 from fluvial.runtime.channels import ChannelRegistry
+from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
-from fluvial.runtime.operators import FusedStatelessOperator, StreamOperator
+from fluvial.runtime.operators import failing_operator, label_failure
 from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
 
-
-class TaskState(enum.Enum):
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FINISHED = "FINISHED"
-    CANCELED = "CANCELED"
-    FAILED = "FAILED"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in (TaskState.FINISHED, TaskState.CANCELED, TaskState.FAILED)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,13 @@ class TaskFailure:
 
     error: BaseException
     operator_name: str
-    task_name_with_subtasks: str
+    task_name: str
     traceback_text: str
 
 
 @dataclass
 class TaskSpec:
-    """Everything a TaskManager needs to run one subtask; built by the JobMaster."""
+    """Everything a TaskManager needs to run one subtask attempt; built by the JobMaster."""
 
     job_id: str
     vertex: JobVertex
@@ -66,47 +65,49 @@ class TaskSpec:
     auto_watermark_interval: int = 200
     checkpointing: Any = None  # TaskCheckpointSettings when the job takes checkpoints
     restore: dict[str, Any] | None = None  # operator id -> the RestoreAssignment it restores from
-    function_templates: dict[int, Any] | None = None  # node id -> pristine function, for restarted attempts
+    function_templates: dict[int, Any] | None = None  # node id -> pristine function, for copies
     state_backend: Any = None  # the job's StateBackend description
+    receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
 
     @property
     def execution_key(self) -> tuple[int, int]:
         return (self.vertex.id, self.subtask_index)
 
 
-StateListener = Callable[["Task", TaskState, TaskFailure | None], None]
+class TaskStateListener(Protocol):
+    """Hears every state a task reports (its TaskManager, which tells the JobMaster)."""
+
+    def task_state_changed(self, task: "Task", state: ExecutionState, failure: TaskFailure | None) -> None: ...
+
+
+@dataclass
+class TaskServices:
+    """What a TaskManager gives each task it runs (Flink's task Environment)."""
+
+    channels: ChannelRegistry
+    executor: Any  # the TaskExecutor whose thread owns the task
+    listener: TaskStateListener
+    collect_target: Any = None
+    checkpoint_storage: Any = None  # a CheckpointStorageProvider, when the job takes checkpoints
+    checkpoint_io: Any = None  # the executor of asynchronous snapshot parts
+    checkpoint_responder: Any = None  # the CheckpointResponder that answers the JobMaster
+    receivers: Any = None  # ReceiverStreams of the task's job, for receiver sources
 
 
 class Task:
-    def __init__(self, spec: TaskSpec, channels: ChannelRegistry, executor: Any,
-                 listener: StateListener, collect_target: Any = None, checkpoint_services: Any = None) -> None:
+    def __init__(self, spec: TaskSpec, services: TaskServices) -> None:
         self.spec = spec
-        self.state = TaskState.CREATED
-        self.mailbox = Mailbox(executor.wake)
-        self._channels = channels
-        self._wake = executor.wake
-        self.processing_time = TaskProcessingTimeService(executor, self)
-        self._listener = listener
-        self._collect_target = collect_target
+        self.state = ExecutionState.CREATED
+        self._services = services
+        self._executor = services.executor
+        self.mailbox = Mailbox(self._executor.wake)
         vertex = spec.vertex
         self.info = TaskInfo(spec.job_id, vertex.name, spec.subtask_index, vertex.parallelism,
                              vertex.max_parallelism, spec.attempt)
-        self.checkpointer: Any = None  # a SubtaskCheckpointer when the job checkpoints or restores
-        if spec.checkpointing is not None or spec.restore:
-            from fluvial.runtime.checkpointing import SubtaskCheckpointer
-
-            services = checkpoint_services
-            self.checkpointer = SubtaskCheckpointer(
-                self,
-                services.storage(spec.job_id, spec.checkpointing.storage if spec.checkpointing else None),
-                lambda directory: services.savepoint_storage(directory, spec.job_id),
-                services.pool(),
-                lambda cid, states: services.acknowledge(self, cid, states),
-                lambda cid, reason: services.decline(self, cid, reason),
-            )
         self.chain: OperatorChain | None = None
         self.writers: list[RecordWriter] = []
         self.input: Any = None
+        self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
         self._closed = False
 
     @property
@@ -116,122 +117,147 @@ class Task:
     # -- lifecycle --------------------------------------------------------------------------------------------
 
     def open(self) -> None:
+        """Step 1, on the executor thread."""
         try:
+            self._move(ExecutionState.INITIALIZING)
             self._build()
-            restored_splits = self._restore_operators()
+            restores = self._load_restores()
+            restored_splits = self._restored_splits(restores)
+            self.chain.initialize_state(restores.get)
             self.chain.open()
             if isinstance(self.input, SourceInput):
                 self.input.open(restored_splits)
-            else:
-                self.input.open()
-            self._set_state(TaskState.RUNNING)
+            self._set_state(ExecutionState.RUNNING)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
 
     def _build(self) -> None:
-        spec = self.spec
+        spec, services = self.spec, self._services
+        wake = self._executor.wake
         writers: dict[str, RecordWriter] = {}
         for output in spec.outputs:
-            channels = [self._channels.get(cid) for cid in output.channel_ids]
+            channels = [services.channels.get(cid) for cid in output.channel_ids]
             for channel in channels:
-                channel.set_producer_waker(self._wake)
+                channel.set_producer_waker(wake)
             writers[output.dataset_id] = RecordWriter(output, channels, spec.subtask_index)
         self.writers = list(writers.values())
         self.chain = OperatorChain(spec.vertex, self._operator_context, writers, spec.function_templates)
         head = self.chain.head
+        source_input = None
         if spec.vertex.is_source:
             source_spec = spec.vertex.head.operator
-            self.input = SourceInput(source_spec.function, self.info, source_spec.watermark_strategy,
-                                     spec.auto_watermark_interval, self.processing_time, head.output)
-            return
+            info = self.info
+            reader_context = SourceReaderContext(info.job_id, info.task_name, info.subtask_index, info.parallelism,
+                                                 info.max_parallelism, info.attempt_number, services.receivers)
+            self.input = source_input = SourceInput(
+                source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
+                spec.auto_watermark_interval, self._processing_time(head.name))
+        if spec.checkpointing is not None:
+            from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
+
+            self.checkpointer = SubtaskCheckpointCoordinator(
+                self.chain, self.writers, source_input, services.checkpoint_storage, services.checkpoint_io,
+                services.checkpoint_responder, self.info)
+        if source_input is None:
+            self.input = self._network_input(head)
+
+    def _network_input(self, head: Any) -> NetworkInput:
+        spec = self.spec
         channels, dispatch, type_numbers = [], [], []
         for input_spec in spec.inputs:
-            channel = self._channels.get(input_spec.channel_id)
-            channel.set_consumer_waker(self._wake)
+            channel = self._services.channels.get(input_spec.channel_id)
+            channel.set_consumer_waker(self._executor.wake)
             channels.append(channel)
-            dispatch.append(_dispatcher(head, input_spec.type_number))
+            dispatch.append(head.input(input_spec.type_number).process_batch)
             type_numbers.append(input_spec.type_number)
         writers = self.writers
         writable = (lambda: all(writer.writable() for writer in writers)) if writers else None
         barriers = None
-        if self.checkpointer is not None and spec.checkpointing is not None:
-            checkpointer = self.checkpointer
-            from fluvial.checkpoint.alignment import BarrierHandler
+        if self.checkpointer is not None:
+            from fluvial.runtime.alignment import BarrierHandler
 
-            barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, checkpointer.perform,
-                                      lambda cid: checkpointer._decline(cid, "a newer barrier overtook it"))
-        self.input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers, writers), writable,
-                                  barriers)
+            barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, self.checkpointer)
+        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers)
+
+    def _processing_time(self, label: str) -> TaskProcessingTimeService:
+        return TaskProcessingTimeService(self._executor, self, label)
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
-                               self._collect_target, self.processing_time, self.spec.auto_watermark_interval,
-                               node.operator_id, self.spec.state_backend)
+                               self._services.collect_target, self._processing_time(node.name),
+                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend)
 
-    def _restore_operators(self) -> list | None:
-        """Hand each operator its share of the checkpoint before it opens; return a source's split positions."""
+    def _load_restores(self) -> dict[str, Any]:
+        """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
         restore = self.spec.restore
         if not restore:
-            return None
-        restored_splits = None
-        for operator in self.chain.order:
-            assignment = restore.get(operator.context.operator_id)
-            if assignment is None:
-                continue
-            state = self.checkpointer.load(assignment, operator.context.operator_id)
-            if operator is self.chain.head and self.spec.vertex.is_source:
-                from fluvial.runtime.checkpointing import SOURCE_SPLITS
+            return {}
+        from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
-                restored_splits = state.operator_state.pop(SOURCE_SPLITS, [])
-            operator.initialize_state(state)
-        if self.spec.vertex.is_source and restored_splits is None:
-            head_id = self.chain.head.context.operator_id
-            restored_splits = [] if head_id in restore else None
-        return restored_splits
+        return {operator_id: SubtaskCheckpointCoordinator.load(assignment, operator_id, self.info)
+                for operator_id, assignment in restore.items()}
+
+    def _restored_splits(self, restores: dict[str, Any]) -> list | None:
+        """A restored source's split positions (taken out of its operator state); None for a fresh start."""
+        if not self.spec.vertex.is_source or not self.spec.restore:
+            return None
+        from fluvial.runtime.checkpointing import SOURCE_SPLITS
+
+        head = restores.get(self.chain.head.context.operator_id)
+        if head is None:
+            return [] if self.chain.head.context.operator_id in self.spec.restore else None
+        return head.operator_state.pop(SOURCE_SPLITS, [])
 
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None) -> None:
-        self.mailbox.put(lambda: self._trigger_checkpoint(checkpoint_id, timestamp, savepoint_dir))
+        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir))
 
     def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
-        if self.state is not TaskState.RUNNING or self.checkpointer is None:
-            if self.checkpointer is not None:
-                self.checkpointer._decline(checkpoint_id, f"task {self.name} is {self.state.value}")
+        if self.checkpointer is None:
+            return
+        if self.state is not ExecutionState.RUNNING:
+            reason = (CheckpointFailureReason.DECLINED_TASK_CLOSING if self.state.is_terminal
+                      else CheckpointFailureReason.DECLINED_TASK_NOT_READY)
+            self.checkpointer.abort_checkpoint(checkpoint_id, reason, f"{self.name} is {self.state.value}")
             return
         try:
-            self.checkpointer.perform(CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir))
+            self.checkpointer.checkpoint_state(CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir))
         except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
             self._fail(exc)
 
-    def notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
-        self.mailbox.put(lambda: self._notify_checkpoint(checkpoint_id, completed))
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.mailbox.put(partial(self._notify_checkpoint, checkpoint_id, True))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.mailbox.put(partial(self._notify_checkpoint, checkpoint_id, False))
 
     def _notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
-        if self.state is not TaskState.RUNNING or self.chain is None:
+        if self.state is not ExecutionState.RUNNING:
             return
         try:
-            for operator in self.chain.order:
-                if completed:
-                    operator.notify_checkpoint_complete(checkpoint_id)
-                else:
-                    operator.notify_checkpoint_aborted(checkpoint_id)
-            if completed and isinstance(self.input, SourceInput):
-                self.input.notify_checkpoint_complete(checkpoint_id)
+            if completed:
+                self.chain.notify_checkpoint_complete(checkpoint_id)
+                if isinstance(self.input, SourceInput):
+                    self.input.notify_checkpoint_complete(checkpoint_id)
+            else:
+                self.chain.notify_checkpoint_aborted(checkpoint_id)
         except BaseException as exc:  # noqa: BLE001
             self._fail(exc)
+
+    # -- running ----------------------------------------------------------------------------------------------
 
     def step(self) -> StepResult:
         """One bounded unit of work on the owner thread. Never raises: failures become FAILED."""
         if self.mailbox.has_mail():
             self.mailbox.run_pending()
-        if self.state is not TaskState.RUNNING:
+        if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
         for writer in self.writers:
             if not writer.writable():
                 return StepResult.BLOCKED
         try:
-            result = self.input.step(self.chain.head.process_batch)
+            result = self.input.step()
             if result is StepResult.END_OF_INPUT:
                 self._finish()
             return result
@@ -239,23 +265,25 @@ class Task:
             self._fail(exc)
             return StepResult.END_OF_INPUT
 
-    def run_timer(self, callback: Callable[[int], None], now: int) -> None:
-        """A processing-time callback, on the owner thread; skipped once the task stopped running."""
-        if self.state is not TaskState.RUNNING:
+    def run_timer(self, callback: Callable[[int], None], now: int, label: str) -> None:
+        """A processing-time callback of operator `label`, on the owner thread; skipped once the task stopped
+        running."""
+        if self.state is not ExecutionState.RUNNING:
             return
         try:
             callback(now)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
+            label_failure(exc, label)
             self._fail(exc)
 
     def _finish(self) -> None:
-        self.chain.end_input()
+        self.chain.finish()
         for writer in self.writers:
             writer.broadcast_event(END_OF_INPUT)
         errors = self._close()
         if errors:
             raise errors[0]
-        self._set_state(TaskState.FINISHED)
+        self._set_state(ExecutionState.FINISHED)
 
     def cancel(self) -> None:
         """Thread-safe: the owner thread closes the task at its next step."""
@@ -264,7 +292,7 @@ class Task:
     def _cancel_now(self) -> None:
         if not self.state.is_terminal:
             self._close()
-            self._set_state(TaskState.CANCELED)
+            self._set_state(ExecutionState.CANCELED)
 
     def _close(self) -> list[BaseException]:
         """Close operators and input once: a close that raised while finishing must not run again in _fail."""
@@ -282,45 +310,15 @@ class Task:
     def _fail(self, exc: BaseException) -> None:
         if self.state.is_terminal:
             return
-        operator_name = _raising_operator_name(exc) or self.spec.vertex.name
+        head = self.chain.head.name if self.chain is not None else self.spec.vertex.name
+        operator_name = failing_operator(exc) or head
         self._close()
-        import traceback
-
         text = "".join(traceback.format_exception(exc))
-        failure = TaskFailure(exc, operator_name, self.name, text)
-        self._set_state(TaskState.FAILED, failure)
+        self._set_state(ExecutionState.FAILED, TaskFailure(exc, operator_name, self.name, text))
 
-    def _set_state(self, state: TaskState, failure: TaskFailure | None = None) -> None:
-        self.state = state
-        self._listener(self, state, failure)
+    def _move(self, state: ExecutionState) -> None:
+        self.state = checked_transition(self.state, state, f"task {self.name} attempt {self.spec.attempt}")
 
-
-def _dispatcher(head: Any, type_number: int) -> Callable[[Any], None]:
-    if type_number == 1:
-        return lambda batch: head.process_batch1(batch)
-    if type_number == 2:
-        return lambda batch: head.process_batch2(batch)
-    return lambda batch: head.process_batch(batch)
-
-
-def _raising_operator_name(exc: BaseException) -> str | None:
-    """The innermost operator on the failing call stack: whose user code raised. In a fused run of
-    operators, the member whose user function's code is on the stack."""
-    found = None
-    codes = []
-    tb = exc.__traceback__
-    while tb is not None:
-        candidate = tb.tb_frame.f_locals.get("self")
-        if isinstance(candidate, StreamOperator):
-            found, codes = candidate, []
-        codes.append(tb.tb_frame.f_code)
-        tb = tb.tb_next
-    if found is None:
-        return None
-    if isinstance(found, FusedStatelessOperator):
-        for code in codes:
-            name = found.operator_for_code(code)
-            if name is not None:
-                return name
-    return found.name
-
+    def _set_state(self, state: ExecutionState, failure: TaskFailure | None = None) -> None:
+        self._move(state)
+        self._services.listener.task_state_changed(self, state, failure)

@@ -34,7 +34,7 @@ from fluvial.datastream.window_triggers import EventTimeTrigger
 from fluvial.runtime.operators import StreamOperator, key_function, user_method
 from fluvial.runtime.output import split_side_outputs
 from fluvial.runtime.records import RecordBatch, Watermark
-from fluvial.runtime.timers import InternalTimerService, Timer
+from fluvial.runtime.timers import Timer
 from fluvial.runtime.window_contexts import (
     AssignerContext,
     ProcessWindowContext,
@@ -52,6 +52,7 @@ _F = t.WindowFunctionKind
 
 class WindowOperator(StreamOperator):
     keyed = True
+    uses_timers = True
 
     # -- setup --------------------------------------------------------------------------------------------------
 
@@ -59,7 +60,6 @@ class WindowOperator(StreamOperator):
         super().open()
         spec: t.WindowSpec = self.spec
         self._open_user_function(spec.window_function)
-        self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service)
         self.assigner = spec.assigner
         self.trigger = spec.trigger or self.assigner.get_default_trigger()
         self.evictor = spec.evictor

@@ -7,7 +7,7 @@ its only user (DESIGN 4: one thread owns a task), so no method locks anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, MutableMapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, MutableMapping, Protocol, Sequence, runtime_checkable
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import State, StateDescriptor, StateKind
@@ -59,6 +59,12 @@ class KeyedStateSnapshot:
         return not self.key_groups
 
 
+class StateReader(Protocol):
+    """Reads the bytes behind a state handle, verified (the checkpoint storage provides it)."""
+
+    def __call__(self, handle: Any) -> bytes: ...
+
+
 @runtime_checkable
 class KeyedStateBackend(Protocol):
     """The runtime's contract with a keyed state backend (heap today, RocksDB later).
@@ -70,10 +76,12 @@ class KeyedStateBackend(Protocol):
        `dispose()` and read `current_key` themselves on every call.
     2. per record: `backend.current_key = key`; then user code calls its handles. Outside a keyed context
        `current_key` is NO_KEY and every handle raises StateError.
-    3. checkpoint (synchronous part): `snapshot()` returns a KeyedStateSnapshot that later processing does not
-       change; writing it to storage is the asynchronous part.
-    4. restore: `restore(snapshots)` before the first record, with the snapshots of any number of old subtasks;
-       the backend keeps the key groups in its own `key_group_range` (this is how rescaling works).
+    3. checkpoint: `snapshot(checkpoint_id, snapshot_type)` is the synchronous part and returns a pending
+       snapshot whose `write(writer)` is the asynchronous part (see `fluvial.state.snapshot`); when the
+       checkpoint completes or is aborted, `notify_checkpoint_complete` / `notify_checkpoint_aborted`.
+    4. restore: `restore(handles, reader)` before the first record, with the handles of any number of old
+       subtasks; the backend keeps the key groups in its own `key_group_range` (this is how rescaling works).
+       `snapshot_key_groups()` / `restore_key_groups(snapshots)` are the same in memory, in canonical form.
     """
 
     max_parallelism: int
@@ -106,9 +114,24 @@ class KeyedStateBackend(Protocol):
         """Call `function(key, state)` for every key with an entry, with `current_key` set to that key."""
         ...
 
-    def snapshot(self) -> KeyedStateSnapshot: ...
+    def snapshot(self, checkpoint_id: int, snapshot_type: Any) -> Any:
+        """The synchronous part of a checkpoint: a PendingKeyedSnapshot (fluvial.state.snapshot)."""
+        ...
 
-    def restore(self, snapshots: list[KeyedStateSnapshot]) -> None: ...
+    def restore(self, handles: Sequence[Any], reader: "StateReader", checkpoint_id: int | None = None,
+                owned: bool = False) -> None:
+        """Restore from KeyedStateHandles. `owned`: the handles belong to this job's own checkpoint (a
+        failover), so an incremental backend may build its next checkpoint on their files; a checkpoint or
+        savepoint of another run is never owned (Flink's NO_CLAIM restore)."""
+        ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None: ...
+
+    def snapshot_key_groups(self) -> KeyedStateSnapshot: ...
+
+    def restore_key_groups(self, snapshots: list[KeyedStateSnapshot]) -> None: ...
 
     def dispose(self) -> None: ...
 

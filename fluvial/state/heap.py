@@ -4,8 +4,8 @@ Layout - why one flat dict per state name:
 key groups are the unit of snapshot and redistribution, not of access. Computing a key's group on every
 access (a stable hash, a mix, a modulo) would cost about 30% of a keyed pipeline's throughput, so the hot path
 never does it: each state name owns ONE plain dict `key -> value`, and a handle call is a dict lookup on
-`backend.current_key`. Key groups are computed only in `snapshot()`, which partitions each dict by key group,
-and `restore()`, which keeps the groups this subtask owns. The price is paid once per entry per checkpoint
+`backend.current_key`. Key groups are computed only when a checkpoint's asynchronous part partitions each
+frozen dict by key group, and at restore, which keeps the groups this subtask owns. The price is paid once per entry per checkpoint
 instead of once per record.
 
 Values are stored as they are: a ListState entry is a Python list appended in place, a MapState entry a dict,
@@ -17,7 +17,7 @@ the plain handles below, untouched by TTL.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import assign_to_key_group
@@ -32,7 +32,15 @@ from fluvial.datastream.state import (
     StateKind,
     ValueState,
 )
-from fluvial.state.backend import NO_KEY, KeyedStateSnapshot, build_state_handle, check_key_groups, no_key_error
+from fluvial.state.backend import (
+    NO_KEY,
+    KeyedStateSnapshot,
+    StateReader,
+    build_state_handle,
+    check_key_groups,
+    no_key_error,
+)
+from fluvial.state.snapshot import KeyGroupsStateHandle, SnapshotType, StateWriter
 from fluvial.state.ttl import IncrementalCleanup, TtlPolicy, TtlValue, build_ttl_handle, layout_for
 
 _MISSING: Any = object()
@@ -389,8 +397,34 @@ class HeapKeyedStateBackend:
         finally:
             self.current_key = previous
 
-    def snapshot(self) -> KeyedStateSnapshot:
-        """Private copies of every table, partitioned by key group: `freeze()` then `to_snapshot()`."""
+    # -- checkpoints (the seam of fluvial.state.snapshot) --------------------------------------------------------
+
+    def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> "FrozenHeapState":
+        """The synchronous part: `freeze()`. Checkpoints and savepoints take the same canonical form here."""
+        return self.freeze()
+
+    def restore(self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None,
+                owned: bool = False) -> None:
+        """Restore from the keyed state handles of any number of old subtasks (canonical or native RocksDB), keeping
+        the key groups of this subtask's range."""
+        snapshots = []
+        for handle in handles:
+            if isinstance(handle, KeyGroupsStateHandle):
+                snapshots.append(handle.to_snapshot(self.key_group_range))
+            else:
+                from fluvial.state.rocksdb_snapshot import native_to_key_groups
+
+                snapshots.append(native_to_key_groups(handle, reader, self.key_group_range))
+        self.restore_key_groups(snapshots)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Nothing to do: every heap checkpoint is complete in itself."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Nothing to do: an aborted heap checkpoint leaves nothing behind in the backend."""
+
+    def snapshot_key_groups(self) -> KeyedStateSnapshot:
+        """Private copies of every table, partitioned by key group, in memory: `freeze()` then partition."""
         return self.freeze().to_snapshot()
 
     def freeze(self) -> "FrozenHeapState":
@@ -412,7 +446,7 @@ class HeapKeyedStateBackend:
                         frozen[key] = _private_copy(value)
             tables[name] = frozen
         kinds = {name: kind.value for name, kind in self._kinds.items()}
-        return FrozenHeapState(self.max_parallelism, tables, kinds)
+        return FrozenHeapState(self.max_parallelism, self.key_group_range, tables, kinds)
 
     def _ttl_snapshot_copy(self, name: str, table: dict, now: int) -> dict[Any, Any]:
         layout = layout_for(self._kinds[name])
@@ -429,7 +463,7 @@ class HeapKeyedStateBackend:
                 entries[key] = layout.private_copy(kept, copy)
         return entries
 
-    def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
+    def restore_key_groups(self, snapshots: list[KeyedStateSnapshot]) -> None:
         """Merge in the key groups of `snapshots` that this subtask owns; the others belong to other subtasks.
 
         Values are copied, so restoring the same snapshot object twice (a test harness, an in-memory
@@ -514,14 +548,24 @@ class _HeapBackendWithRecordCleanup(HeapKeyedStateBackend):
 
 
 class FrozenHeapState:
-    """A heap backend's state frozen for a checkpoint, not yet partitioned by key group."""
+    """A heap backend's state frozen for a checkpoint (the PendingKeyedSnapshot of the heap), not yet
+    partitioned by key group: `write` partitions and pickles it, off the task thread."""
 
-    __slots__ = ("max_parallelism", "_tables", "_kinds")
+    __slots__ = ("max_parallelism", "key_group_range", "_tables", "_kinds")
 
-    def __init__(self, max_parallelism: int, tables: dict[str, dict[Any, Any]], kinds: dict[str, str]) -> None:
+    def __init__(self, max_parallelism: int, key_group_range: range, tables: dict[str, dict[Any, Any]],
+                 kinds: dict[str, str]) -> None:
         self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
         self._tables = tables
         self._kinds = kinds
+
+    def write(self, writer: StateWriter) -> KeyGroupsStateHandle:
+        """The asynchronous part: partition by key group and pickle each group (the handle holds the bytes)."""
+        return KeyGroupsStateHandle.of(self.to_snapshot(), self.key_group_range)
+
+    def discard(self) -> None:
+        self._tables = {}
 
     def to_snapshot(self) -> KeyedStateSnapshot:
         """Partition by key group. This loop runs once per entry per checkpoint, so it inlines the int-key case

@@ -18,17 +18,18 @@ test suite runs over both, tests/contract/test_keyed_state_backends.py):
 5. The WAL is off (Flink's choice): durability comes from checkpoints; a crashed database is never reopened,
    the task restores from its last checkpoint.
 
-Two snapshot paths:
-- `snapshot()` -> KeyedStateSnapshot: the portable, full, by-key-group form shared with the heap backend
-  (savepoints, heap <-> RocksDB moves, rescaling). It reads every entry: cost O(state) on the task thread.
-- `checkpoint_native(id, dir)` -> RocksDBSnapshot: a RocksDB checkpoint (memtable flush + hard links, cheap
-  whatever the size), incremental against the last confirmed checkpoint; see `rocksdb_native` for the upload
-  protocol and `restore_native` for the way back, rescaling included.
+Snapshots (the seam of `fluvial.state.snapshot`, written in `rocksdb_snapshot`): `snapshot(id, type)` takes
+a native checkpoint (memtable flush + hard links, cheap whatever the size) on the task thread; off it, an
+incremental checkpoint uploads the SST files that are new since the last confirmed checkpoint, and a savepoint
+(or a non-incremental checkpoint) is scanned into the portable by-key-group form shared with the heap backend.
+`restore(handles, reader)` takes both forms back, rescaling included (`restore_native` for native files).
+`snapshot_key_groups()` scans the live database in memory.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any, Callable, Iterator, Sequence
 
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
@@ -72,6 +73,8 @@ from fluvial.state.rocksdb_native import (
     list_checkpoint_files,
     remove_database_directory,
 )
+from fluvial.state.rocksdb_snapshot import CanonicalScan, IncrementalUpload, UploadedFiles, download_native
+from fluvial.state.snapshot import IncrementalRocksDBStateHandle, KeyGroupsStateHandle, SnapshotType
 from fluvial.state.ttl import TtlPolicy, layout_for
 
 __all__ = ["RocksDBKeyedStateBackend", "RocksDBSnapshot"]
@@ -158,6 +161,58 @@ _ROCKSDB_HANDLES = {
 }
 
 
+def scan_key_groups(db: Any, max_parallelism: int, by_sid: dict[bytes, tuple[str, StateKind]],
+                    kinds: dict[str, str]) -> KeyedStateSnapshot:
+    """Every entry of `db`, decoded and grouped by key group: one ordered scan.
+
+    Entries arrive sorted by (key group, state id, key), so the target dict changes only when the 4-byte
+    prefix does. Values are freshly unpickled, hence private to the snapshot.
+    """
+    groups: dict[int, dict[str, dict[Any, Any]]] = {}
+    head = META_PREFIX  # no data key starts with it, so the first entry opens its state
+    entries: dict[Any, Any] = {}
+    is_map = False
+    map_prefix = b""
+    mapping: dict[Any, Any] = {}
+    for raw_key, raw_value in _scan(db, DATA_START, META_PREFIX):
+        if not raw_key.startswith(head):
+            head = raw_key[:PREFIX_BYTES]
+            name, kind = by_sid[head[2:]]
+            is_map = kind is StateKind.MAP
+            entries = groups.setdefault(int.from_bytes(head[:2], "big"), {}).setdefault(name, {})
+            map_prefix = b""
+        if not is_map:
+            entries[load(raw_key[PREFIX_BYTES:])] = load(raw_value)
+            continue
+        if not map_prefix or not raw_key.startswith(map_prefix):
+            key, end = split_key(raw_key, PREFIX_BYTES)
+            map_prefix = raw_key[:end]
+            mapping = entries[key] = {}
+        mapping[load(raw_key[len(map_prefix):])] = load(raw_value)
+    return KeyedStateSnapshot(max_parallelism, groups, kinds)
+
+
+def read_checkpoint_meta(directory: str) -> tuple[int | None, dict[bytes, tuple[str, StateKind]], dict[str, str]]:
+    """(max parallelism, state id bytes -> (name, kind), name -> kind value) of a native checkpoint directory."""
+    db = _open_database(directory, read_only=True)
+    try:
+        max_parallelism, states = _read_meta(db)
+    finally:
+        db.close()
+    by_sid = {state_id_bytes(state_id): (name, kind) for name, (state_id, kind) in states.items()}
+    return max_parallelism, by_sid, {name: kind.value for name, (_, kind) in states.items()}
+
+
+def scan_checkpoint(directory: str, max_parallelism: int) -> KeyedStateSnapshot:
+    """The canonical form of a native checkpoint directory (opened read-only; it is not modified)."""
+    _, by_sid, kinds = read_checkpoint_meta(directory)
+    db = _open_database(directory, read_only=True)
+    try:
+        return scan_key_groups(db, max_parallelism, by_sid, kinds)
+    finally:
+        db.close()
+
+
 class RocksDBKeyedStateBackend:
     """Keyed state of one subtask in a RocksDB database at `db_path` (see the module docstring).
 
@@ -169,7 +224,7 @@ class RocksDBKeyedStateBackend:
     __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "_db", "_get",
                  "_put", "_delete", "_serialize", "_group_prefixes", "_cached_key", "_cached_group", "_cached_bytes",
                  "_ids", "_kinds", "_by_sid", "_next_id", "_handles", "_tables", "_disposed", "_pending", "_base_id",
-                 "_base_sst")
+                 "_base_sst", "_uploads")
 
     def __init__(self, max_parallelism: int, key_group_range: range, db_path: str, incremental: bool = True) -> None:
         check_key_groups(max_parallelism, key_group_range)
@@ -196,6 +251,7 @@ class RocksDBKeyedStateBackend:
         self._pending: dict[int, frozenset[str]] = {}  # checkpoint id -> its SST names, until confirmed
         self._base_id: int | None = None  # the confirmed checkpoint new SST files are counted against
         self._base_sst: frozenset[str] = frozenset()
+        self._uploads = UploadedFiles()
 
     def _use_database(self, db: Any) -> None:
         """Make `db` the database; handles call the bound `_get`/`_put`/`_delete` (a pyo3 method lookup per
@@ -362,37 +418,44 @@ class RocksDBKeyedStateBackend:
 
     # -- full snapshots (portable, shared with the heap backend) -------------------------------------------
 
-    def snapshot(self) -> KeyedStateSnapshot:
-        """Every entry, decoded and grouped by key group: one ordered scan of the database.
+    # -- checkpoints (the seam of fluvial.state.snapshot) -------------------------------------------------
 
-        Entries arrive sorted by (key group, state id, key), so the target dict changes only when the 4-byte
-        prefix does. Values are freshly unpickled, hence private to the snapshot.
-        """
-        groups: dict[int, dict[str, dict[Any, Any]]] = {}
-        head = META_PREFIX  # no data key starts with it, so the first entry opens its state
-        entries: dict[Any, Any] = {}
-        is_map = False
-        map_prefix = b""
-        mapping: dict[Any, Any] = {}
-        for raw_key, raw_value in _scan(self._db, DATA_START, META_PREFIX):
-            if not raw_key.startswith(head):
-                head = raw_key[:PREFIX_BYTES]
-                name, kind = self._by_sid[head[2:]]
-                is_map = kind is StateKind.MAP
-                entries = groups.setdefault(int.from_bytes(head[:2], "big"), {}).setdefault(name, {})
-                map_prefix = b""
-            if not is_map:
-                entries[load(raw_key[PREFIX_BYTES:])] = load(raw_value)
-                continue
-            if not map_prefix or not raw_key.startswith(map_prefix):
-                key, end = split_key(raw_key, PREFIX_BYTES)
-                map_prefix = raw_key[:end]
-                mapping = entries[key] = {}
-            mapping[load(raw_key[len(map_prefix):])] = load(raw_value)
+    def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> Any:
+        """The synchronous part: a native checkpoint (hard links). An incremental backend's checkpoint uploads
+        its new files; a savepoint, or any checkpoint of a non-incremental backend, is scanned into canonical
+        form off the task thread."""
+        incremental = self.incremental and snapshot_type is SnapshotType.CHECKPOINT
+        native = self.checkpoint_native(checkpoint_id, f"{self.db_path}.chk-{checkpoint_id}", as_base=incremental)
+        return IncrementalUpload(native, self._uploads) if incremental else CanonicalScan(native)
+
+    def restore(self, handles: Sequence[Any], reader: Callable[[Any], bytes], checkpoint_id: int | None = None,
+                owned: bool = False) -> None:
+        """Restore from canonical and native handles. A native checkpoint of this job's own (`owned`) with exactly
+        this subtask's key groups becomes the base of the next incremental checkpoint; any other is copied in
+        and the next checkpoint uploads everything (Flink's NO_CLAIM: never build on files the job does not own)."""
+        natives = [h for h in handles if isinstance(h, IncrementalRocksDBStateHandle)]
+        canonical = [h.to_snapshot(self.key_group_range) for h in handles if isinstance(h, KeyGroupsStateHandle)]
+        if natives:
+            directories = [download_native(handle, reader) for handle in natives]
+            try:
+                as_base = (owned and checkpoint_id is not None and len(natives) == 1
+                           and natives[0].key_group_range == self.key_group_range)
+                self.restore_native(directories, checkpoint_id if as_base else None)
+                if as_base:
+                    self._uploads.record(checkpoint_id, natives[0].sst_files)
+            finally:
+                for directory in directories:
+                    shutil.rmtree(directory, ignore_errors=True)
+        if canonical:
+            self.restore_key_groups(canonical)
+
+    def snapshot_key_groups(self) -> KeyedStateSnapshot:
+        """Every entry, decoded and grouped by key group: one ordered scan of the live database (on the task
+        thread; checkpoints scan a native checkpoint off it instead, see `snapshot`)."""
         kinds = {name: kind.value for name, kind in self._kinds.items()}
-        return KeyedStateSnapshot(self.max_parallelism, groups, kinds)
+        return scan_key_groups(self._db, self.max_parallelism, self._by_sid, kinds)
 
-    def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
+    def restore_key_groups(self, snapshots: list[KeyedStateSnapshot]) -> None:
         """Write in the key groups of `snapshots` that this subtask owns (heap or RocksDB snapshots alike).
 
         A key's entry replaces any entry it already has, as on the heap (for a map: the whole user map).
@@ -448,7 +511,7 @@ class RocksDBKeyedStateBackend:
 
     # -- native checkpoints (incremental) --------------------------------------------------------------------
 
-    def checkpoint_native(self, checkpoint_id: int, target_dir: str) -> RocksDBSnapshot:
+    def checkpoint_native(self, checkpoint_id: int, target_dir: str, as_base: bool = True) -> RocksDBSnapshot:
         """The synchronous part of a native checkpoint: flush the memtable, then hard-link a RocksDB checkpoint
         into `target_dir` (which must not exist; RocksDB creates it). Milliseconds, whatever the state size.
 
@@ -471,7 +534,8 @@ class RocksDBKeyedStateBackend:
             base_id, new = self._base_id, [name for name in sst_files if name not in self._base_sst]
         else:
             base_id, new = None, list(sst_files)
-        self._pending[checkpoint_id] = frozenset(sst_files)
+        if as_base:  # once confirmed complete, the next incremental checkpoint diffs against it
+            self._pending[checkpoint_id] = frozenset(sst_files)
         return RocksDBSnapshot(checkpoint_id, target_dir, sst_files, other_files, new, base_id,
                                self.max_parallelism, self.key_group_range)
 

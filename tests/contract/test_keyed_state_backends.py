@@ -329,7 +329,7 @@ def test_value_table_is_the_state_of_its_name(backend: Any) -> None:
     assert handle.value() == 10
     handle.update(11)
     assert table["a"] == 11
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert snapshot.state_kinds == {"running": "value"}
     assert snapshot.key_groups[assign_to_key_group("a", MAX_PARALLELISM)]["running"] == {"a": 11}
 
@@ -354,7 +354,7 @@ def test_value_table_read_change_write_back(backend: Any) -> None:
     else:
         table.pop("k2", None)
     assert sorted(table) == ["k1"]
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert _entries(snapshot)["windows"] == {"k1": {(0, 10): [1, 2], (10, 20): [3]}}
 
 
@@ -370,7 +370,7 @@ def test_value_table_of_a_list_and_a_map_state(backend: Any) -> None:
     list_table["k"] = list_table["k"] + [3]
     map_table["k"] = {"b": 2}
     assert list(lists.get()) == [1, 2, 3] and dict(maps.items()) == {"b": 2}
-    assert backend.snapshot().state_kinds == {"l": "list", "m": "map"}
+    assert backend.snapshot_key_groups().state_kinds == {"l": "list", "m": "map"}
 
 
 # -- keys ------------------------------------------------------------------------------------------------------
@@ -403,7 +403,7 @@ def test_keys_and_apply_to_all_keys(backend: Any) -> None:
 def test_snapshot_holds_every_state_by_key_group(backend: Any) -> None:
     keys = [f"user-{i}" for i in range(40)]
     _fill(backend, keys)
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert snapshot.max_parallelism == MAX_PARALLELISM
     assert snapshot.state_kinds == {"v": "value", "l": "list", "m": "map", "r": "reducing", "avg": "aggregating"}
     for key_group, states in snapshot.key_groups.items():
@@ -423,7 +423,7 @@ def test_snapshot_is_isolated_from_later_changes(backend: Any) -> None:
     _fill(backend, ["a"])
     table = backend.value_table("nested")
     table["a"] = [{"n": 1}]
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     backend.current_key = "a"
     backend.get_state(ListStateDescriptor("l")).add("later")
     backend.get_state(MapStateDescriptor("m")).put("k2", "later")
@@ -442,13 +442,13 @@ def test_snapshot_is_isolated_from_later_changes(backend: Any) -> None:
 
 def test_snapshot_survives_pickling(backend: Any) -> None:
     _fill(backend, range(20))
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert pickle.loads(pickle.dumps(snapshot, protocol=5)) == snapshot
 
 
 def test_empty_backend_snapshot_is_empty(backend: Any) -> None:
     backend.get_state(ValueStateDescriptor("v"))
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert snapshot.is_empty() and snapshot.state_kinds == {"v": "value"}
 
 
@@ -463,10 +463,10 @@ PAIRS = [
 def test_restore_round_trip(factory: Factory, source: str, target: str) -> None:
     old = factory(source)
     _fill(old, [f"user-{i}" for i in range(50)] + [("tuple", 1), None, 42])
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
     new = factory(target)
-    new.restore([snapshot])
-    assert new.snapshot() == snapshot
+    new.restore_key_groups([snapshot])
+    assert new.snapshot_key_groups() == snapshot
     new.current_key = "user-3"
     assert new.get_state(ValueStateDescriptor("v")).value() == "value-user-3"
     assert new.get_state(AggregatingStateDescriptor("avg", AverageAggregate())).get() == 3.0
@@ -482,15 +482,15 @@ def test_rescale_one_to_two(factory: Factory, source: str, target: str) -> None:
     keys = [f"user-{i}" for i in range(300)]
     old = factory(source)
     _fill(old, keys)
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
     restored = [factory(target, key_group_range_for_operator(MAX_PARALLELISM, 2, i)) for i in range(2)]
     for new in restored:
-        new.restore([snapshot])
+        new.restore_key_groups([snapshot])
     owned = [set(new.keys("v")) for new in restored]
     for new, own in zip(restored, owned, strict=True):
         assert own == {k for k in keys if assign_to_key_group(k, MAX_PARALLELISM) in new.key_group_range}
         assert all(set(new.keys(name)) == own for name in ("l", "m", "r", "avg"))
-        assert new.snapshot() == snapshot.select(new.key_group_range)
+        assert new.snapshot_key_groups() == snapshot.select(new.key_group_range)
     assert owned[0] | owned[1] == set(keys)
     assert not owned[0] & owned[1]
     new = restored[1]
@@ -507,16 +507,16 @@ def test_rescale_two_to_one(factory: Factory, source: str, target: str) -> None:
     old = [factory(source, key_group_range_for_operator(MAX_PARALLELISM, 2, i)) for i in range(2)]
     for backend in old:
         _fill(backend, [k for k in keys if assign_to_key_group(k, MAX_PARALLELISM) in backend.key_group_range])
-    snapshots = [backend.snapshot() for backend in old]
+    snapshots = [backend.snapshot_key_groups() for backend in old]
     merged = factory(target)
-    merged.restore(snapshots)
+    merged.restore_key_groups(snapshots)
     assert sorted(merged.keys("v")) == keys
     assert sorted(merged.keys("m")) == keys
     expected = {name: {} for name in snapshots[0].state_kinds}
     for snapshot in snapshots:
         for name, entries in _entries(snapshot).items():
             expected[name].update(entries)
-    assert _entries(merged.snapshot()) == expected
+    assert _entries(merged.snapshot_key_groups()) == expected
 
 
 def test_restore_replaces_a_keys_entry(backend: Any, factory: Factory, kind: str) -> None:
@@ -529,7 +529,7 @@ def test_restore_replaces_a_keys_entry(backend: Any, factory: Factory, kind: str
     backend.current_key = "k"
     maps.put("old", 1)
     lists.add("old")
-    backend.restore([source.snapshot()])
+    backend.restore_key_groups([source.snapshot_key_groups()])
     assert dict(maps.items()) == {"new": 2}
     assert list(lists.get()) == ["new"]
 
@@ -539,21 +539,21 @@ def test_restore_with_other_max_parallelism_is_an_error(backend: Any, factory: F
     _fill(old, ["a"])
     with pytest.raises(StateError, match="max parallelism 256 into an operator with max parallelism 128: max "
                                           "parallelism cannot change between a savepoint and its restore"):
-        backend.restore([old.snapshot()])
+        backend.restore_key_groups([old.snapshot_key_groups()])
 
 
 def test_restore_rejects_a_name_reused_with_another_kind(backend: Any) -> None:
     snapshot = KeyedStateSnapshot(MAX_PARALLELISM, {}, {"x": StateKind.LIST.value})
     backend.get_state(ValueStateDescriptor("x"))
     with pytest.raises(StateError, match="'x' is already registered as value state"):
-        backend.restore([snapshot])
+        backend.restore_key_groups([snapshot])
 
 
 def test_restore_registers_empty_states_with_their_kind(backend: Any) -> None:
-    backend.restore([KeyedStateSnapshot(MAX_PARALLELISM, {}, {"x": StateKind.MAP.value})])
+    backend.restore_key_groups([KeyedStateSnapshot(MAX_PARALLELISM, {}, {"x": StateKind.MAP.value})])
     with pytest.raises(StateError, match="'x' is already registered as map state"):
         backend.get_state(ValueStateDescriptor("x"))
-    assert backend.snapshot().state_kinds == {"x": "map"}
+    assert backend.snapshot_key_groups().state_kinds == {"x": "map"}
 
 
 # -- lifecycle -------------------------------------------------------------------------------------------------

@@ -218,7 +218,7 @@ def test_savepoint_while_a_subtask_has_ended_fails_promptly_and_the_job_goes_on(
     client = env.execute_async("one source ended")
     master = client._job_master
     deadline = time.monotonic() + 30
-    while "FINISHED" not in master._states.values():
+    while not any(execution.state.value == "FINISHED" for execution in master.scheduler.graph):
         assert time.monotonic() < deadline and not client.get_job_execution_result().done()
         time.sleep(0.005)
     started = time.monotonic()

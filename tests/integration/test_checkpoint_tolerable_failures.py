@@ -126,7 +126,7 @@ def assert_fails_on_consecutive_checkpoint_failures(env, *needles: str) -> None:
 @pytest.mark.timeout(60)
 def test_state_over_max_state_size_fails_the_job_when_nothing_is_tolerated(tmp_path):
     env = build_job(tmp_path, 20_000, Slow(20), tolerable=0, storage=JobManagerCheckpointStorage(max_state_size=8))
-    assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size", "DECLINED")
+    assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size", "ASYNC_ERROR")
 
 
 @pytest.mark.timeout(60)
@@ -144,7 +144,7 @@ def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path):
 
 def break_checkpoint_dir_after_first_checkpoint(base, client, broken: threading.Event) -> None:
     """Wait until a checkpoint completed, then replace the job's checkpoint directory by a plain file."""
-    job_dir = base / client.get_job_id()
+    job_dir = base / str(client.get_job_id())
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not client.get_job_execution_result().done():
         if any((chk / "_metadata").exists() for chk in job_dir.glob("chk-*")):
@@ -163,7 +163,7 @@ def start_with_breaking_dir(tmp_path, n: int, tolerable: int):
     broken = threading.Event()
     breaker = threading.Thread(target=break_checkpoint_dir_after_first_checkpoint, args=(base, client, broken))
     breaker.start()
-    return client, breaker, broken, base / client.get_job_id()
+    return client, breaker, broken, base / str(client.get_job_id())
 
 
 @pytest.mark.timeout(60)
@@ -218,16 +218,16 @@ def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, mo
     """A bounded job with checkpoints every 10 ms and no tolerated failure. A subtask's end reaches the JobMaster
     a little after the subtask left its TaskManager (widened here to 50 ms, as a busy machine might): a
     checkpoint triggered in that gap cannot complete, but it is not a failure — the job must finish."""
-    from fluvial.cluster.mini_cluster import MiniCluster
+    from fluvial.cluster.job_master import JobMaster
 
-    report = MiniCluster._report
+    report = JobMaster.update_task_execution_state
 
     def late_finished_reports(self, update):
-        if update.state == "FINISHED":
+        if update.state.value == "FINISHED":
             time.sleep(0.05)
         return report(self, update)
 
-    monkeypatch.setattr(MiniCluster, "_report", late_finished_reports)
+    monkeypatch.setattr(JobMaster, "update_task_execution_state", late_finished_reports)
     n = 20_000
     env = build_job(tmp_path, n, Slow(1_000), tolerable=0, storage=JobManagerCheckpointStorage())
     env.set_parallelism(parallelism)

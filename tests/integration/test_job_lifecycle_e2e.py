@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from fluvial.common.job_id import JobID
 from fluvial.common import Configuration, Duration
 from fluvial.common.errors import JobCancelledException, ResourceError
 from fluvial.common.job_execution_result import JobExecutionResult
@@ -90,7 +91,7 @@ def test_execute_async_returns_a_job_client_with_the_result():
     env.from_source(NumberSequenceSource(1, 1000)).map(lambda x: x % 7).add_sink(Remember("async"))
     client = env.execute_async("async job")
     job_id = client.get_job_id()
-    assert isinstance(job_id, str) and job_id
+    assert isinstance(job_id, JobID) and len(str(job_id)) == 32
     result = client.get_job_execution_result().result(timeout=30)
     assert isinstance(result, JobExecutionResult)
     assert result.get_job_id() == job_id

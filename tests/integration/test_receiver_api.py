@@ -21,8 +21,7 @@ from fluvial.common.errors import (
 )
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.receiver import Receiver
-from fluvial.receiver.receiver import ReceiverStoppedError
-from fluvial.receiver.services import lookup
+from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -120,7 +119,7 @@ def test_on_start_raising_is_reported_with_the_receivers_name_and_the_receiver_r
     client = env.execute_async("crashing receiver")
     try:
         wait_until(lambda: len(receiver.starts) == 2, what="the receiver to be restarted")
-        supervisor = lookup(client.get_job_id()).supervisors[1]
+        supervisor = _supervisor(client, 1)
         assert supervisor.restarts == 1
         message, error = supervisor.errors[0]
         assert "crashing-receiver" in message and "device unplugged" in message
@@ -129,6 +128,15 @@ def test_on_start_raising_is_reported_with_the_receivers_name_and_the_receiver_r
     finally:
         receiver.looked.set()
     client.get_job_execution_result().result(timeout=30)  # the job itself never failed
+
+
+def _supervisor(client, stream_id: int):
+    """The supervisor of receiver stream `stream_id`, found on the TaskManager that runs it."""
+    for task_manager in client.cluster.task_managers:
+        for services in task_manager.receivers.services(str(client.get_job_id())):
+            if stream_id in services.supervisors:
+                return services.supervisors[stream_id]
+    raise AssertionError(f"no TaskManager runs receiver stream {stream_id}")
 
 
 class RestartingReceiver(Receiver):

@@ -4,22 +4,28 @@ each subtask builds a SourceReader for the splits assigned to it.
 Runtime contract, numbered as it happens:
 1. At planning, `Source.create_splits(parallelism)` returns every split of the input; split i goes to
    subtask `i % parallelism`.
-2. On the task thread, `create_reader(task_info)` builds the reader, then `add_splits(...)` hands it its
-   splits (fresh ones, or the ones a checkpoint recorded, with their positions).
+2. On the task thread, `create_reader(context)` builds the reader (`context`: a SourceReaderContext, the
+   subtask's TaskInfo plus what its TaskManager offers readers), then `add_splits(...)` hands it its splits
+   (fresh ones, or the ones a checkpoint recorded, with their positions).
 3. `poll(max_records)` is called repeatedly on the task thread. It never blocks for long: it returns a list
    (possibly empty: "nothing now, ask again soon") or None when every split is exhausted (end of input).
-   A reader that returns each poll's records from one split may say which through an optional
-   `current_split_id()`; watermarks are then generated per split (DESIGN 2.4), and a split the reader moved
-   on from no longer holds the subtask's watermark back.
+   A reader that returns each poll's records from one split may say which through `current_split_id()`;
+   watermarks are then generated per split (DESIGN 2.4), and a split the reader moved on from no longer holds
+   the subtask's watermark back.
 4. `snapshot_state()` returns splits carrying their current positions, such that a reader given them resumes
-   with the first record not yet returned by `poll` (no record twice, none skipped).
+   with the first record not yet returned by `poll` (no record twice, none skipped); right after it,
+   `on_snapshot(checkpoint_id)` says which checkpoint those positions belong to. When that checkpoint
+   completes, `notify_checkpoint_complete(checkpoint_id)` (a reader may then release what it kept for replay).
 5. `close()` is called once, last, also on failure.
+The optional hooks (`current_split_id`, `on_snapshot`, `notify_checkpoint_complete`, `close`) do nothing by
+default.
 """
 
 from __future__ import annotations
 
 import abc
 import enum
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from fluvial.common.task_info import TaskInfo
@@ -36,6 +42,14 @@ class SourceSplit(Protocol):
     split_id: str
 
 
+@dataclass(frozen=True)
+class SourceReaderContext(TaskInfo):
+    """What a reader is built with: who its subtask is (every TaskInfo field), and the services its TaskManager
+    offers readers — `receivers`, the receiver streams of the job (for receiver sources), else None."""
+
+    receivers: Any = None
+
+
 class SourceReader(abc.ABC, Generic[SplitT]):
     @abc.abstractmethod
     def add_splits(self, splits: list[SplitT]) -> None: ...
@@ -46,8 +60,18 @@ class SourceReader(abc.ABC, Generic[SplitT]):
     @abc.abstractmethod
     def snapshot_state(self) -> list[SplitT]: ...
 
+    def current_split_id(self) -> Any:
+        """The split the last poll's records came from, when they all came from one (None: not known)."""
+        return None
+
+    def on_snapshot(self, checkpoint_id: int) -> None:
+        """The positions `snapshot_state` just returned belong to checkpoint `checkpoint_id`."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint `checkpoint_id` completed: what it recorded need not be replayed again."""
+
     def close(self) -> None:
-        pass
+        """Release what the reader holds; called once, last, also on failure."""
 
 
 class Source(abc.ABC, Generic[SplitT]):

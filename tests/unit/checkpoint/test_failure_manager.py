@@ -10,7 +10,7 @@ from fluvial.checkpoint.failure_manager import (
     CheckpointFailuresExceededError,
     FailureVerdict,
 )
-from fluvial.checkpoint.pending import CheckpointFailureReason as Reason
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason as Reason
 from fluvial.common.errors import FluvialError
 
 

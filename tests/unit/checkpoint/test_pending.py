@@ -6,9 +6,9 @@ import pickle
 
 import pytest
 
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.pending import (
     AckResult,
-    CheckpointFailureReason,
     IllegalCheckpointStateError,
     PendingCheckpoint,
     PendingCheckpointState,

@@ -13,20 +13,31 @@ import pytest
 
 from fluvial.datastream.connectors.source import Boundedness
 from fluvial.receiver import Receiver
-from fluvial.receiver.receiver import ReceiverStoppedError
-from fluvial.receiver.services import (
-    ReceiverSettings,
-    lookup,
-    start_receivers,
-    stop_receivers,
-)
-from fluvial.receiver.source import ReceiverSource, ReceiverSourceReader, ReceiverSplit
+from fluvial.datastream.connectors.receiver import ReceiverStoppedError
+from fluvial.receiver.services import ReceiverSettings, TaskManagerReceivers
+from fluvial.datastream.connectors.receiver import ReceiverSource, ReceiverSourceReader, ReceiverSplit
 from fluvial.receiver.tracker import BlocksAlreadyCleanedError
 
 pytestmark = pytest.mark.timeout(30)
 
 STREAM = 1
 _job_ids = itertools.count()
+RECEIVERS = TaskManagerReceivers()  # what a TaskManager keeps; the tests start and release jobs on it
+
+
+def lookup(job_id: str):
+    """The services of the job's one receiver stream."""
+    [services] = RECEIVERS.services(job_id)
+    return services
+
+
+def start_receivers(job_id: str, receivers: dict, settings: ReceiverSettings) -> None:
+    for stream_id, receiver in receivers.items():
+        RECEIVERS.stream(job_id, stream_id, receiver, settings)
+
+
+def stop_receivers(job_id: str) -> None:
+    RECEIVERS.release_job(job_id)
 
 
 class IdleReceiver(Receiver):
@@ -70,7 +81,7 @@ def job(request, tmp_path):
 
 
 def reader_for(job_id: str, position: int = -1) -> ReceiverSourceReader:
-    reader = ReceiverSourceReader(job_id)
+    reader = ReceiverSourceReader(RECEIVERS.for_job(job_id, None), STREAM, None)  # the stream runs already
     reader.add_splits([ReceiverSplit(f"receiver-{STREAM}", STREAM, position)])
     return reader
 
@@ -125,7 +136,7 @@ def test_a_restored_reader_replays_exactly_the_blocks_after_its_checkpointed_pos
     services = lookup(job_id)
     for info in services.tracker.blocks_after(STREAM, -1):
         services.handlers[STREAM].store.remove(info.block_id)
-    second = ReceiverSourceReader(job_id)
+    second = ReceiverSourceReader(RECEIVERS.for_job(job_id, None), STREAM, None)
     second.add_splits(checkpointed)
     assert poll_until_data(second) == ["block-2"]
     assert poll_until_data(second) == ["block-3"]

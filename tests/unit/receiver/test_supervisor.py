@@ -20,7 +20,7 @@ from fluvial.receiver.handler import (
     WalBasedStoreResult,
     WriteAheadLogBasedBlockHandler,
 )
-from fluvial.receiver.receiver import ReceiverStoppedError
+from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver.supervisor import ReceiverState, ReceiverSupervisor
 from fluvial.receiver.tracker import ReceiverTracker
 from fluvial.receiver.wal import WriteAheadLog

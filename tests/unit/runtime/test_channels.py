@@ -167,12 +167,12 @@ def test_registry_gives_both_ends_the_same_channel():
     assert consumer_end.poll() == "x"
 
 
-def test_registry_release_drops_only_the_named_datasets():
+def test_a_new_attempt_gets_new_channels_and_releasing_older_attempts_keeps_the_newest():
     registry = ChannelRegistry()
-    kept = registry.get(ChannelId("keep", 0, 0))
-    dropped = [registry.get(ChannelId("drop", p, c)) for p in range(2) for c in range(2)]
-    registry.release({"drop"})
-    assert registry.get(ChannelId("keep", 0, 0)) is kept
-    fresh = registry.get(ChannelId("drop", 0, 0))
-    assert all(fresh is not old for old in dropped)
-    registry.release({"missing"})  # releasing unknown datasets is harmless
+    old = [registry.get(ChannelId("edge", p, c, attempt=0)) for p in range(2) for c in range(2)]
+    current = registry.get(ChannelId("edge", 0, 0, attempt=1))
+    assert all(current is not channel for channel in old)  # nothing of attempt 0 reaches attempt 1
+    registry.release_attempts_before(1)
+    assert registry.get(ChannelId("edge", 0, 0, attempt=1)) is current
+    assert registry.get(ChannelId("edge", 0, 0, attempt=0)) is not old[0]
+    registry.release_attempts_before(1)  # releasing again is harmless

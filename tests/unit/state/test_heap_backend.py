@@ -183,7 +183,7 @@ def test_value_table_is_the_live_state(backend: HeapKeyedStateBackend) -> None:
     handle = backend.get_state(ValueStateDescriptor("running"))
     backend.current_key = "a"
     assert handle.value() == 10
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert snapshot.state_kinds == {"running": "value"}
     assert snapshot.key_groups[assign_to_key_group("a", 128)]["running"] == {"a": 10}
 
@@ -224,7 +224,7 @@ def _fill(backend: HeapKeyedStateBackend, keys) -> None:
 
 def test_snapshot_is_isolated_from_later_changes(backend: HeapKeyedStateBackend) -> None:
     _fill(backend, ["a"])
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     key_group = assign_to_key_group("a", 128)
     assert set(snapshot.key_groups) == {key_group}
     backend.current_key = "a"
@@ -243,14 +243,14 @@ def test_snapshot_is_isolated_from_later_changes(backend: HeapKeyedStateBackend)
 def test_snapshot_deep_copies_nested_mutable_values(backend: HeapKeyedStateBackend) -> None:
     table = backend.value_table("nested")
     table["k"] = [{"n": 1}]
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     table["k"][0]["n"] = 2
     assert snapshot.key_groups[assign_to_key_group("k", 128)]["nested"]["k"] == [{"n": 1}]
 
 
 def test_snapshot_survives_pickling(backend: HeapKeyedStateBackend) -> None:
     _fill(backend, range(20))
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert pickle.loads(pickle.dumps(snapshot, protocol=5)) == snapshot
 
 
@@ -258,11 +258,11 @@ def test_restore_into_two_backends_splits_keys_by_key_group() -> None:
     keys = [f"user-{i}" for i in range(300)]
     old = HeapKeyedStateBackend(128, range(0, 128))
     _fill(old, keys)
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
 
     restored = [HeapKeyedStateBackend(128, key_group_range_for_operator(128, 2, i)) for i in range(2)]
     for new in restored:
-        new.restore([snapshot])
+        new.restore_key_groups([snapshot])
     owned = [set(new.keys("v")) for new in restored]
     for new, own in zip(restored, owned):
         assert own == {k for k in keys if assign_to_key_group(k, 128) in new.key_group_range}
@@ -288,7 +288,7 @@ def test_restore_merges_snapshots_of_several_old_subtasks() -> None:
     for backend in old:
         _fill(backend, [k for k in keys if assign_to_key_group(k, 128) in backend.key_group_range])
     merged = HeapKeyedStateBackend(128, range(0, 128))
-    merged.restore([backend.snapshot() for backend in old])
+    merged.restore_key_groups([backend.snapshot_key_groups() for backend in old])
     assert sorted(merged.keys("v")) == keys
 
 
@@ -297,7 +297,7 @@ def test_restore_with_other_max_parallelism_is_an_error() -> None:
     _fill(old, ["a"])
     with pytest.raises(StateError, match="max parallelism 256 into an operator with max parallelism 128: max "
                                           "parallelism cannot change between a savepoint and its restore"):
-        HeapKeyedStateBackend(128, range(0, 128)).restore([old.snapshot()])
+        HeapKeyedStateBackend(128, range(0, 128)).restore_key_groups([old.snapshot_key_groups()])
 
 
 def test_restore_rejects_a_name_reused_with_another_kind() -> None:
@@ -305,12 +305,12 @@ def test_restore_rejects_a_name_reused_with_another_kind() -> None:
     backend = HeapKeyedStateBackend(128, range(0, 128))
     backend.get_state(ValueStateDescriptor("x"))
     with pytest.raises(StateError, match="'x' is already registered as value state"):
-        backend.restore([snapshot])
+        backend.restore_key_groups([snapshot])
 
 
 def test_snapshot_select_keeps_only_the_given_range(backend: HeapKeyedStateBackend) -> None:
     _fill(backend, range(100))
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     part = snapshot.select(range(0, 64))
     assert part.key_groups and all(kg < 64 for kg in part.key_groups)
     assert part.state_kinds == snapshot.state_kinds
@@ -336,7 +336,7 @@ def test_snapshot_of_int_values_is_fast(backend: HeapKeyedStateBackend) -> None:
     table = backend.value_table("big")
     table.update(zip(range(entries), range(entries)))
     started = time.perf_counter()
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     elapsed = time.perf_counter() - started
     assert sum(len(states["big"]) for states in snapshot.key_groups.values()) == entries
     assert len(snapshot.key_groups) == 128

@@ -164,14 +164,14 @@ def test_restore_native_round_trip(backends: Backends) -> None:
     _put_values(old, range(500))
     old.current_key = "k"
     old.get_state(MapStateDescriptor("m")).put_all({"a": 1, ("b", 2): [3]})
-    expected = old.snapshot()
+    expected = old.snapshot_key_groups()
     checkpoint = old.checkpoint_native(7, backends.checkpoint_dir("chk-7"))
     files_before = sorted(os.listdir(checkpoint.directory))
     _put_values(old, range(10), offset=1000)  # later changes must not reach the checkpoint
 
     new = backends.new()
     new.restore_native(checkpoint.directory, checkpoint_id=7)
-    assert new.snapshot() == expected
+    assert new.snapshot_key_groups() == expected
     assert sorted(os.listdir(checkpoint.directory)) == files_before, "the checkpoint copy is left untouched"
     new.current_key = "k"
     maps = new.get_state(MapStateDescriptor("m"))
@@ -184,7 +184,7 @@ def test_restore_native_round_trip(backends: Backends) -> None:
 
     again = backends.new()
     again.restore_native([checkpoint.directory])  # the same checkpoint can be restored twice
-    assert again.snapshot() == expected
+    assert again.snapshot_key_groups() == expected
     unbased = again.checkpoint_native(1, backends.checkpoint_dir("again-1"))
     assert unbased.base_checkpoint_id is None and unbased.new_sst_files == list(unbased.sst_files)
 
@@ -200,7 +200,7 @@ def test_restore_native_rescales_one_to_two_and_back(backends: Backends) -> None
         half.restore_native(checkpoint.directory)
         owned = set(half.keys("v"))
         assert owned == {k for k in keys if assign_to_key_group(k, MAX_PARALLELISM) in half.key_group_range}
-        assert half.snapshot() == old.snapshot().select(half.key_group_range)
+        assert half.snapshot_key_groups() == old.snapshot_key_groups().select(half.key_group_range)
     assert set(halves[0].keys("v")) | set(halves[1].keys("v")) == set(keys)
 
     halves[0].current_key = next(iter(halves[0].keys("v")))
@@ -211,7 +211,7 @@ def test_restore_native_rescales_one_to_two_and_back(backends: Backends) -> None
     merged.restore_native([part.directory for part in parts])
     assert _values(merged) == {k: k for k in keys}
     assert list(merged.keys("only-in-first")) == [halves[0].current_key]
-    assert merged.snapshot().state_kinds == {"v": "value", "only-in-first": "list", "registered-first": "map"}
+    assert merged.snapshot_key_groups().state_kinds == {"v": "value", "only-in-first": "list", "registered-first": "map"}
 
 
 def test_restore_native_keeps_handles_taken_before_it(backends: Backends) -> None:
@@ -290,7 +290,7 @@ def test_heap_ttl_state_restores_without_its_timestamps(backends: Backends) -> N
     heap.current_key = "k"
     heap.get_state(descriptor).add_all([1, 2])
     backend = backends.new()
-    backend.restore([heap.snapshot()])
+    backend.restore_key_groups([heap.snapshot_key_groups()])
     backend.current_key = "k"
     assert backend.get_state(ListStateDescriptor("l")).get() == [1, 2]
 

@@ -536,7 +536,7 @@ def test_restore_wakes_up_an_idle_incremental_cleanup(clock: ManualClock) -> Non
     old = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
     old.current_key = "old"
     old.get_state(with_ttl(ValueStateDescriptor("v"), ttl)).update("old")  # stamped 0
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
 
     clock.now = 500
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
@@ -544,7 +544,7 @@ def test_restore_wakes_up_an_idle_incremental_cleanup(clock: ManualClock) -> Non
     new.current_key = "live"
     state.update("live")
     state.value()  # a full round over {"live"}: idle until 600
-    new.restore([snapshot])
+    new.restore_key_groups([snapshot])
     clock.now = 550
     state.value()
     assert list(new.keys("v")) == ["live"], "the restored value stamped 0 is cleaned up, not waited for"
@@ -599,7 +599,7 @@ def test_full_snapshot_cleanup_leaves_expired_values_out(backend: HeapKeyedState
     maps.put("new", 3)
     clock.now = TTL
 
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     old_group = snapshot.key_groups[assign_to_key_group("old", 128)]
     assert "v" not in old_group or "old" not in old_group["v"], "the expired value is not in the snapshot"
     assert [e.value for e in old_group["l"]["old"]] == ["new"], "only the unexpired element"
@@ -616,7 +616,7 @@ def test_without_full_snapshot_cleanup_expired_values_are_snapshotted(
     backend.current_key = "old"
     state.update("old")
     clock.now = 10 * TTL
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
     assert snapshot.key_groups[assign_to_key_group("old", 128)]["v"] == {"old": TtlValue("old", 0)}
 
 
@@ -631,7 +631,7 @@ def test_snapshot_is_isolated_and_restore_keeps_timestamps(clock: ManualClock) -
     old.current_key = "k"
     values.update([1])
     lists.add({"n": 1})
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
     clock.now = 40
     assert values.value() == [1] and list(lists.get()) == [{"n": 1}]  # renews the live timestamps to 40
     lists.get()[0]["n"] = 2  # mutate the live element in place
@@ -640,7 +640,7 @@ def test_snapshot_is_isolated_and_restore_keeps_timestamps(clock: ManualClock) -
     assert pickle.loads(pickle.dumps(snapshot, protocol=5)) == snapshot
 
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
-    new.restore([snapshot])
+    new.restore_key_groups([snapshot])
     restored = new.get_state(with_ttl(ValueStateDescriptor("v"), ttl))
     new.current_key = "k"
     clock.now = TTL - 1
@@ -654,11 +654,11 @@ def test_restoring_plain_state_into_a_ttl_descriptor_starts_the_clock(clock: Man
     old.current_key = "k"
     old.get_state(ListStateDescriptor("l")).add_all(["a", "b"])
     old.get_state(MapStateDescriptor("m")).put("x", 1)
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
 
     clock.now = 500
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
-    new.restore([snapshot])
+    new.restore_key_groups([snapshot])
     lists = new.get_state(with_ttl(ListStateDescriptor("l")))
     maps = new.get_state(with_ttl(MapStateDescriptor("m")))
     new.current_key = "k"
@@ -674,10 +674,10 @@ def test_restoring_ttl_state_into_a_plain_descriptor_drops_the_timestamps(
     backend.current_key = "k"
     backend.get_state(with_ttl(MapStateDescriptor("m"))).put("x", 1)
     backend.get_state(with_ttl(ReducingStateDescriptor("r", max))).add(5)
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot_key_groups()
 
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
-    new.restore([snapshot])
+    new.restore_key_groups([snapshot])
     maps = new.get_state(MapStateDescriptor("m"))
     reducing = new.get_state(ReducingStateDescriptor("r", max))
     new.current_key = "k"
@@ -692,14 +692,14 @@ def test_restore_into_an_open_ttl_handle_wraps_plain_entries(clock: ManualClock)
     old = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
     old.current_key = "a"
     old.get_state(ValueStateDescriptor("v")).update("restored")
-    snapshot = old.snapshot()
+    snapshot = old.snapshot_key_groups()
 
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
     state = new.get_state(with_ttl(ValueStateDescriptor("v")))
     new.current_key = "b"
     state.update("live")
     clock.now = 30
-    new.restore([snapshot])
+    new.restore_key_groups([snapshot])
     new.current_key = "a"
     clock.now = 30 + TTL - 1
     assert state.value() == "restored"
@@ -736,7 +736,7 @@ def test_a_non_config_smuggled_into_a_descriptor_is_a_clear_error(backend: HeapK
     descriptor.ttl_config = {"ttl": 1000}
     with pytest.raises(StateError, match="has dict as its TTL config: pass a StateTtlConfig"):
         backend.get_state(descriptor)
-    assert list(backend.keys("v")) == [] and "v" not in backend.snapshot().state_kinds
+    assert list(backend.keys("v")) == [] and "v" not in backend.snapshot_key_groups().state_kinds
 
 
 def test_apply_to_all_keys_sees_only_live_values(backend: HeapKeyedStateBackend, clock: ManualClock) -> None:

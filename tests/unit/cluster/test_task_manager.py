@@ -1,5 +1,6 @@
-"""Task lifecycle through a real TaskManager (one executor thread): CREATED → RUNNING → FINISHED / CANCELED /
-FAILED, reported once each, with user functions opened and closed around the run."""
+"""Task lifecycle through a real TaskManager (one executor thread): CREATED → INITIALIZING → RUNNING → FINISHED /
+CANCELED / FAILED, RUNNING and the end reported once each to the job's JobMasterGateway, with user functions
+opened and closed around the run."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnviron
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.runtime.channels import ChannelRegistry
-from fluvial.runtime.task import TaskState
+from fluvial.runtime.execution_state import ExecutionState
 
 LOG: list[str] = []
 SUNK: list = []
@@ -72,28 +73,35 @@ class EndlessReader(SourceReader):
 
 
 class Reports:
+    """A JobMasterGateway that records what the TaskManager reports."""
+
     def __init__(self) -> None:
         self.items: list[TaskExecutionState] = []
         self.lock = threading.Condition()
 
-    def __call__(self, update: TaskExecutionState) -> None:
+    def update_task_execution_state(self, update: TaskExecutionState) -> None:
         with self.lock:
             self.items.append(update)
             self.lock.notify_all()
 
+    def acknowledge_checkpoint(self, message) -> None:
+        raise AssertionError("these jobs take no checkpoints")
+
+    decline_checkpoint = acknowledge_checkpoint
+
     def states(self, vertex_id: int | None = None) -> list[str]:
-        return [u.state for u in self.items if vertex_id is None or u.vertex_id == vertex_id]
+        return [u.state.value for u in self.items if vertex_id is None or u.vertex_id == vertex_id]
 
     def wait_for(self, predicate, timeout: float = 10.0) -> None:
         with self.lock:
             assert self.lock.wait_for(lambda: predicate(self), timeout), [u.state for u in self.items]
 
 
-def _deploy_all(job_graph, task_manager) -> ExecutionGraph:
+def _deploy_all(job_graph, task_manager, reports) -> ExecutionGraph:
+    task_manager.register_job_master(job_graph.job_id, reports)
     graph = ExecutionGraph(job_graph)
-    for vertex in reversed(job_graph.vertices):
-        for index in range(vertex.parallelism):
-            task_manager.deploy(DeployTask(graph.task_spec(vertex, index), index))
+    for execution in graph.deployment_order():
+        task_manager.submit_task(DeployTask(graph.task_spec(execution), execution.subtask_index))
     return graph
 
 
@@ -104,7 +112,7 @@ def _terminal(reports: Reports, count: int):
 @pytest.fixture
 def task_manager_and_reports():
     reports = Reports()
-    task_manager = TaskManager(0, 4, ChannelRegistry(), reports)
+    task_manager = TaskManager(0, 4, ChannelRegistry())
     yield task_manager, reports
     task_manager.shutdown()
 
@@ -120,7 +128,7 @@ def test_bounded_chain_runs_to_finished_and_closes_functions(task_manager_and_re
     task_manager, reports = task_manager_and_reports
     env = _env()
     env.from_source(NumberSequenceSource(1, 5000)).map(Tracked()).add_sink(Keep())
-    _deploy_all(env.get_job_graph(), task_manager)
+    _deploy_all(env.get_job_graph(), task_manager, reports)
     reports.wait_for(_terminal(reports, 1))
     assert reports.states() == ["RUNNING", "FINISHED"]
     assert SUNK == list(range(1, 5001))
@@ -134,7 +142,7 @@ def test_two_vertices_exchange_over_channels_and_both_finish(task_manager_and_re
     env.from_source(NumberSequenceSource(1, 20_000)).rebalance().map(Tracked()).add_sink(Keep())
     job_graph = env.get_job_graph()
     assert len(job_graph.vertices) == 2
-    _deploy_all(job_graph, task_manager)
+    _deploy_all(job_graph, task_manager, reports)
     reports.wait_for(_terminal(reports, 2))
     for vertex in job_graph.vertices:
         assert reports.states(vertex.id) == ["RUNNING", "FINISHED"]
@@ -147,16 +155,16 @@ def test_cancel_turns_a_running_task_canceled_and_closes_everything(task_manager
     env = _env()
     env.from_source(Endless()).map(Tracked()).add_sink(Keep())
     job_graph = env.get_job_graph()
-    _deploy_all(job_graph, task_manager)
+    _deploy_all(job_graph, task_manager, reports)
     reports.wait_for(lambda r: "RUNNING" in r.states())
     time.sleep(0.05)
     assert reports.states() == ["RUNNING"]  # an idle source keeps running
     vertex = job_graph.vertices[0]
-    task_manager.cancel(CancelTask(job_graph.job_id, vertex.id, 0))
+    task_manager.cancel_task(CancelTask(job_graph.job_id, vertex.id, 0, 0))
     reports.wait_for(_terminal(reports, 1))
     assert reports.states() == ["RUNNING", "CANCELED"]
     assert LOG.count("close") == 1 and LOG.count("reader-close") == 1
-    task_manager.cancel(CancelTask(job_graph.job_id, vertex.id, 0))  # cancelling again: nothing more
+    task_manager.cancel_task(CancelTask(job_graph.job_id, vertex.id, 0, 0))  # cancelling again: nothing more
     time.sleep(0.05)
     assert reports.states() == ["RUNNING", "CANCELED"]
 
@@ -166,10 +174,10 @@ def test_failure_reports_operator_error_and_traceback(task_manager_and_reports):
     task_manager, reports = task_manager_and_reports
     env = _env()
     env.from_collection(["a", "boom", "c"]).map(Tracked()).add_sink(Keep())
-    _deploy_all(env.get_job_graph(), task_manager)
+    _deploy_all(env.get_job_graph(), task_manager, reports)
     reports.wait_for(_terminal(reports, 1))
     assert reports.states() == ["RUNNING", "FAILED"]
-    failed = reports.items[-1]
+    failed = reports.items[-1].failure
     assert failed.operator_name == "Map"
     assert isinstance(failed.error, ValueError) and str(failed.error) == "bad record"
     assert "bad record" in failed.traceback_text and "in map" in failed.traceback_text
@@ -179,4 +187,4 @@ def test_failure_reports_operator_error_and_traceback(task_manager_and_reports):
 
 
 def test_terminal_states():
-    assert [s.name for s in TaskState if s.is_terminal] == ["FINISHED", "CANCELED", "FAILED"]
+    assert [s.name for s in ExecutionState if s.is_terminal] == ["FINISHED", "CANCELED", "FAILED"]

@@ -10,7 +10,7 @@ import codecs
 import socket
 import time
 
-from fluvial.receiver.receiver import Receiver
+from fluvial.datastream.connectors.receiver import Receiver
 
 CONNECT_RETRIES = 3
 RETRY_DELAY_S = 0.5

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
+
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.runtime.records import CheckpointBarrier
 
 
-class CheckpointBarrier(Protocol):
-    """Anything with a checkpoint id: the runtime's barrier record (this layer sits below the runtime)."""
+class AlignedCheckpoints(Protocol):
+    """Who takes the checkpoint once aligned (the SubtaskCheckpointCoordinator)."""
 
-    checkpoint_id: int
+    def checkpoint_state(self, barrier: CheckpointBarrier) -> None: ...
+
+    def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
 
 
 class AlignmentState(enum.Enum):
@@ -36,15 +41,14 @@ class _Alignment:
 
 
 class BarrierHandler:
-    """Tracks barriers over `num_channels` inputs. `on_aligned(barrier)` runs when a checkpoint's barrier has
-    arrived everywhere; `on_cancelled(checkpoint_id)` when a newer barrier overtook an unfinished alignment."""
+    """Tracks barriers over `num_channels` inputs. `checkpoints.checkpoint_state(barrier)` runs when a
+    checkpoint's barrier has arrived everywhere; `checkpoints.abort_checkpoint(...)` when a newer barrier
+    overtook an unfinished alignment (DECLINED_SUBSUMED, which is no checkpoint failure)."""
 
-    def __init__(self, num_channels: int, exactly_once: bool, on_aligned: Callable[[CheckpointBarrier], None],
-                 on_cancelled: Callable[[int], None]) -> None:
+    def __init__(self, num_channels: int, exactly_once: bool, checkpoints: AlignedCheckpoints) -> None:
         self.num_channels = num_channels
         self.exactly_once = exactly_once
-        self._on_aligned = on_aligned
-        self._on_cancelled = on_cancelled
+        self._checkpoints = checkpoints
         self._ended: set[int] = set()
         self._current: _Alignment | None = None
         self._latest_seen = -1
@@ -92,9 +96,10 @@ class BarrierHandler:
         if len(current.arrived | self._ended) >= self.num_channels:
             self._current = None
             self.blocked = frozenset()
-            self._on_aligned(current.barrier)
+            self._checkpoints.checkpoint_state(current.barrier)
 
     def _cancel(self, checkpoint_id: int) -> None:
         self._current = None
         self.blocked = frozenset()
-        self._on_cancelled(checkpoint_id)
+        self._checkpoints.abort_checkpoint(checkpoint_id, CheckpointFailureReason.DECLINED_SUBSUMED,
+                                           "the barrier of a newer checkpoint arrived before this one aligned")

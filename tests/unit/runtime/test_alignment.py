@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluvial.checkpoint.alignment import AlignmentState, BarrierHandler
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.runtime.alignment import AlignmentState, BarrierHandler
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,14 @@ class Recorder:
         self.cancelled: list[int] = []
 
     def handler(self, channels: int, exactly_once: bool = True) -> BarrierHandler:
-        return BarrierHandler(channels, exactly_once, lambda b: self.aligned.append(b.checkpoint_id),
-                              self.cancelled.append)
+        return BarrierHandler(channels, exactly_once, self)
+
+    def checkpoint_state(self, barrier) -> None:
+        self.aligned.append(barrier.checkpoint_id)
+
+    def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
+        assert reason is CheckpointFailureReason.DECLINED_SUBSUMED
+        self.cancelled.append(checkpoint_id)
 
 
 def test_exactly_once_blocks_each_channel_that_delivered_the_barrier_until_all_have():

@@ -1,0 +1,20 @@
+"""LocalExecutor (Flink's): `execution.target: local` — compile the Pipeline and run it on an embedded
+MiniCluster that lives as long as the job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fluvial.cluster.job_client import MiniClusterJobClient
+from fluvial.cluster.mini_cluster import MiniCluster
+from fluvial.graph.job_graph import build_job_graph
+from fluvial.graph.translate import stream_graph_of
+
+
+class LocalExecutor:
+    def __init__(self, configuration: Any) -> None:
+        self._configuration = configuration
+
+    def execute(self, pipeline: Any) -> MiniClusterJobClient:
+        job_graph = build_job_graph(stream_graph_of(pipeline))
+        return MiniCluster(self._configuration).submit(job_graph)

@@ -1,0 +1,279 @@
+"""The scheduler of one job (Flink's DefaultScheduler with the restart-all failover strategy): deploys every
+subtask into its slot, follows the states the tasks report, and decides the job's fate.
+
+Runs only on the JobMaster's main thread, so it locks nothing. Rules, numbered:
+1. `start(restore)`: every ExecutionVertex goes DEPLOYING, consumers first, each through its slot's
+   TaskManagerGateway.
+2. A report for an attempt that is not the vertex's current one is stale (a cancelled attempt saying goodbye)
+   and ignored. A report the vertex's state does not lead to is ignored with a debug line when it is a known
+   race (RUNNING after the JobMaster asked for a cancel), else the guarded transition raises.
+3. Every subtask FINISHED → the job is FINISHED.
+4. A subtask FAILED while the job runs → the restart strategy decides: RESTARTING (pending checkpoints are
+   aborted, every subtask is cancelled; once all are down, after the strategy's delay, every subtask is
+   redeployed as a new attempt restoring from the latest completed checkpoint) or FAILING (every subtask is
+   cancelled, then FAILED with the user's exception as the cause).
+5. `cancel()` → CANCELLING, every running subtask is cancelled, CANCELED once all are down.
+Every status change and every restart is logged, restarts at WARNING with their cause and attempt number.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Protocol, Sequence
+
+from fluvial.checkpoint.coordinator import CheckpointPlan
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
+from fluvial.cluster.gateways import TaskManagerGateway
+from fluvial.cluster.messages import (
+    CancelTask,
+    DeployTask,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    TaskExecutionState,
+    TriggerCheckpoint,
+)
+from fluvial.cluster.slots import SlotId
+from fluvial.common.executors import Cancellable, ScheduledExecutor
+from fluvial.common.job_status import JobStatus, checked_move
+from fluvial.runtime.execution_state import ExecutionState
+from fluvial.runtime.task import TaskFailure
+
+logger = logging.getLogger(__name__)
+
+
+class JobStatusListener(Protocol):
+    def job_status_changed(self, status: JobStatus, error: BaseException | None) -> None:
+        """The job moved to `status`; `error` is the cause when it failed."""
+        ...
+
+
+class RestoreSource(Protocol):
+    """Where redeployed subtasks restore from (the job's checkpointing, or the initial savepoint)."""
+
+    def restore_for_restart(self) -> dict | None: ...
+
+
+class Scheduler:
+    def __init__(self, graph: ExecutionGraph, slots: dict[tuple[int, int], SlotId],
+                 task_managers: Sequence[TaskManagerGateway], timer: ScheduledExecutor, backoff: Any,
+                 listener: JobStatusListener, task_settings: Any = None, templates: dict | None = None,
+                 receiver_settings: Any = None, clock: Callable[[], int] | None = None) -> None:
+        self.graph = graph
+        self._slots = slots
+        self._task_managers = task_managers
+        self._timer = timer
+        self._backoff = backoff  # a RestartBackoffTimeStrategy, or None: never restart
+        self._listener = listener
+        self._task_settings = task_settings
+        self._templates = templates
+        self._receiver_settings = receiver_settings
+        self._clock = clock
+        self.checkpointing: Any = None  # the JobCheckpointing, set by the JobMaster when checkpoints are on
+        self.restore_source: RestoreSource | None = None
+        self.status = JobStatus.CREATED
+        self.restarts = 0
+        self.failure: TaskFailure | None = None  # the task failure that failed the job
+        self.fatal: BaseException | None = None  # a job-level error that failed the job
+        self.last_failure: BaseException | None = None  # the latest failure, restarted from or not
+        self._pending_restart: Cancellable | None = None
+
+    @property
+    def job_id(self) -> str:
+        return self.graph.job_id
+
+    # -- deployment ---------------------------------------------------------------------------------------------
+
+    def start(self, restore: dict | None) -> None:
+        self._move(JobStatus.RUNNING)
+        self._deploy_all(restore)
+
+    def _deploy_all(self, restore: dict | None) -> None:
+        for execution in self.graph.deployment_order():
+            execution.transition(ExecutionState.DEPLOYING)
+        for execution in self.graph.deployment_order():
+            spec = self.graph.task_spec(execution, self._task_settings, (restore or {}).get(execution.id),
+                                        self._templates, self._receiver_settings)
+            slot = self._slots[execution.id]
+            self._task_managers[slot.task_manager].submit_task(DeployTask(spec, slot.index))
+
+    # -- task states --------------------------------------------------------------------------------------------
+
+    def on_task_state(self, update: TaskExecutionState) -> None:
+        execution = self.graph.vertex(update.vertex_id, update.subtask_index)
+        if execution is None or update.attempt != execution.attempt:
+            return  # rule 2: a late report from an earlier attempt
+        state = update.state
+        if not execution.state.can_move_to(state):
+            if execution.state is ExecutionState.CANCELING or execution.state.is_terminal:
+                logger.debug("ignoring %s of %s: it is %s", state.value, execution.name, execution.state.value)
+                return
+        execution.transition(state)
+        if state is ExecutionState.FINISHED and self.checkpointing is not None:
+            self.checkpointing.coordinator.abort_pending_awaiting(execution.id)
+        if state is ExecutionState.FAILED:
+            self._on_task_failed(execution, update.failure)
+        if self.graph.all_terminal():
+            self._on_all_terminal()
+
+    def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None) -> None:
+        error = failure.error if failure is not None else RuntimeError(f"subtask {execution.name} failed")
+        self.last_failure = error
+        if self.status is not JobStatus.RUNNING:
+            return  # already restarting, failing or cancelling: this is a consequence, not a cause
+        where = (f"operator '{failure.operator_name}' in {failure.task_name}" if failure is not None
+                 else execution.name)
+        if self._may_restart(error):
+            logger.warning("job %s: %s failed with %s: %s; restarting (restart %d)", self.job_id, where,
+                           type(error).__name__, error, self.restarts + 1)
+            self._move(JobStatus.RESTARTING)
+        else:
+            logger.error("job %s: %s failed with %s: %s; the restart strategy allows no restart", self.job_id,
+                         where, type(error).__name__, error)
+            self.failure = failure
+            self._move(JobStatus.FAILING)
+        self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)
+        self._cancel_running()
+
+    def _may_restart(self, error: BaseException | None) -> bool:
+        if self._backoff is None:
+            return False
+        self._backoff.notify_failure(error, self._clock() if self._clock is not None else None)
+        return self._backoff.can_restart()
+
+    def _on_all_terminal(self) -> None:
+        status = self.status
+        if status is JobStatus.RESTARTING:
+            if self._pending_restart is None:
+                delay = self._backoff.get_backoff_time()
+                logger.info("job %s: every subtask is down; restarting in %d ms", self.job_id, delay)
+                self._pending_restart = self._timer.schedule(delay, self._restart)
+        elif status is JobStatus.FAILING:
+            self._move(JobStatus.FAILED)
+        elif status is JobStatus.CANCELLING:
+            self._move(JobStatus.CANCELED)
+        elif status is JobStatus.RUNNING:
+            if self.graph.all_in(ExecutionState.FINISHED):
+                self._move(JobStatus.FINISHED)
+                return
+            stopped = [e.name for e in self.graph if e.state is not ExecutionState.FINISHED]
+            self.fail(RuntimeError(f"subtasks ended without finishing while the job ran: {', '.join(stopped)}"))
+
+    def _restart(self) -> None:
+        """Rule 4's second half: a new attempt of every subtask, restoring from the latest checkpoint."""
+        self._pending_restart = None
+        if self.status is not JobStatus.RESTARTING:
+            return
+        try:
+            restore = self.restore_source.restore_for_restart() if self.restore_source is not None else None
+        except BaseException as error:  # noqa: BLE001 - an unusable checkpoint fails the job, clearly
+            logger.error("job %s cannot restart: %s", self.job_id, error)
+            self.fail(error)
+            return
+        self.restarts += 1
+        for execution in self.graph:
+            execution.reset_for_new_attempt()
+        self._move(JobStatus.RUNNING)
+        self._deploy_all(restore)
+
+    # -- job-level decisions ------------------------------------------------------------------------------------
+
+    def handle_global_failure(self, error: BaseException) -> None:
+        """A failure of the job itself that its restart strategy may recover from (too many failed
+        checkpoints, as in Flink): restart every subtask if allowed, else fail the job."""
+        self.last_failure = error
+        if self.status is not JobStatus.RUNNING:
+            return
+        if not self._may_restart(error):
+            self.fail(error)
+            return
+        logger.warning("job %s: %s; restarting (restart %d)", self.job_id, error, self.restarts + 1)
+        self._move(JobStatus.RESTARTING)
+        self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)
+        self._cancel_running()
+        if self.graph.all_terminal():
+            self._on_all_terminal()
+
+    def fail(self, error: BaseException) -> None:
+        """A failure no restart recovers from (an unusable checkpoint, a JobMaster error): cancel everything and
+        fail the job with `error`."""
+        if self.status.is_globally_terminal or self.fatal is not None:
+            return
+        self.fatal = error
+        self.last_failure = error
+        self._cancel_pending_restart()
+        if self.status is not JobStatus.FAILING:
+            self._move(JobStatus.FAILING)
+        self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)
+        self._cancel_running()
+        if self.graph.all_terminal():
+            self._on_all_terminal()
+
+    def cancel(self) -> None:
+        if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
+            return
+        self._cancel_pending_restart()
+        self._move(JobStatus.CANCELLING)
+        self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)
+        self._cancel_running()
+        if self.graph.all_terminal():
+            self._on_all_terminal()
+
+    def _cancel_pending_restart(self) -> None:
+        if self._pending_restart is not None:
+            self._pending_restart.cancel()
+            self._pending_restart = None
+
+    def _cancel_running(self) -> None:
+        for execution in self.graph:
+            if execution.state.is_terminal or execution.state is ExecutionState.CANCELING:
+                continue
+            if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                execution.transition(ExecutionState.CANCELED)
+                continue
+            execution.transition(ExecutionState.CANCELING)
+            slot = self._slots[execution.id]
+            self._task_managers[slot.task_manager].cancel_task(
+                CancelTask(self.job_id, execution.job_vertex.id, execution.subtask_index, execution.attempt))
+
+    def _abort_checkpoints(self, reason: CheckpointFailureReason) -> None:
+        if self.checkpointing is not None:
+            self.checkpointing.coordinator.abort_all_pending(reason)
+
+    def _move(self, status: JobStatus) -> None:
+        previous = self.status
+        self.status = checked_move(previous, status, self.job_id)
+        logger.info("job %s (%s) switched from %s to %s", self.graph.job_graph.job_name, self.job_id,
+                    previous.value, status.value)
+        error = None
+        if status is JobStatus.FAILED:
+            error = self.fatal if self.fatal is not None else (self.failure.error if self.failure else None)
+        self._listener.job_status_changed(status, error)
+
+    # -- the coordinator's view of the subtasks (CheckpointTasks) -----------------------------------------------
+
+    def checkpoint_plan(self) -> CheckpointPlan | CheckpointFailureReason:
+        if self.status is not JobStatus.RUNNING or not self.graph.all_in(ExecutionState.RUNNING):
+            return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
+        executions = list(self.graph)
+        return CheckpointPlan([e.id for e in executions if e.job_vertex.is_source], {e.id for e in executions})
+
+    def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
+        execution = self.graph.vertices[task]
+        slot = self._slots[task]
+        self._task_managers[slot.task_manager].trigger_checkpoint(TriggerCheckpoint(
+            self.job_id, task[0], task[1], execution.attempt, checkpoint_id, timestamp, savepoint_dir))
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        for task_manager in self._task_managers:
+            task_manager.notify_checkpoint_complete(NotifyCheckpointComplete(self.job_id, checkpoint_id))
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        for task_manager in self._task_managers:
+            task_manager.notify_checkpoint_aborted(NotifyCheckpointAborted(self.job_id, checkpoint_id))
+
+    def fail_job(self, error: BaseException) -> None:
+        self.handle_global_failure(error)
+
+    def ended_subtasks(self) -> list[ExecutionVertex]:
+        return [execution for execution in self.graph if execution.state.is_terminal]

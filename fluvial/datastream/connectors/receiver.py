@@ -1,0 +1,214 @@
+"""Receiver: a push source (Spark Streaming's receiver API), for data that arrives rather than being read —
+a socket, a callback from another library, a queue someone else fills — and ReceiverSource, the Source a
+receiver stream becomes in a job (`env.add_receiver(receiver)`).
+
+Contract, numbered:
+1. `on_start()` runs on a thread of its own (the receiver's thread) when the receiver starts and after each
+   restart. It may loop for as long as data arrives, or start its own threads and return.
+2. `store(record)` hands one record to the BlockGenerator (batched into blocks every block interval);
+   `store(record, metadata)` the same with metadata (the block's info carries the list of its records'
+   metadata, in order); `store(list_of_records, metadata=None)` stores the list as one block and returns only
+   when the block is stored — in the write-ahead log when it is on (reliable receivers acknowledge their
+   source only after that). After `stop`, `store(list)` raises ReceiverStoppedError: never acknowledge then.
+3. `restart(message, error=None, delay=...)` stops (on_stop) and starts (on_start) again after the delay;
+   an exception escaping on_start does the same. `stop(message)` ends the stream for good: everything stored
+   before it still reaches the job, then the stream ends; `stop(message, error)` ends it with an error, which
+   fails the job's receiver source task once it emitted every block. `report_error` only reports.
+4. `on_stop()` releases what on_start acquired; it must make a looping on_start return (check `is_stopped()`).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from fluvial.common.errors import FluvialError
+from fluvial.common.time import current_millis
+from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader, SourceReaderContext
+
+DEFAULT_RESTART_DELAY_S = 2.0
+
+
+class ReceiverStoppedError(FluvialError, RuntimeError):
+    """A receiver was stopped: with an error (raised by the receiver source once every block is emitted, so
+    the job fails naming the receiver), or before a reliable `store(list)` could be accepted."""
+
+
+class Receiver(abc.ABC):
+    def __init__(self, storage_level: Any = None) -> None:
+        self.storage_level = storage_level
+        self.stream_id = -1
+        self._supervisor: Any = None
+
+    @abc.abstractmethod
+    def on_start(self) -> None: ...
+
+    @abc.abstractmethod
+    def on_stop(self) -> None: ...
+
+    # -- what receivers call ----------------------------------------------------------------------------------
+
+    def store(self, data: Any, metadata: Any = None) -> None:
+        supervisor = self._require_supervisor("store")
+        if isinstance(data, list):
+            supervisor.push_array(data, metadata)
+        elif metadata is not None:
+            supervisor.push_single_with_metadata(data, metadata)
+        else:
+            supervisor.push_single(data)
+
+    def restart(self, message: str, error: BaseException | None = None, delay: float | None = None) -> None:
+        self._require_supervisor("restart").restart_receiver(
+            message, error, DEFAULT_RESTART_DELAY_S if delay is None else delay)
+
+    def stop(self, message: str, error: BaseException | None = None) -> None:
+        self._require_supervisor("stop").stop(message, error)
+
+    def report_error(self, message: str, error: BaseException | None = None) -> None:
+        self._require_supervisor("report_error").report_error(message, error)
+
+    def is_started(self) -> bool:
+        return self._supervisor is not None and self._supervisor.is_receiver_started()
+
+    def is_stopped(self) -> bool:
+        return self._supervisor is None or self._supervisor.is_receiver_stopped()
+
+    def preferred_location(self) -> str | None:
+        return None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    # -- wiring -------------------------------------------------------------------------------------------------
+
+    def attach_supervisor(self, supervisor: Any) -> None:
+        self._supervisor = supervisor
+
+    def _require_supervisor(self, what: str) -> Any:
+        if self._supervisor is None:
+            raise RuntimeError(
+                f"{self.name()}.{what}() called before the receiver was started: receivers run inside a job "
+                "(env.add_receiver(receiver)); call store() from on_start() or threads it starts"
+            )
+        return self._supervisor
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_supervisor"] = None
+        return state
+
+
+RELEASE_INTERVAL_MS = 100  # without checkpoints, emitted blocks are released at most this often
+
+
+@dataclass(frozen=True)
+class ReceiverSplit:
+    split_id: str
+    stream_id: int
+    position: int = -1  # sequence number of the last block emitted (-1: none yet)
+
+
+class ReceiverSource(Source[ReceiverSplit]):
+    def __init__(self, receiver: Any, stream_id: int) -> None:
+        self.receiver = receiver
+        self.stream_id = stream_id
+
+    def get_boundedness(self) -> Boundedness:
+        return Boundedness.CONTINUOUS_UNBOUNDED
+
+    def create_splits(self, parallelism: int) -> list[ReceiverSplit]:
+        return [ReceiverSplit(f"receiver-{self.stream_id}", self.stream_id)]
+
+    def create_reader(self, task_info: SourceReaderContext) -> "ReceiverSourceReader":
+        if task_info.receivers is None:
+            raise RuntimeError(
+                f"the receiver source of stream {self.stream_id} was started without its TaskManager's receiver "
+                "services: run it inside a job (env.add_receiver), not by hand"
+            )
+        return ReceiverSourceReader(task_info.receivers, self.stream_id, self.receiver)
+
+    def max_parallelism(self) -> int:
+        return 1
+
+    def default_name(self) -> str:
+        return self.receiver.name()
+
+
+class ReceiverStreams(Protocol):
+    """A TaskManager's receivers of one job, as a receiver source reader sees them."""
+
+    def stream(self, stream_id: int, receiver: "Receiver") -> Any:
+        """The services (tracker, block handler, supervisor) of stream `stream_id`, its receiver started on
+        first use and kept running across failovers of the job's tasks."""
+        ...
+
+
+class ReceiverSourceReader(SourceReader[ReceiverSplit]):
+    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: "Receiver") -> None:
+        self._receivers = receivers
+        self._stream_id = stream_id
+        self._receiver = receiver
+        self._split: ReceiverSplit | None = None
+        self._services: Any = None
+        self._positions: dict[int, int] = {}  # checkpoint id -> position it holds
+        self._last_release = 0
+
+    def add_splits(self, splits: list[ReceiverSplit]) -> None:
+        if splits:
+            self._split = splits[0]
+
+    def _lookup(self) -> Any:
+        if self._services is None:
+            self._services = self._receivers.stream(self._stream_id, self._receiver)
+        return self._services
+
+    def poll(self, max_records: int) -> list | None:
+        split = self._split
+        if split is None:
+            return None
+        services = self._lookup()
+        ended = services.stream_ended(split.stream_id)  # read before the blocks: no block can follow the end
+        blocks = services.tracker.blocks_after(split.stream_id, split.position)
+        if not blocks:
+            if ended:
+                self._raise_if_failed(services, split.stream_id)
+                return None
+            return []
+        info = blocks[0]
+        records = services.handlers[split.stream_id].read_block(info.store_result)
+        self._split = replace(split, position=split.position + 1)
+        if not services.checkpointing:
+            now = current_millis()
+            if now - self._last_release >= RELEASE_INTERVAL_MS:  # batched: each release logs to the tracker WAL
+                self._last_release = now
+                services.release_through(split.stream_id, self._split.position, now)
+        return list(records)
+
+    @staticmethod
+    def _raise_if_failed(services: Any, stream_id: int) -> None:
+        """A receiver stopped with an error (e.g. a refused connection) fails the task after its last block,
+        so the job fails naming the receiver instead of finishing as if the stream had simply ended."""
+        failure = services.stream_failure(stream_id)
+        if failure is not None:
+            message, error = failure
+            name = services.supervisors[stream_id].receiver.name()
+            raise ReceiverStoppedError(f"receiver '{name}' (stream {stream_id}) stopped with an error: {message}") \
+                from error
+
+    def snapshot_state(self) -> list[ReceiverSplit]:
+        return [self._split] if self._split is not None else []
+
+    def on_snapshot(self, checkpoint_id: int) -> None:
+        if self._split is not None:
+            self._positions[checkpoint_id] = self._split.position
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        done = [cid for cid in self._positions if cid <= checkpoint_id]
+        if not done or self._split is None:
+            return
+        position = max(self._positions[cid] for cid in done)
+        for cid in done:
+            del self._positions[cid]
+        if position >= 0:
+            self._lookup().release_through(self._split.stream_id, position, current_millis())
