@@ -41,20 +41,9 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
                     "many key groups, so max parallelism cannot change between a checkpoint and its restore; "
                     f"set_max_parallelism({old.max_parallelism}) on it"
                 )
-            operator_handles = tuple(
-                tuple(old.subtask_states[j].operator) if j in old.subtask_states else ()
-                for j in range(old.parallelism)
-            )
             for index in range(vertex.parallelism):
-                own = key_group_range_for_operator(node.max_parallelism, vertex.parallelism, index)
-                keyed = tuple(
-                    handle
-                    for j, state in sorted(old.subtask_states.items())
-                    if _overlaps(own, key_group_range_for_operator(old.max_parallelism, old.parallelism, j))
-                    for handle in state.keyed
-                )
-                result.setdefault((vertex.id, index), {})[operator_id] = RestoreAssignment(
-                    metadata.checkpoint_id, keyed, operator_handles, old.parallelism, owned)
+                result.setdefault((vertex.id, index), {})[operator_id] = subtask_assignment(
+                    old, metadata.checkpoint_id, vertex.parallelism, index, owned)
     unmatched = sorted(set(operator_states) - matched)
     if unmatched and not allow_non_restored_state:
         raise StateError(
@@ -87,3 +76,21 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_pa
         name: list(items) if name.startswith(UNION_PREFIX) else items[subtask_index::parallelism]
         for name, items in merged.items()
     }
+
+
+def subtask_assignment(old: Any, checkpoint_id: int, parallelism: int, subtask_index: int,
+                       owned: bool = False) -> RestoreAssignment:
+    """What new subtask `subtask_index` of `parallelism` restores from an operator's stored state `old` (an
+    OperatorState): the keyed state files of the old subtasks whose key groups overlap its own, and every old
+    subtask's operator state files (the subtask takes its share when it loads them)."""
+    own = key_group_range_for_operator(old.max_parallelism, parallelism, subtask_index)
+    keyed = tuple(
+        handle
+        for j, state in sorted(old.subtask_states.items())
+        if _overlaps(own, key_group_range_for_operator(old.max_parallelism, old.parallelism, j))
+        for handle in state.keyed
+    )
+    operator_handles = tuple(
+        tuple(old.subtask_states[j].operator) if j in old.subtask_states else () for j in range(old.parallelism)
+    )
+    return RestoreAssignment(checkpoint_id, keyed, operator_handles, old.parallelism, owned)

@@ -10,8 +10,7 @@ from collections import defaultdict
 
 import pytest
 
-from fluvial.common.task_info import TaskInfo
-from fluvial.common.time import MAX_WATERMARK
+from fluvial.common.time import MAX_WATERMARK, ManualClock
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.state import ValueStateDescriptor
@@ -28,74 +27,56 @@ from fluvial.datastream.window import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from fluvial.runtime.output import Output
-from fluvial.runtime.records import RecordBatch, Watermark
-from fluvial.runtime.runtime_context import OperatorContext
-from fluvial.runtime.window_operator import WindowOperator
+from fluvial.runtime.records import Watermark
+from fluvial.testing import OperatorHarness
 
 LATE = OutputTag("late")
 _A = t.WindowAggregation
 _F = t.WindowFunctionKind
 
 
-class ManualClock:
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-        self.wakeups: list = []
-
-    def current_processing_time(self) -> int:
-        return self.now
-
-    def register_timer(self, timestamp, callback):
-        self.wakeups.append((timestamp, callback))
-
-    def advance_to(self, now: int) -> None:
-        self.now = now
-        due = sorted((w for w in self.wakeups if w[0] <= now), key=lambda w: w[0])
-        self.wakeups = [w for w in self.wakeups if w[0] > now]
-        for _, callback in due:
-            callback(now)
-
-
 class Harness:
+    """The window operator in fluvial.testing's OperatorHarness, with this file's shorthand: records as
+    (key, value, ts), results as (value, ts) pairs, late records captured."""
+
     def __init__(self, assigner, *, function=None, aggregation=_A.REDUCE, window_function=None,
-                 kind=_F.PASS_THROUGH, trigger=None, evictor=None, lateness=0, now=0) -> None:
+                 kind=_F.PASS_THROUGH, trigger=None, evictor=None, lateness=0, now=0, restore=None) -> None:
         spec = t.WindowSpec(function=function, key_selector=lambda v: v[0], assigner=assigner, trigger=trigger,
                             evictor=evictor, allowed_lateness=lateness, late_data_tag=LATE,
                             aggregation=aggregation, window_function=window_function, window_function_kind=kind)
-        self.clock = ManualClock(now)
-        info = TaskInfo("job", "Window", 0, 1, 128)
-        self.op = WindowOperator(spec, OperatorContext(info, "Window", 128, processing_time_service=self.clock))
-        self.out: list = []
-        self.late: list = []
-        self.watermarks: list = []
-        self.op.setup(Output([self._collect(self.out)], {LATE: [self._collect(self.late)]}, [self.watermarks.append]))
-        self.op.open()
+        self.harness = OperatorHarness(spec, "Window", clock=ManualClock(now)).open(restore=restore)
+        self.op = self.harness.operator
+        self.clock = self.harness.clock
 
-    @staticmethod
-    def _collect(into):
-        return lambda batch: into.extend(zip(batch.values, batch.timestamps or [None] * len(batch.values)))
+    @property
+    def late(self) -> list:
+        return [(record.value, record.timestamp) for record in self.harness.side_output(LATE)]
+
+    @property
+    def watermarks(self) -> list:
+        return [Watermark(ts) for ts in self.harness.watermarks()]
 
     def elements(self, *records) -> Harness:
         """Records as (key, value, ts), one buffer."""
-        self.op.process_batch(RecordBatch(list(records), [r[2] for r in records]))
+        self.harness.process_elements(list(records), [r[2] for r in records])
         return self
 
     def watermark(self, ts: int) -> list:
-        self.op.process_watermark(Watermark(ts))
+        self.harness.process_watermark(ts)
         return self.take()
 
+    def advance_to(self, now: int) -> None:
+        self.harness.set_processing_time(now)
+
     def take(self) -> list:
-        out, self.out[:] = list(self.out), []
-        return out
+        return [(record.value, record.timestamp) for record in self.harness.take()]
 
     def state_entries(self) -> dict[str, int]:
         """Non-empty keyed-state tables (window contents, trigger state, merging sets, assigner counters)."""
-        backend = self.op.keyed_backend
-        return {name: len(table) for name, table in backend._tables.items() if table}
+        return self.harness.keyed_state_entries()
 
     def timer_count(self) -> int:
-        return self.op.timers.event_timer_count() + self.op.timers.processing_timer_count()
+        return self.harness.timer_count()
 
 
 def add(a, b):
@@ -244,15 +225,15 @@ def test_time_evictor_keeps_elements_within_the_span_of_the_newest():
 def test_processing_time_windows_fire_on_the_clock():
     h = Harness(TumblingProcessingTimeWindows.of(1000), function=lambda a, b: (a[0], a[1] + b[1], None), now=5_100)
     h.elements(("a", 1, None), ("b", 2, None))
-    h.clock.now = 5_500
+    h.clock.now_ms = 5_500
     h.elements(("a", 3, None))
-    h.clock.advance_to(5_998)
+    h.advance_to(5_998)
     assert h.take() == []
-    h.clock.advance_to(5_999)
+    h.advance_to(5_999)
     assert sorted((v[0], v[1], ts) for v, ts in h.take()) == [("a", 4, 5_999), ("b", 2, 5_999)]
-    h.clock.now = 6_000
+    h.clock.now_ms = 6_000
     h.elements(("a", 5, None))
-    h.clock.advance_to(7_000)
+    h.advance_to(7_000)
     assert [(v[0], v[1]) for v, _ in h.take()] == [("a", 5)]
     assert h.state_entries() == {} and h.timer_count() == 0
 
@@ -260,20 +241,22 @@ def test_processing_time_windows_fire_on_the_clock():
 # -- snapshot and restore ---------------------------------------------------------------------------------------
 
 
-def restore_into(fresh: Harness, old: Harness) -> Harness:
-    fresh.op.keyed_backend.restore([old.op.keyed_backend.snapshot()])
-    fresh.op.timers.restore(old.op.timers.snapshot())
-    fresh.op.timers.current_watermark = old.op.timers.current_watermark
+def restore_into(make, old: Harness, watermark: int) -> Harness:
+    """A fresh operator restored from `old`'s snapshot, which then sees the watermark `old` had seen (a
+    restored job's watermark starts over, and its sources bring it back: nothing fires twice)."""
+    fresh = make(restore=[old.harness.snapshot(1)])
+    assert fresh.watermark(watermark) == []
     return fresh
 
 
 @pytest.mark.parametrize("make", [
-    lambda: Harness(TumblingEventTimeWindows.of(1000), function=add),
-    lambda: Harness(SlidingEventTimeWindows.of(1000, 250), aggregation=_A.ELEMENTS, kind=_F.APPLY,
-                    window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), 0)]),
-    lambda: Harness(EventTimeSessionWindows.with_gap(300), function=add),
-    lambda: Harness(TumblingEventTimeWindows.of(1000), function=add, trigger=CountTrigger.of(3), lateness=200),
-])
+    lambda **kw: Harness(TumblingEventTimeWindows.of(1000), function=add, **kw),
+    lambda **kw: Harness(SlidingEventTimeWindows.of(1000, 250), aggregation=_A.ELEMENTS, kind=_F.APPLY,
+                         window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), 0)], **kw),
+    lambda **kw: Harness(EventTimeSessionWindows.with_gap(300), function=add, **kw),
+    lambda **kw: Harness(TumblingEventTimeWindows.of(1000), function=add, trigger=CountTrigger.of(3), lateness=200,
+                         **kw),
+], ids=["tumbling", "sliding", "sessions", "count-trigger"])
 def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
     records = [(f"k{i % 3}", i, (i * 137) % 2500) for i in range(60)]
     first, second = records[:30], records[30:]
@@ -287,7 +270,7 @@ def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
     original = make()
     original.elements(*first)
     assert original.watermark(1200) == expected_mid
-    restored = restore_into(make(), original)
+    restored = restore_into(make, original, 1200)
     original.elements(("k0", 10_000, 100))  # changes to the original after the snapshot do not leak
     restored.elements(*second)
     got = restored.take() + restored.watermark(1700) + restored.watermark(MAX_WATERMARK)

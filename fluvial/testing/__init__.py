@@ -1,0 +1,49 @@
+"""fluvial.testing: what our tests use, shipped for yours (as Flink ships its harnesses).
+
+- OperatorHarness: one operator driven by hand — records, watermarks, processing time on a ManualClock,
+  snapshot and restore mid-test, output and side outputs captured.
+- ScriptedSource with Pause, Crash and End markers: put a job exactly where a test wants it.
+- run_job / collect_job / execution_modes: run the same job in every execution mode.
+- ManualClock and ManualScheduledExecutor: time and threads a test controls.
+- wait_until: poll for what you wait on, never sleep and hope.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from fluvial.common.time import ManualClock
+from fluvial.testing.execution import ExecutionMode, collect_job, environment, execution_modes, run_job
+from fluvial.testing.executors import ManualScheduledExecutor
+from fluvial.testing.harness import ManualProcessingTime, OperatorHarness, OperatorSubtaskSnapshot
+from fluvial.testing.sources import Crash, End, Pause, ScriptCrash, ScriptedSource
+
+__all__ = [
+    "Crash",
+    "End",
+    "ExecutionMode",
+    "ManualClock",
+    "ManualProcessingTime",
+    "ManualScheduledExecutor",
+    "OperatorHarness",
+    "OperatorSubtaskSnapshot",
+    "Pause",
+    "ScriptCrash",
+    "ScriptedSource",
+    "collect_job",
+    "environment",
+    "execution_modes",
+    "run_job",
+    "wait_until",
+]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "the condition",
+               interval: float = 0.005) -> None:
+    """Poll `condition` until it holds; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

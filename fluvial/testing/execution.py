@@ -1,0 +1,58 @@
+"""Run a job in every execution mode fluvial has: the same test, the same answer, whether TaskManagers are
+threads of this process, processes of this machine, or Ray actors (Bytewax runs its tests so).
+
+    @pytest.mark.parametrize("mode", execution_modes())
+    def test_word_count(mode):
+        result = run_job(build_word_count, mode)
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable
+
+from fluvial.common.configuration import Configuration
+
+
+class ExecutionMode(enum.Enum):
+    THREADS = "thread"  # TaskManagers as threads of this process
+    PROCESSES = "process"  # TaskManagers as processes of this machine
+    RAY = "ray"  # TaskManagers as Ray actors
+
+
+AVAILABLE = (ExecutionMode.THREADS,)
+
+
+def execution_modes() -> list[ExecutionMode]:
+    """The modes this version runs jobs in (for `pytest.mark.parametrize`)."""
+    return list(AVAILABLE)
+
+
+def environment(mode: ExecutionMode, configuration: Configuration | None = None) -> Any:
+    """A StreamExecutionEnvironment whose jobs run in `mode`."""
+    from fluvial.datastream import StreamExecutionEnvironment
+
+    if mode not in AVAILABLE:
+        raise ValueError(f"execution mode {mode.value!r} is not available in this version; use one of "
+                         f"{', '.join(m.value for m in AVAILABLE)}")
+    configuration = Configuration(configuration) if configuration is not None else Configuration()
+    configuration.set_string("local.taskmanager.mode", mode.value)
+    return StreamExecutionEnvironment.get_execution_environment(configuration)
+
+
+def run_job(build: Callable[[Any], None], mode: ExecutionMode, configuration: Configuration | None = None,
+            job_name: str | None = None, timeout: float = 120.0) -> Any:
+    """Build the job on an environment of `mode` (`build(env)` adds sources, operators and sinks), run it to its
+    end and return its JobExecutionResult; a failed job raises JobExecutionException."""
+    env = environment(mode, configuration)
+    build(env)
+    return env.execute_async(job_name).get_job_execution_result().result(timeout=timeout)
+
+
+def collect_job(build: Callable[[Any], Any], mode: ExecutionMode, configuration: Configuration | None = None,
+                timeout: float = 120.0) -> list:
+    """Every record of the stream `build(env)` returns, collected to the client (execute_and_collect)."""
+    env = environment(mode, configuration)
+    stream = build(env)
+    with stream.execute_and_collect() as results:
+        return list(results)
