@@ -23,7 +23,9 @@ Relocation (as Flink's RelativeFileStateHandle): a file inside the checkpoint's 
 path relative to that directory (`"relative": true`), and resolved against wherever `_metadata` is read from.
 So a savepoint directory, or a checkpoint's `chk-<n>` directory, can be moved or copied and restored from its
 new place. Files outside it — the shared files of incremental RocksDB checkpoints, which live in
-`<job dir>/shared/` — keep their full URLs, as in Flink: such a checkpoint moves only together with them.
+`<job dir>/shared/` — keep their full URLs, as in Flink. (Incremental RocksDB checkpoints do not relocate at
+all: the list of their files is pickled inside their keyed state, with full URLs. Savepoints never use that
+form, so every savepoint relocates.)
 
 What the payload does not make safe: the state files and inline state it points to are pickled user values
 (keyed state, operator state), unpickled on restore. Only restore checkpoints you trust (README).
