@@ -51,7 +51,7 @@ from fluvial.checkpoint.metadata import (
 )
 from fluvial.checkpoint.metadata_format import METADATA_FILE_NAME, decode_metadata, encode_metadata
 from fluvial.common.errors import ConfigurationError, ResourceError
-from fluvial.common.private_files import check_trusted, make_private_dirs, write_private_file
+from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, write_private_file
 from fluvial.datastream.checkpoint_storage import (
     CheckpointStorage,
     FileSystemCheckpointStorage,
@@ -295,7 +295,7 @@ class _FileLayout:
         temp = posixpath.join(directory, f".{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}")
         write_private_file(temp, blob, fsync=True)
         os.replace(temp, final)
-        _fsync_directory(directory)
+        fsync_directory(directory)
         return self.url(directory)
 
     def remove_checkpoint(self, checkpoint_id: int) -> None:
@@ -305,7 +305,7 @@ class _FileLayout:
         try:
             self.fs.rm_file(posixpath.join(directory, METADATA_FILE_NAME))
             if self.is_local:
-                _fsync_directory(directory)
+                fsync_directory(directory)
         except FileNotFoundError:
             pass
         try:
@@ -314,15 +314,6 @@ class _FileLayout:
             pass
         with self._lock:
             self._created.discard(directory)
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make a rename or a deletion in `directory` durable (a local directory's entries are data of their own)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- JobManager memory --------------------------------------------------------------------------------------------

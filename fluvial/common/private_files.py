@@ -73,6 +73,16 @@ def write_private_file(path: str | os.PathLike[str], data: bytes | bytearray | m
         os.close(fd)
 
 
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """Make a creation, rename or deletion in `directory` durable: a directory's entries are data of their own,
+    which `fsync` on the file does not cover."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def untrusted_reason(path: str | os.PathLike[str]) -> str | None:
     """Why another user could have written `path` (or replaced it), or None when only this user and root can.
 

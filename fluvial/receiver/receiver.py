@@ -13,8 +13,9 @@ Contract, numbered:
    an exception escaping on_start does the same. Restarts follow the receiver's `restart_strategy` (a
    RestartStrategies configuration; default: exponential back-off from 100 ms to 10 s, at most 10 restarts
    without a minute of running in between): the wait is the longer of `delay` and the strategy's back-off,
-   and once the strategy allows no more restarts the receiver stops with its last error, which fails the job. `stop(message)` ends the stream for good: everything stored
-   before it still reaches the job, then the stream ends; `stop(message, error)` ends it with an error, which
+   and once the strategy allows no more restarts the receiver stops with its last error, which fails the job.
+   `stop(message)` ends the stream for good: everything stored before it still reaches the job, then the
+   stream ends; `stop(message, error)` ends it with an error, which
    fails the job's receiver source task once it emitted every block. `report_error` only reports.
 4. `on_stop()` releases what on_start acquired; it must make a looping on_start return (check `is_stopped()`).
 """

@@ -51,7 +51,7 @@ from types import TracebackType
 from typing import BinaryIO, Callable, Self
 
 from fluvial.common.errors import FluvialError
-from fluvial.common.private_files import check_trusted, make_private_dirs, open_private
+from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, open_private
 
 logger = logging.getLogger(__name__)
 
@@ -125,14 +125,6 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
         raise WalError(f"a write-ahead log record holds at most {_MAX_RECORD_LENGTH} bytes, got {length}")
     length_bytes = struct.pack(">I", length)
     return length_bytes + struct.pack(">I", _checksum(length_bytes, payload)) + bytes(payload)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _list_segments(directory: Path) -> list[WalSegment]:
@@ -365,7 +357,7 @@ class WriteAheadLog:
                     continue
                 deleted.append(segment.path)
             if deleted:
-                _fsync_directory(self._directory)
+                fsync_directory(self._directory)
             return deleted
 
     def close(self) -> None:
@@ -403,7 +395,7 @@ class WriteAheadLog:
         """Every segment this log holds must still be on disk (see contract 3 of the module docstring)."""
         if not self._directory.is_dir():
             make_private_dirs(self._directory)
-            _fsync_directory(self._directory.parent)
+            fsync_directory(self._directory.parent)
             logger.warning("write-ahead log directory %s was deleted while in use; recreated it", self._directory)
         if self._active_fd is not None and os.fstat(self._active_fd).st_nlink == 0:
             self._restore_active()
@@ -433,7 +425,7 @@ class WriteAheadLog:
                 os.write(new_fd, chunk)
                 copied += len(chunk)
             os.fsync(new_fd)
-            _fsync_directory(self._directory)
+            fsync_directory(self._directory)
         except BaseException:
             os.close(new_fd)
             raise
@@ -454,7 +446,7 @@ class WriteAheadLog:
             path = self._directory / name
             fd = open_private(path, _SEGMENT_FLAGS)
             try:
-                _fsync_directory(self._directory)
+                fsync_directory(self._directory)
             except OSError:
                 os.close(fd)
                 os.remove(path)
