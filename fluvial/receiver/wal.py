@@ -127,6 +127,12 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     return length_bytes + struct.pack(">I", _checksum(length_bytes, payload)) + bytes(payload)
 
 
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _list_segments(directory: Path) -> list[WalSegment]:
     segments = (WalSegment.parse(entry) for entry in directory.iterdir() if entry.is_file())
     return sorted((segment for segment in segments if segment is not None), key=lambda s: s.sequence)
@@ -325,9 +331,7 @@ class WriteAheadLog:
         segment, fd = self._segment_for(time_ms, len(frame))
         offset = self._active_size
         try:
-            view = memoryview(frame)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, frame)
             os.fsync(fd)
         except OSError as error:
             self._undo_partial_write(fd, offset, error)
@@ -415,20 +419,28 @@ class WriteAheadLog:
         the segment's own name (so every handle into it stays valid) and continue in the new file."""
         assert self._active is not None and self._active_fd is not None
         path, old_fd, size = self._active.path, self._active_fd, self._active_size
-        new_fd = open_private(path, _SEGMENT_FLAGS)
         try:
-            copied = 0
-            while copied < size:
-                chunk = os.pread(old_fd, min(_COPY_CHUNK, size - copied), copied)
-                if not chunk:
-                    raise OSError(f"the deleted segment {path} ended after {copied} of {size} bytes")
-                os.write(new_fd, chunk)
-                copied += len(chunk)
-            os.fsync(new_fd)
-            fsync_directory(self._directory)
-        except BaseException:
-            os.close(new_fd)
-            raise
+            new_fd = open_private(path, _SEGMENT_FLAGS)
+            try:
+                copied = 0
+                while copied < size:
+                    chunk = os.pread(old_fd, min(_COPY_CHUNK, size - copied), copied)
+                    if not chunk:
+                        raise OSError(f"the deleted segment ended after {copied} of {size} bytes")
+                    _write_all(new_fd, chunk)
+                    copied += len(chunk)
+                os.fsync(new_fd)
+                fsync_directory(self._directory)
+            except BaseException:
+                os.close(new_fd)
+                raise
+        except OSError as error:  # its records are on no disk now: the log cannot keep its promise
+            self._close_active()
+            self._failure = WalDurabilityError(
+                f"write-ahead log segment {path} was deleted while open and could not be restored ({error}); the "
+                "records in it are no longer durable")
+            logger.error("%s", self._failure)
+            raise self._failure from error
         os.close(old_fd)
         self._active_fd = new_fd
         logger.warning("write-ahead log segment %s was deleted while open; restored its %d bytes from the open "

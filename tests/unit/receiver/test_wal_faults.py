@@ -46,6 +46,19 @@ def test_a_deleted_open_segment_is_restored(tmp_path):
     assert recovered(tmp_path / "wal") == [b"one", b"two"]
 
 
+def test_an_open_segment_that_cannot_be_restored_fails_the_log(tmp_path):
+    wal = WriteAheadLog(tmp_path / "wal")
+    handle = wal.write(b"one", 10)
+    os.remove(handle.path)
+    with open(handle.path, "wb") as planted:  # something else took the name
+        planted.write(b"not ours")
+    with pytest.raises(WalDurabilityError, match="was deleted while open and could not be restored"):
+        wal.write(b"two", 11)
+    with pytest.raises(WalDurabilityError, match="takes no more records"):
+        wal.write(b"three", 12)
+    wal.close()
+
+
 def test_a_deleted_closed_segment_fails_every_later_write_naming_the_log(tmp_path):
     directory = tmp_path / "wal"
     wal = WriteAheadLog(directory, rolling_interval_ms=10)
