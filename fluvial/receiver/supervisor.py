@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from fluvial.common.errors import InvalidJobError
 from fluvial.common.restart_backoff import RestartBackoffTimeStrategy, create_backoff_strategy
 from fluvial.common.time import current_millis
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
@@ -258,7 +259,7 @@ def _backoff_strategy(receiver: Any) -> RestartBackoffTimeStrategy:
     try:
         return create_backoff_strategy(configuration)
     except Exception as error:
-        raise ReceiverStoppedError(
+        raise InvalidJobError(
             f"receiver '{receiver.name()}' has restart_strategy {configuration!r}, which cannot be used ({error}); "
             "set it to a RestartStrategies configuration, e.g. RestartStrategies.fixed_delay_restart(3, 1000)"
         ) from error

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from fluvial.common.errors import InvalidJobError
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.receiver.block_generator import BlockGeneratorStateError
 from fluvial.receiver.handler import BlockStore, WriteAheadLogBasedBlockHandler
@@ -65,7 +66,7 @@ def test_the_errors_kept_are_bounded():
 def test_an_unusable_restart_strategy_is_a_clear_error():
     receiver = ScriptedReceiver(always_fail)
     receiver.restart_strategy = "forever"
-    with pytest.raises(Exception, match="restart_strategy 'forever', which cannot be used"):
+    with pytest.raises(InvalidJobError, match="restart_strategy 'forever', which cannot be used"):
         Harness(receiver)
 
 
