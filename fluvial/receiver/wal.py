@@ -228,6 +228,7 @@ class WriteAheadLog:
         if not retry_backoff_s >= 0:
             raise ValueError(f"the write-ahead log retry back-off must be >= 0 s, got {retry_backoff_s!r}")
         self._directory = Path(directory).absolute()
+        self._directory_path = str(self._directory)
         self._rolling_interval_ms = rolling_interval_ms
         self._max_segment_bytes = max_segment_bytes
         self._max_write_attempts = max_write_attempts
@@ -397,13 +398,14 @@ class WriteAheadLog:
 
     def _check_segments(self) -> None:
         """Every segment this log holds must still be on disk (see contract 3 of the module docstring)."""
-        if not self._directory.is_dir():
+        if not os.path.isdir(self._directory_path):
             make_private_dirs(self._directory)
             fsync_directory(self._directory.parent)
             logger.warning("write-ahead log directory %s was deleted while in use; recreated it", self._directory)
         if self._active_fd is not None and os.fstat(self._active_fd).st_nlink == 0:
             self._restore_active()
-        lost = sorted(path for path in self._on_disk if not os.path.exists(path))
+        exists = os.path.exists
+        lost = sorted(path for path in self._on_disk if not exists(path))
         if lost:
             self._failure = WalDurabilityError(
                 f"segment(s) {', '.join(os.path.basename(p) for p in lost)} of the write-ahead log in "
