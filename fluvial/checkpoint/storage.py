@@ -8,13 +8,19 @@ The protocol, per checkpoint n (DESIGN 2.3, seed 001):
    thread and concurrently for different names, and acknowledges the returned handles.
 2. When every task has acknowledged, the JobMaster calls `write_metadata(n, metadata)`: from then on the
    checkpoint exists and can be restored through the returned location.
-3. When a newer checkpoint subsumes it, `discard_checkpoint(n)` removes its private files. Files of incremental
-   checkpoints live in the shared directory instead (`write_shared`) and are removed by reference count
-   (fluvial.checkpoint.store), never by `discard_checkpoint`.
+3. When a newer checkpoint subsumes it, `discard_checkpoint(n)` removes its private files: `_metadata` first,
+   so a discard interrupted half-way never leaves a checkpoint that looks complete and is not. Files of
+   incremental checkpoints live in the shared directory instead (`write_shared`) and are removed by reference
+   count (fluvial.checkpoint.store), never by `discard_checkpoint`.
 
 Integrity: every handle and the `_metadata` file carry a CRC-32 (zlib) of their bytes. It detects accidental
-damage (a truncated upload, a flipped bit, a file overwritten by something else); it is not a signature. Reading
-a checkpoint unpickles it, so restore only checkpoints that this deployment wrote.
+damage (a truncated upload, a flipped bit, a file overwritten by something else); it is not a signature.
+
+Trust (README, "trust boundary"): `_metadata` is JSON and parsing it runs no code (fluvial.checkpoint.
+metadata_format), but the state it points to is pickled user values. On local disks every directory this
+module creates is 0700 and every file 0600, and a restore refuses a checkpoint that another user could have
+written (fluvial.common.private_files). Relocation: `_metadata` names the files of its own directory relatively,
+so a savepoint or a `chk-<n>` directory can be moved and restored from its new place.
 """
 
 from __future__ import annotations
@@ -22,177 +28,52 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import pickle
 import posixpath
 import re
-import struct
 import threading
 import uuid
-import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import fsspec.core
 
-from fluvial.common.errors import ConfigurationError, FluvialError, ResourceError
+from fluvial.checkpoint.metadata import (
+    CHECKSUM_ALGORITHM,
+    ByteStreamStateHandle,
+    CheckpointMetadata,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    FileStateHandle,
+    OperatorState,
+    StateHandle,
+    StateTooLargeError,
+    SubtaskState,
+    checksum,
+)
+from fluvial.checkpoint.metadata_format import METADATA_FILE_NAME, decode_metadata, encode_metadata
+from fluvial.common.errors import ConfigurationError, ResourceError
+from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, write_private_file
 from fluvial.datastream.checkpoint_storage import (
     CheckpointStorage,
     FileSystemCheckpointStorage,
     JobManagerCheckpointStorage,
 )
 
+__all__ = [  # the handles and metadata live in fluvial.checkpoint.metadata; importing them from here works too
+    "CHECKSUM_ALGORITHM", "ByteStreamStateHandle", "CheckpointMetadata", "CheckpointNotFoundError",
+    "CheckpointStorageAccess", "CorruptCheckpointError", "FileStateHandle", "FileSystemCheckpointStorageAccess",
+    "JobManagerCheckpointStorageAccess", "METADATA_FILE_NAME", "OperatorState", "StateHandle",
+    "StateTooLargeError", "SubtaskState", "checksum", "create_checkpoint_storage", "decode_metadata",
+    "encode_metadata", "read_checkpoint_metadata", "read_state_handle",
+]
+
 logger = logging.getLogger(__name__)
 
-CHECKSUM_ALGORITHM = "crc32"
-METADATA_FILE_NAME = "_metadata"
 SHARED_DIR_NAME = "shared"
 JOBMANAGER_SCHEME = "jobmanager://"
 
-_METADATA_MAGIC = b"FLUVCKPT"
-_METADATA_VERSION = 1
-_METADATA_HEADER = struct.Struct(">8sHQI")  # magic, format version, payload length, crc32 of the payload
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
 _DIRECTORY_PROTOCOLS = _LOCAL_PROTOCOLS | {"memory"}
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
-
-
-# -- errors -------------------------------------------------------------------------------------------------------
-
-
-class CorruptCheckpointError(FluvialError):
-    """Stored checkpoint data does not match its checksum or size: the checkpoint cannot be used."""
-
-
-class CheckpointNotFoundError(FluvialError):
-    """No completed checkpoint exists at the given location."""
-
-
-class StateTooLargeError(FluvialError):
-    """A state exceeds what the configured checkpoint storage accepts."""
-
-
-def checksum(data: bytes | bytearray | memoryview) -> int:
-    """The checksum stored in handles and metadata headers (CRC-32, unsigned)."""
-    return zlib.crc32(data) & 0xFFFFFFFF
-
-
-# -- handles and metadata -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ByteStreamStateHandle:
-    """State carried inline: its bytes travel in the acknowledgement and live in the checkpoint metadata."""
-
-    name: str
-    data: bytes = field(repr=False)
-    checksum: int
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-    def __repr__(self) -> str:
-        return f"ByteStreamStateHandle(name={self.name!r}, size={len(self.data)}, checksum={self.checksum:08x})"
-
-
-@dataclass(frozen=True, slots=True)
-class FileStateHandle:
-    """State in a file. `path` is a full fsspec URL (`file:///...`, `memory:///...`), readable from any process
-    that has the same file system, so restoring never needs the storage object that wrote it."""
-
-    path: str
-    size: int
-    checksum: int
-
-
-StateHandle = ByteStreamStateHandle | FileStateHandle
-
-
-@dataclass(frozen=True, slots=True)
-class SubtaskState:
-    """One operator's state in one subtask at one checkpoint.
-
-    `keyed` and `operator`: handles of keyed and operator state blobs, private to this checkpoint. `shared`:
-    handles written with `write_shared` (incremental RocksDB files) that later checkpoints may reference too;
-    they are reference-counted by the CompletedCheckpointStore. `raw`: small picklable values kept directly in
-    the metadata (offsets, counters).
-    """
-
-    keyed: list[StateHandle] = field(default_factory=list)
-    operator: list[StateHandle] = field(default_factory=list)
-    raw: dict[str, Any] = field(default_factory=dict)
-    shared: list[StateHandle] = field(default_factory=list)
-
-    def handles(self) -> Iterator[StateHandle]:
-        yield from self.keyed
-        yield from self.operator
-        yield from self.shared
-
-
-@dataclass(frozen=True, slots=True)
-class OperatorState:
-    """One operator's state over all its subtasks. `max_parallelism` fixes its key groups for restore."""
-
-    operator_id: str
-    parallelism: int
-    max_parallelism: int
-    subtask_states: dict[int, SubtaskState] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointMetadata:
-    """Everything needed to restore a job from one checkpoint; written last, so its presence means complete."""
-
-    checkpoint_id: int
-    timestamp: int
-    job_id: str
-    is_savepoint: bool = False
-    operator_states: dict[str, OperatorState] = field(default_factory=dict)
-
-    def handles(self) -> Iterator[StateHandle]:
-        for operator in self.operator_states.values():
-            for subtask in operator.subtask_states.values():
-                yield from subtask.handles()
-
-    def shared_handles(self) -> set[StateHandle]:
-        return {h for op in self.operator_states.values() for s in op.subtask_states.values() for h in s.shared}
-
-
-def encode_metadata(metadata: CheckpointMetadata) -> bytes:
-    """Header (magic, version, payload length, crc32) + the metadata pickled with protocol 5."""
-    payload = pickle.dumps(metadata, protocol=5)
-    return _METADATA_HEADER.pack(_METADATA_MAGIC, _METADATA_VERSION, len(payload), checksum(payload)) + payload
-
-
-def decode_metadata(blob: bytes, where: str) -> CheckpointMetadata:
-    """The metadata in `blob`, read from `where`; CorruptCheckpointError if it is damaged in any way."""
-
-    def corrupt(problem: str) -> CorruptCheckpointError:
-        return CorruptCheckpointError(
-            f"checkpoint metadata {where} {problem}; the checkpoint cannot be used — restore from an older "
-            "checkpoint or a savepoint"
-        )
-
-    if len(blob) < _METADATA_HEADER.size:
-        raise corrupt(f"is truncated: {len(blob)} bytes, shorter than its {_METADATA_HEADER.size}-byte header")
-    magic, version, length, expected = _METADATA_HEADER.unpack_from(blob)
-    if magic != _METADATA_MAGIC:
-        raise corrupt("is not a fluvial checkpoint metadata file (wrong magic bytes)")
-    if version != _METADATA_VERSION:
-        raise corrupt(f"has format version {version}, which this fluvial does not read (it reads {_METADATA_VERSION})")
-    payload = memoryview(blob)[_METADATA_HEADER.size:]
-    if len(payload) != length:
-        raise corrupt(f"is truncated: the header announces {length} bytes of payload, found {len(payload)}")
-    if checksum(payload) != expected:
-        raise corrupt(f"is corrupted: {CHECKSUM_ALGORITHM} {checksum(payload):08x} does not match {expected:08x}")
-    try:
-        metadata = pickle.loads(payload)
-    except Exception as error:  # any unpickling failure means the same: unusable
-        raise corrupt(f"cannot be unpickled ({type(error).__name__}: {error})") from error
-    if not isinstance(metadata, CheckpointMetadata):
-        raise corrupt(f"holds a {type(metadata).__name__}, not CheckpointMetadata")
-    return metadata
 
 
 def _verify(data: bytes, size: int, expected: int, where: str) -> bytes:
@@ -227,21 +108,48 @@ def read_state_handle(handle: StateHandle) -> bytes:
 
 
 def read_checkpoint_metadata(location: str) -> CheckpointMetadata:
-    """The metadata of a checkpoint on a file system: `location` is its `chk-<n>` directory or `_metadata` file."""
+    """The metadata of a checkpoint on a file system: `location` is its `chk-<n>` directory or `_metadata` file.
+
+    On a local disk the checkpoint must be trusted: `_metadata`, every local state file it names, and each
+    directory above them writable by this user (or root) only — else UntrustedLocationError says why."""
     try:
         fs, path = fsspec.core.url_to_fs(location)
     except (ValueError, ImportError) as error:
         raise CheckpointNotFoundError(f"cannot open checkpoint location {location!r}: {error}") from None
     if posixpath.basename(path.rstrip("/")) != METADATA_FILE_NAME:
         path = posixpath.join(path.rstrip("/"), METADATA_FILE_NAME)
+    where = fs.unstrip_protocol(path)
+    local = _is_local(fs)
+    if local:
+        check_trusted(path, f"checkpoint metadata {where}")
     try:
         blob = fs.cat_file(path)
     except FileNotFoundError:
         raise CheckpointNotFoundError(
-            f"no checkpoint metadata at {fs.unstrip_protocol(path)}: the checkpoint was never completed or has been "
+            f"no checkpoint metadata at {where}: the checkpoint was never completed or has been "
             "discarded; pass the chk-<n> directory (or its _metadata file) of a completed checkpoint"
         ) from None
-    return decode_metadata(blob, fs.unstrip_protocol(path))
+    metadata = decode_metadata(blob, where)
+    if local:
+        _check_state_files_trusted(metadata, where)
+    return metadata
+
+
+def _check_state_files_trusted(metadata: CheckpointMetadata, where: str) -> None:
+    """Every local file the metadata names is unpickled on restore: the same rule as for `_metadata`."""
+    checked: set[str] = set()
+    for handle in metadata.handles():
+        if not isinstance(handle, FileStateHandle) or handle.path in checked:
+            continue
+        checked.add(handle.path)
+        fs, path = fsspec.core.url_to_fs(handle.path)
+        if _is_local(fs):
+            check_trusted(path, f"state file {handle.path} of the checkpoint {where}")
+
+
+def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return any(p in _LOCAL_PROTOCOLS for p in protocols)
 
 
 def _file_name(name: str) -> str:
@@ -316,7 +224,7 @@ class _FileLayout:
         self.job_dir = posixpath.join(self.base, job_id)
         self.shared_dir = posixpath.join(self.job_dir, SHARED_DIR_NAME)
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
-        self.is_local = any(p in _LOCAL_PROTOCOLS for p in protocols)
+        self.is_local = _is_local(self.fs)
         self.has_directories = any(p in _DIRECTORY_PROTOCOLS for p in protocols)
         self._created: set[str] = set()
         self._lock = threading.Lock()
@@ -354,19 +262,28 @@ class _FileLayout:
         with self._lock:
             if path in self._created:
                 return
-            self.fs.makedirs(path, exist_ok=True)
+            if self.is_local:
+                make_private_dirs(path)
+            else:
+                self.fs.makedirs(path, exist_ok=True)
             self._created.add(path)
 
     def write_file(self, path: str, data: bytes) -> None:
+        """A new file (0600 on local disks, from its first byte)."""
+        if self.is_local:
+            write_private_file(path, data)
+            return
         with self.fs.open(path, "wb") as out:
             out.write(data)
 
-    def write_metadata(self, checkpoint_id: int, blob: bytes) -> str:
+    def write_metadata(self, checkpoint_id: int, metadata: CheckpointMetadata) -> str:
         """Write `_metadata` so that a reader sees all of it or none: a temp file renamed into place on local
-        disks; object stores and memory:// publish a file in one step anyway. Never overwrites."""
+        disks; object stores and memory:// publish a file in one step anyway. Never overwrites. Called after
+        every state file of the checkpoint is written, so its presence means the checkpoint is complete."""
         directory = self.checkpoint_dir(checkpoint_id)
         self.ensure_dir(directory)
         final = posixpath.join(directory, METADATA_FILE_NAME)
+        blob = encode_metadata(metadata, self.url(directory))
         if self.fs.exists(final):
             raise ResourceError(
                 f"checkpoint metadata {self.url(final)} already exists and a checkpoint is never overwritten; "
@@ -376,20 +293,27 @@ class _FileLayout:
             self.fs.pipe_file(final, blob)
             return self.url(directory)
         temp = posixpath.join(directory, f".{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}")
-        with open(temp, "wb") as out:
-            out.write(blob)
-            out.flush()
-            os.fsync(out.fileno())
+        write_private_file(temp, blob, fsync=True)
         os.replace(temp, final)
+        fsync_directory(directory)
         return self.url(directory)
 
-    def remove(self, path: str, recursive: bool = False) -> None:
+    def remove_checkpoint(self, checkpoint_id: int) -> None:
+        """Delete `_metadata` first (durably, on local disks), then the rest: a discard interrupted anywhere
+        leaves either a complete checkpoint or one that no longer claims to be complete. Missing is fine."""
+        directory = self.checkpoint_dir(checkpoint_id)
         try:
-            self.fs.rm(path, recursive=recursive)
+            self.fs.rm_file(posixpath.join(directory, METADATA_FILE_NAME))
+            if self.is_local:
+                fsync_directory(directory)
+        except FileNotFoundError:
+            pass
+        try:
+            self.fs.rm(directory, recursive=True)
         except FileNotFoundError:
             pass
         with self._lock:
-            self._created.discard(path)
+            self._created.discard(directory)
 
 
 # -- JobManager memory --------------------------------------------------------------------------------------------
@@ -435,9 +359,9 @@ class JobManagerCheckpointStorageAccess:
 
     def write_metadata(self, checkpoint_id: int, metadata: CheckpointMetadata) -> str:
         _check_metadata_id(checkpoint_id, metadata)
-        blob = encode_metadata(metadata)
         if self._files is not None:
-            return self._files.write_metadata(checkpoint_id, blob)
+            return self._files.write_metadata(checkpoint_id, metadata)
+        blob = encode_metadata(metadata)
         with self._lock:
             if checkpoint_id in self._metadata:
                 raise ResourceError(
@@ -463,7 +387,7 @@ class JobManagerCheckpointStorageAccess:
         with self._lock:
             self._metadata.pop(checkpoint_id, None)
         if self._files is not None:
-            self._files.remove(self._files.checkpoint_dir(checkpoint_id), recursive=True)
+            self._files.remove_checkpoint(checkpoint_id)
 
     def shared_state_dir(self) -> str | None:
         return None
@@ -514,13 +438,13 @@ class FileSystemCheckpointStorageAccess:
 
     def write_metadata(self, checkpoint_id: int, metadata: CheckpointMetadata) -> str:
         _check_metadata_id(checkpoint_id, metadata)
-        return self._files.write_metadata(checkpoint_id, encode_metadata(metadata))
+        return self._files.write_metadata(checkpoint_id, metadata)
 
     def read_metadata(self, location: str) -> CheckpointMetadata:
         return read_checkpoint_metadata(location)
 
     def discard_checkpoint(self, checkpoint_id: int) -> None:
-        self._files.remove(self._files.checkpoint_dir(checkpoint_id), recursive=True)
+        self._files.remove_checkpoint(checkpoint_id)
 
     def shared_state_dir(self) -> str:
         return self._files.url(self._files.shared_dir)

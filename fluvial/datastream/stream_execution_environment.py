@@ -218,11 +218,20 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, tid)
 
-    def socket_text_stream(self, host: str, port: int, delimiter: str = "\n", max_retries: int = 3) -> DataStream:
-        """Lines read from a TCP socket; the stream ends when the peer closes the connection."""
+    def socket_text_stream(self, host: str, port: int, delimiter: str = "\n", max_retries: int = 3, *,
+                           max_record_size: int | None = None, on_peer_close: Any = None,
+                           on_peer_reset: Any = None) -> DataStream:
+        """Lines read from a TCP socket, strict UTF-8. The stream ends when the peer closes the connection and
+        reconnects when it is reset; `on_peer_close` / `on_peer_reset` (a `fluvial.datastream.connectors.socket.
+        DisconnectAction`) change that. A line longer than `max_record_size` bytes (default 1 MiB) fails the
+        job. See fluvial.datastream.connectors.socket for the whole contract."""
         from fluvial.datastream.connectors.socket import SocketTextReceiver
 
-        return self.add_receiver(SocketTextReceiver(host, port, delimiter, max_retries), f"Socket Stream {host}:{port}")
+        options = {name: value for name, value in (("max_record_size", max_record_size),
+                                                   ("on_peer_close", on_peer_close),
+                                                   ("on_peer_reset", on_peer_reset)) if value is not None}
+        receiver = SocketTextReceiver(host, port, delimiter, max_retries, **options)
+        return self.add_receiver(receiver, f"Socket Stream {host}:{port}")
 
     def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
         from fluvial.datastream.connectors.file_system import FileSource, StreamFormat

@@ -99,7 +99,9 @@ class BlockGeneratorListener(abc.ABC):
     def on_push_block(self, block_id: StreamBlockId, records: list[Any]) -> None:
         """Store the block (block store, write-ahead log) and report it. On the pushing thread, one block at a
         time, in the order the blocks were cut; while it runs the queue fills and then the timer waits. An
-        exception goes to `on_error`; the block is not retried."""
+        exception goes to `on_error`; the block is not retried here — storage retries (the write-ahead log)
+        happen inside the push, and a push that still fails makes the ReceiverSupervisor end the stream with
+        the error, so no later block is pushed past the gap."""
 
     @abc.abstractmethod
     def on_error(self, message: str, error: BaseException) -> None:

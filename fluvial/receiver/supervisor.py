@@ -7,12 +7,18 @@ Protocol, numbered:
 2. Records stored one by one go through the BlockGenerator; each block it pushes — and each list stored at
    once — is stored by the ReceivedBlockHandler (block store, and the WAL when on) and then reported to the
    ReceiverTracker (AddBlock). A block the tracker does not accept is an error: nothing is acknowledged.
-3. `restart_receiver(...)` (or an exception escaping on_start): on_stop, wait the delay, on_start again on a
-   new thread. The BlockGenerator keeps running, so records stored before the restart are not lost.
+3. `restart_receiver(...)` (or an exception escaping on_start): on_stop, wait, on_start again on a new thread.
+   The BlockGenerator keeps running, so records stored before the restart are not lost. The wait is the longer
+   of the delay asked for and the back-off of the receiver's `restart_strategy`; when the strategy allows no
+   more restarts, the receiver is stopped with the error instead (step 4), which fails the job — a receiver
+   that can never start does not restart forever.
 4. `stop(...)`: on_stop, then the BlockGenerator stops — flushing its last buffer and draining its queue —
    and reliable stores still in progress finish; only then is the stream marked ended, so every record stored
    before stop reaches the job. A reliable store that starts after stop raises (it must not be acknowledged).
    `stop(message, error)` keeps `stop_error`, which the receiver source raises after the last block.
+5. A block that cannot be stored durably (the write-ahead log failed past its retries, the tracker's log
+   refused it) is never acknowledged, and the stream stops with that error: no later block is stored or
+   tracked, so the job fails instead of finishing without the block, or emitting past a gap.
 Metadata given with single records (`store(record, metadata)`) is collected per block, in order, and reported
 as the block's `ReceivedBlockInfo.metadata` (a list); `store(list, metadata)` reports its metadata as given.
 """
@@ -26,12 +32,16 @@ import threading
 import time
 from typing import Any, Callable
 
+from fluvial.common.errors import InvalidJobError
+from fluvial.common.restart_backoff import RestartBackoffTimeStrategy, create_backoff_strategy
 from fluvial.common.time import current_millis
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
-from fluvial.datastream.connectors.receiver import ReceiverStoppedError
+from fluvial.datastream.connectors.receiver import DEFAULT_RESTART_STRATEGY, ReceiverStoppedError
 
 _log = logging.getLogger(__name__)
+
+MAX_KEPT_ERRORS = 100  # `errors` keeps the newest ones: a receiver failing for hours must not grow memory
 
 
 class ReceiverState(enum.Enum):
@@ -65,7 +75,9 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self._unique = itertools.count(current_millis() * 1000)
         self._generation = 0
         self.restarts = 0
-        self.errors: list[tuple[str, BaseException | None]] = []
+        self.errors: list[tuple[str, BaseException | None]] = []  # the newest MAX_KEPT_ERRORS
+        self._backoff = _backoff_strategy(receiver)
+        self._store_failure: BaseException | None = None
         receiver.stream_id = stream_id
         receiver.attach_supervisor(self)
 
@@ -94,16 +106,26 @@ class ReceiverSupervisor(BlockGeneratorListener):
                 current = generation == self._generation and self._state is ReceiverState.STARTED
             if current:
                 self.restart_receiver(f"receiver '{self.receiver.name()}' (stream {self.stream_id}) crashed: "
-                                      f"{type(error).__name__}: {error}", error, 0.1)
+                                      f"{type(error).__name__}: {error}", error, 0)
 
     def restart_receiver(self, message: str, error: BaseException | None, delay: float) -> None:
+        """Restart after at least `delay` seconds, or stop with `error` when the restart strategy says no more."""
         with self._lock:
             if self._state is not ReceiverState.STARTED:
                 return
             self._state = ReceiverState.RESTARTING
             self.restarts += 1
-        self.report_error(message, error)
-        threading.Thread(target=self._restart_after, args=(delay,), name=f"receiver-restart-{self.stream_id}",
+            self._backoff.notify_failure(error)
+            allowed = self._backoff.can_restart()
+            # +1 ms: a crash right at the restart time must count as a new failure, not merge into this one
+            wait_s = max(delay, (self._backoff.get_backoff_time() + 1) / 1000) if allowed else 0.0
+        self.report_error(message, error, f" (restart {self.restarts}, in {wait_s:.3f} s)" if allowed else "")
+        if not allowed:
+            self.stop(f"{message}; gave up after {self.restarts - 1} restart(s), as the receiver's restart "
+                      f"strategy allows no more ({type(self.receiver).__name__}.restart_strategy)",
+                      error if error is not None else ReceiverStoppedError(message))
+            return
+        threading.Thread(target=self._restart_after, args=(wait_s,), name=f"receiver-restart-{self.stream_id}",
                          daemon=True).start()
 
     def _restart_after(self, delay: float) -> None:
@@ -150,9 +172,13 @@ class ReceiverSupervisor(BlockGeneratorListener):
     def state(self) -> ReceiverState:
         return self._state
 
-    def report_error(self, message: str, error: BaseException | None) -> None:
+    def report_error(self, message: str, error: BaseException | None, detail: str = "") -> None:
+        """Keep (message, error) in `errors` and log it; `detail` goes to the log only."""
         self.errors.append((message, error))
-        _log.warning("receiver %s (stream %s): %s", self.receiver.name(), self.stream_id, message, exc_info=error)
+        if len(self.errors) > MAX_KEPT_ERRORS:
+            del self.errors[0]
+        _log.warning("receiver %s (stream %s): %s%s", self.receiver.name(), self.stream_id, message, detail,
+                     exc_info=error)
 
     # -- data ---------------------------------------------------------------------------------------------------
 
@@ -195,7 +221,45 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self.report_error(message, error)
 
     def _push_block(self, block_id: StreamBlockId, records: list, metadata: Any) -> None:
-        result = self._handler.store_block(block_id, records)
-        info = ReceivedBlockInfo(self.stream_id, len(records), metadata, block_id, result)
-        if not self._report_block(info):
-            raise RuntimeError(f"the receiver tracker did not accept block {block_id} of stream {self.stream_id}")
+        """Step 5 of the protocol: stored and tracked, or the stream stops with the error."""
+        if self._store_failure is not None:
+            raise ReceiverStoppedError(
+                f"block {block_id} of stream {self.stream_id} is not stored: an earlier block could not be stored "
+                f"durably ({self._store_failure}), so the stream stopped there") from self._store_failure
+        try:
+            result = self._handler.store_block(block_id, records)
+            info = ReceivedBlockInfo(self.stream_id, len(records), metadata, block_id, result)
+            if not self._report_block(info):
+                raise ReceiverStoppedError(
+                    f"the receiver tracker did not accept block {block_id} of stream {self.stream_id}: its "
+                    "write-ahead log could not record it (the tracker logged why)")
+        except BaseException as error:
+            self._fail_storage(block_id, len(records), error)
+            raise
+
+    def _fail_storage(self, block_id: StreamBlockId, count: int, error: BaseException) -> None:
+        with self._lock:
+            if self._store_failure is not None:
+                return
+            self._store_failure = error
+            stopped = self._state is ReceiverState.STOPPED
+            message = (f"receiver '{self.receiver.name()}' (stream {self.stream_id}): block {block_id} of {count} "
+                       f"record(s) could not be stored, so the stream stops with this error instead of going on "
+                       f"without it: {type(error).__name__}: {error}")
+            if stopped and self.stop_error is None:  # stopping already: end with the error, not as if complete
+                self.stop_message, self.stop_error = message, error
+        if stopped:
+            self.report_error(message, error)
+        else:
+            self.stop(message, error)
+
+
+def _backoff_strategy(receiver: Any) -> RestartBackoffTimeStrategy:
+    configuration = getattr(receiver, "restart_strategy", DEFAULT_RESTART_STRATEGY)
+    try:
+        return create_backoff_strategy(configuration)
+    except Exception as error:
+        raise InvalidJobError(
+            f"receiver '{receiver.name()}' has restart_strategy {configuration!r}, which cannot be used ({error}); "
+            "set it to a RestartStrategies configuration, e.g. RestartStrategies.fixed_delay_restart(3, 1000)"
+        ) from error

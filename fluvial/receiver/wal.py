@@ -14,14 +14,22 @@ Layout and contracts:
 2. A record is framed as `length` (4 bytes, big endian) + `crc32` (4 bytes) + payload; the checksum covers the
    length bytes and the payload, so a zero-filled tail never passes as an empty record.
 3. `write` returns only after the frame is written and `os.fsync`ed (and, for a new segment, the directory
-   entry too): a record whose handle was returned survives a crash of the process or the machine.
+   entry too): a record whose handle was returned survives a crash of the process or the machine. So a write
+   that fails is retried (up to `max_write_attempts`, with a back-off), each time in a new segment — after a
+   failed fsync the old file's state is unknown, so it is never written again — and then raises WalError
+   naming the log. A log whose directory or open segment was deleted while it was in use recreates them: the
+   open segment's bytes are still reachable through its file descriptor, so it is written back under its own
+   name and every handle into it stays valid. A closed segment that was deleted cannot be brought back: the
+   write raises WalError naming the segments, and so does every later write (the log has lost records).
 4. A crash mid-write leaves a torn record at the tail of the LAST segment (a short header, a short payload or
    a bad checksum reaching the end of the file or followed only by zero bytes). Opening the log truncates the
    last segment past its last whole record, and `read_all` skips such a tail. Anything else that does not
    check out - in an earlier segment, or followed by more data - is corruption: WalCorruptionError naming
    the segment and the offset. A record that was never acknowledged is all a torn tail can hold.
 5. Reopening a directory never appends to an existing segment; new writes go to a new segment numbered after
-   the last one.
+   the last one. Records are unpickled by their readers, so a directory that holds segments is opened only if
+   no other user could have written it (fluvial.common.private_files); the log's directories are created 0700
+   and its segments 0600.
 
 Hazard: `clean(t)` trusts the `time_ms` the writers passed. A clock that jumps backwards can put a record
 still needed into a segment that `clean` considers old; callers use one monotonic-enough clock per log.
@@ -29,18 +37,23 @@ still needed into a segment that `clean` considers old; callers use one monotoni
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Self
+from typing import BinaryIO, Callable, Self
 
 from fluvial.common.errors import FluvialError
+from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, open_private
+
+logger = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">II")
 _MAX_RECORD_LENGTH = 0xFFFF_FFFF
@@ -48,10 +61,19 @@ _SEGMENT_NAME = re.compile(r"^log-(\d+)-(\d+)-(\d+)$")
 
 DEFAULT_ROLLING_INTERVAL_MS = 60_000
 DEFAULT_MAX_SEGMENT_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_WRITE_ATTEMPTS = 3  # as Spark's spark.streaming.receiver.writeAheadLog.maxFailures
+DEFAULT_RETRY_BACKOFF_S = 0.05  # doubled after each failed attempt
+_SEGMENT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+_COPY_CHUNK = 1 << 20
 
 
 class WalError(FluvialError):
     """The write-ahead log cannot do what was asked (it is closed, a segment is gone, a write failed)."""
+
+
+class WalDurabilityError(WalError):
+    """Records the log acknowledged are no longer durable (a closed segment was deleted) or the log could not
+    repair a failed write: it refuses every later write, since it can no longer promise what `write` promises."""
 
 
 class WalCorruptionError(WalError):
@@ -105,12 +127,10 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     return length_bytes + struct.pack(">I", _checksum(length_bytes, payload)) + bytes(payload)
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _list_segments(directory: Path) -> list[WalSegment]:
@@ -195,23 +215,37 @@ class WriteAheadLog:
         *,
         rolling_interval_ms: int = DEFAULT_ROLLING_INTERVAL_MS,
         max_segment_bytes: int = DEFAULT_MAX_SEGMENT_BYTES,
+        max_write_attempts: int = DEFAULT_MAX_WRITE_ATTEMPTS,
+        retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if rolling_interval_ms <= 0:
             raise ValueError(f"the write-ahead log rolling interval must be > 0 ms, got {rolling_interval_ms}")
         if max_segment_bytes <= 0:
             raise ValueError(f"the write-ahead log segment size must be > 0 bytes, got {max_segment_bytes}")
+        if isinstance(max_write_attempts, bool) or not isinstance(max_write_attempts, int) or max_write_attempts < 1:
+            raise ValueError(f"the write-ahead log needs max_write_attempts >= 1, got {max_write_attempts!r}")
+        if not retry_backoff_s >= 0:
+            raise ValueError(f"the write-ahead log retry back-off must be >= 0 s, got {retry_backoff_s!r}")
         self._directory = Path(directory).absolute()
+        self._directory_path = str(self._directory)
         self._rolling_interval_ms = rolling_interval_ms
         self._max_segment_bytes = max_segment_bytes
+        self._max_write_attempts = max_write_attempts
+        self._retry_backoff_s = retry_backoff_s
+        self._sleep = sleep
         self._lock = threading.Lock()
         self._active: WalSegment | None = None
         self._active_fd: int | None = None
         self._active_size = 0
         self._closed = False
         self._failure: BaseException | None = None
-        self._directory.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._directory)
         existing = _list_segments(self._directory)
+        if existing:
+            check_trusted(self._directory, f"the write-ahead log {self._directory}")
         self._next_sequence = existing[-1].sequence + 1 if existing else 0
+        self._on_disk: dict[str, WalSegment] = {segment.path: segment for segment in existing}
         if existing:
             self._repair_tail(existing[-1])
 
@@ -228,26 +262,32 @@ class WriteAheadLog:
         return _list_segments(self._directory)
 
     def write(self, data: bytes | bytearray | memoryview, time_ms: int) -> WalRecordHandle:
-        """Append one record written under `time_ms`; durable (fsynced) when this returns."""
+        """Append one record written under `time_ms`; durable (fsynced, and its segment on disk) when this
+        returns. A failed attempt is retried in a new segment; WalError naming the log when none succeeds."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"the write-ahead log stores bytes, got {type(data).__name__}; serialize first")
         if time_ms < 0:
             raise ValueError(f"a write-ahead log record time must be >= 0 ms, got {time_ms}")
         frame = encode_frame(data)
         with self._lock:
-            self._check_writable()
-            segment, fd = self._segment_for(time_ms, len(frame))
-            offset = self._active_size
-            try:
-                view = memoryview(frame)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            except OSError as error:
-                self._undo_partial_write(fd, offset, error)
-                raise WalError(f"writing a record to write-ahead log segment {segment.path} failed: {error}") from error
-            self._active_size = offset + len(frame)
-            return WalRecordHandle(segment.path, offset, len(frame) - _HEADER.size, time_ms)
+            attempt = 1
+            while True:
+                self._check_writable()
+                try:
+                    return self._append(frame, time_ms)
+                except OSError as error:
+                    if attempt >= self._max_write_attempts:
+                        raise WalError(
+                            f"writing a record to the write-ahead log in {self._directory} failed {attempt} "
+                            f"time(s), the last with {type(error).__name__}: {error}; the record is not durable. "
+                            f"Check the disk under {self._directory} (space, permissions, errors)"
+                        ) from error
+                    delay = self._retry_backoff_s * 2 ** (attempt - 1)
+                    logger.warning("write-ahead log %s: write attempt %d of %d failed (%s: %s); retrying in a new "
+                                   "segment in %.3f s", self._directory, attempt, self._max_write_attempts,
+                                   type(error).__name__, error, delay)
+                    self._sleep(delay)
+                    attempt += 1
 
     def read(self, handle: WalRecordHandle) -> bytes:
         """The payload `handle` points at, its checksum verified."""
@@ -286,6 +326,22 @@ class WriteAheadLog:
             snapshot = [(segment.path, self._segment_size(segment)) for segment in self.segments()]
         return self._read_snapshot(snapshot)
 
+    def _append(self, frame: bytes, time_ms: int) -> WalRecordHandle:
+        """One attempt (lock held). An OSError leaves no partial record behind and no open segment."""
+        self._check_segments()
+        segment, fd = self._segment_for(time_ms, len(frame))
+        offset = self._active_size
+        try:
+            _write_all(fd, frame)
+            os.fsync(fd)
+        except OSError as error:
+            self._undo_partial_write(fd, offset, error)
+            self._close_active()  # after a failed write or fsync, never trust that file again
+            raise
+        self._active_size = offset + len(frame)
+        self._check_segments()  # deleted meanwhile: restored, so what this returns is durable
+        return WalRecordHandle(segment.path, offset, len(frame) - _HEADER.size, time_ms)
+
     def clean(self, threshold_time_ms: int) -> list[str]:
         """Delete every segment whose records are all older than `threshold_time_ms` (its end is at or before
         the threshold), including the open one, after which the next write starts a new segment. Returns the
@@ -299,13 +355,14 @@ class WriteAheadLog:
                     continue
                 if segment == self._active:
                     self._close_active()
+                self._on_disk.pop(segment.path, None)
                 try:
                     os.remove(segment.path)
                 except FileNotFoundError:
                     continue
                 deleted.append(segment.path)
             if deleted:
-                _fsync_directory(self._directory)
+                fsync_directory(self._directory)
             return deleted
 
     def close(self) -> None:
@@ -334,10 +391,62 @@ class WriteAheadLog:
         if self._closed:
             raise WalError(f"the write-ahead log in {self._directory} is closed; cannot write to it")
         if self._failure is not None:
-            raise WalError(
-                f"the write-ahead log in {self._directory} failed earlier and could not undo a partial write "
-                f"({self._failure}); reopen it to recover"
+            raise WalDurabilityError(
+                f"the write-ahead log in {self._directory} failed earlier and takes no more records: "
+                f"{self._failure}"
             )
+
+    def _check_segments(self) -> None:
+        """Every segment this log holds must still be on disk (see contract 3 of the module docstring)."""
+        if not os.path.isdir(self._directory_path):
+            make_private_dirs(self._directory)
+            fsync_directory(self._directory.parent)
+            logger.warning("write-ahead log directory %s was deleted while in use; recreated it", self._directory)
+        if self._active_fd is not None and os.fstat(self._active_fd).st_nlink == 0:
+            self._restore_active()
+        exists = os.path.exists
+        lost = sorted(path for path in self._on_disk if not exists(path))
+        if lost:
+            self._failure = WalDurabilityError(
+                f"segment(s) {', '.join(os.path.basename(p) for p in lost)} of the write-ahead log in "
+                f"{self._directory} were deleted while the log was in use, so records it acknowledged are no "
+                "longer durable; only the open segment can be restored. Keep other processes (tmp cleaners, "
+                "scripts) away from the checkpoint directory"
+            )
+            logger.error("%s", self._failure)
+            raise self._failure
+
+    def _restore_active(self) -> None:
+        """The open segment was unlinked; its bytes live on behind the open descriptor. Write them back under
+        the segment's own name (so every handle into it stays valid) and continue in the new file."""
+        assert self._active is not None and self._active_fd is not None
+        path, old_fd, size = self._active.path, self._active_fd, self._active_size
+        try:
+            new_fd = open_private(path, _SEGMENT_FLAGS)
+            try:
+                copied = 0
+                while copied < size:
+                    chunk = os.pread(old_fd, min(_COPY_CHUNK, size - copied), copied)
+                    if not chunk:
+                        raise OSError(f"the deleted segment ended after {copied} of {size} bytes")
+                    _write_all(new_fd, chunk)
+                    copied += len(chunk)
+                os.fsync(new_fd)
+                fsync_directory(self._directory)
+            except BaseException:
+                os.close(new_fd)
+                raise
+        except OSError as error:  # its records are on no disk now: the log cannot keep its promise
+            self._close_active()
+            self._failure = WalDurabilityError(
+                f"write-ahead log segment {path} was deleted while open and could not be restored ({error}); the "
+                "records in it are no longer durable")
+            logger.error("%s", self._failure)
+            raise self._failure from error
+        os.close(old_fd)
+        self._active_fd = new_fd
+        logger.warning("write-ahead log segment %s was deleted while open; restored its %d bytes from the open "
+                       "file", path, size)
 
     def _segment_for(self, time_ms: int, frame_length: int) -> tuple[WalSegment, int]:
         active = self._active
@@ -349,10 +458,16 @@ class WriteAheadLog:
         if self._active is None or self._active_fd is None:
             name = f"log-{self._next_sequence:08d}-{time_ms}-{time_ms + self._rolling_interval_ms}"
             path = self._directory / name
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-            _fsync_directory(self._directory)
+            fd = open_private(path, _SEGMENT_FLAGS)
+            try:
+                fsync_directory(self._directory)
+            except OSError:
+                os.close(fd)
+                os.remove(path)
+                raise
+            segment = WalSegment(str(path), self._next_sequence, time_ms, time_ms + self._rolling_interval_ms)
             self._next_sequence += 1
-            self._active = WalSegment(str(path), self._next_sequence - 1, time_ms, time_ms + self._rolling_interval_ms)
+            self._on_disk[segment.path] = self._active = segment
             self._active_fd = fd
             self._active_size = 0
         return self._active, self._active_fd
@@ -369,12 +484,11 @@ class WriteAheadLog:
             os.ftruncate(fd, offset)
             os.fsync(fd)
         except OSError as undo_error:
-            self._failure = undo_error
+            self._failure = WalDurabilityError(
+                f"writing to a segment of the write-ahead log in {self._directory} failed ({error}) and the partial "
+                f"record could not be removed ({undo_error}); reopen the log to recover")
             self._close_active()
-            raise WalError(
-                f"writing to write-ahead log segment in {self._directory} failed ({error}) and the partial record "
-                f"could not be removed ({undo_error}); reopen the log to recover"
-            ) from error
+            raise self._failure from error
 
     def _segment_size(self, segment: WalSegment) -> int:
         if segment == self._active:

@@ -11,6 +11,7 @@ the savepoint counted every record before the barrier once, and the restored sou
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections import Counter, defaultdict
 
@@ -19,6 +20,7 @@ import pytest
 from fluvial.common import Configuration, Encoder, Types
 from fluvial.common.errors import JobCancelledException, StateError
 from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
@@ -146,6 +148,22 @@ def test_savepoint_restores_at_another_parallelism(tmp_path, before, after, back
     env.execute("savepoint run 2")
     second = committed(tmp_path / "run2")
     assert_exactly_once_over_both_runs(first, second)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", [HashMapStateBackend, EmbeddedRocksDBStateBackend], ids=["hashmap", "rocksdb"])
+def test_a_moved_savepoint_restores_from_its_new_place(tmp_path, backend, monkeypatch):
+    """Savepoints are relocatable (issue 13, defect 10): `_metadata` names its own files relatively."""
+    monkeypatch.setattr(FileSystemCheckpointStorage, "DEFAULT_FILE_STATE_THRESHOLD", 0)  # every state in a file
+    path = savepoint_mid_stream(tmp_path, 2, backend=backend)
+    assert len(os.listdir(path.removeprefix("file://"))) > 1, "the savepoint holds no state files to relocate"
+    first = committed(tmp_path / "run1")
+    moved = tmp_path / "archive" / "moved-savepoint"
+    moved.parent.mkdir(mode=0o700)
+    shutil.move(path.removeprefix("file://"), moved)
+    shutil.rmtree(tmp_path / "savepoints")  # nothing of the savepoint is left where it was written
+    build(tmp_path, "run2", 3, savepoint=str(moved), backend=backend).execute("from a moved savepoint")
+    assert_exactly_once_over_both_runs(first, committed(tmp_path / "run2"))
 
 
 @pytest.mark.timeout(120)

@@ -11,8 +11,12 @@ Contract, numbered:
    when the block is stored — in the write-ahead log when it is on (reliable receivers acknowledge their
    source only after that). After `stop`, `store(list)` raises ReceiverStoppedError: never acknowledge then.
 3. `restart(message, error=None, delay=...)` stops (on_stop) and starts (on_start) again after the delay;
-   an exception escaping on_start does the same. `stop(message)` ends the stream for good: everything stored
-   before it still reaches the job, then the stream ends; `stop(message, error)` ends it with an error, which
+   an exception escaping on_start does the same. Restarts follow the receiver's `restart_strategy` (a
+   RestartStrategies configuration; default: exponential back-off from 100 ms to 10 s, at most 10 restarts
+   without a minute of running in between): the wait is the longer of `delay` and the strategy's back-off,
+   and once the strategy allows no more restarts the receiver stops with its last error, which fails the job.
+   `stop(message)` ends the stream for good: everything stored before it still reaches the job, then the
+   stream ends; `stop(message, error)` ends it with an error, which
    fails the job's receiver source task once it emitted every block. `report_error` only reports.
 4. `on_stop()` releases what on_start acquired; it must make a looping on_start return (check `is_stopped()`).
 """
@@ -21,13 +25,18 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Protocol
 
 from fluvial.common.errors import FluvialError
+from fluvial.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from fluvial.common.time import current_millis
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader, SourceReaderContext
 
 DEFAULT_RESTART_DELAY_S = 2.0
+DEFAULT_RESTART_STRATEGY: RestartStrategyConfiguration = RestartStrategies.exponential_delay_restart(
+    initial_backoff=timedelta(milliseconds=100), max_backoff=timedelta(seconds=10), backoff_multiplier=2.0,
+    reset_backoff_threshold=timedelta(minutes=1), jitter_factor=0.1, attempts_before_reset_backoff=10)
 
 
 class ReceiverStoppedError(FluvialError, RuntimeError):
@@ -36,6 +45,10 @@ class ReceiverStoppedError(FluvialError, RuntimeError):
 
 
 class Receiver(abc.ABC):
+    restart_strategy: RestartStrategyConfiguration = DEFAULT_RESTART_STRATEGY
+    """How the supervisor restarts this receiver (contract 3); set it on an instance or a subclass, e.g.
+    `RestartStrategies.fixed_delay_restart(3, 1000)`, or `RestartStrategies.no_restart()` to fail at once."""
+
     def __init__(self, storage_level: Any = None) -> None:
         self.storage_level = storage_level
         self.stream_id = -1

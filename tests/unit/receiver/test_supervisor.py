@@ -277,21 +277,22 @@ def test_a_crash_after_stop_is_not_restarted():
     assert harness.supervisor.stop_error is None
 
 
-def test_a_block_the_tracker_refuses_is_never_acknowledged():
+def test_a_block_the_tracker_refuses_is_never_acknowledged_and_ends_the_stream_with_the_error():
     outcomes: list[BaseException] = []
 
     def script(receiver, _start):
-        try:
-            receiver.store(["a"])
-        except RuntimeError as error:
-            outcomes.append(error)
-        receiver.store("b")
-        receiver.stop("done")
+        for data in (["a"], "b"):
+            try:
+                receiver.store(data)
+            except Exception as error:  # noqa: BLE001 - recorded for the test
+                outcomes.append(error)
 
     harness = Harness(ScriptedReceiver(script), report_block=lambda info: False)
     harness.run_to_end()
-    assert len(outcomes) == 1 and "did not accept block" in str(outcomes[0])
-    assert any("error pushing block" in message for message, _ in harness.supervisor.errors)
+    assert len(outcomes) == 2 and "did not accept block" in str(outcomes[0])
+    assert isinstance(outcomes[1], BlockGeneratorStateError)  # nothing is taken after the failure
+    assert "did not accept block" in str(harness.supervisor.stop_error)
+    assert "could not be stored" in harness.supervisor.stop_message
 
 
 def do_nothing(receiver, start):
