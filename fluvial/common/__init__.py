@@ -10,6 +10,19 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "AssignerWithPeriodicWatermarksWrapper": "fluvial.common.watermark_strategy",
+    "ByteArraySchema": "fluvial.common.serialization",
+    "CompletableFuture": "fluvial.common.completable_future",
+    "ConfigOption": "fluvial.common.config_options",
+    "ConfigOptions": "fluvial.common.config_options",
+    "DeserializationSchema": "fluvial.common.serialization",
+    "InputDependencyConstraint": "fluvial.common.input_dependency_constraint",
+    "Instant": "fluvial.common.time",
+    "RestartStrategyConfiguration": "fluvial.common.restart_strategy",
+    "SerializationSchema": "fluvial.common.serialization",
+    "SimpleStringSchema": "fluvial.common.serialization",
+    "TypeInformation": "fluvial.common.typeinfo",
+    "TypeSerializer": "fluvial.common.serializer",
     "Configuration": "fluvial.common.configuration",
     "Duration": "fluvial.common.time",
     "Encoder": "fluvial.common.encoder",

@@ -222,13 +222,33 @@ class DataStream(_TransformationHandle):
     def global_(self) -> "DataStream":
         return self._partition(t.PartitionerKind.GLOBAL)
 
-    def broadcast(self, *broadcast_state_descriptors: Any) -> "DataStream":
-        if broadcast_state_descriptors:
+    def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
+        """Every record to every subtask; with MapStateDescriptors, a BroadcastStream to `connect` to."""
+        stream = self._partition(t.PartitionerKind.BROADCAST)
+        if not broadcast_state_descriptors:
+            return stream
+        from fluvial.datastream.broadcast_stream import BroadcastStream
+
+        return BroadcastStream(stream, broadcast_state_descriptors)
+
+    def project(self, *field_indexes: int) -> "DataStream":
+        """Keep the given fields of each tuple, in the given order (PyFlink: only tuple-typed streams)."""
+        from fluvial.common.typeinfo import TupleTypeInfo, Types
+
+        type_info = self.get_type()
+        if not isinstance(type_info, TupleTypeInfo):
             raise InvalidJobError(
-                "broadcast state (broadcast(MapStateDescriptor...)) is not supported yet; "
-                "use broadcast() to send every record to every subtask"
-            )
-        return self._partition(t.PartitionerKind.BROADCAST)
+                "Only Tuple DataStreams can be projected: give the stream a Types.TUPLE([...]) type "
+                f"(output_type=... or type_info=...); its type is {type_info!r}")
+        arity = type_info.get_arity()
+        for index in field_indexes:
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < arity:
+                raise InvalidJobError(f"project: field index {index!r} is not in [0, {arity}) of {type_info!r}")
+        if not field_indexes:
+            raise InvalidJobError("project needs at least one field index")
+        field_types = type_info.get_field_types()
+        output_type = Types.TUPLE([field_types[i] for i in field_indexes])
+        return self._one_input("Projection", t.MapSpec(_Projection(tuple(field_indexes))), output_type)
 
     def partition_custom(self, partitioner: Any, key_selector: Any) -> "DataStream":
         check_function(partitioner, "partition", "partition_custom")
@@ -250,9 +270,13 @@ class DataStream(_TransformationHandle):
         )
         return DataStream(self._env, tid)
 
-    def connect(self, ds: "DataStream") -> "ConnectedStreams":
+    def connect(self, ds: Any) -> Any:
+        """A ConnectedStreams with another DataStream, or a BroadcastConnectedStream with a BroadcastStream."""
+        from fluvial.datastream.broadcast_stream import BroadcastConnectedStream, BroadcastStream
         from fluvial.datastream.connected_streams import ConnectedStreams
 
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds)
         if ds._env is not self._env:
             raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
         return ConnectedStreams(self, ds)
@@ -302,3 +326,40 @@ class DataStreamSink(_TransformationHandle):
     """The end of a stream (PyFlink's DataStreamSink)."""
 
 
+class _Projection:
+    """`project(...)`'s map: a tuple of the chosen fields."""
+
+    __slots__ = ("indexes",)
+
+    def __init__(self, indexes: tuple[int, ...]) -> None:
+        self.indexes = indexes
+
+    def map(self, value: Any) -> tuple:
+        return tuple(value[i] for i in self.indexes)
+
+    def __reduce__(self) -> tuple:
+        return (_Projection, (self.indexes,))
+
+
+_LATE = {
+    "KeyedStream": "fluvial.datastream.keyed_stream",
+    "ConnectedStreams": "fluvial.datastream.connected_streams",
+    "WindowedStream": "fluvial.datastream.windowed_stream",
+    "AllWindowedStream": "fluvial.datastream.windowed_stream",
+    "BroadcastStream": "fluvial.datastream.broadcast_stream",
+    "BroadcastConnectedStream": "fluvial.datastream.broadcast_stream",
+    # the iterator execute_and_collect returns reads from the cluster's collect buffer
+    "CloseableIterator": "fluvial.cluster.submission",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink's module holds every stream class; here they live in modules that import this one."""
+    module = _LATE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fluvial.datastream.data_stream' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -148,6 +148,78 @@ class MapState(State, Generic[K, V]):
         return iter(self.keys())
 
 
+class ReadOnlyBroadcastState(State, Generic[K, V]):
+    """The broadcast state as the data side of a broadcast process function sees it: readable only, so every
+    parallel subtask keeps the same contents."""
+
+    @abc.abstractmethod
+    def get(self, key: K) -> V | None: ...
+
+    @abc.abstractmethod
+    def contains(self, key: K) -> bool: ...
+
+    @abc.abstractmethod
+    def items(self) -> Iterable[tuple[K, V]]: ...
+
+    @abc.abstractmethod
+    def keys(self) -> Iterable[K]: ...
+
+    @abc.abstractmethod
+    def values(self) -> Iterable[V]: ...
+
+    @abc.abstractmethod
+    def is_empty(self) -> bool: ...
+
+    def __getitem__(self, key: K) -> V | None:
+        return self.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return self.contains(key)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.keys())
+
+
+class BroadcastState(ReadOnlyBroadcastState[K, V]):
+    """The broadcast state as the broadcast side sees it: writable."""
+
+    @abc.abstractmethod
+    def put(self, key: K, value: V) -> None: ...
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: dict[K, V]) -> None: ...
+
+    @abc.abstractmethod
+    def remove(self, key: K) -> None: ...
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: K) -> None:
+        self.remove(key)
+
+
+class OperatorStateStore(abc.ABC):
+    """State that belongs to a parallel subtask rather than to a key (Flink's OperatorStateStore): what a
+    CheckpointedFunction's `initialize_state(context)` gets from `context.get_operator_state_store()`."""
+
+    @abc.abstractmethod
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        """Items split among the subtasks when the job is restored at another parallelism."""
+
+    @abc.abstractmethod
+    def get_union_list_state(self, state_descriptor: Any) -> Any:
+        """Items given whole to every subtask on restore."""
+
+    def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState:
+        from fluvial.common.errors import NotYetSupportedError
+
+        raise NotYetSupportedError(
+            "broadcast state is not supported yet: it needs the broadcast runtime operators "
+            "(DataStream.broadcast(descriptor) -> connect -> process)"
+        )
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Descriptors: plain data, compared by value, picklable (cloudpickle for lambdas inside).
 
