@@ -30,9 +30,9 @@ from fluvial.common.encoder import Encoder
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import MIN_WATERMARK, Duration, current_millis, to_millis
+from fluvial.datastream.connectors import file_systems as fsys
 from fluvial.datastream.connectors.sink import Sink, SinkWriter
 
-from fluvial.datastream.connectors.file_source import _local_path
 # ---------------------------------------------------------------------------------------------- sink config
 
 
@@ -254,9 +254,9 @@ class FileSink(Sink):
         """Rename every pending file to its final name; one already renamed is skipped (idempotent)."""
         for pending in committables:
             try:
-                os.replace(pending.in_progress_path, pending.final_path)
+                fsys.commit_file(pending.in_progress_path, pending.final_path)
             except FileNotFoundError:
-                if os.path.exists(pending.final_path):
+                if fsys.exists(pending.final_path):
                     continue  # committed before a restore; the contract allows committing twice
                 raise ResourceError(
                     f"cannot commit part file {pending.final_path!r}: its pending file {pending.in_progress_path!r} "
@@ -272,7 +272,7 @@ class RowFormatBuilder:
     """`FileSink.for_row_format(path, encoder).with_...(...).build()`."""
 
     def __init__(self, base_path: str | os.PathLike, encoder: Encoder) -> None:
-        self._base_path = _local_path(base_path)
+        self._base_path = fsys.resolve_path(base_path)
         self._encoder = encoder
         self._assigner: BucketAssigner = DateTimeBucketAssigner()
         self._policy = RollingPolicy.default_rolling_policy()
@@ -380,16 +380,17 @@ class FileSinkWriter(SinkWriter):
         part.info.last_write_at = now
 
     def _open_part(self, bucket: str, now: int) -> _OpenPart:
-        directory = os.path.join(self._sink.base_path, bucket) if bucket else self._sink.base_path
+        directory = fsys.join(self._sink.base_path, bucket)
         _make_dir(directory)
         while True:
             name = f"{self._prefix}-{self._subtask}-{self._counter}{self._suffix}"
             self._counter += 1
-            final_path = os.path.join(directory, name)
-            if not os.path.exists(final_path):  # a fixed prefix may meet files of an earlier run
+            final_path = fsys.join(directory, name)
+            if not fsys.exists(final_path):  # a fixed prefix may meet files of an earlier run
                 break
-        in_progress = os.path.join(directory, f".{name}.inprogress.{uuid.uuid4()}")
-        part = _OpenPart(open(in_progress, "xb"), PendingFile(in_progress, final_path), PartFileInfo(0, now, now))
+        in_progress = fsys.join(directory, f".{name}.inprogress.{uuid.uuid4()}")
+        file = fsys.open_for_new_file(in_progress)
+        part = _OpenPart(file, PendingFile(in_progress, final_path), PartFileInfo(0, now, now))
         self._open[bucket] = part
         return part
 
@@ -431,7 +432,7 @@ class FileSinkWriter(SinkWriter):
 
 def _make_dir(path: str) -> None:
     try:
-        os.makedirs(path, exist_ok=True)
+        fsys.make_dirs(path)
     except OSError as error:
         raise ResourceError(
             f"file sink cannot create directory {path!r} ({error.strerror or error}); choose a base path that "

@@ -1,5 +1,6 @@
-"""`FileSource`: text lines of local files, static or continuously monitored (PyFlink's names; users import it
-from `file_system`). Paths are local; `file://` URIs are accepted.
+"""`FileSource`: records of files, static or continuously monitored (PyFlink's names; users import it from
+`file_system`). Paths are local paths or any URL fsspec reaches (`file://`, `memory://`, `s3://`, ...; see
+`file_systems`).
 
 Source contract details (beyond `source.py`):
 - One split per file; a split's `offset` is the byte offset of the first line not yet returned by `poll`,
@@ -22,28 +23,14 @@ import time
 import zlib
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Callable
-from urllib.parse import unquote, urlparse
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import Duration, to_millis
+from fluvial.datastream.connectors.file_systems import list_files, open_for_read, resolve_path
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 
 # ---------------------------------------------------------------------------------------------- paths
-
-
-def _local_path(path: str | os.PathLike) -> str:
-    """An absolute local path from a path or a `file://` URI, resolved against the cwd of the job's author."""
-    text = os.fspath(path)
-    if "://" in text:
-        parsed = urlparse(text)
-        if parsed.scheme != "file":
-            raise InvalidJobError(
-                f"path {text!r} uses the scheme {parsed.scheme!r}; fluvial's file connectors read and write "
-                f"local files only: use a local path or a file:// URI"
-            )
-        text = unquote(parsed.path)
-    return os.path.abspath(text)
 
 
 def _is_hidden(name: str) -> bool:
@@ -52,18 +39,13 @@ def _is_hidden(name: str) -> bool:
 
 def _list_files(path: str) -> list[str]:
     """Every visible file at or under `path`, sorted; the path itself is read even when its name is hidden."""
-    if os.path.isfile(path):
-        return [path]
-    if not os.path.isdir(path):
+    found = list_files(path, _is_hidden)
+    if found is None:
         raise ResourceError(
             f"file source path {path!r} does not exist (or is neither a file nor a directory); "
             f"create it or fix the path given to FileSource.for_record_stream_format"
         )
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if not _is_hidden(d)]
-        found.extend(os.path.join(dirpath, f) for f in filenames if not _is_hidden(f))
-    return sorted(found)
+    return found
 
 
 def _list_all(paths: tuple[str, ...]) -> list[str]:
@@ -128,7 +110,7 @@ class TextLineReader(FormatReader):
 
     def __init__(self, path: str, offset: int, charset: str) -> None:
         try:
-            self._file: BinaryIO = open(path, "rb")
+            self._file: BinaryIO = open_for_read(path)
         except FileNotFoundError:
             raise ResourceError(
                 f"file {path!r} vanished after the job was planned; keep input files in place until the job "
@@ -260,7 +242,7 @@ class FileSourceBuilder:
         if not paths:
             raise InvalidJobError("FileSource needs at least one path: for_record_stream_format(format, path, ...)")
         self._format = stream_format
-        self._paths = tuple(_local_path(p) for p in paths)
+        self._paths = tuple(resolve_path(p) for p in paths)
         self._interval: int | None = None
 
     def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
