@@ -92,6 +92,8 @@ class _TransformationHandle:
     def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup):
         if isinstance(slot_sharing_group, SlotSharingGroup):
             name = slot_sharing_group.name
+            if slot_sharing_group.has_resources():
+                self._env.register_slot_sharing_group(slot_sharing_group)
         elif isinstance(slot_sharing_group, str) and slot_sharing_group:
             name = slot_sharing_group
         else:
