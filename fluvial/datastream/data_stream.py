@@ -310,11 +310,20 @@ class DataStream(_TransformationHandle):
         return self._sink("Print to Std. Err", spec)
 
     def sink_to(self, sink: "Sink") -> "DataStreamSink":
+        """Write to a Sink; a sink that SupportsPreprocessing transforms the stream first."""
         if not hasattr(sink, "create_writer"):
             raise InvalidJobError(f"sink_to expects a Sink (e.g. FileSink), got {sink!r}; use add_sink for functions")
-        return self._sink(sink.default_name(), t.SinkSpec(sink))
+        stream: DataStream = self
+        get_transformer = getattr(sink, "get_transformer", None)
+        transformer = get_transformer() if callable(get_transformer) else None
+        if transformer is not None:
+            stream = transformer.apply(self)
+        return stream._sink(sink.default_name(), t.SinkSpec(sink))
 
     def add_sink(self, sink_func: Any) -> "DataStreamSink":
+        """A SinkFunction or plain callable; a Sink (e.g. Flink 1.x's StreamingFileSink) goes to `sink_to`."""
+        if hasattr(sink_func, "create_writer"):
+            return self.sink_to(sink_func)
         check_function(sink_func, "invoke", "add_sink")
         return self._sink("Sink: Unnamed", t.SinkFunctionSpec(sink_func))
 

@@ -68,6 +68,12 @@ class StreamFormat(abc.ABC):
         return TextLineFormat(charset_name)
 
 
+class BulkFormat(StreamFormat):
+    """A format read in batches of records from files that are not line-oriented (Parquet, ORC, Avro
+    containers). Its readers' `offset` counts the records already returned from the file, so a restored
+    reader skips exactly that many."""
+
+
 class FormatReader(abc.ABC):
     """Reads one file from a byte offset. `offset` is always the position of the next unreturned record."""
 
@@ -207,7 +213,19 @@ class FileSource(Source[Any]):
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        if not isinstance(stream_format, StreamFormat):
+            raise InvalidJobError(
+                f"for_record_stream_format takes a StreamFormat (e.g. StreamFormat.text_line_format(), "
+                f"CsvReaderFormat.for_schema(...)), got {stream_format!r}")
         return FileSourceBuilder(stream_format, paths)
+
+    @staticmethod
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        if not isinstance(bulk_format, BulkFormat):
+            raise InvalidJobError(
+                f"for_bulk_file_format takes a BulkFormat (e.g. ParquetColumnarRowInputFormat(...)), got "
+                f"{bulk_format!r}")
+        return FileSourceBuilder(bulk_format, paths)
 
     def get_boundedness(self) -> Boundedness:
         return Boundedness.BOUNDED if self.discovery_interval_ms is None else Boundedness.CONTINUOUS_UNBOUNDED
@@ -256,6 +274,20 @@ class FileSourceBuilder:
 
     def process_static_file_set(self) -> "FileSourceBuilder":
         self._interval = None
+        return self
+
+    def set_file_enumerator(self, file_enumerator: Any) -> "FileSourceBuilder":
+        """Only the non-splitting enumerator (files are read whole); see `file_options`."""
+        from fluvial.datastream.connectors.file_options import check_enumerator
+
+        check_enumerator(file_enumerator)
+        return self
+
+    def set_split_assigner(self, split_assigner: Any) -> "FileSourceBuilder":
+        """The locality-aware assigner: on one machine every split is local (`file_options`)."""
+        from fluvial.datastream.connectors.file_options import check_split_assigner
+
+        check_split_assigner(split_assigner)
         return self
 
     def build(self) -> FileSource:
