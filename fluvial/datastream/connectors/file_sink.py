@@ -250,7 +250,7 @@ class FileSink(Sink):
 
     @staticmethod
     def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> "RowFormatBuilder":
-        if not hasattr(encoder, "encode"):
+        if not isinstance(encoder, Encoder):
             raise InvalidJobError(f"for_row_format takes an Encoder (e.g. Encoder.simple_string_encoder()), got {encoder!r}")
         return RowFormatBuilder(base_path, encoder)
 
