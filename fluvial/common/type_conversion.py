@@ -18,7 +18,7 @@ import struct
 from decimal import Decimal
 from typing import Any, Callable
 
-from fluvial.common.row import Row, RowKind, _create_row
+from fluvial.common.row import Row, RowKind
 from fluvial.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,
@@ -79,9 +79,11 @@ def _integer(type_info: BasicTypeInfo, path: str) -> Converter:
     low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
     def convert(value: Any) -> Any:
+        if type(value) is int and low <= value <= high:  # the common case first: one type check, one range
+            return value
         if value is None:
             return None
-        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+        if isinstance(value, bool) or not isinstance(value, int):
             raise TypeMismatch(path, type_info, value, f"expected an int, got {type(value).__name__}")
         if not low <= value <= high:
             raise TypeMismatch(path, type_info, value, f"outside the {bits}-bit range [{low}, {high}]")
@@ -110,8 +112,10 @@ def _floating(type_info: BasicTypeInfo, path: str) -> Converter:
 
 def _instance_check(type_info: TypeInformation, path: str, kinds: tuple[type, ...], what: str,
                     exclude: tuple[type, ...] = ()) -> Converter:
+    exact = kinds[0]
+
     def convert(value: Any) -> Any:
-        if value is None or (isinstance(value, kinds) and not isinstance(value, exclude)):
+        if type(value) is exact or value is None or (isinstance(value, kinds) and not isinstance(value, exclude)):
             return value
         raise TypeMismatch(path, type_info, value, f"expected {what}, got {type(value).__name__}")
 
@@ -166,20 +170,30 @@ def _positional(type_info: TypeInformation, path: str, value: Any, arity: int) -
 
 
 def _row(type_info: RowTypeInfo, path: str) -> Converter:
-    names = type_info.get_field_names()
+    names = type_info.get_field_names()  # shared by the rows built here: Rows never change their names in place
     fields = _fields_of(type_info, path, names)
     pairs = [(i, c) for i, c in enumerate(fields) if c is not None]
     arity = len(names)
     insert = RowKind.INSERT
+    new_row, set_slot = Row.__new__, object.__setattr__
 
     def convert(value: Any) -> Any:
         if value is None:
             return None
-        values = _positional(type_info, path, value, arity)
+        kind = insert
+        if type(value) is tuple and len(value) == arity:
+            values = list(value)
+        else:
+            values = _positional(type_info, path, value, arity)
+            if type(value) is Row:
+                kind = value.get_row_kind()
         for index, field in pairs:
             values[index] = field(values[index])
-        kind = value.get_row_kind() if type(value) is Row else insert
-        return _create_row(names, values, kind)
+        row = new_row(Row)
+        set_slot(row, "_values", values)
+        set_slot(row, "_fields", names)
+        set_slot(row, "_row_kind", kind)
+        return row
 
     return convert
 

@@ -46,6 +46,7 @@ _METHODS: dict[type, dict[str, Shape]] = {
 _WINDOW_FUNCTION = {"process": Shape.RECORDS, "apply": Shape.RECORDS}
 # a plain callable stands for the one method of these kinds
 _CALLABLE_METHODS = frozenset({"map", "flat_map", "reduce", "apply"})
+_SINGLE_ARGUMENT = frozenset({"map", "map1", "map2", "get_result"})
 
 
 def _checked(convert: Callable[[Any], Any], operator: str, declared: Any) -> Callable[[Any], Any]:
@@ -56,6 +57,27 @@ def _checked(convert: Callable[[Any], Any], operator: str, declared: Any) -> Cal
             raise InvalidJobError(describe_mismatch(error, operator, declared)) from None
 
     return shape
+
+
+def _shaped_value(target: Callable[..., Any], convert: Callable[[Any], Any], operator: str, declared: Any,
+                  single: bool) -> Callable[..., Any]:
+    """`target` then `convert`, in one call (the per-record path of every typed map)."""
+    if single:
+        def call_one(value: Any) -> Any:
+            try:
+                return convert(target(value))
+            except TypeMismatch as error:
+                raise InvalidJobError(describe_mismatch(error, operator, declared)) from None
+
+        return call_one
+
+    def call(*args: Any) -> Any:
+        try:
+            return convert(target(*args))
+        except TypeMismatch as error:
+            raise InvalidJobError(describe_mismatch(error, operator, declared)) from None
+
+    return call
 
 
 class _RecordsShaper:
@@ -88,12 +110,14 @@ class TypedFunction:
     """A user function whose results are shaped by a declared type. Holds only picklable, copyable data (the
     function, the shapes, the converters), so per-subtask copies of it are independent like the function's."""
 
-    def __init__(self, inner: Any, methods: dict[str, Shape], value_shape: Callable[[Any], Any],
-                 records_shape: _RecordsShaper) -> None:
+    def __init__(self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any], operator: str,
+                 declared: Any) -> None:
         self._inner = inner
         self._methods = methods
-        self._value_shape = value_shape
-        self._records_shape = records_shape
+        self._convert = convert
+        self._operator = operator
+        self._declared = declared
+        self._records_shape = _RecordsShaper(_checked(convert, operator, declared), operator)
 
     @property
     def wrapped_function(self) -> Any:
@@ -116,7 +140,10 @@ class TypedFunction:
             if name not in _CALLABLE_METHODS or not callable(inner):
                 raise AttributeError(name)
             target = inner
-        post = state["_value_shape"] if shape is Shape.VALUE else state["_records_shape"]
+        if shape is Shape.VALUE:
+            return _shaped_value(target, state["_convert"], state["_operator"], state["_declared"],
+                                 name in _SINGLE_ARGUMENT)
+        post = state["_records_shape"]
         return lambda *args: post(target(*args))
 
     def __call__(self, *args: Any) -> Any:
@@ -132,8 +159,7 @@ def _wrap(function: Any, methods: dict[str, Shape], output_type: Any, operator: 
     convert = converter_for(output_type)
     if convert is None or function is None:
         return function
-    shape = _checked(convert, operator, output_type)
-    return TypedFunction(function, methods, shape, _RecordsShaper(shape, operator))
+    return TypedFunction(function, methods, convert, operator, output_type)
 
 
 def apply_output_type(spec: t.OperatorSpec, output_type: Any, operator: str) -> t.OperatorSpec:
