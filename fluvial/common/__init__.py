@@ -6,8 +6,7 @@ start-up time is part of every small job's latency.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fluvial.common.lazy_names import lazy_names
 
 _EXPORTS = {
     "AssignerWithPeriodicWatermarksWrapper": "fluvial.common.watermark_strategy",
@@ -39,13 +38,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fluvial.common' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -6,9 +6,7 @@ part of every small job's latency.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from fluvial.common.lazy_names import lazy_names
 from fluvial.datastream.connected_streams import ConnectedStreams
 from fluvial.datastream.data_stream import DataStream, DataStreamSink
 from fluvial.datastream.functions import (
@@ -104,13 +102,7 @@ __all__ = sorted([
 ])
 
 
-def __getattr__(name: str) -> Any:
-    module = _LATE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fluvial.datastream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LATE, globals())
 
 
 def __dir__() -> list[str]:

@@ -7,6 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.lazy_names import lazy_names
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.slot_sharing_group import SlotSharingGroup
@@ -363,14 +364,5 @@ _LATE = {
     "CloseableIterator": "fluvial.cluster.submission",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """PyFlink's module holds every stream class; here they live in modules that import this one."""
-    module = _LATE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fluvial.datastream.data_stream' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# PyFlink's module holds every stream class; here they live in modules that import this one.
+__getattr__ = lazy_names(__name__, _LATE, globals())

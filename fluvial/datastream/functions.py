@@ -11,6 +11,8 @@ import abc
 import enum
 from typing import Any, Generic, Iterable, TypeVar
 
+from fluvial.common.lazy_names import lazy_names
+
 IN = TypeVar("IN")
 OUT = TypeVar("OUT")
 KEY = TypeVar("KEY")
@@ -375,18 +377,6 @@ class AsyncFunctionDescriptor:
         self.output_mode = output_mode
 
 
-def __getattr__(name: str) -> Any:
-    """PyFlink keeps the window functions and TimerService in this module too; they live in
-    `window_functions` and `timerservice` (which import this module, hence the late import)."""
-    if name in _LATE:
-        import importlib
-
-        value = getattr(importlib.import_module(_LATE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fluvial.datastream.functions' has no attribute {name!r}")
-
-
 _LATE = {
     "WindowFunction": "fluvial.datastream.window_functions",
     "AllWindowFunction": "fluvial.datastream.window_functions",
@@ -395,3 +385,6 @@ _LATE = {
     "KeyedStateStore": "fluvial.datastream.window_functions",
     "TimerService": "fluvial.datastream.timerservice",
 }
+# PyFlink keeps the window functions and TimerService in this module too; they live in `window_functions`
+# and `timerservice`, which import this module.
+__getattr__ = lazy_names(__name__, _LATE, globals())

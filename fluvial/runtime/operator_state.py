@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from fluvial.checkpoint.snapshots import UNION_PREFIX
-from fluvial.datastream import state as api_state
+from fluvial.datastream import subtask_state as api_state
 
 
 class OperatorListState:

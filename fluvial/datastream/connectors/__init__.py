@@ -3,8 +3,7 @@ package directly. Names load on first use, so a job pays only for the connectors
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fluvial.common.lazy_names import lazy_names
 
 _BASE = "fluvial.datastream.connectors.base"
 _FILES = "fluvial.datastream.connectors.file_system"
@@ -24,13 +23,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fluvial.datastream.connectors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:
