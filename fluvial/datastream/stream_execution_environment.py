@@ -466,7 +466,7 @@ class StreamExecutionEnvironment:
                 f"execution.runtime-mode {mode}{' (all sources are bounded)' if mode == 'AUTOMATIC' else ''} asks "
                 "for batch execution (one final result per key, windows firing at end of input), which is not "
                 "supported yet; use RuntimeExecutionMode.STREAMING")
-        threads = self._configuration.get("execution.target") == "local" and \
+        threads = self._configuration.get("execution.target") in ("local", "embedded") and \
             self._configuration.get("local.taskmanager.mode") == "thread"
         python_dependencies.check_supported(self._configuration, threads)
         self._log_unenforced_resources(reachable)
