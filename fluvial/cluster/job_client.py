@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from fluvial.cluster.collect import CloseableIterator
 from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_client import JobClient
 from fluvial.common.job_id import JobID
+from fluvial.datastream.closeable_iterator import CloseableIterator
 
 
 class MiniClusterJobClient(JobClient):

@@ -40,6 +40,13 @@ def _parse_duration_ms(raw: str) -> int:
     return int(text)
 
 
+def _runtime_mode(raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in ("STREAMING", "BATCH", "AUTOMATIC"):
+        raise ValueError("expected STREAMING, BATCH or AUTOMATIC")
+    return value
+
+
 def _one_of(*choices: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         value = raw.strip().lower()
@@ -66,6 +73,11 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("pipeline.name", str, None, "job name"),
         ConfigOption("pipeline.operator-chaining.enabled", _parse_bool, True, "chain operators"),
         ConfigOption("pipeline.auto-watermark-interval", _parse_duration_ms, 200, "periodic watermarks"),
+        ConfigOption("execution.runtime-mode", _runtime_mode, "STREAMING", "STREAMING, BATCH or AUTOMATIC"),
+        ConfigOption("python.files", str, None, "Python files and directories put on sys.path of the job"),
+        ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
+        ConfigOption("python.archives", str, None, "archives extracted for the job"),
+        ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
         ConfigOption("execution.target", _one_of("local", "embedded", "ray"), "local", "where jobs run"),
         ConfigOption("execution.buffer-timeout", _parse_duration_ms, 100, "flush of partly filled buffers"),
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
@@ -140,6 +152,30 @@ class Configuration:
     def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
         raw = self._data.get(key)
         return default_value if raw is None else _parse_bool(raw)
+
+    def get_float(self, key: str, default_value: float | None = None) -> float | None:
+        raw = self._data.get(key)
+        return default_value if raw is None else float(raw)
+
+    def get_value(self, option: Any) -> Any:
+        """A PyFlink `ConfigOption`'s typed value: its key, else a fallback or deprecated key, else its
+        default (`fluvial.common.config_options`)."""
+        for key in option.lookup_keys():
+            raw = self._data.get(key)
+            if raw is not None:
+                return option.parse(raw)
+        return option.default_value()
+
+    def set_value(self, option: Any, value: Any) -> "Configuration":
+        """Set a PyFlink `ConfigOption` (booleans as `true`/`false`, maps as `k1:v1,k2:v2`)."""
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, dict):
+            text = ",".join(f"{k}:{v}" for k, v in value.items())
+        else:
+            text = str(value)
+        option.parse(text)  # a value the option cannot read back fails here, not at use
+        return self.set_string(option.key(), text)
 
     def contains_key(self, key: str) -> bool:
         return key in self._data

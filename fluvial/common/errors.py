@@ -15,6 +15,11 @@ class ConfigurationError(FluvialError, ValueError):
     """A configuration key or value is unknown or malformed."""
 
 
+class NotYetSupportedError(FluvialError, NotImplementedError):
+    """A PyFlink feature whose API fluvial has but whose runtime support is not built yet; the message names
+    what is missing. Raised when the job is submitted, never silently ignored."""
+
+
 class StateError(FluvialError):
     """Keyed or operator state was used wrongly (outside a keyed context, a name reused with another type)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fluvial.common.errors import InvalidJobError
 
 
@@ -13,6 +15,7 @@ class ExecutionConfig:
         self._object_reuse = False
         self._global_job_parameters: dict[str, str] = {}
         self._closure_cleaner = True
+        self._input_dependency_constraint: Any = None
 
     def set_parallelism(self, parallelism: int) -> "ExecutionConfig":
         if not isinstance(parallelism, int) or parallelism < 1:
@@ -66,3 +69,22 @@ class ExecutionConfig:
     def disable_closure_cleaner(self) -> "ExecutionConfig":
         self._closure_cleaner = False
         return self
+
+    def is_closure_cleaner_enabled(self) -> bool:
+        return self._closure_cleaner
+
+    def set_default_input_dependency_constraint(self, constraint: Any) -> "ExecutionConfig":
+        """Deprecated in Flink and read by no scheduler; stored so the getter answers what was set."""
+        from fluvial.common.input_dependency_constraint import InputDependencyConstraint
+
+        if not isinstance(constraint, InputDependencyConstraint):
+            raise InvalidJobError(
+                f"expected InputDependencyConstraint.ANY or .ALL, got {constraint!r}"
+            )
+        self._input_dependency_constraint = constraint
+        return self
+
+    def get_default_input_dependency_constraint(self) -> Any:
+        from fluvial.common.input_dependency_constraint import InputDependencyConstraint
+
+        return self._input_dependency_constraint or InputDependencyConstraint.ANY

@@ -50,6 +50,30 @@ class Duration:
         return self.millis
 
 
+@dataclass(frozen=True, slots=True)
+class Instant:
+    """A point on the time line as seconds and nanoseconds since the epoch (PyFlink `pyflink.common.Instant`,
+    Java's `java.time.Instant`): the Python value of `Types.INSTANT()`."""
+
+    seconds: int
+    nanos: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.nanos < 1_000_000_000:
+            raise ValueError(f"Instant nanos must be in [0, 999999999], got {self.nanos}; carry whole seconds over")
+
+    def to_epoch_milli(self) -> int:
+        return self.seconds * 1000 + self.nanos // 1_000_000
+
+    @staticmethod
+    def of_epoch_milli(epoch_milli: int) -> "Instant":
+        seconds, millis = divmod(int(epoch_milli), 1000)
+        return Instant(seconds, millis * 1_000_000)
+
+    def __repr__(self) -> str:
+        return f"Instant<{self.seconds}, {self.nanos}>"
+
+
 class Time:
     """Flink 1.x `Time` helpers; each returns a Duration so both styles are accepted everywhere."""
 

@@ -494,3 +494,40 @@ __all__ = [
     "WatermarksWithIdleness",
     "checked_timestamp",
 ]
+
+
+class _PeriodicAssignerGenerator(WatermarkGenerator):
+    """Flink's legacy AssignerWithPeriodicWatermarks as a generator: each periodic emit asks the assigner
+    for its current watermark (None: none yet)."""
+
+    def __init__(self, assigner: Any) -> None:
+        self._assigner = assigner
+
+    def on_event(self, event: Any, event_timestamp: int | None, output: WatermarkOutput) -> None:
+        pass
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        current = self._assigner.get_current_watermark()
+        if current is not None:
+            output.emit_watermark(current if isinstance(current, Watermark) else Watermark(int(current)))
+
+
+class AssignerWithPeriodicWatermarksWrapper:
+    """PyFlink's name for a legacy periodic assigner: an object with `extract_timestamp(value,
+    previous_timestamp)` and `get_current_watermark()`, usable wherever a WatermarkStrategy is
+    (`assign_timestamps_and_watermarks`, `from_source`)."""
+
+    def __init__(self, assigner: Any) -> None:
+        for method in ("extract_timestamp", "get_current_watermark"):
+            if not callable(getattr(assigner, method, None)):
+                raise InvalidJobError(
+                    f"AssignerWithPeriodicWatermarksWrapper needs an assigner with extract_timestamp(value, "
+                    f"previous_timestamp) and get_current_watermark(); {_short_repr(assigner)} has no {method}()")
+        self._strategy = WatermarkStrategy.for_generator(lambda: _PeriodicAssignerGenerator(assigner)) \
+            .with_timestamp_assigner(assigner)
+
+    def create_watermark_generator(self, context: WatermarkGeneratorContext | None = None) -> WatermarkGenerator:
+        return self._strategy.create_watermark_generator(context)
+
+    def create_timestamp_assigner(self) -> Callable[[Any, int | None], Any] | None:
+        return self._strategy.create_timestamp_assigner()

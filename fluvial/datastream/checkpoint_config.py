@@ -12,7 +12,6 @@ checkpoints, one checkpoint at a time, no tolerated failures, one retained check
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 from fluvial.common.configuration import Configuration
@@ -23,6 +22,8 @@ from fluvial.datastream.checkpoint_storage import (
     FileSystemCheckpointStorage,
     JobManagerCheckpointStorage,
 )
+from fluvial.datastream.checkpointing_mode import CheckpointingMode
+from fluvial.datastream.externalized_checkpoint_retention import ExternalizedCheckpointRetention
 
 __all__ = [
     "CheckpointConfig",
@@ -31,22 +32,6 @@ __all__ = [
     "ExternalizedCheckpointCleanup",
     "ExternalizedCheckpointRetention",
 ]
-
-
-class CheckpointingMode(enum.Enum):
-    """EXACTLY_ONCE aligns barriers (a channel that delivered barrier n waits for the others); AT_LEAST_ONCE
-    forwards without blocking, so records after a barrier may be replayed after a restore."""
-
-    EXACTLY_ONCE = 0
-    AT_LEAST_ONCE = 1
-
-
-class ExternalizedCheckpointRetention(enum.Enum):
-    """What happens to retained checkpoints when the job is cancelled (they are always kept when it fails)."""
-
-    DELETE_ON_CANCELLATION = 0
-    RETAIN_ON_CANCELLATION = 1
-    NO_EXTERNALIZED_CHECKPOINTS = 2
 
 
 ExternalizedCheckpointCleanup = ExternalizedCheckpointRetention

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from fluvial.common.errors import InvalidJobError
 
-__all__ = ["CheckpointStorage", "FileSystemCheckpointStorage", "JobManagerCheckpointStorage"]
+__all__ = ["CheckpointStorage", "CustomCheckpointStorage", "FileSystemCheckpointStorage", "JobManagerCheckpointStorage"]
 
 
 class CheckpointStorage:
@@ -136,3 +136,16 @@ class FileSystemCheckpointStorage(CheckpointStorage):
 
     def get_write_buffer_size(self) -> int:
         return self.write_buffer_size
+
+
+class CustomCheckpointStorage(CheckpointStorage):
+    """PyFlink's wrapper of a Java checkpoint storage object. fluvial has no JVM, so there is nothing to wrap:
+    constructing one is an error that names the storages there are."""
+
+    __slots__ = ()
+
+    def __init__(self, j_custom_checkpoint_storage: object = None) -> None:
+        raise InvalidJobError(
+            "CustomCheckpointStorage wraps a Java checkpoint storage, and fluvial runs no JVM; use "
+            "JobManagerCheckpointStorage() or FileSystemCheckpointStorage(path) (any fsspec URL)"
+        )

@@ -7,6 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.lazy_names import lazy_names
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.slot_sharing_group import SlotSharingGroup
@@ -92,6 +93,8 @@ class _TransformationHandle:
     def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup):
         if isinstance(slot_sharing_group, SlotSharingGroup):
             name = slot_sharing_group.name
+            if slot_sharing_group.has_resources():
+                self._env.register_slot_sharing_group(slot_sharing_group)
         elif isinstance(slot_sharing_group, str) and slot_sharing_group:
             name = slot_sharing_group
         else:
@@ -222,13 +225,33 @@ class DataStream(_TransformationHandle):
     def global_(self) -> "DataStream":
         return self._partition(t.PartitionerKind.GLOBAL)
 
-    def broadcast(self, *broadcast_state_descriptors: Any) -> "DataStream":
-        if broadcast_state_descriptors:
+    def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
+        """Every record to every subtask; with MapStateDescriptors, a BroadcastStream to `connect` to."""
+        stream = self._partition(t.PartitionerKind.BROADCAST)
+        if not broadcast_state_descriptors:
+            return stream
+        from fluvial.datastream.broadcast_stream import BroadcastStream
+
+        return BroadcastStream(stream, broadcast_state_descriptors)
+
+    def project(self, *field_indexes: int) -> "DataStream":
+        """Keep the given fields of each tuple, in the given order (PyFlink: only tuple-typed streams)."""
+        from fluvial.common.typeinfo import TupleTypeInfo, Types
+
+        type_info = self.get_type()
+        if not isinstance(type_info, TupleTypeInfo):
             raise InvalidJobError(
-                "broadcast state (broadcast(MapStateDescriptor...)) is not supported yet; "
-                "use broadcast() to send every record to every subtask"
-            )
-        return self._partition(t.PartitionerKind.BROADCAST)
+                "Only Tuple DataStreams can be projected: give the stream a Types.TUPLE([...]) type "
+                f"(output_type=... or type_info=...); its type is {type_info!r}")
+        arity = type_info.get_arity()
+        for index in field_indexes:
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < arity:
+                raise InvalidJobError(f"project: field index {index!r} is not in [0, {arity}) of {type_info!r}")
+        if not field_indexes:
+            raise InvalidJobError("project needs at least one field index")
+        field_types = type_info.get_field_types()
+        output_type = Types.TUPLE([field_types[i] for i in field_indexes])
+        return self._one_input("Projection", t.MapSpec(_Projection(tuple(field_indexes))), output_type)
 
     def partition_custom(self, partitioner: Any, key_selector: Any) -> "DataStream":
         check_function(partitioner, "partition", "partition_custom")
@@ -250,9 +273,13 @@ class DataStream(_TransformationHandle):
         )
         return DataStream(self._env, tid)
 
-    def connect(self, ds: "DataStream") -> "ConnectedStreams":
+    def connect(self, ds: Any) -> Any:
+        """A ConnectedStreams with another DataStream, or a BroadcastConnectedStream with a BroadcastStream."""
+        from fluvial.datastream.broadcast_stream import BroadcastConnectedStream, BroadcastStream
         from fluvial.datastream.connected_streams import ConnectedStreams
 
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds)
         if ds._env is not self._env:
             raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
         return ConnectedStreams(self, ds)
@@ -284,11 +311,20 @@ class DataStream(_TransformationHandle):
         return self._sink("Print to Std. Err", spec)
 
     def sink_to(self, sink: "Sink") -> "DataStreamSink":
+        """Write to a Sink; a sink that SupportsPreprocessing transforms the stream first."""
         if not hasattr(sink, "create_writer"):
             raise InvalidJobError(f"sink_to expects a Sink (e.g. FileSink), got {sink!r}; use add_sink for functions")
-        return self._sink(sink.default_name(), t.SinkSpec(sink))
+        stream: DataStream = self
+        get_transformer = getattr(sink, "get_transformer", None)
+        transformer = get_transformer() if callable(get_transformer) else None
+        if transformer is not None:
+            stream = transformer.apply(self)
+        return stream._sink(sink.default_name(), t.SinkSpec(sink))
 
     def add_sink(self, sink_func: Any) -> "DataStreamSink":
+        """A SinkFunction or plain callable; a Sink (e.g. Flink 1.x's StreamingFileSink) goes to `sink_to`."""
+        if hasattr(sink_func, "create_writer"):
+            return self.sink_to(sink_func)
         check_function(sink_func, "invoke", "add_sink")
         return self._sink("Sink: Unnamed", t.SinkFunctionSpec(sink_func))
 
@@ -302,3 +338,30 @@ class DataStreamSink(_TransformationHandle):
     """The end of a stream (PyFlink's DataStreamSink)."""
 
 
+class _Projection:
+    """`project(...)`'s map: a tuple of the chosen fields."""
+
+    __slots__ = ("indexes",)
+
+    def __init__(self, indexes: tuple[int, ...]) -> None:
+        self.indexes = indexes
+
+    def map(self, value: Any) -> tuple:
+        return tuple(value[i] for i in self.indexes)
+
+    def __reduce__(self) -> tuple:
+        return (_Projection, (self.indexes,))
+
+
+_LATE = {
+    "KeyedStream": "fluvial.datastream.keyed_stream",
+    "ConnectedStreams": "fluvial.datastream.connected_streams",
+    "WindowedStream": "fluvial.datastream.windowed_stream",
+    "AllWindowedStream": "fluvial.datastream.windowed_stream",
+    "BroadcastStream": "fluvial.datastream.broadcast_stream",
+    "BroadcastConnectedStream": "fluvial.datastream.broadcast_stream",
+    "CloseableIterator": "fluvial.datastream.closeable_iterator",
+}
+
+# PyFlink's module holds every stream class; here they live in modules that import this one.
+__getattr__ = lazy_names(__name__, _LATE, globals())

@@ -8,7 +8,10 @@ the first record; `close()` after the last one (also when the job fails or is ca
 from __future__ import annotations
 
 import abc
+import enum
 from typing import Any, Generic, Iterable, TypeVar
+
+from fluvial.common.lazy_names import lazy_names
 
 IN = TypeVar("IN")
 OUT = TypeVar("OUT")
@@ -223,3 +226,165 @@ class SinkFunction(Function, Generic[IN]):
         invoke = self.invoke
         for value in values:
             invoke(value, context)
+
+
+class SourceFunction(Function, Generic[OUT]):
+    """A legacy push source (`env.add_source`): `run(ctx)` emits with `ctx.collect(value)` until the input
+    ends or `cancel()` is called. It runs on a thread of its own that feeds the task through a bounded queue,
+    so a slow job slows `collect`. Contract: `cancel()` may be called from another thread and must make
+    `run` return soon.
+
+    A SourceFunction keeps no replayable position: after a failover `run` starts again from the beginning.
+    For exactly-once input, use `from_source` with a replayable Source (NumberSequenceSource, FileSource)."""
+
+    @abc.abstractmethod
+    def run(self, ctx: Any) -> None: ...
+
+    def cancel(self) -> None:
+        pass
+
+
+# -- broadcast state (PyFlink's names; the runtime is not built yet, see DataStream.broadcast) ----------------
+
+
+class BaseBroadcastProcessFunction(Function):
+    """Shared contexts of the two broadcast process functions."""
+
+    class BaseContext(abc.ABC):
+        @abc.abstractmethod
+        def timestamp(self) -> int | None: ...
+
+        @abc.abstractmethod
+        def current_processing_time(self) -> int: ...
+
+        @abc.abstractmethod
+        def current_watermark(self) -> int: ...
+
+    class Context(BaseContext):
+        """On the broadcast side: the broadcast state is writable."""
+
+        @abc.abstractmethod
+        def get_broadcast_state(self, state_descriptor: Any) -> Any: ...
+
+    class ReadOnlyContext(BaseContext):
+        """On the data side: the broadcast state is read-only, so every subtask keeps the same state."""
+
+        @abc.abstractmethod
+        def get_broadcast_state(self, state_descriptor: Any) -> Any: ...
+
+
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN, OUT]):
+    """Joins a non-keyed stream with a broadcast stream and its broadcast state."""
+
+    class Context(BaseBroadcastProcessFunction.Context):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext):
+        pass
+
+    @abc.abstractmethod
+    def process_element(self, value: Any, ctx: "BroadcastProcessFunction.ReadOnlyContext") -> Iterable[OUT] | None: ...
+
+    @abc.abstractmethod
+    def process_broadcast_element(self, value: Any, ctx: "BroadcastProcessFunction.Context") -> Iterable[OUT] | None: ...
+
+
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN, OUT]):
+    """Joins a keyed stream with a broadcast stream: keyed state and timers on the data side, and
+    `apply_to_keyed_state` on the broadcast side."""
+
+    class Context(BaseBroadcastProcessFunction.Context):
+        @abc.abstractmethod
+        def apply_to_keyed_state(self, state_descriptor: Any, function: Any) -> None: ...
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext):
+        @abc.abstractmethod
+        def timer_service(self) -> Any: ...
+
+        @abc.abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    class OnTimerContext(ReadOnlyContext):
+        @abc.abstractmethod
+        def time_domain(self) -> Any: ...
+
+    @abc.abstractmethod
+    def process_element(
+        self, value: Any, ctx: "KeyedBroadcastProcessFunction.ReadOnlyContext"
+    ) -> Iterable[OUT] | None: ...
+
+    @abc.abstractmethod
+    def process_broadcast_element(
+        self, value: Any, ctx: "KeyedBroadcastProcessFunction.Context"
+    ) -> Iterable[OUT] | None: ...
+
+    def on_timer(self, timestamp: int, ctx: "KeyedBroadcastProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+        pass
+
+
+# -- async I/O (PyFlink's names; the runtime is not built yet, see AsyncDataStream) ---------------------------
+
+
+class AsyncFunction(Function, Generic[IN, OUT]):
+    """`async def async_invoke(value)` returns the list of results for one record; `timeout(value)` is called
+    when it takes longer than the operator's timeout (the default raises TimeoutError, failing the job)."""
+
+    @abc.abstractmethod
+    async def async_invoke(self, value: IN) -> list[OUT]: ...
+
+    def timeout(self, value: IN) -> list[OUT]:
+        raise TimeoutError(f"async_invoke of {type(self).__name__} timed out for {value!r}")
+
+
+class AsyncRetryPredicate(abc.ABC, Generic[OUT]):
+    """When an async call is retried: on a result (`result_predicate`) or an exception (`exception_predicate`);
+    None means never on that side."""
+
+    @abc.abstractmethod
+    def result_predicate(self) -> Any: ...
+
+    @abc.abstractmethod
+    def exception_predicate(self) -> Any: ...
+
+
+class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
+    """How often and after what back-off an async call is retried. `current_attempts` counts from 1."""
+
+    @abc.abstractmethod
+    def can_retry(self, current_attempts: int) -> bool: ...
+
+    @abc.abstractmethod
+    def get_backoff_time_millis(self, current_attempts: int) -> int: ...
+
+    @abc.abstractmethod
+    def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]: ...
+
+
+class AsyncFunctionDescriptor:
+    """What an async wait operator is built from: the function, its timeout (ms), capacity (in-flight
+    records), retry strategy and output mode."""
+
+    class OutputMode(enum.Enum):
+        ORDERED = 0
+        UNORDERED = 1
+
+    def __init__(self, async_function: AsyncFunction, timeout: Any, capacity: int,
+                 async_retry_strategy: AsyncRetryStrategy | None, output_mode: "AsyncFunctionDescriptor.OutputMode") -> None:
+        self.async_function = async_function
+        self.timeout = timeout
+        self.capacity = capacity
+        self.async_retry_strategy = async_retry_strategy
+        self.output_mode = output_mode
+
+
+_LATE = {
+    "WindowFunction": "fluvial.datastream.window_functions",
+    "AllWindowFunction": "fluvial.datastream.window_functions",
+    "ProcessWindowFunction": "fluvial.datastream.window_functions",
+    "ProcessAllWindowFunction": "fluvial.datastream.window_functions",
+    "KeyedStateStore": "fluvial.datastream.window_functions",
+    "TimerService": "fluvial.datastream.timerservice",
+}
+# PyFlink keeps the window functions and TimerService in this module too; they live in `window_functions`
+# and `timerservice`, which import this module.
+__getattr__ = lazy_names(__name__, _LATE, globals())

@@ -32,22 +32,64 @@ class KeyedStream(DataStream):
     def get_key_selector(self) -> Any:
         return self._key_selector
 
-    def _refuse(self, what: str) -> None:
+    # -- what PyFlink refuses on a KeyedStream: it is a partitioning, not an operator -------------------------
+
+    def _refuse(self, what: str) -> Any:
         raise InvalidJobError(
-            f"cannot {what} a KeyedStream: it is a partitioning, not an operator; {what} the operator after it"
+            f"{what} for KeyedStream is not supported: a KeyedStream is a partitioning, not an operator; "
+            "apply it to the operator after key_by"
         )
 
+    def _refuse_partitioning(self, *args: Any) -> Any:
+        raise InvalidJobError(
+            "Cannot override partitioning for KeyedStream: key_by already decides where each record goes; "
+            "repartition before key_by, or after the keyed operator"
+        )
+
+    shuffle = rescale = rebalance = forward = global_ = broadcast = partition_custom = _refuse_partitioning
+
     def set_parallelism(self, parallelism: int):
-        self._refuse("set_parallelism on")
+        self._refuse("Set parallelism")
+
+    def set_max_parallelism(self, max_parallelism: int):
+        self._refuse("Set max parallelism")
+
+    def force_non_parallel(self):
+        self._refuse("Set force non-parallel")
+
+    def name(self, name: str):
+        self._refuse("Set name")
+
+    def get_name(self) -> str:
+        return self._refuse("Get name")
+
+    def uid(self, uid: str):
+        self._refuse("Set uid")
+
+    def set_uid_hash(self, uid_hash: str):
+        self._refuse("Set uid hash")
+
+    def set_description(self, description: str):
+        self._refuse("Set description")
+
+    def set_buffer_timeout(self, timeout_millis: int):
+        self._refuse("Set buffer timeout")
 
     def slot_sharing_group(self, slot_sharing_group: Any):
-        self._refuse("set the slot sharing group of")
+        self._refuse("Setting slot sharing group")
+
+    def co_location_group(self, key: str):
+        self._refuse("Setting co-location group")
 
     def start_new_chain(self):
-        self._refuse("start a new chain at")
+        self._refuse("Start new chain")
 
     def disable_chaining(self):
-        self._refuse("disable chaining of")
+        self._refuse("Disable chaining")
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+        """Re-keying keys the original stream anew, as PyFlink does."""
+        return self._origin.key_by(key_selector, key_type)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         check_function(func, "process_element", "KeyedStream.process")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.lazy_names import lazy_names
 from fluvial.common.time import Duration, to_millis
 from fluvial.datastream.functions import AggregateFunction, ReduceFunction
 
@@ -101,21 +102,11 @@ class AggregatingState(MergingState[IN, OUT]):
     """One accumulator per key, folded with an AggregateFunction; `get()` is its result, None when empty."""
 
 
-class MapState(State, Generic[K, V]):
-    """A dictionary per key."""
+class ReadableMapState(State, Generic[K, V]):
+    """The read side of a map of state: MapState's, and the broadcast states' (`subtask_state`)."""
 
     @abc.abstractmethod
     def get(self, key: K) -> V | None: ...
-
-    @abc.abstractmethod
-    def put(self, key: K, value: V) -> None: ...
-
-    @abc.abstractmethod
-    def put_all(self, dict_value: dict[K, V]) -> None: ...
-
-    @abc.abstractmethod
-    def remove(self, key: K) -> None:
-        """Remove one mapping; removing an absent one is not an error."""
 
     @abc.abstractmethod
     def contains(self, key: K) -> bool: ...
@@ -135,17 +126,31 @@ class MapState(State, Generic[K, V]):
     def __getitem__(self, key: K) -> V | None:
         return self.get(key)
 
-    def __setitem__(self, key: K, value: V) -> None:
-        self.put(key, value)
-
-    def __delitem__(self, key: K) -> None:
-        self.remove(key)
-
     def __contains__(self, key: object) -> bool:
         return self.contains(key)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[K]:
         return iter(self.keys())
+
+
+class MapState(ReadableMapState[K, V]):
+    """A dictionary per key."""
+
+    @abc.abstractmethod
+    def put(self, key: K, value: V) -> None: ...
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: dict[K, V]) -> None: ...
+
+    @abc.abstractmethod
+    def remove(self, key: K) -> None:
+        """Remove one mapping; removing an absent one is not an error."""
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: K) -> None:
+        self.remove(key)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -566,3 +571,9 @@ class StateTtlConfig:
             f"StateTtlConfig(ttl={self._ttl.millis} ms, update_type={self._update_type.name}, "
             f"state_visibility={self._state_visibility.name}, cleanup={self._cleanup_strategies})"
         )
+
+
+# PyFlink keeps the broadcast and operator state interfaces in this module too; they live in `subtask_state`
+# (state of a parallel subtask, not of a key), which imports this module.
+__getattr__ = lazy_names(__name__, {name: "fluvial.datastream.subtask_state" for name in (
+    "ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore")}, globals())

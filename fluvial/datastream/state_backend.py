@@ -7,13 +7,21 @@ EmbeddedRocksDBStateBackend). Where checkpoints are written is a separate choice
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import Any
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError
 
-__all__ = ["EmbeddedRocksDBStateBackend", "HashMapStateBackend", "StateBackend", "state_backend_from_configuration"]
+__all__ = [
+    "CustomStateBackend",
+    "EmbeddedRocksDBStateBackend",
+    "HashMapStateBackend",
+    "PredefinedOptions",
+    "StateBackend",
+    "state_backend_from_configuration",
+]
 
 
 class StateBackend:
@@ -44,6 +52,16 @@ class HashMapStateBackend(StateBackend):
 
     def __reduce__(self) -> tuple[type, tuple]:
         return (HashMapStateBackend, ())
+
+
+class PredefinedOptions(enum.Enum):
+    """Flink's RocksDB option profiles. fluvial's RocksDB backend runs with rocksdict's defaults, which is
+    Flink's DEFAULT profile; the tuned profiles are refused until the backend applies them."""
+
+    DEFAULT = 0
+    SPINNING_DISK_OPTIMIZED = 1
+    SPINNING_DISK_OPTIMIZED_HIGH_MEM = 2
+    FLASH_SSD_OPTIMIZED = 3
 
 
 class EmbeddedRocksDBStateBackend(StateBackend):
@@ -115,6 +133,33 @@ class EmbeddedRocksDBStateBackend(StateBackend):
 
     def get_number_of_transfer_threads(self) -> int:
         return self._number_of_transfer_threads
+
+    def set_predefined_options(self, options: PredefinedOptions) -> None:
+        if not isinstance(options, PredefinedOptions):
+            raise InvalidJobError(f"set_predefined_options takes a PredefinedOptions, got {options!r}")
+        if options is not PredefinedOptions.DEFAULT:
+            from fluvial.common.errors import NotYetSupportedError
+
+            raise NotYetSupportedError(
+                f"RocksDB profile {options.name} is not supported yet: fluvial's RocksDB backend runs with the "
+                "DEFAULT options; remove the call or pass PredefinedOptions.DEFAULT"
+            )
+
+    def get_predefined_options(self) -> PredefinedOptions:
+        return PredefinedOptions.DEFAULT
+
+
+class CustomStateBackend(StateBackend):
+    """PyFlink's wrapper of a Java state backend object. fluvial has no JVM, so there is nothing to wrap:
+    constructing one is an error that names the backends there are."""
+
+    __slots__ = ()
+
+    def __init__(self, j_custom_state_backend: Any = None) -> None:
+        raise InvalidJobError(
+            "CustomStateBackend wraps a Java state backend, and fluvial runs no JVM; use HashMapStateBackend() "
+            "or EmbeddedRocksDBStateBackend()"
+        )
 
 
 def _rebuild_rocksdb(incremental: bool, paths: tuple[str, ...], threads: int) -> EmbeddedRocksDBStateBackend:

@@ -9,6 +9,7 @@ are there to show a plan (DESIGN section 3), the one place the API reaches up to
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 from typing import Any, Callable, Iterable
 
@@ -17,6 +18,8 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.common.execution_config import ExecutionConfig
 from fluvial.datastream import transformations as t
 from fluvial.datastream.data_stream import DataStream
+
+logger = logging.getLogger(__name__)
 
 # Every submission passes through this hook when set: `interceptor(pipeline, submit)` either calls
 # `submit(pipeline)` (returning its JobClient) or raises. The CLI uses it to count jobs (`run`) and to
@@ -27,6 +30,8 @@ execution_interceptor: contextvars.ContextVar[Callable[[Any, Callable[[Any], Any
 
 
 class StreamExecutionEnvironment:
+    _default_local_parallelism: int | None = None  # Flink's static default for local environments
+
     def __init__(self, configuration: Configuration | None = None) -> None:
         self._configuration = Configuration(configuration) if configuration is not None else Configuration()
         self._configuration.validate()
@@ -39,6 +44,8 @@ class StreamExecutionEnvironment:
             self._config.set_max_parallelism(max_parallelism)
         self._config.set_auto_watermark_interval(self._configuration.get("pipeline.auto-watermark-interval"))
         self._chaining_enabled = bool(self._configuration.get("pipeline.operator-chaining.enabled"))
+        self._buffer_timeout = int(self._configuration.get("execution.buffer-timeout"))
+        self._slot_sharing_groups: dict[str, Any] = {}
         self._checkpoint_config: Any = None
         self._state_backend: Any = None
         self._restart_strategy: Any = None
@@ -67,7 +74,46 @@ class StreamExecutionEnvironment:
         return self
 
     def get_parallelism(self) -> int:
-        return self._config.get_parallelism() or os.cpu_count() or 1
+        return self._config.get_parallelism() or self.get_default_local_parallelism()
+
+    @staticmethod
+    def get_default_local_parallelism() -> int:
+        """The parallelism of jobs that set none: the number of cores, unless set for this process."""
+        return StreamExecutionEnvironment._default_local_parallelism or os.cpu_count() or 1
+
+    @staticmethod
+    def set_default_local_parallelism(parallelism: int) -> None:
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise InvalidJobError(f"the default local parallelism must be an integer >= 1, got {parallelism!r}")
+        StreamExecutionEnvironment._default_local_parallelism = parallelism
+
+    def set_runtime_mode(self, execution_mode: Any) -> "StreamExecutionEnvironment":
+        """STREAMING, BATCH or AUTOMATIC (`execution.runtime-mode`); see `execution_mode` for what runs."""
+        from fluvial.datastream.execution_mode import RuntimeExecutionMode
+
+        if not isinstance(execution_mode, RuntimeExecutionMode):
+            raise InvalidJobError(
+                f"set_runtime_mode takes RuntimeExecutionMode.STREAMING, BATCH or AUTOMATIC, got {execution_mode!r}")
+        self._configuration.set_string("execution.runtime-mode", execution_mode.config_value)
+        return self
+
+    def get_runtime_mode(self) -> Any:
+        from fluvial.datastream.execution_mode import RuntimeExecutionMode
+
+        return RuntimeExecutionMode.from_config_value(self._configuration.get("execution.runtime-mode"))
+
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> "StreamExecutionEnvironment":
+        """Declare a group's resources once; operators then join it by name (`slot_sharing_group("name")`)."""
+        from fluvial.datastream.slot_sharing_group import SlotSharingGroup
+
+        if not isinstance(slot_sharing_group, SlotSharingGroup):
+            raise InvalidJobError(f"register_slot_sharing_group takes a SlotSharingGroup, got {slot_sharing_group!r}")
+        self._slot_sharing_groups[slot_sharing_group.get_name()] = slot_sharing_group
+        return self
+
+    def get_slot_sharing_group(self, name: str) -> Any:
+        """The SlotSharingGroup registered (or passed to an operator) under `name`, or None."""
+        return self._slot_sharing_groups.get(name)
 
     def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
         self._config.set_max_parallelism(max_parallelism)
@@ -83,8 +129,61 @@ class StreamExecutionEnvironment:
     def is_chaining_enabled(self) -> bool:
         return self._chaining_enabled
 
+    def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
+        """Chaining never looks at max parallelism here (DESIGN 2.1), so such operators may chain."""
+        return True
+
     def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+        """Flink's flush interval of partly filled buffers. fluvial's chains hand over a buffer as soon as a
+        source poll or an operator produced it, so no buffer waits for this timeout: it is kept for
+        `get_buffer_timeout` only. -1 (flush only when full) and 0 (flush every record) are accepted."""
+        if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) or timeout_millis < -1:
+            raise InvalidJobError(f"buffer timeout must be an integer >= -1 ms, got {timeout_millis!r}")
+        self._buffer_timeout = timeout_millis
         return self
+
+    def get_buffer_timeout(self) -> int:
+        return self._buffer_timeout
+
+    # -- Python dependencies (PyFlink's keys python.files, python.requirements, python.archives, ...) ----------
+
+    def add_python_file(self, file_path: str) -> None:
+        from fluvial.datastream import python_dependencies
+
+        python_dependencies.add_file(self._configuration, file_path)
+
+    def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
+        from fluvial.datastream import python_dependencies
+
+        python_dependencies.set_requirements(self._configuration, requirements_file_path, requirements_cache_dir)
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        from fluvial.datastream import python_dependencies
+
+        python_dependencies.add_archive(self._configuration, archive_path, target_dir)
+
+    def set_python_executable(self, python_exec: str) -> None:
+        from fluvial.datastream import python_dependencies
+
+        python_dependencies.set_executable(self._configuration, python_exec)
+
+    def add_jars(self, *jars_path: str) -> None:
+        raise InvalidJobError(
+            "add_jars loads Java connectors and formats into the JVM, and fluvial runs no JVM; use fluvial's "
+            "Python connectors and fluvial.datastream.formats instead")
+
+    def add_classpaths(self, *classpaths: str) -> None:
+        raise InvalidJobError("add_classpaths extends the JVM's class path, and fluvial runs no JVM; remove the call")
+
+    def register_cached_file(self, file_path: str, name: str, executable: bool = False) -> None:
+        from fluvial.common.errors import NotYetSupportedError
+
+        raise NotYetSupportedError(
+            "the distributed cache (register_cached_file) is not supported yet; open the file by its path (any "
+            "fsspec URL works with FileSource), or ship Python code with add_python_file")
+
+    def close(self) -> None:
+        """PyFlink releases its JVM-side environment here; this environment holds nothing to release."""
 
     # -- fault tolerance ----------------------------------------------------------------------------------------
 
@@ -108,6 +207,37 @@ class StreamExecutionEnvironment:
 
     def get_checkpointing_mode(self) -> Any:
         return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def get_checkpointing_consistency_mode(self) -> Any:
+        return self.get_checkpointing_mode()
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return self.get_checkpoint_config().is_unaligned_checkpoints_enabled()
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return self.get_checkpoint_config().is_force_unaligned_checkpoints()
+
+    def enable_changelog_state_backend(self, enabled: bool) -> "StreamExecutionEnvironment":
+        if enabled:
+            from fluvial.common.errors import NotYetSupportedError
+
+            raise NotYetSupportedError(
+                "the changelog state backend is not supported yet; incremental checkpoints come from "
+                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)")
+        return self
+
+    def is_changelog_state_backend_enabled(self) -> bool:
+        return False
+
+    def set_default_savepoint_directory(self, directory: str) -> "StreamExecutionEnvironment":
+        """Where savepoints go when none is named (`state.savepoints.dir`)."""
+        if not isinstance(directory, str) or not directory:
+            raise InvalidJobError(f"the default savepoint directory must be a path or URL, got {directory!r}")
+        self._configuration.set_string("state.savepoints.dir", directory)
+        return self
+
+    def get_default_savepoint_directory(self) -> str | None:
+        return self._configuration.get("state.savepoints.dir")
 
     def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
         from fluvial.datastream.state_backend import StateBackend
@@ -174,6 +304,8 @@ class StreamExecutionEnvironment:
         from fluvial.datastream.connectors.collection import CollectionSource
 
         elements = list(collection)
+        if type_info is not None:
+            elements = _shaped(elements, type_info, "Source: Collection Source")
         tid = self._add_transformation(
             t.SourceTransformation,
             name="Source: Collection Source",
@@ -233,6 +365,25 @@ class StreamExecutionEnvironment:
         receiver = SocketTextReceiver(host, port, delimiter, max_retries, **options)
         return self.add_receiver(receiver, f"Socket Stream {host}:{port}")
 
+    def add_source(self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None) -> DataStream:
+        """A legacy SourceFunction (`run(ctx)` / `cancel()`), run on a thread of its own; see SourceFunction."""
+        from fluvial.datastream.connectors.source_function import SourceFunctionSource
+
+        if isinstance(source_func, str) or not callable(getattr(source_func, "run", None)):
+            raise InvalidJobError(
+                f"add_source takes a SourceFunction with run(ctx) and cancel(), got {source_func!r}; PyFlink's "
+                "Java source functions need a JVM: use from_source with a fluvial Source instead")
+        return self.from_source(SourceFunctionSource(source_func), source_name=source_name, type_info=type_info)
+
+    def create_input(self, input_format: Any, type_info: Any = None) -> DataStream:
+        """Records of an InputFormat (e.g. AvroInputFormat), read as a bounded source."""
+        from fluvial.common.io import InputFormat
+
+        if not isinstance(input_format, InputFormat):
+            raise InvalidJobError(f"create_input takes an InputFormat (e.g. AvroInputFormat), got {input_format!r}")
+        produced = type_info if type_info is not None else input_format.get_produced_type()
+        return self.from_source(input_format.create_source(), source_name=input_format.name(), type_info=produced)
+
     def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
         from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
 
@@ -287,16 +438,71 @@ class StreamExecutionEnvironment:
 
     def execute_async(self, job_name: str | None = None) -> Any:
         """Submit the job and return its JobClient at once."""
+        self._check_runtime_support(self._pending_sinks)
         return self._submit(self._pipeline(job_name, clear_transformations=True))
 
     def _submit(self, pipeline: Any) -> Any:
-        """The one door every submission passes, so the execution interceptor sees them all."""
-        interceptor = execution_interceptor.get()
-        return _execute(pipeline) if interceptor is None else interceptor(pipeline, _execute)
+        """The one door every submission passes, so the execution interceptor sees them all. The job's
+        `python.files` are on sys.path from here until it ends."""
+        from fluvial.datastream import python_dependencies
+
+        release = python_dependencies.apply(self._configuration)
+        try:
+            interceptor = execution_interceptor.get()
+            client = _execute(pipeline) if interceptor is None else interceptor(pipeline, _execute)
+        except BaseException:
+            release()
+            raise
+        client.get_job_execution_result().add_done_callback(release)
+        return client
+
+    def _check_runtime_support(self, roots: list[int]) -> None:
+        """Refuse, before anything starts, a job that needs what the runtime does not have yet: batch
+        execution, operators whose runtime is pending (broadcast state, async I/O), Python dependencies that
+        need worker processes. Each error names what is missing (NotYetSupportedError)."""
+        from fluvial.common.errors import NotYetSupportedError
+        from fluvial.datastream import python_dependencies
+
+        reachable = self._reachable(roots)
+        for tr in reachable:
+            pending = getattr(getattr(tr, "operator", None), "pending_runtime", None)
+            if pending:
+                raise NotYetSupportedError(f"'{tr.name}' needs {pending}, which is not supported yet")
+        mode = self._configuration.get("execution.runtime-mode")
+        sources = [tr for tr in reachable if isinstance(tr, t.SourceTransformation)]
+        bounded = all(_is_bounded(tr) for tr in sources)
+        if mode == "BATCH" or (mode == "AUTOMATIC" and bounded):
+            raise NotYetSupportedError(
+                f"execution.runtime-mode {mode}{' (all sources are bounded)' if mode == 'AUTOMATIC' else ''} asks "
+                "for batch execution (one final result per key, windows firing at end of input), which is not "
+                "supported yet; use RuntimeExecutionMode.STREAMING")
+        threads = self._configuration.get("execution.target") in ("local", "embedded") and \
+            self._configuration.get("local.taskmanager.mode") == "thread"
+        python_dependencies.check_supported(self._configuration, threads)
+        self._log_unenforced_resources(reachable)
+
+    def _reachable(self, roots: list[int]) -> list[t.Transformation]:
+        seen: dict[int, t.Transformation] = {}
+        stack = list(roots)
+        while stack:
+            tid = stack.pop()
+            if tid not in seen:
+                seen[tid] = self._transformations[tid]
+                stack.extend(seen[tid].input_ids)
+        return list(seen.values())
+
+    def _log_unenforced_resources(self, reachable: list[t.Transformation]) -> None:
+        names = {tr.slot_sharing_group for tr in reachable if isinstance(tr.slot_sharing_group, str)}
+        declared = sorted(n for n in names if getattr(self._slot_sharing_groups.get(n), "has_resources", bool)())
+        if declared:
+            logger.warning(
+                "slot sharing groups %s declare resources (CPU, memory); fluvial's slots are uniform (Flink's "
+                "coarse-grained mode), so the resources are recorded but not enforced", declared)
 
     def _execute_and_collect(self, stream: DataStream, job_name: str | None, limit: int | None) -> Any:
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidJobError(f"execute_and_collect limit must be an integer >= 1, got {limit!r}")
+        self._check_runtime_support([*self._pending_sinks, stream._id])
         collect_id = os.urandom(16).hex()
         self._add_collect_sink(stream, collect_id)
         client = self._submit(self._pipeline(job_name, clear_transformations=True))
@@ -337,3 +543,23 @@ def _execute(pipeline: Any) -> Any:
     from fluvial.common.pipeline_executor import executor_for
 
     return executor_for(pipeline.execution_target, pipeline.configuration).execute(pipeline)
+
+
+def _is_bounded(tr: t.Transformation) -> bool:
+    source = tr.operator.function  # type: ignore[attr-defined]
+    boundedness = getattr(source, "get_boundedness", None)
+    return boundedness is not None and boundedness().value == "BOUNDED"
+
+
+def _shaped(elements: list, type_info: Any, operator: str) -> list:
+    """The elements as the declared type shapes them (tuples to Rows, ...), once, when the job is built; a
+    value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`)."""
+    from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch
+
+    convert = converter_for(type_info)
+    if convert is None:
+        return elements
+    try:
+        return [convert(element) for element in elements]
+    except TypeMismatch as error:
+        raise InvalidJobError(describe_mismatch(error, operator, type_info)) from None

@@ -4,12 +4,10 @@ the clocks and register timers. Timers are per key and deduplicated; they fire o
 from __future__ import annotations
 
 import abc
-import enum
 
+from fluvial.datastream.time_domain import TimeDomain
 
-class TimeDomain(enum.Enum):
-    EVENT_TIME = 0
-    PROCESSING_TIME = 1
+__all__ = ["TimeDomain", "TimerService"]
 
 
 class TimerService(abc.ABC):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from fluvial.datastream.output_tag import OutputTag
 
@@ -64,6 +64,10 @@ class OperatorSpec:
     function: Any = None
     key_selector: Any = None
     key_selector2: Any = None  # two-input operators on keyed connected streams: the second input's key
+
+    # What runtime support the kind still lacks (None: it runs). Submitting a job that reaches such an
+    # operator fails with NotYetSupportedError naming this, never silently.
+    pending_runtime: ClassVar[str | None] = None
 
 
 class MapSpec(OperatorSpec):
@@ -150,6 +154,31 @@ class WindowSpec(OperatorSpec):
     aggregation: WindowAggregation = WindowAggregation.ELEMENTS
     window_function: Any = None
     window_function_kind: WindowFunctionKind = WindowFunctionKind.PASS_THROUGH
+
+
+@dataclass(frozen=True)
+class BroadcastProcessSpec(OperatorSpec):
+    """`connect(broadcast_stream).process(f)`: input 1 is the data stream (keyed when `key_selector` is set),
+    input 2 the broadcast stream; `descriptors` name the broadcast states (MapStateDescriptors)."""
+
+    descriptors: tuple = ()
+    pending_runtime: ClassVar[str | None] = (
+        "broadcast state: the two-input broadcast operator (broadcast state per subtask, checkpointed and "
+        "restored identically on every subtask)"
+    )
+
+
+@dataclass(frozen=True)
+class AsyncWaitSpec(OperatorSpec):
+    """`AsyncDataStream.*_wait`: `function` is the AsyncFunction."""
+
+    timeout_ms: int = 0
+    capacity: int = 100
+    ordered: bool = True
+    retry_strategy: Any = None
+    pending_runtime: ClassVar[str | None] = (
+        "async I/O: the async wait operator (an asyncio loop per task, in-flight requests in checkpoints)"
+    )
 
 
 class SinkSpec(OperatorSpec):

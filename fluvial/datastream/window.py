@@ -45,6 +45,11 @@ from fluvial.datastream.window_functions import (
     ReduceFunction,
     WindowFunction,
 )
+from fluvial.datastream.window_serializers import (
+    CountWindowSerializer,
+    GlobalWindowSerializer,
+    TimeWindowSerializer,
+)
 from fluvial.datastream.window_triggers import (
     ContinuousEventTimeTrigger,
     ContinuousProcessingTimeTrigger,
@@ -70,6 +75,7 @@ __all__ = [
     "CountTrigger",
     "CountTumblingWindowAssigner",
     "CountWindow",
+    "CountWindowSerializer",
     "DeltaEvictor",
     "DynamicEventTimeSessionWindows",
     "DynamicProcessingTimeSessionWindows",
@@ -78,6 +84,7 @@ __all__ = [
     "Evictor",
     "EvictorContext",
     "GlobalWindow",
+    "GlobalWindowSerializer",
     "GlobalWindows",
     "KeyedStateStore",
     "MergeCallback",
@@ -95,6 +102,7 @@ __all__ = [
     "SlidingProcessingTimeWindows",
     "TimeEvictor",
     "TimeWindow",
+    "TimeWindowSerializer",
     "TimestampedValue",
     "Trigger",
     "TriggerContext",

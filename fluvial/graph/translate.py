@@ -15,6 +15,7 @@ from fluvial.common.key_groups import default_max_parallelism, validate_parallel
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
+from fluvial.graph.typed_outputs import apply_output_type
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
@@ -63,7 +64,7 @@ class _Translator:
             id=tr.id,
             name=tr.name,
             type_name=getattr(tr, "type_name", tr.name),
-            operator=tr.operator,  # type: ignore[attr-defined]
+            operator=apply_output_type(tr.operator, tr.output_type, tr.name),  # type: ignore[attr-defined]
             parallelism=parallelism,
             max_parallelism=max_parallelism,
             slot_sharing_group=self._slot_sharing_group(tr, inputs),

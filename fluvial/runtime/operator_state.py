@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from fluvial.checkpoint.snapshots import UNION_PREFIX
+from fluvial.datastream import subtask_state as api_state
 
 
 def is_checkpointed_function(function: Any) -> bool:
@@ -43,7 +44,7 @@ class OperatorListState:
         return iter(list(self._items))
 
 
-class OperatorStateStore:
+class OperatorStateStore(api_state.OperatorStateStore):
     def __init__(self, restored: dict[str, list] | None) -> None:
         self._lists: dict[str, list] = {name: list(items) for name, items in (restored or {}).items()}
         self.restored = restored is not None

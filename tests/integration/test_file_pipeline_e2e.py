@@ -121,3 +121,36 @@ def test_monitored_file_source_picks_up_new_files_then_cancel(tmp_path):
         os.replace(staging, watched / "second.txt")  # appear atomically
         got.append(next(results))
     assert got == ["one", "two", "three"]
+
+
+@pytest.mark.timeout(60)
+def test_memory_url_pipeline_with_checkpoints_commits_every_line_once():
+    """memory:// is per process, so this job runs its TaskManagers as threads (the default)."""
+    import uuid
+
+    import fsspec
+
+    root = f"memory:///fluvial-e2e-{uuid.uuid4().hex}"
+    fs = fsspec.filesystem("memory")
+    lines = [f"line-{i}" for i in range(3000)]
+    with fsspec.open(f"{root}/in/data.txt", "wb") as handle:
+        handle.write(("\n".join(lines) + "\n").encode())
+    try:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        env.enable_checkpointing(20)
+        sink = (
+            FileSink.for_row_format(f"{root}/out", Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+            .build()
+        )
+        env.from_source(_source(f"{root}/in")).map(str.upper).sink_to(sink)
+        env.execute("memory pipeline")
+        names = [p.rsplit("/", 1)[-1] for p in fs.find(root.removeprefix("memory://") + "/out")]
+        assert names and not [n for n in names if n.startswith(".")]
+        read_back = StreamExecutionEnvironment.get_execution_environment()
+        read_back.set_parallelism(1)
+        got = list(read_back.from_source(_source(f"{root}/out")).execute_and_collect())
+        assert Counter(got) == Counter(line.upper() for line in lines)
+    finally:
+        fs.rm(root.removeprefix("memory://"), recursive=True)

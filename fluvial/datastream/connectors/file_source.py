@@ -1,5 +1,6 @@
-"""`FileSource`: text lines of local files, static or continuously monitored (PyFlink's names; users import it
-from `file_system`). Paths are local; `file://` URIs are accepted.
+"""`FileSource`: records of files, static or continuously monitored (PyFlink's names; users import it from
+`file_system`). Paths are local paths or any URL fsspec reaches (`file://`, `memory://`, `s3://`, ...; see
+`file_systems`).
 
 Source contract details (beyond `source.py`):
 - One split per file; a split's `offset` is the byte offset of the first line not yet returned by `poll`,
@@ -22,28 +23,14 @@ import time
 import zlib
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Callable
-from urllib.parse import unquote, urlparse
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import Duration, to_millis
+from fluvial.datastream.connectors.file_systems import list_files, open_for_read, resolve_path
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 
 # ---------------------------------------------------------------------------------------------- paths
-
-
-def _local_path(path: str | os.PathLike) -> str:
-    """An absolute local path from a path or a `file://` URI, resolved against the cwd of the job's author."""
-    text = os.fspath(path)
-    if "://" in text:
-        parsed = urlparse(text)
-        if parsed.scheme != "file":
-            raise InvalidJobError(
-                f"path {text!r} uses the scheme {parsed.scheme!r}; fluvial's file connectors read and write "
-                f"local files only: use a local path or a file:// URI"
-            )
-        text = unquote(parsed.path)
-    return os.path.abspath(text)
 
 
 def _is_hidden(name: str) -> bool:
@@ -52,18 +39,13 @@ def _is_hidden(name: str) -> bool:
 
 def _list_files(path: str) -> list[str]:
     """Every visible file at or under `path`, sorted; the path itself is read even when its name is hidden."""
-    if os.path.isfile(path):
-        return [path]
-    if not os.path.isdir(path):
+    found = list_files(path, _is_hidden)
+    if found is None:
         raise ResourceError(
             f"file source path {path!r} does not exist (or is neither a file nor a directory); "
             f"create it or fix the path given to FileSource.for_record_stream_format"
         )
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if not _is_hidden(d)]
-        found.extend(os.path.join(dirpath, f) for f in filenames if not _is_hidden(f))
-    return sorted(found)
+    return found
 
 
 def _list_all(paths: tuple[str, ...]) -> list[str]:
@@ -84,6 +66,12 @@ class StreamFormat(abc.ABC):
     def text_line_format(charset_name: str = "UTF-8") -> "TextLineFormat":
         """One record per line, decoded with `charset_name` (which must encode "\\n" as one byte)."""
         return TextLineFormat(charset_name)
+
+
+class BulkFormat(StreamFormat):
+    """A format read in batches of records from files that are not line-oriented (Parquet, ORC, Avro
+    containers). Its readers' `offset` counts the records already returned from the file, so a restored
+    reader skips exactly that many."""
 
 
 class FormatReader(abc.ABC):
@@ -128,7 +116,7 @@ class TextLineReader(FormatReader):
 
     def __init__(self, path: str, offset: int, charset: str) -> None:
         try:
-            self._file: BinaryIO = open(path, "rb")
+            self._file: BinaryIO = open_for_read(path)
         except FileNotFoundError:
             raise ResourceError(
                 f"file {path!r} vanished after the job was planned; keep input files in place until the job "
@@ -225,7 +213,19 @@ class FileSource(Source[Any]):
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        if not isinstance(stream_format, StreamFormat):
+            raise InvalidJobError(
+                f"for_record_stream_format takes a StreamFormat (e.g. StreamFormat.text_line_format(), "
+                f"CsvReaderFormat.for_schema(...)), got {stream_format!r}")
         return FileSourceBuilder(stream_format, paths)
+
+    @staticmethod
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        if not isinstance(bulk_format, BulkFormat):
+            raise InvalidJobError(
+                f"for_bulk_file_format takes a BulkFormat (e.g. ParquetColumnarRowInputFormat(...)), got "
+                f"{bulk_format!r}")
+        return FileSourceBuilder(bulk_format, paths)
 
     def get_boundedness(self) -> Boundedness:
         return Boundedness.BOUNDED if self.discovery_interval_ms is None else Boundedness.CONTINUOUS_UNBOUNDED
@@ -260,7 +260,7 @@ class FileSourceBuilder:
         if not paths:
             raise InvalidJobError("FileSource needs at least one path: for_record_stream_format(format, path, ...)")
         self._format = stream_format
-        self._paths = tuple(_local_path(p) for p in paths)
+        self._paths = tuple(resolve_path(p) for p in paths)
         self._interval: int | None = None
 
     def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
@@ -274,6 +274,20 @@ class FileSourceBuilder:
 
     def process_static_file_set(self) -> "FileSourceBuilder":
         self._interval = None
+        return self
+
+    def set_file_enumerator(self, file_enumerator: Any) -> "FileSourceBuilder":
+        """Only the non-splitting enumerator (files are read whole); see `file_options`."""
+        from fluvial.datastream.connectors.file_options import check_enumerator
+
+        check_enumerator(file_enumerator)
+        return self
+
+    def set_split_assigner(self, split_assigner: Any) -> "FileSourceBuilder":
+        """The locality-aware assigner: on one machine every split is local (`file_options`)."""
+        from fluvial.datastream.connectors.file_options import check_split_assigner
+
+        check_split_assigner(split_assigner)
         return self
 
     def build(self) -> FileSource:

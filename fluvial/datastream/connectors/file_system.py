@@ -1,8 +1,15 @@
 """PyFlink's `pyflink.datastream.connectors.file_system` module: the file source and sink under the import path
 PyFlink programs use. The source lives in `file_source.py`, the sink in `file_sink.py`."""
 
+from fluvial.datastream.connectors.file_options import (
+    FileCompactor,
+    FileCompactStrategy,
+    FileEnumeratorProvider,
+    FileSplitAssignerProvider,
+)
 from fluvial.datastream.connectors.file_sink import (
     BasePathBucketAssigner,
+    BulkFormatBuilder,
     BucketAssigner,
     BucketAssignerContext,
     DateTimeBucketAssigner,
@@ -15,8 +22,10 @@ from fluvial.datastream.connectors.file_sink import (
     PendingFile,
     RollingPolicy,
     RowFormatBuilder,
+    StreamingFileSink,
 )
 from fluvial.datastream.connectors.file_source import (
+    BulkFormat,
     FileMonitorSplit,
     FileSource,
     FileSourceBuilder,
@@ -30,6 +39,13 @@ from fluvial.datastream.connectors.file_source import (
 
 __all__ = [
     "BasePathBucketAssigner",
+    "BulkFormat",
+    "BulkFormatBuilder",
+    "FileCompactStrategy",
+    "FileCompactor",
+    "FileEnumeratorProvider",
+    "FileSplitAssignerProvider",
+    "StreamingFileSink",
     "BucketAssigner",
     "BucketAssignerContext",
     "DateTimeBucketAssigner",

@@ -511,3 +511,26 @@ def test_window_module_exports_pyflink_names() -> None:
         assert name in window_module.__all__, name
         assert getattr(window_module, name) is not None
     assert WindowAssigner.WindowAssignerContext is WindowAssignerContext
+
+
+def test_window_serializers_use_flinks_byte_layouts_and_round_trip():
+    import io
+
+    from fluvial.datastream.window import (
+        CountWindow,
+        CountWindowSerializer,
+        GlobalWindow,
+        GlobalWindowSerializer,
+        TimeWindow,
+        TimeWindowSerializer,
+    )
+
+    cases = [(TimeWindowSerializer(), TimeWindow(-5, 1_000), 16), (CountWindowSerializer(), CountWindow(7), 8),
+             (GlobalWindowSerializer(), GlobalWindow.get(), 1)]
+    for serializer, window, size in cases:
+        stream = io.BytesIO()
+        serializer.serialize(window, stream)
+        assert len(stream.getvalue()) == size
+        stream.seek(0)
+        assert serializer.deserialize(stream) == window
+    assert TimeWindowSerializer().copy(TimeWindow(0, 1)) == TimeWindow(0, 1)

@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import pickle
 import tempfile
@@ -163,8 +164,14 @@ def test_file_uris_and_path_objects_are_accepted(tmp_path):
         assert drain(reader_for(source, source.create_splits(1))) == ["hello"]
 
 
-def test_other_uri_schemes_are_rejected():
-    with pytest.raises(InvalidJobError, match="local files only"):
+def test_a_scheme_fsspec_does_not_know_is_rejected_naming_it():
+    with pytest.raises(InvalidJobError, match="no filesystem for the scheme 'nosuch'"):
+        text_source("nosuch://bucket/key")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("s3fs") is not None, reason="s3fs is installed, so s3:// resolves")
+def test_an_object_store_without_its_fsspec_package_is_rejected_naming_the_package():
+    with pytest.raises(InvalidJobError, match="s3fs"):
         text_source("s3://bucket/key")
 
 

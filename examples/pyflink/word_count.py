@@ -1,0 +1,34 @@
+"""Count words in batch mode (PyFlink's word_count example): one final (word, count) per word. It needs
+RuntimeExecutionMode.BATCH, which fluvial does not run yet, so today it stops with NotYetSupportedError."""
+
+from fluvial.common import Types
+from fluvial.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+
+LINES = [
+    "To be, or not to be,--that is the question:--",
+    "Whether 'tis nobler in the mind to suffer",
+    "The slings and arrows of outrageous fortune",
+    "Or to take arms against a sea of troubles,",
+]
+
+
+def words(line):
+    yield from line.split()
+
+
+def main():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(1)
+    print("Executing word_count example with default input data set.")
+    print("Use --input to specify file input.")
+    env.from_collection(LINES).flat_map(words) \
+        .map(lambda word: (word, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()])) \
+        .key_by(lambda pair: pair[0]) \
+        .reduce(lambda a, b: (a[0], a[1] + b[1])) \
+        .print()
+    env.execute()
+
+
+if __name__ == "__main__":
+    main()

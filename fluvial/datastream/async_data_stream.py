@@ -1,0 +1,65 @@
+"""AsyncDataStream (PyFlink `pyflink.datastream.async_data_stream`): applies an AsyncFunction to a stream.
+
+The API side only: each call checks its arguments and records an async wait transformation. The runtime
+operator (an asyncio loop per task, in-flight requests in checkpoints) is not built yet, so submitting such a
+job fails with NotYetSupportedError (see `transformations.AsyncWaitSpec.pending_runtime`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.common.time import Duration, to_millis
+from fluvial.datastream import transformations as t
+from fluvial.datastream.data_stream import DataStream
+from fluvial.datastream.functions import AsyncFunction, AsyncRetryStrategy
+
+__all__ = ["AsyncDataStream"]
+
+
+def _wait(data_stream: DataStream, async_function: Any, timeout: Duration | int, capacity: int,
+          output_type: Any, ordered: bool, retry_strategy: Any) -> DataStream:
+    if not isinstance(data_stream, DataStream):
+        raise InvalidJobError(f"AsyncDataStream expects a DataStream first, got {data_stream!r}")
+    invoke = getattr(async_function, "async_invoke", None)
+    if not isinstance(async_function, AsyncFunction) or not inspect.iscoroutinefunction(invoke):
+        raise InvalidJobError(
+            f"AsyncDataStream needs an AsyncFunction whose async_invoke is declared 'async def', got "
+            f"{async_function!r}")
+    timeout_ms = to_millis(timeout)
+    if timeout_ms <= 0:
+        raise InvalidJobError(f"the async timeout must be positive, got {timeout_ms} ms")
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise InvalidJobError(f"the async capacity (records in flight) must be an integer >= 1, got {capacity!r}")
+    if retry_strategy is not None and not isinstance(retry_strategy, AsyncRetryStrategy):
+        raise InvalidJobError(f"expected an AsyncRetryStrategy (e.g. FixedDelayRetryStrategy), got {retry_strategy!r}")
+    spec = t.AsyncWaitSpec(async_function, data_stream._key(), None, timeout_ms, capacity, ordered, retry_strategy)
+    return data_stream._one_input("async wait operator", spec, output_type)
+
+
+class AsyncDataStream:
+    """Helpers applying an AsyncFunction to a stream, keeping input order (`ordered_wait`) or not."""
+
+    @staticmethod
+    def unordered_wait(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
+                       capacity: int = 100, output_type: Any = None) -> DataStream:
+        return _wait(data_stream, async_function, timeout, capacity, output_type, False, None)
+
+    @staticmethod
+    def ordered_wait(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
+                     capacity: int = 100, output_type: Any = None) -> DataStream:
+        return _wait(data_stream, async_function, timeout, capacity, output_type, True, None)
+
+    @staticmethod
+    def unordered_wait_with_retry(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
+                                  async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
+                                  output_type: Any = None) -> DataStream:
+        return _wait(data_stream, async_function, timeout, capacity, output_type, False, async_retry_strategy)
+
+    @staticmethod
+    def ordered_wait_with_retry(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
+                                async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
+                                output_type: Any = None) -> DataStream:
+        return _wait(data_stream, async_function, timeout, capacity, output_type, True, async_retry_strategy)

@@ -1,0 +1,60 @@
+"""State that belongs to a parallel subtask rather than to a key (PyFlink's names in
+`pyflink.datastream.state`): the broadcast states of broadcast process functions and the operator state
+store of CheckpointedFunctions."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Generic, TypeVar
+
+from fluvial.datastream.state import ReadableMapState
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+__all__ = ["BroadcastState", "OperatorStateStore", "ReadOnlyBroadcastState"]
+
+
+class ReadOnlyBroadcastState(ReadableMapState[K, V]):
+    """The broadcast state as the data side of a broadcast process function sees it: readable only, so every
+    parallel subtask keeps the same contents."""
+
+
+class BroadcastState(ReadOnlyBroadcastState[K, V]):
+    """The broadcast state as the broadcast side sees it: writable."""
+
+    @abc.abstractmethod
+    def put(self, key: K, value: V) -> None: ...
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: dict[K, V]) -> None: ...
+
+    @abc.abstractmethod
+    def remove(self, key: K) -> None: ...
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: K) -> None:
+        self.remove(key)
+
+
+class OperatorStateStore(abc.ABC):
+    """State of a parallel subtask (Flink's OperatorStateStore): what a CheckpointedFunction's
+    `initialize_state(context)` gets from `context.get_operator_state_store()`."""
+
+    @abc.abstractmethod
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        """Items split among the subtasks when the job is restored at another parallelism."""
+
+    @abc.abstractmethod
+    def get_union_list_state(self, state_descriptor: Any) -> Any:
+        """Items given whole to every subtask on restore."""
+
+    def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState:
+        from fluvial.common.errors import NotYetSupportedError
+
+        raise NotYetSupportedError(
+            "broadcast state is not supported yet: it needs the broadcast runtime operators "
+            "(DataStream.broadcast(descriptor) -> connect -> process)"
+        )
