@@ -199,11 +199,30 @@ def _format_user_frames(error: BaseException) -> str:
     """The traceback of an exception raised in a task, without the engine's frames: what the user wrote failed,
     and the runtime's mailbox and operator frames above it only hide that. All frames stay if none is the user's."""
     engine_dir = os.path.dirname(os.path.abspath(fluvial.__file__)) + os.sep
+    remote = getattr(error.__cause__, "text", None)  # raised in a TaskManager process: its traceback as text
+    if remote is not None:
+        return _user_frames_of_text(remote, engine_dir)
     report = traceback.TracebackException.from_exception(error)
     user_frames = [frame for frame in report.stack if not os.path.abspath(frame.filename).startswith(engine_dir)]
     if user_frames:
         report.stack = traceback.StackSummary.from_list(user_frames)
     return "".join(report.format())
+
+
+def _user_frames_of_text(text: str, engine_dir: str) -> str:
+    """A formatted traceback without the engine's frames (a frame: its `  File "..."` line and the indented
+    lines under it)."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith('  File "'):
+            path = line[len('  File "'):].split('"', 1)[0]
+            skipping = os.path.abspath(path).startswith(engine_dir)
+        elif not line.startswith("    "):
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
 
 
 def _format_from(error: BaseException, path: str) -> str:

@@ -1,35 +1,67 @@
-"""The cluster end of `execute_and_collect`: a bounded buffer the collect sink fills and the client's
-CloseableIterator (fluvial.datastream.closeable_iterator) reads."""
+"""The cluster end of `execute_and_collect`: the buffer a job's collect sink fills and the client's
+CloseableIterator (fluvial.datastream.closeable_iterator) takes from.
+
+Bounded either way: a collect sink in this process waits while the buffer is full (a slow client slows the
+job); one in a TaskManager process may have only a few buffers in flight (a credit window), and each buffer the
+client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever.
+"""
 
 from __future__ import annotations
 
 import queue
 import threading
+from typing import Protocol
+
+
+class CreditOrigin(Protocol):
+    """Where remote records came from: told when the client took them."""
+
+    def grant_collect_credit(self, count: int) -> None: ...
 
 
 class CollectBuffer:
-    """A bounded queue of buffers (a ResultBuffer). A slow client slows the job; a closed client makes the sink
-    drop records instead of blocking forever."""
-
     CAPACITY = 64
     END = object()
 
     def __init__(self) -> None:
-        self.queue: queue.Queue = queue.Queue(self.CAPACITY)
+        self._local: queue.Queue = queue.Queue(self.CAPACITY)
+        self._items: queue.Queue = queue.Queue()  # what take() reads: local lists, remote (list, gateway), END
         self.closed = threading.Event()
+        self._lock = threading.Lock()
 
     def send(self, values: list) -> None:
+        """A collect sink in this process: wait while the client is CAPACITY buffers behind."""
         while not self.closed.is_set():
             try:
-                self.queue.put(values, timeout=0.05)
+                self._local.put(None, timeout=0.05)
+                self._items.put(values)
                 return
             except queue.Full:
                 continue
 
+    def put_remote(self, values: list, origin: CreditOrigin) -> None:
+        """Records a TaskManager process sent (its credit window bounds how many wait here)."""
+        if self.closed.is_set():
+            origin.grant_collect_credit(1)
+            return
+        self._items.put((values, origin))
+
     def finish(self) -> None:
-        while not self.closed.is_set():
-            try:
-                self.queue.put(self.END, timeout=0.05)
-                return
-            except queue.Full:
-                continue
+        """The job ended: after what was sent, the end."""
+        self._items.put(self.END)
+
+    def take(self) -> object:
+        """The next list of records, or END; blocks until there is one."""
+        item = self._items.get()
+        if item is self.END:
+            return item
+        if type(item) is tuple:
+            values, origin = item
+            origin.grant_collect_credit(1)
+            return values
+        self._local.get_nowait()
+        return item
+
+    def close(self) -> None:
+        """The client stopped reading: drop what comes, release what waits."""
+        self.closed.set()

@@ -64,6 +64,8 @@ class ExecutionGraph:
     def __init__(self, job_graph: JobGraph, job_parameters: dict[str, str] | None = None) -> None:
         self.job_graph = job_graph
         self._by_id = {vertex.id: vertex for vertex in job_graph.vertices}
+        self._edge_source = {edge.edge_id: edge.source for edge in job_graph.edges}
+        self._edge_target = {edge.edge_id: edge.target for edge in job_graph.edges}
         self._job_parameters = job_parameters or {}
         tolerance = job_graph.fault_tolerance
         self._state_backend = tolerance.state_backend if tolerance is not None else None
@@ -116,6 +118,18 @@ class ExecutionGraph:
             state_backend=self._state_backend,
             receiver_settings=receiver_settings if vertex.is_source else None,
         )
+
+    def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:
+        """For every channel of `spec`, the subtask at its other end."""
+        peers: dict[ChannelId, ExecutionVertexId] = {}
+        for output in spec.outputs:
+            target = self._edge_target[output.dataset_id]
+            for channel_id in output.channel_ids:
+                peers[channel_id] = (target, channel_id.consumer_index)
+        for input_spec in spec.inputs:
+            channel_id = input_spec.channel_id
+            peers[channel_id] = (self._edge_source[channel_id.dataset_id], channel_id.producer_index)
+        return peers
 
     def _output(self, edge: JobEdge, producer_index: int, attempt: int) -> OutputSpec:
         producer, consumer = self._by_id[edge.source], self._by_id[edge.target]

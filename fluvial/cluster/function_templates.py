@@ -10,7 +10,6 @@ collected (a counting sink, in the benchmarks).
 from __future__ import annotations
 
 import copy
-import pickle
 import types
 from typing import Any
 
@@ -43,16 +42,15 @@ def pristine_functions(job_graph: Any) -> dict[int, Any]:
 
 
 def _freeze(function: Any) -> Any:
-    """Pickle bytes where pickle can; cloudpickle bytes where the function holds lambdas or closures (the wire
-    format for code, `wire.dumps_code`); else a deep copy taken now; else the function itself (it must
-    create its resources in open())."""
+    """Cloudpickle bytes (the wire format for code, `wire.dumps_code`): a class defined in the job's script is
+    pickled by value, so a TaskManager process, whose `__main__` is not the script, can thaw it too. Else a deep
+    copy taken now; else the function itself (it must create its resources in open())."""
     from fluvial.common.wire import dumps_code
 
-    for dumps in (lambda f: pickle.dumps(f, protocol=5), dumps_code):
-        try:
-            return PickledFunction(dumps(function))
-        except Exception:  # noqa: BLE001 - try the next way
-            continue
+    try:
+        return PickledFunction(dumps_code(function))
+    except Exception:  # noqa: BLE001 - try the next way
+        pass
     try:
         return copy.deepcopy(function)
     except Exception:  # noqa: BLE001

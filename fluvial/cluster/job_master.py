@@ -38,6 +38,9 @@ from fluvial.graph.job_graph import JobGraph
 
 logger = logging.getLogger(__name__)
 
+SAVEPOINT_POLL_MS = 20
+SAVEPOINT_START_WAIT_MS = 30_000
+
 
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
@@ -49,7 +52,8 @@ class JobMaster:
 
     def __init__(self, job_graph: JobGraph, task_managers: Sequence[TaskManagerGateway], free_slots: list[SlotId],
                  *, main_thread: ScheduledExecutor | None = None, io: Executor | None = None,
-                 clock: Callable[[], int] = _monotonic_ms) -> None:
+                 clock: Callable[[], int] = _monotonic_ms, resources: Any = None) -> None:
+        """`resources`: whether every TaskManager is up (ResourceAvailability; None: they always are)."""
         self.job_graph = job_graph
         self.result: Future = Future()
         self._task_managers = list(task_managers)
@@ -70,7 +74,8 @@ class JobMaster:
         self.scheduler = Scheduler(
             ExecutionGraph(job_graph, _job_parameters(job_graph)), slots, self._task_managers, self._main,
             _backoff_strategy(job_graph, checkpointing_on), self, task_settings=task_settings,
-            templates=_templates(job_graph, tolerance), receiver_settings=_receiver_settings(job_graph, checkpoints))
+            templates=_templates(job_graph, tolerance), receiver_settings=_receiver_settings(job_graph, checkpoints),
+            resources=resources)
         self.scheduler.restore_source = self
         self.checkpointing: Any = None  # JobCheckpointing when checkpoints are on
         if checkpointing_on:
@@ -146,6 +151,10 @@ class JobMaster:
             self._main.execute(lambda: self.checkpointing.coordinator.receive_decline(
                 (message.vertex_id, message.subtask_index), message.checkpoint_id, message.reason, message.detail))
 
+    def task_manager_lost(self, index: int, error: BaseException) -> None:
+        """TaskManager `index` died or stopped answering (from the cluster's monitor): its subtasks failed."""
+        self._main.execute(lambda: self.scheduler.on_task_manager_lost(index, error))
+
     # -- client requests (any thread) ---------------------------------------------------------------------------
 
     def cancel(self) -> None:
@@ -159,11 +168,19 @@ class JobMaster:
 
         directory = savepoint_target(target_directory, self.job_graph.configuration)
         answer: Future = Future()
+        waited = 0
 
         def trigger() -> None:
+            """Subtasks still starting (deployed, not yet running) are waited for, a while; a subtask that has
+            ended can take no part: refused at once."""
+            nonlocal waited
             refusal = self._savepoint_refusal()
             if refusal is not None:
                 answer.set_exception(RuntimeError(f"cannot take a savepoint of job {self.job_id}: {refusal}"))
+                return
+            if self.scheduler.starting_subtasks() and waited < SAVEPOINT_START_WAIT_MS:
+                waited += SAVEPOINT_POLL_MS
+                self._main.schedule(SAVEPOINT_POLL_MS, trigger)
                 return
             started = self.checkpointing.coordinator.trigger_checkpoint(
                 is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id),

@@ -1,77 +1,134 @@
-"""MiniCluster: the embedded cluster — a JobMaster and TaskManagers in this process (thread mode).
+"""MiniCluster: the embedded cluster — a JobMaster in this process and TaskManagers as threads of it or as
+processes of this machine (`local.taskmanager.mode`: thread | process | auto; auto, the default, takes
+processes when the job's highest parallelism is above 1, so parallelism 2 gets two cores).
 
-By default it starts `local.number-taskmanager` TaskManagers with just enough slots between them for the job
-(`taskmanager.numberOfTaskSlots` overrides), so a job never waits for slots on one machine. The JobMaster
-reaches each TaskManager through its TaskManagerGateway (here: the TaskManager itself) and each TaskManager
-reaches the JobMaster through the JobMasterGateway registered for the job. The cluster shuts itself down when
-its job ends.
+Thread mode starts `local.number-taskmanager` TaskManagers (default 1). Process mode starts as many TaskManager
+processes as there are cores — never more than the job needs slots — unless `local.number-taskmanager` says
+otherwise. Either way the job's slots are spread over them (`taskmanager.numberOfTaskSlots` overrides), so a job
+never waits for slots on one machine. The JobMaster reaches each TaskManager through its TaskManagerGateway (the
+TaskManager itself, or a proxy over its process's control connection) and the TaskManagers reach it through
+the JobMasterGateway. The cluster shuts itself down when its job ends.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
+from typing import Any, Callable
 
 from fluvial.cluster.collect import CollectBuffer
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.slots import offered_slots
-from fluvial.cluster.task_manager import TaskManager
 from fluvial.common.configuration import Configuration
-from fluvial.common.errors import ConfigurationError
 from fluvial.graph.job_graph import JobGraph
-from fluvial.runtime.channels import ChannelRegistry
 
 logger = logging.getLogger(__name__)
+
+
+def task_manager_mode(configuration: Configuration, job_graph: JobGraph) -> str:
+    """'thread' or 'process' for this job (auto: processes when its highest parallelism is above 1)."""
+    mode = configuration.get("local.taskmanager.mode")
+    if mode == "auto":
+        return "process" if max(vertex.parallelism for vertex in job_graph.vertices) > 1 else "thread"
+    return mode
 
 
 class MiniCluster:
     def __init__(self, configuration: Configuration | None = None) -> None:
         self.configuration = configuration or Configuration()
-        self.channels = ChannelRegistry()
         self.collect_buffers: dict[str, CollectBuffer] = {}
         self._collect_lock = threading.Lock()
-        self.task_managers: list[TaskManager] = []
-        self.job_master: JobMaster | None = None
-        mode = self.configuration.get("local.taskmanager.mode")
-        if mode != "thread":
-            raise ConfigurationError(
-                f"local.taskmanager.mode '{mode}' is not available in this version; use 'thread'"
-            )
+        self.task_managers: list[Any] = []  # the TaskManagers (thread mode) or their gateways (process mode)
+        self.processes: Any = None  # TaskManagerProcesses in process mode
+        self._job_master: JobMaster | None = None
+        self.mode = "thread"
+
+    @property
+    def job_master_gateway(self) -> JobMaster | None:
+        return self._job_master
+
+    # -- what TaskManagers reach -------------------------------------------------------------------------------
 
     def collect_buffer(self, collect_id: str) -> CollectBuffer:
         with self._collect_lock:
             return self.collect_buffers.setdefault(collect_id, CollectBuffer())
 
-    def collect_target(self, collect_id: str):  # noqa: ANN201 - Callable[[list], None]
+    def collect_target(self, collect_id: str) -> Callable[[list], None]:
         return self.collect_buffer(collect_id).send
 
+    def job_master(self) -> JobMaster | None:
+        return self._job_master
+
+    def task_manager_lost(self, index: int, error: BaseException) -> None:
+        if self._job_master is not None:
+            self._job_master.task_manager_lost(index, error)
+
+    # -- running a job ------------------------------------------------------------------------------------------
+
     def submit(self, job_graph: JobGraph) -> MiniClusterJobClient:
-        config = self.configuration
-        task_manager_count = config.get("local.number-taskmanager")
-        slots_each = config.get("taskmanager.numberOfTaskSlots") or math.ceil(
-            job_graph.required_slots() / task_manager_count
-        )
-        self.task_managers = [TaskManager(i, slots_each, self.channels, self.collect_target)
-                              for i in range(task_manager_count)]
+        self.mode = task_manager_mode(self.configuration, job_graph)
+        count, slots_each = self._layout(job_graph)
         try:
-            job_master = JobMaster(job_graph, self.task_managers, offered_slots(task_manager_count, slots_each))
+            if self.mode == "process":
+                from fluvial.cluster.process.shipping import check_functions_can_be_shipped
+
+                check_functions_can_be_shipped(job_graph)
+                self._start_processes(count, slots_each)
+            else:
+                self._start_threads(count, slots_each)
+            job_master = JobMaster(job_graph, self.task_managers, offered_slots(count, slots_each),
+                                   resources=self.processes)
         except BaseException:
             self.shutdown()
             raise
-        self.job_master = job_master
-        for task_manager in self.task_managers:
-            task_manager.register_job_master(job_graph.job_id, job_master)
+        self._job_master = job_master
+        if self.processes is None:  # TaskManager processes report through their control connections instead
+            for task_manager in self.task_managers:
+                task_manager.register_job_master(job_graph.job_id, job_master)
         job_master.result.add_done_callback(lambda _: self._on_job_end())
         job_master.start()
         return MiniClusterJobClient(job_master, self)
 
+    def _layout(self, job_graph: JobGraph) -> tuple[int, int]:
+        """(TaskManagers, slots each) for the job."""
+        config = self.configuration
+        required = job_graph.required_slots()
+        if "local.number-taskmanager" in config.keys():
+            count = config.get("local.number-taskmanager")
+        elif self.mode == "process":
+            count = max(1, min(os.cpu_count() or 1, required))
+        else:
+            count = config.get("local.number-taskmanager")
+        return count, config.get("taskmanager.numberOfTaskSlots") or math.ceil(required / count)
+
+    def _start_threads(self, count: int, slots_each: int) -> None:
+        from fluvial.cluster.task_manager import TaskManager
+        from fluvial.runtime.channels import ChannelRegistry
+
+        channels = ChannelRegistry()
+        self.task_managers = [TaskManager(i, slots_each, channels, self.collect_target) for i in range(count)]
+
+    def _start_processes(self, count: int, slots_each: int) -> None:
+        from fluvial.cluster.process.pool import TaskManagerProcesses
+
+        config = self.configuration
+        self.processes = TaskManagerProcesses(
+            count, slots_each, self, bind_host=config.get("taskmanager.bind-host"),
+            heartbeat_interval_ms=config.get("heartbeat.interval"), heartbeat_timeout_ms=config.get("heartbeat.timeout"))
+        self.task_managers = self.processes.gateways
+        self.processes.start()
+
     def _on_job_end(self) -> None:
         for buffer in list(self.collect_buffers.values()):
-            threading.Thread(target=buffer.finish, daemon=True).start()
+            buffer.finish()
         self.shutdown()
 
     def shutdown(self) -> None:
-        for task_manager in self.task_managers:
-            task_manager.shutdown()
+        if self.processes is not None:
+            self.processes.shutdown()
+        else:
+            for task_manager in self.task_managers:
+                task_manager.shutdown()

@@ -41,11 +41,20 @@ from fluvial.runtime.task import TaskFailure
 
 logger = logging.getLogger(__name__)
 
+RESOURCE_POLL_MS = 20
+RESOURCE_WAIT_MS = 60_000
+
 
 class JobStatusListener(Protocol):
     def job_status_changed(self, status: JobStatus, error: BaseException | None) -> None:
         """The job moved to `status`; `error` is the cause when it failed."""
         ...
+
+
+class ResourceAvailability(Protocol):
+    """Whether the cluster's TaskManagers are all up (a lost one may be restarting)."""
+
+    def ready(self) -> bool: ...
 
 
 class RestoreSource(Protocol):
@@ -58,7 +67,8 @@ class Scheduler:
     def __init__(self, graph: ExecutionGraph, slots: dict[tuple[int, int], SlotId],
                  task_managers: Sequence[TaskManagerGateway], timer: ScheduledExecutor, backoff: Any,
                  listener: JobStatusListener, task_settings: Any = None, templates: dict | None = None,
-                 receiver_settings: Any = None, clock: Callable[[], int] | None = None) -> None:
+                 receiver_settings: Any = None, clock: Callable[[], int] | None = None,
+                 resources: ResourceAvailability | None = None) -> None:
         self.graph = graph
         self._slots = slots
         self._task_managers = task_managers
@@ -69,6 +79,8 @@ class Scheduler:
         self._templates = templates
         self._receiver_settings = receiver_settings
         self._clock = clock
+        self._resources = resources
+        self._waited_for_resources_ms = 0
         self.checkpointing: Any = None  # the JobCheckpointing, set by the JobMaster when checkpoints are on
         self.restore_source: RestoreSource | None = None
         self.status = JobStatus.CREATED
@@ -94,6 +106,8 @@ class Scheduler:
         for execution in self.graph.deployment_order():
             spec = self.graph.task_spec(execution, self._task_settings, (restore or {}).get(execution.id),
                                         self._templates, self._receiver_settings)
+            spec.channel_peers = {channel_id: self._slots[peer].task_manager
+                                  for channel_id, peer in self.graph.channel_peers(spec).items()}
             slot = self._slots[execution.id]
             self._task_managers[slot.task_manager].submit_task(DeployTask(spec, slot.index))
 
@@ -114,6 +128,17 @@ class Scheduler:
         if state is ExecutionState.FAILED:
             self._on_task_failed(execution, update.failure)
         if self.graph.all_terminal():
+            self._on_all_terminal()
+
+    def on_task_manager_lost(self, task_manager: int, error: BaseException) -> None:
+        """Every subtask running on TaskManager `task_manager` failed with it (no cancel goes to a dead process)."""
+        lost = [e for e in self.graph if self._slots[e.id].task_manager == task_manager and not e.state.is_terminal]
+        for execution in lost:  # all of them first: nothing is sent to the dead process
+            execution.transition(ExecutionState.FAILED)
+        if lost:
+            first = lost[0]
+            self._on_task_failed(first, TaskFailure(error, first.job_vertex.name, first.name, ""))
+        if lost and self.graph.all_terminal():
             self._on_all_terminal()
 
     def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None) -> None:
@@ -160,10 +185,20 @@ class Scheduler:
             self.fail(RuntimeError(f"subtasks ended without finishing while the job ran: {', '.join(stopped)}"))
 
     def _restart(self) -> None:
-        """Rule 4's second half: a new attempt of every subtask, restoring from the latest checkpoint."""
+        """Rule 4's second half: a new attempt of every subtask, restoring from the latest checkpoint — once every
+        TaskManager is up again (a lost one is being replaced)."""
         self._pending_restart = None
         if self.status is not JobStatus.RESTARTING:
             return
+        if self._resources is not None and not self._resources.ready():
+            if self._waited_for_resources_ms >= RESOURCE_WAIT_MS:
+                self.fail(RuntimeError(f"the job cannot restart: its TaskManagers did not all come back within "
+                                       f"{RESOURCE_WAIT_MS // 1000} s"))
+                return
+            self._waited_for_resources_ms += RESOURCE_POLL_MS
+            self._pending_restart = self._timer.schedule(RESOURCE_POLL_MS, self._restart)
+            return
+        self._waited_for_resources_ms = 0
         try:
             restore = self.restore_source.restore_for_restart() if self.restore_source is not None else None
         except BaseException as error:  # noqa: BLE001 - an unusable checkpoint fails the job, clearly
@@ -274,6 +309,11 @@ class Scheduler:
 
     def fail_job(self, error: BaseException) -> None:
         self.handle_global_failure(error)
+
+    def starting_subtasks(self) -> list[ExecutionVertex]:
+        """Subtasks deployed and not yet running."""
+        return [e for e in self.graph if e.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED,
+                                                       ExecutionState.DEPLOYING, ExecutionState.INITIALIZING)]
 
     def ended_subtasks(self) -> list[ExecutionVertex]:
         return [execution for execution in self.graph if execution.state.is_terminal]

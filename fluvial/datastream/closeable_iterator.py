@@ -3,17 +3,24 @@ sink fills."""
 
 from __future__ import annotations
 
-import queue
-import threading
 from typing import Any, Protocol
 
 
 class ResultBuffer(Protocol):
-    """Where a job's collected records arrive: lists of records, then `END`; `closed` tells the sender to stop."""
+    """Where a job's collected records arrive (the cluster's collect buffer)."""
 
-    queue: queue.Queue
-    closed: threading.Event
     END: Any
+
+    def take(self) -> Any:
+        """The next list of records, or END once the job has ended; blocks until there is one."""
+        ...
+
+    def close(self) -> None:
+        """The client reads no more: the job's sinks drop their records from now on."""
+        ...
+
+    @property
+    def closed(self) -> Any: ...
 
 
 class CloseableIterator:
@@ -34,7 +41,7 @@ class CloseableIterator:
         while self._position >= len(self._pending):
             if self._done:
                 raise StopIteration
-            item = self._buffer.queue.get()
+            item = self._buffer.take()
             if item is self._buffer.END:
                 self._done = True
                 self._raise_failure()
@@ -51,7 +58,7 @@ class CloseableIterator:
 
     def close(self) -> None:
         if not self._buffer.closed.is_set():
-            self._buffer.closed.set()
+            self._buffer.close()
             if not self._client.get_job_execution_result().done():
                 self._client.cancel()
         self._done = True

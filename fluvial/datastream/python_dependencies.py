@@ -79,8 +79,10 @@ def _same_interpreter(python_exec: str) -> bool:
     return os.path.realpath(found) == os.path.realpath(sys.executable)
 
 
-def check_supported(config: Configuration, threads: bool) -> None:
-    """Refuse what the job asked for but cannot have yet, naming the key and the way out."""
+def check_supported(config: Configuration, this_machine: bool) -> None:
+    """Refuse what the job asked for but cannot have yet, naming the key and the way out. `this_machine`: the
+    TaskManagers run here (threads, or processes that get this process's sys.path), so `python.files` reach
+    them."""
     for key in (REQUIREMENTS, ARCHIVES):
         if config.get_string(key):
             raise NotYetSupportedError(
@@ -91,10 +93,11 @@ def check_supported(config: Configuration, threads: bool) -> None:
         raise NotYetSupportedError(
             f"'{EXECUTABLE}' = {executable!r} is not supported yet: the job's TaskManagers run in {sys.executable}; "
             "remove set_python_executable or run the program with that interpreter")
-    if config.get_string(FILES) and not threads:
+    if config.get_string(FILES) and not this_machine:
         raise NotYetSupportedError(
-            f"'{FILES}' is not supported yet when TaskManagers are processes or Ray actors (shipping files to "
-            "them is not built); run with local.taskmanager.mode: thread, or install the files as a package")
+            f"'{FILES}' is not supported yet when TaskManagers run on other machines (shipping files to Ray "
+            "workers is not built); use Ray's runtime environment (working_dir / py_modules), or install the "
+            "files as a package")
 
 
 def apply(config: Configuration) -> Callable[[], None]:

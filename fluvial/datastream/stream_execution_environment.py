@@ -476,9 +476,8 @@ class StreamExecutionEnvironment:
                 f"execution.runtime-mode {mode}{' (all sources are bounded)' if mode == 'AUTOMATIC' else ''} asks "
                 "for batch execution (one final result per key, windows firing at end of input), which is not "
                 "supported yet; use RuntimeExecutionMode.STREAMING")
-        threads = self._configuration.get("execution.target") in ("local", "embedded") and \
-            self._configuration.get("local.taskmanager.mode") == "thread"
-        python_dependencies.check_supported(self._configuration, threads)
+        this_machine = self._configuration.get("execution.target") in ("local", "embedded")
+        python_dependencies.check_supported(self._configuration, this_machine)
         self._log_unenforced_resources(reachable)
 
     def _reachable(self, roots: list[int]) -> list[t.Transformation]:

@@ -119,6 +119,16 @@ class TypedFunction:
         self._declared = declared
         self._records_shape = _RecordsShaper(_checked(convert, operator, declared), operator)
 
+    def __getstate__(self) -> dict:
+        """The converters are built from the declared type, not pickled: they are closures over module state
+        (struct formats) that only the receiving process's own build gets right."""
+        return {"_inner": self._inner, "_methods": self._methods, "_operator": self._operator,
+                "_declared": self._declared}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["_inner"], state["_methods"], converter_for(state["_declared"]), state["_operator"],
+                      state["_declared"])
+
     @property
     def wrapped_function(self) -> Any:
         return self._inner

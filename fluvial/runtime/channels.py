@@ -97,6 +97,14 @@ class ChannelRegistry:
             channel = self._channels.setdefault(channel_id, LocalChannel(self._capacity))
         return channel
 
+    def output_channel(self, channel_id: ChannelId, peer: int) -> LocalChannel:
+        """The producing end of `channel_id` (`peer`: the consumer's TaskManager; all are in this process)."""
+        return self.get(channel_id)
+
+    def input_channel(self, channel_id: ChannelId, peer: int) -> LocalChannel:
+        """The consuming end of `channel_id` (`peer`: the producer's TaskManager; all are in this process)."""
+        return self.get(channel_id)
+
     def release_attempts_before(self, attempt: int) -> None:
         """Drop the channels of attempts older than `attempt` (their tasks have all ended). Idempotent."""
         for channel_id in [cid for cid in self._channels if cid.attempt < attempt]:

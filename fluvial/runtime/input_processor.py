@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.channels import Channel
+from fluvial.runtime.network.remote_channels import ChannelBroken
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.records import CheckpointBarrier, EndOfInput, RecordBatch, Watermark, WatermarkStatus
 
@@ -206,6 +207,8 @@ class NetworkInput:
             elif type(item) is WatermarkStatus:
                 if self._watermarks is not None:
                     self._watermarks.on_status(index, item)
+            elif type(item) is ChannelBroken:
+                raise item.error
         return StepResult.PROGRESS if progressed else StepResult.IDLE
 
     def _refresh_pollable(self) -> None:

@@ -68,6 +68,7 @@ class TaskSpec:
     function_templates: dict[int, Any] | None = None  # node id -> pristine function, for copies
     state_backend: Any = None  # the job's StateBackend description
     receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
+    channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -135,8 +136,9 @@ class Task:
         spec, services = self.spec, self._services
         wake = self._executor.wake
         writers: dict[str, RecordWriter] = {}
+        peers = spec.channel_peers
         for output in spec.outputs:
-            channels = [services.channels.get(cid) for cid in output.channel_ids]
+            channels = [services.channels.output_channel(cid, peers.get(cid, -1)) for cid in output.channel_ids]
             for channel in channels:
                 channel.set_producer_waker(wake)
             writers[output.dataset_id] = RecordWriter(output, channels, spec.subtask_index)
@@ -165,7 +167,8 @@ class Task:
         spec = self.spec
         channels, dispatch, type_numbers = [], [], []
         for input_spec in spec.inputs:
-            channel = self._services.channels.get(input_spec.channel_id)
+            channel = self._services.channels.input_channel(input_spec.channel_id,
+                                                            spec.channel_peers.get(input_spec.channel_id, -1))
             channel.set_consumer_waker(self._executor.wake)
             channels.append(channel)
             dispatch.append(head.input(input_spec.type_number).process_batch)

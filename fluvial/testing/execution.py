@@ -20,7 +20,7 @@ class ExecutionMode(enum.Enum):
     RAY = "ray"  # TaskManagers as Ray actors
 
 
-AVAILABLE = (ExecutionMode.THREADS,)
+AVAILABLE = (ExecutionMode.THREADS, ExecutionMode.PROCESSES)
 
 
 def execution_modes() -> list[ExecutionMode]:

@@ -1,0 +1,388 @@
+"""The TaskManager processes of a MiniCluster, seen from the JobMaster's process: started, registered, watched,
+replaced, stopped.
+
+Lifecycle, numbered:
+1. A control Listener (loopback unless `taskmanager.bind-host` says otherwise; the cluster's secret) and N
+   processes forked by the zygote (`zygote.py`: a fresh interpreter with fluvial preloaded, single-threaded, so
+   forking from it is safe however many threads this process runs). Each connects back, authenticates and
+   registers; once all have, every one learns every data-plane address (TaskManagerDirectory). Only then does
+   the job deploy.
+2. Each TaskManager's messages come back on its control connection and are routed: reports, acknowledgements
+   and declines to the JobMaster; collected records to the client's buffers (a credit per buffer taken
+   goes back); printed text to this process's stdout/stderr; log records to this process's logging.
+3. A process that exits or is killed is noticed at once — the zygote reports how it ended, and its control
+   connection closes with it — and a TaskManager that stops sending heartbeats (a stopped one, or one that is
+   not our child) after `heartbeat.timeout`: the listener hears
+   `task_manager_lost(index, error)`, and a replacement process starts under the same index. Messages to
+   the index wait for the replacement; every TaskManager learns its new address before it is used.
+4. `shutdown()` closes every connection — each process exits when its connection ends — then waits for their
+   exits, and kills what did not exit in time. A process is never left behind: its connection ends with this
+   process too, however it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from typing import Any, Protocol
+
+from fluvial.cluster.messages import (
+    AcknowledgeCheckpoint,
+    CancelTask,
+    DeclineCheckpoint,
+    DeployTask,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    ReleaseJob,
+    TaskExecutionState,
+    TriggerCheckpoint,
+)
+from fluvial.cluster.process.protocol import (
+    CollectCredit,
+    RegisterTaskManager,
+    TaskManagerDirectory,
+    TaskManagerProcessConfig,
+    dumps_control,
+    loads_control,
+    with_remote_traceback,
+)
+from fluvial.common.errors import FluvialError, ResourceError
+from fluvial.runtime.network.auth import new_secret
+from fluvial.runtime.network.connection import Connection, Listener
+from fluvial.runtime.network.framing import FrameKind
+
+logger = logging.getLogger(__name__)
+
+REGISTRATION_TIMEOUT_S = 60.0
+EXIT_STATUS_WAIT_S = 0.5  # after a connection closed, how long to wait for the zygote to say how the process ended
+MAX_EARLY_DEATHS = 3  # replacements in a row that die before registering: the job cannot get its slots back
+
+
+class TaskManagerLostError(FluvialError):
+    """A TaskManager process died or stopped answering; its subtasks failed with it."""
+
+
+class TaskManagerPoolListener(Protocol):
+    """Who the pool reports to (the MiniCluster)."""
+
+    def job_master(self) -> Any:
+        """The JobMasterGateway TaskManagers' reports go to (None before the job is submitted)."""
+        ...
+
+    def collect_buffer(self, collect_id: str) -> Any: ...
+
+    def task_manager_lost(self, index: int, error: TaskManagerLostError) -> None: ...
+
+
+class RemoteTaskManagerGateway:
+    """The TaskManagerGateway of TaskManager `index`: messages over its control connection. While the index
+    has no live process (starting, or being replaced), messages wait and go out once it registers."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self._connection: Connection | None = None
+        self._waiting: list[Any] = []
+        self._lock = threading.Lock()
+
+    def attach(self, connection: Connection) -> None:
+        with self._lock:
+            self._connection = connection
+            waiting, self._waiting = self._waiting, []
+            for message in waiting:
+                connection.send(FrameKind.CONTROL, dumps_control(message))
+
+    def detach(self) -> None:
+        with self._lock:
+            self._connection = None
+
+    def send(self, message: Any) -> None:
+        with self._lock:
+            connection = self._connection
+            if connection is None:
+                self._waiting.append(message)
+                return
+            try:
+                connection.send(FrameKind.CONTROL, dumps_control(message))
+            except OSError:
+                logger.debug("TaskManager %d is gone; dropped %s", self.index, type(message).__name__)
+
+    def submit_task(self, message: DeployTask) -> None:
+        self.send(message)
+
+    def cancel_task(self, message: CancelTask) -> None:
+        self.send(message)
+
+    def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
+        self.send(message)
+
+    def notify_checkpoint_complete(self, message: NotifyCheckpointComplete) -> None:
+        self.send(message)
+
+    def notify_checkpoint_aborted(self, message: NotifyCheckpointAborted) -> None:
+        self.send(message)
+
+    def release_job(self, message: ReleaseJob) -> None:
+        self.send(message)
+
+    def grant_collect_credit(self, count: int) -> None:
+        """The client took `count` buffers this TaskManager sent: it may send that many more."""
+        self.send(CollectCredit(count))
+
+
+class _Member:
+    """One TaskManager index: its current process, connection and last sign of life."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.pid = 0
+        self.ended: str | None = None  # how the current process ended, once it has
+        self.connection: Connection | None = None
+        self.data_address: tuple[str, int] | None = None
+        self.last_seen = time.monotonic()
+        self.lost = False
+        self.early_deaths = 0  # processes in a row that died before they registered
+
+
+class TaskManagerProcesses:
+    def __init__(self, count: int, slots_each: int, listener: TaskManagerPoolListener, *,
+                 bind_host: str = "127.0.0.1", heartbeat_interval_ms: int = 1000,
+                 heartbeat_timeout_ms: int = 10_000) -> None:
+        self.count = count
+        self.slots_each = slots_each
+        self._listener = listener
+        self._bind_host = bind_host
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._heartbeat_timeout_s = heartbeat_timeout_ms / 1000
+        self._secret = new_secret()
+        self._members = [_Member(i) for i in range(count)]
+        self.gateways = [RemoteTaskManagerGateway(i) for i in range(count)]
+        self._registered = threading.Condition()
+        self._stopping = threading.Event()
+        self._started = False
+        self._control = Listener(self._secret, self._on_connection, "fluvial-control", bind_host)
+        self._monitor: threading.Thread | None = None
+
+    # -- start --------------------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = REGISTRATION_TIMEOUT_S) -> None:
+        """Step 1: start every process and wait until all have registered and know each other's addresses."""
+        started = time.monotonic()
+        for member in self._members:
+            self._spawn(member)
+        self._await_registration(timeout)
+        self._monitor = threading.Thread(target=self._watch_heartbeats, name="fluvial-heartbeat-monitor",
+                                         daemon=True)
+        self._monitor.start()
+        logger.info("%d TaskManager processes with %d slots each ready in %.0f ms (pids %s)", self.count,
+                    self.slots_each, (time.monotonic() - started) * 1000,
+                    ", ".join(str(member.pid) for member in self._members))
+
+    def _spawn(self, member: _Member) -> None:
+        from fluvial.cluster.process.launcher import launcher
+
+        config = TaskManagerProcessConfig(
+            member.index, self.slots_each, self._control.address, self._secret, self._bind_host,
+            logging.getLogger().getEffectiveLevel(), self._heartbeat_interval_ms, list(sys.path), os.getcwd(),
+            dict(os.environ))
+        member.connection, member.data_address, member.ended, member.lost = None, None, None, False
+        member.last_seen = time.monotonic()
+        member.pid = launcher().start(config, self._on_exit)
+
+    def _await_registration(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._registered:
+            while not self.ready():
+                dead = [m for m in self._members if m.ended is not None and m.connection is None]
+                if dead:
+                    member = dead[0]
+                    raise ResourceError(f"TaskManager process {member.index} (pid {member.pid}) {member.ended} "
+                                        "before it registered; see the error above")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    missing = [m.index for m in self._members if m.connection is None]
+                    raise ResourceError(f"TaskManager processes {missing} did not register within {timeout:.0f} s")
+                self._registered.wait(min(remaining, 0.2))
+        self._started = True
+
+    def ready(self) -> bool:
+        """Every TaskManager has a live, registered process (deployments may go out)."""
+        return all(member.connection is not None and not member.lost for member in self._members)
+
+    # -- step 2: what TaskManagers send -------------------------------------------------------------------------
+
+    def _on_connection(self, connection: Connection) -> None:
+        """A TaskManager process connected (on the Listener's handshake thread, which then reads it)."""
+        member: _Member | None = None
+        registration: Any = None
+        try:
+            frame = connection.read()
+            if frame is None or frame[0] is not FrameKind.CONTROL:
+                raise ConnectionError("the first frame is not a registration")
+            registration = loads_control(frame[1])
+            if not isinstance(registration, RegisterTaskManager) or not 0 <= registration.index < self.count:
+                raise ConnectionError(f"unexpected first message {type(registration).__name__}")
+            member = self._members[registration.index]
+            self._register(member, connection, registration)
+            self._read(member, connection)
+        except (OSError, ConnectionError, pickle.UnpicklingError) as error:
+            if not self._stopping.is_set() and member is None:
+                logger.warning("dropped a control connection from %s: %s", connection.peer, error)
+        finally:
+            connection.close()
+            if member is not None:
+                self._connection_closed(member, registration.pid)
+
+    def _register(self, member: _Member, connection: Connection, registration: RegisterTaskManager) -> None:
+        with self._registered:
+            member.connection, member.data_address = connection, registration.data_address
+            member.last_seen = time.monotonic()
+            member.early_deaths = 0
+            all_known = all(m.data_address is not None and m.connection is not None for m in self._members)
+            if all_known:
+                directory = TaskManagerDirectory({m.index: m.data_address for m in self._members})
+                for other in self._members:
+                    other.connection.send(FrameKind.CONTROL, dumps_control(directory))
+            self._registered.notify_all()
+        logger.info("TaskManager %d registered (pid %d, data plane %s:%d)", member.index, member.pid,
+                    *member.data_address)
+        if all_known:
+            for other in self._members:
+                self.gateways[other.index].attach(other.connection)
+
+    def _read(self, member: _Member, connection: Connection) -> None:
+        while (frame := connection.read()) is not None:
+            kind, payload = frame
+            member.last_seen = time.monotonic()
+            if kind is FrameKind.CONTROL:
+                self._route(loads_control(payload))
+            elif kind is FrameKind.COLLECT:
+                collect_id, values = pickle.loads(payload)
+                self._listener.collect_buffer(collect_id).put_remote(values, self.gateways[member.index])
+            elif kind is FrameKind.OUTPUT:
+                stream_name, text = pickle.loads(payload)
+                stream = sys.stderr if stream_name == "stderr" else sys.stdout
+                stream.write(text)
+                stream.flush()
+            elif kind is FrameKind.LOG:
+                record = logging.makeLogRecord(pickle.loads(payload))
+                logging.getLogger(record.name).handle(record)
+
+    def _route(self, message: Any) -> None:
+        job_master = self._listener.job_master()
+        if job_master is None:
+            return
+        if isinstance(message, TaskExecutionState):
+            with_remote_traceback(message.failure)
+            job_master.update_task_execution_state(message)
+        elif isinstance(message, AcknowledgeCheckpoint):
+            job_master.acknowledge_checkpoint(message)
+        elif isinstance(message, DeclineCheckpoint):
+            job_master.decline_checkpoint(message)
+        else:
+            logger.warning("ignoring an unknown message from a TaskManager: %s", type(message).__name__)
+
+    # -- step 3: failure detection ------------------------------------------------------------------------------
+
+    def _on_exit(self, pid: int, how: str) -> None:
+        """The zygote says process `pid` ended (on the launcher's reader thread)."""
+        member = next((m for m in self._members if m.pid == pid), None)
+        if member is None:
+            return  # an earlier process of a replaced member
+        member.ended = how
+        with self._registered:
+            self._registered.notify_all()
+        self._lost(member, f"its process (pid {pid}) {how}")
+
+    def _connection_closed(self, member: _Member, pid: int) -> None:
+        """Process `pid`'s control connection ended: it died (the zygote will say how) or cut us off — unless it
+        was replaced already."""
+        deadline = time.monotonic() + EXIT_STATUS_WAIT_S
+        while member.pid == pid and member.ended is None and time.monotonic() < deadline \
+                and not self._stopping.is_set():
+            time.sleep(0.01)
+        if member.pid == pid:
+            self._lost(member, f"its process (pid {pid}) {member.ended or 'closed its control connection'}")
+
+    def _watch_heartbeats(self) -> None:
+        interval = self._heartbeat_interval_ms / 1000
+        while not self._stopping.wait(interval):
+            now = time.monotonic()
+            for member in self._members:
+                silent = now - member.last_seen
+                if member.connection is not None and not member.lost and silent > self._heartbeat_timeout_s:
+                    _kill(member.pid)
+                    self._lost(member, f"it sent no heartbeat for {silent:.1f} s (heartbeat.timeout is "
+                                       f"{self._heartbeat_timeout_s:.1f} s); its process (pid {member.pid}) was killed")
+
+    def _lost(self, member: _Member, how: str) -> None:
+        with self._registered:
+            if member.lost or self._stopping.is_set() or not self._started:
+                return  # already handled; or shutting down; or still starting (start() reports it)
+            member.lost = True
+            if member.connection is None:
+                member.early_deaths += 1
+        self.gateways[member.index].detach()
+        if member.connection is not None:
+            member.connection.close()
+        error = TaskManagerLostError(f"TaskManager {member.index} was lost: {how}")
+        if member.early_deaths >= MAX_EARLY_DEATHS:
+            logger.error("%s; %d replacements in a row died before registering, giving up", error,
+                         member.early_deaths)
+            self._listener.task_manager_lost(member.index, error)
+            return
+        logger.warning("%s; starting a replacement", error)
+        self._listener.task_manager_lost(member.index, error)
+        self._spawn(member)
+
+    # -- step 4 -------------------------------------------------------------------------------------------------
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._control.close()
+        for member in self._members:
+            if member.connection is not None:
+                try:
+                    member.connection.send(FrameKind.CLOSE)
+                except OSError:
+                    pass
+                member.connection.close()
+        deadline = time.monotonic() + timeout
+        for member in self._members:
+            while member.pid and member.ended is None and _alive(member.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if member.pid and member.ended is None and _alive(member.pid):
+                logger.warning("TaskManager process %d (pid %d) did not exit; killing it", member.index, member.pid)
+                _kill(member.pid)
+
+    @property
+    def pids(self) -> list[int]:
+        return [member.pid for member in self._members if member.pid]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped by the zygote) counts as ended
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().split(b") ", 1)[1][:1] != b"Z"
+    except OSError:
+        return True
+
+
+def _kill(pid: int) -> None:
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,226 @@
+"""What runs in a TaskManager process: the TaskManager of thread mode, behind its control connection.
+
+Start, numbered:
+1. Connect to the JobMaster's control address and authenticate (the secret came with the start arguments).
+2. Send what this process prints and logs over the connection (the client shows it, as PyFlink's local mode
+   shows its workers' output), start the data plane, register (index, data address, pid).
+3. Serve: each control message becomes a TaskManagerGateway call; the TaskManager's reports, acknowledgements
+   and collected records go back over the same connection, in order — so a job's last printed line and last
+   collected record reach the client before the task's FINISHED does.
+4. When the connection ends — the cluster shut down, or the client died, however it died — the process exits
+   at once: no TaskManager outlives its cluster.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import pickle
+import sys
+import threading
+from typing import Any, Callable
+
+from fluvial.cluster.messages import (
+    AcknowledgeCheckpoint,
+    CancelTask,
+    DeclineCheckpoint,
+    DeployTask,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    ReleaseJob,
+    TaskExecutionState,
+    TriggerCheckpoint,
+)
+from fluvial.cluster.process.protocol import (
+    CollectCredit,
+    RegisterTaskManager,
+    TaskManagerDirectory,
+    TaskManagerProcessConfig,
+    dumps_control,
+    loads_control,
+    sendable_failure,
+)
+from fluvial.runtime.network.connection import Connection, connect
+from fluvial.runtime.network.framing import FrameKind
+
+logger = logging.getLogger(__name__)
+
+COLLECT_WINDOW = 8  # buffers of collected records in flight per TaskManager before the client takes them
+
+
+class ControlLink:
+    """The TaskManager's end of its control connection (thread-safe sends)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._collect_credits = threading.Condition()
+        self._collect_available = COLLECT_WINDOW
+
+    def send(self, message: Any) -> None:
+        self.connection.send(FrameKind.CONTROL, dumps_control(message))
+
+    # -- JobMasterGateway ----------------------------------------------------------------------------------------
+
+    def update_task_execution_state(self, message: TaskExecutionState) -> None:
+        if message.failure is not None:
+            message.failure = sendable_failure(message.failure)
+        self.send(message)
+
+    def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
+        self.send(message)
+
+    def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
+        self.send(message)
+
+    # -- collected records, with a credit window so the client's memory stays bounded ---------------------------
+
+    def collect_target(self, collect_id: str) -> Callable[[list], None]:
+        def send(values: list) -> None:
+            with self._collect_credits:
+                while self._collect_available <= 0 and not self.connection.closed:
+                    self._collect_credits.wait(0.5)
+                self._collect_available -= 1
+            self.connection.send(FrameKind.COLLECT, pickle.dumps((collect_id, values), protocol=5))
+
+        return send
+
+    def grant_collect(self, count: int) -> None:
+        with self._collect_credits:
+            self._collect_available += count
+            self._collect_credits.notify_all()
+
+
+class ForwardedStream(io.TextIOBase):
+    """sys.stdout / sys.stderr of a TaskManager process: text goes to the client, whole lines at a time."""
+
+    def __init__(self, connection: Connection, name: str) -> None:
+        self._connection = connection
+        self._name = name
+        self._buffer: list[str] = []
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._buffer.append(text)
+            self._size += len(text)
+            if text.endswith("\n") or self._size >= 1 << 16:
+                self._flush_locked()
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._buffer:
+            return
+        text = "".join(self._buffer)
+        self._buffer.clear()
+        self._size = 0
+        try:
+            self._connection.send(FrameKind.OUTPUT, pickle.dumps((self._name, text), protocol=5))
+        except OSError:
+            pass  # the client is gone; the process is about to exit
+
+
+class LogForwarder(logging.Handler):
+    """Log records of a TaskManager process, sent to the client to be handled by its own logging."""
+
+    def __init__(self, connection: Connection, index: int) -> None:
+        super().__init__()
+        self._connection = connection
+        self._index = index
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields = {
+                "name": record.name, "levelno": record.levelno, "levelname": record.levelname,
+                "msg": f"[TaskManager {self._index}] {record.getMessage()}", "args": None,
+                "exc_text": self.format(record) if record.exc_info else None, "created": record.created,
+                "threadName": record.threadName, "process": record.process, "processName": record.processName,
+                "pathname": record.pathname, "lineno": record.lineno, "funcName": record.funcName,
+            }
+            self._connection.send(FrameKind.LOG, pickle.dumps(fields, protocol=5))
+        except Exception:  # noqa: BLE001 - logging must never fail the caller
+            pass
+
+
+def task_manager_main(config: TaskManagerProcessConfig) -> None:
+    """The entry point of a TaskManager process (see the module docstring)."""
+    os.environ.update(config.environment)
+    os.chdir(config.cwd)
+    for entry in reversed(config.sys_path):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    connection = connect(config.control_address, config.secret)  # 1
+    sys.stdout = ForwardedStream(connection, "stdout")  # 2
+    sys.stderr = ForwardedStream(connection, "stderr")
+    root = logging.getLogger()
+    root.handlers[:] = [LogForwarder(connection, config.index)]
+    root.setLevel(config.log_level)
+    try:
+        _serve(config, connection)
+    finally:
+        os._exit(0)  # 4: at once, whatever threads are still running
+
+
+def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
+    from fluvial.cluster.task_manager import TaskManager
+    from fluvial.runtime.network.data_plane import DataPlane, ProcessChannels
+
+    link = ControlLink(connection)
+    data_plane = DataPlane(config.secret, f"taskmanager-{config.index}", config.bind_host)
+    channels = ProcessChannels(data_plane, config.index)
+    task_manager = TaskManager(config.index, config.number_of_slots, channels, link.collect_target)
+    link.send(RegisterTaskManager(config.index, data_plane.address, os.getpid()))
+    heartbeat = threading.Thread(target=_heartbeat, args=(connection, config.heartbeat_interval_ms / 1000),
+                                 name="fluvial-heartbeat", daemon=True)
+    heartbeat.start()
+    try:
+        while (frame := connection.read()) is not None:  # 3
+            kind, payload = frame
+            if kind is FrameKind.CLOSE:
+                break
+            if kind is FrameKind.CONTROL:
+                _dispatch(loads_control(payload), task_manager, channels, link)
+    except (OSError, ConnectionError) as error:
+        logger.debug("the control connection ended: %s", error)
+    finally:
+        connection.close()
+        data_plane.close()
+
+
+def _dispatch(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:
+    if isinstance(message, DeployTask):
+        task_manager.register_job_master(message.spec.job_id, link)
+        task_manager.submit_task(message)
+    elif isinstance(message, CancelTask):
+        task_manager.cancel_task(message)
+    elif isinstance(message, TriggerCheckpoint):
+        task_manager.trigger_checkpoint(message)
+    elif isinstance(message, NotifyCheckpointComplete):
+        task_manager.notify_checkpoint_complete(message)
+    elif isinstance(message, NotifyCheckpointAborted):
+        task_manager.notify_checkpoint_aborted(message)
+    elif isinstance(message, ReleaseJob):
+        task_manager.release_job(message)
+    elif isinstance(message, TaskManagerDirectory):
+        channels.directory.update(message.addresses)
+    elif isinstance(message, CollectCredit):
+        link.grant_collect(message.count)
+    else:
+        logger.warning("ignoring an unknown control message %s", type(message).__name__)
+
+
+def _heartbeat(connection: Connection, interval_s: float) -> None:
+    stop = threading.Event()
+    while not connection.closed and not stop.wait(interval_s):
+        try:
+            connection.send(FrameKind.HEARTBEAT)
+        except OSError:
+            return

@@ -1,0 +1,144 @@
+"""The two ends of a channel whose producer and consumer run in different processes (DESIGN 4).
+
+Items cross as DATA frames — `(channel id, item)` pickled with protocol 5 — in order on one connection, so
+barriers, watermarks, idleness and end of input stay in order with the records around them; alignment and the
+watermark valve work exactly as on a LocalChannel.
+
+Flow control is credit-based, as in Flink. The consumer end holds at most `capacity` items (plus events, which
+never wait): the producer starts with `capacity` credits, spends one per item it pushes, and `writable()` is
+false without credit — a producer without credit stops producing. The consumer grants a credit back for every
+item its task polls (in batches, and at once whenever its queue runs empty, so the producer never waits on a
+grant that is held back). A slow consumer therefore slows its producers across processes exactly as in one,
+and memory stays bounded on both sides. Counters are each written by one thread only (sent: the task thread;
+granted: the connection's reader thread), so they need no lock.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import deque
+from typing import Any, Callable
+
+from fluvial.runtime.network.framing import FrameKind
+from fluvial.runtime.records import EndOfInput
+
+
+def _noop() -> None:
+    pass
+
+
+class ChannelBroken:
+    """Delivered to a consumer in place of the items a dead connection will never bring: the task fails with
+    `error` instead of waiting forever."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class RemoteOutputChannel:
+    """The producing end: pushes over `connection`; `writable()` while it holds credit."""
+
+    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer")
+
+    def __init__(self, channel_id: Any, connection: Any, capacity: int) -> None:
+        self.channel_id = channel_id
+        self._connection = connection
+        self.capacity = capacity
+        self._sent = 0  # items pushed (task thread)
+        self._granted = 0  # credits granted back (reader thread)
+        self._wake_producer: Callable[[], None] = _noop
+
+    def set_producer_waker(self, wake: Callable[[], None]) -> None:
+        self._wake_producer = wake
+
+    def set_consumer_waker(self, wake: Callable[[], None]) -> None:
+        raise TypeError("the consumer of a remote channel lives in another process")
+
+    def push(self, item: Any) -> None:
+        try:
+            self._connection.send(FrameKind.DATA, pickle.dumps((self.channel_id, item), protocol=5))
+        except OSError as error:
+            raise ConnectionError(f"the data connection to {self._connection.peer} (the consumer of channel "
+                                  f"{self.channel_id.dataset_id}) is gone: {error}") from error
+        self._sent += 1
+
+    def writable(self) -> bool:
+        return self._sent - self._granted < self.capacity
+
+    def grant(self, count: int) -> None:
+        """`count` credits came back (on the connection's reader thread)."""
+        self._granted += count
+        self._wake_producer()
+
+    def poll(self) -> Any:
+        raise TypeError("the producing end of a remote channel is never polled")
+
+
+class RemoteInputChannel:
+    """The consuming end: items arrive from the connection's reader thread; the task polls them."""
+
+    __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
+                 "_wake_consumer", "ended")
+
+    def __init__(self, channel_id: Any, capacity: int) -> None:
+        self.channel_id = channel_id
+        self._queue: deque = deque()
+        self.capacity = capacity
+        self._connection: Any = None
+        self._ungranted = 0
+        self._grant_batch = max(1, capacity // 2)
+        self._wake_consumer: Callable[[], None] = _noop
+        self.ended = False
+
+    def set_consumer_waker(self, wake: Callable[[], None]) -> None:
+        self._wake_consumer = wake
+        if self._queue:
+            wake()
+
+    def set_producer_waker(self, wake: Callable[[], None]) -> None:
+        raise TypeError("the producer of a remote channel lives in another process")
+
+    def deliver(self, item: Any, connection: Any) -> None:
+        """An item from the network (reader thread): queue it for the task and wake it."""
+        self._connection = connection
+        if isinstance(item, EndOfInput):
+            self.ended = True
+        self._queue.append(item)
+        self._wake_consumer()
+
+    def break_with(self, error: BaseException) -> None:
+        """The connection died before this channel ended."""
+        if not self.ended:
+            self.ended = True
+            self._queue.append(ChannelBroken(error))
+            self._wake_consumer()
+
+    def poll(self) -> Any:
+        queue = self._queue
+        if not queue:
+            return None
+        item = queue.popleft()
+        self._ungranted += 1
+        if self._ungranted >= self._grant_batch or not queue:
+            self._grant()
+        return item
+
+    def _grant(self) -> None:
+        count, self._ungranted = self._ungranted, 0
+        connection = self._connection
+        if connection is not None and not connection.closed:
+            try:
+                connection.send(FrameKind.CREDIT, pickle.dumps((self.channel_id, count), protocol=5))
+            except OSError:
+                pass  # the producer is gone; the reader thread reports the broken connection
+
+    def push(self, item: Any) -> None:
+        raise TypeError("the consuming end of a remote channel is fed by the network, not pushed to")
+
+    def writable(self) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        return len(self._queue)
