@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.pending import AckResult, PendingCheckpoint
+from fluvial.checkpoint.plan import CheckpointPlan, CheckpointTasks, Task
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
@@ -36,34 +37,6 @@ from fluvial.common.future import CompletableFuture
 logger = logging.getLogger(__name__)
 
 RETRY_MS = 10  # how soon to look again when a trigger is due but held back (concurrency, tasks not running)
-
-Task = tuple[int, int]  # (vertex id, subtask index)
-
-
-@dataclass(frozen=True)
-class CheckpointPlan:
-    """Which subtasks start checkpoint n (its barriers flow from them) and which must acknowledge it."""
-
-    tasks_to_trigger: list[Task]
-    tasks_to_wait_for: set[Task]
-
-
-class CheckpointTasks(Protocol):
-    """The coordinator's view of the job's subtasks (the scheduler implements it)."""
-
-    def checkpoint_plan(self) -> CheckpointPlan | CheckpointFailureReason:
-        """The plan for a checkpoint now, or why none can be taken now (e.g. NOT_ALL_TASKS_RUNNING)."""
-        ...
-
-    def trigger(self, task: Task, checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None: ...
-
-    def notify_complete(self, checkpoint_id: int) -> None: ...
-
-    def notify_aborted(self, checkpoint_id: int) -> None: ...
-
-    def fail_job(self, error: BaseException) -> None:
-        """Too many checkpoints failed in a row: fail over (or fail) the job, as its restart strategy says."""
-        ...
 
 
 @dataclass

@@ -301,9 +301,7 @@ def _templates(job_graph: JobGraph, tolerance: Any) -> dict | None:
 
 def _receiver_settings(job_graph: JobGraph, checkpoints: Any) -> Any:
     """The receiver settings (validated now, so a bad one fails the submission), when the job has receivers."""
-    from fluvial.datastream.connectors.receiver import ReceiverSource
-
-    if not any(node.is_source and isinstance(node.operator.function, ReceiverSource)
+    if not any(node.is_source and getattr(node.operator.function, "uses_receivers", False)  # duck-typed sources
                for vertex in job_graph.vertices for node in vertex.nodes):
         return None
     from fluvial.receiver.services import receiver_settings

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Protocol, Sequence
 
-from fluvial.checkpoint.coordinator import CheckpointPlan
+from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
 from fluvial.cluster.gateways import TaskManagerGateway

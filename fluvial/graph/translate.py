@@ -15,7 +15,6 @@ from fluvial.common.key_groups import default_max_parallelism, validate_parallel
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
-from fluvial.graph.typed_outputs import apply_output_type
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
@@ -64,7 +63,7 @@ class _Translator:
             id=tr.id,
             name=tr.name,
             type_name=getattr(tr, "type_name", tr.name),
-            operator=apply_output_type(tr.operator, tr.output_type, tr.name),  # type: ignore[attr-defined]
+            operator=_typed_operator(tr),
             parallelism=parallelism,
             max_parallelism=max_parallelism,
             slot_sharing_group=self._slot_sharing_group(tr, inputs),
@@ -106,6 +105,17 @@ def _typed_inputs(tr: t.Transformation) -> list[tuple[int, int]]:
     if isinstance(tr, t.TwoInputTransformation):
         return [(1, tr.input1_id), (2, tr.input2_id)]
     return [(0, input_id) for input_id in tr.input_ids]
+
+
+def _typed_operator(tr: t.Transformation) -> t.OperatorSpec | None:
+    """The operator, its results shaped by its declared output type (the typing machinery loads only for jobs
+    that declare types)."""
+    output_type = getattr(tr, "output_type", None)
+    if output_type is None:
+        return tr.operator  # type: ignore[attr-defined]
+    from fluvial.graph.typed_outputs import apply_output_type
+
+    return apply_output_type(tr.operator, output_type, tr.name)  # type: ignore[attr-defined]
 
 
 def build_stream_graph(

@@ -14,6 +14,7 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.runtime.operators import (
     StreamOperator,
     explain_unhashable_key,
+    is_checkpointed_function,
     key_function,
     label_failure,
     user_method,
@@ -229,8 +230,6 @@ def _fused_loop(is_map: list[bool], functions: list[Callable[[Any], Any]]) -> Ca
 def is_fusable(operator: StreamOperator) -> bool:
     """Unkeyed map and filter operators without operator state of their own (a CheckpointedFunction keeps its
     own state under its own operator id, so it stays a separate operator)."""
-    from fluvial.runtime.operator_state import is_checkpointed_function
-
     return (type(operator) in (MapOperator, FilterOperator) and operator.spec.key_selector is None
             and not is_checkpointed_function(operator.spec.function))
 

@@ -8,9 +8,15 @@ from typing import Any, Callable
 
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.channels import Channel
-from fluvial.runtime.network.remote_channels import ChannelBroken
 from fluvial.common.time import MAX_WATERMARK
-from fluvial.runtime.records import CheckpointBarrier, EndOfInput, RecordBatch, Watermark, WatermarkStatus
+from fluvial.runtime.records import (
+    ChannelBroken,
+    CheckpointBarrier,
+    EndOfInput,
+    RecordBatch,
+    Watermark,
+    WatermarkStatus,
+)
 
 SOURCE_BATCH_SIZE = 1024
 ITEMS_PER_STEP = 4

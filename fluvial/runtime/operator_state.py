@@ -11,14 +11,6 @@ from fluvial.checkpoint.snapshots import UNION_PREFIX
 from fluvial.datastream import subtask_state as api_state
 
 
-def is_checkpointed_function(function: Any) -> bool:
-    """A user function with operator state of its own (Flink's CheckpointedFunction): it has both
-    `initialize_state(context)` and `snapshot_state(context)`. PyFlink has no such base class, so the methods
-    are what declares it."""
-    return (callable(getattr(function, "initialize_state", None))
-            and callable(getattr(function, "snapshot_state", None)) and not isinstance(function, type))
-
-
 class OperatorListState:
     """A list of items belonging to the subtask (not to a key)."""
 

@@ -52,6 +52,14 @@ def explain_unhashable_key(error: TypeError, key: Any) -> None:
     raise error
 
 
+def is_checkpointed_function(function: Any) -> bool:
+    """A user function with operator state of its own (Flink's CheckpointedFunction): it has both
+    `initialize_state(context)` and `snapshot_state(context)`. PyFlink has no such base class, so the methods
+    are what declares it."""
+    return (callable(getattr(function, "initialize_state", None))
+            and callable(getattr(function, "snapshot_state", None)) and not isinstance(function, type))
+
+
 def label_failure(error: BaseException, operator_name: str) -> None:
     """Record on `error` which operator it came from. The innermost label wins: an error crossing several
     operator boundaries on its way up keeps the name of the operator that raised it."""
@@ -138,8 +146,6 @@ class StreamOperator:
             self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service)
             if restore is not None and restore.timers:
                 self.timers.restore_key_groups(restore.timers, self.context.key_group_range())
-        from fluvial.runtime.operator_state import is_checkpointed_function
-
         function = self.spec.function
         if is_checkpointed_function(function):
             from fluvial.runtime.operator_state import FunctionInitializationContext, OperatorStateStore

@@ -66,3 +66,13 @@ class EndOfInput:
 
 
 END_OF_INPUT = EndOfInput()
+
+
+class ChannelBroken:
+    """Delivered in place of the items a dead connection will never bring (a remote channel's producer died):
+    the consuming task fails with `error` instead of waiting forever."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error

@@ -17,7 +17,6 @@ Checkpoint triggers and notifications from the JobMaster are mails too; so opera
 from __future__ import annotations
 
 import logging
-import traceback
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Protocol
@@ -316,6 +315,8 @@ class Task:
         head = self.chain.head.name if self.chain is not None else self.spec.vertex.name
         operator_name = failing_operator(exc) or head
         self._close()
+        import traceback
+
         text = "".join(traceback.format_exception(exc))
         self._set_state(ExecutionState.FAILED, TaskFailure(exc, operator_name, self.name, text))
 

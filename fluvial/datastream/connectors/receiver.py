@@ -123,6 +123,8 @@ class ReceiverSplit:
 
 
 class ReceiverSource(Source[ReceiverSplit]):
+    uses_receivers = True
+
     def __init__(self, receiver: Any, stream_id: int) -> None:
         self.receiver = receiver
         self.stream_id = stream_id

@@ -75,7 +75,10 @@ class SourceReader(abc.ABC, Generic[SplitT]):
 
 
 class Source(abc.ABC, Generic[SplitT]):
-    """A picklable description of an input; builds its readers at run time."""
+    """A picklable description of an input; builds its readers at run time. `uses_receivers`: its readers
+    read a receiver stream, so the TaskManager that runs them supervises receivers for the job."""
+
+    uses_receivers = False
 
     @abc.abstractmethod
     def get_boundedness(self) -> Boundedness: ...

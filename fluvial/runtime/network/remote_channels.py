@@ -20,21 +20,11 @@ from collections import deque
 from typing import Any, Callable
 
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.records import EndOfInput
+from fluvial.runtime.records import ChannelBroken, EndOfInput
 
 
 def _noop() -> None:
     pass
-
-
-class ChannelBroken:
-    """Delivered to a consumer in place of the items a dead connection will never bring: the task fails with
-    `error` instead of waiting forever."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 class RemoteOutputChannel:

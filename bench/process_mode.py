@@ -1,0 +1,228 @@
+"""Every core: J1, J2 and J3 at parallelism 2 in TaskManager processes against parallelism 1 (one process), in
+the same run; one TCP channel between two processes against a LocalChannel; the start-up of an empty job in
+both modes.
+
+Goals on a 2-core machine (issue 9): J1 >= 1.6x (its source is parallel), J2 and J3 >= 1.2x (J2's source,
+from_collection, runs at parallelism 1 as in PyFlink, so it bounds the job).
+
+Counts come back through files each sink subtask writes when it closes, so the jobs run as a user's would,
+with nothing collected to the client on the hot path.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench.harness import Measurement, best_of
+from bench.spine import J1_RECORDS, J2_RECORDS, add_counts, is_even, plus_one, to_pair, triple, word_key, zipf_words
+from fluvial.common import Configuration
+from fluvial.datastream import SinkFunction, StreamExecutionEnvironment
+from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+
+
+class CountToFile(SinkFunction):
+    """Counts its records; on close writes the count to `<directory>/<subtask>`."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def open(self, runtime_context: object) -> None:
+        self.count = 0
+        self.subtask = runtime_context.get_index_of_this_subtask()
+
+    def invoke(self, value: object, context: object) -> None:
+        self.count += 1
+
+    def invoke_batch(self, values: list, context: object) -> None:
+        self.count += len(values)
+
+    def close(self) -> None:
+        with open(os.path.join(self.directory, str(self.subtask)), "w") as out:
+            out.write(str(self.count))
+
+
+def _environment(parallelism: int) -> StreamExecutionEnvironment:
+    mode = "process" if parallelism > 1 else "thread"
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration().set_string("local.taskmanager.mode", mode))
+    env.set_parallelism(parallelism)
+    return env
+
+
+def _counted(run: object) -> int:
+    directory = tempfile.mkdtemp(prefix="fluvial-bench-")
+    run(directory)
+    return sum(int(open(os.path.join(directory, name)).read()) for name in os.listdir(directory))
+
+
+def j1(parallelism: int) -> int:
+    def run(directory: str) -> None:
+        env = _environment(parallelism)
+        env.from_source(NumberSequenceSource(1, J1_RECORDS), source_name="numbers") \
+            .map(triple).filter(is_even).map(plus_one).add_sink(CountToFile(directory))
+        env.execute("J1")
+
+    count = _counted(run)
+    assert count == J1_RECORDS // 2, count
+    return count
+
+
+def j2(parallelism: int, pairs: list) -> int:
+    def run(directory: str) -> None:
+        env = _environment(parallelism)
+        env.from_collection(pairs).key_by(word_key).reduce(add_counts).add_sink(CountToFile(directory))
+        env.execute("J2")
+
+    count = _counted(run)
+    assert count == len(pairs), count
+    return count
+
+
+def j3(parallelism: int) -> None:
+    """bench.event_time's J3 job (its default `auto` mode runs parallelism 2 in processes)."""
+    from bench.event_time import EVENTS, run_fluvial
+
+    assert run_fluvial(EVENTS, parallelism)
+
+
+def scaling(title: str, records: int, one: object, two: object, target: float, repeat: int = 3) -> bool:
+    """Best of `repeat`, interleaved: parallelism 1 (thread) against 2 (processes)."""
+    best = {1: float("inf"), 2: float("inf")}
+    for _ in range(repeat):
+        for parallelism, run in ((1, one), (2, two)):
+            start = time.perf_counter()
+            run()
+            best[parallelism] = min(best[parallelism], time.perf_counter() - start)
+    speedup = best[1] / best[2]
+    print(title)
+    print(f"  parallelism 1 (threads)   {records / best[1]:>14,.0f} records/s  ({best[1]:.3f} s)")
+    print(f"  parallelism 2 (processes) {records / best[2]:>14,.0f} records/s  ({best[2]:.3f} s)")
+    print(f"  speed-up     {speedup:>14.2f}x   (target >= {target}x: {'meets' if speedup >= target else 'MISSES'})")
+    return speedup >= target
+
+
+# -- one channel: TCP between two processes against LocalChannel in one --------------------------------------
+
+CHANNEL_BATCHES = 3_000
+BATCH = list(range(1024))
+
+
+def _tcp_consumer(secret: bytes, address_out: object, done: object) -> None:
+    from fluvial.runtime.channels import ChannelId
+    from fluvial.runtime.network.data_plane import DataPlane
+    from fluvial.runtime.records import EndOfInput
+
+    plane = DataPlane(secret, "bench-consumer")
+    address_out.send(plane.address)
+    channel = plane.input_channel(ChannelId("bench", 0, 0))
+    records = 0
+    while True:
+        item = channel.poll()
+        if item is None:
+            time.sleep(0)
+            continue
+        if isinstance(item, EndOfInput):
+            break
+        records += len(item.values)
+    done.send(records)
+
+
+def tcp_channel() -> Measurement:
+    from fluvial.runtime.channels import ChannelId
+    from fluvial.runtime.network.auth import new_secret
+    from fluvial.runtime.network.data_plane import DataPlane
+    from fluvial.runtime.records import END_OF_INPUT, RecordBatch
+
+    secret = new_secret()
+    context = multiprocessing.get_context("spawn")
+    address_r, address_w = context.Pipe(duplex=False)
+    done_r, done_w = context.Pipe(duplex=False)
+    consumer = context.Process(target=_tcp_consumer, args=(secret, address_w, done_w), daemon=True)
+    consumer.start()
+    producer = DataPlane(secret, "bench-producer")
+    channel = producer.output_channel(ChannelId("bench", 0, 0), address_r.recv())
+    start = time.perf_counter()
+    for _ in range(CHANNEL_BATCHES):
+        while not channel.writable():
+            time.sleep(0)
+        channel.push(RecordBatch(BATCH))
+    channel.push(END_OF_INPUT)
+    records = done_r.recv()
+    seconds = time.perf_counter() - start
+    consumer.join(5)
+    producer.close()
+    assert records == CHANNEL_BATCHES * len(BATCH)
+    return Measurement("TCP channel", records, seconds)
+
+
+def local_channel() -> Measurement:
+    from fluvial.runtime.channels import LocalChannel
+    from fluvial.runtime.records import RecordBatch
+
+    channel = LocalChannel()
+
+    def run() -> None:
+        records = 0
+        for _ in range(CHANNEL_BATCHES):
+            channel.push(RecordBatch(BATCH))
+            records += len(channel.poll().values)
+        assert records == CHANNEL_BATCHES * len(BATCH)
+
+    return best_of("LocalChannel", CHANNEL_BATCHES * len(BATCH), run, repeat=3)
+
+
+# -- start-up ---------------------------------------------------------------------------------------------------
+
+EMPTY_JOB = """
+import time
+start = time.perf_counter()
+from fluvial.common import Configuration
+from fluvial.datastream import StreamExecutionEnvironment
+env = StreamExecutionEnvironment.get_execution_environment(
+    Configuration().set_string("local.taskmanager.mode", "{mode}"))
+env.set_parallelism({parallelism})
+env.from_collection([1]).map(lambda x: x).add_sink(lambda v: None)
+env.execute()
+print(time.perf_counter() - start)
+"""
+
+
+def empty_job_seconds(mode: str, parallelism: int, repeat: int = 5) -> float:
+    """Best wall time of an empty job in a fresh interpreter, imports and (process mode) process start included."""
+    code = EMPTY_JOB.format(mode=mode, parallelism=parallelism)
+    times = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return min(times)
+
+
+def main() -> bool:
+    ok = scaling(f"J1 at parallelism 2 in processes vs 1: {J1_RECORDS:,} ints -> map -> filter -> map -> count",
+                 J1_RECORDS, lambda: j1(1), lambda: j1(2), target=1.6)
+    pairs = [to_pair(word) for word in zipf_words(J2_RECORDS)]
+    ok &= scaling(f"J2 at parallelism 2 in processes vs 1: {J2_RECORDS:,} Zipf words -> keyed running count",
+                  J2_RECORDS, lambda: j2(1, pairs), lambda: j2(2, pairs), target=1.2)
+    from bench.event_time import EVENTS
+
+    ok &= scaling(f"J3 at parallelism 2 in processes vs 1: {EVENTS:,} events -> 60 s tumbling windows",
+                  EVENTS, lambda: j3(1), lambda: j3(2), target=1.2)
+    tcp, local = tcp_channel(), local_channel()
+    print("One channel, 1024-record buffers")
+    print(f"  LocalChannel (one process)  {local.rate:>14,.0f} records/s")
+    print(f"  TCP channel (two processes) {tcp.rate:>14,.0f} records/s  ({tcp.rate / local.rate:.2f}x of local)")
+    thread_start = empty_job_seconds("thread", 1)
+    process_start = empty_job_seconds("process", 2)
+    print("Empty job, fresh interpreter, imports included")
+    print(f"  thread mode   {thread_start:.3f} s   (target <= 0.15 s: {'meets' if thread_start <= 0.15 else 'MISSES'})")
+    print(f"  process mode  {process_start:.3f} s   (target < 0.6 s: {'meets' if process_start < 0.6 else 'MISSES'})")
+    return ok and thread_start <= 0.15 and process_start < 0.6
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
