@@ -214,8 +214,9 @@ def main() -> bool:
                   EVENTS, lambda: j3(1), lambda: j3(2), target=1.2)
     tcp, local = tcp_channel(), local_channel()
     print("One channel, 1024-record buffers")
-    print(f"  LocalChannel (one process)  {local.rate:>14,.0f} records/s")
-    print(f"  TCP channel (two processes) {tcp.rate:>14,.0f} records/s  ({tcp.rate / local.rate:.2f}x of local)")
+    print(f"  LocalChannel (one process: buffers handed over, never copied) {local.rate:>16,.0f} records/s")
+    print(f"  TCP channel (two processes: pickled, framed, credited)     {tcp.rate:>16,.0f} records/s "
+          f"({tcp.rate / local.rate:.4f}x of local)")
     thread_start = empty_job_seconds("thread", 1)
     process_start = empty_job_seconds("process", 2)
     print("Empty job, fresh interpreter, imports included")

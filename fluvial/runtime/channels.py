@@ -27,6 +27,11 @@ class ChannelId:
     consumer_index: int
     attempt: int = 0
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its four fields: it names every frame of a remote channel, and the dataclass default
+        (a Python-level walk over the fields) would cost more than the frame's header."""
+        return (ChannelId, (self.dataset_id, self.producer_index, self.consumer_index, self.attempt))
+
 
 class Channel(Protocol):
     def push(self, item: Any) -> None: ...
