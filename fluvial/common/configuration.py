@@ -125,14 +125,15 @@ def _register_restart_strategy_keys() -> None:
 
 @dataclass(frozen=True, slots=True)
 class UnsupportedOption:
-    """A Flink key, or a namespace of keys (ending in '.'), that fluvial does not implement yet, with what to do
-    instead. Setting one is an error carrying `instead`; a key moves to OPTIONS when it works."""
+    """A Flink key (and the keys under it), or a namespace (ending in '.'), that fluvial does not implement yet,
+    with what to do instead. Setting one is an error carrying `instead`; a key moves to OPTIONS when it works."""
 
     key: str
     instead: str
 
     def matches(self, key: str) -> bool:
-        return key.startswith(self.key) if self.key.endswith(".") else key == self.key
+        namespace = self.key if self.key.endswith(".") else self.key + "."
+        return key == self.key or key.startswith(namespace)
 
 
 _NO_WEB = ("fluvial has no REST API or web dashboard yet. Remove the key; `fluvial plan JOB.py` shows a job's "
