@@ -115,15 +115,23 @@ def report(result: ScriptResult, verbose: bool) -> None:
 
 class SubmittedJobs:
     """The JobClients of the jobs a job file submitted, so that those still running can be cancelled when the
-    user presses Ctrl-C or the reader of the output goes away. Safe to call from any thread."""
+    user presses Ctrl-C or the reader of the output goes away. Safe to call from any thread.
+
+    Once `cancel_running` was called, a job added later is cancelled as it is added: a job's first output can
+    close the pipe before `submit` has returned its client, and that job must not be left running."""
 
     def __init__(self) -> None:
         self._clients: list[Any] = []
         self._lock = threading.Lock()
+        self._cancelling = False
 
     def add(self, client: Any) -> Any:
         with self._lock:
             self._clients.append(client)
+            late = self._cancelling
+        if late:
+            logger.info("cancelling job %s: it was submitted after the run began to end", client.get_job_id())
+            client.cancel()
         return client
 
     def __len__(self) -> int:
@@ -135,6 +143,8 @@ class SubmittedJobs:
             return [client for client in self._clients if not client.get_job_execution_result().done()]
 
     def cancel_running(self) -> None:
+        with self._lock:
+            self._cancelling = True
         for client in self._running():
             logger.info("cancelling job %s", client.get_job_id())
             client.cancel()

@@ -28,11 +28,13 @@ def test_retain_on_cancellation_keeps_the_checkpoints_of_a_cancelled_job(tmp_pat
     client = env.execute_async("endless")
 
     deadline = time.monotonic() + 30
-    while not list(tmp_path.glob("*/chk-*/_metadata")):
+    while not (seen := sorted(str(path.relative_to(tmp_path)) for path in tmp_path.glob("*/chk-*/_metadata"))):
         assert time.monotonic() < deadline, "no checkpoint completed in 30 s"
         time.sleep(0.02)
     client.cancel()
+    print("completed before the cancel:", seen)  # shown if the test fails
     with pytest.raises(JobCancelledException):
         client.get_job_execution_result().result(timeout=30)
 
-    assert list(tmp_path.glob("*/chk-*/_metadata")), "a cancelled job's retained checkpoint was deleted"
+    left = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    assert list(tmp_path.glob("*/chk-*/_metadata")), f"a cancelled job's retained checkpoint was deleted: {left}"
