@@ -87,7 +87,6 @@ class PipeWatch:
         self._lock = threading.Lock()
         self._closed = False
         self._saved: tuple[TextIO, TextIO] | None = None
-        self._streams: list[GuardedStream] = []
         self._watcher: threading.Thread | None = None
         self._wake_write: int | None = None
 
@@ -99,7 +98,6 @@ class PipeWatch:
     def __enter__(self) -> "PipeWatch":
         self._saved = (sys.stdout, sys.stderr)
         stdout, stderr = (GuardedStream(stream, self._stream_broke) for stream in self._saved)
-        self._streams = [stdout, stderr]
         sys.stdout, sys.stderr = stdout, stderr  # type: ignore[assignment]
         self._start_watcher(stdout)
         return self

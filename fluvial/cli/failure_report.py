@@ -48,10 +48,7 @@ def user_traceback(error: BaseException) -> str:
 
 def is_internal_frame(filename: str) -> bool:
     """A frame of fluvial's own code or of the machinery that launched the job file."""
-    if filename in _LAUNCHER_FILES:
-        return True
-    path = os.path.abspath(filename)
-    return path.startswith(_ENGINE_DIR) or path in _LAUNCHER_FILES
+    return filename in _LAUNCHER_FILES or os.path.abspath(filename).startswith(_ENGINE_DIR)
 
 
 def _drop_internal_frames(report: traceback.TracebackException) -> int:

@@ -16,6 +16,7 @@ import os
 import runpy
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ import typer
 
 from fluvial.cli.console import ExitCode, echo_err, error, exit_with, fail_usage
 from fluvial.cli.failure_report import format_job_failure, format_script_error
+from fluvial.common.errors import JobExecutionException
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +70,6 @@ def execute_job_file(job: Path, args: list[str]) -> ScriptResult:
     """Run the file as `__main__` with sys.argv = [job, *args] and its directory first on sys.path; restore both
     afterwards. Exceptions become the result; BaseExceptions other than SystemExit and KeyboardInterrupt (a
     closed pipe, a captured plan) propagate."""
-    from fluvial.common.errors import JobExecutionException
-
     path = os.path.abspath(job)
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(job), *args]
@@ -105,11 +105,11 @@ def report(result: ScriptResult, verbose: bool) -> None:
     if outcome is ScriptOutcome.INTERRUPTED:
         error("interrupted")
         exit_with(ExitCode.INTERRUPTED)
-    assert result.error is not None
-    if outcome is ScriptOutcome.JOB_FAILED:
-        echo_err(format_job_failure(result.error, verbose))  # type: ignore[arg-type]
-    else:
-        echo_err(format_script_error(result.error, verbose))
+    failure = result.error
+    if isinstance(failure, JobExecutionException):
+        echo_err(format_job_failure(failure, verbose))
+    elif failure is not None:
+        echo_err(format_script_error(failure, verbose))
     exit_with(ExitCode.FAILURE)
 
 
@@ -151,8 +151,6 @@ class SubmittedJobs:
 
     def wait(self, timeout: float) -> None:
         """Wait up to `timeout` seconds in all for the jobs to end; log the ones that did not."""
-        import time
-
         deadline = time.monotonic() + timeout
         for client in self._running():
             try:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from fluvial.cli.console import fail_usage
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import ConfigurationError
 
@@ -92,6 +93,14 @@ def _set(configuration: Configuration, key: str, value: str, option: str) -> Non
         configuration.get(key)
     except ConfigurationError as problem:
         raise LaunchOptionError(f"{option}: {problem}") from None
+
+
+def launch_configuration(options: LaunchOptions) -> Configuration:
+    """The options' configuration; a bad option is a usage error (exit 2) naming it."""
+    try:
+        return options.to_configuration()
+    except LaunchOptionError as problem:
+        fail_usage(str(problem))
 
 
 @contextlib.contextmanager

@@ -25,8 +25,7 @@ from fluvial.cli.job_file import (
     report,
     require_job_file,
 )
-from fluvial.cli.launch import LaunchOptions, ParallelismOption, PropertyOption, launched_with
-from fluvial.cli.run import launch_configuration
+from fluvial.cli.launch import LaunchOptions, ParallelismOption, PropertyOption, launch_configuration, launched_with
 from fluvial.common.configuration import Configuration
 
 

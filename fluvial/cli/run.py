@@ -9,10 +9,11 @@ closed pipe, the jobs still running are cancelled before fluvial exits.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from fluvial.cli.closed_pipe import ClosedPipe, PipeWatch
-from fluvial.cli.console import ExitCode, VerboseOption, exit_with, fail_usage, verbose_logging
+from fluvial.cli.console import ExitCode, VerboseOption, exit_with, verbose_logging
 from fluvial.cli.job_file import (
     JobArgument,
     JobArguments,
@@ -27,11 +28,11 @@ from fluvial.cli.job_file import (
 )
 from fluvial.cli.launch import (
     AllowNonRestoredOption,
-    LaunchOptionError,
     LaunchOptions,
     ParallelismOption,
     PropertyOption,
     SavepointOption,
+    launch_configuration,
     launched_with,
 )
 from fluvial.common.configuration import Configuration
@@ -56,7 +57,7 @@ def run(
     configuration = launch_configuration(options)
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
-        result = _run_watched(job, list(args or ()), configuration, jobs, _keep_unless_closed(jobs, watch))
+        result = _run_watched(job, list(args or ()), configuration, _keep_unless_closed(jobs, watch))
         if watch.closed:
             _end_quietly(jobs)
     if result.outcome is ScriptOutcome.INTERRUPTED:
@@ -67,16 +68,7 @@ def run(
         fail_no_job(job)
 
 
-def launch_configuration(options: LaunchOptions) -> Configuration:
-    try:
-        return options.to_configuration()
-    except LaunchOptionError as problem:
-        fail_usage(str(problem))
-
-
-def _run_watched(
-    job: Any, args: list[str], configuration: Configuration, jobs: SubmittedJobs, observer: Callable[..., Any]
-) -> ScriptResult:
+def _run_watched(job: Path, args: list[str], configuration: Configuration, observer: Callable[..., Any]) -> ScriptResult:
     try:
         with launched_with(configuration), observed_submissions(observer):
             return execute_job_file(job, args)
