@@ -8,12 +8,13 @@ active, sys.stdout and sys.stderr are GuardedStreams, and a closed reader is han
 1. It is noticed either by a write that raises BrokenPipeError, or, for a pipe or socket, by a watcher thread
    that polls the descriptor for the error the kernel reports when the last reader closes (a job that prints
    rarely, or prints from a place that bypasses sys.stdout, is ended all the same).
-2. The broken stream's file descriptor is pointed at /dev/null, so that later writes that bypass the guard —
-   `sys.__stdout__`, other processes sharing the descriptor, the interpreter's final flush — succeed silently.
-3. `on_close` runs on a thread of its own (never on the task thread that wrote, which it may need to cancel).
-4. From then on, a write to the broken stream from any other thread (a task's print sink, while it is being
+2. `on_close` runs on a thread of its own (never on the task thread that wrote, which it may need to cancel).
+3. From then on, a write through the guard from any other thread (a task's print sink, while it is being
    cancelled) is discarded; one from the main thread raises ClosedPipe, which ends the job file as SIGPIPE
-   ends a Unix tool.
+   ends a Unix tool. A write that bypasses the guard (`sys.stdout.buffer`, `sys.__stdout__`) still fails with
+   BrokenPipeError, and so still ends what made it.
+4. On leaving the watch, a broken stream's descriptor is pointed at /dev/null, so that the interpreter's final
+   flush of what is left in its buffer succeeds silently instead of printing a traceback.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class PipeWatch:
         self._lock = threading.Lock()
         self._closed = False
         self._saved: tuple[TextIO, TextIO] | None = None
+        self._streams: tuple[GuardedStream, ...] = ()
         self._watcher: threading.Thread | None = None
         self._wake_write: int | None = None
 
@@ -95,9 +97,20 @@ class PipeWatch:
         """Whether a reader of our output went away."""
         return self._closed
 
+    def check_now(self) -> bool:
+        """Look at both descriptors now, and handle a reader that went away as a failed write would. For when a
+        BrokenPipeError surfaced elsewhere (a write to `sys.stdout.buffer`, another process) and the watcher may
+        not have run yet. Returns `closed`."""
+        for stream in self._streams:
+            fd = _descriptor(stream)
+            if not stream.broken and fd is not None and _is_pipe_or_socket(fd) and _reader_gone(fd):
+                self._stream_broke(stream)
+        return self._closed
+
     def __enter__(self) -> "PipeWatch":
         self._saved = (sys.stdout, sys.stderr)
         stdout, stderr = (GuardedStream(stream, self._stream_broke) for stream in self._saved)
+        self._streams = (stdout, stderr)
         sys.stdout, sys.stderr = stdout, stderr  # type: ignore[assignment]
         self._start_watcher(stdout)
         return self
@@ -112,6 +125,9 @@ class PipeWatch:
             self._watcher.join(timeout=5)
         if self._wake_write is not None:
             os.close(self._wake_write)
+        for stream in self._streams:
+            if stream.broken:
+                _silence(stream)
         if self._saved is not None:
             sys.stdout, sys.stderr = self._saved
 
@@ -122,7 +138,6 @@ class PipeWatch:
             stream.broken = True
             first = not self._closed
             self._closed = True
-        _silence(stream)
         if first:
             logger.info("the reader of our output went away; cancelling the job")
             threading.Thread(target=self._on_close, name="fluvial-cli-output-closed", daemon=True).start()
@@ -166,6 +181,15 @@ def _descriptor(stream: GuardedStream) -> int | None:
         return None
 
 
+def _reader_gone(fd: int) -> bool:
+    """Whether the last reader of the pipe or socket `fd` has closed it, without waiting."""
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)
+    return any(events & _READER_GONE for _, events in poller.poll(0))
+
+
 def _is_pipe_or_socket(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
@@ -175,7 +199,7 @@ def _is_pipe_or_socket(fd: int) -> bool:
 
 
 def _silence(stream: GuardedStream) -> None:
-    """Point the broken stream's descriptor at /dev/null (step 2 of the module's protocol)."""
+    """Point the broken stream's descriptor at /dev/null (step 4 of the module's protocol)."""
     fd = _descriptor(stream)
     if fd is None:
         return

@@ -68,7 +68,7 @@ def plan(
             typer.echo(render(stream_graph, format), nl=False)
         except ClosedPipe:
             exit_with(ExitCode.PIPE_CLOSED)
-        if watch.closed:
+        if watch.check_now():
             exit_with(ExitCode.PIPE_CLOSED)
 
 

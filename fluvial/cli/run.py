@@ -58,7 +58,7 @@ def run(
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
         result = _run_watched(job, list(args or ()), configuration, _keep_unless_closed(jobs, watch))
-        if watch.closed:
+        if watch.check_now():
             _end_quietly(jobs)
     if result.outcome is ScriptOutcome.INTERRUPTED:
         jobs.cancel_running()

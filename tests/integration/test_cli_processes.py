@@ -110,3 +110,22 @@ def test_ctrl_c_cancels_the_running_job_and_exits_130(tmp_path):
     _, err = finish(process)
     assert process.returncode == 130
     assert err == "error: interrupted\n"
+
+
+@pytest.mark.timeout(60)
+def test_a_closed_pipe_met_outside_sys_stdout_still_ends_quietly(tmp_path):
+    """A write to sys.stdout.buffer bypasses the guard: its BrokenPipeError fails the file, and fluvial, seeing
+    that the reader is gone, ends as quietly as for any other write."""
+    body = """\
+env.from_collection([1]).print()
+env.execute()
+sys.stdout.flush()
+while True:
+    sys.stdout.buffer.write(b"raw bytes\\n" * 1000)
+"""
+    process = fluvial_process("run", job_file(tmp_path, body), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    process.stdout.readline()
+    process.stdout.close()
+    _, err = finish(process)
+    assert (process.returncode, err) == (141, "")

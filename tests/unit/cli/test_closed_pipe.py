@@ -1,5 +1,6 @@
-"""PipeWatch on a real pipe: writes pass while the reader is there; once it is gone the broken descriptor points
-at /dev/null, `on_close` runs once, other threads' writes are dropped and the main thread's raise ClosedPipe."""
+"""PipeWatch on a real pipe: writes pass while the reader is there; once it is gone `on_close` runs once, other
+threads' writes are dropped, the main thread's raise ClosedPipe, and on leaving the broken descriptor points at
+/dev/null."""
 
 from __future__ import annotations
 
@@ -87,11 +88,13 @@ def test_a_write_into_a_closed_pipe_closes_once_and_drops_other_threads_writes(p
         assert in_thread(lambda: sys.stdout.write("lost again\n")) == len("lost again\n")
         assert calls.done.wait(10)
         assert watch.closed
-        os.write(pipe.stream.fileno(), b"bypassing the guard")  # fd 1 of this stream now goes to /dev/null
         with pytest.raises(ClosedPipe):
             print("from the main thread")
         sys.stdout.flush()  # never raises: a flush has nothing of its own to lose
+        with pytest.raises(BrokenPipeError):
+            os.write(pipe.stream.fileno(), b"bypassing the guard fails, as it would without fluvial")
     assert calls.count == 1
+    os.write(pipe.stream.fileno(), b"after the watch")  # the descriptor goes to /dev/null: a final flush is silent
 
 
 @pytest.mark.timeout(20)
@@ -102,7 +105,7 @@ def test_the_watcher_notices_a_reader_that_goes_away_while_nothing_is_written(pi
         pipe.close_reader()
         assert calls.done.wait(10), "the watcher did not notice the closed pipe"
         assert watch.closed
-        os.write(pipe.stream.fileno(), b"silenced")
+    os.write(pipe.stream.fileno(), b"silenced")
 
 
 @pytest.mark.timeout(20)
@@ -127,3 +130,14 @@ def test_streams_without_a_descriptor_are_guarded_without_a_watcher(monkeypatch)
         assert "fluvial-cli-output-watch" not in {thread.name for thread in threading.enumerate()}
     assert captured.getvalue() == "kept\n"
     assert not watch.closed
+
+
+def test_check_now_sees_a_reader_gone_before_the_watcher_does(pipe_as_stdout, monkeypatch):
+    pipe = pipe_as_stdout()
+    monkeypatch.setattr(PipeWatch, "_start_watcher", lambda self, stream: None)  # no watcher: only check_now
+    calls = Calls()
+    with PipeWatch(calls) as watch:
+        assert not watch.check_now()
+        pipe.close_reader()
+        assert watch.check_now()
+        assert calls.done.wait(10)
