@@ -30,7 +30,7 @@ ParallelismOption = Annotated[
 ]
 PropertyOption = Annotated[
     list[str] | None,
-    typer.Option("-D", metavar="KEY=VALUE", help="Set a configuration key, e.g. -D state.backend.type=rocksdb. Repeatable."),
+    typer.Option("-D", metavar="KEY=VALUE", help="Set a configuration key, e.g. -D pipeline.name=etl. Repeatable."),
 ]
 SavepointOption = Annotated[
     str | None,
