@@ -22,6 +22,16 @@ env.execute("endless")
 """
 
 
+def run_like_head(job: Path, lines: int) -> tuple[list[str], int, str]:
+    """`fluvial run JOB | head -LINES`: read that many lines, close the pipe; the lines, exit code and stderr."""
+    process = fluvial_process("run", job, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    read = [process.stdout.readline() for _ in range(lines)]
+    process.stdout.close()
+    _, err = finish(process)
+    return read, process.returncode, err
+
+
 def finish(process: subprocess.Popen, timeout: float = 30) -> tuple[str, str]:
     try:
         return process.communicate(timeout=timeout)
@@ -66,14 +76,10 @@ def test_the_console_script_is_installed_and_answers():
     ],
 )
 def test_a_closed_pipe_ends_the_run_quietly_with_141_and_cancels_the_job(tmp_path, case, setup, pipeline):
-    job = job_file(tmp_path, ENDLESS.format(setup=setup, pipeline=pipeline))
-    process = fluvial_process("run", job, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None
-    assert [process.stdout.readline() for _ in range(3)] == ["0\n", "1\n", "2\n"]
-    process.stdout.close()  # what `head -3` does when it has its lines
-    _, err = finish(process)
+    lines, code, err = run_like_head(job_file(tmp_path, ENDLESS.format(setup=setup, pipeline=pipeline)), 3)
+    assert lines == ["0\n", "1\n", "2\n"]
     assert err == ""
-    assert process.returncode == 141  # 128 + SIGPIPE, as a shell reports a tool that SIGPIPE ended
+    assert code == 141  # 128 + SIGPIPE, as a shell reports a tool that SIGPIPE ended
 
 
 @pytest.mark.timeout(60)
@@ -89,12 +95,8 @@ try:
 except Exception:  # a job file's catch-all does not keep it writing into nothing
     pass
 """
-    process = fluvial_process("run", job_file(tmp_path, body), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None
-    process.stdout.readline()
-    process.stdout.close()
-    _, err = finish(process)
-    assert (process.returncode, err) == (141, "")
+    _, code, err = run_like_head(job_file(tmp_path, body), 1)
+    assert (code, err) == (141, "")
 
 
 @pytest.mark.timeout(60)
@@ -123,9 +125,5 @@ sys.stdout.flush()
 while True:
     sys.stdout.buffer.write(b"raw bytes\\n" * 1000)
 """
-    process = fluvial_process("run", job_file(tmp_path, body), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None
-    process.stdout.readline()
-    process.stdout.close()
-    _, err = finish(process)
-    assert (process.returncode, err) == (141, "")
+    _, code, err = run_like_head(job_file(tmp_path, body), 1)
+    assert (code, err) == (141, "")
