@@ -1,18 +1,32 @@
 # The two commands a newcomer runs: `make demo` and `make test`. Both build .venv from scratch if missing.
+#
+# Installing prints one line per step; pip's own output goes to .venv/install.log and is shown only when a
+# step fails. Exact versions come from constraints.txt (CI is reproducible); pyproject.toml keeps ranges.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOG := $(VENV)/install.log
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+
+# `$(QUIETLY) command...`: run the command with its output appended to the log; on failure show the log's tail.
+QUIETLY = sh -c 'log="$$1"; shift; "$$@" >>"$$log" 2>&1 && exit 0; status=$$?; \
+	echo "    failed (exit $$status); the end of $$log:"; tail -n 40 "$$log"; exit $$status' quietly $(LOG)
 
 .PHONY: demo test bench clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "==> installing pip and setuptools"
+	@$(QUIETLY) $(PIP) install -c constraints.txt --upgrade pip setuptools
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
-	touch $(STAMP)
+# No build isolation: setuptools comes from constraints.txt too, and no throwaway build environment is made.
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	@echo "==> installing fluvial and its dependencies (pinned by constraints.txt; log: $(LOG))"
+	@$(QUIETLY) $(PIP) install -c constraints.txt --no-build-isolation -e '.[test]'
+	@touch $(STAMP)
+	@echo "==> $(VENV) is ready"
 
 demo: $(STAMP)
 	$(BIN)/python examples/word_count.py

@@ -189,8 +189,8 @@ class TaskManager:
             if state.is_terminal and self._tasks.get(key) is task:
                 del self._tasks[key]
             gateway = self._job_masters.get(spec.job_id)
-        if state is ExecutionState.FAILED:
-            logger.warning("%s (attempt %d) failed in operator '%s': %s", task.name, spec.attempt,
+        if state is ExecutionState.FAILED:  # the JobMaster logs the failure with what it decided
+            logger.info("%s (attempt %d) failed in operator '%s': %s", task.name, spec.attempt,
                            failure.operator_name if failure else "?", failure.error if failure else "")
         if gateway is not None:
             gateway.update_task_execution_state(TaskExecutionState(

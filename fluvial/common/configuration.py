@@ -2,8 +2,12 @@
 
 Users set string keys (`parallelism.default`, `taskmanager.numberOfTaskSlots`, ...) as in Flink. Each key we
 understand is declared once in OPTIONS with its parser and default; code deep in the engine reads typed
-dataclasses built from here, never raw strings. A key in one of our own namespaces that we do not know, or a
-near-miss of a known key, is an error naming the closest known key — a typo must not silently do nothing.
+dataclasses built from here, never raw strings.
+
+No silent configuration: a key fluvial accepts does what it says. Setting any other key is an error at once —
+a Flink key fluvial does not implement yet (UNSUPPORTED) names what to do instead, a near-miss of a known key
+names that key, and any other unknown key says it would do nothing. A Flink program that sets a key fluvial
+ignores would otherwise run, and silently behave differently from what its author asked for.
 """
 
 from __future__ import annotations
@@ -47,6 +51,20 @@ def _runtime_mode(raw: str) -> str:
     return value
 
 
+def check_buffer_timeout(timeout_ms: int) -> int:
+    """Flink's buffer timeout bounds how long a record may wait in a partly filled output buffer. fluvial hands
+    every batch to its channel as soon as an operator chain produced it, so any bound >= 0 holds; -1 (send
+    only full buffers, for throughput) is a mode fluvial does not have, and refused rather than ignored."""
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+        raise ConfigurationError(f"the buffer timeout must be an integer number of milliseconds, got {timeout_ms!r}")
+    if timeout_ms < 0:
+        raise ConfigurationError(
+            f"buffer timeout {timeout_ms} is not supported: fluvial always sends a batch as soon as it is produced "
+            "and has no 'flush only full buffers' mode (-1); use a timeout >= 0 (any bound holds) or leave it unset"
+        )
+    return timeout_ms
+
+
 def _one_of(*choices: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         value = raw.strip().lower()
@@ -79,7 +97,8 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
         ConfigOption("execution.target", _one_of("local", "embedded", "ray"), "local", "where jobs run"),
-        ConfigOption("execution.buffer-timeout", _parse_duration_ms, 100, "flush of partly filled buffers"),
+        ConfigOption("execution.buffer-timeout", lambda raw: check_buffer_timeout(_parse_duration_ms(raw)), 100,
+                     "longest wait of a record in a partly filled buffer (always met: batches go out at once)"),
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
         ConfigOption("execution.savepoint.path", str, None, "restore from this savepoint"),
         ConfigOption("state.backend.type", _one_of("hashmap", "rocksdb"), "hashmap", "state backend"),
@@ -104,8 +123,6 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("heartbeat.interval", _parse_duration_ms, 10_000, "TaskManager heartbeat interval"),
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
                      "a TaskManager silent this long is lost"),
-        ConfigOption("rest.port", int, 8081, "dashboard port"),
-        ConfigOption("rest.bind-address", str, "127.0.0.1", "dashboard address"),
         ConfigOption("receiver.block-interval", _parse_duration_ms, 200, "receiver block interval"),
         ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
         ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
@@ -124,7 +141,56 @@ def _register_restart_strategy_keys() -> None:
         OPTIONS.setdefault(key, ConfigOption(key, str, None, "restart strategy"))
 
 
-# Namespaces that are ours alone: an unknown key here is certainly a mistake.
+@dataclass(frozen=True, slots=True)
+class UnsupportedOption:
+    """A Flink key (and the keys under it), or a namespace (ending in '.'), that fluvial does not implement yet,
+    with what to do instead. Setting one is an error carrying `instead`; a key moves to OPTIONS when it works."""
+
+    key: str
+    instead: str
+
+    def matches(self, key: str) -> bool:
+        namespace = self.key if self.key.endswith(".") else self.key + "."
+        return key == self.key or key.startswith(namespace)
+
+
+_NO_WEB = ("fluvial has no REST API or web dashboard yet. Remove the key; `fluvial plan JOB.py` shows a job's "
+           "graph, and the job's output and logs show its progress")
+_NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
+
+UNSUPPORTED: tuple[UnsupportedOption, ...] = (
+    UnsupportedOption("rest.", _NO_WEB),
+    UnsupportedOption("web.", _NO_WEB),
+    UnsupportedOption("metrics.", "fluvial reports no metrics yet (no reporters, no Prometheus endpoint). Remove "
+                                  "the key; the JobExecutionResult of env.execute() gives a job's run time "
+                                  "(get_net_runtime())"),
+    UnsupportedOption("execution.checkpointing.externalized-checkpoint-retention",
+                      "fluvial keeps a job's retained checkpoints when the job ends, as RETAIN_ON_CANCELLATION "
+                      "does, and cannot delete them on cancellation yet. Remove the key"),
+    UnsupportedOption("execution.checkpointing.unaligned",
+                      "fluvial always aligns checkpoint barriers. Remove the key, or set "
+                      "execution.checkpointing.mode: at_least_once if alignment is too slow under backpressure"),
+    UnsupportedOption("state.backend.incremental",
+                      "set it in code: env.set_state_backend(EmbeddedRocksDBStateBackend("
+                      "enable_incremental_checkpointing=...)); incremental is that backend's default"),
+    UnsupportedOption("state.backend.rocksdb.",
+                      "configure EmbeddedRocksDBStateBackend in code (e.g. set_db_storage_paths) and pass it to "
+                      "env.set_state_backend"),
+    UnsupportedOption("taskmanager.memory.", "fluvial does not size TaskManager memory yet. Remove the key"),
+    UnsupportedOption("jobmanager.memory.", "fluvial does not size JobManager memory yet. Remove the key"),
+    UnsupportedOption("python.", "fluvial runs Python functions in its own tasks, with no separate Python worker "
+                                 "to tune. Remove the key"),
+    UnsupportedOption("pipeline.jars", _NO_JVM),
+    UnsupportedOption("pipeline.classpaths", _NO_JVM),
+)
+
+
+def unsupported_option(key: str) -> UnsupportedOption | None:
+    """The UNSUPPORTED entry `key` falls under, if any."""
+    return next((option for option in UNSUPPORTED if option.matches(key)), None)
+
+
+# Namespaces that are ours alone: an unknown key here is listed with the keys we know in it.
 _OWN_NAMESPACES = ("local.", "receiver.")
 
 
@@ -231,7 +297,7 @@ class Configuration:
 
 
 def check_key(key: str) -> None:
-    """Reject a key in our own namespaces that we do not know, and near-misses of known keys."""
+    """Reject every key fluvial does not know, so that no setting is accepted and then silently ignored."""
     if not isinstance(key, str) or not key:
         raise ConfigurationError(f"a configuration key must be a non-empty string, got {key!r}")
     if key in OPTIONS:
@@ -240,11 +306,19 @@ def check_key(key: str) -> None:
         _register_restart_strategy_keys()  # loaded on first use: most jobs never name a restart strategy
         if key in OPTIONS:
             return
+    unsupported = unsupported_option(key)
+    if unsupported is not None:
+        raise ConfigurationError(f"configuration key '{key}' is not supported by fluvial yet: {unsupported.instead}")
+    raise ConfigurationError(f"unknown configuration key '{key}': {_unknown_key_hint(key)}")
+
+
+def _unknown_key_hint(key: str) -> str:
     import difflib
 
     close = difflib.get_close_matches(key, OPTIONS, n=1, cutoff=0.85)
-    if close or key.startswith(_OWN_NAMESPACES):
-        hint = f"did you mean '{close[0]}'?" if close else "known keys: " + ", ".join(
-            k for k in OPTIONS if k.startswith(_OWN_NAMESPACES)
-        )
-        raise ConfigurationError(f"unknown configuration key '{key}': {hint}")
+    if close:
+        return f"did you mean '{close[0]}'?"
+    if key.startswith(_OWN_NAMESPACES):
+        return "known keys: " + ", ".join(k for k in OPTIONS if k.startswith(_OWN_NAMESPACES))
+    return ("fluvial does not know it, so it would do nothing. Remove it; the keys fluvial knows are listed in "
+            "README.md (Configuration) and in fluvial.common.configuration.OPTIONS")

@@ -5,14 +5,43 @@ Within a process records are never serialized; only buffers crossing a process b
 
 from __future__ import annotations
 
+import io
 import pickle
 from typing import Any
 
+_code_pickler: Any = None
+
+
+def _pickler_class() -> Any:
+    """cloudpickle's Pickler, except that functions keep the file they were written in: cloudpickle replaces it
+    with "<dynamic-code>", and then a user's traceback from a TaskManager process names no file of theirs."""
+    global _code_pickler
+    if _code_pickler is None:
+        import types
+        from collections import ChainMap
+
+        import cloudpickle
+        from cloudpickle import cloudpickle as implementation
+
+        reduce_code = getattr(implementation, "_code_reduce", None)
+
+        def code_keeping_filename(code: types.CodeType) -> Any:
+            constructor, args = reduce_code(code)
+            return constructor, tuple(code.co_filename if arg == "<dynamic-code>" else arg for arg in args)
+
+        class CodePickler(cloudpickle.Pickler):
+            if reduce_code is not None:  # a cloudpickle without it keeps its own rule
+                dispatch_table = ChainMap({types.CodeType: code_keeping_filename}, cloudpickle.Pickler.dispatch_table)
+
+        _code_pickler = CodePickler
+    return _code_pickler
+
 
 def dumps_code(obj: Any) -> bytes:
-    import cloudpickle  # imported lazily: in-process jobs never pay for it
-
-    return cloudpickle.dumps(obj, protocol=5)
+    """cloudpickle bytes of `obj` (imported lazily: in-process jobs never pay for it)."""
+    buffer = io.BytesIO()
+    _pickler_class()(buffer, protocol=5).dump(obj)
+    return buffer.getvalue()
 
 
 def loads_code(data: bytes) -> Any:

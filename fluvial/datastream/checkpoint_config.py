@@ -13,6 +13,7 @@ checkpoints, one checkpoint at a time, no tolerated failures, one retained check
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError
@@ -88,40 +89,41 @@ class CheckpointConfig:
     DEFAULT_MAX_CONCURRENT_CHECKPOINTS = 1
 
     def __init__(self, configuration: Configuration | None = None) -> None:
-        """`configuration` supplies Flink's keys (`execution.checkpointing.interval`, `.mode`, `.timeout`,
-        `.min-pause`, `.max-concurrent-checkpoints`, `.tolerable-failed-checkpoints`, `state.checkpoints.dir`,
-        `state.checkpoints.num-retained`); setters called later win."""
-        configuration = configuration if configuration is not None else Configuration()
+        """`configuration` supplies Flink's keys (see `configure`); setters called later win."""
         self._interval = -1
         self._mode = self.DEFAULT_MODE
         self._timeout = self.DEFAULT_TIMEOUT
         self._min_pause = self.DEFAULT_MIN_PAUSE_BETWEEN_CHECKPOINTS
         self._max_concurrent = self.DEFAULT_MAX_CONCURRENT_CHECKPOINTS
         self._tolerable_failures = 0
-        self._num_retained = int(configuration.get("state.checkpoints.num-retained"))
+        self._num_retained = 1
         self._storage: CheckpointStorage | None = None
         self._retention = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
         self._aligned_checkpoint_timeout = Duration(0)
-        interval = configuration.get("execution.checkpointing.interval")
-        if interval is not None:
-            self.set_checkpoint_interval(interval)
-        directory = configuration.get("state.checkpoints.dir")
-        if directory:
-            self.set_checkpoint_storage_dir(directory)
-        keys = configuration.keys()
-        if "execution.checkpointing.mode" in keys:
-            mode = configuration.get("execution.checkpointing.mode")
-            self.set_checkpointing_mode(
-                CheckpointingMode.AT_LEAST_ONCE if mode == "at_least_once" else CheckpointingMode.EXACTLY_ONCE)
-        if "execution.checkpointing.timeout" in keys:
-            self.set_checkpoint_timeout(configuration.get("execution.checkpointing.timeout"))
-        if "execution.checkpointing.min-pause" in keys:
-            self.set_min_pause_between_checkpoints(configuration.get("execution.checkpointing.min-pause"))
-        if "execution.checkpointing.max-concurrent-checkpoints" in keys:
-            self.set_max_concurrent_checkpoints(configuration.get("execution.checkpointing.max-concurrent-checkpoints"))
-        if "execution.checkpointing.tolerable-failed-checkpoints" in keys:
-            self.set_tolerable_checkpoint_failure_number(
-                configuration.get("execution.checkpointing.tolerable-failed-checkpoints"))
+        if configuration is not None:
+            self.configure(configuration)
+
+    def configure(self, configuration: Configuration) -> CheckpointConfig:
+        """Apply the checkpointing keys `configuration` sets (`execution.checkpointing.interval`, `.mode`,
+        `.timeout`, `.min-pause`, `.max-concurrent-checkpoints`, `.tolerable-failed-checkpoints`,
+        `state.checkpoints.dir`, `state.checkpoints.num-retained`), each through its setter; keys it does not
+        set keep their values (Flink's `CheckpointConfig.configure`)."""
+        keys = configuration.key_set()
+
+        def apply(key: str, setter: Callable[[Any], Any]) -> None:
+            if key in keys:
+                setter(configuration.get(key))
+
+        apply("execution.checkpointing.interval", self.set_checkpoint_interval)
+        apply("state.checkpoints.dir", lambda directory: directory and self.set_checkpoint_storage_dir(directory))
+        apply("state.checkpoints.num-retained", self.set_num_retained)
+        apply("execution.checkpointing.mode", lambda mode: self.set_checkpointing_mode(
+            CheckpointingMode.AT_LEAST_ONCE if mode == "at_least_once" else CheckpointingMode.EXACTLY_ONCE))
+        apply("execution.checkpointing.timeout", self.set_checkpoint_timeout)
+        apply("execution.checkpointing.min-pause", self.set_min_pause_between_checkpoints)
+        apply("execution.checkpointing.max-concurrent-checkpoints", self.set_max_concurrent_checkpoints)
+        apply("execution.checkpointing.tolerable-failed-checkpoints", self.set_tolerable_checkpoint_failure_number)
+        return self
 
     # -- interval and mode --------------------------------------------------------------------------------------
 
@@ -243,10 +245,20 @@ class CheckpointConfig:
     def set_externalized_checkpoint_retention(
         self, retention_mode: ExternalizedCheckpointRetention
     ) -> CheckpointConfig:
+        """fluvial never deletes a job's retained checkpoints when the job ends, however it ends: they stay in
+        the checkpoint directory, as RETAIN_ON_CANCELLATION promises. So RETAIN_ON_CANCELLATION (and the
+        default) are honoured, and DELETE_ON_CANCELLATION, which fluvial cannot do yet, is refused."""
         if not isinstance(retention_mode, ExternalizedCheckpointRetention):
             raise InvalidJobError(
                 f"retention must be an ExternalizedCheckpointRetention (DELETE_ON_CANCELLATION, "
                 f"RETAIN_ON_CANCELLATION or NO_EXTERNALIZED_CHECKPOINTS), got {retention_mode!r}"
+            )
+        if retention_mode is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION:
+            raise InvalidJobError(
+                "ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION is not supported yet: fluvial keeps a "
+                "job's retained checkpoints in its checkpoint directory when the job is cancelled. Use "
+                "RETAIN_ON_CANCELLATION (what fluvial does) and delete the directory yourself when it is no "
+                "longer needed"
             )
         self._retention = retention_mode
         return self

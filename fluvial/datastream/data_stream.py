@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from fluvial.common.configuration import check_buffer_timeout
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.lazy_names import lazy_names
 from fluvial.datastream import transformations as t
@@ -136,7 +137,8 @@ class DataStream(_TransformationHandle):
         return self.set_max_parallelism(1)
 
     def set_buffer_timeout(self, timeout_millis: int) -> "DataStream":
-        """Accepted for compatibility: buffers here flush per batch, so there is no timeout to wait for."""
+        """Any bound >= 0 holds: buffers here go out per batch, with no timeout to wait for; -1 is refused."""
+        check_buffer_timeout(timeout_millis)
         return self
 
     # -- one-input operators ------------------------------------------------------------------------------------

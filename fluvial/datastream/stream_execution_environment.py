@@ -13,7 +13,7 @@ import logging
 import os
 from typing import Any, Callable, Iterable
 
-from fluvial.common.configuration import Configuration
+from fluvial.common.configuration import Configuration, check_buffer_timeout
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.execution_config import ExecutionConfig
 from fluvial.datastream import transformations as t
@@ -28,23 +28,22 @@ execution_interceptor: contextvars.ContextVar[Callable[[Any, Callable[[Any], Any
     contextvars.ContextVar("execution_interceptor", default=None)
 )
 
+# The configuration a launcher gives every environment the job creates (Flink's context environment): `fluvial run
+# -p 4 -D key=value -s PATH` sets it. An environment starts from it; the job's own Configuration, passed to
+# `get_execution_environment(config)` or `configure(config)`, and its setters override it, as in Flink.
+context_configuration: contextvars.ContextVar[Configuration | None] = contextvars.ContextVar(
+    "context_configuration", default=None
+)
+
 
 class StreamExecutionEnvironment:
     _default_local_parallelism: int | None = None  # Flink's static default for local environments
 
     def __init__(self, configuration: Configuration | None = None) -> None:
-        self._configuration = Configuration(configuration) if configuration is not None else Configuration()
-        self._configuration.validate()
+        self._configuration = Configuration()
         self._config = ExecutionConfig()
-        parallelism = self._configuration.get("parallelism.default")
-        if parallelism is not None:
-            self._config.set_parallelism(parallelism)
-        max_parallelism = self._configuration.get("pipeline.max-parallelism")
-        if max_parallelism is not None:
-            self._config.set_max_parallelism(max_parallelism)
-        self._config.set_auto_watermark_interval(self._configuration.get("pipeline.auto-watermark-interval"))
-        self._chaining_enabled = bool(self._configuration.get("pipeline.operator-chaining.enabled"))
-        self._buffer_timeout = int(self._configuration.get("execution.buffer-timeout"))
+        self._chaining_enabled = True
+        self._buffer_timeout = 100  # Flink's default; kept for get_buffer_timeout (batches never wait for it)
         self._slot_sharing_groups: dict[str, Any] = {}
         self._checkpoint_config: Any = None
         self._state_backend: Any = None
@@ -52,6 +51,9 @@ class StreamExecutionEnvironment:
         self._transformations: dict[int, t.Transformation] = {}
         self._pending_sinks: list[int] = []
         self._next_id = 1
+        for layer in (context_configuration.get(), configuration):
+            if layer is not None:
+                self.configure(layer)
 
     @staticmethod
     def get_execution_environment(configuration: Configuration | None = None) -> "StreamExecutionEnvironment":
@@ -66,8 +68,24 @@ class StreamExecutionEnvironment:
         return self._configuration
 
     def configure(self, configuration: Configuration) -> None:
+        """Take every key `configuration` sets; the job-wide ones among them (parallelism, max parallelism,
+        watermark interval, chaining) apply at once, overriding earlier settings, as Flink's `configure` does.
+        Keys it does not set keep their values."""
         configuration.validate()
         self._configuration.add_all(configuration)
+        keys = configuration.key_set()
+        if "parallelism.default" in keys:
+            self._config.set_parallelism(configuration.get("parallelism.default"))
+        if "pipeline.max-parallelism" in keys:
+            self._config.set_max_parallelism(configuration.get("pipeline.max-parallelism"))
+        if "pipeline.auto-watermark-interval" in keys:
+            self._config.set_auto_watermark_interval(configuration.get("pipeline.auto-watermark-interval"))
+        if "pipeline.operator-chaining.enabled" in keys:
+            self._chaining_enabled = bool(configuration.get("pipeline.operator-chaining.enabled"))
+        if "execution.buffer-timeout" in keys:
+            self._buffer_timeout = check_buffer_timeout(int(configuration.get("execution.buffer-timeout")))
+        if self._checkpoint_config is not None:
+            self._checkpoint_config.configure(configuration)
 
     def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
         self._config.set_parallelism(parallelism)
@@ -134,12 +152,8 @@ class StreamExecutionEnvironment:
         return True
 
     def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
-        """Flink's flush interval of partly filled buffers. fluvial's chains hand over a buffer as soon as a
-        source poll or an operator produced it, so no buffer waits for this timeout: it is kept for
-        `get_buffer_timeout` only. -1 (flush only when full) and 0 (flush every record) are accepted."""
-        if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) or timeout_millis < -1:
-            raise InvalidJobError(f"buffer timeout must be an integer >= -1 ms, got {timeout_millis!r}")
-        self._buffer_timeout = timeout_millis
+        """Any bound >= 0 holds: batches go to their channels as soon as they are produced; -1 is refused."""
+        self._buffer_timeout = check_buffer_timeout(timeout_millis)
         return self
 
     def get_buffer_timeout(self) -> int:

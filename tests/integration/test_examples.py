@@ -59,7 +59,7 @@ def test_word_count_reads_a_file_given_as_argument(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_word_count_under_fluvial_run_matches_plain_python(tmp_path):
-    done = run_python("-m", "fluvial.cli", "run", EXAMPLES / "word_count.py", cwd=tmp_path)
+    done = run_python("-m", "fluvial", "run", EXAMPLES / "word_count.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     counts = expected_word_counts(WORDS)
     assert parse_table(done.stdout) == sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
@@ -67,7 +67,7 @@ def test_word_count_under_fluvial_run_matches_plain_python(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_word_count_plan_shows_the_hash_exchange_without_running(tmp_path):
-    done = run_python("-m", "fluvial.cli", "plan", EXAMPLES / "word_count.py", "--format", "json", cwd=tmp_path)
+    done = run_python("-m", "fluvial", "plan", "--format", "json", EXAMPLES / "word_count.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert [v["name"] for v in plan["vertices"]] == [
@@ -104,7 +104,7 @@ def test_slot_sharing_prints_three_vertices_in_three_groups_then_runs(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_slot_sharing_plan_through_the_cli(tmp_path):
-    done = run_python("-m", "fluvial.cli", "plan", EXAMPLES / "slot_sharing.py", "-f", "dot", cwd=tmp_path)
+    done = run_python("-m", "fluvial", "plan", "-f", "dot", EXAMPLES / "slot_sharing.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith('digraph "slot sharing groups" {')
     assert done.stdout.count("subgraph cluster_") == 3
@@ -122,7 +122,7 @@ def test_keyed_state_counts_every_reading_of_every_gauge(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_keyed_state_with_an_uneven_count_under_fluvial_run(tmp_path):
-    done = run_python("-m", "fluvial.cli", "run", EXAMPLES / "keyed_state.py", "12", cwd=tmp_path)
+    done = run_python("-m", "fluvial", "run", EXAMPLES / "keyed_state.py", "12", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = dict(re.findall(r"^\s+([a-z-]+)\s+(\d+)$", done.stdout, re.MULTILINE))
     # reading n goes to gauge n % 5: 1..12 gives gauges 1 and 2 three readings, the others two

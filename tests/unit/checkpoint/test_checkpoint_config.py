@@ -155,11 +155,21 @@ def test_externalized_retention_and_its_1x_names():
     config = CheckpointConfig()
     assert not config.is_externalized_checkpoints_enabled()
     assert config.get_externalized_checkpoint_cleanup() is None
-    config.enable_externalized_checkpoints(ExternalizedCheckpointCleanup.DELETE_ON_CANCELLATION)
+    config.enable_externalized_checkpoints(ExternalizedCheckpointCleanup.RETAIN_ON_CANCELLATION)
     assert config.is_externalized_checkpoints_enabled()
-    assert config.get_externalized_checkpoint_retention() is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION
+    assert config.get_externalized_checkpoint_retention() is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
     with pytest.raises(InvalidJobError, match="ExternalizedCheckpointRetention"):
         config.set_externalized_checkpoint_retention("RETAIN")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setter", ["set_externalized_checkpoint_retention", "enable_externalized_checkpoints"])
+def test_delete_on_cancellation_is_refused_until_fluvial_deletes_checkpoints(setter):
+    """fluvial keeps checkpoints when a job is cancelled (tests/integration/test_checkpoint_retention.py), so a
+    promise to delete them would be silently broken."""
+    config = CheckpointConfig()
+    with pytest.raises(InvalidJobError, match="DELETE_ON_CANCELLATION is not supported yet.*Use RETAIN_ON_CANCELLATION"):
+        getattr(config, setter)(ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION)
+    assert config.get_externalized_checkpoint_retention() is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
 
 
 def test_fail_on_checkpointing_errors_maps_to_the_tolerance():

@@ -1,29 +1,14 @@
-"""The `fluvial` command line (`run`, `plan`, `--version`) and the plan renderings behind `plan`."""
+"""`fluvial plan` (and `--version`), and the plan renderings behind it."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-import pytest
-from typer.testing import CliRunner
 
 import fluvial
-from fluvial.cli import app
 from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.datastream.stream_execution_environment import execution_interceptor
+from fluvial.datastream.stream_execution_environment import context_configuration, execution_interceptor
 from fluvial.graph.plan_render import render_dot, render_json, render_text
-
-runner = CliRunner()
-
-HEADER = """\
-import sys
-from fluvial.datastream import StreamExecutionEnvironment
-env = StreamExecutionEnvironment.get_execution_environment()
-"""
+from tests.unit.cli.helpers import invoke, job_file
 
 # Source(1) -rebalance-> Map(2) -hash-> Keyed Reduce(2) -> Print(2): three vertices.
 KEYED_JOB = """\
@@ -35,17 +20,6 @@ env.set_parallelism(2)
     .print())
 env.execute("keyed job")
 """
-
-
-def job_file(tmp_path: Path, body: str, name: str = "job.py") -> Path:
-    """A job file: the header (imports and `env`), then `body`."""
-    path = tmp_path / name
-    path.write_text(HEADER + textwrap.dedent(body))
-    return path
-
-
-def invoke(*args: str):
-    return runner.invoke(app, [str(arg) for arg in args])
 
 
 # -- --version ------------------------------------------------------------------------------------------------------
@@ -75,7 +49,7 @@ def test_plan_text_names_vertices_ship_strategies_chain_breaks_and_slots(tmp_pat
 
 
 def test_plan_json_is_a_document_of_vertices_edges_and_slots(tmp_path):
-    result = invoke("plan", job_file(tmp_path, KEYED_JOB), "--format", "json")
+    result = invoke("plan", "--format", "json", job_file(tmp_path, KEYED_JOB))
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     assert plan["job_name"] == "keyed job"
@@ -96,7 +70,7 @@ def test_plan_json_is_a_document_of_vertices_edges_and_slots(tmp_path):
 
 
 def test_plan_dot_is_a_digraph_with_boxes_and_labelled_edges(tmp_path):
-    result = invoke("plan", job_file(tmp_path, KEYED_JOB), "-f", "dot")
+    result = invoke("plan", "-f", "dot", job_file(tmp_path, KEYED_JOB))
     assert result.exit_code == 0, result.output
     dot = result.stdout
     assert dot.startswith('digraph "keyed job" {')
@@ -108,7 +82,7 @@ def test_plan_dot_is_a_digraph_with_boxes_and_labelled_edges(tmp_path):
 
 
 def test_plan_flink_format_is_the_stream_graph_execution_plan(tmp_path):
-    result = invoke("plan", job_file(tmp_path, KEYED_JOB), "--format", "flink")
+    result = invoke("plan", "--format", "flink", job_file(tmp_path, KEYED_JOB))
     assert result.exit_code == 0, result.output
     nodes = json.loads(result.stdout)["nodes"]
     assert [node["contents"] for node in nodes] == [
@@ -159,7 +133,7 @@ env.set_parallelism(3)
 ds = env.from_collection([1, 2, 3]).map(lambda x: x * 2).name("Double")
 print(list(ds.execute_and_collect()))
 """
-    result = invoke("plan", job_file(tmp_path, body), "-f", "json")
+    result = invoke("plan", "-f", "json", job_file(tmp_path, body))
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     assert [v["name"] for v in plan["vertices"]] == ["Source: Collection Source", "Double -> Collect Sink"]
@@ -222,155 +196,29 @@ def test_plan_leaves_the_interceptor_as_it_found_it(tmp_path):
     assert execution_interceptor.get() is None
 
 
-# -- run ----------------------------------------------------------------------------------------------------------
-
-
-def test_run_executes_the_job_file_as_main_with_its_arguments(tmp_path):
-    body = """\
-if __name__ == "__main__":
-    print("argv:", sys.argv[1:])
-    env.from_collection(["river", "stream"]).map(str.upper).print()
-    env.execute()
-"""
-    saved_argv = list(sys.argv)
-    result = invoke("run", job_file(tmp_path, body), "one", "--two", "-3")
-    assert result.exit_code == 0, result.output
-    assert "argv: ['one', '--two', '-3']" in result.stdout
-    assert "RIVER\n" in result.stdout and "STREAM\n" in result.stdout
-    assert sys.argv == saved_argv
-
-
-def test_run_passes_options_after_a_double_dash(tmp_path):
+def test_plan_takes_parallelism_and_properties_before_the_job_file(tmp_path):
     body = """\
 print("argv:", sys.argv[1:])
-env.from_collection([1]).print()
+env.from_collection([1]).map(lambda x: x).name("Work").print()
 env.execute()
 """
-    result = invoke("run", job_file(tmp_path, body), "--", "--help")
+    result = invoke("plan", "-p", "3", "-D", "pipeline.name=Named By D", job_file(tmp_path, body), "-p", "7")
     assert result.exit_code == 0, result.output
-    assert "argv: ['--help']" in result.stdout
+    assert "Job: Named By D" in result.stdout
+    assert "[2] Work -> Print to Std. Out\n      parallelism: 3" in result.stdout
+    assert "argv: ['-p', '7']" in result.stderr  # the job's own prints go to stderr under `plan`
 
 
-def test_run_can_import_modules_next_to_the_job_file(tmp_path):
-    (tmp_path / "helpers_for_cli_test.py").write_text("def shout(s):\n    return s.upper() + '!'\n")
-    body = """\
-from helpers_for_cli_test import shout
-print(shout("hello"))
-env.from_collection([1]).print()
-env.execute()
-"""
-    result = invoke("run", job_file(tmp_path, body))
-    assert result.exit_code == 0, result.output
-    assert "HELLO!" in result.stdout
+def test_plan_leaves_the_launch_configuration_as_it_found_it(tmp_path):
+    invoke("plan", "-p", "2", job_file(tmp_path, KEYED_JOB))
+    assert context_configuration.get() is None
 
 
-def test_run_counts_execute_and_collect_as_a_job(tmp_path):
-    body = """\
-print(sorted(env.from_collection([3, 1, 2]).map(lambda x: x * 10).execute_and_collect()))
-"""
-    result = invoke("run", job_file(tmp_path, body))
-    assert result.exit_code == 0, result.output
-    assert "[10, 20, 30]" in result.stdout
-    assert "defined no job" not in result.output
-
-
-def test_run_of_a_file_without_a_job_is_a_usage_error(tmp_path):
-    result = invoke("run", job_file(tmp_path, "print('no pipeline here')\n", name="lazy.py"))
-    assert result.exit_code == 2
-    assert "no pipeline here" in result.stdout
-    assert "lazy.py defined no job: it never called env.execute()" in result.stderr
-
-
-@pytest.mark.parametrize("command", ["run", "plan"])
-def test_a_missing_job_file_is_a_usage_error(tmp_path, command):
-    result = invoke(command, tmp_path / "nowhere.py")
-    assert result.exit_code == 2
-    assert "error: job file" in result.stderr
-    assert "nowhere.py' does not exist" in result.stderr
-
-
-def test_a_directory_is_not_a_job_file(tmp_path):
-    result = invoke("run", tmp_path)
-    assert result.exit_code == 2
-    assert "is not a file" in result.stderr
-
-
-def test_a_failing_job_exits_1_naming_the_operator_with_the_users_traceback(tmp_path):
-    body = """\
-def explode(x):
-    if x == 3:
-        raise ValueError("bad record 3")
-    return x
-env.from_collection([1, 2, 3, 4]).map(explode).name("Explode").print()
-env.execute("failing job")
-print("unreachable")
-"""
-    result = invoke("run", job_file(tmp_path, body, name="failing.py"))
+def test_plan_of_a_failing_file_reports_it_and_exits_1(tmp_path):
+    result = invoke("plan", job_file(tmp_path, "raise KeyError('no input')\n", name="bad.py"))
     assert result.exit_code == 1
-    err = result.stderr
-    assert err.startswith("error: Job 'failing job'")
-    assert "operator 'Explode'" in err
-    assert "Caused by:" in err
-    assert 'failing.py", line 6, in explode' in err
-    assert "ValueError: bad record 3" in err
-    assert "fluvial/runtime" not in err  # the engine's frames are left out
-    assert "unreachable" not in result.stdout
-
-
-def test_a_script_error_exits_1_with_a_traceback_starting_at_the_job_file(tmp_path):
-    body = """\
-env.from_collection([1]).print()
-raise RuntimeError("config missing")
-"""
-    result = invoke("run", job_file(tmp_path, body, name="broken.py"))
-    assert result.exit_code == 1
-    assert "RuntimeError: config missing" in result.stderr
-    assert 'broken.py", line 5, in <module>' in result.stderr
-    assert "runpy" not in result.stderr and "cli.py" not in result.stderr
-
-
-def test_a_script_exit_code_is_kept(tmp_path):
-    result = invoke("run", job_file(tmp_path, "import sys\nsys.exit(3)\n"))
-    assert result.exit_code == 3
-
-
-def test_a_script_exit_with_a_message_exits_1_and_prints_it(tmp_path):
-    result = invoke("run", job_file(tmp_path, "import sys\nsys.exit('usage: job.py N')\n"))
-    assert result.exit_code == 1
-    assert "usage: job.py N" in result.stderr
-
-
-def test_run_restores_submission_after_the_job(tmp_path):
-    invoke("run", job_file(tmp_path, "raise RuntimeError('early')\n"))
-    assert execution_interceptor.get() is None
-
-
-# -- the real console script, in a process of its own ---------------------------------------------------------------
-
-
-@pytest.mark.timeout(60)
-def test_module_entry_point_runs_a_job_and_reports_no_job(tmp_path):
-    ok = job_file(
-        tmp_path,
-        "env.set_parallelism(1)\nenv.from_collection(['only']).print()\nenv.execute()\n",
-        name="ok.py",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "fluvial.cli", "run", str(ok)], check=False, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "only\n"
-
-    empty = job_file(tmp_path, "pass\n", name="empty.py")
-    done = subprocess.run(
-        [sys.executable, "-m", "fluvial.cli", "run", str(empty)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "defined no job" in done.stderr
+    assert "KeyError: 'no input'" in result.stderr
+    assert result.stdout == ""
 
 
 # -- the renderings on their own ----------------------------------------------------------------------------------

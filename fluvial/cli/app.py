@@ -1,0 +1,46 @@
+"""The `fluvial` Typer application: the root options and the commands, one module per command group."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+import fluvial
+from fluvial.cli.plan import plan
+from fluvial.cli.run import run
+
+app = typer.Typer(
+    name="fluvial",
+    help="fluvial: stream processing with Flink's semantics and PyFlink's DataStream API, in Python.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Options end at the job file: what follows it is the job's (`fluvial run job.py -p 4` gives the job `-p 4`).
+_JOB_FILE_COMMAND = {"allow_interspersed_args": False}
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"fluvial {fluvial.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """fluvial: stream processing with Flink's semantics and PyFlink's DataStream API, in Python."""
+
+
+app.command(context_settings=_JOB_FILE_COMMAND)(run)
+app.command(context_settings=_JOB_FILE_COMMAND)(plan)
+
+
+def main() -> None:
+    app()
