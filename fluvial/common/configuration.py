@@ -52,16 +52,14 @@ def _runtime_mode(raw: str) -> str:
 
 
 def check_buffer_timeout(timeout_ms: int) -> int:
-    """Flink's buffer timeout bounds how long a record may wait in a partly filled output buffer. fluvial hands
-    every batch to its channel as soon as an operator chain produced it, so any bound >= 0 holds; -1 (send
-    only full buffers, for throughput) is a mode fluvial does not have, and refused rather than ignored."""
+    """Flink's buffer timeout bounds how long a record may wait in a partly filled output buffer (-1: until the
+    buffer is full, trading latency for throughput). fluvial hands every batch to its channel as soon as an
+    operator chain produced it — its buffers are the batches — so every setting's promise holds (no record waits
+    longer than it allows); PyFlink programs that set it run unchanged."""
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
         raise ConfigurationError(f"the buffer timeout must be an integer number of milliseconds, got {timeout_ms!r}")
-    if timeout_ms < 0:
-        raise ConfigurationError(
-            f"buffer timeout {timeout_ms} is not supported: fluvial always sends a batch as soon as it is produced "
-            "and has no 'flush only full buffers' mode (-1); use a timeout >= 0 (any bound holds) or leave it unset"
-        )
+    if timeout_ms < -1:
+        raise ConfigurationError(f"buffer timeout {timeout_ms} is invalid: use -1 (flush when full), 0 or more ms")
     return timeout_ms
 
 
@@ -186,12 +184,23 @@ UNSUPPORTED: tuple[UnsupportedOption, ...] = (
 
 
 def unsupported_option(key: str) -> UnsupportedOption | None:
-    """The UNSUPPORTED entry `key` falls under, if any."""
+    """The UNSUPPORTED entry `key` falls under, if any (a key fluvial knows never is)."""
+    if key in OPTIONS:
+        return None
     return next((option for option in UNSUPPORTED if option.matches(key)), None)
 
 
 # Namespaces that are ours alone: an unknown key here is listed with the keys we know in it.
 _OWN_NAMESPACES = ("local.", "receiver.")
+# Flink's and fluvial's namespaces: an unknown key in one of them names a setting of the engine, which would do
+# nothing here, so it is refused. A key outside them (`my-app.threshold`) is the program's own, kept for its
+# code to read through get_configuration(), as Flink's Configuration keeps it.
+_ENGINE_NAMESPACES = (
+    "parallelism.", "pipeline.", "execution.", "state.", "taskmanager.", "jobmanager.", "restart-strategy",
+    "rest.", "web.", "metrics.", "python.", "heartbeat.", "local.", "receiver.", "high-availability.", "cluster.",
+    "akka.", "pekko.", "blob.", "io.", "security.", "table.", "env.", "kubernetes.", "yarn.", "fs.", "s3.",
+    "checkpointing.", "savepoint.", "resourcemanager.", "slot.", "slotmanager.", "process.", "client.",
+)
 
 
 class Configuration:
@@ -297,7 +306,8 @@ class Configuration:
 
 
 def check_key(key: str) -> None:
-    """Reject every key fluvial does not know, so that no setting is accepted and then silently ignored."""
+    """Reject every engine key fluvial does not act on — unknown in an engine namespace, a near miss of a known
+    key, or a Flink key fluvial does not support — so that no setting is accepted and then silently ignored."""
     if not isinstance(key, str) or not key:
         raise ConfigurationError(f"a configuration key must be a non-empty string, got {key!r}")
     if key in OPTIONS:
@@ -309,7 +319,9 @@ def check_key(key: str) -> None:
     unsupported = unsupported_option(key)
     if unsupported is not None:
         raise ConfigurationError(f"configuration key '{key}' is not supported by fluvial yet: {unsupported.instead}")
-    raise ConfigurationError(f"unknown configuration key '{key}': {_unknown_key_hint(key)}")
+    hint = _unknown_key_hint(key)
+    if key.startswith(_ENGINE_NAMESPACES) or hint.startswith("did you mean"):
+        raise ConfigurationError(f"unknown configuration key '{key}': {hint}")
 
 
 def _unknown_key_hint(key: str) -> str:

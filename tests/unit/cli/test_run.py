@@ -139,11 +139,10 @@ def test_a_script_exit_with_a_message_exits_1_and_prints_it(tmp_path):
 
 
 def test_run_restores_submission_after_the_job(tmp_path):
-    from fluvial.cluster import submission
+    from fluvial.datastream.stream_execution_environment import execution_interceptor
 
-    real = submission.submit_job
     invoke("run", job_file(tmp_path, "raise RuntimeError('early')\n"))
-    assert submission.submit_job is real
+    assert execution_interceptor.get() is None
 
 
 

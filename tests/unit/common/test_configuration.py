@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fluvial.common.configuration import OPTIONS, UNSUPPORTED, Configuration, check_buffer_timeout, check_key
+from fluvial.common.configuration import (
+    OPTIONS,
+    Configuration,
+    check_buffer_timeout,
+    check_key,
+    unsupported_option,
+)
 from fluvial.common.errors import ConfigurationError
 
 
@@ -40,7 +46,12 @@ def test_unknown_keys_are_refused_with_the_closest_known_one_or_the_list():
     with pytest.raises(ConfigurationError, match="known keys: local.number-taskmanager"):
         check_key("local.unknown")
     with pytest.raises(ConfigurationError, match="fluvial does not know it, so it would do nothing. Remove it"):
-        check_key("some.flink.key.we.never.heard.of")
+        check_key("execution.some-flink-key-we-never-heard-of")
+
+
+def test_a_programs_own_keys_outside_the_engine_namespaces_are_kept_for_it():
+    configuration = Configuration().set_string("my-app.threshold", "7")
+    assert configuration.get_string("my-app.threshold") == "7"
 
 
 def test_restart_strategy_keys_are_known():
@@ -52,7 +63,7 @@ def test_restart_strategy_keys_are_known():
 @given(st.sampled_from(sorted(OPTIONS)))
 def test_every_known_key_is_accepted_and_none_is_also_unsupported(key):
     check_key(key)
-    assert not any(option.matches(key) for option in UNSUPPORTED)
+    assert unsupported_option(key) is None
 
 
 def test_unsupported_namespaces_do_not_swallow_known_keys_with_a_similar_prefix():
@@ -65,11 +76,11 @@ def test_buffer_timeouts_of_zero_or_more_hold_and_are_accepted(raw):
     assert Configuration().set_string("execution.buffer-timeout", raw).get("execution.buffer-timeout") >= 0
 
 
-def test_buffer_timeout_minus_one_is_refused_rather_than_ignored():
-    configuration = Configuration().set_string("execution.buffer-timeout", "-1")
-    with pytest.raises(ConfigurationError, match="no 'flush only full buffers' mode"):
+def test_buffer_timeout_minus_one_holds_too_and_below_it_is_refused():
+    """-1 promises only that records wait no longer than a full buffer: batches never wait, so it holds."""
+    assert check_buffer_timeout(-1) == -1
+    configuration = Configuration().set_string("execution.buffer-timeout", "-2")
+    with pytest.raises(ConfigurationError, match="buffer timeout -2 is invalid"):
         configuration.validate()
-    with pytest.raises(ConfigurationError, match="no 'flush only full buffers' mode"):
-        check_buffer_timeout(-1)
     with pytest.raises(ConfigurationError, match="integer number of milliseconds"):
         check_buffer_timeout(True)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fluvial.common import Configuration, Types
-from fluvial.common.errors import InvalidJobError, NotYetSupportedError
+from fluvial.common.errors import ConfigurationError, InvalidJobError, NotYetSupportedError
 from fluvial.datastream import (
     CheckpointingMode,
     MemorySize,
@@ -35,7 +35,7 @@ def test_getters_answer_what_the_setters_set():
     assert env.get_buffer_timeout() == 100
     env.set_buffer_timeout(-1)
     assert env.get_buffer_timeout() == -1
-    with pytest.raises(InvalidJobError):
+    with pytest.raises(ConfigurationError):
         env.set_buffer_timeout(-2)
     env.set_max_parallelism(64)
     assert env.get_max_parallelism() == 64

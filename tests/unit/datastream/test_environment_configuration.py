@@ -95,9 +95,10 @@ def test_a_bad_value_fails_when_the_environment_is_made():
 
 
 @pytest.mark.parametrize("target", ["env", "stream"])
-def test_a_buffer_timeout_of_minus_one_is_refused(target):
+def test_buffer_timeouts_from_minus_one_up_hold_and_below_are_refused(target):
     env = StreamExecutionEnvironment.get_execution_environment()
     owner = env if target == "env" else env.from_collection([1])
     assert owner.set_buffer_timeout(100) is owner
-    with pytest.raises(ConfigurationError, match="no 'flush only full buffers' mode"):
-        owner.set_buffer_timeout(-1)
+    assert owner.set_buffer_timeout(-1) is owner  # batches never wait: every bound holds
+    with pytest.raises(ConfigurationError, match="buffer timeout -2 is invalid"):
+        owner.set_buffer_timeout(-2)
