@@ -26,7 +26,8 @@ from fluvial.datastream.state import (
     ValueStateDescriptor,
 )
 from fluvial.state.heap import HeapKeyedStateBackend, HeapValueState
-from fluvial.state.ttl import IncrementalCleanup, TtlValue, layout_for
+from fluvial.state.heap_ttl import IncrementalCleanup
+from fluvial.state.ttl import TtlValue, layout_for
 
 TTL = 100
 UpdateType = StateTtlConfig.UpdateType
