@@ -172,7 +172,8 @@ class CheckpointCoordinator:
             return
         self._trigger_due = False
         self.trigger_checkpoint()
-        self._schedule_tick(self.settings.interval_ms)
+        if not self._trigger_due:  # else the trigger was refused (tasks not running) and scheduled its own retry
+            self._schedule_tick(self.settings.interval_ms)
 
     def _held_back(self) -> int | None:
         """Milliseconds to wait before a periodic trigger may go out, or None if it may go out now."""
