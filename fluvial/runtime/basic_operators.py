@@ -187,8 +187,20 @@ class FusedStatelessOperator(StreamOperator):
         return values, stamps
 
     def close(self) -> None:
+        """Close every member, as the chain closes every operator: a member whose close raises must not keep the
+        ones after it from releasing what they hold. The first error is raised, the others noted on it."""
+        first: BaseException | None = None
         for member in self.members:
-            member.close()
+            try:
+                member.close()
+            except BaseException as error:  # noqa: BLE001 - re-raised below, after every member closed
+                label_failure(error, member.name)
+                if first is None:
+                    first = error
+                else:
+                    first.add_note(f"closing '{member.name}' also failed: {type(error).__name__}: {error}")
+        if first is not None:
+            raise first
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for member in self.members:
