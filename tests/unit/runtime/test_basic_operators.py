@@ -306,3 +306,15 @@ def test_operator_lists_are_dealt_out_and_union_lists_given_whole_on_rescaling()
 def test_an_operator_without_state_snapshots_nothing() -> None:
     harness = OperatorHarness.of(lambda s: s.map(lambda v: v)).open()
     assert harness.snapshot(checkpoint_id=1).state is None
+
+
+def test_a_failover_at_the_same_parallelism_keeps_own_lists_and_gives_every_union_list_whole() -> None:
+    snapshots = []
+    for index, records in enumerate([[1, 2], [3]]):
+        old = OperatorHarness.of(lambda s: s.map(Counting()), parallelism=2, subtask_index=index).open()
+        old.process_elements(records)
+        snapshots.append(old.snapshot(checkpoint_id=2))
+    for index, own_count in enumerate([2, 1]):
+        new = OperatorHarness.of(lambda s: s.map(Counting()), parallelism=2, subtask_index=index)
+        new.open(restore=snapshots).process_element("x")
+        assert new.values() == [([own_count], ["subtask-0", "subtask-1"])]
