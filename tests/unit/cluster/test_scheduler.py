@@ -21,38 +21,10 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition
 from fluvial.runtime.task import TaskFailure
 from fluvial.testing import ManualClock, ManualScheduledExecutor
+from tests.unit.cluster.fakes import TaskManagerGateway
 
 DELAY = 500
 S = ExecutionState
-
-
-def _recording(kind: str):
-    def record(self, message) -> None:
-        self.sent.append((kind, message))
-
-    return record
-
-
-class TaskManagerGateway:
-    """Records every message the scheduler sends, by kind."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, object]] = []
-
-    submit_task = _recording("deploy")
-    cancel_task = _recording("cancel")
-    trigger_checkpoint = _recording("trigger")
-    notify_checkpoint_complete = _recording("complete")
-    notify_checkpoint_aborted = _recording("aborted")
-    release_job = _recording("release")
-
-    def of(self, kind: str) -> list:
-        return [message for sent_kind, message in self.sent if sent_kind == kind]
-
-    def take(self, kind: str) -> list:
-        taken = self.of(kind)
-        self.sent = [(k, m) for k, m in self.sent if k != kind]
-        return taken
 
 
 class Listener:
