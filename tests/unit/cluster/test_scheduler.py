@@ -74,9 +74,11 @@ class Rig:
         return error
 
 
-def test_start_deploys_every_subtask_consumers_first_through_its_slot() -> None:
+def test_start_deploys_every_subtask_consumers_first_through_its_slot(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="fluvial.cluster.scheduler")
     rig = Rig()
     rig.scheduler.start(None)
+    assert f"job {rig.job_graph.job_id}: deploying 3 subtasks (restart 0)" in caplog.text
     assert rig.scheduler.status is JobStatus.RUNNING
     assert rig.listener.statuses == [(JobStatus.RUNNING, None)]
     deployed = [(m.spec.vertex.id, m.spec.subtask_index, m.spec.attempt) for m in rig.gateway.of("deploy")]
