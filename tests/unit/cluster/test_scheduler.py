@@ -68,6 +68,21 @@ class Rig:
     def states(self) -> list[ExecutionState]:
         return [self.scheduler.graph.vertices[task].state for task in self.ids]
 
+    def running(self) -> "Rig":
+        self.scheduler.start(None)
+        self.report_all(S.RUNNING)
+        return self
+
+    def failed_over(self, restart: bool = True) -> "Rig":
+        """Running, then map subtask 0 failed and the others are down: the restart waits for its delay (or, with
+        `restart`, has happened)."""
+        self.running()
+        self.fail((self.map, 0))
+        self.report_all(S.CANCELED, [self.ids[0], self.ids[2]])
+        if restart:
+            self.timer.advance(DELAY)
+        return self
+
     def fail(self, task, message: str = "boom") -> ValueError:
         error = ValueError(message)
         self.report(task, S.FAILED, failure=TaskFailure(error, "map", "map (1/2)", "traceback"))
@@ -87,9 +102,7 @@ def test_start_deploys_every_subtask_consumers_first_through_its_slot(caplog) ->
 
 
 def test_every_subtask_finished_finishes_the_job() -> None:
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
+    rig = Rig().running()
     rig.report_all(S.FINISHED, rig.ids[:2])
     assert rig.scheduler.status is JobStatus.RUNNING
     rig.report(rig.ids[2], S.FINISHED)
@@ -99,9 +112,7 @@ def test_every_subtask_finished_finishes_the_job() -> None:
 
 def test_a_failure_restarts_every_subtask_after_the_back_off(caplog) -> None:
     caplog.set_level(logging.INFO, logger="fluvial.cluster.scheduler")
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
+    rig = Rig().running()
     rig.gateway.take("deploy")
     rig.fail((rig.map, 0))
     assert rig.scheduler.status is JobStatus.RESTARTING
@@ -121,23 +132,14 @@ def test_a_failure_restarts_every_subtask_after_the_back_off(caplog) -> None:
 
 
 def test_reports_of_an_earlier_attempt_are_ignored() -> None:
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
-    rig.fail((rig.map, 0))
-    rig.report_all(S.CANCELED, [rig.ids[0], rig.ids[2]])
-    rig.timer.advance(DELAY)
+    rig = Rig().failed_over()
     rig.report(rig.ids[1], S.FAILED, attempt=0)  # the old attempt's goodbye
     rig.report(rig.ids[2], S.RUNNING, attempt=0)
     assert rig.scheduler.status is JobStatus.RUNNING and rig.states() == [S.DEPLOYING] * 3
 
 
 def test_cancel_while_a_restart_waits_cancels_the_restart() -> None:
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
-    rig.fail((rig.map, 0))
-    rig.report_all(S.CANCELED, [rig.ids[0], rig.ids[2]])
+    rig = Rig().failed_over(restart=False)
     assert rig.timer.scheduled_delays() == [DELAY]
     rig.gateway.take("deploy")
     rig.scheduler.cancel()
@@ -148,9 +150,7 @@ def test_cancel_while_a_restart_waits_cancels_the_restart() -> None:
 
 
 def test_cancel_of_a_running_job_waits_for_every_subtask_to_stop() -> None:
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
+    rig = Rig().running()
     rig.scheduler.cancel()
     assert rig.scheduler.status is JobStatus.CANCELLING and rig.states() == [S.CANCELING] * 3
     assert len(rig.gateway.of("cancel")) == 3
@@ -171,9 +171,7 @@ def test_a_report_the_state_does_not_lead_to_raises_naming_both_states() -> None
 
 
 def test_without_restarts_left_the_job_fails_with_the_users_error() -> None:
-    rig = Rig(restarts=0)
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
+    rig = Rig(restarts=0).running()
     error = rig.fail((rig.map, 1), "the user's bug")
     assert rig.scheduler.status is JobStatus.FAILING
     rig.report_all(S.CANCELED, rig.ids[:2])
@@ -191,9 +189,7 @@ def test_without_a_restart_strategy_the_first_failure_fails_the_job() -> None:
 
 
 def test_subtasks_ending_unfinished_while_the_job_runs_fail_it() -> None:
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
+    rig = Rig().running()
     rig.report_all(S.FINISHED, rig.ids[:2])
     rig.report(rig.ids[2], S.CANCELED)  # nobody asked it to stop
     assert rig.scheduler.status is JobStatus.FAILED
@@ -201,9 +197,7 @@ def test_subtasks_ending_unfinished_while_the_job_runs_fail_it() -> None:
 
 
 def test_a_global_failure_restarts_when_allowed_and_fails_when_not() -> None:
-    rig = Rig(restarts=1)
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
+    rig = Rig(restarts=1).running()
     rig.scheduler.handle_global_failure(RuntimeError("too many failed checkpoints"))
     assert rig.scheduler.status is JobStatus.RESTARTING
     rig.report_all(S.CANCELED)
@@ -231,12 +225,7 @@ def test_no_checkpoint_plan_until_every_subtask_runs() -> None:
 
 
 def test_checkpoint_messages_name_the_current_attempt() -> None:
-    rig = Rig()
-    rig.scheduler.start(None)
-    rig.report_all(S.RUNNING)
-    rig.fail((rig.map, 0))
-    rig.report_all(S.CANCELED, [rig.ids[0], rig.ids[2]])
-    rig.timer.advance(DELAY)
+    rig = Rig().failed_over()
     rig.scheduler.trigger((rig.source, 0), 4, 1234, "/savepoints")
     rig.scheduler.notify_complete(4)
     rig.scheduler.notify_aborted(5)
