@@ -21,6 +21,10 @@ def graph_of(describe, parallelism: int = 2) -> ExecutionGraph:
     return ExecutionGraph(env.get_job_graph(), {"threshold": "7"})
 
 
+def numbers(env, parallelism: int):
+    return env.from_source(NumberSequenceSource(1, 10)).set_parallelism(parallelism)
+
+
 def source_rebalance_map(env) -> None:
     env.from_collection([1]).set_parallelism(1).name("src").rebalance().map(lambda v: v).set_parallelism(3) \
         .name("map").add_sink(lambda v: None).set_parallelism(3)
@@ -67,8 +71,8 @@ def test_consumers_are_deployed_before_their_producers() -> None:
 
 
 def test_all_to_all_specs_connect_every_producer_with_every_consumer() -> None:
-    graph = graph_of(lambda env: env.from_source(NumberSequenceSource(1, 10)).set_parallelism(2).rebalance().map(lambda v: v)
-                     .set_parallelism(3).add_sink(lambda v: None).set_parallelism(3))
+    graph = graph_of(lambda env: numbers(env, 2).rebalance().map(lambda v: v).set_parallelism(3)
+                     .add_sink(lambda v: None).set_parallelism(3))
     source, mapper = graph.job_graph.vertices
     (edge,) = source.outputs
     producer_spec = graph.task_spec(graph.vertex(source.id, 1))
@@ -81,8 +85,8 @@ def test_all_to_all_specs_connect_every_producer_with_every_consumer() -> None:
 
 
 def test_rescale_connects_each_producer_to_its_own_block_of_consumers() -> None:
-    graph = graph_of(lambda env: env.from_source(NumberSequenceSource(1, 10)).set_parallelism(2).rescale().map(lambda v: v)
-                     .set_parallelism(4).add_sink(lambda v: None).set_parallelism(4))
+    graph = graph_of(lambda env: numbers(env, 2).rescale().map(lambda v: v).set_parallelism(4)
+                     .add_sink(lambda v: None).set_parallelism(4))
     source, mapper = graph.job_graph.vertices
     targets = [[c.consumer_index for c in graph.task_spec(graph.vertex(source.id, p)).outputs[0].channel_ids]
                for p in range(2)]

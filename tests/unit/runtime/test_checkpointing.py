@@ -140,7 +140,8 @@ def test_the_asynchronous_part_runs_on_the_io_executor_and_acknowledges_per_oper
     restore = SubtaskCheckpointCoordinator.load(_assignment(reduce_id, states, 1), reduce_id, INFO)
     backend = HeapKeyedStateBackend(128, range(128))
     backend.restore(restore.keyed, restore.reader, 1, False)
-    assert dict(backend.value_table("_keyed_reduce")) == {"a": ("a", 4), "b": ("b", 2)}, "the frozen state, not what came after the barrier"
+    frozen = dict(backend.value_table("_keyed_reduce"))
+    assert frozen == {"a": ("a", 4), "b": ("b", 2)}, "the frozen state, not what came after the barrier"
 
 
 def test_a_failing_write_declines_with_async_error_and_discards_the_frozen_state() -> None:
