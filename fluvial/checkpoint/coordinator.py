@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
@@ -113,7 +114,11 @@ class CheckpointCoordinator:
     def start(self) -> None:
         """Begin periodic checkpoints (no-op when the interval is off): the first is due one interval from now."""
         if self.settings.interval_ms > 0 and not self._stopped:
-            self._schedule_tick(self.settings.interval_ms)
+            settings = self.settings
+            logger.info("job %s takes a checkpoint every %d ms (timeout %d ms, min pause %d ms, at most %d at once)",
+                        self.job_id, settings.interval_ms, settings.timeout_ms, settings.min_pause_ms,
+                        settings.max_concurrent)
+            self._schedule_tick(settings.interval_ms)
 
     def stop(self) -> None:
         """No more triggers; pending checkpoints are left to `abort_all_pending`."""
@@ -133,12 +138,15 @@ class CheckpointCoordinator:
             return
         held = self._held_back()
         if held is not None:
+            logger.debug("job %s: the periodic checkpoint waits %d ms (%d pending, %d finalizing)", self.job_id, held,
+                         len(self._pending), len(self._finalizing))
             self._trigger_due = True
             self._schedule_tick(held)
             return
         self._trigger_due = False
         self.trigger_checkpoint()
-        self._schedule_tick(self.settings.interval_ms)
+        if not self._trigger_due:  # else the trigger was refused (tasks not running) and scheduled its own retry
+            self._schedule_tick(self.settings.interval_ms)
 
     def _held_back(self) -> int | None:
         """Milliseconds to wait before a periodic trigger may go out, or None if it may go out now."""
@@ -178,8 +186,9 @@ class CheckpointCoordinator:
         self._timeouts[checkpoint_id] = self._timer.schedule(
             self.settings.timeout_ms, lambda: self._expire(checkpoint_id))
         self.stats.triggered += 1
-        logger.debug("triggering %s %d of job %s", "savepoint" if is_savepoint else "checkpoint", checkpoint_id,
-                     self.job_id)
+        logger.info("triggering %s %d of job %s (%d subtasks to trigger, %d to acknowledge)",
+                    "savepoint" if is_savepoint else "checkpoint", checkpoint_id, self.job_id,
+                    len(plan.tasks_to_trigger), len(plan.tasks_to_wait_for))
         for task in plan.tasks_to_trigger:
             self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir)
         return future
@@ -187,6 +196,9 @@ class CheckpointCoordinator:
     def _refuse(self, future: CompletableFuture, reason: CheckpointFailureReason,
                 is_savepoint: bool) -> CompletableFuture:
         what = "savepoint" if is_savepoint else "checkpoint"
+        # a periodic checkpoint retries every RETRY_MS while tasks start: only a user's savepoint is worth INFO
+        (logger.info if is_savepoint else logger.debug)("%s of job %s not triggered: %s (%s)", what, self.job_id,
+                                                        reason.value, reason.name)
         future.set_exception(RuntimeError(f"{what} of job {self.job_id} not triggered: {reason.value}"))
         return future
 
@@ -208,6 +220,8 @@ class CheckpointCoordinator:
         if pending is None:
             if checkpoint_id >= self._next_id:
                 return AckResult.UNKNOWN
+            logger.debug("job %s: late acknowledgement of aborted checkpoint %d from subtask %s; discarding its state",
+                         self.job_id, checkpoint_id, task)
             self._discard_late_state(checkpoint_id, states)
             return AckResult.DISCARDED
         result = pending.acknowledge(task, states)
@@ -250,7 +264,8 @@ class CheckpointCoordinator:
             try:
                 location = job.storage.write_metadata(checkpoint_id, pending.metadata())
             except BaseException as error:  # noqa: BLE001 - storage trouble fails this checkpoint only
-                self._timer.execute(lambda: self._on_finalize_failed(job, error))
+                # bound now: Python unbinds `error` when the except block ends, before the mail runs
+                self._timer.execute(partial(self._on_finalize_failed, job, error))
                 return
             self._timer.execute(lambda: self._on_finalized(job, location))
 
@@ -336,7 +351,8 @@ class CheckpointCoordinator:
         duration = self._clock() - self._started_at.pop(checkpoint_id, self._clock())
         what = "savepoint" if pending.is_savepoint else "checkpoint"
         log = logger.warning if reason.counts else logger.info
-        log("%s %d of job %s aborted: %s", what, checkpoint_id, self.job_id, message)
+        log("%s %d of job %s aborted (%s) after %d ms: %s", what, checkpoint_id, self.job_id, reason.name, duration,
+            message)
         self._discard(checkpoint_id, storage)
         tasks = self._tasks
         self._io.execute(lambda: tasks.notify_aborted(checkpoint_id))
@@ -367,6 +383,9 @@ class CheckpointCoordinator:
         if verdict is FailureVerdict.FAIL_JOB:
             logger.warning("job %s: %s", self.job_id, self._failures.job_failure)
             self._tasks.fail_job(self._failures.job_failure)
+        elif verdict is FailureVerdict.TOLERATED:
+            logger.info("job %s: checkpoint %d counts as failed (%d in a row, %d tolerated)", self.job_id,
+                        checkpoint_id, self._failures.consecutive_failures, self._failures.tolerable_failures)
 
     def abort_pending_awaiting(self, task: Task) -> None:
         """`task` finished its input without acknowledging some pending checkpoints: they can never complete.

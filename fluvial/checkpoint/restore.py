@@ -58,20 +58,19 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_pa
                             subtask_index: int, parallelism: int) -> dict[str, list]:
     """One new subtask's share of an operator's list state (Flink's round-robin redistribution).
 
-    `per_old_subtask[j]`: the state dicts old subtask j wrote. At equal parallelism a subtask takes its own old
-    subtask's lists; otherwise each list name's items of all old subtasks are dealt round robin, except union
-    lists (names starting with "union:"), which every subtask gets whole."""
+    `per_old_subtask[j]`: the state dicts old subtask j wrote. Union lists (names starting with "union:") are
+    given whole to every subtask, at any parallelism (as in Flink: a failover at the same parallelism too). Other
+    lists: at equal parallelism a subtask takes its own old subtask's; otherwise each name's items of all old
+    subtasks are dealt round robin."""
     merged: dict[str, list] = {}
-    if old_parallelism == parallelism:
-        own = per_old_subtask[subtask_index] if subtask_index < len(per_old_subtask) else []
-        for state in own:
-            for name, items in state.items():
-                merged.setdefault(name, []).extend(items)
-        return merged
-    for states in per_old_subtask:
+    same_parallelism = old_parallelism == parallelism
+    for index, states in enumerate(per_old_subtask):
         for state in states:
             for name, items in state.items():
-                merged.setdefault(name, []).extend(items)
+                if not same_parallelism or index == subtask_index or name.startswith(UNION_PREFIX):
+                    merged.setdefault(name, []).extend(items)
+    if same_parallelism:
+        return merged
     return {
         name: list(items) if name.startswith(UNION_PREFIX) else items[subtask_index::parallelism]
         for name, items in merged.items()

@@ -158,7 +158,11 @@ class JobMaster:
     # -- client requests (any thread) ---------------------------------------------------------------------------
 
     def cancel(self) -> None:
-        self._main.execute(self.scheduler.cancel)
+        self._main.execute(self._cancel)
+
+    def _cancel(self) -> None:
+        logger.info("job %s (%s): cancel requested while %s", self.job_graph.job_name, self.job_id, self.status.name)
+        self.scheduler.cancel()
 
     def trigger_savepoint(self, target_directory: str | None) -> Future:
         """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir)."""
@@ -176,12 +180,14 @@ class JobMaster:
             nonlocal waited
             refusal = self._savepoint_refusal()
             if refusal is not None:
+                logger.info("job %s: savepoint into %s refused: %s", self.job_id, directory, refusal)
                 answer.set_exception(RuntimeError(f"cannot take a savepoint of job {self.job_id}: {refusal}"))
                 return
             if self.scheduler.starting_subtasks() and waited < SAVEPOINT_START_WAIT_MS:
                 waited += SAVEPOINT_POLL_MS
                 self._main.schedule(SAVEPOINT_POLL_MS, trigger)
                 return
+            logger.info("job %s: savepoint into %s requested", self.job_id, directory)
             started = self.checkpointing.coordinator.trigger_checkpoint(
                 is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id),
                 savepoint_dir=directory)
@@ -229,6 +235,8 @@ class JobMaster:
             return
         name = self.job_graph.job_name
         runtime_ms = int((time.monotonic() - self._started_at) * 1000)
+        logger.info("job %s (%s) ended %s after %d ms and %d restarts%s", name, self.job_id, status.name, runtime_ms,
+                    self.restarts, f": {type(error).__name__}: {error}" if error is not None else "")
         if status is JobStatus.FINISHED:
             self.result.set_result(JobExecutionResult(JobID(self.job_id), runtime_ms))
         elif status is JobStatus.CANCELED:

@@ -43,12 +43,8 @@ class MiniCluster:
         self._collect_lock = threading.Lock()
         self.task_managers: list[Any] = []  # the TaskManagers (thread mode) or their gateways (process mode)
         self.processes: Any = None  # TaskManagerProcesses in process mode
-        self._job_master: JobMaster | None = None
+        self.job_master: JobMaster | None = None
         self.mode = "thread"
-
-    @property
-    def job_master_gateway(self) -> JobMaster | None:
-        return self._job_master
 
     # -- what TaskManagers reach -------------------------------------------------------------------------------
 
@@ -59,12 +55,12 @@ class MiniCluster:
     def collect_target(self, collect_id: str) -> Callable[[list], None]:
         return self.collect_buffer(collect_id).send
 
-    def job_master(self) -> JobMaster | None:
-        return self._job_master
+    def job_master_gateway(self) -> JobMaster | None:
+        return self.job_master
 
     def task_manager_lost(self, index: int, error: BaseException) -> None:
-        if self._job_master is not None:
-            self._job_master.task_manager_lost(index, error)
+        if self.job_master is not None:
+            self.job_master.task_manager_lost(index, error)
 
     # -- running a job ------------------------------------------------------------------------------------------
 
@@ -84,7 +80,7 @@ class MiniCluster:
         except BaseException:
             self.shutdown()
             raise
-        self._job_master = job_master
+        self.job_master = job_master
         if self.processes is None:  # TaskManager processes report through their control connections instead
             for task_manager in self.task_managers:
                 task_manager.register_job_master(job_graph.job_id, job_master)

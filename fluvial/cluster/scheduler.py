@@ -101,6 +101,8 @@ class Scheduler:
         self._deploy_all(restore)
 
     def _deploy_all(self, restore: dict | None) -> None:
+        logger.info("job %s: deploying %d subtasks (restart %d)%s", self.job_id, len(self.graph.vertices),
+                    self.restarts, ", restoring their state" if restore else "")
         for execution in self.graph.deployment_order():
             execution.transition(ExecutionState.DEPLOYING)
         for execution in self.graph.deployment_order():

@@ -7,8 +7,9 @@ Two halves, as in Flink:
   RestartStrategyConfiguration: frozen, picklable data, checked when it is built, so a bad value fails when
   the job is described rather than at its first failure. `restart_strategy_from_configuration` builds the
   same objects from Flink's `restart-strategy.*` keys.
-- Runtime. `create_backoff_strategy(configuration, clock=..., rng=...)` builds a fresh, stateful strategy for
-  one job. On every failure the JobMaster, on its own thread:
+- Runtime (`fluvial.common.restart_backoff`, which imports this module, never the reverse).
+  `create_backoff_strategy(configuration, clock=..., rng=...)` builds a fresh, stateful strategy for one job.
+  On every failure the JobMaster, on its own thread:
   1. calls `notify_failure(cause, timestamp_ms)`;
   2. asks `can_restart()`: if False, the job fails with `cause`;
   3. waits `get_backoff_time()` ms, then restarts every task from the latest completed checkpoint.
@@ -485,20 +486,3 @@ def resolve_restart_strategy(job_strategy: RestartStrategyConfiguration | None, 
     if configured is not None and not isinstance(configured, FallbackRestartStrategyConfiguration):
         return configured
     return default_restart_strategy(checkpointing_enabled)
-
-
-# The runtime side (what the JobMaster asks after each failure) lives in `restart_backoff`; its names stay
-# importable from here (PEP 562), loaded on first use.
-_RUNTIME_NAMES = frozenset({
-    "ExponentialDelayRestartBackoffTimeStrategy", "FailureOutcome", "FailureRateRestartBackoffTimeStrategy",
-    "FixedDelayRestartBackoffTimeStrategy", "NoRestartBackoffTimeStrategy", "RestartBackoffTimeStrategy",
-    "create_backoff_strategy",
-})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RUNTIME_NAMES:
-        from fluvial.common import restart_backoff
-
-        return getattr(restart_backoff, name)
-    raise AttributeError(f"module 'fluvial.common.restart_strategy' has no attribute {name!r}")

@@ -114,16 +114,40 @@ def current_millis() -> int:
 
 class ManualClock:
     """A millisecond clock that moves only when told: what tests hand to anything taking a `clock` (watermark
-    idleness, state TTL, restart back-off, the BlockGenerator) to make time-dependent behaviour deterministic."""
+    idleness, state TTL, restart back-off, the BlockGenerator) to make time-dependent behaviour deterministic.
+
+    - `advance(millis)`: time passes, never backwards (fractions of a millisecond are kept).
+    - `set(now_ms)`: the clock jumps, backwards too, as a corrected wall clock does: for components that read
+      `current_millis` and must cope with jumps (block ids, bucket names).
+    - `seconds()`: the same time in float seconds, for components whose clock is `time.monotonic`.
+    - `sleep(seconds)`: what an injected `sleep` does on a manual clock: time moves by exactly that much, at once.
+    - `reads`: how often the clock was read since it last moved, so a test can wait until a component on another
+      thread has seen the new time (`wait_until(lambda: clock.reads >= 1)`), where nothing else shows it.
+    """
 
     def __init__(self, start_ms: int = 0) -> None:
         self.now_ms = start_ms
+        self.reads = 0
 
     def __call__(self) -> int:
+        self.reads += 1
         return self.now_ms
 
-    def advance(self, millis: int) -> int:
+    def seconds(self) -> float:
+        self.reads += 1
+        return self.now_ms / 1000
+
+    def advance(self, millis: int | float) -> int:
         if millis < 0:
             raise ValueError(f"a clock never goes back; advance by >= 0 ms, got {millis}")
-        self.now_ms += millis
-        return self.now_ms
+        return self.set(self.now_ms + millis)
+
+    def set(self, now_ms: int | float) -> int:
+        self.now_ms = now_ms
+        self.reads = 0
+        return now_ms
+
+    def sleep(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"sleep length must be non-negative, got {seconds}")
+        self.advance(seconds * 1000)

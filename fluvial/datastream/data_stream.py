@@ -27,7 +27,8 @@ def check_function(func: Any, method: str, what: str) -> None:
 
 
 class _TransformationHandle:
-    """Shared setters of DataStream and DataStreamSink: each replaces the frozen transformation in the env."""
+    """Shared setters of DataStream and DataStreamSink: each replaces the transformation in the env
+    with a changed copy, never mutating the one other handles may hold."""
 
     def __init__(self, env: "StreamExecutionEnvironment", transformation_id: int) -> None:
         self._env = env

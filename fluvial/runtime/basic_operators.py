@@ -163,7 +163,8 @@ class FusedStatelessOperator(StreamOperator):
             member.open()  # opens the user function; binds the member's own fn
         steps = [(map if isinstance(m, MapOperator) else filter, m._fn) for m in self.members]
         self._steps = steps
-        self._run = _fused_loop([step is map for step, _ in steps], [fn for _, fn in steps])
+        self._run, self._step_at_line = _fused_loop([step is map for step, _ in steps], [fn for _, fn in steps])
+        self._step_index = 0  # the step the timestamped path is running
         self._emit = self.output.collect
 
     def process_batch(self, batch: RecordBatch) -> None:
@@ -173,13 +174,15 @@ class FusedStatelessOperator(StreamOperator):
             else:
                 out, stamps = self._run(batch.values), None
         except BaseException as error:
-            label_failure(error, self._member_that_raised(error))
+            step = self._step_index if batch.timestamps is not None else self._failed_step(error)
+            label_failure(error, self.members[step].name if step is not None else self.name)
             raise
         if out:
             self._emit(RecordBatch(out, stamps))
 
     def _run_timestamped(self, values: list, stamps: list) -> tuple[list, list]:
-        for step, fn in self._steps:
+        for index, (step, fn) in enumerate(self._steps):
+            self._step_index = index  # once per step and buffer: what names the member if `fn` raises
             if step is map:
                 values = list(map(fn, values))
             else:
@@ -188,8 +191,20 @@ class FusedStatelessOperator(StreamOperator):
         return values, stamps
 
     def close(self) -> None:
+        """Close every member, as the chain closes every operator: a member whose close raises must not keep the
+        ones after it from releasing what they hold. The first error is raised, the others noted on it."""
+        first: BaseException | None = None
         for member in self.members:
-            member.close()
+            try:
+                member.close()
+            except BaseException as error:  # noqa: BLE001 - re-raised below, after every member closed
+                label_failure(error, member.name)
+                if first is None:
+                    first = error
+                else:
+                    first.add_note(f"closing '{member.name}' also failed: {type(error).__name__}: {error}")
+        if first is not None:
+            raise first
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for member in self.members:
@@ -199,32 +214,31 @@ class FusedStatelessOperator(StreamOperator):
         for member in self.members:
             member.notify_checkpoint_aborted(checkpoint_id)
 
-    def _member_that_raised(self, error: BaseException) -> str:
-        """The member whose user function is on the failing stack (the fused loop is one frame for all): the
-        innermost frame running one of their functions' code."""
-        codes = {}
-        for member in self.members:
-            function = member._fn
-            code = getattr(getattr(function, "__func__", function), "__code__", None)
-            if code is not None:
-                codes[code] = member.name
-        found = None
+    def _failed_step(self, error: BaseException) -> int | None:
+        """Which step of the generated loop raised: the line its frame was on (each step calls its function on a
+        line of its own). Exact even when several members run the same function class."""
+        code = self._run.__code__
         traceback = error.__traceback__
         while traceback is not None:
-            found = codes.get(traceback.tb_frame.f_code, found)
+            if traceback.tb_frame.f_code is code:
+                return self._step_at_line.get(traceback.tb_lineno)
             traceback = traceback.tb_next
-        return found or self.name
+        return None
 
 
-def _fused_loop(is_map: list[bool], functions: list[Callable[[Any], Any]]) -> Callable[[list], list]:
-    """Generate `run(values) -> list` applying the steps in order (map: replace; filter: keep or skip)."""
+def _fused_loop(is_map: list[bool], functions: list[Callable[[Any], Any]]
+                ) -> tuple[Callable[[list], list], dict[int, int]]:
+    """Generate `run(values) -> list` applying the steps in order (map: replace; filter: keep or skip), and the
+    line of its source that calls each step (line number -> step index)."""
     lines = ["def run(values):", "    out = []", "    append = out.append", "    for v in values:"]
+    step_at_line: dict[int, int] = {}
     for index, mapping in enumerate(is_map):
-        lines.append(f"        v = f{index}(v)" if mapping else f"        if not f{index}(v):\n            continue")
+        step_at_line[len(lines) + 1] = index
+        lines += [f"        v = f{index}(v)"] if mapping else [f"        if not f{index}(v):", "            continue"]
     lines += ["        append(v)", "    return out"]
     namespace: dict[str, Any] = {f"f{index}": fn for index, fn in enumerate(functions)}
     exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
-    return namespace["run"]
+    return namespace["run"], step_at_line
 
 
 def is_fusable(operator: StreamOperator) -> bool:

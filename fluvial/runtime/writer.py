@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
-from fluvial.graph.partitioners import build_selector
+from fluvial.runtime.channel_selectors import build_selector
 from fluvial.runtime.channels import Channel, ChannelId
 from fluvial.runtime.records import RecordBatch, Watermark
 

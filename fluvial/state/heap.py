@@ -10,7 +10,7 @@ instead of once per record.
 
 Values are stored as they are: a ListState entry is a Python list appended in place, a MapState entry a dict,
 an AggregatingState entry the accumulator itself. A state whose descriptor enables TTL stores its values
-wrapped with their last-access time and gets the TTL handles of `fluvial.state.ttl`; every other state keeps
+wrapped with their last-access time and gets the TTL handles of `fluvial.state.heap_ttl`; every other state keeps
 the plain handles below, untouched by TTL.
 """
 
@@ -41,7 +41,8 @@ from fluvial.state.backend import (
     no_key_error,
 )
 from fluvial.state.snapshot import KeyGroupsStateHandle, SnapshotType, StateWriter
-from fluvial.state.ttl import IncrementalCleanup, TtlPolicy, TtlValue, build_ttl_handle, layout_for
+from fluvial.state.heap_ttl import IncrementalCleanup, build_ttl_handle
+from fluvial.state.ttl import TtlPolicy, TtlValue, layout_for
 
 _MISSING: Any = object()
 
@@ -304,7 +305,7 @@ class HeapKeyedStateBackend:
         return self._tables[name]
 
     def get_state(self, descriptor: StateDescriptor) -> State:
-        """The handle for `descriptor`; with an enabled TTL config, a TTL handle (see `fluvial.state.ttl`).
+        """The handle for `descriptor`; with an enabled TTL config, a TTL handle (see `fluvial.state.heap_ttl`).
 
         One name has one TTL policy for the life of the backend: asking again with another TTL config is a
         StateError. A table restored with the other TTL setting is migrated once, here, as Flink 2 does: values

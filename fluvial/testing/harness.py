@@ -61,6 +61,10 @@ class ManualProcessingTime:
     def pending(self) -> int:
         return len(self._callbacks)
 
+    def pending_timestamps(self) -> list[int]:
+        """When each registered callback is due, soonest first (what a component asked to be woken for)."""
+        return sorted(timestamp for timestamp, _, _ in self._callbacks)
+
 
 class _CapturingOutput(Output):
     """Every output of the operator, in order: main records, side outputs by tag, watermarks, idleness."""

@@ -16,6 +16,7 @@ from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnviron
 from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
+from fluvial.testing import wait_until
 
 SEEN: dict[str, list] = {}
 SEEN_LOCK = threading.Lock()
@@ -46,14 +47,6 @@ def _env(parallelism: int = 2, **config: str) -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(parallelism)
     return env
-
-
-def _wait_until(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 # -- repeated execute ----------------------------------------------------------------------------------------
@@ -138,7 +131,7 @@ def test_cancel_an_endless_custom_source_job():
     env = _env(2)
     env.from_source(EndlessSource()).map(CountClose()).add_sink(Remember("never"))
     client = env.execute_async("endless")
-    _wait_until(lambda: len(SEEN.get("polls", [])) > 10)  # really running
+    wait_until(lambda: len(SEEN.get("polls", [])) > 10)  # really running
     assert client.get_job_status().result().name == "RUNNING"
     client.cancel().result(timeout=10)
     with pytest.raises(JobCancelledException):
@@ -161,7 +154,7 @@ def test_cancel_a_monitoring_file_source_job(tmp_path):
     )
     env.from_source(source).add_sink(Remember("lines"))
     client = env.execute_async()
-    _wait_until(lambda: len(SEEN.get("lines", [])) == 2)
+    wait_until(lambda: len(SEEN.get("lines", [])) == 2)
     assert not client.get_job_execution_result().done()
     client.cancel()
     with pytest.raises(JobCancelledException):
@@ -267,11 +260,11 @@ def test_no_task_manager_thread_outlives_its_job(outcome):
     else:
         env.from_source(EndlessSource()).rebalance().add_sink(Remember("t"))
         client = env.execute_async()
-        _wait_until(lambda: len(SEEN.get("polls", [])) > 5)
+        wait_until(lambda: len(SEEN.get("polls", [])) > 5)
         client.cancel()
         with pytest.raises(JobCancelledException):
             client.get_job_execution_result().result(timeout=30)
-    _wait_until(lambda: not (_taskmanager_threads() - before), timeout=15)
+    wait_until(lambda: not (_taskmanager_threads() - before), timeout=15)
 
 
 @pytest.mark.timeout(60)

@@ -9,7 +9,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -22,16 +21,9 @@ from fluvial.common.errors import (
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.receiver import Receiver
 from fluvial.datastream.connectors.receiver import ReceiverStoppedError
+from fluvial.testing import wait_until
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 def environment(**settings: str) -> StreamExecutionEnvironment:

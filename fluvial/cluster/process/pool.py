@@ -70,7 +70,7 @@ class TaskManagerLostError(FluvialError):
 class TaskManagerPoolListener(Protocol):
     """Who the pool reports to (the MiniCluster)."""
 
-    def job_master(self) -> Any:
+    def job_master_gateway(self) -> Any:
         """The JobMasterGateway TaskManagers' reports go to (None before the job is submitted)."""
         ...
 
@@ -273,7 +273,7 @@ class TaskManagerProcesses:
                 logging.getLogger(record.name).handle(record)
 
     def _route(self, message: Any) -> None:
-        job_master = self._listener.job_master()
+        job_master = self._listener.job_master_gateway()
         if job_master is None:
             return
         if isinstance(message, TaskExecutionState):

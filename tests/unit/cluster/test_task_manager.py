@@ -1,6 +1,6 @@
 """Task lifecycle through a real TaskManager (one executor thread): CREATED → INITIALIZING → RUNNING → FINISHED /
 CANCELED / FAILED, RUNNING and the end reported once each to the job's JobMasterGateway, with user functions
-opened and closed around the run."""
+opened and closed around the run; checkpoint acknowledgements and declines as messages; release_job."""
 
 from __future__ import annotations
 
@@ -10,12 +10,23 @@ import time
 import pytest
 
 from fluvial.cluster.execution_graph import ExecutionGraph
-from fluvial.cluster.messages import CancelTask, DeployTask, TaskExecutionState
-from fluvial.cluster.task_manager import TaskManager
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.cluster.messages import (
+    AcknowledgeCheckpoint,
+    CancelTask,
+    DeclineCheckpoint,
+    DeployTask,
+    ReleaseJob,
+    TaskExecutionState,
+    TriggerCheckpoint,
+)
+from fluvial.cluster.task_manager import TaskCheckpointResponder, TaskManager
 from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
+from fluvial.datastream.checkpoint_storage import JobManagerCheckpointStorage
 from fluvial.runtime.channels import ChannelRegistry
+from fluvial.runtime.checkpointing import TaskCheckpointSettings
 from fluvial.runtime.execution_state import ExecutionState
 
 LOG: list[str] = []
@@ -188,3 +199,105 @@ def test_failure_reports_operator_error_and_traceback(task_manager_and_reports):
 
 def test_terminal_states():
     assert [s.name for s in ExecutionState if s.is_terminal] == ["FINISHED", "CANCELED", "FAILED"]
+
+
+# -- checkpoints through the TaskManager: the responder's messages, declines for tasks it no longer runs ------------
+
+
+class CheckpointReports(Reports):
+    """A JobMasterGateway that also records acknowledgements and declines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acks: list[AcknowledgeCheckpoint] = []
+        self.declines: list[DeclineCheckpoint] = []
+
+    def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
+        with self.lock:
+            self.acks.append(message)
+            self.lock.notify_all()
+
+    def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
+        with self.lock:
+            self.declines.append(message)
+            self.lock.notify_all()
+
+
+def _deploy_checkpointed(job_graph, task_manager, reports) -> ExecutionGraph:
+    task_manager.register_job_master(job_graph.job_id, reports)
+    graph = ExecutionGraph(job_graph)
+    settings = TaskCheckpointSettings(exactly_once=True, storage=JobManagerCheckpointStorage())
+    for execution in graph.deployment_order():
+        task_manager.submit_task(DeployTask(graph.task_spec(execution, settings), execution.subtask_index))
+    return graph
+
+
+@pytest.mark.timeout(30)
+def test_a_checkpoint_is_acknowledged_by_every_task_as_messages_naming_it(task_manager_and_reports):
+    task_manager, _ = task_manager_and_reports
+    reports = CheckpointReports()
+    env = _env()
+    env.from_source(Endless()).rebalance().map(Tracked()).add_sink(Keep())
+    job_graph = env.get_job_graph()
+    _deploy_checkpointed(job_graph, task_manager, reports)
+    reports.wait_for(lambda r: r.states().count("RUNNING") == 2)
+    source, mapper = job_graph.vertices
+    task_manager.trigger_checkpoint(TriggerCheckpoint(job_graph.job_id, source.id, 0, 0, 1, 1234))
+    reports.wait_for(lambda r: len(r.acks) == 2)
+    acks = sorted((a.job_id, a.vertex_id, a.subtask_index, a.attempt, a.checkpoint_id) for a in reports.acks)
+    assert acks == sorted([(job_graph.job_id, source.id, 0, 0, 1), (job_graph.job_id, mapper.id, 0, 0, 1)])
+    source_ack = next(a for a in reports.acks if a.vertex_id == source.id)
+    assert source_ack.states, "the source acknowledges its split positions"
+    assert reports.declines == []
+    task_manager.cancel_task(CancelTask(job_graph.job_id, source.id, 0, 0))
+    task_manager.cancel_task(CancelTask(job_graph.job_id, mapper.id, 0, 0))
+    reports.wait_for(_terminal(reports, 2))
+
+
+@pytest.mark.timeout(30)
+def test_a_trigger_for_a_task_not_running_here_is_declined_as_closing(task_manager_and_reports):
+    task_manager, _ = task_manager_and_reports
+    reports = CheckpointReports()
+    task_manager.register_job_master("job-x", reports)
+    task_manager.trigger_checkpoint(TriggerCheckpoint("job-x", 3, 0, 0, 9, 0))
+    (decline,) = reports.declines
+    assert (decline.job_id, decline.vertex_id, decline.checkpoint_id) == ("job-x", 3, 9)
+    assert decline.reason is CheckpointFailureReason.DECLINED_TASK_CLOSING
+    task_manager.trigger_checkpoint(TriggerCheckpoint("unknown-job", 3, 0, 0, 9, 0))  # nobody to tell: nothing
+    assert len(reports.declines) == 1
+
+
+def test_the_responder_speaks_for_its_task_attempt():
+    reports = CheckpointReports()
+    env = _env()
+    env.from_collection([1]).add_sink(Keep())
+    graph = ExecutionGraph(env.get_job_graph())
+    execution = next(iter(graph))
+    execution.transition(ExecutionState.CANCELED)
+    execution.reset_for_new_attempt()
+    spec = graph.task_spec(execution)
+    responder = TaskCheckpointResponder(reports, spec)
+    responder.acknowledge(5, {"op": "state"})
+    responder.decline(6, CheckpointFailureReason.ASYNC_ERROR, "disk full")
+    (ack,), (decline,) = reports.acks, reports.declines
+    assert (ack.job_id, ack.vertex_id, ack.subtask_index, ack.attempt, ack.checkpoint_id, ack.states) == \
+        (spec.job_id, spec.vertex.id, 0, 1, 5, {"op": "state"})
+    assert (decline.attempt, decline.checkpoint_id, decline.reason, decline.detail) == \
+        (1, 6, CheckpointFailureReason.ASYNC_ERROR, "disk full")
+
+
+def test_release_job_drops_what_the_task_manager_keeps_for_that_job_only(task_manager_and_reports):
+    task_manager, _ = task_manager_and_reports
+    released: list[str] = []
+
+    class Receivers:
+        def release_job(self, job_id: str) -> None:
+            released.append(job_id)
+
+        def shutdown(self) -> None:
+            pass
+
+    task_manager._receivers = Receivers()
+    task_manager._storages.update({"job-a": object(), "job-b": object()})
+    task_manager.release_job(ReleaseJob("job-a"))
+    assert released == ["job-a"] and set(task_manager._storages) == {"job-b"}

@@ -12,7 +12,7 @@ import cloudpickle
 import pytest
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.common.time import Duration
+from fluvial.common.time import Duration, ManualClock
 from fluvial.common.watermark_strategy import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
@@ -45,14 +45,6 @@ class RecordingOutput(WatermarkOutput):
 
     def watermarks(self) -> list[int]:
         return [call[1] for call in self.calls if call[0] == "wm"]
-
-
-class FakeClock:
-    def __init__(self, now: int = 1_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 class PunctuatedGenerator(WatermarkGenerator):
@@ -155,7 +147,7 @@ def test_a_subclass_overriding_on_event_loses_the_batch_fast_path() -> None:
 
 
 def test_idleness_marks_idle_once_after_the_timeout_and_active_on_the_next_event() -> None:
-    clock = FakeClock(1_000)
+    clock = ManualClock(1_000)
     generator = WatermarksWithIdleness(BoundedOutOfOrdernessWatermarks(0), 100, clock)
     output = RecordingOutput()
 
@@ -164,18 +156,18 @@ def test_idleness_marks_idle_once_after_the_timeout_and_active_on_the_next_event
     assert output.calls == [("wm", 499)]
 
     generator.on_periodic_emit(output)  # first quiet probe at t=1000: the quiet period starts here
-    clock.now = 1_099
+    clock.set(1_099)
     generator.on_periodic_emit(output)
     assert ("idle",) not in output.calls, "99 ms of quiet is below the 100 ms timeout"
     assert output.calls == [("wm", 499)] * 3
 
-    clock.now = 1_100
+    clock.set(1_100)
     generator.on_periodic_emit(output)
     assert output.calls[-1] == ("idle",)
     assert generator.is_idle
 
     calls_when_idle = len(output.calls)
-    clock.now = 5_000
+    clock.set(5_000)
     generator.on_periodic_emit(output)
     assert len(output.calls) == calls_when_idle, "idle is announced once and watermarks stop while idle"
 
@@ -187,35 +179,35 @@ def test_idleness_marks_idle_once_after_the_timeout_and_active_on_the_next_event
 
 
 def test_idleness_without_any_event_goes_idle_after_the_timeout() -> None:
-    clock = FakeClock(0)
+    clock = ManualClock(0)
     generator = WatermarksWithIdleness(NoWatermarksGenerator(), 50, clock)
     output = RecordingOutput()
     generator.on_periodic_emit(output)
-    clock.now = 49
+    clock.set(49)
     generator.on_periodic_emit(output)
     assert output.calls == []
-    clock.now = 50
+    clock.set(50)
     generator.on_periodic_emit(output)
     assert output.calls == [("idle",)]
 
 
 def test_events_between_probes_keep_the_output_active() -> None:
-    clock = FakeClock(0)
+    clock = ManualClock(0)
     generator = WatermarksWithIdleness(AscendingTimestampsWatermarks(), 10, clock)
     output = RecordingOutput()
     for step in range(20):
-        clock.now = step * 7
+        clock.set(step * 7)
         generator.on_event("x", step, output)
         generator.on_periodic_emit(output)
     assert ("idle",) not in output.calls
 
 
 def test_idleness_batch_path_reactivates_before_the_next_watermark() -> None:
-    clock = FakeClock(0)
+    clock = ManualClock(0)
     generator = WatermarksWithIdleness(BoundedOutOfOrdernessWatermarks(0), 10, clock)
     output = RecordingOutput()
     generator.on_periodic_emit(output)
-    clock.now = 10
+    clock.set(10)
     generator.on_periodic_emit(output)
     assert output.calls == [("idle",)]
 
@@ -280,13 +272,13 @@ def test_with_methods_return_new_strategies_and_leave_the_original_alone() -> No
 
 
 def test_with_idleness_wraps_the_generator_and_uses_the_context_clock() -> None:
-    clock = FakeClock(0)
+    clock = ManualClock(0)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_millis(20))
     generator = strategy.create_watermark_generator(WatermarkGeneratorContext(clock=clock))
     assert isinstance(generator, WatermarksWithIdleness)
     output = RecordingOutput()
     generator.on_periodic_emit(output)
-    clock.now = 20
+    clock.set(20)
     generator.on_periodic_emit(output)
     assert output.calls == [("idle",)], "the idle timer ran on the context's clock"
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.common.time import Duration, current_millis
+from fluvial.common.time import Duration, ManualClock, current_millis
 from fluvial.receiver.block_generator import (
     BlockGenerator,
     BlockGeneratorListener,
@@ -23,16 +23,9 @@ from fluvial.receiver.block_generator import (
     BlockGeneratorStateError,
 )
 from fluvial.receiver.blocks import Block, ReceivedBlockInfo, StreamBlockId
+from fluvial.testing import wait_until
 
 POLL = 0.002
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(POLL)
 
 
 def holds_for(condition: Callable[[], bool], seconds: float) -> bool:
@@ -95,25 +88,12 @@ class Recorder(BlockGeneratorListener):
             return len(self.generated), len(self.pushed)
 
 
-class ManualClock:
-    """A clock the test sets. `reads` counts the reads since the last `set`: a timer that has read the new
-    time twice has acted on it (one read to see its tick is due, one after the tick to plan the next)."""
-
-    def __init__(self, now: int) -> None:
-        self.now = now
-        self.reads = 0
-
-    def __call__(self) -> int:
-        self.reads += 1
-        return self.now
-
-    def set(self, now: int) -> None:
-        self.reads = 0
-        self.now = now
-
-    def set_and_wait_seen(self, now: int, reads: int = 2) -> None:
-        self.set(now)
-        wait_until(lambda: self.reads >= reads, what=f"the timer to read the clock at {now} {reads} times")
+def set_and_wait_seen(clock: ManualClock, now: int, reads: int = 2) -> None:
+    """Set the clock and wait until the generator's timer thread has read the new time `reads` times: a timer
+    that has read it twice has acted on it (one read to see its tick is due, one after the tick to plan the
+    next)."""
+    clock.set(now)
+    wait_until(lambda: clock.reads >= reads, what=f"the timer to read the clock at {now} {reads} times")
 
 
 @pytest.fixture
@@ -169,7 +149,7 @@ def test_ids_are_tick_minus_interval_and_empty_ticks_make_no_block(make: Callabl
         generator.add_data(tick)
         clock.set(tick)
         wait_until(lambda: len(recorder.pushed) == (tick - 1_000) // 100, what=f"the block of tick {tick}")
-    clock.set_and_wait_seen(1_300)  # nothing buffered: no block
+    set_and_wait_seen(clock, 1_300)  # nothing buffered: no block
     generator.add_data("late")
     clock.set(1_400)
     wait_until(lambda: len(recorder.pushed) == 3, what="the block of tick 1400")
@@ -187,7 +167,7 @@ def test_ids_stay_unique_and_increasing_when_the_clock_jumps_back(make: Callable
     clock.set(1_100)
     wait_until(lambda: len(recorder.pushed) == 1, what="the first block")
     # the wall clock goes back: the timer re-aligns to it, and its next ticks (600, 700) repeat used times
-    clock.set_and_wait_seen(500)
+    set_and_wait_seen(clock, 500)
     generator.add_data("b")
     clock.set(600)
     wait_until(lambda: len(recorder.pushed) == 2, what="a block after the jump")
@@ -201,9 +181,9 @@ def test_ids_stay_unique_and_increasing_when_the_clock_jumps_back(make: Callable
 def test_blocks_are_named_after_the_current_time_after_the_clock_jumps_forward(make: Callable) -> None:
     clock = ManualClock(1_050)
     generator, recorder = make(Recorder(clock=clock), block_interval=0.1, clock=clock)
-    clock.set_and_wait_seen(1_100)  # the 1100 tick is done; the timer waits for 1200
+    set_and_wait_seen(clock, 1_100)  # the 1100 tick is done; the timer waits for 1200
     # it fires the 1200 tick late (two reads), then the 9000 tick rather than 1300, 1400, ... (two more)
-    clock.set_and_wait_seen(9_050, reads=4)
+    set_and_wait_seen(clock, 9_050, reads=4)
     generator.add_data("after the jump")
     clock.set(9_100)
     wait_until(lambda: len(recorder.pushed) == 1, what="the block after the jump")
@@ -546,7 +526,7 @@ def test_no_block_is_cut_while_on_add_data_runs(make: Callable) -> None:
     adder.start()
     try:
         assert entered.wait(20)
-        clock.set_and_wait_seen(1_100, reads=1)  # the tick is due; the record is appended, its callback running
+        set_and_wait_seen(clock, 1_100, reads=1)  # the tick is due; the record is appended, its callback running
         assert holds_for(lambda: recorder.counts()[0] == 0, 0.1), "a block was cut between append and callback"
     finally:
         release.set()

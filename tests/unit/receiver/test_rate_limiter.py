@@ -1,4 +1,4 @@
-"""RateLimiter: pacing, the pay-later batch, the one-second burst, and its bounds, on a fake clock."""
+"""RateLimiter: pacing, the pay-later batch, the one-second burst, and its bounds, on a ManualClock."""
 
 from __future__ import annotations
 
@@ -10,29 +10,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.time import ManualClock
 from fluvial.receiver.rate_limiter import MAX_BURST_SECONDS, RateLimiter
 
 EPSILON = 1e-9
 
 
-class FakeTime:
-    """A clock that only moves when someone sleeps or the test says so."""
+def limiter(rate: float, clock: ManualClock, sleeps: list[float] | None = None) -> RateLimiter:
+    """A RateLimiter on `clock` (read in seconds); each of its sleeps moves the clock and is recorded in `sleeps`."""
 
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
+    def sleep(seconds: float) -> None:
         assert seconds > 0, "the limiter should not sleep for nothing"
-        self.sleeps.append(seconds)
-        self.now += seconds
+        if sleeps is not None:
+            sleeps.append(seconds)
+        clock.sleep(seconds)
 
-
-def limiter(rate: float, fake: FakeTime) -> RateLimiter:
-    return RateLimiter(rate, clock=fake.clock, sleep=fake.sleep)
+    return RateLimiter(rate, clock=clock.seconds, sleep=sleep)
 
 
 @pytest.mark.timeout(30)
@@ -53,42 +46,42 @@ def test_unlimited_never_reads_the_clock_nor_sleeps() -> None:
 
 @pytest.mark.timeout(30)
 def test_records_are_paced_one_interval_apart() -> None:
-    fake = FakeTime(100.0)
-    paced = limiter(10, fake)
+    clock, sleeps = ManualClock(100_000), []
+    paced = limiter(10, clock, sleeps)
     returned_at = []
     for _ in range(50):
         paced.wait_to_push()
-        returned_at.append(fake.now)
+        returned_at.append(clock.seconds())
     assert returned_at == pytest.approx([100.0 + i / 10 for i in range(50)])
-    assert sum(fake.sleeps) == pytest.approx(4.9)
+    assert sum(sleeps) == pytest.approx(4.9)
 
 
 @pytest.mark.timeout(30)
 def test_a_batch_goes_at_once_and_the_next_caller_pays_for_it() -> None:
-    fake = FakeTime()
-    paced = limiter(10, fake)
+    clock = ManualClock()
+    paced = limiter(10, clock)
     paced.wait_to_push_many(100)
-    assert fake.now == 0.0
+    assert clock.seconds() == 0.0
     paced.wait_to_push()
-    assert fake.now == pytest.approx(10.0)
+    assert clock.seconds() == pytest.approx(10.0)
     paced.wait_to_push_many(0)  # nothing asked, nothing paid
-    assert fake.now == pytest.approx(10.0)
+    assert clock.seconds() == pytest.approx(10.0)
 
 
 @pytest.mark.timeout(30)
 def test_idle_time_stores_at_most_one_second_of_permits() -> None:
-    fake = FakeTime()
-    paced = limiter(10, fake)
-    fake.now += 5.0  # idle for five seconds: only one second's worth is kept
+    clock = ManualClock()
+    paced = limiter(10, clock)
+    clock.advance(5_000)  # idle for five seconds: only one second's worth is kept
     immediate = 0
     for _ in range(30):
-        before = fake.now
+        before = clock.seconds()
         paced.wait_to_push()
-        if fake.now == before:
+        if clock.seconds() == before:
             immediate += 1
     # ten stored permits plus the request that finds the bucket due now; then one every 0.1 s
     assert immediate == int(10 * MAX_BURST_SECONDS) + 1
-    assert fake.now == pytest.approx(5.0 + (30 - immediate) / 10)
+    assert clock.seconds() == pytest.approx(5.0 + (30 - immediate) / 10)
 
 
 @settings(max_examples=200, deadline=None)
@@ -101,14 +94,14 @@ def test_idle_time_stores_at_most_one_second_of_permits() -> None:
     ),
 )
 def test_permits_never_exceed_the_rate_plus_one_burst(rate: int, requests: list[tuple[float, int]]) -> None:
-    fake = FakeTime()
-    paced = limiter(rate, fake)
+    clock = ManualClock()
+    paced = limiter(rate, clock)
     grants: list[tuple[float, int]] = []  # (time the caller went ahead, permits)
     for idle, permits in requests:
-        fake.now += idle
+        clock.advance(idle * 1000)
         paced.wait_to_push_many(permits)
         if permits:  # asking for nothing costs nothing and waits for nobody
-            grants.append((fake.now, permits))
+            grants.append((clock.seconds(), permits))
     times = [t for t, _ in grants]
     assert times == sorted(times)
     for b, (t_b, _) in enumerate(grants):
@@ -152,4 +145,4 @@ def test_a_bad_rate_is_rejected_naming_the_key(bad: object) -> None:
 @pytest.mark.timeout(30)
 def test_a_negative_number_of_permits_is_rejected() -> None:
     with pytest.raises(ValueError, match="negative"):
-        limiter(10, FakeTime()).wait_to_push_many(-1)
+        limiter(10, ManualClock()).wait_to_push_many(-1)

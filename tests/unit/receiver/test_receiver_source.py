@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -17,6 +16,7 @@ from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver.services import ReceiverSettings, TaskManagerReceivers
 from fluvial.datastream.connectors.receiver import ReceiverSource, ReceiverSourceReader, ReceiverSplit
 from fluvial.receiver.tracker import BlocksAlreadyCleanedError
+from fluvial.testing import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,14 +51,6 @@ class IdleReceiver(Receiver):
 
     def name(self) -> str:
         return "idle-receiver"
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.002)
 
 
 @pytest.fixture

@@ -24,19 +24,11 @@ from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver.supervisor import ReceiverState, ReceiverSupervisor
 from fluvial.receiver.tracker import ReceiverTracker
 from fluvial.receiver.wal import WriteAheadLog
+from fluvial.testing import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
 STREAM = 0
-POLL = 0.002
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(POLL)
 
 
 class ScriptedReceiver(Receiver):

@@ -14,39 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluvial.common.errors import StateError
-from fluvial.common.time import MIN_WATERMARK
+from fluvial.common.time import MIN_WATERMARK, ManualClock
 from fluvial.runtime.timers import (
     InternalTimerService,
     KeyedTimerService,
     NonKeyedTimerService,
     Timer,
 )
+from fluvial.testing import ManualProcessingTime
 
 
 class FakeBackend:
     def __init__(self) -> None:
         self.current_key = None
-
-
-class FakeProcessingTime:
-    """A manual clock. `register_timer` only records the wake-up; `fire_due` runs the callbacks now due."""
-
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-        self.wakeups: list[tuple[int, object]] = []
-
-    def current_processing_time(self) -> int:
-        return self.now
-
-    def register_timer(self, timestamp, callback):
-        self.wakeups.append((timestamp, callback))
-
-    def advance_to(self, now: int) -> None:
-        self.now = now
-        due = sorted((w for w in self.wakeups if w[0] <= now), key=lambda w: w[0])
-        self.wakeups = [w for w in self.wakeups if w[0] > now]
-        for _, callback in due:
-            callback(now)
 
 
 class Recorder:
@@ -69,7 +49,7 @@ class Recorder:
 def make_service(now: int = 0):
     backend = FakeBackend()
     recorder = Recorder(backend)
-    clock = FakeProcessingTime(now)
+    clock = ManualProcessingTime(ManualClock(now))
     return InternalTimerService(backend, recorder, clock), backend, recorder, clock
 
 
@@ -235,14 +215,14 @@ def test_fires_exactly_the_live_timers_in_order_like_a_sorted_set(operations, wa
 def test_processing_timers_wake_up_at_the_earliest_and_fire_in_order():
     service, backend, recorder, clock = make_service(now=1000)
     register(service, backend, "a", 1300, processing=True)
-    assert [ts for ts, _ in clock.wakeups] == [1300]
+    assert clock.pending_timestamps() == [1300]
     register(service, backend, "b", 1100, processing=True)  # earlier: a new wake-up
     register(service, backend, "c", 1200, processing=True)  # later than the scheduled one: none
     register(service, backend, "c", 1200, processing=True)  # duplicate
-    assert [ts for ts, _ in clock.wakeups] == [1300, 1100]
+    assert clock.pending_timestamps() == [1100, 1300]
     clock.advance_to(1150)
     assert fired(recorder, "processing") == [("b", 1100)]
-    assert [ts for ts, _ in clock.wakeups] == [1300, 1200]  # re-armed for the next due timer
+    assert clock.pending_timestamps() == [1200, 1300]  # re-armed for the next due timer
     clock.advance_to(5000)
     assert fired(recorder, "processing") == [("b", 1100), ("c", 1200), ("a", 1300)]
     assert all(timer.key == current for _, timer, current in recorder.fired)
@@ -273,7 +253,7 @@ def test_event_and_processing_timers_are_separate():
 def test_current_processing_time_reads_the_service():
     service, _, _, clock = make_service(now=1234)
     assert service.current_processing_time() == 1234
-    clock.now = 2000
+    clock.clock.set(2000)
     assert KeyedTimerService(service).current_processing_time() == 2000
 
 
@@ -296,7 +276,7 @@ def test_snapshot_and_restore_into_a_fresh_service_fires_the_same_timers():
     restored, backend2, recorder2, clock2 = make_service(now=0)
     restored.restore(snapshot)
     assert restored.event_timer_count() == 3 and restored.processing_timer_count() == 1
-    assert [ts for ts, _ in clock2.wakeups] == [70]  # restoring re-arms the processing-time wake-up
+    assert clock2.pending_timestamps() == [70]  # restoring re-arms the processing-time wake-up
     backend2.current_key = "a"
     restored.register_event_time_timer(30)  # already restored: still one timer
     restored.advance_watermark(1000)
@@ -370,7 +350,7 @@ def test_keyed_timer_service_registers_for_the_current_key_in_the_default_namesp
 
 
 def test_non_keyed_timer_service_refuses_timers_naming_the_operator_and_the_fix():
-    clock = FakeProcessingTime(now=77)
+    clock = ManualProcessingTime(ManualClock(77))
     service = NonKeyedTimerService(clock, lambda: 5, "My Process")
     assert service.current_processing_time() == 77 and service.current_watermark() == 5
     for method in (service.register_event_time_timer, service.register_processing_time_timer,

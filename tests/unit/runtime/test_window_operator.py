@@ -225,13 +225,13 @@ def test_time_evictor_keeps_elements_within_the_span_of_the_newest():
 def test_processing_time_windows_fire_on_the_clock():
     h = Harness(TumblingProcessingTimeWindows.of(1000), function=lambda a, b: (a[0], a[1] + b[1], None), now=5_100)
     h.elements(("a", 1, None), ("b", 2, None))
-    h.clock.now_ms = 5_500
+    h.clock.set(5_500)
     h.elements(("a", 3, None))
     h.advance_to(5_998)
     assert h.take() == []
     h.advance_to(5_999)
     assert sorted((v[0], v[1], ts) for v, ts in h.take()) == [("a", 4, 5_999), ("b", 2, 5_999)]
-    h.clock.now_ms = 6_000
+    h.clock.set(6_000)
     h.elements(("a", 5, None))
     h.advance_to(7_000)
     assert [(v[0], v[1]) for v, _ in h.take()] == [("a", 5)]

@@ -10,6 +10,7 @@ import pytest
 from fluvial.common.encoder import Encoder
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
+from fluvial.common.time import ManualClock
 from fluvial.datastream.connectors.file_system import (
     BasePathBucketAssigner,
     BucketAssigner,
@@ -51,14 +52,6 @@ def visible(base: Path) -> dict[str, str]:
 
 def hidden(base: Path) -> list[str]:
     return [f for _, _, files in os.walk(base) for f in files if f.startswith(".")]
-
-
-class FakeClock:
-    def __init__(self, now: int = 1_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def test_nothing_is_visible_before_commit(tmp_path):
@@ -159,10 +152,10 @@ def test_rolled_parts_stay_hidden_until_their_checkpoint_commits(tmp_path):
 
 def test_on_checkpoint_policy_rolls_only_at_prepare_commit(tmp_path):
     sink = sink_at(tmp_path, RollingPolicy.on_checkpoint_rolling_policy())
-    clock = FakeClock()
+    clock = ManualClock(1_000_000)
     writer = FileSinkWriter(sink, task(), clock=clock)
     writer.write_batch(["x" * 1000] * 50)
-    clock.now += 10**9
+    clock.advance(10**9)
     writer.write_batch(["y"])
     writer.flush(False)
     assert len(writer.prepare_commit()) == 1
@@ -175,13 +168,13 @@ def test_rolling_by_age_and_inactivity(tmp_path):
     ).with_rolling_policy(policy).with_output_file_config(OutputFileConfig("p")).with_bucket_check_interval(
         100
     ).build()
-    clock = FakeClock()
+    clock = ManualClock(1_000_000)
     writer = FileSinkWriter(sink, task(), clock=clock)
     for step in range(6):  # active every 200 ms: only the 1000 ms rollover interval rolls
         writer.write_batch([step])
-        clock.now += 200
+        clock.advance(200)
     writer.write_batch(["late"])
-    clock.now += 400
+    clock.advance(400)
     writer.flush(False)  # idle for 400 ms > 300 ms: rolled without a write
     sink.commit(writer.prepare_commit())
     assert visible(tmp_path) == {"p-0-0": "0\n1\n2\n3\n4\n", "p-0-1": "5\nlate\n"}
@@ -225,11 +218,11 @@ def test_a_fixed_prefix_never_overwrites_files_of_an_earlier_run(tmp_path):
 
 def test_date_time_buckets_use_the_processing_time(tmp_path):
     moment = datetime(2024, 5, 1, 13, 45, tzinfo=timezone.utc)
-    clock = FakeClock(int(moment.timestamp() * 1000))
+    clock = ManualClock(int(moment.timestamp() * 1000))
     sink = sink_at(tmp_path, assigner=BucketAssigner.date_time_bucket_assigner(timezone_id="UTC"))
     writer = FileSinkWriter(sink, task(), clock=clock)
     writer.write_batch(["a"])
-    clock.now += 3_600_000
+    clock.advance(3_600_000)
     writer.write_batch(["b"])
     sink.commit(writer.prepare_commit())
     assert visible(tmp_path) == {"2024-05-01--13/pre-0-0.txt": "a\n", "2024-05-01--14/pre-0-1.txt": "b\n"}

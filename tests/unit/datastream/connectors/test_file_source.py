@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
-from fluvial.common.time import Duration
+from fluvial.common.time import Duration, ManualClock
 from fluvial.datastream.connectors import file_system
 from fluvial.datastream.connectors.file_system import (
     FileMonitorSplit,
@@ -227,16 +227,8 @@ def test_latin1_files_are_decoded_with_the_given_charset(tmp_path):
     assert drain(reader_for(source, source.create_splits(1))) == ["café"]
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def monitored_reader(source, splits, clock):
-    reader = file_system.FileSourceReader(source.stream_format, source.discovery_interval_ms, clock)
+def monitored_reader(source, splits, clock: ManualClock):
+    reader = file_system.FileSourceReader(source.stream_format, source.discovery_interval_ms, clock.seconds)
     reader.add_splits(splits)
     return reader
 
@@ -245,15 +237,15 @@ def test_continuous_source_discovers_new_files_once_per_interval(tmp_path):
     write(tmp_path / "a.txt", "a\n")
     source = text_source(tmp_path, monitor_ms=1000)
     assert source.get_boundedness() is Boundedness.CONTINUOUS_UNBOUNDED
-    clock = FakeClock()
+    clock = ManualClock(100_000)
     reader = monitored_reader(source, source.create_splits(1), clock)
     assert reader.poll(10) == ["a"]
     assert reader.poll(10) == []  # unbounded: nothing now, never None
     write(tmp_path / "b.txt", "b\n")
     assert reader.poll(10) == []  # the interval has not passed since the last listing
-    clock.now += 1.0
+    clock.advance(1_000)
     assert reader.poll(10) == ["b"]
-    clock.now += 1.0
+    clock.advance(1_000)
     assert reader.poll(10) == []  # a.txt and b.txt are not read again
     assert pickle.loads(pickle.dumps(source)) == source
 
@@ -261,11 +253,11 @@ def test_continuous_source_discovers_new_files_once_per_interval(tmp_path):
 def test_continuous_source_restores_without_rereading_or_missing_files(tmp_path):
     write(tmp_path / "a.txt", "a\n")
     source = text_source(tmp_path, monitor_ms=1000)
-    clock = FakeClock()
+    clock = ManualClock(100_000)
     reader = monitored_reader(source, source.create_splits(1), clock)
     assert reader.poll(10) == ["a"]
     write(tmp_path / "b.txt", "b1\nb2\n")
-    clock.now += 1.0
+    clock.advance(1_000)
     assert reader.poll(1) == ["b1"]
     snapshot = pickle.loads(pickle.dumps(reader.snapshot_state()))
     monitors = [s for s in snapshot if isinstance(s, FileMonitorSplit)]
@@ -273,9 +265,9 @@ def test_continuous_source_restores_without_rereading_or_missing_files(tmp_path)
     write(tmp_path / "c.txt", "c\n")  # appears after the checkpoint
     restored = monitored_reader(source, snapshot, clock)
     assert restored.poll(10) == ["b2"]
-    clock.now += 1.0
+    clock.advance(1_000)
     assert restored.poll(10) == ["c"]
-    clock.now += 1.0
+    clock.advance(1_000)
     assert restored.poll(10) == []
 
 
@@ -283,14 +275,14 @@ def test_continuous_monitoring_splits_new_files_among_subtasks_exactly_once(tmp_
     source = text_source(tmp_path, monitor_ms=1000)
     parallelism = 3
     splits = source.create_splits(parallelism)
-    clock = FakeClock()
+    clock = ManualClock(100_000)
     readers = [
         monitored_reader(source, assign_splits(splits, parallelism, i), clock) for i in range(parallelism)
     ]
     assert all(sum(isinstance(s, FileMonitorSplit) for s in r.snapshot_state()) == 1 for r in readers)
     for i in range(20):
         write(tmp_path / f"n{i}.txt", f"{i}\n")
-    clock.now += 1.0
+    clock.advance(1_000)
     read = [line for r in readers for batch in iter(lambda r=r: r.poll(100), []) for line in batch]
     assert sorted(read, key=int) == [str(i) for i in range(20)]
 

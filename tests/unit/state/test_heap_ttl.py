@@ -13,7 +13,7 @@ import pytest
 
 from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.common.key_groups import assign_to_key_group
-from fluvial.common.time import Duration, Time
+from fluvial.common.time import Duration, ManualClock, Time
 from fluvial.datastream.functions import AggregateFunction
 from fluvial.datastream.state import (
     AggregatingStateDescriptor,
@@ -26,21 +26,12 @@ from fluvial.datastream.state import (
     ValueStateDescriptor,
 )
 from fluvial.state.heap import HeapKeyedStateBackend, HeapValueState
-from fluvial.state.ttl import IncrementalCleanup, TtlValue, layout_for
+from fluvial.state.heap_ttl import IncrementalCleanup
+from fluvial.state.ttl import TtlValue, layout_for
 
 TTL = 100
 UpdateType = StateTtlConfig.UpdateType
 StateVisibility = StateTtlConfig.StateVisibility
-
-
-class ManualClock:
-    """Processing time that moves only when a test says so."""
-
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 class AverageAggregate(AggregateFunction):
@@ -179,7 +170,7 @@ def test_update_type_disabled_means_no_ttl(backend: HeapKeyedStateBackend, clock
     assert type(state) is HeapValueState, "a disabled TTL keeps the plain handle"
     backend.current_key = "k"
     state.update(1)
-    clock.now = 10 * TTL
+    clock.set(10 * TTL)
     assert state.value() == 1
 
 
@@ -190,9 +181,9 @@ def test_value_expires_at_write_time_plus_ttl(backend: HeapKeyedStateBackend, cl
     state = backend.get_state(with_ttl(ValueStateDescriptor("v")))
     backend.current_key = "k"
     state.update("x")
-    clock.now = TTL - 1
+    clock.set(TTL - 1)
     assert state.value() == "x"
-    clock.now = TTL
+    clock.set(TTL)
     assert state.value() is None
     assert list(backend.keys("v")) == [], "NeverReturnExpired removes the expired value on access"
 
@@ -201,9 +192,9 @@ def test_on_create_and_write_does_not_renew_on_read(backend: HeapKeyedStateBacke
     state = backend.get_state(with_ttl(ValueStateDescriptor("v"), builder().update_ttl_on_create_and_write()))
     backend.current_key = "k"
     state.update("x")
-    clock.now = 60
+    clock.set(60)
     assert state.value() == "x"
-    clock.now = TTL
+    clock.set(TTL)
     assert state.value() is None
 
 
@@ -211,11 +202,11 @@ def test_writes_renew_the_timestamp(backend: HeapKeyedStateBackend, clock: Manua
     state = backend.get_state(with_ttl(ValueStateDescriptor("v")))
     backend.current_key = "k"
     state.update("x")
-    clock.now = 60
+    clock.set(60)
     state.update("y")
-    clock.now = 60 + TTL - 1
+    clock.set(60 + TTL - 1)
     assert state.value() == "y"
-    clock.now = 60 + TTL
+    clock.set(60 + TTL)
     assert state.value() is None
 
 
@@ -223,13 +214,13 @@ def test_on_read_and_write_renews_on_read(backend: HeapKeyedStateBackend, clock:
     state = backend.get_state(with_ttl(ValueStateDescriptor("v"), builder().update_ttl_on_read_and_write()))
     backend.current_key = "k"
     state.update("x")
-    clock.now = 60
+    clock.set(60)
     assert state.value() == "x"  # renewed to 60
-    clock.now = 150
+    clock.set(150)
     assert state.value() == "x"  # 60 + 100 > 150; renewed to 150
-    clock.now = 249
+    clock.set(249)
     assert state.value() == "x"
-    clock.now = 249 + TTL
+    clock.set(249 + TTL)
     assert state.value() is None
 
 
@@ -237,7 +228,7 @@ def test_return_expired_if_not_cleaned_up_returns_it_once(backend: HeapKeyedStat
     state = backend.get_state(with_ttl(ValueStateDescriptor("v"), builder().return_expired_if_not_cleaned_up()))
     backend.current_key = "k"
     state.update("old")
-    clock.now = TTL + 50
+    clock.set(TTL + 50)
     assert state.value() == "old", "expired but still stored: handed out"
     assert state.value() is None, "that read cleaned it up"
     assert list(backend.keys("v")) == []
@@ -252,7 +243,7 @@ def test_default_background_cleanup_may_clean_before_a_read(backend: HeapKeyedSt
     state = backend.get_state(descriptor)
     backend.current_key = "k"
     state.update("old")
-    clock.now = TTL
+    clock.set(TTL)
     assert state.value() is None
 
 
@@ -277,13 +268,13 @@ def test_list_elements_expire_individually(backend: HeapKeyedStateBackend, clock
     state = backend.get_state(with_ttl(ListStateDescriptor("l")))
     backend.current_key = "k"
     state.add("a")
-    clock.now = 50
+    clock.set(50)
     state.add_all(["b", "c"])
-    clock.now = TTL
+    clock.set(TTL)
     assert list(state.get()) == ["b", "c"]
     assert len(backend.value_table("l")["k"]) == 2, "a hidden expired element is freed by the read"
     assert list(state) == ["b", "c"]
-    clock.now = 50 + TTL
+    clock.set(50 + TTL)
     assert list(state.get()) == []
     assert list(backend.keys("l")) == [], "a list whose elements all expired is removed"
 
@@ -292,11 +283,11 @@ def test_list_update_restamps_every_element(backend: HeapKeyedStateBackend, cloc
     state = backend.get_state(with_ttl(ListStateDescriptor("l")))
     backend.current_key = "k"
     state.add("a")
-    clock.now = 90
+    clock.set(90)
     given = ["x", "y"]
     state.update(given)
     given.append("z")
-    clock.now = 189
+    clock.set(189)
     assert list(state.get()) == ["x", "y"]
     state.update([])
     assert list(backend.keys("l")) == []
@@ -308,11 +299,11 @@ def test_list_on_read_and_write_renews_the_unexpired_elements(
     state = backend.get_state(with_ttl(ListStateDescriptor("l"), builder().update_ttl_on_read_and_write()))
     backend.current_key = "k"
     state.add("a")
-    clock.now = 50
+    clock.set(50)
     state.add("b")
-    clock.now = 99
+    clock.set(99)
     assert list(state.get()) == ["a", "b"]  # both renewed to 99
-    clock.now = 198
+    clock.set(198)
     assert list(state.get()) == ["a", "b"]
 
 
@@ -324,12 +315,12 @@ def test_list_return_expired_keeps_returning_while_any_element_lives(
     state = backend.get_state(with_ttl(ListStateDescriptor("l"), builder().return_expired_if_not_cleaned_up()))
     backend.current_key = "k"
     state.add("a")
-    clock.now = 50
+    clock.set(50)
     state.add("b")
-    clock.now = TTL
+    clock.set(TTL)
     assert list(state.get()) == ["a", "b"]
     assert list(state.get()) == ["a", "b"]
-    clock.now = 50 + TTL
+    clock.set(50 + TTL)
     assert list(state.get()) == ["a", "b"]
     assert list(state.get()) == []
 
@@ -338,15 +329,15 @@ def test_map_entries_expire_individually(backend: HeapKeyedStateBackend, clock: 
     state = backend.get_state(with_ttl(MapStateDescriptor("m")))
     backend.current_key = "k"
     state.put("x", 1)
-    clock.now = 50
+    clock.set(50)
     state.put_all({"y": 2, "z": 3})
-    clock.now = TTL
+    clock.set(TTL)
     assert state.get("x") is None and not state.contains("x") and "x" not in state
     assert state.get("y") == 2 and state["z"] == 3
     assert dict(state.items()) == {"y": 2, "z": 3}
     assert sorted(state.keys()) == ["y", "z"] and sorted(state.values()) == [2, 3] and sorted(state) == ["y", "z"]
     assert not state.is_empty()
-    clock.now = 50 + TTL
+    clock.set(50 + TTL)
     assert state.is_empty()
     assert list(backend.keys("m")) == [], "a map whose entries all expired is removed"
 
@@ -355,13 +346,13 @@ def test_map_on_read_and_write_renews_only_the_entry_read(backend: HeapKeyedStat
     state = backend.get_state(with_ttl(MapStateDescriptor("m"), builder().update_ttl_on_read_and_write()))
     backend.current_key = "k"
     state.put_all({"x": 1, "y": 2})
-    clock.now = 90
+    clock.set(90)
     assert state.get("x") == 1
-    clock.now = 150
+    clock.set(150)
     assert dict(state.items()) == {"x": 1}
-    clock.now = 240
+    clock.set(240)
     assert not state.is_empty()  # is_empty reads no value, so it renews nothing: x stays stamped 150
-    clock.now = 250
+    clock.set(250)
     assert state.is_empty()
 
 
@@ -369,9 +360,9 @@ def test_map_return_expired_returns_each_entry_once(backend: HeapKeyedStateBacke
     state = backend.get_state(with_ttl(MapStateDescriptor("m"), builder().return_expired_if_not_cleaned_up()))
     backend.current_key = "k"
     state.put_all({"x": 1, "y": 2})
-    clock.now = 50
+    clock.set(50)
     state.put("z", 3)
-    clock.now = TTL
+    clock.set(TTL)
     assert state.get("x") == 1
     assert state.get("x") is None
     assert dict(state.items()) == {"y": 2, "z": 3}, "y is returned by this iteration and removed by it"
@@ -382,11 +373,11 @@ def test_reducing_state_starts_afresh_after_expiry(backend: HeapKeyedStateBacken
     state = backend.get_state(with_ttl(ReducingStateDescriptor("r", lambda a, b: a + b)))
     backend.current_key = "k"
     state.add(3)
-    clock.now = 50
+    clock.set(50)
     state.add(4)  # 7, stamped 50
-    clock.now = 149
+    clock.set(149)
     assert state.get() == 7
-    clock.now = 150
+    clock.set(150)
     state.add(1)
     assert state.get() == 1, "the expired 7 is not folded into the new value"
 
@@ -399,7 +390,7 @@ def test_reducing_state_folds_an_expired_value_when_expired_values_are_visible(
     )
     backend.current_key = "k"
     state.add(7)
-    clock.now = TTL
+    clock.set(TTL)
     state.add(1)
     assert state.get() == 8
 
@@ -409,9 +400,9 @@ def test_aggregating_state_expires_as_one_value(backend: HeapKeyedStateBackend, 
     backend.current_key = "k"
     state.add(2)
     state.add(4)
-    clock.now = TTL - 1
+    clock.set(TTL - 1)
     assert state.get() == 3.0
-    clock.now = TTL
+    clock.set(TTL)
     assert state.get() is None
     state.add(10)
     assert state.get() == 10.0
@@ -429,9 +420,9 @@ def test_reducing_and_aggregating_reads_follow_update_type_and_visibility(
     backend.current_key = "k"
     renewing.add(4)
     returning.add(4)
-    clock.now = 90
+    clock.set(90)
     assert renewing.get() == 4.0  # renewed to 90
-    clock.now = 189
+    clock.set(189)
     assert renewing.get() == 4.0
     assert returning.get() == 4, "expired, returned once"
     assert returning.get() is None
@@ -441,10 +432,10 @@ def test_keys_are_independent(backend: HeapKeyedStateBackend, clock: ManualClock
     state = backend.get_state(with_ttl(ValueStateDescriptor("v")))
     backend.current_key = "old"
     state.update(1)
-    clock.now = 60
+    clock.set(60)
     backend.current_key = "new"
     state.update(2)
-    clock.now = TTL
+    clock.set(TTL)
     assert state.value() == 2
     backend.current_key = "old"
     assert state.value() is None
@@ -464,7 +455,7 @@ def test_incremental_cleanup_removes_untouched_expired_keys(backend: HeapKeyedSt
     descriptor = with_ttl(ValueStateDescriptor("v"), builder().cleanup_incrementally(3, False))
     _fill_values(backend, descriptor, range(10))
     state = backend.get_state(descriptor)
-    clock.now = TTL
+    clock.set(TTL)
     backend.current_key = "reader"
     state.value()
     remaining = len(list(backend.keys("v")))
@@ -481,10 +472,10 @@ def test_incremental_cleanup_keeps_unexpired_entries_and_trims_lists(
     for key in ("a", "b"):
         backend.current_key = key
         state.add("early")
-    clock.now = 50
+    clock.set(50)
     backend.current_key = "a"
     state.add("late")
-    clock.now = TTL
+    clock.set(TTL)
     backend.current_key = "reader"
     state.get()  # the access cleans the whole (small) table
     backend.current_key = "a"
@@ -499,10 +490,10 @@ def test_incremental_cleanup_wakes_up_for_the_oldest_value_it_kept(
     state = backend.get_state(with_ttl(ValueStateDescriptor("v"), builder().cleanup_incrementally(100, False)))
     backend.current_key = "a"
     state.update("a")  # stamped 0
-    clock.now = 50
+    clock.set(50)
     backend.current_key = "b"
     state.update("b")  # this access checks "a" (stamped 0) before writing "b"
-    clock.now = TTL
+    clock.set(TTL)
     backend.current_key = "c"
     state.value()
     assert list(backend.keys("v")) == ["b"], "a round that kept a value stamped 0 must wake up at 0 + ttl"
@@ -538,14 +529,14 @@ def test_restore_wakes_up_an_idle_incremental_cleanup(clock: ManualClock) -> Non
     old.get_state(with_ttl(ValueStateDescriptor("v"), ttl)).update("old")  # stamped 0
     snapshot = old.snapshot_key_groups()
 
-    clock.now = 500
+    clock.set(500)
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
     state = new.get_state(with_ttl(ValueStateDescriptor("v"), ttl))
     new.current_key = "live"
     state.update("live")
     state.value()  # a full round over {"live"}: idle until 600
     new.restore_key_groups([snapshot])
-    clock.now = 550
+    clock.set(550)
     state.value()
     assert list(new.keys("v")) == ["live"], "the restored value stamped 0 is cleaned up, not waited for"
 
@@ -553,7 +544,7 @@ def test_restore_wakes_up_an_idle_incremental_cleanup(clock: ManualClock) -> Non
 def test_without_background_cleanup_untouched_keys_stay(backend: HeapKeyedStateBackend, clock: ManualClock) -> None:
     descriptor = with_ttl(ValueStateDescriptor("v"))
     _fill_values(backend, descriptor, range(10))
-    clock.now = TTL
+    clock.set(TTL)
     backend.current_key = "reader"
     for _ in range(20):
         backend.get_state(descriptor).value()
@@ -570,7 +561,7 @@ def test_cleanup_for_every_record_runs_when_the_key_changes(
     descriptor = with_ttl(ValueStateDescriptor("v"), builder().cleanup_incrementally(5, True))
     _fill_values(backend, descriptor, range(10))
     assert isinstance(backend, HeapKeyedStateBackend)
-    clock.now = TTL
+    clock.set(TTL)
     for key in ("r1", "r2", "r3"):  # records whose function touches no state at all
         backend.current_key = key
     assert backend.current_key == "r3" and backend.get_current_key() == "r3"
@@ -589,7 +580,7 @@ def test_full_snapshot_cleanup_leaves_expired_values_out(backend: HeapKeyedState
     values.update("old")
     lists.add("old")
     maps.put("old", 1)
-    clock.now = 50
+    clock.set(50)
     backend.current_key = "new"
     values.update("new")
     lists.add("new")
@@ -597,7 +588,7 @@ def test_full_snapshot_cleanup_leaves_expired_values_out(backend: HeapKeyedState
     backend.current_key = "old"
     lists.add("new")
     maps.put("new", 3)
-    clock.now = TTL
+    clock.set(TTL)
 
     snapshot = backend.snapshot_key_groups()
     old_group = snapshot.key_groups[assign_to_key_group("old", 128)]
@@ -615,7 +606,7 @@ def test_without_full_snapshot_cleanup_expired_values_are_snapshotted(
     state = backend.get_state(with_ttl(ValueStateDescriptor("v")))
     backend.current_key = "old"
     state.update("old")
-    clock.now = 10 * TTL
+    clock.set(10 * TTL)
     snapshot = backend.snapshot_key_groups()
     assert snapshot.key_groups[assign_to_key_group("old", 128)]["v"] == {"old": TtlValue("old", 0)}
 
@@ -632,7 +623,7 @@ def test_snapshot_is_isolated_and_restore_keeps_timestamps(clock: ManualClock) -
     values.update([1])
     lists.add({"n": 1})
     snapshot = old.snapshot_key_groups()
-    clock.now = 40
+    clock.set(40)
     assert values.value() == [1] and list(lists.get()) == [{"n": 1}]  # renews the live timestamps to 40
     lists.get()[0]["n"] = 2  # mutate the live element in place
     group = snapshot.key_groups[assign_to_key_group("k", 128)]
@@ -643,9 +634,9 @@ def test_snapshot_is_isolated_and_restore_keeps_timestamps(clock: ManualClock) -
     new.restore_key_groups([snapshot])
     restored = new.get_state(with_ttl(ValueStateDescriptor("v"), ttl))
     new.current_key = "k"
-    clock.now = TTL - 1
+    clock.set(TTL - 1)
     assert restored.value() == [1], "written at 0 before the snapshot: alive until 100"
-    clock.now = TTL - 1 + TTL
+    clock.set(TTL - 1 + TTL)
     assert restored.value() is None
 
 
@@ -656,15 +647,15 @@ def test_restoring_plain_state_into_a_ttl_descriptor_starts_the_clock(clock: Man
     old.get_state(MapStateDescriptor("m")).put("x", 1)
     snapshot = old.snapshot_key_groups()
 
-    clock.now = 500
+    clock.set(500)
     new = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
     new.restore_key_groups([snapshot])
     lists = new.get_state(with_ttl(ListStateDescriptor("l")))
     maps = new.get_state(with_ttl(MapStateDescriptor("m")))
     new.current_key = "k"
-    clock.now = 500 + TTL - 1
+    clock.set(500 + TTL - 1)
     assert list(lists.get()) == ["a", "b"] and maps.get("x") == 1
-    clock.now = 500 + TTL
+    clock.set(500 + TTL)
     assert list(lists.get()) == [] and maps.get("x") is None
 
 
@@ -681,7 +672,7 @@ def test_restoring_ttl_state_into_a_plain_descriptor_drops_the_timestamps(
     maps = new.get_state(MapStateDescriptor("m"))
     reducing = new.get_state(ReducingStateDescriptor("r", max))
     new.current_key = "k"
-    clock.now = 10 * TTL
+    clock.set(10 * TTL)
     assert dict(maps.items()) == {"x": 1}
     assert reducing.get() == 5
     reducing.add(9)
@@ -698,12 +689,12 @@ def test_restore_into_an_open_ttl_handle_wraps_plain_entries(clock: ManualClock)
     state = new.get_state(with_ttl(ValueStateDescriptor("v")))
     new.current_key = "b"
     state.update("live")
-    clock.now = 30
+    clock.set(30)
     new.restore_key_groups([snapshot])
     new.current_key = "a"
-    clock.now = 30 + TTL - 1
+    clock.set(30 + TTL - 1)
     assert state.value() == "restored"
-    clock.now = 30 + TTL
+    clock.set(30 + TTL)
     assert state.value() is None
 
 
@@ -744,10 +735,10 @@ def test_apply_to_all_keys_sees_only_live_values(backend: HeapKeyedStateBackend,
     state = backend.get_state(descriptor)
     backend.current_key = "old"
     state.update(1)
-    clock.now = 50
+    clock.set(50)
     backend.current_key = "new"
     state.update(2)
-    clock.now = TTL
+    clock.set(TTL)
     seen = {}
     backend.apply_to_all_keys(descriptor, lambda key, handle: seen.__setitem__(key, handle.value()))
     assert seen == {"old": None, "new": 2}

@@ -1,0 +1,168 @@
+"""Channel selectors: how a producing subtask splits one buffer of records over the channels of an edge
+(DESIGN 2.1). They run inside tasks, so they live in `runtime/`; the plan side (`graph.partitioners`) only
+decides which consumer subtasks an edge connects.
+
+Each works on a whole buffer: `split(values)` returns one list per channel (empty lists allowed), so the
+per-record work is a C-level slice where the rule allows (rebalance, rescale) and one dict lookup per record
+for hash partitioning. Flink's per-record round robin is kept exactly: record j of the stream goes to channel
+(start + j) % n, where start carries over between buffers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.common.key_groups import assign_to_key_group, compute_operator_index_for_key_group
+from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
+
+KEY_CACHE_LIMIT = 1 << 16
+
+
+class ChannelSelector:
+    """Base: `split(values)` → list of per-channel lists; `n` channels."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def split(self, values: list) -> list[list]:
+        raise NotImplementedError
+
+
+class ForwardSelector(ChannelSelector):
+    def split(self, values: list) -> list[list]:
+        return [values]
+
+
+class GlobalSelector(ChannelSelector):
+    def split(self, values: list) -> list[list]:
+        return [values] + [[] for _ in range(self.n - 1)]
+
+
+class BroadcastSelector(ChannelSelector):
+    def split(self, values: list) -> list[list]:
+        return [values] * self.n
+
+
+class RoundRobinSelector(ChannelSelector):
+    """Rebalance and rescale: record by record round robin, done with strided slices."""
+
+    def __init__(self, n: int, start: int = 0) -> None:
+        super().__init__(n)
+        self._next = start % n if n else 0
+
+    def split(self, values: list) -> list[list]:
+        n = self.n
+        if n == 1:
+            return [values]
+        start = self._next
+        out = [values[(channel - start) % n :: n] for channel in range(n)]
+        self._next = (start + len(values)) % n
+        return out
+
+
+class ShuffleSelector(ChannelSelector):
+    def __init__(self, n: int, seed: int | None = None) -> None:
+        import random
+
+        super().__init__(n)
+        self._random = random.Random(seed)
+
+    def split(self, values: list) -> list[list]:
+        out: list[list] = [[] for _ in range(self.n)]
+        appends = [channel.append for channel in out]
+        for value, channel in zip(values, self._random.choices(range(self.n), k=len(values))):
+            appends[channel](value)
+        return out
+
+
+class KeyGroupSelector(ChannelSelector):
+    """Hash partitioning by key group: key → key group → the subtask owning that group's range.
+
+    Keys repeat, so the key → channel answer is cached (bounded); the stable hash runs once per distinct key.
+    """
+
+    def __init__(self, n: int, key_selector: Callable[[Any], Any], max_parallelism: int) -> None:
+        super().__init__(n)
+        self._key = key_selector
+        self._max_parallelism = max_parallelism
+        self._cache: dict[Any, int] = {}
+
+    def channel_of_key(self, key: Any) -> int:
+        try:
+            channel = self._cache.get(key)
+        except TypeError:  # unhashable: assign_to_key_group raises InvalidJobError naming the key
+            group = assign_to_key_group(key, self._max_parallelism)
+            return compute_operator_index_for_key_group(self._max_parallelism, self.n, group)
+        if channel is None:
+            group = assign_to_key_group(key, self._max_parallelism)
+            channel = compute_operator_index_for_key_group(self._max_parallelism, self.n, group)
+            if len(self._cache) >= KEY_CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = channel
+        return channel
+
+    def split(self, values: list) -> list[list]:
+        if self.n == 1:
+            return [values]
+        out: list[list] = [[] for _ in range(self.n)]
+        appends = [channel.append for channel in out]
+        cache_get = self._cache.get
+        channel_of_key = self.channel_of_key
+        key = self._key
+        for value in values:
+            k = key(value)
+            try:
+                channel = cache_get(k)
+            except TypeError:
+                channel = channel_of_key(k)  # raises the clear unhashable-key error
+            if channel is None:
+                channel = channel_of_key(k)
+            appends[channel](value)
+        return out
+
+
+class CustomSelector(ChannelSelector):
+    def __init__(self, n: int, key_selector: Callable[[Any], Any], partition: Callable[[Any, int], int]) -> None:
+        super().__init__(n)
+        self._key = key_selector
+        self._partition = partition
+
+    def split(self, values: list) -> list[list]:
+        n = self.n
+        out: list[list] = [[] for _ in range(n)]
+        for value in values:
+            channel = self._partition(self._key(value), n)
+            if not isinstance(channel, int) or not 0 <= channel < n:
+                raise InvalidJobError(
+                    f"custom partitioner returned {channel!r} for {value!r}; it must return an int in [0, {n})"
+                )
+            out[channel].append(value)
+        return out
+
+
+def _callable(function: Any, method: str) -> Callable[..., Any]:
+    return getattr(function, method, function)
+
+
+def build_selector(
+    spec: PartitionerSpec, n: int, max_parallelism: int, producer_index: int = 0
+) -> ChannelSelector:
+    """Build the live selector of one producing subtask. `max_parallelism` is the consumer's (key groups).
+    Round robin starts at a different channel in each producer, so small inputs spread evenly."""
+    kind = spec.kind
+    if kind is PartitionerKind.FORWARD:
+        return ForwardSelector(n)
+    if kind in (PartitionerKind.REBALANCE, PartitionerKind.RESCALE):
+        return RoundRobinSelector(n, start=producer_index)
+    if kind is PartitionerKind.HASH:
+        return KeyGroupSelector(n, _callable(spec.key_selector, "get_key"), max_parallelism)
+    if kind is PartitionerKind.BROADCAST:
+        return BroadcastSelector(n)
+    if kind is PartitionerKind.SHUFFLE:
+        return ShuffleSelector(n)
+    if kind is PartitionerKind.GLOBAL:
+        return GlobalSelector(n)
+    if kind is PartitionerKind.CUSTOM:
+        return CustomSelector(n, _callable(spec.key_selector, "get_key"), _callable(spec.custom_partitioner, "partition"))
+    raise InvalidJobError(f"unknown partitioner {kind}")

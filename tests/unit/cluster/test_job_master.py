@@ -1,0 +1,186 @@
+"""JobMaster with its main thread and I/O executor replaced by ManualScheduledExecutors and its TaskManagers by a
+recording fake: every call is a mail that runs only when the test says; the job's result completes as its status
+says; savepoints are refused clearly when they cannot be taken; acknowledgements reach the coordinator and the
+completion reaches the TaskManagers; a JobMaster that breaks fails the job instead of hanging it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.cluster.job_master import JobMaster
+from fluvial.cluster.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskExecutionState
+from fluvial.cluster.slots import offered_slots
+from fluvial.common.errors import JobCancelledException, JobExecutionException
+from fluvial.common.job_status import JobStatus
+from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.runtime.execution_state import ExecutionState
+from fluvial.runtime.task import TaskFailure
+from fluvial.testing import ManualClock, ManualScheduledExecutor
+from tests.unit.cluster.fakes import TaskManagerGateway
+
+S = ExecutionState
+INTERVAL = 1_000
+
+
+def job_graph(checkpointing: bool = False):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    if checkpointing:
+        env.enable_checkpointing(INTERVAL)
+    env.from_collection([1]).name("src").map(lambda v: v).name("map").add_sink(lambda v: None)
+    return env.get_job_graph()
+
+
+class Rig:
+    def __init__(self, checkpointing: bool = False, manual: bool = True) -> None:
+        self.job_graph = job_graph(checkpointing)
+        self.gateway = TaskManagerGateway()
+        self.clock = ManualClock(0)
+        self.main = ManualScheduledExecutor(self.clock) if manual else None
+        self.io = ManualScheduledExecutor(self.clock) if manual else None
+        self.master = JobMaster(self.job_graph, [self.gateway], offered_slots(1, self.job_graph.required_slots()),
+                                main_thread=self.main, io=self.io, clock=self.clock)
+        self.job_id = self.job_graph.job_id
+        self.tasks = [(vertex.id, index) for vertex in self.job_graph.vertices for index in range(vertex.parallelism)]
+
+    def settle(self) -> None:
+        while self.main.advance(0) + self.io.advance(0):
+            pass
+
+    def report(self, task, state: ExecutionState, failure: TaskFailure | None = None) -> None:
+        self.master.update_task_execution_state(TaskExecutionState(self.job_id, task[0], task[1], 0, state, failure))
+
+    def report_all(self, state: ExecutionState, tasks=None) -> None:
+        for task in tasks if tasks is not None else self.tasks:
+            self.report(task, state)
+        self.settle()
+
+    def started(self) -> "Rig":
+        self.master.start()
+        self.settle()
+        self.report_all(S.RUNNING)
+        return self
+
+
+def test_every_call_is_a_mail_on_the_main_thread() -> None:
+    rig = Rig()
+    rig.master.start()
+    assert rig.gateway.sent == [] and rig.master.status is JobStatus.CREATED
+    rig.settle()
+    assert len(rig.gateway.of("deploy")) == len(rig.tasks) and rig.master.status is JobStatus.RUNNING
+    rig.report(rig.tasks[0], S.RUNNING)
+    rig.master.cancel()
+    assert rig.master.scheduler.graph.vertices[rig.tasks[0]].state is S.DEPLOYING and rig.gateway.of("cancel") == []
+    rig.settle()
+    assert rig.master.status is JobStatus.CANCELLING and len(rig.gateway.of("cancel")) == len(rig.tasks)
+
+
+def test_a_finished_job_completes_its_result_and_releases_the_job_everywhere(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="fluvial.cluster.job_master")
+    rig = Rig().started()
+    rig.report_all(S.FINISHED)
+    result = rig.master.result.result(0)
+    assert str(result.get_job_id()) == rig.job_id
+    assert [m.job_id for m in rig.gateway.of("release")] == [rig.job_id]
+    assert "ended FINISHED after" in caplog.text
+
+
+def test_a_cancelled_job_fails_its_result_with_job_cancelled(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="fluvial.cluster.job_master")
+    rig = Rig().started()
+    rig.master.cancel()
+    rig.settle()
+    rig.report_all(S.CANCELED)
+    with pytest.raises(JobCancelledException, match="was cancelled"):
+        rig.master.result.result(0)
+    assert "cancel requested while RUNNING" in caplog.text
+
+
+def test_a_failed_job_names_the_operator_and_chains_the_users_error() -> None:
+    rig = Rig().started()
+    error = ZeroDivisionError("division by zero")
+    rig.report(rig.tasks[1], S.FAILED, TaskFailure(error, "map", "src -> map (2/2)", "traceback"))
+    rig.settle()
+    rig.report_all(S.CANCELED, [task for task in rig.tasks if task != rig.tasks[1]])
+    with pytest.raises(JobExecutionException) as info:
+        rig.master.result.result(0)
+    assert "operator 'map' in task src -> map (2/2) raised ZeroDivisionError: division by zero" in str(info.value)
+    assert info.value.__cause__ is error
+
+
+def test_a_broken_jobmaster_fails_the_job_instead_of_hanging_it() -> None:
+    rig = Rig(manual=False)  # the real main thread: a mail that raises goes to the JobMaster's error handler
+    rig.master.start()
+    rig.report(rig.tasks[0], S.RUNNING)
+    rig.report(rig.tasks[0], S.INITIALIZING)  # no subtask goes back: the scheduler raises on the main thread
+    with pytest.raises(JobExecutionException, match="failed inside the JobMaster: IllegalExecutionStateTransition"):
+        rig.master.result.result(10)
+    assert [m.job_id for m in rig.gateway.of("release")] == [rig.job_id]
+
+
+# -- savepoints and checkpoints -------------------------------------------------------------------------------------
+
+
+def test_a_savepoint_without_checkpointing_is_refused_naming_the_fix(tmp_path) -> None:
+    rig = Rig().started()
+    with pytest.raises(RuntimeError, match=r"enable_checkpointing"):
+        rig.master.trigger_savepoint(str(tmp_path))
+
+
+def test_a_savepoint_while_a_subtask_has_ended_is_refused(tmp_path) -> None:
+    rig = Rig(checkpointing=True).started()
+    rig.report_all(S.FINISHED, rig.tasks[:1])
+    answer = rig.master.trigger_savepoint(str(tmp_path))
+    rig.settle()
+    with pytest.raises(RuntimeError, match="1 of its subtasks have already ended"):
+        answer.result(0)
+    assert rig.gateway.of("trigger") == []
+
+
+def test_a_savepoint_before_the_job_runs_is_refused(tmp_path) -> None:
+    rig = Rig(checkpointing=True)
+    answer = rig.master.trigger_savepoint(str(tmp_path))
+    rig.settle()
+    with pytest.raises(RuntimeError, match="it is CREATED"):
+        answer.result(0)
+
+
+def test_a_savepoint_after_the_job_ended_is_refused(tmp_path) -> None:
+    rig = Rig(checkpointing=True, manual=False)
+    rig.master.cancel()
+    with pytest.raises(JobCancelledException):
+        rig.master.result.result(10)
+    with pytest.raises(RuntimeError, match="cannot take a savepoint of job .*: it is CANCELED"):
+        rig.master.trigger_savepoint(str(tmp_path)).result(10)
+
+
+def test_a_savepoint_goes_to_the_sources_and_completes_with_every_ack(tmp_path) -> None:
+    rig = Rig(checkpointing=True).started()
+    answer = rig.master.trigger_savepoint(str(tmp_path))
+    rig.settle()
+    (trigger,) = rig.gateway.take("trigger")
+    assert trigger.savepoint_dir == str(tmp_path) and trigger.checkpoint_id == 1
+    for vertex_id, index in rig.tasks:
+        rig.master.acknowledge_checkpoint(AcknowledgeCheckpoint(rig.job_id, vertex_id, index, 0, 1, {}))
+    rig.settle()
+    completed = answer.result(0)
+    assert completed.is_savepoint and completed.metadata_location.startswith(f"file://{tmp_path}/savepoint-")
+    assert [m.checkpoint_id for m in rig.gateway.of("complete")] == [1]
+
+
+def test_periodic_checkpoints_and_declines_travel_as_mails(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="fluvial.checkpoint.coordinator")
+    rig = Rig(checkpointing=True).started()
+    rig.main.advance(INTERVAL)
+    rig.settle()
+    (trigger,) = rig.gateway.take("trigger")
+    rig.master.decline_checkpoint(DeclineCheckpoint(rig.job_id, *rig.tasks[0], 0, trigger.checkpoint_id,
+                                                    CheckpointFailureReason.DECLINED_TASK_NOT_READY, "starting"))
+    assert rig.gateway.of("aborted") == [], "the decline waits for the main thread"
+    rig.settle()
+    assert [m.checkpoint_id for m in rig.gateway.of("aborted")] == [trigger.checkpoint_id]
+    assert rig.master.status is JobStatus.RUNNING, "a task that was not ready is no checkpoint failure"
+    assert "aborted (DECLINED_TASK_NOT_READY)" in caplog.text
