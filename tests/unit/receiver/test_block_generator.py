@@ -365,14 +365,16 @@ def test_add_data_waits_without_dropping_when_the_buffer_limit_and_the_queue_are
 
 @pytest.mark.timeout(30)
 def test_max_rate_paces_add_data(make: Callable) -> None:
-    generator, recorder = make(max_rate=500, block_interval=0.02)
+    """The limiter's invariant, whatever the machine's load: over T seconds at most rate * (T + 1) records (a
+    second of stored permits at most), plus the one in flight. So 250 records at 100/s take >= 1.49 s."""
+    generator, recorder = make(max_rate=100, block_interval=0.02)
     start = time.monotonic()
-    for i in range(150):
+    for i in range(250):
         generator.add_data(i)
     elapsed = time.monotonic() - start
     generator.stop()
-    assert elapsed >= 149 / 500 - 0.05  # a few ms of stored permits from before the first add, no more
-    assert recorder.pushed_records() == list(range(150))
+    assert elapsed >= (250 - 1 - 100) / 100
+    assert recorder.pushed_records() == list(range(250))
 
 
 # -- lifecycle -----------------------------------------------------------------------------------------------
