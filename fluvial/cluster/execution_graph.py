@@ -137,7 +137,7 @@ class ExecutionGraph:
         return OutputSpec(
             dataset_id=edge.edge_id,
             partitioner=edge.partitioner,
-            channel_ids=tuple(ChannelId(edge.edge_id, producer_index, j, attempt) for j in targets),
+            channel_ids=tuple(ChannelId(edge.edge_id, producer_index, j, attempt, self.job_id) for j in targets),
             consumer_max_parallelism=consumer.max_parallelism,
             consumer_parallelism=consumer.parallelism,
         )
@@ -148,5 +148,6 @@ class ExecutionGraph:
             producer = self._by_id[edge.source]
             for i in range(producer.parallelism):
                 if consumer_index in consumers_of(edge, i, producer.parallelism, vertex.parallelism):
-                    inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt), edge.type_number))
+                    inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt, self.job_id),
+                                              edge.type_number))
         return inputs

@@ -55,8 +55,9 @@ class MiniCluster:
     def collect_target(self, collect_id: str) -> Callable[[list], None]:
         return self.collect_buffer(collect_id).send
 
-    def job_master_gateway(self) -> JobMaster | None:
-        return self.job_master
+    def job_master_gateway(self, job_id: str) -> JobMaster | None:
+        job_master = self.job_master
+        return job_master if job_master is not None and job_master.job_id == job_id else None
 
     def task_manager_lost(self, index: int, error: BaseException) -> None:
         if self.job_master is not None:

@@ -27,7 +27,7 @@ from fluvial.cluster.messages import (
     TriggerCheckpoint,
 )
 from fluvial.common.executors import SingleThreadExecutor
-from fluvial.runtime.channels import ChannelRegistry
+from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelRegistry
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
 from fluvial.runtime.task import Task, TaskFailure, TaskServices, TaskSpec
@@ -115,7 +115,7 @@ class TaskManager:
     def submit_task(self, message: DeployTask) -> None:
         spec = message.spec
         if spec.attempt > 0:
-            self._channels.release_attempts_before(spec.attempt)  # the failed attempt's channels are garbage
+            self._channels.release_attempts_before(spec.job_id, spec.attempt)  # the failed attempt's channels are garbage
         task = Task(spec, self._services(spec))
         with self._lock:
             self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
@@ -175,6 +175,7 @@ class TaskManager:
             receivers = self._receivers
         if receivers is not None:
             receivers.release_job(job_id)
+        self._channels.release_attempts_before(job_id, ALL_ATTEMPTS)
 
     def _tasks_of(self, job_id: str) -> list[Task]:
         with self._lock:

@@ -18,19 +18,24 @@ DEFAULT_CAPACITY = 8
 
 @dataclass(frozen=True, slots=True)
 class ChannelId:
-    """Names a channel in every process: the intermediate data set (edge), both subtask indices, and the
-    attempt of the job's subtasks it connects (a restarted job gets new channels: nothing an old attempt left
-    behind, or still writes, reaches the new one)."""
+    """Names a channel in every process: the intermediate data set (edge), both subtask indices, the attempt of
+    the job's subtasks it connects (a restarted job gets new channels: nothing an old attempt left behind, or
+    still writes, reaches the new one), and the job (a session cluster's TaskManagers run several jobs, whose
+    edges have the same names)."""
 
     dataset_id: str
     producer_index: int
     consumer_index: int
     attempt: int = 0
+    job_id: str = ""
 
     def __reduce__(self) -> tuple:
-        """Pickled as its four fields: it names every frame of a remote channel, and the dataclass default
+        """Pickled as its fields: it names every frame of a remote channel, and the dataclass default
         (a Python-level walk over the fields) would cost more than the frame's header."""
-        return (ChannelId, (self.dataset_id, self.producer_index, self.consumer_index, self.attempt))
+        return (ChannelId, (self.dataset_id, self.producer_index, self.consumer_index, self.attempt, self.job_id))
+
+
+ALL_ATTEMPTS = 1 << 62  # release_attempts_before(job, ALL_ATTEMPTS): the job has ended, drop all its channels
 
 
 class Channel(Protocol):
@@ -110,7 +115,8 @@ class ChannelRegistry:
         """The consuming end of `channel_id` (`peer`: the producer's TaskManager; all are in this process)."""
         return self.get(channel_id)
 
-    def release_attempts_before(self, attempt: int) -> None:
-        """Drop the channels of attempts older than `attempt` (their tasks have all ended). Idempotent."""
-        for channel_id in [cid for cid in self._channels if cid.attempt < attempt]:
+    def release_attempts_before(self, job_id: str, attempt: int) -> None:
+        """Drop the channels of `job_id`'s attempts older than `attempt` (their tasks have all ended).
+        Idempotent."""
+        for channel_id in [cid for cid in self._channels if cid.job_id == job_id and cid.attempt < attempt]:
             self._channels.pop(channel_id, None)

@@ -70,8 +70,9 @@ class TaskManagerLostError(FluvialError):
 class TaskManagerPoolListener(Protocol):
     """Who the pool reports to (the MiniCluster)."""
 
-    def job_master_gateway(self) -> Any:
-        """The JobMasterGateway TaskManagers' reports go to (None before the job is submitted)."""
+    def job_master_gateway(self, job_id: str) -> Any:
+        """The JobMasterGateway of job `job_id`, where its TaskManagers' reports go (None when the job is not, or
+        no longer, known: its reports are dropped)."""
         ...
 
     def collect_buffer(self, collect_id: str) -> Any: ...
@@ -273,8 +274,9 @@ class TaskManagerProcesses:
                 logging.getLogger(record.name).handle(record)
 
     def _route(self, message: Any) -> None:
-        job_master = self._listener.job_master_gateway()
+        job_master = self._listener.job_master_gateway(message.job_id)
         if job_master is None:
+            logger.debug("dropped a %s of job %s, which is not known here", type(message).__name__, message.job_id)
             return
         if isinstance(message, TaskExecutionState):
             with_remote_traceback(message.failure)

@@ -37,7 +37,7 @@ class DataPlane:
         self._connections: dict[Address, Connection] = {}
         self._inbound: list[Connection] = []
         self._lock = threading.Lock()
-        self._released_before = 0
+        self._released_before: dict[str, int] = {}  # job id → its attempts below this are released
         self._listener = Listener(secret, self._on_inbound, f"{name}-data", bind_host)
         self.address: Address = self._listener.address
 
@@ -56,12 +56,12 @@ class DataPlane:
                 channel_id, RemoteOutputChannel(channel_id, self._connection_to(address), self.capacity))
         return channel
 
-    def release_attempts_before(self, attempt: int) -> None:
-        """Forget the channels of older attempts; late frames for them are dropped."""
+    def release_attempts_before(self, job_id: str, attempt: int) -> None:
+        """Forget the channels of `job_id`'s older attempts; late frames for them are dropped."""
         with self._lock:
-            self._released_before = max(self._released_before, attempt)
+            self._released_before[job_id] = max(self._released_before.get(job_id, 0), attempt)
         for registry in (self._inputs, self._outputs):
-            for channel_id in [cid for cid in registry if cid.attempt < attempt]:
+            for channel_id in [cid for cid in registry if cid.job_id == job_id and cid.attempt < attempt]:
                 registry.pop(channel_id, None)
 
     # -- connections ----------------------------------------------------------------------------------------------
@@ -98,14 +98,15 @@ class DataPlane:
         with self._lock:
             self._inbound.append(connection)
         fed: set[Any] = set()
+        released = self._released_before
         error: BaseException = ConnectionError(f"the data connection from {connection.peer} closed")
         try:
             while (frame := connection.read()) is not None:
                 kind, payload = frame
                 if kind is FrameKind.DATA:
                     channel_id, item = pickle.loads(payload)
-                    if channel_id.attempt < self._released_before:
-                        continue  # a late frame of a released attempt
+                    if channel_id.attempt < released.get(channel_id.job_id, 0):
+                        continue  # a late frame of a released attempt, or of a job that ended
                     fed.add(channel_id)
                     self.input_channel(channel_id).deliver(item, connection)
                 elif kind is FrameKind.CLOSE:
@@ -150,6 +151,6 @@ class ProcessChannels:
             return self.local.get(channel_id)
         return self.data_plane.input_channel(channel_id)
 
-    def release_attempts_before(self, attempt: int) -> None:
-        self.local.release_attempts_before(attempt)
-        self.data_plane.release_attempts_before(attempt)
+    def release_attempts_before(self, job_id: str, attempt: int) -> None:
+        self.local.release_attempts_before(job_id, attempt)
+        self.data_plane.release_attempts_before(job_id, attempt)

@@ -77,10 +77,11 @@ def test_all_to_all_specs_connect_every_producer_with_every_consumer() -> None:
     (edge,) = source.outputs
     producer_spec = graph.task_spec(graph.vertex(source.id, 1))
     (output,) = producer_spec.outputs
-    assert output.channel_ids == tuple(ChannelId(edge.edge_id, 1, j, 0) for j in range(3))
+    job = graph.job_id  # channels name their job: a session cluster's TaskManagers run several jobs
+    assert output.channel_ids == tuple(ChannelId(edge.edge_id, 1, j, 0, job) for j in range(3))
     assert (output.consumer_parallelism, output.consumer_max_parallelism) == (3, mapper.max_parallelism)
     consumer_spec = graph.task_spec(graph.vertex(mapper.id, 2))
-    assert [i.channel_id for i in consumer_spec.inputs] == [ChannelId(edge.edge_id, p, 2, 0) for p in range(2)]
+    assert [i.channel_id for i in consumer_spec.inputs] == [ChannelId(edge.edge_id, p, 2, 0, job) for p in range(2)]
     assert {i.type_number for i in consumer_spec.inputs} == {0}
 
 

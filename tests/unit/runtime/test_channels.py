@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluvial.runtime.channels import DEFAULT_CAPACITY, ChannelId, ChannelRegistry, LocalChannel
+from fluvial.runtime.channels import ALL_ATTEMPTS, DEFAULT_CAPACITY, ChannelId, ChannelRegistry, LocalChannel
 
 
 class Counter:
@@ -169,10 +169,20 @@ def test_registry_gives_both_ends_the_same_channel():
 
 def test_a_new_attempt_gets_new_channels_and_releasing_older_attempts_keeps_the_newest():
     registry = ChannelRegistry()
-    old = [registry.get(ChannelId("edge", p, c, attempt=0)) for p in range(2) for c in range(2)]
-    current = registry.get(ChannelId("edge", 0, 0, attempt=1))
+    old = [registry.get(ChannelId("edge", p, c, attempt=0, job_id="a")) for p in range(2) for c in range(2)]
+    current = registry.get(ChannelId("edge", 0, 0, attempt=1, job_id="a"))
     assert all(current is not channel for channel in old)  # nothing of attempt 0 reaches attempt 1
-    registry.release_attempts_before(1)
-    assert registry.get(ChannelId("edge", 0, 0, attempt=1)) is current
-    assert registry.get(ChannelId("edge", 0, 0, attempt=0)) is not old[0]
-    registry.release_attempts_before(1)  # releasing again is harmless
+    registry.release_attempts_before("a", 1)
+    assert registry.get(ChannelId("edge", 0, 0, attempt=1, job_id="a")) is current
+    assert registry.get(ChannelId("edge", 0, 0, attempt=0, job_id="a")) is not old[0]
+    registry.release_attempts_before("a", 1)  # releasing again is harmless
+
+
+def test_jobs_with_the_same_edges_get_their_own_channels_and_release_only_their_own():
+    registry = ChannelRegistry()
+    first = registry.get(ChannelId("1_2_0", 0, 0, attempt=0, job_id="a"))
+    second = registry.get(ChannelId("1_2_0", 0, 0, attempt=0, job_id="b"))
+    assert first is not second  # a session cluster's jobs share TaskManagers, and edge names repeat
+    registry.release_attempts_before("b", ALL_ATTEMPTS)  # job b ended
+    assert registry.get(ChannelId("1_2_0", 0, 0, attempt=0, job_id="a")) is first
+    assert registry.get(ChannelId("1_2_0", 0, 0, attempt=0, job_id="b")) is not second

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from fluvial.runtime.channels import ChannelId
+from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelId
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.data_plane import DataPlane
 from fluvial.runtime.records import ChannelBroken
@@ -84,6 +84,16 @@ def test_a_consumer_that_drains_its_queue_grants_everything_it_took(planes):
     inbound = consumer.input_channel(CHANNEL)
     assert drain(inbound, 1)[0].values == [1]  # the queue ran empty: its one credit goes back at once
     wait_until(lambda: out.writable() and out._sent - out._granted == 0, what="the credit for one item")
+
+
+def test_late_frames_of_a_released_job_are_dropped_and_other_jobs_go_on(planes):
+    producer, consumer = planes
+    ended, running = ChannelId("1_2_0", 0, 0, 0, "job-a"), ChannelId("1_2_0", 0, 0, 0, "job-b")
+    consumer.release_attempts_before("job-a", ALL_ATTEMPTS)  # job a ended on the consumer's TaskManager
+    producer.output_channel(ended, consumer.address).push(RecordBatch(["late"]))
+    producer.output_channel(running, consumer.address).push(RecordBatch(["on time"]))
+    assert drain(consumer.input_channel(running), 1)[0].values == ["on time"]  # same connection, after the late one
+    assert ended not in consumer._inputs  # the late frame made no channel that nobody would ever release
 
 
 def test_a_dead_connection_breaks_the_channels_that_had_not_ended(planes):
