@@ -114,9 +114,10 @@ class ExecutionGraph:
             auto_watermark_interval=self._auto_watermark_interval,
             checkpointing=checkpointing,
             restore=restore,
-            function_templates=function_templates,
+            function_templates=_own_templates(vertex, function_templates),
             state_backend=self._state_backend,
             receiver_settings=receiver_settings if vertex.is_source else None,
+            main_classes=self.job_graph.main_classes,
         )
 
     def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:
@@ -150,3 +151,11 @@ class ExecutionGraph:
                 if consumer_index in consumers_of(edge, i, producer.parallelism, vertex.parallelism):
                     inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt), edge.type_number))
         return inputs
+
+
+def _own_templates(vertex: JobVertex, templates: dict | None) -> dict | None:
+    """The pristine functions of `vertex`'s operators only: a subtask never needs another vertex's, and each
+    one travels to the TaskManager (in process mode, pickled) with every deployment."""
+    if templates is None:
+        return None
+    return {node.id: templates[node.id] for node in vertex.nodes if node.id in templates}

@@ -68,6 +68,7 @@ class TaskSpec:
     state_backend: Any = None  # the job's StateBackend description
     receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
     channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end
+    main_classes: bytes | None = None  # classes of the job's script, for a TaskManager in another process
 
     @property
     def execution_key(self) -> tuple[int, int]:
