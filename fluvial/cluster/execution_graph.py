@@ -69,6 +69,9 @@ class ExecutionGraph:
         self._state_backend = tolerance.state_backend if tolerance is not None else None
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
+        configuration = job_graph.configuration
+        self._metrics_interval = configuration.get("metrics.fetcher.update-interval") \
+            if configuration is not None else 1000
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
             (vertex.id, index): ExecutionVertex(vertex, index)
             for vertex in job_graph.vertices
@@ -115,6 +118,8 @@ class ExecutionGraph:
             function_templates=function_templates,
             state_backend=self._state_backend,
             receiver_settings=receiver_settings if vertex.is_source else None,
+            job_name=self.job_graph.job_name,
+            metrics_interval_ms=self._metrics_interval,
         )
 
     def _output(self, edge: JobEdge, producer_index: int, attempt: int) -> OutputSpec:

@@ -149,8 +149,9 @@ class NetworkInput:
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
                  watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None,
-                 barriers: Any = None) -> None:
-        """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once."""
+                 barriers: Any = None, records_in: Any = None) -> None:
+        """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
+        `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
         self._channels = list(channels)
         self._dispatch = list(dispatch)
         self._all_open = list(range(len(channels)))
@@ -161,6 +162,11 @@ class NetworkInput:
         # whether the task's output channels still have room: a step stops after the buffer that filled one,
         # so no channel ever holds more than its capacity plus one buffer
         self._writable = writable
+        if records_in is None:
+            from fluvial.metrics.metricbase import Counter
+
+            records_in = Counter()
+        self._records_in = records_in
 
     def open(self) -> None:
         pass
@@ -186,6 +192,7 @@ class NetworkInput:
                 break
             progressed = True
             if type(item) is RecordBatch:
+                self._records_in.count += len(item.values)
                 self._dispatch[index](item)
                 if self._writable is not None and not self._writable():
                     break
