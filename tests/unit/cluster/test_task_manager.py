@@ -77,7 +77,13 @@ class Reports:
 
     def __init__(self) -> None:
         self.items: list[TaskExecutionState] = []
+        self.metrics: list = []
         self.lock = threading.Condition()
+
+    def report_metrics(self, message) -> None:
+        with self.lock:
+            self.metrics.append(message)
+            self.lock.notify_all()
 
     def update_task_execution_state(self, update: TaskExecutionState) -> None:
         with self.lock:
