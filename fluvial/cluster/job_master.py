@@ -9,7 +9,11 @@ Lifecycle, numbered:
    coordinator.
 2. `start()`: every subtask is deployed; the coordinator starts its periodic trigger.
 3. The scheduler decides the job's fate (see `scheduler.py`); when the job reaches a globally terminal status,
-   checkpointing stops, every TaskManager is told to release the job, and `result` completes.
+   checkpointing stops, its last JobDetails are archived, every TaskManager is told to release the job, and
+   `result` completes.
+Beside running the job it answers questions about it: `request_job()` gives its JobDetails (built on the main
+thread; the archive once it has ended), and `metrics` holds the latest metrics snapshot of each subtask, which
+the TaskManagers report (`report_metrics`).
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from typing import Any, Callable, Sequence
 
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.gateways import TaskManagerGateway
+from fluvial.cluster.job_details import JobDetails, JobTimeline, build_job_details
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
+    MetricsSnapshot,
     ReleaseJob,
     TaskExecutionState,
 )
@@ -35,6 +41,7 @@ from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
 from fluvial.graph.job_graph import JobGraph
+from fluvial.metrics.store import MetricStore
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +59,9 @@ class JobMaster:
                  clock: Callable[[], int] = _monotonic_ms) -> None:
         self.job_graph = job_graph
         self.result: Future = Future()
+        self.timeline = JobTimeline()  # touched on the main thread only
+        self.metrics = MetricStore()
+        self._archive: JobDetails | None = None
         self._task_managers = list(task_managers)
         self._started_at = 0.0
         slots = assign_slots(job_graph, free_slots)
@@ -134,7 +144,15 @@ class JobMaster:
     # -- JobMasterGateway (any thread) ---------------------------------------------------------------------------
 
     def update_task_execution_state(self, message: TaskExecutionState) -> None:
-        self._main.execute(lambda: self.scheduler.on_task_state(message))
+        self._main.execute(lambda: self._on_task_state(message))
+
+    def _on_task_state(self, message: TaskExecutionState) -> None:
+        self.timeline.task_state(message.vertex_id, message.subtask_index, message.attempt, message.state)
+        self.scheduler.on_task_state(message)
+
+    def report_metrics(self, message: MetricsSnapshot) -> None:
+        """Kept at once (the store locks): metrics must reach the store even after the job's thread ended."""
+        self.metrics.update(message.metrics)
 
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
         if self.checkpointing is not None:
@@ -183,6 +201,26 @@ class JobMaster:
             return f"{len(ended)} of its subtasks have already ended (first: {ended[0].name})"
         return None
 
+    def request_job(self) -> Future:
+        """A future of the job's JobDetails now, built on the main thread; once the job has ended, its archive."""
+        answer: Future = Future()
+        if self._archive is not None:
+            answer.set_result(self._archive)
+            return answer
+
+        def describe() -> None:
+            try:
+                answer.set_result(self._archive or build_job_details(self, self.timeline))
+            except BaseException as error:  # noqa: BLE001 - handed to whoever asked
+                answer.set_exception(error)
+
+        if not self._main.execute(describe):  # the thread has ended, and only after archiving the job
+            if self._archive is not None:
+                answer.set_result(self._archive)
+            else:
+                answer.set_exception(RuntimeError(f"job {self.job_id} has no details: its JobMaster has stopped"))
+        return answer
+
     def stop_after_savepoint(self) -> None:
         """stop-with-savepoint: the savepoint is complete, so the job ends as stopped (cancelled, in Flink's terms
         for a job that is told to stop); its state lives on in the savepoint."""
@@ -192,6 +230,7 @@ class JobMaster:
 
     def job_status_changed(self, status: JobStatus, error: BaseException | None) -> None:
         """JobStatusListener, on the main thread: a globally terminal status ends the job for good."""
+        self.timeline.job_status(status)
         if status.is_globally_terminal:
             self._finish_job(status, error)
 
@@ -201,11 +240,19 @@ class JobMaster:
 
             self.checkpointing.coordinator.stop()
             self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
+        self._archive_details()
         for task_manager in self._task_managers:
             task_manager.release_job(ReleaseJob(self.job_id))
         for thread in self._own_threads:
             thread.shutdown()  # mails already handed over still run (a savepoint request gets its refusal)
         self._complete_result(status, error)
+
+    def _archive_details(self) -> None:
+        """The job's last details, for whoever asks after the main thread has gone (Flink's archived graph)."""
+        try:
+            self._archive = build_job_details(self, self.timeline)
+        except Exception:  # noqa: BLE001 - the job's end must not depend on its description
+            logger.warning("job %s: could not archive its details", self.job_id, exc_info=True)
 
     def _complete_result(self, status: JobStatus, error: BaseException | None) -> None:
         if self.result.done():
@@ -238,6 +285,8 @@ class JobMaster:
         try:
             self.scheduler.fail(error)
         finally:
+            if self._archive is None:
+                self._archive_details()
             if not self.result.done():
                 wrapped = JobExecutionException(f"Job '{self.job_graph.job_name}' failed inside the JobMaster: "
                                                 f"{type(error).__name__}: {error}", self.job_id)
