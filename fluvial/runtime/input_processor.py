@@ -29,7 +29,7 @@ class SourceInput:
     ms through the processing-time service); at the end, the final watermark."""
 
     def __init__(self, source: Any, reader_context: Any, output: Any, watermark_strategy: Any = None,
-                 auto_watermark_interval: int = 200, processing_time: Any = None) -> None:
+                 auto_watermark_interval: int = 200, processing_time: Any = None, metric_group: Any = None) -> None:
         self._source = source
         self._context = reader_context
         self._output = output
@@ -38,6 +38,7 @@ class SourceInput:
         self._interval = auto_watermark_interval
         self._processing_time = processing_time
         self._watermarks: Any = None
+        self._metric_group = metric_group  # the source operator's, for its watermark generators
         self.reader: Any = None
 
     def open(self, restored_splits: list | None = None) -> None:
@@ -54,7 +55,7 @@ class SourceInput:
             from fluvial.runtime.source_watermarks import SourceWatermarks
 
             self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark,
-                                                self._output.emit_watermark_status)
+                                                self._output.emit_watermark_status, self._metric_group)
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 

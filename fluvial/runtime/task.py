@@ -170,7 +170,7 @@ class Task:
                                                  info.max_parallelism, info.attempt_number, services.receivers)
             self.input = source_input = SourceInput(
                 source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
-                spec.auto_watermark_interval, self._processing_time(head.name))
+                spec.auto_watermark_interval, self._processing_time(head.name), head.context.metrics.group)
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 

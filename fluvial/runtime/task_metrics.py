@@ -279,7 +279,7 @@ def fused_member_counts(records_in: int, records_out: int, is_map: list[bool]) -
     outs: list[int | None] = [None] * size
     ins[0], outs[-1] = records_in, records_out
     for index in range(size):
-        if ins[index] is not None and is_map[index]:
+        if ins[index] is not None and is_map[index] and outs[index] is None:
             outs[index] = ins[index]
         if index + 1 < size and outs[index] is not None:
             ins[index + 1] = outs[index]

@@ -277,20 +277,21 @@ class _Api:
         return JSONResponse({}, status_code=202)
 
     async def savepoint(self, request: Request) -> Response:
-        body = await _json_body(request)
-        target = _optional_text(body, "target-directory")
-        cancel = _optional_flag(body, "cancel-job")
-        job_id = request.path_params["job_id"]
-        return await _in_thread(lambda: self._operation(
-            job_id, lambda: self._dispatcher.trigger_savepoint(job_id, target, cancel)))
+        """Flink's body: {"target-directory", "cancel-job"}."""
+        return await self._start_operation(request, "target-directory", "cancel-job",
+                                           self._dispatcher.trigger_savepoint)
 
     async def stop(self, request: Request) -> Response:
+        """Flink's body: {"targetDirectory", "drain"}."""
+        return await self._start_operation(request, "targetDirectory", "drain", self._dispatcher.stop_with_savepoint)
+
+    async def _start_operation(self, request: Request, directory_key: str, flag_key: str,
+                               start: Callable[[str, str | None, bool], CompletableFuture]) -> Response:
         body = await _json_body(request)
-        target = _optional_text(body, "targetDirectory")
-        drain = _optional_flag(body, "drain")
+        directory = _optional_text(body, directory_key)
+        flag = _optional_flag(body, flag_key)
         job_id = request.path_params["job_id"]
-        return await _in_thread(lambda: self._operation(
-            job_id, lambda: self._dispatcher.stop_with_savepoint(job_id, target, drain)))
+        return await _in_thread(lambda: self._operation(job_id, lambda: start(job_id, directory, flag)))
 
     def _operation(self, job_id: str, start: Callable[[], CompletableFuture]) -> Response:
         self._dispatcher.job(job_id)  # an unknown job is a 404 here, not a failed operation later
