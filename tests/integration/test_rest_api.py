@@ -252,3 +252,37 @@ def test_stop_with_a_savepoint_and_submit_a_job_through_the_api(mode, tmp_path):
                    what="the stopped job ending")
     finally:
         served.stop()
+
+
+def _slow(value):
+    time.sleep(0.0001)  # 10,000 records a second at most: far slower than the source
+    return value
+
+
+@pytest.mark.parametrize("mode", execution_modes(), ids=lambda mode: mode.value)
+def test_back_pressure_shows_where_a_slow_operator_holds_up_its_producer(mode):
+    """The slow map runs in its own slot sharing group, on the second TaskManager: its producer's output
+    channels fill up, so the producer is back-pressured and the slow map is busy."""
+    configuration = Configuration()
+    configuration.set_string("rest.port", "0")
+    configuration.set_string("local.number-taskmanager", "2")
+    configuration.set_string("metrics.fetcher.update-interval", "200 ms")
+    env = environment(mode, configuration)
+    env.set_parallelism(1)
+    env.from_source(NumberSequenceSource(1, 10**9), source_name="numbers") \
+        .map(_slow).name("slow").slot_sharing_group("slow").add_sink(Discard())
+    client = env.execute_async("back pressure job")
+    try:
+        address = client.web.address
+        job_id = str(client.get_job_id())
+
+        def pressure(vertex: int) -> dict:
+            return http("GET", f"{address}/jobs/{job_id}/vertices/{vertex}/backpressure").body
+
+        wait_until(lambda: pressure(1)["backpressure-level"] == "high" and pressure(2)["subtasks"][0]["busyRatio"] > 0.5,
+                   timeout=30, what="the source back-pressured and the slow map busy")
+        assert pressure(2)["backpressure-level"] == "ok", "the slow map itself is not held up"
+    finally:
+        client.cancel()
+        with pytest.raises(Exception):
+            client.get_job_execution_result().result(30)

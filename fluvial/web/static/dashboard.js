@@ -231,7 +231,7 @@ function layout(job) {
 
 const BOX = { width: 250, head: 26, line: 17, pad: 10, gapX: 110, gapY: 34 };
 
-function boxHeight(v) { return BOX.head + BOX.pad + v.operators.length * BOX.line + 38; }
+function boxHeight(v) { return BOX.head + BOX.pad + v.operators.length * BOX.line + 46; }
 
 function jobGraph(job, levels, selected, jobId) {
   const { columns, inputs } = layout(job);
@@ -284,11 +284,15 @@ function vertexBox(v, at, load, selected, jobId) {
     clip(`${v.status} · parallelism ${v.parallelism} · busy ${fmt.ratio(load.busy)}`, 44)));
   v.operators.forEach((name, i) => group.append(
     s("text", { class: "op", x: 12, y: BOX.head + BOX.pad + 12 + i * BOX.line }, (i ? "→ " : "") + clip(name, 32))));
-  const foot = at.h - 26;
+  const foot = at.h - 34;
   group.append(
     s("text", { class: "foot", x: 12, y: foot }, "slot sharing group: " + clip(v.slotSharingGroup || "default", 18)),
     s("text", { class: "foot", x: 12, y: foot + 15 },
-      `in ${fmt.count(v.metrics["read-records"])} · out ${fmt.count(v.metrics["write-records"])}`));
+      `in ${fmt.count(v.metrics["read-records"])} · out ${fmt.count(v.metrics["write-records"])}`),
+    // how busy its busiest subtask is, as Flink's graph shows it: cool when idle, hot when busy
+    s("rect", { class: "busy-track", x: 12, y: at.h - 12, width: BOX.width - 24, height: 5, rx: 2.5 }),
+    s("rect", { class: "busy-fill", x: 12, y: at.h - 12, width: Math.max(0, (BOX.width - 24) * load.busy),
+      height: 5, rx: 2.5, fill: `hsl(${Math.round(210 - 210 * load.busy)}, 70%, 50%)` }));
   return group;
 }
 
@@ -317,7 +321,7 @@ function subtasksPanel(vertex, pressure) {
     h("h2", {}, "Subtasks of ", h("span", { id: "selected-vertex" }, vertex.name)),
     table([["#", "num"], ["State"], ["Attempt", "num"], ["Task manager"], ["Records in", "num"],
       ["Records out", "num"], ["Out rate", "num"], ["Bytes out", "num"], ["Input watermark"],
-      ["Output watermark"], ["Busy"], ["Back pressure"]], rows));
+      ["Output watermark"], ["Busy / back-pressured"], ["Back pressure"]], rows));
 }
 
 function checkpointsPanel(data) {
