@@ -93,7 +93,7 @@ def job_json(view: JobView) -> dict[str, Any]:
         "maxParallelism": max((v.max_parallelism for v in details.vertices), default=-1), "now": now,
         "timestamps": {status: details.status_timestamps.get(status, 0) for status in _JOB_STATUS_NAMES},
         "vertices": vertices,
-        "status-counts": _task_counts(s for v in details.vertices for s in v.subtasks),
+        "status-counts": _state_counts(vertex.status for vertex in details.vertices),  # vertices, by state
         "plan": plan_json(details)["plan"],
     }
 
@@ -262,13 +262,16 @@ _JOB_STATUS_NAMES = ("INITIALIZING", "CREATED", "RUNNING", "FAILING", "FAILED", 
 
 
 def _task_counts(subtasks: Any) -> dict[str, int]:
-    counts = {state.name.lower(): 0 for state in ExecutionState}
-    total = 0
-    for subtask in subtasks:
-        counts[subtask.state.name.lower()] += 1
-        total += 1
-    counts["reconciling"] = 0
-    return {"total": total, **counts}
+    """Subtasks by state, lower-case, with their total (Flink's `tasks`)."""
+    states = [subtask.state for subtask in subtasks]
+    counts = {state.name.lower(): states.count(state) for state in ExecutionState}
+    return {"total": len(states), **counts, "reconciling": 0}
+
+
+def _state_counts(states: Any) -> dict[str, int]:
+    """States by name, upper-case (Flink's `status-counts`)."""
+    states = list(states)
+    return {state.name: states.count(state) for state in ExecutionState} | {"RECONCILING": 0}
 
 
 def _duration(start: int, end: int, now: int) -> int:
