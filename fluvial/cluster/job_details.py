@@ -161,38 +161,9 @@ def aggregate_state(states: list[ExecutionState]) -> ExecutionState:
     return _S.RUNNING if _S.FINISHED in distinct else _S.CREATED
 
 
-class JobTimeline:
-    """When the job entered each status and when each subtask attempt started and ended (wall-clock ms). Kept
-    by the JobMaster on its thread, from the status changes and the task reports it handles."""
-
-    def __init__(self) -> None:
-        self.status_timestamps: dict[str, int] = {JobStatus.CREATED.name: current_millis()}
-        self.running_since = -1
-        self.subtasks: dict[tuple[int, int], tuple[int, int, int]] = {}  # (vertex, subtask) -> attempt, start, end
-
-    def job_status(self, status: JobStatus) -> None:
-        now = current_millis()
-        self.status_timestamps.setdefault(status.name, now)
-        if status is JobStatus.RUNNING:
-            self.running_since = now
-
-    def task_state(self, vertex_id: int, subtask_index: int, attempt: int, state: ExecutionState) -> None:
-        key = (vertex_id, subtask_index)
-        held_attempt, start, end = self.subtasks.get(key, (attempt, -1, -1))
-        if attempt > held_attempt:
-            start, end = -1, -1
-        elif attempt < held_attempt:
-            return  # a late report of an earlier attempt
-        if state is ExecutionState.RUNNING and start < 0:
-            start = current_millis()
-        elif state.is_terminal and end < 0:
-            end = current_millis()
-        self.subtasks[key] = (attempt, start, end)
-
-
-def build_job_details(job_master: Any, timeline: JobTimeline) -> JobDetails:
+def build_job_details(job_master: Any, timeline: Any) -> JobDetails:
     """The details of `job_master`'s job now. Call on the JobMaster's thread: it reads the live scheduler,
-    execution graph and checkpoint coordinator."""
+    execution graph and checkpoint coordinator; `timeline` is its JobTimeline."""
     scheduler = job_master.scheduler
     job_graph = job_master.job_graph
     vertices = []

@@ -9,22 +9,23 @@ Lifecycle, numbered:
    coordinator.
 2. `start()`: every subtask is deployed; the coordinator starts its periodic trigger.
 3. The scheduler decides the job's fate (see `scheduler.py`); when the job reaches a globally terminal status,
-   checkpointing stops, its last JobDetails are archived, every TaskManager is told to release the job, and
-   `result` completes.
-Beside running the job it answers questions about it: `request_job()` gives its JobDetails (built on the main
-thread; the archive once it has ended), and `metrics` holds the latest metrics snapshot of each subtask, which
-the TaskManagers report (`report_metrics`).
+   checkpointing stops, every TaskManager is told to release the job, and `result` completes.
+Beside running the job it answers questions about it: `request_job()` gives its JobDetails, built on the main
+thread while the job runs; once it has ended nothing changes them any more, so they are built where they are
+asked for (Flink's archived execution graph), after the main thread has gone. `metrics` holds the latest
+metrics snapshot of each subtask, which the TaskManagers report (`report_metrics`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any, Callable, Sequence
 
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.gateways import TaskManagerGateway
-from fluvial.cluster.job_details import JobDetails, JobTimeline, build_job_details
+from fluvial.cluster.job_timeline import JobTimeline
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
@@ -61,7 +62,9 @@ class JobMaster:
         self.result: Future = Future()
         self.timeline = JobTimeline()  # touched on the main thread only
         self.metrics = MetricStore()
-        self._archive: JobDetails | None = None
+        self._ended = False  # the job reached a globally terminal status: its details no longer change
+        self._archive: Any = None  # its JobDetails, built once after it ended
+        self._archive_lock = threading.Lock()
         self._task_managers = list(task_managers)
         self._started_at = 0.0
         slots = assign_slots(job_graph, free_slots)
@@ -202,24 +205,30 @@ class JobMaster:
         return None
 
     def request_job(self) -> Future:
-        """A future of the job's JobDetails now, built on the main thread; once the job has ended, its archive."""
+        """A future of the job's JobDetails now: built on the main thread while the job runs, its archive once
+        the job has ended."""
         answer: Future = Future()
-        if self._archive is not None:
-            answer.set_result(self._archive)
-            return answer
 
         def describe() -> None:
             try:
-                answer.set_result(self._archive or build_job_details(self, self.timeline))
+                answer.set_result(self._archived() if self._ended else self._details())
             except BaseException as error:  # noqa: BLE001 - handed to whoever asked
                 answer.set_exception(error)
 
-        if not self._main.execute(describe):  # the thread has ended, and only after archiving the job
-            if self._archive is not None:
-                answer.set_result(self._archive)
-            else:
-                answer.set_exception(RuntimeError(f"job {self.job_id} has no details: its JobMaster has stopped"))
+        if self._ended or not self._main.execute(describe):  # the thread ends only after the job has
+            describe()
         return answer
+
+    def _details(self) -> Any:
+        from fluvial.cluster.job_details import build_job_details  # loaded when somebody asks, never for a job alone
+
+        return build_job_details(self, self.timeline)
+
+    def _archived(self) -> Any:
+        with self._archive_lock:
+            if self._archive is None:
+                self._archive = self._details()
+            return self._archive
 
     def stop_after_savepoint(self) -> None:
         """stop-with-savepoint: the savepoint is complete, so the job ends as stopped (cancelled, in Flink's terms
@@ -240,19 +249,12 @@ class JobMaster:
 
             self.checkpointing.coordinator.stop()
             self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
-        self._archive_details()
+        self._ended = True
         for task_manager in self._task_managers:
             task_manager.release_job(ReleaseJob(self.job_id))
         for thread in self._own_threads:
             thread.shutdown()  # mails already handed over still run (a savepoint request gets its refusal)
         self._complete_result(status, error)
-
-    def _archive_details(self) -> None:
-        """The job's last details, for whoever asks after the main thread has gone (Flink's archived graph)."""
-        try:
-            self._archive = build_job_details(self, self.timeline)
-        except Exception:  # noqa: BLE001 - the job's end must not depend on its description
-            logger.warning("job %s: could not archive its details", self.job_id, exc_info=True)
 
     def _complete_result(self, status: JobStatus, error: BaseException | None) -> None:
         if self.result.done():
@@ -285,8 +287,7 @@ class JobMaster:
         try:
             self.scheduler.fail(error)
         finally:
-            if self._archive is None:
-                self._archive_details()
+            self._ended = True
             if not self.result.done():
                 wrapped = JobExecutionException(f"Job '{self.job_graph.job_name}' failed inside the JobMaster: "
                                                 f"{type(error).__name__}: {error}", self.job_id)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import abc
 import enum
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
@@ -138,7 +137,6 @@ _KIND_OF = {Counter: MetricKind.COUNTER, Meter: MetricKind.METER, Distribution: 
             Gauge: MetricKind.GAUGE}
 
 
-@dataclass(frozen=True, slots=True)
 class UserMetricKey:
     """Where a user metric sits below its operator.
 
@@ -146,10 +144,14 @@ class UserMetricKey:
     `get_metric_identifier` spell it); `logical_path`: the same without value groups (what Prometheus names it
     by, as Flink's logical scope); `variables`: the `<key>` → value pairs of its key/value groups."""
 
-    path: tuple[str, ...]
-    logical_path: tuple[str, ...]
-    variables: tuple[tuple[str, str], ...]
-    name: str
+    __slots__ = ("path", "logical_path", "variables", "name")
+
+    def __init__(self, path: tuple[str, ...], logical_path: tuple[str, ...], variables: tuple[tuple[str, str], ...],
+                 name: str) -> None:
+        self.path = path
+        self.logical_path = logical_path
+        self.variables = variables
+        self.name = name
 
     @property
     def identifier(self) -> str:

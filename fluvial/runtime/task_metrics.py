@@ -18,7 +18,7 @@ callback and once more when it ends), so nothing locks.
 from __future__ import annotations
 
 import logging
-import socket
+import os
 import time
 from typing import Any, Iterable
 
@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 METER_SPAN_MS = 60_000  # Flink's MeterView default: records/s over the last minute
 TIME_GAUGE_SPAN_MS = 5_000  # Flink's time gauges (busyTimeMsPerSecond, ...) cover the last update interval
-HOST = socket.gethostname() or "localhost"
+HOST = os.uname().nodename or "localhost"
 
 
 class TaskTime:

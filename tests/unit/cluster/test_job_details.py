@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from fluvial.cluster.exception_history import ExceptionHistory, entry_of
-from fluvial.cluster.job_details import CheckpointDetails, JobDetails, JobTimeline, aggregate_state
+from fluvial.cluster.job_details import CheckpointDetails, JobDetails, aggregate_state
+from fluvial.cluster.job_timeline import JobTimeline
 from fluvial.common.job_status import JobStatus
 from fluvial.runtime.execution_state import ExecutionState as S
 
