@@ -123,11 +123,17 @@ def serve_job(mode: Any, directory: str, name: str, records: int = 200, crash_fi
         .add_sink(Discard()).name("discard")
     client = env.execute_async(name)
     job = ServedJob(client, client.web.address, client.web.token, release)
-    wait_until(lambda: _all_running(job), timeout=30, what=f"every subtask of '{name}' running")
+    restarts = 1 if crash_first else 0
+    wait_until(lambda: _all_running(job, restarts), timeout=30,
+               what=f"every subtask of '{name}' running after {restarts} restarts")
     return job
 
 
-def _all_running(job: ServedJob) -> bool:
+def _all_running(job: ServedJob, restarts: int) -> bool:
     reply = job.get(f"jobs/{job.job_id}")
-    return reply.status == 200 and reply.body["state"] == "RUNNING" and all(
-        vertex["status"] == "RUNNING" for vertex in reply.body["vertices"])
+    if reply.status != 200 or reply.body["state"] != "RUNNING":
+        return False
+    if any(vertex["status"] != "RUNNING" for vertex in reply.body["vertices"]):
+        return False
+    metrics = job.get(f"jobs/{job.job_id}/metrics?get=numRestarts").body
+    return metrics == [{"id": "numRestarts", "value": str(restarts)}]
