@@ -71,6 +71,9 @@ class ExecutionGraph:
         self._state_backend = tolerance.state_backend if tolerance is not None else None
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
+        configuration = job_graph.configuration
+        self._metrics_interval = configuration.get("metrics.fetcher.update-interval") \
+            if configuration is not None else 1000
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
             (vertex.id, index): ExecutionVertex(vertex, index)
             for vertex in job_graph.vertices
@@ -118,6 +121,8 @@ class ExecutionGraph:
             state_backend=self._state_backend,
             receiver_settings=receiver_settings if vertex.is_source else None,
             main_classes=self.job_graph.main_classes,
+            job_name=self.job_graph.job_name,
+            metrics_interval_ms=self._metrics_interval,
         )
 
     def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:

@@ -61,6 +61,11 @@ class RuntimeContext(abc.ABC):
     @abc.abstractmethod
     def get_aggregating_state(self, state_descriptor: Any) -> Any: ...
 
+    @abc.abstractmethod
+    def get_metrics_group(self) -> Any:
+        """The MetricGroup (`fluvial.metrics`) of the function's operator, to register counters, meters,
+        distributions and gauges in."""
+
 
 class Function(abc.ABC):
     """Base of every user function: lifecycle hooks around the records."""

@@ -255,7 +255,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         from fluvial.runtime.source_watermarks import SourceWatermarks
 
         self._watermarks = SourceWatermarks(self.spec.function, self.output.emit_watermark,
-                                            self.output.emit_watermark_status)
+                                            self.output.emit_watermark_status, self.context.metrics.group)
         self._processing_time = self.context.processing_time_service
         self._interval = self.context.auto_watermark_interval
         if self._interval > 0 and self._processing_time is not None:

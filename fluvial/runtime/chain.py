@@ -5,8 +5,8 @@ Built in three steps, each decided once:
    function, see `_subtask_spec`);
 2. runs of stateless map/filter operators, each feeding only the next, are fused into one operator;
 3. outputs are wired: an operator's results go to the inputs of the chained operators after it (behind a
-   boundary that labels failures with the receiving operator's name) and to the record writers of its outgoing
-   JobEdges. Nothing is rebound later.
+   boundary that labels failures with the receiving operator's name and counts its numRecordsIn) and to the
+   record writers of its outgoing JobEdges; its Output counts its numRecordsOut. Nothing is rebound later.
 A buffer entering the head flows through the chain within one call stack; events (watermarks, idleness, end
 of input) travel between buffers, so per-record semantics hold.
 """
@@ -32,7 +32,7 @@ from fluvial.runtime.basic_operators import (
     TimestampsAndWatermarksOperator,
     is_fusable,
 )
-from fluvial.runtime.operators import StreamOperator, labelled_input
+from fluvial.runtime.operators import StreamOperator, counted_input, labelled_input
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch
 from fluvial.runtime.runtime_context import OperatorContext
@@ -115,6 +115,7 @@ class OperatorChain:
         self.vertex = vertex
         built = {node.id: build_operator(node, make_context(node), (templates or {}).get(node.id))
                  for node in vertex.nodes}
+        self._metrics = {node_id: operator.context.metrics for node_id, operator in built.items()}
         self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
         self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs
         self.order = self._fuse_stateless_runs(built)
@@ -169,7 +170,7 @@ class OperatorChain:
                 continue
             target = self._owner[edge.target_id]
             entry = target.input(edge.type_number)
-            push = labelled_input(entry.process_batch, target.name)
+            push = counted_input(entry.process_batch, target.name, self._metrics[edge.target_id].records_in)
             (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(push)
             watermark_targets.append(labelled_input(entry.process_watermark, target.name))
             status_targets.append(entry.process_status)
@@ -180,7 +181,7 @@ class OperatorChain:
             (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(writer.emit)
             watermark_targets.append(writer.broadcast_watermark)
             status_targets.append(writer.broadcast_event)
-        return Output(main, side, watermark_targets, status_targets)
+        return Output(main, side, watermark_targets, status_targets, self._metrics[node_id].records_out)
 
     # -- lifecycle, head to tail or tail to head ----------------------------------------------------------------
 

@@ -88,6 +88,20 @@ def labelled_input(call: Callable[[Any], None], operator_name: str) -> Callable[
     return push
 
 
+def counted_input(call: Callable[[Any], None], operator_name: str, counter: Any) -> Callable[[Any], None]:
+    """`labelled_input` that also adds each buffer's length to `counter` (the operator's numRecordsIn)."""
+
+    def push(batch: Any) -> None:
+        counter.count += len(batch.values)
+        try:
+            call(batch)
+        except BaseException as error:
+            label_failure(error, operator_name)
+            raise
+
+    return push
+
+
 class OperatorInput:
     """One logical input of a two-input operator (Flink's Input): its entry points, bound once at wiring."""
 

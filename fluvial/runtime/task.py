@@ -12,6 +12,9 @@ Protocol, numbered:
    the chain boundary put on the error, else the chain's head).
 5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
 Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
+While RUNNING, a timer takes a metrics snapshot every `metrics_interval_ms` and hands it to the task's
+MetricsReporter; one more, marked final, goes out just before the task reports a terminal state, so the
+JobMaster holds a task's last figures before it hears that the task ended.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import failing_operator, label_failure
 from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
+from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
 
 logger = logging.getLogger(__name__)
@@ -69,10 +73,18 @@ class TaskSpec:
     receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
     channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end
     main_classes: bytes | None = None  # classes of the job's script, for a TaskManager in another process
+    job_name: str = ""
+    metrics_interval_ms: int = 1000  # how often a running task reports its metrics
 
     @property
     def execution_key(self) -> tuple[int, int]:
         return (self.vertex.id, self.subtask_index)
+
+
+class MetricsReporter(Protocol):
+    """Where a task sends its metrics snapshots (its TaskManager, on to the JobMaster). Never blocks."""
+
+    def report(self, snapshot: Any) -> None: ...
 
 
 class TaskStateListener(Protocol):
@@ -93,6 +105,8 @@ class TaskServices:
     checkpoint_io: Any = None  # the executor of asynchronous snapshot parts
     checkpoint_responder: Any = None  # the CheckpointResponder that answers the JobMaster
     receivers: Any = None  # ReceiverStreams of the task's job, for receiver sources
+    metrics_reporter: MetricsReporter | None = None  # None: the task's metrics are kept, reported nowhere
+    task_manager_id: str = ""  # the TaskManager's id, for the metrics' scope (`<tm_id>`)
 
 
 class Task:
@@ -109,6 +123,7 @@ class Task:
         self.writers: list[RecordWriter] = []
         self.input: Any = None
         self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
+        self.metrics = TaskMetrics(self.info, vertex.id, spec.job_name, services.task_manager_id, vertex.is_source)
         self._closed = False
 
     @property
@@ -131,6 +146,9 @@ class Task:
             self._set_state(ExecutionState.RUNNING)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
+            return
+        if self._services.metrics_reporter is not None:
+            self._schedule_metrics_report()
 
     def _build(self) -> None:
         spec, services = self.spec, self._services
@@ -144,6 +162,7 @@ class Task:
             writers[output.dataset_id] = RecordWriter(output, channels, spec.subtask_index)
         self.writers = list(writers.values())
         self.chain = OperatorChain(spec.vertex, self._operator_context, writers, spec.function_templates)
+        self.metrics.bind(self.chain, self.writers)
         head = self.chain.head
         source_input = None
         if spec.vertex.is_source:
@@ -153,7 +172,7 @@ class Task:
                                                  info.max_parallelism, info.attempt_number, services.receivers)
             self.input = source_input = SourceInput(
                 source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
-                spec.auto_watermark_interval, self._processing_time(head.name))
+                spec.auto_watermark_interval, self._processing_time(head.name), head.context.metrics.group)
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
@@ -180,7 +199,9 @@ class Task:
             from fluvial.runtime.alignment import BarrierHandler
 
             barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, self.checkpointer)
-        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers)
+        self.metrics.input_channels = channels
+        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers,
+                            self.metrics.records_in)
 
     def _processing_time(self, label: str) -> TaskProcessingTimeService:
         return TaskProcessingTimeService(self._executor, self, label)
@@ -188,7 +209,8 @@ class Task:
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._services.collect_target, self._processing_time(node.name),
-                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend)
+                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend,
+                               self.metrics.operator(node.operator_id, node.name))
 
     def _load_restores(self) -> dict[str, Any]:
         """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
@@ -279,6 +301,27 @@ class Task:
             label_failure(exc, label)
             self._fail(exc)
 
+    # -- metrics ------------------------------------------------------------------------------------------------
+
+    def _schedule_metrics_report(self) -> None:
+        self._executor.schedule(self._executor.clock() + self.spec.metrics_interval_ms, self,
+                                self._report_metrics, "metrics")
+
+    def _report_metrics(self, now: int) -> None:
+        self._send_metrics(final=False)
+        self._schedule_metrics_report()
+
+    def _send_metrics(self, final: bool) -> None:
+        """Metrics are for looking at the job, never a reason to fail it: a snapshot that cannot be taken or
+        sent is logged and skipped."""
+        reporter = self._services.metrics_reporter
+        if reporter is None:
+            return
+        try:
+            reporter.report(self.metrics.snapshot(final))
+        except Exception:  # noqa: BLE001
+            logger.warning("%s could not report its metrics", self.name, exc_info=True)
+
     def _finish(self) -> None:
         self.chain.finish()
         for writer in self.writers:
@@ -326,4 +369,6 @@ class Task:
 
     def _set_state(self, state: ExecutionState, failure: TaskFailure | None = None) -> None:
         self._move(state)
+        if state.is_terminal:
+            self._send_metrics(final=True)
         self._services.listener.task_state_changed(self, state, failure)
