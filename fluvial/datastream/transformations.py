@@ -64,6 +64,10 @@ class OperatorSpec:
     function: Any = None
     key_selector: Any = None
     key_selector2: Any = None  # two-input operators on keyed connected streams: the second input's key
+    # Set by the compiler for jobs in BATCH execution mode (`fluvial.graph.batch_mode`): keyed reduces emit
+    # one final result per key, timers fire at end of input. Keyword-only, so it never shifts the positional
+    # fields of the kinds below.
+    batch: bool = field(default=False, kw_only=True)
 
     # What runtime support the kind still lacks (None: it runs). Submitting a job that reaches such an
     # operator fails with NotYetSupportedError naming this, never silently.

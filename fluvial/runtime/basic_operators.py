@@ -1,5 +1,5 @@
-"""The basic runtime operators, batch at a time: map, filter, flat_map, the keyed running reduce, fused runs of
-stateless map/filter, and timestamp/watermark assignment.
+"""The basic runtime operators, batch at a time: map, filter, flat_map, the keyed running reduce (and its BATCH-mode
+form), fused runs of stateless map/filter, and timestamp/watermark assignment.
 
 Every operator turns one RecordBatch into zero or one output batch per target, so the per-record work of a
 stateless chain is one Python loop over a list. Operators on a KeyedStream set the current key per record
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.operators import (
     StreamOperator,
     explain_unhashable_key,
@@ -139,6 +140,40 @@ class KeyedReduceOperator(StreamOperator):
 
 
 _MISSING = object()
+
+
+class BatchKeyedReduceOperator(KeyedReduceOperator):
+    """The reduce of a BATCH job (Flink's BatchGroupedReduceOperator): not rolling. Each key's records are folded
+    in arrival order and its final value is emitted once, when the input ends (the final watermark, or finish),
+    stamped with the end of time. Per record: one key call, one dict get and set, no output."""
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        key, fn, table = self._key, self._fn, self._table
+        get = table.get
+        missing = _MISSING
+        k = None
+        try:
+            for value in batch.values:
+                k = key(value)
+                previous = get(k, missing)
+                table[k] = value if previous is missing else fn(previous, value)
+        except TypeError as error:
+            explain_unhashable_key(error, k)
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        if watermark.is_final:
+            self._emit_final()
+        super().process_watermark(watermark)
+
+    def finish(self) -> None:
+        self._emit_final()
+
+    def _emit_final(self) -> None:
+        table = self._table
+        if table:
+            values = list(table.values())
+            table.clear()
+            self._emit(RecordBatch(values, [MAX_WATERMARK] * len(values)))
 
 
 class FusedStatelessOperator(StreamOperator):

@@ -24,6 +24,7 @@ from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime import process_operators as p
 from fluvial.runtime import sink_operators as s
 from fluvial.runtime.basic_operators import (
+    BatchKeyedReduceOperator,
     FilterOperator,
     FlatMapOperator,
     FusedStatelessOperator,
@@ -41,7 +42,6 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], S
     t.MapSpec: MapOperator,
     t.FilterSpec: FilterOperator,
     t.FlatMapSpec: FlatMapOperator,
-    t.KeyedReduceSpec: KeyedReduceOperator,
     t.ProcessSpec: p.ProcessOperator,
     t.KeyedProcessSpec: p.KeyedProcessOperator,
     t.CoMapSpec: p.CoMapOperator,
@@ -54,6 +54,14 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], S
     t.CollectSpec: s.CollectOperator,
     t.TimestampsAndWatermarksSpec: TimestampsAndWatermarksOperator,
 }
+
+
+def _keyed_reduce(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    """A rolling reduce, or in a BATCH job one final result per key."""
+    return BatchKeyedReduceOperator(spec, context) if spec.batch else KeyedReduceOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.KeyedReduceSpec] = _keyed_reduce
 
 
 def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
@@ -79,6 +87,10 @@ def build_operator(node: StreamNode, context: OperatorContext, template: Any = N
     builder = OPERATOR_BUILDERS.get(type(node.operator))
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
+    if node.operator.batch and context.state_backend is not None:
+        # BATCH jobs ignore the configured state backend (as Flink does): no checkpoints, so state stays in
+        # plain Python objects, the fastest place for it
+        context = dataclasses.replace(context, state_backend=None)
     return builder(_subtask_spec(node, context.task_info, template), context)
 
 

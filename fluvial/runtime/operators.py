@@ -135,7 +135,8 @@ class StreamOperator:
         if self.uses_timers and self.keyed_backend is not None:
             from fluvial.runtime.timers import InternalTimerService
 
-            self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service)
+            self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service,
+                                               end_of_input_only=self.spec.batch)
             if restore is not None and restore.timers:
                 self.timers.restore_key_groups(restore.timers, self.context.key_group_range())
         from fluvial.runtime.operator_state import is_checkpointed_function

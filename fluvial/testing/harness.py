@@ -90,11 +90,17 @@ class OperatorSubtaskSnapshot:
 class OperatorHarness:
     def __init__(self, spec: Any, name: str = "Operator", *, parallelism: int = 1, subtask_index: int = 0,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, attempt: int = 0, state_backend: Any = None,
-                 clock: ManualClock | None = None, job_parameters: dict[str, str] | None = None) -> None:
+                 clock: ManualClock | None = None, job_parameters: dict[str, str] | None = None,
+                 batch: bool = False) -> None:
+        """`batch`: run the operator as a job in BATCH execution mode would (`fluvial.graph.batch_mode`)."""
         builder = OPERATOR_BUILDERS.get(type(spec))
         if builder is None:
             raise TypeError(f"no runtime operator for {type(spec).__name__}: build the harness with "
                             "OperatorHarness.of(lambda stream: stream.<operator>(...))")
+        if batch:
+            from fluvial.graph.batch_mode import for_batch
+
+            spec = for_batch(spec)
         self.clock = clock or ManualClock(0)
         self.processing_time = ManualProcessingTime(self.clock)
         self.info = TaskInfo(HARNESS_JOB_ID, name, subtask_index, parallelism, max_parallelism, attempt)

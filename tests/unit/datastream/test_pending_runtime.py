@@ -128,7 +128,6 @@ def test_ordered_async_wait_keeps_input_order():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, raises=NotYetSupportedError, reason="batch execution mode is not built yet")
 def test_batch_mode_emits_one_final_result_per_key():
     env = env_of()
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
