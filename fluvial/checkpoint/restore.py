@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fluvial.checkpoint.snapshots import UNION_PREFIX, RestoreAssignment
+from fluvial.checkpoint.snapshots import BROADCAST_PREFIX, UNION_PREFIX, RestoreAssignment
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator
 
@@ -60,7 +60,9 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_pa
 
     `per_old_subtask[j]`: the state dicts old subtask j wrote. At equal parallelism a subtask takes its own old
     subtask's lists; otherwise each list name's items of all old subtasks are dealt round robin, except union
-    lists (names starting with "union:"), which every subtask gets whole."""
+    lists (names starting with "union:"), which every subtask gets whole, and broadcast states (names starting
+    with "broadcast:"), identical on every old subtask, of which each new subtask takes one copy: old subtask
+    `subtask_index % old_parallelism`'s, or the next one's that has it."""
     merged: dict[str, list] = {}
     if old_parallelism == parallelism:
         own = per_old_subtask[subtask_index] if subtask_index < len(per_old_subtask) else []
@@ -68,14 +70,24 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_pa
             for name, items in state.items():
                 merged.setdefault(name, []).extend(items)
         return merged
+    broadcast: dict[str, list] = {}
+    count = len(per_old_subtask)
+    for offset in range(count):
+        for state in per_old_subtask[(subtask_index + offset) % count]:
+            for name, items in state.items():
+                if name.startswith(BROADCAST_PREFIX):
+                    broadcast.setdefault(name, list(items))
     for states in per_old_subtask:
         for state in states:
             for name, items in state.items():
-                merged.setdefault(name, []).extend(items)
-    return {
+                if not name.startswith(BROADCAST_PREFIX):
+                    merged.setdefault(name, []).extend(items)
+    shares = {
         name: list(items) if name.startswith(UNION_PREFIX) else items[subtask_index::parallelism]
         for name, items in merged.items()
     }
+    shares.update(broadcast)
+    return shares
 
 
 def subtask_assignment(old: Any, checkpoint_id: int, parallelism: int, subtask_index: int,

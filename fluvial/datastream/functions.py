@@ -244,7 +244,7 @@ class SourceFunction(Function, Generic[OUT]):
         pass
 
 
-# -- broadcast state (PyFlink's names; the runtime is not built yet, see DataStream.broadcast) ----------------
+# -- broadcast state (DataStream.broadcast(descriptor) -> connect -> process; runtime.broadcast_operators) --
 
 
 class BaseBroadcastProcessFunction(Function):
@@ -322,7 +322,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
         pass
 
 
-# -- async I/O (PyFlink's names; the runtime is not built yet, see AsyncDataStream) ---------------------------
+# -- async I/O (AsyncDataStream; runtime.async_operator) ------------------------------------------------------
 
 
 class AsyncFunction(Function, Generic[IN, OUT]):

@@ -166,10 +166,6 @@ class BroadcastProcessSpec(OperatorSpec):
     input 2 the broadcast stream; `descriptors` name the broadcast states (MapStateDescriptors)."""
 
     descriptors: tuple = ()
-    pending_runtime: ClassVar[str | None] = (
-        "broadcast state: the two-input broadcast operator (broadcast state per subtask, checkpointed and "
-        "restored identically on every subtask)"
-    )
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,15 @@ def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOp
 OPERATOR_BUILDERS[t.WindowSpec] = _window_operator
 
 
+def _broadcast_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    from fluvial.runtime.broadcast_operators import BroadcastProcessOperator
+
+    return BroadcastProcessOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.BroadcastProcessSpec] = _broadcast_operator
+
+
 class SourceOperator(StreamOperator):
     """The chain position of a source: the task's source input emits straight into this operator's output."""
 

@@ -189,8 +189,8 @@ class OperatorHarness:
         self.operator.input(input).process_watermark(Watermark(timestamp))
         return self
 
-    def process_final_watermark(self) -> "OperatorHarness":
-        return self.process_watermark(MAX_WATERMARK)
+    def process_final_watermark(self, input: int = 0) -> "OperatorHarness":
+        return self.process_watermark(MAX_WATERMARK, input)
 
     def process_watermark_status(self, idle: bool, input: int = 0) -> "OperatorHarness":
         self.operator.input(input).process_status(WatermarkStatus(idle=idle))

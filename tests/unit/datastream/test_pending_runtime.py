@@ -74,16 +74,7 @@ def test_broadcast_with_descriptors_makes_a_broadcast_stream_that_connects():
         env.from_collection(["a"]).broadcast("rules")
 
 
-def test_a_broadcast_job_fails_at_submission_naming_what_is_missing():
-    env = env_of()
-    env.from_collection(["a"]).connect(env.from_collection(["!"]).broadcast(RULES)).process(Tag()).print()
-    with pytest.raises(NotYetSupportedError, match="broadcast state"):
-        env.execute()
-
-
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, raises=NotYetSupportedError,
-                   reason="broadcast state runtime (two-input broadcast operator) is not built yet")
 def test_broadcast_state_reaches_every_subtask():
     env = env_of()
     rules = env.from_collection(["!"]).broadcast(RULES)
