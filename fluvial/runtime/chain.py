@@ -142,6 +142,10 @@ class OperatorChain:
         for operator in self.order:
             operator.setup(self._output_of(self._last_node[id(operator)], writers))
         self.head = self.order[0]
+        self._holders = [operator for operator in self.order if operator.holds_input]
+        self.holds_input = bool(self._holders)
+        self._finished = 0  # how many operators (head first) have finished
+        self._finishing = False  # whether order[_finished] has been told that its input ended
 
     def _fuse_stateless_runs(self, built: dict[int, StreamOperator]) -> list[StreamOperator]:
         """Step 2: each run of >= 2 fusable operators, each feeding only the next, becomes one
@@ -215,10 +219,28 @@ class OperatorChain:
         for operator in reversed(self.order):
             operator.open()
 
-    def finish(self) -> None:
-        """Flush operators head to tail: each may emit into the next before that one is told input ended."""
-        for operator in self.order:
-            operator.finish()
+    def input_blocked(self) -> bool:
+        """Whether an operator that holds its inputs (async I/O) can take no more now."""
+        for operator in self._holders:
+            if operator.input_blocked():
+                return True
+        return False
+
+    def finish(self) -> bool:
+        """Flush operators head to tail: each may emit into the next before that one is told input ended. An
+        operator that still holds inputs whose results come later (`is_quiescent` False) stops the walk: return
+        False, and call again once mails brought its results; True when every operator has finished."""
+        order = self.order
+        while self._finished < len(order):
+            operator = order[self._finished]
+            if not self._finishing:
+                self._finishing = True
+                operator.finish()
+            if not operator.is_quiescent():
+                return False
+            self._finished += 1
+            self._finishing = False
+        return True
 
     def close(self) -> list[BaseException]:
         """Close every operator even if some fail; return their errors (the task decides what to report)."""
