@@ -464,9 +464,10 @@ class StreamExecutionEnvironment:
         return client
 
     def _check_runtime_support(self, roots: list[int]) -> None:
-        """Refuse, before anything starts, a job that needs what the runtime does not have yet: batch
-        execution, operators whose runtime is pending (broadcast state, async I/O), Python dependencies that
-        need worker processes. Each error names what is missing (NotYetSupportedError)."""
+        """Refuse, before anything starts, a job that needs what the runtime does not have yet: operators whose
+        runtime is pending (`OperatorSpec.pending_runtime`), Python dependencies that need worker processes. Each
+        error names what is missing (NotYetSupportedError). (A BATCH job over unbounded sources is refused when
+        the Pipeline is built.)"""
         from fluvial.common.errors import NotYetSupportedError
         from fluvial.datastream import python_dependencies
 
@@ -475,7 +476,6 @@ class StreamExecutionEnvironment:
             pending = getattr(getattr(tr, "operator", None), "pending_runtime", None)
             if pending:
                 raise NotYetSupportedError(f"'{tr.name}' needs {pending}, which is not supported yet")
-        self._runs_as_batch(reachable)
         threads = self._configuration.get("execution.target") in ("local", "embedded") and \
             self._configuration.get("local.taskmanager.mode") == "thread"
         python_dependencies.check_supported(self._configuration, threads)
@@ -546,8 +546,11 @@ class StreamExecutionEnvironment:
         self._transformations[transformation.id] = transformation
 
     def _add_collect_sink(self, stream: DataStream, collect_id: str) -> int:
+        """One collect sink subtask, as Flink's: what one upstream subtask sends arrives in the order it was
+        sent, so a job at parallelism 1 (or a source of parallelism 1 chained to it) returns source order."""
         tid = self._add_transformation(
-            t.SinkTransformation, name="Collect Sink", input_id=stream._id, operator=t.CollectSpec(collect_id=collect_id)
+            t.SinkTransformation, name="Collect Sink", input_id=stream._id, operator=t.CollectSpec(collect_id=collect_id),
+            parallelism=1,
         )
         self._pending_sinks.append(tid)
         return tid

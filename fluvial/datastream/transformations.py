@@ -176,9 +176,6 @@ class AsyncWaitSpec(OperatorSpec):
     capacity: int = 100
     ordered: bool = True
     retry_strategy: Any = None
-    pending_runtime: ClassVar[str | None] = (
-        "async I/O: the async wait operator (an asyncio loop per task, in-flight requests in checkpoints)"
-    )
 
 
 class SinkSpec(OperatorSpec):

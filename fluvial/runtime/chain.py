@@ -83,6 +83,15 @@ def _broadcast_operator(spec: t.OperatorSpec, context: OperatorContext) -> Strea
 OPERATOR_BUILDERS[t.BroadcastProcessSpec] = _broadcast_operator
 
 
+def _async_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    from fluvial.runtime.async_operator import AsyncWaitOperator
+
+    return AsyncWaitOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.AsyncWaitSpec] = _async_operator
+
+
 class SourceOperator(StreamOperator):
     """The chain position of a source: the task's source input emits straight into this operator's output."""
 
