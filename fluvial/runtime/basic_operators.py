@@ -8,6 +8,7 @@ before calling the user function, so keyed state reads and writes that key.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
@@ -75,24 +76,24 @@ class FlatMapOperator(StreamOperator):
         self._fn = user_method(self.spec.function, "flat_map")
         self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
         self._emit = self.output.collect
+        self._run = None if self._key is not None else _fused_loop([Step.FLAT_MAP], [self._fn], [self.name])
 
     def _results(self, value: Any) -> Any:
         if self._key is not None:
             self.keyed_backend.current_key = self._key(value)
         results = self._fn(value)
         if results is None:
-            raise InvalidJobError(
-                f"the flat_map function of '{self.name}' returned None for {value!r}: return an iterable or yield"
-            )
+            _returned_none(self.name, value)
         return results
 
     def process_batch(self, batch: RecordBatch) -> None:
-        results = self._results
         if batch.timestamps is None:
-            out = [item for value in batch.values for item in results(value)]
+            out = self._run(batch.values) if self._run is not None else \
+                [item for value in batch.values for item in self._results(value)]
             if out:
                 self._emit(RecordBatch(out))
             return
+        results = self._results
         values: list = []
         stamps: list = []
         for value, ts in zip(batch.values, batch.timestamps):
@@ -176,12 +177,21 @@ class BatchKeyedReduceOperator(KeyedReduceOperator):
             self._emit(RecordBatch(values, [MAX_WATERMARK] * len(values)))
 
 
+class Step(enum.Enum):
+    """What one member of a fused run does to each value."""
+
+    MAP = "map"  # replace it
+    FILTER = "filter"  # keep it or drop it
+    FLAT_MAP = "flat_map"  # replace it by zero or more values, each going through the steps after
+
+
 class FusedStatelessOperator(StreamOperator):
-    """A run of chained, unkeyed map/filter operators fused into one pass: one generated Python loop per run
-    (`for v in values: v = f0(v); if not f1(v): continue; ...; append(v)`) builds one list per buffer instead of
-    one per operator, and its Python-to-Python calls are the ones CPython 3.11 inlines (a `map()` over the
-    same functions is about a fifth slower). Chain building fuses only operators whose single output is the next
-    one, so the observable behaviour is that of the separate operators."""
+    """A run of chained, unkeyed map/filter/flat_map operators fused into one pass: one generated Python loop per
+    run (`for v in values: v = f0(v); if not f1(v): continue; for v in f2(v): ...; append(v)`) builds one list
+    per buffer instead of one per operator, and its Python-to-Python calls are the ones CPython 3.11 inlines (a
+    `map()` over the same functions is about a fifth slower). A flat_map whose every call returns nothing (a
+    counting tail before `print()`) costs its call and an empty loop. Chain building fuses only operators whose
+    single output is the next one, so the observable behaviour is that of the separate operators."""
 
     def __init__(self, members: list[StreamOperator]) -> None:
         super().__init__(members[0].spec, members[0].context)
@@ -195,9 +205,8 @@ class FusedStatelessOperator(StreamOperator):
         for member in self.members:
             member.output = self.output
             member.open()  # opens the user function; binds the member's own fn
-        steps = [(map if isinstance(m, MapOperator) else filter, m._fn) for m in self.members]
-        self._steps = steps
-        self._run = _fused_loop([step is map for step, _ in steps], [fn for _, fn in steps])
+        self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in self.members]
+        self._run = _fused_loop(*(list(column) for column in zip(*self._steps)))
         self._emit = self.output.collect
 
     def process_batch(self, batch: RecordBatch) -> None:
@@ -213,12 +222,24 @@ class FusedStatelessOperator(StreamOperator):
             self._emit(RecordBatch(out, stamps))
 
     def _run_timestamped(self, values: list, stamps: list) -> tuple[list, list]:
-        for step, fn in self._steps:
-            if step is map:
-                values = list(map(fn, values))
-            else:
+        """Step by step over (values, timestamps): a flat_map's values keep their input's timestamp."""
+        for step, fn, name in self._steps:
+            if step is Step.MAP:
+                values = [fn(v) for v in values]
+            elif step is Step.FILTER:
                 kept = [(v, ts) for v, ts in zip(values, stamps) if fn(v)]
                 values, stamps = [p[0] for p in kept], [p[1] for p in kept]
+            else:
+                out_values: list = []
+                out_stamps: list = []
+                for v, ts in zip(values, stamps):
+                    results = fn(v)
+                    if results is None:
+                        _returned_none(name, v)
+                    for item in results:
+                        out_values.append(item)
+                        out_stamps.append(ts)
+                values, stamps = out_values, out_stamps
         return values, stamps
 
     def close(self) -> None:
@@ -250,23 +271,78 @@ class FusedStatelessOperator(StreamOperator):
         return found or self.name
 
 
-def _fused_loop(is_map: list[bool], functions: list[Callable[[Any], Any]]) -> Callable[[list], list]:
-    """Generate `run(values) -> list` applying the steps in order (map: replace; filter: keep or skip)."""
-    lines = ["def run(values):", "    out = []", "    append = out.append", "    for v in values:"]
-    for index, mapping in enumerate(is_map):
-        lines.append(f"        v = f{index}(v)" if mapping else f"        if not f{index}(v):\n            continue")
-    lines += ["        append(v)", "    return out"]
+def _returned_none(operator: str, value: Any) -> None:
+    error = InvalidJobError(f"the flat_map function of '{operator}' returned None for {value!r}: return an "
+                            "iterable or yield")
+    label_failure(error, operator)
+    raise error
+
+
+def _fused_loop(steps: list[Step], functions: list[Callable[[Any], Any]], names: list[str]) -> Callable[[list], list]:
+    """Generate `run(values) -> list` applying the steps in order: a map replaces `v`, a filter `continue`s the
+    innermost loop, a flat_map opens a loop over its results for the steps after it (the last step's results
+    are added with one `extend`)."""
+    parameters = "".join(f", f{index}=f{index}" for index in range(len(steps)))  # locals: the fastest lookups
+    lines = [f"def run(values{parameters}):", "    out = []", "    append = out.append", "    extend = out.extend",
+             "    for v in values:"]
+    indent = "        "
+    for index, step in enumerate(steps):
+        if step is Step.MAP:
+            lines.append(f"{indent}v = f{index}(v)")
+        elif step is Step.FILTER:
+            lines += [f"{indent}if not f{index}(v):", f"{indent}    continue"]
+        elif index == len(steps) - 1:
+            lines.append(f"{indent}extend(f{index}(v))")
+            break
+        else:
+            lines.append(f"{indent}for v in f{index}(v):")
+            indent += "    "
+    else:
+        lines.append(f"{indent}append(v)")
+    lines.append("    return out")
     namespace: dict[str, Any] = {f"f{index}": fn for index, fn in enumerate(functions)}
     exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
-    return namespace["run"]
+    run = namespace["run"]
+    flat_maps = {index: names[index] for index, step in enumerate(steps) if step is Step.FLAT_MAP}
+    if not flat_maps:
+        return run
+
+    def checked_run(values: list) -> list:
+        try:
+            return run(values)
+        except TypeError as error:
+            _explain_none_result(error, run.__code__, lines, flat_maps)
+            raise
+
+    return checked_run
+
+
+def _explain_none_result(error: TypeError, code: Any, lines: list[str], flat_maps: dict[int, str]) -> None:
+    """A flat_map whose result cannot be iterated fails in the generated loop itself, not in user code: label
+    the error with that flat_map's name and, for None, raise the error naming the operator and the value. (The
+    loop has no per-record None check: the tail of a chain is the hottest code there is.)"""
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    if traceback is None or traceback.tb_frame.f_code is not code:
+        return
+    source = lines[traceback.tb_lineno - 1]
+    for index, name in flat_maps.items():
+        if f"f{index}(v)" in source:
+            if "NoneType" in str(error):
+                _returned_none(name, traceback.tb_frame.f_locals.get("v"))
+            label_failure(error, name)
+
+
+_STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator: Step.FLAT_MAP}
 
 
 def is_fusable(operator: StreamOperator) -> bool:
-    """Unkeyed map and filter operators without operator state of their own (a CheckpointedFunction keeps its
-    own state under its own operator id, so it stays a separate operator)."""
+    """Unkeyed map, filter and flat_map operators without operator state of their own (a CheckpointedFunction
+    keeps its own state under its own operator id, so it stays a separate operator)."""
     from fluvial.runtime.operator_state import is_checkpointed_function
 
-    return (type(operator) in (MapOperator, FilterOperator) and operator.spec.key_selector is None
+    return (type(operator) in _STEP_OF and operator.spec.key_selector is None
             and not is_checkpointed_function(operator.spec.function))
 
 

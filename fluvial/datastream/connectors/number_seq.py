@@ -93,7 +93,7 @@ class NumberSequenceReader(SourceReader[NumberSequenceSplit]):
         cur = self._current
         stop = min(cur + max_records, self._end + 1)
         self._current = stop
-        return list(range(cur, stop))
+        return range(cur, stop)  # a read-only sequence: consumers iterate it at C speed, nothing is materialized
 
     def current_split_id(self) -> str:
         """The split the last `poll` read from (splits are read one after another)."""
