@@ -1,5 +1,5 @@
 """The basic runtime operators, batch at a time: map, filter, flat_map, the keyed running reduce (and its BATCH-mode
-form), fused runs of stateless map/filter, and timestamp/watermark assignment.
+form), and timestamp/watermark assignment. Chained runs of them are fused by `fused_operator`.
 
 Every operator turns one RecordBatch into zero or one output batch per target, so the per-record work of a
 stateless chain is one Python loop over a list. Operators on a KeyedStream set the current key per record
@@ -8,16 +8,14 @@ before calling the user function, so keyed state reads and writes that key.
 
 from __future__ import annotations
 
-import enum
-from typing import Any, Callable
+from typing import Any
 
-from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MAX_WATERMARK
+from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
 from fluvial.runtime.operators import (
     StreamOperator,
     explain_unhashable_key,
     key_function,
-    label_failure,
     user_method,
 )
 from fluvial.runtime.records import RecordBatch, Watermark
@@ -76,14 +74,14 @@ class FlatMapOperator(StreamOperator):
         self._fn = user_method(self.spec.function, "flat_map")
         self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
         self._emit = self.output.collect
-        self._run = None if self._key is not None else _fused_loop([Step.FLAT_MAP], [self._fn], [self.name])
+        self._run = None if self._key is not None else fused_loop([Step.FLAT_MAP], [self._fn], [self.name])
 
     def _results(self, value: Any) -> Any:
         if self._key is not None:
             self.keyed_backend.current_key = self._key(value)
         results = self._fn(value)
         if results is None:
-            _returned_none(self.name, value)
+            returned_none(self.name, value)
         return results
 
     def process_batch(self, batch: RecordBatch) -> None:
@@ -105,9 +103,13 @@ class FlatMapOperator(StreamOperator):
 
 
 class KeyedReduceOperator(StreamOperator):
-    """The running-reduce primitive: for each record, new = reduce(previous of its key, record); emit new.
+    """The running-reduce primitive: for each record, new = reduce(previous of its key, record); emit new, in
+    record order.
 
-    State is the backend's raw value table, so the per-record cost is one key call, one dict get and set.
+    State is the backend's raw value table. On the heap it is a dict, so the per-record cost is one key call,
+    one dict get and set. Where each state access costs (RocksDB: a point read and an unpickle, a pickle and a
+    write), a buffer is grouped by key first and each key's state is read and written once per buffer, its
+    records folded in order in between.
     """
 
     keyed = True
@@ -119,8 +121,13 @@ class KeyedReduceOperator(StreamOperator):
         self._key = key_function(self.spec.key_selector)
         self._table = self.keyed_backend.value_table(self.STATE_NAME)
         self._emit = self.output.collect
+        self.aggregates = self._aggregates_each if type(self._table) is dict else self._aggregates_grouped
 
     def process_batch(self, batch: RecordBatch) -> None:
+        self._emit(RecordBatch(self.aggregates(batch.values), batch.timestamps))
+
+    def _aggregates_each(self, values: Any) -> list:
+        """The aggregate after each record, folding record by record (state touched per record)."""
         key, fn, table = self._key, self._fn, self._table
         get = table.get
         out = []
@@ -128,7 +135,7 @@ class KeyedReduceOperator(StreamOperator):
         missing = _MISSING
         k = None
         try:
-            for value in batch.values:
+            for value in values:
                 k = key(value)
                 previous = get(k, missing)
                 if previous is not missing:
@@ -137,7 +144,32 @@ class KeyedReduceOperator(StreamOperator):
                 append(value)
         except TypeError as error:
             explain_unhashable_key(error, k)
-        self._emit(RecordBatch(out, batch.timestamps))
+        return out
+
+    def _aggregates_grouped(self, values: Any) -> list:
+        """The aggregate after each record, reading and writing each key's state once per buffer."""
+        key, fn, table = self._key, self._fn, self._table
+        positions: dict[Any, list[int]] = {}
+        k = None
+        try:
+            for index, value in enumerate(values):
+                k = key(value)
+                where = positions.get(k)
+                if where is None:
+                    positions[k] = [index]
+                else:
+                    where.append(index)
+        except TypeError as error:
+            explain_unhashable_key(error, k)
+        out = list(values)
+        missing = _MISSING
+        for k, where in positions.items():
+            aggregate = table.get(k, missing)
+            for index in where:
+                aggregate = values[index] if aggregate is missing else fn(aggregate, values[index])
+                out[index] = aggregate
+            table[k] = aggregate
+        return out
 
 
 _MISSING = object()
@@ -175,175 +207,6 @@ class BatchKeyedReduceOperator(KeyedReduceOperator):
             values = list(table.values())
             table.clear()
             self._emit(RecordBatch(values, [MAX_WATERMARK] * len(values)))
-
-
-class Step(enum.Enum):
-    """What one member of a fused run does to each value."""
-
-    MAP = "map"  # replace it
-    FILTER = "filter"  # keep it or drop it
-    FLAT_MAP = "flat_map"  # replace it by zero or more values, each going through the steps after
-
-
-class FusedStatelessOperator(StreamOperator):
-    """A run of chained, unkeyed map/filter/flat_map operators fused into one pass: one generated Python loop per
-    run (`for v in values: v = f0(v); if not f1(v): continue; for v in f2(v): ...; append(v)`) builds one list
-    per buffer instead of one per operator, and its Python-to-Python calls are the ones CPython 3.11 inlines (a
-    `map()` over the same functions is about a fifth slower). A flat_map whose every call returns nothing (a
-    counting tail before `print()`) costs its call and an empty loop. Chain building fuses only operators whose
-    single output is the next one, so the observable behaviour is that of the separate operators."""
-
-    def __init__(self, members: list[StreamOperator]) -> None:
-        super().__init__(members[0].spec, members[0].context)
-        self.members = members
-        self.name = " -> ".join(member.name for member in members)
-
-    def initialize_state(self, restore: Any) -> None:
-        """Nothing to restore: only operators without state of their own are fused (`is_fusable`)."""
-
-    def open(self) -> None:
-        for member in self.members:
-            member.output = self.output
-            member.open()  # opens the user function; binds the member's own fn
-        self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in self.members]
-        self._run = _fused_loop(*(list(column) for column in zip(*self._steps)))
-        self._emit = self.output.collect
-
-    def process_batch(self, batch: RecordBatch) -> None:
-        try:
-            if batch.timestamps is not None:
-                out, stamps = self._run_timestamped(batch.values, batch.timestamps)
-            else:
-                out, stamps = self._run(batch.values), None
-        except BaseException as error:
-            label_failure(error, self._member_that_raised(error))
-            raise
-        if out:
-            self._emit(RecordBatch(out, stamps))
-
-    def _run_timestamped(self, values: list, stamps: list) -> tuple[list, list]:
-        """Step by step over (values, timestamps): a flat_map's values keep their input's timestamp."""
-        for step, fn, name in self._steps:
-            if step is Step.MAP:
-                values = [fn(v) for v in values]
-            elif step is Step.FILTER:
-                kept = [(v, ts) for v, ts in zip(values, stamps) if fn(v)]
-                values, stamps = [p[0] for p in kept], [p[1] for p in kept]
-            else:
-                out_values: list = []
-                out_stamps: list = []
-                for v, ts in zip(values, stamps):
-                    results = fn(v)
-                    if results is None:
-                        _returned_none(name, v)
-                    for item in results:
-                        out_values.append(item)
-                        out_stamps.append(ts)
-                values, stamps = out_values, out_stamps
-        return values, stamps
-
-    def close(self) -> None:
-        for member in self.members:
-            member.close()
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        for member in self.members:
-            member.notify_checkpoint_complete(checkpoint_id)
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        for member in self.members:
-            member.notify_checkpoint_aborted(checkpoint_id)
-
-    def _member_that_raised(self, error: BaseException) -> str:
-        """The member whose user function is on the failing stack (the fused loop is one frame for all): the
-        innermost frame running one of their functions' code."""
-        codes = {}
-        for member in self.members:
-            function = member._fn
-            code = getattr(getattr(function, "__func__", function), "__code__", None)
-            if code is not None:
-                codes[code] = member.name
-        found = None
-        traceback = error.__traceback__
-        while traceback is not None:
-            found = codes.get(traceback.tb_frame.f_code, found)
-            traceback = traceback.tb_next
-        return found or self.name
-
-
-def _returned_none(operator: str, value: Any) -> None:
-    error = InvalidJobError(f"the flat_map function of '{operator}' returned None for {value!r}: return an "
-                            "iterable or yield")
-    label_failure(error, operator)
-    raise error
-
-
-def _fused_loop(steps: list[Step], functions: list[Callable[[Any], Any]], names: list[str]) -> Callable[[list], list]:
-    """Generate `run(values) -> list` applying the steps in order: a map replaces `v`, a filter `continue`s the
-    innermost loop, a flat_map opens a loop over its results for the steps after it (the last step's results
-    are added with one `extend`)."""
-    parameters = "".join(f", f{index}=f{index}" for index in range(len(steps)))  # locals: the fastest lookups
-    lines = [f"def run(values{parameters}):", "    out = []", "    append = out.append", "    extend = out.extend",
-             "    for v in values:"]
-    indent = "        "
-    for index, step in enumerate(steps):
-        if step is Step.MAP:
-            lines.append(f"{indent}v = f{index}(v)")
-        elif step is Step.FILTER:
-            lines += [f"{indent}if not f{index}(v):", f"{indent}    continue"]
-        elif index == len(steps) - 1:
-            lines.append(f"{indent}extend(f{index}(v))")
-            break
-        else:
-            lines.append(f"{indent}for v in f{index}(v):")
-            indent += "    "
-    else:
-        lines.append(f"{indent}append(v)")
-    lines.append("    return out")
-    namespace: dict[str, Any] = {f"f{index}": fn for index, fn in enumerate(functions)}
-    exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
-    run = namespace["run"]
-    flat_maps = {index: names[index] for index, step in enumerate(steps) if step is Step.FLAT_MAP}
-    if not flat_maps:
-        return run
-
-    def checked_run(values: list) -> list:
-        try:
-            return run(values)
-        except TypeError as error:
-            _explain_none_result(error, run.__code__, lines, flat_maps)
-            raise
-
-    return checked_run
-
-
-def _explain_none_result(error: TypeError, code: Any, lines: list[str], flat_maps: dict[int, str]) -> None:
-    """A flat_map whose result cannot be iterated fails in the generated loop itself, not in user code: label
-    the error with that flat_map's name and, for None, raise the error naming the operator and the value. (The
-    loop has no per-record None check: the tail of a chain is the hottest code there is.)"""
-    traceback = error.__traceback__
-    while traceback is not None and traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    if traceback is None or traceback.tb_frame.f_code is not code:
-        return
-    source = lines[traceback.tb_lineno - 1]
-    for index, name in flat_maps.items():
-        if f"f{index}(v)" in source:
-            if "NoneType" in str(error):
-                _returned_none(name, traceback.tb_frame.f_locals.get("v"))
-            label_failure(error, name)
-
-
-_STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator: Step.FLAT_MAP}
-
-
-def is_fusable(operator: StreamOperator) -> bool:
-    """Unkeyed map, filter and flat_map operators without operator state of their own (a CheckpointedFunction
-    keeps its own state under its own operator id, so it stays a separate operator)."""
-    from fluvial.runtime.operator_state import is_checkpointed_function
-
-    return (type(operator) in _STEP_OF and operator.spec.key_selector is None
-            and not is_checkpointed_function(operator.spec.function))
 
 
 class TimestampsAndWatermarksOperator(StreamOperator):

@@ -3,7 +3,8 @@
 Built in three steps, each decided once:
 1. every StreamNode of the vertex becomes an operator (each parallel subtask gets its own copy of the user's
    function, see `_subtask_spec`);
-2. runs of stateless map/filter operators, each feeding only the next, are fused into one operator;
+2. runs of stateless map/filter/flat_map operators (possibly headed by a running keyed reduce), each feeding
+   only the next, are fused into one operator (`fused_operator`);
 3. outputs are wired: an operator's results go to the inputs of the chained operators after it (behind a
    boundary that labels failures with the receiving operator's name) and to the record writers of its outgoing
    JobEdges. Nothing is rebound later.
@@ -27,12 +28,11 @@ from fluvial.runtime.basic_operators import (
     BatchKeyedReduceOperator,
     FilterOperator,
     FlatMapOperator,
-    FusedStatelessOperator,
     KeyedReduceOperator,
     MapOperator,
     TimestampsAndWatermarksOperator,
-    is_fusable,
 )
+from fluvial.runtime.fused_operator import FusedOperator, can_head_a_run, is_fusable
 from fluvial.runtime.operators import StreamOperator, labelled_input
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch
@@ -147,7 +147,7 @@ class OperatorChain:
                  for node in vertex.nodes}
         self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
         self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs
-        self.order = self._fuse_stateless_runs(built)
+        self.order = self._fuse_runs(built)
         for operator in self.order:
             operator.setup(self._output_of(self._last_node[id(operator)], writers))
         self.head = self.order[0]
@@ -156,9 +156,10 @@ class OperatorChain:
         self._finished = 0  # how many operators (head first) have finished
         self._finishing = False  # whether order[_finished] has been told that its input ended
 
-    def _fuse_stateless_runs(self, built: dict[int, StreamOperator]) -> list[StreamOperator]:
-        """Step 2: each run of >= 2 fusable operators, each feeding only the next, becomes one
-        FusedStatelessOperator that takes the run's place (and the last member's outputs)."""
+    def _fuse_runs(self, built: dict[int, StreamOperator]) -> list[StreamOperator]:
+        """Step 2: each run of >= 2 operators, each feeding only the next — stateless map/filter/flat_map ones,
+        possibly headed by a running keyed reduce — becomes one FusedOperator that takes the run's place (and
+        the last member's outputs)."""
         successors: dict[int, list] = {node.id: [] for node in self.vertex.nodes}
         for edge in self.vertex.chained_edges:
             successors[edge.source_id].append(edge)
@@ -168,7 +169,7 @@ class OperatorChain:
 
         def flush() -> None:
             if len(run) >= 2:
-                fused = FusedStatelessOperator([built[node_id] for node_id in run])
+                fused = FusedOperator([built[node_id] for node_id in run])
                 for node_id in run:
                     self._owner[node_id] = fused
                 self._last_node[id(fused)] = run[-1]
@@ -180,11 +181,14 @@ class OperatorChain:
 
         for node in self.vertex.nodes:
             operator = built[node.id]
-            if not is_fusable(operator):
+            head = can_head_a_run(operator)
+            if not head and not is_fusable(operator):
                 flush()
                 order.append(operator)
                 self._last_node[id(operator)] = node.id
                 continue
+            if head:
+                flush()
             run.append(node.id)
             edges = successors[node.id]
             if not (len(edges) == 1 and edges[0].output_tag is None and node.id not in external):

@@ -1,6 +1,7 @@
-"""Fused runs of map / filter / flat_map (one generated loop per chain run) behave exactly like the operators
-one after another: same values, same order, the same timestamps per value, and failures that name the member
-whose function failed."""
+"""Fused runs of map / filter / flat_map, possibly headed by a running keyed reduce (one generated loop per chain
+run), behave exactly like the operators one after another: same values, same order, the same timestamps per
+value, the reduce's state snapshotted and restored as its own, and failures that name the member whose function
+failed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from hypothesis import strategies as st
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.runtime.basic_operators import FusedStatelessOperator, Step, _fused_loop
+from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
+from fluvial.runtime.fused_loop import Step, fused_loop
+from fluvial.runtime.fused_operator import FusedOperator
 from fluvial.runtime.operators import failing_operator
 from fluvial.runtime.records import RecordBatch
 from fluvial.testing import OperatorHarness
@@ -45,16 +48,20 @@ def one_after_another(steps, values):
 @settings(max_examples=150, deadline=None)
 @given(STEPS, st.lists(st.integers(-50, 50), max_size=30))
 def test_a_fused_loop_equals_the_operators_one_after_another(steps, values):
-    run = _fused_loop([s for s, _ in steps], [function_of(s, p) for s, p in steps], [f"op{i}" for i in range(len(steps))])
+    run = fused_loop([s for s, _ in steps], [function_of(s, p) for s, p in steps], [f"op{i}" for i in range(len(steps))])
     assert run(values) == one_after_another(steps, values)
     assert run(range(len(values))) == one_after_another(steps, list(range(len(values))))
 
 
-def fused(*describe) -> FusedStatelessOperator:
-    """The members as harnessed operators, fused; output captured by the first member's harness."""
-    harnesses = [OperatorHarness.of(lambda s, d=d, i=i: d(s).name(f"op{i}")) for i, d in enumerate(describe)]
-    operator = FusedStatelessOperator([h.operator for h in harnesses])
+def fused(*describe, restore=None, state_backend=None) -> tuple[FusedOperator, OperatorHarness]:
+    """The members as harnessed operators, fused as a chain fuses them; output captured by the first member's
+    harness."""
+    harnesses = [OperatorHarness.of(lambda s, d=d, i=i: d(s).name(f"op{i}"), state_backend=state_backend)
+                 for i, d in enumerate(describe)]
+    operator = FusedOperator([h.operator for h in harnesses])
     operator.setup(harnesses[0].operator.output)
+    state = harnesses[0]._restore_from(restore) if restore else None
+    operator.initialize_state(state)
     operator.open()
     return operator, harnesses[0]
 
@@ -84,3 +91,38 @@ def test_a_job_whose_flat_map_returns_none_fails_naming_it():
     env.from_collection([1, 2]).flat_map(lambda v: None if v == 2 else [v]).name("Split").print()
     with pytest.raises(Exception, match="'Split' returned None for 2"):
         env.execute()
+
+
+def add(a, b):
+    return (a[0], a[1] + b[1])
+
+
+KEYED = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]
+
+
+@pytest.mark.parametrize("backend", [None, "rocksdb"])
+def test_a_reduce_headed_run_emits_what_the_operators_would_and_restores_its_state(backend, tmp_path):
+    if backend == "rocksdb":
+        backend = EmbeddedRocksDBStateBackend()
+        backend.set_db_storage_paths(str(tmp_path))
+    members = (lambda s: s.key_by(lambda r: r[0]).reduce(add), lambda s: s.filter(lambda r: r[1] % 2),
+               lambda s: s.flat_map(lambda r: [r, (r[0].upper(), r[1])]))
+    operator, harness = fused(*members, state_backend=backend)
+    operator.process_batch(RecordBatch(KEYED[:4]))
+    operator.process_batch(RecordBatch(KEYED[4:], [50, 60]))
+    # running sums a1 b2 a4 c4 | b7 a10; the odd ones pass, each twice
+    assert [(r.value, r.timestamp) for r in harness.output()] == [
+        (("a", 1), None), (("A", 1), None), (("b", 7), 50), (("B", 7), 50)]
+    harness.operator = operator  # the harness snapshots the fused operator through the real checkpoint path
+    snapshot = harness.snapshot()
+    operator.close()
+    restored, output = fused(*members, restore=[snapshot])
+    restored.process_batch(RecordBatch([("a", 1), ("c", 1)]))
+    assert output.values() == [("a", 11), ("A", 11), ("c", 5), ("C", 5)]
+
+
+def test_an_unhashable_key_in_a_fused_reduce_is_the_key_by_error():
+    operator, _ = fused(lambda s: s.key_by(lambda r: r[0]).reduce(add), lambda s: s.map(lambda r: r))
+    with pytest.raises(InvalidJobError, match="unhashable key of type list") as failure:
+        operator.process_batch(RecordBatch([(["x"], 1)]))
+    assert failing_operator(failure.value) == "op0"

@@ -1,0 +1,135 @@
+"""FusedOperator: a run of chained operators executed as one (`runtime.fused_loop`): unkeyed map / filter /
+flat_map operators, optionally headed by a running keyed reduce, where each member's single output is the next
+member. The chain builds it (`OperatorChain`, step 2); the observable behaviour is that of the separate
+operators: the same values in the same order with the same timestamps, failures named after the member that
+failed, and the reduce's state checkpointed and restored under its own operator id.
+
+A reduce head folds each record into its key's aggregate and passes the aggregate on, record by record, inside
+the one loop (the heap's state table is a dict). When the state costs per access (RocksDB) or records carry
+timestamps, the reduce folds the whole buffer its own way first (grouped by key) and the rest of the run
+follows over its output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fluvial.runtime.basic_operators import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
+from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
+from fluvial.runtime.operators import StreamOperator, label_failure
+from fluvial.runtime.records import RecordBatch
+
+_STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator: Step.FLAT_MAP}
+
+
+def is_fusable(operator: StreamOperator) -> bool:
+    """Unkeyed map, filter and flat_map operators without operator state of their own (a CheckpointedFunction
+    keeps its own state under its own operator id, so it stays a separate operator)."""
+    from fluvial.runtime.operator_state import is_checkpointed_function
+
+    return (type(operator) in _STEP_OF and operator.spec.key_selector is None
+            and not is_checkpointed_function(operator.spec.function))
+
+
+def can_head_a_run(operator: StreamOperator) -> bool:
+    """A running keyed reduce (not BATCH mode's, which emits at the end) may head a fused run."""
+    return type(operator) is KeyedReduceOperator
+
+
+class FusedOperator(StreamOperator):
+    def __init__(self, members: list[StreamOperator]) -> None:
+        head = members[0]
+        # the head's spec without its key: the fused operator must not build a keyed backend of its own
+        super().__init__(dataclasses.replace(head.spec, key_selector=None), head.context)
+        self.members = members
+        self.name = " -> ".join(member.name for member in members)
+        self._reduce = head if can_head_a_run(head) else None
+        self.keyed_backend = head.keyed_backend  # the reduce's state is the fused operator's state
+
+    def initialize_state(self, restore: Any) -> None:
+        """Only a reduce head has state (the other members are stateless, see `is_fusable`)."""
+        if self._reduce is not None:
+            self._reduce.initialize_state(restore)
+
+    def open(self) -> None:
+        for member in self.members:
+            member.output = self.output
+            member.open()  # opens the user function; binds the member's own functions
+        tail = self.members[1:] if self._reduce is not None else self.members
+        self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in tail]
+        self._run_tail = fused_loop(*(list(column) for column in zip(*self._steps)))
+        self._run = self._run_tail
+        reduce = self._reduce
+        if reduce is not None and type(reduce._table) is dict:
+            steps, functions, names = (list(column) for column in zip(*self._steps))
+            self._run = fused_loop([Step.REDUCE, *steps], [reduce._fn, *functions], [reduce.name, *names],
+                                   key=reduce._key, table=reduce._table)
+        elif reduce is not None:
+            self._run = lambda values: self._run_tail(reduce.aggregates(values))
+        self._emit = self.output.collect
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        try:
+            if batch.timestamps is not None:
+                values = batch.values if self._reduce is None else self._reduce.aggregates(batch.values)
+                out, stamps = self._run_timestamped(values, batch.timestamps)
+            else:
+                out, stamps = self._run(batch.values), None
+        except BaseException as error:
+            label_failure(error, self._member_that_raised(error))
+            raise
+        if out:
+            self._emit(RecordBatch(out, stamps))
+
+    def _run_timestamped(self, values: Any, stamps: list) -> tuple[Any, list]:
+        """Step by step over (values, timestamps): a flat_map's values keep their input's timestamp."""
+        for step, fn, name in self._steps:
+            if step is Step.MAP:
+                values = [fn(v) for v in values]
+            elif step is Step.FILTER:
+                kept = [(v, ts) for v, ts in zip(values, stamps) if fn(v)]
+                values, stamps = [p[0] for p in kept], [p[1] for p in kept]
+            else:
+                out_values: list = []
+                out_stamps: list = []
+                for v, ts in zip(values, stamps):
+                    results = fn(v)
+                    if results is None:
+                        returned_none(name, v)
+                    for item in results:
+                        out_values.append(item)
+                        out_stamps.append(ts)
+                values, stamps = out_values, out_stamps
+        return values, stamps
+
+    def snapshot_state(self, checkpoint_id: int, snapshot_type: Any) -> Any:
+        return self._reduce.snapshot_state(checkpoint_id, snapshot_type) if self._reduce is not None else None
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for member in self.members:
+            member.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for member in self.members:
+            member.notify_checkpoint_aborted(checkpoint_id)
+
+    def _member_that_raised(self, error: BaseException) -> str:
+        """The member whose user function is on the failing stack (the fused loop is one frame for all): the
+        innermost frame running one of their functions' code."""
+        codes = {}
+        for member in self.members:
+            function = member._fn
+            code = getattr(getattr(function, "__func__", function), "__code__", None)
+            if code is not None:
+                codes[code] = member.name
+        found = None
+        traceback = error.__traceback__
+        while traceback is not None:
+            found = codes.get(traceback.tb_frame.f_code, found)
+            traceback = traceback.tb_next
+        return found or self.name
