@@ -5,22 +5,22 @@ measured against the one-call-per-operator plain-Python loop in the same run (in
 J1: from_source(NumberSequenceSource) -> map(x*3) -> filter(even) -> map(x+1) -> flat_map(a FlatMapFunction
     that counts and returns []) -> print(), exactly as the issue writes it.
 J2: 1M Zipf words -> map((w, 1)) -> key_by -> reduce(running count) -> the same counting flat_map -> print().
-J3: 1M events (1,000 keys, 5 s disorder) -> 60 s tumbling event-time windows -> reduce with a
+J3: bench.event_time's 1M events (1,000 keys, 5 s disorder) -> 60 s tumbling event-time windows -> reduce with a
     ProcessWindowFunction, late data to a side output -> counting flat_map -> print().
 All at parallelism 1, so the ratio measures per-record cost, not parallelism.
 """
 
 from __future__ import annotations
 
+from bench.event_time import DISORDER_MS as J3_DISORDER_MS
+from bench.event_time import WINDOW_MS as J3_WINDOW_MS
+from bench.event_time import add_values, event_key, make_event
 from bench.harness import compare, report
 from bench.spine import add_counts, is_even, plus_one, to_pair, triple, word_key, zipf_words
 
 J1_RECORDS = 2_000_000
 J2_RECORDS = 1_000_000
 J3_EVENTS = 1_000_000
-J3_KEYS = 1_000
-J3_DISORDER_MS = 5_000
-J3_WINDOW_MS = 60_000
 
 
 def _flat_map_function_class():
@@ -101,19 +101,6 @@ def run_j2_loop(words: list[str]) -> int:
 
 
 # -- J3 ----------------------------------------------------------------------------------------------------------
-
-
-def make_event(i: int) -> tuple:
-    """(key, timestamp, value): timestamps ~1 ms apart, each up to 5 s early (a fixed pseudo-random pattern)."""
-    return (i % J3_KEYS, i - (i * 2654435761) % J3_DISORDER_MS, 1)
-
-
-def event_key(event: tuple) -> int:
-    return event[0]
-
-
-def add_values(a: tuple, b: tuple) -> tuple:
-    return (a[0], a[1], a[2] + b[2])
 
 
 def _window_function_class():

