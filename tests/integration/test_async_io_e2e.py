@@ -116,7 +116,7 @@ def test_failures_fail_the_job_naming_the_cause(mode, where, message):
     assert message in text and "async wait operator" in str(failure.value)
 
 
-N = 3_000
+N = 6_000
 
 
 class Echo(AsyncFunction):
