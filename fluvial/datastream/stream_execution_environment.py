@@ -548,10 +548,8 @@ class StreamExecutionEnvironment:
     def _add_collect_sink(self, stream: DataStream, collect_id: str) -> int:
         """One collect sink subtask, as Flink's: what one upstream subtask sends arrives in the order it was
         sent, so a job at parallelism 1 (or a source of parallelism 1 chained to it) returns source order."""
-        tid = self._add_transformation(
-            t.SinkTransformation, name="Collect Sink", input_id=stream._id, operator=t.CollectSpec(collect_id=collect_id),
-            parallelism=1,
-        )
+        tid = self._add_transformation(t.SinkTransformation, name="Collect Sink", input_id=stream._id,
+                                       operator=t.CollectSpec(collect_id=collect_id), parallelism=1)
         self._pending_sinks.append(tid)
         return tid
 

@@ -109,8 +109,8 @@ class Thresholds(KeyedBroadcastProcessFunction):
             ctx.get_broadcast_state(LIMITS).put(key, limit)
 
     def on_timer(self, timestamp, ctx):
-        yield ("over limit", ctx.get_current_key(), timestamp, ctx.get_broadcast_state(LIMITS).get(ctx.get_current_key()),
-               ctx.time_domain().name)
+        key = ctx.get_current_key()
+        yield ("over limit", key, timestamp, ctx.get_broadcast_state(LIMITS).get(key), ctx.time_domain().name)
 
 
 def thresholds_harness(**options) -> OperatorHarness:

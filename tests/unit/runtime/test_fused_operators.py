@@ -48,7 +48,8 @@ def one_after_another(steps, values):
 @settings(max_examples=150, deadline=None)
 @given(STEPS, st.lists(st.integers(-50, 50), max_size=30))
 def test_a_fused_loop_equals_the_operators_one_after_another(steps, values):
-    run = fused_loop([s for s, _ in steps], [function_of(s, p) for s, p in steps], [f"op{i}" for i in range(len(steps))])
+    names = [f"op{i}" for i in range(len(steps))]
+    run = fused_loop([s for s, _ in steps], [function_of(s, p) for s, p in steps], names)
     assert run(values) == one_after_another(steps, values)
     assert run(range(len(values))) == one_after_another(steps, list(range(len(values))))
 
