@@ -42,6 +42,7 @@ STATE_NAME = "_async_wait_operator_state_"  # Flink's name for the same list sta
 
 class AsyncWaitOperator(StreamOperator):
     holds_input = True
+    _loop: AsyncLoop | None = None  # from open() to close()
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -78,10 +79,9 @@ class AsyncWaitOperator(StreamOperator):
         self._issue_backlog()
 
     def close(self) -> None:
-        loop = getattr(self, "_loop", None)
         try:
-            if loop is not None:
-                loop.stop()
+            if self._loop is not None:
+                self._loop.stop()
         finally:
             super().close()
 
