@@ -2,9 +2,7 @@
 shared/pyflink_surface.txt) imports from the same module path under `fluvial`.
 
 Names whose implementation is still pending are listed in PENDING with what is missing: they are expected to
-fail to import (xfail, strict), so the day they land the test turns red until the entry is removed. Names
-whose API exists but whose runtime is pending (broadcast state, async I/O, batch mode) import and are
-covered by strict xfail jobs in tests/unit/datastream/test_pending_runtime.py.
+fail to import (xfail, strict), so the day they land the test turns red until the entry is removed.
 """
 
 from __future__ import annotations

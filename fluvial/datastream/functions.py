@@ -249,7 +249,7 @@ class SourceFunction(Function, Generic[OUT]):
         pass
 
 
-# -- broadcast state (PyFlink's names; the runtime is not built yet, see DataStream.broadcast) ----------------
+# -- broadcast state (DataStream.broadcast(descriptor) -> connect -> process; runtime.broadcast_operators) --
 
 
 class BaseBroadcastProcessFunction(Function):
@@ -327,7 +327,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
         pass
 
 
-# -- async I/O (PyFlink's names; the runtime is not built yet, see AsyncDataStream) ---------------------------
+# -- async I/O (AsyncDataStream; runtime.async_operator) ------------------------------------------------------
 
 
 class AsyncFunction(Function, Generic[IN, OUT]):

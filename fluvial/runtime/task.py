@@ -7,7 +7,9 @@ Protocol, numbered:
    state (or initializes it empty) and opens them → RUNNING.
 2. `step()` runs pending mails, then (if every output channel has room) one bounded input step.
 3. When input ends: operators finish head to tail, END_OF_INPUT goes to every output channel, operators
-   close → FINISHED.
+   close → FINISHED. An operator whose results come after its input (async I/O) may hold its inputs: while
+   it says its input is blocked the task feeds it nothing, and at the end the task keeps running mails until
+   it has emitted everything (`OperatorChain.finish`), without ever blocking the mailbox.
 4. An exception anywhere → operators close, FAILED; the listener hears which operator raised it (the label
    the chain boundary put on the error, else the chain's head).
 5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
@@ -125,6 +127,7 @@ class Task:
         self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
         self.metrics = TaskMetrics(self.info, vertex.id, spec.job_name, services.task_manager_id, vertex.is_source)
         self._closed = False
+        self._input_ended = False
 
     @property
     def name(self) -> str:
@@ -282,9 +285,14 @@ class Task:
             if not writer.writable():
                 return StepResult.BLOCKED
         try:
+            if self._input_ended:
+                return self._finish()
+            if self.chain.holds_input and self.chain.input_blocked():
+                return StepResult.BLOCKED
             result = self.input.step()
             if result is StepResult.END_OF_INPUT:
-                self._finish()
+                self._input_ended = True
+                return self._finish()
             return result
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
@@ -322,14 +330,16 @@ class Task:
         except Exception:  # noqa: BLE001
             logger.warning("%s could not report its metrics", self.name, exc_info=True)
 
-    def _finish(self) -> None:
-        self.chain.finish()
+    def _finish(self) -> StepResult:
+        if not self.chain.finish():
+            return StepResult.IDLE  # an operator still awaits results; the mails that bring them wake the task
         for writer in self.writers:
             writer.broadcast_event(END_OF_INPUT)
         errors = self._close()
         if errors:
             raise errors[0]
         self._set_state(ExecutionState.FINISHED)
+        return StepResult.END_OF_INPUT
 
     def cancel(self) -> None:
         """Thread-safe: the owner thread closes the task at its next step."""

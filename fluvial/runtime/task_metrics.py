@@ -132,17 +132,19 @@ class TaskMetrics:
     def bind(self, chain: Any, writers: Iterable[Any]) -> None:
         """After the chain is built: which operator runs each metric's operator, the fused runs, and where
         records leave (`writers`)."""
-        from fluvial.runtime.basic_operators import FusedStatelessOperator, MapOperator
+        from fluvial.runtime.basic_operators import KeyedReduceOperator, MapOperator
+        from fluvial.runtime.fused_operator import FusedOperator
 
+        one_for_one = (MapOperator, KeyedReduceOperator)  # members that emit exactly one record per record
         for operator in chain.order:
-            if isinstance(operator, FusedStatelessOperator):
+            if isinstance(operator, FusedOperator):
                 members = [member.context.metrics for member in operator.members]
                 for member in members:
                     member.operator = operator
-                self._fused.append((members, [isinstance(m, MapOperator) for m in operator.members]))
+                self._fused.append((members, [type(m) in one_for_one for m in operator.members]))
             else:
                 operator.context.metrics.operator = operator
-        self._head = chain.head.context.metrics if not isinstance(chain.head, FusedStatelessOperator) \
+        self._head = chain.head.context.metrics if not isinstance(chain.head, FusedOperator) \
             else chain.head.members[0].context.metrics
         self._writers = list(writers)
 
@@ -271,7 +273,8 @@ class TaskMetrics:
 
 
 def fused_member_counts(records_in: int, records_out: int, is_map: list[bool]) -> list[tuple[int | None, int | None]]:
-    """(in, out) of each member of a fused run from the run's own in and out: a map member emits what it takes,
+    """(in, out) of each member of a fused run from the run's own in and out: a one-for-one member (a map, a
+    running reduce: `is_map`) emits what it takes,
     and each member takes what the one before emitted; what no rule reaches (behind a filter, from either end)
     is None — unknown, and not reported."""
     size = len(is_map)
