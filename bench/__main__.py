@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import checkpoints, event_time, spine, startup, threading_model
+from bench import batch_mode, checkpoints, event_time, pyflink_jobs, spine, startup, threading_model
 
 
 def main() -> int:
@@ -13,6 +13,8 @@ def main() -> int:
     ok &= event_time.main()
     ok &= checkpoints.main()
     ok &= startup.main()
+    ok &= pyflink_jobs.main()
+    ok &= batch_mode.main()
     return 0 if ok else 1
 
 

@@ -44,11 +44,12 @@ def compare(records: int, fluvial: Callable[[], object], baseline: Callable[[], 
     return Measurement("fluvial", records, best["fluvial"]), Measurement("plain Python", records, best["baseline"])
 
 
-def report(title: str, fluvial: Measurement, baseline: Measurement, target: float) -> bool:
+def report(title: str, fluvial: Measurement, baseline: Measurement, target: float,
+           labels: tuple[str, str] = ("fluvial", "plain Python")) -> bool:
     ratio = fluvial.rate / baseline.rate
     verdict = "meets" if ratio >= target else "MISSES"
     print(f"{title}")
-    print(f"  fluvial      {fluvial.rate:>14,.0f} records/s  ({fluvial.seconds:.3f} s)")
-    print(f"  plain Python {baseline.rate:>14,.0f} records/s  ({baseline.seconds:.3f} s)")
+    print(f"  {labels[0]:<12} {fluvial.rate:>14,.0f} records/s  ({fluvial.seconds:.3f} s)")
+    print(f"  {labels[1]:<12} {baseline.rate:>14,.0f} records/s  ({baseline.seconds:.3f} s)")
     print(f"  ratio        {ratio:>14.2f}x   (target >= {target}x: {verdict})")
     return ratio >= target

@@ -2,9 +2,7 @@
 shared/pyflink_surface.txt) imports from the same module path under `fluvial`.
 
 Names whose implementation is still pending are listed in PENDING with what is missing: they are expected to
-fail to import (xfail, strict), so the day they land the test turns red until the entry is removed. Names
-whose API exists but whose runtime is pending (broadcast state, async I/O, batch mode) import and are
-covered by strict xfail jobs in tests/unit/datastream/test_pending_runtime.py.
+fail to import (xfail, strict), so the day they land the test turns red until the entry is removed.
 """
 
 from __future__ import annotations
@@ -16,10 +14,7 @@ import pytest
 
 SURFACE = Path(__file__).with_name("pyflink_surface.txt")
 
-_METRICS = "the metrics API (fluvial.metrics, runtime_context.get_metrics_group()) is left to the runtime rewrite"
-PENDING = {
-    **{("pyflink.metrics", name): _METRICS for name in ("MetricGroup", "Metric", "Counter", "Meter", "Distribution")},
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def surface() -> list[tuple[str, str]]:

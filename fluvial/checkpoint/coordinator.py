@@ -60,6 +60,7 @@ class CheckpointStats:
     last_size_bytes: int = 0
     last_failure: str | None = None
     history: list[dict] = field(default_factory=list)
+    last_restored: dict | None = None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
 
 
 class CheckpointCoordinator:
@@ -328,14 +329,29 @@ class CheckpointCoordinator:
         stats.last_completed = completed
         stats.last_duration_ms, stats.last_size_bytes = duration_ms, size
         self._history(completed.checkpoint_id, "COMPLETED", completed.timestamp, duration_ms, size,
-                      completed.is_savepoint)
+                      completed.is_savepoint, external_path=completed.metadata_location)
 
     def _history(self, checkpoint_id: int, status: str, timestamp: int, duration_ms: int, size: int,
-                 is_savepoint: bool) -> None:
+                 is_savepoint: bool, **details: object) -> None:
+        """`details`: `external_path` of a completed one, `failure_message` of a failed one (Flink's names)."""
         history = self.stats.history
         history.append({"id": checkpoint_id, "status": status, "is_savepoint": is_savepoint,
-                        "trigger_timestamp": timestamp, "end_to_end_duration": duration_ms, "state_size": size})
+                        "trigger_timestamp": timestamp, "end_to_end_duration": duration_ms, "state_size": size,
+                        "latest_ack_timestamp": timestamp + duration_ms, **details})
         del history[:-self.HISTORY_SIZE]
+
+    def in_progress(self) -> list[dict]:
+        """The checkpoints triggered and not yet completed or failed, as the history lists them."""
+        now = self._clock()
+        entries = []
+        for checkpoint_id, pending in sorted(self._pending.items()):
+            started = self._started_at.get(checkpoint_id, now)
+            entries.append({"id": checkpoint_id, "status": "IN_PROGRESS", "is_savepoint": pending.is_savepoint,
+                            "trigger_timestamp": pending.timestamp, "end_to_end_duration": now - started,
+                            "state_size": 0, "num_subtasks": len(pending.tasks_to_ack),
+                            "num_acknowledged_subtasks": len(pending.tasks_to_ack)
+                            - len(pending.not_yet_acknowledged)})
+        return entries
 
     # -- aborting -----------------------------------------------------------------------------------------------
 
@@ -359,7 +375,8 @@ class CheckpointCoordinator:
         error = RuntimeError(f"{what} {checkpoint_id} of job {self.job_id} failed: {message}")
         self.stats.failed += 1
         self.stats.last_failure = message
-        self._history(checkpoint_id, "FAILED", pending.timestamp, duration, 0, pending.is_savepoint)
+        self._history(checkpoint_id, "FAILED", pending.timestamp, duration, 0, pending.is_savepoint,
+                      failure_message=message)
         if future is not None:
             future.set_exception(error)
         self._count_failure(reason, checkpoint_id, error, pending.is_savepoint, from_task)

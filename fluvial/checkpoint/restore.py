@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fluvial.checkpoint.snapshots import UNION_PREFIX, RestoreAssignment
+from fluvial.checkpoint.snapshots import BROADCAST_PREFIX, UNION_PREFIX, RestoreAssignment
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator
 
@@ -58,23 +58,38 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_pa
                             subtask_index: int, parallelism: int) -> dict[str, list]:
     """One new subtask's share of an operator's list state (Flink's round-robin redistribution).
 
-    `per_old_subtask[j]`: the state dicts old subtask j wrote. Union lists (names starting with "union:") are
-    given whole to every subtask, at any parallelism (as in Flink: a failover at the same parallelism too). Other
-    lists: at equal parallelism a subtask takes its own old subtask's; otherwise each name's items of all old
-    subtasks are dealt round robin."""
-    merged: dict[str, list] = {}
+    `per_old_subtask[j]`: the state dicts old subtask j wrote.
+    - Union lists (names starting with "union:") are given whole to every subtask, at any parallelism (as in
+      Flink: a failover at the same parallelism too).
+    - Broadcast states (names starting with "broadcast:") are identical on every old subtask: each new subtask
+      takes one copy — old subtask `subtask_index % old_parallelism`'s, or the next one's that has it.
+    - Other lists: at equal parallelism a subtask takes its own old subtask's; otherwise each name's items of all
+      old subtasks are dealt round robin."""
     same_parallelism = old_parallelism == parallelism
+    broadcast: dict[str, list] = {}
+    count = len(per_old_subtask)
+    for offset in range(count):
+        for state in per_old_subtask[(subtask_index + offset) % count]:
+            for name, items in state.items():
+                if name.startswith(BROADCAST_PREFIX):
+                    broadcast.setdefault(name, list(items))
+    merged: dict[str, list] = {}
     for index, states in enumerate(per_old_subtask):
         for state in states:
             for name, items in state.items():
+                if name.startswith(BROADCAST_PREFIX):
+                    continue
                 if not same_parallelism or index == subtask_index or name.startswith(UNION_PREFIX):
                     merged.setdefault(name, []).extend(items)
     if same_parallelism:
+        merged.update(broadcast)
         return merged
-    return {
+    shares = {
         name: list(items) if name.startswith(UNION_PREFIX) else items[subtask_index::parallelism]
         for name, items in merged.items()
     }
+    shares.update(broadcast)
+    return shares
 
 
 def subtask_assignment(old: Any, checkpoint_id: int, parallelism: int, subtask_index: int,

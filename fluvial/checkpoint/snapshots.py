@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 UNION_PREFIX = "union:"
+BROADCAST_PREFIX = "broadcast:"
 
 
 @dataclass
@@ -16,7 +17,8 @@ class OperatorSnapshot:
     `keyed` is the keyed backend's PendingKeyedSnapshot (written in the asynchronous part), `timers` the
     operator's timers by key group, and `operator_state` named lists of picklable items: a list is split among
     subtasks on rescaling; a name starting with "union:" is given whole to every subtask (Flink's union list
-    state)."""
+    state); a name starting with "broadcast:" is a broadcast state, the same on every subtask, so each new
+    subtask takes one old subtask's copy."""
 
     operator_id: str
     keyed: Any = None

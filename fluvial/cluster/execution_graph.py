@@ -71,6 +71,9 @@ class ExecutionGraph:
         self._state_backend = tolerance.state_backend if tolerance is not None else None
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
+        configuration = job_graph.configuration
+        self._metrics_interval = configuration.get("metrics.fetcher.update-interval") \
+            if configuration is not None else 1000
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
             (vertex.id, index): ExecutionVertex(vertex, index)
             for vertex in job_graph.vertices
@@ -114,9 +117,12 @@ class ExecutionGraph:
             auto_watermark_interval=self._auto_watermark_interval,
             checkpointing=checkpointing,
             restore=restore,
-            function_templates=function_templates,
+            function_templates=_own_templates(vertex, function_templates),
             state_backend=self._state_backend,
             receiver_settings=receiver_settings if vertex.is_source else None,
+            main_classes=self.job_graph.main_classes,
+            job_name=self.job_graph.job_name,
+            metrics_interval_ms=self._metrics_interval,
         )
 
     def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:
@@ -151,3 +157,11 @@ class ExecutionGraph:
                     inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt, self.job_id),
                                               edge.type_number))
         return inputs
+
+
+def _own_templates(vertex: JobVertex, templates: dict | None) -> dict | None:
+    """The pristine functions of `vertex`'s operators only: a subtask never needs another vertex's, and each
+    one travels to the TaskManager (in process mode, pickled) with every deployment."""
+    if templates is None:
+        return None
+    return {node.id: templates[node.id] for node in vertex.nodes if node.id in templates}

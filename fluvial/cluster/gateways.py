@@ -19,6 +19,7 @@ from fluvial.cluster.messages import (
     CancelTask,
     DeclineCheckpoint,
     DeployTask,
+    MetricsSnapshot,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
@@ -35,6 +36,10 @@ class JobMasterGateway(Protocol):
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None: ...
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None: ...
+
+    def report_metrics(self, message: MetricsSnapshot) -> None:
+        """A subtask's metrics; the JobMaster keeps the latest of each subtask for the REST API and Prometheus."""
+        ...
 
 
 class TaskManagerGateway(Protocol):

@@ -38,15 +38,24 @@ class JobCheckpointing:
             first_checkpoint_id=restored_from.checkpoint_id + 1 if restored_from is not None else 1,
         )
         if restored_from is not None:
-            self.coordinator.stats.restored += 1
+            self._count_restore(restored_from.checkpoint_id, True, job_graph.fault_tolerance.savepoint_path)
 
     def latest_restore(self) -> dict | None:
         """Restore assignments from the latest completed checkpoint; None when there is none yet."""
         latest = self.store.latest()
         if latest is None:
             return None
-        self.coordinator.stats.restored += 1
+        self._count_restore(latest.checkpoint_id, False, latest.metadata_location)
         return assign_restore(latest.metadata, self.job_graph, False, latest.metadata_location, owned=True)
+
+
+    def _count_restore(self, checkpoint_id: int, is_savepoint: bool, location: str | None) -> None:
+        from fluvial.common.time import current_millis
+
+        stats = self.coordinator.stats
+        stats.restored += 1
+        stats.last_restored = {"id": checkpoint_id, "restore_timestamp": current_millis(),
+                               "is_savepoint": is_savepoint, "external_path": location}
 
 
 def restore_from(metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False,

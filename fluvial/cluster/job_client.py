@@ -14,6 +14,7 @@ class MiniClusterJobClient(JobClient):
     def __init__(self, job_master: Any, cluster: Any) -> None:
         self._job_master = job_master
         self.cluster = cluster  # the MiniCluster that runs the job, for inspection in tests and tools
+        self.web: Any = None  # a WebEndpoint (address, token) when the job serves its REST API or metrics
 
     def get_job_id(self) -> JobID:
         return JobID(self._job_master.job_id)

@@ -10,19 +10,26 @@ Lifecycle, numbered:
 2. `start()`: every subtask is deployed; the coordinator starts its periodic trigger.
 3. The scheduler decides the job's fate (see `scheduler.py`); when the job reaches a globally terminal status,
    checkpointing stops, every TaskManager is told to release the job, and `result` completes.
+Beside running the job it answers questions about it: `request_job()` gives its JobDetails, built on the main
+thread while the job runs; once it has ended nothing changes them any more, so they are built where they are
+asked for (Flink's archived execution graph), after the main thread has gone. `metrics` holds the latest
+metrics snapshot of each subtask, which the TaskManagers report (`report_metrics`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any, Callable, Sequence
 
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.gateways import TaskManagerGateway
+from fluvial.cluster.job_timeline import JobTimeline
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
+    MetricsSnapshot,
     ReleaseJob,
     TaskExecutionState,
 )
@@ -35,6 +42,7 @@ from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
 from fluvial.graph.job_graph import JobGraph
+from fluvial.metrics.store import MetricStore
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +64,11 @@ class JobMaster:
         """`resources`: whether every TaskManager is up (ResourceAvailability; None: they always are)."""
         self.job_graph = job_graph
         self.result: Future = Future()
+        self.timeline = JobTimeline()  # touched on the main thread only
+        self.metrics = MetricStore()
+        self._ended = False  # the job reached a globally terminal status: its details no longer change
+        self._archive: Any = None  # its JobDetails, built once after it ended
+        self._archive_lock = threading.Lock()
         self._task_managers = list(task_managers)
         self._started_at = 0.0
         slots = assign_slots(job_graph, free_slots)
@@ -139,7 +152,15 @@ class JobMaster:
     # -- JobMasterGateway (any thread) ---------------------------------------------------------------------------
 
     def update_task_execution_state(self, message: TaskExecutionState) -> None:
-        self._main.execute(lambda: self.scheduler.on_task_state(message))
+        self._main.execute(lambda: self._on_task_state(message))
+
+    def _on_task_state(self, message: TaskExecutionState) -> None:
+        self.timeline.task_state(message.vertex_id, message.subtask_index, message.attempt, message.state)
+        self.scheduler.on_task_state(message)
+
+    def report_metrics(self, message: MetricsSnapshot) -> None:
+        """Kept at once (the store locks): metrics must reach the store even after the job's thread ended."""
+        self.metrics.update(message.metrics)
 
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
         if self.checkpointing is not None:
@@ -206,6 +227,32 @@ class JobMaster:
             return f"{len(ended)} of its subtasks have already ended (first: {ended[0].name})"
         return None
 
+    def request_job(self) -> Future:
+        """A future of the job's JobDetails now: built on the main thread while the job runs, its archive once
+        the job has ended."""
+        answer: Future = Future()
+
+        def describe() -> None:
+            try:
+                answer.set_result(self._archived() if self._ended else self._details())
+            except BaseException as error:  # noqa: BLE001 - handed to whoever asked
+                answer.set_exception(error)
+
+        if self._ended or not self._main.execute(describe):  # the thread ends only after the job has
+            describe()
+        return answer
+
+    def _details(self) -> Any:
+        from fluvial.cluster.job_details import build_job_details  # loaded when somebody asks, never for a job alone
+
+        return build_job_details(self, self.timeline)
+
+    def _archived(self) -> Any:
+        with self._archive_lock:
+            if self._archive is None:
+                self._archive = self._details()
+            return self._archive
+
     def stop_after_savepoint(self) -> None:
         """stop-with-savepoint: the savepoint is complete, so the job ends as stopped (cancelled, in Flink's terms
         for a job that is told to stop); its state lives on in the savepoint."""
@@ -215,6 +262,7 @@ class JobMaster:
 
     def job_status_changed(self, status: JobStatus, error: BaseException | None) -> None:
         """JobStatusListener, on the main thread: a globally terminal status ends the job for good."""
+        self.timeline.job_status(status)
         if status.is_globally_terminal:
             self._finish_job(status, error)
 
@@ -224,6 +272,7 @@ class JobMaster:
 
             self.checkpointing.coordinator.stop()
             self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
+        self._ended = True
         for task_manager in self._task_managers:
             task_manager.release_job(ReleaseJob(self.job_id))
         for thread in self._own_threads:
@@ -263,6 +312,7 @@ class JobMaster:
         try:
             self.scheduler.fail(error)
         finally:
+            self._ended = True
             if not self.result.done():
                 wrapped = JobExecutionException(f"Job '{self.job_graph.job_name}' failed inside the JobMaster: "
                                                 f"{type(error).__name__}: {error}", self.job_id)

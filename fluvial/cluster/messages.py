@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.metrics.snapshot import TaskMetricsSnapshot
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.task import TaskFailure, TaskSpec
 
@@ -107,3 +108,15 @@ class ReleaseJob:
     checkpoint storage)."""
 
     job_id: str
+
+
+@dataclass(eq=False)
+class MetricsSnapshot:
+    """TaskManager → JobMaster: the latest metrics of a subtask attempt (plain names and numbers), sent every
+    `metrics.fetcher.update-interval` while it runs and once more, `final`, just before its terminal state."""
+
+    job_id: str
+    vertex_id: int
+    subtask_index: int
+    attempt: int
+    metrics: TaskMetricsSnapshot

@@ -70,9 +70,11 @@ class MiniCluster:
         count, slots_each = self._layout(job_graph)
         try:
             if self.mode == "process":
+                from fluvial.cluster.process.main_classes import capture_main_classes
                 from fluvial.cluster.process.shipping import check_functions_can_be_shipped
 
                 check_functions_can_be_shipped(job_graph)
+                job_graph.main_classes = capture_main_classes()
                 self._start_processes(count, slots_each)
             else:
                 self._start_threads(count, slots_each)

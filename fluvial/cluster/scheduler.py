@@ -13,7 +13,8 @@ Runs only on the JobMaster's main thread, so it locks nothing. Rules, numbered:
    redeployed as a new attempt restoring from the latest completed checkpoint) or FAILING (every subtask is
    cancelled, then FAILED with the user's exception as the cause).
 5. `cancel()` → CANCELLING, every running subtask is cancelled, CANCELED once all are down.
-Every status change and every restart is logged, restarts at WARNING with their cause and attempt number.
+Every status change and every restart is logged, restarts at WARNING with their cause and attempt number;
+each failure also goes into the job's exception history (`exception_history.py`), for the REST API.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.cluster.exception_history import ExceptionHistory, entry_of
 from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
 from fluvial.cluster.gateways import TaskManagerGateway
 from fluvial.cluster.messages import (
@@ -88,6 +90,7 @@ class Scheduler:
         self.failure: TaskFailure | None = None  # the task failure that failed the job
         self.fatal: BaseException | None = None  # a job-level error that failed the job
         self.last_failure: BaseException | None = None  # the latest failure, restarted from or not
+        self.exceptions = ExceptionHistory()
         self._pending_restart: Cancellable | None = None
 
     @property
@@ -146,8 +149,12 @@ class Scheduler:
     def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None) -> None:
         error = failure.error if failure is not None else RuntimeError(f"subtask {execution.name} failed")
         self.last_failure = error
+        entry = entry_of(error, execution.name, failure.operator_name if failure is not None else None,
+                         failure.traceback_text if failure is not None else None)
         if self.status is not JobStatus.RUNNING:
+            self.exceptions.add_concurrent(entry)
             return  # already restarting, failing or cancelling: this is a consequence, not a cause
+        self.exceptions.add_root(error, entry)
         where = (f"operator '{failure.operator_name}' in {failure.task_name}" if failure is not None
                  else execution.name)
         if self._may_restart(error):
@@ -221,6 +228,7 @@ class Scheduler:
         self.last_failure = error
         if self.status is not JobStatus.RUNNING:
             return
+        self.exceptions.add_root(error, entry_of(error))
         if not self._may_restart(error):
             self.fail(error)
             return
@@ -238,6 +246,7 @@ class Scheduler:
             return
         self.fatal = error
         self.last_failure = error
+        self.exceptions.add_root(error, entry_of(error))
         self._cancel_pending_restart()
         if self.status is not JobStatus.FAILING:
             self._move(JobStatus.FAILING)
@@ -316,6 +325,10 @@ class Scheduler:
         """Subtasks deployed and not yet running."""
         return [e for e in self.graph if e.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED,
                                                        ExecutionState.DEPLOYING, ExecutionState.INITIALIZING)]
+
+    def slot_of(self, execution_id: tuple[int, int]) -> SlotId:
+        """The slot the subtask `execution_id` (vertex id, subtask index) is deployed into."""
+        return self._slots[execution_id]
 
     def ended_subtasks(self) -> list[ExecutionVertex]:
         return [execution for execution in self.graph if execution.state.is_terminal]

@@ -10,6 +10,7 @@ the JobMaster releases the job.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
@@ -20,6 +21,7 @@ from fluvial.cluster.messages import (
     CancelTask,
     DeclineCheckpoint,
     DeployTask,
+    MetricsSnapshot,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
@@ -57,6 +59,21 @@ class TaskCheckpointResponder:
             spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, checkpoint_id, reason, detail))
 
 
+class TaskMetricsReporter:
+    """A task's MetricsReporter: its snapshots as MetricsSnapshot messages to its job's JobMaster."""
+
+    __slots__ = ("_gateway", "_spec")
+
+    def __init__(self, gateway: JobMasterGateway, spec: TaskSpec) -> None:
+        self._gateway = gateway
+        self._spec = spec
+
+    def report(self, snapshot: Any) -> None:
+        spec = self._spec
+        self._gateway.report_metrics(MetricsSnapshot(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt,
+                                                     snapshot))
+
+
 class JobCheckpointStorage:
     """A job's checkpoint storage as its tasks on this TaskManager see it (a CheckpointStorageProvider), built
     from the job's storage description once, as an out-of-process TaskManager would."""
@@ -85,6 +102,7 @@ class TaskManager:
     def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry, collect_target: Any = None) -> None:
         self.index = index
         self.number_of_slots = number_of_slots
+        self.resource_id = f"tm-{index}-{os.urandom(4).hex()}"  # unique among the TaskManagers of a process
         self._channels = channels
         self._collect_target = collect_target
         self._executor = TaskExecutor(f"fluvial-taskmanager-{index}")
@@ -114,6 +132,10 @@ class TaskManager:
 
     def submit_task(self, message: DeployTask) -> None:
         spec = message.spec
+        if spec.main_classes is not None:  # a TaskManager process: the script's classes, before any record
+            from fluvial.cluster.process.main_classes import install_main_classes
+
+            install_main_classes(spec.main_classes)
         if spec.attempt > 0:
             self._channels.release_attempts_before(spec.job_id, spec.attempt)  # the failed attempt's channels are garbage
         task = Task(spec, self._services(spec))
@@ -123,7 +145,8 @@ class TaskManager:
 
     def _services(self, spec: TaskSpec) -> TaskServices:
         gateway = self._job_masters[spec.job_id]
-        services = TaskServices(self._channels, self._executor, self, self._collect_target)
+        services = TaskServices(self._channels, self._executor, self, self._collect_target,
+                                metrics_reporter=TaskMetricsReporter(gateway, spec), task_manager_id=self.resource_id)
         if spec.checkpointing is not None:
             with self._lock:
                 storage = self._storages.get(spec.job_id)

@@ -44,6 +44,49 @@ def _parse_duration_ms(raw: str) -> int:
     return int(text)
 
 
+def _parse_positive_duration_ms(raw: str) -> int:
+    value = _parse_duration_ms(raw)
+    if value < 1:
+        raise ValueError("expected a duration of at least 1 ms")
+    return value
+
+
+def _parse_port(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 65535:
+        raise ValueError("expected a port number from 0 (any free port) to 65535")
+    return value
+
+
+def _parse_port_range(raw: str) -> tuple[int, int]:
+    """Flink's port syntax for reporters: one port, or a range 'from-to' whose first free port is taken."""
+    low, _, high = raw.strip().partition("-")
+    first = _parse_port(low)
+    last = _parse_port(high) if high else first
+    if last < first:
+        raise ValueError("expected a port or a range 'from-to' with from <= to")
+    return first, last
+
+
+def _parse_host(raw: str) -> str:
+    value = raw.strip()
+    if not value or any(char.isspace() for char in value):
+        raise ValueError("expected a host name or an IP address, such as 127.0.0.1 or 0.0.0.0")
+    return value
+
+
+_PROMETHEUS_FACTORIES = ("org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
+                         "org.apache.flink.metrics.prometheus.PrometheusReporter")
+
+
+def _prometheus_factory(raw: str) -> str:
+    value = raw.strip()
+    if value not in _PROMETHEUS_FACTORIES:
+        raise ValueError(f"fluvial has the Prometheus reporter only ({_PROMETHEUS_FACTORIES[0]}); remove the key "
+                         "or name that factory, and set metrics.reporter.prom.port")
+    return value
+
+
 def _runtime_mode(raw: str) -> str:
     value = raw.strip().upper()
     if value not in ("STREAMING", "BATCH", "AUTOMATIC"):
@@ -121,6 +164,18 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("heartbeat.interval", _parse_duration_ms, 10_000, "TaskManager heartbeat interval"),
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
                      "a TaskManager silent this long is lost"),
+        ConfigOption("rest.port", _parse_port, 8081,
+                     "serve the REST API and dashboard of an embedded job on this port while it runs (0: any free port)"),
+        ConfigOption("rest.bind-address", _parse_host, "127.0.0.1",
+                     "the address the REST API, the dashboard and the Prometheus endpoint listen on"),
+        ConfigOption("metrics.reporter.prom.port", _parse_port_range, None,
+                     "serve the job's metrics in Prometheus' text format on this port (or the first free one of a "
+                     "range 'from-to') while it runs"),
+        ConfigOption("metrics.reporter.prom.factory.class", _prometheus_factory, None,
+                     "Flink's reporter class; only the Prometheus (pull) reporter is available"),
+        ConfigOption("metrics.fetcher.update-interval", _parse_positive_duration_ms, 1000,
+                     "how often running tasks report their metrics: how fresh the REST API, the dashboard and "
+                     "Prometheus figures are"),
         ConfigOption("receiver.block-interval", _parse_duration_ms, 200, "receiver block interval"),
         ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
         ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
@@ -152,16 +207,16 @@ class UnsupportedOption:
         return key == self.key or key.startswith(namespace)
 
 
-_NO_WEB = ("fluvial has no REST API or web dashboard yet. Remove the key; `fluvial plan JOB.py` shows a job's "
-           "graph, and the job's output and logs show its progress")
+_NO_WEB = ("fluvial's REST API and dashboard take rest.port and rest.bind-address only; remove the key "
+           "(`fluvial run --web JOB.py` serves them for a job)")
 _NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
 
 UNSUPPORTED: tuple[UnsupportedOption, ...] = (
     UnsupportedOption("rest.", _NO_WEB),
     UnsupportedOption("web.", _NO_WEB),
-    UnsupportedOption("metrics.", "fluvial reports no metrics yet (no reporters, no Prometheus endpoint). Remove "
-                                  "the key; the JobExecutionResult of env.execute() gives a job's run time "
-                                  "(get_net_runtime())"),
+    UnsupportedOption("metrics.", "fluvial's metrics take metrics.reporter.prom.port (Prometheus, the one "
+                                  "reporter), metrics.reporter.prom.factory.class and "
+                                  "metrics.fetcher.update-interval only; remove the key"),
     UnsupportedOption("execution.checkpointing.externalized-checkpoint-retention",
                       "fluvial keeps a job's retained checkpoints when the job ends, as RETAIN_ON_CANCELLATION "
                       "does, and cannot delete them on cancellation yet. Remove the key"),

@@ -23,6 +23,11 @@ _EXECUTORS = {
     "embedded": "fluvial.cluster.local_executor:LocalExecutor",
 }
 
+# An embedded job that asks for its REST API and dashboard, or for a Prometheus endpoint, runs on the same
+# MiniCluster, served by the web layer while it runs (`fluvial.web.embedded`).
+_WEB_KEYS = ("rest.port", "metrics.reporter.prom.port")
+_LOCAL_WITH_WEB = "fluvial.web.embedded:WebLocalExecutor"
+
 
 def executor_for(target: str, configuration: Any) -> PipelineExecutor:
     """The executor of `target` (`execution.target`), built with the job's configuration."""
@@ -31,5 +36,8 @@ def executor_for(target: str, configuration: Any) -> PipelineExecutor:
         raise ConfigurationError(
             f"execution.target '{target}' is not available in this version; use one of: {', '.join(_EXECUTORS)}"
         )
+    if location.endswith(":LocalExecutor") and configuration is not None \
+            and any(configuration.contains_key(key) for key in _WEB_KEYS):
+        location = _LOCAL_WITH_WEB
     module_name, _, class_name = location.partition(":")
     return getattr(importlib.import_module(module_name), class_name)(configuration)

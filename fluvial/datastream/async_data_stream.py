@@ -1,8 +1,7 @@
 """AsyncDataStream (PyFlink `pyflink.datastream.async_data_stream`): applies an AsyncFunction to a stream.
 
-The API side only: each call checks its arguments and records an async wait transformation. The runtime
-operator (an asyncio loop per task, in-flight requests in checkpoints) is not built yet, so submitting such a
-job fails with NotYetSupportedError (see `transformations.AsyncWaitSpec.pending_runtime`).
+Each call checks its arguments and records an async wait transformation; `fluvial.runtime.async_operator` runs
+it (the coroutines on an asyncio loop of the subtask, in-flight records in checkpoints).
 """
 
 from __future__ import annotations

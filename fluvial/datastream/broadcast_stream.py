@@ -1,8 +1,7 @@
 """BroadcastStream and BroadcastConnectedStream (PyFlink `pyflink.datastream.data_stream`): the API side of
 broadcast state. `stream.broadcast(descriptor, ...)` makes a BroadcastStream; `other.connect(it)` a
 BroadcastConnectedStream whose `process(BroadcastProcessFunction | KeyedBroadcastProcessFunction)` records a
-two-input transformation. The runtime operator is not built yet, so submitting such a job fails with
-NotYetSupportedError (see `transformations.BroadcastProcessSpec.pending_runtime`).
+two-input transformation, run by `fluvial.runtime.broadcast_operators`.
 """
 
 from __future__ import annotations

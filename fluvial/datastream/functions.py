@@ -61,6 +61,11 @@ class RuntimeContext(abc.ABC):
     @abc.abstractmethod
     def get_aggregating_state(self, state_descriptor: Any) -> Any: ...
 
+    @abc.abstractmethod
+    def get_metrics_group(self) -> Any:
+        """The MetricGroup (`fluvial.metrics`) of the function's operator, to register counters, meters,
+        distributions and gauges in."""
+
 
 class Function(abc.ABC):
     """Base of every user function: lifecycle hooks around the records."""
@@ -244,7 +249,7 @@ class SourceFunction(Function, Generic[OUT]):
         pass
 
 
-# -- broadcast state (PyFlink's names; the runtime is not built yet, see DataStream.broadcast) ----------------
+# -- broadcast state (DataStream.broadcast(descriptor) -> connect -> process; runtime.broadcast_operators) --
 
 
 class BaseBroadcastProcessFunction(Function):
@@ -322,7 +327,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
         pass
 
 
-# -- async I/O (PyFlink's names; the runtime is not built yet, see AsyncDataStream) ---------------------------
+# -- async I/O (AsyncDataStream; runtime.async_operator) ------------------------------------------------------
 
 
 class AsyncFunction(Function, Generic[IN, OUT]):

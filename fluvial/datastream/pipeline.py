@@ -21,6 +21,7 @@ class Pipeline:
     execution_config: Any
     configuration: Any
     fault_tolerance: Any
+    batch: bool = False  # runs in BATCH execution mode (resolved from execution.runtime-mode by the environment)
 
     @property
     def execution_target(self) -> str:

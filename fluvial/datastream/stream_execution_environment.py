@@ -9,6 +9,7 @@ are there to show a plan (DESIGN section 3), the one place the API reaches up to
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import logging
 import os
 from typing import Any, Callable, Iterable
@@ -287,15 +288,19 @@ class StreamExecutionEnvironment:
         enabled = self.get_checkpoint_config().is_checkpointing_enabled()
         return resolve_restart_strategy(self._restart_strategy, self._configuration, enabled)
 
-    def _fault_tolerance(self) -> Any:
+    def _fault_tolerance(self, batch: bool = False) -> Any:
         """What the JobMaster needs about failures. A job that configured none of it loads none of it: start-up
-        time is part of every small job's latency."""
+        time is part of every small job's latency. A BATCH job takes no checkpoints (as in Flink)."""
         from fluvial.datastream.fault_tolerance import FaultTolerance
 
         keys = self._configuration.keys()
         checkpoints = None
         if self._checkpoint_config is not None or any(k.startswith(("execution.checkpointing", "state.")) for k in keys):
             checkpoints = self.get_checkpoint_config().settings()
+            if batch and checkpoints.enabled:
+                logger.info("checkpointing is disabled: a job in BATCH execution mode takes no checkpoints (a "
+                            "failed batch job runs again from its bounded input)")
+                checkpoints = dataclasses.replace(checkpoints, interval_ms=-1)
         backend = self._state_backend
         if backend is None and "state.backend.type" in keys:
             backend = self.get_state_backend()
@@ -420,6 +425,7 @@ class StreamExecutionEnvironment:
                 "No operators defined in streaming topology. Cannot execute: "
                 "add a sink (print(), sink_to(...), add_sink(...)) before execute()"
             )
+        batch = self._runs_as_batch(self._reachable(self._pending_sinks))
         pipeline = Pipeline(
             transformations=dict(self._transformations),
             sink_ids=tuple(self._pending_sinks),
@@ -429,7 +435,8 @@ class StreamExecutionEnvironment:
             chaining_enabled=self._chaining_enabled,
             execution_config=self._config,
             configuration=self._configuration,
-            fault_tolerance=self._fault_tolerance(),
+            fault_tolerance=self._fault_tolerance(batch),
+            batch=batch,
         )
         if clear_transformations:
             self._pending_sinks.clear()
@@ -471,9 +478,10 @@ class StreamExecutionEnvironment:
         return client
 
     def _check_runtime_support(self, roots: list[int]) -> None:
-        """Refuse, before anything starts, a job that needs what the runtime does not have yet: batch
-        execution, operators whose runtime is pending (broadcast state, async I/O), Python dependencies that
-        need worker processes. Each error names what is missing (NotYetSupportedError)."""
+        """Refuse, before anything starts, a job that needs what the runtime does not have yet: operators whose
+        runtime is pending (`OperatorSpec.pending_runtime`), Python dependencies that need worker processes. Each
+        error names what is missing (NotYetSupportedError). (A BATCH job over unbounded sources is refused when
+        the Pipeline is built.)"""
         from fluvial.common.errors import NotYetSupportedError
         from fluvial.datastream import python_dependencies
 
@@ -482,18 +490,24 @@ class StreamExecutionEnvironment:
             pending = getattr(getattr(tr, "operator", None), "pending_runtime", None)
             if pending:
                 raise NotYetSupportedError(f"'{tr.name}' needs {pending}, which is not supported yet")
-        mode = self._configuration.get("execution.runtime-mode")
-        sources = [tr for tr in reachable if isinstance(tr, t.SourceTransformation)]
-        bounded = all(_is_bounded(tr) for tr in sources)
-        if mode == "BATCH" or (mode == "AUTOMATIC" and bounded):
-            raise NotYetSupportedError(
-                f"execution.runtime-mode {mode}{' (all sources are bounded)' if mode == 'AUTOMATIC' else ''} asks "
-                "for batch execution (one final result per key, windows firing at end of input), which is not "
-                "supported yet; use RuntimeExecutionMode.STREAMING")
         this_machine = self._configuration.get("execution.target") in ("local", "embedded")
         python_dependencies.check_supported(self._configuration, this_machine)
         self._log_unenforced_resources(reachable)
 
+    def _runs_as_batch(self, reachable: list[t.Transformation]) -> bool:
+        """Whether the job runs in BATCH execution mode: `execution.runtime-mode` BATCH, or AUTOMATIC with every
+        source bounded. BATCH with an unbounded source is refused, naming the sources (as Flink refuses it)."""
+        mode = self._configuration.get("execution.runtime-mode")
+        if mode == "STREAMING":
+            return False
+        unbounded = sorted(tr.name for tr in reachable
+                           if isinstance(tr, t.SourceTransformation) and not _is_bounded(tr))
+        if mode == "BATCH" and unbounded:
+            raise InvalidJobError(
+                f"execution.runtime-mode BATCH needs bounded sources, and {', '.join(repr(n) for n in unbounded)} "
+                f"{'is' if len(unbounded) == 1 else 'are'} unbounded: run the job with RuntimeExecutionMode."
+                "STREAMING (or AUTOMATIC, which picks STREAMING here), or read a bounded input")
+        return not unbounded
     def _reachable(self, roots: list[int]) -> list[t.Transformation]:
         seen: dict[int, t.Transformation] = {}
         stack = list(roots)
@@ -545,9 +559,10 @@ class StreamExecutionEnvironment:
         self._transformations[transformation.id] = transformation
 
     def _add_collect_sink(self, stream: DataStream, collect_id: str) -> int:
-        tid = self._add_transformation(
-            t.SinkTransformation, name="Collect Sink", input_id=stream._id, operator=t.CollectSpec(collect_id=collect_id)
-        )
+        """One collect sink subtask, as Flink's: what one upstream subtask sends arrives in the order it was
+        sent, so a job at parallelism 1 (or a source of parallelism 1 chained to it) returns source order."""
+        tid = self._add_transformation(t.SinkTransformation, name="Collect Sink", input_id=stream._id,
+                                       operator=t.CollectSpec(collect_id=collect_id), parallelism=1)
         self._pending_sinks.append(tid)
         return tid
 

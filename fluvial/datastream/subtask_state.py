@@ -51,10 +51,7 @@ class OperatorStateStore(abc.ABC):
     def get_union_list_state(self, state_descriptor: Any) -> Any:
         """Items given whole to every subtask on restore."""
 
+    @abc.abstractmethod
     def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState:
-        from fluvial.common.errors import NotYetSupportedError
-
-        raise NotYetSupportedError(
-            "broadcast state is not supported yet: it needs the broadcast runtime operators "
-            "(DataStream.broadcast(descriptor) -> connect -> process)"
-        )
+        """A map that is the same on every subtask (the function must keep it so): on restore, at any
+        parallelism, every subtask gets one copy."""

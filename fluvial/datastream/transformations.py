@@ -67,6 +67,10 @@ class OperatorSpec:
     function: Any = None
     key_selector: Any = None
     key_selector2: Any = None  # two-input operators on keyed connected streams: the second input's key
+    # Set by the compiler for jobs in BATCH execution mode (`fluvial.graph.batch_mode`): keyed reduces emit
+    # one final result per key, timers fire at end of input. Keyword-only, so it never shifts the positional
+    # fields of the kinds below.
+    batch: bool = field(default=False, kw_only=True)
 
     # What runtime support the kind still lacks (None: it runs). Submitting a job that reaches such an
     # operator fails with NotYetSupportedError naming this, never silently.
@@ -165,10 +169,6 @@ class BroadcastProcessSpec(OperatorSpec):
     input 2 the broadcast stream; `descriptors` name the broadcast states (MapStateDescriptors)."""
 
     descriptors: tuple = ()
-    pending_runtime: ClassVar[str | None] = (
-        "broadcast state: the two-input broadcast operator (broadcast state per subtask, checkpointed and "
-        "restored identically on every subtask)"
-    )
 
 
 @dataclass(frozen=True)
@@ -179,9 +179,6 @@ class AsyncWaitSpec(OperatorSpec):
     capacity: int = 100
     ordered: bool = True
     retry_strategy: Any = None
-    pending_runtime: ClassVar[str | None] = (
-        "async I/O: the async wait operator (an asyncio loop per task, in-flight requests in checkpoints)"
-    )
 
 
 class SinkSpec(OperatorSpec):

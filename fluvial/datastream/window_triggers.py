@@ -75,10 +75,8 @@ class TriggerContext(abc.ABC):
         """A state handle scoped to the current key AND the current window."""
 
     def get_metric_group(self) -> Any:
-        raise NotImplementedError(
-            f"{type(self).__name__} offers no metric group: fluvial's window operator does not expose trigger "
-            "metrics; count in the window function instead"
-        )
+        """The MetricGroup of the window operator (`fluvial.metrics`)."""
+        raise NotImplementedError(f"{type(self).__name__} offers no metric group: it runs outside a window operator")
 
 
 class OnMergeContext(TriggerContext):

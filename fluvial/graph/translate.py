@@ -14,6 +14,7 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.common.key_groups import default_max_parallelism, validate_parallelism
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
+from fluvial.graph.batch_mode import for_batch
 from fluvial.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
@@ -31,10 +32,11 @@ class UpstreamRef:
 
 class _Translator:
     def __init__(self, transformations: dict[int, t.Transformation], default_parallelism: int,
-                 default_max_parallelism: int | None) -> None:
+                 default_max_parallelism: int | None, batch: bool = False) -> None:
         self._transformations = transformations
         self._default_parallelism = default_parallelism
         self._default_max_parallelism = default_max_parallelism
+        self._batch = batch
         self._refs: dict[int, list[UpstreamRef]] = {}
         self.nodes: dict[int, StreamNode] = {}
 
@@ -59,11 +61,14 @@ class _Translator:
         parallelism = tr.parallelism or self._default_parallelism
         max_parallelism = tr.max_parallelism or self._default_max_parallelism or default_max_parallelism(parallelism)
         validate_parallelism(parallelism, max_parallelism, tr.name)
+        operator = _typed_operator(tr)
+        if self._batch:
+            operator = for_batch(operator)
         node = StreamNode(
             id=tr.id,
             name=tr.name,
             type_name=getattr(tr, "type_name", tr.name),
-            operator=_typed_operator(tr),
+            operator=operator,
             parallelism=parallelism,
             max_parallelism=max_parallelism,
             slot_sharing_group=self._slot_sharing_group(tr, inputs),
@@ -129,11 +134,13 @@ def build_stream_graph(
     execution_config: Any = None,
     configuration: Any = None,
     fault_tolerance: Any = None,
+    batch: bool = False,
 ) -> StreamGraph:
-    """Translate everything the given sinks depend on; transformations no sink reaches are left out."""
+    """Translate everything the given sinks depend on; transformations no sink reaches are left out. `batch`:
+    the job runs in BATCH execution mode (`fluvial.graph.batch_mode`)."""
     if default_parallelism < 1:
         raise InvalidJobError(f"default parallelism must be >= 1, got {default_parallelism}")
-    translator = _Translator(transformations, default_parallelism, default_max_parallelism)
+    translator = _Translator(transformations, default_parallelism, default_max_parallelism, batch)
     for sink_id in sorted(sink_ids):
         translator.translate(sink_id)
     nodes = dict(sorted(translator.nodes.items()))
@@ -152,4 +159,5 @@ def stream_graph_of(pipeline: Any) -> StreamGraph:
         execution_config=pipeline.execution_config,
         configuration=pipeline.configuration,
         fault_tolerance=pipeline.fault_tolerance,
+        batch=pipeline.batch,
     )

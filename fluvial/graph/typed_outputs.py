@@ -28,6 +28,7 @@ __all__ = ["TypedFunction", "apply_output_type"]
 class Shape(enum.Enum):
     VALUE = "value"  # the method returns one record (map, reduce, get_result)
     RECORDS = "records"  # the method returns an iterable of records or None (flat_map, process, apply)
+    AWAITED_RECORDS = "awaited records"  # a coroutine function whose awaited result is a list (async_invoke)
 
 
 _PROCESS = {"process_element": Shape.RECORDS, "on_timer": Shape.RECORDS}
@@ -42,6 +43,8 @@ _METHODS: dict[type, dict[str, Shape]] = {
     t.CoFlatMapSpec: {"flat_map1": Shape.RECORDS, "flat_map2": Shape.RECORDS},
     t.CoProcessSpec: _CO_PROCESS,
     t.KeyedCoProcessSpec: _CO_PROCESS,
+    t.BroadcastProcessSpec: {**_PROCESS, "process_broadcast_element": Shape.RECORDS},
+    t.AsyncWaitSpec: {"async_invoke": Shape.AWAITED_RECORDS, "timeout": Shape.RECORDS},
 }
 _WINDOW_FUNCTION = {"process": Shape.RECORDS, "apply": Shape.RECORDS}
 # a plain callable stands for the one method of these kinds
@@ -154,6 +157,12 @@ class TypedFunction:
             return _shaped_value(target, state["_convert"], state["_operator"], state["_declared"],
                                  name in _SINGLE_ARGUMENT)
         post = state["_records_shape"]
+        if shape is Shape.AWAITED_RECORDS:
+            async def shaped(*args: Any) -> Any:
+                results = await target(*args)  # anything but a list is the operator's to refuse, unshaped
+                return post(results) if isinstance(results, (list, tuple)) else results
+
+            return shaped
         return lambda *args: post(target(*args))
 
     def __call__(self, *args: Any) -> Any:

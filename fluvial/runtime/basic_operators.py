@@ -1,5 +1,5 @@
-"""The basic runtime operators, batch at a time: map, filter, flat_map, the keyed running reduce, fused runs of
-stateless map/filter, and timestamp/watermark assignment.
+"""The basic runtime operators, batch at a time: map, filter, flat_map, the keyed running reduce (and its BATCH-mode
+form), and timestamp/watermark assignment. Chained runs of them are fused by `fused_operator`.
 
 Every operator turns one RecordBatch into zero or one output batch per target, so the per-record work of a
 stateless chain is one Python loop over a list. Operators on a KeyedStream set the current key per record
@@ -8,15 +8,15 @@ before calling the user function, so keyed state reads and writes that key.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from fluvial.common.errors import InvalidJobError
+from fluvial.common.time import MAX_WATERMARK
+from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
 from fluvial.runtime.operators import (
     StreamOperator,
     explain_unhashable_key,
     is_checkpointed_function,
     key_function,
-    label_failure,
     user_method,
 )
 from fluvial.runtime.records import RecordBatch, Watermark
@@ -75,24 +75,24 @@ class FlatMapOperator(StreamOperator):
         self._fn = user_method(self.spec.function, "flat_map")
         self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
         self._emit = self.output.collect
+        self._run = None if self._key is not None else fused_loop([Step.FLAT_MAP], [self._fn], [self.name])
 
     def _results(self, value: Any) -> Any:
         if self._key is not None:
             self.keyed_backend.current_key = self._key(value)
         results = self._fn(value)
         if results is None:
-            raise InvalidJobError(
-                f"the flat_map function of '{self.name}' returned None for {value!r}: return an iterable or yield"
-            )
+            returned_none(self.name, value)
         return results
 
     def process_batch(self, batch: RecordBatch) -> None:
-        results = self._results
         if batch.timestamps is None:
-            out = [item for value in batch.values for item in results(value)]
+            out = self._run(batch.values) if self._run is not None else \
+                [item for value in batch.values for item in self._results(value)]
             if out:
                 self._emit(RecordBatch(out))
             return
+        results = self._results
         values: list = []
         stamps: list = []
         for value, ts in zip(batch.values, batch.timestamps):
@@ -104,9 +104,13 @@ class FlatMapOperator(StreamOperator):
 
 
 class KeyedReduceOperator(StreamOperator):
-    """The running-reduce primitive: for each record, new = reduce(previous of its key, record); emit new.
+    """The running-reduce primitive: for each record, new = reduce(previous of its key, record); emit new, in
+    record order.
 
-    State is the backend's raw value table, so the per-record cost is one key call, one dict get and set.
+    State is the backend's raw value table. On the heap it is a dict, so the per-record cost is one key call,
+    one dict get and set. Where each state access costs (RocksDB: a point read and an unpickle, a pickle and a
+    write), a buffer is grouped by key first and each key's state is read and written once per buffer, its
+    records folded in order in between.
     """
 
     keyed = True
@@ -118,8 +122,13 @@ class KeyedReduceOperator(StreamOperator):
         self._key = key_function(self.spec.key_selector)
         self._table = self.keyed_backend.value_table(self.STATE_NAME)
         self._emit = self.output.collect
+        self.aggregates = self._aggregates_each if type(self._table) is dict else self._aggregates_grouped
 
     def process_batch(self, batch: RecordBatch) -> None:
+        self._emit(RecordBatch(self.aggregates(batch.values), batch.timestamps))
+
+    def _aggregates_each(self, values: Any) -> list:
+        """The aggregate after each record, folding record by record (state touched per record)."""
         key, fn, table = self._key, self._fn, self._table
         get = table.get
         out = []
@@ -127,7 +136,7 @@ class KeyedReduceOperator(StreamOperator):
         missing = _MISSING
         k = None
         try:
-            for value in batch.values:
+            for value in values:
                 k = key(value)
                 previous = get(k, missing)
                 if previous is not missing:
@@ -136,116 +145,69 @@ class KeyedReduceOperator(StreamOperator):
                 append(value)
         except TypeError as error:
             explain_unhashable_key(error, k)
-        self._emit(RecordBatch(out, batch.timestamps))
+        return out
+
+    def _aggregates_grouped(self, values: Any) -> list:
+        """The aggregate after each record, reading and writing each key's state once per buffer."""
+        key, fn, table = self._key, self._fn, self._table
+        positions: dict[Any, list[int]] = {}
+        k = None
+        try:
+            for index, value in enumerate(values):
+                k = key(value)
+                where = positions.get(k)
+                if where is None:
+                    positions[k] = [index]
+                else:
+                    where.append(index)
+        except TypeError as error:
+            explain_unhashable_key(error, k)
+        out = list(values)
+        missing = _MISSING
+        for k, where in positions.items():
+            aggregate = table.get(k, missing)
+            for index in where:
+                aggregate = values[index] if aggregate is missing else fn(aggregate, values[index])
+                out[index] = aggregate
+            table[k] = aggregate
+        return out
 
 
 _MISSING = object()
 
 
-class FusedStatelessOperator(StreamOperator):
-    """A run of chained, unkeyed map/filter operators fused into one pass: one generated Python loop per run
-    (`for v in values: v = f0(v); if not f1(v): continue; ...; append(v)`) builds one list per buffer instead of
-    one per operator, and its Python-to-Python calls are the ones CPython 3.11 inlines (a `map()` over the
-    same functions is about a fifth slower). Chain building fuses only operators whose single output is the next
-    one, so the observable behaviour is that of the separate operators."""
-
-    def __init__(self, members: list[StreamOperator]) -> None:
-        super().__init__(members[0].spec, members[0].context)
-        self.members = members
-        self.name = " -> ".join(member.name for member in members)
-
-    def initialize_state(self, restore: Any) -> None:
-        """Nothing to restore: only operators without state of their own are fused (`is_fusable`)."""
-
-    def open(self) -> None:
-        for member in self.members:
-            member.output = self.output
-            member.open()  # opens the user function; binds the member's own fn
-        steps = [(map if isinstance(m, MapOperator) else filter, m._fn) for m in self.members]
-        self._steps = steps
-        self._run, self._step_at_line = _fused_loop([step is map for step, _ in steps], [fn for _, fn in steps])
-        self._step_index = 0  # the step the timestamped path is running
-        self._emit = self.output.collect
+class BatchKeyedReduceOperator(KeyedReduceOperator):
+    """The reduce of a BATCH job (Flink's BatchGroupedReduceOperator): not rolling. Each key's records are folded
+    in arrival order and its final value is emitted once, when the input ends (the final watermark, or finish),
+    stamped with the end of time. Per record: one key call, one dict get and set, no output."""
 
     def process_batch(self, batch: RecordBatch) -> None:
+        key, fn, table = self._key, self._fn, self._table
+        get = table.get
+        missing = _MISSING
+        k = None
         try:
-            if batch.timestamps is not None:
-                out, stamps = self._run_timestamped(batch.values, batch.timestamps)
-            else:
-                out, stamps = self._run(batch.values), None
-        except BaseException as error:
-            step = self._step_index if batch.timestamps is not None else self._failed_step(error)
-            label_failure(error, self.members[step].name if step is not None else self.name)
-            raise
-        if out:
-            self._emit(RecordBatch(out, stamps))
+            for value in batch.values:
+                k = key(value)
+                previous = get(k, missing)
+                table[k] = value if previous is missing else fn(previous, value)
+        except TypeError as error:
+            explain_unhashable_key(error, k)
 
-    def _run_timestamped(self, values: list, stamps: list) -> tuple[list, list]:
-        for index, (step, fn) in enumerate(self._steps):
-            self._step_index = index  # once per step and buffer: what names the member if `fn` raises
-            if step is map:
-                values = list(map(fn, values))
-            else:
-                kept = [(v, ts) for v, ts in zip(values, stamps) if fn(v)]
-                values, stamps = [p[0] for p in kept], [p[1] for p in kept]
-        return values, stamps
+    def process_watermark(self, watermark: Watermark) -> None:
+        if watermark.is_final:
+            self._emit_final()
+        super().process_watermark(watermark)
 
-    def close(self) -> None:
-        """Close every member, as the chain closes every operator: a member whose close raises must not keep the
-        ones after it from releasing what they hold. The first error is raised, the others noted on it."""
-        first: BaseException | None = None
-        for member in self.members:
-            try:
-                member.close()
-            except BaseException as error:  # noqa: BLE001 - re-raised below, after every member closed
-                label_failure(error, member.name)
-                if first is None:
-                    first = error
-                else:
-                    first.add_note(f"closing '{member.name}' also failed: {type(error).__name__}: {error}")
-        if first is not None:
-            raise first
+    def finish(self) -> None:
+        self._emit_final()
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        for member in self.members:
-            member.notify_checkpoint_complete(checkpoint_id)
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        for member in self.members:
-            member.notify_checkpoint_aborted(checkpoint_id)
-
-    def _failed_step(self, error: BaseException) -> int | None:
-        """Which step of the generated loop raised: the line its frame was on (each step calls its function on a
-        line of its own). Exact even when several members run the same function class."""
-        code = self._run.__code__
-        traceback = error.__traceback__
-        while traceback is not None:
-            if traceback.tb_frame.f_code is code:
-                return self._step_at_line.get(traceback.tb_lineno)
-            traceback = traceback.tb_next
-        return None
-
-
-def _fused_loop(is_map: list[bool], functions: list[Callable[[Any], Any]]
-                ) -> tuple[Callable[[list], list], dict[int, int]]:
-    """Generate `run(values) -> list` applying the steps in order (map: replace; filter: keep or skip), and the
-    line of its source that calls each step (line number -> step index)."""
-    lines = ["def run(values):", "    out = []", "    append = out.append", "    for v in values:"]
-    step_at_line: dict[int, int] = {}
-    for index, mapping in enumerate(is_map):
-        step_at_line[len(lines) + 1] = index
-        lines += [f"        v = f{index}(v)"] if mapping else [f"        if not f{index}(v):", "            continue"]
-    lines += ["        append(v)", "    return out"]
-    namespace: dict[str, Any] = {f"f{index}": fn for index, fn in enumerate(functions)}
-    exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
-    return namespace["run"], step_at_line
-
-
-def is_fusable(operator: StreamOperator) -> bool:
-    """Unkeyed map and filter operators without operator state of their own (a CheckpointedFunction keeps its
-    own state under its own operator id, so it stays a separate operator)."""
-    return (type(operator) in (MapOperator, FilterOperator) and operator.spec.key_selector is None
-            and not is_checkpointed_function(operator.spec.function))
+    def _emit_final(self) -> None:
+        table = self._table
+        if table:
+            values = list(table.values())
+            table.clear()
+            self._emit(RecordBatch(values, [MAX_WATERMARK] * len(values)))
 
 
 class TimestampsAndWatermarksOperator(StreamOperator):
@@ -255,7 +217,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         from fluvial.runtime.source_watermarks import SourceWatermarks
 
         self._watermarks = SourceWatermarks(self.spec.function, self.output.emit_watermark,
-                                            self.output.emit_watermark_status)
+                                            self.output.emit_watermark_status, self.context.metrics.group)
         self._processing_time = self.context.processing_time_service
         self._interval = self.context.auto_watermark_interval
         if self._interval > 0 and self._processing_time is not None:

@@ -3,10 +3,11 @@
 Built in three steps, each decided once:
 1. every StreamNode of the vertex becomes an operator (each parallel subtask gets its own copy of the user's
    function, see `_subtask_spec`);
-2. runs of stateless map/filter operators, each feeding only the next, are fused into one operator;
+2. runs of stateless map/filter/flat_map operators (possibly headed by a running keyed reduce), each feeding
+   only the next, are fused into one operator (`fused_operator`);
 3. outputs are wired: an operator's results go to the inputs of the chained operators after it (behind a
-   boundary that labels failures with the receiving operator's name) and to the record writers of its outgoing
-   JobEdges. Nothing is rebound later.
+   boundary that labels failures with the receiving operator's name and counts its numRecordsIn) and to the
+   record writers of its outgoing JobEdges; its Output counts its numRecordsOut. Nothing is rebound later.
 A buffer entering the head flows through the chain within one call stack; events (watermarks, idleness, end
 of input) travel between buffers, so per-record semantics hold.
 """
@@ -24,15 +25,15 @@ from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime import process_operators as p
 from fluvial.runtime import sink_operators as s
 from fluvial.runtime.basic_operators import (
+    BatchKeyedReduceOperator,
     FilterOperator,
     FlatMapOperator,
-    FusedStatelessOperator,
     KeyedReduceOperator,
     MapOperator,
     TimestampsAndWatermarksOperator,
-    is_fusable,
 )
-from fluvial.runtime.operators import StreamOperator, labelled_input
+from fluvial.runtime.fused_operator import FusedOperator, can_head_a_run, is_fusable
+from fluvial.runtime.operators import StreamOperator, counted_input, labelled_input
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch
 from fluvial.runtime.runtime_context import OperatorContext
@@ -41,7 +42,6 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], S
     t.MapSpec: MapOperator,
     t.FilterSpec: FilterOperator,
     t.FlatMapSpec: FlatMapOperator,
-    t.KeyedReduceSpec: KeyedReduceOperator,
     t.ProcessSpec: p.ProcessOperator,
     t.KeyedProcessSpec: p.KeyedProcessOperator,
     t.CoMapSpec: p.CoMapOperator,
@@ -56,6 +56,14 @@ OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], S
 }
 
 
+def _keyed_reduce(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    """A rolling reduce, or in a BATCH job one final result per key."""
+    return BatchKeyedReduceOperator(spec, context) if spec.batch else KeyedReduceOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.KeyedReduceSpec] = _keyed_reduce
+
+
 def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
     """Window jobs load the window machinery; every other job starts without it."""
     from fluvial.runtime.window_operator import WindowOperator
@@ -64,6 +72,24 @@ def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOp
 
 
 OPERATOR_BUILDERS[t.WindowSpec] = _window_operator
+
+
+def _broadcast_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    from fluvial.runtime.broadcast_operators import BroadcastProcessOperator
+
+    return BroadcastProcessOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.BroadcastProcessSpec] = _broadcast_operator
+
+
+def _async_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    from fluvial.runtime.async_operator import AsyncWaitOperator
+
+    return AsyncWaitOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.AsyncWaitSpec] = _async_operator
 
 
 class SourceOperator(StreamOperator):
@@ -79,6 +105,10 @@ def build_operator(node: StreamNode, context: OperatorContext, template: Any = N
     builder = OPERATOR_BUILDERS.get(type(node.operator))
     if builder is None:
         raise TypeError(f"no runtime operator for {type(node.operator).__name__} ('{node.name}')")
+    if node.operator.batch and context.state_backend is not None:
+        # BATCH jobs ignore the configured state backend (as Flink does): no checkpoints, so state stays in
+        # plain Python objects, the fastest place for it
+        context = dataclasses.replace(context, state_backend=None)
     return builder(_subtask_spec(node, context.task_info, template), context)
 
 
@@ -115,16 +145,22 @@ class OperatorChain:
         self.vertex = vertex
         built = {node.id: build_operator(node, make_context(node), (templates or {}).get(node.id))
                  for node in vertex.nodes}
+        self._metrics = {node_id: operator.context.metrics for node_id, operator in built.items()}
         self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
         self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs
-        self.order = self._fuse_stateless_runs(built)
+        self.order = self._fuse_runs(built)
         for operator in self.order:
             operator.setup(self._output_of(self._last_node[id(operator)], writers))
         self.head = self.order[0]
+        self._holders = [operator for operator in self.order if operator.holds_input]
+        self.holds_input = bool(self._holders)
+        self._finished = 0  # how many operators (head first) have finished
+        self._finishing = False  # whether order[_finished] has been told that its input ended
 
-    def _fuse_stateless_runs(self, built: dict[int, StreamOperator]) -> list[StreamOperator]:
-        """Step 2: each run of >= 2 fusable operators, each feeding only the next, becomes one
-        FusedStatelessOperator that takes the run's place (and the last member's outputs)."""
+    def _fuse_runs(self, built: dict[int, StreamOperator]) -> list[StreamOperator]:
+        """Step 2: each run of >= 2 operators, each feeding only the next — stateless map/filter/flat_map ones,
+        possibly headed by a running keyed reduce — becomes one FusedOperator that takes the run's place (and
+        the last member's outputs)."""
         successors: dict[int, list] = {node.id: [] for node in self.vertex.nodes}
         for edge in self.vertex.chained_edges:
             successors[edge.source_id].append(edge)
@@ -134,7 +170,7 @@ class OperatorChain:
 
         def flush() -> None:
             if len(run) >= 2:
-                fused = FusedStatelessOperator([built[node_id] for node_id in run])
+                fused = FusedOperator([built[node_id] for node_id in run])
                 for node_id in run:
                     self._owner[node_id] = fused
                 self._last_node[id(fused)] = run[-1]
@@ -146,11 +182,14 @@ class OperatorChain:
 
         for node in self.vertex.nodes:
             operator = built[node.id]
-            if not is_fusable(operator):
+            head = can_head_a_run(operator)
+            if not head and not is_fusable(operator):
                 flush()
                 order.append(operator)
                 self._last_node[id(operator)] = node.id
                 continue
+            if head:
+                flush()
             run.append(node.id)
             edges = successors[node.id]
             if not (len(edges) == 1 and edges[0].output_tag is None and node.id not in external):
@@ -169,7 +208,7 @@ class OperatorChain:
                 continue
             target = self._owner[edge.target_id]
             entry = target.input(edge.type_number)
-            push = labelled_input(entry.process_batch, target.name)
+            push = counted_input(entry.process_batch, target.name, self._metrics[edge.target_id].records_in)
             (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(push)
             watermark_targets.append(labelled_input(entry.process_watermark, target.name))
             status_targets.append(entry.process_status)
@@ -180,7 +219,7 @@ class OperatorChain:
             (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(writer.emit)
             watermark_targets.append(writer.broadcast_watermark)
             status_targets.append(writer.broadcast_event)
-        return Output(main, side, watermark_targets, status_targets)
+        return Output(main, side, watermark_targets, status_targets, self._metrics[node_id].records_out)
 
     # -- lifecycle, head to tail or tail to head ----------------------------------------------------------------
 
@@ -194,10 +233,28 @@ class OperatorChain:
         for operator in reversed(self.order):
             operator.open()
 
-    def finish(self) -> None:
-        """Flush operators head to tail: each may emit into the next before that one is told input ended."""
-        for operator in self.order:
-            operator.finish()
+    def input_blocked(self) -> bool:
+        """Whether an operator that holds its inputs (async I/O) can take no more now."""
+        for operator in self._holders:
+            if operator.input_blocked():
+                return True
+        return False
+
+    def finish(self) -> bool:
+        """Flush operators head to tail: each may emit into the next before that one is told input ended. An
+        operator that still holds inputs whose results come later (`is_quiescent` False) stops the walk: return
+        False, and call again once mails brought its results; True when every operator has finished."""
+        order = self.order
+        while self._finished < len(order):
+            operator = order[self._finished]
+            if not self._finishing:
+                self._finishing = True
+                operator.finish()
+            if not operator.is_quiescent():
+                return False
+            self._finished += 1
+            self._finishing = False
+        return True
 
     def close(self) -> list[BaseException]:
         """Close every operator even if some fail; return their errors (the task decides what to report)."""

@@ -4,6 +4,7 @@ Under the GIL a thread per task buys no parallelism and costs a handoff per buff
 TaskManager takes bounded steps in turn on one thread, and the thread sleeps when none can progress until a
 channel push, a freed channel slot or a mail wakes it, or until the next processing-time timer is due.
 Processing-time callbacks run on this thread too, so they own their task's state like every other action.
+Each step and callback is timed for the task's busy / back-pressured / idle time (two clock reads per step).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from typing import Any, Callable
 
 from fluvial.common.time import current_millis
@@ -78,11 +80,14 @@ class TaskExecutor:
         while timers and timers[0][0] <= now:
             with self._lock:
                 _, _, task, callback, label = heapq.heappop(timers)
+            start = time.perf_counter_ns()
             task.run_timer(callback, now, label)
+            task.metrics.time.add_busy(start, time.perf_counter_ns())
         return (timers[0][0] - now) / 1000 if timers else None
 
     def _run(self) -> None:
         event = self._event
+        clock = time.perf_counter_ns
         while not self._stopped:
             event.clear()
             if self._incoming:
@@ -91,7 +96,9 @@ class TaskExecutor:
             progressed = False
             finished = None
             for task in self._tasks:
+                start = clock()
                 result = task.step()
+                task.metrics.time.after_step(result, start, clock())
                 if result is StepResult.PROGRESS:
                     progressed = True
                 elif result is StepResult.END_OF_INPUT and task.state.is_terminal:

@@ -36,7 +36,7 @@ class SourceInput:
     ms through the processing-time service); at the end, the final watermark."""
 
     def __init__(self, source: Any, reader_context: Any, output: Any, watermark_strategy: Any = None,
-                 auto_watermark_interval: int = 200, processing_time: Any = None) -> None:
+                 auto_watermark_interval: int = 200, processing_time: Any = None, metric_group: Any = None) -> None:
         self._source = source
         self._context = reader_context
         self._output = output
@@ -45,6 +45,7 @@ class SourceInput:
         self._interval = auto_watermark_interval
         self._processing_time = processing_time
         self._watermarks: Any = None
+        self._metric_group = metric_group  # the source operator's, for its watermark generators
         self.reader: Any = None
 
     def open(self, restored_splits: list | None = None) -> None:
@@ -61,7 +62,7 @@ class SourceInput:
             from fluvial.runtime.source_watermarks import SourceWatermarks
 
             self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark,
-                                                self._output.emit_watermark_status)
+                                                self._output.emit_watermark_status, self._metric_group)
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
@@ -156,8 +157,9 @@ class NetworkInput:
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
                  watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None,
-                 barriers: Any = None) -> None:
-        """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once."""
+                 barriers: Any = None, records_in: Any = None) -> None:
+        """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
+        `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
         self._channels = list(channels)
         self._dispatch = list(dispatch)
         self._all_open = list(range(len(channels)))
@@ -168,6 +170,11 @@ class NetworkInput:
         # whether the task's output channels still have room: a step stops after the buffer that filled one,
         # so no channel ever holds more than its capacity plus one buffer
         self._writable = writable
+        if records_in is None:
+            from fluvial.metrics.metricbase import Counter
+
+            records_in = Counter()
+        self._records_in = records_in
 
     def open(self) -> None:
         pass
@@ -193,6 +200,7 @@ class NetworkInput:
                 break
             progressed = True
             if type(item) is RecordBatch:
+                self._records_in.count += len(item.values)
                 self._dispatch[index](item)
                 if self._writable is not None and not self._writable():
                     break

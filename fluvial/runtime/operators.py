@@ -7,7 +7,10 @@ Lifecycle, on the task thread, in this order (Flink's StreamOperator):
 3. `open()`: user functions are opened.
 4. Input: `process_batch` / `process_watermark` / `process_status` of each of its inputs (`input(n)`: the
    operator itself for its one input; an OperatorInput per input of a two-input operator).
-5. `finish()`: all input has arrived; emit what is still held.
+5. `finish()`: all input has arrived; emit what is still held. An operator that `holds_input` (async I/O:
+   results arrive after the input that caused them) may still hold some afterwards: the chain waits, running
+   the task's mails, until `is_quiescent()`; while running, `input_blocked()` tells the task to feed it
+   nothing for now (its capacity is used up).
 6. `close()`: user functions closed, state disposed — also after a failure.
 Checkpoints between buffers: `snapshot_state` (the synchronous part), then `notify_checkpoint_complete` or
 `notify_checkpoint_aborted`.
@@ -88,6 +91,20 @@ def labelled_input(call: Callable[[Any], None], operator_name: str) -> Callable[
     return push
 
 
+def counted_input(call: Callable[[Any], None], operator_name: str, counter: Any) -> Callable[[Any], None]:
+    """`labelled_input` that also adds each buffer's length to `counter` (the operator's numRecordsIn)."""
+
+    def push(batch: Any) -> None:
+        counter.count += len(batch.values)
+        try:
+            call(batch)
+        except BaseException as error:
+            label_failure(error, operator_name)
+            raise
+
+    return push
+
+
 class OperatorInput:
     """One logical input of a two-input operator (Flink's Input): its entry points, bound once at wiring."""
 
@@ -108,6 +125,7 @@ class StreamOperator:
 
     keyed = False
     uses_timers = False
+    holds_input = False
 
     def __init__(self, spec: t.OperatorSpec, context: OperatorContext) -> None:
         self.spec = spec
@@ -143,7 +161,8 @@ class StreamOperator:
         if self.uses_timers and self.keyed_backend is not None:
             from fluvial.runtime.timers import InternalTimerService
 
-            self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service)
+            self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service,
+                                               end_of_input_only=self.spec.batch)
             if restore is not None and restore.timers:
                 self.timers.restore_key_groups(restore.timers, self.context.key_group_range())
         function = self.spec.function
@@ -172,6 +191,14 @@ class StreamOperator:
 
     def finish(self) -> None:
         """All input has arrived; emit what is still held."""
+
+    def input_blocked(self) -> bool:
+        """Only asked of operators that `holds_input`: True while they can take no more input."""
+        return False
+
+    def is_quiescent(self) -> bool:
+        """After `finish()`: True once nothing the operator holds is still to be emitted."""
+        return True
 
     def close(self) -> None:
         try:

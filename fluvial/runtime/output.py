@@ -1,13 +1,16 @@
 """Where an operator's results go: chained operators (a method call) and record writers (channels).
 
 `collect` is bound once to the fastest callable for the fan-out at hand, so an operator emitting a buffer
-pays one call, not a loop, in the common single-target case.
+pays one call, not a loop, in the common single-target case — plus one counting call per buffer when the
+operator's `records_out` counter is given (its numRecordsOut, main and side outputs alike, as Flink's
+CountingOutput counts). `current_watermark` is the last watermark it emitted (currentOutputWatermark).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
 
@@ -27,6 +30,14 @@ def _fan_out(targets: list[BatchSink]) -> BatchSink:
     return collect_all
 
 
+def _counting(target: BatchSink, counter: Any) -> BatchSink:
+    def collect_counted(batch: RecordBatch) -> None:
+        counter.count += len(batch.values)
+        target(batch)
+
+    return collect_counted
+
+
 class Output:
     """An operator's outputs: the main targets, targets per side-output tag, and watermark receivers."""
 
@@ -36,11 +47,17 @@ class Output:
         side: dict[OutputTag, list[BatchSink]],
         watermark_targets: list[Callable[[Watermark], None]],
         status_targets: list[Callable[[WatermarkStatus], None]] | None = None,
+        records_out: Any = None,
     ) -> None:
+        """`records_out`: a Counter (`.count`) of the records emitted; None counts nothing."""
         self._status_targets = status_targets or []
         self.collect: BatchSink = _fan_out(main)
         self._side = {tag: _fan_out(targets) for tag, targets in side.items()}
+        if records_out is not None:
+            self.collect = _counting(self.collect, records_out)
+            self._side = {tag: _counting(target, records_out) for tag, target in self._side.items()}
         self._watermark_targets = watermark_targets
+        self.current_watermark = MIN_WATERMARK
 
     def collect_side(self, tag: OutputTag, batch: RecordBatch) -> None:
         """Records for a tag nobody consumes are dropped, as in Flink."""
@@ -52,6 +69,7 @@ class Output:
         return tag in self._side
 
     def emit_watermark(self, watermark: Watermark) -> None:
+        self.current_watermark = watermark.timestamp
         for target in self._watermark_targets:
             target(watermark)
 

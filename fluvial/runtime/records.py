@@ -14,7 +14,9 @@ from fluvial.common.time import MAX_WATERMARK
 
 
 class RecordBatch:
-    """A buffer of records. Immutable once emitted: consumers may share the same lists."""
+    """A buffer of records. Immutable once emitted: consumers may share the same lists. `values` is a list, or
+    another read-only sequence where a source has one for free (NumberSequenceSource hands out `range`s):
+    consumers iterate, index, slice and take `len` of it, and build new lists for what they emit."""
 
     __slots__ = ("values", "timestamps")
 

@@ -1,4 +1,5 @@
-"""The RuntimeContext a user function gets in `open()`: who its subtask is and where its keyed state lives."""
+"""The RuntimeContext a user function gets in `open()`: who its subtask is, where its keyed state lives, and the
+metric group it reports into."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ class OperatorContext:
     auto_watermark_interval: int = 200
     operator_id: str = ""
     state_backend: Any = None  # the job's StateBackend description; None: the heap
+    metrics: Any = None  # its OperatorMetrics (`fluvial.runtime.task_metrics`); None: counted, reported nowhere
+
+    def __post_init__(self) -> None:
+        if self.metrics is None:
+            from fluvial.runtime.task_metrics import detached_operator_metrics
+
+            self.metrics = detached_operator_metrics(self.operator_name, self.operator_id)
 
     def key_group_range(self) -> range:
         info = self.task_info
@@ -66,6 +74,11 @@ class StreamingRuntimeContext(RuntimeContext):
 
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return self._context.job_parameters.get(key, default_value)
+
+    def get_metrics_group(self) -> Any:
+        """The operator's MetricGroup: what the function registers there is reported with the operator's
+        metrics (REST API, dashboard, Prometheus)."""
+        return self._context.metrics.group
 
     def _keyed(self, descriptor: Any) -> Any:
         if self._backend is None:

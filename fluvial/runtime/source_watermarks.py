@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fluvial.common.time import MAX_WATERMARK, MIN_WATERMARK
-from fluvial.common.watermark_strategy import WatermarkOutput, checked_timestamp
+from fluvial.common.watermark_strategy import WatermarkGeneratorContext, WatermarkOutput, checked_timestamp
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
 
 
@@ -41,8 +41,10 @@ class SplitWatermarkOutput(WatermarkOutput):
 
 class SourceWatermarks:
     def __init__(self, strategy: Any, emit_watermark: Callable[[Watermark], None],
-                 emit_status: Callable[[WatermarkStatus], None]) -> None:
+                 emit_status: Callable[[WatermarkStatus], None], metric_group: Any = None) -> None:
+        """`metric_group`: what a generator's context offers (`context.get_metric_group()`): the operator's."""
         self._strategy = strategy
+        self._context = WatermarkGeneratorContext(metric_group=metric_group) if metric_group is not None else None
         self._assign = strategy.create_timestamp_assigner()
         self._emit_watermark = emit_watermark
         self._emit_status = emit_status
@@ -57,7 +59,8 @@ class SourceWatermarks:
             if self._current_split != split_id:
                 # sequential reader: that split is finished (or it was the placeholder of on_periodic_emit)
                 self._splits.pop(self._current_split, None)
-            entry = self._splits[split_id] = (self._strategy.create_watermark_generator(), SplitWatermarkOutput())
+            entry = self._splits[split_id] = (self._strategy.create_watermark_generator(self._context),
+                                              SplitWatermarkOutput())
         self._current_split = split_id
         return entry
 

@@ -7,11 +7,16 @@ Protocol, numbered:
    state (or initializes it empty) and opens them → RUNNING.
 2. `step()` runs pending mails, then (if every output channel has room) one bounded input step.
 3. When input ends: operators finish head to tail, END_OF_INPUT goes to every output channel, operators
-   close → FINISHED.
+   close → FINISHED. An operator whose results come after its input (async I/O) may hold its inputs: while
+   it says its input is blocked the task feeds it nothing, and at the end the task keeps running mails until
+   it has emitted everything (`OperatorChain.finish`), without ever blocking the mailbox.
 4. An exception anywhere → operators close, FAILED; the listener hears which operator raised it (the label
    the chain boundary put on the error, else the chain's head).
 5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
 Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
+While RUNNING, a timer takes a metrics snapshot every `metrics_interval_ms` and hands it to the task's
+MetricsReporter; one more, marked final, goes out just before the task reports a terminal state, so the
+JobMaster holds a task's last figures before it hears that the task ended.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import failing_operator, label_failure
 from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
+from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
 
 logger = logging.getLogger(__name__)
@@ -68,10 +74,19 @@ class TaskSpec:
     state_backend: Any = None  # the job's StateBackend description
     receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
     channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end
+    main_classes: bytes | None = None  # classes of the job's script, for a TaskManager in another process
+    job_name: str = ""
+    metrics_interval_ms: int = 1000  # how often a running task reports its metrics
 
     @property
     def execution_key(self) -> tuple[int, int]:
         return (self.vertex.id, self.subtask_index)
+
+
+class MetricsReporter(Protocol):
+    """Where a task sends its metrics snapshots (its TaskManager, on to the JobMaster). Never blocks."""
+
+    def report(self, snapshot: Any) -> None: ...
 
 
 class TaskStateListener(Protocol):
@@ -92,6 +107,8 @@ class TaskServices:
     checkpoint_io: Any = None  # the executor of asynchronous snapshot parts
     checkpoint_responder: Any = None  # the CheckpointResponder that answers the JobMaster
     receivers: Any = None  # ReceiverStreams of the task's job, for receiver sources
+    metrics_reporter: MetricsReporter | None = None  # None: the task's metrics are kept, reported nowhere
+    task_manager_id: str = ""  # the TaskManager's id, for the metrics' scope (`<tm_id>`)
 
 
 class Task:
@@ -108,7 +125,9 @@ class Task:
         self.writers: list[RecordWriter] = []
         self.input: Any = None
         self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
+        self.metrics = TaskMetrics(self.info, vertex.id, spec.job_name, services.task_manager_id, vertex.is_source)
         self._closed = False
+        self._input_ended = False
 
     @property
     def name(self) -> str:
@@ -130,6 +149,9 @@ class Task:
             self._set_state(ExecutionState.RUNNING)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
+            return
+        if self._services.metrics_reporter is not None:
+            self._schedule_metrics_report()
 
     def _build(self) -> None:
         spec, services = self.spec, self._services
@@ -143,6 +165,7 @@ class Task:
             writers[output.dataset_id] = RecordWriter(output, channels, spec.subtask_index)
         self.writers = list(writers.values())
         self.chain = OperatorChain(spec.vertex, self._operator_context, writers, spec.function_templates)
+        self.metrics.bind(self.chain, self.writers)
         head = self.chain.head
         source_input = None
         if spec.vertex.is_source:
@@ -152,7 +175,7 @@ class Task:
                                                  info.max_parallelism, info.attempt_number, services.receivers)
             self.input = source_input = SourceInput(
                 source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
-                spec.auto_watermark_interval, self._processing_time(head.name))
+                spec.auto_watermark_interval, self._processing_time(head.name), head.context.metrics.group)
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
@@ -179,7 +202,9 @@ class Task:
             from fluvial.runtime.alignment import BarrierHandler
 
             barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, self.checkpointer)
-        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers)
+        self.metrics.input_channels = channels
+        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers,
+                            self.metrics.records_in)
 
     def _processing_time(self, label: str) -> TaskProcessingTimeService:
         return TaskProcessingTimeService(self._executor, self, label)
@@ -187,7 +212,8 @@ class Task:
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._services.collect_target, self._processing_time(node.name),
-                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend)
+                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend,
+                               self.metrics.operator(node.operator_id, node.name))
 
     def _load_restores(self) -> dict[str, Any]:
         """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
@@ -259,9 +285,14 @@ class Task:
             if not writer.writable():
                 return StepResult.BLOCKED
         try:
+            if self._input_ended:
+                return self._finish()
+            if self.chain.holds_input and self.chain.input_blocked():
+                return StepResult.BLOCKED
             result = self.input.step()
             if result is StepResult.END_OF_INPUT:
-                self._finish()
+                self._input_ended = True
+                return self._finish()
             return result
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
@@ -278,14 +309,37 @@ class Task:
             label_failure(exc, label)
             self._fail(exc)
 
-    def _finish(self) -> None:
-        self.chain.finish()
+    # -- metrics ------------------------------------------------------------------------------------------------
+
+    def _schedule_metrics_report(self) -> None:
+        self._executor.schedule(self._executor.clock() + self.spec.metrics_interval_ms, self,
+                                self._report_metrics, "metrics")
+
+    def _report_metrics(self, now: int) -> None:
+        self._send_metrics(final=False)
+        self._schedule_metrics_report()
+
+    def _send_metrics(self, final: bool) -> None:
+        """Metrics are for looking at the job, never a reason to fail it: a snapshot that cannot be taken or
+        sent is logged and skipped."""
+        reporter = self._services.metrics_reporter
+        if reporter is None:
+            return
+        try:
+            reporter.report(self.metrics.snapshot(final))
+        except Exception:  # noqa: BLE001
+            logger.warning("%s could not report its metrics", self.name, exc_info=True)
+
+    def _finish(self) -> StepResult:
+        if not self.chain.finish():
+            return StepResult.IDLE  # an operator still awaits results; the mails that bring them wake the task
         for writer in self.writers:
             writer.broadcast_event(END_OF_INPUT)
         errors = self._close()
         if errors:
             raise errors[0]
         self._set_state(ExecutionState.FINISHED)
+        return StepResult.END_OF_INPUT
 
     def cancel(self) -> None:
         """Thread-safe: the owner thread closes the task at its next step."""
@@ -325,4 +379,6 @@ class Task:
 
     def _set_state(self, state: ExecutionState, failure: TaskFailure | None = None) -> None:
         self._move(state)
+        if state.is_terminal:
+            self._send_metrics(final=True)
         self._services.listener.task_state_changed(self, state, failure)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from fluvial.common.errors import StateError
-from fluvial.common.time import MIN_WATERMARK
+from fluvial.common.time import MAX_WATERMARK, MIN_WATERMARK
 from fluvial.datastream.timerservice import TimeDomain, TimerService
 
 
@@ -93,7 +93,13 @@ class _TimerQueue:
 
 
 class InternalTimerService:
-    def __init__(self, backend: Any, triggerable: Triggerable, processing_time: ProcessingTimeService) -> None:
+    """`end_of_input_only` (BATCH execution mode): processing time does not advance while input flows, so no
+    processing-time timer fires then; the final watermark fires every event-time timer and then every
+    processing-time timer, and from then on the processing-time clock reads the end of time (a timer registered
+    relative to it never fires, so an `on_timer` that re-registers itself cannot loop forever)."""
+
+    def __init__(self, backend: Any, triggerable: Triggerable, processing_time: ProcessingTimeService,
+                 end_of_input_only: bool = False) -> None:
         self._backend = backend
         self._triggerable = triggerable
         self._processing_time = processing_time
@@ -101,6 +107,8 @@ class InternalTimerService:
         self._processing_timers = _TimerQueue()
         self._scheduled_wakeup: int | None = None
         self.current_watermark = MIN_WATERMARK
+        self._end_of_input_only = end_of_input_only
+        self._input_ended = False
 
     # -- registration (for the backend's current key) -----------------------------------------------------------
 
@@ -116,24 +124,30 @@ class InternalTimerService:
         self._event_timers.remove(self._timer(timestamp, namespace))
 
     def register_processing_time_timer(self, timestamp: int, namespace: Any = None) -> None:
-        if self._processing_timers.add(self._timer(timestamp, namespace)):
+        if self._processing_timers.add(self._timer(timestamp, namespace)) and not self._end_of_input_only:
             self._schedule_wakeup()
 
     def delete_processing_time_timer(self, timestamp: int, namespace: Any = None) -> None:
         self._processing_timers.remove(self._timer(timestamp, namespace))
 
     def current_processing_time(self) -> int:
+        if self._input_ended:
+            return MAX_WATERMARK
         return self._processing_time.current_processing_time()
 
     # -- firing -------------------------------------------------------------------------------------------------
 
     def advance_watermark(self, watermark: int) -> None:
-        """Fire every event-time timer with timestamp <= watermark, in timestamp order."""
+        """Fire every event-time timer with timestamp <= watermark, in timestamp order (in BATCH mode, the final
+        watermark then fires the processing-time timers too)."""
         self.current_watermark = watermark
         backend, fire = self._backend, self._triggerable.on_event_time
         while (timer := self._event_timers.pop_due(watermark)) is not None:
             backend.current_key = timer.key
             fire(timer)
+        if self._end_of_input_only and watermark >= MAX_WATERMARK and not self._input_ended:
+            self._input_ended = True
+            self._on_processing_time(MAX_WATERMARK)
 
     def _schedule_wakeup(self) -> None:
         earliest = self._processing_timers.peek_timestamp()
@@ -150,7 +164,8 @@ class InternalTimerService:
         while (timer := self._processing_timers.pop_due(now)) is not None:
             backend.current_key = timer.key
             fire(timer)
-        self._schedule_wakeup()
+        if not self._end_of_input_only:
+            self._schedule_wakeup()
 
     def event_timer_count(self) -> int:
         return len(self._event_timers)

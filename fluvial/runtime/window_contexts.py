@@ -57,6 +57,10 @@ class WindowTriggerContext(OnMergeContext):
         self._store.namespace = self.window
         return self._store.get_state(state_descriptor)
 
+    def get_metric_group(self) -> Any:
+        """The window operator's metric group: a trigger's metrics are reported with the operator's."""
+        return self._operator.runtime_context.get_metrics_group()
+
     def merge_partitioned_state(self, state_descriptor: Any) -> None:
         kind = state_descriptor.kind
         if kind is StateKind.REDUCING:

@@ -91,6 +91,9 @@ class WindowOperator(StreamOperator):
             self._reduce_function = (
                 user_method(spec.function, "reduce") if spec.aggregation is _A.REDUCE else None
             )
+            # without lateness a pane fires and is cleared by one timer at its max timestamp: `_fire_fast`
+            self._fire_fast_ok = self.lateness == 0
+            self._clear_function = _overridden_clear(spec)
 
     def _open_user_function(self, function: Any) -> None:
         opener = getattr(function, "open", None)
@@ -137,7 +140,10 @@ class WindowOperator(StreamOperator):
         values = batch.values
         stamps = batch.timestamps if batch.timestamps is not None else [None] * len(values)
         if self._fast:
-            self._process_fast(values, stamps)
+            if self._window_slide == self._window_size and None not in stamps:
+                self._process_tumbling(values, stamps)
+            else:
+                self._process_fast(values, stamps)
         else:
             backend, key, element = self.keyed_backend, self._key, self._process_element
             for value, timestamp in zip(values, stamps):
@@ -185,6 +191,7 @@ class WindowOperator(StreamOperator):
         watermark = timers.current_watermark
         reduce = self._reduce_function
         add = self._add
+        write_back = type(table) is not dict  # RocksDB tables hand out copies; the heap's cells are live
         for value, timestamp in zip(values, stamps):
             if timestamp is None:
                 self.assigner.assign_windows(value, timestamp, self._assigner_ctx)  # raises the clear error
@@ -198,11 +205,10 @@ class WindowOperator(StreamOperator):
                     window = window_of(start) or self._new_window(start)
                     cell = table.get(k)
                     if cell is None:
-                        cell = {}
+                        cell = table[k] = {}
                     previous = cell.get(window, _ABSENT)
                     if previous is _ABSENT:
                         cell[window] = value if reduce is not None else add(_ABSENT, value, timestamp)
-                        table[k] = cell  # write back: RocksDB tables hand out copies
                         backend.current_key = k
                         if max_timestamp > watermark:
                             register(max_timestamp, window)
@@ -210,6 +216,7 @@ class WindowOperator(StreamOperator):
                             register(self._cleanup_time(window), window)
                     else:
                         cell[window] = reduce(previous, value) if reduce is not None else add(previous, value, timestamp)
+                    if write_back:
                         table[k] = cell
                     if max_timestamp <= watermark:
                         backend.current_key = k
@@ -217,6 +224,43 @@ class WindowOperator(StreamOperator):
                 start -= slide
             if not landed and timestamp + lateness <= watermark:
                 self._late(value, timestamp)
+
+    def _process_tumbling(self, values: list, stamps: list) -> None:
+        """`_process_fast` for tumbling windows (one window per record), records with timestamps: the same body
+        without the loop over a record's windows. Kept apart on purpose: it is the hottest loop of a window job
+        (13% fewer instructions on J3 than `_process_fast`). A record whose window the watermark has passed (late,
+        or allowed-late and firing at once) takes `_process_fast`."""
+        backend, key = self.keyed_backend, self._key
+        table = self._contents.table(CONTENTS)
+        size, offset = self._window_size, self._window_offset
+        window_of, new_window = self._window_cache.get, self._new_window
+        lateness, timers = self.lateness, self.timers
+        register = timers.register_event_time_timer
+        watermark = timers.current_watermark
+        reduce, add = self._reduce_function, self._add
+        write_back = type(table) is not dict  # RocksDB tables hand out copies; the heap's cells are live
+        for value, timestamp in zip(values, stamps):
+            start = timestamp - (timestamp - offset) % size
+            max_timestamp = start + size - 1
+            if max_timestamp <= watermark:
+                self._process_fast([value], [timestamp])
+                continue
+            k = key(value)
+            window = window_of(start) or new_window(start)
+            cell = table.get(k)
+            if cell is None:
+                cell = table[k] = {}
+            previous = cell.get(window, _ABSENT)
+            if previous is _ABSENT:
+                cell[window] = value if reduce is not None else add(_ABSENT, value, timestamp)
+                backend.current_key = k
+                register(max_timestamp, window)
+                if lateness:
+                    register(self._cleanup_time(window), window)
+            else:
+                cell[window] = reduce(previous, value) if reduce is not None else add(previous, value, timestamp)
+            if write_back:
+                table[k] = cell
 
     def _new_window(self, start: int) -> Any:
         window = self._window_cache[start] = TimeWindow(start, start + self._window_size)
@@ -255,7 +299,34 @@ class WindowOperator(StreamOperator):
         self.output.emit_watermark(watermark)
 
     def on_event_time(self, timer: Timer) -> None:
-        self._on_timer(timer, True)
+        if self._fast and self._fire_fast_ok and timer.timestamp == timer.namespace.max_timestamp():
+            self._fire_fast(timer)
+        else:
+            self._on_timer(timer, True)
+
+    def _fire_fast(self, timer: Timer) -> None:
+        """The fast path's pane at its max timestamp, without lateness: what EventTimeTrigger (FIRE) and the
+        cleanup at the same time would do, without their calls: emit the pane, then drop it. Its trigger has no
+        other timer to delete (this one is popped already)."""
+        window, key = timer.namespace, timer.key
+        table = self._contents.table(CONTENTS)
+        cell = table.get(key)
+        if cell is None:
+            return
+        pane = cell.pop(window, _ABSENT)
+        if cell:
+            if type(table) is not dict:
+                table[key] = cell
+        else:
+            del table[key]
+        if pane is not _ABSENT:
+            results = self._evaluate(window, pane)
+            if results:
+                self._pending_values.extend(results)
+                self._pending_stamps.extend([timer.timestamp] * len(results))
+        if self._clear_function is not None:
+            self._process_ctx.current_window = window
+            self._clear_function(self._process_ctx)
 
     def on_processing_time(self, timer: Timer) -> None:
         self._on_timer(timer, False)
@@ -380,8 +451,8 @@ class WindowOperator(StreamOperator):
         ctx = self._trigger_ctx
         ctx.window = window
         self.trigger.clear(window, ctx)
-        clear = getattr(self.spec.window_function, "clear", None)
-        if clear is not None and self.spec.window_function_kind in (_F.PROCESS, _F.ALL_PROCESS):
+        clear = _window_function_clear(self.spec)
+        if clear is not None:
             self._process_ctx.current_window = window
             clear(self._process_ctx)
         if merging_set is not None:
@@ -443,3 +514,22 @@ class WindowOperator(StreamOperator):
                 table[self.keyed_backend.current_key] = mapping
             else:
                 table.pop(self.keyed_backend.current_key, None)
+
+
+def _window_function_clear(spec: t.WindowSpec) -> Callable[[Any], None] | None:
+    """The window function's `clear(context)` (process window functions only)."""
+    if spec.window_function_kind not in (_F.PROCESS, _F.ALL_PROCESS):
+        return None
+    return getattr(spec.window_function, "clear", None)
+
+
+def _overridden_clear(spec: t.WindowSpec) -> Callable[[Any], None] | None:
+    """`clear(context)` when the user's process window function defines one (the base classes' do nothing, and
+    the fast path skips calling them)."""
+    from fluvial.datastream.window_functions import ProcessAllWindowFunction, ProcessWindowFunction
+
+    clear = _window_function_clear(spec)
+    function = getattr(clear, "__func__", None)
+    if function is ProcessWindowFunction.clear or function is ProcessAllWindowFunction.clear:
+        return None
+    return clear

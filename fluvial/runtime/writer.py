@@ -38,8 +38,10 @@ class RecordWriter:
         self._pair_selector: Any = None
         if self._single is not None and spec.partitioner.kind is PartitionerKind.CUSTOM:
             self._single = None  # a custom partitioner must still see (and validate) every record
+        self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
 
     def emit(self, batch: RecordBatch) -> None:
+        self.records_out += len(batch.values)
         single = self._single
         if single is not None:
             single.push(batch)

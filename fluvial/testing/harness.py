@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -38,28 +40,43 @@ HARNESS_OPERATOR_ID = "harnessed-operator"
 
 class ManualProcessingTime:
     """The ProcessingTimeService of a harness: its clock is a ManualClock, and callbacks fire, in timestamp
-    order, when the harness moves the clock past them."""
+    order, on the harness's thread when the harness moves the clock past them. `register_timer` is thread-safe,
+    as the task's is: an operator's other threads (an async I/O loop) hand mails back through it, as callbacks
+    due now, which `run_mails` fires."""
 
     def __init__(self, clock: ManualClock) -> None:
         self.clock = clock
         self._callbacks: list[tuple[int, int, Callable[[int], None]]] = []
         self._sequence = itertools.count()
+        self._registered = threading.Condition()
 
     def current_processing_time(self) -> int:
         return self.clock()
 
     def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> None:
-        heapq.heappush(self._callbacks, (timestamp, next(self._sequence), callback))
+        with self._registered:
+            heapq.heappush(self._callbacks, (timestamp, next(self._sequence), callback))
+            self._registered.notify_all()
 
     def advance_to(self, now: int) -> None:
         """Move the clock to `now` and fire every callback due by then (a callback may register more)."""
         self.clock.advance(max(0, now - self.clock()))
-        while self._callbacks and self._callbacks[0][0] <= now:
-            _, _, callback = heapq.heappop(self._callbacks)
+        while True:
+            with self._registered:
+                if not self._callbacks or self._callbacks[0][0] > now:
+                    return
+                _, _, callback = heapq.heappop(self._callbacks)
             callback(now)
 
+    def wait_for_registration(self, timeout: float) -> None:
+        """Wait until some callback is due now (at most `timeout` seconds)."""
+        with self._registered:
+            self._registered.wait_for(lambda: bool(self._callbacks) and self._callbacks[0][0] <= self.clock(),
+                                      timeout)
+
     def pending(self) -> int:
-        return len(self._callbacks)
+        with self._registered:
+            return len(self._callbacks)
 
     def pending_timestamps(self) -> list[int]:
         """When each registered callback is due, soonest first (what a component asked to be woken for)."""
@@ -94,11 +111,17 @@ class OperatorSubtaskSnapshot:
 class OperatorHarness:
     def __init__(self, spec: Any, name: str = "Operator", *, parallelism: int = 1, subtask_index: int = 0,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, attempt: int = 0, state_backend: Any = None,
-                 clock: ManualClock | None = None, job_parameters: dict[str, str] | None = None) -> None:
+                 clock: ManualClock | None = None, job_parameters: dict[str, str] | None = None,
+                 batch: bool = False) -> None:
+        """`batch`: run the operator as a job in BATCH execution mode would (`fluvial.graph.batch_mode`)."""
         builder = OPERATOR_BUILDERS.get(type(spec))
         if builder is None:
             raise TypeError(f"no runtime operator for {type(spec).__name__}: build the harness with "
                             "OperatorHarness.of(lambda stream: stream.<operator>(...))")
+        if batch:
+            from fluvial.graph.batch_mode import for_batch
+
+            spec = for_batch(spec)
         self.clock = clock or ManualClock(0)
         self.processing_time = ManualProcessingTime(self.clock)
         self.info = TaskInfo(HARNESS_JOB_ID, name, subtask_index, parallelism, max_parallelism, attempt)
@@ -187,8 +210,8 @@ class OperatorHarness:
         self.operator.input(input).process_watermark(Watermark(timestamp))
         return self
 
-    def process_final_watermark(self) -> "OperatorHarness":
-        return self.process_watermark(MAX_WATERMARK)
+    def process_final_watermark(self, input: int = 0) -> "OperatorHarness":
+        return self.process_watermark(MAX_WATERMARK, input)
 
     def process_watermark_status(self, idle: bool, input: int = 0) -> "OperatorHarness":
         self.operator.input(input).process_status(WatermarkStatus(idle=idle))
@@ -201,6 +224,26 @@ class OperatorHarness:
 
     def advance_processing_time(self, millis: int) -> "OperatorHarness":
         return self.set_processing_time(self.clock() + millis)
+
+    def run_mails(self) -> "OperatorHarness":
+        """Run what other threads of the operator handed back so far (mails: callbacks due now), without moving
+        the clock."""
+        self.processing_time.advance_to(self.clock())
+        return self
+
+    def run_mails_until(self, condition: Callable[["OperatorHarness"], bool], timeout: float = 10.0,
+                        what: str = "the condition") -> "OperatorHarness":
+        """Run mails as they arrive until `condition(harness)` holds; AssertionError naming `what` after
+        `timeout` seconds. For operators whose results come from another thread (async I/O)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.run_mails()
+            if condition(self):
+                return self
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            self.processing_time.wait_for_registration(min(left, 0.05))
 
     # -- output -------------------------------------------------------------------------------------------------
 

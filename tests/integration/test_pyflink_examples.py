@@ -61,7 +61,6 @@ def test_process_json_data_example():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason="batch execution mode (RuntimeExecutionMode.BATCH) is not built yet")
 def test_word_count_example_counts_each_word_once():
     import collections
     import runpy

@@ -36,6 +36,7 @@ from fluvial.cluster.messages import (
     CancelTask,
     DeclineCheckpoint,
     DeployTask,
+    MetricsSnapshot,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
@@ -84,8 +85,10 @@ class RemoteTaskManagerGateway:
     """The TaskManagerGateway of TaskManager `index`: messages over its control connection. While the index
     has no live process (starting, or being replaced), messages wait and go out once it registers."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, number_of_slots: int) -> None:
         self.index = index
+        self.number_of_slots = number_of_slots
+        self.resource_id = f"tm-{index}"  # the process's own id once it has registered
         self._connection: Connection | None = None
         self._waiting: list[Any] = []
         self._lock = threading.Lock()
@@ -161,7 +164,7 @@ class TaskManagerProcesses:
         self._heartbeat_timeout_s = heartbeat_timeout_ms / 1000
         self._secret = new_secret()
         self._members = [_Member(i) for i in range(count)]
-        self.gateways = [RemoteTaskManagerGateway(i) for i in range(count)]
+        self.gateways = [RemoteTaskManagerGateway(i, slots_each) for i in range(count)]
         self._registered = threading.Condition()
         self._stopping = threading.Event()
         self._started = False
@@ -241,6 +244,7 @@ class TaskManagerProcesses:
     def _register(self, member: _Member, connection: Connection, registration: RegisterTaskManager) -> None:
         with self._registered:
             member.connection, member.data_address = connection, registration.data_address
+            self.gateways[member.index].resource_id = registration.resource_id or f"tm-{member.index}"
             member.last_seen = time.monotonic()
             member.early_deaths = 0
             all_known = all(m.data_address is not None and m.connection is not None for m in self._members)
@@ -285,6 +289,8 @@ class TaskManagerProcesses:
             job_master.acknowledge_checkpoint(message)
         elif isinstance(message, DeclineCheckpoint):
             job_master.decline_checkpoint(message)
+        elif isinstance(message, MetricsSnapshot):
+            job_master.report_metrics(message)
         else:
             logger.warning("ignoring an unknown message from a TaskManager: %s", type(message).__name__)
 

@@ -39,6 +39,7 @@ class RegisterTaskManager:
     index: int
     data_address: tuple[str, int]
     pid: int
+    resource_id: str = ""  # the TaskManager's id, as the REST API and metrics name it
 
 
 @dataclass(eq=False)

@@ -26,6 +26,7 @@ from fluvial.cluster.messages import (
     CancelTask,
     DeclineCheckpoint,
     DeployTask,
+    MetricsSnapshot,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
@@ -72,6 +73,12 @@ class ControlLink:
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
         self.send(message)
+
+    def report_metrics(self, message: MetricsSnapshot) -> None:
+        try:
+            self.send(message)
+        except OSError:
+            pass  # the client is gone: the process is about to exit
 
     # -- collected records, with a credit window so the client's memory stays bounded ---------------------------
 
@@ -177,7 +184,7 @@ def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
     data_plane = DataPlane(config.secret, f"taskmanager-{config.index}", config.bind_host)
     channels = ProcessChannels(data_plane, config.index)
     task_manager = TaskManager(config.index, config.number_of_slots, channels, link.collect_target)
-    link.send(RegisterTaskManager(config.index, data_plane.address, os.getpid()))
+    link.send(RegisterTaskManager(config.index, data_plane.address, os.getpid(), task_manager.resource_id))
     heartbeat = threading.Thread(target=_heartbeat, args=(connection, config.heartbeat_interval_ms / 1000),
                                  name="fluvial-heartbeat", daemon=True)
     heartbeat.start()

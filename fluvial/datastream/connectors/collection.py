@@ -30,7 +30,7 @@ class CollectionSplit:
 class CollectionSource(Source[CollectionSplit]):
     """Emits the given elements in order, then ends. Always one split, so at most one subtask."""
 
-    __slots__ = ("elements",)
+    __slots__ = ("elements", "_pickled")
 
     def __init__(self, elements: Iterable[Any]) -> None:
         if isinstance(elements, (str, bytes)):
@@ -39,6 +39,17 @@ class CollectionSource(Source[CollectionSplit]):
                 f"wrap it in a list: [{elements!r}]"
             )
         self.elements: tuple = tuple(elements)
+        self._pickled: bytes | None = None
+
+    def __reduce__(self) -> tuple:
+        """Pickled once, however often the job is: a job that goes to TaskManager processes is pickled when it
+        is checked at submission and again in its deployment, and a large collection is most of the cost
+        (the elements never change, so the bytes stay right)."""
+        if self._pickled is None:
+            from fluvial.common.wire import dumps_code
+
+            self._pickled = dumps_code(self.elements)  # cloudpickle: elements may be of the script's classes
+        return (_unpickled_collection, (self._pickled,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CollectionSource) and other.elements == self.elements
@@ -64,6 +75,14 @@ class CollectionSource(Source[CollectionSplit]):
 
     def default_name(self) -> str:
         return "Collection Source"
+
+
+def _unpickled_collection(pickled: bytes) -> CollectionSource:
+    from fluvial.common.wire import loads_code
+
+    source = CollectionSource(loads_code(pickled))
+    source._pickled = pickled
+    return source
 
 
 class CollectionReader(SourceReader[CollectionSplit]):

@@ -17,7 +17,7 @@ Runtime contract (beyond `source.py`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -124,7 +124,7 @@ class HybridSourceReader(SourceReader[HybridSplit]):
         self._reader.add_splits(self._pending.pop(self._position))
         return True
 
-    def poll(self, max_records: int) -> list | None:
+    def poll(self, max_records: int) -> Sequence | None:
         while True:
             if self._reader is None and not self._switch():
                 return None

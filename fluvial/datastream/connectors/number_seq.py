@@ -8,6 +8,7 @@ starts from, so `poll` must stay free of per-record Python work.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -86,14 +87,14 @@ class NumberSequenceReader(SourceReader[NumberSequenceSplit]):
     def add_splits(self, splits: list[NumberSequenceSplit]) -> None:
         self._queue.extend(splits)
 
-    def poll(self, max_records: int) -> list | None:
+    def poll(self, max_records: int) -> Sequence | None:
         cur = self._current
         if cur > self._end and not self._activate_next():
             return None
         cur = self._current
         stop = min(cur + max_records, self._end + 1)
         self._current = stop
-        return list(range(cur, stop))
+        return range(cur, stop)  # a read-only sequence: consumers iterate it at C speed, nothing is materialized
 
     def current_split_id(self) -> str:
         """The split the last `poll` read from (splits are read one after another)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import abc
 import enum
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Sequence, TypeVar
 
 from fluvial.common.task_info import TaskInfo
 
@@ -55,7 +55,9 @@ class SourceReader(abc.ABC, Generic[SplitT]):
     def add_splits(self, splits: list[SplitT]) -> None: ...
 
     @abc.abstractmethod
-    def poll(self, max_records: int) -> list | None: ...
+    def poll(self, max_records: int) -> Sequence | None:
+        """At most `max_records` records: a list, or another read-only sequence where the reader has one for free
+        (NumberSequenceSource returns a `range`); `[]` when none is ready now (never block); None at the end."""
 
     @abc.abstractmethod
     def snapshot_state(self) -> list[SplitT]: ...

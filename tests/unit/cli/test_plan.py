@@ -136,7 +136,7 @@ print(list(ds.execute_and_collect()))
     result = invoke("plan", "-f", "json", job_file(tmp_path, body))
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
-    assert [v["name"] for v in plan["vertices"]] == ["Source: Collection Source", "Double -> Collect Sink"]
+    assert [v["name"] for v in plan["vertices"]] == ["Source: Collection Source", "Double", "Collect Sink"]
     assert "[2, 4, 6]" not in result.output
 
 

@@ -203,8 +203,9 @@ env.execute()
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["-D", "rest.port=8082"], "-D rest.port=8082: configuration key 'rest.port' is not supported by fluvial yet"),
-        (["-D", "metrics.reporter.prom.port=9249"], "not supported by fluvial yet: fluvial reports no metrics"),
+        (["-D", "rest.address=h"], "-D rest.address=h: configuration key 'rest.address' is not supported by fluvial"),
+        (["-D", "metrics.reporter.jmx.port=9249"], "not supported by fluvial yet: fluvial's metrics take"),
+        (["-D", "rest.port=http"], "-D rest.port=http: configuration 'rest.port' has"),
         (["-D", "parallelism.defualt=2"], "did you mean 'parallelism.default'?"),
         (["-D", "parallelism.default=zero"], "-D parallelism.default=zero: configuration 'parallelism.default' has"),
         (["-D", "no-equals-sign"], "-D expects KEY=VALUE, e.g. -D parallelism.default=4; got 'no-equals-sign'"),

@@ -16,6 +16,7 @@ from fluvial.cluster.messages import (
     CancelTask,
     DeclineCheckpoint,
     DeployTask,
+    MetricsSnapshot,
     ReleaseJob,
     TaskExecutionState,
     TriggerCheckpoint,
@@ -88,11 +89,18 @@ class Reports:
 
     def __init__(self) -> None:
         self.items: list[TaskExecutionState] = []
+        self.events: list = []  # states and metrics snapshots, in the order they arrived
         self.lock = threading.Condition()
+
+    def report_metrics(self, message) -> None:
+        with self.lock:
+            self.events.append(message)
+            self.lock.notify_all()
 
     def update_task_execution_state(self, update: TaskExecutionState) -> None:
         with self.lock:
             self.items.append(update)
+            self.events.append(update)
             self.lock.notify_all()
 
     def acknowledge_checkpoint(self, message) -> None:
@@ -158,6 +166,30 @@ def test_two_vertices_exchange_over_channels_and_both_finish(task_manager_and_re
     for vertex in job_graph.vertices:
         assert reports.states(vertex.id) == ["RUNNING", "FINISHED"]
     assert SUNK == list(range(1, 20_001))
+
+
+@pytest.mark.timeout(30)
+def test_each_task_reports_its_final_metrics_just_before_it_ends(task_manager_and_reports):
+    task_manager, reports = task_manager_and_reports
+    env = _env()
+    env.from_source(NumberSequenceSource(1, 20_000)).rebalance().map(Tracked()).add_sink(Keep())
+    job_graph = env.get_job_graph()
+    _deploy_all(job_graph, task_manager, reports)
+    reports.wait_for(_terminal(reports, 2))
+    source, sink = job_graph.vertices
+    for vertex in (source, sink):
+        events = [e for e in reports.events if e.vertex_id == vertex.id]
+        assert isinstance(events[-1], TaskExecutionState) and events[-1].state is ExecutionState.FINISHED
+        final = events[-2]
+        assert isinstance(final, MetricsSnapshot) and final.metrics.final, "the final figures come first"
+        assert final.metrics.task_manager_id == task_manager.resource_id
+    source_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.vertex_id == source.id][-1]
+    sink_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.vertex_id == sink.id][-1]
+    assert source_metrics.metrics.task["numRecordsOut"] == 20_000 and source_metrics.metrics.task["numRecordsIn"] == 0
+    assert sink_metrics.metrics.task["numRecordsIn"] == 20_000 and sink_metrics.metrics.task["numRecordsOut"] == 0
+    map_id, sink_id = (node.operator_id for node in sink.nodes)
+    assert sink_metrics.metrics.operators[map_id]["numRecordsOut"] == 20_000
+    assert sink_metrics.metrics.operators[sink_id]["numRecordsIn"] == 20_000
 
 
 @pytest.mark.timeout(30)

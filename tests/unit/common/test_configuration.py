@@ -19,11 +19,10 @@ from fluvial.common.errors import ConfigurationError
 @pytest.mark.parametrize(
     ("key", "says"),
     [
-        ("rest.port", "fluvial has no REST API or web dashboard yet"),
-        ("rest.bind-address", "fluvial has no REST API or web dashboard yet"),
-        ("web.submit.enable", "fluvial has no REST API or web dashboard yet"),
-        ("metrics.reporter.prom.port", "fluvial reports no metrics yet"),
-        ("metrics.reporters", "fluvial reports no metrics yet"),
+        ("rest.address", "fluvial's REST API and dashboard take rest.port and rest.bind-address only"),
+        ("web.submit.enable", "fluvial's REST API and dashboard take rest.port and rest.bind-address only"),
+        ("metrics.reporter.jmx.port", "fluvial's metrics take metrics.reporter.prom.port"),
+        ("metrics.reporters", "fluvial's metrics take metrics.reporter.prom.port"),
         ("execution.checkpointing.externalized-checkpoint-retention", "as RETAIN_ON_CANCELLATION does"),
         ("execution.checkpointing.unaligned.enabled", "fluvial always aligns checkpoint barriers"),
         ("state.backend.incremental", "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=...)"),

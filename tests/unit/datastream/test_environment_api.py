@@ -64,24 +64,14 @@ def test_default_local_parallelism_is_the_default_of_jobs_that_set_none():
         StreamExecutionEnvironment._default_local_parallelism = before
 
 
-def test_runtime_mode_is_recorded_under_flinks_key_and_batch_fails_at_submission():
+def test_runtime_mode_is_recorded_under_flinks_key():
     env = env_of()
     assert env.get_runtime_mode() is RuntimeExecutionMode.STREAMING
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     assert env.get_configuration().get_string("execution.runtime-mode") == "BATCH"
-    env.from_collection([1]).print()
-    with pytest.raises(NotYetSupportedError, match="batch execution"):
-        env.execute()
+    assert env.get_runtime_mode() is RuntimeExecutionMode.BATCH
     with pytest.raises(InvalidJobError):
         env.set_runtime_mode("batch")
-
-
-def test_automatic_mode_over_bounded_sources_is_batch_and_refused():
-    env = env_of()
-    env.get_configuration().set_string("execution.runtime-mode", "AUTOMATIC")
-    env.from_collection([1]).print()
-    with pytest.raises(NotYetSupportedError, match="AUTOMATIC"):
-        env.execute()
 
 
 class Countdown(SourceFunction):

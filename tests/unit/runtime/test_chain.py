@@ -9,7 +9,8 @@ import pytest
 from fluvial.datastream import MapFunction, ProcessFunction
 from fluvial.datastream.functions import FilterFunction
 from fluvial.datastream.output_tag import OutputTag
-from fluvial.runtime.basic_operators import FilterOperator, FusedStatelessOperator, MapOperator
+from fluvial.runtime.basic_operators import FilterOperator, MapOperator
+from fluvial.runtime.fused_operator import FusedOperator
 from fluvial.runtime.chain import SourceOperator
 from fluvial.runtime.operators import failing_operator
 from fluvial.runtime.process_operators import ProcessOperator
@@ -92,7 +93,7 @@ def test_a_stateless_run_becomes_one_fused_operator_between_source_and_sink() ->
                            .filter(Even()).name("B").map(Tracked("double", lambda v: v * 2)).name("C")
                            .add_sink(Collect(out)))
     chain, _ = build_chain(vertex)
-    assert kinds(chain) == [SourceOperator, FusedStatelessOperator, SinkFunctionOperator]
+    assert kinds(chain) == [SourceOperator, FusedOperator, SinkFunctionOperator]
     assert chain.head is chain.order[0]
     fused = chain.order[1]
     assert fused.name == "A -> B -> C" and [type(m) for m in fused.members] == [MapOperator, FilterOperator,
@@ -116,7 +117,7 @@ def test_fusion_is_decided_before_wiring_so_members_get_no_output_of_their_own()
 @pytest.mark.parametrize("describe, expected", [
     # an operator that is not a plain map/filter ends the run; runs of one are left as they are
     (lambda s: s.map(Tracked("a")).map(Tracked("b")).process(PassOn()).map(Tracked("c")).filter(Even()),
-     [SourceOperator, FusedStatelessOperator, ProcessOperator, FusedStatelessOperator]),
+     [SourceOperator, FusedOperator, ProcessOperator, FusedOperator]),
     (lambda s: s.map(Tracked("a")).process(PassOn()).map(Tracked("b")),
      [SourceOperator, MapOperator, ProcessOperator, MapOperator]),
     # a CheckpointedFunction keeps state under its own operator id
@@ -138,7 +139,7 @@ def test_an_operator_feeding_two_successors_is_not_fused_and_feeds_both() -> Non
         mapped.filter(Even()).add_sink(Collect(right))
 
     chain, _ = build_chain(single_vertex(describe))
-    assert FusedStatelessOperator not in kinds(chain)
+    assert FusedOperator not in kinds(chain)
     open_chain(chain)
     chain.head.process_batch(RecordBatch([1, 2, 3]))
     assert left == [2, 3, 4] and right == [2, 4]
@@ -155,7 +156,7 @@ def test_an_operator_with_an_outgoing_job_edge_is_not_fused_and_writes_to_its_wr
     graph = job_graph(describe)
     head_vertex = graph.vertices[0]
     chain, writers = build_chain(head_vertex)
-    assert FusedStatelessOperator not in kinds(chain)
+    assert FusedOperator not in kinds(chain)
     open_chain(chain)
     chain.head.process_batch(RecordBatch([1, 2]))
     (writer,) = writers.values()
@@ -273,7 +274,7 @@ def test_closing_a_fused_run_closes_every_member_even_if_one_fails() -> None:
     vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a", fail_close=True))
                            .map(Tracked("b")).map(Tracked("c", fail_close=True)).add_sink(Collect([])))
     chain, _ = build_chain(vertex)
-    assert kinds(chain)[1] is FusedStatelessOperator
+    assert kinds(chain)[1] is FusedOperator
     open_chain(chain)
     EVENTS.clear()
     errors = chain.close()

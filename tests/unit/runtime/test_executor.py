@@ -5,12 +5,15 @@ real, so the tests poll for what they wait on (wait_until), never sleep and hope
 from __future__ import annotations
 
 import threading
+import time
+from types import SimpleNamespace
 from typing import Callable
 
 import pytest
 
 from fluvial.runtime.executor import TaskExecutor, TaskProcessingTimeService
 from fluvial.runtime.input_processor import StepResult
+from fluvial.runtime.task_metrics import TaskTime
 from fluvial.testing import ManualClock, wait_until
 
 pytestmark = pytest.mark.timeout(30)
@@ -32,6 +35,7 @@ class FakeTask:
         self.state = State()
         self.opened_on: str | None = None
         self.timers: list[tuple[int, str]] = []
+        self.metrics = SimpleNamespace(time=TaskTime(time.perf_counter_ns()))  # the executor times each step
 
     def open(self) -> None:
         self.opened_on = threading.current_thread().name

@@ -153,6 +153,20 @@ def test_process_window_function_window_state_is_per_window_and_cleared_with_it(
     assert h.state_entries() == {} and h.timer_count() == 0
 
 
+def test_pre_aggregated_tumbling_panes_fire_once_clear_their_window_state_and_leave_nothing():
+    # the fast path (reduce, EventTimeTrigger, no lateness): a pane fires and is dropped by one timer
+    function = CountingProcess()
+    h = Harness(TumblingEventTimeWindows.of(1000), function=lambda a, b: (a[0], a[1] + b[1], b[2]),
+                kind=_F.PROCESS, window_function=function)
+    h.elements(("a", 1, 100), ("b", 2, 200), ("a", 3, 1100), ("a", 4, 300))
+    assert [v for v, _ in h.watermark(999)] == [("a", 0, 1, [5]), ("b", 0, 1, [2])]
+    assert sorted(function.cleared) == [0, 0]
+    h.elements(("a", 5, 900))  # late now: its window fired and was dropped
+    assert [v for v, _ in h.late] == [("a", 5, 900)]
+    assert [(v, ts) for v, ts in h.watermark(MAX_WATERMARK)] == [(("a", 1000, 1, [3]), 1999)]
+    assert h.state_entries() == {} and h.timer_count() == 0
+
+
 def test_sessions_merge_and_leave_no_merging_state_behind():
     h = Harness(EventTimeSessionWindows.with_gap(100), function=add)
     h.elements(("a", 1, 0), ("a", 2, 250), ("a", 3, 100))  # [0,100) and [100,200) touch: one session [0,200)

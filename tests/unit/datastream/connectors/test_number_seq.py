@@ -82,14 +82,14 @@ def test_restore_from_snapshot_yields_exactly_the_remaining_numbers(length, para
 def test_snapshot_position_is_the_next_number_to_emit():
     source = NumberSequenceSource(10, 19)
     reader = reader_for(source, source.create_splits(1))
-    assert reader.poll(3) == [10, 11, 12]
+    assert list(reader.poll(3)) == [10, 11, 12]
     assert reader.snapshot_state() == [NumberSequenceSplit("0", 13, 19)]
 
 
 def test_exhausted_reader_snapshots_nothing_and_stays_ended():
     source = NumberSequenceSource(0, 4)
     reader = reader_for(source, source.create_splits(1))
-    assert reader.poll(100) == [0, 1, 2, 3, 4]
+    assert list(reader.poll(100)) == [0, 1, 2, 3, 4]
     assert reader.poll(100) is None
     assert reader.poll(100) is None
     assert reader.snapshot_state() == []
@@ -128,4 +128,4 @@ def test_description_is_bounded_named_and_picklable():
 def test_large_bounds_do_not_materialize_the_range():
     source = NumberSequenceSource(0, 10**15)
     reader = reader_for(source, source.create_splits(2))
-    assert reader.poll(3) == [0, 1, 2]
+    assert list(reader.poll(3)) == [0, 1, 2]

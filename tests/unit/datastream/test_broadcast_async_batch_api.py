@@ -1,7 +1,7 @@
-"""PyFlink features whose API is here and whose runtime is not built yet (broadcast state, async I/O, batch
-execution): their API pieces work, a job using them fails at submission with NotYetSupportedError, and one
-real job per feature is marked xfail(strict) naming what is missing, so it turns green (and must be
-unmarked) the day the runtime lands."""
+"""The API pieces of broadcast state, async I/O and batch execution (argument checks, retry strategies and
+predicates, connect rules), and one small job of each. Their runtimes have tests of their own:
+tests/unit/runtime/test_broadcast_operator.py, test_async_operator.py, test_batch_operators.py and the
+integration tests of each."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import functools
 import pytest
 
 from fluvial.common import Duration, Types, WatermarkStrategy
-from fluvial.common.errors import InvalidJobError, NotYetSupportedError
+from fluvial.common.errors import InvalidJobError
 from fluvial.common.watermark_strategy import AssignerWithPeriodicWatermarksWrapper, Watermark
 from fluvial.datastream import (
     AsyncDataStream,
@@ -74,16 +74,7 @@ def test_broadcast_with_descriptors_makes_a_broadcast_stream_that_connects():
         env.from_collection(["a"]).broadcast("rules")
 
 
-def test_a_broadcast_job_fails_at_submission_naming_what_is_missing():
-    env = env_of()
-    env.from_collection(["a"]).connect(env.from_collection(["!"]).broadcast(RULES)).process(Tag()).print()
-    with pytest.raises(NotYetSupportedError, match="broadcast state"):
-        env.execute()
-
-
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, raises=NotYetSupportedError,
-                   reason="broadcast state runtime (two-input broadcast operator) is not built yet")
 def test_broadcast_state_reaches_every_subtask():
     env = env_of()
     rules = env.from_collection(["!"]).broadcast(RULES)
@@ -110,25 +101,16 @@ def test_async_wait_checks_its_arguments():
         AsyncDataStream.ordered_wait_with_retry(ds, Lookup(), 1000, "retry")
 
 
-def test_an_async_job_fails_at_submission_naming_what_is_missing():
-    env = env_of()
-    AsyncDataStream.ordered_wait(env.from_collection([1]), Lookup(), Duration.of_seconds(1)).print()
-    with pytest.raises(NotYetSupportedError, match="async I/O"):
-        env.execute()
-
-
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, raises=NotYetSupportedError,
-                   reason="async I/O runtime (async wait operator on an asyncio loop per task) is not built yet")
 def test_ordered_async_wait_keeps_input_order():
     env = env_of()
     strategy = FixedDelayRetryStrategy(3, 10, empty_result_predicate, has_exception_predicate)
     ds = AsyncDataStream.ordered_wait_with_retry(env.from_collection(list(range(20))), Lookup(), 1000, strategy)
+    ds.set_parallelism(1)  # one subtask: a collection source's order, kept
     assert list(ds.execute_and_collect()) == [v * 10 for v in range(20)]
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, raises=NotYetSupportedError, reason="batch execution mode is not built yet")
 def test_batch_mode_emits_one_final_result_per_key():
     env = env_of()
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)

@@ -1,0 +1,46 @@
+"""DispatcherView: all the REST API needs of a cluster. The embedded MiniClusters of a process offer it
+(`fluvial.cluster.dispatcher.LocalDispatcher`); a session cluster's JobManager offers the same methods.
+
+Contract: every method may be called from any thread and returns plain data (`fluvial.cluster.dispatcher`,
+`fluvial.cluster.job_details`, `fluvial.metrics.snapshot`); a job id nobody knows raises UnknownJobError; a
+request the job cannot take (a savepoint without checkpointing, ...) raises an error whose message says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from fluvial.cluster.dispatcher import ClusterOverview, JobView, TaskManagerDetails
+from fluvial.cluster.job_details import JobDetails
+from fluvial.common.future import CompletableFuture
+from fluvial.metrics.snapshot import JobMetricsSnapshot
+
+
+class DispatcherView(Protocol):
+    def overview(self) -> ClusterOverview: ...
+
+    def jobs(self) -> list[JobDetails]:
+        """Every job the cluster runs or ran, in submission order."""
+        ...
+
+    def job(self, job_id: str) -> JobView: ...
+
+    def metrics(self) -> list[JobMetricsSnapshot]:
+        """Every job's own metrics and its subtasks' latest snapshots (for Prometheus)."""
+        ...
+
+    def task_managers(self) -> list[TaskManagerDetails]: ...
+
+    def cancel_job(self, job_id: str) -> None: ...
+
+    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture:
+        """A future of the savepoint's path."""
+        ...
+
+    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> CompletableFuture:
+        """A future of the savepoint's path; the job stops once it is complete."""
+        ...
+
+    def submit_job(self, job_graph: Any) -> str:
+        """Run a JobGraph; its job id."""
+        ...

@@ -1,0 +1,358 @@
+"""The REST API (Flink's routes and JSON field names) and the dashboard, as a Starlette app over a
+DispatcherView.
+
+Rules:
+- GET routes only read: none of them changes a job, triggers a checkpoint or starts anything.
+- Every other method needs the cluster's access token (`Authorization: Bearer <token>`) and answers 401
+  without it, before the request is looked at.
+- Errors are Flink's: `{"errors": ["what is wrong, and what to do"]}` with 400 (a bad request), 404 (no such
+  job, vertex or route), 409 (the job cannot do that now) or 500.
+- Handlers are plain functions, run on a thread pool: they wait on JobMaster futures.
+
+Routes:
+  GET  /                                 the dashboard (static files under /static)
+  GET  /config                           the dashboard's settings
+  GET  /overview                         taskmanagers, slots, jobs by state, version
+  GET  /jobs                             {"jobs": [{"id", "status"}]}
+  POST /jobs                             submit a cloudpickled JobGraph → 202 {"jobid", "jobUrl"}
+  GET  /jobs/overview                    every job with its name, state, times and task counts
+  GET  /jobs/:jobid                      jid, name, state, times, vertices (with their I/O metrics), plan
+  PATCH /jobs/:jobid?mode=cancel         cancel → 202
+  GET  /jobs/:jobid/plan                 the dataflow plan
+  GET  /jobs/:jobid/metrics[?get=a,b]    the job's metrics (uptime, numRestarts, checkpoints)
+  GET  /jobs/:jobid/exceptions           the root exception and the exception history
+  GET  /jobs/:jobid/checkpoints          counts, latest, history, summary
+  GET  /jobs/:jobid/checkpoints/config   the checkpointing settings
+  GET  /jobs/:jobid/vertices/:vid        the vertex and its subtasks (TaskManager, attempt, state, records)
+  GET  /jobs/:jobid/vertices/:vid/metrics[?get=...], /watermarks, /backpressure
+  POST /jobs/:jobid/savepoints           {"target-directory", "cancel-job"} → 202 {"request-id"}
+  GET  /jobs/:jobid/savepoints/:trigger  {"status": {"id": IN_PROGRESS|COMPLETED}, "operation": ...}
+  POST /jobs/:jobid/stop                 {"targetDirectory", "drain"} → 202 {"request-id"}
+  GET  /taskmanagers                     {"taskmanagers": [{"id", "slotsNumber", "freeSlots", ...}]}
+  GET  /metrics                          every job's metrics in Prometheus' text format
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import pickle
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from fluvial.cluster.dispatcher import UnknownJobError
+from fluvial.common.future import CompletableFuture
+from fluvial.metrics import prometheus
+from fluvial.web import views
+from fluvial.web.dispatcher import DispatcherView
+
+logger = logging.getLogger(__name__)
+
+STATIC = Path(__file__).with_name("static")
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
+
+
+class RequestError(Exception):
+    """A request that cannot be served, with its HTTP status and the message for the client."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TokenGuard:
+    """ASGI middleware: a request with a method other than GET, HEAD or OPTIONS needs the bearer token."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self._app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http" and scope["method"] not in READ_METHODS:
+            given = dict(scope.get("headers", ())).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                response = JSONResponse(
+                    {"errors": [f"{scope['method']} {scope['path']} changes the cluster and needs its access token: "
+                                "send the header 'Authorization: Bearer <token>'"]},
+                    status_code=401, headers={"WWW-Authenticate": 'Bearer realm="fluvial"'})
+                await response(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+class SavepointOperations:
+    """The savepoints and stops requested through the API, by trigger id (Flink's asynchronous operations)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._operations: dict[tuple[str, str], CompletableFuture] = {}
+
+    def add(self, job_id: str, future: CompletableFuture) -> str:
+        trigger_id = os.urandom(16).hex()
+        with self._lock:
+            self._operations[(job_id, trigger_id)] = future
+        return trigger_id
+
+    def status(self, job_id: str, trigger_id: str) -> dict[str, Any]:
+        with self._lock:
+            future = self._operations.get((job_id, trigger_id))
+        if future is None:
+            raise RequestError(404, f"there is no savepoint operation {trigger_id} of job {job_id}: use the "
+                                    "request-id that POST /jobs/:jobid/savepoints (or /stop) returned")
+        if not future.done():
+            return {"status": {"id": "IN_PROGRESS"}}
+        error = future.exception()
+        if error is None:
+            return {"status": {"id": "COMPLETED"}, "operation": {"location": future.result()}}
+        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
+            "class": type(error).__name__, "message": str(error),
+            "stack-trace": "".join(traceback.format_exception(error)), "serialized-throwable": ""}}}
+
+
+def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000) -> Any:
+    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`."""
+    if not token:
+        raise ValueError("the REST API needs an access token for its mutating routes")
+    api = _Api(dispatcher, refresh_interval_ms)
+    routes = [
+        Route("/", api.index, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        Route("/config", api.config, methods=["GET"]),
+        Route("/overview", api.overview, methods=["GET"]),
+        Route("/jobs", api.jobs, methods=["GET"]),
+        Route("/jobs", api.submit, methods=["POST"]),
+        Route("/jobs/overview", api.jobs_overview, methods=["GET"]),
+        Route("/jobs/{job_id}", api.job, methods=["GET"]),
+        Route("/jobs/{job_id}", api.terminate, methods=["PATCH"]),
+        Route("/jobs/{job_id}/plan", api.plan, methods=["GET"]),
+        Route("/jobs/{job_id}/metrics", api.job_metrics, methods=["GET"]),
+        Route("/jobs/{job_id}/exceptions", api.exceptions, methods=["GET"]),
+        Route("/jobs/{job_id}/checkpoints", api.checkpoints, methods=["GET"]),
+        Route("/jobs/{job_id}/checkpoints/config", api.checkpoint_config, methods=["GET"]),
+        Route("/jobs/{job_id}/vertices/{vertex_id}", api.vertex, methods=["GET"]),
+        Route("/jobs/{job_id}/vertices/{vertex_id}/metrics", api.vertex_metrics, methods=["GET"]),
+        Route("/jobs/{job_id}/vertices/{vertex_id}/watermarks", api.watermarks, methods=["GET"]),
+        Route("/jobs/{job_id}/vertices/{vertex_id}/backpressure", api.backpressure, methods=["GET"]),
+        Route("/jobs/{job_id}/savepoints", api.savepoint, methods=["POST"]),
+        Route("/jobs/{job_id}/savepoints/{trigger_id}", api.savepoint_status, methods=["GET"]),
+        Route("/jobs/{job_id}/stop", api.stop, methods=["POST"]),
+        Route("/taskmanagers", api.task_managers, methods=["GET"]),
+        Route("/metrics", api.prometheus, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
+                                                       UnknownJobError: _unknown_job, Exception: _server_error})
+    return TokenGuard(app, token)
+
+
+def create_prometheus_app(dispatcher: DispatcherView) -> Any:
+    """The app of `metrics.reporter.prom.port`: the Prometheus text at `/` and `/metrics`, as Flink's
+    reporter serves it."""
+    api = _Api(dispatcher, 1000)
+    return Starlette(routes=[Route("/", api.prometheus, methods=["GET"]),
+                             Route("/metrics", api.prometheus, methods=["GET"])],
+                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
+
+
+class _Api:
+    def __init__(self, dispatcher: DispatcherView, refresh_interval_ms: int) -> None:
+        self._dispatcher = dispatcher
+        self._refresh_interval_ms = refresh_interval_ms
+        self._savepoints = SavepointOperations()
+
+    # -- dashboard and cluster ------------------------------------------------------------------------------------
+
+    def index(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    def config(self, request: Request) -> Response:
+        return JSONResponse(views.config_json(self._refresh_interval_ms))
+
+    def overview(self, request: Request) -> Response:
+        return JSONResponse(views.overview_json(self._dispatcher.overview()))
+
+    def task_managers(self, request: Request) -> Response:
+        return JSONResponse(views.task_managers_json(self._dispatcher.task_managers()))
+
+    def prometheus(self, request: Request) -> Response:
+        return Response(prometheus.render(self._dispatcher.metrics()), media_type=prometheus.CONTENT_TYPE)
+
+    # -- jobs -----------------------------------------------------------------------------------------------------
+
+    def jobs(self, request: Request) -> Response:
+        return JSONResponse(views.jobs_json(self._dispatcher.jobs()))
+
+    def jobs_overview(self, request: Request) -> Response:
+        return JSONResponse(views.jobs_overview_json(self._dispatcher.jobs()))
+
+    def job(self, request: Request) -> Response:
+        return JSONResponse(views.job_json(self._view(request)))
+
+    def plan(self, request: Request) -> Response:
+        return JSONResponse(views.plan_json(self._view(request).details))
+
+    def job_metrics(self, request: Request) -> Response:
+        values = self._view(request).details.metric_values()
+        return JSONResponse(views.metric_list_json(values, request.query_params.get("get")))
+
+    def exceptions(self, request: Request) -> Response:
+        limit = request.query_params.get("maxExceptions")
+        if limit is not None and not limit.isdigit():
+            raise RequestError(400, f"maxExceptions must be a number >= 0, got {limit!r}")
+        return JSONResponse(views.exceptions_json(self._view(request).details,
+                                                  int(limit) if limit is not None else None))
+
+    def checkpoints(self, request: Request) -> Response:
+        return JSONResponse(views.checkpoints_json(self._view(request).details))
+
+    def checkpoint_config(self, request: Request) -> Response:
+        return JSONResponse(views.checkpoint_config_json(self._view(request).details))
+
+    def vertex(self, request: Request) -> Response:
+        view, vertex = self._vertex(request)
+        return JSONResponse(views.vertex_json(view, vertex))
+
+    def vertex_metrics(self, request: Request) -> Response:
+        view, vertex = self._vertex(request)
+        values = views.vertex_metric_values(view, vertex)
+        return JSONResponse(views.metric_list_json(values, request.query_params.get("get")))
+
+    def watermarks(self, request: Request) -> Response:
+        view, vertex = self._vertex(request)
+        return JSONResponse(views.watermarks_json(view, vertex))
+
+    def backpressure(self, request: Request) -> Response:
+        view, vertex = self._vertex(request)
+        return JSONResponse(views.backpressure_json(view, vertex))
+
+    def _view(self, request: Request) -> Any:
+        return self._dispatcher.job(request.path_params["job_id"])
+
+    def _vertex(self, request: Request) -> tuple[Any, Any]:
+        view = self._view(request)
+        vertex = views.vertex_by_rest_id(view.details, request.path_params["vertex_id"])
+        if vertex is None:
+            raise RequestError(404, f"job {view.details.job_id} has no vertex {request.path_params['vertex_id']}: "
+                                    "GET /jobs/:jobid lists its vertices and their ids")
+        return view, vertex
+
+    # -- mutations (token-guarded) --------------------------------------------------------------------------------
+
+    async def submit(self, request: Request) -> Response:
+        body = await request.body()
+        return await _in_thread(lambda: self._submit(body))
+
+    def _submit(self, body: bytes) -> Response:
+        from fluvial.graph.job_graph import JobGraph
+
+        try:
+            job_graph = pickle.loads(body)  # noqa: S301 - only a holder of the cluster's token gets here
+        except Exception as error:  # noqa: BLE001 - any undecodable body is the client's mistake
+            raise RequestError(400, f"the request body is not a pickled JobGraph ({type(error).__name__}: {error}); "
+                                    f"send cloudpickle.dumps(job_graph) as {JOB_GRAPH_MEDIA_TYPE}") from None
+        if not isinstance(job_graph, JobGraph):
+            raise RequestError(400, f"the request body holds a {type(job_graph).__name__}, not a JobGraph")
+        job_id = self._dispatcher.submit_job(job_graph)
+        return JSONResponse({"jobid": job_id, "jobUrl": f"/jobs/{job_id}"}, status_code=202)
+
+    def terminate(self, request: Request) -> Response:
+        mode = request.query_params.get("mode", "cancel").lower()
+        if mode == "stop":
+            raise RequestError(400, "mode=stop is not supported: stop a job with a savepoint through "
+                                    "POST /jobs/:jobid/stop")
+        if mode != "cancel":
+            raise RequestError(400, f"mode must be 'cancel', got {mode!r}")
+        self._dispatcher.cancel_job(request.path_params["job_id"])
+        return JSONResponse({}, status_code=202)
+
+    async def savepoint(self, request: Request) -> Response:
+        """Flink's body: {"target-directory", "cancel-job"}."""
+        return await self._start_operation(request, "target-directory", "cancel-job",
+                                           self._dispatcher.trigger_savepoint)
+
+    async def stop(self, request: Request) -> Response:
+        """Flink's body: {"targetDirectory", "drain"}."""
+        return await self._start_operation(request, "targetDirectory", "drain", self._dispatcher.stop_with_savepoint)
+
+    async def _start_operation(self, request: Request, directory_key: str, flag_key: str,
+                               start: Callable[[str, str | None, bool], CompletableFuture]) -> Response:
+        body = await _json_body(request)
+        directory = _optional_text(body, directory_key)
+        flag = _optional_flag(body, flag_key)
+        job_id = request.path_params["job_id"]
+        return await _in_thread(lambda: self._operation(job_id, lambda: start(job_id, directory, flag)))
+
+    def _operation(self, job_id: str, start: Callable[[], CompletableFuture]) -> Response:
+        self._dispatcher.job(job_id)  # an unknown job is a 404 here, not a failed operation later
+        try:
+            future = start()
+        except (RuntimeError, NotImplementedError, ValueError) as error:
+            raise RequestError(409, str(error)) from None
+        return JSONResponse({"request-id": self._savepoints.add(job_id, future)}, status_code=202)
+
+    def savepoint_status(self, request: Request) -> Response:
+        return JSONResponse(self._savepoints.status(request.path_params["job_id"], request.path_params["trigger_id"]))
+
+
+async def _in_thread(call: Callable[[], Response]) -> Response:
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(call)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as error:
+        raise RequestError(400, f"the request body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise RequestError(400, "the request body must be a JSON object")
+    return body
+
+
+def _optional_text(body: dict, key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise RequestError(400, f"'{key}' must be a string (a directory), got {value!r}")
+    return value
+
+
+def _optional_flag(body: dict, key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise RequestError(400, f"'{key}' must be true or false, got {value!r}")
+    return value
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    status = getattr(error, "status_code", 500)
+    detail = {404: f"no such route: {request.method} {request.url.path}",
+              405: f"{request.method} is not allowed on {request.url.path}"}.get(status, str(error))
+    return JSONResponse({"errors": [detail]}, status_code=status)
+
+
+async def _request_error(request: Request, error: Exception) -> Response:
+    return JSONResponse({"errors": [str(error)]}, status_code=getattr(error, "status", 400))
+
+
+async def _unknown_job(request: Request, error: Exception) -> Response:
+    return JSONResponse({"errors": [str(error)]}, status_code=404)
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    logger.error("REST request %s %s failed", request.method, request.url.path, exc_info=error)
+    return JSONResponse({"errors": [f"internal error: {type(error).__name__}: {error}"]}, status_code=500)
