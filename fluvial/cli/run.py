@@ -9,8 +9,11 @@ closed pipe, the jobs still running are cancelled before fluvial exits.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
+
+import typer
 
 from fluvial.cli.closed_pipe import ClosedPipe, PipeWatch
 from fluvial.cli.console import ExitCode, VerboseOption, exit_with, verbose_logging
@@ -37,6 +40,12 @@ from fluvial.cli.launch import (
 )
 from fluvial.common.configuration import Configuration
 
+WebOption = Annotated[
+    bool,
+    typer.Option("--web", help="Serve the REST API and the dashboard while the jobs run (rest.port, default "
+                               "8081; -D rest.port=0 takes a free one) and print their address."),
+]
+
 CANCEL_WAIT_SECONDS = 10.0
 """How long `run` waits for cancelled jobs to end before it exits anyway."""
 
@@ -48,6 +57,7 @@ def run(
     properties: PropertyOption = None,
     savepoint: SavepointOption = None,
     allow_non_restored_state: AllowNonRestoredOption = False,
+    web: WebOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Run JOB as `__main__` on the embedded cluster. Options go before JOB; everything after JOB becomes the
@@ -55,9 +65,11 @@ def run(
     require_job_file(job)
     options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state)
     configuration = launch_configuration(options)
+    if web and not configuration.contains_key("rest.port"):
+        configuration.set_string("rest.port", "8081")
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
-        result = _run_watched(job, list(args or ()), configuration, _keep_unless_closed(jobs, watch))
+        result = _run_watched(job, list(args or ()), configuration, _keep_unless_closed(jobs, watch, web))
         if watch.check_now():
             _end_quietly(jobs)
     if result.outcome is ScriptOutcome.INTERRUPTED:
@@ -76,13 +88,20 @@ def _run_watched(job: Path, args: list[str], configuration: Configuration, obser
         return ScriptResult(ScriptOutcome.COMPLETED)
 
 
-def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch) -> Callable[[Any, Callable[[Any], Any]], Any]:
-    """The submission observer of `run`: keep each job's client; refuse new jobs once the output is gone."""
+def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool
+                        ) -> Callable[[Any, Callable[[Any], Any]], Any]:
+    """The submission observer of `run`: keep each job's client (with --web, say where its dashboard is);
+    refuse new jobs once the output is gone."""
 
     def observe(pipeline: Any, submit: Callable[[Any], Any]) -> Any:
         if watch.closed:
             raise ClosedPipe()
-        return jobs.add(submit(pipeline))
+        client = jobs.add(submit(pipeline))
+        endpoint = getattr(client, "web", None)
+        if web and endpoint is not None and endpoint.address:
+            print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}", file=sys.stderr,
+                  flush=True)
+        return client
 
     return observe
 

@@ -334,3 +334,29 @@ def test_an_api_error_in_the_job_file_shows_the_users_line_and_the_apis_message(
     assert 'api.py", line 4, in <module>' in err
     assert "InvalidJobError: from_source expects a Source (e.g. NumberSequenceSource), got 42" in err
     assert "fluvial/" not in err
+
+
+@pytest.mark.timeout(60)
+def test_web_serves_the_dashboard_and_rest_api_while_the_job_runs_and_prints_where(tmp_path):
+    body = """\
+import json, threading, urllib.request
+from fluvial.common import Configuration
+asked = threading.Event()
+
+def hold(value):
+    asked.wait(30)  # the job runs until the REST API has answered
+    return value
+
+env.set_parallelism(1)
+env.from_collection([1, 2]).map(hold).print()
+client = env.execute_async("watched")
+jobs = json.load(urllib.request.urlopen(client.web.address + "/jobs", timeout=10))["jobs"]
+page = urllib.request.urlopen(client.web.address + "/", timeout=10).read().decode()
+asked.set()
+client.get_job_execution_result().result()
+print("listed:", [job["id"] for job in jobs] == [str(client.get_job_id())], "page:", "<html" in page.lower())
+"""
+    result = invoke("run", "--web", "-D", "rest.port=0", job_file(tmp_path, body))
+    assert result.exit_code == 0, result.output
+    assert "listed: True page: True" in result.stdout
+    assert "Dashboard and REST API of job " in result.stderr and "http://127.0.0.1:" in result.stderr
