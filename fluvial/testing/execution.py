@@ -19,6 +19,9 @@ class ExecutionMode(enum.Enum):
     PROCESSES = "process"  # TaskManagers as processes of this machine
     RAY = "ray"  # TaskManagers as Ray actors
 
+    def __str__(self) -> str:
+        return self.value  # so pytest names parametrized tests test_x[thread], test_x[process]
+
 
 AVAILABLE = (ExecutionMode.THREADS, ExecutionMode.PROCESSES)
 
