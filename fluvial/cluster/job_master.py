@@ -183,7 +183,8 @@ class JobMaster:
                 self._main.schedule(SAVEPOINT_POLL_MS, trigger)
                 return
             started = self.checkpointing.coordinator.trigger_checkpoint(
-                is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id),
+                is_savepoint=True,
+                savepoint_storage=savepoint_storage(directory, self.job_id, self.checkpointing.settings.storage),
                 savepoint_dir=directory)
             started.add_done_callback(lambda done: _forward(done, answer))
 
