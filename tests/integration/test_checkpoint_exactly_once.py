@@ -32,6 +32,7 @@ from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 N = 24_000
 KEYS = 7
@@ -197,19 +198,12 @@ BACKENDS = [
     pytest.param(HashMapStateBackend, id="hashmap"),
     pytest.param(EmbeddedRocksDBStateBackend, id="rocksdb"),
 ]
-# parallelism 2 in both execution modes (barriers, acknowledgements and state crossing processes); parallelism 1
-# in threads, where one TaskManager runs the whole job
-LAYOUTS = [
-    pytest.param(1, ExecutionMode.THREADS, id="p1-thread"),
-    pytest.param(2, ExecutionMode.THREADS, id="p2-thread"),
-    pytest.param(2, ExecutionMode.PROCESSES, id="p2-process"),
-]
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("storage", ["jobmanager", "filesystem"])
-@pytest.mark.parametrize("parallelism, mode", LAYOUTS)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_failure_and_restore_keep_output_and_state_exactly_once(tmp_path, parallelism, mode, storage, backend):
     result = run_oracle_job(tmp_path, execution=mode, parallelism=parallelism, storage=storage,
                             checkpointing=CheckpointingMode.EXACTLY_ONCE, backend=backend())

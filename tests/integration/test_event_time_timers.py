@@ -24,6 +24,7 @@ from fluvial.datastream import (
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.timerservice import TimeDomain
 from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 
 class EmitTimestampMinusOne(WatermarkGenerator):
@@ -186,8 +187,7 @@ class ProcessingTimeTimers(KeyedProcessFunction):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism, mode", [(1, ExecutionMode.THREADS), (2, ExecutionMode.THREADS),
-                                               (2, ExecutionMode.PROCESSES)], ids=["1-thread", "2-thread", "2-process"])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_processing_time_timers_fire_on_the_wall_clock(parallelism, mode):
     env = env_with(parallelism, mode)
     keys = ["x", "y", "z"]
