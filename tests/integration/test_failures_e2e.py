@@ -267,3 +267,26 @@ def test_exception_in_close_fails_the_job_and_close_runs_once(mode, events):
     assert isinstance(info.value.__cause__, OSError)
     assert "Map" in str(info.value)
     assert sorted(events.values("failing-close")) == [0, 1]
+
+
+class UnpicklableError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()  # an exception that cannot be pickled, so cannot leave its process as itself
+
+
+def raise_unpicklable(value):
+    if value == 5:
+        raise UnpicklableError("no pickle for me")
+    return value
+
+
+@pytest.mark.timeout(60)
+def test_an_exception_that_cannot_be_pickled_fails_the_job_naming_its_type_and_message(mode):
+    env = _env(mode)
+    env.from_collection(list(range(10))).map(raise_unpicklable).add_sink(lambda v: None)
+    with pytest.raises(JobExecutionException) as info:
+        env.execute()
+    assert "Map" in str(info.value) and "UnpicklableError" in str(info.value), str(info.value)
+    assert "no pickle for me" in str(info.value.__cause__)
+    assert "TaskManager" not in str(info.value)  # the task failed; no TaskManager was taken for lost

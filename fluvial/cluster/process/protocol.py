@@ -63,6 +63,12 @@ class RemoteTaskError(FluvialError):
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
+        self.message = message
+
+    def __reduce__(self) -> tuple:
+        # an exception unpickles as cls(*self.args), and args holds the one joined text: without this, the
+        # stand-in itself failed to unpickle, and the TaskManager was taken for lost instead of the task failing
+        return type(self), (self.type_name, self.message)
 
 
 class RemoteTraceback(Exception):
