@@ -29,6 +29,7 @@ from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from fluvial.testing import wait_until
 from tests.faults.test_process_kill import assert_exactly_once, committed_records, completed_checkpoints
+from tests.processes import alive, descendants
 
 KEYS = 7
 
@@ -238,31 +239,6 @@ CLIENT = textwrap.dedent("""
     print("pids", *client.cluster.processes.pids, flush=True)
     client.get_job_execution_result().result()
 """)
-
-
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found, stack = set(), [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.add(child)
-            stack.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.timeout(120)
