@@ -1,11 +1,13 @@
 """What only process mode has, seen from the client: print() and logging of TaskManager processes reach the
-client, a function that cannot be pickled is refused at submission, no TaskManager process outlives its job
+client, a function that cannot be pickled is refused at submission and one that cannot be loaded there fails
+its subtask naming the module, no TaskManager process outlives its job
 (finished, failed or cancelled: checked in /proc), modules of the job's own directory and `python.files` are
 importable in TaskManager processes (the client's sys.path travels), `local.number-taskmanager` and
 `taskmanager.numberOfTaskSlots` keep their meaning, and auto picks threads at parallelism 1, processes above."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -115,6 +117,30 @@ def test_a_closure_over_a_socket_is_refused_naming_it():
         env.from_collection([1, 2, 3]).map(lambda value: (connection.fileno(), value)).add_sink(lambda value: None)
         with pytest.raises(InvalidJobError, match=r"'Map'.*socket.*cannot be pickled.*open\(\)"):
             env.execute("closure over a socket")
+
+
+def test_a_function_from_a_module_task_managers_cannot_import_fails_its_subtask_naming_the_module(tmp_path):
+    """The module is loaded from a file that is on no sys.path, so only this process has it: the subtask fails
+    with an error naming the module and the fix, and no TaskManager is taken for lost."""
+    path = tmp_path / "elsewhere" / "only_here.py"
+    path.parent.mkdir()
+    path.write_text("def double(value):\n    return 2 * value\n")
+    spec = importlib.util.spec_from_file_location("fluvial_test_only_here", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        env = processes()
+        env.from_collection([1, 2, 3]).map(module.double).add_sink(lambda value: None)
+        with pytest.raises(JobExecutionException) as info:
+            env.execute("a module only the client has")
+    finally:
+        del sys.modules[spec.name]
+    message = str(info.value)
+    assert "No module named 'fluvial_test_only_here'" in message, message
+    assert "importable in TaskManager processes" in message and "add_python_file" in message
+    assert "was lost" not in message
+    assert isinstance(info.value.__cause__.__cause__, ModuleNotFoundError)
 
 
 # -- no TaskManager process outlives its job ----------------------------------------------------------------------

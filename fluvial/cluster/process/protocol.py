@@ -52,6 +52,31 @@ class TaskManagerDirectory:
 
 
 @dataclass(eq=False)
+class DeploymentEnvelope:
+    """JobMaster → TaskManager: a DeployTask, cloudpickled into `payload`, with who it is for in plain values.
+    The payload holds the job's functions, and loading them in the TaskManager process can fail (a module
+    there is not importable); the envelope lets the TaskManager fail that one subtask attempt with the error,
+    instead of dying on a message it cannot read."""
+
+    job_id: str
+    vertex_id: int
+    subtask_index: int
+    attempt: int
+    task_name: str
+    payload: bytes
+
+    @classmethod
+    def of(cls, message: Any) -> DeploymentEnvelope:
+        spec = message.spec
+        return cls(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt,
+                   f"{spec.vertex.name} ({spec.subtask_index + 1}/{spec.vertex.parallelism})", dumps_control(message))
+
+
+class DeploymentError(FluvialError):
+    """A TaskManager process could not load a subtask's functions."""
+
+
+@dataclass(eq=False)
 class CollectCredit:
     """Client → TaskManager: the client took `count` buffers of collected records; the collect sinks of this
     TaskManager may send that many more."""
