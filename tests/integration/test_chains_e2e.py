@@ -8,7 +8,7 @@ import pytest
 from fluvial.common.errors import JobCancelledException
 from fluvial.datastream import FilterFunction, FlatMapFunction, MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-from fluvial.testing import ExecutionMode, environment
+from fluvial.testing import ExecutionMode, environment, wait_until
 
 
 def _env(mode: ExecutionMode, parallelism: int) -> StreamExecutionEnvironment:
@@ -104,6 +104,9 @@ def test_closing_collect_iterator_early_cancels_the_job(mode):
     ds = env.from_source(NumberSequenceSource(1, 50_000_000))
     with ds.execute_and_collect() as results:
         first = [next(results) for _ in range(3)]
+        # the sink sends on until its window is full (a TaskManager process's credits, or this buffer's room):
+        # it must still stop, and its task be cancelled, once nobody reads
+        wait_until(lambda: results._buffer._items.qsize() >= 8, what="the collect sink to fill its window")
     assert first == [1, 2, 3]
     # a closed iterator yields nothing more, and the endless job ends cancelled
     assert list(results) == []
