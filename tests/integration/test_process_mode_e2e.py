@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,8 @@ from fluvial.common import Configuration
 from fluvial.common.errors import InvalidJobError, JobCancelledException, JobExecutionException
 from fluvial.datastream import MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
-from fluvial.testing import ExecutionMode, environment, wait_until
+from fluvial.testing import ExecutionMode, ScriptedSource, environment, wait_until
+from tests.integration.test_failures_e2e import HoldsALock
 from tests.processes import alive, descendants
 
 pytestmark = pytest.mark.timeout(60)
@@ -87,15 +86,6 @@ def test_logs_of_task_manager_processes_reach_the_clients_logging(caplog):
 # -- a function that cannot travel --------------------------------------------------------------------------------
 
 
-class HoldsALock(MapFunction):
-    def __init__(self):
-        self.lock = threading.Lock()
-
-    def map(self, value):
-        with self.lock:
-            return value
-
-
 def test_a_function_that_cannot_be_pickled_is_refused_at_submission_naming_operator_object_and_fix():
     before = descendants(os.getpid())
     env = processes()
@@ -146,28 +136,6 @@ def test_a_function_from_a_module_task_managers_cannot_import_fails_its_subtask_
 # -- no TaskManager process outlives its job ----------------------------------------------------------------------
 
 
-class Endless(Source):
-    def get_boundedness(self):
-        return Boundedness.CONTINUOUS_UNBOUNDED
-
-    def create_splits(self, parallelism):
-        return list(range(parallelism))
-
-    def create_reader(self, task_info):
-        return EndlessReader()
-
-
-class EndlessReader(SourceReader):
-    def add_splits(self, splits):
-        pass
-
-    def poll(self, max_records):
-        return []
-
-    def snapshot_state(self):
-        return []
-
-
 @pytest.mark.parametrize("outcome", ["finished", "failed", "cancelled"])
 def test_no_task_manager_process_outlives_its_job(outcome):
     env = processes()
@@ -176,7 +144,7 @@ def test_no_task_manager_process_outlives_its_job(outcome):
     elif outcome == "failed":
         env.from_source(NumberSequenceSource(1, 10_000)).map(lambda x: 1 // (x - 5_000)).add_sink(lambda v: None)
     else:
-        env.from_source(Endless()).rebalance().add_sink(lambda value: None)
+        env.from_source(ScriptedSource([], unbounded=True)).rebalance().add_sink(lambda value: None)
     client = env.execute_async(outcome)
     pids = list(client.cluster.processes.pids)
     assert len(pids) == 2 and os.getpid() not in pids
