@@ -221,7 +221,10 @@ def test_strangers_at_every_listening_port_unpickle_nothing_and_the_job_is_intac
 
 
 CLIENT = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, even when the tests run in the background: a shell
+    # starts background commands with SIGINT ignored, and Python then installs no handler for it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from fluvial.common import Configuration
     from fluvial.datastream import StreamExecutionEnvironment, MapFunction
     from fluvial.datastream.connectors.number_seq import NumberSequenceSource
