@@ -60,16 +60,21 @@ class DeploymentEnvelope:
 
     job_id: str
     vertex_id: int
+    vertex_name: str
     subtask_index: int
+    parallelism: int
     attempt: int
-    task_name: str
     payload: bytes
 
     @classmethod
     def of(cls, message: Any) -> DeploymentEnvelope:
         spec = message.spec
-        return cls(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt,
-                   f"{spec.vertex.name} ({spec.subtask_index + 1}/{spec.vertex.parallelism})", dumps_control(message))
+        return cls(spec.job_id, spec.vertex.id, spec.vertex.name, spec.subtask_index, spec.vertex.parallelism,
+                   spec.attempt, dumps_control(message))
+
+    @property
+    def task_name(self) -> str:
+        return f"{self.vertex_name} ({self.subtask_index + 1}/{self.parallelism})"
 
 
 class DeploymentError(FluvialError):

@@ -242,7 +242,7 @@ def _open(envelope: DeploymentEnvelope, index: int) -> DeployTask | TaskFailure:
             "sys.path travels), add it with env.add_python_file(...), or install it; or run the job in one "
             "process (local.taskmanager.mode: thread)")
         failure.__cause__ = error
-        return TaskFailure(failure, envelope.task_name, envelope.task_name, traceback.format_exc())
+        return TaskFailure(failure, envelope.vertex_name, envelope.task_name, traceback.format_exc())
 
 
 def _heartbeat(connection: Connection, interval_s: float) -> None:
