@@ -278,7 +278,8 @@ class CountingReceiver(Receiver):
 
 def test_the_write_ahead_log_under_state_checkpoints_dir_is_written(tmp_path, mode):
     directory = tmp_path / "checkpoints"
-    env = environment(mode, **{"receiver.write-ahead-log.enable": "true", "state.checkpoints.dir": f"file://{directory}"})
+    env = environment(mode, **{"receiver.write-ahead-log.enable": "true",
+                               "state.checkpoints.dir": f"file://{directory}"})
     output = list(env.add_receiver(CountingReceiver(1_000), "counting").execute_and_collect())
     assert output == list(range(1_000))
     data_logs = [root for root, _, names in os.walk(directory) if "receivedData" in root and names]
