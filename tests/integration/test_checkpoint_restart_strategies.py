@@ -12,7 +12,7 @@ import pytest
 from fluvial.common import Configuration
 from fluvial.common.errors import JobExecutionException
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream import MapFunction, StreamExecutionEnvironment
+from fluvial.datastream import MapFunction
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.testing import ExecutionMode, environment
 
@@ -48,8 +48,7 @@ def run(tmp_path, times: int, *, strategy=None, configuration: Configuration | N
         checkpointing: bool = False, mode: ExecutionMode | None = None, parallelism: int = 1):
     """`mode` None: the default (auto)."""
     counter = tmp_path / "failures"
-    env = environment(mode, configuration) if mode is not None \
-        else StreamExecutionEnvironment.get_execution_environment(configuration)
+    env = environment(mode, configuration)
     env.set_parallelism(parallelism)
     if checkpointing:
         env.enable_checkpointing(50)

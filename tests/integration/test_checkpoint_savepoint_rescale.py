@@ -80,8 +80,7 @@ def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None,
         configuration.set_string("execution.savepoint.path", savepoint)
     if ignore_unclaimed:
         configuration.set_boolean("execution.savepoint.ignore-unclaimed-state", True)
-    env = environment(mode, configuration) if mode is not None \
-        else StreamExecutionEnvironment.get_execution_environment(configuration)
+    env = environment(mode, configuration)
     env.set_parallelism(parallelism)
     env.set_state_backend(backend())
     env.enable_checkpointing(3_600_000)  # savepoints need checkpointing; no periodic checkpoint interferes

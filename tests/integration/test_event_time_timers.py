@@ -37,7 +37,7 @@ class EmitTimestampMinusOne(WatermarkGenerator):
 
 def env_with(parallelism: int, mode: ExecutionMode | None = None) -> StreamExecutionEnvironment:
     """An environment of `mode` (None: the default, auto)."""
-    env = environment(mode) if mode is not None else StreamExecutionEnvironment.get_execution_environment()
+    env = environment(mode)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(0)
     return env

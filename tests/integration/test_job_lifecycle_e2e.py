@@ -41,8 +41,7 @@ def _env(mode: ExecutionMode | None, parallelism: int = 2, **config: str) -> Str
     configuration = Configuration()
     for key, value in config.items():
         configuration.set_string(key.replace("_", "."), value)
-    env = environment(mode, configuration) if mode is not None \
-        else StreamExecutionEnvironment.get_execution_environment(configuration)
+    env = environment(mode, configuration)
     env.set_parallelism(parallelism)
     return env
 
