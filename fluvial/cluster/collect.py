@@ -3,7 +3,10 @@ CloseableIterator (fluvial.datastream.closeable_iterator) takes from.
 
 Bounded either way: a collect sink in this process waits while the buffer is full (a slow client slows the
 job); one in a TaskManager process may have only a few buffers in flight (a credit window), and each buffer the
-client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever.
+client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever:
+closing gives back the credits of the remote buffers nobody will take, and every remote buffer that arrives
+afterwards is dropped with its credit given back at once — else a sink whose window was full when the client
+stopped reading would wait for credit forever, and its task could never be cancelled.
 """
 
 from __future__ import annotations
@@ -41,10 +44,11 @@ class CollectBuffer:
 
     def put_remote(self, values: list, origin: CreditOrigin) -> None:
         """Records a TaskManager process sent (its credit window bounds how many wait here)."""
-        if self.closed.is_set():
-            origin.grant_collect_credit(1)
-            return
-        self._items.put((values, origin))
+        with self._lock:  # never queued after close() drained the queue: its credit would be lost
+            if not self.closed.is_set():
+                self._items.put((values, origin))
+                return
+        origin.grant_collect_credit(1)
 
     def finish(self) -> None:
         """The job ended: after what was sent, the end."""
@@ -63,5 +67,18 @@ class CollectBuffer:
         return item
 
     def close(self) -> None:
-        """The client stopped reading: drop what comes, release what waits."""
-        self.closed.set()
+        """The client stopped reading: drop what comes, release what waits (remote buffers give their credit
+        back; the end, if it came, stays)."""
+        with self._lock:
+            self.closed.set()
+            waiting = []
+            while True:
+                try:
+                    waiting.append(self._items.get_nowait())
+                except queue.Empty:
+                    break
+        for item in waiting:
+            if item is self.END:
+                self._items.put(item)
+            elif type(item) is tuple:
+                item[1].grant_collect_credit(1)
