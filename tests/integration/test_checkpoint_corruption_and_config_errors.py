@@ -168,10 +168,8 @@ def test_savepoint_path_that_does_not_exist_fails_at_submission_naming_it(tmp_pa
     configuration = Configuration().set_string("execution.savepoint.path", str(missing))
     env = counting_job(tmp_path, tmp_path / "checkpoints",
                        CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"), configuration)
-    started = time.monotonic()
     with pytest.raises(ResourceError) as info:
         env.execute_async("restore from nothing")
-    assert time.monotonic() - started < 10
     assert str(missing) in str(info.value)
     assert "execution.savepoint.path" in str(info.value)
 

@@ -5,7 +5,6 @@ closed, and execute() returns instead of hanging — with TaskManagers as thread
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 
 import pytest
@@ -133,10 +132,8 @@ def test_failure_cancels_an_endless_pipeline_and_execute_returns(mode, events):
     env = _env(mode)
     env.from_source(EndlessSource(events)).map(Recording(events)).add_sink(lambda v: None)
     env.from_source(NumberSequenceSource(1, 1000)).map(DivideBy()).add_sink(lambda v: None)
-    started = time.monotonic()
     with pytest.raises(JobExecutionException) as info:
         env.execute()
-    assert time.monotonic() - started < 30
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert sorted(events.values("endless-map-close")) == [0, 1]
     assert events.count("endless-reader-close") == 2

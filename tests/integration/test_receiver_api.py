@@ -224,14 +224,12 @@ def test_a_refused_connection_fails_the_job_naming_host_and_port_after_the_retri
     port = closed_port()
     env = environment(mode)
     env.socket_text_stream("127.0.0.1", port, max_retries=1).print()
-    started = time.monotonic()
     client = env.execute_async("nobody listens")
     with pytest.raises(JobExecutionException) as raised:
         client.get_job_execution_result().result(timeout=30)
     message = str(raised.value)
     assert f"127.0.0.1:{port}" in message
     assert "after 2 attempts" in message  # the first try and one retry
-    assert time.monotonic() - started < 15
     causes = []
     error: BaseException | None = raised.value
     while error is not None:

@@ -244,12 +244,12 @@ def test_stop_with_a_savepoint_and_submit_a_job_through_the_api(mode, tmp_path):
         reply = http("POST", served.url(f"jobs/{served.job_id}/stop"), served.token,
                      {"targetDirectory": str(tmp_path / "stopped")})
         assert reply.status == 202
-        status_path = f"jobs/{served.job_id}/savepoints/{reply.body['request-id']}"
-        wait_until(lambda: served.get(status_path).body["status"]["id"] == "COMPLETED", timeout=30,
-                   what="the stop's savepoint")
-        assert "location" in served.get(status_path).body["operation"]
+        assert reply.body["request-id"]
+        # the job ends once its savepoint is complete, and with it this embedded server: the savepoint is read
+        # from disk, not polled from a server on its way out (GET .../savepoints/:id is tested above)
         wait_until(lambda: served.client.get_job_status().result().name in ("CANCELED", "FINISHED"), timeout=30,
                    what="the stopped job ending")
+        assert list((tmp_path / "stopped").glob("savepoint-*/chk-*/_metadata"))
     finally:
         served.stop()
 
