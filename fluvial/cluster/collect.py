@@ -4,13 +4,20 @@ CloseableIterator (fluvial.datastream.closeable_iterator) takes from.
 Bounded either way: a collect sink in this process waits while the buffer is full (a slow client slows the
 job); one in a TaskManager process may have only a few buffers in flight (a credit window), and each buffer the
 client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever.
+
+Buffers from a TaskManager process stay pickled until the client takes them: a session cluster's JobManager
+passes them on to a client in another process (`take_serialized`) and never unpickles a record — it has none of
+the job's classes (those of the job's script live in the client and the TaskManagers only).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Protocol
+
+from fluvial.common.wire import dumps_records, loads_records
 
 
 class CreditOrigin(Protocol):
@@ -25,9 +32,9 @@ class CollectBuffer:
 
     def __init__(self) -> None:
         self._local: queue.Queue = queue.Queue(self.CAPACITY)
-        self._items: queue.Queue = queue.Queue()  # what take() reads: local lists, remote (list, gateway), END
+        self._items: queue.Queue = queue.Queue()  # what take() reads: local lists, remote (bytes, origin), END
         self.closed = threading.Event()
-        self._lock = threading.Lock()
+        self._ended = False  # END was taken: every later take ends at once
 
     def send(self, values: list) -> None:
         """A collect sink in this process: wait while the client is CAPACITY buffers behind."""
@@ -39,12 +46,12 @@ class CollectBuffer:
             except queue.Full:
                 continue
 
-    def put_remote(self, values: list, origin: CreditOrigin) -> None:
-        """Records a TaskManager process sent (its credit window bounds how many wait here)."""
+    def put_remote(self, data: bytes, origin: CreditOrigin) -> None:
+        """A pickled list of records a TaskManager process sent (its credit window bounds how many wait here)."""
         if self.closed.is_set():
             origin.grant_collect_credit(1)
             return
-        self._items.put((values, origin))
+        self._items.put((data, origin))
 
     def finish(self) -> None:
         """The job ended: after what was sent, the end."""
@@ -52,16 +59,52 @@ class CollectBuffer:
 
     def take(self) -> object:
         """The next list of records, or END; blocks until there is one."""
-        item = self._items.get()
+        item = self._next(None)
+        if item is self.END or type(item) is list:
+            return item
+        return loads_records(item)
+
+    def take_serialized(self, timeout: float, max_buffers: int = 64) -> tuple[list[bytes], bool]:
+        """Up to `max_buffers` buffers, pickled, waiting up to `timeout` seconds for the first; and whether the end
+        was reached (nothing more will come)."""
+        taken: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while len(taken) < max_buffers:
+            wait = 0.0 if taken else max(0.0, deadline - time.monotonic())
+            try:
+                item = self._next(wait)
+            except queue.Empty:
+                break
+            if item is self.END:
+                return taken, True
+            taken.append(dumps_records(item) if type(item) is list else item)
+        return taken, False
+
+    def _next(self, timeout: float | None) -> object:
+        """The next item (a local list, remote bytes whose credit went back, END); None timeout blocks, 0 does not
+        wait. Raises queue.Empty when nothing came in time."""
+        if self._ended:
+            return self.END
+        item = self._items.get() if timeout is None else self._items.get(timeout=timeout) if timeout > 0 \
+            else self._items.get_nowait()
         if item is self.END:
+            self._ended = True
             return item
         if type(item) is tuple:
-            values, origin = item
+            data, origin = item
             origin.grant_collect_credit(1)
-            return values
+            return data
         self._local.get_nowait()
         return item
 
     def close(self) -> None:
-        """The client stopped reading: drop what comes, release what waits."""
+        """The client stopped reading: drop what comes, release what waits (credits go back, so no sink stays
+        blocked on a buffer nobody will take)."""
         self.closed.set()
+        while True:
+            try:
+                self._next(0)
+            except queue.Empty:
+                return
+            if self._ended:
+                return

@@ -266,8 +266,8 @@ class TaskManagerProcesses:
             if kind is FrameKind.CONTROL:
                 self._route(loads_control(payload))
             elif kind is FrameKind.COLLECT:
-                collect_id, values = pickle.loads(payload)
-                self._listener.collect_buffer(collect_id).put_remote(values, self.gateways[member.index])
+                collect_id, records = pickle.loads(payload)  # the records stay pickled until the client takes them
+                self._listener.collect_buffer(collect_id).put_remote(records, self.gateways[member.index])
             elif kind is FrameKind.OUTPUT:
                 stream_name, text = pickle.loads(payload)
                 stream = sys.stderr if stream_name == "stderr" else sys.stdout

@@ -42,6 +42,7 @@ from fluvial.cluster.process.protocol import (
     loads_control,
     sendable_failure,
 )
+from fluvial.common.wire import dumps_records
 from fluvial.runtime.network.connection import Connection, connect
 from fluvial.runtime.network.framing import FrameKind
 
@@ -88,7 +89,9 @@ class ControlLink:
                 while self._collect_available <= 0 and not self.connection.closed:
                     self._collect_credits.wait(0.5)
                 self._collect_available -= 1
-            self.connection.send(FrameKind.COLLECT, pickle.dumps((collect_id, values), protocol=5))
+            # the records pickled apart from their collect id: the receiving side routes them without unpickling
+            # a record (a session cluster's JobManager has none of the job's classes)
+            self.connection.send(FrameKind.COLLECT, pickle.dumps((collect_id, dumps_records(values)), protocol=5))
 
         return send
 
