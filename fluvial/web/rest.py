@@ -63,6 +63,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from fluvial.cluster.dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
@@ -316,7 +317,7 @@ class _Api:
         self._dispatcher.job(job_id)  # an unknown job is a 404 here, not a failed operation later
         try:
             future = start()
-        except (RuntimeError, NotImplementedError, ValueError) as error:
+        except (RuntimeError, NotImplementedError, ValueError, FluvialError) as error:  # the job cannot, now
             raise RequestError(409, str(error)) from None
         return JSONResponse({"request-id": self._savepoints.add(job_id, future)}, status_code=202)
 
