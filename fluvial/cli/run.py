@@ -88,6 +88,10 @@ def run(
     elif detached:
         fail_usage("-d (--detached) submits to a session cluster and returns: add -m HOST:PORT (`fluvial cluster "
                    "start` starts one)")
+    target = configuration.get("execution.target")
+    if configuration.contains_key("rest.address") and target != "remote":
+        fail_usage(f"-D rest.address names the session cluster to submit to, and the jobs run on execution.target "
+                   f"{target}: give the cluster with -m HOST:PORT")
     if web and not configuration.contains_key("rest.port"):
         configuration.set_string("rest.port", "8081")
     progress = ConsoleProgress() if jobmanager is not None and not detached else None

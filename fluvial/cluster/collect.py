@@ -32,7 +32,8 @@ class CollectBuffer:
 
     def __init__(self) -> None:
         self._local: queue.Queue = queue.Queue(self.CAPACITY)
-        self._items: queue.Queue = queue.Queue()  # what take() reads: local lists, remote (bytes, origin), END
+        # what take() reads: local sequences of records, remote (bytes, origin) tuples, END
+        self._items: queue.Queue = queue.Queue()
         self.closed = threading.Event()
         self._ended = False  # END was taken: every later take ends at once
 
@@ -59,10 +60,8 @@ class CollectBuffer:
 
     def take(self) -> object:
         """The next list of records, or END; blocks until there is one."""
-        item = self._next(None)
-        if item is self.END or type(item) is list:
-            return item
-        return loads_records(item)
+        remote, item = self._next(None)
+        return loads_records(item) if remote else item
 
     def take_serialized(self, timeout: float, max_buffers: int = 64) -> tuple[list[bytes], bool]:
         """Up to `max_buffers` buffers, pickled, waiting up to `timeout` seconds for the first; and whether the end
@@ -72,30 +71,31 @@ class CollectBuffer:
         while len(taken) < max_buffers:
             wait = 0.0 if taken else max(0.0, deadline - time.monotonic())
             try:
-                item = self._next(wait)
+                remote, item = self._next(wait)
             except queue.Empty:
                 break
             if item is self.END:
                 return taken, True
-            taken.append(dumps_records(item) if type(item) is list else item)
+            taken.append(item if remote else dumps_records(list(item)))
         return taken, False
 
-    def _next(self, timeout: float | None) -> object:
-        """The next item (a local list, remote bytes whose credit went back, END); None timeout blocks, 0 does not
-        wait. Raises queue.Empty when nothing came in time."""
+    def _next(self, timeout: float | None) -> tuple[bool, object]:
+        """(whether it came from a TaskManager process — pickled, its credit given back —, the item): a local
+        sequence of records, remote bytes, or END. A None timeout blocks, 0 does not wait; raises queue.Empty
+        when nothing came in time."""
         if self._ended:
-            return self.END
+            return False, self.END
         item = self._items.get() if timeout is None else self._items.get(timeout=timeout) if timeout > 0 \
             else self._items.get_nowait()
         if item is self.END:
             self._ended = True
-            return item
+            return False, item
         if type(item) is tuple:
             data, origin = item
             origin.grant_collect_credit(1)
-            return data
+            return True, data
         self._local.get_nowait()
-        return item
+        return False, item
 
     def close(self) -> None:
         """The client stopped reading: drop what comes, release what waits (credits go back, so no sink stays

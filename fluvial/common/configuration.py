@@ -216,8 +216,8 @@ class UnsupportedOption:
         return key == self.key or key.startswith(namespace)
 
 
-_NO_WEB = ("fluvial's REST API and dashboard take rest.port and rest.bind-address only; remove the key "
-           "(`fluvial run --web JOB.py` serves them for a job)")
+_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address and rest.bind-address only; remove the "
+           "key (`fluvial run --web JOB.py` serves them for a job)")
 _NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
 
 UNSUPPORTED: tuple[UnsupportedOption, ...] = (

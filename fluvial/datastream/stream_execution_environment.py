@@ -502,6 +502,11 @@ class StreamExecutionEnvironment:
                 f"execution.attached: false needs a session cluster (execution.target: remote, as `fluvial run -m "
                 f"HOST:PORT -d` sets it); a job on execution.target {target} runs in this program and ends with it: "
                 "remove the key")
+        if self._configuration.contains_key("rest.address") and target != "remote":
+            raise ConfigurationError(
+                f"rest.address names the session cluster execution.target remote submits to; on execution.target "
+                f"{target} it would do nothing: remove it (rest.bind-address chooses where an embedded job's REST "
+                "API listens), or set execution.target: remote")
         # a session cluster on this machine gets the job's python.files modules by value (user_modules.py)
         this_machine = target in ("local", "embedded", "remote")
         python_dependencies.check_supported(self._configuration, this_machine)
