@@ -54,11 +54,13 @@ def start(
     taskmanagers: Annotated[int, typer.Option("--taskmanagers", min=1, help="TaskManager processes.")] = 1,
     slots: Annotated[int | None, typer.Option("--slots", min=1, help="Slots per TaskManager (default: one per "
                                                                      "core).")] = None,
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="REST port (0: any free port).")] = DEFAULT_PORT,
-    bind: Annotated[str, typer.Option("--bind", metavar="HOST", help="The address the REST API listens on.")] = DEFAULT_BIND,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535,
+                                      help="REST port (0: any free port).")] = DEFAULT_PORT,
+    bind: Annotated[str, typer.Option("--bind", metavar="HOST",
+                                      help="The address the REST API listens on.")] = DEFAULT_BIND,
     foreground: Annotated[bool, typer.Option("--foreground", help="Run in this terminal until Ctrl-C.")] = False,
-    properties: Annotated[list[str] | None, typer.Option("-D", metavar="KEY=VALUE",
-                                                         help="A cluster setting, e.g. -D slot.request.timeout=60s.")] = None,
+    properties: Annotated[list[str] | None, typer.Option(
+        "-D", metavar="KEY=VALUE", help="A cluster setting, e.g. -D slot.request.timeout=60s.")] = None,
 ) -> None:
     """Start a session cluster: a JobManager (REST API and dashboard) and TaskManager processes."""
     try:

@@ -28,9 +28,10 @@ STATE_STYLES = {"RUNNING": "green", "FINISHED": "bold green", "FAILED": "bold re
 
 
 class ConsoleProgress:
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    def __init__(self, stream: IO[str] | None = None, terminal: bool | None = None) -> None:
+        """`terminal`: draw the live table (True) or write lines (False); None: whichever `stream` calls for."""
         self._stream = stream or sys.stderr
-        self._console = Console(file=self._stream, highlight=False)
+        self._console = Console(file=self._stream, highlight=False, force_terminal=terminal)
         self._live_mode = self._console.is_terminal
         self._lock = threading.Lock()
         self._jobs: dict[str, JobProgress] = {}  # the latest figures of each job, in the order they started
@@ -93,8 +94,8 @@ def _job_table(progress: JobProgress) -> Table:
     table.add_column("records in", justify="right")
     table.add_column("records out", justify="right")
     for vertex in progress.vertices:
-        table.add_row(vertex.name, str(vertex.parallelism), Text(vertex.status, style=STATE_STYLES.get(vertex.status, "")),
-                      f"{vertex.records_in:,}", f"{vertex.records_out:,}")
+        status = Text(vertex.status, style=STATE_STYLES.get(vertex.status, ""))
+        table.add_row(vertex.name, str(vertex.parallelism), status, f"{vertex.records_in:,}", f"{vertex.records_out:,}")
     return table
 
 

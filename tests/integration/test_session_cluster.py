@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -297,7 +296,8 @@ sink = (FileSink.for_row_format(out, Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
 env.from_source(NumberSequenceSource(1, n), source_name="numbers").uid("numbers") \\
-    .map(Tag()).uid("tag").key_by(lambda record: record[0]).process(CountPerKey()).uid("count").sink_to(sink).uid("sink")
+    .map(Tag()).uid("tag").key_by(lambda record: record[0]).process(CountPerKey()).uid("count") \\
+    .sink_to(sink).uid("sink")
 env.execute("checkpointed")
 """
 
@@ -320,8 +320,10 @@ def test_a_task_manager_killed_under_a_checkpointed_job_is_replaced_and_the_outp
     assert cluster.get(f"jobs/{job_id}/metrics?get=numRestarts") == [{"id": "numRestarts", "value": "1"}]
     assert_exactly_once(committed_records(out)[0], n)
     cluster_file = cluster.home / ".fluvial" / "cluster.json"
-    wait_until(lambda: victim.pid not in [p.pid for p in ClusterRecord.from_json(cluster_file.read_text()).taskmanagers],
-               timeout=10, what="the replacement TaskManager's pid in cluster.json")
+    def recorded_pids() -> list[int]:
+        return [process.pid for process in ClusterRecord.from_json(cluster_file.read_text()).taskmanagers]
+
+    wait_until(lambda: victim.pid not in recorded_pids(), timeout=10, what="the replacement's pid in cluster.json")
     cluster.record = ClusterRecord.from_json(cluster_file.read_text())  # the processes stop_cluster checks
     assert len(cluster.record.taskmanagers) == 2 and all(p.alive() for p in cluster.record.taskmanagers)
     assert cluster.get("overview")["slots-available"] == 4

@@ -109,7 +109,8 @@ class SessionCluster:
         config = self.spec.configuration
         self._processes = TaskManagerProcesses(
             self.spec.task_managers, self.spec.slots, self.dispatcher, bind_host=config.get("taskmanager.bind-host"),
-            heartbeat_interval_ms=config.get("heartbeat.interval"), heartbeat_timeout_ms=config.get("heartbeat.timeout"))
+            heartbeat_interval_ms=config.get("heartbeat.interval"),
+            heartbeat_timeout_ms=config.get("heartbeat.timeout"))
         self._processes.start()
         self.dispatcher.serve(self._processes)
 
