@@ -2,8 +2,8 @@
 CloseableIterator (fluvial.datastream.closeable_iterator) takes from.
 
 Bounded either way: a collect sink in this process waits while the buffer is full (a slow client slows the
-job); one in a TaskManager process may have only a few buffers in flight (a credit window), and each buffer the
-client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever.
+job); one in a TaskManager process may have only a few buffers in flight (a credit window per collect sink), and each
+buffer the client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever.
 
 Buffers from a TaskManager process stay pickled until the client takes them: a session cluster's JobManager
 passes them on to a client in another process (`take_serialized`) and never unpickles a record — it has none of
@@ -23,14 +23,15 @@ from fluvial.common.wire import dumps_records, loads_records
 class CreditOrigin(Protocol):
     """Where remote records came from: told when the client took them."""
 
-    def grant_collect_credit(self, count: int) -> None: ...
+    def grant_collect_credit(self, count: int, collect_id: str) -> None: ...
 
 
 class CollectBuffer:
     CAPACITY = 64
     END = object()
 
-    def __init__(self) -> None:
+    def __init__(self, collect_id: str = "") -> None:
+        self.collect_id = collect_id  # whose credits go back to TaskManager processes
         self._local: queue.Queue = queue.Queue(self.CAPACITY)
         # what take() reads: local sequences of records, remote (bytes, origin) tuples, END
         self._items: queue.Queue = queue.Queue()
@@ -47,10 +48,14 @@ class CollectBuffer:
             except queue.Full:
                 continue
 
+    def writable(self) -> bool:
+        """A collect sink in this process may send without waiting (or the client is gone: it is dropped)."""
+        return self.closed.is_set() or not self._local.full()
+
     def put_remote(self, data: bytes, origin: CreditOrigin) -> None:
         """A pickled list of records a TaskManager process sent (its credit window bounds how many wait here)."""
         if self.closed.is_set():
-            origin.grant_collect_credit(1)
+            origin.grant_collect_credit(1, self.collect_id)
             return
         self._items.put((data, origin))
 
@@ -92,7 +97,7 @@ class CollectBuffer:
             return False, item
         if type(item) is tuple:
             data, origin = item
-            origin.grant_collect_credit(1)
+            origin.grant_collect_credit(1, self.collect_id)
             return True, data
         self._local.get_nowait()
         return False, item

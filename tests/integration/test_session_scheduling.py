@@ -161,3 +161,14 @@ def test_a_collect_id_the_job_does_not_have_is_refused(cluster, tmp_path):
     finally:
         release.touch()
     holder.get_job_execution_result().result(timeout=30)
+
+
+def test_a_client_that_stops_reading_holds_back_its_own_job_only(cluster):
+    """Both collect sinks run on the one TaskManager: the credit window is per collect sink, not per process."""
+    stalled = environment(cluster, 1).from_collection(list(range(200_000))).execute_and_collect()
+    with stalled:
+        assert next(stalled) == 0  # then read no more while the other job runs
+        other = environment(cluster, 1).from_collection(list(range(5_000))).map(lambda v: v + 1) \
+            .execute_and_collect()
+        with other:
+            assert list(other) == list(range(1, 5_001))

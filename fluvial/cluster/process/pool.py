@@ -133,9 +133,10 @@ class RemoteTaskManagerGateway:
     def release_job(self, message: ReleaseJob) -> None:
         self.send(message)
 
-    def grant_collect_credit(self, count: int) -> None:
-        """The client took `count` buffers this TaskManager sent: it may send that many more."""
-        self.send(CollectCredit(count))
+    def grant_collect_credit(self, count: int, collect_id: str) -> None:
+        """The client took `count` buffers collect sink `collect_id` of this TaskManager sent: it may send that
+        many more."""
+        self.send(CollectCredit(count, collect_id))
 
 
 class _Member:

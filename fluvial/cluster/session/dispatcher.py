@@ -105,7 +105,7 @@ class SessionDispatcher:
         with self._lock:
             buffer = self._collect.get(collect_id)
         if buffer is None:  # its job ended and its client took the end, or closed: what still comes is dropped
-            buffer = CollectBuffer()
+            buffer = CollectBuffer(collect_id)
             buffer.close()
         return buffer
 
@@ -135,7 +135,7 @@ class SessionDispatcher:
                     "the cluster with more (fluvial cluster start --taskmanagers N --slots S)")
             self._jobs[job.job_id] = job
             for collect_id in job.collect_ids:
-                self._collect[collect_id] = CollectBuffer()
+                self._collect[collect_id] = CollectBuffer(collect_id)
         job.result.add_done_callback(lambda _: self._timer.execute(lambda: self._job_ended(job)))
         if grant is not None:
             error = self._start(job, grant)
