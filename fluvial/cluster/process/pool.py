@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import signal
 import sys
 import threading
 import time
@@ -53,6 +52,7 @@ from fluvial.cluster.process.protocol import (
     with_remote_traceback,
 )
 from fluvial.common.errors import FluvialError, ResourceError
+from fluvial.common.processes import kill, pid_running
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.connection import Connection, Listener
 from fluvial.runtime.network.framing import FrameKind
@@ -324,7 +324,7 @@ class TaskManagerProcesses:
             for member in self._members:
                 silent = now - member.last_seen
                 if member.connection is not None and not member.lost and silent > self._heartbeat_timeout_s:
-                    _kill(member.pid)
+                    kill(member.pid)
                     self._lost(member, f"it sent no heartbeat for {silent:.1f} s (heartbeat.timeout is "
                                        f"{self._heartbeat_timeout_s:.1f} s); its process (pid {member.pid}) was killed")
 
@@ -364,34 +364,12 @@ class TaskManagerProcesses:
                 member.connection.close()
         deadline = time.monotonic() + timeout
         for member in self._members:
-            while member.pid and member.ended is None and _alive(member.pid) and time.monotonic() < deadline:
+            while member.pid and member.ended is None and pid_running(member.pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
-            if member.pid and member.ended is None and _alive(member.pid):
+            if member.pid and member.ended is None and pid_running(member.pid):
                 logger.warning("TaskManager process %d (pid %d) did not exit; killing it", member.index, member.pid)
-                _kill(member.pid)
+                kill(member.pid)
 
     @property
     def pids(self) -> list[int]:
         return [member.pid for member in self._members if member.pid]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by the zygote) counts as ended
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().split(b") ", 1)[1][:1] != b"Z"
-    except OSError:
-        return True
-
-
-def _kill(pid: int) -> None:
-    if pid:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

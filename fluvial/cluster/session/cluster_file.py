@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fluvial.common.errors import FluvialError
+from fluvial.common.processes import kill, pid_running, process_start_ticks
 
 FILE_NAME = "cluster.json"
 
@@ -64,13 +64,7 @@ class ProcessRecord:
 
     def kill(self) -> bool:
         """SIGKILL it, if it is still this process; whether a signal was sent."""
-        if not self.alive():
-            return False
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return False
-        return True
+        return self.alive() and kill(self.pid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,30 +136,3 @@ def remove_cluster_file(owner_pid: int, path: Path | None = None) -> bool:
         return False
     path.unlink(missing_ok=True)
     return True
-
-
-def pid_running(pid: int) -> bool:
-    """The process exists and has not exited (a zombie, exited but not yet reaped, counts as ended)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    state = _stat_fields(pid)
-    return state is None or state[0] != "Z"
-
-
-def process_start_ticks(pid: int) -> int:
-    fields = _stat_fields(pid)
-    return int(fields[19]) if fields is not None else -1
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state first), or None without /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read().decode(errors="replace")
-    except OSError:
-        return None
-    return text.rsplit(") ", 1)[1].split()
