@@ -10,12 +10,13 @@ manage them — the same options and the same lines on stdout, so scripts writte
 from __future__ import annotations
 
 import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 import typer
 
 from fluvial.cli.console import fail_usage
 from fluvial.cli.target import JobManagerOption, cluster_client, reporting_cluster_errors
+from fluvial.cluster.session.rest_client import RestClusterClient
 from fluvial.common.job_id import JobID
 
 JobIdArgument = Annotated[str, typer.Argument(metavar="JOBID", help="The job's id (32 hex digits, as `list` shows).")]
@@ -82,11 +83,7 @@ def savepoint(
     job_id = _job_id(job_id)
     client = cluster_client(jobmanager)
     print(f"Triggering savepoint for job {job_id}.")
-    with reporting_cluster_errors():
-        trigger = client.trigger_savepoint(job_id, directory)
-        print("Waiting for response...")
-        path = client.savepoint_path(job_id, trigger)
-    print(f"Savepoint completed. Path: {path}")
+    _wait_for_savepoint(client, job_id, lambda: client.trigger_savepoint(job_id, directory))
     print("You can resume your program from this savepoint with the run command.")
 
 
@@ -102,9 +99,15 @@ def stop(
     job_id = _job_id(job_id)
     client = cluster_client(jobmanager)
     print(f"{'Draining' if drain else 'Suspending'} job \"{job_id}\" with a savepoint.")
+    _wait_for_savepoint(client, job_id, lambda: client.stop_with_savepoint(job_id, savepoint_path, drain))
+
+
+def _wait_for_savepoint(client: RestClusterClient, job_id: str, trigger: Callable[[], str]) -> None:
+    """Start a savepoint operation (`trigger` returns its id), wait for it and print its path."""
     with reporting_cluster_errors():
-        trigger = client.stop_with_savepoint(job_id, savepoint_path, drain)
-        path = client.savepoint_path(job_id, trigger)
+        trigger_id = trigger()
+        print("Waiting for response...")
+        path = client.savepoint_path(job_id, trigger_id)
     print(f"Savepoint completed. Path: {path}")
 
 

@@ -24,6 +24,7 @@ from tests.faults.test_process_kill import assert_exactly_once, committed_record
 from tests.integration.rest_client import http
 
 ROOT = Path(__file__).resolve().parents[2]
+CHECKPOINTED_JOB = ROOT / "tests" / "faults" / "checkpointed_job.py"
 JOB_ID = re.compile(r"Job has been submitted with JobID ([0-9a-f]{32})")
 
 pytestmark = pytest.mark.timeout(90)
@@ -257,57 +258,12 @@ def test_a_job_that_can_never_fit_is_refused_naming_both_numbers(cluster, tmp_pa
     assert "the cluster has 4 (2 TaskManagers with 2 slots each)" in done.stderr
 
 
-CHECKPOINTED = """\
-import sys, time
-from fluvial.common import Encoder, Types
-from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
-from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
-from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
-from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-from fluvial.datastream.state import ValueStateDescriptor
-
-class CountPerKey(KeyedProcessFunction):
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        count = (self.count.value() or 0) + 1
-        self.count.update(count)
-        (subtask, residue), seq = value
-        yield f"{subtask}|{residue}|{seq}|{count}"
-
-class Tag(MapFunction):
-    def open(self, runtime_context):
-        self.subtask = runtime_context.get_index_of_this_subtask()
-
-    def map(self, value):
-        if value % 10 == 0:
-            time.sleep(0.001)
-        return (self.subtask, value % 7), value
-
-checkpoints, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-env = StreamExecutionEnvironment.get_execution_environment()
-env.set_parallelism(2)
-env.enable_checkpointing(50)
-env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(checkpoints))
-env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 100))
-sink = (FileSink.for_row_format(out, Encoder.simple_string_encoder())
-        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-env.from_source(NumberSequenceSource(1, n), source_name="numbers").uid("numbers") \\
-    .map(Tag()).uid("tag").key_by(lambda record: record[0]).process(CountPerKey()).uid("count") \\
-    .sink_to(sink).uid("sink")
-env.execute("checkpointed")
-"""
-
-
 @pytest.mark.timeout(150)
 def test_a_task_manager_killed_under_a_checkpointed_job_is_replaced_and_the_output_is_exactly_once(cluster, tmp_path):
     n = 40_000
     checkpoints, out = tmp_path / "chk", tmp_path / "out"
-    submitted = cluster.run("-d", job_file(tmp_path, "checkpointed.py", CHECKPOINTED), f"file://{checkpoints}", out,
-                            n)
+    # NumberSequenceSource → tag by subtask → key_by → per-key count → FileSink, a checkpoint every 50 ms
+    submitted = cluster.run("-d", CHECKPOINTED_JOB, f"file://{checkpoints}", out, 2, n, 1024, "hashmap")
     assert submitted.returncode == 0, submitted.stderr
     job_id = JOB_ID.search(submitted.stdout).group(1)
     wait_until(lambda: max(completed_checkpoints(checkpoints), default=0) >= 2, timeout=60, what="two checkpoints")
