@@ -148,7 +148,13 @@ def test_start_run_detached_list_savepoint_cancel_and_stop_leave_no_process_behi
     assert cancelled.returncode == 0 and f"Cancelled job {job_id}." in cancelled.stdout
     wait_until(lambda: f"{job_id} : endless (CANCELED)" in fluvial(home, "list", "-a").stdout, timeout=30,
                what="the job listed as cancelled")
-    stop_cluster(cluster)
+
+    restored = cluster.run("-d", "-s", path, job_file(tmp_path, "endless.py", ENDLESS))  # -s travels with the job
+    assert restored.returncode == 0, restored.stderr
+    restored_id = JOB_ID.search(restored.stdout).group(1)
+    wait_until(lambda: _all_running(cluster, restored_id), timeout=30, what="the restored job running")
+    assert cluster.get(f"jobs/{restored_id}/checkpoints")["counts"]["restored"] == 1
+    stop_cluster(cluster)  # it cancels the job that still runs
 
 
 def _all_running(cluster: Cluster, job_id: str) -> bool:
