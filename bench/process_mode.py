@@ -202,7 +202,35 @@ def empty_job_seconds(mode: str, parallelism: int, repeat: int = 5) -> float:
     return min(times)
 
 
+# -- what this machine gives two processes right now ----------------------------------------------------------
+
+CALIBRATION_LOOP = 10_000_000
+
+
+def _busy_loop(_: object = None) -> float:
+    start = time.perf_counter()
+    total = 0
+    for i in range(CALIBRATION_LOOP):
+        total += i
+    return time.perf_counter() - start
+
+
+def parallel_capacity() -> float:
+    """How much faster two plain-Python processes finish the same loop than one, now: 2.0 on two idle cores,
+    less when other work shares them. The speed-ups above are bounded by it, so it is printed beside them."""
+    one = min(_busy_loop() for _ in range(2))
+    context = multiprocessing.get_context("fork")
+    with context.Pool(2) as pool:
+        start = time.perf_counter()
+        pool.map(_busy_loop, [0, 1])
+        both = time.perf_counter() - start
+    return 2 * one / both
+
+
 def main() -> bool:
+    capacity = parallel_capacity()
+    print(f"This machine now: two plain-Python processes do {capacity:.2f}x the work of one "
+          "(the bound of every speed-up below; 2.0 on two idle cores)")
     ok = scaling(f"J1 at parallelism 2 in processes vs 1: {J1_RECORDS:,} ints -> map -> filter -> map -> count",
                  J1_RECORDS, lambda: j1(1), lambda: j1(2), target=1.6)
     pairs = [to_pair(word) for word in zipf_words(J2_RECORDS)]

@@ -26,12 +26,20 @@ def savepoint_target(directory: str | None, configuration: Any = None) -> str:
     )
 
 
-def savepoint_storage(directory: str, job_id: str) -> Any:
-    """The storage access that writes one job's savepoints into `directory` (the same in every process)."""
+def savepoint_storage(directory: str, job_id: str, checkpoint_storage: Any = None) -> Any:
+    """The storage access that writes one job's savepoints into `directory` (the same in every process: it is
+    built from the job's description alone). With a FileSystemCheckpointStorage for the job's checkpoints, its
+    `file_state_size_threshold` and write buffer size apply to savepoints too, as in Flink (states below the
+    threshold are carried inline in `_metadata`); otherwise the defaults."""
     from fluvial.checkpoint.storage import create_checkpoint_storage
     from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 
-    return create_checkpoint_storage(FileSystemCheckpointStorage(directory), f"savepoint-{job_id[:8]}")
+    if isinstance(checkpoint_storage, FileSystemCheckpointStorage):
+        description = FileSystemCheckpointStorage(directory, checkpoint_storage.file_state_size_threshold,
+                                                  checkpoint_storage.write_buffer_size)
+    else:
+        description = FileSystemCheckpointStorage(directory)
+    return create_checkpoint_storage(description, f"savepoint-{job_id[:8]}")
 
 
 def read_savepoint(path: str) -> Any:

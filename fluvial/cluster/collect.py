@@ -2,8 +2,11 @@
 CloseableIterator (fluvial.datastream.closeable_iterator) takes from.
 
 Bounded either way: a collect sink in this process waits while the buffer is full (a slow client slows the
-job); one in a TaskManager process may have only a few buffers in flight (a credit window per collect sink), and each
-buffer the client takes sends one credit back. A closed client makes the sinks drop records instead of waiting forever.
+job); one in a TaskManager process may have only a few buffers in flight (a credit window per collect sink), and
+each buffer the client takes sends one credit back. A closed client makes the sinks drop records instead of waiting
+forever: closing gives back the credits of the remote buffers nobody will take, and every remote buffer that
+arrives afterwards is dropped with its credit given back at once — else a sink whose window was full when the
+client stopped reading would wait for credit forever, and its task could never be cancelled.
 
 Buffers from a TaskManager process stay pickled until the client takes them: a session cluster's JobManager
 passes them on to a client in another process (`take_serialized`) and never unpickles a record — it has none of
@@ -36,6 +39,7 @@ class CollectBuffer:
         # what take() reads: local sequences of records, remote (bytes, origin) tuples, END
         self._items: queue.Queue = queue.Queue()
         self.closed = threading.Event()
+        self._lock = threading.Lock()
         self._ended = False  # END was taken: every later take ends at once
 
     def send(self, values: list) -> None:
@@ -54,10 +58,11 @@ class CollectBuffer:
 
     def put_remote(self, data: bytes, origin: CreditOrigin) -> None:
         """A pickled list of records a TaskManager process sent (its credit window bounds how many wait here)."""
-        if self.closed.is_set():
-            origin.grant_collect_credit(1, self.collect_id)
-            return
-        self._items.put((data, origin))
+        with self._lock:  # never queued after close() drained the queue: its credit would be lost
+            if not self.closed.is_set():
+                self._items.put((data, origin))
+                return
+        origin.grant_collect_credit(1, self.collect_id)
 
     def finish(self) -> None:
         """The job ended: after what was sent, the end."""
@@ -103,13 +108,20 @@ class CollectBuffer:
         return False, item
 
     def close(self) -> None:
-        """The client stopped reading: drop what comes, release what waits (credits go back, so no sink stays
-        blocked on a buffer nobody will take)."""
-        self.closed.set()
-        while True:
-            try:
-                self._next(0)
-            except queue.Empty:
-                return
-            if self._ended:
-                return
+        """The client stopped reading: drop what comes, release what waits (remote buffers give their credit
+        back, local ones their room; the end, if it came, stays)."""
+        with self._lock:
+            self.closed.set()
+            waiting = []
+            while True:
+                try:
+                    waiting.append(self._items.get_nowait())
+                except queue.Empty:
+                    break
+        for item in waiting:
+            if item is self.END:
+                self._items.put(item)
+            elif type(item) is tuple:
+                item[1].grant_collect_credit(1, self.collect_id)
+            else:
+                self._local.get_nowait()

@@ -211,7 +211,8 @@ class JobMaster:
                 return
             logger.info("job %s: savepoint into %s requested", self.job_id, directory)
             started = self.checkpointing.coordinator.trigger_checkpoint(
-                is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id),
+                is_savepoint=True,
+                savepoint_storage=savepoint_storage(directory, self.job_id, self.checkpointing.settings.storage),
                 savepoint_dir=directory)
             started.add_done_callback(lambda done: forward(done, answer))
 

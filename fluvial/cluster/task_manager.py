@@ -95,7 +95,7 @@ class JobCheckpointStorage:
     def savepoint_storage(self, directory: str) -> Any:
         from fluvial.checkpoint.savepoint import savepoint_storage
 
-        return savepoint_storage(directory, self._job_id)
+        return savepoint_storage(directory, self._job_id, self._description)
 
 
 class TaskManager:

@@ -2,12 +2,13 @@
 `set_python_executable`), recorded in the job's configuration under PyFlink's keys and applied at submission.
 
 - `python.files` (comma-separated): each file's directory, each directory, each .zip/.whl/.egg archive goes on
-  `sys.path` while the job runs (TaskManagers as threads share this interpreter), and comes off when it ends;
-  modules the job imported stay in `sys.modules`.
+  `sys.path` while the job runs (TaskManagers as threads share this interpreter; TaskManager processes of this
+  machine start with the client's sys.path, so they have them too), and comes off when it ends; modules the
+  job imported stay in `sys.modules`.
 - `python.requirements`, `python.archives`, and a `python.executable` other than this interpreter need
   TaskManager processes that install or extract them, which fluvial does not build yet; submitting a job that
   sets them fails with NotYetSupportedError instead of running without them. So do `python.files` when the
-  TaskManagers are processes or Ray actors.
+  TaskManagers run on other machines (Ray).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from fluvial.runtime.basic_operators import (
     TimestampsAndWatermarksOperator,
 )
 from fluvial.runtime.fused_operator import FusedOperator, can_head_a_run, is_fusable
-from fluvial.runtime.operators import StreamOperator, counted_input, labelled_input
+from fluvial.runtime.operators import StreamOperator, close_each, counted_input, labelled_input
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch
 from fluvial.runtime.runtime_context import OperatorContext
@@ -258,13 +258,7 @@ class OperatorChain:
 
     def close(self) -> list[BaseException]:
         """Close every operator even if some fail; return their errors (the task decides what to report)."""
-        errors: list[BaseException] = []
-        for operator in self.order:
-            try:
-                operator.close()
-            except BaseException as exc:  # noqa: BLE001 - collected and reported by the task
-                errors.append(exc)
-        return errors
+        return close_each(self.order)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for operator in self.order:

@@ -17,7 +17,13 @@ from typing import Any
 
 from fluvial.runtime.basic_operators import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
-from fluvial.runtime.operators import StreamOperator, is_checkpointed_function, label_failure
+from fluvial.runtime.operators import (
+    StreamOperator,
+    close_each,
+    failing_operator,
+    is_checkpointed_function,
+    label_failure,
+)
 from fluvial.runtime.records import RecordBatch
 
 _STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator: Step.FLAT_MAP}
@@ -113,17 +119,11 @@ class FusedOperator(StreamOperator):
     def close(self) -> None:
         """Close every member, as the chain closes every operator: a member whose close raises must not keep the
         ones after it from releasing what they hold. The first error is raised, the others noted on it."""
-        first: BaseException | None = None
-        for member in self.members:
-            try:
-                member.close()
-            except BaseException as error:  # noqa: BLE001 - re-raised below, after every member closed
-                label_failure(error, member.name)
-                if first is None:
-                    first = error
-                else:
-                    first.add_note(f"closing '{member.name}' also failed: {type(error).__name__}: {error}")
-        if first is not None:
+        errors = close_each(self.members)
+        if errors:
+            first = errors[0]
+            for error in errors[1:]:
+                first.add_note(f"closing '{failing_operator(error)}' also failed: {type(error).__name__}: {error}")
             raise first
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

@@ -21,7 +21,7 @@ Failures are labelled with the operator's name where one operator hands a buffer
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MIN_WATERMARK
@@ -71,6 +71,19 @@ def label_failure(error: BaseException, operator_name: str) -> None:
             setattr(error, _OPERATOR_LABEL, operator_name)
         except (AttributeError, TypeError):  # an exception type without a __dict__: left unlabelled
             pass
+
+
+def close_each(operators: Iterable[Any]) -> list[BaseException]:
+    """Close every operator, also after one fails (each must release what it holds); the errors, each labelled
+    with the operator that raised it, in order."""
+    errors: list[BaseException] = []
+    for operator in operators:
+        try:
+            operator.close()
+        except BaseException as error:  # noqa: BLE001 - returned to the caller, which reports them
+            label_failure(error, operator.name)
+            errors.append(error)
+    return errors
 
 
 def failing_operator(error: BaseException) -> str | None:

@@ -4,6 +4,7 @@
   snapshot and restore mid-test, output and side outputs captured.
 - ScriptedSource with Pause, Crash and End markers: put a job exactly where a test wants it.
 - run_job / collect_job / execution_modes: run the same job in every execution mode.
+- EventLog: what a job's functions did, seen from the test whichever process they ran in.
 - ManualClock and ManualScheduledExecutor: time and threads a test controls.
 - wait_until: poll for what you wait on, never sleep and hope.
 """
@@ -14,6 +15,7 @@ import time
 from typing import Callable
 
 from fluvial.common.time import ManualClock
+from fluvial.testing.events import EventLog
 from fluvial.testing.execution import ExecutionMode, collect_job, environment, execution_modes, run_job
 from fluvial.testing.executors import ManualScheduledExecutor
 from fluvial.testing.harness import ManualProcessingTime, OperatorHarness, OperatorSubtaskSnapshot
@@ -22,6 +24,7 @@ from fluvial.testing.sources import Crash, End, Pause, ScriptCrash, ScriptedSour
 __all__ = [
     "Crash",
     "End",
+    "EventLog",
     "ExecutionMode",
     "ManualClock",
     "ManualProcessingTime",

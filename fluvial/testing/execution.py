@@ -19,6 +19,9 @@ class ExecutionMode(enum.Enum):
     PROCESSES = "process"  # TaskManagers as processes of this machine
     RAY = "ray"  # TaskManagers as Ray actors
 
+    def __str__(self) -> str:
+        return self.value  # so pytest names parametrized tests test_x[thread], test_x[process]
+
 
 AVAILABLE = (ExecutionMode.THREADS, ExecutionMode.PROCESSES)
 
@@ -28,15 +31,16 @@ def execution_modes() -> list[ExecutionMode]:
     return list(AVAILABLE)
 
 
-def environment(mode: ExecutionMode, configuration: Configuration | None = None) -> Any:
-    """A StreamExecutionEnvironment whose jobs run in `mode`."""
+def environment(mode: ExecutionMode | None, configuration: Configuration | None = None) -> Any:
+    """A StreamExecutionEnvironment whose jobs run in `mode` (None: as `configuration` or the default says)."""
     from fluvial.datastream import StreamExecutionEnvironment
 
-    if mode not in AVAILABLE:
+    if mode is not None and mode not in AVAILABLE:
         raise ValueError(f"execution mode {mode.value!r} is not available in this version; use one of "
                          f"{', '.join(m.value for m in AVAILABLE)}")
     configuration = Configuration(configuration) if configuration is not None else Configuration()
-    configuration.set_string("local.taskmanager.mode", mode.value)
+    if mode is not None:
+        configuration.set_string("local.taskmanager.mode", mode.value)
     return StreamExecutionEnvironment.get_execution_environment(configuration)
 
 

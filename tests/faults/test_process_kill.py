@@ -1,7 +1,9 @@
 """A checkpointed job in its own process is killed with SIGKILL mid-run — no shutdown, no final commit, files
 half written — and run again from its latest retained checkpoint (a chk-<n> directory is restorable like a
 savepoint). Over the committed part files of both runs, every number appears exactly once and each key's
-counts are 1, 2, 3, ... in the order of its records: the exactly-once oracle across a real crash.
+counts are 1, 2, 3, ... in the order of its records: the exactly-once oracle across a real crash. At
+parallelism 2 the job's TaskManagers are processes of their own (the default, auto): they must end with the
+killed client, before the second run starts.
 
 Why it holds: part files become visible only when the checkpoint covering them completes (or, for a
 checkpoint that completed just before the kill, when the restored job re-commits its recorded committables);
@@ -21,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.testing import wait_until
+from tests.processes import alive, descendants
 
 JOB = Path(__file__).with_name("checkpointed_job.py")
 KEYS = 7
@@ -47,6 +51,8 @@ def completed_checkpoints(checkpoints: Path) -> dict[int, Path]:
 
 
 def kill_after_checkpoints(process: subprocess.Popen, checkpoints: Path, at_least: int, timeout: float = 60) -> None:
+    """SIGKILL the job's process once `at_least` checkpoints completed, and wait until every process it started
+    (its TaskManager processes in process mode) has ended too: none may write on after their client died."""
     deadline = time.monotonic() + timeout
     while True:
         assert process.poll() is None, f"the job ended (exit {process.returncode}) before it was killed"
@@ -55,8 +61,11 @@ def kill_after_checkpoints(process: subprocess.Popen, checkpoints: Path, at_leas
         if done and max(done) >= at_least:
             break
         time.sleep(0.005)
+    family = descendants(process.pid)
     process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=30) == -signal.SIGKILL
+    wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
+               what=f"every process of the killed job to end ({sorted(family)})")
 
 
 def committed_records(out: Path) -> tuple[list[tuple[tuple[int, int], int, int]], list[Path]]:

@@ -29,6 +29,7 @@ from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from fluvial.testing import wait_until
 from tests.faults.test_process_kill import assert_exactly_once, committed_records, completed_checkpoints
+from tests.processes import alive, descendants
 
 KEYS = 7
 
@@ -206,10 +207,10 @@ def test_strangers_at_every_listening_port_unpickle_nothing_and_the_job_is_intac
         for address in ports:
             for attack in (b"\x00garbage" * 50, pickle.dumps(Exploit()), b""):
                 with socket.create_connection(address) as stranger:
-                    try:  # the listener may drop it at any point: that is the point
+                    stranger.settimeout(15)
+                    try:  # the listener may drop (and reset) the connection before the stranger is done talking
                         stranger.sendall(attack)
                         stranger.shutdown(socket.SHUT_WR)
-                        stranger.settimeout(15)
                         while stranger.recv(4096):
                             pass
                     except OSError:
@@ -220,7 +221,10 @@ def test_strangers_at_every_listening_port_unpickle_nothing_and_the_job_is_intac
 
 
 CLIENT = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, even when the tests run in the background: a shell
+    # starts background commands with SIGINT ignored, and Python then installs no handler for it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from fluvial.common import Configuration
     from fluvial.datastream import StreamExecutionEnvironment, MapFunction
     from fluvial.datastream.connectors.number_seq import NumberSequenceSource
@@ -238,31 +242,6 @@ CLIENT = textwrap.dedent("""
     print("pids", *client.cluster.processes.pids, flush=True)
     client.get_job_execution_result().result()
 """)
-
-
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found, stack = set(), [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.add(child)
-            stack.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.timeout(120)

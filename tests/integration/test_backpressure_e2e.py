@@ -1,6 +1,10 @@
 """Backpressure: a slow sink slows a fast source. Every channel is bounded: while the job runs no channel
 ever holds more than its capacity plus one item (the one buffer a producer may add after it saw room), and
-the source cannot run ahead of the sink by more than the buffers the channels between them can hold."""
+the source cannot run ahead of the sink by more than the buffers the channels between them can hold.
+
+Thread mode only: the probe wraps the in-process LocalChannel of this process, and the counters are read from
+this process's memory. Bounded memory across processes is tests/faults/test_taskmanager_processes.py's
+(a consumer process that stops reading)."""
 
 from __future__ import annotations
 
@@ -86,7 +90,7 @@ def test_slow_sink_bounds_every_channel(monkeypatch, shape):
     """The sink runs in its own slot sharing group, so on the second TaskManager's thread: the source's
     thread is free to run ahead, and only the bounded channels hold it back."""
     probe = ChannelProbe(monkeypatch)
-    config = Configuration().set_string("local.number-taskmanager", "2")
+    config = Configuration().set_string("local.number-taskmanager", "2").set_string("local.taskmanager.mode", "thread")
     env = StreamExecutionEnvironment.get_execution_environment(config)
     env.set_parallelism(1)
     numbers = env.from_source(NumberSequenceSource(1, BATCHES * SOURCE_BATCH))

@@ -24,17 +24,23 @@ import pytest
 
 from fluvial.common import Encoder, Types
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream import KeyedProcessFunction, MapFunction
 from fluvial.datastream.checkpoint_config import CheckpointingMode
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
+from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
-N = 12_000
+N = 24_000
 KEYS = 7
-SLEEP_EVERY = 25  # one millisecond of sleep per this many records: ~0.5 s of work per subtask at N
+# One millisecond of sleep per this many records: before the failure, ~100 ms per source batch of 1024, so the
+# two checkpoints it waits for complete long before a subtask runs out of numbers (~1.2 s of them at parallelism
+# 2); after it, ~10 ms per batch, so checkpoints still complete mid-stream in the restored attempt.
+SLEEP_EVERY_BEFORE_FAILURE = 10
+SLEEP_EVERY_AFTER_FAILURE = 100
 
 
 class TagAndFailOnce(MapFunction):
@@ -62,7 +68,7 @@ class TagAndFailOnce(MapFunction):
             with open(self.first_seen_log, "a") as log:
                 log.write(f"{self.subtask} {value}\n")
         self.seen += 1
-        if self.seen % SLEEP_EVERY == 0:
+        if self.seen % (SLEEP_EVERY_AFTER_FAILURE if self.after_failure else SLEEP_EVERY_BEFORE_FAILURE) == 0:
             time.sleep(0.001)
         if not self.after_failure and self.completed >= self.fail_after:
             try:
@@ -136,13 +142,14 @@ def storage_for(kind: str, tmp_path):
     return FileSystemCheckpointStorage(f"file://{tmp_path / 'checkpoints'}")
 
 
-def run_oracle_job(tmp_path, *, parallelism: int, storage: str, mode: CheckpointingMode, backend) -> dict:
+def run_oracle_job(tmp_path, *, execution: ExecutionMode, parallelism: int, storage: str,
+                   checkpointing: CheckpointingMode, backend) -> dict:
     out = tmp_path / "out"
     marker = tmp_path / "failed-once"
     first_seen = tmp_path / "first-seen-after-restore"
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = environment(execution)
     env.set_parallelism(parallelism)
-    env.enable_checkpointing(60, mode)
+    env.enable_checkpointing(60, checkpointing)
     env.get_checkpoint_config().set_checkpoint_storage(storage_for(storage, tmp_path))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
     env.set_state_backend(backend)
@@ -196,10 +203,10 @@ BACKENDS = [
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("storage", ["jobmanager", "filesystem"])
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_failure_and_restore_keep_output_and_state_exactly_once(tmp_path, parallelism, storage, backend):
-    result = run_oracle_job(tmp_path, parallelism=parallelism, storage=storage,
-                            mode=CheckpointingMode.EXACTLY_ONCE, backend=backend())
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_failure_and_restore_keep_output_and_state_exactly_once(tmp_path, parallelism, mode, storage, backend):
+    result = run_oracle_job(tmp_path, execution=mode, parallelism=parallelism, storage=storage,
+                            checkpointing=CheckpointingMode.EXACTLY_ONCE, backend=backend())
     assert_failed_once_and_resumed(result, parallelism)
     assert_exactly_once(result["records"], N)
     if storage == "filesystem":
@@ -209,11 +216,10 @@ def test_failure_and_restore_keep_output_and_state_exactly_once(tmp_path, parall
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("parallelism", [2])
-def test_at_least_once_loses_nothing(tmp_path, parallelism):
-    result = run_oracle_job(tmp_path, parallelism=parallelism, storage="filesystem",
-                            mode=CheckpointingMode.AT_LEAST_ONCE, backend=HashMapStateBackend())
-    assert_failed_once_and_resumed(result, parallelism)
+def test_at_least_once_loses_nothing(tmp_path, mode):
+    result = run_oracle_job(tmp_path, execution=mode, parallelism=2, storage="filesystem",
+                            checkpointing=CheckpointingMode.AT_LEAST_ONCE, backend=HashMapStateBackend())
+    assert_failed_once_and_resumed(result, 2)
     seqs = {seq for _, seq, _ in result["records"]}
     assert seqs == set(range(1, N + 1))
     assert len(result["records"]) >= N

@@ -1,6 +1,7 @@
 """Restart strategies on real jobs: how many failures a job survives, what it fails with when it gives up
 (JobExecutionException whose cause is the user's own exception from the last attempt), the delay between
-attempts, and the same strategies named by Flink's `restart-strategy.*` configuration keys."""
+attempts, and the same strategies named by Flink's `restart-strategy.*` configuration keys. The strategy is the
+JobMaster's, in this process whatever the mode; restarting with TaskManager processes is checked in both modes."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 from fluvial.common import Configuration
 from fluvial.common.errors import JobExecutionException
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream import MapFunction, StreamExecutionEnvironment
+from fluvial.datastream import MapFunction
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.testing import ExecutionMode, environment
 
 
 class UserError(Exception):
@@ -43,10 +45,11 @@ def attempts_failed(counter) -> int:
 
 
 def run(tmp_path, times: int, *, strategy=None, configuration: Configuration | None = None,
-        checkpointing: bool = False):
+        checkpointing: bool = False, mode: ExecutionMode | None = None, parallelism: int = 1):
+    """`mode` None: the default (auto)."""
     counter = tmp_path / "failures"
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
-    env.set_parallelism(1)
+    env = environment(mode, configuration)
+    env.set_parallelism(parallelism)
     if checkpointing:
         env.enable_checkpointing(50)
     if strategy is not None:
@@ -69,15 +72,17 @@ def assert_failed_with_user_error(error, failure_number: int) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_fixed_delay_with_one_attempt_gives_up_on_the_second_failure(tmp_path):
-    error, failures, _ = run(tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(1, 10))
+def test_fixed_delay_with_one_attempt_gives_up_on_the_second_failure(tmp_path, mode):
+    error, failures, _ = run(tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(1, 10), mode=mode,
+                             parallelism=2)
     assert failures == 2  # restarted once, then the second failure was final
     assert_failed_with_user_error(error, 2)
 
 
 @pytest.mark.timeout(60)
-def test_fixed_delay_with_enough_attempts_finishes_and_waits_between_attempts(tmp_path):
-    error, failures, elapsed = run(tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(2, 250))
+def test_fixed_delay_with_enough_attempts_finishes_and_waits_between_attempts(tmp_path, mode):
+    error, failures, elapsed = run(tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(2, 250), mode=mode,
+                                   parallelism=2)
     assert error is None
     assert failures == 2
     assert elapsed >= 0.5  # two restarts, each after a 250 ms delay

@@ -19,12 +19,13 @@ import pytest
 
 from fluvial.common import Configuration, Encoder, Types
 from fluvial.common.errors import JobCancelledException, StateError
-from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream import KeyedProcessFunction, MapFunction, SinkFunction, StreamExecutionEnvironment
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
+from fluvial.testing import EventLog, ExecutionMode, environment
 
 N = 30_000
 KEYS = 11
@@ -49,6 +50,16 @@ class SlowWithProgress(MapFunction):
         return value
 
 
+class RecordAll(SinkFunction):
+    """Every value it receives, as an "out" event of `log` (whichever process the sink runs in)."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+
+    def invoke_batch(self, values, context):
+        self.log.record_all("out", list(values))
+
+
 class CountPerKey(KeyedProcessFunction):
     def open(self, runtime_context):
         self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
@@ -60,16 +71,22 @@ class CountPerKey(KeyedProcessFunction):
 
 
 def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None, count_uid: str = "count",
-          ignore_unclaimed: bool = False, backend=HashMapStateBackend) -> StreamExecutionEnvironment:
+          ignore_unclaimed: bool = False, backend=HashMapStateBackend, mode: ExecutionMode | None = None,
+          file_state_threshold: int | None = None) -> StreamExecutionEnvironment:
+    """The job of run `run`, in execution `mode` (None: the default, auto). `file_state_threshold`: checkpoints
+    (and so savepoints) go to file-system storage that writes every state of at least this size to a file."""
     configuration = Configuration()
     if savepoint is not None:
         configuration.set_string("execution.savepoint.path", savepoint)
     if ignore_unclaimed:
         configuration.set_boolean("execution.savepoint.ignore-unclaimed-state", True)
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env = environment(mode, configuration)
     env.set_parallelism(parallelism)
     env.set_state_backend(backend())
     env.enable_checkpointing(3_600_000)  # savepoints need checkpointing; no periodic checkpoint interferes
+    if file_state_threshold is not None:
+        env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(
+            f"file://{tmp_path / 'checkpoints'}", file_state_size_threshold=file_state_threshold))
     sink = (
         FileSink.for_row_format(str(tmp_path / run), Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
@@ -104,9 +121,10 @@ def wait_for(path, client, timeout: float = 30) -> None:
         time.sleep(0.005)
 
 
-def savepoint_mid_stream(tmp_path, parallelism: int, stop: bool = False, backend=HashMapStateBackend) -> str:
+def savepoint_mid_stream(tmp_path, parallelism: int, stop: bool = False, backend=HashMapStateBackend,
+                         mode: ExecutionMode | None = None, file_state_threshold: int | None = None) -> str:
     """Run 1 at `parallelism`; once records flow, take a savepoint and end the job; return its path."""
-    env = build(tmp_path, "run1", parallelism, backend=backend)
+    env = build(tmp_path, "run1", parallelism, backend=backend, mode=mode, file_state_threshold=file_state_threshold)
     client = env.execute_async("savepoint run 1")
     wait_for(tmp_path / "run1.progress", client)
     target = str(tmp_path / "savepoints")
@@ -138,39 +156,51 @@ def assert_exactly_once_over_both_runs(first, second) -> None:
         assert sorted(counts[key]) == list(range(1, expected + 1)), f"key {key}: state not carried exactly once"
 
 
+THREADS, PROCESSES = ExecutionMode.THREADS, ExecutionMode.PROCESSES
+
+
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend", [HashMapStateBackend, EmbeddedRocksDBStateBackend], ids=["hashmap", "rocksdb"])
-@pytest.mark.parametrize("before, after", [(2, 3), (3, 1), (2, 2)])
-def test_savepoint_restores_at_another_parallelism(tmp_path, before, after, backend):
-    path = savepoint_mid_stream(tmp_path, before, backend=backend)
+@pytest.mark.parametrize("before, after, mode, backend", [
+    # pairwise: each rescaling in both execution modes, each backend in both modes (a full product costs twice)
+    pytest.param(2, 3, THREADS, HashMapStateBackend, id="2-3-thread-hashmap"),
+    pytest.param(2, 3, PROCESSES, EmbeddedRocksDBStateBackend, id="2-3-process-rocksdb"),
+    pytest.param(3, 1, THREADS, EmbeddedRocksDBStateBackend, id="3-1-thread-rocksdb"),
+    pytest.param(3, 1, PROCESSES, HashMapStateBackend, id="3-1-process-hashmap"),
+    pytest.param(2, 2, THREADS, EmbeddedRocksDBStateBackend, id="2-2-thread-rocksdb"),
+    pytest.param(2, 2, PROCESSES, HashMapStateBackend, id="2-2-process-hashmap"),
+])
+def test_savepoint_restores_at_another_parallelism(tmp_path, before, after, mode, backend):
+    path = savepoint_mid_stream(tmp_path, before, backend=backend, mode=mode)
     first = committed(tmp_path / "run1")
-    env = build(tmp_path, "run2", after, savepoint=path, backend=backend)
+    env = build(tmp_path, "run2", after, savepoint=path, backend=backend, mode=mode)
     env.execute("savepoint run 2")
     second = committed(tmp_path / "run2")
     assert_exactly_once_over_both_runs(first, second)
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend", [HashMapStateBackend, EmbeddedRocksDBStateBackend], ids=["hashmap", "rocksdb"])
-def test_a_moved_savepoint_restores_from_its_new_place(tmp_path, backend, monkeypatch):
+@pytest.mark.parametrize("mode, backend", [
+    pytest.param(THREADS, HashMapStateBackend, id="thread-hashmap"),
+    pytest.param(PROCESSES, EmbeddedRocksDBStateBackend, id="process-rocksdb"),
+])
+def test_a_moved_savepoint_restores_from_its_new_place(tmp_path, mode, backend):
     """Savepoints are relocatable (issue 13, defect 10): `_metadata` names its own files relatively."""
-    monkeypatch.setattr(FileSystemCheckpointStorage, "DEFAULT_FILE_STATE_THRESHOLD", 0)  # every state in a file
-    path = savepoint_mid_stream(tmp_path, 2, backend=backend)
+    path = savepoint_mid_stream(tmp_path, 2, backend=backend, mode=mode, file_state_threshold=0)  # all in files
     assert len(os.listdir(path.removeprefix("file://"))) > 1, "the savepoint holds no state files to relocate"
     first = committed(tmp_path / "run1")
     moved = tmp_path / "archive" / "moved-savepoint"
     moved.parent.mkdir(mode=0o700)
     shutil.move(path.removeprefix("file://"), moved)
     shutil.rmtree(tmp_path / "savepoints")  # nothing of the savepoint is left where it was written
-    build(tmp_path, "run2", 3, savepoint=str(moved), backend=backend).execute("from a moved savepoint")
+    build(tmp_path, "run2", 3, savepoint=str(moved), backend=backend, mode=mode).execute("from a moved savepoint")
     assert_exactly_once_over_both_runs(first, committed(tmp_path / "run2"))
 
 
 @pytest.mark.timeout(120)
-def test_stop_with_savepoint_then_restore(tmp_path):
-    path = savepoint_mid_stream(tmp_path, 2, stop=True)
+def test_stop_with_savepoint_then_restore(tmp_path, mode):
+    path = savepoint_mid_stream(tmp_path, 2, stop=True, mode=mode)
     first = committed(tmp_path / "run1")
-    build(tmp_path, "run2", 3, savepoint=path).execute("after stop-with-savepoint")
+    build(tmp_path, "run2", 3, savepoint=path, mode=mode).execute("after stop-with-savepoint")
     assert_exactly_once_over_both_runs(first, committed(tmp_path / "run2"))
 
 
@@ -201,13 +231,14 @@ def test_state_of_no_operator_fails_naming_it_unless_unclaimed_state_is_ignored(
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("before, after", [(HashMapStateBackend, EmbeddedRocksDBStateBackend),
-                                           (EmbeddedRocksDBStateBackend, HashMapStateBackend)],
-                         ids=["hashmap-to-rocksdb", "rocksdb-to-hashmap"])
-def test_savepoint_restores_with_the_other_state_backend(tmp_path, before, after):
-    path = savepoint_mid_stream(tmp_path, 2, backend=before)
+@pytest.mark.parametrize("before, after, mode", [
+    pytest.param(HashMapStateBackend, EmbeddedRocksDBStateBackend, THREADS, id="hashmap-to-rocksdb-thread"),
+    pytest.param(EmbeddedRocksDBStateBackend, HashMapStateBackend, PROCESSES, id="rocksdb-to-hashmap-process"),
+])
+def test_savepoint_restores_with_the_other_state_backend(tmp_path, before, after, mode):
+    path = savepoint_mid_stream(tmp_path, 2, backend=before, mode=mode)
     first = committed(tmp_path / "run1")
-    build(tmp_path, "run2", 3, savepoint=path, backend=after).execute("switched state backend")
+    build(tmp_path, "run2", 3, savepoint=path, backend=after, mode=mode).execute("switched state backend")
     assert_exactly_once_over_both_runs(first, committed(tmp_path / "run2"))
 
 
@@ -229,10 +260,10 @@ def test_savepoint_while_a_subtask_has_ended_fails_promptly_and_the_job_goes_on(
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     env.enable_checkpointing(3_600_000)
-    results = []
+    results = EventLog(tmp_path / "results")
     short = env.from_collection([-1, -2, -3])
     slow = env.from_source(NumberSequenceSource(1, 20_000)).map(SlowWithProgress(str(tmp_path / "progress")))
-    short.union(slow).add_sink(results.append)
+    short.union(slow).add_sink(RecordAll(results))
     client = env.execute_async("one source ended")
     master = client._job_master
     deadline = time.monotonic() + 30
@@ -244,4 +275,4 @@ def test_savepoint_while_a_subtask_has_ended_fails_promptly_and_the_job_goes_on(
         client.trigger_savepoint(str(tmp_path / "savepoints")).result(timeout=20)
     assert time.monotonic() - started < 5
     client.get_job_execution_result().result(timeout=50)
-    assert sorted(results) == [-3, -2, -1] + list(range(1, 20_001))
+    assert sorted(results.values("out")) == [-3, -2, -1] + list(range(1, 20_001))

@@ -26,6 +26,8 @@ from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, J
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
+from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 KEYS = 5
 
@@ -65,9 +67,9 @@ def visible_lines(base) -> list[str]:
     return lines
 
 
-def build_job(tmp_path, n: int, slow: MapFunction, *, tolerable: int, storage, timeout_ms: int | None = None,
-              slow_after_shuffle: bool = False):
-    env = StreamExecutionEnvironment.get_execution_environment()
+def build_job(tmp_path, n: int, slow: MapFunction, *, tolerable: int, storage, mode: ExecutionMode,
+              timeout_ms: int | None = None, slow_after_shuffle: bool = False):
+    env = environment(mode)
     env.set_parallelism(1)
     env.enable_checkpointing(50)
     config = env.get_checkpoint_config()
@@ -124,16 +126,17 @@ def assert_fails_on_consecutive_checkpoint_failures(env, *needles: str) -> None:
 # -- state too large for the JobManager ---------------------------------------------------------------------------
 
 @pytest.mark.timeout(60)
-def test_state_over_max_state_size_fails_the_job_when_nothing_is_tolerated(tmp_path):
-    env = build_job(tmp_path, 20_000, Slow(20), tolerable=0, storage=JobManagerCheckpointStorage(max_state_size=8))
+def test_state_over_max_state_size_fails_the_job_when_nothing_is_tolerated(tmp_path, mode):
+    env = build_job(tmp_path, 20_000, Slow(20), tolerable=0, storage=JobManagerCheckpointStorage(max_state_size=8),
+                    mode=mode)
     assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size", "ASYNC_ERROR")
 
 
 @pytest.mark.timeout(60)
-def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path):
+def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path, mode):
     n = 8_000
-    env = build_job(tmp_path, n, Slow(20), tolerable=1_000_000,
-                    storage=JobManagerCheckpointStorage(max_state_size=8))
+    env = build_job(tmp_path, n, Slow(20), tolerable=1_000_000, storage=JobManagerCheckpointStorage(max_state_size=8),
+                    mode=mode)
     client = env.execute_async("tolerated checkpoint failures")
     client.get_job_execution_result().result(timeout=50)
     assert client._job_master.checkpointing.store.latest() is None, "a checkpoint completed: nothing failed"
@@ -155,10 +158,10 @@ def break_checkpoint_dir_after_first_checkpoint(base, client, broken: threading.
         time.sleep(0.005)
 
 
-def start_with_breaking_dir(tmp_path, n: int, tolerable: int):
+def start_with_breaking_dir(tmp_path, n: int, tolerable: int, mode: ExecutionMode):
     base = tmp_path / "checkpoints"
     storage = FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0)
-    env = build_job(tmp_path, n, Slow(10), tolerable=tolerable, storage=storage)
+    env = build_job(tmp_path, n, Slow(10), tolerable=tolerable, storage=storage, mode=mode)
     client = env.execute_async("breaking checkpoint dir")
     broken = threading.Event()
     breaker = threading.Thread(target=break_checkpoint_dir_after_first_checkpoint, args=(base, client, broken))
@@ -167,8 +170,8 @@ def start_with_breaking_dir(tmp_path, n: int, tolerable: int):
 
 
 @pytest.mark.timeout(60)
-def test_checkpoint_dir_lost_mid_run_fails_the_job_naming_the_path(tmp_path):
-    client, breaker, broken, job_dir = start_with_breaking_dir(tmp_path, 40_000, tolerable=0)
+def test_checkpoint_dir_lost_mid_run_fails_the_job_naming_the_path(tmp_path, mode):
+    client, breaker, broken, job_dir = start_with_breaking_dir(tmp_path, 40_000, tolerable=0, mode=mode)
     with pytest.raises(JobExecutionException) as info:
         client.get_job_execution_result().result(timeout=50)
     breaker.join()
@@ -180,9 +183,9 @@ def test_checkpoint_dir_lost_mid_run_fails_the_job_naming_the_path(tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_checkpoint_dir_lost_mid_run_is_tolerated_and_the_job_completes(tmp_path):
+def test_checkpoint_dir_lost_mid_run_is_tolerated_and_the_job_completes(tmp_path, mode):
     n = 20_000
-    client, breaker, broken, _ = start_with_breaking_dir(tmp_path, n, tolerable=1_000_000)
+    client, breaker, broken, _ = start_with_breaking_dir(tmp_path, n, tolerable=1_000_000, mode=mode)
     client.get_job_execution_result().result(timeout=50)
     breaker.join()
     assert broken.is_set(), "the job ended before a checkpoint completed"
@@ -192,18 +195,18 @@ def test_checkpoint_dir_lost_mid_run_is_tolerated_and_the_job_completes(tmp_path
 # -- checkpoints that time out ------------------------------------------------------------------------------------
 
 @pytest.mark.timeout(60)
-def test_checkpoint_timeout_fails_the_job_when_nothing_is_tolerated(tmp_path):
+def test_checkpoint_timeout_fails_the_job_when_nothing_is_tolerated(tmp_path, mode):
     """A shuffle and an operator that sleeps 30 ms per 100 records: its input channel is always full, so a
     barrier queues behind buffers and needs far more than the 10 ms timeout to reach the end of the job."""
-    env = build_job(tmp_path, 1_000_000, Slow(100, 30), tolerable=0, storage=JobManagerCheckpointStorage(),
+    env = build_job(tmp_path, 1_000_000, Slow(100, 30), tolerable=0, storage=JobManagerCheckpointStorage(), mode=mode,
                     timeout_ms=10, slow_after_shuffle=True)
     assert_fails_on_consecutive_checkpoint_failures(env, "TIMEOUT", "expired")
 
 
 @pytest.mark.timeout(60)
-def test_checkpoint_timeouts_are_tolerated_and_the_job_completes(tmp_path):
+def test_checkpoint_timeouts_are_tolerated_and_the_job_completes(tmp_path, mode):
     n = 6_000
-    env = build_job(tmp_path, n, Slow(100, 30), tolerable=1_000_000, storage=JobManagerCheckpointStorage(),
+    env = build_job(tmp_path, n, Slow(100, 30), tolerable=1_000_000, storage=JobManagerCheckpointStorage(), mode=mode,
                     timeout_ms=10, slow_after_shuffle=True)
     client = env.execute_async("tolerated timeouts")
     client.get_job_execution_result().result(timeout=50)
@@ -213,8 +216,8 @@ def test_checkpoint_timeouts_are_tolerated_and_the_job_completes(tmp_path):
 # -- what is not a checkpoint failure -----------------------------------------------------------------------------
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, monkeypatch, parallelism):
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, monkeypatch, parallelism, mode):
     """A bounded job with checkpoints every 10 ms and no tolerated failure. A subtask's end reaches the JobMaster
     a little after the subtask left its TaskManager (widened here to 50 ms, as a busy machine might): a
     checkpoint triggered in that gap cannot complete, but it is not a failure — the job must finish."""
@@ -229,7 +232,7 @@ def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, mo
 
     monkeypatch.setattr(JobMaster, "update_task_execution_state", late_finished_reports)
     n = 20_000
-    env = build_job(tmp_path, n, Slow(1_000), tolerable=0, storage=JobManagerCheckpointStorage())
+    env = build_job(tmp_path, n, Slow(1_000), tolerable=0, storage=JobManagerCheckpointStorage(), mode=mode)
     env.set_parallelism(parallelism)
     env.get_checkpoint_config().set_checkpoint_interval(10)
     env.execute("checkpoints racing the end")

@@ -33,6 +33,8 @@ from fluvial.datastream.window import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
+from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 
 class EmitTimestampMinusOne(WatermarkGenerator):
@@ -77,10 +79,11 @@ class SumProcess(ProcessWindowFunction):
 LATE = OutputTag("late")
 
 
-def run_job(events, window, function: str, parallelism: int, lateness: int = 0):
+def run_job(events, window, function: str, parallelism: int, lateness: int = 0,
+            mode: ExecutionMode = ExecutionMode.THREADS):
     """Returns (main, late): per key the list of (sum, timestamp) results, and the late records with their
     timestamps. Main results and late records travel in one union to a single collect."""
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = environment(mode)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(0)  # only the generator's per-event watermarks
     strategy = WatermarkStrategy.for_generator(lambda context: EmitTimestampMinusOne()) \
@@ -112,9 +115,9 @@ FUNCTIONS = ["reduce", "aggregate", "process"]
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_exactly_the_late_records_reach_the_side_output(function, parallelism):
+def test_exactly_the_late_records_reach_the_side_output(function, parallelism, mode):
     events = [
         ("a", 1, 100),  # clock 99
         ("a", 2, 1500),  # clock 1499: a[0,1000) fires with 1
@@ -128,7 +131,7 @@ def test_exactly_the_late_records_reach_the_side_output(function, parallelism):
         ("a", 10, 1000),  # late
         ("b", 11, 1998),  # late
     ]
-    main, late = run_job(events, TumblingEventTimeWindows.of(1000), function, parallelism)
+    main, late = run_job(events, TumblingEventTimeWindows.of(1000), function, parallelism, mode=mode)
     late_values = [event[1] for event, _ in late]
     assert sorted(late_values) == [3, 4, 8, 10, 11]
     assert all(ts == event[2] for event, ts in late)  # late records keep their timestamps
@@ -138,9 +141,9 @@ def test_exactly_the_late_records_reach_the_side_output(function, parallelism):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_allowed_lateness_refires_with_updated_result(function, parallelism):
+def test_allowed_lateness_refires_with_updated_result(function, parallelism, mode):
     events = [
         ("a", 1, 100),  # clock 99
         ("a", 2, 1500),  # clock 1499: [0,1000) fires with 1
@@ -152,7 +155,7 @@ def test_allowed_lateness_refires_with_updated_result(function, parallelism):
         ("a", 8, 1999),  # late: 1999 + 1000 <= 2999
         ("a", 9, 2500),  # allowed: [2000,3000) fires again with 13
     ]
-    main, late = run_job(events, TumblingEventTimeWindows.of(1000), function, parallelism, lateness=1000)
+    main, late = run_job(events, TumblingEventTimeWindows.of(1000), function, parallelism, lateness=1000, mode=mode)
     assert [event[1] for event, _ in late] == [5, 8]
     assert main == {"a": [(1, 999), (4, 999), (2, 1999), (8, 1999), (4, 2999), (13, 2999), (7, 3999)]}
 
@@ -198,9 +201,9 @@ def test_without_a_side_output_late_records_are_dropped_and_on_time_ones_kept():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_allowed_late_record_merges_into_a_fired_session_and_refires_it(function, parallelism):
+def test_allowed_late_record_merges_into_a_fired_session_and_refires_it(function, parallelism, mode):
     events = [
         ("a", 1, 0),  # session [0,100)
         ("a", 2, 400),  # clock 399: [0,100) fires with 1 (cleanup at 599)
@@ -212,6 +215,6 @@ def test_allowed_late_record_merges_into_a_fired_session_and_refires_it(function
         ("a", 8, 900),  # clock 899: [710,810) fires with 6; [0,220) is gone
         ("a", 9, 5),  # [5,105) would be cleaned up at 604: late
     ]
-    main, late = run_job(events, EventTimeSessionWindows.with_gap(100), function, parallelism, lateness=500)
+    main, late = run_job(events, EventTimeSessionWindows.with_gap(100), function, parallelism, lateness=500, mode=mode)
     assert [event[1] for event, _ in late] == [9]
     assert main == {"a": [(1, 99), (4, 149), (2, 499), (9, 219), (4, 699), (16, 219), (6, 809), (8, 999)]}

@@ -23,6 +23,8 @@ from fluvial.datastream import (
 )
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.timerservice import TimeDomain
+from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 
 class EmitTimestampMinusOne(WatermarkGenerator):
@@ -33,8 +35,9 @@ class EmitTimestampMinusOne(WatermarkGenerator):
         pass
 
 
-def env_with(parallelism: int) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def env_with(parallelism: int, mode: ExecutionMode | None = None) -> StreamExecutionEnvironment:
+    """An environment of `mode` (None: the default, auto)."""
+    env = environment(mode)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(0)
     return env
@@ -82,9 +85,11 @@ EXPECTED_TIMERS = {"a": [100, 250, 260, 300], "b": [50, 150], "c": [700]}
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_event_time_timers_fire_in_order_once_and_not_after_deletion(parallelism):
-    env = env_with(parallelism)
-    stream = env.from_collection(SCRIPT).assign_timestamps_and_watermarks(per_event_strategy())
+def test_event_time_timers_fire_in_order_once_and_not_after_deletion(parallelism, mode):
+    env = env_with(parallelism, mode)
+    # one assigner, as the script is one ordered stream: at the job's parallelism the records would be
+    # rebalanced over assigners, and a key's records (and the watermarks after them) would race each other
+    stream = env.from_collection(SCRIPT).assign_timestamps_and_watermarks(per_event_strategy()).set_parallelism(1)
     out = list(stream.key_by(lambda e: e[0]).process(TimerScript()).process(AttachTimestamp()).execute_and_collect())
     timers = [(value, ts) for value, ts in out if value[0] == "timer"]
     fired: dict[str, list[int]] = defaultdict(list)
@@ -182,9 +187,9 @@ class ProcessingTimeTimers(KeyedProcessFunction):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_processing_time_timers_fire_on_the_wall_clock(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_processing_time_timers_fire_on_the_wall_clock(parallelism, mode):
+    env = env_with(parallelism, mode)
     keys = ["x", "y", "z"]
     stream = env.from_source(LingeringSource(keys, linger_ms=1500), None, "lingering")
     out = list(stream.key_by(lambda k: k).process(ProcessingTimeTimers()).execute_and_collect())

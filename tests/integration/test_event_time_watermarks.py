@@ -28,6 +28,8 @@ from fluvial.datastream import (
 from fluvial.datastream.connectors.collection import CollectionSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.datastream.window import ProcessWindowFunction, TumblingEventTimeWindows
+from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 
 class EmitTimestampMinusOne(WatermarkGenerator):
@@ -150,9 +152,9 @@ class CountPerWindow(ProcessWindowFunction):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_windows_over_a_union_with_a_slow_source_lose_nothing(parallelism):
-    env = StreamExecutionEnvironment.get_execution_environment()
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_windows_over_a_union_with_a_slow_source_lose_nothing(parallelism, mode):
+    env = environment(mode)
     env.set_parallelism(parallelism)
     fast, slow = two_sources(env)
     results = list(fast.union(slow).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000))
@@ -168,8 +170,9 @@ BOUNDED = [("a", ts) for ts in range(0, 5000, 7)]
 BOUNDED_WINDOWS = Counter((key, ts // 1000 * 1000) for key, ts in BOUNDED)
 
 
-def idle_job(idle_source: ScriptedSource, idleness: bool, parallelism: int = 1):
-    env = StreamExecutionEnvironment.get_execution_environment()
+def idle_job(idle_source: ScriptedSource, idleness: bool, parallelism: int = 1,
+             mode: ExecutionMode = ExecutionMode.THREADS):
+    env = environment(mode)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(10)
     active = env.from_source(CollectionSource(BOUNDED), per_event(), "bounded")
@@ -180,9 +183,9 @@ def idle_job(idle_source: ScriptedSource, idleness: bool, parallelism: int = 1):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_source_that_never_emits_does_not_hold_back_windows_when_idle(parallelism):
-    job = idle_job(ScriptedSource(linger_ms=None), idleness=True, parallelism=parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_a_source_that_never_emits_does_not_hold_back_windows_when_idle(parallelism, mode):
+    job = idle_job(ScriptedSource(linger_ms=None), idleness=True, parallelism=parallelism, mode=mode)
     results = job.execute_and_collect(limit=len(BOUNDED_WINDOWS))
     assert Counter({(key, start): count for key, start, count, _ in results}) == BOUNDED_WINDOWS
 

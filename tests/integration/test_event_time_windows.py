@@ -44,6 +44,8 @@ from fluvial.datastream.window import (
     TumblingProcessingTimeWindows,
     WindowFunction,
 )
+from fluvial.testing import ExecutionMode, environment
+from tests.integration.layouts import PARALLELISM_AND_MODE
 
 BOUND = 500  # watermark bound (ms); the generated disorder stays below it
 SIZE, SLIDE, OFFSET, GAP = 1000, 250, 300, 300
@@ -170,10 +172,12 @@ def run(stream) -> list:
     return list(stream.process(AttachTimestamp()).execute_and_collect())
 
 
-def env_with(parallelism: int, taskmanagers: int = 1) -> StreamExecutionEnvironment:
+def env_with(parallelism: int, mode: ExecutionMode, taskmanagers: int | None = None) -> StreamExecutionEnvironment:
+    """`taskmanagers`: how many (default: one in thread mode, one per core in process mode)."""
     configuration = Configuration()
-    configuration.set_string("local.number-taskmanager", str(taskmanagers))
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    if taskmanagers is not None:
+        configuration.set_string("local.number-taskmanager", str(taskmanagers))
+    env = environment(mode, configuration)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(5)
     return env
@@ -245,10 +249,10 @@ def expect_sums_with_max(panes) -> Counter:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("source,generator", SOURCES)
-def test_tumbling_reduce_matches_batch(parallelism, source, generator):
-    env = env_with(parallelism)
+def test_tumbling_reduce_matches_batch(parallelism, source, generator, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
         TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
     results = run(windowed.reduce(add_values))
@@ -256,9 +260,9 @@ def test_tumbling_reduce_matches_batch(parallelism, source, generator):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_tumbling_with_offset_process_matches_batch(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_tumbling_with_offset_process_matches_batch(parallelism, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, "collection", "per_event").key_by(lambda e: e[0]).window(
         TumblingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(OFFSET)))
     results = run(windowed.process(DescribePane()))
@@ -267,10 +271,10 @@ def test_tumbling_with_offset_process_matches_batch(parallelism):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("source,generator", SOURCES[1:3])
-def test_sliding_reduce_matches_batch(parallelism, source, generator):
-    env = env_with(parallelism)
+def test_sliding_reduce_matches_batch(parallelism, source, generator, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
         SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE)))
     results = run(windowed.reduce(add_values))
@@ -280,9 +284,9 @@ def test_sliding_reduce_matches_batch(parallelism, source, generator):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_sliding_aggregate_matches_batch(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_sliding_aggregate_matches_batch(parallelism, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS_B, "sequence", "per_event").key_by(lambda e: e[0]).window(
         SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE), Duration.of_millis(100)))
     results = run(windowed.aggregate(CountAndSum()))
@@ -293,9 +297,9 @@ def test_sliding_aggregate_matches_batch(parallelism):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_tumbling_aggregate_with_process_window_function_matches_batch(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_tumbling_aggregate_with_process_window_function_matches_batch(parallelism, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, "collection", "periodic").key_by(lambda e: e[0]).window(
         TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
     results = run(windowed.aggregate(CountAndSum(), window_function=DescribeAggregate()))
@@ -305,10 +309,10 @@ def test_tumbling_aggregate_with_process_window_function_matches_batch(paralleli
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("source,generator", SOURCES[:3])
-def test_tumbling_process_window_function_matches_batch(parallelism, source, generator):
-    env = env_with(parallelism)
+def test_tumbling_process_window_function_matches_batch(parallelism, source, generator, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
         TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
     results = run(windowed.process(DescribePane()))
@@ -316,9 +320,9 @@ def test_tumbling_process_window_function_matches_batch(parallelism, source, gen
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_sliding_apply_matches_batch(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_sliding_apply_matches_batch(parallelism, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS_B, "collection", "per_event").key_by(lambda e: e[0]).window(
         SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE)))
     results = run(windowed.apply(ApplyPane()))
@@ -326,10 +330,10 @@ def test_sliding_apply_matches_batch(parallelism):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("assigner", ["tumbling", "sliding", "session"])
-def test_reduce_with_process_window_function_matches_batch(parallelism, assigner):
-    env = env_with(parallelism)
+def test_reduce_with_process_window_function_matches_batch(parallelism, assigner, mode):
+    env = env_with(parallelism, mode)
     if assigner == "tumbling":
         window, panes = TumblingEventTimeWindows.of(Duration.of_millis(SIZE)), batch_panes(EVENTS, SIZE, SIZE)
     elif assigner == "sliding":
@@ -345,10 +349,10 @@ def test_reduce_with_process_window_function_matches_batch(parallelism, assigner
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("source,generator", SOURCES[:3])
-def test_session_process_matches_batch(parallelism, source, generator):
-    env = env_with(parallelism)
+def test_session_process_matches_batch(parallelism, source, generator, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
         EventTimeSessionWindows.with_gap(Duration.of_millis(GAP)))
     results = run(windowed.process(DescribePane()))
@@ -360,16 +364,16 @@ def test_session_process_matches_batch(parallelism, source, generator):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_session_reduce_and_aggregate_match_batch(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_session_reduce_and_aggregate_match_batch(parallelism, mode):
+    env = env_with(parallelism, mode)
     keyed = timestamped_events(env, EVENTS_B, "collection", "per_event").key_by(lambda e: e[0])
     reduced = keyed.window(EventTimeSessionWindows.with_gap(Duration.of_millis(GAP))).reduce(add_values)
     results = run(reduced)
     panes = batch_sessions(EVENTS_B, lambda e: GAP)
     assert Counter(results) == expect_sums_with_max(panes)
 
-    env = env_with(parallelism)
+    env = env_with(parallelism, mode)
     keyed = timestamped_events(env, EVENTS_B, "sequence", "per_event").key_by(lambda e: e[0])
     aggregated = keyed.window(EventTimeSessionWindows.with_gap(Duration.of_millis(GAP))).aggregate(CountAndSum())
     expected = Counter(((key, len(items), sum(e[1] for e in items)), end - 1)
@@ -378,10 +382,10 @@ def test_session_reduce_and_aggregate_match_batch(parallelism):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("function", ["apply", "process"])
-def test_dynamic_gap_sessions_match_batch(parallelism, function):
-    env = env_with(parallelism)
+def test_dynamic_gap_sessions_match_batch(parallelism, function, mode):
+    env = env_with(parallelism, mode)
     windowed = timestamped_events(env, EVENTS, "sequence", "per_event").key_by(lambda e: e[0]).window(
         EventTimeSessionWindows.with_dynamic_gap(DynamicGap()))
     results = run(windowed.apply(ApplyPane()) if function == "apply" else windowed.process(DescribePane()))
@@ -402,23 +406,23 @@ class AllProcess(ProcessAllWindowFunction):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_window_all_matches_batch(parallelism):
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_window_all_matches_batch(parallelism, mode):
     all_panes: dict[tuple[int, int], list] = defaultdict(list)
     for (_, start, end), items in batch_panes(EVENTS, SIZE, SIZE).items():
         all_panes[(start, end)].extend(items)
 
-    env = env_with(parallelism)
+    env = env_with(parallelism, mode)
     stream = timestamped_events(env, EVENTS, "sequence", "per_event")
     results = run(stream.window_all(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).apply(AllApply()))
     assert Counter(results) == Counter(((s, e, len(items)), e - 1) for (s, e), items in all_panes.items())
 
-    env = env_with(parallelism)
+    env = env_with(parallelism, mode)
     stream = timestamped_events(env, EVENTS, "collection", "per_event")
     results = run(stream.window_all(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).process(AllProcess()))
     assert Counter(results) == Counter(((s, e, sum(x[1] for x in items)), e - 1) for (s, e), items in all_panes.items())
 
-    env = env_with(parallelism)
+    env = env_with(parallelism, mode)
     stream = timestamped_events(env, EVENTS, "collection", "periodic").map(lambda e: ("all", e[1], e[2]))
     results = run(stream.window_all(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).reduce(add_values))
     expected = Counter((("all", sum(x[1] for x in items), max(x[2] for x in items)), e - 1)
@@ -429,9 +433,9 @@ def test_window_all_matches_batch(parallelism):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("assigner", ["tumbling", "sliding", "session"])
 @pytest.mark.parametrize("generator", ["periodic", "per_event"])
-def test_windows_match_batch_across_two_taskmanagers(assigner, generator):
+def test_windows_match_batch_across_two_taskmanagers(assigner, generator, mode):
     """Subtasks on two TaskManagers (two executor threads): sources, windows and watermarks interleave freely."""
-    env = env_with(2, taskmanagers=2)
+    env = env_with(2, mode, taskmanagers=2)
     if assigner == "tumbling":
         window, panes = TumblingEventTimeWindows.of(Duration.of_millis(SIZE)), batch_panes(EVENTS_B, SIZE, SIZE)
     elif assigner == "sliding":
@@ -468,10 +472,10 @@ class CountPane(WindowFunction):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 @pytest.mark.parametrize("size,slide", [(5, 0), (7, 0), (5, 2), (4, 4), (3, 5)])
-def test_count_windows_match_batch(parallelism, size, slide):
-    env = env_with(parallelism)
+def test_count_windows_match_batch(parallelism, size, slide, mode):
+    env = env_with(parallelism, mode)
     keyed = env.from_collection(EVENTS).key_by(lambda e: e[0])
     results = run(keyed.count_window(size, slide).apply(CountPane()))
     expected = batch_count_windows(EVENTS, size, slide or size)
@@ -481,9 +485,9 @@ def test_count_windows_match_batch(parallelism, size, slide):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_count_window_reduce_matches_batch(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_count_window_reduce_matches_batch(parallelism, mode):
+    env = env_with(parallelism, mode)
     keyed = env.from_collection(EVENTS_B).key_by(lambda e: e[0])
     results = list(keyed.count_window(10).reduce(add_values).map(lambda e: (e[0], e[1])).execute_and_collect())
     expected = Counter((key, sum(values)) for key, values in batch_count_windows(EVENTS_B, 10, 10).elements())
@@ -494,9 +498,9 @@ def test_count_window_reduce_matches_batch(parallelism):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_global_windows_with_purging_count_trigger_equal_tumbling_count_windows(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_global_windows_with_purging_count_trigger_equal_tumbling_count_windows(parallelism, mode):
+    env = env_with(parallelism, mode)
     keyed = env.from_collection(EVENTS).key_by(lambda e: e[0])
     results = run(keyed.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(6)))
                   .apply(CountPane()))
@@ -504,9 +508,9 @@ def test_global_windows_with_purging_count_trigger_equal_tumbling_count_windows(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_count_evictor_keeps_the_last_arrivals_of_each_pane(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_count_evictor_keeps_the_last_arrivals_of_each_pane(parallelism, mode):
+    env = env_with(parallelism, mode)
     keyed = env.from_collection(EVENTS).assign_timestamps_and_watermarks(
         strategy("per_event", lambda event, _: event[2])).set_parallelism(1).key_by(lambda e: e[0])
     results = run(keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).evictor(CountEvictor.of(3))
@@ -566,9 +570,9 @@ class ProcessingPane(ProcessWindowFunction):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_processing_time_windows_fire_on_the_wall_clock(parallelism):
-    env = env_with(parallelism)
+@pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
+def test_processing_time_windows_fire_on_the_wall_clock(parallelism, mode):
+    env = env_with(parallelism, mode)
     stream = env.from_source(LingeringSource(EVENTS, linger_ms=1200), None, "lingering")
     results = run(stream.key_by(lambda e: e[0]).window(TumblingProcessingTimeWindows.of(Duration.of_millis(200)))
                   .process(ProcessingPane()))

@@ -1,6 +1,6 @@
 """A user exception fails the job: execute() raises JobExecutionException naming the operator and subtask,
 with the user's exception (and its traceback) as the cause; every other task is cancelled, user functions are
-closed, and execute() returns instead of hanging."""
+closed, and execute() returns instead of hanging — with TaskManagers as threads and as processes."""
 
 from __future__ import annotations
 
@@ -14,40 +14,39 @@ from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
-
-# Module-level registries: each parallel subtask runs its own copy of a function object, so copies report here.
-EVENTS: list[tuple[str, int]] = []
-EVENTS_LOCK = threading.Lock()
+from fluvial.testing import EventLog, ExecutionMode, environment
 
 
-def _record(event: str, index: int) -> None:
-    with EVENTS_LOCK:
-        EVENTS.append((event, index))
-
-
-@pytest.fixture(autouse=True)
-def _clear_events():
-    EVENTS.clear()
-    yield
-    EVENTS.clear()
+@pytest.fixture
+def events(tmp_path) -> EventLog:
+    """Where every subtask's copy of a function reports open and close, whichever process it runs in."""
+    return EventLog(tmp_path / "events")
 
 
 class DivideBy(MapFunction):
     """Raises ZeroDivisionError on the record 500."""
 
+    def __init__(self, events: EventLog | None = None) -> None:
+        self.events = events
+
     def open(self, runtime_context):
         self.index = runtime_context.get_index_of_this_subtask()
-        _record("open", self.index)
+        if self.events is not None:
+            self.events.record("open", self.index)
 
     def map(self, value):
         return 1 / (value - 500)  # the user's failing line
 
     def close(self):
-        _record("close", self.index)
+        if self.events is not None:
+            self.events.record("close", self.index)
 
 
 class EndlessSource(Source):
     """Never ends: its reader answers [] ("nothing now") forever."""
+
+    def __init__(self, events: EventLog) -> None:
+        self.events = events
 
     def get_boundedness(self):
         return Boundedness.CONTINUOUS_UNBOUNDED
@@ -56,10 +55,13 @@ class EndlessSource(Source):
         return [f"s{i}" for i in range(parallelism)]
 
     def create_reader(self, task_info):
-        return EndlessReader()
+        return EndlessReader(self.events)
 
 
 class EndlessReader(SourceReader):
+    def __init__(self, events: EventLog) -> None:
+        self.events = events
+
     def add_splits(self, splits):
         pass
 
@@ -70,10 +72,13 @@ class EndlessReader(SourceReader):
         return []
 
     def close(self):
-        _record("endless-reader-close", 0)
+        self.events.record("endless-reader-close", 0)
 
 
 class Recording(MapFunction):
+    def __init__(self, events: EventLog) -> None:
+        self.events = events
+
     def open(self, runtime_context):
         self.index = runtime_context.get_index_of_this_subtask()
 
@@ -81,18 +86,18 @@ class Recording(MapFunction):
         return value
 
     def close(self):
-        _record("endless-map-close", self.index)
+        self.events.record("endless-map-close", self.index)
 
 
-def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _env(mode: ExecutionMode, parallelism: int = 2) -> StreamExecutionEnvironment:
+    env = environment(mode)
     env.set_parallelism(parallelism)
     return env
 
 
 @pytest.mark.timeout(60)
-def test_user_exception_fails_job_with_operator_subtask_and_cause():
-    env = _env(2)
+def test_user_exception_fails_job_with_operator_subtask_and_cause(mode):
+    env = _env(mode)
     env.from_source(NumberSequenceSource(1, 1000)).map(DivideBy()).add_sink(lambda v: None)
     with pytest.raises(JobExecutionException) as info:
         env.execute("failing job")
@@ -104,42 +109,44 @@ def test_user_exception_fails_job_with_operator_subtask_and_cause():
     assert not isinstance(error, JobCancelledException)
     cause = error.__cause__
     assert isinstance(cause, ZeroDivisionError)
-    frames = traceback.extract_tb(cause.__traceback__)
-    user_frames = [f for f in frames if f.filename == __file__ and f.name == "map"]
-    assert user_frames, [f"{f.filename}:{f.name}" for f in frames]
-    assert "the user's failing line" in user_frames[-1].line or "1 / (value - 500)" in user_frames[-1].line
+    # the printed error shows the user's failing line: in this process its own traceback; from a TaskManager
+    # process (a traceback does not pickle) the text of it, chained as the cause, as concurrent.futures does
+    printed = "".join(traceback.format_exception(cause))
+    assert f'File "{__file__}"' in printed and ", in map" in printed, printed
+    assert "return 1 / (value - 500)  # the user's failing line" in printed, printed
 
 
 @pytest.mark.timeout(60)
-def test_failing_job_closes_every_opened_function():
-    env = _env(2)
-    env.from_source(NumberSequenceSource(1, 1000)).map(DivideBy()).add_sink(lambda v: None)
+def test_failing_job_closes_every_opened_function(mode, events):
+    env = _env(mode)
+    env.from_source(NumberSequenceSource(1, 1000)).map(DivideBy(events)).add_sink(lambda v: None)
     with pytest.raises(JobExecutionException):
         env.execute()
-    opened = sorted(i for e, i in EVENTS if e == "open")
-    closed = sorted(i for e, i in EVENTS if e == "close")
+    opened = sorted(events.values("open"))
+    closed = sorted(events.values("close"))
     assert opened == [0, 1]
     assert closed == opened  # each subtask's copy closed exactly once
 
 
 @pytest.mark.timeout(60)
-def test_failure_cancels_an_endless_pipeline_and_execute_returns():
-    env = _env(2)
-    env.from_source(EndlessSource()).map(Recording()).add_sink(lambda v: None)
+def test_failure_cancels_an_endless_pipeline_and_execute_returns(mode, events):
+    env = _env(mode)
+    env.from_source(EndlessSource(events)).map(Recording(events)).add_sink(lambda v: None)
     env.from_source(NumberSequenceSource(1, 1000)).map(DivideBy()).add_sink(lambda v: None)
     started = time.monotonic()
     with pytest.raises(JobExecutionException) as info:
         env.execute()
     assert time.monotonic() - started < 30
     assert isinstance(info.value.__cause__, ZeroDivisionError)
-    assert sorted(i for e, i in EVENTS if e == "endless-map-close") == [0, 1]
-    assert [e for e, _ in EVENTS].count("endless-reader-close") == 2
+    assert sorted(events.values("endless-map-close")) == [0, 1]
+    assert events.count("endless-reader-close") == 2
 
 
 @pytest.mark.timeout(60)
-def test_failure_downstream_of_a_shuffle_cancels_a_blocked_upstream():
-    """The consumer dies; the producer's channel to it fills up. The producer must still be cancelled."""
-    env = _env(2)
+def test_failure_downstream_of_a_shuffle_cancels_a_blocked_upstream(mode):
+    """The consumer dies; the producer's channel to it fills up (out of credit, in process mode). The producer
+    must still be cancelled."""
+    env = _env(mode)
     (
         env.from_source(NumberSequenceSource(1, 5_000_000))
         .rebalance()
@@ -160,8 +167,8 @@ class FailingOpen(MapFunction):
 
 
 @pytest.mark.timeout(60)
-def test_exception_in_open_fails_the_job():
-    env = _env(2)
+def test_exception_in_open_fails_the_job(mode):
+    env = _env(mode)
     env.from_collection([1, 2, 3]).map(FailingOpen()).add_sink(lambda v: None)
     with pytest.raises(JobExecutionException) as info:
         env.execute()
@@ -176,8 +183,8 @@ class ExplodingSink(SinkFunction):
 
 
 @pytest.mark.timeout(60)
-def test_exception_in_sink_names_the_sink():
-    env = _env(1)
+def test_exception_in_sink_names_the_sink(mode):
+    env = _env(mode, 1)
     env.from_collection(list(range(10))).add_sink(ExplodingSink())
     with pytest.raises(JobExecutionException) as info:
         env.execute()
@@ -187,8 +194,8 @@ def test_exception_in_sink_names_the_sink():
 
 
 @pytest.mark.timeout(60)
-def test_execute_and_collect_raises_the_failure_from_next():
-    env = _env(2)
+def test_execute_and_collect_raises_the_failure_from_next(mode):
+    env = _env(mode)
     stream = env.from_source(NumberSequenceSource(1, 1000)).map(DivideBy())
     with pytest.raises(JobExecutionException) as info:
         list(stream.execute_and_collect())
@@ -196,8 +203,8 @@ def test_execute_and_collect_raises_the_failure_from_next():
 
 
 @pytest.mark.timeout(60)
-def test_failure_in_keyed_reduce_at_parallelism_two_names_the_reduce():
-    env = _env(2)
+def test_failure_in_keyed_reduce_at_parallelism_two_names_the_reduce(mode):
+    env = _env(mode)
     (
         env.from_collection([("a", 1), ("b", 5), ("a", 2), ("b", 0)])
         .key_by(lambda p: p[0])
@@ -221,19 +228,25 @@ class HoldsALock(MapFunction):
 
 @pytest.mark.timeout(60)
 def test_function_that_cannot_be_copied_per_subtask_fails_with_a_clear_error():
-    env = _env(2)
+    """Thread mode only: it copies the user's function for each subtask in this process. In process mode every
+    subtask unpickles its own copy, and a function that cannot be pickled is refused at submission
+    (test_process_mode_e2e.py)."""
+    env = _env(ExecutionMode.THREADS)
     env.from_collection([1, 2, 3]).map(HoldsALock()).set_parallelism(2).add_sink(lambda v: None)
     with pytest.raises(JobExecutionException) as info:
         env.execute()
     cause = info.value.__cause__
     assert "open()" in str(cause) and "HoldsALock" in str(cause)
     # at parallelism 1 the user's own object runs, as before
-    env = _env(1)
+    env = _env(ExecutionMode.THREADS, 1)
     env.from_collection([1, 2, 3]).map(HoldsALock()).add_sink(lambda v: None)
     env.execute()
 
 
 class FailingClose(MapFunction):
+    def __init__(self, events: EventLog) -> None:
+        self.events = events
+
     def open(self, runtime_context):
         self.index = runtime_context.get_index_of_this_subtask()
 
@@ -241,16 +254,39 @@ class FailingClose(MapFunction):
         return value
 
     def close(self):
-        _record("failing-close", self.index)
+        self.events.record("failing-close", self.index)
         raise OSError("flush on close failed")
 
 
 @pytest.mark.timeout(60)
-def test_exception_in_close_fails_the_job_and_close_runs_once():
-    env = _env(2)
-    env.from_source(NumberSequenceSource(1, 100)).map(FailingClose()).add_sink(lambda v: None)
+def test_exception_in_close_fails_the_job_and_close_runs_once(mode, events):
+    env = _env(mode)
+    env.from_source(NumberSequenceSource(1, 100)).map(FailingClose(events)).add_sink(lambda v: None)
     with pytest.raises(JobExecutionException) as info:
         env.execute()
     assert isinstance(info.value.__cause__, OSError)
     assert "Map" in str(info.value)
-    assert sorted(i for e, i in EVENTS if e == "failing-close") == [0, 1]
+    assert sorted(events.values("failing-close")) == [0, 1]
+
+
+class UnpicklableError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()  # an exception that cannot be pickled, so cannot leave its process as itself
+
+
+def raise_unpicklable(value):
+    if value == 5:
+        raise UnpicklableError("no pickle for me")
+    return value
+
+
+@pytest.mark.timeout(60)
+def test_an_exception_that_cannot_be_pickled_fails_the_job_naming_its_type_and_message(mode):
+    env = _env(mode)
+    env.from_collection(list(range(10))).map(raise_unpicklable).add_sink(lambda v: None)
+    with pytest.raises(JobExecutionException) as info:
+        env.execute()
+    assert "Map" in str(info.value) and "UnpicklableError" in str(info.value), str(info.value)
+    assert "no pickle for me" in str(info.value.__cause__)
+    assert "TaskManager" not in str(info.value)  # the task failed; no TaskManager was taken for lost

@@ -18,6 +18,7 @@ from fluvial.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
+from fluvial.testing import ExecutionMode, environment
 
 
 def _write_inputs(directory, files: int, lines_per_file: int) -> list[str]:
@@ -51,10 +52,10 @@ def _source(path) -> FileSource:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_file_source_to_file_sink_keeps_every_line_once(tmp_path, parallelism):
+def test_file_source_to_file_sink_keeps_every_line_once(tmp_path, parallelism, mode):
     lines = _write_inputs(tmp_path / "in", files=5, lines_per_file=400)
     out = tmp_path / "out"
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = environment(mode)
     env.set_parallelism(parallelism)
     sink = (
         FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
@@ -71,10 +72,10 @@ def test_file_source_to_file_sink_keeps_every_line_once(tmp_path, parallelism):
 
 
 @pytest.mark.timeout(60)
-def test_transformed_lines_rolled_into_small_parts(tmp_path):
+def test_transformed_lines_rolled_into_small_parts(tmp_path, mode):
     lines = _write_inputs(tmp_path / "in", files=3, lines_per_file=300)
     out = tmp_path / "out"
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = environment(mode)
     env.set_parallelism(2)
     sink = (
         FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
@@ -103,11 +104,11 @@ def test_read_text_file_and_collect(tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_monitored_file_source_picks_up_new_files_then_cancel(tmp_path):
+def test_monitored_file_source_picks_up_new_files_then_cancel(tmp_path, mode):
     watched = tmp_path / "watched"
     watched.mkdir()
     (watched / "first.txt").write_text("one\ntwo\n", encoding="utf-8")
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = environment(mode)
     env.set_parallelism(1)
     source = (
         FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(watched))
@@ -125,7 +126,8 @@ def test_monitored_file_source_picks_up_new_files_then_cancel(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_memory_url_pipeline_with_checkpoints_commits_every_line_once():
-    """memory:// is per process, so this job runs its TaskManagers as threads (the default)."""
+    """memory:// is per process (the file this test writes exists only here), so this job runs its
+    TaskManagers as threads of this process."""
     import uuid
 
     import fsspec
@@ -136,7 +138,7 @@ def test_memory_url_pipeline_with_checkpoints_commits_every_line_once():
     with fsspec.open(f"{root}/in/data.txt", "wb") as handle:
         handle.write(("\n".join(lines) + "\n").encode())
     try:
-        env = StreamExecutionEnvironment.get_execution_environment()
+        env = environment(ExecutionMode.THREADS)
         env.set_parallelism(2)
         env.enable_checkpointing(20)
         sink = (
@@ -148,7 +150,7 @@ def test_memory_url_pipeline_with_checkpoints_commits_every_line_once():
         env.execute("memory pipeline")
         names = [p.rsplit("/", 1)[-1] for p in fs.find(root.removeprefix("memory://") + "/out")]
         assert names and not [n for n in names if n.startswith(".")]
-        read_back = StreamExecutionEnvironment.get_execution_environment()
+        read_back = environment(ExecutionMode.THREADS)
         read_back.set_parallelism(1)
         got = list(read_back.from_source(_source(f"{root}/out")).execute_and_collect())
         assert Counter(got) == Counter(line.upper() for line in lines)

@@ -8,6 +8,7 @@ import pytest
 
 from fluvial.datastream import MapFunction, Partitioner, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.testing import ExecutionMode, environment
 
 N = 3000
 
@@ -23,8 +24,8 @@ class TagSubtask(MapFunction):
         return (self.index, value)
 
 
-def _env(parallelism: int = 3) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _env(mode: ExecutionMode, parallelism: int = 3) -> StreamExecutionEnvironment:
+    env = environment(mode)
     env.set_parallelism(parallelism)
     return env
 
@@ -46,16 +47,16 @@ def _source(env, n: int = N, parallelism: int = 1):
 
 
 @pytest.mark.timeout(60)
-def test_each_parallel_subtask_knows_its_own_index():
-    env = _env()
+def test_each_parallel_subtask_knows_its_own_index(mode):
+    env = _env(mode)
     pairs = _run(_source(env, parallelism=3).forward())
     assert sorted(v for _, v in pairs) == list(range(N))
     assert set(_by_subtask(pairs)) == {0, 1, 2}
 
 
 @pytest.mark.timeout(60)
-def test_rebalance_spreads_evenly_over_all_subtasks():
-    env = _env()
+def test_rebalance_spreads_evenly_over_all_subtasks(mode):
+    env = _env(mode)
     pairs = _run(_source(env).rebalance())
     seen = _by_subtask(pairs)
     assert sorted(v for _, v in pairs) == list(range(N))
@@ -67,8 +68,8 @@ def test_rebalance_spreads_evenly_over_all_subtasks():
 
 
 @pytest.mark.timeout(60)
-def test_rescale_from_one_to_three_reaches_every_subtask_evenly():
-    env = _env()
+def test_rescale_from_one_to_three_reaches_every_subtask_evenly(mode):
+    env = _env(mode)
     pairs = _run(_source(env).rescale())
     seen = _by_subtask(pairs)
     assert sorted(v for _, v in pairs) == list(range(N))
@@ -77,8 +78,8 @@ def test_rescale_from_one_to_three_reaches_every_subtask_evenly():
 
 
 @pytest.mark.timeout(60)
-def test_rescale_pointwise_from_three_to_three_keeps_subtask():
-    env = _env()
+def test_rescale_pointwise_from_three_to_three_keeps_subtask(mode):
+    env = _env(mode)
     source = _source(env, parallelism=3).map(TagSubtask()).set_parallelism(3)
     pairs = list(source.rescale().map(TagSubtask()).set_parallelism(3).execute_and_collect())
     # pairs: (consumer index, (producer index, value)); 3 -> 3 pointwise is one to one
@@ -87,8 +88,8 @@ def test_rescale_pointwise_from_three_to_three_keeps_subtask():
 
 
 @pytest.mark.timeout(60)
-def test_shuffle_delivers_every_record_once_to_several_subtasks():
-    env = _env()
+def test_shuffle_delivers_every_record_once_to_several_subtasks(mode):
+    env = _env(mode)
     pairs = _run(_source(env).shuffle())
     seen = _by_subtask(pairs)
     assert sorted(v for _, v in pairs) == list(range(N))
@@ -97,8 +98,8 @@ def test_shuffle_delivers_every_record_once_to_several_subtasks():
 
 
 @pytest.mark.timeout(60)
-def test_broadcast_every_subtask_sees_every_record():
-    env = _env()
+def test_broadcast_every_subtask_sees_every_record(mode):
+    env = _env(mode)
     pairs = _run(_source(env, n=500).broadcast())
     seen = _by_subtask(pairs)
     assert sorted(seen) == [0, 1, 2]
@@ -108,16 +109,16 @@ def test_broadcast_every_subtask_sees_every_record():
 
 
 @pytest.mark.timeout(60)
-def test_global_sends_everything_to_subtask_zero():
-    env = _env()
+def test_global_sends_everything_to_subtask_zero(mode):
+    env = _env(mode)
     pairs = _run(_source(env, parallelism=3).global_())
     assert {index for index, _ in pairs} == {0}
     assert sorted(v for _, v in pairs) == list(range(N))
 
 
 @pytest.mark.timeout(60)
-def test_forward_keeps_records_on_their_subtask():
-    env = _env()
+def test_forward_keeps_records_on_their_subtask(mode):
+    env = _env(mode)
     tagged = _source(env, parallelism=3).map(TagSubtask()).set_parallelism(3)
     pairs = list(tagged.forward().map(TagSubtask()).set_parallelism(3).execute_and_collect())
     assert len(pairs) == N
@@ -131,24 +132,24 @@ class ModuloPartitioner(Partitioner):
 
 
 @pytest.mark.timeout(60)
-def test_partition_custom_routes_by_the_users_rule():
-    env = _env()
+def test_partition_custom_routes_by_the_users_rule(mode):
+    env = _env(mode)
     pairs = _run(_source(env).partition_custom(ModuloPartitioner(), lambda v: v * 7))
     assert sorted(v for _, v in pairs) == list(range(N))
     assert all(index == (v * 7) % 3 for index, v in pairs)
 
 
 @pytest.mark.timeout(60)
-def test_partition_custom_with_plain_callables():
-    env = _env()
+def test_partition_custom_with_plain_callables(mode):
+    env = _env(mode)
     pairs = _run(_source(env, n=300).partition_custom(lambda key, n: 2 if key else 0, lambda v: v % 5 == 0))
     assert all(index == (2 if v % 5 == 0 else 0) for index, v in pairs)
     assert len(pairs) == 300
 
 
 @pytest.mark.timeout(60)
-def test_key_by_sends_equal_keys_to_one_subtask():
-    env = _env()
+def test_key_by_sends_equal_keys_to_one_subtask(mode):
+    env = _env(mode)
     words = [f"w{i % 37}" for i in range(2000)]
     stream = env.from_collection(words).key_by(lambda w: w).map(TagSubtask()).set_parallelism(3)
     pairs = list(stream.execute_and_collect())
@@ -161,8 +162,8 @@ def test_key_by_sends_equal_keys_to_one_subtask():
 
 
 @pytest.mark.timeout(60)
-def test_key_by_from_parallel_producers_agrees_across_producers():
-    env = _env()
+def test_key_by_from_parallel_producers_agrees_across_producers(mode):
+    env = _env(mode)
     stream = _source(env, parallelism=3).key_by(lambda v: v % 10).map(TagSubtask()).set_parallelism(3)
     pairs = list(stream.execute_and_collect())
     owners = defaultdict(set)
@@ -173,16 +174,16 @@ def test_key_by_from_parallel_producers_agrees_across_producers():
 
 
 @pytest.mark.timeout(60)
-def test_default_partitioner_between_different_parallelisms_is_rebalance():
-    env = _env()
+def test_default_partitioner_between_different_parallelisms_is_rebalance(mode):
+    env = _env(mode)
     pairs = _run(_source(env, n=900, parallelism=1), parallelism=3)
     seen = _by_subtask(pairs)
     assert {len(values) for values in seen.values()} == {300}
 
 
 @pytest.mark.timeout(60)
-def test_rescale_two_to_four_feeds_contiguous_blocks():
-    env = _env()
+def test_rescale_two_to_four_feeds_contiguous_blocks(mode):
+    env = _env(mode)
     producers = _source(env, n=4000, parallelism=2).map(TagSubtask()).set_parallelism(2)
     pairs = list(producers.rescale().map(TagSubtask()).set_parallelism(4).execute_and_collect())
     assert len(pairs) == 4000
@@ -191,8 +192,8 @@ def test_rescale_two_to_four_feeds_contiguous_blocks():
 
 
 @pytest.mark.timeout(60)
-def test_rescale_four_to_two_merges_neighbours():
-    env = _env()
+def test_rescale_four_to_two_merges_neighbours(mode):
+    env = _env(mode)
     producers = _source(env, n=4000, parallelism=4).map(TagSubtask()).set_parallelism(4)
     pairs = list(producers.rescale().map(TagSubtask()).set_parallelism(2).execute_and_collect())
     assert len(pairs) == 4000
@@ -216,8 +217,8 @@ class KeyedCounter(MapFunction):
 
 
 @pytest.mark.timeout(60)
-def test_keyed_map_state_lives_on_the_subtask_owning_the_key():
-    env = _env()
+def test_keyed_map_state_lives_on_the_subtask_owning_the_key(mode):
+    env = _env(mode)
     words = [f"w{(i * 7) % 13}" for i in range(1300)]
     results = list(env.from_collection(words).key_by(lambda w: w).map(KeyedCounter()).execute_and_collect())
     final: dict = {}

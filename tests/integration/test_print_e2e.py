@@ -1,5 +1,6 @@
 """print() as PyFlink prints it, captured from real jobs: str() of untyped values, `+I[a, 1]` for rows,
-`(a,1)` for tuple types, and the `N> ` prefix only when the print operator runs with parallelism above 1."""
+`(a,1)` for tuple types, and the `N> ` prefix only when the print operator runs with parallelism above 1 — in
+both execution modes (a TaskManager process's output is forwarded to the client's sys.stdout and sys.stderr)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import pytest
 from fluvial.common import Row, Types
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.testing import ExecutionMode, environment
 
 
-def _env(parallelism: int) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _env(mode: ExecutionMode, parallelism: int) -> StreamExecutionEnvironment:
+    env = environment(mode)
     env.set_parallelism(parallelism)
     return env
 
@@ -27,16 +29,16 @@ def _lines(capsys) -> list[str]:
 
 
 @pytest.mark.timeout(60)
-def test_untyped_values_print_with_str_and_no_prefix_at_parallelism_one(capsys):
-    env = _env(1)
+def test_untyped_values_print_with_str_and_no_prefix_at_parallelism_one(capsys, mode):
+    env = _env(mode, 1)
     env.from_collection([("a", 1), "plain", 3.5, None, [1, 2], Row(1, "x")]).print()
     env.execute()
     assert _lines(capsys) == ["('a', 1)", "plain", "3.5", "None", "[1, 2]", "<Row(1, 'x')>"]
 
 
 @pytest.mark.timeout(60)
-def test_typed_rows_print_as_flink_rows(capsys):
-    env = _env(1)
+def test_typed_rows_print_as_flink_rows(capsys, mode):
+    env = _env(mode, 1)
     row_type = Types.ROW_NAMED(["name", "count"], [Types.STRING(), Types.INT()])
     env.from_collection([Row(name="a", count=1), Row(name="b", count=None)], type_info=row_type).print()
     env.execute()
@@ -44,8 +46,8 @@ def test_typed_rows_print_as_flink_rows(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_map_with_row_output_type_prints_plus_i(capsys):
-    env = _env(1)
+def test_map_with_row_output_type_prints_plus_i(capsys, mode):
+    env = _env(mode, 1)
     (
         env.from_collection([("a", 1), ("b", 2)])
         .map(lambda t: Row(t[0], t[1] * 10), output_type=Types.ROW([Types.STRING(), Types.INT()]))
@@ -56,16 +58,16 @@ def test_map_with_row_output_type_prints_plus_i(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_tuple_type_prints_without_spaces(capsys):
-    env = _env(1)
+def test_tuple_type_prints_without_spaces(capsys, mode):
+    env = _env(mode, 1)
     env.from_collection([("a", 1), ("b", True)], type_info=Types.TUPLE([Types.STRING(), Types.PICKLED_BYTE_ARRAY()])).print()
     env.execute()
     assert _lines(capsys) == ["(a,1)", "(b,True)"]
 
 
 @pytest.mark.timeout(60)
-def test_parallel_print_prefixes_subtask_number(capsys):
-    env = _env(2)
+def test_parallel_print_prefixes_subtask_number(capsys, mode):
+    env = _env(mode, 2)
     env.from_source(NumberSequenceSource(1, 200)).map(lambda x: x * 2).print()
     env.execute()
     lines = _lines(capsys)
@@ -77,8 +79,8 @@ def test_parallel_print_prefixes_subtask_number(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_print_at_parallelism_one_after_parallel_map_has_no_prefix(capsys):
-    env = _env(2)
+def test_print_at_parallelism_one_after_parallel_map_has_no_prefix(capsys, mode):
+    env = _env(mode, 2)
     stream = env.from_source(NumberSequenceSource(1, 50)).map(lambda x: x + 1)
     stream.print().set_parallelism(1)
     env.execute()
@@ -87,8 +89,8 @@ def test_print_at_parallelism_one_after_parallel_map_has_no_prefix(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_print_with_sink_identifier(capsys):
-    env = _env(2)
+def test_print_with_sink_identifier(capsys, mode):
+    env = _env(mode, 2)
     env.from_source(NumberSequenceSource(1, 10)).print("ids")
     env.execute()
     lines = _lines(capsys)
@@ -97,8 +99,8 @@ def test_print_with_sink_identifier(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_print_to_err(capsys):
-    env = _env(1)
+def test_print_to_err(capsys, mode):
+    env = _env(mode, 1)
     env.from_collection(["e1", "e2"]).print_to_err()
     env.execute()
     captured = capsys.readouterr()
@@ -107,13 +109,15 @@ def test_print_to_err(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_print_in_a_subprocess_matches_pyflink_word_count_output():
+def test_print_in_a_subprocess_matches_pyflink_word_count_output(mode):
+    """On the program's real stdout: from a TaskManager process too (its output is forwarded to the client)."""
     program = textwrap.dedent(
-        """
-        from fluvial.common import Types
+        f"""
+        from fluvial.common import Configuration, Types
         from fluvial.datastream import StreamExecutionEnvironment
 
-        env = StreamExecutionEnvironment.get_execution_environment()
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration().set_string("local.taskmanager.mode", "{mode.value}"))
         env.set_parallelism(1)
         words = env.from_collection(["to be", "or not", "to be"]).flat_map(lambda l: l.split())
         counts = words.map(lambda w: (w, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))

@@ -11,12 +11,13 @@ from fluvial.common import Types
 from fluvial.datastream import KeyedProcessFunction, OutputTag, ProcessFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from fluvial.testing import ExecutionMode, environment
 
 WORDS = [f"k{(i * 31) % 23}" for i in range(3000)]
 
 
-def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _env(mode: ExecutionMode, parallelism: int = 2) -> StreamExecutionEnvironment:
+    env = environment(mode)
     env.set_parallelism(parallelism)
     return env
 
@@ -33,8 +34,8 @@ class CountWithValueState(KeyedProcessFunction):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_value_state_counts_per_key_match_python(parallelism):
-    env = _env(parallelism)
+def test_value_state_counts_per_key_match_python(parallelism, mode):
+    env = _env(mode, parallelism)
     results = list(env.from_collection(WORDS).key_by(lambda w: w).process(CountWithValueState()).execute_and_collect())
     assert len(results) == len(WORDS)
     final = {}
@@ -57,8 +58,8 @@ class HistoryWithListState(KeyedProcessFunction):
 
 
 @pytest.mark.timeout(60)
-def test_list_state_collects_groups_of_four_per_key():
-    env = _env()
+def test_list_state_collects_groups_of_four_per_key(mode):
+    env = _env(mode)
     numbers = env.from_source(NumberSequenceSource(0, 1999)).set_parallelism(2)
     results = list(numbers.key_by(lambda x: x % 5).process(HistoryWithListState()).execute_and_collect())
     assert len(results) == 2000 // 4
@@ -85,9 +86,9 @@ class DistinctWithMapState(KeyedProcessFunction):
 
 
 @pytest.mark.timeout(60)
-def test_map_state_tracks_distinct_items_per_key():
+def test_map_state_tracks_distinct_items_per_key(mode):
     events = [(f"u{i % 7}", f"item{(i * 13) % 11}") for i in range(700)]
-    env = _env()
+    env = _env(mode)
     results = list(env.from_collection(events).key_by(lambda e: e[0]).process(DistinctWithMapState()).execute_and_collect())
     expected_pairs = {(u, it) for u, it in events}
     assert {(u, it) for u, it, _ in results} == expected_pairs
@@ -104,8 +105,8 @@ class KeyEcho(KeyedProcessFunction):
 
 
 @pytest.mark.timeout(60)
-def test_get_current_key_is_the_key_of_each_record():
-    env = _env()
+def test_get_current_key_is_the_key_of_each_record(mode):
+    env = _env(mode)
     results = list(env.from_collection(list(range(200))).key_by(lambda x: f"mod{x % 3}").process(KeyEcho()).execute_and_collect())
     assert sorted(results, key=lambda p: p[1]) == [(f"mod{x % 3}", x) for x in range(200)]
 
@@ -125,8 +126,8 @@ class SplitNumbers(ProcessFunction):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_side_outputs_receive_tagged_values(parallelism):
-    env = _env(parallelism)
+def test_side_outputs_receive_tagged_values(parallelism, mode):
+    env = _env(mode, parallelism)
     main = env.from_source(NumberSequenceSource(1, 100)).process(SplitNumbers(), Types.STRING())
     evens = main.get_side_output(EVENS).map(lambda x: ("even", x))
     big = main.get_side_output(BIG).map(lambda x: ("big", x))
@@ -141,7 +142,7 @@ def test_side_outputs_receive_tagged_values(parallelism):
 
 
 @pytest.mark.timeout(60)
-def test_side_output_of_keyed_process_function():
+def test_side_output_of_keyed_process_function(mode):
     late = OutputTag("odd-count")
 
     class Counting(KeyedProcessFunction):
@@ -156,7 +157,7 @@ def test_side_output_of_keyed_process_function():
             else:
                 yield ctx.get_current_key(), n
 
-    env = _env()
+    env = _env(mode)
     main = env.from_collection(WORDS).key_by(lambda w: w).process(Counting())
     side_results = list(main.get_side_output(late).execute_and_collect())
     expected = Counter(WORDS)
@@ -164,14 +165,14 @@ def test_side_output_of_keyed_process_function():
 
 
 @pytest.mark.timeout(60)
-def test_process_function_returning_list_and_none():
+def test_process_function_returning_list_and_none(mode):
     class Sometimes(ProcessFunction):
         def process_element(self, value, ctx):
             if value % 3 == 0:
                 return None
             return [value, value]
 
-    env = _env(1)
+    env = _env(mode, 1)
     results = list(env.from_collection(list(range(30))).process(Sometimes()).execute_and_collect())
     assert results == [v for x in range(30) if x % 3 for v in (x, x)]
 
@@ -190,8 +191,8 @@ class SplitWithOwnTag(ProcessFunction):
 
 
 @pytest.mark.timeout(60)
-def test_side_output_tag_held_by_the_function_routes_in_every_subtask():
-    env = _env(2)
+def test_side_output_tag_held_by_the_function_routes_in_every_subtask(mode):
+    env = _env(mode, 2)
     function = SplitWithOwnTag()
     data = list(range(-300, 300))
     main = env.from_source(NumberSequenceSource(0, len(data) - 1)).map(lambda i: i - 300).process(function)

@@ -21,13 +21,16 @@ from fluvial.common.errors import (
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.receiver import Receiver
 from fluvial.datastream.connectors.receiver import ReceiverStoppedError
-from fluvial.testing import wait_until
+from fluvial.testing import EventLog, ExecutionMode, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def environment(**settings: str) -> StreamExecutionEnvironment:
+def environment(mode: ExecutionMode | None = None, **settings: str) -> StreamExecutionEnvironment:
+    """Parallelism 1, in execution `mode` (None: the default, auto, which is threads at parallelism 1)."""
     conf = Configuration().set_string("receiver.block-interval", "20 ms")
+    if mode is not None:
+        conf.set_string("local.taskmanager.mode", mode.value)
     for key, value in settings.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
@@ -68,8 +71,8 @@ class MetadataReceiver(Receiver):
         pass
 
 
-def test_a_custom_receiver_storing_records_with_metadata_reaches_the_job_in_order():
-    env = environment()
+def test_a_custom_receiver_storing_records_with_metadata_reaches_the_job_in_order(mode):
+    env = environment(mode)
     output = list(env.add_receiver(MetadataReceiver(5_000), "metadata").execute_and_collect())
     singles = [i for kind, i in output if kind == "single"]
     batch = [i for kind, i in output if kind == "batch"]
@@ -105,7 +108,9 @@ class CrashingReceiver(Receiver):
 
 
 def test_on_start_raising_is_reported_with_the_receivers_name_and_the_receiver_restarted():
-    env = environment()
+    """Thread mode: the test holds the very receiver object the job runs, and looks at its supervisor on the
+    TaskManager object (in process mode both live in the TaskManager process)."""
+    env = environment(ExecutionMode.THREADS)
     receiver = CrashingReceiver()
     env.add_receiver(receiver, "crashing").map(lambda record: record.upper()).print()
     client = env.execute_async("crashing receiver")
@@ -132,15 +137,18 @@ def _supervisor(client, stream_id: int):
 
 
 class RestartingReceiver(Receiver):
-    def __init__(self, delay: float) -> None:
+    """Reports its starts (with the time) and stops to `events`, wherever it runs."""
+
+    def __init__(self, delay: float, events: EventLog) -> None:
         super().__init__()
         self.delay = delay
-        self.starts: list[float] = []
-        self.stops = 0
+        self.events = events
+        self.started = 0
 
     def on_start(self) -> None:
-        self.starts.append(time.monotonic())
-        if len(self.starts) == 1:
+        self.started += 1
+        self.events.record("start", time.monotonic())
+        if self.started == 1:
             self.store(1)
             self.restart("reconnecting", delay=self.delay)
             return
@@ -148,28 +156,28 @@ class RestartingReceiver(Receiver):
         self.stop("done")
 
     def on_stop(self) -> None:
-        self.stops += 1
+        self.events.record("stop")
 
 
-def test_restart_runs_on_stop_and_starts_again_after_the_delay():
-    env = environment()
-    receiver = RestartingReceiver(delay=0.4)
-    output = list(env.add_receiver(receiver, "restarting").execute_and_collect())
+def test_restart_runs_on_stop_and_starts_again_after_the_delay(tmp_path, mode):
+    env = environment(mode)
+    events = EventLog(tmp_path / "events")
+    output = list(env.add_receiver(RestartingReceiver(0.4, events), "restarting").execute_and_collect())
     assert output == [1, 2]
-    assert len(receiver.starts) == 2
-    assert receiver.starts[1] - receiver.starts[0] >= 0.4
-    assert receiver.stops == 2  # once for the restart, once for the final stop
+    starts = events.values("start")  # time.monotonic() is the machine's clock: comparable across processes
+    assert len(starts) == 2
+    assert starts[1] - starts[0] >= 0.4
+    assert events.count("stop") == 2  # once for the restart, once for the final stop
 
 
 class AckingReceiver(Receiver):
-    """Stores one-record batches reliably and counts a record as acknowledged only when store returned; it
-    ignores is_stopped() on purpose, so it keeps storing past a stop() that another thread calls."""
+    """Stores one-record batches reliably and counts a record as acknowledged (an event) only when store
+    returned; it ignores is_stopped() on purpose, so it keeps storing past a stop() that another thread calls."""
 
-    def __init__(self, stop_after: int, limit: int) -> None:
+    def __init__(self, stop_after: int, limit: int, events: EventLog) -> None:
         super().__init__()
         self.stop_after, self.limit = stop_after, limit
-        self.acknowledged: list[int] = []
-        self.refused: list[BaseException] = []
+        self.events = events
 
     def on_start(self) -> None:
         for i in range(self.limit):
@@ -180,21 +188,22 @@ class AckingReceiver(Receiver):
             try:
                 self.store([i])
             except ReceiverStoppedError as error:
-                self.refused.append(error)
+                self.events.record("refused", repr(error))
                 return
-            self.acknowledged.append(i)
+            self.events.record("acknowledged", i)
 
     def on_stop(self) -> None:
         pass
 
 
-def test_stop_ends_the_stream_with_everything_acknowledged_before_it_in_order():
-    env = environment()
-    receiver = AckingReceiver(stop_after=300, limit=5_000)
-    output = list(env.add_receiver(receiver, "acking").execute_and_collect())
-    assert receiver.refused, "store(list) after stop() must refuse, not pretend to store"
-    assert len(receiver.acknowledged) < receiver.limit
-    assert output == receiver.acknowledged  # acknowledged exactly when it reached the job
+def test_stop_ends_the_stream_with_everything_acknowledged_before_it_in_order(tmp_path, mode):
+    env = environment(mode)
+    events = EventLog(tmp_path / "events")
+    output = list(env.add_receiver(AckingReceiver(300, 5_000, events), "acking").execute_and_collect())
+    assert events.values("refused"), "store(list) after stop() must refuse, not pretend to store"
+    acknowledged = events.values("acknowledged")
+    assert len(acknowledged) < 5_000
+    assert output == acknowledged  # acknowledged exactly when it reached the job
 
 
 def test_add_receiver_rejects_what_is_not_a_receiver():
@@ -211,9 +220,9 @@ def test_add_receiver_rejects_what_is_not_a_receiver():
         env.add_receiver(LooksLikeOne(), "impostor")
 
 
-def test_a_refused_connection_fails_the_job_naming_host_and_port_after_the_retries():
+def test_a_refused_connection_fails_the_job_naming_host_and_port_after_the_retries(mode):
     port = closed_port()
-    env = environment()
+    env = environment(mode)
     env.socket_text_stream("127.0.0.1", port, max_retries=1).print()
     started = time.monotonic()
     client = env.execute_async("nobody listens")
@@ -258,9 +267,10 @@ class CountingReceiver(Receiver):
         pass
 
 
-def test_the_write_ahead_log_under_state_checkpoints_dir_is_written(tmp_path):
+def test_the_write_ahead_log_under_state_checkpoints_dir_is_written(tmp_path, mode):
     directory = tmp_path / "checkpoints"
-    env = environment(**{"receiver.write-ahead-log.enable": "true", "state.checkpoints.dir": f"file://{directory}"})
+    env = environment(mode, **{"receiver.write-ahead-log.enable": "true",
+                               "state.checkpoints.dir": f"file://{directory}"})
     output = list(env.add_receiver(CountingReceiver(1_000), "counting").execute_and_collect())
     assert output == list(range(1_000))
     data_logs = [root for root, _, names in os.walk(directory) if "receivedData" in root and names]
@@ -286,15 +296,15 @@ def serve_once(chunks: list[bytes]) -> int:
     return server.getsockname()[1]
 
 
-def test_socket_text_stream_keeps_characters_split_across_reads_whole_and_ends_when_the_peer_closes():
+def test_socket_text_stream_keeps_characters_split_across_reads_whole_and_ends_when_the_peer_closes(mode):
     port = serve_once([b"caf\xc3", b"\xa9\nwindows line\r\n\xe2\x82", b"\xac 5\nno newline at the end"])
-    env = environment()
+    env = environment(mode)
     output = list(env.socket_text_stream("127.0.0.1", port).execute_and_collect())
     assert output == ["café", "windows line", "€ 5", "no newline at the end"]
 
 
-def test_socket_text_stream_with_a_custom_delimiter():
+def test_socket_text_stream_with_a_custom_delimiter(mode):
     port = serve_once([b"a;b;", b"c\r;d"])
-    env = environment()
+    env = environment(mode)
     output = list(env.socket_text_stream("127.0.0.1", port, delimiter=";").execute_and_collect())
     assert output == ["a", "b", "c\r", "d"]  # only the "\n" delimiter drops a trailing "\r" (as Flink)

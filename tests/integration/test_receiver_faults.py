@@ -18,16 +18,18 @@ from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.receiver import Receiver
 from fluvial.receiver.wal import WriteAheadLog
+from fluvial.testing import ExecutionMode
 
 pytestmark = pytest.mark.timeout(60)
 
 BATCHES, BATCH = 30, 50
 
 
-def environment(checkpoints: Path) -> StreamExecutionEnvironment:
+def environment(checkpoints: Path, mode: ExecutionMode) -> StreamExecutionEnvironment:
     conf = (Configuration().set_string("receiver.block-interval", "20 ms")
             .set_string("receiver.write-ahead-log.enable", "true")
-            .set_string("state.checkpoints.dir", f"file://{checkpoints}"))
+            .set_string("state.checkpoints.dir", f"file://{checkpoints}")
+            .set_string("local.taskmanager.mode", mode.value))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.enable_checkpointing(40)
@@ -69,14 +71,16 @@ class DeleteLogs:
             shutil.rmtree(directory)
 
 
-def test_deleting_the_write_ahead_logs_mid_stream_loses_nothing(tmp_path):
-    env = environment(tmp_path / "checkpoints")
+def test_deleting_the_write_ahead_logs_mid_stream_loses_nothing(tmp_path, mode):
+    env = environment(tmp_path / "checkpoints", mode)
     stream = env.add_receiver(BatchReceiver(BATCHES // 2, DeleteLogs(tmp_path / "checkpoints")), "batches")
     assert sorted(stream.execute_and_collect()) == list(range(BATCHES * BATCH))
     assert list((tmp_path / "checkpoints").glob("*/receivedData/*/log-*")), "the data log was not recreated"
 
 
 class FullDisk:
+    """Breaks the write-ahead log of the process it runs in (the receiver's: this one or a TaskManager's)."""
+
     def __call__(self) -> None:
         def no_space(self, frame, time_ms):
             raise OSError(errno.ENOSPC, "No space left on device")
@@ -84,9 +88,9 @@ class FullDisk:
         WriteAheadLog._append = no_space
 
 
-def test_a_log_that_cannot_be_written_fails_the_job_naming_the_log(tmp_path, monkeypatch):
+def test_a_log_that_cannot_be_written_fails_the_job_naming_the_log(tmp_path, monkeypatch, mode):
     monkeypatch.setattr(WriteAheadLog, "_append", WriteAheadLog._append)  # restored after the test
-    env = environment(tmp_path / "checkpoints")
+    env = environment(tmp_path / "checkpoints", mode)
     env.add_receiver(BatchReceiver(5, FullDisk()), "batches").add_sink(lambda value: None)
     with pytest.raises(JobExecutionException) as raised:
         env.execute("the disk fills up")
@@ -109,8 +113,9 @@ class NeverStarts(Receiver):
         pass
 
 
-def test_a_receiver_that_never_starts_fails_the_job_with_its_error():
-    env = StreamExecutionEnvironment.get_execution_environment()
+def test_a_receiver_that_never_starts_fails_the_job_with_its_error(mode):
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration().set_string("local.taskmanager.mode", mode.value))
     env.set_parallelism(1)
     env.add_receiver(NeverStarts(), "never starts").add_sink(lambda value: None)
     with pytest.raises(JobExecutionException) as raised:

@@ -1,6 +1,7 @@
 """socket_text_stream against hostile or unlucky peers (issue 13, defect 12): invalid UTF-8 fails the job naming
 the byte offset, a line without a delimiter is bounded, a reset reconnects while a clean close ends the stream —
-each configurable. Peers are threads of the test on 127.0.0.1."""
+each configurable; with the receiver in this process and in a TaskManager process. Peers are threads of the test
+on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from fluvial.common.errors import JobExecutionException
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.socket import DisconnectAction, SocketTextReceiver
+from fluvial.testing import ExecutionMode
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def environment() -> StreamExecutionEnvironment:
+def environment(mode: ExecutionMode) -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("receiver.block-interval", "20 ms"))
+        Configuration().set_string("receiver.block-interval", "20 ms").set_string("local.taskmanager.mode", mode.value))
     env.set_parallelism(1)
     return env
 
@@ -63,40 +65,40 @@ def failure_of(env, stream) -> str:
     return str(raised.value)
 
 
-def test_invalid_utf8_fails_the_job_naming_the_byte_offset():
+def test_invalid_utf8_fails_the_job_naming_the_byte_offset(mode):
     peer = Peer(([b"good line\n", b"caf\xc3\xa9 ok\nbad \xff byte\n"], "close"))
-    env = environment()
+    env = environment(mode)
     message = failure_of(env, env.socket_text_stream("127.0.0.1", peer.port))
     # "good line\n" is 10 bytes, "café ok\n" 9: the line starts at 19, the 0xff is its 5th byte
     assert "the byte 0xff at offset 23 of the connection is not valid utf-8" in message, message
     assert f"127.0.0.1:{peer.port}" in message
 
 
-def test_a_line_without_a_delimiter_is_bounded():
+def test_a_line_without_a_delimiter_is_bounded(mode):
     peer = Peer(([b"short\n", b"x" * 3000], "close"))
-    env = environment()
+    env = environment(mode)
     message = failure_of(env, env.socket_text_stream("127.0.0.1", peer.port, max_record_size=1000))
     assert "the record starting at byte offset 6 of the connection is longer than max_record_size (1000 bytes)" \
         in message, message
 
 
-def test_a_reset_reconnects_and_a_clean_close_ends_the_stream():
+def test_a_reset_reconnects_and_a_clean_close_ends_the_stream(mode):
     peer = Peer(([b"one\ntwo\npart", b"ial"], "reset"), ([b"three\n", b"four"], "close"))
-    env = environment()
+    env = environment(mode)
     assert run(env, env.socket_text_stream("127.0.0.1", peer.port)) == ["one", "two", "three", "four"]
     assert peer.connections == 2
 
 
-def test_on_peer_reset_fail_fails_the_job():
+def test_on_peer_reset_fail_fails_the_job(mode):
     peer = Peer(([b"one\n"], "reset"))
-    env = environment()
+    env = environment(mode)
     stream = env.socket_text_stream("127.0.0.1", peer.port, on_peer_reset=DisconnectAction.FAIL)
     assert "socket_text_stream on_peer_reset=FAIL" in failure_of(env, stream)
 
 
-def test_on_peer_close_reconnect_reads_the_next_connection_too():
+def test_on_peer_close_reconnect_reads_the_next_connection_too(mode):
     peer = Peer(([b"one\n"], "close"), ([b"two\n"], "reset"))
-    env = environment()
+    env = environment(mode)
     receiver = SocketTextReceiver("127.0.0.1", peer.port, max_retries=0, on_peer_close=DisconnectAction.RECONNECT,
                                   on_peer_reset=DisconnectAction.END_STREAM)
     receiver.restart_strategy = RestartStrategies.exponential_delay_restart(

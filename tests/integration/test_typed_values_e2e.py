@@ -9,52 +9,53 @@ import pytest
 from fluvial.common import Types
 from fluvial.common.errors import InvalidJobError, JobExecutionException
 from fluvial.datastream import OutputTag, ProcessFunction, StreamExecutionEnvironment
+from fluvial.testing import ExecutionMode, environment
 
 RECORD = Types.ROW_NAMED(["id", "info"], [Types.INT(), Types.STRING()])
 
 
-def _env(parallelism: int = 1) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _env(mode: ExecutionMode, parallelism: int = 1) -> StreamExecutionEnvironment:
+    env = environment(mode)
     env.set_parallelism(parallelism)
     return env
 
 
 @pytest.mark.timeout(60)
-def test_from_collection_with_named_row_type_hands_rows_to_the_next_function():
+def test_from_collection_with_named_row_type_hands_rows_to_the_next_function(mode):
     # thread TaskManagers only: this version's MiniCluster has no other mode yet
-    env = _env(parallelism=2)
+    env = _env(mode, parallelism=2)
     ds = env.from_collection([(1, "hi"), (2, "hello")], type_info=RECORD)
     got = sorted(ds.map(lambda record: f"{record.id}:{record.info}").execute_and_collect())
     assert got == ["1:hi", "2:hello"]
 
 
 @pytest.mark.timeout(60)
-def test_map_output_type_turns_returned_tuples_into_rows(capsys):
-    env = _env()
+def test_map_output_type_turns_returned_tuples_into_rows(capsys, mode):
+    env = _env(mode)
     ds = env.from_collection(["a b", "c"])
     rows = ds.map(lambda line: (line, len(line.split())), output_type=Types.ROW_NAMED(["line", "words"],
                                                                                        [Types.STRING(), Types.INT()]))
     assert list(rows.map(lambda r: r.words * 10).execute_and_collect()) == [20, 10]
-    assert [r.as_dict() for r in _env().from_collection([("x", 1)], type_info=Types.ROW_NAMED(
+    assert [r.as_dict() for r in _env(mode).from_collection([("x", 1)], type_info=Types.ROW_NAMED(
         ["line", "words"], [Types.STRING(), Types.INT()])).execute_and_collect()] == [{"line": "x", "words": 1}]
 
 
 @pytest.mark.timeout(60)
-def test_aggregations_by_field_name_on_named_rows():
-    env = _env()
+def test_aggregations_by_field_name_on_named_rows(mode):
+    env = _env(mode)
     ds = env.from_collection([("a", 1, 5.0), ("b", 2, 1.0), ("a", 3, 2.0)],
                              type_info=Types.ROW_NAMED(["k", "n", "v"], [Types.STRING(), Types.INT(), Types.DOUBLE()]))
     keyed = ds.key_by(lambda r: r.k)
     assert [tuple(r) for r in keyed.sum("n").execute_and_collect()] == [("a", 1, 5.0), ("b", 2, 1.0), ("a", 4, 5.0)]
-    env = _env()
+    env = _env(mode)
     ds = env.from_collection([("a", 1, 5.0), ("a", 3, 2.0)],
                              type_info=Types.ROW_NAMED(["k", "n", "v"], [Types.STRING(), Types.INT(), Types.DOUBLE()]))
     assert [r.n for r in ds.key_by(lambda r: r.k).min_by("v").execute_and_collect()] == [1, 3]
 
 
 @pytest.mark.timeout(60)
-def test_float_values_print_as_pyflink_prints_them(capsys):
-    env = _env()
+def test_float_values_print_as_pyflink_prints_them(capsys, mode):
+    env = _env(mode)
     env.from_collection([0.1, 1 / 3], type_info=Types.FLOAT()).print()
     env.from_collection([0.1], type_info=Types.FLOAT()).map(lambda v: v).print()
     env.execute()
@@ -63,8 +64,8 @@ def test_float_values_print_as_pyflink_prints_them(capsys):
 
 
 @pytest.mark.timeout(60)
-def test_a_value_that_does_not_fit_fails_the_job_naming_operator_and_field():
-    env = _env()
+def test_a_value_that_does_not_fit_fails_the_job_naming_operator_and_field(mode):
+    env = _env(mode)
     env.from_collection([1, 2]).map(lambda n: (n, "x" * n), output_type=RECORD).name("to record") \
         .filter(lambda r: True).map(lambda r: (r.id, r.id), output_type=RECORD).name("broken").print()
     with pytest.raises(JobExecutionException) as caught:
@@ -73,8 +74,8 @@ def test_a_value_that_does_not_fit_fails_the_job_naming_operator_and_field():
     assert "'broken'" in message and "field 'info'" in message and "is not a String" in message
 
 
-def test_from_collection_refuses_a_value_that_does_not_fit_when_the_job_is_built():
-    env = _env()
+def test_from_collection_refuses_a_value_that_does_not_fit_when_the_job_is_built(mode):
+    env = _env(mode)
     with pytest.raises(InvalidJobError, match=r"Collection Source.*field 'id'.*32-bit range"):
         env.from_collection([(2**40, "big")], type_info=RECORD)
 
@@ -90,8 +91,8 @@ class Split(ProcessFunction):
 
 
 @pytest.mark.timeout(60)
-def test_process_results_and_side_outputs_are_shaped_by_their_own_types():
-    env = _env()
+def test_process_results_and_side_outputs_are_shaped_by_their_own_types(mode):
+    env = _env(mode)
     main = env.from_collection(["ab", "river", "c"]).process(
         Split(), output_type=Types.ROW_NAMED(["word", "length"], [Types.STRING(), Types.INT()]))
     side = main.get_side_output(Split.TAG)
@@ -100,8 +101,8 @@ def test_process_results_and_side_outputs_are_shaped_by_their_own_types():
 
 
 @pytest.mark.timeout(60)
-def test_project_keeps_the_chosen_tuple_fields_in_order(capsys):
-    env = _env()
+def test_project_keeps_the_chosen_tuple_fields_in_order(capsys, mode):
+    env = _env(mode)
     ds = env.from_collection([(1, "a", True)], type_info=Types.TUPLE([Types.INT(), Types.STRING(), Types.BOOLEAN()]))
     projected = ds.project(2, 0)
     assert projected.get_type() == Types.TUPLE([Types.BOOLEAN(), Types.INT()])
@@ -110,7 +111,7 @@ def test_project_keeps_the_chosen_tuple_fields_in_order(capsys):
     assert capsys.readouterr().out.splitlines() == ["(true,1)"]
 
 
-def test_project_refuses_streams_that_are_not_tuple_typed():
-    env = _env()
+def test_project_refuses_streams_that_are_not_tuple_typed(mode):
+    env = _env(mode)
     with pytest.raises(InvalidJobError, match="Only Tuple DataStreams can be projected"):
         env.from_collection([(1, 2)]).project(0)

@@ -15,18 +15,19 @@ from fluvial.datastream import (
 )
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ListStateDescriptor, ValueStateDescriptor
+from fluvial.testing import ExecutionMode, environment
 
 
-def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
+def _env(mode: ExecutionMode, parallelism: int = 2) -> StreamExecutionEnvironment:
+    env = environment(mode)
     env.set_parallelism(parallelism)
     return env
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_union_of_three_streams_has_every_record_once(parallelism):
-    env = _env(parallelism)
+def test_union_of_three_streams_has_every_record_once(parallelism, mode):
+    env = _env(mode, parallelism)
     a = env.from_source(NumberSequenceSource(0, 999)).map(lambda x: ("a", x))
     b = env.from_collection([f"s{i}" for i in range(300)]).map(lambda s: ("b", s))
     c = env.from_source(NumberSequenceSource(5000, 5499)).filter(lambda x: x % 2 == 0).map(lambda x: ("c", x))
@@ -38,8 +39,8 @@ def test_union_of_three_streams_has_every_record_once(parallelism):
 
 
 @pytest.mark.timeout(60)
-def test_union_of_stream_with_itself_doubles_it():
-    env = _env()
+def test_union_of_stream_with_itself_doubles_it(mode):
+    env = _env(mode)
     s = env.from_collection([1, 2, 3])
     assert sorted(s.union(s).execute_and_collect(limit=100)) == [1, 1, 2, 2, 3, 3]
 
@@ -54,8 +55,8 @@ class Label(CoMapFunction):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_connect_co_map(parallelism):
-    env = _env(parallelism)
+def test_connect_co_map(parallelism, mode):
+    env = _env(mode, parallelism)
     ints = env.from_source(NumberSequenceSource(1, 200))
     strs = env.from_collection(["x", "y", "z"])
     results = list(ints.connect(strs).map(Label()).execute_and_collect())
@@ -71,8 +72,8 @@ class Explode(CoFlatMapFunction):
 
 
 @pytest.mark.timeout(60)
-def test_connect_co_flat_map():
-    env = _env()
+def test_connect_co_flat_map(mode):
+    env = _env(mode)
     results = list(
         env.from_collection(list(range(10))).connect(env.from_collection(["a,b", "c"])).flat_map(Explode()).execute_and_collect()
     )
@@ -90,8 +91,8 @@ class Tagger(CoProcessFunction):
 
 
 @pytest.mark.timeout(60)
-def test_connect_co_process():
-    env = _env()
+def test_connect_co_process(mode):
+    env = _env(mode)
     left = env.from_source(NumberSequenceSource(1, 50))
     right = env.from_source(NumberSequenceSource(100, 109))
     results = list(left.connect(right).process(Tagger()).execute_and_collect())
@@ -123,10 +124,10 @@ class JoinOrdersWithPayments(KeyedCoProcessFunction):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_keyed_connect_shares_state_between_inputs(parallelism):
+def test_keyed_connect_shares_state_between_inputs(parallelism, mode):
     orders = [(i, f"order{i}") for i in range(200)]
     payments = [(i % 200, f"pay{i}") for i in range(0, 600, 3)]
-    env = _env(parallelism)
+    env = _env(mode, parallelism)
     o = env.from_collection(orders)
     p = env.from_collection(payments)
     joined = o.connect(p).key_by(lambda x: x[0], lambda x: x[0]).process(JoinOrdersWithPayments())
@@ -152,8 +153,8 @@ class KeyedCoMapCounter(CoMapFunction):
 
 
 @pytest.mark.timeout(60)
-def test_keyed_co_map_counts_both_inputs_per_key():
-    env = _env()
+def test_keyed_co_map_counts_both_inputs_per_key(mode):
+    env = _env(mode)
     left = env.from_collection([(k, "l") for k in "aabbc"])
     right = env.from_collection([(k, "r") for k in "abccc"])
     results = list(left.connect(right).key_by(lambda x: x[0], lambda x: x[0]).map(KeyedCoMapCounter()).execute_and_collect())

@@ -44,6 +44,7 @@ from fluvial.cluster.messages import (
 )
 from fluvial.cluster.process.protocol import (
     CollectCredit,
+    DeploymentEnvelope,
     RegisterTaskManager,
     TaskManagerDirectory,
     TaskManagerProcessConfig,
@@ -116,7 +117,7 @@ class RemoteTaskManagerGateway:
                 logger.debug("TaskManager %d is gone; dropped %s", self.index, type(message).__name__)
 
     def submit_task(self, message: DeployTask) -> None:
-        self.send(message)
+        self.send(DeploymentEnvelope.of(message))
 
     def cancel_task(self, message: CancelTask) -> None:
         self.send(message)

@@ -3,7 +3,9 @@
 Every frame is authenticated by the connection's handshake before any is read. CONTROL frames carry one message,
 cloudpickled (a DeployTask carries the job's functions); everything else is plain pickle. A TaskManager's report
 of a failure carries the user's exception; when that exception cannot be pickled it crosses as a
-RemoteTaskError with the same type name, message and traceback text.
+RemoteTaskError with the same type name, message and traceback text. Its chain of causes (`raise ... from`),
+which pickle drops, crosses beside it and is linked up again on arrival, so `error.__cause__` is the same
+in both execution modes.
 """
 
 from __future__ import annotations
@@ -51,6 +53,36 @@ class TaskManagerDirectory:
 
 
 @dataclass(eq=False)
+class DeploymentEnvelope:
+    """JobMaster → TaskManager: a DeployTask, cloudpickled into `payload`, with who it is for in plain values.
+    The payload holds the job's functions, and loading them in the TaskManager process can fail (a module
+    there is not importable); the envelope lets the TaskManager fail that one subtask attempt with the error,
+    instead of dying on a message it cannot read."""
+
+    job_id: str
+    vertex_id: int
+    vertex_name: str
+    subtask_index: int
+    parallelism: int
+    attempt: int
+    payload: bytes
+
+    @classmethod
+    def of(cls, message: Any) -> DeploymentEnvelope:
+        spec = message.spec
+        return cls(spec.job_id, spec.vertex.id, spec.vertex.name, spec.subtask_index, spec.vertex.parallelism,
+                   spec.attempt, dumps_control(message))
+
+    @property
+    def task_name(self) -> str:
+        return f"{self.vertex_name} ({self.subtask_index + 1}/{self.parallelism})"
+
+
+class DeploymentError(FluvialError):
+    """A TaskManager process could not load a subtask's functions."""
+
+
+@dataclass(eq=False)
 class CollectCredit:
     """Client → TaskManager: the client took `count` buffers of collect sink `collect_id`'s records; that sink
     may send that many more. Per collect sink: in a session cluster one TaskManager runs the collect sinks of
@@ -66,6 +98,12 @@ class RemoteTaskError(FluvialError):
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
+        self.message = message
+
+    def __reduce__(self) -> tuple:
+        # an exception unpickles as cls(*self.args), and args holds the one joined text: without this, the
+        # stand-in itself failed to unpickle, and the TaskManager was taken for lost instead of the task failing
+        return type(self), (self.type_name, self.message), self.__dict__
 
 
 class RemoteTraceback(Exception):
@@ -81,10 +119,21 @@ class RemoteTraceback(Exception):
         return f'\n"""\n{self.text.rstrip()}\n"""'
 
 
+CAUSES_ATTRIBUTE = "_fluvial_causes"  # where an error's causes travel: exceptions pickle their __dict__
+MAX_CAUSES = 16
+
+
 def with_remote_traceback(failure: Any) -> Any:
-    """A failure that crossed processes: its error gets its traceback text back, as its cause."""
-    if failure is not None and failure.error.__traceback__ is None and failure.traceback_text:
-        failure.error.__cause__ = RemoteTraceback(failure.traceback_text)
+    """A failure that crossed processes: its error gets its chain of causes back, and the deepest of them the
+    traceback text of the whole chain, as its cause."""
+    if failure is None:
+        return failure
+    link = failure.error
+    for cause in link.__dict__.pop(CAUSES_ATTRIBUTE, ()):
+        link.__cause__ = cause
+        link = cause
+    if link.__traceback__ is None and failure.traceback_text:
+        link.__cause__ = RemoteTraceback(failure.traceback_text)
     return failure
 
 
@@ -99,12 +148,25 @@ def loads_control(payload: bytes) -> Any:
 
 
 def sendable_failure(failure: Any) -> Any:
-    """A TaskFailure whose error survives pickling (the traceback text stays whole either way)."""
+    """A TaskFailure whose error, and each of its causes, survives pickling (the traceback text stays whole
+    either way); the causes ride in the error's CAUSES_ATTRIBUTE."""
     if failure is None:
         return None
+    causes, seen, cause = [], {id(failure.error)}, failure.error.__cause__
+    while cause is not None and id(cause) not in seen and len(causes) < MAX_CAUSES:
+        seen.add(id(cause))
+        causes.append(_sendable(cause))
+        cause = cause.__cause__
+    error = _sendable(failure.error)
+    if causes:  # on the error itself (it is on its way out of this process), as pickle carries an exception's dict
+        error.__dict__[CAUSES_ATTRIBUTE] = causes
+    return failure if error is failure.error else replace(failure, error=error)
+
+
+def _sendable(error: BaseException) -> BaseException:
+    """`error` if it survives pickling, else a RemoteTaskError with its type name and message."""
     try:
-        pickle.loads(dumps_control(failure.error))
-        return failure
+        pickle.loads(dumps_control(error))
+        return error
     except Exception:  # noqa: BLE001 - any pickling trouble means: send a stand-in
-        error = failure.error
-        return replace(failure, error=RemoteTaskError(type(error).__name__, str(error)))
+        return RemoteTaskError(type(error).__name__, str(error))

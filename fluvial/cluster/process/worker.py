@@ -19,6 +19,7 @@ import os
 import pickle
 import sys
 import threading
+import traceback
 from typing import Any
 
 from fluvial.cluster.messages import (
@@ -35,6 +36,8 @@ from fluvial.cluster.messages import (
 )
 from fluvial.cluster.process.protocol import (
     CollectCredit,
+    DeploymentEnvelope,
+    DeploymentError,
     RegisterTaskManager,
     TaskManagerDirectory,
     TaskManagerProcessConfig,
@@ -43,8 +46,10 @@ from fluvial.cluster.process.protocol import (
     sendable_failure,
 )
 from fluvial.common.wire import dumps_records
+from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection, connect
 from fluvial.runtime.network.framing import FrameKind
+from fluvial.runtime.task import TaskFailure
 
 logger = logging.getLogger(__name__)
 
@@ -227,9 +232,15 @@ def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
 
 
 def _dispatch(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:
-    if isinstance(message, DeployTask):
-        task_manager.register_job_master(message.spec.job_id, link)
-        task_manager.submit_task(message)
+    if isinstance(message, DeploymentEnvelope):
+        deployment = _open(message, task_manager.index)
+        if isinstance(deployment, TaskFailure):
+            link.update_task_execution_state(TaskExecutionState(
+                message.job_id, message.vertex_id, message.subtask_index, message.attempt, ExecutionState.FAILED,
+                deployment))
+            return
+        task_manager.register_job_master(deployment.spec.job_id, link)
+        task_manager.submit_task(deployment)
     elif isinstance(message, CancelTask):
         task_manager.cancel_task(message)
     elif isinstance(message, TriggerCheckpoint):
@@ -246,6 +257,23 @@ def _dispatch(message: Any, task_manager: Any, channels: Any, link: ControlLink)
         link.grant_collect(message.count, message.collect_id)
     else:
         logger.warning("ignoring an unknown control message %s", type(message).__name__)
+
+
+def _open(envelope: DeploymentEnvelope, index: int) -> DeployTask | TaskFailure:
+    """The DeployTask in `envelope`, or the failure of its subtask attempt when its functions cannot be loaded
+    here (a module of the job not importable in this process)."""
+    try:
+        return loads_control(envelope.payload)
+    except Exception as error:  # noqa: BLE001 - any load error fails the attempt, named
+        logger.error("could not load %s: %s: %s", envelope.task_name, type(error).__name__, error)
+        failure = DeploymentError(
+            f"TaskManager process {index} could not load the functions of {envelope.task_name}: "
+            f"{type(error).__name__}: {error}. Every module the job's functions come from must be importable in "
+            "TaskManager processes: put its directory on sys.path before the job is submitted (the client's "
+            "sys.path travels), add it with env.add_python_file(...), or install it; or run the job in one "
+            "process (local.taskmanager.mode: thread)")
+        failure.__cause__ = error
+        return TaskFailure(failure, envelope.vertex_name, envelope.task_name, traceback.format_exc())
 
 
 def _heartbeat(connection: Connection, interval_s: float) -> None:

@@ -41,9 +41,12 @@ def _list_files(path: str) -> list[str]:
     """Every visible file at or under `path`, sorted; the path itself is read even when its name is hidden."""
     found = list_files(path, _is_hidden)
     if found is None:
+        per_process = (" (memory:// is per process: what the client wrote there is not in a TaskManager "
+                       "process; run the job with local.taskmanager.mode: thread, or use a shared filesystem)"
+                       if path.startswith("memory://") else "")
         raise ResourceError(
             f"file source path {path!r} does not exist (or is neither a file nor a directory); "
-            f"create it or fix the path given to FileSource.for_record_stream_format"
+            f"create it or fix the path given to FileSource.for_record_stream_format{per_process}"
         )
     return found
 

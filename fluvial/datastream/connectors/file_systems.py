@@ -10,7 +10,8 @@
   on other filesystems, which on an object store writes the final object (a copy) and deletes the hidden one.
 
 fsspec filesystems of a process are cached by fsspec, so resolving a path per file is cheap. Note that
-`memory://` is per process: jobs using it must run their TaskManagers as threads (the default).
+`memory://` is per process: jobs using it must run their TaskManagers as threads
+(`local.taskmanager.mode: thread`; the default, auto, runs jobs of parallelism above 1 in processes).
 """
 
 from __future__ import annotations

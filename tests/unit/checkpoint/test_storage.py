@@ -420,3 +420,21 @@ def test_an_unknown_description_is_a_configuration_error():
 def test_the_access_classes_match_the_descriptions(tmp_path):
     assert isinstance(make_storage("file", tmp_path), FileSystemCheckpointStorageAccess)
     assert isinstance(make_storage("jobmanager", tmp_path), JobManagerCheckpointStorageAccess)
+
+
+@pytest.mark.parametrize("job_storage, threshold", [
+    (FileSystemCheckpointStorage("file:///elsewhere", file_state_size_threshold=0), 0),
+    (FileSystemCheckpointStorage("file:///elsewhere", file_state_size_threshold=4096), 4096),
+    (JobManagerCheckpointStorage(), FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD),
+    (None, FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD),
+])
+def test_savepoints_keep_the_file_state_threshold_of_the_jobs_file_storage(tmp_path, job_storage, threshold):
+    """As Flink's file-system storage: a savepoint writes states below the job's threshold inline, the rest to
+    files — in its own directory, whatever directory the job's checkpoints go to."""
+    from fluvial.checkpoint.savepoint import savepoint_storage
+
+    access = savepoint_storage(f"file://{tmp_path}/savepoints", JOB, job_storage)
+    assert access.file_state_size_threshold == threshold
+    small = access.write_state(1, "small", b"x" * 100)
+    assert isinstance(small, FileStateHandle if threshold <= 100 else ByteStreamStateHandle)
+    assert access.checkpoint_location(1).startswith(f"file://{tmp_path}/savepoints/")

@@ -6,7 +6,12 @@ from hypothesis import strategies as st
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
-from fluvial.datastream.connectors.collection import CollectionSource, CollectionSplit
+from fluvial.datastream.connectors.collection import (
+    CHUNK_ELEMENTS,
+    CollectionSource,
+    CollectionSplit,
+    PickledElements,
+)
 from fluvial.datastream.connectors.source import Boundedness
 
 TASK = TaskInfo("job", "Source: Collection Source", 0, 1, 128)
@@ -93,3 +98,43 @@ def test_description_is_bounded_named_and_picklable():
     assert source.get_boundedness() is Boundedness.BOUNDED
     assert source.default_name() == "Collection Source"
     assert pickle.loads(pickle.dumps(source)) == source
+
+
+@given(size=st.integers(0, 40), chunk=st.integers(1, 7), start=st.integers(-45, 45), stop=st.integers(-45, 45),
+       step=st.sampled_from([None, 1, 2, -1]))
+def test_pickled_elements_read_like_the_tuple_they_came_from(size, chunk, start, stop, step):
+    elements = tuple((i, str(i)) for i in range(size))
+    pickled = pickle.loads(pickle.dumps(PickledElements.of(elements, chunk)))
+    assert len(pickled) == size
+    assert tuple(pickled[start:stop:step]) == elements[start:stop:step]
+    assert list(pickled) == list(elements)
+    if size:
+        assert pickled[size // 2] == elements[size // 2] and pickled[-1] == elements[-1]
+    with pytest.raises(IndexError):
+        pickled[size]
+
+
+def test_a_shipped_collection_unpickles_only_the_chunks_its_reader_reaches():
+    source = CollectionSource(range(10 * CHUNK_ELEMENTS))
+    shipped = pickle.loads(pickle.dumps(source))
+    assert isinstance(shipped.elements, PickledElements) and len(shipped.elements.chunks) == 10
+    reader = reader_for(shipped, shipped.create_splits(1))
+    assert reader.poll(3) == [0, 1, 2]
+    assert shipped.elements._index == 0  # one chunk unpickled, nine still bytes
+    [split] = reader.snapshot_state()
+    assert split.elements is None and split.position == 3  # a checkpoint holds the position, not the elements
+
+
+def test_elements_only_cloudpickle_can_write_and_elements_that_hold_themselves_travel_too():
+    looped: list = [1]
+    looped.append(looped)
+    source = CollectionSource([lambda v: v + 1, looped])
+    shipped = pickle.loads(pickle.dumps(source))
+    function, again = drain(reader_for(shipped, shipped.create_splits(1)), 5)
+    assert function(1) == 2 and again[1] is again
+
+
+def test_a_restored_split_of_an_older_fluvial_brings_its_elements():
+    source = CollectionSource([1, 2, 3])
+    old = CollectionSplit("0", (7, 8, 9), 1)
+    assert drain(reader_for(source, [old]), 10) == [8, 9]
