@@ -158,6 +158,8 @@ class SessionDispatcher:
     def _start(self, job: SessionJob, grant: SlotGrant) -> BaseException | None:
         """Step 3: its JobMaster, started; the error that kept it from starting (the job has ended FAILED)."""
         task_managers = self._task_managers
+        with self._lock:
+            job.starting()
         try:
             job_master = JobMaster(job.job_graph, task_managers.gateways, list(grant.slots), resources=task_managers)
         except Exception as error:  # noqa: BLE001 - any construction error ends the job, reported whole
@@ -166,14 +168,12 @@ class SessionDispatcher:
                 job.end_unstarted(JobStatus.FAILED, error)
             return error
         with self._lock:
-            if job.phase is not JobPhase.WAITING:  # cancelled while its JobMaster was built
-                job_master = None
-            else:
-                job.started(job_master)
-        if job_master is None:
-            return None
+            job.started(job_master)
+            cancel = job.cancel_requested
         logger.info("job %s (%s) starts in slots %s", job.name, job.job_id, ", ".join(map(str, grant.slots)))
         job_master.start()
+        if cancel:  # cancelled while its JobMaster was built
+            job_master.cancel()
         return None
 
     def _slot_request_timeout(self, job_graph: Any) -> int:
@@ -270,14 +270,16 @@ class SessionDispatcher:
     def cancel_job(self, job_id: str) -> None:
         job = self._job(job_id)
         with self._lock:
-            waiting = job.phase is JobPhase.WAITING
-            if waiting:
+            phase = job.phase
+            if phase is JobPhase.WAITING:
                 grants = self._slots.withdraw(job_id)
                 job.end_unstarted(JobStatus.CANCELED)
-        if waiting:
+            elif phase is JobPhase.STARTING:
+                job.cancel_requested = True  # `_start` cancels its JobMaster once it runs
+        if phase is JobPhase.WAITING:
             logger.info("job %s (%s) cancelled while it waited for slots", job.name, job_id)
             self._start_granted(grants)
-        elif job.job_master is not None:
+        elif phase is JobPhase.RUNNING:
             job.job_master.cancel()
 
     def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture:
@@ -289,8 +291,8 @@ class SessionDispatcher:
     def _client(self, job_id: str) -> MiniClusterJobClient:
         job = self._job(job_id)
         if job.job_master is None:
-            state = "it waits for task slots" if job.phase is JobPhase.WAITING else \
-                f"it ended {job.details(self._request_timeout).status.name} before it ran"
+            state = {JobPhase.WAITING: "it waits for task slots", JobPhase.STARTING: "it is starting"}.get(
+                job.phase) or f"it ended {job.details(self._request_timeout).status.name} before it ran"
             raise RequestRefused(f"job {job_id} has no state to take a savepoint of: {state}")
         return MiniClusterJobClient(job.job_master, None)
 

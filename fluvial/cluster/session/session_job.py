@@ -3,7 +3,8 @@ and stays listed once it has ended (Flink's job store keeps finished jobs' archi
 
 Phases, numbered:
 1. WAITING: submitted, no slots yet; its details are built from its JobGraph (status CREATED, as Flink lists a
-   job that waits for resources among the "scheduled" ones).
+   job that waits for resources among the "scheduled" ones). STARTING: it has its slots, its JobMaster is being
+   built (still CREATED); a cancel now is carried out once the JobMaster runs (`cancel_requested`).
 2. RUNNING: it got its slots and a JobMaster; the JobMaster describes it, and keeps describing it (its archive)
    once it has ended.
 3. ENDED_UNSTARTED: it ended without a JobMaster — cancelled while it waited, or it waited too long for slots,
@@ -30,6 +31,7 @@ from fluvial.datastream.transformations import CollectSpec
 
 class JobPhase(enum.Enum):
     WAITING = "waiting for slots"
+    STARTING = "its JobMaster is being built"
     RUNNING = "running on a JobMaster"
     ENDED_UNSTARTED = "ended before it started"
 
@@ -43,6 +45,7 @@ class SessionJob:
         self.phase = JobPhase.WAITING
         self.job_master: Any = None
         self.slot_timeout: Cancellable | None = None  # the pending slot.request.timeout mail while it waits
+        self.cancel_requested = False  # cancelled while STARTING
         self.collect_ids = collect_ids_of(job_graph)
         self._archive: JobDetails | None = None  # phase 3's details
 
@@ -61,6 +64,11 @@ class SessionJob:
             return self._archive
         return unscheduled_job_details(self.job_graph, JobStatus.CREATED,
                                        {JobStatus.CREATED.name: self.submitted_at}, [])
+
+    def starting(self) -> None:
+        """It has its slots; its JobMaster is being built."""
+        self.phase = JobPhase.STARTING
+        self._cancel_slot_timeout()
 
     def started(self, job_master: Any) -> None:
         """Phase 2: `job_master` runs it (and completes `result` when it ends)."""
