@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 import fluvial
+from fluvial.cli.cluster import cluster_app
+from fluvial.cli.jobs import cancel, list_jobs, savepoint, stop
 from fluvial.cli.plan import plan
 from fluvial.cli.run import run
 
@@ -40,6 +42,11 @@ def _root(
 
 app.command(context_settings=_JOB_FILE_COMMAND)(run)
 app.command(context_settings=_JOB_FILE_COMMAND)(plan)
+app.command("list")(list_jobs)
+app.command()(cancel)
+app.command()(savepoint)
+app.command()(stop)
+app.add_typer(cluster_app)
 
 
 def main() -> None:

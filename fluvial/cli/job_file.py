@@ -115,17 +115,23 @@ def report(result: ScriptResult, verbose: bool) -> None:
 
 class SubmittedJobs:
     """The JobClients of the jobs a job file submitted, so that those still running can be cancelled when the
-    user presses Ctrl-C or the reader of the output goes away. Safe to call from any thread.
+    user presses Ctrl-C or the reader of the output goes away (a job submitted detached is only counted). Safe to
+    call from any thread.
 
     Once `cancel_running` was called, a job added later is cancelled as it is added: a job's first output can
     close the pipe before `submit` has returned its client, and that job must not be left running."""
 
     def __init__(self) -> None:
         self._clients: list[Any] = []
+        self._detached = 0  # jobs submitted detached: counted, never cancelled (they run on in their cluster)
         self._lock = threading.Lock()
         self._cancelling = False
 
-    def add(self, client: Any) -> Any:
+    def add(self, client: Any, cancel_on_exit: bool = True) -> Any:
+        if not cancel_on_exit:
+            with self._lock:
+                self._detached += 1
+            return client
         with self._lock:
             self._clients.append(client)
             late = self._cancelling
@@ -136,7 +142,7 @@ class SubmittedJobs:
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._clients)
+            return len(self._clients) + self._detached
 
     def _running(self) -> list[Any]:
         with self._lock:

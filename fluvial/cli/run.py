@@ -1,10 +1,13 @@
-"""`fluvial run [OPTIONS] JOB [ARGS]...`: run a job file on the embedded cluster, as `flink run` does a program.
+"""`fluvial run [OPTIONS] JOB [ARGS]...`: run a job file, as `flink run` does a program — its jobs on the embedded
+cluster, or with `-m HOST:PORT` on that session cluster: each `execute()` submits its job there and prints
+Flink's `Job has been submitted with JobID <id>`; attached (the default) it waits for the job, showing its
+progress on stderr, and fails with the job's failure; detached (`-d`) it returns once the job is submitted.
 
 Options (Flink's) come before JOB; everything after JOB is the job's own sys.argv[1:], options included, so
 `fluvial run job.py -p 4` hands `-p 4` to the job. The run fails with exit code 2 when the file never submits a
 job, 1 when a job or the file fails (the message and the user's frames on stderr), 130 on Ctrl-C, and 141 — with
 nothing printed — when the reader of its output goes away (`fluvial run job.py | head`). On Ctrl-C and on a
-closed pipe, the jobs still running are cancelled before fluvial exits.
+closed pipe, the attached jobs still running are cancelled before fluvial exits (a detached job runs on).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Annotated, Any, Callable
 import typer
 
 from fluvial.cli.closed_pipe import ClosedPipe, PipeWatch
-from fluvial.cli.console import ExitCode, VerboseOption, exit_with, verbose_logging
+from fluvial.cli.console import ExitCode, VerboseOption, exit_with, fail_usage, verbose_logging
 from fluvial.cli.job_file import (
     JobArgument,
     JobArguments,
@@ -38,8 +41,21 @@ from fluvial.cli.launch import (
     launch_configuration,
     launched_with,
 )
+from fluvial.cli.progress import ConsoleProgress
+from fluvial.cli.target import parse_address
+from fluvial.cluster.session.remote_job_client import RemoteJobClient
 from fluvial.common.configuration import Configuration
 
+RunJobManagerOption = Annotated[
+    str | None,
+    typer.Option("-m", "--jobmanager", metavar="HOST:PORT",
+                 help="Submit the jobs to the session cluster at this REST address (without -m they run embedded)."),
+]
+DetachedOption = Annotated[
+    bool,
+    typer.Option("-d", "--detached", help="With -m: return once each job is submitted; the jobs run on in the "
+                                          "cluster (execute() returns a result that has only the job's id)."),
+]
 WebOption = Annotated[
     bool,
     typer.Option("--web", help="Serve the REST API and the dashboard while the jobs run (rest.port, default "
@@ -57,19 +73,32 @@ def run(
     properties: PropertyOption = None,
     savepoint: SavepointOption = None,
     allow_non_restored_state: AllowNonRestoredOption = False,
+    jobmanager: RunJobManagerOption = None,
+    detached: DetachedOption = False,
     web: WebOption = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Run JOB as `__main__` on the embedded cluster. Options go before JOB; everything after JOB becomes the
-    job's sys.argv[1:]."""
+    """Run JOB as `__main__`: its jobs on the embedded cluster, or with -m on that session cluster. Options go
+    before JOB; everything after JOB becomes the job's sys.argv[1:]."""
     require_job_file(job)
     options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state)
     configuration = launch_configuration(options)
+    if jobmanager is not None:
+        _target_session_cluster(configuration, jobmanager, detached, web)
+    elif detached:
+        fail_usage("-d (--detached) submits to a session cluster and returns: add -m HOST:PORT (`fluvial cluster "
+                   "start` starts one)")
+    target = configuration.get("execution.target")
+    if configuration.contains_key("rest.address") and target != "remote":
+        fail_usage(f"-D rest.address names the session cluster to submit to, and the jobs run on execution.target "
+                   f"{target}: give the cluster with -m HOST:PORT")
     if web and not configuration.contains_key("rest.port"):
         configuration.set_string("rest.port", "8081")
+    progress = ConsoleProgress() if jobmanager is not None and not detached else None
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
-        result = _run_watched(job, list(args or ()), configuration, _keep_unless_closed(jobs, watch, web))
+        observer = _keep_unless_closed(jobs, watch, web, progress, detached)
+        result = _run_watched(job, list(args or ()), configuration, observer)
         if watch.check_now():
             _end_quietly(jobs)
     if result.outcome is ScriptOutcome.INTERRUPTED:
@@ -88,15 +117,29 @@ def _run_watched(job: Path, args: list[str], configuration: Configuration, obser
         return ScriptResult(ScriptOutcome.COMPLETED)
 
 
-def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool
-                        ) -> Callable[[Any, Callable[[Any], Any]], Any]:
-    """The submission observer of `run`: keep each job's client (with --web, say where its dashboard is);
-    refuse new jobs once the output is gone."""
+def _target_session_cluster(configuration: Configuration, jobmanager: str, detached: bool, web: bool) -> None:
+    """The keys that send every job of the file to the session cluster at `jobmanager` (-m)."""
+    if web:
+        fail_usage(f"--web serves the dashboard of an embedded job; the session cluster at {jobmanager} serves its "
+                   "own (its address is the dashboard's): drop --web")
+    address = parse_address(jobmanager)
+    configuration.set_string("execution.target", "remote")
+    configuration.set_string("rest.address", address.host)
+    configuration.set_string("rest.port", str(address.port))
+    configuration.set_string("execution.attached", "false" if detached else "true")
+
+
+def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progress: ConsoleProgress | None = None,
+                        detached: bool = False) -> Callable[[Any, Callable[[Any], Any]], Any]:
+    """The submission observer of `run`: keep each job's client (with --web, say where its dashboard is; on a
+    session cluster, show its progress unless detached); refuse new jobs once the output is gone."""
 
     def observe(pipeline: Any, submit: Callable[[Any], Any]) -> Any:
         if watch.closed:
             raise ClosedPipe()
-        client = jobs.add(submit(pipeline))
+        client = jobs.add(submit(pipeline), cancel_on_exit=not detached)
+        if progress is not None and isinstance(client, RemoteJobClient):
+            client.add_progress_listener(progress)
         endpoint = getattr(client, "web", None)
         if web and endpoint is not None and endpoint.address:
             print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}", file=sys.stderr,

@@ -35,6 +35,16 @@ class UnknownJobError(FluvialError, LookupError):
     """No job with this id runs or ran here."""
 
 
+class JobSubmissionError(FluvialError, ValueError):
+    """The cluster does not take the job (an id it knows, more slots than it has, a job that cannot start); the
+    message says why and what to do. The REST API answers 400 with it."""
+
+
+class RequestRefused(FluvialError):
+    """This cluster cannot do what was asked (a route an embedded cluster does not serve, a savepoint of a job
+    that waits for slots); the message says why. The REST API answers 409 with it."""
+
+
 @dataclass(slots=True)
 class TaskManagerDetails:
     id: str
@@ -111,7 +121,8 @@ class LocalDispatcher:
 
         with self._lock:
             if job_graph.job_id in self._clusters:
-                raise ValueError(f"a job with id {job_graph.job_id} was already submitted: give the job a new id")
+                raise JobSubmissionError(f"a job with id {job_graph.job_id} was already submitted: give the job a new "
+                                         "id")
         cluster = MiniCluster(job_graph.configuration or Configuration())
         cluster.submit(job_graph)
         self.add(cluster)
@@ -131,16 +142,11 @@ class LocalDispatcher:
     def metrics(self) -> list[JobMetricsSnapshot]:
         """Every job's metrics, for Prometheus."""
         now = current_millis()
-        snapshots = []
-        for cluster in self._cluster_list():
-            details = self._details(cluster)
-            snapshots.append(JobMetricsSnapshot(details.job_id, details.name, details.metric_values(now),
-                                                cluster.job_master.metrics.tasks()))
-        return snapshots
+        return [job_metrics(self._details(cluster), cluster.job_master.metrics.tasks(), now)
+                for cluster in self._cluster_list()]
 
     def task_managers(self) -> list[TaskManagerDetails]:
-        cores = os.cpu_count() or 1
-        memory = _physical_memory()
+        cores, memory = host_details()
         now = current_millis()
         managers = []
         for cluster in self._cluster_list():
@@ -153,14 +159,7 @@ class LocalDispatcher:
         return managers
 
     def overview(self) -> ClusterOverview:
-        statuses = [details.status for details in self.jobs()]
-        managers = self.task_managers()
-        return ClusterOverview(
-            task_managers=len(managers), slots_total=sum(m.slots for m in managers),
-            slots_available=sum(m.free_slots for m in managers),
-            jobs_running=sum(not status.is_globally_terminal for status in statuses),
-            jobs_finished=statuses.count(JobStatus.FINISHED), jobs_cancelled=statuses.count(JobStatus.CANCELED),
-            jobs_failed=statuses.count(JobStatus.FAILED))
+        return cluster_overview(self.jobs(), self.task_managers())
 
     def _details(self, cluster: Any) -> JobDetails:
         return cluster.job_master.request_job().result(self._timeout)
@@ -183,20 +182,59 @@ class LocalDispatcher:
 
     def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> Future:
         """A future of the savepoint's path; with `cancel_job`, the job is cancelled once it is complete."""
-        client = self._client(job_id)
-        if cancel_job:
-            return client.stop_with_savepoint(False, target_directory)
-        return client.trigger_savepoint(target_directory)
+        return savepoint(self._client(job_id), target_directory, cancel_job)
 
     def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> Future:
-        if drain:
-            raise NotImplementedError("stopping with drain (emitting MAX_WATERMARK before the savepoint) is not "
-                                      "supported yet; stop without 'drain'")
-        return self._client(job_id).stop_with_savepoint(False, target_directory)
+        return stop_with_savepoint(self._client(job_id), target_directory, drain)
+
+    def take_results(self, job_id: str, collect_id: str, timeout: float, close: bool) -> tuple[list[bytes], bool]:
+        self._cluster(job_id)
+        raise RequestRefused(f"the records job {job_id} collects go to the program that runs it, not to the REST API")
+
+    def shutdown_cluster(self) -> None:
+        raise RequestRefused("this REST API serves embedded jobs, which end with the program that runs them: cancel "
+                             "the jobs instead (PATCH /jobs/:jobid)")
 
     def _client(self, job_id: str) -> MiniClusterJobClient:
         cluster = self._cluster(job_id)
         return MiniClusterJobClient(cluster.job_master, cluster)
+
+
+# -- shared by every dispatcher -----------------------------------------------------------------------------------
+
+
+def cluster_overview(jobs: list[JobDetails], managers: list[TaskManagerDetails]) -> ClusterOverview:
+    statuses = [details.status for details in jobs]
+    return ClusterOverview(
+        task_managers=len(managers), slots_total=sum(m.slots for m in managers),
+        slots_available=sum(m.free_slots for m in managers),
+        jobs_running=sum(not status.is_globally_terminal for status in statuses),
+        jobs_finished=statuses.count(JobStatus.FINISHED), jobs_cancelled=statuses.count(JobStatus.CANCELED),
+        jobs_failed=statuses.count(JobStatus.FAILED))
+
+
+def job_metrics(details: JobDetails, tasks: list[TaskMetricsSnapshot], now: int) -> JobMetricsSnapshot:
+    return JobMetricsSnapshot(details.job_id, details.name, details.metric_values(now), tasks)
+
+
+def savepoint(client: MiniClusterJobClient, target_directory: str | None, cancel_job: bool) -> Future:
+    """A future of the path of a savepoint of the client's job; with `cancel_job`, the job is cancelled once it is
+    complete (Flink's cancel-job flag)."""
+    if cancel_job:
+        return client.stop_with_savepoint(False, target_directory)
+    return client.trigger_savepoint(target_directory)
+
+
+def stop_with_savepoint(client: MiniClusterJobClient, target_directory: str | None, drain: bool) -> Future:
+    if drain:
+        raise NotImplementedError("stopping with drain (emitting MAX_WATERMARK before the savepoint) is not "
+                                  "supported yet; stop without 'drain'")
+    return client.stop_with_savepoint(False, target_directory)
+
+
+def host_details() -> tuple[int, int]:
+    """(CPU cores, physical memory in bytes) of this machine, as /taskmanagers reports them."""
+    return os.cpu_count() or 1, _physical_memory()
 
 
 def _physical_memory() -> int:

@@ -166,8 +166,8 @@ def build_job_details(job_master: Any, timeline: Any) -> JobDetails:
     execution graph and checkpoint coordinator; `timeline` is its JobTimeline."""
     scheduler = job_master.scheduler
     job_graph = job_master.job_graph
-    vertices = []
-    for vertex in job_graph.vertices:
+
+    def subtasks_of(vertex: Any) -> list[SubtaskDetails]:
         subtasks = []
         for index in range(vertex.parallelism):
             execution = scheduler.graph.vertex(vertex.id, index)
@@ -177,17 +177,40 @@ def build_job_details(job_master: Any, timeline: Any) -> JobDetails:
                 start, end = -1, -1
             subtasks.append(SubtaskDetails(index, execution.attempt, execution.state, slot.task_manager,
                                            slot.index, start, end))
-        vertices.append(VertexDetails(
-            vertex.id, vertex.name, [node.operator_id for node in vertex.nodes], list(vertex.operator_names),
-            vertex.parallelism, vertex.max_parallelism, vertex.slot_sharing_group, vertex.co_location_group,
-            vertex.is_source, subtasks))
-    edges = [EdgeDetails(edge.source, edge.target, edge.ship_strategy, edge.distribution_pattern.value,
-                         edge.type_number, edge.output_tag.tag_id if edge.output_tag is not None else None)
-             for edge in job_graph.edges]
+        return subtasks
+
     return JobDetails(job_graph.job_id, job_graph.job_name, scheduler.status, dict(timeline.status_timestamps),
-                      vertices, edges, _checkpoint_details(job_master.checkpointing),
-                      _copy_exceptions(scheduler.exceptions.entries), scheduler.restarts, current_millis(),
-                      timeline.running_since)
+                      _vertices(job_graph, subtasks_of), _edges(job_graph),
+                      _checkpoint_details(job_master.checkpointing), _copy_exceptions(scheduler.exceptions.entries),
+                      scheduler.restarts, current_millis(), timeline.running_since)
+
+
+def unscheduled_job_details(job_graph: Any, status: JobStatus, status_timestamps: dict[str, int],
+                            exceptions: list[ExceptionEntry]) -> JobDetails:
+    """The details of a job no JobMaster runs: one waiting for slots (CREATED), or one that ended before it got
+    them (CANCELED, FAILED). Its subtasks are in no slot (TaskManager and slot -1): CREATED while it waits,
+    CANCELED once it has ended, as Flink cancels the subtasks of a job that ends."""
+    state = ExecutionState.CREATED if status is JobStatus.CREATED else ExecutionState.CANCELED
+
+    def subtasks_of(vertex: Any) -> list[SubtaskDetails]:
+        return [SubtaskDetails(index, 0, state, -1, -1) for index in range(vertex.parallelism)]
+
+    return JobDetails(job_graph.job_id, job_graph.job_name, status, dict(status_timestamps),
+                      _vertices(job_graph, subtasks_of), _edges(job_graph), CheckpointDetails(enabled=False),
+                      list(exceptions), 0, current_millis())
+
+
+def _vertices(job_graph: Any, subtasks_of: Any) -> list[VertexDetails]:
+    return [VertexDetails(vertex.id, vertex.name, [node.operator_id for node in vertex.nodes],
+                          list(vertex.operator_names), vertex.parallelism, vertex.max_parallelism,
+                          vertex.slot_sharing_group, vertex.co_location_group, vertex.is_source, subtasks_of(vertex))
+            for vertex in job_graph.vertices]
+
+
+def _edges(job_graph: Any) -> list[EdgeDetails]:
+    return [EdgeDetails(edge.source, edge.target, edge.ship_strategy, edge.distribution_pattern.value,
+                        edge.type_number, edge.output_tag.tag_id if edge.output_tag is not None else None)
+            for edge in job_graph.edges]
 
 
 def _checkpoint_details(checkpointing: Any) -> CheckpointDetails:

@@ -38,6 +38,7 @@ from fluvial.cluster.slots import SlotId, assign_slots
 from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.executors import Executor, ScheduledExecutor, SingleThreadExecutor
 from fluvial.common.future import CompletableFuture as Future
+from fluvial.common.future import forward
 from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
@@ -213,7 +214,7 @@ class JobMaster:
                 is_savepoint=True,
                 savepoint_storage=savepoint_storage(directory, self.job_id, self.checkpointing.settings.storage),
                 savepoint_dir=directory)
-            started.add_done_callback(lambda done: _forward(done, answer))
+            started.add_done_callback(lambda done: forward(done, answer))
 
         if not self._main.execute(trigger):
             answer.set_exception(RuntimeError(f"cannot take a savepoint of job {self.job_id}: it is {self.status.name}"))
@@ -321,14 +322,6 @@ class JobMaster:
                 self.result.set_exception(wrapped)
                 for task_manager in self._task_managers:
                     task_manager.release_job(ReleaseJob(self.job_id))
-
-
-def _forward(source: Future, target: Future) -> None:
-    error = source.exception()
-    if error is not None:
-        target.set_exception(error)
-    else:
-        target.set_result(source.result())
 
 
 def _job_parameters(job_graph: JobGraph) -> dict[str, str]:

@@ -16,7 +16,7 @@ import logging
 import math
 import os
 import threading
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.collect import CollectBuffer
 from fluvial.cluster.job_client import MiniClusterJobClient
@@ -50,10 +50,10 @@ class MiniCluster:
 
     def collect_buffer(self, collect_id: str) -> CollectBuffer:
         with self._collect_lock:
-            return self.collect_buffers.setdefault(collect_id, CollectBuffer())
+            return self.collect_buffers.setdefault(collect_id, CollectBuffer(collect_id))
 
-    def collect_target(self, collect_id: str) -> Callable[[list], None]:
-        return self.collect_buffer(collect_id).send
+    def collect_target(self, collect_id: str) -> CollectBuffer:
+        return self.collect_buffer(collect_id)
 
     def job_master_gateway(self, job_id: str) -> JobMaster | None:
         job_master = self.job_master

@@ -137,7 +137,11 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
-        ConfigOption("execution.target", _one_of("local", "embedded", "ray"), "local", "where jobs run"),
+        ConfigOption("execution.target", _one_of("local", "embedded", "remote", "ray"), "local",
+                     "where jobs run: local (embedded), remote (a session cluster at rest.address:rest.port), ray"),
+        ConfigOption("execution.attached", _parse_bool, True,
+                     "execute() waits for the job's end; false (`fluvial run -d`): it returns once the job is "
+                     "submitted (execution.target remote only)"),
         ConfigOption("execution.buffer-timeout", lambda raw: check_buffer_timeout(_parse_duration_ms(raw)), 100,
                      "longest wait of a record in a partly filled buffer (always met: batches go out at once)"),
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
@@ -165,7 +169,12 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
                      "a TaskManager silent this long is lost"),
         ConfigOption("rest.port", _parse_port, 8081,
-                     "serve the REST API and dashboard of an embedded job on this port while it runs (0: any free port)"),
+                     "embedded jobs: serve their REST API and dashboard on this port while they run (0: any free "
+                     "port); execution.target remote: the port of the session cluster's REST API"),
+        ConfigOption("rest.address", _parse_host, "127.0.0.1",
+                     "execution.target remote: the host of the session cluster's REST API (`fluvial run -m`)"),
+        ConfigOption("slot.request.timeout", _parse_positive_duration_ms, 300_000,
+                     "how long a job submitted to a session cluster waits for free task slots before it fails"),
         ConfigOption("rest.bind-address", _parse_host, "127.0.0.1",
                      "the address the REST API, the dashboard and the Prometheus endpoint listen on"),
         ConfigOption("metrics.reporter.prom.port", _parse_port_range, None,
@@ -207,8 +216,8 @@ class UnsupportedOption:
         return key == self.key or key.startswith(namespace)
 
 
-_NO_WEB = ("fluvial's REST API and dashboard take rest.port and rest.bind-address only; remove the key "
-           "(`fluvial run --web JOB.py` serves them for a job)")
+_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address and rest.bind-address only; remove the "
+           "key (`fluvial run --web JOB.py` serves them for a job)")
 _NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
 
 UNSUPPORTED: tuple[UnsupportedOption, ...] = (

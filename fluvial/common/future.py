@@ -52,3 +52,12 @@ class CompletableFuture:
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback(self)
+
+
+def forward(source: CompletableFuture, target: CompletableFuture) -> None:
+    """Complete `target` as `source` completed (call once `source` is done, e.g. from its done callback)."""
+    error = source.exception()
+    if error is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())

@@ -33,3 +33,30 @@ class JobExecutionResult:
 
     def __repr__(self) -> str:
         return f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime_ms} ms)"
+
+
+class DetachedJobExecutionResult(JobExecutionResult):
+    """What `execute()` returns for a job submitted detached (`fluvial run -d`): the job runs on in its cluster,
+    so only its id is known (Flink's DetachedJobExecutionResult)."""
+
+    _DETACHED = ("Job was submitted in detached mode. Results of job execution, such as accumulators, runtime, "
+                 "etc. are not available: run without -d (--detached) to wait for them, or ask the cluster "
+                 "(fluvial list, the REST API)")
+
+    def __init__(self, job_id: Any) -> None:
+        super().__init__(job_id, -1)
+
+    def get_net_runtime(self) -> int:
+        raise RuntimeError(self._DETACHED)
+
+    def get_accumulator_result(self, accumulator_name: str) -> Any:
+        raise RuntimeError(self._DETACHED)
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        raise RuntimeError(self._DETACHED)
+
+    def is_job_execution_result(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"DetachedJobExecutionResult(job_id={self.get_job_id()})"

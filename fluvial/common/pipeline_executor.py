@@ -21,6 +21,7 @@ class PipelineExecutor(Protocol):
 _EXECUTORS = {
     "local": "fluvial.cluster.local_executor:LocalExecutor",
     "embedded": "fluvial.cluster.local_executor:LocalExecutor",
+    "remote": "fluvial.cluster.session.remote_executor:RemoteExecutor",  # a session cluster (`fluvial run -m`)
 }
 
 # An embedded job that asks for its REST API and dashboard, or for a Prometheus endpoint, runs on the same

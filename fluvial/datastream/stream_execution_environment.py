@@ -15,7 +15,7 @@ import os
 from typing import Any, Callable, Iterable
 
 from fluvial.common.configuration import Configuration, check_buffer_timeout
-from fluvial.common.errors import InvalidJobError
+from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.execution_config import ExecutionConfig
 from fluvial.datastream import transformations as t
 from fluvial.datastream.data_stream import DataStream
@@ -454,8 +454,14 @@ class StreamExecutionEnvironment:
 
     def execute(self, job_name: str | None = None) -> Any:
         """Run the job to its end and return a JobExecutionResult; a failure raises JobExecutionException
-        whose `__cause__` is the user's exception."""
-        return self.execute_async(job_name).get_job_execution_result().result()
+        whose `__cause__` is the user's exception. Submitted detached (`execution.attached: false`, `fluvial run
+        -d`), it returns once the job is submitted, with a result that has only the job's id (Flink's)."""
+        client = self.execute_async(job_name)
+        if not self._configuration.get("execution.attached"):
+            from fluvial.common.job_execution_result import DetachedJobExecutionResult
+
+            return DetachedJobExecutionResult(client.get_job_id())
+        return client.get_job_execution_result().result()
 
     def execute_async(self, job_name: str | None = None) -> Any:
         """Submit the job and return its JobClient at once."""
@@ -490,7 +496,19 @@ class StreamExecutionEnvironment:
             pending = getattr(getattr(tr, "operator", None), "pending_runtime", None)
             if pending:
                 raise NotYetSupportedError(f"'{tr.name}' needs {pending}, which is not supported yet")
-        this_machine = self._configuration.get("execution.target") in ("local", "embedded")
+        target = self._configuration.get("execution.target")
+        if not self._configuration.get("execution.attached") and target != "remote":
+            raise ConfigurationError(
+                f"execution.attached: false needs a session cluster (execution.target: remote, as `fluvial run -m "
+                f"HOST:PORT -d` sets it); a job on execution.target {target} runs in this program and ends with it: "
+                "remove the key")
+        if self._configuration.contains_key("rest.address") and target != "remote":
+            raise ConfigurationError(
+                f"rest.address names the session cluster execution.target remote submits to; on execution.target "
+                f"{target} it would do nothing: remove it (rest.bind-address chooses where an embedded job's REST "
+                "API listens), or set execution.target: remote")
+        # a session cluster on this machine gets the job's python.files modules by value (user_modules.py)
+        this_machine = target in ("local", "embedded", "remote")
         python_dependencies.check_supported(self._configuration, this_machine)
         self._log_unenforced_resources(reachable)
 
@@ -530,6 +548,9 @@ class StreamExecutionEnvironment:
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidJobError(f"execute_and_collect limit must be an integer >= 1, got {limit!r}")
         self._check_runtime_support([*self._pending_sinks, stream._id])
+        if not self._configuration.get("execution.attached"):
+            raise InvalidJobError("execute_and_collect needs an attached submission (its records come back to this "
+                                  "program): run without -d / --detached")
         collect_id = os.urandom(16).hex()
         self._add_collect_sink(stream, collect_id)
         client = self._submit(self._pipeline(job_name, clear_transformations=True))

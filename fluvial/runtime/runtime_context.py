@@ -4,12 +4,24 @@ metric group it reports into."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.functions import RuntimeContext
+
+
+class CollectTarget(Protocol):
+    """Where a collect sink hands its buffers (the client of `execute_and_collect`, in this process or through a
+    TaskManager's control connection). Bounded: the sink asks `writable()` before it sends, so it never blocks
+    the thread its task shares with other tasks — of other jobs too, on a session cluster's TaskManager."""
+
+    def writable(self) -> bool:
+        """Room for one more buffer now: `send` will not wait."""
+        ...
+
+    def send(self, values: Sequence[Any]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -20,7 +32,7 @@ class OperatorContext:
     operator_name: str
     max_parallelism: int
     job_parameters: dict[str, str] = field(default_factory=dict)
-    collect_target: Callable[[str], Callable[[list], None]] | None = None
+    collect_target: Callable[[str], CollectTarget] | None = None
     processing_time_service: Any = None
     auto_watermark_interval: int = 200
     operator_id: str = ""

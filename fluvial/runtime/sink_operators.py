@@ -7,6 +7,7 @@ is visible when `execute()` returns; with checkpoints, commits happen on checkpo
 from __future__ import annotations
 
 import sys
+from collections import deque
 from typing import Any
 
 from fluvial.runtime.operators import StreamOperator, user_method
@@ -134,12 +135,35 @@ class PrintOperator(StreamOperator):
 
 
 class CollectOperator(StreamOperator):
-    """Hands buffers to the client of `execute_and_collect` through the cluster's collect target."""
+    """Hands buffers to the client of `execute_and_collect` through the cluster's collect target, without ever
+    waiting on the task's thread: while the target has no room (the client is behind), buffers wait here and the
+    operator holds its input (`input_blocked`), so the task is back-pressured and the thread serves other tasks.
+    At most what one input step produced waits here."""
+
+    holds_input = True
 
     def open(self) -> None:
         if self.context.collect_target is None:
             raise RuntimeError("collect sink deployed without a collect target")
-        self._send = self.context.collect_target(self.spec.collect_id)
+        self._target = self.context.collect_target(self.spec.collect_id)
+        self._pending: deque = deque()
 
     def process_batch(self, batch: RecordBatch) -> None:
-        self._send(batch.values)
+        self._pending.append(batch.values)
+        self._flush()
+
+    def _flush(self) -> None:
+        pending, target = self._pending, self._target
+        while pending and target.writable():
+            target.send(pending.popleft())
+
+    def input_blocked(self) -> bool:
+        self._flush()
+        return bool(self._pending)
+
+    def finish(self) -> None:
+        self._flush()
+
+    def is_quiescent(self) -> bool:
+        self._flush()
+        return not self._pending

@@ -3,7 +3,9 @@
 
 Contract: every method may be called from any thread and returns plain data (`fluvial.cluster.dispatcher`,
 `fluvial.cluster.job_details`, `fluvial.metrics.snapshot`); a job id nobody knows raises UnknownJobError; a
-request the job cannot take (a savepoint without checkpointing, ...) raises an error whose message says why.
+job the cluster does not take raises JobSubmissionError; a request this cluster or the job cannot serve (a
+savepoint without checkpointing, a shutdown of an embedded cluster, ...) raises an error whose message says why
+(RequestRefused, or the job's own RuntimeError).
 """
 
 from __future__ import annotations
@@ -43,4 +45,14 @@ class DispatcherView(Protocol):
 
     def submit_job(self, job_graph: Any) -> str:
         """Run a JobGraph; its job id."""
+        ...
+
+    def take_results(self, job_id: str, collect_id: str, timeout: float, close: bool) -> tuple[list[bytes], bool]:
+        """The next buffers of records job `job_id`'s collect sink `collect_id` sent (each pickled, as the
+        TaskManager sent it), waiting up to `timeout` seconds for the first; and whether that was the end. With
+        `close`, the client reads no more: the buffer is dropped."""
+        ...
+
+    def shutdown_cluster(self) -> None:
+        """Shut the cluster down (after the answer to the request is sent): cancel its jobs, stop its processes."""
         ...

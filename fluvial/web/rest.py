@@ -28,8 +28,19 @@ Routes:
   POST /jobs/:jobid/savepoints           {"target-directory", "cancel-job"} → 202 {"request-id"}
   GET  /jobs/:jobid/savepoints/:trigger  {"status": {"id": IN_PROGRESS|COMPLETED}, "operation": ...}
   POST /jobs/:jobid/stop                 {"targetDirectory", "drain"} → 202 {"request-id"}
+  POST /jobs/:jobid/coordinators/:cid   {"timeout-ms", "close"} → the next collected buffers (see below)
   GET  /taskmanagers                     {"taskmanagers": [{"id", "slotsNumber", "freeSlots", ...}]}
   GET  /metrics                          every job's metrics in Prometheus' text format
+  DELETE /cluster                        shut the cluster down → 200 {}
+
+Collected records (`execute_and_collect` against a session cluster) take Flink's coordination-request route.
+Flink's client posts a serialized CollectCoordinationRequest (a version and an offset) to the collect sink's
+operator coordinator and gets a CollectCoordinationResponse with the next results; here the path names the
+collect id (one collect sink each) and the request is "the next buffers": JSON `{"timeout-ms": <long-poll, at
+most 30000>, "close": <the client reads no more>}`. The answer is `application/x-fluvial-collect`: a pickled
+`(buffers, ended)`, each buffer pickled by the TaskManager that sent it (the JobManager never unpickles a
+record: it has none of the job's classes), `ended` once the job has ended and every buffer was taken. It is a
+POST, token-guarded: taking buffers changes what the next caller gets.
 """
 
 from __future__ import annotations
@@ -51,7 +62,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from fluvial.cluster.dispatcher import UnknownJobError
+from fluvial.cluster.dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
@@ -62,6 +74,8 @@ logger = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
+COLLECT_MEDIA_TYPE = "application/x-fluvial-collect"
+COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
 
 class RequestError(Exception):
@@ -148,11 +162,14 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/jobs/{job_id}/savepoints", api.savepoint, methods=["POST"]),
         Route("/jobs/{job_id}/savepoints/{trigger_id}", api.savepoint_status, methods=["GET"]),
         Route("/jobs/{job_id}/stop", api.stop, methods=["POST"]),
+        Route("/jobs/{job_id}/coordinators/{collect_id}", api.take_results, methods=["POST"]),
         Route("/taskmanagers", api.task_managers, methods=["GET"]),
         Route("/metrics", api.prometheus, methods=["GET"]),
+        Route("/cluster", api.shutdown, methods=["DELETE"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
-                                                       UnknownJobError: _unknown_job, Exception: _server_error})
+                                                       UnknownJobError: _unknown_job, RequestRefused: _refused,
+                                                       Exception: _server_error})
     return TokenGuard(app, token)
 
 
@@ -263,7 +280,10 @@ class _Api:
                                     f"send cloudpickle.dumps(job_graph) as {JOB_GRAPH_MEDIA_TYPE}") from None
         if not isinstance(job_graph, JobGraph):
             raise RequestError(400, f"the request body holds a {type(job_graph).__name__}, not a JobGraph")
-        job_id = self._dispatcher.submit_job(job_graph)
+        try:
+            job_id = self._dispatcher.submit_job(job_graph)
+        except JobSubmissionError as error:
+            raise RequestError(400, str(error)) from None
         return JSONResponse({"jobid": job_id, "jobUrl": f"/jobs/{job_id}"}, status_code=202)
 
     def terminate(self, request: Request) -> Response:
@@ -297,15 +317,33 @@ class _Api:
         self._dispatcher.job(job_id)  # an unknown job is a 404 here, not a failed operation later
         try:
             future = start()
-        except (RuntimeError, NotImplementedError, ValueError) as error:
+        except (RuntimeError, NotImplementedError, ValueError, FluvialError) as error:  # the job cannot, now
             raise RequestError(409, str(error)) from None
         return JSONResponse({"request-id": self._savepoints.add(job_id, future)}, status_code=202)
 
     def savepoint_status(self, request: Request) -> Response:
         return JSONResponse(self._savepoints.status(request.path_params["job_id"], request.path_params["trigger_id"]))
 
+    async def take_results(self, request: Request) -> Response:
+        """The next collected buffers (the module docstring says how this maps to Flink's route)."""
+        body = await _json_body(request)
+        wait_ms = body.get("timeout-ms", 1000)
+        if isinstance(wait_ms, bool) or not isinstance(wait_ms, int) or not 0 <= wait_ms <= COLLECT_MAX_WAIT_MS:
+            raise RequestError(400, f"'timeout-ms' must be a number of milliseconds from 0 to {COLLECT_MAX_WAIT_MS}, "
+                                    f"got {wait_ms!r}")
+        close = _optional_flag(body, "close")
+        job_id, collect_id = request.path_params["job_id"], request.path_params["collect_id"]
+        buffers, ended = await _in_thread(
+            lambda: self._dispatcher.take_results(job_id, collect_id, wait_ms / 1000, close))
+        return Response(pickle.dumps((buffers, ended), protocol=5), media_type=COLLECT_MEDIA_TYPE)
 
-async def _in_thread(call: Callable[[], Response]) -> Response:
+    def shutdown(self, request: Request) -> Response:
+        """Flink's DELETE /cluster: the answer goes out, then the cluster shuts down."""
+        self._dispatcher.shutdown_cluster()
+        return JSONResponse({})
+
+
+async def _in_thread(call: Callable[[], Any]) -> Any:
     from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(call)
@@ -351,6 +389,10 @@ async def _request_error(request: Request, error: Exception) -> Response:
 
 async def _unknown_job(request: Request, error: Exception) -> Response:
     return JSONResponse({"errors": [str(error)]}, status_code=404)
+
+
+async def _refused(request: Request, error: Exception) -> Response:
+    return JSONResponse({"errors": [str(error)]}, status_code=409)
 
 
 async def _server_error(request: Request, error: Exception) -> Response:

@@ -123,8 +123,8 @@ def vertex_json(view: JobView, vertex: VertexDetails) -> dict[str, Any]:
     subtasks = []
     for subtask in vertex.subtasks:
         task = _current(tasks.get(subtask.subtask_index), subtask)
-        manager = view.task_managers[subtask.task_manager] if subtask.task_manager < len(view.task_managers) \
-            else str(subtask.task_manager)
+        manager = view.task_managers[subtask.task_manager] if 0 <= subtask.task_manager < len(view.task_managers) \
+            else (str(subtask.task_manager) if subtask.task_manager >= 0 else None)  # -1: no slot yet
         values = task.task if task is not None else {}
         subtasks.append({
             "subtask": subtask.subtask_index, "status": subtask.state.name, "attempt": subtask.attempt,

@@ -155,7 +155,8 @@ def test_unknown_jobs_vertices_and_routes_are_404_with_flinks_errors(job):
 # -- the token, and reading changes nothing ------------------------------------------------------------------------
 
 MUTATIONS = [("PATCH", "jobs/{job}?mode=cancel", None), ("POST", "jobs/{job}/savepoints", {"cancel-job": True}),
-             ("POST", "jobs/{job}/stop", {}), ("POST", "jobs", None)]
+             ("POST", "jobs/{job}/stop", {}), ("POST", "jobs", None), ("POST", "jobs/{job}/coordinators/c", {}),
+             ("DELETE", "cluster", None)]
 
 
 @pytest.mark.parametrize("method, path, body", MUTATIONS, ids=[f"{m} {p}" for m, p, _ in MUTATIONS])
@@ -177,10 +178,11 @@ def test_get_routes_never_change_the_job(job):
              f"jobs/{job.job_id}/vertices/{vertex}", f"jobs/{job.job_id}/vertices/{vertex}/metrics",
              f"jobs/{job.job_id}/vertices/{vertex}/watermarks", f"jobs/{job.job_id}/vertices/{vertex}/backpressure",
              f"jobs/{job.job_id}/savepoints/{'b' * 32}", f"jobs/{job.job_id}/stop", f"jobs/{job.job_id}/savepoints",
-             f"jobs/{job.job_id}?mode=cancel"]
+             f"jobs/{job.job_id}?mode=cancel", "cluster", f"jobs/{job.job_id}/coordinators/c"]
     for path in paths:
         assert job.get(path).status in (200, 404, 405), path
-    assert job.get(f"jobs/{job.job_id}/stop").status == 405, "GET on a mutating route is refused, not served"
+    for mutating in (f"jobs/{job.job_id}/stop", "cluster", f"jobs/{job.job_id}/coordinators/c"):
+        assert job.get(mutating).status == 405, f"GET {mutating} is refused, not served"
     time.sleep(0.2)  # anything a GET had started would have had time to show
     after = job.get(f"jobs/{job.job_id}").body
     assert after["state"] == "RUNNING" and job.get("jobs").body["jobs"] == [{"id": job.job_id, "status": "RUNNING"}]
@@ -191,6 +193,15 @@ def test_get_routes_never_change_the_job(job):
 
 
 # -- mutating, with the token --------------------------------------------------------------------------------------
+
+
+def test_an_embedded_cluster_refuses_the_session_routes_with_409(job):
+    """Its collected records go to the program that runs it, and it ends with that program."""
+    taken = http("POST", job.url(f"jobs/{job.job_id}/coordinators/{'c' * 32}"), job.token, body={})
+    assert taken.status == 409 and "go to the program that runs it" in taken.body["errors"][0]
+    shutdown = http("DELETE", job.url("cluster"), job.token)
+    assert shutdown.status == 409 and "cancel the jobs instead" in shutdown.body["errors"][0]
+    assert job.client.get_job_status().result().name == "RUNNING"
 
 
 @pytest.mark.parametrize("mode", execution_modes(), ids=lambda mode: mode.value)

@@ -98,11 +98,19 @@ class Launcher:
             except Exception:  # noqa: BLE001 - a listener's failure must not stop the others
                 logger.exception("a TaskManager exit listener failed")
 
-    def close(self) -> None:
+    def close(self, timeout: float = 0.0) -> None:
+        """End the zygote (it exits when its stdin closes); wait up to `timeout` seconds for it, then kill it."""
         try:
             self._process.stdin.close()
         except OSError:
             pass
+        if timeout > 0:
+            try:
+                self._process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                logger.warning("the TaskManager launcher (pid %d) did not exit; killing it", self._process.pid)
+                self._process.kill()
+                self._process.wait()
 
 
 _launcher: Launcher | None = None
@@ -116,3 +124,14 @@ def launcher() -> Launcher:
         if _launcher is None or not _launcher.alive:
             _launcher = Launcher()
         return _launcher
+
+
+def shutdown_launcher(timeout: float = 5.0) -> None:
+    """End this process's zygote, if it has one, and wait for its exit: a process that is about to end (a session
+    cluster's JobManager shutting down) leaves no launcher behind, not even for the moment it takes the zygote to
+    notice its stdin closed. Call after every TaskManager process has ended."""
+    global _launcher
+    with _launcher_lock:
+        current, _launcher = _launcher, None
+    if current is not None:
+        current.close(timeout)

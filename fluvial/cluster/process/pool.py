@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import signal
 import sys
 import threading
 import time
@@ -54,6 +53,7 @@ from fluvial.cluster.process.protocol import (
     with_remote_traceback,
 )
 from fluvial.common.errors import FluvialError, ResourceError
+from fluvial.common.processes import kill, pid_running
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.connection import Connection, Listener
 from fluvial.runtime.network.framing import FrameKind
@@ -134,9 +134,10 @@ class RemoteTaskManagerGateway:
     def release_job(self, message: ReleaseJob) -> None:
         self.send(message)
 
-    def grant_collect_credit(self, count: int) -> None:
-        """The client took `count` buffers this TaskManager sent: it may send that many more."""
-        self.send(CollectCredit(count))
+    def grant_collect_credit(self, count: int, collect_id: str) -> None:
+        """The client took `count` buffers collect sink `collect_id` of this TaskManager sent: it may send that
+        many more."""
+        self.send(CollectCredit(count, collect_id))
 
 
 class _Member:
@@ -267,8 +268,8 @@ class TaskManagerProcesses:
             if kind is FrameKind.CONTROL:
                 self._route(loads_control(payload))
             elif kind is FrameKind.COLLECT:
-                collect_id, values = pickle.loads(payload)
-                self._listener.collect_buffer(collect_id).put_remote(values, self.gateways[member.index])
+                collect_id, records = pickle.loads(payload)  # the records stay pickled until the client takes them
+                self._listener.collect_buffer(collect_id).put_remote(records, self.gateways[member.index])
             elif kind is FrameKind.OUTPUT:
                 stream_name, text = pickle.loads(payload)
                 stream = sys.stderr if stream_name == "stderr" else sys.stdout
@@ -324,7 +325,7 @@ class TaskManagerProcesses:
             for member in self._members:
                 silent = now - member.last_seen
                 if member.connection is not None and not member.lost and silent > self._heartbeat_timeout_s:
-                    _kill(member.pid)
+                    kill(member.pid)
                     self._lost(member, f"it sent no heartbeat for {silent:.1f} s (heartbeat.timeout is "
                                        f"{self._heartbeat_timeout_s:.1f} s); its process (pid {member.pid}) was killed")
 
@@ -364,34 +365,12 @@ class TaskManagerProcesses:
                 member.connection.close()
         deadline = time.monotonic() + timeout
         for member in self._members:
-            while member.pid and member.ended is None and _alive(member.pid) and time.monotonic() < deadline:
+            while member.pid and member.ended is None and pid_running(member.pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
-            if member.pid and member.ended is None and _alive(member.pid):
+            if member.pid and member.ended is None and pid_running(member.pid):
                 logger.warning("TaskManager process %d (pid %d) did not exit; killing it", member.index, member.pid)
-                _kill(member.pid)
+                kill(member.pid)
 
     @property
     def pids(self) -> list[int]:
         return [member.pid for member in self._members if member.pid]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by the zygote) counts as ended
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().split(b") ", 1)[1][:1] != b"Z"
-    except OSError:
-        return True
-
-
-def _kill(pid: int) -> None:
-    if pid:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

@@ -84,10 +84,12 @@ class DeploymentError(FluvialError):
 
 @dataclass(eq=False)
 class CollectCredit:
-    """Client → TaskManager: the client took `count` buffers of collected records; the collect sinks of this
-    TaskManager may send that many more."""
+    """Client → TaskManager: the client took `count` buffers of collect sink `collect_id`'s records; that sink
+    may send that many more. Per collect sink: in a session cluster one TaskManager runs the collect sinks of
+    several jobs, and a client that stops reading must hold back its own job only."""
 
     count: int
+    collect_id: str
 
 
 class RemoteTaskError(FluvialError):

@@ -20,7 +20,7 @@ import pickle
 import sys
 import threading
 import traceback
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -45,6 +45,7 @@ from fluvial.cluster.process.protocol import (
     loads_control,
     sendable_failure,
 )
+from fluvial.common.wire import dumps_records
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection, connect
 from fluvial.runtime.network.framing import FrameKind
@@ -52,7 +53,7 @@ from fluvial.runtime.task import TaskFailure
 
 logger = logging.getLogger(__name__)
 
-COLLECT_WINDOW = 8  # buffers of collected records in flight per TaskManager before the client takes them
+COLLECT_WINDOW = 8  # buffers of collected records in flight per collect sink before the client takes them
 
 
 class ControlLink:
@@ -61,7 +62,7 @@ class ControlLink:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self._collect_credits = threading.Condition()
-        self._collect_available = COLLECT_WINDOW
+        self._collect_available: dict[str, int] = {}  # collect id -> buffers it may still send (COLLECT_WINDOW)
 
     def send(self, message: Any) -> None:
         self.connection.send(FrameKind.CONTROL, dumps_control(message))
@@ -87,20 +88,43 @@ class ControlLink:
 
     # -- collected records, with a credit window so the client's memory stays bounded ---------------------------
 
-    def collect_target(self, collect_id: str) -> Callable[[list], None]:
-        def send(values: list) -> None:
-            with self._collect_credits:
-                while self._collect_available <= 0 and not self.connection.closed:
-                    self._collect_credits.wait(0.5)
-                self._collect_available -= 1
-            self.connection.send(FrameKind.COLLECT, pickle.dumps((collect_id, values), protocol=5))
+    def collect_target(self, collect_id: str) -> "CollectChannel":
+        return CollectChannel(self, collect_id)
 
-        return send
-
-    def grant_collect(self, count: int) -> None:
+    def collect_writable(self, collect_id: str) -> bool:
         with self._collect_credits:
-            self._collect_available += count
+            return self._collect_available.get(collect_id, COLLECT_WINDOW) > 0 or self.connection.closed
+
+    def send_collected(self, collect_id: str, values: Any) -> None:
+        with self._collect_credits:
+            while self._collect_available.get(collect_id, COLLECT_WINDOW) <= 0 and not self.connection.closed:
+                self._collect_credits.wait(0.5)
+            self._collect_available[collect_id] = self._collect_available.get(collect_id, COLLECT_WINDOW) - 1
+        # the records pickled apart from their collect id: the receiving side routes them without unpickling a
+        # record (a session cluster's JobManager has none of the job's classes)
+        self.connection.send(FrameKind.COLLECT, pickle.dumps((collect_id, dumps_records(values)), protocol=5))
+
+    def grant_collect(self, count: int, collect_id: str) -> None:
+        with self._collect_credits:
+            self._collect_available[collect_id] = self._collect_available.get(collect_id, COLLECT_WINDOW) + count
             self._collect_credits.notify_all()
+
+
+class CollectChannel:
+    """A collect sink's CollectTarget in a TaskManager process: its buffers over the control connection, within
+    the credit window of its collect id."""
+
+    __slots__ = ("_link", "_collect_id")
+
+    def __init__(self, link: ControlLink, collect_id: str) -> None:
+        self._link = link
+        self._collect_id = collect_id
+
+    def writable(self) -> bool:
+        return self._link.collect_writable(self._collect_id)
+
+    def send(self, values: Any) -> None:
+        self._link.send_collected(self._collect_id, values)
 
 
 class ForwardedStream(io.TextIOBase):
@@ -230,7 +254,7 @@ def _dispatch(message: Any, task_manager: Any, channels: Any, link: ControlLink)
     elif isinstance(message, TaskManagerDirectory):
         channels.directory.update(message.addresses)
     elif isinstance(message, CollectCredit):
-        link.grant_collect(message.count)
+        link.grant_collect(message.count, message.collect_id)
     else:
         logger.warning("ignoring an unknown control message %s", type(message).__name__)
 

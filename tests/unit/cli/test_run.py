@@ -203,7 +203,9 @@ env.execute()
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["-D", "rest.address=h"], "-D rest.address=h: configuration key 'rest.address' is not supported by fluvial"),
+        (["-D", "rest.address=h"], "-D rest.address names the session cluster to submit to"),
+        (["-D", "rest.server.numThreads=4"], "-D rest.server.numThreads=4: configuration key 'rest.server.numThreads' "
+                                            "is not supported by fluvial"),
         (["-D", "metrics.reporter.jmx.port=9249"], "not supported by fluvial yet: fluvial's metrics take"),
         (["-D", "rest.port=http"], "-D rest.port=http: configuration 'rest.port' has"),
         (["-D", "parallelism.defualt=2"], "did you mean 'parallelism.default'?"),

@@ -1,0 +1,220 @@
+"""RestClusterClient (Flink's name): a session cluster's REST API as Python calls, for the RemoteExecutor, the
+JobClient of a remote job and the `fluvial list | cancel | savepoint | stop | cluster stop` commands.
+
+HTTP/1.1 over loopback or the network with the standard library (urllib): a request at a time, JSON in and out,
+except the job submission (a cloudpickled JobGraph) and the collect route (pickled buffers).
+
+The access token of the mutating routes comes from `~/.fluvial/cluster.json` when that file records the
+cluster at the address asked for, else from the environment variable FLUVIAL_TOKEN; a 401 says which was tried
+(`AccessTokenError`). An address nobody answers at is `ClusterUnreachable`; any other error answer is a
+`ClusterRequestError` carrying the cluster's own message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import socket
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from fluvial.cluster.session.cluster_file import ClusterFileError, cluster_file_path, read_cluster_file
+from fluvial.common.errors import FluvialError
+
+TOKEN_VARIABLE = "FLUVIAL_TOKEN"
+REQUEST_TIMEOUT_SECONDS = 30.0
+SAVEPOINT_POLL_SECONDS = 0.1
+
+
+class ClusterUnreachable(FluvialError):
+    """Nothing answers at the cluster's address."""
+
+
+class ClusterRequestError(FluvialError):
+    """The cluster answered with an error; `status` is the HTTP status, the message the cluster's."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AccessTokenError(ClusterRequestError):
+    """401: the request needed the cluster's access token, and had none or a wrong one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAddress:
+    host: str
+    port: int
+
+    @staticmethod
+    def parse(text: str) -> "ClusterAddress":
+        """`HOST:PORT` (Flink's `-m`), `[IPv6]:PORT`, or an http:// URL of the REST API."""
+        value = text.strip().removeprefix("http://").rstrip("/")
+        host, separator, port = value.rpartition(":")
+        host = host.strip("[]")
+        if not separator or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"'{text}' is not an address of a cluster's REST API: give HOST:PORT, e.g. "
+                             "localhost:8081")
+        return ClusterAddress(host, int(port))
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return self.url.removeprefix("http://")
+
+    def same_as(self, other: "ClusterAddress") -> bool:
+        """Both name one endpoint: the same port, and hosts that resolve to a common address (localhost and
+        127.0.0.1 are the same cluster)."""
+        if self.port != other.port:
+            return False
+        return self.host == other.host or bool(_resolve(self.host) & _resolve(other.host))
+
+
+def _resolve(host: str) -> set[str]:
+    try:
+        return {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return set()
+
+
+@dataclass(frozen=True, slots=True)
+class AccessToken:
+    value: str | None
+    source: str  # what a 401 says about it: "<where it came from> was refused", or why there was none
+
+
+def find_token(address: ClusterAddress) -> AccessToken:
+    """The token for the cluster at `address` (see the module docstring)."""
+    path = cluster_file_path()
+    try:
+        record = read_cluster_file(path)
+    except ClusterFileError as error:
+        record, unreadable = None, str(error)
+    else:
+        unreadable = ""
+    if record is not None and ClusterAddress.parse(record.address).same_as(address):
+        return AccessToken(record.token, f"the token in {path} (which records this cluster) was refused")
+    environment = os.environ.get(TOKEN_VARIABLE)
+    if unreadable:
+        file_note = unreadable
+    elif record is None:
+        file_note = f"{path} does not exist (it records a cluster this machine started)"
+    else:
+        file_note = f"{path} records the cluster at {record.address}, not this one"
+    if environment:
+        return AccessToken(environment, f"the token in {TOKEN_VARIABLE} was refused ({file_note})")
+    return AccessToken(None, f"none was found: {file_note}, and {TOKEN_VARIABLE} is not set")
+
+
+class RestClusterClient:
+    def __init__(self, address: ClusterAddress, token: AccessToken | None = None) -> None:
+        self.address = address
+        self.token = token if token is not None else find_token(address)
+
+    # -- reading -----------------------------------------------------------------------------------------------
+
+    def overview(self) -> dict[str, Any]:
+        return self._json("GET", "/overview")
+
+    def jobs_overview(self) -> list[dict[str, Any]]:
+        return self._json("GET", "/jobs/overview")["jobs"]
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self._json("GET", f"/jobs/{job_id}")
+
+    def checkpoints(self, job_id: str) -> dict[str, Any]:
+        return self._json("GET", f"/jobs/{job_id}/checkpoints")
+
+    def exceptions(self, job_id: str) -> dict[str, Any]:
+        return self._json("GET", f"/jobs/{job_id}/exceptions")
+
+    # -- changing (token-guarded) --------------------------------------------------------------------------------
+
+    def submit(self, job_graph: bytes) -> str:
+        """POST /jobs with a cloudpickled JobGraph; the job's id."""
+        from fluvial.web.rest import JOB_GRAPH_MEDIA_TYPE
+
+        answer = self._request("POST", "/jobs", job_graph, JOB_GRAPH_MEDIA_TYPE)
+        return json.loads(answer)["jobid"]
+
+    def cancel(self, job_id: str) -> None:
+        self._json("PATCH", f"/jobs/{job_id}?mode=cancel")
+
+    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool = False) -> str:
+        """The trigger id of a savepoint into `target_directory` (None: the job's state.savepoints.dir)."""
+        body = {"target-directory": target_directory, "cancel-job": cancel_job}
+        return self._json("POST", f"/jobs/{job_id}/savepoints", body)["request-id"]
+
+    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool = False) -> str:
+        return self._json("POST", f"/jobs/{job_id}/stop", {"targetDirectory": target_directory, "drain": drain})[
+            "request-id"]
+
+    def savepoint_path(self, job_id: str, trigger_id: str, timeout: float | None = None) -> str:
+        """Wait for the savepoint operation `trigger_id`; its path, or ClusterRequestError with its failure."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self._json("GET", f"/jobs/{job_id}/savepoints/{trigger_id}")
+            if status["status"]["id"] == "COMPLETED":
+                operation = status.get("operation", {})
+                if "location" in operation:
+                    return operation["location"]
+                cause = operation.get("failure-cause", {})
+                raise ClusterRequestError(f"the savepoint of job {job_id} failed: {cause.get('message')}", 409)
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"the savepoint of job {job_id} did not complete within {timeout:.0f} s")
+            time.sleep(SAVEPOINT_POLL_SECONDS)
+
+    def take_results(self, job_id: str, collect_id: str, wait_ms: int, close: bool = False) -> tuple[list[bytes], bool]:
+        """The next collected buffers (pickled) and whether the end came: the collect route of `fluvial.web.rest`."""
+        body = json.dumps({"timeout-ms": wait_ms, "close": close}).encode()
+        answer = self._request("POST", f"/jobs/{job_id}/coordinators/{collect_id}", body, "application/json",
+                               timeout=wait_ms / 1000 + REQUEST_TIMEOUT_SECONDS)
+        return pickle.loads(answer)  # noqa: S301 - the cluster this client trusts with its code answers
+
+    def shutdown(self) -> None:
+        self._json("DELETE", "/cluster")
+
+    # -- HTTP ------------------------------------------------------------------------------------------------------
+
+    def _json(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        answer = self._request(method, path, data, "application/json")
+        return json.loads(answer) if answer else None
+
+    def _request(self, method: str, path: str, data: bytes | None, content_type: str,
+                 timeout: float = REQUEST_TIMEOUT_SECONDS) -> bytes:
+        request = urllib.request.Request(self.address.url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        if method not in ("GET", "HEAD") and self.token.value:
+            request.add_header("Authorization", f"Bearer {self.token.value}")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http:// only
+                return response.read()
+        except urllib.error.HTTPError as error:
+            raise self._error(method, path, error) from None
+        except (urllib.error.URLError, ConnectionError, socket.timeout) as error:
+            reason = getattr(error, "reason", error)
+            raise ClusterUnreachable(f"no session cluster answers at {self.address.url} ({reason}): start one "
+                                     "(fluvial cluster start), or check the address (-m HOST:PORT)") from None
+
+    def _error(self, method: str, path: str, error: urllib.error.HTTPError) -> ClusterRequestError:
+        try:
+            messages = json.loads(error.read()).get("errors") or []
+        except (ValueError, AttributeError):
+            messages = []
+        message = "; ".join(str(m) for m in messages) or f"HTTP {error.code} {error.reason}"
+        if error.code == 401:
+            return AccessTokenError(
+                f"the cluster at {self.address} refused {method} {path.split('?')[0]}: it needs the cluster's access "
+                f"token, and {self.token.source}. The token is in ~/.fluvial/cluster.json on the machine that runs "
+                f"the cluster: run there, or set {TOKEN_VARIABLE} to it", 401)
+        return ClusterRequestError(message, error.code)
