@@ -30,6 +30,8 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(BIN)/python examples/word_count.py
+	@echo "==> a live job for 20 s: open the dashboard's address (below) while it runs"
+	$(BIN)/fluvial run --web examples/live_clicks.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -131,3 +131,17 @@ def test_keyed_state_with_an_uneven_count_under_fluvial_run(tmp_path):
     # reading n goes to gauge n % 5: 1..12 gives gauges 1 and 2 three readings, the others two
     assert rows == {"mill-weir": "2", "old-bridge": "3", "ferry": "3", "dam": "2", "delta": "2"}
     assert "total: 12" in done.stdout
+
+
+@pytest.mark.timeout(90)
+def test_live_clicks_prints_one_line_per_window_with_every_click_counted_and_its_dashboard(tmp_path):
+    """`make demo`'s live job, for 3 seconds: every click lands in exactly one window's line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fluvial", "run", "--web", "-D", "rest.port=0", str(EXAMPLES / "live_clicks.py"), "3"],
+        cwd=tmp_path, check=False, capture_output=True, text=True, timeout=80)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"Dashboard and REST API of job [0-9a-f]{32}: http://127\.0\.0\.1:\d+", done.stderr)
+    lines = [line for line in done.stdout.splitlines() if "+2s" in line]
+    assert lines and all(not line.startswith(("1>", "2>")) for line in lines)
+    counted = sum(int(count) for line in lines for count in re.findall(r"/[a-z]+ +(\d+)", line))
+    assert counted == 2 * 2_000 * 3  # two subtasks, CLICKS_PER_SECOND each, 3 seconds
