@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import checkpoints, event_time, spine, startup, threading_model
+from bench import checkpoints, event_time, heap_checkpoint, spine, startup, threading_model
 
 
 def main() -> int:
@@ -12,6 +12,7 @@ def main() -> int:
     ok &= threading_model.main()
     ok &= event_time.main()
     ok &= checkpoints.main()
+    ok &= heap_checkpoint.main([])
     ok &= startup.main()
     return 0 if ok else 1
 
