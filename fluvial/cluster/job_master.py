@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from fluvial.cluster.execution_graph import ExecutionGraph
@@ -111,17 +112,22 @@ class JobMaster:
             self.checkpointing.coordinator.start()
 
     def _savepoint_restore(self, tolerance: Any) -> tuple[Any, dict | None]:
-        """(metadata, assignments) of the savepoint to start from, or (None, None)."""
+        """(restored snapshot, assignments) of the savepoint or checkpoint to start from, or (None, None). Under
+        CLAIM the job owns it (backends may build on its files); under NO_CLAIM, the default, it never does."""
         if tolerance is None or not tolerance.savepoint_path:
             return None, None
         from fluvial.checkpoint.restore import assign_restore
         from fluvial.checkpoint.savepoint import read_savepoint
+        from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 
+        claim = tolerance.claim_mode or RecoveryClaimMode.NO_CLAIM
         metadata = read_savepoint(tolerance.savepoint_path)
-        logger.info("job %s restores from savepoint %s (checkpoint %d)", self.job_graph.job_id,
-                    tolerance.savepoint_path, metadata.checkpoint_id)
-        return metadata, assign_restore(metadata, self.job_graph, tolerance.allow_non_restored_state,
-                                        tolerance.savepoint_path)
+        logger.info("job %s restores from %s %s (checkpoint %d) in %s mode", self.job_graph.job_id,
+                    "savepoint" if metadata.is_savepoint else "checkpoint", tolerance.savepoint_path,
+                    metadata.checkpoint_id, claim.value)
+        assignments = assign_restore(metadata, self.job_graph, tolerance.allow_non_restored_state,
+                                     tolerance.savepoint_path, owned=claim is RecoveryClaimMode.CLAIM)
+        return RestoredSnapshot(metadata, tolerance.savepoint_path, claim), assignments
 
     def restore_for_restart(self) -> dict | None:
         """RestoreSource: the latest completed checkpoint, else the savepoint the job started from."""
@@ -245,6 +251,15 @@ class JobMaster:
                 self.result.set_exception(wrapped)
                 for task_manager in self._task_managers:
                     task_manager.release_job(ReleaseJob(self.job_id))
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredSnapshot:
+    """The checkpoint or savepoint a job started from, and whether the job claimed it."""
+
+    metadata: Any
+    location: str
+    claim_mode: Any  # RecoveryClaimMode
 
 
 def _forward(source: Future, target: Future) -> None:

@@ -57,6 +57,12 @@ def _one_of(*choices: str) -> Callable[[str], str]:
     return parse
 
 
+def _claim_mode(raw: str) -> Any:
+    from fluvial.common.recovery_claim_mode import RecoveryClaimMode
+
+    return RecoveryClaimMode.parse(raw)
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     key: str
@@ -95,6 +101,10 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("state.savepoints.dir", str, None, "default savepoint directory"),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
                      "allow_non_restored_state"),
+        ConfigOption("execution.state-recovery.claim-mode", _claim_mode, None,
+                     "NO_CLAIM (default) or CLAIM: who owns the snapshot a job starts from"),
+        ConfigOption("execution.savepoint-restore-mode", _claim_mode, None,
+                     "deprecated name of execution.state-recovery.claim-mode"),
         ConfigOption("taskmanager.numberOfTaskSlots", _parse_positive_int, None, "slots per TaskManager"),
         ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process"), "thread", "TaskManager kind"),

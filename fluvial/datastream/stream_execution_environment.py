@@ -292,6 +292,8 @@ class StreamExecutionEnvironment:
             savepoint_path=self._configuration.get("execution.savepoint.path"),
             allow_non_restored_state=bool(self._configuration.get("execution.savepoint.ignore-unclaimed-state")),
             restart_configured=any(k.startswith("restart-strategy") for k in keys),
+            claim_mode=(self._configuration.get("execution.state-recovery.claim-mode")
+                        or self._configuration.get("execution.savepoint-restore-mode")),
         )
 
     def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":
