@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fluvial.common.errors import FluvialError
+from fluvial.common.errors import FluvialError, NonRecoverableError
 
 CHECKSUM_ALGORITHM = "crc32"
 
@@ -21,8 +21,9 @@ CHECKSUM_ALGORITHM = "crc32"
 # -- errors -------------------------------------------------------------------------------------------------------
 
 
-class CorruptCheckpointError(FluvialError):
-    """Stored checkpoint data does not match its checksum or size: the checkpoint cannot be used."""
+class CorruptCheckpointError(NonRecoverableError):
+    """Stored checkpoint data does not match its checksum or size, or is missing: the checkpoint cannot be used,
+    and a restart would only read it again (a job whose restore meets it fails at once)."""
 
 
 class CheckpointNotFoundError(FluvialError):

@@ -22,6 +22,9 @@ class MiniClusterJobClient(JobClient):
         """A future of the job's current JobStatus (already complete: the JobMaster is in this process)."""
         return _completed(self._job_master.status)
 
+    def get_job_details(self) -> Future:
+        return self._job_master.details()
+
     def cancel(self) -> Future:
         self._job_master.cancel()
         return _completed(None)

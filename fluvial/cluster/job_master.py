@@ -32,6 +32,7 @@ from fluvial.cluster.slots import SlotId, assign_slots
 from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.executors import Executor, ScheduledExecutor, SingleThreadExecutor
 from fluvial.common.future import CompletableFuture as Future
+from fluvial.common.job_details import JobDetails
 from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
@@ -97,6 +98,18 @@ class JobMaster:
     @property
     def restarts(self) -> int:
         return self.scheduler.restarts
+
+    def details(self) -> Future:
+        """A future of the job's JobDetails, taken on the main thread (directly once the job has ended)."""
+        answer: Future = Future()
+        if not self._main.execute(lambda: answer.set_result(self._details())):
+            answer.set_result(self._details())
+        return answer
+
+    def _details(self) -> JobDetails:
+        scheduler = self.scheduler
+        return JobDetails(self.job_id, self.job_graph.job_name, scheduler.status, scheduler.restarts,
+                          scheduler.last_failure_info, scheduler.failures)
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -202,6 +215,10 @@ class JobMaster:
             self._finish_job(status, error)
 
     def _finish_job(self, status: JobStatus, error: BaseException | None) -> None:
+        details = self._details()
+        last = f"; last failure: {details.last_failure.summary()}" if details.last_failure is not None else ""
+        logger.info("job %s (%s) ended %s after %d restart(s)%s", self.job_graph.job_name, self.job_id,
+                    status.name, details.restarts, last)
         if self.checkpointing is not None:
             from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 

@@ -22,6 +22,12 @@ class JobClient(abc.ABC):
         """A future of the job's JobStatus."""
 
     @abc.abstractmethod
+    def get_job_details(self) -> CompletableFuture:
+        """A future of the job's JobDetails (`fluvial.common.job_details`): its status, how often it restarted
+        and its latest failure. Beyond PyFlink, whose JobClient reports only the status: a job that restarts
+        forever looks RUNNING there."""
+
+    @abc.abstractmethod
     def cancel(self) -> CompletableFuture:
         """Cancel the job; the future completes once the cancel was accepted."""
 

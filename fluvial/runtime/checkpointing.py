@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot, RestoreAssignment
+from fluvial.common.errors import UnreadableStateError
 from fluvial.common.executors import Executor
 from fluvial.common.task_info import TaskInfo
 from fluvial.runtime.records import CheckpointBarrier
@@ -163,18 +164,38 @@ class SubtaskCheckpointCoordinator:
         restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id, owned=assignment.owned,
                                   reader=read_state_handle)
         for blob in assignment.keyed_handles:
-            keyed, timers = pickle.loads(read_state_handle(blob))
+            keyed, timers = _unpickle(read_state_handle(blob), blob, operator_id)
+            restore.sources.append(_where(blob))
             if keyed is not None:
                 restore.keyed.append(keyed)
             for key_group, group_timers in timers.items():
                 restore.timers.setdefault(key_group, {})
                 for domain, items in group_timers.items():
                     restore.timers[key_group].setdefault(domain, []).extend(items)
-        per_old_subtask = [[pickle.loads(read_state_handle(handle)) for handle in handles]
+        per_old_subtask = [[_unpickle(read_state_handle(handle), handle, operator_id) for handle in handles]
                            for handles in assignment.operator_handles]
         restore.operator_state = share_of_operator_state(per_old_subtask, assignment.old_parallelism,
                                                          info.subtask_index, info.parallelism)
         return restore
+
+
+def _unpickle(data: bytes, handle: Any, operator_id: str) -> Any:
+    """The objects a state handle holds; UnreadableStateError naming the file (or inline state) when they cannot
+    be unpickled — a restart would fail the same way, so the job fails at once."""
+    try:
+        return pickle.loads(data)
+    except Exception as error:  # noqa: BLE001 - any unpickling failure means the same: the state is unusable
+        raise UnreadableStateError(
+            f"the state of operator '{operator_id}' in {_where(handle)} cannot be unpickled ({type(error).__name__}: "
+            f"{error}): it is damaged, or was pickled by code this program no longer has (a renamed or removed "
+            "class); restore from another checkpoint or savepoint, or bring that code back"
+        ) from error
+
+
+def _where(handle: Any) -> str:
+    """A state handle as an error names it: its file, or the name of inline state."""
+    path = getattr(handle, "path", None)
+    return f"state file {path}" if path else f"inline state '{getattr(handle, 'name', handle)}'"
 
 
 def _discard(snapshots: list[OperatorSnapshot]) -> None:

@@ -31,6 +31,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fluvial.common.errors import UnreadableStateError
 from fluvial.common.key_groups import assign_to_key_group
 from fluvial.state.backend import KeyedStateSnapshot
 
@@ -89,8 +90,7 @@ class KeyGroupsStateHandle:
 
     def to_snapshot(self, key_group_range: range | None = None) -> KeyedStateSnapshot:
         """The key groups of `key_group_range` (all by default), unpickled: only those are paid for."""
-        loads = pickle.loads
-        groups = {group: loads(data) for group, data in self.key_groups.items()
+        groups = {group: _loads(data, f"key group {group}") for group, data in self.key_groups.items()
                   if key_group_range is None or group in key_group_range}
         return KeyedStateSnapshot(self.max_parallelism, groups, dict(self.state_kinds))
 
@@ -123,11 +123,10 @@ class KeyedTablesStateHandle:
         """Every table, unpickled (fresh objects: nobody else holds them); only the entries of
         `key_group_range` when given and it does not cover this handle's range (rescaling)."""
         tables: dict[str, dict[Any, Any]] = {}
-        loads = pickle.loads
         for name, chunks in self.tables.items():
             table = tables[name] = {}
             for chunk in chunks:
-                table.update(loads(chunk))
+                table.update(_loads(chunk, f"state '{name}'"))
         if key_group_range is None or self.covered_by(key_group_range):
             return tables
         wanted = set(key_group_range)
@@ -147,6 +146,17 @@ class KeyedTablesStateHandle:
 
 CANONICAL_HANDLES = (KeyGroupsStateHandle, KeyedTablesStateHandle)
 """The handle kinds that hold pickled entries (rather than native files): each has `to_snapshot(range)`."""
+
+
+def _loads(data: bytes, what: str) -> Any:
+    """Unpickle restored keyed state; UnreadableStateError naming `what` when that is impossible."""
+    try:
+        return pickle.loads(data)
+    except Exception as error:  # noqa: BLE001 - any unpickling failure means the same: the state is unusable
+        raise UnreadableStateError(
+            f"keyed state ({what}) cannot be unpickled ({type(error).__name__}: {error}): it is damaged, or was "
+            "pickled by code this program no longer has (a renamed or removed class)"
+        ) from error
 
 
 def _pickle_chunks(table: dict[Any, Any]) -> list[bytes]:
