@@ -435,8 +435,16 @@ class StreamExecutionEnvironment:
 
     def execute(self, job_name: str | None = None) -> Any:
         """Run the job to its end and return a JobExecutionResult; a failure raises JobExecutionException
-        whose `__cause__` is the user's exception."""
-        return self.execute_async(job_name).get_job_execution_result().result()
+        whose `__cause__` is the user's exception. A KeyboardInterrupt (Ctrl-C) cancels the job before it
+        propagates, so a program that catches it leaves no job running."""
+        client = self.execute_async(job_name)
+        try:
+            return client.get_job_execution_result().result()
+        except KeyboardInterrupt:
+            from fluvial.common.job_client import cancel_on_interrupt
+
+            cancel_on_interrupt(client)
+            raise
 
     def execute_async(self, job_name: str | None = None) -> Any:
         """Submit the job and return its JobClient at once."""
