@@ -88,6 +88,10 @@ class SubtaskState:
     operator: list[StateHandle] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
     shared: list[StateHandle] = field(default_factory=list)
+    finished: bool = False
+    """The subtask had FINISHED when the checkpoint was taken (FLIP-147): it holds no state, and restores as a
+    subtask with nothing left to do (its source has no splits left). An operator whose every subtask is
+    finished is fully finished (Flink's FullyFinishedOperatorState)."""
 
     def handles(self) -> Iterator[StateHandle]:
         yield from self.keyed
@@ -103,6 +107,12 @@ class OperatorState:
     parallelism: int
     max_parallelism: int
     subtask_states: dict[int, SubtaskState] = field(default_factory=dict)
+
+    @property
+    def fully_finished(self) -> bool:
+        """Every subtask of the operator had finished (FLIP-147)."""
+        states = self.subtask_states
+        return len(states) == self.parallelism and all(state.finished for state in states.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,17 @@ class ExecutionGraph:
     def in_state(self, state: ExecutionState) -> list[ExecutionVertex]:
         return [vertex for vertex in self.vertices.values() if vertex.state is state]
 
+    def producers_of(self, execution: ExecutionVertex) -> list[ExecutionVertex]:
+        """The upstream subtasks whose output channels feed `execution` (every one for ALL_TO_ALL edges, the
+        pointwise block for POINTWISE ones)."""
+        vertex, index = execution.job_vertex, execution.subtask_index
+        producers = []
+        for edge in vertex.inputs:
+            producer = self._by_id[edge.source]
+            producers.extend(self.vertices[(producer.id, i)] for i in range(producer.parallelism)
+                             if index in consumers_of(edge, i, producer.parallelism, vertex.parallelism))
+        return producers
+
     def deployment_order(self) -> list[ExecutionVertex]:
         """Consumers before producers, so no producer's first buffer waits on a consumer not yet deployed."""
         return [self.vertices[(v.id, i)] for v in reversed(self.job_graph.vertices) for i in range(v.parallelism)]

@@ -22,6 +22,7 @@ from fluvial.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -35,6 +36,8 @@ class JobMasterGateway(Protocol):
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None: ...
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None: ...
+
+    def notify_end_of_data(self, message: TaskEndOfData) -> None: ...
 
 
 class TaskManagerGateway(Protocol):

@@ -38,7 +38,7 @@ class MiniClusterJobClient(JobClient):
             self._job_master.stop_after_savepoint()
             return completed.metadata_location
 
-        return _map(self._job_master.trigger_savepoint(savepoint_directory), stop)
+        return _map(self._job_master.trigger_savepoint(savepoint_directory, terminal=True), stop)
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> Future:
         return self._job_master.result

@@ -25,6 +25,7 @@ from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
 )
 from fluvial.cluster.scheduler import Scheduler
@@ -68,7 +69,8 @@ class JobMaster:
         if checkpointing_on:
             from fluvial.runtime.checkpointing import TaskCheckpointSettings
 
-            task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage)
+            task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage,
+                                                   checkpoints.checkpoints_after_tasks_finish)
         self.scheduler = Scheduler(
             ExecutionGraph(job_graph, _job_parameters(job_graph)), slots, self._task_managers, self._main,
             _backoff_strategy(job_graph, checkpointing_on), self, task_settings=task_settings,
@@ -165,13 +167,19 @@ class JobMaster:
             self._main.execute(lambda: self.checkpointing.coordinator.receive_decline(
                 (message.vertex_id, message.subtask_index), message.checkpoint_id, message.reason, message.detail))
 
+    def notify_end_of_data(self, message: TaskEndOfData) -> None:
+        self._main.execute(lambda: self.scheduler.on_end_of_data(message))
+
     # -- client requests (any thread) ---------------------------------------------------------------------------
 
     def cancel(self) -> None:
         self._main.execute(self.scheduler.cancel)
 
-    def trigger_savepoint(self, target_directory: str | None) -> Future:
-        """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir)."""
+    def trigger_savepoint(self, target_directory: str | None, terminal: bool = False) -> Future:
+        """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir).
+        Only a `terminal` savepoint (stop-with-savepoint: the job ends right after it) lets two-phase-commit sinks
+        commit when it completes; an intermediate one commits nothing (Flink 1.15+), because a failover restores
+        the job's latest checkpoint, older than the savepoint, and would emit the committed output again."""
         if self.checkpointing is None:
             raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
         from fluvial.checkpoint.savepoint import savepoint_storage, savepoint_target
@@ -186,7 +194,7 @@ class JobMaster:
                 return
             started = self.checkpointing.coordinator.trigger_checkpoint(
                 is_savepoint=True, savepoint_storage=savepoint_storage(directory, self.job_id),
-                savepoint_dir=directory)
+                savepoint_dir=directory, notify_tasks=terminal)
             started.add_done_callback(lambda done: _forward(done, answer))
 
         if not self._main.execute(trigger):

@@ -7,7 +7,10 @@ Runs only on the JobMaster's main thread, so it locks nothing. Rules, numbered:
 2. A report for an attempt that is not the vertex's current one is stale (a cancelled attempt saying goodbye)
    and ignored. A report the vertex's state does not lead to is ignored with a debug line when it is a known
    race (RUNNING after the JobMaster asked for a cancel), else the guarded transition raises.
-3. Every subtask FINISHED → the job is FINISHED.
+3. Every subtask FINISHED → the job is FINISHED. With checkpoints, a subtask finishes only after a checkpoint
+   covers its end (FLIP-147): it reports the end of its data first, and once every subtask has, the final
+   checkpoint is triggered at once (`on_end_of_data`); checkpoints go on while some subtasks have finished
+   (`checkpoint_plan`).
 4. A subtask FAILED while the job runs → the restart strategy decides: RESTARTING (pending checkpoints are
    aborted, every subtask is cancelled; once all are down, after the strategy's delay, every subtask is
    redeployed as a new attempt restoring from the latest completed checkpoint) or FAILING (every subtask is
@@ -32,6 +35,7 @@ from fluvial.cluster.messages import (
     DeployTask,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -83,6 +87,7 @@ class Scheduler:
         self.last_failure_info: FailureInfo | None = None  # the same, as JobDetails report it
         self.failures = 0
         self._pending_restart: Cancellable | None = None
+        self._end_of_data: set[tuple[tuple[int, int], int]] = set()  # (subtask, attempt) awaiting a final checkpoint
 
     @property
     def job_id(self) -> str:
@@ -277,10 +282,38 @@ class Scheduler:
     # -- the coordinator's view of the subtasks (CheckpointTasks) -----------------------------------------------
 
     def checkpoint_plan(self) -> CheckpointPlan | CheckpointFailureReason:
-        if self.status is not JobStatus.RUNNING or not self.graph.all_in(ExecutionState.RUNNING):
+        """Flink's DefaultCheckpointPlanCalculator. Every subtask running: trigger the sources, wait for all.
+        Some FINISHED (FLIP-147, unless checkpoints-after-tasks-finish is off): trigger each running subtask
+        whose producers have all finished (no barrier can reach it through its channels any more), wait for the
+        running ones, and count the finished ones as acknowledged with the state of finished operators."""
+        if self.status is not JobStatus.RUNNING or not self.graph.all_in(ExecutionState.RUNNING,
+                                                                         ExecutionState.FINISHED):
             return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
         executions = list(self.graph)
-        return CheckpointPlan([e.id for e in executions if e.job_vertex.is_source], {e.id for e in executions})
+        finished = [e for e in executions if e.state is ExecutionState.FINISHED]
+        if not finished:
+            return CheckpointPlan([e.id for e in executions if e.job_vertex.is_source], {e.id for e in executions})
+        running = [e for e in executions if e.state is ExecutionState.RUNNING]
+        if not running or self._task_settings is None or not self._task_settings.final_checkpoint:
+            return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
+        graph = self.graph
+        trigger = [e.id for e in running
+                   if all(p.state is ExecutionState.FINISHED for p in graph.producers_of(e))]
+        return CheckpointPlan(trigger, {e.id for e in running},
+                              {e.id: tuple(node.operator_id for node in e.job_vertex.nodes) for e in finished},
+                              {e.job_vertex.id: e.job_vertex.parallelism for e in finished})
+
+    def on_end_of_data(self, message: TaskEndOfData) -> None:
+        """A subtask waits for its final checkpoint. Once every subtask of the job does (or has finished), one is
+        triggered at once (Flink's notifyEndOfData): a bounded job's end waits for no checkpoint interval."""
+        execution = self.graph.vertex(message.vertex_id, message.subtask_index)
+        if execution is None or execution.attempt != message.attempt or self.checkpointing is None:
+            return
+        self._end_of_data.add((execution.id, execution.attempt))
+        if all(e.state is ExecutionState.FINISHED or (e.id, e.attempt) in self._end_of_data for e in self.graph):
+            logger.info("job %s: every subtask reached the end of its data; triggering the final checkpoint",
+                        self.job_id)
+            self.checkpointing.coordinator.request_checkpoint()
 
     def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
         execution = self.graph.vertices[task]

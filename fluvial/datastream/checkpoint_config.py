@@ -55,6 +55,9 @@ class CheckpointSettings:
     num_retained: int
     storage: CheckpointStorage
     externalized_retention: ExternalizedCheckpointRetention
+    checkpoints_after_tasks_finish: bool = True
+    """FLIP-147: checkpoints go on after some tasks finish, and a task that finished its input waits for a final
+    checkpoint, through which two-phase-commit sinks commit their last output."""
 
     @property
     def enabled(self) -> bool:
@@ -122,6 +125,10 @@ class CheckpointConfig:
         if "execution.checkpointing.tolerable-failed-checkpoints" in keys:
             self.set_tolerable_checkpoint_failure_number(
                 configuration.get("execution.checkpointing.tolerable-failed-checkpoints"))
+        after_finish = configuration.get("execution.checkpointing.checkpoints-after-tasks-finish.enabled")
+        if "execution.checkpointing.checkpoints-after-tasks-finish" in keys or after_finish is None:
+            after_finish = configuration.get("execution.checkpointing.checkpoints-after-tasks-finish")
+        self._checkpoints_after_tasks_finish = bool(after_finish)
 
     # -- interval and mode --------------------------------------------------------------------------------------
 
@@ -316,4 +323,5 @@ class CheckpointConfig:
             num_retained=self._num_retained,
             storage=self._storage if self._storage is not None else JobManagerCheckpointStorage(),
             externalized_retention=self._retention,
+            checkpoints_after_tasks_finish=self._checkpoints_after_tasks_finish,
         )

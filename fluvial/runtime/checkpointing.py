@@ -40,6 +40,7 @@ class TaskCheckpointSettings:
 
     exactly_once: bool
     storage: Any  # the storage description; the TaskManager builds the access object from it
+    final_checkpoint: bool = True  # checkpoints-after-tasks-finish: a task that ended waits for a final checkpoint
 
 
 class CheckpointResponder(Protocol):
@@ -86,12 +87,28 @@ class SubtaskCheckpointCoordinator:
         self._io = io
         self._responder = responder
         self._info = task_info
+        self._input_finished = False
+        self._final_checkpoints: set[int] = set()
+
+    # -- the final checkpoint (FLIP-147) ------------------------------------------------------------------------
+
+    def input_finished(self) -> None:
+        """The task's input and operators have finished: every checkpoint it takes from now on covers all it
+        will ever emit, so each can be its final checkpoint."""
+        self._input_finished = True
+
+    def is_final_checkpoint(self, checkpoint_id: int) -> bool:
+        """Whether `checkpoint_id` is a checkpoint (never a savepoint: restores do not start from those) that
+        this task took after its input finished."""
+        return checkpoint_id in self._final_checkpoints
 
     # -- taking a checkpoint ------------------------------------------------------------------------------------
 
     def checkpoint_state(self, barrier: CheckpointBarrier) -> None:
         """Steps 2 to 4 (see the module docstring). A failure of the synchronous part raises: it fails the task."""
         checkpoint_id = barrier.checkpoint_id
+        if self._input_finished and barrier.savepoint_dir is None:
+            self._final_checkpoints.add(checkpoint_id)
         for writer in self._writers:  # 2
             writer.broadcast_event(barrier)
         snapshot_type = SnapshotType.SAVEPOINT if barrier.savepoint_dir is not None else SnapshotType.CHECKPOINT

@@ -24,6 +24,7 @@ class OperatorContext:
     auto_watermark_interval: int = 200
     operator_id: str = ""
     state_backend: Any = None  # the job's StateBackend description; None: the heap
+    final_checkpoint: bool = False  # the task waits for a final checkpoint after its input ends (FLIP-147)
 
     def key_group_range(self) -> range:
         info = self.task_info

@@ -6,8 +6,15 @@ Protocol, numbered:
 1. CREATED → INITIALIZING: `open()` builds the writers, the chain and the input, restores the operators'
    state (or initializes it empty) and opens them → RUNNING.
 2. `step()` runs pending mails, then (if every output channel has room) one bounded input step.
-3. When input ends: operators finish head to tail, END_OF_INPUT goes to every output channel, operators
-   close → FINISHED.
+3. When input ends: operators finish head to tail and END_OF_INPUT (end of data) goes to every output channel.
+   Without checkpoints (or with `execution.checkpointing.checkpoints-after-tasks-finish` off) the task then
+   closes its operators, sends END_OF_PARTITION and is FINISHED. With them (FLIP-147), it first waits, still
+   RUNNING, for its final checkpoint: it tells its listener it reached the end of data, keeps taking part in
+   checkpoints (a source is triggered, any other task gets the barrier through its input channels, which stay
+   open for barriers until END_OF_PARTITION), and once a checkpoint it took after finishing completes — its
+   two-phase-commit sinks commit then — it closes, sends END_OF_PARTITION and is FINISHED. So everything a
+   bounded job emits is committed by a checkpoint, and a failure at any moment restores to a checkpoint that
+   covers exactly what was committed.
 4. An exception anywhere → operators close, FAILED; the listener hears which operator raised it (the label
    the chain boundary put on the error, else the chain's head).
 5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
@@ -34,7 +41,7 @@ from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import failing_operator, label_failure
-from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
+from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
 
@@ -79,6 +86,11 @@ class TaskStateListener(Protocol):
 
     def task_state_changed(self, task: "Task", state: ExecutionState, failure: TaskFailure | None) -> None: ...
 
+    def task_end_of_data(self, task: "Task") -> None:
+        """The task finished its input and its operators and now waits for its final checkpoint (FLIP-147); the
+        JobMaster triggers one at once when every task of the job has reached this point."""
+        ...
+
 
 @dataclass
 class TaskServices:
@@ -108,6 +120,7 @@ class Task:
         self.writers: list[RecordWriter] = []
         self.input: Any = None
         self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
+        self.awaiting_final_checkpoint = False  # input and operators finished; FINISHED once a checkpoint covers it
         self._closed = False
 
     @property
@@ -183,9 +196,11 @@ class Task:
         return TaskProcessingTimeService(self._executor, self, label)
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
+        checkpointing = self.spec.checkpointing
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._services.collect_target, self._processing_time(node.name),
-                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend)
+                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend,
+                               checkpointing is not None and checkpointing.final_checkpoint)
 
     def _load_restores(self) -> dict[str, Any]:
         """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
@@ -240,6 +255,8 @@ class Task:
                 self.chain.notify_checkpoint_complete(checkpoint_id)
                 if isinstance(self.input, SourceInput):
                     self.input.notify_checkpoint_complete(checkpoint_id)
+                if self.awaiting_final_checkpoint and self.checkpointer.is_final_checkpoint(checkpoint_id):
+                    self._end_task()
             else:
                 self.chain.notify_checkpoint_aborted(checkpoint_id)
         except BaseException as exc:  # noqa: BLE001
@@ -253,6 +270,8 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
+        if self.awaiting_final_checkpoint:
+            return self._step_awaiting_final_checkpoint()
         for writer in self.writers:
             if not writer.writable():
                 return StepResult.BLOCKED
@@ -261,6 +280,17 @@ class Task:
             if result is StepResult.END_OF_INPUT:
                 self._finish()
             return result
+        except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
+            self._fail(exc)
+            return StepResult.END_OF_INPUT
+
+    def _step_awaiting_final_checkpoint(self) -> StepResult:
+        """Step 3's wait: a task with input channels still reads them, for the barriers of its final
+        checkpoint and the END_OF_PARTITION of producers that ended; a source waits for its trigger mail."""
+        if isinstance(self.input, SourceInput) or self.input.all_partitions_ended:
+            return StepResult.IDLE
+        try:
+            return self.input.step()
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
             return StepResult.END_OF_INPUT
@@ -277,9 +307,25 @@ class Task:
             self._fail(exc)
 
     def _finish(self) -> None:
+        """Step 3: input has ended."""
         self.chain.finish()
+        settings = self.spec.checkpointing
+        if settings is not None and settings.final_checkpoint:
+            for writer in self.writers:
+                writer.broadcast_event(END_OF_INPUT)
+            self.awaiting_final_checkpoint = True
+            self.checkpointer.input_finished()
+            logger.debug("%s finished its input; it ends once a checkpoint covers it", self.name)
+            self._services.listener.task_end_of_data(self)
+            return
+        self._end_task()
+
+    def _end_task(self) -> None:
+        """End the output channels (END_OF_PARTITION also means end of data to a consumer that has not seen
+        END_OF_INPUT), close the operators, FINISHED. A close that raises fails the task."""
+        self.awaiting_final_checkpoint = False
         for writer in self.writers:
-            writer.broadcast_event(END_OF_INPUT)
+            writer.broadcast_event(END_OF_PARTITION)
         errors = self._close()
         if errors:
             raise errors[0]
