@@ -23,6 +23,7 @@ from fluvial.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -195,6 +196,13 @@ class TaskManager:
         if gateway is not None:
             gateway.update_task_execution_state(TaskExecutionState(
                 spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, state, failure))
+
+    def task_end_of_data(self, task: Task) -> None:
+        spec = task.spec
+        with self._lock:
+            gateway = self._job_masters.get(spec.job_id)
+        if gateway is not None:
+            gateway.notify_end_of_data(TaskEndOfData(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt))
 
     def shutdown(self) -> None:
         self._executor.shutdown()
