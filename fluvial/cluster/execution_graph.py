@@ -16,7 +16,7 @@ from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobV
 from fluvial.graph.partitioners import pointwise_targets
 from fluvial.runtime.channels import ChannelId
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
-from fluvial.runtime.task import TaskSpec
+from fluvial.runtime.task import TaskCancellationSettings, TaskSpec
 from fluvial.runtime.writer import InputSpec, OutputSpec
 
 ExecutionVertexId = tuple[int, int]
@@ -69,6 +69,7 @@ class ExecutionGraph:
         self._state_backend = tolerance.state_backend if tolerance is not None else None
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
+        self._cancellation = TaskCancellationSettings.of(job_graph.configuration)
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
             (vertex.id, index): ExecutionVertex(vertex, index)
             for vertex in job_graph.vertices
@@ -126,6 +127,7 @@ class ExecutionGraph:
             function_templates=function_templates,
             state_backend=self._state_backend,
             receiver_settings=receiver_settings if vertex.is_source else None,
+            cancellation=self._cancellation,
         )
 
     def _output(self, edge: JobEdge, producer_index: int, attempt: int) -> OutputSpec:

@@ -17,13 +17,17 @@ Protocol, numbered:
    covers exactly what was committed.
 4. An exception anywhere → operators close, FAILED; the listener hears which operator raised it (the label
    the chain boundary put on the error, else the chain's head).
-5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
+5. `cancel()` from any thread becomes a mail: operators close → CANCELED. A task stuck in user code never reads
+   that mail: `interrupt()` raises TaskInterrupted into its user code (`runtime.interruption`), which ends a
+   busy loop; a task that still does not end is given up by its TaskManager (`abandon()`: CANCELED at once,
+   its thread left behind; `cluster.task_canceler`).
 Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,6 +43,7 @@ from fluvial.runtime.channels import ChannelRegistry
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
+from fluvial.runtime.interruption import InterruptibleSection
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import failing_operator, label_failure
 from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
@@ -58,6 +63,22 @@ class TaskFailure:
     traceback_text: str
 
 
+@dataclass(frozen=True)
+class TaskCancellationSettings:
+    """Flink's `task.cancellation.interval` (ms between interrupts of a task that does not cancel) and
+    `task.cancellation.timeout` (ms until such a task is given up; 0: never)."""
+
+    interval_ms: int = 30_000
+    timeout_ms: int = 180_000
+
+    @staticmethod
+    def of(configuration: Any) -> "TaskCancellationSettings":
+        if configuration is None:
+            return TaskCancellationSettings()
+        return TaskCancellationSettings(configuration.get("task.cancellation.interval"),
+                                        configuration.get("task.cancellation.timeout"))
+
+
 @dataclass
 class TaskSpec:
     """Everything a TaskManager needs to run one subtask attempt; built by the JobMaster."""
@@ -75,6 +96,7 @@ class TaskSpec:
     function_templates: dict[int, Any] | None = None  # node id -> pristine function, for copies
     state_backend: Any = None  # the job's StateBackend description
     receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
+    cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -122,6 +144,10 @@ class Task:
         self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
         self.awaiting_final_checkpoint = False  # input and operators finished; FINISHED once a checkpoint covers it
         self._closed = False
+        self._user_code = InterruptibleSection()
+        self._cancel_requested = False
+        self._abandoned = False
+        self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
 
     @property
     def name(self) -> str:
@@ -137,7 +163,7 @@ class Task:
             restores = self._load_restores()
             restored_splits = self._restored_splits(restores)
             self.chain.initialize_state(restores.get)
-            self.chain.open()
+            self._user_code.run(self.chain.open)
             if isinstance(self.input, SourceInput):
                 self.input.open(restored_splits)
             self._set_state(ExecutionState.RUNNING)
@@ -277,7 +303,7 @@ class Task:
             if not writer.writable():
                 return StepResult.BLOCKED
         try:
-            result = self.input.step()
+            result = self._user_code.run(self.input.step)
             if result is StepResult.END_OF_INPUT:
                 self._finish()
             return result
@@ -302,7 +328,7 @@ class Task:
         if self.state is not ExecutionState.RUNNING:
             return
         try:
-            callback(now)
+            self._user_code.run(callback, now)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             label_failure(exc, label)
             self._fail(exc)
@@ -334,7 +360,32 @@ class Task:
 
     def cancel(self) -> None:
         """Thread-safe: the owner thread closes the task at its next step."""
+        self._cancel_requested = True
         self.mailbox.put(self._cancel_now)
+
+    def interrupt(self) -> bool:
+        """Thread-safe, after `cancel()`: raise TaskInterrupted into the user code the task's thread runs now
+        (step 5). True when it was raised."""
+        if not self._cancel_requested or self.state.is_terminal:
+            return False
+        return self._user_code.interrupt()
+
+    def abandon(self) -> bool:
+        """Thread-safe: give up a task whose thread does not come back from its user code. It is CANCELED at once
+        (its listener hears it) and whatever its thread does later is ignored; its operators are never closed.
+        False when the task had ended already."""
+        with self._state_lock:
+            if self.state.is_terminal:
+                return False
+            self._abandoned = True
+            self.state = ExecutionState.CANCELED
+        self._services.listener.task_state_changed(self, ExecutionState.CANCELED, None)
+        return True
+
+    @property
+    def executor(self) -> Any:
+        """The TaskExecutor whose thread owns this task."""
+        return self._executor
 
     def _cancel_now(self) -> None:
         if not self.state.is_terminal:
@@ -357,6 +408,10 @@ class Task:
     def _fail(self, exc: BaseException) -> None:
         if self.state.is_terminal:
             return
+        if self._cancel_requested:  # an interrupted cancel, or a failure while cancelling: the task is cancelled
+            self._close()
+            self._set_state(ExecutionState.CANCELED)
+            return
         head = self.chain.head.name if self.chain is not None else self.spec.vertex.name
         operator_name = failing_operator(exc) or head
         self._close()
@@ -367,5 +422,8 @@ class Task:
         self.state = checked_transition(self.state, state, f"task {self.name} attempt {self.spec.attempt}")
 
     def _set_state(self, state: ExecutionState, failure: TaskFailure | None = None) -> None:
-        self._move(state)
+        with self._state_lock:
+            if self._abandoned:
+                return  # the TaskManager gave up on this thread: what it does now is no one's concern
+            self._move(state)
         self._services.listener.task_state_changed(self, state, failure)
