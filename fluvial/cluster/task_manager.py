@@ -15,6 +15,7 @@ from typing import Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.gateways import JobMasterGateway
+from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
@@ -89,6 +90,8 @@ class TaskManager:
         self._channels = channels
         self._collect_target = collect_target
         self._executor = TaskExecutor(f"fluvial-taskmanager-{index}")
+        self._abandoned: list[TaskExecutor] = []  # threads stuck in a task that did not cancel (thread mode)
+        self._canceler = TaskCanceler(f"fluvial-taskmanager-{index}-canceler", self)
         self._tasks: dict[TaskKey, Task] = {}
         self._job_masters: dict[str, JobMasterGateway] = {}
         self._storages: dict[str, JobCheckpointStorage] = {}
@@ -120,11 +123,13 @@ class TaskManager:
         task = Task(spec, self._services(spec))
         with self._lock:
             self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
-        self._executor.submit(task)
+        task.executor.submit(task)
 
     def _services(self, spec: TaskSpec) -> TaskServices:
         gateway = self._job_masters[spec.job_id]
-        services = TaskServices(self._channels, self._executor, self, self._collect_target)
+        with self._lock:
+            executor = self._executor
+        services = TaskServices(self._channels, executor, self, self._collect_target)
         if spec.checkpointing is not None:
             with self._lock:
                 storage = self._storages.get(spec.job_id)
@@ -148,7 +153,22 @@ class TaskManager:
     def cancel_task(self, message: CancelTask) -> None:
         task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
         if task is not None:
-            task.cancel()
+            self._canceler.cancel(task)
+
+    def cancellation_timed_out(self, task: Task, timeout_ms: int) -> None:
+        """CancellationTimeout, in thread mode: the task is CANCELED and its thread abandoned; later tasks run
+        on a new thread. (A TaskManager process would end itself here instead.)"""
+        if not task.abandon():
+            return
+        stuck = task.executor
+        with self._lock:
+            if stuck is self._executor:
+                self._abandoned.append(stuck)
+                self._executor = TaskExecutor(f"fluvial-taskmanager-{self.index}-{len(self._abandoned)}")
+        stuck.shutdown(timeout=0)
+        logger.error("%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread %s is "
+                     "stuck in user code and is abandoned; the task is CANCELED and this TaskManager runs its "
+                     "other tasks on a new thread", task.name, task.spec.attempt, timeout_ms, stuck.name)
 
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
         task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
@@ -205,6 +225,9 @@ class TaskManager:
             gateway.notify_end_of_data(TaskEndOfData(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt))
 
     def shutdown(self) -> None:
+        self._canceler.shutdown()
+        for stuck in self._abandoned:
+            stuck.shutdown(timeout=0)
         self._executor.shutdown()
         if self._checkpoint_io is not None:
             self._checkpoint_io.shutdown()
