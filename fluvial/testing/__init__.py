@@ -6,6 +6,10 @@
 - run_job / collect_job / execution_modes: run the same job in every execution mode.
 - ManualClock and ManualScheduledExecutor: time and threads a test controls.
 - wait_until: poll for what you wait on, never sleep and hope.
+- The fault harness: KeySequenceSource (per-key sequences) and SequenceVerifier (lost, duplicated and
+  out-of-order records), the exactly-once FileSink oracle (`verify_sequences`), and a seeded fault driver
+  (`run_trial`, FaultKind) that kills the job's process, raises in user code, corrupts checkpoints, fills the
+  checkpoint disk and makes its directory unwritable; `bench/soak.py` runs it at scale.
 """
 
 from __future__ import annotations
@@ -16,13 +20,21 @@ from typing import Callable
 from fluvial.common.time import ManualClock
 from fluvial.testing.execution import ExecutionMode, collect_job, environment, execution_modes, run_job
 from fluvial.testing.executors import ManualScheduledExecutor
+from fluvial.testing.faults import FaultKind, FaultTrial, FaultUnavailable, TrialResult, TrialSettings, run_trial
 from fluvial.testing.harness import ManualProcessingTime, OperatorHarness, OperatorSubtaskSnapshot
+from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
+from fluvial.testing.sequences import KeySequenceSource, SequenceVerifier
 from fluvial.testing.sources import Crash, End, Pause, ScriptCrash, ScriptedSource
 
 __all__ = [
     "Crash",
     "End",
+    "ExactlyOnceReport",
     "ExecutionMode",
+    "FaultKind",
+    "FaultTrial",
+    "FaultUnavailable",
+    "KeySequenceSource",
     "ManualClock",
     "ManualProcessingTime",
     "ManualScheduledExecutor",
@@ -31,10 +43,15 @@ __all__ = [
     "Pause",
     "ScriptCrash",
     "ScriptedSource",
+    "SequenceVerifier",
+    "TrialResult",
+    "TrialSettings",
     "collect_job",
     "environment",
     "execution_modes",
     "run_job",
+    "run_trial",
+    "verify_sequences",
     "wait_until",
 ]
 
