@@ -40,14 +40,8 @@ from fluvial.state.backend import (
     check_key_groups,
     no_key_error,
 )
-from fluvial.state.snapshot import (
-    CANONICAL_HANDLES,
-    KeyedTablesStateHandle,
-    KeyGroupsStateHandle,
-    SnapshotType,
-    StateWriter,
-    partition_by_key_group,
-)
+from fluvial.state.heap_snapshot import FrozenHeapState
+from fluvial.state.snapshot import CANONICAL_HANDLES, KeyedTablesStateHandle, SnapshotType
 from fluvial.state.ttl import IncrementalCleanup, TtlPolicy, TtlValue, build_ttl_handle, layout_for
 
 _MISSING: Any = object()
@@ -583,34 +577,6 @@ class _HeapBackendWithRecordCleanup(HeapKeyedStateBackend):
             now = self.ttl_clock()
             for cleanup in self._record_cleanups:
                 cleanup.run(now)
-
-
-class FrozenHeapState:
-    """A heap backend's state frozen for a checkpoint (the PendingKeyedSnapshot of the heap): `write` pickles it
-    off the task thread — whole tables for a checkpoint, by key group when `by_key_group` (a savepoint)."""
-
-    __slots__ = ("max_parallelism", "key_group_range", "by_key_group", "_tables", "_kinds")
-
-    def __init__(self, max_parallelism: int, key_group_range: range, tables: dict[str, dict[Any, Any]],
-                 kinds: dict[str, str]) -> None:
-        self.max_parallelism = max_parallelism
-        self.key_group_range = key_group_range
-        self.by_key_group = False
-        self._tables = tables
-        self._kinds = kinds
-
-    def write(self, writer: StateWriter) -> KeyedTablesStateHandle | KeyGroupsStateHandle:
-        """The asynchronous part. Both forms hold their bytes inline (the checkpointer stores the handle)."""
-        if self.by_key_group:
-            return KeyGroupsStateHandle.of(self.to_snapshot(), self.key_group_range)
-        return KeyedTablesStateHandle.of(self.max_parallelism, self.key_group_range, self._kinds, self._tables)
-
-    def discard(self) -> None:
-        self._tables = {}
-
-    def to_snapshot(self) -> KeyedStateSnapshot:
-        """Partitioned by key group (the canonical in-memory form)."""
-        return partition_by_key_group(self._tables, self.max_parallelism, self._kinds)
 
 
 def _all_immutable(table: dict[Any, Any]) -> bool:

@@ -129,6 +129,8 @@ class FaultTrial:
                 self._mount_tmpfs(self.checkpoints)
             self._start()
             for kind in self.plan:
+                if self._finished():
+                    break  # the stream ended before the rest of the plan: those faults are not injected
                 self._await_progress()
                 time.sleep(self.random.uniform(0, 0.3))
                 if self._inject(kind) is False:
@@ -168,18 +170,22 @@ class FaultTrial:
             self._process.kill()
             self._process.wait(30)
 
+    def _finished(self) -> bool:
+        return self._process is not None and self._process.poll() == 0
+
     def _latest(self) -> int:
         return max(completed_checkpoints(self.checkpoints), default=0)
 
     def _await_progress(self, since: int | None = None) -> None:
-        """Until a checkpoint completed after checkpoint `since` (default: the latest now)."""
+        """Until a checkpoint completed after checkpoint `since` (default: the latest now), or the job finished
+        (its final checkpoint is one)."""
         since = self._latest() if since is None else since
-        self._wait(lambda: self._latest() > since, "a checkpoint after the last fault")
+        self._wait(lambda: self._latest() > since or self._finished(), "a checkpoint after the last fault")
 
     def _wait(self, condition, what: str, timeout: float | None = None) -> None:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + (timeout or self.settings.timeout_s)
         while not condition():
-            if self._process is not None and self._process.poll() is not None:
+            if self._process is not None and self._process.poll() not in (None, 0):
                 raise RuntimeError(f"the job ended (exit {self._process.returncode}) while waiting for {what}; "
                                    f"see {self.workdir}/run-{self._runs}.log")
             if time.monotonic() > deadline:
