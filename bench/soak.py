@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> bool:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--workdir", help="where trials run (default: a temporary directory)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # cleanups (mounts) still run
     kinds = [FaultKind[name.strip().upper()] for name in args.faults.split(",") if name.strip()]
     root = Path(args.workdir or tempfile.mkdtemp(prefix="fluvial-soak-"))
     rows, ok = [], True

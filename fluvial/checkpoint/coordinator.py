@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Protocol
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
@@ -296,7 +297,8 @@ class CheckpointCoordinator:
             try:
                 location = job.storage.write_metadata(checkpoint_id, pending.metadata())
             except BaseException as error:  # noqa: BLE001 - storage trouble fails this checkpoint only
-                self._timer.execute(lambda: self._on_finalize_failed(job, error))
+                # bound now: Python unbinds `error` when the except block ends, before the mail runs
+                self._timer.execute(partial(self._on_finalize_failed, job, error))
                 return
             self._timer.execute(lambda: self._on_finalized(job, location))
 

@@ -275,16 +275,23 @@ class FaultTrial:
     def _unwritable_for(self, seconds: float) -> None:
         job_dir = completed_checkpoints(self.checkpoints)[self._latest()].parent  # the running job's directory
         if os.geteuid() == 0:
-            for step, command in enumerate((["mount", "--bind", str(job_dir), str(job_dir)],
-                                            ["mount", "-o", "remount,ro,bind", str(job_dir)])):
-                done = subprocess.run(command, capture_output=True, text=True)
+            done = subprocess.run(["mount", "--bind", str(job_dir), str(job_dir)], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and a bind "
+                                       f"mount failed ({done.stderr.strip()})")
+            try:
+                for _ in range(200):  # a mount cannot turn read-only while a file on it is open for writing
+                    done = subprocess.run(["mount", "-o", "remount,ro,bind", str(job_dir)], capture_output=True,
+                                          text=True)
+                    if done.returncode == 0 or "busy" not in done.stderr:
+                        break
+                    time.sleep(0.005)
                 if done.returncode != 0:
-                    if step:
-                        subprocess.run(["umount", "-l", str(job_dir)], capture_output=True)
-                    raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and a "
-                                           f"read-only bind mount failed ({done.stderr.strip()})")
-            time.sleep(seconds)
-            subprocess.run(["umount", "-l", str(job_dir)], check=True, capture_output=True)
+                    raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and "
+                                           f"remounting read-only failed ({done.stderr.strip()})")
+                time.sleep(seconds)
+            finally:
+                subprocess.run(["umount", "-l", str(job_dir)], check=True, capture_output=True)
         else:
             mode = job_dir.stat().st_mode
             job_dir.chmod(0o500)
