@@ -14,7 +14,8 @@ The faults (FaultKind):
 - KILL: SIGKILL of the job's process — JobMaster and TaskManagers at once in thread mode; the trial starts the
   job again from its latest completed checkpoint, as an operator would.
 - RAISE: a user function raises (the job's FaultInjector claims a trigger file): a failover.
-- CORRUPT: a state file of the latest completed checkpoint is damaged, then a user function raises.
+- CORRUPT: the job is killed, a state file of its latest completed checkpoint damaged, and the job started
+  from that checkpoint.
 - FILL_DISK: the checkpoint directory (a tmpfs of `disk_bytes`) is filled for a moment: checkpoints fail with
   ENOSPC until the filler is removed. Mounting a tmpfs needs privileges (root, or CAP_SYS_ADMIN); where that
   fails the fault is FaultUnavailable, never faked.
@@ -233,6 +234,11 @@ class FaultTrial:
         (self.triggers / f"raise-{self._triggered}").touch()
 
     def _corrupt_then_fail(self) -> bool:
+        """Kill the job, damage a state file of its latest checkpoint and start it from there: it must fail at
+        once naming the file. (Killed first: a running job would take a newer, intact checkpoint before a
+        failover reached the damaged one.)"""
+        self._process.send_signal(signal.SIGKILL)
+        self._process.wait(30)
         latest = completed_checkpoints(self.checkpoints)[self._latest()]
         files = sorted(p for p in latest.iterdir() if p.name != "_metadata" and p.is_file())
         if not files:
@@ -241,7 +247,7 @@ class FaultTrial:
         data = bytearray(victim.read_bytes())
         data[len(data) // 2] ^= 0xFF
         victim.write_bytes(bytes(data))
-        self._trigger()  # the failover restores the damaged checkpoint
+        self._start(restore=latest)
         try:
             code = self._process.wait(self.settings.timeout_s)
         except subprocess.TimeoutExpired:
