@@ -83,8 +83,9 @@ class _InterruptGuard:
     """Cancels the jobs of open iterators on Ctrl-C. While any iterator created on the main thread is open, a
     SIGINT handler runs first: it cancels those jobs (waiting until they have ended), then hands over to the
     handler it replaced, which raises the KeyboardInterrupt as usual. A program with a SIGINT handler of its
-    own is left alone: the guard installs itself only over Python's default handler. Iterators are held
-    weakly, so one that is dropped without being closed does not keep the guard installed."""
+    own is left alone: the guard installs itself only over Python's default handler, and puts it back when the
+    last open iterator is closed or ends. Iterators are held weakly: one dropped unclosed is forgotten (with
+    none left, the guard only hands over)."""
 
     def __init__(self) -> None:
         self._open: weakref.WeakSet = weakref.WeakSet()
