@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import batch_mode, checkpoints, event_time, pyflink_jobs, spine, startup, threading_model
+from bench import batch_mode, checkpoints, event_time, heap_checkpoint, pyflink_jobs, spine, startup, threading_model
 
 
 def main() -> int:
@@ -12,6 +12,7 @@ def main() -> int:
     ok &= threading_model.main()
     ok &= event_time.main()
     ok &= checkpoints.main()
+    ok &= heap_checkpoint.main([])
     ok &= startup.main()
     ok &= pyflink_jobs.main()
     ok &= batch_mode.main()

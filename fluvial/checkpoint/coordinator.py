@@ -8,13 +8,16 @@ hands it a ManualClock and manual executors and steps it exactly.
 
 Protocol, numbered:
 1. A periodic mail triggers every `interval` ms, respecting the minimum pause after the last completion and the
-   maximum of concurrent checkpoints. The tasks (`CheckpointTasks`) give the plan: which subtasks to trigger
-   (the sources) and which to wait for; a job not ready (a subtask not running) gives a reason instead.
+   maximum of concurrent checkpoints; `request_checkpoint()` brings the next trigger forward (every task waits
+   for its final checkpoint). The tasks (`CheckpointTasks`) give the plan: which subtasks to trigger (the
+   sources; after some finished, every running subtask no barrier can reach any more), which to wait for, and
+   which have finished (FLIP-147); a job not ready (a subtask starting) gives a reason instead.
 2. A PendingCheckpoint collects one ack per task (AckResult says how each was taken); a timeout mail aborts it
    if the acks do not all arrive in time.
 3. With every ack in: on the I/O executor the metadata is written (`_metadata`, last), then, back on the main
    thread, the CompletedCheckpoint joins the store (which subsumes the oldest) and every task is notified
-   (on the I/O executor): two-phase-commit sinks commit then.
+   (on the I/O executor): two-phase-commit sinks commit then. An intermediate savepoint completes without
+   telling the tasks: nothing may be committed that a failover to the job's latest checkpoint replays.
 4. A decline, a timeout or a failover aborts the pending checkpoint, discards what it wrote and notifies the
    tasks; the failure manager counts the failures whose reason counts and fails the job past the tolerable
    number.
@@ -96,6 +99,7 @@ class CheckpointCoordinator:
         self._savepoint_storage: dict[int, Any] = {}
         self._started_at: dict[int, int] = {}
         self._finalizing: set[int] = set()
+        self._silent: set[int] = set()  # completed without telling the tasks (intermediate savepoints)
         self._next_id = first_checkpoint_id
         self._last_completion: int | None = None
         self._periodic: Cancellable | None = None
@@ -120,6 +124,12 @@ class CheckpointCoordinator:
                         self.job_id, settings.interval_ms, settings.timeout_ms, settings.min_pause_ms,
                         settings.max_concurrent)
             self._schedule_tick(settings.interval_ms)
+
+    def request_checkpoint(self) -> None:
+        """A checkpoint as soon as the pacing rules allow (every task waits for its final checkpoint): the next
+        periodic trigger is brought forward; later ones follow at the interval again."""
+        if not self._stopped:
+            self._schedule_tick(0)
 
     def stop(self) -> None:
         """No more triggers; pending checkpoints are left to `abort_all_pending`."""
@@ -162,9 +172,11 @@ class CheckpointCoordinator:
     # -- triggering ---------------------------------------------------------------------------------------------
 
     def trigger_checkpoint(self, is_savepoint: bool = False, savepoint_storage: Any = None,
-                           savepoint_dir: str | None = None) -> CompletableFuture:
+                           savepoint_dir: str | None = None, notify_tasks: bool = True) -> CompletableFuture:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
-        future completes with the CompletedCheckpoint, or with the error that stopped it."""
+        future completes with the CompletedCheckpoint, or with the error that stopped it. Without
+        `notify_tasks` the tasks never hear that it completed (an intermediate savepoint: sinks must not commit
+        what a restore of the job's own latest checkpoint replays)."""
         future = CompletableFuture()
         if self._stopped:
             return self._refuse(future, CheckpointFailureReason.COORDINATOR_SHUTDOWN, is_savepoint)
@@ -178,12 +190,15 @@ class CheckpointCoordinator:
         self._next_id += 1
         pending = PendingCheckpoint(checkpoint_id, self._wall_clock_ms(), plan.tasks_to_wait_for,
                                     is_savepoint=is_savepoint, job_id=self.job_id,
-                                    max_parallelism=self._max_parallelism)
+                                    max_parallelism=self._max_parallelism, finished=plan.finished,
+                                    finished_parallelism=plan.finished_parallelism)
         self._pending[checkpoint_id] = pending
         self._futures[checkpoint_id] = future
         self._started_at[checkpoint_id] = self._clock()
         if savepoint_storage is not None:
             self._savepoint_storage[checkpoint_id] = savepoint_storage
+        if not notify_tasks:
+            self._silent.add(checkpoint_id)
         self._timeouts[checkpoint_id] = self._timer.schedule(
             self.settings.timeout_ms, lambda: self._expire(checkpoint_id))
         self.stats.triggered += 1
@@ -286,11 +301,14 @@ class CheckpointCoordinator:
                     "savepoint" if pending.is_savepoint else "checkpoint", checkpoint_id, self.job_id, duration,
                     size, location)
         tasks, future, timer = self._tasks, job.future, self._timer
+        notify = checkpoint_id not in self._silent
+        self._silent.discard(checkpoint_id)
 
         def announce() -> None:
-            """Tasks hear of the completion before whoever triggered it does: a client that cancels the job
-            right after its savepoint still lets the sinks commit what the savepoint covers."""
-            tasks.notify_complete(checkpoint_id)
+            """Tasks hear of the completion before whoever triggered it does: a client that stops the job right
+            after its savepoint still lets the sinks commit what the savepoint covers."""
+            if notify:
+                tasks.notify_complete(checkpoint_id)
             if future is not None:
                 future.set_result(completed)
             timer.execute(lambda: self._finished_finalizing(checkpoint_id))
@@ -308,6 +326,7 @@ class CheckpointCoordinator:
         pending, checkpoint_id = job.pending, job.pending.checkpoint_id
         pending.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
         self._started_at.pop(checkpoint_id, None)
+        self._silent.discard(checkpoint_id)
         logger.warning("checkpoint %d of job %s failed: writing its metadata raised %s: %s", checkpoint_id,
                        self.job_id, type(error).__name__, error)
         self._discard(checkpoint_id, job.storage)
@@ -360,6 +379,7 @@ class CheckpointCoordinator:
         pending = self._pending.pop(checkpoint_id, None)
         if pending is None:
             return
+        self._silent.discard(checkpoint_id)
         future = self._futures.pop(checkpoint_id, None)
         storage = self._savepoint_storage.pop(checkpoint_id, self.storage)
         self._cancel_timeout(checkpoint_id)

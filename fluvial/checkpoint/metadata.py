@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fluvial.common.errors import FluvialError
+from fluvial.common.errors import FluvialError, NonRecoverableError
 
 CHECKSUM_ALGORITHM = "crc32"
 
@@ -21,8 +21,9 @@ CHECKSUM_ALGORITHM = "crc32"
 # -- errors -------------------------------------------------------------------------------------------------------
 
 
-class CorruptCheckpointError(FluvialError):
-    """Stored checkpoint data does not match its checksum or size: the checkpoint cannot be used."""
+class CorruptCheckpointError(NonRecoverableError):
+    """Stored checkpoint data does not match its checksum or size, or is missing: the checkpoint cannot be used,
+    and a restart would only read it again (a job whose restore meets it fails at once)."""
 
 
 class CheckpointNotFoundError(FluvialError):
@@ -87,6 +88,10 @@ class SubtaskState:
     operator: list[StateHandle] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
     shared: list[StateHandle] = field(default_factory=list)
+    finished: bool = False
+    """The subtask had FINISHED when the checkpoint was taken (FLIP-147): it holds no state, and restores as a
+    subtask with nothing left to do (its source has no splits left). An operator whose every subtask is
+    finished is fully finished (Flink's FullyFinishedOperatorState)."""
 
     def handles(self) -> Iterator[StateHandle]:
         yield from self.keyed
@@ -102,6 +107,12 @@ class OperatorState:
     parallelism: int
     max_parallelism: int
     subtask_states: dict[int, SubtaskState] = field(default_factory=dict)
+
+    @property
+    def fully_finished(self) -> bool:
+        """Every subtask of the operator had finished (FLIP-147)."""
+        states = self.subtask_states
+        return len(states) == self.parallelism and all(state.finished for state in states.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ field. Versions:
      "operators": [{"operator_id": str, "parallelism": int >= 1, "max_parallelism": int >= 1,
                     "subtasks": [{"index": int >= 0, "keyed": [handle], "operator": [handle],
                                   "shared": [handle], "raw": {str: JSON value}}]}]}
+3. (written now) version 2 with `"finished": bool` in every subtask: it had finished when the checkpoint was
+   taken (FLIP-147). Version 2 files are read as if every subtask had `"finished": false`.
     handle = {"kind": "inline", "name": str, "data": base64 str, "checksum": u32}
            | {"kind": "file", "path": str, "relative": bool, "size": int >= 0, "checksum": u32}
 
@@ -55,13 +57,15 @@ from fluvial.checkpoint.metadata import (
 
 METADATA_FILE_NAME = "_metadata"
 METADATA_MAGIC = b"FLUVCKPT"
-METADATA_VERSION = 2
+METADATA_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 PICKLE_METADATA_VERSION = 1
 METADATA_HEADER = struct.Struct(">8sHQI")  # magic, format version, payload length, crc32 of the payload
 
 _TOP_KEYS = frozenset({"checkpoint_id", "timestamp", "job_id", "is_savepoint", "operators"})
 _OPERATOR_KEYS = frozenset({"operator_id", "parallelism", "max_parallelism", "subtasks"})
-_SUBTASK_KEYS = frozenset({"index", "keyed", "operator", "shared", "raw"})
+_SUBTASK_KEYS_V2 = frozenset({"index", "keyed", "operator", "shared", "raw"})
+_SUBTASK_KEYS = _SUBTASK_KEYS_V2 | {"finished"}
 _INLINE_KEYS = frozenset({"kind", "name", "data", "checksum"})
 _FILE_KEYS = frozenset({"kind", "path", "relative", "size", "checksum"})
 _HANDLE_LISTS = ("keyed", "operator", "shared")
@@ -102,7 +106,7 @@ def _encode_subtask(index: int, subtask: SubtaskState, prefix: str | None, where
         if not isinstance(key, str):
             raise ValueError(f"raw state keys of {where} must be strings for the checkpoint metadata, got {key!r}")
         _require_json_value(value, f"raw state {key!r} of {where}")
-    encoded: dict[str, Any] = {"index": index, "raw": subtask.raw}
+    encoded: dict[str, Any] = {"index": index, "raw": subtask.raw, "finished": subtask.finished}
     for name in _HANDLE_LISTS:
         encoded[name] = [_encode_handle(handle, prefix) for handle in getattr(subtask, name)]
     return encoded
@@ -159,6 +163,7 @@ class _Reader:
     def __init__(self, where: str, directory: str | None) -> None:
         self.where = where
         self.directory = directory
+        self.version = METADATA_VERSION
 
     def corrupt(self, problem: str) -> CorruptCheckpointError:
         return CorruptCheckpointError(
@@ -251,9 +256,10 @@ def _checked_payload(blob: bytes, reader: _Reader) -> memoryview:
         raise reader.corrupt(
             f"has format version {version}, a pickle written by an older fluvial; it is never read, because "
             f"unpickling a file can run any code (this fluvial reads version {METADATA_VERSION}, JSON)")
-    if version != METADATA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise reader.corrupt(f"has format version {version}, which this fluvial does not read "
-                             f"(it reads {METADATA_VERSION})")
+                             f"(it reads {' and '.join(map(str, READABLE_VERSIONS))})")
+    reader.version = version
     payload = memoryview(blob)[METADATA_HEADER.size:]
     if len(payload) != length:
         raise reader.corrupt(f"is truncated: the header announces {length} bytes of payload, found {len(payload)}")
@@ -293,7 +299,7 @@ def _decode_subtasks(values: Any, reader: _Reader, field: str) -> dict[int, Subt
     subtasks: dict[int, SubtaskState] = {}
     for position, value in enumerate(values):
         where = f"{field}.subtasks[{position}]"
-        subtask = reader.obj(value, _SUBTASK_KEYS, where)
+        subtask = reader.obj(value, _SUBTASK_KEYS if reader.version >= 3 else _SUBTASK_KEYS_V2, where)
         index = reader.typed(subtask["index"], int, f"{where}.index", 0)
         if index in subtasks:
             raise reader.corrupt(f"has subtask {index} twice in {field}")
@@ -303,8 +309,10 @@ def _decode_subtasks(values: Any, reader: _Reader, field: str) -> dict[int, Subt
             if not isinstance(handles, list):
                 raise reader.corrupt(f"has {where}.{name} of type {_json_type(handles)}, expected an array")
             lists[name] = [reader.handle(handle, f"{where}.{name}[{i}]") for i, handle in enumerate(handles)]
+        finished = reader.typed(subtask["finished"], bool, f"{where}.finished") if reader.version >= 3 else False
         subtasks[index] = SubtaskState(keyed=lists["keyed"], operator=lists["operator"],
-                                       raw=reader.raw(subtask["raw"], f"{where}.raw"), shared=lists["shared"])
+                                       raw=reader.raw(subtask["raw"], f"{where}.raw"), shared=lists["shared"],
+                                       finished=finished)
     return subtasks
 
 

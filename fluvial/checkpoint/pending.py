@@ -1,7 +1,8 @@
 """A checkpoint that has been triggered and is collecting acknowledgements (Flink's PendingCheckpoint).
 
 Life of checkpoint n, owned by the CheckpointCoordinator's one thread:
-1. Created PENDING with the tasks that must acknowledge (every subtask of the job, as (vertex_id, subtask)).
+1. Created PENDING with the tasks that must acknowledge (every running subtask of the job, as (vertex_id,
+   subtask)); subtasks that have finished are recorded at once with the state of finished operators.
 2. `acknowledge(task, states)` per task; the result says what happened (AckResult), never raises for a late or
    stray message — those are normal in a distributed system.
 3. When `is_fully_acknowledged`, `finalize(storage)` writes the metadata and returns the CompletedCheckpoint
@@ -29,6 +30,9 @@ from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM
 
 TaskId = tuple[int, int]
 """(vertex_id, subtask_index)."""
+
+FINISHED_SUBTASK = SubtaskState(finished=True)
+"""The state of an operator in a subtask that had FINISHED when the checkpoint was taken: nothing to restore."""
 
 
 class AckResult(enum.Enum):
@@ -58,9 +62,14 @@ class PendingCheckpoint:
         *,
         job_id: str = "",
         max_parallelism: int | Mapping[int, int] = DEFAULT_MAX_PARALLELISM,
+        finished: Mapping[TaskId, tuple[str, ...]] | None = None,
+        finished_parallelism: Mapping[int, int] | None = None,
     ) -> None:
         """`max_parallelism`: one value for the job, or per vertex id (what restore rescales by). An operator's
-        parallelism is the number of its vertex's subtasks in `tasks_to_ack`."""
+        parallelism is the number of its vertex's subtasks in `tasks_to_ack`, plus those of them in `finished`:
+        subtasks that have FINISHED (FLIP-147), each with its operator ids, acknowledged up front with the state
+        of finished operators (`SubtaskState.finished`, no handles). `finished_parallelism` gives the
+        parallelism of their vertices (a vertex whose subtasks all finished has none left to count)."""
         if not tasks_to_ack:
             raise ValueError(f"checkpoint {checkpoint_id} needs at least one task to acknowledge it")
         self.checkpoint_id = checkpoint_id
@@ -70,10 +79,14 @@ class PendingCheckpoint:
         self.tasks_to_ack: frozenset[TaskId] = frozenset(tasks_to_ack)
         self._max_parallelism = max_parallelism
         self._not_yet_acknowledged: set[TaskId] = set(tasks_to_ack)
-        self._parallelism: dict[int, int] = {}
+        self._parallelism: dict[int, int] = dict(finished_parallelism or {})
         for vertex_id, _ in tasks_to_ack:
-            self._parallelism[vertex_id] = self._parallelism.get(vertex_id, 0) + 1
+            if vertex_id not in (finished_parallelism or {}):
+                self._parallelism[vertex_id] = self._parallelism.get(vertex_id, 0) + 1
         self._operator_states: dict[str, OperatorState] = {}
+        for (vertex_id, subtask), operator_ids in (finished or {}).items():
+            for operator_id in operator_ids:
+                self._operator_state(operator_id, vertex_id).subtask_states[subtask] = FINISHED_SUBTASK
         self.state = PendingCheckpointState.PENDING
         self.failure_reason: CheckpointFailureReason | None = None
         self.failure_cause: BaseException | None = None
@@ -91,14 +104,15 @@ class PendingCheckpoint:
         self._not_yet_acknowledged.discard(task)
         vertex_id, subtask = task
         for operator_id, subtask_state in (states or {}).items():
-            operator = self._operator_states.get(operator_id)
-            if operator is None:
-                operator = OperatorState(
-                    operator_id, self._parallelism[vertex_id], self._max_parallelism_of(vertex_id)
-                )
-                self._operator_states[operator_id] = operator
-            operator.subtask_states[subtask] = subtask_state
+            self._operator_state(operator_id, vertex_id).subtask_states[subtask] = subtask_state
         return AckResult.SUCCESS
+
+    def _operator_state(self, operator_id: str, vertex_id: int) -> OperatorState:
+        operator = self._operator_states.get(operator_id)
+        if operator is None:
+            operator = OperatorState(operator_id, self._parallelism[vertex_id], self._max_parallelism_of(vertex_id))
+            self._operator_states[operator_id] = operator
+        return operator
 
     def _max_parallelism_of(self, vertex_id: int) -> int:
         if isinstance(self._max_parallelism, int):

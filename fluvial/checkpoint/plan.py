@@ -5,7 +5,7 @@ fsspec — in a job that takes no checkpoints (start-up time is part of every sm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
@@ -15,10 +15,14 @@ Task = tuple[int, int]  # (vertex id, subtask index)
 
 @dataclass(frozen=True)
 class CheckpointPlan:
-    """Which subtasks start checkpoint n (its barriers flow from them) and which must acknowledge it."""
+    """Which subtasks start checkpoint n (its barriers flow from them) and which must acknowledge it. Subtasks
+    that have FINISHED (FLIP-147) count as acknowledged: `finished` names each one's operators (their state is
+    recorded as finished), `finished_parallelism` the parallelism of their vertices."""
 
     tasks_to_trigger: list[Task]
     tasks_to_wait_for: set[Task]
+    finished: dict[Task, tuple[str, ...]] = field(default_factory=dict)
+    finished_parallelism: dict[int, int] = field(default_factory=dict)
 
 
 class CheckpointTasks(Protocol):

@@ -1,15 +1,22 @@
 """Which stored state each subtask restores from (DESIGN 2.3): operators are matched by id (their uid, else
 their position in the job); keyed state follows key groups, so a job restores at another parallelism by
 giving each new subtask the old files whose key-group ranges overlap its own; operator state is split among
-the new subtasks by the task itself."""
+the new subtasks by the task itself.
+
+Finished subtasks (FLIP-147) hold no state: a subtask restored from one has nothing left to do (a source gets
+no splits, so it ends at once, and with it everything downstream that only it fed), and an operator whose
+every subtask had finished restores finished at any parallelism."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fluvial.checkpoint.snapshots import BROADCAST_PREFIX, UNION_PREFIX, RestoreAssignment
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator
+
+logger = logging.getLogger(__name__)
 
 
 def _overlaps(a: range, b: range) -> bool:
@@ -33,6 +40,9 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
             if old is None:
                 continue
             matched.add(operator_id)
+            if old.fully_finished:
+                logger.info("operator '%s' (%s) had finished when checkpoint %d was taken: it restores finished",
+                            node.name, operator_id, metadata.checkpoint_id)
             has_keyed = any(state.keyed for state in old.subtask_states.values())
             if has_keyed and old.max_parallelism != node.max_parallelism:
                 raise StateError(

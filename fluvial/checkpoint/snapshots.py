@@ -39,6 +39,7 @@ class OperatorRestore:
     checkpoint_id: int = 0
     owned: bool = False
     reader: Any = None  # reads the files keyed handles refer to (StateReader)
+    sources: list[str] = field(default_factory=list)  # where the keyed handles were read from (for errors)
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ __all__ = [  # the handles and metadata live in fluvial.checkpoint.metadata; imp
     "CHECKSUM_ALGORITHM", "ByteStreamStateHandle", "CheckpointMetadata", "CheckpointNotFoundError",
     "CheckpointStorageAccess", "CorruptCheckpointError", "FileStateHandle", "FileSystemCheckpointStorageAccess",
     "JobManagerCheckpointStorageAccess", "METADATA_FILE_NAME", "OperatorState", "StateHandle",
-    "StateTooLargeError", "SubtaskState", "checksum", "create_checkpoint_storage", "decode_metadata",
+    "StateTooLargeError", "SubtaskState", "checksum", "create_checkpoint_storage", "decode_metadata", "discard_checkpoint_at",
     "encode_metadata", "read_checkpoint_metadata", "read_state_handle",
 ]
 
@@ -299,21 +299,37 @@ class _FileLayout:
         return self.url(directory)
 
     def remove_checkpoint(self, checkpoint_id: int) -> None:
-        """Delete `_metadata` first (durably, on local disks), then the rest: a discard interrupted anywhere
-        leaves either a complete checkpoint or one that no longer claims to be complete. Missing is fine."""
         directory = self.checkpoint_dir(checkpoint_id)
-        try:
-            self.fs.rm_file(posixpath.join(directory, METADATA_FILE_NAME))
-            if self.is_local:
-                fsync_directory(directory)
-        except FileNotFoundError:
-            pass
-        try:
-            self.fs.rm(directory, recursive=True)
-        except FileNotFoundError:
-            pass
+        _remove_checkpoint_dir(self.fs, directory, self.is_local)
         with self._lock:
             self._created.discard(directory)
+
+
+def _remove_checkpoint_dir(fs: fsspec.AbstractFileSystem, directory: str, is_local: bool) -> None:
+    """Delete `_metadata` first (durably, on local disks), then the rest: a discard interrupted anywhere
+    leaves either a complete checkpoint or one that no longer claims to be complete. Missing is fine."""
+    try:
+        fs.rm_file(posixpath.join(directory, METADATA_FILE_NAME))
+        if is_local:
+            fsync_directory(directory)
+    except FileNotFoundError:
+        pass
+    try:
+        fs.rm(directory, recursive=True)
+    except FileNotFoundError:
+        pass
+
+
+def discard_checkpoint_at(location: str) -> None:
+    """Remove the checkpoint whose directory is `location` (a URL), wherever it lives: how a job discards a
+    checkpoint of another run that it claimed (RecoveryClaimMode.CLAIM). Shared files are left to the store's
+    reference counts."""
+    if location.startswith(JOBMANAGER_SCHEME):
+        return  # lives in the memory of the process that took it
+    fs, path = fsspec.core.url_to_fs(location)
+    if posixpath.basename(path.rstrip("/")) == METADATA_FILE_NAME:
+        path = posixpath.dirname(path.rstrip("/"))
+    _remove_checkpoint_dir(fs, path, _is_local(fs))
 
 
 # -- JobManager memory --------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Completed checkpoints the JobMaster keeps for recovery, and the reference counts of their shared files.
 
 Retention: the newest `num_retained` checkpoints are kept. Adding one more subsumes the oldest: its private
-files are discarded through the storage — unless it is a savepoint, whose files belong to the user.
+files are discarded through the storage — unless it is a savepoint, whose files belong to the user. A snapshot
+of another run that the job claimed (RecoveryClaimMode.CLAIM) is retained like its own and discarded at its
+own location.
 
 Shared state (incremental RocksDB): a file in the shared directory may be referenced by several checkpoints.
 Each checkpoint's references are registered under its id; a file is discarded when the last checkpoint that
@@ -41,6 +43,9 @@ class CompletedCheckpoint:
     metadata_location: str
     metadata: CheckpointMetadata
     is_savepoint: bool = False
+    claimed: bool = False
+    """A checkpoint or savepoint of another run that this job took ownership of (RecoveryClaimMode.CLAIM): it is
+    discarded at its own location once subsumed, like the job's own checkpoints."""
 
 
 class CompletedCheckpointStore:
@@ -99,7 +104,14 @@ class CompletedCheckpointStore:
             self._counts.clear()
 
     def _drop(self, checkpoint: CompletedCheckpoint) -> None:
-        if not checkpoint.is_savepoint:
+        if checkpoint.claimed:
+            from fluvial.checkpoint.storage import discard_checkpoint_at
+
+            logger.info("discarding checkpoint %d at %s: this job claimed it and newer checkpoints subsume it",
+                        checkpoint.checkpoint_id, checkpoint.metadata_location)
+            self._quietly(f"claimed checkpoint {checkpoint.metadata_location}", discard_checkpoint_at,
+                          checkpoint.metadata_location)
+        elif not checkpoint.is_savepoint:
             self._quietly(f"checkpoint {checkpoint.checkpoint_id}", self._storage.discard_checkpoint,
                           checkpoint.checkpoint_id)
         self.release_shared(checkpoint.checkpoint_id)

@@ -16,7 +16,7 @@ from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobV
 from fluvial.graph.partitioners import pointwise_targets
 from fluvial.runtime.channels import ChannelId
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
-from fluvial.runtime.task import TaskSpec
+from fluvial.runtime.task import TaskCancellationSettings, TaskSpec
 from fluvial.runtime.writer import InputSpec, OutputSpec
 
 ExecutionVertexId = tuple[int, int]
@@ -74,6 +74,7 @@ class ExecutionGraph:
         configuration = job_graph.configuration
         self._metrics_interval = configuration.get("metrics.fetcher.update-interval") \
             if configuration is not None else 1000
+        self._cancellation = TaskCancellationSettings.of(job_graph.configuration)
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
             (vertex.id, index): ExecutionVertex(vertex, index)
             for vertex in job_graph.vertices
@@ -99,6 +100,17 @@ class ExecutionGraph:
     def in_state(self, state: ExecutionState) -> list[ExecutionVertex]:
         return [vertex for vertex in self.vertices.values() if vertex.state is state]
 
+    def producers_of(self, execution: ExecutionVertex) -> list[ExecutionVertex]:
+        """The upstream subtasks whose output channels feed `execution` (every one for ALL_TO_ALL edges, the
+        pointwise block for POINTWISE ones)."""
+        vertex, index = execution.job_vertex, execution.subtask_index
+        producers = []
+        for edge in vertex.inputs:
+            producer = self._by_id[edge.source]
+            producers.extend(self.vertices[(producer.id, i)] for i in range(producer.parallelism)
+                             if index in consumers_of(edge, i, producer.parallelism, vertex.parallelism))
+        return producers
+
     def deployment_order(self) -> list[ExecutionVertex]:
         """Consumers before producers, so no producer's first buffer waits on a consumer not yet deployed."""
         return [self.vertices[(v.id, i)] for v in reversed(self.job_graph.vertices) for i in range(v.parallelism)]
@@ -123,6 +135,7 @@ class ExecutionGraph:
             main_classes=self.job_graph.main_classes,
             job_name=self.job_graph.job_name,
             metrics_interval_ms=self._metrics_interval,
+            cancellation=self._cancellation,
         )
 
     def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:

@@ -23,6 +23,7 @@ from fluvial.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -40,6 +41,8 @@ class JobMasterGateway(Protocol):
     def report_metrics(self, message: MetricsSnapshot) -> None:
         """A subtask's metrics; the JobMaster keeps the latest of each subtask for the REST API and Prometheus."""
         ...
+
+    def notify_end_of_data(self, message: TaskEndOfData) -> None: ...
 
 
 class TaskManagerGateway(Protocol):

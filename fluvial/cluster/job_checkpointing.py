@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from fluvial.checkpoint.coordinator import CheckpointCoordinator, CheckpointTasks
 from fluvial.checkpoint.restore import assign_restore
-from fluvial.checkpoint.store import CompletedCheckpointStore
+from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
+from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 from fluvial.common.executors import Executor, ScheduledExecutor
 from fluvial.graph.job_graph import JobGraph
 
@@ -16,8 +17,9 @@ from fluvial.graph.job_graph import JobGraph
 class JobCheckpointing:
     def __init__(self, job_graph: JobGraph, tasks: CheckpointTasks, timer: ScheduledExecutor, io: Executor,
                  clock: Callable[[], int], restored_from: Any = None) -> None:
-        """`restored_from`: the metadata of the savepoint the job starts from, if any: checkpoint ids go on
-        from its id, as in Flink, so the newest chk-<n> of a directory is always the newest checkpoint."""
+        """`restored_from`: the RestoredSnapshot the job starts from, if any: checkpoint ids go on from its id, as
+        in Flink, so the newest chk-<n> of a directory is always the newest checkpoint; a claimed one joins the
+        retained checkpoints."""
         from fluvial.checkpoint.storage import create_checkpoint_storage
 
         settings = job_graph.fault_tolerance.checkpoints
@@ -35,10 +37,22 @@ class JobCheckpointing:
             clock=clock,
             timer=timer,
             io=io,
-            first_checkpoint_id=restored_from.checkpoint_id + 1 if restored_from is not None else 1,
+            first_checkpoint_id=restored_from.metadata.checkpoint_id + 1 if restored_from is not None else 1,
         )
         if restored_from is not None:
-            self._count_restore(restored_from.checkpoint_id, True, job_graph.fault_tolerance.savepoint_path)
+            self._count_restore(restored_from.metadata.checkpoint_id, True, job_graph.fault_tolerance.savepoint_path)
+            if restored_from.claim_mode is RecoveryClaimMode.CLAIM:
+                self._claim(restored_from)
+
+    def _claim(self, restored: Any) -> None:
+        """CLAIM: the snapshot becomes the job's oldest retained checkpoint (its shared files counted with the
+        job's own), discarded at its location once subsumed."""
+        metadata = restored.metadata
+        location = restored.location.rstrip("/")
+        if location.endswith("/_metadata"):
+            location = location[: -len("/_metadata")]
+        self.store.add(CompletedCheckpoint(metadata.checkpoint_id, metadata.timestamp, location, metadata,
+                                           is_savepoint=False, claimed=True))
 
     def latest_restore(self) -> dict | None:
         """Restore assignments from the latest completed checkpoint; None when there is none yet."""

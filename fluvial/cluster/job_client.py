@@ -23,6 +23,9 @@ class MiniClusterJobClient(JobClient):
         """A future of the job's current JobStatus (already complete: the JobMaster is in this process)."""
         return _completed(self._job_master.status)
 
+    def get_job_details(self) -> Future:
+        return self._job_master.request_job()
+
     def cancel(self) -> Future:
         self._job_master.cancel()
         return _completed(None)
@@ -36,7 +39,7 @@ class MiniClusterJobClient(JobClient):
             self._job_master.stop_after_savepoint()
             return completed.metadata_location
 
-        return _map(self._job_master.trigger_savepoint(savepoint_directory), stop)
+        return _map(self._job_master.trigger_savepoint(savepoint_directory, terminal=True), stop)
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> Future:
         return self._job_master.result

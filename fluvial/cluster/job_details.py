@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fluvial.cluster.exception_history import ExceptionEntry
+from fluvial.common.failure_info import FailureInfo
 from fluvial.common.job_status import JobStatus
 from fluvial.common.time import current_millis
 from fluvial.metrics.names import MetricName as M
@@ -102,6 +103,8 @@ class JobDetails:
     restarts: int
     taken_at: int  # wall-clock ms these details were taken
     running_since: int = -1  # wall-clock ms the job last switched to RUNNING
+    failures: int = 0  # every failure seen, restarted from or not
+    last_failure: FailureInfo | None = None  # the latest failure, whether the job restarted from it or not
 
     @property
     def start_time(self) -> int:
@@ -182,7 +185,8 @@ def build_job_details(job_master: Any, timeline: Any) -> JobDetails:
     return JobDetails(job_graph.job_id, job_graph.job_name, scheduler.status, dict(timeline.status_timestamps),
                       _vertices(job_graph, subtasks_of), _edges(job_graph),
                       _checkpoint_details(job_master.checkpointing), _copy_exceptions(scheduler.exceptions.entries),
-                      scheduler.restarts, current_millis(), timeline.running_since)
+                      scheduler.restarts, current_millis(), timeline.running_since, scheduler.failures,
+                      scheduler.last_failure_info)
 
 
 def unscheduled_job_details(job_graph: Any, status: JobStatus, status_timestamps: dict[str, int],

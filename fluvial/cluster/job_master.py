@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from fluvial.cluster.execution_graph import ExecutionGraph
@@ -31,6 +32,7 @@ from fluvial.cluster.messages import (
     DeclineCheckpoint,
     MetricsSnapshot,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
 )
 from fluvial.cluster.scheduler import Scheduler
@@ -84,7 +86,8 @@ class JobMaster:
         if checkpointing_on:
             from fluvial.runtime.checkpointing import TaskCheckpointSettings
 
-            task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage)
+            task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage,
+                                                   checkpoints.checkpoints_after_tasks_finish)
         self.scheduler = Scheduler(
             ExecutionGraph(job_graph, _job_parameters(job_graph)), slots, self._task_managers, self._main,
             _backoff_strategy(job_graph, checkpointing_on), self, task_settings=task_settings,
@@ -130,17 +133,22 @@ class JobMaster:
             self.checkpointing.coordinator.start()
 
     def _savepoint_restore(self, tolerance: Any) -> tuple[Any, dict | None]:
-        """(metadata, assignments) of the savepoint to start from, or (None, None)."""
+        """(restored snapshot, assignments) of the savepoint or checkpoint to start from, or (None, None). Under
+        CLAIM the job owns it (backends may build on its files); under NO_CLAIM, the default, it never does."""
         if tolerance is None or not tolerance.savepoint_path:
             return None, None
         from fluvial.checkpoint.restore import assign_restore
         from fluvial.checkpoint.savepoint import read_savepoint
+        from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 
+        claim = tolerance.claim_mode or RecoveryClaimMode.NO_CLAIM
         metadata = read_savepoint(tolerance.savepoint_path)
-        logger.info("job %s restores from savepoint %s (checkpoint %d)", self.job_graph.job_id,
-                    tolerance.savepoint_path, metadata.checkpoint_id)
-        return metadata, assign_restore(metadata, self.job_graph, tolerance.allow_non_restored_state,
-                                        tolerance.savepoint_path)
+        logger.info("job %s restores from %s %s (checkpoint %d) in %s mode", self.job_graph.job_id,
+                    "savepoint" if metadata.is_savepoint else "checkpoint", tolerance.savepoint_path,
+                    metadata.checkpoint_id, claim.value)
+        assignments = assign_restore(metadata, self.job_graph, tolerance.allow_non_restored_state,
+                                     tolerance.savepoint_path, owned=claim is RecoveryClaimMode.CLAIM)
+        return RestoredSnapshot(metadata, tolerance.savepoint_path, claim), assignments
 
     def restore_for_restart(self) -> dict | None:
         """RestoreSource: the latest completed checkpoint, else the savepoint the job started from."""
@@ -177,6 +185,9 @@ class JobMaster:
         """TaskManager `index` died or stopped answering (from the cluster's monitor): its subtasks failed."""
         self._main.execute(lambda: self.scheduler.on_task_manager_lost(index, error))
 
+    def notify_end_of_data(self, message: TaskEndOfData) -> None:
+        self._main.execute(lambda: self.scheduler.on_end_of_data(message))
+
     # -- client requests (any thread) ---------------------------------------------------------------------------
 
     def cancel(self) -> None:
@@ -186,8 +197,11 @@ class JobMaster:
         logger.info("job %s (%s): cancel requested while %s", self.job_graph.job_name, self.job_id, self.status.name)
         self.scheduler.cancel()
 
-    def trigger_savepoint(self, target_directory: str | None) -> Future:
-        """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir)."""
+    def trigger_savepoint(self, target_directory: str | None, terminal: bool = False) -> Future:
+        """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir).
+        Only a `terminal` savepoint (stop-with-savepoint: the job ends right after it) lets two-phase-commit sinks
+        commit when it completes; an intermediate one commits nothing (Flink 1.15+), because a failover restores
+        the job's latest checkpoint, older than the savepoint, and would emit the committed output again."""
         if self.checkpointing is None:
             raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
         from fluvial.checkpoint.savepoint import savepoint_storage, savepoint_target
@@ -213,7 +227,7 @@ class JobMaster:
             started = self.checkpointing.coordinator.trigger_checkpoint(
                 is_savepoint=True,
                 savepoint_storage=savepoint_storage(directory, self.job_id, self.checkpointing.settings.storage),
-                savepoint_dir=directory)
+                savepoint_dir=directory, notify_tasks=terminal)
             started.add_done_callback(lambda done: forward(done, answer))
 
         if not self._main.execute(trigger):
@@ -269,6 +283,10 @@ class JobMaster:
             self._finish_job(status, error)
 
     def _finish_job(self, status: JobStatus, error: BaseException | None) -> None:
+        details = self._details()
+        last = f"; last failure: {details.last_failure.summary()}" if details.last_failure is not None else ""
+        logger.info("job %s (%s) ended %s after %d restart(s)%s", self.job_graph.job_name, self.job_id,
+                    status.name, details.restarts, last)
         if self.checkpointing is not None:
             from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 
@@ -322,6 +340,15 @@ class JobMaster:
                 self.result.set_exception(wrapped)
                 for task_manager in self._task_managers:
                     task_manager.release_job(ReleaseJob(self.job_id))
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredSnapshot:
+    """The checkpoint or savepoint a job started from, and whether the job claimed it."""
+
+    metadata: Any
+    location: str
+    claim_mode: Any  # RecoveryClaimMode
 
 
 def _job_parameters(job_graph: JobGraph) -> dict[str, str]:

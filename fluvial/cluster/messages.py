@@ -46,6 +46,17 @@ class TaskExecutionState:
 
 
 @dataclass(eq=False)
+class TaskEndOfData:
+    """TaskManager → JobMaster: a subtask attempt finished its input and operators and waits for its final
+    checkpoint (Flink's notifyEndOfData); once every subtask has, the JobMaster triggers that checkpoint."""
+
+    job_id: str
+    vertex_id: int
+    subtask_index: int
+    attempt: int
+
+
+@dataclass(eq=False)
 class TriggerCheckpoint:
     """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows); with a
     `savepoint_dir`, a savepoint written there, self-contained."""

@@ -7,14 +7,19 @@ Runs only on the JobMaster's main thread, so it locks nothing. Rules, numbered:
 2. A report for an attempt that is not the vertex's current one is stale (a cancelled attempt saying goodbye)
    and ignored. A report the vertex's state does not lead to is ignored with a debug line when it is a known
    race (RUNNING after the JobMaster asked for a cancel), else the guarded transition raises.
-3. Every subtask FINISHED → the job is FINISHED.
+3. Every subtask FINISHED → the job is FINISHED. With checkpoints, a subtask finishes only after a checkpoint
+   covers its end (FLIP-147): it reports the end of its data first, and once every subtask has, the final
+   checkpoint is triggered at once (`on_end_of_data`); checkpoints go on while some subtasks have finished
+   (`checkpoint_plan`).
 4. A subtask FAILED while the job runs → the restart strategy decides: RESTARTING (pending checkpoints are
    aborted, every subtask is cancelled; once all are down, after the strategy's delay, every subtask is
    redeployed as a new attempt restoring from the latest completed checkpoint) or FAILING (every subtask is
-   cancelled, then FAILED with the user's exception as the cause).
+   cancelled, then FAILED with the user's exception as the cause). A NonRecoverableError anywhere in the
+   failure's causes (checkpoint data that cannot be read back) fails the job whatever the strategy allows.
 5. `cancel()` → CANCELLING, every running subtask is cancelled, CANCELED once all are down.
-Every status change and every restart is logged, restarts at WARNING with their cause and attempt number;
-each failure also goes into the job's exception history (`exception_history.py`), for the REST API.
+Every status change and every restart is logged, every failure and restart at WARNING with its cause and attempt
+number; each failure also goes into the job's exception history (`exception_history.py`, for the REST API), and
+the latest failure and the failure count are kept for JobDetails.
 """
 
 from __future__ import annotations
@@ -32,11 +37,14 @@ from fluvial.cluster.messages import (
     DeployTask,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
 from fluvial.cluster.slots import SlotId
+from fluvial.common.errors import is_non_recoverable
 from fluvial.common.executors import Cancellable, ScheduledExecutor
+from fluvial.common.failure_info import FailureInfo
 from fluvial.common.job_status import JobStatus, checked_move
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.task import TaskFailure
@@ -91,7 +99,10 @@ class Scheduler:
         self.fatal: BaseException | None = None  # a job-level error that failed the job
         self.last_failure: BaseException | None = None  # the latest failure, restarted from or not
         self.exceptions = ExceptionHistory()
+        self.last_failure_info: FailureInfo | None = None  # the latest failure, as JobDetails report it
+        self.failures = 0
         self._pending_restart: Cancellable | None = None
+        self._end_of_data: set[tuple[tuple[int, int], int]] = set()  # (subtask, attempt) awaiting a final checkpoint
 
     @property
     def job_id(self) -> str:
@@ -149,31 +160,46 @@ class Scheduler:
     def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None) -> None:
         error = failure.error if failure is not None else RuntimeError(f"subtask {execution.name} failed")
         self.last_failure = error
+        where = (f"operator '{failure.operator_name}' in {failure.task_name} (attempt {execution.attempt})"
+                 if failure is not None else f"{execution.name} (attempt {execution.attempt})")
         entry = entry_of(error, execution.name, failure.operator_name if failure is not None else None,
                          failure.traceback_text if failure is not None else None)
         if self.status is not JobStatus.RUNNING:
             self.exceptions.add_concurrent(entry)
-            return  # already restarting, failing or cancelling: this is a consequence, not a cause
+            return  # already restarting, failing or cancelling: a consequence (its TaskManager logged it)
         self.exceptions.add_root(error, entry)
-        where = (f"operator '{failure.operator_name}' in {failure.task_name}" if failure is not None
-                 else execution.name)
-        if self._may_restart(error):
+        verdict = self._restart_verdict(error)
+        self._record_failure(error, where, failure.traceback_text if failure is not None else None)
+        if verdict is None:
             logger.warning("job %s: %s failed with %s: %s; restarting (restart %d)", self.job_id, where,
                            type(error).__name__, error, self.restarts + 1)
             self._move(JobStatus.RESTARTING)
         else:
-            logger.error("job %s: %s failed with %s: %s; the restart strategy allows no restart", self.job_id,
-                         where, type(error).__name__, error)
+            logger.error("job %s: %s failed with %s: %s; %s", self.job_id, where, type(error).__name__, error,
+                         verdict)
             self.failure = failure
             self._move(JobStatus.FAILING)
         self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)
         self._cancel_running()
 
-    def _may_restart(self, error: BaseException | None) -> bool:
+    def _restart_verdict(self, error: BaseException | None) -> str | None:
+        """None when the job restarts after `error`; else why it does not (for the log)."""
+        if is_non_recoverable(error):
+            return "no restart can fix this, so the job fails without restarting"
         if self._backoff is None:
-            return False
+            return "the restart strategy allows no restart"
         self._backoff.notify_failure(error, self._clock() if self._clock is not None else None)
-        return self._backoff.can_restart()
+        if not self._backoff.can_restart():
+            return f"the restart strategy allows no more restarts after {self.restarts}"
+        return None
+
+    def _record_failure(self, error: BaseException, where: str, traceback_text: str | None = None) -> None:
+        from fluvial.common.time import current_millis
+
+        self.failures += 1
+        self.last_failure = error
+        self.last_failure_info = FailureInfo.of(error, where, current_millis(), not is_non_recoverable(error),
+                                                traceback_text)
 
     def _on_all_terminal(self) -> None:
         status = self.status
@@ -211,10 +237,11 @@ class Scheduler:
         try:
             restore = self.restore_source.restore_for_restart() if self.restore_source is not None else None
         except BaseException as error:  # noqa: BLE001 - an unusable checkpoint fails the job, clearly
-            logger.error("job %s cannot restart: %s", self.job_id, error)
-            self.fail(error)
+            self.fail(error, f"cannot restart: restoring the latest checkpoint failed with {type(error).__name__}")
             return
         self.restarts += 1
+        cause = self.last_failure_info.summary() if self.last_failure_info is not None else "a failure"
+        logger.warning("job %s: restart %d: redeploying every subtask after %s", self.job_id, self.restarts, cause)
         for execution in self.graph:
             execution.reset_for_new_attempt()
         self._move(JobStatus.RUNNING)
@@ -225,28 +252,31 @@ class Scheduler:
     def handle_global_failure(self, error: BaseException) -> None:
         """A failure of the job itself that its restart strategy may recover from (too many failed
         checkpoints, as in Flink): restart every subtask if allowed, else fail the job."""
-        self.last_failure = error
         if self.status is not JobStatus.RUNNING:
             return
         self.exceptions.add_root(error, entry_of(error))
-        if not self._may_restart(error):
-            self.fail(error)
+        verdict = self._restart_verdict(error)
+        if verdict is not None:
+            self.fail(error, verdict)
             return
-        logger.warning("job %s: %s; restarting (restart %d)", self.job_id, error, self.restarts + 1)
+        self._record_failure(error, "job")
+        logger.warning("job %s: %s: %s; restarting (restart %d)", self.job_id, type(error).__name__, error,
+                       self.restarts + 1)
         self._move(JobStatus.RESTARTING)
         self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)
         self._cancel_running()
         if self.graph.all_terminal():
             self._on_all_terminal()
 
-    def fail(self, error: BaseException) -> None:
+    def fail(self, error: BaseException, why: str = "the job fails") -> None:
         """A failure no restart recovers from (an unusable checkpoint, a JobMaster error): cancel everything and
         fail the job with `error`."""
         if self.status.is_globally_terminal or self.fatal is not None:
             return
+        logger.error("job %s: %s: %s: %s", self.job_id, why, type(error).__name__, error)
         self.fatal = error
-        self.last_failure = error
         self.exceptions.add_root(error, entry_of(error))
+        self._record_failure(error, "job")
         self._cancel_pending_restart()
         if self.status is not JobStatus.FAILING:
             self._move(JobStatus.FAILING)
@@ -299,10 +329,38 @@ class Scheduler:
     # -- the coordinator's view of the subtasks (CheckpointTasks) -----------------------------------------------
 
     def checkpoint_plan(self) -> CheckpointPlan | CheckpointFailureReason:
-        if self.status is not JobStatus.RUNNING or not self.graph.all_in(ExecutionState.RUNNING):
+        """Flink's DefaultCheckpointPlanCalculator. Every subtask running: trigger the sources, wait for all.
+        Some FINISHED (FLIP-147, unless checkpoints-after-tasks-finish is off): trigger each running subtask
+        whose producers have all finished (no barrier can reach it through its channels any more), wait for the
+        running ones, and count the finished ones as acknowledged with the state of finished operators."""
+        if self.status is not JobStatus.RUNNING or not self.graph.all_in(ExecutionState.RUNNING,
+                                                                         ExecutionState.FINISHED):
             return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
         executions = list(self.graph)
-        return CheckpointPlan([e.id for e in executions if e.job_vertex.is_source], {e.id for e in executions})
+        finished = [e for e in executions if e.state is ExecutionState.FINISHED]
+        if not finished:
+            return CheckpointPlan([e.id for e in executions if e.job_vertex.is_source], {e.id for e in executions})
+        running = [e for e in executions if e.state is ExecutionState.RUNNING]
+        if not running or self._task_settings is None or not self._task_settings.final_checkpoint:
+            return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
+        graph = self.graph
+        trigger = [e.id for e in running
+                   if all(p.state is ExecutionState.FINISHED for p in graph.producers_of(e))]
+        return CheckpointPlan(trigger, {e.id for e in running},
+                              {e.id: tuple(node.operator_id for node in e.job_vertex.nodes) for e in finished},
+                              {e.job_vertex.id: e.job_vertex.parallelism for e in finished})
+
+    def on_end_of_data(self, message: TaskEndOfData) -> None:
+        """A subtask waits for its final checkpoint. Once every subtask of the job does (or has finished), one is
+        triggered at once (Flink's notifyEndOfData): a bounded job's end waits for no checkpoint interval."""
+        execution = self.graph.vertex(message.vertex_id, message.subtask_index)
+        if execution is None or execution.attempt != message.attempt or self.checkpointing is None:
+            return
+        self._end_of_data.add((execution.id, execution.attempt))
+        if all(e.state is ExecutionState.FINISHED or (e.id, e.attempt) in self._end_of_data for e in self.graph):
+            logger.info("job %s: every subtask reached the end of its data; triggering the final checkpoint",
+                        self.job_id)
+            self.checkpointing.coordinator.request_checkpoint()
 
     def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
         execution = self.graph.vertices[task]

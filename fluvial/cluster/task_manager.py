@@ -16,6 +16,7 @@ from typing import Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.gateways import JobMasterGateway
+from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
@@ -25,6 +26,7 @@ from fluvial.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -106,6 +108,8 @@ class TaskManager:
         self._channels = channels
         self._collect_target = collect_target
         self._executor = TaskExecutor(f"fluvial-taskmanager-{index}")
+        self._abandoned: list[TaskExecutor] = []  # threads stuck in a task that did not cancel (thread mode)
+        self._canceler = TaskCanceler(f"fluvial-taskmanager-{index}-canceler", self)
         self._tasks: dict[TaskKey, Task] = {}
         self._job_masters: dict[str, JobMasterGateway] = {}
         self._storages: dict[str, JobCheckpointStorage] = {}
@@ -141,11 +145,13 @@ class TaskManager:
         task = Task(spec, self._services(spec))
         with self._lock:
             self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
-        self._executor.submit(task)
+        task.executor.submit(task)
 
     def _services(self, spec: TaskSpec) -> TaskServices:
         gateway = self._job_masters[spec.job_id]
-        services = TaskServices(self._channels, self._executor, self, self._collect_target,
+        with self._lock:
+            executor = self._executor
+        services = TaskServices(self._channels, executor, self, self._collect_target,
                                 metrics_reporter=TaskMetricsReporter(gateway, spec), task_manager_id=self.resource_id)
         if spec.checkpointing is not None:
             with self._lock:
@@ -170,7 +176,22 @@ class TaskManager:
     def cancel_task(self, message: CancelTask) -> None:
         task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
         if task is not None:
-            task.cancel()
+            self._canceler.cancel(task)
+
+    def cancellation_timed_out(self, task: Task, timeout_ms: int) -> None:
+        """CancellationTimeout, in thread mode: the task is CANCELED and its thread abandoned; later tasks run
+        on a new thread. (A TaskManager process would end itself here instead.)"""
+        if not task.abandon():
+            return
+        stuck = task.executor
+        with self._lock:
+            if stuck is self._executor:
+                self._abandoned.append(stuck)
+                self._executor = TaskExecutor(f"fluvial-taskmanager-{self.index}-{len(self._abandoned)}")
+        stuck.shutdown(timeout=0)
+        logger.error("%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread %s is "
+                     "stuck in user code and is abandoned; the task is CANCELED and this TaskManager runs its "
+                     "other tasks on a new thread", task.name, task.spec.attempt, timeout_ms, stuck.name)
 
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
         task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
@@ -220,7 +241,17 @@ class TaskManager:
             gateway.update_task_execution_state(TaskExecutionState(
                 spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, state, failure))
 
+    def task_end_of_data(self, task: Task) -> None:
+        spec = task.spec
+        with self._lock:
+            gateway = self._job_masters.get(spec.job_id)
+        if gateway is not None:
+            gateway.notify_end_of_data(TaskEndOfData(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt))
+
     def shutdown(self) -> None:
+        self._canceler.shutdown()
+        for stuck in self._abandoned:
+            stuck.shutdown(timeout=0)
         self._executor.shutdown()
         if self._checkpoint_io is not None:
             self._checkpoint_io.shutdown()

@@ -116,6 +116,12 @@ def _one_of(*choices: str) -> Callable[[str], str]:
     return parse
 
 
+def _claim_mode(raw: str) -> Any:
+    from fluvial.common.recovery_claim_mode import RecoveryClaimMode
+
+    return RecoveryClaimMode.parse(raw)
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     key: str
@@ -156,10 +162,22 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1,
                      "checkpoints in flight"),
         ConfigOption("execution.checkpointing.tolerable-failed-checkpoints", int, 0, "tolerated failures"),
+        ConfigOption("execution.checkpointing.checkpoints-after-tasks-finish", _parse_bool, True,
+                     "checkpoints go on after tasks finish; a bounded job commits through a final checkpoint"),
+        ConfigOption("execution.checkpointing.checkpoints-after-tasks-finish.enabled", _parse_bool, None,
+                     "Flink 1.x name of execution.checkpointing.checkpoints-after-tasks-finish"),
         ConfigOption("state.savepoints.dir", str, None, "default savepoint directory"),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
                      "allow_non_restored_state"),
+        ConfigOption("execution.state-recovery.claim-mode", _claim_mode, None,
+                     "NO_CLAIM (default) or CLAIM: who owns the snapshot a job starts from"),
+        ConfigOption("execution.savepoint-restore-mode", _claim_mode, None,
+                     "deprecated name of execution.state-recovery.claim-mode"),
         ConfigOption("taskmanager.numberOfTaskSlots", _parse_positive_int, None, "slots per TaskManager"),
+        ConfigOption("task.cancellation.interval", _parse_duration_ms, 30_000,
+                     "time between interrupts of a task that does not cancel"),
+        ConfigOption("task.cancellation.timeout", _parse_duration_ms, 180_000,
+                     "time after which a task that does not cancel is given up (0: never)"),
         ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process", "auto"), "auto",
                      "TaskManagers as threads of this process, as processes, or auto: processes when the job's "

@@ -38,3 +38,25 @@ class JobExecutionException(FluvialError):
 
 class JobCancelledException(JobExecutionException):
     """A job was cancelled before it finished."""
+
+
+class NonRecoverableError(FluvialError):
+    """A failure no restart can fix (Flink's ThrowableType.NonRecoverableError), such as checkpoint data that
+    cannot be read back: the job fails at once, whatever its restart strategy allows, instead of restoring the
+    same unreadable state again and again. Recognized anywhere in an error's cause chain."""
+
+
+class UnreadableStateError(NonRecoverableError):
+    """Stored state cannot be turned back into objects: its bytes are damaged, or they were pickled by code this
+    program no longer has (a class renamed or removed). The message names what was being restored."""
+
+
+def is_non_recoverable(error: BaseException | None) -> bool:
+    """Whether `error`, or any error in its chain of causes, is a NonRecoverableError."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, NonRecoverableError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False

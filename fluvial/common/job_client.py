@@ -7,10 +7,15 @@ later). Every method returns at once with a CompletableFuture, as PyFlink's does
 from __future__ import annotations
 
 import abc
+import logging
 from typing import Any
 
 from fluvial.common.future import CompletableFuture
 from fluvial.common.job_id import JobID
+
+logger = logging.getLogger(__name__)
+
+CANCEL_ON_INTERRUPT_WAIT_S = 30.0
 
 
 class JobClient(abc.ABC):
@@ -20,6 +25,12 @@ class JobClient(abc.ABC):
     @abc.abstractmethod
     def get_job_status(self) -> CompletableFuture:
         """A future of the job's JobStatus."""
+
+    @abc.abstractmethod
+    def get_job_details(self) -> CompletableFuture:
+        """A future of the job's JobDetails (`fluvial.cluster.job_details`): its status, how often it restarted
+        and failed, its latest failure, its vertices and subtasks, checkpoints and exception history. Beyond PyFlink, whose JobClient reports only the status: a job that restarts
+        forever looks RUNNING there."""
 
     @abc.abstractmethod
     def cancel(self) -> CompletableFuture:
@@ -45,3 +56,21 @@ class JobClient(abc.ABC):
         future = CompletableFuture()
         future.set_result({})
         return future
+
+
+def cancel_on_interrupt(client: JobClient, wait_s: float = CANCEL_ON_INTERRUPT_WAIT_S) -> None:
+    """A KeyboardInterrupt reached the code waiting on `client`'s job: cancel the job, and wait (at most `wait_s`)
+    until it has ended, so the job is no longer running when the interrupt propagates — even when the program
+    catches it and goes on. A second interrupt stops the wait, not the cancel."""
+    job_id = client.get_job_id()
+    result = client.get_job_execution_result()
+    if result.done():
+        return
+    logger.info("interrupted (KeyboardInterrupt): cancelling job %s", job_id)
+    try:
+        client.cancel()
+        result.exception(timeout=wait_s)
+    except KeyboardInterrupt:
+        logger.warning("interrupted again: not waiting for job %s to finish cancelling", job_id)
+    except TimeoutError:
+        logger.warning("job %s was cancelled but had not ended %.0f s later", job_id, wait_s)

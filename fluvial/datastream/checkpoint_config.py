@@ -56,6 +56,9 @@ class CheckpointSettings:
     num_retained: int
     storage: CheckpointStorage
     externalized_retention: ExternalizedCheckpointRetention
+    checkpoints_after_tasks_finish: bool = True
+    """FLIP-147: checkpoints go on after some tasks finish, and a task that finished its input waits for a final
+    checkpoint, through which two-phase-commit sinks commit their last output."""
 
     @property
     def enabled(self) -> bool:
@@ -100,13 +103,15 @@ class CheckpointConfig:
         self._storage: CheckpointStorage | None = None
         self._retention = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
         self._aligned_checkpoint_timeout = Duration(0)
+        self._checkpoints_after_tasks_finish = True  # FLIP-147: a final checkpoint after tasks finish
         if configuration is not None:
             self.configure(configuration)
 
     def configure(self, configuration: Configuration) -> CheckpointConfig:
         """Apply the checkpointing keys `configuration` sets (`execution.checkpointing.interval`, `.mode`,
         `.timeout`, `.min-pause`, `.max-concurrent-checkpoints`, `.tolerable-failed-checkpoints`,
-        `state.checkpoints.dir`, `state.checkpoints.num-retained`), each through its setter; keys it does not
+        `state.checkpoints.dir`, `state.checkpoints.num-retained`, `.checkpoints-after-tasks-finish`), each through
+        its setter; keys it does not
         set keep their values (Flink's `CheckpointConfig.configure`)."""
         keys = configuration.key_set()
 
@@ -123,6 +128,12 @@ class CheckpointConfig:
         apply("execution.checkpointing.min-pause", self.set_min_pause_between_checkpoints)
         apply("execution.checkpointing.max-concurrent-checkpoints", self.set_max_concurrent_checkpoints)
         apply("execution.checkpointing.tolerable-failed-checkpoints", self.set_tolerable_checkpoint_failure_number)
+        # Flink 2's key, then its older name (which Flink still reads)
+        for key in ("execution.checkpointing.checkpoints-after-tasks-finish",
+                    "execution.checkpointing.checkpoints-after-tasks-finish.enabled"):
+            if key in keys:
+                self._checkpoints_after_tasks_finish = bool(configuration.get(key))
+                break
         return self
 
     # -- interval and mode --------------------------------------------------------------------------------------
@@ -328,4 +339,5 @@ class CheckpointConfig:
             num_retained=self._num_retained,
             storage=self._storage if self._storage is not None else JobManagerCheckpointStorage(),
             externalized_retention=self._retention,
+            checkpoints_after_tasks_finish=self._checkpoints_after_tasks_finish,
         )

@@ -3,6 +3,10 @@ sink fills."""
 
 from __future__ import annotations
 
+import queue
+import signal
+import threading
+import weakref
 from typing import Any, Protocol
 
 
@@ -25,7 +29,9 @@ class ResultBuffer(Protocol):
 
 class CloseableIterator:
     """The records of `execute_and_collect`, in arrival order. Also a context manager: leaving it (or
-    `close()`) cancels a job that is still running. A job failure is raised from `next()`."""
+    `close()`) cancels a job that is still running. A job failure is raised from `next()`. A KeyboardInterrupt
+    while the iterator is open — waiting in `next()` or in the loop's body — cancels the job before it
+    propagates (see `_InterruptGuard`)."""
 
     def __init__(self, client: Any, buffer: ResultBuffer) -> None:
         self._client = client
@@ -33,6 +39,7 @@ class CloseableIterator:
         self._pending: list = []
         self._position = 0
         self._done = False
+        _INTERRUPTS.watch(self)
 
     def __iter__(self) -> "CloseableIterator":
         return self
@@ -44,6 +51,7 @@ class CloseableIterator:
             item = self._buffer.take()
             if item is self._buffer.END:
                 self._done = True
+                _INTERRUPTS.forget(self)
                 self._raise_failure()
                 raise StopIteration
             self._pending, self._position = item, 0
@@ -56,7 +64,16 @@ class CloseableIterator:
         if result.exception() is not None and not self._buffer.closed.is_set():
             raise result.exception()
 
+    def interrupted(self) -> None:
+        """Ctrl-C while the iterator is open: the job is cancelled (and has ended) before the interrupt goes on."""
+        from fluvial.common.job_client import cancel_on_interrupt
+
+        self._buffer.closed.set()
+        self._done = True
+        cancel_on_interrupt(self._client)
+
     def close(self) -> None:
+        _INTERRUPTS.forget(self)
         if not self._buffer.closed.is_set():
             self._buffer.close()
             if not self._client.get_job_execution_result().done():
@@ -69,3 +86,48 @@ class CloseableIterator:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+class _InterruptGuard:
+    """Cancels the jobs of open iterators on Ctrl-C. While any iterator created on the main thread is open, a
+    SIGINT handler runs first: it cancels those jobs (waiting until they have ended), then hands over to the
+    handler it replaced, which raises the KeyboardInterrupt as usual. A program with a SIGINT handler of its
+    own is left alone: the guard installs itself only over Python's default handler, and puts it back when the
+    last open iterator is closed or ends. Iterators are held weakly: one dropped unclosed is forgotten (with
+    none left, the guard only hands over)."""
+
+    def __init__(self) -> None:
+        self._open: weakref.WeakSet = weakref.WeakSet()
+        self._previous: Any = None
+        self._lock = threading.Lock()
+
+    def watch(self, iterator: "CloseableIterator") -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # a KeyboardInterrupt is only ever raised on the main thread
+        with self._lock:
+            if self._previous is None:
+                if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+                    return
+                self._previous = signal.signal(signal.SIGINT, self._on_interrupt)
+            self._open.add(iterator)
+
+    def forget(self, iterator: "CloseableIterator") -> None:
+        with self._lock:
+            self._open.discard(iterator)
+            if self._open or self._previous is None:
+                return
+            if threading.current_thread() is threading.main_thread() \
+                    and signal.getsignal(signal.SIGINT) == self._on_interrupt:
+                signal.signal(signal.SIGINT, self._previous)
+                self._previous = None
+
+    def _on_interrupt(self, signum: int, frame: Any) -> None:
+        with self._lock:
+            iterators, previous = list(self._open), self._previous
+        for iterator in iterators:
+            self.forget(iterator)
+            iterator.interrupted()
+        previous(signum, frame)
+
+
+_INTERRUPTS = _InterruptGuard()

@@ -15,6 +15,7 @@ class FaultTolerance:
     savepoint_path: str | None = None
     allow_non_restored_state: bool = False
     restart_configured: bool = False  # restart-strategy.* keys are set
+    claim_mode: Any = None  # RecoveryClaimMode of the savepoint restore; None: NO_CLAIM
 
     @property
     def may_restart(self) -> bool:

@@ -311,6 +311,8 @@ class StreamExecutionEnvironment:
             savepoint_path=self._configuration.get("execution.savepoint.path"),
             allow_non_restored_state=bool(self._configuration.get("execution.savepoint.ignore-unclaimed-state")),
             restart_configured=any(k.startswith("restart-strategy") for k in keys),
+            claim_mode=(self._configuration.get("execution.state-recovery.claim-mode")
+                        or self._configuration.get("execution.savepoint-restore-mode")),
         )
 
     def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":
@@ -455,13 +457,21 @@ class StreamExecutionEnvironment:
     def execute(self, job_name: str | None = None) -> Any:
         """Run the job to its end and return a JobExecutionResult; a failure raises JobExecutionException
         whose `__cause__` is the user's exception. Submitted detached (`execution.attached: false`, `fluvial run
-        -d`), it returns once the job is submitted, with a result that has only the job's id (Flink's)."""
+        -d`), it returns once the job is submitted, with a result that has only the job's id (Flink's). A
+        KeyboardInterrupt (Ctrl-C) cancels the job before it propagates, so a program that catches it leaves no
+        job running."""
         client = self.execute_async(job_name)
         if not self._configuration.get("execution.attached"):
             from fluvial.common.job_execution_result import DetachedJobExecutionResult
 
             return DetachedJobExecutionResult(client.get_job_id())
-        return client.get_job_execution_result().result()
+        try:
+            return client.get_job_execution_result().result()
+        except KeyboardInterrupt:
+            from fluvial.common.job_client import cancel_on_interrupt
+
+            cancel_on_interrupt(client)
+            raise
 
     def execute_async(self, job_name: str | None = None) -> Any:
         """Submit the job and return its JobClient at once."""

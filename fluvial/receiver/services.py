@@ -2,11 +2,24 @@
 handler and ReceiverTracker. A stream's services start when the first task reading it is deployed on the
 TaskManager, outlive failovers of the job's tasks (the restored task finds them again and replays from its
 checkpointed position), and stop when the JobMaster releases the job. Receiver source readers reach them
-through their SourceReaderContext (`TaskManagerReceivers.for_job`), never through a global registry."""
+through their SourceReaderContext (`TaskManagerReceivers.for_job`), never through a global registry.
+
+Write-ahead logs outlive the process, so a later run restored from a checkpoint finds them again. A stream's
+log (the receiver's data and its tracker's events) lives in a directory keyed by what stays the same between
+runs — the receiver source's operator id (its uid, else its position in the job) and the stream's index —
+under the checkpoint directory, one generation per run that started it fresh:
+`<checkpoint dir>/receivers/<operator id>-<stream>/<id of the job that started it>/`. The source's checkpointed
+split names its log directory and its position, so a run restored from that checkpoint (a new job id) reads
+the same log, recovers the tracker's numbering from it, replays every block stored after the checkpoint and
+appends its own blocks there. A fresh run starts a generation of its own: it never replays, nor deletes, what
+an earlier run left (restore from that run's checkpoint to replay it)."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +30,8 @@ from fluvial.receiver.handler import BlockManagerBasedBlockHandler, BlockStore, 
 from fluvial.receiver.supervisor import ReceiverSupervisor
 from fluvial.receiver.tracker import ReceiverTracker
 from fluvial.receiver.wal import WriteAheadLog
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +53,7 @@ class ReceiverServices:
     ended: set[int] = field(default_factory=set)
     wals: list[WriteAheadLog] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    log_directory: str | None = None  # where the stream's write-ahead logs live (None: the log is off)
 
     def stream_ended(self, stream_id: int) -> bool:
         with self.lock:
@@ -82,12 +98,13 @@ class TaskManagerReceivers:
     def for_job(self, job_id: str, settings: ReceiverSettings) -> "JobReceivers":
         return JobReceivers(self, job_id, settings)
 
-    def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings) -> ReceiverServices:
+    def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings, operator_id: str = "",
+               log_directory: str | None = None) -> ReceiverServices:
         with self._lock:
             services = self._streams.get((job_id, stream_id))
             if services is None:
                 services = self._streams[(job_id, stream_id)] = start_receiver_stream(
-                    job_id, stream_id, receiver, settings)
+                    job_id, stream_id, receiver, settings, operator_id, log_directory)
             return services
 
     def services(self, job_id: str) -> list[ReceiverServices]:
@@ -119,22 +136,43 @@ class JobReceivers:
         self._job_id = job_id
         self._settings = settings
 
-    def stream(self, stream_id: int, receiver: Any) -> ReceiverServices:
-        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings)
+    def stream(self, stream_id: int, receiver: Any, operator_id: str = "",
+               log_directory: str | None = None) -> ReceiverServices:
+        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings, operator_id, log_directory)
 
 
-def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings) -> ReceiverServices:
-    """Create the stream's tracker, block handler and supervisor, and start its receiver. Its write-ahead logs
-    (when on) live under `<checkpoint dir>/<job id>/`, one directory per stream."""
+def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id: str) -> str:
+    """The log directory a fresh run of a stream starts (see the module docstring)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", operator_id or "receiver")[:100]
+    if name != operator_id:
+        name += "-" + hashlib.sha256(operator_id.encode()).hexdigest()[:8]  # distinct ids stay distinct
+    return os.path.join(wal_root, "receivers", f"{name}-{stream_id}", job_id)
+
+
+def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings,
+                          operator_id: str = "", log_directory: str | None = None) -> ReceiverServices:
+    """Create the stream's tracker, block handler and supervisor, and start its receiver. With the write-ahead
+    log on, its logs live in `log_directory` — the one a restored checkpoint names — or in a new generation
+    directory of this run; the tracker recovers the blocks an earlier run logged there."""
     wal_root = settings.wal_directory
-    tracker_wal = os.path.join(wal_root, job_id, "receivedBlockMetadata", str(stream_id)) if wal_root else None
+    if log_directory is not None and not wal_root:
+        _log.warning("stream %s does not read the write-ahead log %s that its checkpoint names: the log is off "
+                     "(receiver.write-ahead-log.enable); blocks stored after that checkpoint are not replayed",
+                     stream_id, log_directory)
+        log_directory = None
+    if wal_root and log_directory is None:
+        log_directory = stream_log_directory(wal_root, operator_id, stream_id, job_id)
+    tracker_wal = os.path.join(log_directory, "receivedBlockMetadata") if log_directory else None
     tracker = ReceiverTracker({stream_id: receiver}, tracker_wal)
     if tracker.wal_enabled:
-        tracker.recover()  # the blocks an earlier run of this stream tracked (none for a new job)
-    services = ReceiverServices(tracker, {}, {}, settings.checkpointing)
+        recovered = tracker.recover()  # the blocks an earlier run of this stream logged (none for a new one)
+        if recovered:
+            _log.info("stream %s recovered %d blocks from its write-ahead log %s", stream_id, recovered,
+                      log_directory)
+    services = ReceiverServices(tracker, {}, {}, settings.checkpointing, log_directory=log_directory)
     store = BlockStore()
-    if wal_root:
-        wal = WriteAheadLog(os.path.join(wal_root, job_id, "receivedData", str(stream_id)))
+    if log_directory:
+        wal = WriteAheadLog(os.path.join(log_directory, "receivedData"))
         services.wals.append(wal)
         handler: Any = WriteAheadLogBasedBlockHandler(store, wal, settings.block_store_timeout_s)
     else:

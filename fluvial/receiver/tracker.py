@@ -17,6 +17,10 @@ Protocol, per receiver stream:
 4. After a JobMaster restart, a tracker over the same WAL directory must `recover()` before anything else: the
    blocks that were added and not cleaned come back in order with their sequence numbers, and numbering
    continues after the highest one ever given.
+5. A source restored from a checkpoint holding `position` calls `resume_after(stream, position)`. A tracker that
+   numbered that far (live, or recovered from its log) is unchanged; one that did not — a new run without the
+   write-ahead log, or whose log is gone — numbers the next block position + 1 (logged as a cleanup), so the
+   source neither waits on numbers that will never come nor skips new blocks.
 The tracker's WAL cleans itself after each checkpoint, keeping every event recovery still needs: the AddBlock
 events of tracked blocks and each stream's latest CleanupEvent (which carries where numbering resumes).
 Thread-safe: one lock; WAL writes happen under it, so the log order is the sequence order.
@@ -208,6 +212,25 @@ class ReceiverTracker:
             stream.cleanup_logged_at_ms = logged_at_ms
             self._clean_own_log()
             return removed
+
+    def resume_after(self, stream_id: int, position: int) -> None:
+        """Step 5: a restored source resumes after `position` (the last block its checkpoint emitted)."""
+        with self._lock:
+            self._activate("resume a stream")
+            stream = self._stream(stream_id)
+            if position < stream.next_sequence:
+                return
+            logged_at_ms = self._clock()
+            if self._wal is not None:
+                self._wal.write(dumps_records(BlockCleanupEvent(stream_id, position, logged_at_ms, logged_at_ms)),
+                                logged_at_ms)
+            _log.warning(
+                "stream %s resumes after block %d, which its tracker never numbered (%s): the blocks stored "
+                "after the checkpoint by the run that took it are not here; numbering goes on from %d",
+                stream_id, position, "its write-ahead log holds no such block" if self._wal is not None
+                else "the write-ahead log is off: receiver.write-ahead-log.enable", position + 1)
+            stream.drop_through(position)
+            stream.cleanup_logged_at_ms = logged_at_ms
 
     def wal_clean_threshold_ms(self, stream_id: int) -> int | None:
         """The threshold for `cleanup_old_blocks` of the stream's receiver (its data WAL): the oldest WAL time

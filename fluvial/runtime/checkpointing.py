@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot, RestoreAssignment
+from fluvial.common.errors import UnreadableStateError
 from fluvial.common.executors import Executor
 from fluvial.common.task_info import TaskInfo
 from fluvial.runtime.records import CheckpointBarrier
@@ -39,6 +40,7 @@ class TaskCheckpointSettings:
 
     exactly_once: bool
     storage: Any  # the storage description; the TaskManager builds the access object from it
+    final_checkpoint: bool = True  # checkpoints-after-tasks-finish: a task that ended waits for a final checkpoint
 
 
 class CheckpointResponder(Protocol):
@@ -85,12 +87,28 @@ class SubtaskCheckpointCoordinator:
         self._io = io
         self._responder = responder
         self._info = task_info
+        self._input_finished = False
+        self._final_checkpoints: set[int] = set()
+
+    # -- the final checkpoint (FLIP-147) ------------------------------------------------------------------------
+
+    def input_finished(self) -> None:
+        """The task's input and operators have finished: every checkpoint it takes from now on covers all it
+        will ever emit, so each can be its final checkpoint."""
+        self._input_finished = True
+
+    def is_final_checkpoint(self, checkpoint_id: int) -> bool:
+        """Whether `checkpoint_id` is a checkpoint (never a savepoint: restores do not start from those) that
+        this task took after its input finished."""
+        return checkpoint_id in self._final_checkpoints
 
     # -- taking a checkpoint ------------------------------------------------------------------------------------
 
     def checkpoint_state(self, barrier: CheckpointBarrier) -> None:
         """Steps 2 to 4 (see the module docstring). A failure of the synchronous part raises: it fails the task."""
         checkpoint_id = barrier.checkpoint_id
+        if self._input_finished and barrier.savepoint_dir is None:
+            self._final_checkpoints.add(checkpoint_id)
         for writer in self._writers:  # 2
             writer.broadcast_event(barrier)
         snapshot_type = SnapshotType.SAVEPOINT if barrier.savepoint_dir is not None else SnapshotType.CHECKPOINT
@@ -163,18 +181,38 @@ class SubtaskCheckpointCoordinator:
         restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id, owned=assignment.owned,
                                   reader=read_state_handle)
         for blob in assignment.keyed_handles:
-            keyed, timers = pickle.loads(read_state_handle(blob))
+            keyed, timers = _unpickle(read_state_handle(blob), blob, operator_id)
+            restore.sources.append(_where(blob))
             if keyed is not None:
                 restore.keyed.append(keyed)
             for key_group, group_timers in timers.items():
                 restore.timers.setdefault(key_group, {})
                 for domain, items in group_timers.items():
                     restore.timers[key_group].setdefault(domain, []).extend(items)
-        per_old_subtask = [[pickle.loads(read_state_handle(handle)) for handle in handles]
+        per_old_subtask = [[_unpickle(read_state_handle(handle), handle, operator_id) for handle in handles]
                            for handles in assignment.operator_handles]
         restore.operator_state = share_of_operator_state(per_old_subtask, assignment.old_parallelism,
                                                          info.subtask_index, info.parallelism)
         return restore
+
+
+def _unpickle(data: bytes, handle: Any, operator_id: str) -> Any:
+    """The objects a state handle holds; UnreadableStateError naming the file (or inline state) when they cannot
+    be unpickled — a restart would fail the same way, so the job fails at once."""
+    try:
+        return pickle.loads(data)
+    except Exception as error:  # noqa: BLE001 - any unpickling failure means the same: the state is unusable
+        raise UnreadableStateError(
+            f"the state of operator '{operator_id}' in {_where(handle)} cannot be unpickled ({type(error).__name__}: "
+            f"{error}): it is damaged, or was pickled by code this program no longer has (a renamed or removed "
+            "class); restore from another checkpoint or savepoint, or bring that code back"
+        ) from error
+
+
+def _where(handle: Any) -> str:
+    """A state handle as an error names it: its file, or the name of inline state."""
+    path = getattr(handle, "path", None)
+    return f"state file {path}" if path else f"inline state '{getattr(handle, 'name', handle)}'"
 
 
 def _discard(snapshots: list[OperatorSnapshot]) -> None:

@@ -13,6 +13,7 @@ from fluvial.runtime.records import (
     ChannelBroken,
     CheckpointBarrier,
     EndOfInput,
+    EndOfPartition,
     RecordBatch,
     Watermark,
     WatermarkStatus,
@@ -151,8 +152,10 @@ class InputWatermarks:
 class NetworkInput:
     """An input gate: polls its channels round robin and dispatches each item by the channel's input number.
 
-    `dispatch[i]` receives buffers of channel i (the head's process_batch, process_batch1 or _2). A channel
-    that delivered END_OF_INPUT is dropped from the rotation; input ends when all have.
+    `dispatch[i]` receives buffers of channel i (the head's process_batch, process_batch1 or _2). Input ends
+    (one END_OF_INPUT step result) once every channel delivered END_OF_INPUT (end of data). Such a channel
+    stays in the rotation, because its producer may still send the barrier of its final checkpoint, until it
+    delivers END_OF_PARTITION; from then on it counts as aligned for every barrier.
     """
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
@@ -162,6 +165,8 @@ class NetworkInput:
         `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
         self._channels = list(channels)
         self._dispatch = list(dispatch)
+        self._data_ended: set[int] = set()
+        self._input_ended = False
         self._all_open = list(range(len(channels)))
         self._open = list(self._all_open)  # open and not blocked by barrier alignment: what _poll visits
         self._next = 0
@@ -205,11 +210,18 @@ class NetworkInput:
                 if self._writable is not None and not self._writable():
                     break
             elif isinstance(item, EndOfInput):
+                self._data_ended.add(index)
+                if len(self._data_ended) == len(self._channels) and not self._input_ended:
+                    self._input_ended = True
+                    return StepResult.END_OF_INPUT
+            elif isinstance(item, EndOfPartition):
+                self._data_ended.add(index)
                 self._all_open.remove(index)
                 if self._barriers is not None:
                     self._barriers.on_end_of_channel(index)
                 self._refresh_pollable()
-                if not self._all_open:
+                if len(self._data_ended) == len(self._channels) and not self._input_ended:
+                    self._input_ended = True
                     return StepResult.END_OF_INPUT
             elif type(item) is CheckpointBarrier:
                 if self._barriers is not None:
@@ -230,6 +242,11 @@ class NetworkInput:
         blocked = self._barriers.blocked if self._barriers is not None else ()
         self._open = [index for index in self._all_open if index not in blocked]
         self._next = 0
+
+    @property
+    def all_partitions_ended(self) -> bool:
+        """Whether every channel delivered END_OF_PARTITION (its producer has ended for good)."""
+        return not self._all_open
 
     def close(self) -> None:
         pass

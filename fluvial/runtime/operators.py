@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Iterable
 
-from fluvial.common.errors import InvalidJobError
+from fluvial.common.errors import InvalidJobError, UnreadableStateError
 from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream import transformations as t
 from fluvial.runtime.output import Output
@@ -170,7 +170,12 @@ class StreamOperator:
         """Step 2: keyed state, timers and a CheckpointedFunction's operator state, from `restore` (an
         OperatorRestore) or empty."""
         if restore is not None and self.keyed_backend is not None and restore.keyed:
-            self.keyed_backend.restore(restore.keyed, restore.reader, restore.checkpoint_id, restore.owned)
+            try:
+                self.keyed_backend.restore(restore.keyed, restore.reader, restore.checkpoint_id, restore.owned)
+            except UnreadableStateError as error:
+                raise UnreadableStateError(
+                    f"operator '{self.name}' cannot restore its keyed state of checkpoint {restore.checkpoint_id} "
+                    f"from {', '.join(restore.sources) or 'its state handles'}: {error}") from error
         if self.uses_timers and self.keyed_backend is not None:
             from fluvial.runtime.timers import InternalTimerService
 

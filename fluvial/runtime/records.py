@@ -59,7 +59,9 @@ class CheckpointBarrier:
 
 
 class EndOfInput:
-    """The last item a channel carries: its producer has finished."""
+    """End of data (Flink's EndOfData): the producer has finished its input and its operators; no record follows
+    on this channel. Checkpoint barriers still may — a producer that waits for its final checkpoint (FLIP-147)
+    sends that checkpoint's barrier after it — until EndOfPartition closes the channel."""
 
     __slots__ = ()
 
@@ -67,7 +69,17 @@ class EndOfInput:
         return "END_OF_INPUT"
 
 
+class EndOfPartition:
+    """The last item a channel carries (Flink's EndOfPartitionEvent): its producer has ended for good."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "END_OF_PARTITION"
+
+
 END_OF_INPUT = EndOfInput()
+END_OF_PARTITION = EndOfPartition()
 
 
 class ChannelBroken:

@@ -38,6 +38,7 @@ class OperatorContext:
     operator_id: str = ""
     state_backend: Any = None  # the job's StateBackend description; None: the heap
     metrics: Any = None  # its OperatorMetrics (`fluvial.runtime.task_metrics`); None: counted, reported nowhere
+    final_checkpoint: bool = False  # the task waits for a final checkpoint after its input ends (FLIP-147)
 
     def __post_init__(self) -> None:
         if self.metrics is None:

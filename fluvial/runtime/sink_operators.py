@@ -1,7 +1,10 @@
 """Sink operators: Sink V2 writers (`sink_to`), SinkFunctions (`add_sink`), print, and collect.
 
-At end of input a writer is flushed and its final committables are committed here, so a bounded job's output
-is visible when `execute()` returns; with checkpoints, commits happen on checkpoint completion instead.
+Two-phase commit: committables are prepared at each checkpoint and committed when it completes. At end of
+input a bounded job's writer is flushed; with checkpoints its last committables are prepared by the task's
+final checkpoint and committed when that completes (FLIP-147), so nothing is ever committed that a restore
+would replay. Without checkpoints (or with checkpoints-after-tasks-finish off) they are committed at end of
+input, so a bounded job's output is visible when `execute()` returns either way.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ class SinkWriterOperator(StreamOperator):
     (they are part of the checkpoint's operator state). When the checkpoint completes, commit everything up to
     it. After a restore, the committables recorded in the checkpoint are committed again (commit is idempotent),
     so output that was prepared before a failure is never lost and never duplicated. A bounded job's final
-    output is committed at end of input.
+    output is committed through its final checkpoint, or at end of input when there is none (module docstring).
     """
 
     def initialize_state(self, restore: Any) -> None:
@@ -62,6 +65,8 @@ class SinkWriterOperator(StreamOperator):
 
     def finish(self) -> None:
         self._writer.flush(True)
+        if self.context.final_checkpoint:
+            return  # the final checkpoint prepares what is left, and commits it when it completes
         committables = [c for cid in sorted(self._pending) for c in self._pending[cid]]
         committables.extend(self._writer.prepare_commit())
         self._pending.clear()

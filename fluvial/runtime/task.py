@@ -6,13 +6,24 @@ Protocol, numbered:
 1. CREATED → INITIALIZING: `open()` builds the writers, the chain and the input, restores the operators'
    state (or initializes it empty) and opens them → RUNNING.
 2. `step()` runs pending mails, then (if every output channel has room) one bounded input step.
-3. When input ends: operators finish head to tail, END_OF_INPUT goes to every output channel, operators
-   close → FINISHED. An operator whose results come after its input (async I/O) may hold its inputs: while
-   it says its input is blocked the task feeds it nothing, and at the end the task keeps running mails until
-   it has emitted everything (`OperatorChain.finish`), without ever blocking the mailbox.
+3. When input ends: operators finish head to tail (an operator whose results come after its input, async I/O,
+   may hold its inputs: while it says its input is blocked the task feeds it nothing, and at the end the task
+   keeps running mails until it has emitted everything, `OperatorChain.finish`, never blocking the mailbox);
+   END_OF_INPUT (end of data) goes to every output channel.
+   Without checkpoints (or with `execution.checkpointing.checkpoints-after-tasks-finish` off) the task then
+   closes its operators, sends END_OF_PARTITION and is FINISHED. With them (FLIP-147), it first waits, still
+   RUNNING, for its final checkpoint: it tells its listener it reached the end of data, keeps taking part in
+   checkpoints (a source is triggered, any other task gets the barrier through its input channels, which stay
+   open for barriers until END_OF_PARTITION), and once a checkpoint it took after finishing completes — its
+   two-phase-commit sinks commit then — it closes, sends END_OF_PARTITION and is FINISHED. So everything a
+   bounded job emits is committed by a checkpoint, and a failure at any moment restores to a checkpoint that
+   covers exactly what was committed.
 4. An exception anywhere → operators close, FAILED; the listener hears which operator raised it (the label
    the chain boundary put on the error, else the chain's head).
-5. `cancel()` from any thread becomes a mail: operators close → CANCELED.
+5. `cancel()` from any thread becomes a mail: operators close → CANCELED. A task stuck in user code never reads
+   that mail: `interrupt()` raises TaskInterrupted into its user code (`runtime.interruption`), which ends a
+   busy loop; a task that still does not end is given up by its TaskManager (`abandon()`: CANCELED at once,
+   its thread left behind; `cluster.task_canceler`).
 Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
 While RUNNING, a timer takes a metrics snapshot every `metrics_interval_ms` and hands it to the task's
 MetricsReporter; one more, marked final, goes out just before the task reports a terminal state, so the
@@ -22,6 +33,7 @@ JobMaster holds a task's last figures before it hears that the task ended.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Protocol
@@ -36,9 +48,10 @@ from fluvial.runtime.channels import ChannelRegistry
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
+from fluvial.runtime.interruption import InterruptibleSection
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators import failing_operator, label_failure
-from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier
+from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
 from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
@@ -54,6 +67,22 @@ class TaskFailure:
     operator_name: str
     task_name: str
     traceback_text: str
+
+
+@dataclass(frozen=True)
+class TaskCancellationSettings:
+    """Flink's `task.cancellation.interval` (ms between interrupts of a task that does not cancel) and
+    `task.cancellation.timeout` (ms until such a task is given up; 0: never)."""
+
+    interval_ms: int = 30_000
+    timeout_ms: int = 180_000
+
+    @staticmethod
+    def of(configuration: Any) -> "TaskCancellationSettings":
+        if configuration is None:
+            return TaskCancellationSettings()
+        return TaskCancellationSettings(configuration.get("task.cancellation.interval"),
+                                        configuration.get("task.cancellation.timeout"))
 
 
 @dataclass
@@ -77,6 +106,7 @@ class TaskSpec:
     main_classes: bytes | None = None  # classes of the job's script, for a TaskManager in another process
     job_name: str = ""
     metrics_interval_ms: int = 1000  # how often a running task reports its metrics
+    cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
 
     @property
     def execution_key(self) -> tuple[int, int]:
@@ -93,6 +123,11 @@ class TaskStateListener(Protocol):
     """Hears every state a task reports (its TaskManager, which tells the JobMaster)."""
 
     def task_state_changed(self, task: "Task", state: ExecutionState, failure: TaskFailure | None) -> None: ...
+
+    def task_end_of_data(self, task: "Task") -> None:
+        """The task finished its input and its operators and now waits for its final checkpoint (FLIP-147); the
+        JobMaster triggers one at once when every task of the job has reached this point."""
+        ...
 
 
 @dataclass
@@ -126,8 +161,13 @@ class Task:
         self.input: Any = None
         self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
         self.metrics = TaskMetrics(self.info, vertex.id, spec.job_name, services.task_manager_id, vertex.is_source)
-        self._closed = False
         self._input_ended = False
+        self.awaiting_final_checkpoint = False  # input and operators finished; FINISHED once a checkpoint covers it
+        self._closed = False
+        self._user_code = InterruptibleSection()
+        self._cancel_requested = False
+        self._abandoned = False
+        self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
 
     @property
     def name(self) -> str:
@@ -143,7 +183,7 @@ class Task:
             restores = self._load_restores()
             restored_splits = self._restored_splits(restores)
             self.chain.initialize_state(restores.get)
-            self.chain.open()
+            self._user_code.run(self.chain.open)
             if isinstance(self.input, SourceInput):
                 self.input.open(restored_splits)
             self._set_state(ExecutionState.RUNNING)
@@ -172,7 +212,8 @@ class Task:
             source_spec = spec.vertex.head.operator
             info = self.info
             reader_context = SourceReaderContext(info.job_id, info.task_name, info.subtask_index, info.parallelism,
-                                                 info.max_parallelism, info.attempt_number, services.receivers)
+                                                 info.max_parallelism, info.attempt_number, services.receivers,
+                                                 spec.vertex.head.operator_id)
             self.input = source_input = SourceInput(
                 source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
                 spec.auto_watermark_interval, self._processing_time(head.name), head.context.metrics.group)
@@ -210,10 +251,12 @@ class Task:
         return TaskProcessingTimeService(self._executor, self, label)
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
+        checkpointing = self.spec.checkpointing
         return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
                                self._services.collect_target, self._processing_time(node.name),
                                self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend,
-                               self.metrics.operator(node.operator_id, node.name))
+                               self.metrics.operator(node.operator_id, node.name),
+                               checkpointing is not None and checkpointing.final_checkpoint)
 
     def _load_restores(self) -> dict[str, Any]:
         """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
@@ -268,6 +311,8 @@ class Task:
                 self.chain.notify_checkpoint_complete(checkpoint_id)
                 if isinstance(self.input, SourceInput):
                     self.input.notify_checkpoint_complete(checkpoint_id)
+                if self.awaiting_final_checkpoint and self.checkpointer.is_final_checkpoint(checkpoint_id):
+                    self._end_task()
             else:
                 self.chain.notify_checkpoint_aborted(checkpoint_id)
         except BaseException as exc:  # noqa: BLE001
@@ -281,6 +326,8 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
+        if self.awaiting_final_checkpoint:
+            return self._step_awaiting_final_checkpoint()
         for writer in self.writers:
             if not writer.writable():
                 return StepResult.BLOCKED
@@ -289,11 +336,22 @@ class Task:
                 return self._finish()
             if self.chain.holds_input and self.chain.input_blocked():
                 return StepResult.BLOCKED
-            result = self.input.step()
+            result = self._user_code.run(self.input.step)
             if result is StepResult.END_OF_INPUT:
                 self._input_ended = True
                 return self._finish()
             return result
+        except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
+            self._fail(exc)
+            return StepResult.END_OF_INPUT
+
+    def _step_awaiting_final_checkpoint(self) -> StepResult:
+        """Step 3's wait: a task with input channels still reads them, for the barriers of its final
+        checkpoint and the END_OF_PARTITION of producers that ended; a source waits for its trigger mail."""
+        if isinstance(self.input, SourceInput) or self.input.all_partitions_ended:
+            return StepResult.IDLE
+        try:
+            return self.input.step()
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
             return StepResult.END_OF_INPUT
@@ -304,7 +362,7 @@ class Task:
         if self.state is not ExecutionState.RUNNING:
             return
         try:
-            callback(now)
+            self._user_code.run(callback, now)
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             label_failure(exc, label)
             self._fail(exc)
@@ -331,10 +389,26 @@ class Task:
             logger.warning("%s could not report its metrics", self.name, exc_info=True)
 
     def _finish(self) -> StepResult:
+        """Step 3: input has ended."""
         if not self.chain.finish():
             return StepResult.IDLE  # an operator still awaits results; the mails that bring them wake the task
+        settings = self.spec.checkpointing
+        if settings is not None and settings.final_checkpoint:
+            for writer in self.writers:
+                writer.broadcast_event(END_OF_INPUT)
+            self.awaiting_final_checkpoint = True
+            self.checkpointer.input_finished()
+            logger.debug("%s finished its input; it ends once a checkpoint covers it", self.name)
+            self._services.listener.task_end_of_data(self)
+            return StepResult.END_OF_INPUT
+        return self._end_task()
+
+    def _end_task(self) -> StepResult:
+        """End the output channels (END_OF_PARTITION also means end of data to a consumer that has not seen
+        END_OF_INPUT), close the operators, FINISHED. A close that raises fails the task."""
+        self.awaiting_final_checkpoint = False
         for writer in self.writers:
-            writer.broadcast_event(END_OF_INPUT)
+            writer.broadcast_event(END_OF_PARTITION)
         errors = self._close()
         if errors:
             raise errors[0]
@@ -343,7 +417,32 @@ class Task:
 
     def cancel(self) -> None:
         """Thread-safe: the owner thread closes the task at its next step."""
+        self._cancel_requested = True
         self.mailbox.put(self._cancel_now)
+
+    def interrupt(self) -> bool:
+        """Thread-safe, after `cancel()`: raise TaskInterrupted into the user code the task's thread runs now
+        (step 5). True when it was raised."""
+        if not self._cancel_requested or self.state.is_terminal:
+            return False
+        return self._user_code.interrupt()
+
+    def abandon(self) -> bool:
+        """Thread-safe: give up a task whose thread does not come back from its user code. It is CANCELED at once
+        (its listener hears it) and whatever its thread does later is ignored; its operators are never closed.
+        False when the task had ended already."""
+        with self._state_lock:
+            if self.state.is_terminal:
+                return False
+            self._abandoned = True
+            self.state = ExecutionState.CANCELED
+        self._services.listener.task_state_changed(self, ExecutionState.CANCELED, None)
+        return True
+
+    @property
+    def executor(self) -> Any:
+        """The TaskExecutor whose thread owns this task."""
+        return self._executor
 
     def _cancel_now(self) -> None:
         if not self.state.is_terminal:
@@ -366,6 +465,10 @@ class Task:
     def _fail(self, exc: BaseException) -> None:
         if self.state.is_terminal:
             return
+        if self._cancel_requested:  # an interrupted cancel, or a failure while cancelling: the task is cancelled
+            self._close()
+            self._set_state(ExecutionState.CANCELED)
+            return
         head = self.chain.head.name if self.chain is not None else self.spec.vertex.name
         operator_name = failing_operator(exc) or head
         self._close()
@@ -378,7 +481,10 @@ class Task:
         self.state = checked_transition(self.state, state, f"task {self.name} attempt {self.spec.attempt}")
 
     def _set_state(self, state: ExecutionState, failure: TaskFailure | None = None) -> None:
-        self._move(state)
+        with self._state_lock:
+            if self._abandoned:
+                return  # the TaskManager gave up on this thread: what it does now is no one's concern
+            self._move(state)
         if state.is_terminal:
             self._send_metrics(final=True)
         self._services.listener.task_state_changed(self, state, failure)

@@ -4,9 +4,9 @@ Layout - why one flat dict per state name:
 key groups are the unit of snapshot and redistribution, not of access. Computing a key's group on every
 access (a stable hash, a mix, a modulo) would cost about 30% of a keyed pipeline's throughput, so the hot path
 never does it: each state name owns ONE plain dict `key -> value`, and a handle call is a dict lookup on
-`backend.current_key`. Key groups are computed only when a checkpoint's asynchronous part partitions each
-frozen dict by key group, and at restore, which keeps the groups this subtask owns. The price is paid once per entry per checkpoint
-instead of once per record.
+`backend.current_key`. A checkpoint pickles each frozen dict whole, in chunks (KeyedTablesStateHandle); key
+groups are computed only for a savepoint (the canonical by-key-group form) and at a restore that rescales,
+which keeps the groups this subtask owns. A restore at the same parallelism computes none.
 
 Values are stored as they are: a ListState entry is a Python list appended in place, a MapState entry a dict,
 an AggregatingState entry the accumulator itself. A state whose descriptor enables TTL stores its values
@@ -17,10 +17,10 @@ the plain handles below, untouched by TTL.
 from __future__ import annotations
 
 import copy
+from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from fluvial.common.errors import StateError
-from fluvial.common.key_groups import assign_to_key_group
 from fluvial.common.time import current_millis
 from fluvial.datastream.state import (
     AggregatingState,
@@ -40,8 +40,9 @@ from fluvial.state.backend import (
     check_key_groups,
     no_key_error,
 )
-from fluvial.state.snapshot import KeyGroupsStateHandle, SnapshotType, StateWriter
+from fluvial.state.heap_snapshot import FrozenHeapState
 from fluvial.state.heap_ttl import IncrementalCleanup, build_ttl_handle
+from fluvial.state.snapshot import CANONICAL_HANDLES, KeyedTablesStateHandle, KeyGroupsStateHandle, SnapshotType, StateWriter
 from fluvial.state.ttl import TtlPolicy, TtlValue, layout_for
 
 _MISSING: Any = object()
@@ -401,22 +402,42 @@ class HeapKeyedStateBackend:
     # -- checkpoints (the seam of fluvial.state.snapshot) --------------------------------------------------------
 
     def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> "FrozenHeapState":
-        """The synchronous part: `freeze()`. Checkpoints and savepoints take the same canonical form here."""
-        return self.freeze()
+        """The synchronous part: `freeze()`. A checkpoint is written as whole tables, a savepoint in the canonical
+        by-key-group form."""
+        frozen = self.freeze()
+        frozen.by_key_group = snapshot_type is SnapshotType.SAVEPOINT
+        return frozen
 
     def restore(self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None,
                 owned: bool = False) -> None:
-        """Restore from the keyed state handles of any number of old subtasks (canonical or native RocksDB), keeping
-        the key groups of this subtask's range."""
+        """Restore from the keyed state handles of any number of old subtasks (heap tables, canonical or native
+        RocksDB), keeping the key groups of this subtask's range. Tables whose key groups all lie in that range
+        (a restore at the same parallelism) are taken whole, without computing a single key group, and no table
+        entry is copied (it was just unpickled)."""
         snapshots = []
         for handle in handles:
-            if isinstance(handle, KeyGroupsStateHandle):
+            if isinstance(handle, KeyedTablesStateHandle):
+                self._check_max_parallelism(handle.max_parallelism)
+                self._restore_tables(handle.state_kinds, handle.load_tables(self.key_group_range))
+            elif isinstance(handle, CANONICAL_HANDLES):
                 snapshots.append(handle.to_snapshot(self.key_group_range))
             else:
                 from fluvial.state.rocksdb_snapshot import native_to_key_groups
 
                 snapshots.append(native_to_key_groups(handle, reader, self.key_group_range))
-        self.restore_key_groups(snapshots)
+        if snapshots:
+            self.restore_key_groups(snapshots)
+
+    def _restore_tables(self, state_kinds: dict[str, str], tables: dict[str, dict[Any, Any]]) -> None:
+        """Merge in tables whose entries all belong to this subtask; they are fresh objects (just unpickled), so
+        no copy is needed."""
+        for name, kind in state_kinds.items():
+            self._register(name, StateKind(kind))
+        restored_ttl: dict[str, set[bool]] = {}
+        for name, entries in tables.items():
+            self._tables[name].update(entries)
+            self._note_layout(name, entries, restored_ttl)
+        self._after_restore(restored_ttl)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Nothing to do: every heap checkpoint is complete in itself."""
@@ -441,7 +462,7 @@ class HeapKeyedStateBackend:
                 tables[name] = self._ttl_snapshot_copy(name, table, now)
                 continue
             frozen = dict(table)
-            if not set(map(type, frozen.values())) <= _IMMUTABLE:
+            if not _all_immutable(frozen):
                 for key, value in frozen.items():
                     if type(value) not in _IMMUTABLE:
                         frozen[key] = _private_copy(value)
@@ -471,12 +492,7 @@ class HeapKeyedStateBackend:
         checkpoint) never lets one backend's changes leak into the snapshot or the other backend.
         """
         for snapshot in snapshots:
-            if snapshot.max_parallelism != self.max_parallelism:
-                raise StateError(
-                    f"cannot restore keyed state taken with max parallelism {snapshot.max_parallelism} into an "
-                    f"operator with max parallelism {self.max_parallelism}: max parallelism cannot change between "
-                    f"a savepoint and its restore; set_max_parallelism({snapshot.max_parallelism}) on the operator"
-                )
+            self._check_max_parallelism(snapshot.max_parallelism)
         restored_ttl: dict[str, set[bool]] = {}  # name -> whether its restored entries carry TTL timestamps
         for snapshot in snapshots:
             for name, kind in snapshot.state_kinds.items():
@@ -488,11 +504,27 @@ class HeapKeyedStateBackend:
                     table = self._tables[name]
                     for key, value in entries.items():
                         table[key] = _private_copy(value)
-                    for value in entries.values():  # one entry tells: a backend writes a state in one layout
-                        wrapped = layout_for(self._kinds[name]).is_wrapped(value)
-                        if wrapped is not None:
-                            restored_ttl.setdefault(name, set()).add(wrapped)
-                        break
+                    self._note_layout(name, entries, restored_ttl)
+        self._after_restore(restored_ttl)
+
+    def _check_max_parallelism(self, max_parallelism: int) -> None:
+        if max_parallelism != self.max_parallelism:
+            raise StateError(
+                f"cannot restore keyed state taken with max parallelism {max_parallelism} into an "
+                f"operator with max parallelism {self.max_parallelism}: max parallelism cannot change between "
+                f"a savepoint and its restore; set_max_parallelism({max_parallelism}) on the operator"
+            )
+
+    def _note_layout(self, name: str, entries: dict[Any, Any], restored_ttl: dict[str, set[bool]]) -> None:
+        """Whether restored `entries` of `name` carry TTL timestamps: one entry tells, since a backend writes a
+        state in one layout."""
+        for value in entries.values():
+            wrapped = layout_for(self._kinds[name]).is_wrapped(value)
+            if wrapped is not None:
+                restored_ttl.setdefault(name, set()).add(wrapped)
+            return
+
+    def _after_restore(self, restored_ttl: dict[str, set[bool]]) -> None:
         self._conform_restored_ttl(restored_ttl)
         for cleanup in self._cleanups.values():
             cleanup.reset()  # restored values may be older than what a cleanup has seen
@@ -548,52 +580,10 @@ class _HeapBackendWithRecordCleanup(HeapKeyedStateBackend):
                 cleanup.run(now)
 
 
-class FrozenHeapState:
-    """A heap backend's state frozen for a checkpoint (the PendingKeyedSnapshot of the heap), not yet
-    partitioned by key group: `write` partitions and pickles it, off the task thread."""
-
-    __slots__ = ("max_parallelism", "key_group_range", "_tables", "_kinds")
-
-    def __init__(self, max_parallelism: int, key_group_range: range, tables: dict[str, dict[Any, Any]],
-                 kinds: dict[str, str]) -> None:
-        self.max_parallelism = max_parallelism
-        self.key_group_range = key_group_range
-        self._tables = tables
-        self._kinds = kinds
-
-    def write(self, writer: StateWriter) -> KeyGroupsStateHandle:
-        """The asynchronous part: partition by key group and pickle each group (the handle holds the bytes)."""
-        return KeyGroupsStateHandle.of(self.to_snapshot(), self.key_group_range)
-
-    def discard(self) -> None:
-        self._tables = {}
-
-    def to_snapshot(self) -> KeyedStateSnapshot:
-        """Partition by key group. This loop runs once per entry per checkpoint, so it inlines the int-key case
-        of `assign_to_key_group` (murmur fmix32 of the int's hash)."""
-        max_parallelism = self.max_parallelism
-        groups: dict[int, dict[str, dict[Any, Any]]] = {}
-        for name, table in self._tables.items():
-            buckets: list[dict[Any, Any] | None] = [None] * max_parallelism
-            for key, value in table.items():
-                if type(key) is int:
-                    h = hash(key) & 0xFFFFFFFF
-                    h ^= h >> 16
-                    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-                    h ^= h >> 13
-                    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-                    key_group = (h ^ (h >> 16)) % max_parallelism
-                else:
-                    key_group = assign_to_key_group(key, max_parallelism)
-                entries = buckets[key_group]
-                if entries is None:
-                    entries = buckets[key_group] = {}
-                entries[key] = value
-            for key_group, entries in enumerate(buckets):
-                if entries is None:
-                    continue
-                states = groups.get(key_group)
-                if states is None:
-                    states = groups[key_group] = {}
-                states[name] = entries
-        return KeyedStateSnapshot(max_parallelism, groups, dict(self._kinds))
+def _all_immutable(table: dict[Any, Any]) -> bool:
+    """Whether no value of `table` can change in place, checked at C speed: values of immutable types, or
+    tuples of them only (a keyed reduce's tuples)."""
+    types = set(map(type, table.values()))
+    if types <= _IMMUTABLE:
+        return True
+    return types == {tuple} and set(map(type, chain.from_iterable(table.values()))) <= _IMMUTABLE

@@ -74,7 +74,7 @@ from fluvial.state.rocksdb_native import (
     remove_database_directory,
 )
 from fluvial.state.rocksdb_snapshot import CanonicalScan, IncrementalUpload, UploadedFiles, download_native
-from fluvial.state.snapshot import IncrementalRocksDBStateHandle, KeyGroupsStateHandle, SnapshotType
+from fluvial.state.snapshot import CANONICAL_HANDLES, IncrementalRocksDBStateHandle, SnapshotType
 from fluvial.state.ttl import TtlPolicy, layout_for
 
 __all__ = ["RocksDBKeyedStateBackend", "RocksDBSnapshot"]
@@ -434,7 +434,7 @@ class RocksDBKeyedStateBackend:
         this subtask's key groups becomes the base of the next incremental checkpoint; any other is copied in
         and the next checkpoint uploads everything (Flink's NO_CLAIM: never build on files the job does not own)."""
         natives = [h for h in handles if isinstance(h, IncrementalRocksDBStateHandle)]
-        canonical = [h.to_snapshot(self.key_group_range) for h in handles if isinstance(h, KeyGroupsStateHandle)]
+        canonical = [h.to_snapshot(self.key_group_range) for h in handles if isinstance(h, CANONICAL_HANDLES)]
         if natives:
             directories = [download_native(handle, reader) for handle in natives]
             try:

@@ -7,6 +7,10 @@
 - EventLog: what a job's functions did, seen from the test whichever process they ran in.
 - ManualClock and ManualScheduledExecutor: time and threads a test controls.
 - wait_until: poll for what you wait on, never sleep and hope.
+- The fault harness: KeySequenceSource (per-key sequences) and SequenceVerifier (lost, duplicated and
+  out-of-order records), the exactly-once FileSink oracle (`verify_sequences`), and a seeded fault driver
+  (`run_trial`, FaultKind) that kills the job's process, raises in user code, corrupts checkpoints, fills the
+  checkpoint disk and makes its directory unwritable; `bench/soak.py` runs it at scale.
 """
 
 from __future__ import annotations
@@ -18,14 +22,22 @@ from fluvial.common.time import ManualClock
 from fluvial.testing.events import EventLog
 from fluvial.testing.execution import ExecutionMode, collect_job, environment, execution_modes, run_job
 from fluvial.testing.executors import ManualScheduledExecutor
+from fluvial.testing.faults import FaultKind, FaultTrial, FaultUnavailable, TrialResult, TrialSettings, run_trial
 from fluvial.testing.harness import ManualProcessingTime, OperatorHarness, OperatorSubtaskSnapshot
+from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
+from fluvial.testing.sequences import KeySequenceSource, SequenceVerifier
 from fluvial.testing.sources import Crash, End, Pause, ScriptCrash, ScriptedSource
 
 __all__ = [
     "Crash",
     "End",
     "EventLog",
+    "ExactlyOnceReport",
     "ExecutionMode",
+    "FaultKind",
+    "FaultTrial",
+    "FaultUnavailable",
+    "KeySequenceSource",
     "ManualClock",
     "ManualProcessingTime",
     "ManualScheduledExecutor",
@@ -34,10 +46,15 @@ __all__ = [
     "Pause",
     "ScriptCrash",
     "ScriptedSource",
+    "SequenceVerifier",
+    "TrialResult",
+    "TrialSettings",
     "collect_job",
     "environment",
     "execution_modes",
     "run_job",
+    "run_trial",
+    "verify_sequences",
     "wait_until",
 ]
 

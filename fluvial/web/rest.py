@@ -19,6 +19,7 @@ Routes:
   GET  /jobs/:jobid                      jid, name, state, times, vertices (with their I/O metrics), plan
   PATCH /jobs/:jobid?mode=cancel         cancel → 202
   GET  /jobs/:jobid/plan                 the dataflow plan
+  GET  /jobs/:jobid/details              fluvial's: the JobDetails pickled (a remote JobClient's get_job_details)
   GET  /jobs/:jobid/metrics[?get=a,b]    the job's metrics (uptime, numRestarts, checkpoints)
   GET  /jobs/:jobid/exceptions           the root exception and the exception history
   GET  /jobs/:jobid/checkpoints          counts, latest, history, summary
@@ -74,6 +75,7 @@ logger = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
+DETAILS_MEDIA_TYPE = "application/x-fluvial-job-details"
 COLLECT_MEDIA_TYPE = "application/x-fluvial-collect"
 COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
@@ -151,6 +153,7 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/jobs/{job_id}", api.job, methods=["GET"]),
         Route("/jobs/{job_id}", api.terminate, methods=["PATCH"]),
         Route("/jobs/{job_id}/plan", api.plan, methods=["GET"]),
+        Route("/jobs/{job_id}/details", api.details, methods=["GET"]),
         Route("/jobs/{job_id}/metrics", api.job_metrics, methods=["GET"]),
         Route("/jobs/{job_id}/exceptions", api.exceptions, methods=["GET"]),
         Route("/jobs/{job_id}/checkpoints", api.checkpoints, methods=["GET"]),
@@ -215,6 +218,11 @@ class _Api:
 
     def job(self, request: Request) -> Response:
         return JSONResponse(views.job_json(self._view(request)))
+
+    def details(self, request: Request) -> Response:
+        """fluvial's own: the JobDetails object itself, pickled, for a remote JobClient's get_job_details()
+        (plain data; unpickling it trusts this server, as a client that submitted code to it does)."""
+        return Response(pickle.dumps(self._view(request).details, protocol=5), media_type=DETAILS_MEDIA_TYPE)
 
     def plan(self, request: Request) -> Response:
         return JSONResponse(views.plan_json(self._view(request).details))

@@ -519,6 +519,87 @@ def test_rescale_two_to_one(factory: Factory, source: str, target: str) -> None:
     assert _entries(merged.snapshot_key_groups()) == expected
 
 
+class _InlineWriter:
+    """A StateWriter keeping every blob inline (what JobManagerCheckpointStorage does)."""
+
+    def write(self, name: str, data: bytes) -> Any:
+        from fluvial.checkpoint.metadata import ByteStreamStateHandle, checksum
+
+        return ByteStreamStateHandle(name, data, checksum(data))
+
+    write_shared = write
+
+
+def _through_handles(old: list[Any], new: list[Any], snapshot_type: Any) -> None:
+    """Each old backend's snapshot of `snapshot_type` written to a handle; every handle restored into each
+    new backend, as a restore hands every overlapping old subtask's handle to a new subtask."""
+    from fluvial.checkpoint.storage import read_state_handle
+
+    handles = [backend.snapshot(1, snapshot_type).write(_InlineWriter()) for backend in old]
+    for backend in new:
+        backend.restore(handles, read_state_handle, 1)
+
+
+@pytest.mark.parametrize("snapshot_type", ["CHECKPOINT", "SAVEPOINT"])
+@pytest.mark.parametrize("before, after", [(1, 1), (1, 3), (3, 2), (2, 1)])
+@pytest.mark.parametrize("source, target", PAIRS)
+def test_written_snapshots_restore_at_any_parallelism(factory: Factory, source: str, target: str, before: int,
+                                                      after: int, snapshot_type: str) -> None:
+    """The asynchronous part's handles (heap tables or key groups, RocksDB files or key groups) restore into
+    every backend at the same and at another parallelism: each key lands in exactly the subtask owning it."""
+    from fluvial.state.snapshot import SnapshotType
+
+    keys = [f"user-{i}" for i in range(120)] + list(range(80)) + [("tuple", 1), None]
+    old = [factory(source, key_group_range_for_operator(MAX_PARALLELISM, before, i)) for i in range(before)]
+    for backend in old:
+        _fill(backend, [k for k in keys if assign_to_key_group(k, MAX_PARALLELISM) in backend.key_group_range])
+    expected = {}
+    for backend in old:
+        for name, entries in _entries(backend.snapshot_key_groups()).items():
+            expected.setdefault(name, {}).update(entries)
+    new = [factory(target, key_group_range_for_operator(MAX_PARALLELISM, after, i)) for i in range(after)]
+    _through_handles(old, new, SnapshotType[snapshot_type])
+    restored: dict[str, dict[Any, Any]] = {}
+    for backend in new:
+        owned = {k for k in keys if assign_to_key_group(k, MAX_PARALLELISM) in backend.key_group_range}
+        assert set(backend.keys("v")) == owned
+        for name, entries in _entries(backend.snapshot_key_groups()).items():
+            restored.setdefault(name, {}).update(entries)
+    assert restored == expected
+
+
+def test_heap_checkpoints_are_tables_and_savepoints_key_groups() -> None:
+    """Checkpoints pay no per-entry key-group hashing (defect 13); savepoints stay canonical by key group."""
+    from fluvial.state.snapshot import KeyedTablesStateHandle, KeyGroupsStateHandle, SnapshotType
+
+    backend = HeapKeyedStateBackend(MAX_PARALLELISM, range(MAX_PARALLELISM))
+    _fill(backend, range(10))
+    assert isinstance(backend.snapshot(1, SnapshotType.CHECKPOINT).write(_InlineWriter()), KeyedTablesStateHandle)
+    assert isinstance(backend.snapshot(2, SnapshotType.SAVEPOINT).write(_InlineWriter()), KeyGroupsStateHandle)
+
+
+def test_heap_checkpoint_and_restore_at_the_same_parallelism_hash_no_key(monkeypatch) -> None:
+    """The per-entry key-group loop is what made heap checkpoints slow: neither the checkpoint's asynchronous
+    part nor a restore into the same key groups may run it."""
+    import fluvial.state.snapshot as snapshot_module
+    from fluvial.checkpoint.storage import read_state_handle
+    from fluvial.state.snapshot import SnapshotType
+
+    backend = HeapKeyedStateBackend(MAX_PARALLELISM, key_group_range_for_operator(MAX_PARALLELISM, 2, 1))
+    _fill(backend, [k for k in range(100) if assign_to_key_group(k, MAX_PARALLELISM) in backend.key_group_range])
+    expected = backend.snapshot_key_groups()
+
+    def no_hashing(*args: Any) -> Any:
+        raise AssertionError("a key group was computed")
+
+    monkeypatch.setattr(snapshot_module, "key_groups_of", no_hashing)
+    handle = backend.snapshot(1, SnapshotType.CHECKPOINT).write(_InlineWriter())
+    restored = HeapKeyedStateBackend(MAX_PARALLELISM, backend.key_group_range)
+    restored.restore([handle], read_state_handle, 1)
+    monkeypatch.undo()
+    assert restored.snapshot_key_groups() == expected
+
+
 def test_restore_replaces_a_keys_entry(backend: Any, factory: Factory, kind: str) -> None:
     source = factory(kind)
     source.current_key = "k"

@@ -12,7 +12,6 @@ whatever the first process wrote after its latest completed checkpoint stays hid
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import pytest
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.testing import wait_until
 from tests.processes import alive, descendants
+from fluvial.testing.faults import completed_checkpoints
 
 JOB = Path(__file__).with_name("checkpointed_job.py")
 KEYS = 7
@@ -38,16 +38,6 @@ def start_job(checkpoints: Path, out: Path, parallelism: int, n: int, threshold:
         args.append(restore)
     log = open(out.parent / f"{out.name}-{'restore' if restore else 'first'}.log", "wb")
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[2])
-
-
-def completed_checkpoints(checkpoints: Path) -> dict[int, Path]:
-    """chk id → directory, for every checkpoint whose `_metadata` exists (written last, atomically)."""
-    found = {}
-    for metadata in checkpoints.glob("*/chk-*/_metadata"):
-        match = re.fullmatch(r"chk-(\d+)", metadata.parent.name)
-        if match:
-            found[int(match.group(1))] = metadata.parent
-    return found
 
 
 def kill_after_checkpoints(process: subprocess.Popen, checkpoints: Path, at_least: int, timeout: float = 60) -> None:

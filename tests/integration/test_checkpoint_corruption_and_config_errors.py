@@ -2,7 +2,8 @@
 
 - The latest completed checkpoint damaged on disk (a state file flipped, truncated or deleted), then a failure:
   the restore reads that checkpoint, detects the damage by size and CRC, and the job fails with an error
-  naming the damaged file — it never quietly restores an older retained checkpoint instead.
+  naming the damaged file — it never quietly restores an older retained checkpoint instead, and it fails at
+  once: a restart strategy that allows a hundred restarts makes no difference (issue 13, defect 5).
 - A `_metadata` file damaged, or a path holding no checkpoint at all, given as execution.savepoint.path: the
   submission fails naming the path.
 - A checkpoint interval under 10 ms, a checkpoint directory whose parent does not exist: clear errors.
@@ -96,7 +97,7 @@ def counting_job(tmp_path, base, function: MapFunction, configuration: Configura
     config = env.get_checkpoint_config()
     config.set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0))
     config.set_num_retained(3)
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(2, 20))
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(100, 20))
     sink = (
         FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
@@ -133,6 +134,9 @@ def test_damaged_latest_checkpoint_fails_the_restore_naming_the_file(tmp_path, h
     assert damaged_file in str(error.__cause__)
     assert damaged_file in str(error)
     assert f"chk-{damaged_id}" in str(error)
+    details = client.get_job_details().result(timeout=5)
+    assert details.restarts == 1, "the damaged checkpoint was restored more than once: a restart loop"
+    assert details.last_failure.exception == "CorruptCheckpointError" and not details.last_failure.restartable
 
 
 def completed_checkpoint_dir(tmp_path) -> str:

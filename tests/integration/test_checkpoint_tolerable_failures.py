@@ -2,6 +2,10 @@
 checkpoint fails the job with a message about consecutive checkpoint failures whose cause chain says what went
 wrong; with a high tolerable number the job keeps running and its output is complete.
 
+A bounded job commits its last output through a final checkpoint (FLIP-147), so one whose every checkpoint
+fails cannot finish; the tests where no checkpoint ever succeeds turn `checkpoints-after-tasks-finish` off, and
+the job commits its last output at end of input, as before FLIP-147.
+
 Three real ways for a checkpoint to fail:
 - a state larger than JobManagerCheckpointStorage's max_state_size (the asynchronous part declines);
 - the checkpoint directory replaced by a plain file mid-run (writing the state fails, the task declines);
@@ -67,9 +71,15 @@ def visible_lines(base) -> list[str]:
     return lines
 
 
+def without_final_checkpoint():
+    from fluvial.common import Configuration
+
+    return Configuration().set_string("execution.checkpointing.checkpoints-after-tasks-finish", "false")
+
+
 def build_job(tmp_path, n: int, slow: MapFunction, *, tolerable: int, storage, mode: ExecutionMode,
-              timeout_ms: int | None = None, slow_after_shuffle: bool = False):
-    env = environment(mode)
+              timeout_ms: int | None = None, slow_after_shuffle: bool = False, configuration=None):
+    env = environment(mode, configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(50)
     config = env.get_checkpoint_config()
@@ -136,7 +146,7 @@ def test_state_over_max_state_size_fails_the_job_when_nothing_is_tolerated(tmp_p
 def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path, mode):
     n = 8_000
     env = build_job(tmp_path, n, Slow(20), tolerable=1_000_000, storage=JobManagerCheckpointStorage(max_state_size=8),
-                    mode=mode)
+                    mode=mode, configuration=without_final_checkpoint())
     client = env.execute_async("tolerated checkpoint failures")
     client.get_job_execution_result().result(timeout=50)
     assert client._job_master.checkpointing.store.latest() is None, "a checkpoint completed: nothing failed"
@@ -161,7 +171,8 @@ def break_checkpoint_dir_after_first_checkpoint(base, client, broken: threading.
 def start_with_breaking_dir(tmp_path, n: int, tolerable: int, mode: ExecutionMode):
     base = tmp_path / "checkpoints"
     storage = FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0)
-    env = build_job(tmp_path, n, Slow(10), tolerable=tolerable, storage=storage, mode=mode)
+    env = build_job(tmp_path, n, Slow(10), tolerable=tolerable, storage=storage, mode=mode,
+                    configuration=without_final_checkpoint())
     client = env.execute_async("breaking checkpoint dir")
     broken = threading.Event()
     breaker = threading.Thread(target=break_checkpoint_dir_after_first_checkpoint, args=(base, client, broken))
@@ -247,7 +258,8 @@ def test_tolerable_failures_from_configuration_key(tmp_path, tolerated):
     from fluvial.common import Configuration
 
     n = 8_000
-    configuration = Configuration().set_string("execution.checkpointing.tolerable-failed-checkpoints", tolerated)
+    configuration = without_final_checkpoint().set_string("execution.checkpointing.tolerable-failed-checkpoints",
+                                                          tolerated)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     assert env.get_checkpoint_config().get_tolerable_checkpoint_failure_number() == int(tolerated)
     env.set_parallelism(1)

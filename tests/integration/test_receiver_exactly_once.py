@@ -70,6 +70,8 @@ class LineServer:
         self.connections = 0
         self.unacknowledged_drops = 0  # ack mode: connections that dropped holding a batch not acknowledged
         self.finished = threading.Event()
+        self.hold_at: int | None = None  # ack mode: serve nothing past this line until `resume` is set
+        self.resume = threading.Event()
         self.errors: list[BaseException] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.2)
@@ -123,6 +125,9 @@ class LineServer:
             if self.cursor >= len(self.lines):
                 connection.sendall(b"EOF\n")
                 return
+            while self.hold_at is not None and self.cursor >= self.hold_at and not self.resume.is_set():
+                if self._closing.wait(0.01):
+                    return
             batch = self.lines[self.cursor:self.cursor + self.chunk]
             connection.sendall("".join(f"{text}\n" for text in batch).encode() + b"END\n")
             if reader.readline() != "ACK\n":

@@ -65,7 +65,7 @@ class DeleteLogs:
         self.checkpoints = str(checkpoints)
 
     def __call__(self) -> None:
-        logs = [p for p in Path(self.checkpoints).glob("*/received*") if p.is_dir()]
+        logs = [p for p in Path(self.checkpoints).rglob("received*") if p.is_dir()]
         assert logs, f"no write-ahead log under {self.checkpoints} to delete"
         for directory in logs:
             shutil.rmtree(directory)
@@ -75,7 +75,7 @@ def test_deleting_the_write_ahead_logs_mid_stream_loses_nothing(tmp_path, mode):
     env = environment(tmp_path / "checkpoints", mode)
     stream = env.add_receiver(BatchReceiver(BATCHES // 2, DeleteLogs(tmp_path / "checkpoints")), "batches")
     assert sorted(stream.execute_and_collect()) == list(range(BATCHES * BATCH))
-    assert list((tmp_path / "checkpoints").glob("*/receivedData/*/log-*")), "the data log was not recreated"
+    assert list((tmp_path / "checkpoints").glob("receivers/*/*/receivedData/log-*")), "the data log was not recreated"
 
 
 class FullDisk:

@@ -39,6 +39,7 @@ from fluvial.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -291,6 +292,8 @@ class TaskManagerProcesses:
             job_master.acknowledge_checkpoint(message)
         elif isinstance(message, DeclineCheckpoint):
             job_master.decline_checkpoint(message)
+        elif isinstance(message, TaskEndOfData):
+            job_master.notify_end_of_data(message)
         elif isinstance(message, MetricsSnapshot):
             job_master.report_metrics(message)
         else:

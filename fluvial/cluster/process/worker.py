@@ -31,6 +31,7 @@ from fluvial.cluster.messages import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     ReleaseJob,
+    TaskEndOfData,
     TaskExecutionState,
     TriggerCheckpoint,
 )
@@ -78,6 +79,9 @@ class ControlLink:
         self.send(message)
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
+        self.send(message)
+
+    def notify_end_of_data(self, message: TaskEndOfData) -> None:
         self.send(message)
 
     def report_metrics(self, message: MetricsSnapshot) -> None:

@@ -101,6 +101,9 @@ class RemoteJobClient(JobClient):
     def get_job_status(self) -> CompletableFuture:
         return _now(lambda: JobStatus[self._rest.job(self._job_id)["state"]])
 
+    def get_job_details(self) -> CompletableFuture:
+        return _now(lambda: self._rest.details(self._job_id))
+
     def cancel(self) -> CompletableFuture:
         """Sent before it returns: a program that cancels its job and exits leaves nothing running."""
         return _now(lambda: self._rest.cancel(self._job_id))

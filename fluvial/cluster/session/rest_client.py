@@ -136,6 +136,10 @@ class RestClusterClient:
     def exceptions(self, job_id: str) -> dict[str, Any]:
         return self._json("GET", f"/jobs/{job_id}/exceptions")
 
+    def details(self, job_id: str) -> Any:
+        """The job's JobDetails (fluvial's GET /jobs/:jobid/details)."""
+        return pickle.loads(self._request("GET", f"/jobs/{job_id}/details", None, "application/json"))  # noqa: S301
+
     # -- changing (token-guarded) --------------------------------------------------------------------------------
 
     def submit(self, job_graph: bytes) -> str:

@@ -120,6 +120,7 @@ class ReceiverSplit:
     split_id: str
     stream_id: int
     position: int = -1  # sequence number of the last block emitted (-1: none yet)
+    log: str | None = None  # the stream's write-ahead log directory, once known: a restored run reads it again
 
 
 class ReceiverSource(Source[ReceiverSplit]):
@@ -141,7 +142,7 @@ class ReceiverSource(Source[ReceiverSplit]):
                 f"the receiver source of stream {self.stream_id} was started without its TaskManager's receiver "
                 "services: run it inside a job (env.add_receiver), not by hand"
             )
-        return ReceiverSourceReader(task_info.receivers, self.stream_id, self.receiver)
+        return ReceiverSourceReader(task_info.receivers, self.stream_id, self.receiver, task_info.operator_id)
 
     def max_parallelism(self) -> int:
         return 1
@@ -153,17 +154,22 @@ class ReceiverSource(Source[ReceiverSplit]):
 class ReceiverStreams(Protocol):
     """A TaskManager's receivers of one job, as a receiver source reader sees them."""
 
-    def stream(self, stream_id: int, receiver: "Receiver") -> Any:
+    def stream(self, stream_id: int, receiver: "Receiver", operator_id: str = "",
+               log_directory: str | None = None) -> Any:
         """The services (tracker, block handler, supervisor) of stream `stream_id`, its receiver started on
-        first use and kept running across failovers of the job's tasks."""
+        first use and kept running across failovers of the job's tasks. With the write-ahead log on, a new
+        stream's logs live in `log_directory` (what a restored checkpoint names), else in a new directory keyed
+        by `operator_id` and the stream (fluvial.receiver.services)."""
         ...
 
 
 class ReceiverSourceReader(SourceReader[ReceiverSplit]):
-    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: "Receiver") -> None:
+    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: "Receiver",
+                 operator_id: str = "") -> None:
         self._receivers = receivers
         self._stream_id = stream_id
         self._receiver = receiver
+        self._operator_id = operator_id
         self._split: ReceiverSplit | None = None
         self._services: Any = None
         self._positions: dict[int, int] = {}  # checkpoint id -> position it holds
@@ -174,15 +180,24 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
             self._split = splits[0]
 
     def _lookup(self) -> Any:
+        """The stream's services, found (or started) on first use. A split restored from a checkpoint resumes
+        there: the tracker numbers on from its position, and the split records where the stream's log lives."""
         if self._services is None:
-            self._services = self._receivers.stream(self._stream_id, self._receiver)
+            split = self._split
+            services = self._receivers.stream(self._stream_id, self._receiver, self._operator_id,
+                                              split.log if split is not None else None)
+            if split is not None:
+                if split.position >= 0:
+                    services.tracker.resume_after(split.stream_id, split.position)
+                self._split = replace(split, log=services.log_directory)
+            self._services = services
         return self._services
 
     def poll(self, max_records: int) -> list | None:
-        split = self._split
-        if split is None:
+        if self._split is None:
             return None
         services = self._lookup()
+        split = self._split
         ended = services.stream_ended(split.stream_id)  # read before the blocks: no block can follow the end
         blocks = services.tracker.blocks_after(split.stream_id, split.position)
         if not blocks:

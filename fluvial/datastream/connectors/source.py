@@ -45,9 +45,12 @@ class SourceSplit(Protocol):
 @dataclass(frozen=True)
 class SourceReaderContext(TaskInfo):
     """What a reader is built with: who its subtask is (every TaskInfo field), and the services its TaskManager
-    offers readers — `receivers`, the receiver streams of the job (for receiver sources), else None."""
+    offers readers — `receivers`, the receiver streams of the job (for receiver sources), else None.
+    `operator_id` is the source operator's id (its uid, else its position in the job): what stays the same when
+    the job runs again, so what a reader keeps outside checkpoints is found again by a restored run."""
 
     receivers: Any = None
+    operator_id: str = ""
 
 
 class SourceReader(abc.ABC, Generic[SplitT]):

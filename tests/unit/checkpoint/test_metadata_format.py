@@ -153,7 +153,8 @@ _file = st.builds(FileStateHandle, st.one_of(
     _names.map(lambda n: f"{DIRECTORY}/{n}"), _names.map(lambda n: f"memory:///other/{n}")),
     st.integers(0, 2**40), _checksums)
 _handles = st.lists(_inline | _file, max_size=3)
-_subtasks = st.builds(SubtaskState, _handles, _handles, st.dictionaries(st.text(), _json_values, max_size=3), _handles)
+_subtasks = st.builds(SubtaskState, _handles, _handles, st.dictionaries(st.text(), _json_values, max_size=3), _handles,
+                      st.booleans())
 
 
 @st.composite
@@ -171,3 +172,15 @@ def _metadata(draw) -> CheckpointMetadata:
 @given(_metadata())
 def test_metadata_round_trips_through_its_own_directory(metadata):
     assert decode_metadata(encode_metadata(metadata, DIRECTORY), f"{DIRECTORY}/_metadata") == metadata
+
+
+def test_version_2_files_still_read_with_no_subtask_finished():
+    """Version 3 added `finished` (FLIP-147); a checkpoint written before it restores as it always did."""
+    document = _document(_sample(ByteStreamStateHandle("s", b"x", checksum(b"x"))))
+    for operator in document["operators"]:
+        for subtask in operator["subtasks"]:
+            assert subtask.pop("finished") is False
+    metadata = decode_metadata(_blob(json.dumps(document).encode(), version=2), f"{DIRECTORY}/_metadata")
+    assert not metadata.operator_states["op"].subtask_states[1].finished
+    with pytest.raises(CorruptCheckpointError, match="wrong keys.*missing finished"):
+        decode_metadata(_blob(json.dumps(document).encode()), f"{DIRECTORY}/_metadata")

@@ -168,7 +168,7 @@ def test_a_savepoint_goes_to_the_sources_and_completes_with_every_ack(tmp_path) 
     rig.settle()
     completed = answer.result(0)
     assert completed.is_savepoint and completed.metadata_location.startswith(f"file://{tmp_path}/savepoint-")
-    assert [m.checkpoint_id for m in rig.gateway.of("complete")] == [1]
+    assert rig.gateway.of("complete") == []  # a savepoint of a running job commits nothing (Flink 1.15+)
 
 
 def test_periodic_checkpoints_and_declines_travel_as_mails(caplog) -> None:

@@ -127,7 +127,7 @@ def test_a_failure_restarts_every_subtask_after_the_back_off(caplog) -> None:
     assert rig.scheduler.status is JobStatus.RUNNING and rig.scheduler.restarts == 1
     assert [m.spec.attempt for m in rig.gateway.of("deploy")] == [1, 1, 1]
     assert rig.states() == [S.DEPLOYING] * 3
-    assert "map' in map (1/2) failed with ValueError: boom; restarting (restart 1)" in caplog.text
+    assert "map' in map (1/2) (attempt 0) failed with ValueError: boom; restarting (restart 1)" in caplog.text
     assert f"restarting in {DELAY} ms" in caplog.text and "switched from RESTARTING to RUNNING" in caplog.text
 
 

@@ -111,7 +111,8 @@ def test_blocks_come_out_in_order_one_per_poll_and_the_end_comes_after_the_last(
     assert reader.poll(100) == [0, 1, 2, 3, 4]  # blocks stored before stop still come out
     wait_until(lambda: lookup(job_id).stream_ended(STREAM), what="the end of the stream")
     assert reader.poll(100) is None
-    assert reader.snapshot_state() == [ReceiverSplit(f"receiver-{STREAM}", STREAM, 2)]
+    assert reader.snapshot_state() == [ReceiverSplit(f"receiver-{STREAM}", STREAM, 2, lookup(job_id).log_directory)]
+    assert (lookup(job_id).log_directory is not None) is wal
 
 
 def test_a_restored_reader_replays_exactly_the_blocks_after_its_checkpointed_position(job):

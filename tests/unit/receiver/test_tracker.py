@@ -197,3 +197,30 @@ def test_recover_without_a_wal_recovers_nothing():
     assert tracker.recover() == 0
     assert tracker.state is TrackerState.ACTIVE
     assert tracker.wal_enabled is False
+
+
+def test_a_tracker_that_never_numbered_a_restored_position_resumes_after_it(tmp_path):
+    """A run restored from a checkpoint whose tracker lost its state (no write-ahead log): the source neither
+    waits on numbers that will never come nor skips the blocks that come next (issue 13, defect 1)."""
+    tracker = ReceiverTracker([0])
+    tracker.resume_after(0, 41)
+    assert tracker.blocks_after(0, 41) == []
+    tracker.add_block(info(0, 7))
+    assert [b.sequence_number for b in tracker.tracked_blocks(0)] == [42]
+    assert ids(tracker.blocks_after(0, 41)) == [7]
+    with_log = ReceiverTracker([0], tmp_path / "log")
+    with_log.recover()
+    with_log.resume_after(0, 9)
+    with_log.stop()
+    recovered = ReceiverTracker([0], tmp_path / "log")
+    recovered.recover()
+    assert recovered.next_sequence_number(0) == 10, "the resumed numbering was not logged"
+
+
+def test_resuming_a_tracker_that_knows_the_position_changes_nothing():
+    tracker = ReceiverTracker([0])
+    for unique in range(3):
+        tracker.add_block(info(0, unique))
+    tracker.resume_after(0, 0)
+    assert ids(tracker.blocks_after(0, 0)) == [1, 2]
+    assert tracker.next_sequence_number(0) == 3

@@ -23,7 +23,14 @@ from fluvial.runtime.input_processor import (
     StepResult,
 )
 from fluvial.runtime.output import Output
-from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier, RecordBatch, Watermark, WatermarkStatus
+from fluvial.runtime.records import (
+    END_OF_INPUT,
+    END_OF_PARTITION,
+    CheckpointBarrier,
+    RecordBatch,
+    Watermark,
+    WatermarkStatus,
+)
 from fluvial.testing import ManualProcessingTime
 
 # -- SourceInput ----------------------------------------------------------------------------------------------------
@@ -292,12 +299,15 @@ def test_at_least_once_barriers_never_block() -> None:
 
 
 def test_a_channel_that_ends_no_longer_holds_up_an_alignment() -> None:
+    """END_OF_INPUT is the end of data: the channel still brings the barriers of the producer's final checkpoint
+    (FLIP-147). END_OF_PARTITION ends the channel: alignment no longer waits for it."""
     checkpoints = Checkpoints()
     gate, channels, head = network_input([0, 0], barriers=BarrierHandler(2, True, checkpoints))
     channels[0].push(CheckpointBarrier(4, 0))
+    channels[1].push(END_OF_INPUT)
     drain(gate)
     assert checkpoints.taken == []
-    channels[1].push(END_OF_INPUT)
+    channels[1].push(END_OF_PARTITION)
     drain(gate)
     assert checkpoints.taken == [4]
 

@@ -1,0 +1,320 @@
+"""A seeded fault driver: runs the fault job (`fluvial.testing.fault_job`) in a process of its own and injects
+faults into it while it runs, then judges its committed output with the exactly-once oracle.
+
+One trial, numbered:
+1. The job starts on a fresh directory (its checkpoints on a small tmpfs when the plan fills the disk).
+2. For each fault of the seeded plan: wait until a checkpoint completed since the last fault (so every fault
+   hits a job that made progress), wait a random moment more, inject it, and time the recovery — from the
+   fault to the first checkpoint completed after it (a new attempt, or a new process, resumed work).
+3. The job runs to its end; the committed output must hold every record exactly once (lost, duplicated and
+   out-of-order all 0). A corrupted checkpoint is the exception: the job must fail at once, naming the damaged
+   file, and what it committed before must be free of duplicates.
+
+The faults (FaultKind):
+- KILL: SIGKILL of the job's process — JobMaster and TaskManagers at once in thread mode; the trial starts the
+  job again from its latest completed checkpoint, as an operator would.
+- RAISE: a user function raises (the job's FaultInjector claims a trigger file): a failover.
+- CORRUPT: the job is killed, a state file of its latest completed checkpoint damaged, and the job started
+  from that checkpoint.
+- FILL_DISK: the checkpoint directory (a tmpfs of `disk_bytes`) is filled for a moment: checkpoints fail with
+  ENOSPC until the filler is removed. Mounting a tmpfs needs privileges (root, or CAP_SYS_ADMIN); where that
+  fails the fault is FaultUnavailable, never faked.
+- UNWRITABLE: the job's checkpoint directory is made read-only for a moment (a read-only bind mount for root,
+  whom file modes do not stop; `chmod 0500` for anyone else).
+- KILL_TASKMANAGER: the kill of one TaskManager process, once TaskManagers run as processes: the driver asks
+  the job's TaskManagerProcesses for their pids. Thread mode has none (FaultUnavailable).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
+
+
+class FaultKind(enum.Enum):
+    KILL = "kill the job's process"
+    RAISE = "raise in user code"
+    CORRUPT = "corrupt the latest checkpoint"
+    FILL_DISK = "fill the checkpoint disk"
+    UNWRITABLE = "make the checkpoint directory unwritable"
+    KILL_TASKMANAGER = "kill a TaskManager process"
+
+
+class FaultUnavailable(RuntimeError):
+    """A fault this machine or this execution mode cannot inject; the message says what is missing."""
+
+
+class TaskManagerProcesses(Protocol):
+    """The seam for KILL_TASKMANAGER: the pids of a job's TaskManager processes (process mode)."""
+
+    def pids(self) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    keys: int = 20
+    per_key: int = 1000
+    rate: int = 4000  # records per second per source subtask
+    parallelism: int = 2
+    backend: str = "hashmap"
+    interval_ms: int = 100
+    disk_bytes: int = 8 * 1024 * 1024
+    timeout_s: float = 120.0
+
+
+@dataclass
+class TrialResult:
+    seed: int
+    settings: TrialSettings
+    faults: Counter = field(default_factory=Counter)
+    recovery_ms: list[float] = field(default_factory=list)
+    report: ExactlyOnceReport | None = None
+    outcome: str = "ok"  # "ok", "failed as expected: ..." (CORRUPT), or what went wrong
+
+    @property
+    def passed(self) -> bool:
+        if self.outcome.startswith("failed as expected"):
+            return self.report is not None and self.report.duplicated == 0 and self.report.out_of_order == 0
+        return self.outcome == "ok" and self.report is not None and self.report.exactly_once
+
+
+def completed_checkpoints(directory: Path) -> dict[int, Path]:
+    """chk id → directory of every completed checkpoint under `directory` (its `_metadata` is written last)."""
+    found = {}
+    for metadata in directory.glob("*/chk-*/_metadata"):
+        match = re.fullmatch(r"chk-(\d+)", metadata.parent.name)
+        if match:
+            found[int(match.group(1))] = metadata.parent
+    return found
+
+
+class FaultTrial:
+    """One seeded trial (module docstring) in `workdir`, injecting `plan` (fault kinds, in order)."""
+
+    def __init__(self, workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),
+                 task_managers: TaskManagerProcesses | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.random = random.Random(seed)
+        self.plan = list(plan)
+        self.settings = settings
+        self.result = TrialResult(seed, settings)
+        self._task_managers = task_managers
+        self.checkpoints = self.workdir / "checkpoints"
+        self.out = self.workdir / "out"
+        self.triggers = self.workdir / "triggers"
+        self._process: subprocess.Popen | None = None
+        self._runs = 0
+        self._mounts: list[Path] = []
+        self._triggered = 0
+
+    # -- the trial ----------------------------------------------------------------------------------------------
+
+    def run(self) -> TrialResult:
+        for directory in (self.checkpoints, self.out, self.triggers, self.workdir / "tmp"):
+            directory.mkdir(parents=True, exist_ok=True)
+        try:
+            if FaultKind.FILL_DISK in self.plan:
+                self._mount_tmpfs(self.checkpoints)
+            self._start()
+            for kind in self.plan:
+                if self._finished():
+                    break  # the stream ended before the rest of the plan: those faults are not injected
+                self._await_progress()
+                time.sleep(self.random.uniform(0, 0.3))
+                if self._inject(kind) is False:
+                    return self._judge()
+            self._await_end()
+            return self._judge()
+        except FaultUnavailable:
+            raise
+        except Exception as error:  # noqa: BLE001 - a trial that cannot go on is reported, not raised
+            self.result.outcome = f"{type(error).__name__}: {error}"
+            return self._judge()
+        finally:
+            self._stop()
+            for mount in reversed(self._mounts):
+                subprocess.run(["umount", str(mount)], check=False, capture_output=True)
+
+    def _judge(self) -> TrialResult:
+        self.result.report = verify_sequences(self.out, self.settings.keys, self.settings.per_key)
+        return self.result
+
+    def _start(self, restore: Path | None = None) -> None:
+        s = self.settings
+        args = [sys.executable, "-m", "fluvial.testing.fault_job", "--checkpoints", str(self.checkpoints),
+                "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
+                "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
+                "--backend", s.backend, "--interval-ms", str(s.interval_ms)]
+        if restore is not None:
+            args += ["--restore", str(restore)]
+        self._runs += 1
+        log = open(self.workdir / f"run-{self._runs}.log", "wb")
+        env = dict(os.environ, TMPDIR=str(self.workdir / "tmp"))
+        self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+
+    def _stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(30)
+
+    def _finished(self) -> bool:
+        return self._process is not None and self._process.poll() == 0
+
+    def _latest(self) -> int:
+        return max(completed_checkpoints(self.checkpoints), default=0)
+
+    def _await_progress(self, since: int | None = None) -> None:
+        """Until a checkpoint completed after checkpoint `since` (default: the latest now), or the job finished
+        (its final checkpoint is one)."""
+        since = self._latest() if since is None else since
+        self._wait(lambda: self._latest() > since or self._finished(), "a checkpoint after the last fault")
+
+    def _wait(self, condition, what: str, timeout: float | None = None) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + (timeout or self.settings.timeout_s)
+        while not condition():
+            if self._process is not None and self._process.poll() not in (None, 0):
+                raise RuntimeError(f"the job ended (exit {self._process.returncode}) while waiting for {what}; "
+                                   f"see {self.workdir}/run-{self._runs}.log")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {what} within {timeout or self.settings.timeout_s} s")
+            time.sleep(0.005)
+
+    def _await_end(self) -> None:
+        process = self._process
+        try:
+            code = process.wait(self.settings.timeout_s)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"the job did not finish within {self.settings.timeout_s} s") from None
+        if code != 0:
+            raise RuntimeError(f"the job failed (exit {code}); see {self.workdir}/run-{self._runs}.log")
+
+    def _recovered_after(self, before: int, started: float) -> None:
+        self._await_progress(before)
+        self.result.recovery_ms.append((time.monotonic() - started) * 1000)
+
+    # -- faults -------------------------------------------------------------------------------------------------
+
+    def _inject(self, kind: FaultKind) -> bool | None:
+        """Inject one fault and wait for the recovery; False when the trial ends with it (CORRUPT)."""
+        before, started = self._latest(), time.monotonic()
+        self.result.faults[kind] += 1
+        if kind is FaultKind.KILL:
+            self._process.send_signal(signal.SIGKILL)
+            self._process.wait(30)
+            self._start(restore=completed_checkpoints(self.checkpoints)[self._latest()])
+        elif kind is FaultKind.RAISE:
+            self._trigger()
+        elif kind is FaultKind.CORRUPT:
+            return self._corrupt_then_fail()
+        elif kind is FaultKind.FILL_DISK:
+            self._fill_disk_for(self.random.uniform(0.3, 1.0))
+        elif kind is FaultKind.UNWRITABLE:
+            self._unwritable_for(self.random.uniform(0.3, 1.0))
+        elif kind is FaultKind.KILL_TASKMANAGER:
+            self._kill_task_manager()
+        self._recovered_after(before, started)
+        return None
+
+    def _trigger(self) -> None:
+        self._triggered += 1
+        (self.triggers / f"raise-{self._triggered}").touch()
+
+    def _corrupt_then_fail(self) -> bool:
+        """Kill the job, damage a state file of its latest checkpoint and start it from there: it must fail at
+        once naming the file. (Killed first: a running job would take a newer, intact checkpoint before a
+        failover reached the damaged one.)"""
+        self._process.send_signal(signal.SIGKILL)
+        self._process.wait(30)
+        latest = completed_checkpoints(self.checkpoints)[self._latest()]
+        files = sorted(p for p in latest.iterdir() if p.name != "_metadata" and p.is_file())
+        if not files:
+            raise RuntimeError(f"checkpoint {latest} holds no state file to corrupt")
+        victim = self.random.choice(files)
+        data = bytearray(victim.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        victim.write_bytes(bytes(data))
+        self._start(restore=latest)
+        try:
+            code = self._process.wait(self.settings.timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the job did not fail on its corrupt checkpoint: a restart loop") from None
+        log = (self.workdir / f"run-{self._runs}.log").read_text(errors="replace")
+        if code == 0 or "CorruptCheckpointError" not in log or str(victim) not in log:
+            raise RuntimeError(f"the job ended (exit {code}) without naming the corrupt file {victim}")
+        self.result.outcome = f"failed as expected: the corrupt file {victim.name} was named"
+        return False
+
+    def _mount_tmpfs(self, directory: Path) -> None:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.settings.disk_bytes},mode=0700", "tmpfs",
+                               str(directory)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise FaultUnavailable(f"{FaultKind.FILL_DISK.value} needs a small tmpfs, and mounting one failed "
+                                   f"({done.stderr.strip() or done.returncode}): run as root or with CAP_SYS_ADMIN")
+        self._mounts.append(directory)
+
+    def _fill_disk_for(self, seconds: float) -> None:
+        filler = self.checkpoints / ".filler"
+        try:
+            with open(filler, "wb") as out:
+                while True:
+                    out.write(b"\0" * (1 << 20))
+                    out.flush()
+        except OSError:
+            pass  # ENOSPC: the disk is full
+        time.sleep(seconds)
+        filler.unlink()
+
+    def _unwritable_for(self, seconds: float) -> None:
+        job_dir = completed_checkpoints(self.checkpoints)[self._latest()].parent  # the running job's directory
+        if os.geteuid() == 0:
+            done = subprocess.run(["mount", "--bind", str(job_dir), str(job_dir)], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and a bind "
+                                       f"mount failed ({done.stderr.strip()})")
+            try:
+                for _ in range(200):  # a mount cannot turn read-only while a file on it is open for writing
+                    done = subprocess.run(["mount", "-o", "remount,ro,bind", str(job_dir)], capture_output=True,
+                                          text=True)
+                    if done.returncode == 0 or "busy" not in done.stderr:
+                        break
+                    time.sleep(0.005)
+                if done.returncode != 0:
+                    raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and "
+                                           f"remounting read-only failed ({done.stderr.strip()})")
+                time.sleep(seconds)
+            finally:
+                subprocess.run(["umount", "-l", str(job_dir)], check=True, capture_output=True)
+        else:
+            mode = job_dir.stat().st_mode
+            job_dir.chmod(0o500)
+            time.sleep(seconds)
+            job_dir.chmod(mode)
+
+    def _kill_task_manager(self) -> None:
+        if self._task_managers is None:
+            raise FaultUnavailable(f"{FaultKind.KILL_TASKMANAGER.value} needs TaskManager processes "
+                                   "(process mode, which this version does not have)")
+        os.kill(self.random.choice(self._task_managers.pids()), signal.SIGKILL)
+
+
+def run_trial(workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),
+              keep: bool = False) -> TrialResult:
+    """One trial in `workdir` (removed afterwards unless `keep`, or unless the trial failed)."""
+    result = FaultTrial(workdir, seed, plan, settings).run()
+    if not keep and result.passed:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return result
