@@ -16,5 +16,8 @@ class LocalExecutor:
         self._configuration = configuration
 
     def execute(self, pipeline: Any) -> MiniClusterJobClient:
+        from fluvial.cluster.ray.settings import refuse_ray_keys
+
+        refuse_ray_keys(self._configuration, "local")
         job_graph = build_job_graph(stream_graph_of(pipeline))
         return MiniCluster(self._configuration).submit(job_graph)

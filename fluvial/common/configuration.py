@@ -121,6 +121,18 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("heartbeat.interval", _parse_duration_ms, 10_000, "TaskManager heartbeat interval"),
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
                      "a TaskManager silent this long is lost"),
+        ConfigOption("ray.address", str, None,
+                     "the Ray cluster of execution.target ray: host:port of its head, or auto (unset: the cluster "
+                     "ray is initialised with, else auto, else a local one)"),
+        ConfigOption("ray.placement-strategy", _one_of("pack", "spread", "strict_pack", "strict_spread"), "spread",
+                     "how Ray places the job's TaskManagers (one placement-group bundle each) over its nodes"),
+        ConfigOption("ray.placement-timeout", _parse_duration_ms, 60_000,
+                     "how long a job waits for Ray to reserve its slots before it fails"),
+        ConfigOption("ray.working-dir", str, None,
+                     "a directory shipped to every TaskManager actor as its working directory (Ray's runtime_env "
+                     "working_dir)"),
+        ConfigOption("ray.shared-filesystem", _parse_bool, False,
+                     "local paths (checkpoints, savepoints) name one filesystem shared by every Ray node"),
         ConfigOption("receiver.block-interval", _parse_duration_ms, 200, "receiver block interval"),
         ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
         ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
@@ -191,7 +203,7 @@ def unsupported_option(key: str) -> UnsupportedOption | None:
 
 
 # Namespaces that are ours alone: an unknown key here is listed with the keys we know in it.
-_OWN_NAMESPACES = ("local.", "receiver.")
+_OWN_NAMESPACES = ("local.", "receiver.", "ray.")
 # Flink's and fluvial's namespaces: an unknown key in one of them names a setting of the engine, which would do
 # nothing here, so it is refused. A key outside them (`my-app.threshold`) is the program's own, kept for its
 # code to read through get_configuration(), as Flink's Configuration keeps it.
@@ -199,7 +211,7 @@ _ENGINE_NAMESPACES = (
     "parallelism.", "pipeline.", "execution.", "state.", "taskmanager.", "jobmanager.", "restart-strategy",
     "rest.", "web.", "metrics.", "python.", "heartbeat.", "local.", "receiver.", "high-availability.", "cluster.",
     "akka.", "pekko.", "blob.", "io.", "security.", "table.", "env.", "kubernetes.", "yarn.", "fs.", "s3.",
-    "checkpointing.", "savepoint.", "resourcemanager.", "slot.", "slotmanager.", "process.", "client.",
+    "checkpointing.", "savepoint.", "resourcemanager.", "slot.", "slotmanager.", "process.", "client.", "ray.",
 )
 
 

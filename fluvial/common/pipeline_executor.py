@@ -21,6 +21,7 @@ class PipelineExecutor(Protocol):
 _EXECUTORS = {
     "local": "fluvial.cluster.local_executor:LocalExecutor",
     "embedded": "fluvial.cluster.local_executor:LocalExecutor",
+    "ray": "fluvial.cluster.ray.executor:RayExecutor",
 }
 
 
