@@ -23,6 +23,7 @@ from fluvial.common.errors import ConfigurationError
 PARALLELISM_KEY = "parallelism.default"
 SAVEPOINT_PATH_KEY = "execution.savepoint.path"
 ALLOW_NON_RESTORED_KEY = "execution.savepoint.ignore-unclaimed-state"
+TARGET_KEY = "execution.target"
 
 ParallelismOption = Annotated[
     int | None,
@@ -35,6 +36,11 @@ PropertyOption = Annotated[
 SavepointOption = Annotated[
     str | None,
     typer.Option("-s", "--fromSavepoint", metavar="PATH", help="Restore the job from this savepoint or checkpoint."),
+]
+TargetOption = Annotated[
+    str | None,
+    typer.Option("-t", "--target", metavar="TARGET",
+                 help="Where the job runs (execution.target): local (this machine) or ray (a Ray cluster)."),
 ]
 AllowNonRestoredOption = Annotated[
     bool,
@@ -56,16 +62,19 @@ class LaunchOptions:
     properties: tuple[str, ...] = ()
     savepoint_path: str | None = None
     allow_non_restored_state: bool = False
+    target: str | None = None
 
     def to_configuration(self) -> Configuration:
-        """The options as configuration: `-D` pairs in order, then `-p`, `-s` and `-n`, so a flag wins over a
-        `-D` of the same key (as in Flink). Raises LaunchOptionError."""
+        """The options as configuration: `-D` pairs in order, then `-p`, `-t`, `-s` and `-n`, so a flag wins over
+        a `-D` of the same key (as in Flink). Raises LaunchOptionError."""
         configuration = Configuration()
         for pair in self.properties:
             key, value = _split_property(pair)
             _set(configuration, key, value, f"-D {pair}")
         if self.parallelism is not None:
             _set(configuration, PARALLELISM_KEY, str(self.parallelism), f"-p {self.parallelism}")
+        if self.target is not None:
+            _set(configuration, TARGET_KEY, self.target, f"--target {self.target}")
         if self.savepoint_path is not None:
             if not self.savepoint_path.strip():
                 raise LaunchOptionError("-s needs the path of a savepoint or checkpoint directory")

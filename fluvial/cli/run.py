@@ -1,4 +1,5 @@
-"""`fluvial run [OPTIONS] JOB [ARGS]...`: run a job file on the embedded cluster, as `flink run` does a program.
+"""`fluvial run [OPTIONS] JOB [ARGS]...`: run a job file on the embedded cluster (or on Ray, `--target ray`), as
+`flink run` does a program.
 
 Options (Flink's) come before JOB; everything after JOB is the job's own sys.argv[1:], options included, so
 `fluvial run job.py -p 4` hands `-p 4` to the job. The run fails with exit code 2 when the file never submits a
@@ -32,6 +33,7 @@ from fluvial.cli.launch import (
     ParallelismOption,
     PropertyOption,
     SavepointOption,
+    TargetOption,
     launch_configuration,
     launched_with,
 )
@@ -48,12 +50,13 @@ def run(
     properties: PropertyOption = None,
     savepoint: SavepointOption = None,
     allow_non_restored_state: AllowNonRestoredOption = False,
+    target: TargetOption = None,
     verbose: VerboseOption = False,
 ) -> None:
-    """Run JOB as `__main__` on the embedded cluster. Options go before JOB; everything after JOB becomes the
-    job's sys.argv[1:]."""
+    """Run JOB as `__main__` on the embedded cluster (or on Ray: --target ray). Options go before JOB; everything
+    after JOB becomes the job's sys.argv[1:]."""
     require_job_file(job)
-    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state)
+    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target)
     configuration = launch_configuration(options)
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):

@@ -122,8 +122,8 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
                      "a TaskManager silent this long is lost"),
         ConfigOption("ray.address", str, None,
-                     "the Ray cluster of execution.target ray: host:port of its head, or auto (unset: the cluster "
-                     "ray is initialised with, else auto, else a local one)"),
+                     "the Ray cluster of execution.target ray: host:port of its head, auto, or local (a cluster "
+                     "of this process's own); unset: the cluster ray is initialised with, else auto, else local"),
         ConfigOption("ray.placement-strategy", _one_of("pack", "spread", "strict_pack", "strict_spread"), "spread",
                      "how Ray places the job's TaskManagers (one placement-group bundle each) over its nodes"),
         ConfigOption("ray.placement-timeout", _parse_duration_ms, 60_000,

@@ -1,10 +1,11 @@
 """Which Ray cluster a job runs on, numbered as tried:
-1. `ray.address` when set (host:port of the head, or `auto`); when `ray` is already initialised, it must be that
-   cluster (else a clear error: one process talks to one Ray cluster);
+1. `ray.address` when set: host:port of the head; `auto` (Ray's: RAY_ADDRESS, else the one cluster running on
+   this machine); or `local` (a local cluster of this process, see 4, whatever else runs). When `ray` is already
+   initialised, it must be that cluster (else a clear error: one process talks to one Ray cluster);
 2. else the cluster `ray` is already initialised with (the program called `ray.init` itself);
-3. else `ray.init(address="auto")`: a cluster started on this machine with `ray start`, or RAY_ADDRESS;
+3. else `ray.init(address="auto")`;
 4. else a local cluster started for this process (`local_cluster.py`: loopback only, no cloud probes, quiet),
-   reused by its later jobs and stopped when the process exits.
+   reused by its later jobs and stopped when the process exits, however it exits.
 
 fluvial initialises `ray` with Ray's logging at WARNING, so a job's console shows the job, not Ray's start-up.
 Without the `ray` package, a clear error names the extra that installs it.
@@ -22,6 +23,7 @@ from fluvial.common.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
+LOCAL = "local"  # ray.address: a local cluster of this process's own
 _lock = threading.Lock()
 _local_cluster: Any = None  # the LocalRayCluster this process started (step 4), if any
 
@@ -49,6 +51,8 @@ def connect(address: str | None) -> RayConnection:
     with _lock:
         if ray.is_initialized():
             _check_same_cluster(ray, address)  # 1, 2
+        elif address == LOCAL:
+            _start_local_cluster(ray)  # 1
         elif address is not None:
             _init(ray, address)  # 1
         elif not _init_auto(ray):  # 3
@@ -69,8 +73,8 @@ def _init(ray: Any, address: str) -> None:
 def _init_auto(ray: Any) -> bool:
     try:
         _init(ray, "auto")
-    except ConnectionError as error:
-        logger.debug("no running Ray cluster found (%s)", error)
+    except ConnectionError as error:  # none running, or several
+        logger.info("ray.init(address='auto') found no cluster to connect to: %s", error)
         return False
     return True
 
@@ -79,7 +83,8 @@ def _check_same_cluster(ray: Any, address: str | None) -> None:
     if address is None or address == "auto":
         return
     connected = ray.get_runtime_context().gcs_address
-    if connected != address:
+    expected = _local_cluster.address if address == LOCAL and _local_cluster is not None else address
+    if connected != expected:
         raise ConfigurationError(
             f"ray.address is {address}, but this process is connected to the Ray cluster at {connected} (one "
             "process talks to one Ray cluster): remove ray.address, or call ray.shutdown() before the job")
@@ -89,7 +94,7 @@ def _start_local_cluster(ray: Any) -> None:
     global _local_cluster
     from fluvial.cluster.ray.local_cluster import LocalRayCluster
 
-    logger.info("no Ray cluster is running: starting a local one for this process")
+    logger.info("starting a local Ray cluster for this process")
     cluster = LocalRayCluster().start()
     atexit.register(cluster.stop)  # before ray.init, so Ray's own exit handler (ray.shutdown) runs first
     _local_cluster = cluster

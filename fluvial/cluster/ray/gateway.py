@@ -33,7 +33,8 @@ CONTROL_WINDOW = 16  # control calls in flight per TaskManager: many times what 
 
 class ControlCallListener(Protocol):
     def control_call_failed(self, index: int, actor: Any, message: Any, error: BaseException) -> None:
-        """A call to TaskManager `index`'s `actor` carrying `message` raised `error` (on a Ray thread)."""
+        """A call to TaskManager `index`'s `actor` carrying `message` raised `error`. Called on a thread of Ray,
+        which must not call Ray: hand the work to a thread of your own."""
         ...
 
 

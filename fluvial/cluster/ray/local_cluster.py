@@ -72,8 +72,7 @@ class LocalRayCluster:
                                  "rewrites 127.0.0.1 to the network interface): use 127.0.0.2, 127.0.0.3, ...")
         self.nodes = list(nodes)
         self._object_store_bytes = object_store_bytes
-        self.directory = tempfile.mkdtemp(prefix="fluvial-ray-")
-        self._home = os.path.join(self.directory, "home")
+        self.directory = ""  # made by start(): Ray's temporary directory, the stub HOME and the log
         self._port = _free_port()
         self._launchers: list[subprocess.Popen] = []
         self._log: IO[bytes] | None = None
@@ -96,8 +95,13 @@ class LocalRayCluster:
         """Environment for actors of this cluster: the real HOME, not the stub of step 2."""
         return {"HOME": os.environ.get("HOME", os.path.expanduser("~"))}
 
+    @property
+    def _home(self) -> str:
+        return os.path.join(self.directory, "home")
+
     def start(self, timeout: float = START_TIMEOUT_S) -> "LocalRayCluster":
-        os.makedirs(self._home, exist_ok=True)
+        self.directory = tempfile.mkdtemp(prefix="fluvial-ray-")
+        os.makedirs(self._home)
         with open(os.path.join(self._home, "ray_bootstrap_config.yaml"), "w") as stub:
             stub.write(BOOTSTRAP_STUB)
         self._log = open(self.log_path, "ab")
@@ -172,7 +176,11 @@ class LocalRayCluster:
         if self._log is not None:
             self._log.close()
             self._log = None
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            if os.path.exists(self.directory):  # a last Ray process wrote a log line as it went: once more
+                time.sleep(0.5)
+                shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _has_ray_client() -> bool:

@@ -31,6 +31,7 @@ from fluvial.cluster.ray.actor import RayTaskManagerConfig, remote_class
 from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
 from fluvial.common.errors import ResourceError
+from fluvial.common.executors import SingleThreadExecutor
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection
 from fluvial.runtime.task import TaskFailure
@@ -51,6 +52,9 @@ class RayTaskManagers(TaskManagerProcesses):
         self._runtime_env = runtime_env
         self._actors: list[Any] = [None] * layout.count
         self.nodes: list[str | None] = [None] * layout.count  # the node address of each current actor
+        # Ray answers calls on its own threads, which must not call Ray (a call there waits on the thread that
+        # would answer it): what an answer causes runs here
+        self._answers = SingleThreadExecutor("fluvial-ray-answers", self._answer_failed)
 
     # -- step 1 -------------------------------------------------------------------------------------------------
 
@@ -72,7 +76,11 @@ class RayTaskManagers(TaskManagerProcesses):
         self.gateways[member.index].bind(actor)
         config = RayTaskManagerConfig(member.index, self.slots_each, self._control.address, self._secret,
                                       logging.getLogger().getEffectiveLevel(), self._heartbeat_interval_ms)
-        actor.start.remote(config).future().add_done_callback(functools.partial(self._start_answered, member, actor))
+        actor.start.remote(config).future().add_done_callback(
+            lambda answer: self._answers.execute(functools.partial(self._start_answered, member, actor, answer)))
+
+    def _answer_failed(self, error: BaseException) -> None:
+        logger.error("handling a Ray actor's answer failed", exc_info=error)
 
     def _start_answered(self, member: _Member, actor: Any, answer: Any) -> None:
         error = answer.exception()
@@ -133,7 +141,10 @@ class RayTaskManagers(TaskManagerProcesses):
         return None
 
     def control_call_failed(self, index: int, actor: Any, message: Any, error: BaseException) -> None:
-        """ControlCallListener (on a Ray thread)."""
+        """ControlCallListener (on a Ray thread: handled on this pool's own)."""
+        self._answers.execute(functools.partial(self._control_call_failed, index, actor, message, error))
+
+    def _control_call_failed(self, index: int, actor: Any, message: Any, error: BaseException) -> None:
         import ray
 
         member = self._members[index]
@@ -178,6 +189,7 @@ class RayTaskManagers(TaskManagerProcesses):
             return
         self._stopping.set()
         self._control.close()
+        self._answers.shutdown()
         for gateway in self.gateways:
             gateway.close()
         try:

@@ -211,6 +211,7 @@ env.execute()
         (["-D", "=value"], "-D expects KEY=VALUE"),
         (["-n"], "--allowNonRestoredState only applies when restoring: add -s SAVEPOINT"),
         (["-s", " "], "-s needs the path of a savepoint"),
+        (["--target", "yarn"], "--target yarn: configuration 'execution.target' has the value 'yarn'"),
     ],
 )
 def test_a_bad_option_is_a_usage_error_before_the_job_file_runs(tmp_path, options, message):
@@ -220,6 +221,15 @@ def test_a_bad_option_is_a_usage_error_before_the_job_file_runs(tmp_path, option
     assert result.exit_code == 2
     assert message in result.stderr
     assert not marker.exists()
+
+
+def test_target_sets_execution_target_for_every_environment_the_job_file_creates(tmp_path):
+    body = """\
+print("target:", env.get_configuration().get_string("execution.target"))
+raise SystemExit(0)
+"""
+    result = invoke("run", "-D", "execution.target=local", "--target", "ray", job_file(tmp_path, body))
+    assert "target: ray" in result.stdout  # the flag wins over -D (the file then submits no job: exit 2)
 
 
 def test_parallelism_must_be_at_least_one(tmp_path):

@@ -44,3 +44,11 @@ def test_local_targets_choose_the_local_executor(target: str) -> None:
 def test_an_unknown_target_names_the_ones_there_are() -> None:
     with pytest.raises(ConfigurationError, match="execution.target 'yarn' is not available.*local, embedded"):
         executor_for("yarn", Configuration())
+
+
+def test_ray_keys_are_refused_on_this_machine_naming_the_target_they_need() -> None:
+    pipeline = pipeline_with_collect()
+    configuration = Configuration().set_string("ray.address", "auto").set_string("ray.placement-timeout", "5 s")
+    with pytest.raises(ConfigurationError, match="ray.address, ray.placement-timeout only apply with "
+                                                 "execution.target ray.*set execution.target: ray, or remove them"):
+        LocalExecutor(configuration).execute(pipeline)
