@@ -14,7 +14,8 @@ The process mode's TaskManagerProcesses with Ray doing what the zygote did, numb
    starts in the same bundle; the JobMaster fails over onto it from the latest checkpoint. A deployment the
    actor could not take (its functions import a module the actor cannot import) fails that subtask, with the
    actor's error, as any task failure.
-4. `shutdown()` kills every actor and removes the placement group: nothing stays reserved.
+4. `shutdown()` ends every actor once it has handled the calls it was sent, and removes the placement group:
+   nothing stays reserved.
 """
 
 from __future__ import annotations
@@ -193,18 +194,28 @@ class RayTaskManagers(TaskManagerProcesses):
         for gateway in self.gateways:
             gateway.close()
         try:
-            import ray
-            from ray.util.placement_group import remove_placement_group
-
-            for actor in self._actors:
-                if actor is not None:
-                    ray.kill(actor, no_restart=True)
-            remove_placement_group(self._group)
+            self._end_actors(timeout)
         except Exception as error:  # noqa: BLE001 - Ray already shut down (at exit): its actors went with it
             logger.debug("Ray cleanup after the job: %s", error)
         for member in self._members:
             if member.connection is not None:
                 member.connection.close()
+
+
+    def _end_actors(self, timeout: float) -> None:
+        """Each actor ends after the calls it was sent (Ray's graceful `__ray_terminate__`: killing one in the
+        middle of a call makes Ray print a crash report); what has not ended within `timeout` is killed, and the
+        placement group is removed, its CPUs free again."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        actors = [actor for actor in self._actors if actor is not None]
+        ending = [actor.__ray_terminate__.remote() for actor in actors]
+        ended, _ = ray.wait(ending, num_returns=len(ending), timeout=timeout)
+        for actor, answer in zip(actors, ending):
+            if answer not in ended:
+                ray.kill(actor, no_restart=True)
+        remove_placement_group(self._group)
 
 
 def _reason(error: BaseException) -> str:
