@@ -8,24 +8,20 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import signal
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from fluvial.common import Configuration, Encoder
+from fluvial.common import Configuration
 from fluvial.common.errors import ConfigurationError, JobExecutionException, ResourceError
-from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
-from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-from fluvial.testing import wait_until
 from tests.conftest import CPUS_PER_NODE
-from tests.faults.test_process_kill import assert_exactly_once, committed_records, completed_checkpoints
-from tests.faults.test_taskmanager_processes import CountPerKey, Tag
+from tests.faults.test_process_kill import assert_exactly_once, committed_records
+from tests.faults.test_taskmanager_processes import checkpointed_job as processes_checkpointed_job
+from tests.faults.test_taskmanager_processes import kill_a_task_manager_after_checkpoints
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -40,37 +36,17 @@ def ray_environment(**keys: str) -> StreamExecutionEnvironment:
 
 
 def checkpointed_job(tmp_path: Path, n: int, restarts: bool) -> StreamExecutionEnvironment:
-    """Both nodes are this machine: its local paths are one filesystem every node sees."""
+    """The process fault tests' job on Ray. Both nodes are this machine: its local paths are one filesystem every
+    node sees."""
     env = ray_environment(**{"ray.shared-filesystem": "true"})
-    env.enable_checkpointing(50)
-    env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}"))
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 100) if restarts
-                             else RestartStrategies.no_restart())
-    sink = (FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-    (env.from_source(NumberSequenceSource(1, n), source_name="numbers").uid("numbers")
-        .map(Tag()).uid("tag")
-        .key_by(lambda record: record[0])
-        .process(CountPerKey()).uid("count")
-        .sink_to(sink).uid("sink"))
-    return env
-
-
-def kill_an_actor_after_checkpoints(client, checkpoints: Path, at_least: int) -> int:
-    wait_until(lambda: max(completed_checkpoints(checkpoints), default=0) >= at_least
-               or client.get_job_execution_result().done(), timeout=60, what=f"checkpoint {at_least}")
-    assert not client.get_job_execution_result().done(), "the job ended before a TaskManager was killed"
-    victim = client.cluster.processes.pids[1]
-    os.kill(victim, signal.SIGKILL)  # both Ray nodes are this machine: the actor's pid is ours to signal
-    return victim
+    return processes_checkpointed_job(tmp_path, n, "hashmap", restarts, env)
 
 
 @pytest.mark.timeout(120)
 def test_a_task_manager_actor_killed_mid_job_fails_over_onto_a_new_actor_and_the_output_is_exactly_once(tmp_path):
     n = 40_000
     client = checkpointed_job(tmp_path, n, restarts=True).execute_async("kill a TaskManager actor")
-    victim = kill_an_actor_after_checkpoints(client, tmp_path / "chk", at_least=2)
+    victim = kill_a_task_manager_after_checkpoints(client, tmp_path / "chk")  # both nodes are this machine
     client.get_job_execution_result().result(timeout=100)
     assert client._job_master.restarts == 1
     assert victim not in client.cluster.processes.pids  # a new actor took its place
@@ -81,7 +57,7 @@ def test_a_task_manager_actor_killed_mid_job_fails_over_onto_a_new_actor_and_the
 @pytest.mark.timeout(60)
 def test_without_a_restart_strategy_the_job_fails_naming_the_task_manager_and_rays_account(tmp_path):
     client = checkpointed_job(tmp_path, 10_000_000, restarts=False).execute_async("no restarts")
-    kill_an_actor_after_checkpoints(client, tmp_path / "chk", at_least=1)
+    kill_a_task_manager_after_checkpoints(client, tmp_path / "chk", at_least=1)
     with pytest.raises(JobExecutionException) as info:
         client.get_job_execution_result().result(timeout=40)
     message = str(info.value)

@@ -82,15 +82,22 @@ def test_messages_wait_for_registration_then_go_out_in_order(gateway):
     assert numbers(actor.messages()) == [0, 1, 2, 3, 4]
 
 
-def test_at_most_a_window_of_calls_is_in_flight(gateway):
+def registered_actor_with_a_full_window(gateway, messages: int) -> FakeActor:
+    """A new registered actor sent `messages` cancels (numbered from 0): a window of them goes out, the rest wait
+    here, not in Ray's unbounded queue."""
     actor = FakeActor()
     gateway.bind(actor)
     gateway.attach(None)
-    for n in range(CONTROL_WINDOW + 10):
+    for n in range(messages):
         gateway.cancel_task(cancel(n))
     wait_until(lambda: len(actor.calls) == CONTROL_WINDOW, what="a full window")
     threading.Event().wait(0.05)
-    assert len(actor.calls) == CONTROL_WINDOW  # the rest wait here, not in Ray's unbounded queue
+    assert len(actor.calls) == CONTROL_WINDOW
+    return actor
+
+
+def test_at_most_a_window_of_calls_is_in_flight(gateway):
+    actor = registered_actor_with_a_full_window(gateway, CONTROL_WINDOW + 10)
     actor.answer(4)
     wait_until(lambda: len(actor.calls) == CONTROL_WINDOW + 4, what="four more calls")
     actor.answer(100)
@@ -111,12 +118,7 @@ def test_the_directory_goes_ahead_of_every_waiting_message(gateway):
 
 
 def test_a_lost_actor_takes_what_waited_for_it_and_its_calls_no_longer_count(gateway):
-    lost = FakeActor()
-    gateway.bind(lost)
-    gateway.attach(None)
-    for n in range(CONTROL_WINDOW + 3):
-        gateway.cancel_task(cancel(n))
-    wait_until(lambda: len(lost.calls) == CONTROL_WINDOW, what="a full window")
+    lost = registered_actor_with_a_full_window(gateway, CONTROL_WINDOW + 3)
     gateway.detach()
     gateway.cancel_task(cancel(100))  # sent while no actor is registered: waits for the replacement
     replacement = FakeActor()
