@@ -24,6 +24,7 @@ PARALLELISM_KEY = "parallelism.default"
 SAVEPOINT_PATH_KEY = "execution.savepoint.path"
 ALLOW_NON_RESTORED_KEY = "execution.savepoint.ignore-unclaimed-state"
 TARGET_KEY = "execution.target"
+ATTACHED_KEY = "execution.attached"
 
 ParallelismOption = Annotated[
     int | None,
@@ -41,6 +42,11 @@ TargetOption = Annotated[
     str | None,
     typer.Option("-t", "--target", metavar="TARGET",
                  help="Where the job runs (execution.target): local (this machine) or ray (a Ray cluster)."),
+]
+DetachedOption = Annotated[
+    bool,
+    typer.Option("-d", "--detached",
+                 help="Submit the job and leave it running (execution.attached: false; needs --target ray)."),
 ]
 AllowNonRestoredOption = Annotated[
     bool,
@@ -63,10 +69,11 @@ class LaunchOptions:
     savepoint_path: str | None = None
     allow_non_restored_state: bool = False
     target: str | None = None
+    detached: bool = False
 
     def to_configuration(self) -> Configuration:
-        """The options as configuration: `-D` pairs in order, then `-p`, `-t`, `-s` and `-n`, so a flag wins over
-        a `-D` of the same key (as in Flink). Raises LaunchOptionError."""
+        """The options as configuration: `-D` pairs in order, then `-p`, `-t`, `-d`, `-s` and `-n`, so a flag wins
+        over a `-D` of the same key (as in Flink). Raises LaunchOptionError."""
         configuration = Configuration()
         for pair in self.properties:
             key, value = _split_property(pair)
@@ -75,6 +82,8 @@ class LaunchOptions:
             _set(configuration, PARALLELISM_KEY, str(self.parallelism), f"-p {self.parallelism}")
         if self.target is not None:
             _set(configuration, TARGET_KEY, self.target, f"--target {self.target}")
+        if self.detached:
+            _set(configuration, ATTACHED_KEY, "false", "--detached")
         if self.savepoint_path is not None:
             if not self.savepoint_path.strip():
                 raise LaunchOptionError("-s needs the path of a savepoint or checkpoint directory")

@@ -5,13 +5,16 @@ Options (Flink's) come before JOB; everything after JOB is the job's own sys.arg
 `fluvial run job.py -p 4` hands `-p 4` to the job. The run fails with exit code 2 when the file never submits a
 job, 1 when a job or the file fails (the message and the user's frames on stderr), 130 on Ctrl-C, and 141 — with
 nothing printed — when the reader of its output goes away (`fluvial run job.py | head`). On Ctrl-C and on a
-closed pipe, the jobs still running are cancelled before fluvial exits.
+closed pipe, the jobs still running are cancelled before fluvial exits. With `-d` (`execution.attached: false`,
+on Ray) each job is submitted and left running: its id is printed, and it is never cancelled.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable
+
+import typer
 
 from fluvial.cli.closed_pipe import ClosedPipe, PipeWatch
 from fluvial.cli.console import ExitCode, VerboseOption, exit_with, verbose_logging
@@ -29,6 +32,7 @@ from fluvial.cli.job_file import (
 )
 from fluvial.cli.launch import (
     AllowNonRestoredOption,
+    DetachedOption,
     LaunchOptions,
     ParallelismOption,
     PropertyOption,
@@ -51,12 +55,14 @@ def run(
     savepoint: SavepointOption = None,
     allow_non_restored_state: AllowNonRestoredOption = False,
     target: TargetOption = None,
+    detached: DetachedOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Run JOB as `__main__` on the embedded cluster (or on Ray: --target ray). Options go before JOB; everything
     after JOB becomes the job's sys.argv[1:]."""
     require_job_file(job)
-    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target)
+    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target,
+                            detached)
     configuration = launch_configuration(options)
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
@@ -66,6 +72,8 @@ def run(
     if result.outcome is ScriptOutcome.INTERRUPTED:
         jobs.cancel_running()
         jobs.wait(CANCEL_WAIT_SECONDS)
+    for job_id in jobs.detached_job_ids():
+        typer.echo(f"Job has been submitted with JobID {job_id}")  # Flink's line; the job runs on
     report(result, verbose)
     if not jobs:
         fail_no_job(job)

@@ -95,6 +95,9 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
         ConfigOption("execution.target", _one_of("local", "embedded", "ray"), "local", "where jobs run"),
+        ConfigOption("execution.attached", _parse_bool, True,
+                     "execute() waits for the job; false (execution.target ray): the job runs on without the "
+                     "client, its JobMaster a detached Ray actor"),
         ConfigOption("execution.buffer-timeout", lambda raw: check_buffer_timeout(_parse_duration_ms(raw)), 100,
                      "longest wait of a record in a partly filled buffer (always met: batches go out at once)"),
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),

@@ -14,6 +14,8 @@ from fluvial.common.job_id import JobID
 
 
 class JobClient(abc.ABC):
+    detached = False  # True: the job runs on when its client goes away (`execution.attached: false`)
+
     @abc.abstractmethod
     def get_job_id(self) -> JobID: ...
 

@@ -33,3 +33,21 @@ class JobExecutionResult:
 
     def __repr__(self) -> str:
         return f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime_ms} ms)"
+
+
+class DetachedJobExecutionResult(JobExecutionResult):
+    """What `execute()` returns for a job submitted detached (`execution.attached: false`), as Flink's does: the
+    job runs on, so only its id is known."""
+
+    def __init__(self, job_id: Any) -> None:
+        super().__init__(job_id, 0)
+
+    def get_net_runtime(self) -> int:
+        raise RuntimeError(f"job {self.get_job_id()} was submitted detached and runs on: its runtime is not known "
+                           "here; the job's client (execute_async) waits for its result")
+
+    def is_job_execution_result(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"DetachedJobExecutionResult(job_id={self.get_job_id()})"

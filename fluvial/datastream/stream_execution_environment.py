@@ -447,8 +447,14 @@ class StreamExecutionEnvironment:
 
     def execute(self, job_name: str | None = None) -> Any:
         """Run the job to its end and return a JobExecutionResult; a failure raises JobExecutionException
-        whose `__cause__` is the user's exception."""
-        return self.execute_async(job_name).get_job_execution_result().result()
+        whose `__cause__` is the user's exception. With `execution.attached: false` the job runs on: a
+        DetachedJobExecutionResult with its id comes back once it is submitted."""
+        client = self.execute_async(job_name)
+        if not self._configuration.get("execution.attached"):
+            from fluvial.common.job_execution_result import DetachedJobExecutionResult
+
+            return DetachedJobExecutionResult(client.get_job_id())
+        return client.get_job_execution_result().result()
 
     def execute_async(self, job_name: str | None = None) -> Any:
         """Submit the job and return its JobClient at once."""
@@ -515,6 +521,9 @@ class StreamExecutionEnvironment:
     def _execute_and_collect(self, stream: DataStream, job_name: str | None, limit: int | None) -> Any:
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidJobError(f"execute_and_collect limit must be an integer >= 1, got {limit!r}")
+        if not self._configuration.get("execution.attached"):
+            raise InvalidJobError("execute_and_collect brings the records to the client, which execution.attached "
+                                  "false lets go: remove execution.attached, or end the stream in a sink")
         self._check_runtime_support([*self._pending_sinks, stream._id])
         collect_id = os.urandom(16).hex()
         self._add_collect_sink(stream, collect_id)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from fluvial.cluster.mini_cluster import MiniCluster
-from fluvial.cluster.ray.code_shipping import runtime_environment
 from fluvial.cluster.ray.connection import RayConnection
 from fluvial.cluster.ray.placement import TaskManagerLayout, alive_nodes, check_storage_is_shared, reserve_slots
 from fluvial.cluster.ray.settings import RaySettings
@@ -23,11 +22,15 @@ from fluvial.graph.job_graph import JobGraph
 
 
 class RayCluster(MiniCluster):
-    def __init__(self, configuration: Any, settings: RaySettings, connection: RayConnection) -> None:
+    def __init__(self, configuration: Any, settings: RaySettings, connection: RayConnection,
+                 runtime_env: dict[str, Any]) -> None:
+        """`runtime_env`: the TaskManager actors' Ray runtime environment (`code_shipping.runtime_environment`,
+        made where the job was submitted: that is where its files are)."""
         super().__init__(configuration)
         self.mode = "ray"
         self._settings = settings
         self._connection = connection
+        self._runtime_env = runtime_env
 
     def _start_task_managers(self, job_graph: JobGraph) -> tuple[int, int]:
         from fluvial.cluster.process.shipping import check_functions_can_be_shipped
@@ -42,7 +45,7 @@ class RayCluster(MiniCluster):
         try:
             self.processes = RayTaskManagers(
                 layout, group, self, node_ip=self._connection.node_ip,
-                runtime_env=runtime_environment(settings.working_dir, self._connection.worker_environment),
+                runtime_env=self._runtime_env,
                 heartbeat_interval_ms=config.get("heartbeat.interval"),
                 heartbeat_timeout_ms=config.get("heartbeat.timeout"))
         except BaseException:

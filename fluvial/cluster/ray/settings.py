@@ -30,6 +30,7 @@ class RaySettings:
     placement_timeout_s: float
     working_dir: str | None  # an absolute directory
     shared_filesystem: bool
+    attached: bool = True  # False: the JobMaster runs as a detached actor (`detached.py`)
 
     @classmethod
     def from_configuration(cls, configuration: Any) -> "RaySettings":
@@ -51,7 +52,7 @@ class RaySettings:
                                          "to ship to the TaskManager actors, or remove the key")
         return cls(address or None, configuration.get("ray.placement-strategy").upper(),
                    configuration.get("ray.placement-timeout") / 1000, working_dir,
-                   configuration.get("ray.shared-filesystem"))
+                   configuration.get("ray.shared-filesystem"), configuration.get("execution.attached"))
 
 
 def refuse_ray_keys(configuration: Any, target: str) -> None:

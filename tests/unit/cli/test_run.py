@@ -232,6 +232,14 @@ raise SystemExit(0)
     assert "target: ray" in result.stdout  # the flag wins over -D (the file then submits no job: exit 2)
 
 
+def test_detached_sets_execution_attached_false(tmp_path):
+    body = """\
+print("attached:", env.get_configuration().get_string("execution.attached"))
+"""
+    result = invoke("run", "-d", job_file(tmp_path, body))
+    assert "attached: false" in result.stdout
+
+
 def test_parallelism_must_be_at_least_one(tmp_path):
     result = invoke("run", "-p", "0", job_file(tmp_path, "pass\n"))
     assert result.exit_code == 2
