@@ -4,7 +4,8 @@ owning placement and process lifetime, and fluvial its own dataflow.
 Flink's concepts on Ray (docs/ray.md says it for users):
 - the cluster manager is the Ray cluster itself; fluvial connects to one or starts a local one
   (`connection.py`, `local_cluster.py`);
-- the JobMaster runs in the client, as in process mode (`cluster.py`);
+- the JobMaster runs in the client, as in process mode (`cluster.py`), or — submitted detached — in a named
+  detached actor (`detached.py`);
 - a TaskManager is a long-lived Ray actor holding `taskmanager.numberOfTaskSlots` slots (`actor.py`,
   `task_managers.py`); the job's slots are one placement group, a bundle per TaskManager, reserved before
   anything deploys (`placement.py`); subtasks that share a slot share the actor's process;
