@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from fluvial.common import Configuration, Duration
+from fluvial.common.errors import JobExecutionException
 from fluvial.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from fluvial.datastream import MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
@@ -220,3 +221,23 @@ def test_a_local_cluster_of_the_jobs_own_is_quiet_and_ends_with_its_process(tmp_
             client.kill()
             client.wait(10)
     wait_until(lambda: not (started & _ray_processes()), timeout=60, what="the local cluster's processes to end")
+
+
+def test_a_function_from_a_module_the_actors_cannot_import_fails_the_job_naming_the_module(tmp_path, monkeypatch,
+                                                                                          caplog):
+    """The module is importable here only (put on this process's path after it connected to Ray, and not beside
+    a job file): each deployment fails on the actor, which fails the job with the actor's ImportError."""
+    (tmp_path / "only_here.py").write_text("def double(value):\n    return 2 * value\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "only_here", raising=False)
+    import only_here
+
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration().set_string("execution.target", "ray"))
+    env.set_parallelism(2)
+    env.from_collection([1, 2, 3]).map(only_here.double).add_sink(lambda value: None)
+    with pytest.raises(JobExecutionException) as info:
+        env.execute("unimportable")
+    assert "No module named 'only_here'" in str(info.value)
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
+    assert "ship others with ray.working-dir" in caplog.text

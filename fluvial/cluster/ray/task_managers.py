@@ -40,6 +40,9 @@ from fluvial.runtime.task import TaskFailure
 logger = logging.getLogger(__name__)
 
 PING_TIMEOUT_S = 10.0  # how long a ping may take before an actor whose connection closed counts as hung
+_IMPORT_HINT = (" — a module the job's functions use is not importable on that Ray node: modules imported from the "
+                "job file's directory are shipped by themselves; ship others with ray.working-dir, or install them "
+                "on every node (docs/ray.md, Shipping code)")
 
 
 class RayTaskManagers(TaskManagerProcesses):
@@ -157,10 +160,13 @@ class RayTaskManagers(TaskManagerProcesses):
             logger.error("TaskManager %d could not handle %s: %s", index, type(message).__name__, error)
 
     def _deployment_failed(self, index: int, message: DeployTask, error: BaseException) -> None:
+        import ray
+
         spec = message.spec
-        cause = getattr(error, "cause", None) or error  # a RayTaskError carries the actor's exception
+        cause = error.cause if isinstance(error, ray.exceptions.RayTaskError) else error  # the actor's exception
         task_name = f"{spec.vertex.name} ({spec.subtask_index + 1}/{spec.vertex.parallelism})"
-        logger.warning("TaskManager %d could not deploy %s: %s: %s", index, task_name, type(cause).__name__, cause)
+        logger.warning("TaskManager %d could not deploy %s: %s: %s%s", index, task_name, type(cause).__name__, cause,
+                       _IMPORT_HINT if isinstance(cause, ImportError) else "")
         job_master = self._listener.job_master_gateway()
         if job_master is not None:
             failure = TaskFailure(cause, spec.vertex.name, task_name, str(error))
@@ -200,7 +206,6 @@ class RayTaskManagers(TaskManagerProcesses):
         for member in self._members:
             if member.connection is not None:
                 member.connection.close()
-
 
     def _end_actors(self, timeout: float) -> None:
         """Each actor ends after the calls it was sent (Ray's graceful `__ray_terminate__`: killing one in the
