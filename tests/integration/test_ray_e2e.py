@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -212,6 +213,7 @@ def test_a_local_cluster_of_the_jobs_own_is_quiet_and_ends_with_its_process(tmp_
         assert sorted(lines) == ["one\n", "two\n"]  # nothing but the job's output
         started = _ray_processes() - before
         assert started, "no Ray process was started"
+        directories = _temp_dirs(started)
         client.kill()
         assert client.wait(10) == -9
         _, err = client.communicate()
@@ -221,6 +223,20 @@ def test_a_local_cluster_of_the_jobs_own_is_quiet_and_ends_with_its_process(tmp_
             client.kill()
             client.wait(10)
     wait_until(lambda: not (started & _ray_processes()), timeout=60, what="the local cluster's processes to end")
+    for directory in directories:  # its logs stay behind, as Ray's do, when the client is killed outright
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _temp_dirs(pids: set[int]) -> set[str]:
+    found = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                arguments = cmdline.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        found.update(arg.split("=", 1)[1] for arg in arguments if arg.startswith("--temp-dir=/tmp/fluvial-ray-"))
+    return found
 
 
 def test_a_function_from_a_module_the_actors_cannot_import_fails_the_job_naming_the_module(tmp_path, monkeypatch,

@@ -38,7 +38,7 @@ class RayTaskManagerConfig:
 
 
 class TaskManagerActor:
-    """A Ray actor class once wrapped by `remote_class()` (this module imports without Ray)."""
+    """A Ray actor class once wrapped by `actor_class()` (this module imports without Ray)."""
 
     def __init__(self) -> None:
         self._endpoint: Any = None
@@ -62,14 +62,15 @@ class TaskManagerActor:
         return os.getpid()
 
 
-_remote_class: Any = None
+_actor_classes: dict[type, Any] = {}
 
 
-def remote_class() -> Any:
-    """TaskManagerActor as a Ray actor class (made once per process)."""
-    global _remote_class
-    if _remote_class is None:
+def actor_class(cls: type) -> Any:
+    """`cls` as a Ray actor class that Ray never restarts nor retries (fluvial replaces what dies), made once per
+    process."""
+    made = _actor_classes.get(cls)
+    if made is None:
         import ray
 
-        _remote_class = ray.remote(max_restarts=0, max_task_retries=0)(TaskManagerActor)
-    return _remote_class
+        made = _actor_classes[cls] = ray.remote(max_restarts=0, max_task_retries=0)(cls)
+    return made

@@ -60,7 +60,7 @@ class JobOutcome:
 
 
 class JobMasterActor:
-    """The JobMaster of one detached job, in a Ray actor (made an actor class by `_remote_class()`)."""
+    """The JobMaster of one detached job, in a Ray actor (made an actor class by `actor.actor_class`)."""
 
     def __init__(self) -> None:
         self._client: Any = None
@@ -121,29 +121,17 @@ def _leave() -> None:
     ray.get_runtime_context().current_actor.__ray_terminate__.remote()
 
 
-_actor_class: Any = None
-
-
-def _remote_class() -> Any:
-    """JobMasterActor as a Ray actor class (made once per process)."""
-    global _actor_class
-    if _actor_class is None:
-        import ray
-
-        _actor_class = ray.remote(max_restarts=0, max_task_retries=0)(JobMasterActor)
-    return _actor_class
-
-
 def submit_detached(job_graph: Any, configuration: Any, runtime_env: dict[str, Any],
                     retention_s: float | None = None) -> "DetachedJobClient":
     """Step 1: the job's JobMaster actor, started; its client. Raises what kept the job from starting."""
     import ray
 
     from fluvial.cluster.process.shipping import check_functions_can_be_shipped
+    from fluvial.cluster.ray.actor import actor_class
     from fluvial.common.wire import dumps_code
 
     check_functions_can_be_shipped(job_graph)
-    actor = _remote_class().options(
+    actor = actor_class(JobMasterActor).options(
         name=actor_name(job_graph.job_id), namespace=NAMESPACE, lifetime="detached", num_cpus=0,
         max_concurrency=CONCURRENT_CALLS, runtime_env=runtime_env or None).remote()
     try:

@@ -28,7 +28,7 @@ from typing import Any
 from fluvial.cluster.messages import DeployTask, TaskExecutionState
 from fluvial.cluster.process.pool import TaskManagerPoolListener, TaskManagerProcesses, _Member
 from fluvial.cluster.process.protocol import RegisterTaskManager, TaskManagerDirectory
-from fluvial.cluster.ray.actor import RayTaskManagerConfig, remote_class
+from fluvial.cluster.ray.actor import RayTaskManagerConfig, TaskManagerActor, actor_class
 from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
 from fluvial.common.errors import ResourceError
@@ -72,7 +72,7 @@ class RayTaskManagers(TaskManagerProcesses):
         member.connection, member.data_address, member.ended, member.lost = None, None, None, False
         member.last_seen, member.pid = time.monotonic(), 0
         self.nodes[member.index] = None
-        actor = remote_class().options(
+        actor = actor_class(TaskManagerActor).options(
             num_cpus=self.slots_each, runtime_env=self._runtime_env or None,
             scheduling_strategy=PlacementGroupSchedulingStrategy(self._group, placement_group_bundle_index=member.index),
         ).remote()
