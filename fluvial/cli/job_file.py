@@ -119,7 +119,8 @@ class SubmittedJobs:
     call from any thread.
 
     Once `cancel_running` was called, a job added later is cancelled as it is added: a job's first output can
-    close the pipe before `submit` has returned its client, and that job must not be left running."""
+    close the pipe before `submit` has returned its client, and that job must not be left running. Detached jobs
+    (`execution.attached: false`) are never cancelled: they are meant to run on without this process."""
 
     def __init__(self) -> None:
         self._clients: list[Any] = []
@@ -134,7 +135,7 @@ class SubmittedJobs:
             return client
         with self._lock:
             self._clients.append(client)
-            late = self._cancelling
+            late = self._cancelling and not client.detached
         if late:
             logger.info("cancelling job %s: it was submitted after the run began to end", client.get_job_id())
             client.cancel()
@@ -145,8 +146,14 @@ class SubmittedJobs:
             return len(self._clients) + self._detached
 
     def _running(self) -> list[Any]:
+        """The attached jobs still running (a detached job runs on without this process: nothing to cancel)."""
         with self._lock:
-            return [client for client in self._clients if not client.get_job_execution_result().done()]
+            attached = [client for client in self._clients if not client.detached]
+        return [client for client in attached if not client.get_job_execution_result().done()]
+
+    def detached_job_ids(self) -> list[str]:
+        with self._lock:
+            return [str(client.get_job_id()) for client in self._clients if client.detached]
 
     def cancel_running(self) -> None:
         with self._lock:

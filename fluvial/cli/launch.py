@@ -23,6 +23,8 @@ from fluvial.common.errors import ConfigurationError
 PARALLELISM_KEY = "parallelism.default"
 SAVEPOINT_PATH_KEY = "execution.savepoint.path"
 ALLOW_NON_RESTORED_KEY = "execution.savepoint.ignore-unclaimed-state"
+TARGET_KEY = "execution.target"
+ATTACHED_KEY = "execution.attached"
 
 ParallelismOption = Annotated[
     int | None,
@@ -35,6 +37,16 @@ PropertyOption = Annotated[
 SavepointOption = Annotated[
     str | None,
     typer.Option("-s", "--fromSavepoint", metavar="PATH", help="Restore the job from this savepoint or checkpoint."),
+]
+TargetOption = Annotated[
+    str | None,
+    typer.Option("-t", "--target", metavar="TARGET",
+                 help="Where the job runs (execution.target): local (this machine) or ray (a Ray cluster)."),
+]
+DetachedOption = Annotated[
+    bool,
+    typer.Option("-d", "--detached",
+                 help="Submit each job and leave it running (execution.attached: false): with -m, or --target ray."),
 ]
 AllowNonRestoredOption = Annotated[
     bool,
@@ -56,16 +68,22 @@ class LaunchOptions:
     properties: tuple[str, ...] = ()
     savepoint_path: str | None = None
     allow_non_restored_state: bool = False
+    target: str | None = None
+    detached: bool = False
 
     def to_configuration(self) -> Configuration:
-        """The options as configuration: `-D` pairs in order, then `-p`, `-s` and `-n`, so a flag wins over a
-        `-D` of the same key (as in Flink). Raises LaunchOptionError."""
+        """The options as configuration: `-D` pairs in order, then `-p`, `-t`, `-d`, `-s` and `-n`, so a flag wins
+        over a `-D` of the same key (as in Flink). Raises LaunchOptionError."""
         configuration = Configuration()
         for pair in self.properties:
             key, value = _split_property(pair)
             _set(configuration, key, value, f"-D {pair}")
         if self.parallelism is not None:
             _set(configuration, PARALLELISM_KEY, str(self.parallelism), f"-p {self.parallelism}")
+        if self.target is not None:
+            _set(configuration, TARGET_KEY, self.target, f"--target {self.target}")
+        if self.detached:
+            _set(configuration, ATTACHED_KEY, "false", "--detached")
         if self.savepoint_path is not None:
             if not self.savepoint_path.strip():
                 raise LaunchOptionError("-s needs the path of a savepoint or checkpoint directory")

@@ -1,7 +1,8 @@
 """`fluvial run [OPTIONS] JOB [ARGS]...`: run a job file, as `flink run` does a program — its jobs on the embedded
-cluster, or with `-m HOST:PORT` on that session cluster: each `execute()` submits its job there and prints
-Flink's `Job has been submitted with JobID <id>`; attached (the default) it waits for the job, showing its
-progress on stderr, and fails with the job's failure; detached (`-d`) it returns once the job is submitted.
+cluster; with `-m HOST:PORT` on that session cluster (each `execute()` submits its job there and prints Flink's
+`Job has been submitted with JobID <id>`; attached, the default, it waits for the job, showing its progress on
+stderr, and fails with the job's failure); with `--target ray` on a Ray cluster. Detached (`-d`, with -m or
+on Ray) each job is submitted and left running: its id is printed, and it is never cancelled.
 
 Options (Flink's) come before JOB; everything after JOB is the job's own sys.argv[1:], options included, so
 `fluvial run job.py -p 4` hands `-p 4` to the job. The run fails with exit code 2 when the file never submits a
@@ -34,10 +35,12 @@ from fluvial.cli.job_file import (
 )
 from fluvial.cli.launch import (
     AllowNonRestoredOption,
+    DetachedOption,
     LaunchOptions,
     ParallelismOption,
     PropertyOption,
     SavepointOption,
+    TargetOption,
     launch_configuration,
     launched_with,
 )
@@ -50,11 +53,6 @@ RunJobManagerOption = Annotated[
     str | None,
     typer.Option("-m", "--jobmanager", metavar="HOST:PORT",
                  help="Submit the jobs to the session cluster at this REST address (without -m they run embedded)."),
-]
-DetachedOption = Annotated[
-    bool,
-    typer.Option("-d", "--detached", help="With -m: return once each job is submitted; the jobs run on in the "
-                                          "cluster (execute() returns a result that has only the job's id)."),
 ]
 WebOption = Annotated[
     bool,
@@ -74,20 +72,24 @@ def run(
     savepoint: SavepointOption = None,
     allow_non_restored_state: AllowNonRestoredOption = False,
     jobmanager: RunJobManagerOption = None,
+    target: TargetOption = None,
     detached: DetachedOption = False,
     web: WebOption = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Run JOB as `__main__`: its jobs on the embedded cluster, or with -m on that session cluster. Options go
-    before JOB; everything after JOB becomes the job's sys.argv[1:]."""
+    """Run JOB as `__main__`: its jobs on the embedded cluster, with -m on that session cluster, with --target ray
+    on Ray. Options go before JOB; everything after JOB becomes the job's sys.argv[1:]."""
     require_job_file(job)
-    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state)
+    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target,
+                            detached)
     configuration = launch_configuration(options)
     if jobmanager is not None:
+        if target is not None and target != "remote":
+            fail_usage(f"-m submits to a session cluster, and --target {target} runs the jobs elsewhere: give one")
         _target_session_cluster(configuration, jobmanager, detached, web)
-    elif detached:
-        fail_usage("-d (--detached) submits to a session cluster and returns: add -m HOST:PORT (`fluvial cluster "
-                   "start` starts one)")
+    elif detached and configuration.get("execution.target") != "ray":
+        fail_usage("-d (--detached) submits each job and leaves it running, on a session cluster (add -m HOST:PORT; "
+                   "`fluvial cluster start` starts one) or on Ray (add --target ray)")
     target = configuration.get("execution.target")
     if configuration.contains_key("rest.address") and target != "remote":
         fail_usage(f"-D rest.address names the session cluster to submit to, and the jobs run on execution.target "
@@ -104,6 +106,8 @@ def run(
     if result.outcome is ScriptOutcome.INTERRUPTED:
         jobs.cancel_running()
         jobs.wait(CANCEL_WAIT_SECONDS)
+    for job_id in jobs.detached_job_ids():
+        typer.echo(f"Job has been submitted with JobID {job_id}")  # Flink's line; the job runs on
     report(result, verbose)
     if not jobs:
         fail_no_job(job)

@@ -7,6 +7,7 @@ from typing import Any
 
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.mini_cluster import MiniCluster
+from fluvial.common.errors import ConfigurationError
 from fluvial.graph.job_graph import build_job_graph
 from fluvial.graph.translate import stream_graph_of
 
@@ -16,5 +17,13 @@ class LocalExecutor:
         self._configuration = configuration
 
     def execute(self, pipeline: Any) -> MiniClusterJobClient:
+        from fluvial.cluster.ray.settings import refuse_ray_keys
+
+        refuse_ray_keys(self._configuration, "local")
+        if not self._configuration.get("execution.attached"):
+            raise ConfigurationError(
+                "execution.attached false asks for a job that runs on after this process ends, but on "
+                "execution.target local the job's cluster is this process: set execution.target: ray, or remove "
+                "execution.attached")
         job_graph = build_job_graph(stream_graph_of(pipeline))
         return MiniCluster(self._configuration).submit(job_graph)

@@ -66,18 +66,8 @@ class MiniCluster:
     # -- running a job ------------------------------------------------------------------------------------------
 
     def submit(self, job_graph: JobGraph) -> MiniClusterJobClient:
-        self.mode = task_manager_mode(self.configuration, job_graph)
-        count, slots_each = self._layout(job_graph)
         try:
-            if self.mode == "process":
-                from fluvial.cluster.process.main_classes import capture_main_classes
-                from fluvial.cluster.process.shipping import check_functions_can_be_shipped
-
-                check_functions_can_be_shipped(job_graph)
-                job_graph.main_classes = capture_main_classes()
-                self._start_processes(count, slots_each)
-            else:
-                self._start_threads(count, slots_each)
+            count, slots_each = self._start_task_managers(job_graph)
             job_master = JobMaster(job_graph, self.task_managers, offered_slots(count, slots_each),
                                    resources=self.processes)
         except BaseException:
@@ -90,6 +80,19 @@ class MiniCluster:
         job_master.result.add_done_callback(lambda _: self._on_job_end())
         job_master.start()
         return MiniClusterJobClient(job_master, self)
+
+    def _start_task_managers(self, job_graph: JobGraph) -> tuple[int, int]:
+        """Start the job's TaskManagers (self.task_managers: their gateways); (TaskManagers, slots each)."""
+        self.mode = task_manager_mode(self.configuration, job_graph)
+        count, slots_each = self._layout(job_graph)
+        if self.mode == "process":
+            from fluvial.cluster.process.shipping import prepare_for_shipping
+
+            prepare_for_shipping(job_graph)
+            self._start_processes(count, slots_each)
+        else:
+            self._start_threads(count, slots_each)
+        return count, slots_each
 
     def _layout(self, job_graph: JobGraph) -> tuple[int, int]:
         """(TaskManagers, slots each) for the job."""

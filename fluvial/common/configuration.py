@@ -147,7 +147,7 @@ OPTIONS: dict[str, ConfigOption] = {
                      "where jobs run: local (embedded), remote (a session cluster at rest.address:rest.port), ray"),
         ConfigOption("execution.attached", _parse_bool, True,
                      "execute() waits for the job's end; false (`fluvial run -d`): it returns once the job is "
-                     "submitted (execution.target remote only)"),
+                     "submitted (execution.target remote, or ray: its JobMaster a detached Ray actor)"),
         ConfigOption("execution.buffer-timeout", lambda raw: check_buffer_timeout(_parse_duration_ms(raw)), 100,
                      "longest wait of a record in a partly filled buffer (always met: batches go out at once)"),
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
@@ -203,6 +203,18 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("metrics.fetcher.update-interval", _parse_positive_duration_ms, 1000,
                      "how often running tasks report their metrics: how fresh the REST API, the dashboard and "
                      "Prometheus figures are"),
+        ConfigOption("ray.address", str, None,
+                     "the Ray cluster of execution.target ray: host:port of its head, auto, or local (a cluster "
+                     "of this process's own); unset: the cluster ray is initialised with, else auto, else local"),
+        ConfigOption("ray.placement-strategy", _one_of("pack", "spread", "strict_pack", "strict_spread"), "spread",
+                     "how Ray places the job's TaskManagers (one placement-group bundle each) over its nodes"),
+        ConfigOption("ray.placement-timeout", _parse_duration_ms, 60_000,
+                     "how long a job waits for Ray to reserve its slots before it fails"),
+        ConfigOption("ray.working-dir", str, None,
+                     "a directory shipped to every TaskManager actor as its working directory (Ray's runtime_env "
+                     "working_dir)"),
+        ConfigOption("ray.shared-filesystem", _parse_bool, False,
+                     "local paths (checkpoints, savepoints) name one filesystem shared by every Ray node"),
         ConfigOption("receiver.block-interval", _parse_duration_ms, 200, "receiver block interval"),
         ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
         ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
@@ -273,7 +285,7 @@ def unsupported_option(key: str) -> UnsupportedOption | None:
 
 
 # Namespaces that are ours alone: an unknown key here is listed with the keys we know in it.
-_OWN_NAMESPACES = ("local.", "receiver.")
+_OWN_NAMESPACES = ("local.", "receiver.", "ray.")
 # Flink's and fluvial's namespaces: an unknown key in one of them names a setting of the engine, which would do
 # nothing here, so it is refused. A key outside them (`my-app.threshold`) is the program's own, kept for its
 # code to read through get_configuration(), as Flink's Configuration keeps it.
@@ -281,7 +293,7 @@ _ENGINE_NAMESPACES = (
     "parallelism.", "pipeline.", "execution.", "state.", "taskmanager.", "jobmanager.", "restart-strategy",
     "rest.", "web.", "metrics.", "python.", "heartbeat.", "local.", "receiver.", "high-availability.", "cluster.",
     "akka.", "pekko.", "blob.", "io.", "security.", "table.", "env.", "kubernetes.", "yarn.", "fs.", "s3.",
-    "checkpointing.", "savepoint.", "resourcemanager.", "slot.", "slotmanager.", "process.", "client.",
+    "checkpointing.", "savepoint.", "resourcemanager.", "slot.", "slotmanager.", "process.", "client.", "ray.",
 )
 
 

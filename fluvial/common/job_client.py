@@ -1,7 +1,8 @@
 """JobClient (PyFlink `pyflink.common.JobClient`): a handle on one submitted job, whatever runs it.
 
-Each deployment implements it (the embedded MiniCluster in `fluvial.cluster`; a session cluster or Ray
-later). Every method returns at once with a CompletableFuture, as PyFlink's does.
+Each deployment implements it (`fluvial.cluster`: the MiniCluster's, for jobs whose JobMaster runs in this process
+— embedded, or on Ray attached; `fluvial.cluster.ray.detached` for Ray jobs submitted detached). Every method
+returns at once with a CompletableFuture, as PyFlink's does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ CANCEL_ON_INTERRUPT_WAIT_S = 30.0
 
 
 class JobClient(abc.ABC):
+    detached = False  # True: the job runs on when its client goes away (`execution.attached: false`)
+
     @abc.abstractmethod
     def get_job_id(self) -> JobID: ...
 

@@ -22,6 +22,7 @@ _EXECUTORS = {
     "local": "fluvial.cluster.local_executor:LocalExecutor",
     "embedded": "fluvial.cluster.local_executor:LocalExecutor",
     "remote": "fluvial.cluster.session.remote_executor:RemoteExecutor",  # a session cluster (`fluvial run -m`)
+    "ray": "fluvial.cluster.ray.executor:RayExecutor",
 }
 
 # An embedded job that asks for its REST API and dashboard, or for a Prometheus endpoint, runs on the same

@@ -96,9 +96,9 @@ def check_supported(config: Configuration, this_machine: bool) -> None:
             "remove set_python_executable or run the program with that interpreter")
     if config.get_string(FILES) and not this_machine:
         raise NotYetSupportedError(
-            f"'{FILES}' is not supported yet when TaskManagers run on other machines (shipping files to Ray "
-            "workers is not built); use Ray's runtime environment (working_dir / py_modules), or install the "
-            "files as a package")
+            f"'{FILES}' is not supported yet when TaskManagers run on other machines (Ray): modules the job file "
+            "imports from its own directory are shipped to Ray workers by themselves; set ray.working-dir to ship "
+            "a directory, or install the files as a package")
 
 
 def apply(config: Configuration) -> Callable[[], None]:

@@ -507,11 +507,11 @@ class StreamExecutionEnvironment:
             if pending:
                 raise NotYetSupportedError(f"'{tr.name}' needs {pending}, which is not supported yet")
         target = self._configuration.get("execution.target")
-        if not self._configuration.get("execution.attached") and target != "remote":
+        if not self._configuration.get("execution.attached") and target not in ("remote", "ray"):
             raise ConfigurationError(
-                f"execution.attached: false needs a session cluster (execution.target: remote, as `fluvial run -m "
-                f"HOST:PORT -d` sets it); a job on execution.target {target} runs in this program and ends with it: "
-                "remove the key")
+                f"execution.attached: false needs a cluster that outlives this program: a session cluster "
+                f"(execution.target: remote, as `fluvial run -m HOST:PORT -d` sets it) or Ray (execution.target: "
+                f"ray); a job on execution.target {target} runs in this program and ends with it: remove the key")
         if self._configuration.contains_key("rest.address") and target != "remote":
             raise ConfigurationError(
                 f"rest.address names the session cluster execution.target remote submits to; on execution.target "
@@ -557,10 +557,11 @@ class StreamExecutionEnvironment:
     def _execute_and_collect(self, stream: DataStream, job_name: str | None, limit: int | None) -> Any:
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidJobError(f"execute_and_collect limit must be an integer >= 1, got {limit!r}")
-        self._check_runtime_support([*self._pending_sinks, stream._id])
         if not self._configuration.get("execution.attached"):
-            raise InvalidJobError("execute_and_collect needs an attached submission (its records come back to this "
-                                  "program): run without -d / --detached")
+            raise InvalidJobError("execute_and_collect brings the records to this program, which a detached "
+                                  "submission lets go: run without -d (remove execution.attached: false), or end "
+                                  "the stream in a sink")
+        self._check_runtime_support([*self._pending_sinks, stream._id])
         collect_id = os.urandom(16).hex()
         self._add_collect_sink(stream, collect_id)
         client = self._submit(self._pipeline(job_name, clear_transformations=True))

@@ -9,6 +9,7 @@ threads of this process, processes of this machine, or Ray actors (Bytewax runs 
 from __future__ import annotations
 
 import enum
+import importlib.util
 from typing import Any, Callable
 
 from fluvial.common.configuration import Configuration
@@ -23,12 +24,19 @@ class ExecutionMode(enum.Enum):
         return self.value  # so pytest names parametrized tests test_x[thread], test_x[process]
 
 
-AVAILABLE = (ExecutionMode.THREADS, ExecutionMode.PROCESSES)
+AVAILABLE = (ExecutionMode.THREADS, ExecutionMode.PROCESSES, ExecutionMode.RAY)
 
 
-def execution_modes() -> list[ExecutionMode]:
-    """The modes this version runs jobs in (for `pytest.mark.parametrize`)."""
-    return list(AVAILABLE)
+def execution_modes(*, ray: bool = False) -> list[ExecutionMode]:
+    """The modes this version runs jobs in (for `pytest.mark.parametrize`): threads and processes, and with
+    `ray=True` Ray too when the `ray` package is installed (`pip install 'fluvial[ray]'`). Ray is asked for rather
+    than given by default because each Ray job starts its TaskManager actors (about half a second), and a first
+    Ray job in a process without a cluster starts a local one (seconds): the modes a suite runs every job test in
+    stay fast, and the tests that are about Ray ask for it."""
+    modes = [ExecutionMode.THREADS, ExecutionMode.PROCESSES]
+    if ray and importlib.util.find_spec("ray") is not None:
+        modes.append(ExecutionMode.RAY)
+    return modes
 
 
 def environment(mode: ExecutionMode | None, configuration: Configuration | None = None) -> Any:
@@ -39,7 +47,9 @@ def environment(mode: ExecutionMode | None, configuration: Configuration | None 
         raise ValueError(f"execution mode {mode.value!r} is not available in this version; use one of "
                          f"{', '.join(m.value for m in AVAILABLE)}")
     configuration = Configuration(configuration) if configuration is not None else Configuration()
-    if mode is not None:
+    if mode is ExecutionMode.RAY:  # the Ray cluster ray is initialised with, else one found or started
+        configuration.set_string("execution.target", "ray")
+    elif mode is not None:
         configuration.set_string("local.taskmanager.mode", mode.value)
     return StreamExecutionEnvironment.get_execution_environment(configuration)
 

@@ -66,8 +66,10 @@ def process_environment(**keys: str) -> StreamExecutionEnvironment:
     return env
 
 
-def checkpointed_job(tmp_path: Path, n: int, backend: str, restarts: bool) -> StreamExecutionEnvironment:
-    env = process_environment()
+def checkpointed_job(tmp_path: Path, n: int, backend: str, restarts: bool,
+                     env: StreamExecutionEnvironment | None = None) -> StreamExecutionEnvironment:
+    """The job on `env` (default: TaskManager processes; the Ray fault tests pass theirs)."""
+    env = env or process_environment()
     env.set_state_backend(EmbeddedRocksDBStateBackend() if backend == "rocksdb" else HashMapStateBackend())
     env.enable_checkpointing(50)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}"))

@@ -252,15 +252,19 @@ class TaskManagerProcesses:
             member.early_deaths = 0
             all_known = all(m.data_address is not None and m.connection is not None for m in self._members)
             if all_known:
-                directory = TaskManagerDirectory({m.index: m.data_address for m in self._members})
-                for other in self._members:
-                    other.connection.send(FrameKind.CONTROL, dumps_control(directory))
+                self._announce(TaskManagerDirectory({m.index: m.data_address for m in self._members}))
             self._registered.notify_all()
         logger.info("TaskManager %d registered (pid %d, data plane %s:%d)", member.index, member.pid,
                     *member.data_address)
         if all_known:
             for other in self._members:
                 self.gateways[other.index].attach(other.connection)
+
+    def _announce(self, directory: TaskManagerDirectory) -> None:
+        """Every TaskManager learns every data-plane address, ahead of any message that may need one (called with
+        the registration lock held, before the gateways attach)."""
+        for member in self._members:
+            member.connection.send(FrameKind.CONTROL, dumps_control(directory))
 
     def _read(self, member: _Member, connection: Connection) -> None:
         while (frame := connection.read()) is not None:
@@ -328,9 +332,13 @@ class TaskManagerProcesses:
             for member in self._members:
                 silent = now - member.last_seen
                 if member.connection is not None and not member.lost and silent > self._heartbeat_timeout_s:
-                    kill(member.pid)
+                    self._kill_member(member)
                     self._lost(member, f"it sent no heartbeat for {silent:.1f} s (heartbeat.timeout is "
                                        f"{self._heartbeat_timeout_s:.1f} s); its process (pid {member.pid}) was killed")
+
+    def _kill_member(self, member: _Member) -> None:
+        """End member's current process, however it is stuck."""
+        kill(member.pid)
 
     def _lost(self, member: _Member, how: str) -> None:
         with self._registered:

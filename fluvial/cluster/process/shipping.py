@@ -4,10 +4,22 @@ pickling traceback from deep in a deployment."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.wire import dumps_code
+
+
+def prepare_for_shipping(job_graph: Any, modules: Iterable[ModuleType] = ()) -> None:
+    """Before a job goes to TaskManagers in other processes: check that its functions travel, and give it the
+    classes of the job's script (and of `modules`, for a cluster that cannot import them), which the
+    TaskManagers install before the job's first record (`main_classes`)."""
+    from fluvial.cluster.process.main_classes import capture_main_classes
+
+    check_functions_can_be_shipped(job_graph)
+    job_graph.main_classes = capture_main_classes(modules)
 
 
 def check_functions_can_be_shipped(job_graph: Any) -> None:

@@ -20,7 +20,8 @@ import pickle
 import sys
 import threading
 import traceback
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -198,44 +199,71 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     connection = connect(config.control_address, config.secret)  # 1
-    sys.stdout = ForwardedStream(connection, "stdout")  # 2
-    sys.stderr = ForwardedStream(connection, "stderr")
-    root = logging.getLogger()
-    root.handlers[:] = [LogForwarder(connection, config.index)]
-    root.setLevel(config.log_level)
     try:
         _serve(config, connection)
     finally:
         os._exit(0)  # 4: at once, whatever threads are still running
 
 
-def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
+@dataclass(eq=False)
+class TaskManagerEndpoint:
+    """A TaskManager serving behind its control connection: what control messages are dispatched to."""
+
+    task_manager: Any
+    channels: Any
+    link: ControlLink
+    data_plane: Any
+
+    def dispatch(self, message: Any) -> None:
+        """One control message from the JobMaster's side, as a TaskManagerGateway call (or a directory update,
+        or collect credit)."""
+        dispatch_control(message, self.task_manager, self.channels, self.link)
+
+    def close(self) -> None:
+        self.link.connection.close()
+        self.data_plane.close()
+
+
+def start_task_manager(index: int, number_of_slots: int, connection: Connection, secret: bytes, bind_host: str,
+                       log_level: int, heartbeat_interval_ms: int) -> TaskManagerEndpoint:
+    """Step 2 on an authenticated control connection: this process's output and logs go over it, the data plane
+    listens on `bind_host`, the TaskManager registers and heartbeats start. Shared by TaskManager processes and
+    Ray TaskManager actors (`fluvial.cluster.ray.actor`)."""
     from fluvial.cluster.task_manager import TaskManager
     from fluvial.runtime.network.data_plane import DataPlane, ProcessChannels
 
+    sys.stdout = ForwardedStream(connection, "stdout")
+    sys.stderr = ForwardedStream(connection, "stderr")
+    root = logging.getLogger()
+    root.handlers[:] = [LogForwarder(connection, index)]
+    root.setLevel(log_level)
     link = ControlLink(connection)
-    data_plane = DataPlane(config.secret, f"taskmanager-{config.index}", config.bind_host)
-    channels = ProcessChannels(data_plane, config.index)
-    task_manager = TaskManager(config.index, config.number_of_slots, channels, link.collect_target)
-    link.send(RegisterTaskManager(config.index, data_plane.address, os.getpid(), task_manager.resource_id))
-    heartbeat = threading.Thread(target=_heartbeat, args=(connection, config.heartbeat_interval_ms / 1000),
-                                 name="fluvial-heartbeat", daemon=True)
-    heartbeat.start()
+    data_plane = DataPlane(secret, f"taskmanager-{index}", bind_host)
+    channels = ProcessChannels(data_plane, index)
+    task_manager = TaskManager(index, number_of_slots, channels, link.collect_target)
+    link.send(RegisterTaskManager(index, data_plane.address, os.getpid(), task_manager.resource_id))
+    threading.Thread(target=_heartbeat, args=(connection, heartbeat_interval_ms / 1000), name="fluvial-heartbeat",
+                     daemon=True).start()
+    return TaskManagerEndpoint(task_manager, channels, link, data_plane)
+
+
+def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
+    endpoint = start_task_manager(config.index, config.number_of_slots, connection, config.secret,  # 2
+                                  config.bind_host, config.log_level, config.heartbeat_interval_ms)
     try:
         while (frame := connection.read()) is not None:  # 3
             kind, payload = frame
             if kind is FrameKind.CLOSE:
                 break
             if kind is FrameKind.CONTROL:
-                _dispatch(loads_control(payload), task_manager, channels, link)
+                endpoint.dispatch(loads_control(payload))
     except (OSError, ConnectionError) as error:
         logger.debug("the control connection ended: %s", error)
     finally:
-        connection.close()
-        data_plane.close()
+        endpoint.close()
 
 
-def _dispatch(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:
+def dispatch_control(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:
     if isinstance(message, DeploymentEnvelope):
         deployment = _open(message, task_manager.index)
         if isinstance(deployment, TaskFailure):
@@ -243,8 +271,10 @@ def _dispatch(message: Any, task_manager: Any, channels: Any, link: ControlLink)
                 message.job_id, message.vertex_id, message.subtask_index, message.attempt, ExecutionState.FAILED,
                 deployment))
             return
-        task_manager.register_job_master(deployment.spec.job_id, link)
-        task_manager.submit_task(deployment)
+        message = deployment
+    if isinstance(message, DeployTask):
+        task_manager.register_job_master(message.spec.job_id, link)
+        task_manager.submit_task(message)
     elif isinstance(message, CancelTask):
         task_manager.cancel_task(message)
     elif isinstance(message, TriggerCheckpoint):

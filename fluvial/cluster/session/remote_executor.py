@@ -70,8 +70,7 @@ class RemoteExecutor:
 
 def ship(job_graph: Any, configuration: Configuration) -> bytes:
     """Steps 2 and 3: the JobGraph, cloudpickled for a cluster that cannot import the job's own modules."""
-    from fluvial.cluster.process.main_classes import capture_main_classes
-    from fluvial.cluster.process.shipping import check_functions_can_be_shipped
+    from fluvial.cluster.process.shipping import prepare_for_shipping
     from fluvial.common.wire import dumps_code
     from fluvial.datastream.python_dependencies import FILE_DELIMITER, FILES
 
@@ -80,7 +79,6 @@ def ship(job_graph: Any, configuration: Configuration) -> bytes:
     if modules:
         logger.info("shipping the job's own modules by value: %s", ", ".join(m.__name__ for m in modules))
     with pickled_by_value(modules):
-        check_functions_can_be_shipped(job_graph)
-        job_graph.main_classes = capture_main_classes(modules)
+        prepare_for_shipping(job_graph, modules)
         return dumps_code(job_graph)
 

@@ -1,4 +1,5 @@
-"""SubmittedJobs: cancelling what a job file started, including a job whose client arrives after the cancel."""
+"""SubmittedJobs: cancelling what a job file started, including a job whose client arrives after the cancel, and
+never a detached job."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from fluvial.common.future import CompletableFuture
 
 
 class FakeClient:
-    def __init__(self, name: str, done: bool = False) -> None:
+    def __init__(self, name: str, done: bool = False, detached: bool = False) -> None:
         self.name = name
+        self.detached = detached
         self.cancelled = 0
         self.result = CompletableFuture()
         if done:
@@ -48,3 +50,13 @@ def test_wait_returns_once_the_jobs_ended_and_gives_up_on_a_stuck_one(caplog):
     jobs.add(FakeClient("stuck"))
     jobs.wait(timeout=0.05)
     assert "job stuck has not ended" in caplog.text
+
+
+def test_detached_jobs_are_never_cancelled_and_are_listed():
+    jobs = SubmittedJobs()
+    detached = jobs.add(FakeClient("runs-on", detached=True))
+    attached = jobs.add(FakeClient("attached"))
+    jobs.cancel_running()
+    late = jobs.add(FakeClient("late-detached", detached=True))
+    assert (detached.cancelled, attached.cancelled, late.cancelled) == (0, 1, 0)
+    assert jobs.detached_job_ids() == ["runs-on", "late-detached"]

@@ -214,6 +214,7 @@ env.execute()
         (["-D", "=value"], "-D expects KEY=VALUE"),
         (["-n"], "--allowNonRestoredState only applies when restoring: add -s SAVEPOINT"),
         (["-s", " "], "-s needs the path of a savepoint"),
+        (["--target", "yarn"], "--target yarn: configuration 'execution.target' has the value 'yarn'"),
     ],
 )
 def test_a_bad_option_is_a_usage_error_before_the_job_file_runs(tmp_path, options, message):
@@ -223,6 +224,29 @@ def test_a_bad_option_is_a_usage_error_before_the_job_file_runs(tmp_path, option
     assert result.exit_code == 2
     assert message in result.stderr
     assert not marker.exists()
+
+
+def test_target_sets_execution_target_for_every_environment_the_job_file_creates(tmp_path):
+    body = """\
+print("target:", env.get_configuration().get_string("execution.target"))
+raise SystemExit(0)
+"""
+    result = invoke("run", "-D", "execution.target=local", "--target", "ray", job_file(tmp_path, body))
+    assert "target: ray" in result.stdout  # the flag wins over -D (the file then submits no job: exit 2)
+
+
+def test_detached_sets_execution_attached_false(tmp_path):
+    body = """\
+print("attached:", env.get_configuration().get_string("execution.attached"))
+"""
+    result = invoke("run", "-d", "--target", "ray", job_file(tmp_path, body))
+    assert "attached: false" in result.stdout
+
+
+def test_detached_needs_a_cluster_that_outlives_the_run(tmp_path):
+    result = invoke("run", "-d", job_file(tmp_path, "pass\n"))
+    assert result.exit_code == 2
+    assert "-d (--detached) submits each job and leaves it running" in " ".join(result.output.replace("│", " ").split())
 
 
 def test_parallelism_must_be_at_least_one(tmp_path):

@@ -49,7 +49,7 @@ def free_port() -> int:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["-d"], "-d (--detached) submits to a session cluster and returns: add -m HOST:PORT"),
+        (["-d"], "-d (--detached) submits each job and leaves it running, on a session cluster (add -m HOST:PORT"),
         (["-m", "localhost:8081", "--web"], "--web serves the dashboard of an embedded job"),
         (["-m", "nowhere"], "-m: 'nowhere' is not an address of a cluster's REST API: give HOST:PORT"),
     ],

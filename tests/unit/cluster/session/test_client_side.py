@@ -85,10 +85,10 @@ def test_detached_needs_a_session_cluster_and_collect_needs_attached():
     env = StreamExecutionEnvironment.get_execution_environment(Configuration().set_string("execution.attached",
                                                                                           "false"))
     env.from_collection([1]).print()
-    with pytest.raises(ConfigurationError, match="execution.attached: false needs a session cluster"):
+    with pytest.raises(ConfigurationError, match="execution.attached: false needs a cluster that outlives this program"):
         env.execute()
     remote = Configuration().set_string("execution.target", "remote").set_string("execution.attached", "false")
-    with pytest.raises(InvalidJobError, match="execute_and_collect needs an attached submission"):
+    with pytest.raises(InvalidJobError, match="execute_and_collect brings the records to this program, which a detached"):
         StreamExecutionEnvironment.get_execution_environment(remote).from_collection([1]).execute_and_collect()
 
 

@@ -1,0 +1,43 @@
+"""Fixtures shared across the suite.
+
+`ray_cluster`: one two-node Ray cluster for the whole test session, started on first use (a few seconds) and
+stopped at the end by the PIDs of the node processes it started (`LocalRayCluster`: loopback addresses
+127.0.0.2 and 127.0.0.3, no cloud probes, Ray's output in its own log). The head has the custom resource
+`head`, the second node `node2`. This process is connected to it (`ray.init`), so every job with
+`execution.target: ray` runs there.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+HEAD, SECOND = "127.0.0.2", "127.0.0.3"
+CPUS_PER_NODE = 2
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    ray = pytest.importorskip("ray", reason="the Ray tests need the ray package: pip install 'fluvial[ray]'")
+    from fluvial.cluster.ray.local_cluster import LocalRayCluster, NodeSpec
+
+    cluster = LocalRayCluster([NodeSpec(HEAD, CPUS_PER_NODE, {"head": 1}),
+                               NodeSpec(SECOND, CPUS_PER_NODE, {"node2": 1})]).start()
+    try:
+        ray.init(address=cluster.address, _node_ip_address=HEAD, logging_level="WARNING")
+        deadline = time.monotonic() + 60
+        while sum(1 for node in ray.nodes() if node["Alive"]) < 2:
+            assert time.monotonic() < deadline, f"the second Ray node did not join; see {cluster.log_path}"
+            time.sleep(0.05)
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.stop()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests on the session's Ray cluster run last, together: the cluster starts once, and no other test runs
+    beside its idle processes (a dozen processes and about a gigabyte, which slow a 2-core machine's timing
+    tests down)."""
+    items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
