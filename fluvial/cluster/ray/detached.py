@@ -86,6 +86,10 @@ class JobMasterActor:
     def status(self) -> str:
         return self._client.get_job_status().result().name
 
+    def details(self) -> Any:
+        """The job's JobDetails (plain data: it pickles to the caller as it is)."""
+        return self._client.get_job_details().result()
+
     def cancel(self) -> None:
         self._client.cancel()
 
@@ -140,6 +144,7 @@ def submit_detached(job_graph: Any, configuration: Any, runtime_env: dict[str, A
     except ray.exceptions.RayTaskError as error:
         ray.kill(actor, no_restart=True)
         raise error.cause from None  # as an attached submission would raise it
+    print(f"Job has been submitted with JobID {job_graph.job_id}", flush=True)  # Flink's line
     logger.info("job %s (%s) submitted detached: its JobMaster is the Ray actor %s in namespace %s",
                 job_graph.job_name, job_graph.job_id, actor_name(job_graph.job_id), NAMESPACE)
     return DetachedJobClient(actor, job_graph.job_id)
@@ -173,6 +178,9 @@ class DetachedJobClient(JobClient):
 
     def get_job_status(self) -> CompletableFuture:
         return self._call(lambda: JobStatus[self._get(self._actor.status.remote())])
+
+    def get_job_details(self) -> CompletableFuture:
+        return self._call(lambda: self._get(self._actor.details.remote()))
 
     def cancel(self) -> CompletableFuture:
         return self._call(lambda: self._get(self._actor.cancel.remote()))

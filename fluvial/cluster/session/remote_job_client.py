@@ -84,6 +84,7 @@ class RemoteJobClient(JobClient):
         self._rest = rest
         self._job_id = job_id
         self.attached = attached
+        self.detached = not attached  # a detached job runs on when this client goes away: never cancelled here
         self._result = CompletableFuture()
         self._listeners: list[ProgressListener] = []
         self._watcher: threading.Thread | None = None
