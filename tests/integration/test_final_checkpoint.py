@@ -153,10 +153,8 @@ def test_a_bounded_job_triggers_its_final_checkpoint_at_the_end_of_its_data(tmp_
     env.set_parallelism(2)
     env.from_source(NumberSequenceSource(1, 3000)).map(str).rebalance().map(lambda s: s) \
         .sink_to(file_sink(tmp_path / "out"))
-    started = time.monotonic()
     client = env.execute_async("bounded, checkpoints an hour apart")
-    client.get_job_execution_result().result(timeout=30)
-    assert time.monotonic() - started < 20, "the job waited for the checkpoint interval"
+    client.get_job_execution_result().result(timeout=30)  # an hour's interval never passes: the end triggered it
     stats = client._job_master.checkpointing.coordinator.stats
     assert stats.completed >= 1
     assert_exactly_once(committed(tmp_path / "out"), [str(n) for n in range(1, 3001)])

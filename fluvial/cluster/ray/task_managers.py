@@ -67,6 +67,9 @@ class RayTaskManagers(TaskManagerProcesses):
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         previous = self._actors[member.index]
+        # forgotten first: the calls the kill fails answer late, and must be taken for the old actor's, not for
+        # the member's new one (a second loss that would kill the replacement while it starts)
+        self._actors[member.index] = None
         if previous is not None:
             ray.kill(previous, no_restart=True)  # whatever is left of it frees its bundle
         member.connection, member.data_address, member.ended, member.lost = None, None, None, False
