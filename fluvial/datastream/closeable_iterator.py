@@ -45,16 +45,37 @@ class CloseableIterator:
         return self
 
     def __next__(self) -> Any:
-        while self._position >= len(self._pending):
-            if self._done:
-                raise StopIteration
-            item = self._buffer.take()
-            if item is self._buffer.END:
-                self._done = True
-                _INTERRUPTS.forget(self)
-                self._raise_failure()
-                raise StopIteration
-            self._pending, self._position = item, 0
+        position = self._position
+        if position < len(self._pending):
+            self._position = position + 1
+            return self._pending[position]
+        return self._refill()
+
+    def _refill(self) -> Any:
+        """The next record once the current buffer is used up: waits for the next buffer (or the job's end)."""
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        if on_main_thread:
+            _INTERRUPTS.waiting_in_next += 1
+        try:
+            while self._position >= len(self._pending):
+                if self._done:
+                    raise StopIteration
+                item = self._buffer.take()
+                if item is self._buffer.END:
+                    self._done = True
+                    _INTERRUPTS.forget(self)
+                    self._raise_failure()
+                    raise StopIteration
+                self._pending, self._position = item, 0
+        except KeyboardInterrupt:
+            # raised by the guard at once (see _InterruptGuard): the job is cancelled here, once the stack has let go
+            # of the buffer's and the gateways' locks, which the TaskManagers' reports need to end the job
+            if not self._done:
+                self.interrupted()
+            raise
+        finally:
+            if on_main_thread:
+                _INTERRUPTS.waiting_in_next -= 1
         value = self._pending[self._position]
         self._position += 1
         return value
@@ -68,8 +89,9 @@ class CloseableIterator:
         """Ctrl-C while the iterator is open: the job is cancelled (and has ended) before the interrupt goes on."""
         from fluvial.common.job_client import cancel_on_interrupt
 
-        self._buffer.closed.set()
+        _INTERRUPTS.forget(self)
         self._done = True
+        self._buffer.close()
         cancel_on_interrupt(self._client)
 
     def close(self) -> None:
@@ -91,7 +113,9 @@ class CloseableIterator:
 class _InterruptGuard:
     """Cancels the jobs of open iterators on Ctrl-C. While any iterator created on the main thread is open, a
     SIGINT handler runs first: it cancels those jobs (waiting until they have ended), then hands over to the
-    handler it replaced, which raises the KeyboardInterrupt as usual. A program with a SIGINT handler of its
+    handler it replaced, which raises the KeyboardInterrupt as usual. Inside `next()` it hands over at once, and
+    `next()` cancels as the interrupt leaves it: the interrupted frame may hold a lock (the collect buffer's, a
+    TaskManager gateway's) that the job's end needs, and a handler waiting on the main thread would keep it held. A program with a SIGINT handler of its
     own is left alone: the guard installs itself only over Python's default handler, and puts it back when the
     last open iterator is closed or ends. Iterators are held weakly: one dropped unclosed is forgotten (with
     none left, the guard only hands over)."""
@@ -100,6 +124,7 @@ class _InterruptGuard:
         self._open: weakref.WeakSet = weakref.WeakSet()
         self._previous: Any = None
         self._lock = threading.Lock()
+        self.waiting_in_next = 0  # the main thread waits in CloseableIterator.__next__ for a buffer
 
     def watch(self, iterator: "CloseableIterator") -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -122,6 +147,9 @@ class _InterruptGuard:
                 self._previous = None
 
     def _on_interrupt(self, signum: int, frame: Any) -> None:
+        if self.waiting_in_next:
+            self._previous(signum, frame)  # next() cancels its job once the interrupt has left the locked frames
+            return
         with self._lock:
             iterators, previous = list(self._open), self._previous
         for iterator in iterators:
