@@ -18,20 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from fluvial.common import Configuration, Encoder, Types
+from fluvial.common import Configuration, Encoder
 from fluvial.common.errors import JobExecutionException
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream import MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from fluvial.testing import wait_until
+from tests.faults.checkpointed_job import KEYS, CountPerKey
 from tests.faults.test_process_kill import assert_exactly_once, committed_records, completed_checkpoints
 from tests.processes import alive, descendants
-
-KEYS = 7
 
 
 class Tag(MapFunction):
@@ -44,17 +42,6 @@ class Tag(MapFunction):
         if self.seen % 10 == 0:
             time.sleep(0.001)
         return (self.subtask, value % KEYS), value
-
-
-class CountPerKey(KeyedProcessFunction):
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        count = (self.count.value() or 0) + 1
-        self.count.update(count)
-        (subtask, residue), seq = value
-        yield f"{subtask}|{residue}|{seq}|{count}"
 
 
 def process_environment(**keys: str) -> StreamExecutionEnvironment:
