@@ -45,3 +45,18 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return text.rsplit(") ", 1)[1].split()
+
+
+def children(pid: int) -> list[int]:
+    """The living child processes of `pid` (from /proc; empty where there is none)."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found

@@ -82,6 +82,7 @@ def environment(args: argparse.Namespace) -> Any:
     from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 
     configuration = Configuration().set_string("task.cancellation.timeout", "10 s")
+    configuration.set_string("local.taskmanager.mode", args.mode)
     if args.restore:
         configuration.set_string("execution.savepoint.path", args.restore)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
@@ -107,6 +108,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=5000, help="records per second per source subtask")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--backend", choices=("hashmap", "rocksdb"), default="hashmap")
+    parser.add_argument("--mode", choices=("thread", "process", "auto"), default="thread",
+                        help="local.taskmanager.mode: TaskManagers as threads of this process or as processes")
     parser.add_argument("--interval-ms", type=int, default=100)
     return parser.parse_args(argv)
 

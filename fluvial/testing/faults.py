@@ -21,8 +21,10 @@ The faults (FaultKind):
   fails the fault is FaultUnavailable, never faked.
 - UNWRITABLE: the job's checkpoint directory is made read-only for a moment (a read-only bind mount for root,
   whom file modes do not stop; `chmod 0500` for anyone else).
-- KILL_TASKMANAGER: the kill of one TaskManager process, once TaskManagers run as processes: the driver asks
-  the job's TaskManagerProcesses for their pids. Thread mode has none (FaultUnavailable).
+- KILL_TASKMANAGER: SIGKILL of one TaskManager process of a job in process mode (`TrialSettings.mode`): the job
+  fails over from its latest checkpoint on a replacement process. The driver asks the job's
+  TaskManagerProcesses for their pids (default: the job process's zygote's children). Thread mode has none
+  (FaultUnavailable).
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
+from fluvial.common.processes import children
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
 
 
@@ -63,6 +66,17 @@ class TaskManagerProcesses(Protocol):
     def pids(self) -> list[int]: ...
 
 
+class ForkedTaskManagers:
+    """The TaskManager processes of a job process in process mode: the children of its zygote, the one child the
+    job process starts (`fluvial.cluster.process.launcher`), read from /proc."""
+
+    def __init__(self, job_pid: Callable[[], int]) -> None:
+        self._job_pid = job_pid
+
+    def pids(self) -> list[int]:
+        return [pid for zygote in children(self._job_pid()) for pid in children(zygote)]
+
+
 @dataclass(frozen=True)
 class TrialSettings:
     keys: int = 20
@@ -70,6 +84,7 @@ class TrialSettings:
     rate: int = 4000  # records per second per source subtask
     parallelism: int = 2
     backend: str = "hashmap"
+    mode: str = "thread"  # local.taskmanager.mode of the job: "thread" or "process"
     interval_ms: int = 100
     disk_bytes: int = 8 * 1024 * 1024
     timeout_s: float = 120.0
@@ -111,7 +126,8 @@ class FaultTrial:
         self.plan = list(plan)
         self.settings = settings
         self.result = TrialResult(seed, settings)
-        self._task_managers = task_managers
+        self._task_managers = task_managers or (ForkedTaskManagers(lambda: self._process.pid)
+                                                if settings.mode == "process" else None)
         self.checkpoints = self.workdir / "checkpoints"
         self.out = self.workdir / "out"
         self.triggers = self.workdir / "triggers"
@@ -157,7 +173,7 @@ class FaultTrial:
         args = [sys.executable, "-m", "fluvial.testing.fault_job", "--checkpoints", str(self.checkpoints),
                 "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
                 "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
-                "--backend", s.backend, "--interval-ms", str(s.interval_ms)]
+                "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms)]
         if restore is not None:
             args += ["--restore", str(restore)]
         self._runs += 1
@@ -306,9 +322,16 @@ class FaultTrial:
 
     def _kill_task_manager(self) -> None:
         if self._task_managers is None:
-            raise FaultUnavailable(f"{FaultKind.KILL_TASKMANAGER.value} needs TaskManager processes "
-                                   "(process mode, which this version does not have)")
-        os.kill(self.random.choice(self._task_managers.pids()), signal.SIGKILL)
+            raise FaultUnavailable(f"{FaultKind.KILL_TASKMANAGER.value} needs TaskManager processes: run the trial "
+                                   "in process mode (TrialSettings(mode='process'))")
+        task_managers, pids = self._task_managers, []
+
+        def started() -> bool:
+            pids[:] = task_managers.pids()
+            return bool(pids)
+
+        self._wait(started, "the job's TaskManager processes")
+        os.kill(self.random.choice(pids), signal.SIGKILL)
 
 
 def run_trial(workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),

@@ -12,9 +12,9 @@ SMALL = TrialSettings(keys=10, per_key=500, rate=2500)
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
-def test_kills_and_user_exceptions_lose_and_duplicate_nothing(tmp_path, backend):
-    settings = TrialSettings(SMALL.keys, SMALL.per_key, SMALL.rate, backend=backend)
+@pytest.mark.parametrize("backend,mode", [("hashmap", "thread"), ("rocksdb", "thread"), ("hashmap", "process")])
+def test_kills_and_user_exceptions_lose_and_duplicate_nothing(tmp_path, backend, mode):
+    settings = TrialSettings(SMALL.keys, SMALL.per_key, SMALL.rate, backend=backend, mode=mode)
     result = run_trial(tmp_path / "trial", 1, [FaultKind.KILL, FaultKind.RAISE, FaultKind.KILL], settings)
     assert result.faults == {FaultKind.KILL: 2, FaultKind.RAISE: 1}
     assert result.passed, f"{result.outcome}: {result.report}"
@@ -38,6 +38,17 @@ def test_a_corrupt_checkpoint_fails_the_job_at_once_naming_the_file(tmp_path):
     assert result.passed and result.report.duplicated == 0
 
 
-def test_killing_a_task_manager_process_waits_for_process_mode(tmp_path):
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_task_manager_processes_killed_mid_job_lose_and_duplicate_nothing(tmp_path, backend):
+    settings = TrialSettings(SMALL.keys, SMALL.per_key, SMALL.rate, backend=backend, mode="process")
+    result = run_trial(tmp_path / "trial", 5, [FaultKind.KILL_TASKMANAGER, FaultKind.KILL_TASKMANAGER], settings)
+    assert result.faults == {FaultKind.KILL_TASKMANAGER: 2}
+    assert result.passed, f"{result.outcome}: {result.report}"
+    assert result.report.committed == SMALL.keys * SMALL.per_key
+
+
+@pytest.mark.timeout(30)
+def test_killing_a_task_manager_process_needs_process_mode(tmp_path):
     with pytest.raises(FaultUnavailable, match="process mode"):
         run_trial(tmp_path / "trial", 4, [FaultKind.KILL_TASKMANAGER], SMALL)
