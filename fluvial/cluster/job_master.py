@@ -283,10 +283,10 @@ class JobMaster:
             self._finish_job(status, error)
 
     def _finish_job(self, status: JobStatus, error: BaseException | None) -> None:
-        details = self._details()
-        last = f"; last failure: {details.last_failure.summary()}" if details.last_failure is not None else ""
+        failure = self.scheduler.last_failure_info  # (not the whole JobDetails: nobody may ever ask for them)
+        last = f"; last failure: {failure.summary()}" if failure is not None else ""
         logger.info("job %s (%s) ended %s after %d restart(s)%s", self.job_graph.job_name, self.job_id,
-                    status.name, details.restarts, last)
+                    status.name, self.scheduler.restarts, last)
         if self.checkpointing is not None:
             from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 

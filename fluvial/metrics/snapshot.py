@@ -7,7 +7,6 @@ the JobMaster keeps the latest one of each subtask (`fluvial.metrics.store`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 
@@ -60,4 +59,6 @@ class JobMetricsSnapshot:
 def vertex_hex_id(job_id: str, vertex_id: int) -> str:
     """The 32-hex-digit id of a JobVertex in the REST API and Prometheus' `task_id` label, as Flink's JobVertexID
     looks: stable for the job, distinct between jobs."""
+    import hashlib  # only where ids are shown (REST, Prometheus): a job alone never pays for the import
+
     return hashlib.blake2b(f"{job_id}/{vertex_id}".encode(), digest_size=16).hexdigest()
