@@ -69,3 +69,19 @@ def test_word_count_example_counts_each_word_once():
     counts = collections.Counter(word for line in lines for word in line.split())
     out = printed(str(EXAMPLES / "word_count.py"))
     assert sorted(out[2:]) == sorted(f"({word},{count})" for word, count in counts.items())
+
+
+@pytest.mark.timeout(120)
+def test_state_access_example():
+    assert sorted(printed(str(EXAMPLES / "state_access.py"))) == sorted([
+        "('Alice', 110.1)", "('Alice', 130.1)", "('Alice', 143.2)", "('Alice', 163.29999999999998)",
+        "('Bob', 30.2)", "('Bob', 83.3)", "('Bob', 86.39999999999999)", "('Bob', 102.5)",
+    ])
+
+
+@pytest.mark.timeout(120)
+def test_event_time_timer_example_fires_each_timer_once_with_the_total():
+    """Every record arrives before the first watermark, so each distinct timer (four per person) fires at the
+    end of input and sees the final total."""
+    assert sorted(printed(str(EXAMPLES / "event_time_timer.py"))) == \
+        ["('Alice', 163.29999999999998)"] * 4 + ["('Bob', 102.5)"] * 4
