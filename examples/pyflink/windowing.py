@@ -1,6 +1,7 @@
 """PyFlink's windowing examples in one program: `python windowing.py VARIANT` with VARIANT one of
-tumbling_time, sliding_time, session_gap, session_dynamic_gap (event-time windows counting the records of
-each, printed as `(key,start,end,count)`) or tumbling_count (count windows summing, `(key,sum)`)."""
+tumbling_time, sliding_time, session_gap, session_dynamic_gap, tumbling_time_continuous (event-time windows
+counting the records of each, printed as `(key,start,end,count)`; the last fires every 5 ms of event time
+within 10 ms windows) or tumbling_count (count windows summing, `(key,sum)`)."""
 
 import sys
 
@@ -8,6 +9,7 @@ from fluvial.common import Time, Types, WatermarkStrategy
 from fluvial.common.watermark_strategy import TimestampAssigner
 from fluvial.datastream import ProcessWindowFunction, StreamExecutionEnvironment, WindowFunction
 from fluvial.datastream.window import (
+    ContinuousEventTimeTrigger,
     EventTimeSessionWindows,
     SessionWindowTimeGapExtractor,
     SlidingEventTimeWindows,
@@ -40,13 +42,15 @@ class SumPerWindow(WindowFunction):
         return [(key, sum(value[0] for value in inputs))]
 
 
-def timed_windows(env, data, assigner):
+def timed_windows(env, data, assigner, trigger=None):
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(SecondFieldIsTime())
-    return env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()])) \
+    windows = env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()])) \
         .assign_timestamps_and_watermarks(strategy) \
         .key_by(lambda pair: pair[0], key_type=Types.STRING()) \
-        .window(assigner) \
-        .process(CountPerWindow(), Types.TUPLE([Types.STRING(), Types.INT(), Types.INT(), Types.INT()]))
+        .window(assigner)
+    if trigger is not None:
+        windows = windows.trigger(trigger)
+    return windows.process(CountPerWindow(), Types.TUPLE([Types.STRING(), Types.INT(), Types.INT(), Types.INT()]))
 
 
 VARIANTS = {
@@ -56,6 +60,9 @@ VARIANTS = {
     "session_gap": lambda env: timed_windows(env, SESSIONS, EventTimeSessionWindows.with_gap(Time.milliseconds(5))),
     "session_dynamic_gap": lambda env: timed_windows(
         env, SESSIONS, EventTimeSessionWindows.with_dynamic_gap(GapIsTheTime())),
+    "tumbling_time_continuous": lambda env: timed_windows(
+        env, TIMED, TumblingEventTimeWindows.of(Time.milliseconds(10)),
+        ContinuousEventTimeTrigger.of(Time.milliseconds(5))),
     "tumbling_count": lambda env: env.from_collection(COUNTED, type_info=Types.TUPLE([Types.INT(), Types.STRING()]))
         .key_by(lambda pair: pair[1], key_type=Types.STRING())
         .count_window(2)

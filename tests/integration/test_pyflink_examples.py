@@ -34,6 +34,7 @@ def printed(*args: str) -> list[str]:
                       "(hi,12,17,1)", "(hi,14,19,1)"]),
     ("session_gap", ["(hi,1,14,6)", "(hi,15,20,1)"]),
     ("session_dynamic_gap", ["(hi,1,30,7)"]),
+    ("tumbling_time_continuous", ["(hi,0,10,7)", "(hi,0,10,7)", "(hi,10,20,1)"]),
     ("tumbling_count", ["(hi,4)", "(hello,6)", "(hello,12)"]),
 ])
 def test_windowing_examples(variant, expected):
