@@ -1,6 +1,7 @@
-"""Before a job goes to TaskManager processes: every user function must travel there (cloudpickle). One that
-cannot is a clear error at submission — naming the operator, the object that failed and the fix — not a
-pickling traceback from deep in a deployment."""
+"""Before a job goes to TaskManager processes: every user function must travel there (cloudpickle), and every
+file it reads or writes must be one those processes reach. A function that cannot travel, or a `memory://`
+location (a file system inside one process), is a clear error at submission — naming the operator or setting,
+what failed and the fix — not a pickling traceback from a deployment, nor output lost with a process."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from fluvial.common.errors import InvalidJobError
+from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.wire import dumps_code
 
 
@@ -19,7 +20,52 @@ def prepare_for_shipping(job_graph: Any, modules: Iterable[ModuleType] = ()) -> 
     from fluvial.cluster.process.main_classes import capture_main_classes
 
     check_functions_can_be_shipped(job_graph)
+    check_locations_reach_task_managers(job_graph)
     job_graph.main_classes = capture_main_classes(modules)
+
+
+def check_locations_reach_task_managers(job_graph: Any) -> None:
+    """`memory://` lives in one process: the client's files there are not in a TaskManager, what a TaskManager
+    writes there ends with it, and a replacement cannot restore from a dead one's checkpoint there."""
+    from fluvial.datastream.connectors.file_systems import scheme
+
+    for what, location in storage_locations(job_graph) + connector_locations(job_graph):
+        if scheme(location) == "memory":
+            raise ConfigurationError(
+                f"{what} '{location}' is in memory://, a file system inside one process, and this job's "
+                "TaskManagers are other processes: files there would not be shared between them and this one, and "
+                "would be lost with their process. Use a local path or an object store URL, or run the "
+                "TaskManagers as threads of this process: local.taskmanager.mode: thread")
+
+
+def storage_locations(job_graph: Any) -> list[tuple[str, str]]:
+    """(what, path) of the job's checkpoint storage, the savepoint it restores, and its savepoint directory."""
+    from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
+
+    paths = []
+    tolerance = job_graph.fault_tolerance
+    checkpoints = tolerance.checkpoints if tolerance is not None else None
+    if checkpoints is not None and checkpoints.enabled and isinstance(checkpoints.storage, FileSystemCheckpointStorage):
+        paths.append(("the checkpoint storage", checkpoints.storage.checkpoint_path))
+    if tolerance is not None and tolerance.savepoint_path:
+        paths.append(("the savepoint to restore (execution.savepoint.path)", tolerance.savepoint_path))
+    configuration = job_graph.configuration
+    if configuration is not None and configuration.get("state.savepoints.dir"):
+        paths.append(("state.savepoints.dir", configuration.get("state.savepoints.dir")))
+    return paths
+
+
+def connector_locations(job_graph: Any) -> list[tuple[str, str]]:
+    """(what, path) of every file the job's sources read and its sinks write (`Source/Sink.locations()`)."""
+    from fluvial.datastream.transformations import SinkSpec, SourceSpec
+
+    found = []
+    for vertex in job_graph.vertices:
+        for node in vertex.nodes:
+            spec = node.operator
+            if isinstance(spec, (SourceSpec, SinkSpec)):
+                found += [(f"the path of operator '{node.name}'", location) for location in spec.function.locations()]
+    return found
 
 
 def check_functions_can_be_shipped(job_graph: Any) -> None:

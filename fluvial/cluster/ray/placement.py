@@ -79,39 +79,16 @@ def alive_nodes() -> int:
 
 def check_storage_is_shared(job_graph: Any, nodes: int, shared_filesystem: bool) -> None:
     """Checkpoints and savepoints must be readable by every TaskManager, wherever Ray placed it: a replacement
-    on another node restores what a dead one wrote. `memory://` is never shared (it lives in one process); a
-    local path is not when the cluster has several nodes, unless `ray.shared-filesystem` says it is."""
-    for what, path in _storage_paths(job_graph):
-        protocol = _protocol(path)
-        if protocol == "memory":
-            raise ConfigurationError(
-                f"{what} '{path}' lives in one process's memory, and Ray TaskManagers are other processes: use a "
-                "path every Ray node reaches (an object store URL such as s3://..., or a shared filesystem)")
-        if protocol in ("file", "local") and nodes > 1 and not shared_filesystem:
+    on another node restores what a dead one wrote. A local path is not, when the cluster has several nodes,
+    unless `ray.shared-filesystem` says it is (`memory://` is refused for every kind of TaskManager process:
+    `shipping.check_locations_reach_task_managers`)."""
+    from fluvial.cluster.process.shipping import storage_locations
+    from fluvial.datastream.connectors.file_systems import scheme
+
+    for what, path in storage_locations(job_graph):
+        if scheme(path) in ("file", "local") and nodes > 1 and not shared_filesystem:
             raise ConfigurationError(
                 f"{what} '{path}' is a local path, and the Ray cluster has {nodes} nodes: a TaskManager on another "
                 "node could neither write there nor restore from it after a failover. Use storage every node "
                 "reaches (an fsspec URL such as s3://bucket/checkpoints), or, if the path is on a filesystem "
                 "every node mounts (NFS), set ray.shared-filesystem: true")
-
-
-def _storage_paths(job_graph: Any) -> list[tuple[str, str]]:
-    from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
-
-    paths = []
-    tolerance = job_graph.fault_tolerance
-    checkpoints = tolerance.checkpoints if tolerance is not None else None
-    if checkpoints is not None and checkpoints.enabled and isinstance(checkpoints.storage, FileSystemCheckpointStorage):
-        paths.append(("the checkpoint storage", checkpoints.storage.checkpoint_path))
-    if tolerance is not None and tolerance.savepoint_path:
-        paths.append(("the savepoint to restore (execution.savepoint.path)", tolerance.savepoint_path))
-    configuration = job_graph.configuration
-    if configuration is not None and configuration.get("state.savepoints.dir"):
-        paths.append(("state.savepoints.dir", configuration.get("state.savepoints.dir")))
-    return paths
-
-
-def _protocol(path: str) -> str:
-    from fsspec.core import split_protocol
-
-    return split_protocol(path)[0] or "file"

@@ -283,6 +283,9 @@ class FileSink(Sink):
     def default_name(self) -> str:
         return "File Sink"
 
+    def locations(self) -> tuple[str, ...]:
+        return (self.base_path,)
+
 
 class RowFormatBuilder:
     """`FileSink.for_row_format(path, encoder).with_...(...).build()`."""

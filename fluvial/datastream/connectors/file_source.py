@@ -40,13 +40,10 @@ def _is_hidden(name: str) -> bool:
 def _list_files(path: str) -> list[str]:
     """Every visible file at or under `path`, sorted; the path itself is read even when its name is hidden."""
     found = list_files(path, _is_hidden)
-    if found is None:
-        per_process = (" (memory:// is per process: what the client wrote there is not in a TaskManager "
-                       "process; run the job with local.taskmanager.mode: thread, or use a shared filesystem)"
-                       if path.startswith("memory://") else "")
+    if found is None:  # (a memory:// path never gets here in another process: refused at submission)
         raise ResourceError(
             f"file source path {path!r} does not exist (or is neither a file nor a directory); "
-            f"create it or fix the path given to FileSource.for_record_stream_format{per_process}"
+            "create it or fix the path given to FileSource.for_record_stream_format"
         )
     return found
 
@@ -254,6 +251,9 @@ class FileSource(Source[Any]):
 
     def default_name(self) -> str:
         return "File Source"
+
+    def locations(self) -> tuple[str, ...]:
+        return self.paths
 
 
 class FileSourceBuilder:

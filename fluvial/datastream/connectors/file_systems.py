@@ -10,8 +10,8 @@
   on other filesystems, which on an object store writes the final object (a copy) and deletes the hidden one.
 
 fsspec filesystems of a process are cached by fsspec, so resolving a path per file is cheap. Note that
-`memory://` is per process: jobs using it must run their TaskManagers as threads
-(`local.taskmanager.mode: thread`; the default, auto, runs jobs of parallelism above 1 in processes).
+`memory://` is per process: a job whose TaskManagers are processes (the default, auto, runs jobs of parallelism
+above 1 so) is refused at submission when it uses it (`cluster/process/shipping.py`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from urllib.parse import unquote, urlparse
 
 from fluvial.common.errors import InvalidJobError
 
-__all__ = ["commit_file", "filesystem", "is_local", "join", "open_for_read", "qualify", "resolve_path"]
+__all__ = ["commit_file", "filesystem", "is_local", "join", "open_for_read", "qualify", "resolve_path", "scheme"]
 
 
 def is_local(path: str) -> bool:
     return "://" not in path
+
+
+def scheme(path: str) -> str:
+    """The scheme of a path or URL: "file" for a local path (plain or file://), else the URL's ("memory", "s3")."""
+    return "file" if is_local(path) else urlparse(path).scheme or "file"
 
 
 def resolve_path(path: str | os.PathLike) -> str:

@@ -85,6 +85,9 @@ class HybridSource(Source[HybridSplit]):
     def default_name(self) -> str:
         return "HybridSource"
 
+    def locations(self) -> tuple[str, ...]:
+        return tuple(location for source in self.sources for location in source.locations())
+
 
 class HybridSourceBuilder:
     def __init__(self, first_source: Any) -> None:

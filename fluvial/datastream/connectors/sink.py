@@ -48,3 +48,8 @@ class Sink(abc.ABC):
 
     def default_name(self) -> str:
         return "Sink"
+
+    def locations(self) -> tuple[str, ...]:
+        """The paths or URLs this sink writes, checked before its job goes to TaskManagers in other processes
+        (what a TaskManager writes to `memory://` would end with its process). None by default."""
+        return ()

@@ -101,6 +101,11 @@ class Source(abc.ABC, Generic[SplitT]):
     def default_name(self) -> str:
         return "Custom Source"
 
+    def locations(self) -> tuple[str, ...]:
+        """The paths or URLs this source reads, checked before its job goes to TaskManagers in other processes
+        (a `memory://` file exists in one process only). None by default."""
+        return ()
+
 
 def assign_splits(splits: list[Any], parallelism: int, subtask_index: int) -> list[Any]:
     """Split i goes to subtask i % parallelism: the same answer in every process."""

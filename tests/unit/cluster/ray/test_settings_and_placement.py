@@ -95,10 +95,7 @@ def test_a_local_path_with_several_nodes_is_refused_naming_the_fixes(graph):
     check_storage_is_shared(graph, nodes=3, shared_filesystem=True)  # said to be shared (NFS)
 
 
-def test_memory_storage_is_refused_even_on_one_node_and_object_stores_pass():
-    with pytest.raises(ConfigurationError, match="lives in one process's memory"):
-        check_storage_is_shared(job_graph(FileSystemCheckpointStorage("memory://chk")), nodes=1,
-                                shared_filesystem=True)
+def test_object_stores_and_jobmanager_storage_pass_on_any_number_of_nodes():
     check_storage_is_shared(job_graph(FileSystemCheckpointStorage("s3://bucket/chk")), nodes=5,
                             shared_filesystem=False)
     check_storage_is_shared(job_graph(JobManagerCheckpointStorage()), nodes=5, shared_filesystem=False)

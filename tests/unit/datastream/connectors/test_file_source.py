@@ -2,7 +2,6 @@ import importlib.util
 import os
 import pickle
 import tempfile
-import uuid
 from unittest import mock
 from pathlib import Path
 
@@ -181,15 +180,6 @@ def test_missing_path_is_a_clear_error_naming_it(tmp_path):
     source = text_source(tmp_path, missing)
     with pytest.raises(ResourceError, match="nope.*does not exist") as info:
         source.create_splits(1)
-    assert "per process" not in str(info.value)
-
-
-def test_a_missing_memory_path_says_memory_is_per_process():
-    """A file the client wrote to memory:// is not in a TaskManager process: the error says so, and the fix."""
-    source = text_source(f"memory:///fluvial-missing-{uuid.uuid4().hex}")
-    with pytest.raises(ResourceError, match="does not exist") as info:
-        source.create_splits(1)
-    assert "memory:// is per process" in str(info.value) and "local.taskmanager.mode: thread" in str(info.value)
 
 
 def test_file_removed_after_planning_is_a_clear_error(tmp_path):
