@@ -34,8 +34,8 @@ def check_locations_reach_task_managers(job_graph: Any) -> None:
             raise ConfigurationError(
                 f"{what} '{location}' is in memory://, a file system inside one process, and this job's "
                 "TaskManagers are other processes: files there would not be shared between them and this one, and "
-                "would be lost with their process. Use a local path or an object store URL, or run the "
-                "TaskManagers as threads of this process: local.taskmanager.mode: thread")
+                "would be lost with their process. Use a local path or an object store URL (or, for a job on this "
+                "machine alone, TaskManagers as threads of this process: local.taskmanager.mode: thread)")
 
 
 def storage_locations(job_graph: Any) -> list[tuple[str, str]]:
