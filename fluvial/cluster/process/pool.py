@@ -217,8 +217,10 @@ class TaskManagerProcesses:
         self._started = True
 
     def ready(self) -> bool:
-        """Every TaskManager has a live, registered process (deployments may go out)."""
-        return all(member.connection is not None and not member.lost for member in self._members)
+        """Every TaskManager has a live, registered process (deployments may go out). Read under the registration
+        lock (re-entrant), so a member seen half-registered or half-replaced never answers."""
+        with self._registered:
+            return all(member.connection is not None and not member.lost for member in self._members)
 
     # -- step 2: what TaskManagers send -------------------------------------------------------------------------
 
