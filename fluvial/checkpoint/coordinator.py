@@ -172,11 +172,13 @@ class CheckpointCoordinator:
     # -- triggering ---------------------------------------------------------------------------------------------
 
     def trigger_checkpoint(self, is_savepoint: bool = False, savepoint_storage: Any = None,
-                           savepoint_dir: str | None = None, notify_tasks: bool = True) -> CompletableFuture:
+                           savepoint_dir: str | None = None, notify_tasks: bool = True,
+                           drain: bool = False) -> CompletableFuture:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
         future completes with the CompletedCheckpoint, or with the error that stopped it. Without
         `notify_tasks` the tasks never hear that it completed (an intermediate savepoint: sinks must not commit
-        what a restore of the job's own latest checkpoint replays)."""
+        what a restore of the job's own latest checkpoint replays). `drain`: the sources advance to the end of
+        event time before their barriers (stop-with-savepoint --drain)."""
         future = CompletableFuture()
         if self._stopped:
             return self._refuse(future, CheckpointFailureReason.COORDINATOR_SHUTDOWN, is_savepoint)
@@ -206,7 +208,7 @@ class CheckpointCoordinator:
                     "savepoint" if is_savepoint else "checkpoint", checkpoint_id, self.job_id,
                     len(plan.tasks_to_trigger), len(plan.tasks_to_wait_for))
         for task in plan.tasks_to_trigger:
-            self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir)
+            self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir, drain)
         return future
 
     def _refuse(self, future: CompletableFuture, reason: CheckpointFailureReason,

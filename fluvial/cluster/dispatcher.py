@@ -226,10 +226,7 @@ def savepoint(client: MiniClusterJobClient, target_directory: str | None, cancel
 
 
 def stop_with_savepoint(client: MiniClusterJobClient, target_directory: str | None, drain: bool) -> Future:
-    if drain:
-        raise NotImplementedError("stopping with drain (emitting MAX_WATERMARK before the savepoint) is not "
-                                  "supported yet; stop without 'drain'")
-    return client.stop_with_savepoint(False, target_directory)
+    return client.stop_with_savepoint(drain, target_directory)
 
 
 def host_details() -> tuple[int, int]:

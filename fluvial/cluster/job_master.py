@@ -197,11 +197,16 @@ class JobMaster:
         logger.info("job %s (%s): cancel requested while %s", self.job_graph.job_name, self.job_id, self.status.name)
         self.scheduler.cancel()
 
-    def trigger_savepoint(self, target_directory: str | None, terminal: bool = False) -> Future:
+    def trigger_savepoint(self, target_directory: str | None, terminal: bool = False, drain: bool = False) -> Future:
         """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir).
         Only a `terminal` savepoint (stop-with-savepoint: the job ends right after it) lets two-phase-commit sinks
         commit when it completes; an intermediate one commits nothing (Flink 1.15+), because a failover restores
-        the job's latest checkpoint, older than the savepoint, and would emit the committed output again."""
+        the job's latest checkpoint, older than the savepoint, and would emit the committed output again.
+        `drain` (terminal only): the sources advance to the end of event time before their barriers, so every
+        window and event-time timer fires into the savepoint's output; they emit nothing after it, so a drain
+        savepoint that fails fails the job over (from its latest checkpoint, before the drain), as in Flink."""
+        if drain and not terminal:
+            raise ValueError("drain (advance to the end of event time) is for stop-with-savepoint only")
         if self.checkpointing is None:
             raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
         from fluvial.checkpoint.savepoint import savepoint_storage, savepoint_target
@@ -227,12 +232,23 @@ class JobMaster:
             started = self.checkpointing.coordinator.trigger_checkpoint(
                 is_savepoint=True,
                 savepoint_storage=savepoint_storage(directory, self.job_id, self.checkpointing.settings.storage),
-                savepoint_dir=directory, notify_tasks=terminal)
+                savepoint_dir=directory, notify_tasks=terminal, drain=drain)
             started.add_done_callback(lambda done: forward(done, answer))
+            if drain:
+                started.add_done_callback(self._after_drain_savepoint)
 
         if not self._main.execute(trigger):
             answer.set_exception(RuntimeError(f"cannot take a savepoint of job {self.job_id}: it is {self.status.name}"))
         return answer
+
+    def _after_drain_savepoint(self, done: Future) -> None:
+        """The sources of a drained job emit nothing more: if its savepoint failed, the job cannot go on as it is
+        and fails over (its restart strategy decides), resuming from its latest checkpoint."""
+        error = done.exception()
+        if error is not None:
+            failure = RuntimeError(f"stop-with-savepoint with drain failed, and the drained sources emit nothing "
+                                   f"more: {type(error).__name__}: {error}")
+            self._main.execute(lambda: self.scheduler.handle_global_failure(failure))
 
     def _savepoint_refusal(self) -> str | None:
         """Why no savepoint can be taken now (a subtask that ended can take no part), or None."""

@@ -59,7 +59,9 @@ class TaskEndOfData:
 @dataclass(eq=False)
 class TriggerCheckpoint:
     """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows); with a
-    `savepoint_dir`, a savepoint written there, self-contained."""
+    `savepoint_dir`, a savepoint written there, self-contained. `drain` (stop-with-savepoint --drain): the
+    source first advances to the end of event time — MAX_WATERMARK, so every event-time timer and window
+    downstream fires ahead of the barrier — and emits nothing more."""
 
     job_id: str
     vertex_id: int
@@ -68,6 +70,7 @@ class TriggerCheckpoint:
     checkpoint_id: int
     timestamp: int
     savepoint_dir: str | None = None
+    drain: bool = False
 
 
 @dataclass(eq=False)

@@ -362,11 +362,12 @@ class Scheduler:
                         self.job_id)
             self.checkpointing.coordinator.request_checkpoint()
 
-    def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
+    def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None,
+                drain: bool = False) -> None:
         execution = self.graph.vertices[task]
         slot = self._slots[task]
         self._task_managers[slot.task_manager].trigger_checkpoint(TriggerCheckpoint(
-            self.job_id, task[0], task[1], execution.attempt, checkpoint_id, timestamp, savepoint_dir))
+            self.job_id, task[0], task[1], execution.attempt, checkpoint_id, timestamp, savepoint_dir, drain))
 
     def notify_complete(self, checkpoint_id: int) -> None:
         for task_manager in self._task_managers:

@@ -196,7 +196,7 @@ class TaskManager:
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
         task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
         if task is not None:
-            task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir)
+            task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir, message.drain)
             return
         gateway = self._job_masters.get(message.job_id)
         if gateway is not None:  # it ended (a trigger raced its end): not ready, which is no checkpoint failure

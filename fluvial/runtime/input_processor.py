@@ -47,6 +47,7 @@ class SourceInput:
         self._processing_time = processing_time
         self._watermarks: Any = None
         self._metric_group = metric_group  # the source operator's, for its watermark generators
+        self._drained = False
         self.reader: Any = None
 
     def open(self, restored_splits: list | None = None) -> None:
@@ -83,14 +84,27 @@ class SourceInput:
             self._watermarks.on_periodic_emit()
             self._schedule_periodic(now)
 
+    def advance_to_end_of_event_time(self) -> None:
+        """stop-with-savepoint --drain, ahead of the savepoint's barrier: the final watermark now, so every
+        event-time timer and window downstream fires into the savepoint's output; then the source emits nothing
+        more (the job stops once the savepoint is complete, or fails over if it fails)."""
+        if not self._drained:
+            self._drained = True
+            self._emit_final_watermark()
+
+    def _emit_final_watermark(self) -> None:
+        if self._watermarks is not None:
+            self._watermarks.finish()
+            self._watermarks = None
+        else:
+            self._output.emit_watermark(Watermark(MAX_WATERMARK))
+
     def step(self) -> StepResult:
+        if self._drained:
+            return StepResult.IDLE
         values = self.reader.poll(SOURCE_BATCH_SIZE)
         if values is None:
-            if self._watermarks is not None:
-                self._watermarks.finish()
-                self._watermarks = None
-            else:
-                self._output.emit_watermark(Watermark(MAX_WATERMARK))
+            self._emit_final_watermark()
             return StepResult.END_OF_INPUT
         if not values:
             return StepResult.IDLE

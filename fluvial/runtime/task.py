@@ -281,10 +281,12 @@ class Task:
 
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None) -> None:
-        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir))
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None,
+                           drain: bool = False) -> None:
+        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir, drain))
 
-    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None) -> None:
+    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None,
+                            drain: bool = False) -> None:
         if self.checkpointer is None:
             return
         if self.state is not ExecutionState.RUNNING:
@@ -293,6 +295,8 @@ class Task:
             self.checkpointer.abort_checkpoint(checkpoint_id, reason, f"{self.name} is {self.state.value}")
             return
         try:
+            if drain and isinstance(self.input, SourceInput):
+                self.input.advance_to_end_of_event_time()  # its watermark goes ahead of the barrier
             self.checkpointer.checkpoint_state(CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir))
         except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
             self._fail(exc)

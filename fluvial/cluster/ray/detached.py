@@ -93,9 +93,9 @@ class JobMasterActor:
     def cancel(self) -> None:
         self._client.cancel()
 
-    def savepoint(self, directory: str | None, stop: bool) -> str:
+    def savepoint(self, directory: str | None, stop: bool, drain: bool = False) -> str:
         client = self._client
-        return (client.stop_with_savepoint(False, directory) if stop else client.trigger_savepoint(directory)).result()
+        return (client.stop_with_savepoint(drain, directory) if stop else client.trigger_savepoint(directory)).result()
 
     def outcome(self, wait_s: float) -> JobOutcome | None:
         """The job's outcome once it ended, else None after `wait_s`."""
@@ -190,7 +190,8 @@ class DetachedJobClient(JobClient):
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: str | None = None) -> CompletableFuture:
-        return self._call(lambda: self._get(self._actor.savepoint.remote(savepoint_directory, True)))
+        return self._call(lambda: self._get(self._actor.savepoint.remote(savepoint_directory, True,
+                                                                         advance_to_end_of_event_time)))
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture:
         with self._lock:

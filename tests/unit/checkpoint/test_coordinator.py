@@ -49,7 +49,7 @@ class Tasks:
     def checkpoint_plan(self):
         return self.refusal or self.plan
 
-    def trigger(self, task, checkpoint_id, timestamp, savepoint_dir) -> None:
+    def trigger(self, task, checkpoint_id, timestamp, savepoint_dir, drain=False) -> None:
         self.triggered.append((task, checkpoint_id, savepoint_dir))
 
     def notify_complete(self, checkpoint_id: int) -> None:

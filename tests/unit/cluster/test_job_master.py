@@ -25,18 +25,19 @@ S = ExecutionState
 INTERVAL = 1_000
 
 
-def job_graph(checkpointing: bool = False):
+def job_graph(checkpointing: bool = False, tolerable_failures: int = 0):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     if checkpointing:
         env.enable_checkpointing(INTERVAL)
+        env.get_checkpoint_config().set_tolerable_checkpoint_failure_number(tolerable_failures)
     env.from_collection([1]).name("src").map(lambda v: v).name("map").add_sink(lambda v: None)
     return env.get_job_graph()
 
 
 class Rig:
-    def __init__(self, checkpointing: bool = False, manual: bool = True) -> None:
-        self.job_graph = job_graph(checkpointing)
+    def __init__(self, checkpointing: bool = False, manual: bool = True, tolerable_failures: int = 0) -> None:
+        self.job_graph = job_graph(checkpointing, tolerable_failures)
         self.gateway = TaskManagerGateway()
         self.clock = ManualClock(0)
         self.main = ManualScheduledExecutor(self.clock) if manual else None
@@ -169,6 +170,27 @@ def test_a_savepoint_goes_to_the_sources_and_completes_with_every_ack(tmp_path) 
     completed = answer.result(0)
     assert completed.is_savepoint and completed.metadata_location.startswith(f"file://{tmp_path}/savepoint-")
     assert rig.gateway.of("complete") == []  # a savepoint of a running job commits nothing (Flink 1.15+)
+
+
+def test_a_drain_savepoint_tells_the_sources_and_one_that_fails_fails_the_job_over(tmp_path) -> None:
+    """stop-with-savepoint --drain: the trigger says drain (the sources send MAX_WATERMARK ahead of the barrier,
+    then nothing more), so a drain savepoint that fails cannot leave the job running as it is: it fails over —
+    even when the job tolerates failed checkpoints."""
+    rig = Rig(checkpointing=True, tolerable_failures=5).started()
+    with pytest.raises(ValueError, match="stop-with-savepoint only"):
+        rig.master.trigger_savepoint(str(tmp_path), drain=True)
+    answer = rig.master.trigger_savepoint(str(tmp_path), terminal=True, drain=True)
+    rig.settle()
+    (trigger,) = rig.gateway.take("trigger")
+    assert trigger.drain and trigger.savepoint_dir == str(tmp_path)
+    vertex_id, index = rig.tasks[0]
+    rig.master.decline_checkpoint(DeclineCheckpoint(rig.job_id, vertex_id, index, 0, trigger.checkpoint_id,
+                                                    CheckpointFailureReason.DECLINED, "disk full"))
+    rig.settle()
+    with pytest.raises(Exception, match="disk full"):
+        answer.result(0)
+    assert rig.master.status is JobStatus.RESTARTING  # the job's restart strategy decides what comes next
+    assert "stop-with-savepoint with drain failed" in rig.master.scheduler.last_failure_info.summary()
 
 
 def test_periodic_checkpoints_and_declines_travel_as_mails(caplog) -> None:

@@ -151,6 +151,25 @@ def test_with_a_strategy_records_get_timestamps_and_watermarks_follow_processing
     assert captured.watermarks == [24, MAX_WATERMARK] and time_service.pending_timestamps() == []
 
 
+def test_drain_sends_the_final_watermark_once_and_then_the_source_emits_nothing_more() -> None:
+    """stop-with-savepoint --drain: MAX_WATERMARK ahead of the barrier; the records still unread stay in the
+    reader (its position is what the savepoint records), and no second final watermark comes at any end."""
+    captured = Captured()
+    time_service = ManualProcessingTime(ManualClock(1_000))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)) \
+        .with_timestamp_assigner(SecondField())
+    source_input = SourceInput(ScriptedSource([[("a", 10)], [("b", 30)]]), context(), captured.output, strategy,
+                               auto_watermark_interval=50, processing_time=time_service)
+    source_input.open()
+    assert source_input.step() is StepResult.PROGRESS
+    source_input.advance_to_end_of_event_time()
+    source_input.advance_to_end_of_event_time()
+    assert captured.watermarks == [MAX_WATERMARK]
+    assert [source_input.step() for _ in range(3)] == [StepResult.IDLE] * 3
+    time_service.advance_to(1_100)
+    assert captured.records() == [(("a", 10), 10)] and captured.watermarks == [MAX_WATERMARK]
+
+
 def test_the_readers_hooks_are_called_through_the_input() -> None:
     source = ScriptedSource([[1]])
     source_input = SourceInput(source, context(), Captured().output)

@@ -1,0 +1,103 @@
+"""stop-with-savepoint with drain (Flink's `flink stop --drain`, PyFlink's
+`stop_with_savepoint(advance_to_end_of_event_time=True)`): the sources send MAX_WATERMARK ahead of the
+savepoint's barrier, so event-time windows that would otherwise stay open fire into the output the savepoint
+commits; without drain they stay open, their contents in the savepoint."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from fluvial.common import Duration, Encoder, Time, Types, WatermarkStrategy
+from fluvial.common.errors import JobCancelledException
+from fluvial.common.watermark_strategy import TimestampAssigner
+from fluvial.datastream import MapFunction
+from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
+from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.window import TumblingEventTimeWindows
+from fluvial.testing import environment
+
+KEYS = 3
+HOUR_MS = 3_600_000
+
+
+class SlowWithProgress(MapFunction):
+    """Identity, a little slow; touches `progress` after 200 records (so the test stops a job that made some)."""
+
+    def __init__(self, progress: str) -> None:
+        self.progress = progress
+
+    def open(self, runtime_context):
+        self.seen = 0
+
+    def map(self, value):
+        self.seen += 1
+        if self.seen == 200:
+            open(self.progress, "a").close()
+        time.sleep(0.0002)
+        return value
+
+
+class MillisecondsAreTheNumber(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value  # n ms: the job never reaches the end of its first one-hour window
+
+
+def start(tmp_path, mode):
+    env = environment(mode)
+    env.set_parallelism(2)
+    env.enable_checkpointing(HOUR_MS)  # savepoints need checkpointing; no periodic checkpoint interferes
+    sink = (FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)) \
+        .with_timestamp_assigner(MillisecondsAreTheNumber())
+    (env.from_source(NumberSequenceSource(0, 10**9), source_name="numbers")
+        .map(SlowWithProgress(str(tmp_path / "progress")), output_type=Types.LONG())
+        .assign_timestamps_and_watermarks(strategy)
+        .map(lambda n: (n % KEYS, 1))
+        .key_by(lambda pair: pair[0])
+        .window(TumblingEventTimeWindows.of(Time.hours(1)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .map(lambda pair: f"{pair[0]}|{pair[1]}")
+        .sink_to(sink))
+    client = env.execute_async("endless hour windows")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "progress").exists():
+        assert not client.get_job_execution_result().done(), "the job ended before it made progress"
+        assert time.monotonic() < deadline, "no progress within 60 s"
+        time.sleep(0.005)
+    return client
+
+
+def committed(directory) -> list[str]:
+    lines = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if not name.startswith("."):
+                with open(os.path.join(root, name), encoding="utf-8") as handle:
+                    lines += handle.read().splitlines()
+    return lines
+
+
+@pytest.mark.timeout(120)
+def test_drain_fires_the_open_windows_into_the_savepoints_output(tmp_path, mode):
+    client = start(tmp_path, mode)
+    path = client.stop_with_savepoint(True, str(tmp_path / "savepoints")).result(timeout=60)
+    assert os.path.exists(path.removeprefix("file://"))
+    with pytest.raises(JobCancelledException):  # stopped: the job ended after its savepoint
+        client.get_job_execution_result().result(timeout=60)
+    counts = dict(line.split("|") for line in committed(tmp_path / "out"))
+    assert set(counts) == {str(key) for key in range(KEYS)}, counts  # one hour window per key, fired once
+    assert sum(int(count) for count in counts.values()) >= 200
+
+
+@pytest.mark.timeout(120)
+def test_without_drain_the_windows_stay_open_and_nothing_is_output(tmp_path, mode):
+    client = start(tmp_path, mode)
+    client.stop_with_savepoint(False, str(tmp_path / "savepoints")).result(timeout=60)
+    with pytest.raises(JobCancelledException):
+        client.get_job_execution_result().result(timeout=60)
+    assert committed(tmp_path / "out") == []
