@@ -14,7 +14,6 @@ Three real ways for a checkpoint to fail:
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 import time
@@ -31,6 +30,7 @@ from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, 
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.testing import ExecutionMode, environment
+from fluvial.testing.oracle import committed_lines
 from tests.integration.layouts import PARALLELISM_AND_MODE
 
 KEYS = 5
@@ -62,13 +62,7 @@ class CountPerKey(KeyedProcessFunction):
 
 
 def visible_lines(base) -> list[str]:
-    lines = []
-    for root, _, names in os.walk(base):
-        for name in names:
-            if not name.startswith("."):
-                with open(os.path.join(root, name), encoding="utf-8") as handle:
-                    lines.extend(handle.read().splitlines())
-    return lines
+    return committed_lines(base)[0]
 
 
 def without_final_checkpoint():

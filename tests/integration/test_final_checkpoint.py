@@ -28,6 +28,7 @@ from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, 
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.testing import Crash, End, Pause, ScriptedSource, environment, execution_modes, wait_until
+from fluvial.testing.oracle import committed_lines
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -40,11 +41,7 @@ def file_sink(out: Path) -> FileSink:
 
 
 def committed(out: Path) -> list[str]:
-    lines: list[str] = []
-    for root, _, names in os.walk(out):
-        lines.extend(line for name in names if not name.startswith(".")
-                     for line in Path(root, name).read_text(encoding="utf-8").splitlines())
-    return lines
+    return committed_lines(out)[0]
 
 
 def assert_exactly_once(lines: list[str], expected: list[str]) -> None:
