@@ -9,9 +9,14 @@ stopped at the end by the PIDs of the node processes it started (`LocalRayCluste
 
 from __future__ import annotations
 
+import os
 import time
 
-import pytest
+# A Ray call after the session's cluster stopped must fail, never make Ray start a local instance of its own
+# (processes nobody would stop); read by Ray when it is first imported.
+os.environ["RAY_ENABLE_AUTO_CONNECT"] = "0"
+
+import pytest  # noqa: E402 - after the environment Ray reads on import
 
 HEAD, SECOND = "127.0.0.2", "127.0.0.3"
 CPUS_PER_NODE = 2

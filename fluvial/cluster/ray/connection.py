@@ -9,6 +9,10 @@
 
 fluvial initialises `ray` with Ray's logging at WARNING, so a job's console shows the job, not Ray's start-up.
 Without the `ray` package, a clear error names the extra that installs it.
+
+fluvial's own threads that call Ray (control calls, pings, a detached job's waits) first check that this
+process is still connected (`require_connection`): a Ray call after `ray.shutdown()` would otherwise make Ray
+start a new local instance of its own — processes nobody stops.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import atexit
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from fluvial.common.errors import ConfigurationError
 
@@ -43,6 +47,24 @@ def import_ray() -> Any:
         raise ImportError("execution.target 'ray' needs the 'ray' package, which is not installed: pip install "
                           "'fluvial[ray]' (or run the job with execution.target: local)") from None
     return ray
+
+
+class RayDisconnected(RuntimeError):
+    """This process's Ray connection was shut down while fluvial still had calls to make."""
+
+
+def ray_connected() -> bool:
+    """Whether this process is connected to a Ray cluster now."""
+    import ray
+
+    return ray.is_initialized()
+
+
+def require_connection(what: str, connected: Callable[[], bool] | None = None) -> None:
+    """Raise RayDisconnected (naming `what`) unless this process is connected to Ray (`connected`, by default
+    `ray_connected`, says whether it is)."""
+    if not (connected or ray_connected)():
+        raise RayDisconnected(f"{what}: this process is no longer connected to Ray (ray.shutdown() was called)")
 
 
 def connect(address: str | None) -> RayConnection:

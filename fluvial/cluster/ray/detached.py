@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fluvial.cluster.process.protocol import sendable_failure, with_remote_traceback
+from fluvial.cluster.ray.connection import require_connection
 from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.future import CompletableFuture
 from fluvial.common.job_client import JobClient
@@ -177,21 +178,20 @@ class DetachedJobClient(JobClient):
         return JobID(self._job_id)
 
     def get_job_status(self) -> CompletableFuture:
-        return self._call(lambda: JobStatus[self._get(self._actor.status.remote())])
+        return self._call(lambda: JobStatus[self._remote("status")])
 
     def get_job_details(self) -> CompletableFuture:
-        return self._call(lambda: self._get(self._actor.details.remote()))
+        return self._call(lambda: self._remote("details"))
 
     def cancel(self) -> CompletableFuture:
-        return self._call(lambda: self._get(self._actor.cancel.remote()))
+        return self._call(lambda: self._remote("cancel"))
 
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
-        return self._call(lambda: self._get(self._actor.savepoint.remote(savepoint_directory, False)))
+        return self._call(lambda: self._remote("savepoint", savepoint_directory, False))
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: str | None = None) -> CompletableFuture:
-        return self._call(lambda: self._get(self._actor.savepoint.remote(savepoint_directory, True,
-                                                                         advance_to_end_of_event_time)))
+        return self._call(lambda: self._remote("savepoint", savepoint_directory, True, advance_to_end_of_event_time))
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture:
         with self._lock:
@@ -203,7 +203,7 @@ class DetachedJobClient(JobClient):
         raise RuntimeError("execute_and_collect needs an attached job: its records come to the client that waits")
 
     def _wait_for_outcome(self) -> JobExecutionResult:
-        while (outcome := self._get(self._actor.outcome.remote(OUTCOME_POLL_S))) is None:
+        while (outcome := self._remote("outcome", OUTCOME_POLL_S)) is None:
             pass
         if outcome.status == JobStatus.FINISHED.name:
             return JobExecutionResult(JobID(self._job_id), outcome.runtime_ms)
@@ -211,6 +211,12 @@ class DetachedJobClient(JobClient):
         error = kind(outcome.message or f"job {self._job_id} ended {outcome.status}", self._job_id)
         error.__cause__ = with_remote_traceback(outcome).error
         raise error
+
+    def _remote(self, method: str, *args: Any) -> Any:
+        """The answer of the JobMaster actor's `method(*args)` (while this process is connected to Ray)."""
+        require_connection(f"{method} of detached job {self._job_id} (it runs on; DetachedJobClient.of(job_id) "
+                           "reaches it again after ray.init)")
+        return self._get(getattr(self._actor, method).remote(*args))
 
     def _get(self, reference: Any) -> Any:
         import ray

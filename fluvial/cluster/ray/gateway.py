@@ -21,10 +21,11 @@ import collections
 import functools
 import logging
 import threading
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from fluvial.cluster.process.pool import RemoteTaskManagerGateway
 from fluvial.cluster.process.protocol import dumps_control
+from fluvial.cluster.ray.connection import ray_connected, require_connection
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +40,12 @@ class ControlCallListener(Protocol):
 
 
 class RayTaskManagerGateway(RemoteTaskManagerGateway):
-    def __init__(self, index: int, listener: ControlCallListener, number_of_slots: int = 1) -> None:
+    def __init__(self, index: int, listener: ControlCallListener, number_of_slots: int = 1,
+                 connected: Callable[[], bool] = ray_connected) -> None:
+        """`connected`: whether this process may call Ray now (checked before every call)."""
         super().__init__(index, number_of_slots)
         self._listener = listener
+        self._connected = connected
         self._changed = threading.Condition(self._lock)
         self._actor: Any = None
         self._attached = False
@@ -106,6 +110,7 @@ class RayTaskManagerGateway(RemoteTaskManagerGateway):
                 actor, generation = self._actor, self._generation
                 self._in_flight += 1
             try:
+                require_connection(f"{type(message).__name__} to TaskManager {self.index}", self._connected)
                 future = actor.control.remote(payload).future()
             except Exception as error:  # noqa: BLE001 - Ray refused the call (shutting down): as if it failed
                 self._answered(message, actor, generation, None, error)

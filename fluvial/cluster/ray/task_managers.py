@@ -29,6 +29,7 @@ from fluvial.cluster.messages import DeployTask, TaskExecutionState
 from fluvial.cluster.process.pool import TaskManagerPoolListener, TaskManagerProcesses, _Member
 from fluvial.cluster.process.protocol import RegisterTaskManager, TaskManagerDirectory
 from fluvial.cluster.ray.actor import RayTaskManagerConfig, TaskManagerActor, actor_class
+from fluvial.cluster.ray.connection import RayDisconnected, require_connection
 from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
 from fluvial.common.errors import ResourceError
@@ -140,11 +141,14 @@ class RayTaskManagers(TaskManagerProcesses):
         import ray
 
         try:
+            require_connection("pinging a TaskManager actor")
             ray.get(actor.ping.remote(), timeout=PING_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
             return f"its actor did not answer within {PING_TIMEOUT_S:.0f} s after its control connection closed"
         except ray.exceptions.RayActorError as error:
             return f"its actor died: {_reason(error)}"
+        except RayDisconnected as error:
+            return str(error)
         return None
 
     def control_call_failed(self, index: int, actor: Any, message: Any, error: BaseException) -> None:

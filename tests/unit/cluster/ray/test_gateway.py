@@ -65,7 +65,7 @@ def numbers(messages) -> list[int]:
 @pytest.fixture
 def gateway():
     failures = Failures()
-    gateway = RayTaskManagerGateway(3, failures)
+    gateway = RayTaskManagerGateway(3, failures, connected=lambda: True)
     gateway.failures = failures
     yield gateway
     gateway.close()
@@ -158,3 +158,23 @@ def test_after_close_nothing_more_goes_out(gateway):
     gateway.cancel_task(cancel(2))
     threading.Event().wait(0.05)
     assert actor.calls == []
+
+
+def test_without_a_ray_connection_a_call_fails_and_never_reaches_ray():
+    """After ray.shutdown() a Ray call would make Ray start a local instance of its own: the gateway checks first
+    and reports the message as failed."""
+    from fluvial.cluster.ray.connection import RayDisconnected
+
+    failures = Failures()
+    gateway = RayTaskManagerGateway(0, failures, connected=lambda: False)
+    try:
+        actor = FakeActor()
+        gateway.bind(actor)
+        gateway.attach(None)
+        gateway.cancel_task(cancel(7))
+        wait_until(lambda: failures.seen, what="the failure")
+        _, _, message, error = failures.seen[0]
+        assert numbers([message]) == [7] and isinstance(error, RayDisconnected)
+        assert "no longer connected to Ray" in str(error) and actor.calls == []
+    finally:
+        gateway.close()
