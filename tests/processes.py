@@ -1,32 +1,18 @@
-"""Processes of this machine as /proc shows them, for tests that check what a job leaves behind."""
+"""Processes of this machine as /proc shows them, for tests that check what a job leaves behind (on
+`fluvial.common.processes`, which reads /proc for fluvial itself)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from fluvial.common.processes import children, pid_running
+
+alive = pid_running  # the process exists and has not exited (a zombie counts as ended)
 
 
 def descendants(pid: int) -> set[int]:
     """Every living process below `pid` (children, their children, ...)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
     found, stack = set(), [pid]
     while stack:
-        for child in children.get(stack.pop(), []):
+        for child in children(stack.pop()):
             found.add(child)
             stack.append(child)
     return found
-
-
-def alive(pid: int) -> bool:
-    """The process exists and has not exited (a zombie, exited but not yet reaped, counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

@@ -16,7 +16,7 @@ from fluvial.common.watermark_strategy import TimestampAssigner
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.window import TumblingEventTimeWindows
-from fluvial.testing import environment
+from fluvial.testing import ExecutionMode, environment
 from fluvial.testing.oracle import committed_lines
 from tests.integration.test_checkpoint_savepoint_rescale import SlowWithProgress
 
@@ -56,8 +56,7 @@ def start(tmp_path, mode):
     return client
 
 
-@pytest.mark.timeout(120)
-def test_drain_fires_the_open_windows_into_the_savepoints_output(tmp_path, mode):
+def stop_with_drain(tmp_path, mode) -> None:
     client = start(tmp_path, mode)
     path = client.stop_with_savepoint(True, str(tmp_path / "savepoints")).result(timeout=60)
     assert os.path.exists(path.removeprefix("file://"))
@@ -68,10 +67,26 @@ def test_drain_fires_the_open_windows_into_the_savepoints_output(tmp_path, mode)
     assert sum(int(count) for count in counts.values()) >= 500  # at least what the progress mark needed
 
 
-@pytest.mark.timeout(120)
-def test_without_drain_the_windows_stay_open_and_nothing_is_output(tmp_path, mode):
+def stop_without_drain(tmp_path, mode) -> None:
     client = start(tmp_path, mode)
     client.stop_with_savepoint(False, str(tmp_path / "savepoints")).result(timeout=60)
     with pytest.raises(JobCancelledException):
         client.get_job_execution_result().result(timeout=60)
     assert committed_lines(tmp_path / "out")[0] == []
+
+
+@pytest.mark.timeout(120)
+def test_drain_fires_the_open_windows_into_the_savepoints_output(tmp_path, mode):
+    stop_with_drain(tmp_path, mode)
+
+
+@pytest.mark.timeout(120)
+def test_without_drain_the_windows_stay_open_and_nothing_is_output(tmp_path, mode):
+    stop_without_drain(tmp_path, mode)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("check", [stop_with_drain, stop_without_drain], ids=["drain", "no-drain"])
+def test_on_ray_too(tmp_path, ray_cluster, check):
+    """The drain flag travels in the trigger, through the Ray actor calls too."""
+    check(tmp_path, ExecutionMode.RAY)

@@ -14,10 +14,12 @@ The labels "client"/"server" in the MACs keep an answer from being reflected bac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import socket
+from typing import Iterator
 
 MAGIC = b"FLUVIAL1"
 CHALLENGE_BYTES = 32
@@ -58,10 +60,7 @@ def read_exactly(sock: socket.socket, count: int) -> bytes:
 
 def accept_handshake(sock: socket.socket, secret: bytes, timeout: float = HANDSHAKE_TIMEOUT_S) -> None:
     """The accepting side's steps 1 and 3. Raises AuthenticationError; the socket's timeout is restored."""
-    _check_secret(secret)
-    previous = sock.gettimeout()
-    sock.settimeout(timeout)
-    try:
+    with _handshake(sock, secret, timeout):
         challenge = os.urandom(CHALLENGE_BYTES)
         sock.sendall(MAGIC + challenge)
         answer = read_exactly(sock, DIGEST_BYTES)
@@ -69,20 +68,11 @@ def accept_handshake(sock: socket.socket, secret: bytes, timeout: float = HANDSH
             raise AuthenticationError("the peer's answer to the challenge is wrong (not this cluster's secret)")
         theirs = read_exactly(sock, CHALLENGE_BYTES)
         sock.sendall(_digest(secret, b"server", theirs))
-    except (OSError, ConnectionError) as error:
-        if isinstance(error, AuthenticationError):
-            raise
-        raise AuthenticationError(f"the handshake failed: {error}") from error
-    finally:
-        sock.settimeout(previous)
 
 
 def connect_handshake(sock: socket.socket, secret: bytes, timeout: float = HANDSHAKE_TIMEOUT_S) -> None:
     """The connecting side's steps 2 and 4: answer, then make the accepting side prove itself too."""
-    _check_secret(secret)
-    previous = sock.gettimeout()
-    sock.settimeout(timeout)
-    try:
+    with _handshake(sock, secret, timeout):
         header = read_exactly(sock, len(MAGIC) + CHALLENGE_BYTES)
         if header[:len(MAGIC)] != MAGIC:
             raise AuthenticationError("the peer is not a fluvial endpoint (wrong magic bytes)")
@@ -92,9 +82,20 @@ def connect_handshake(sock: socket.socket, secret: bytes, timeout: float = HANDS
         answer = read_exactly(sock, DIGEST_BYTES)
         if not hmac.compare_digest(answer, _digest(secret, b"server", challenge)):
             raise AuthenticationError("the peer's answer to the challenge is wrong (not this cluster's secret)")
+
+
+@contextlib.contextmanager
+def _handshake(sock: socket.socket, secret: bytes, timeout: float) -> Iterator[None]:
+    """One side's handshake under `timeout`: any socket failure becomes an AuthenticationError; the socket's own
+    timeout is restored afterwards."""
+    _check_secret(secret)
+    previous = sock.gettimeout()
+    sock.settimeout(timeout)
+    try:
+        yield
+    except AuthenticationError:
+        raise
     except (OSError, ConnectionError) as error:
-        if isinstance(error, AuthenticationError):
-            raise
         raise AuthenticationError(f"the handshake failed: {error}") from error
     finally:
         sock.settimeout(previous)
