@@ -1,0 +1,118 @@
+"""What every test-server launcher shares: a free loopback port, waiting until the server accepts, and stopping
+it by the PID it was started with (never by name: other servers of the same kind may run beside it)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+
+
+class ServerStartError(RuntimeError):
+    """A server did not come up; the message names it and ends with the tail of its log."""
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port nothing listens on right now (the kernel's pick for port 0)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def port_accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no log at {path})"
+
+
+@dataclass
+class RunningServer:
+    """One started server process: its name for messages, where it listens, its log, and how to stop it."""
+
+    name: str
+    process: subprocess.Popen
+    host: str
+    port: int
+    log_path: Path
+    data_dir: Path
+    stop_timeout: float = 10.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def wait_until_ready(self, timeout: float = 60.0) -> RunningServer:
+        """Poll until the port accepts a connection; a server that exits or misses the deadline is stopped and
+        reported with the end of its log."""
+        deadline = time.monotonic() + timeout
+        while not port_accepts(self.host, self.port):
+            if self.process.poll() is not None:
+                raise ServerStartError(f"{self.name} exited with {self.process.returncode} before accepting on "
+                                       f"{self.address}; its log ({self.log_path}) ends:\n{log_tail(self.log_path)}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ServerStartError(f"{self.name} did not accept on {self.address} within {timeout:.0f} s; its "
+                                       f"log ({self.log_path}) ends:\n{log_tail(self.log_path)}")
+            time.sleep(0.05)
+        logger.info("%s ready on %s (pid %d)", self.name, self.address, self.pid)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM the process (its group, when it leads one), then SIGKILL after `stop_timeout` seconds."""
+        if self.process.poll() is not None:
+            return
+        _signal(self.process, signal.SIGTERM)
+        try:
+            self.process.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            _signal(self.process, signal.SIGKILL)
+            self.process.wait(5)
+        logger.info("%s stopped (pid %d)", self.name, self.pid)
+
+
+def _signal(process: subprocess.Popen, sig: int) -> None:
+    try:
+        if os.getpgid(process.pid) == process.pid:
+            os.killpg(process.pid, sig)
+        else:
+            process.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def start_process(name: str, argv: list[str], *, data_dir: Path, port: int, host: str = LOOPBACK,
+                  env: dict[str, str] | None = None, user: str | None = None) -> RunningServer:
+    """Start `argv` in a process group of its own with stdout and stderr in `data_dir/NAME.log`; the caller then
+    calls `wait_until_ready`. `user` runs it as another user (PostgreSQL refuses to run as root)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir / f"{name}.log"
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child; closed below once it holds its own copy
+    try:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **(env or {})}, start_new_session=True, user=user)
+    finally:
+        log.close()
+    return RunningServer(name, process, host, port, log_path, data_dir)
