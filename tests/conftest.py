@@ -46,3 +46,25 @@ def pytest_collection_modifyitems(session, config, items):
     beside its idle processes (a dozen processes and about a gigabyte, which slow a 2-core machine's timing
     tests down)."""
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the session (services/postgres.py: a free loopback port, a temporary data
+    directory, wal_level=logical, prepared transactions), stopped by its PID at the end. Without PostgreSQL
+    installed the tests that use it skip, saying so — except in CI (CI=true), where .ci/run installs it and a
+    missing server is a failure."""
+    from services.postgres import start_postgres
+    from services.server import ServerStartError
+
+    pytest.importorskip("psycopg2", reason="the PostgreSQL tests need psycopg2: pip install 'fluvial[postgres]'")
+    try:
+        server = start_postgres()
+    except ServerStartError as error:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server: {error}")
+    try:
+        yield server
+    finally:
+        server.close()
