@@ -71,23 +71,29 @@ class PostgresServer:
         return psycopg2.connect(self.dsn(**extra), connect_timeout=10)
 
     def stop(self) -> None:
-        """A fast shutdown (SIGINT: clients are disconnected; SIGTERM would wait for them), then the shared
-        stop by PID should the server not end."""
+        """A fast shutdown (SIGINT: clients are disconnected; SIGTERM would wait for them); if a replication client
+        that stopped reading holds it up, an immediate one (SIGQUIT); then the shared stop by PID. Returns once
+        every process of the server ended (a new server on the same data needs their shared memory gone)."""
         process = self.running.process
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
+        for sig, wait in ((signal.SIGINT, 2), (signal.SIGQUIT, 10)):
+            if process.poll() is not None:
+                break
+            process.send_signal(sig)
             try:
-                process.wait(10)
+                process.wait(wait)
             except subprocess.TimeoutExpired:
                 pass
         self.running.stop()
+        _wait_group_gone(process.pid)
 
     def kill(self) -> None:
-        """SIGKILL the postmaster (a crash: the next start runs crash recovery; prepared transactions survive)."""
+        """SIGKILL every process of the server (a crash: the next start runs crash recovery; prepared
+        transactions survive)."""
         process = self.running.process
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)  # its backends too: a new postmaster needs their memory gone
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
+        _wait_group_gone(process.pid)
 
     def start(self, timeout: float = 60.0) -> None:
         """Start again on the same port and data directory (after `stop`)."""
@@ -110,6 +116,18 @@ def _launch(pgdata: Path, port: int) -> RunningServer:
             "-c", "max_wal_senders=20", "-c", f"unix_socket_directories={pgdata}", "-c", "fsync=off",
             "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"]
     return start_process("postgres", argv, data_dir=pgdata, port=port, user=_user())
+
+
+def _wait_group_gone(pgid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        time.sleep(0.02)
 
 
 def _user() -> str | None:

@@ -94,11 +94,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             return []
         try:
             return self._read_changes(max_records)
-        except ChangeConversionError:
-            raise
-        except Exception as error:
-            if not is_connection_lost(error):
-                raise
+        except psycopg2_module().Error as error:  # the stream runs no statements: any error is the connection's
             self._reconnect(error)
             return []
 
