@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from services.server import LOOPBACK, RunningServer, ServerStartError, free_port, start_process
 
@@ -185,17 +186,15 @@ def start_postgres(password: str | None = None, timeout: float = 60.0) -> Postgr
     return server
 
 
-def main() -> None:
+def serve() -> tuple[str, Callable[[], None]]:
+    """For `make services`: a server, the line telling the examples where it is, and how to stop it."""
     server = start_postgres()
-    print(f"PostgreSQL on {server.host}:{server.port} (user {USER}, database {DATABASE}); "
-          f"JDBC URL {server.jdbc_url}", flush=True)
-    try:
-        server.running.process.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+    line = (f"PostgreSQL on {server.host}:{server.port} (user {USER}, database {DATABASE}, JDBC URL "
+            f"{server.jdbc_url}): export FLUVIAL_POSTGRES={server.host}:{server.port}")
+    return line, server.close
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from services.__main__ import main
+
+    sys.exit(main(["postgres"]))
