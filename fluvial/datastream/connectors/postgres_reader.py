@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import select
+import struct
 import time
 from typing import Any
 
 from fluvial.common.errors import NonRecoverableError, ResourceError
-from fluvial.common.row import RowKind, _create_row
+from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.connectors import pgoutput
 from fluvial.datastream.connectors.pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate
 from fluvial.datastream.connectors.postgres import (
@@ -30,6 +31,8 @@ from fluvial.datastream.connectors.postgres_client import (
 from fluvial.datastream.connectors.source import SourceReader
 
 logger = logging.getLogger(__name__)
+
+_OID = struct.Struct("!I").unpack_from
 
 
 class ChangeConversionError(NonRecoverableError):
@@ -292,38 +295,74 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
 
     def _read_changes(self, max_records: int) -> list:
         out: list = []
+        append = out.append
         cursor = self._cursor
         read = cursor.read_message
         decode = pgoutput.decode
-        while len(out) < max_records:
+        insert_values = pgoutput.insert_values
+        relations = self._relations
+        new_row = object.__new__
+        set_field = object.__setattr__
+        insert = RowKind.INSERT
+        slow = self._skipping_xact or self._skip  # skipping changes goes the general way
+        emitted = 0  # inserts of the hot path, added to _emitted_in_xact before anything else reads it
+        remaining = max_records
+        while remaining > 0:
             message = read()
             if message is None:
                 if not out:
                     self._idle(cursor)
                 break
-            event = decode(message.payload)
-            if type(event) is Change:
-                if self._skipping_xact:
+            data = message.payload
+            if data[0] == 73 and not slow:  # an insert to emit: the hot path
+                relation = relations[_OID(data, 1)[0]]
+                try:
+                    values = insert_values(data, relation.casters)
+                except Exception:  # noqa: BLE001 - the general path names what failed
+                    self._emitted_in_xact += emitted
+                    emitted = 0
+                    self._emit(decode(data), out, message.data_start)
                     continue
-                if self._skip:
-                    self._skip -= 1
-                    self._emitted_in_xact += 1
-                    continue
-                self._emit(event, out, message.data_start)
-            elif type(event) is Begin:
-                self._begin(event)
-            elif type(event) is Commit:
-                if not self._skipping_xact:
-                    self._lsn = max(self._lsn, event.end_lsn)
-                self._in_xact = self._skipping_xact = False
-                self._skip = 0
-            elif type(event) is Relation:
-                self._relation(event, message.data_start)
-            elif type(event) is Truncate:
-                names = [self._relations[oid].qualified_name for oid in event.relation_oids if oid in self._relations]
-                logger.warning("PostgreSQL CDC: TRUNCATE of %s at %s is not emitted: a changelog has no row for it",
-                               names, pgoutput.format_lsn(message.data_start))
+                emitted += 1
+                remaining -= 1
+                row = new_row(Row)
+                set_field(row, "_values", values)
+                set_field(row, "_fields", relation.columns)
+                set_field(row, "_row_kind", insert)
+                append(row)
+                continue
+            self._emitted_in_xact += emitted
+            emitted = 0
+            self._general(decode(data), out, message.data_start)
+            slow = self._skipping_xact or self._skip
+            remaining = max_records - len(out)
+        self._emitted_in_xact += emitted
         return out
+
+    def _general(self, event: Any, out: list, lsn: int) -> None:
+        """Every message but an insert on the hot path: transaction bounds, relations, skipped changes."""
+        kind = type(event)
+        if kind is Change:
+            if self._skipping_xact:
+                return
+            if self._skip:
+                self._skip -= 1
+                self._emitted_in_xact += 1
+                return
+            self._emit(event, out, lsn)
+        elif kind is Begin:
+            self._begin(event)
+        elif kind is Commit:
+            if not self._skipping_xact:
+                self._lsn = max(self._lsn, event.end_lsn)
+            self._in_xact = self._skipping_xact = False
+            self._skip = 0
+        elif kind is Relation:
+            self._relation(event, lsn)
+        elif kind is Truncate:
+            names = [self._relations[oid].qualified_name for oid in event.relation_oids if oid in self._relations]
+            logger.warning("PostgreSQL CDC: TRUNCATE of %s at %s is not emitted: a changelog has no row for it",
+                           names, pgoutput.format_lsn(lsn))
 
     def _begin(self, event: Begin) -> None:
         self._in_xact = True
@@ -345,11 +384,8 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
 
     def _relation(self, relation: Relation, lsn: int) -> None:
         psycopg2 = psycopg2_module()
-        casters = []
-        for type_oid in relation.type_oids:
-            caster = psycopg2.extensions.string_types.get(type_oid)
-            casters.append((lambda text, c=caster: c(text, None)) if caster is not None else None)
-        relation.casters = casters
+        string_types = psycopg2.extensions.string_types
+        relation.casters = [string_types.get(type_oid) for type_oid in relation.type_oids]
         self._relations[relation.oid] = relation
         shape = tuple(zip(relation.columns, relation.type_oids))
         before = self._known_shapes.get(relation.qualified_name)
@@ -398,7 +434,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 append(text)
                 continue
             try:
-                append(caster(text))
+                append(caster(text, None))
             except Exception as error:  # noqa: BLE001 - named with its table, column and position
                 raise ChangeConversionError(
                     f"PostgreSQL CDC: cannot convert column {column!r} of {relation.qualified_name} (value "
