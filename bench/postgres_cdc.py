@@ -1,7 +1,7 @@
 """PostgreSQL change capture: records/s from a replication slot into a discarding sink, against a bare psycopg2
 replication loop reading the same changes in the same run (goal >= 0.7x).
 
-    python -m bench.postgres_cdc [--rows 200000] [--repeat 3]
+    python -m bench.postgres_cdc [--rows 500000] [--repeat 3]
 
 Per repeat, two fresh slots are created before ROWS rows (k BIGINT, v TEXT, n INT) are inserted in transactions of
 1,000; then each side reads every insert back from its own slot. The bare loop turns each insert's text columns
@@ -160,7 +160,7 @@ def fluvial_job(server, slot: str, publication: str, table: str, rows: int) -> f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     server = start_postgres()

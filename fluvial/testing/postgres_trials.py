@@ -159,8 +159,11 @@ class _Trial:
             time.sleep(self.random.uniform(0, 0.3))
             self.result.faults[fault] += 1
             if fault is PgFault.KILL_TASKMANAGER:
-                pids = self.client.cluster.processes.pids
-                os.kill(self.random.choice(pids), signal.SIGKILL)
+                try:
+                    os.kill(self.random.choice(self.client.cluster.processes.pids), signal.SIGKILL)
+                except ProcessLookupError:  # the job ended (its TaskManagers with it) just before the kill
+                    self.result.faults[fault] -= 1
+                    return
             else:
                 self.server.restart()
             after = self.latest()
@@ -168,7 +171,7 @@ class _Trial:
 
 
 def run_jdbc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], exactly_once: bool = True,
-                   keys: int = 10, per_key: int = 300, rate: int = 1500) -> PgTrialResult:
+                   keys: int = 10, per_key: int = 300, rate: int = 500) -> PgTrialResult:
     from fluvial.testing.sequences import KeySequenceSource
 
     trial = _Trial(server, workdir, seed, faults, "jdbc " + ("exactly once" if exactly_once else "at least once"))

@@ -257,3 +257,18 @@ def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_nam
         reader_for(source).poll(10)
     assert time.monotonic() - started < 5
     assert RowKind.INSERT.short_string() == "+I"
+
+
+@pytest.mark.timeout(90)
+def test_the_mirror_example_runs_against_a_server_as_the_docs_say(postgres):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "examples" / "postgres_mirror.py"), "--seconds", "4"],
+                          env={**os.environ, "FLUVIAL_POSTGRES": f"{postgres.host}:{postgres.port}"},
+                          capture_output=True, text=True, timeout=80)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["1 apples 5 False", "2 pears 1 True", "3 plums 12 False", "4 figs 7 False"]
