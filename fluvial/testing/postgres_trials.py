@@ -53,7 +53,8 @@ class PgTrialResult:
         return self.outcome == "ok" and self.lost == 0 and self.duplicated == 0 and self.out_of_order == 0
 
 
-def _sql(server: Any, *statements: str) -> list:
+def run_sql(server: Any, *statements: str) -> list:
+    """Run statements in autocommit; the rows of the last one that returns rows."""
     connection = server.connect()
     connection.autocommit = True
     try:
@@ -67,7 +68,7 @@ def _sql(server: Any, *statements: str) -> list:
 
 def judge(server: Any, table: str, keys: int, per_key: int, result: PgTrialResult) -> None:
     """Lost, duplicated and out-of-order over the `(key, seq, verdict)` rows of `table`."""
-    rows = _sql(server, f"SELECT key, seq, verdict FROM {table}")
+    rows = run_sql(server, f"SELECT key, seq, verdict FROM {table}")
     pairs: dict[tuple[int, int], list[str]] = {}
     for key, seq, verdict in rows:
         pairs.setdefault((key, seq), []).append(verdict)
@@ -176,7 +177,7 @@ def run_jdbc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault],
 
     trial = _Trial(server, workdir, seed, faults, "jdbc " + ("exactly once" if exactly_once else "at least once"))
     key = "" if exactly_once else ", PRIMARY KEY (key, seq)"
-    _sql(server, f"CREATE TABLE {trial.table} (key INT NOT NULL, seq INT NOT NULL, verdict TEXT{key})")
+    run_sql(server, f"CREATE TABLE {trial.table} (key INT NOT NULL, seq INT NOT NULL, verdict TEXT{key})")
     try:
         env = _environment(trial.checkpoints, 2)
         stream = env.from_source(KeySequenceSource(keys, per_key, rate), source_name="sequences").uid("sequences")
@@ -222,7 +223,7 @@ class _Writer(threading.Thread):
                     connection = None
                     time.sleep(0.2)
                     try:
-                        landed = _sql(self.server, f"SELECT count(*) FROM {self.table}")[0][0]
+                        landed = run_sql(self.server, f"SELECT count(*) FROM {self.table}")[0][0]
                         i = landed  # rows are inserted in order, one writer: the count is the position
                     except Exception:  # noqa: BLE001 - still down; try again
                         pass
@@ -242,7 +243,7 @@ def run_cdc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], 
 
     trial = _Trial(server, workdir, seed, faults, "postgres cdc")
     events = f"ev_{uuid.uuid4().hex[:10]}"
-    _sql(server, f"CREATE TABLE {events} (id BIGSERIAL PRIMARY KEY, key INT NOT NULL, seq INT NOT NULL)",
+    run_sql(server, f"CREATE TABLE {events} (id BIGSERIAL PRIMARY KEY, key INT NOT NULL, seq INT NOT NULL)",
          f"ALTER TABLE {events} REPLICA IDENTITY FULL",
          f"CREATE TABLE {trial.table} (key INT NOT NULL, seq INT NOT NULL, verdict TEXT)")
     slot = f"s_{events}"
@@ -261,7 +262,7 @@ def run_cdc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], 
         writer.join(120)
         if writer.error is not None:
             raise writer.error
-        trial.wait(lambda: _sql(server, f"SELECT count(*) FROM {trial.table}")[0][0] >= expected,
+        trial.wait(lambda: run_sql(server, f"SELECT count(*) FROM {trial.table}")[0][0] >= expected,
                    "complete copy", timeout=120)
         last = trial.latest()
         trial.wait(lambda: trial.latest() > last + 1, "two more checkpoints")  # anything late would show
@@ -270,7 +271,7 @@ def run_cdc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], 
         trial.result.outcome = f"{type(error).__name__}: {error}"
     finally:
         _finish(trial)
-        _drop_slot(server, slot)
+        drop_slot(server, slot)
     judge(server, trial.table, keys, per_key, trial.result)
     return trial.result
 
@@ -285,13 +286,14 @@ def _finish(trial: _Trial) -> None:
             pass
 
 
-def _drop_slot(server: Any, slot: str) -> None:
+def drop_slot(server: Any, slot: str) -> None:
+    """Once no reader holds it (a cancelled job closes its reader a moment later)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            _sql(server, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = "
-                         f"'{slot}' AND NOT active")
-            if not _sql(server, f"SELECT 1 FROM pg_replication_slots WHERE slot_name = '{slot}'"):
+            run_sql(server, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                            f"WHERE slot_name = '{slot}' AND NOT active")
+            if not run_sql(server, f"SELECT 1 FROM pg_replication_slots WHERE slot_name = '{slot}'"):
                 return
         except Exception:  # noqa: BLE001 - the server may be restarting
             pass

@@ -165,7 +165,9 @@ def test_a_record_the_statement_rejects_is_named(postgres):
         JdbcSink.sink(f"INSERT INTO {table} VALUES (?, ?)", ROW, options(postgres)))
     with pytest.raises(JobExecutionException) as info:
         env.execute("bad record")
-    message = str(info.value) + str(info.value.__cause__)
+    cause = info.value.__cause__
+    assert isinstance(cause, JdbcStatementError)
+    message = str(cause)
     assert "(2, None)" in message and "not-null" in message and postgres.jdbc_url.split("//")[1] in message
 
 

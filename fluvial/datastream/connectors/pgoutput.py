@@ -38,6 +38,7 @@ class Relation:
     type_oids: list[int]
     key: list[bool]
     casters: list[Callable[[str], Any]] = field(default_factory=list)
+    key_indexes: list[int] = field(default_factory=list)  # the primary key's columns (set by the reader)
 
     @property
     def qualified_name(self) -> str:

@@ -13,8 +13,8 @@ initial consistent snapshot of the chosen tables, then every change after it fro
 Guarantees (docs/connectors/postgres.md): the position in the slot (an LSN, plus the changes already emitted of
 the transaction in progress) is part of every checkpoint and confirmed to the server (`confirmed_flush_lsn`) only
 when that checkpoint completes, so the slot keeps whatever a restore needs: the changes are emitted exactly once
-across failures. A failure during the initial snapshot takes the snapshot again (at least once for snapshot
-rows). A replication slot that disappeared, or moved past the checkpoint's position, fails the job naming it:
+across failures, also during the initial snapshot, which a restore resumes after the last key it emitted
+(`postgres_snapshot`; tables without a primary key cannot resume: their snapshot is taken again). A replication slot that disappeared, or moved past the checkpoint's position, fails the job naming it:
 the source never silently restarts from "now".
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -72,8 +71,9 @@ class PostgresSplit:
 
     `lsn`: every transaction whose commit ends at or before it was emitted; `xact_lsn`/`skip`: of the transaction
     being emitted at the checkpoint (its final LSN), how many changes were emitted already. `slot_created`: this
-    job created the slot (a fresh job finds none; a restore needs it). In the SNAPSHOT phase a restore drops the
-    job's slot and takes the snapshot again."""
+    job created the slot (a fresh job finds none; a restore needs it). `passes` and `progress`: the snapshot
+    passes so far and, in the SNAPSHOT phase, the table and last key read (`postgres_snapshot`): a restore goes
+    on from there, and the stream replays the passes' span without repeating what they read."""
 
     split_id: str
     phase: SnapshotPhase
@@ -81,6 +81,8 @@ class PostgresSplit:
     xact_lsn: int = 0
     skip: int = 0
     slot_created: bool = False
+    passes: tuple = ()
+    progress: tuple | None = None
 
 
 @dataclass(frozen=True)

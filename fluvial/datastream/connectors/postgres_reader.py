@@ -18,6 +18,7 @@ import logging
 import select
 import struct
 import time
+import uuid
 from typing import Any
 
 from fluvial.common.errors import NonRecoverableError, ResourceError
@@ -27,12 +28,15 @@ from fluvial.datastream.connectors.pgoutput import UNCHANGED, Begin, Change, Com
 from fluvial.datastream.connectors.postgres import (
     ChangelogMode, PostgresSource, PostgresSplit, SnapshotPhase, StartupMode)
 from fluvial.datastream.connectors.postgres_client import (
-    PostgresLoginError, connect, is_connection_lost, psycopg2_module, quote_literal)
+    PostgresLoginError, connect, is_connection_lost, psycopg2_module)
+from fluvial.datastream.connectors.postgres_snapshot import (
+    ChangeFilter, SnapshotPass, TableSnapshot, filtered, ident, primary_keys)
 from fluvial.datastream.connectors.source import SourceReader
 
 logger = logging.getLogger(__name__)
 
 _OID = struct.Struct("!I").unpack_from
+_MAX_RECONNECTS = 5  # in a row without a successful read: the failure is not the connection's
 
 
 class ChangeConversionError(NonRecoverableError):
@@ -43,11 +47,6 @@ class ReplicationSlotError(NonRecoverableError):
     """The replication slot a restore needs is gone, or belongs to someone else."""
 
 
-def _ident(qualified: str) -> str:
-    schema, name = qualified.split(".")
-    return f'"{schema}"."{name}"'
-
-
 class PostgresChangeReader(SourceReader[PostgresSplit]):
     def __init__(self, source: PostgresSource) -> None:
         self._source = source
@@ -55,7 +54,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         self._started = False
         self._replication: Any = None
         self._cursor: Any = None
-        self._snapshot: _TableSnapshot | None = None
+        self._snapshot: TableSnapshot | None = None
         self._relations: dict[int, Relation] = {}
         self._known_shapes: dict[str, tuple] = {}
         # the position: see PostgresSplit
@@ -70,6 +69,13 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         self._confirmed = 0
         self._last_feedback = 0.0
         self._upsert = source.changelog_mode is ChangelogMode.UPSERT
+        self._keys: dict = {}
+        self._table_index = {table: i for i, table in enumerate(source.tables)}
+        self._passes: list[SnapshotPass] = []
+        self._filter: ChangeFilter | None = None
+        self._filtering = False
+        self._temporary_pass = False
+        self._reconnects = 0
 
     # -- the SourceReader contract --------------------------------------------------------------------------------
 
@@ -79,6 +85,9 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             self._lsn = split.lsn
             self._skip_xact, self._skip = split.xact_lsn, split.skip
             self._slot_owned = split.slot_created
+            self._passes = list(split.passes)
+            if split.phase is SnapshotPhase.STREAM and len(self._passes) > 1:
+                self._filter = ChangeFilter(self._passes)
 
     def poll(self, max_records: int) -> list | None:
         if self._split is None:
@@ -91,13 +100,25 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 return rows
             self._snapshot.close()
             self._snapshot = None
+            if self._temporary_pass:  # its connection held the pass's temporary slot: closing drops it
+                self._replication.close()
+                self._replication = self._cursor = None
+            if len(self._passes) > 1:
+                self._filter = ChangeFilter(self._passes)
             logger.info("PostgreSQL CDC: snapshot of %s done; following slot %s from %s", list(self._source.tables),
                         self._source.slot_name, pgoutput.format_lsn(self._lsn))
             self._start_streaming()
             return []
         try:
-            return self._read_changes(max_records)
+            out = self._read_changes(max_records)
+            self._reconnects = 0  # the connection works
+            return out
         except psycopg2_module().Error as error:  # the stream runs no statements: any error is the connection's
+            self._reconnects += 1
+            if self._reconnects > _MAX_RECONNECTS:
+                raise ResourceError(f"PostgreSQL CDC: replication from {self._source.address.address} failed "
+                                    f"{self._reconnects} times in a row without a successful read in between, last with: "
+                                    f"{str(error).strip()}; check the server's log") from error
             self._reconnect(error)
             return []
 
@@ -107,9 +128,11 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         if not self._started:
             return [self._split]
         if self._snapshot is not None:
-            return [PostgresSplit(self._split.split_id, SnapshotPhase.SNAPSHOT, slot_created=True)]
+            return [PostgresSplit(self._split.split_id, SnapshotPhase.SNAPSHOT, self._lsn, slot_created=True,
+                                  passes=tuple(self._passes), progress=self._snapshot.position)]
         xact, skip = (self._xact_lsn, self._emitted_in_xact) if self._in_xact else (0, 0)
-        return [PostgresSplit(self._split.split_id, SnapshotPhase.STREAM, self._lsn, xact, skip, True)]
+        passes = tuple(self._passes) if self._filter is not None else ()
+        return [PostgresSplit(self._split.split_id, SnapshotPhase.STREAM, self._lsn, xact, skip, True, passes)]
 
     def on_snapshot(self, checkpoint_id: int) -> None:
         if self._started and self._snapshot is None:
@@ -150,6 +173,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             meta.autocommit = True
             with meta.cursor() as cursor:
                 self._check_tables(cursor)
+                self._keys = primary_keys(cursor, source.tables)
                 self._ensure_publication(cursor)
                 cursor.execute("SELECT confirmed_flush_lsn, plugin, database FROM pg_replication_slots "
                                "WHERE slot_name = %s", (source.slot_name,))
@@ -188,7 +212,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         cursor.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (source.publication_name,))
         if cursor.fetchone() is None:
             cursor.execute(f"CREATE PUBLICATION {source.publication_name} FOR TABLE "
-                           + ", ".join(_ident(t) for t in source.tables))
+                           + ", ".join(ident(t) for t in source.tables))
             logger.info("PostgreSQL CDC: created publication %s for %s", source.publication_name, list(source.tables))
             return
         missing = [t for t in source.tables if t not in published]
@@ -205,19 +229,45 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 f"{source.address.address}: another job reads it, or an earlier run left it without a "
                 f"checkpoint to restore from. Restore that job from its checkpoint, or drop the slot "
                 f"(SELECT pg_drop_replication_slot('{source.slot_name}')) to take a new snapshot")
+        resumable = all(self._keys.get(table) is not None for table in source.tables)
         self._replication = self._connect(replication=True)
         self._cursor = self._replication.cursor()
-        if slot is not None:  # a restore during the snapshot: the old snapshot is gone with its connection
-            logger.warning("PostgreSQL CDC: the job failed during the initial snapshot; dropping slot %s and taking "
-                           "the snapshot again (its rows are emitted again)", source.slot_name)
-            self._cursor.drop_replication_slot(source.slot_name)
-        self._cursor.execute(f"CREATE_REPLICATION_SLOT {source.slot_name} LOGICAL pgoutput EXPORT_SNAPSHOT")
-        _, consistent_point, snapshot_name, _ = self._cursor.fetchone()
-        self._lsn = pgoutput.parse_lsn(consistent_point)
+        if self._slot_owned and self._passes and resumable:
+            if slot is None:
+                raise self._slot_gone()
+            # a restore mid-snapshot: a new pass from the checkpoint's position, in a snapshot of its own
+            temporary = f"{source.slot_name[:40]}_pass_{uuid.uuid4().hex[:8]}"
+            self._cursor.execute(f"CREATE_REPLICATION_SLOT {temporary} TEMPORARY LOGICAL pgoutput EXPORT_SNAPSHOT")
+            _, point, snapshot_name, _ = self._cursor.fetchone()
+            start_table, start_key = self._split.progress
+            self._passes.append(SnapshotPass(start_table, start_key, pgoutput.parse_lsn(point)))
+            self._temporary_pass = True
+            logger.info("PostgreSQL CDC: resuming the snapshot at %s after key %s (pass %d at %s)",
+                        source.tables[start_table], start_key, len(self._passes), point)
+        else:
+            if slot is not None:  # a restore mid-snapshot that cannot resume: a table has no primary key
+                logger.warning("PostgreSQL CDC: the job failed during the initial snapshot and a table without a "
+                               "primary key cannot resume it; dropping slot %s and taking the snapshot again (its "
+                               "rows are emitted again)", source.slot_name)
+                self._cursor.drop_replication_slot(source.slot_name)
+            self._cursor.execute(f"CREATE_REPLICATION_SLOT {source.slot_name} LOGICAL pgoutput EXPORT_SNAPSHOT")
+            _, point, snapshot_name, _ = self._cursor.fetchone()
+            self._passes = [SnapshotPass(0, None, pgoutput.parse_lsn(point))]
+            start_table, start_key = 0, None
+            logger.info("PostgreSQL CDC: created slot %s at %s; reading the snapshot of %s", source.slot_name,
+                        point, list(source.tables))
         self._slot_owned = True
-        self._snapshot = _TableSnapshot(self._connect(), snapshot_name, source.tables)
-        logger.info("PostgreSQL CDC: created slot %s at %s; reading the snapshot of %s", source.slot_name,
-                    consistent_point, list(source.tables))
+        self._lsn = self._passes[0].lsn
+        self._snapshot = TableSnapshot(self._connect(), snapshot_name, source.tables, self._keys, start_table,
+                                       start_key)
+
+    def _slot_gone(self) -> ReplicationSlotError:
+        source = self._source
+        return ReplicationSlotError(
+            f"PostgreSQL CDC: replication slot {source.slot_name!r} on {source.address.address} no longer exists, "
+            f"so the changes after LSN {pgoutput.format_lsn(self._lsn)} that this checkpoint needs are gone; "
+            f"the source will not silently start from now. Start the job without its checkpoint to take a new "
+            f"snapshot")
 
     def _resume(self, slot: Any) -> None:
         source = self._source
@@ -231,11 +281,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 logger.info("PostgreSQL CDC: created slot %s at %s", source.slot_name, pgoutput.format_lsn(self._lsn))
                 self._slot_owned = True
                 return
-            raise ReplicationSlotError(
-                f"PostgreSQL CDC: replication slot {source.slot_name!r} on {source.address.address} no longer exists, "
-                f"so the changes after LSN {pgoutput.format_lsn(self._lsn)} that this checkpoint needs are gone; "
-                f"the source will not silently start from now. Start the job without its checkpoint to take a new "
-                f"snapshot")
+            raise self._slot_gone()
         confirmed, plugin, database = slot
         if plugin != "pgoutput" or database != source.address.database:
             raise ReplicationSlotError(f"PostgreSQL CDC: replication slot {source.slot_name!r} decodes {database!r} "
@@ -304,7 +350,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         new_row = object.__new__
         set_field = object.__setattr__
         insert = RowKind.INSERT
-        slow = self._skipping_xact or self._skip  # skipping changes goes the general way
+        slow = self._skipping_xact or self._skip or self._filtering  # skipped or filtered: the general way
         emitted = 0  # inserts of the hot path, added to _emitted_in_xact before anything else reads it
         remaining = max_records
         while remaining > 0:
@@ -334,7 +380,7 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             self._emitted_in_xact += emitted
             emitted = 0
             self._general(decode(data), out, message.data_start)
-            slow = self._skipping_xact or self._skip
+            slow = self._skipping_xact or self._skip or self._filtering
             remaining = max_records - len(out)
         self._emitted_in_xact += emitted
         return out
@@ -348,6 +394,10 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             if self._skip:
                 self._skip -= 1
                 self._emitted_in_xact += 1
+                return
+            if self._filtering:
+                self._emitted_in_xact += 1
+                out.extend(self._replayed(event, lsn))
                 return
             self._emit(event, out, lsn)
         elif kind is Begin:
@@ -370,6 +420,10 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         self._emitted_in_xact = 0
         # a transaction whose commit lies before the position was emitted whole already
         self._skipping_xact = event.final_lsn < self._lsn
+        if self._filter is not None and event.final_lsn >= self._filter.until:
+            self._filter = None  # past every snapshot pass: all changes from here on are new downstream
+            self._passes = []
+        self._filtering = self._filter is not None
         if self._skip and event.final_lsn != self._skip_xact:
             self._skip = 0  # the transaction the checkpoint stood in is not the first one sent: nothing to skip
         self._skip_xact = 0
@@ -386,6 +440,9 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         psycopg2 = psycopg2_module()
         string_types = psycopg2.extensions.string_types
         relation.casters = [string_types.get(type_oid) for type_oid in relation.type_oids]
+        key = self._keys.get(relation.qualified_name)
+        if key is not None and all(column in relation.columns for column in key.columns):
+            relation.key_indexes = [relation.columns.index(column) for column in key.columns]
         self._relations[relation.oid] = relation
         shape = tuple(zip(relation.columns, relation.type_oids))
         before = self._known_shapes.get(relation.qualified_name)
@@ -417,6 +474,34 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         else:
             out.append(self._row(relation, change.old, RowKind.DELETE, lsn))
 
+    def _replayed(self, change: Change, lsn: int) -> list:
+        """A change while the stream replays the snapshot passes' span: only the effects downstream lacks."""
+        relation = self._relations[change.relation_oid]
+        table = self._table_index.get(relation.qualified_name)
+        if table is None or not relation.key_indexes:
+            out: list = []
+            self._emit(change, out, lsn)
+            self._emitted_in_xact -= 1  # counted by the caller already
+            return out
+
+        def key_of(texts: list | None) -> tuple | None:
+            if texts is None:
+                return None
+            values = self._row(relation, [texts[i] for i in relation.key_indexes], RowKind.INSERT, lsn,
+                               [relation.casters[i] for i in relation.key_indexes],
+                               [relation.columns[i] for i in relation.key_indexes])
+            return tuple(values)
+
+        new_key = key_of(change.new)
+        old_key = key_of(change.old) if change.old is not None else new_key if change.kind == "U" else None
+        new = change.new
+        if new is not None and UNCHANGED in new:
+            new = self._fill_unchanged(relation, change, lsn)
+        old = change.old if change.old is not None else new
+        return filtered(change.kind, lambda kind: self._row(relation, old, kind, lsn),
+                        lambda kind: self._row(relation, new, kind, lsn), old_key, new_key, table,
+                        self._xact_lsn, self._filter, self._upsert)
+
     def _fill_unchanged(self, relation: Relation, change: Change, lsn: int) -> list:
         if change.old is None or change.old_is_key_only:
             column = relation.columns[change.new.index(UNCHANGED)]
@@ -426,10 +511,12 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 f"IDENTITY FULL; run ALTER TABLE {relation.qualified_name} REPLICA IDENTITY FULL")
         return [o if n is UNCHANGED else n for o, n in zip(change.old, change.new)]
 
-    def _row(self, relation: Relation, texts: list, kind: RowKind, lsn: int) -> Any:
+    def _row(self, relation: Relation, texts: list, kind: RowKind, lsn: int, casters: list | None = None,
+             columns: list | None = None) -> Any:
         values = []
         append = values.append
-        for text, caster, column in zip(texts, relation.casters, relation.columns):
+        columns = relation.columns if columns is None else columns
+        for text, caster, column in zip(texts, relation.casters if casters is None else casters, columns):
             if text is None or caster is None:
                 append(text)
                 continue
@@ -440,53 +527,4 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                     f"PostgreSQL CDC: cannot convert column {column!r} of {relation.qualified_name} (value "
                     f"{text[:80]!r}) at LSN {pgoutput.format_lsn(lsn)}: {error}; change the column's type or the "
                     f"value") from None
-        return _create_row(relation.columns, values, kind)
-
-
-class _TableSnapshot:
-    """Reads the chosen tables in the slot's exported snapshot, one server-side cursor per table, as +I rows."""
-
-    def __init__(self, connection: Any, snapshot_name: str, tables: tuple[str, ...]) -> None:
-        psycopg2 = psycopg2_module()
-        self._connection = connection
-        connection.set_session(isolation_level=psycopg2.extensions.ISOLATION_LEVEL_REPEATABLE_READ, readonly=True)
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET TRANSACTION SNAPSHOT {quote_literal(snapshot_name)}")
-        self._tables = list(tables)
-        self._cursor: Any = None
-        self._fields: list[str] = []
-        self._table = ""
-        self._read = 0
-
-    def fetch(self, max_records: int) -> list:
-        while True:
-            if self._cursor is None:
-                if not self._tables:
-                    return []
-                self._table = self._tables.pop(0)
-                self._cursor = self._connection.cursor(name=f"fluvial_snapshot_{len(self._tables)}")
-                self._cursor.itersize = 2000
-                self._cursor.execute(f"SELECT * FROM {_ident(self._table)}")
-                self._read = 0
-            try:
-                batch = self._cursor.fetchmany(max_records)
-            except ValueError as error:
-                raise ChangeConversionError(
-                    f"PostgreSQL CDC: cannot convert a row of {self._table} in the initial snapshot (after "
-                    f"{self._read} rows): {error}; change the column's type or the value") from None
-            if not self._fields or self._cursor.description is not None:
-                self._fields = [column.name for column in self._cursor.description]
-            if batch:
-                self._read += len(batch)
-                fields = self._fields
-                insert = RowKind.INSERT
-                return [_create_row(fields, values, insert) for values in batch]
-            self._cursor.close()
-            self._cursor = None
-
-    def close(self) -> None:
-        try:
-            self._connection.rollback()
-            self._connection.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection
-            pass
+        return _create_row(columns, values, kind)
