@@ -22,10 +22,12 @@ import time
 
 from fluvial.common import RowKind, Types
 from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.datastream.connectors.jdbc import JdbcConnectionOptions, JdbcExecutionOptions, JdbcSink
+from fluvial.datastream.connectors.jdbc import (
+    JdbcConnectionOptions, JdbcExactlyOnceOptions, JdbcExecutionOptions, JdbcSink)
 from fluvial.datastream.connectors.postgres import PostgresSource
 
 SLOT = "orders_mirror"
+PREFIX = "orders_mirror"  # the sink's prepared transactions: a cancelled run may leave its last one prepared
 COPY = Types.ROW_NAMED(["id", "item", "qty", "deleted"], [Types.INT(), Types.STRING(), Types.INT(), Types.BOOLEAN()])
 
 
@@ -33,6 +35,9 @@ def setup(connection) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
                        (SLOT,))
+        cursor.execute("SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, %s)", (PREFIX,))
+        for (gid,) in cursor.fetchall():  # it holds locks on orders_copy: roll it back before dropping the table
+            cursor.execute(f"ROLLBACK PREPARED '{gid}'")
         cursor.execute("DROP TABLE IF EXISTS orders, orders_copy")
         cursor.execute("CREATE TABLE orders (id INT PRIMARY KEY, item TEXT NOT NULL, qty INT NOT NULL)")
         cursor.execute("ALTER TABLE orders REPLICA IDENTITY FULL")  # -U and -D rows carry every column
@@ -88,7 +93,8 @@ def main() -> int:
         COPY,
         JdbcConnectionOptions.JdbcConnectionOptionsBuilder()
         .with_url(f"jdbc:postgresql://{address}/postgres").with_user_name("postgres").build(),
-        JdbcExecutionOptions.builder().with_batch_size(1000).with_max_retries(0).build())
+        JdbcExecutionOptions.builder().with_batch_size(1000).with_max_retries(0).build(),
+        JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(PREFIX).build())
     (env.from_source(source, source_name="orders")
         .filter(lambda row: row.get_row_kind() is not RowKind.UPDATE_BEFORE)
         .map(as_copy, output_type=COPY)

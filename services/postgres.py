@@ -67,9 +67,11 @@ class PostgresServer:
         return " ".join(f"{k}={v}" for k, v in parts.items())
 
     def connect(self, **extra: str):  # type: ignore[no-untyped-def]
+        """A connection for tests and examples; a statement waiting on a lock longer than a minute fails rather
+        than hang the caller (a C call no test timeout can interrupt)."""
         import psycopg2
 
-        return psycopg2.connect(self.dsn(**extra), connect_timeout=10)
+        return psycopg2.connect(self.dsn(**extra), connect_timeout=10, options="-c statement_timeout=60000")
 
     def stop(self) -> None:
         """A fast shutdown (SIGINT: clients are disconnected; SIGTERM would wait for them); if a replication client

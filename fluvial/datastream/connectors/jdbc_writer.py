@@ -216,10 +216,10 @@ class TransactionalJdbcWriter(SinkWriter):
             self._execute_buffer()
 
     def _execute_buffer(self) -> None:
+        if not self._recovered:  # also without records: a stray holds its rows' locks until rolled back
+            self._roll_back_strays()
         if not self._buffer:
             return
-        if not self._recovered:
-            self._roll_back_strays()
         try:
             if not self._in_transaction:
                 self._session.cursor().execute("BEGIN")
