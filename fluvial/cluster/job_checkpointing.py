@@ -9,8 +9,8 @@ from typing import Any, Callable
 from fluvial.checkpoint.coordinator import CheckpointCoordinator, CheckpointTasks
 from fluvial.checkpoint.restore import assign_restore
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
-from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 from fluvial.common.executors import Executor, ScheduledExecutor
+from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 from fluvial.graph.job_graph import JobGraph
 
 

@@ -164,7 +164,8 @@ class JobMaster:
         self._main.execute(lambda: self._on_task_state(message))
 
     def _on_task_state(self, message: TaskExecutionState) -> None:
-        self.timeline.task_state(message.vertex_id, message.subtask_index, message.attempt, message.state)
+        attempt_id = message.attempt_id
+        self.timeline.task_state(attempt_id.vertex_id, attempt_id.subtask_index, attempt_id.attempt, message.state)
         self.scheduler.on_task_state(message)
 
     def report_metrics(self, message: MetricsSnapshot) -> None:
@@ -174,12 +175,12 @@ class JobMaster:
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
         if self.checkpointing is not None:
             self._main.execute(lambda: self.checkpointing.coordinator.receive_acknowledge(
-                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.states))
+                message.attempt_id.execution_vertex_id, message.checkpoint_id, message.states))
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
         if self.checkpointing is not None:
             self._main.execute(lambda: self.checkpointing.coordinator.receive_decline(
-                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.reason, message.detail))
+                message.attempt_id.execution_vertex_id, message.checkpoint_id, message.reason, message.detail))
 
     def task_manager_lost(self, index: int, error: BaseException) -> None:
         """TaskManager `index` died or stopped answering (from the cluster's monitor): its subtasks failed."""

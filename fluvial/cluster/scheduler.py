@@ -130,8 +130,8 @@ class Scheduler:
     # -- task states --------------------------------------------------------------------------------------------
 
     def on_task_state(self, update: TaskExecutionState) -> None:
-        execution = self.graph.vertex(update.vertex_id, update.subtask_index)
-        if execution is None or update.attempt != execution.attempt:
+        execution = self.graph.current(update.attempt_id)
+        if execution is None:
             return  # rule 2: a late report from an earlier attempt
         state = update.state
         if not execution.state.can_move_to(state):
@@ -310,7 +310,7 @@ class Scheduler:
             execution.transition(ExecutionState.CANCELING)
             slot = self._slots[execution.id]
             self._task_managers[slot.task_manager].cancel_task(
-                CancelTask(self.job_id, execution.job_vertex.id, execution.subtask_index, execution.attempt))
+                CancelTask(self.graph.attempt_id(execution)))
 
     def _abort_checkpoints(self, reason: CheckpointFailureReason) -> None:
         if self.checkpointing is not None:
@@ -353,8 +353,8 @@ class Scheduler:
     def on_end_of_data(self, message: TaskEndOfData) -> None:
         """A subtask waits for its final checkpoint. Once every subtask of the job does (or has finished), one is
         triggered at once (Flink's notifyEndOfData): a bounded job's end waits for no checkpoint interval."""
-        execution = self.graph.vertex(message.vertex_id, message.subtask_index)
-        if execution is None or execution.attempt != message.attempt or self.checkpointing is None:
+        execution = self.graph.current(message.attempt_id)
+        if execution is None or self.checkpointing is None:
             return
         self._end_of_data.add((execution.id, execution.attempt))
         if all(e.state is ExecutionState.FINISHED or (e.id, e.attempt) in self._end_of_data for e in self.graph):
@@ -367,7 +367,7 @@ class Scheduler:
         execution = self.graph.vertices[task]
         slot = self._slots[task]
         self._task_managers[slot.task_manager].trigger_checkpoint(TriggerCheckpoint(
-            self.job_id, task[0], task[1], execution.attempt, checkpoint_id, timestamp, savepoint_dir, drain))
+            self.graph.attempt_id(execution), checkpoint_id, timestamp, savepoint_dir, drain))
 
     def notify_complete(self, checkpoint_id: int) -> None:
         for task_manager in self._task_managers:
