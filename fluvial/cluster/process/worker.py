@@ -267,9 +267,7 @@ def dispatch_control(message: Any, task_manager: Any, channels: Any, link: Contr
     if isinstance(message, DeploymentEnvelope):
         deployment = _open(message, task_manager.index)
         if isinstance(deployment, TaskFailure):
-            link.update_task_execution_state(TaskExecutionState(
-                message.job_id, message.vertex_id, message.subtask_index, message.attempt, ExecutionState.FAILED,
-                deployment))
+            link.update_task_execution_state(TaskExecutionState(message.attempt_id, ExecutionState.FAILED, deployment))
             return
         message = deployment
     if isinstance(message, DeployTask):
