@@ -17,7 +17,8 @@ from fluvial.common import RowKind
 from fluvial.common.errors import NonRecoverableError, ResourceError
 from fluvial.datastream.connectors.pgoutput import format_lsn
 from fluvial.datastream.connectors.postgres import PostgresSource, PostgresSplit
-from fluvial.datastream.connectors.postgres_reader import ChangeConversionError, ReplicationSlotError
+from fluvial.datastream.connectors.postgres_reader import (
+    ChangeConversionError, PostgresChangeReader, ReplicationSlotError)
 from fluvial.testing import wait_until
 from fluvial.testing.execution import environment
 from fluvial.testing.postgres_trials import drop_slot
@@ -151,18 +152,24 @@ def test_a_dropped_slot_is_an_error_never_a_restart_from_now(postgres):
     restored.close()
 
 
-def test_a_fresh_job_refuses_a_slot_that_exists_already(postgres):
+def test_a_fresh_job_refuses_a_slot_that_exists_already_and_a_later_attempt_takes_it_over(postgres):
     table = new_table(postgres)
     source = source_for(postgres, table)
     first = reader_for(source)
     first.poll(10)
     first.close()
     second = reader_for(source)
+    with pytest.raises(ReplicationSlotError, match="already exists.*pg_drop_replication_slot"):
+        second.poll(10)
+    second.close()
+    sql(postgres, f"INSERT INTO {table} VALUES (1, 'a')")
+    # a later attempt of the job whose first attempt made the slot after its last checkpoint: snapshot again
+    retry = PostgresChangeReader(source, attempt_number=1)
+    retry.add_splits(source.create_splits(1))
     try:
-        with pytest.raises(ReplicationSlotError, match="already exists.*pg_drop_replication_slot"):
-            second.poll(10)
+        assert kinds(read(retry, 1)) == [("+I", 1, "a")]
     finally:
-        second.close()
+        retry.close()
         drop_slot(postgres, source.slot_name)
 
 

@@ -113,7 +113,7 @@ class PostgresSource(Source[PostgresSplit]):
     def create_reader(self, task_info: TaskInfo) -> SourceReader[PostgresSplit]:
         from fluvial.datastream.connectors.postgres_reader import PostgresChangeReader
 
-        return PostgresChangeReader(self)
+        return PostgresChangeReader(self, getattr(task_info, "attempt_number", 0))
 
     def max_parallelism(self) -> int:
         return 1  # one replication slot is read by one connection

@@ -48,8 +48,11 @@ class ReplicationSlotError(NonRecoverableError):
 
 
 class PostgresChangeReader(SourceReader[PostgresSplit]):
-    def __init__(self, source: PostgresSource) -> None:
+    def __init__(self, source: PostgresSource, attempt_number: int = 0) -> None:
         self._source = source
+        # a later attempt of this job: a slot its position does not know was made by an earlier attempt after the
+        # checkpoint it restarts from (or, without one, before the failure), so nothing of it was emitted for good
+        self._later_attempt = attempt_number > 0
         self._split: PostgresSplit | None = None
         self._started = False
         self._replication: Any = None
@@ -223,7 +226,12 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
 
     def _start_snapshot(self, slot: Any) -> None:
         source = self._source
-        if slot is not None and not self._slot_owned:
+        if slot is not None and not self._slot_owned and self._later_attempt:
+            logger.info("PostgreSQL CDC: slot %s was created by an earlier attempt after this attempt's starting "
+                        "point; taking the snapshot again with a new slot", source.slot_name)
+            self._passes = []
+            self._slot_owned = True  # dropped below
+        elif slot is not None and not self._slot_owned:
             raise ReplicationSlotError(
                 f"PostgreSQL CDC: replication slot {source.slot_name!r} already exists on "
                 f"{source.address.address}: another job reads it, or an earlier run left it without a "
@@ -245,10 +253,11 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             logger.info("PostgreSQL CDC: resuming the snapshot at %s after key %s (pass %d at %s)",
                         source.tables[start_table], start_key, len(self._passes), point)
         else:
-            if slot is not None:  # a restore mid-snapshot that cannot resume: a table has no primary key
+            if slot is not None and not resumable:  # a restore mid-snapshot that cannot resume it
                 logger.warning("PostgreSQL CDC: the job failed during the initial snapshot and a table without a "
                                "primary key cannot resume it; dropping slot %s and taking the snapshot again (its "
                                "rows are emitted again)", source.slot_name)
+            if slot is not None:
                 self._cursor.drop_replication_slot(source.slot_name)
             self._cursor.execute(f"CREATE_REPLICATION_SLOT {source.slot_name} LOGICAL pgoutput EXPORT_SNAPSHOT")
             _, point, snapshot_name, _ = self._cursor.fetchone()
