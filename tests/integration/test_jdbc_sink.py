@@ -111,18 +111,19 @@ def test_a_restored_writer_commits_what_its_checkpoint_recorded_and_rolls_back_t
     crashed = sink.create_writer(task())
     crashed.write_batch([Row(1, "a"), Row(2, "b")])
     recorded = crashed.prepare_commit()  # checkpoint 1: completed, but its commit never ran
+    state = crashed.snapshot_state()
     crashed.write_batch([Row(3, "c")])
     stray = crashed.prepare_commit()  # checkpoint 2: prepared, never completed
     crashed._session.discard()  # the process died: no commit, no close
     assert sorted(prepared(postgres, prefix)) == sorted(recorded + stray)
     assert rows_of(postgres, table) == []
 
-    restored = sink.create_writer(task())
+    restored = sink.create_writer(task(), state)  # rolls back the stray at once, keeps what state recorded
+    assert prepared(postgres, prefix) == recorded
     sink.commit(recorded)  # what SinkWriterOperator.open does with the checkpoint's committables
     sink.commit(recorded)  # idempotent
+    assert prepared(postgres, prefix) == []
     restored.write_batch([Row(3, "c")])
-    restored.flush(False)
-    assert prepared(postgres, prefix) == []  # the stray was rolled back before the first statement
     sink.commit(restored.prepare_commit())
     restored.close()
     assert rows_of(postgres, table) == [(1, "a"), (2, "b"), (3, "c")]

@@ -10,7 +10,7 @@ Guarantees (docs/connectors/jdbc.md):
   (`INSERT ... ON CONFLICT (key) DO UPDATE`).
 - `exactly_once_sink`: exactly once for any statement. A restored job commits the prepared transactions its
   checkpoint recorded and rolls back every other prepared transaction of the sink (prepared for a checkpoint
-  that never completed), before it writes.
+  that never completed) when its writers are created.
 
 Records are Rows or tuples whose fields match `type_info` (a RowTypeInfo) in order; the sink does not look at
 a Row's RowKind (as Flink's DataStream JDBC sink: the statement decides what a record does).
@@ -303,7 +303,7 @@ class JdbcSink(Sink):
         from fluvial.datastream.connectors import jdbc_writer
 
         if self.guarantee is DeliveryGuarantee.EXACTLY_ONCE:
-            return jdbc_writer.TransactionalJdbcWriter(self, task_info)
+            return jdbc_writer.TransactionalJdbcWriter(self, task_info, restored_state)
         return jdbc_writer.BatchingJdbcWriter(self, task_info)
 
     def commit(self, committables: list[Any]) -> None:
@@ -316,6 +316,7 @@ class JdbcSink(Sink):
         if committer is None:
             committer = self._committers.committer = jdbc_writer.PreparedTransactions(self)
         committer.commit(committables)
+        jdbc_writer.committed(self, committables)
 
     def default_name(self) -> str:
         return "JDBC Sink"

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fluvial.common.errors import FluvialError, ResourceError
@@ -193,13 +194,24 @@ class BatchingJdbcWriter(SinkWriter):
         close_committer(self._sink)
 
 
+@dataclass(frozen=True)
+class TransactionalWriterState:
+    """The prepared transactions a checkpoint recorded as not yet committed (its committables, by id)."""
+
+    pending: tuple[str, ...]
+
+
 class TransactionalJdbcWriter(SinkWriter):
     """Exactly once: the records between two checkpoints go into one transaction (`BEGIN` at the first batch),
-    prepared at the checkpoint as `PREFIX-SUBTASK-RUN-N` and returned as the committable. Before its first
-    statement the writer rolls back the sink's other prepared transactions of its subtask (by then the operator
-    has committed the ones its checkpoint recorded): those were prepared for checkpoints that never completed."""
+    prepared at the checkpoint as `PREFIX-SUBTASK-RUN-N` and returned as the committable.
 
-    def __init__(self, sink: Any, task_info: TaskInfo) -> None:
+    When it is created the writer rolls back every prepared transaction of its prefix and subtask that its
+    checkpoint did not record as pending (the operator commits those next): the rest were prepared for checkpoints
+    that never completed. At once, not at the first record: a prepared transaction holds its rows' locks, and
+    creating a replication slot in the database (a CDC source's restart) waits for it to end. Its first
+    checkpoint looks again, for what an earlier attempt still being cancelled prepared late."""
+
+    def __init__(self, sink: Any, task_info: TaskInfo, restored_state: list[Any] | None = None) -> None:
         self._sink = sink
         self._batch_size = sink.execution_options.batch_size
         self._session = _Session(sink, autocommit=True)
@@ -208,7 +220,12 @@ class TransactionalJdbcWriter(SinkWriter):
         self._counter = 0
         self._buffer: list = []
         self._in_transaction = False
+        self._keep = {gid for state in restored_state or () for gid in state.pending}
+        self._pending: set[str] = set()  # prepared here, not yet committed
         self._recovered = False
+        self._roll_back_strays()
+        self._recovered = False
+        register_writer(sink, self)
 
     def write_batch(self, values: list) -> None:
         self._buffer.extend(values)
@@ -216,8 +233,6 @@ class TransactionalJdbcWriter(SinkWriter):
             self._execute_buffer()
 
     def _execute_buffer(self) -> None:
-        if not self._recovered:  # also without records: a stray holds its rows' locks until rolled back
-            self._roll_back_strays()
         if not self._buffer:
             return
         try:
@@ -241,6 +256,8 @@ class TransactionalJdbcWriter(SinkWriter):
         self._execute_buffer()
 
     def prepare_commit(self) -> list[Any]:
+        if not self._recovered:
+            self._roll_back_strays()
         self._execute_buffer()
         if not self._in_transaction:
             return []
@@ -255,7 +272,16 @@ class TransactionalJdbcWriter(SinkWriter):
                                 f"max_prepared_transactions > 0") from error
         finally:
             self._in_transaction = False
+        self._pending.add(gid)
         return [gid]
+
+    def snapshot_state(self) -> list[Any]:
+        return [TransactionalWriterState(tuple(sorted(self._pending | self._keep)))]
+
+    def committed(self, gids: list[str]) -> None:
+        """The sink committed these (the operator's commit, on this task's thread)."""
+        self._pending.difference_update(gids)
+        self._keep.difference_update(gids)
 
     def _roll_back_strays(self) -> None:
         self._recovered = True
@@ -264,7 +290,7 @@ class TransactionalJdbcWriter(SinkWriter):
         cursor = self._session.cursor()
         cursor.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
                        "AND left(gid, %s) = %s", (len(self._prefix), self._prefix))
-        strays = [gid for (gid,) in cursor.fetchall()]
+        strays = [gid for (gid,) in cursor.fetchall() if gid not in self._keep and gid not in self._pending]
         for gid in strays:
             PreparedTransactions.finish(cursor, gid, "ROLLBACK")
         if strays:
@@ -273,6 +299,7 @@ class TransactionalJdbcWriter(SinkWriter):
 
     def close(self) -> None:
         self._session.discard()  # an open (unprepared) transaction is rolled back by the server
+        register_writer(self._sink, None)
         close_committer(self._sink)
 
 
@@ -313,6 +340,17 @@ class PreparedTransactions:
 
     def close(self) -> None:
         self._session.discard()
+
+
+def register_writer(sink: Any, writer: TransactionalJdbcWriter | None) -> None:
+    """The writer of this task thread, told what the sink committed (commit runs on the writer's thread)."""
+    sink._committers.writer = writer
+
+
+def committed(sink: Any, gids: list[str]) -> None:
+    writer = getattr(sink._committers, "writer", None)
+    if writer is not None:
+        writer.committed(gids)
 
 
 def close_committer(sink: Any) -> None:
