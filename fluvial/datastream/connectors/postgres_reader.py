@@ -3,7 +3,8 @@
 Numbered as it runs:
 1. Start: check the tables (and, for ChangelogMode.ALL, their REPLICA IDENTITY FULL), create the publication if
    missing. A fresh job in the INITIAL mode creates the slot with `EXPORT_SNAPSHOT` and reads every table inside
-   that snapshot (REPEATABLE READ) — exactly the rows as of the slot's consistent point — as +I rows.
+   that snapshot (REPEATABLE READ) — exactly the rows as of the slot's consistent point — as +I rows, each table
+   in key order; a restore mid-snapshot goes on after the recorded key in a new pass (`postgres_snapshot`).
 2. Stream: `START_REPLICATION` from the position (`PostgresSplit`): transactions whose commit ends at or before
    `lsn` are not sent again; of the transaction `xact_lsn` the first `skip` changes were emitted already.
 3. A checkpoint records that position; when it completes, its `lsn` is confirmed to the server (`flush_lsn`), which
