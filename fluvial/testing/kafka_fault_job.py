@@ -18,10 +18,9 @@ class Throttle:
         self._count = 0
         self._start = 0.0
 
-    def open(self, runtime_context: Any) -> None:
-        self._start = time.monotonic()
-
     def map(self, value: Any) -> Any:
+        if not self._count:
+            self._start = time.monotonic()
         self._count += 1
         ahead = self._count / self.rate - (time.monotonic() - self._start)
         if ahead > 0.01:
