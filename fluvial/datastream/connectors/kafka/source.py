@@ -205,6 +205,7 @@ class KafkaSourceReader(SourceReader[Any]):
         self._timestamps: list | None = None
         self._snapshots: dict[int, dict[tuple[str, int], int]] = {}
         self._committed: dict[tuple[str, int], int] = {}
+        self._metered: set[tuple[str, int]] = set()
         deserializer = source.deserializer
         self._value_only = deserializer.value_function() if isinstance(deserializer, ValueOnlyDeserializer) else None
         deserializer.open(None)
@@ -230,6 +231,33 @@ class KafkaSourceReader(SourceReader[Any]):
         key = (split.topic, split.partition)
         self._splits[key] = split
         self._positions[key] = split.offset
+        self._register_metrics(key)
+
+    def _register_metrics(self, key: tuple[str, int]) -> None:
+        """Flink's KafkaSourceReader metrics per partition: currentOffset (the last offset emitted),
+        committedOffset (the last committed to the group), records-lag (records behind the partition's end)."""
+        group = getattr(self._info, "metric_group", None)
+        if group is None or key in self._metered:
+            return
+        self._metered.add(key)
+        topic, partition = key
+        partition_group = group.add_group("KafkaSourceReader").add_group("topic", topic) \
+            .add_group("partition", str(partition))
+        partition_group.gauge("currentOffset", lambda: self._positions.get(key, 0) - 1)
+        partition_group.gauge("committedOffset", lambda: self._committed.get(key, -1))
+        partition_group.gauge("records-lag", lambda: self._lag(key))
+
+    def _lag(self, key: tuple[str, int]) -> int:
+        position = self._positions.get(key)
+        if position is None or self._consumer is None:
+            return 0
+        from confluent_kafka import TopicPartition
+
+        try:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+        except Exception:  # the client has no fetch answer yet
+            return -1
+        return max(high - position, 0) if high >= 0 else -1
 
     def _client(self) -> Any:
         if self._consumer is None:
