@@ -121,8 +121,11 @@ def start_kafka(data_dir: Path, timeout: float = 90.0) -> RunningServer:
 
 
 def restart_kafka(server: RunningServer, timeout: float = 90.0) -> RunningServer:
-    """Start a stopped broker again on the same port with the same data (a broker restart mid-job)."""
-    return _launch(ensure_jars(), server.data_dir, server.port, timeout)
+    """Start a stopped broker again on the same port with the same data (a broker restart mid-job); `server`
+    then stands for the new process, so whoever stops it stops the new one."""
+    restarted = _launch(ensure_jars(), server.data_dir, server.port, timeout)
+    server.process = restarted.process
+    return server
 
 
 def _launch(libs: Path, data_dir: Path, port: int, timeout: float) -> RunningServer:

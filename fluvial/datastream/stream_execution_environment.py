@@ -343,6 +343,8 @@ class StreamExecutionEnvironment:
         if not hasattr(source, "create_reader"):
             raise InvalidJobError(f"from_source expects a Source (e.g. NumberSequenceSource), got {source!r}")
         name = source_name or source.default_name()
+        if type_info is None and callable(getattr(source, "get_produced_type", None)):
+            type_info = source.get_produced_type()  # what its deserializer produces (a Kafka source's), as in PyFlink
         fixed = source.max_parallelism() == 1
         tid = self._add_transformation(
             t.SourceTransformation,

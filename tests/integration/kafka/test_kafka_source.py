@@ -222,3 +222,24 @@ def _messages(error: BaseException) -> str:
         parts.append(str(error))
         error = error.__cause__ or error.__context__
     return " | ".join(parts)
+
+
+def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fluvial.testing.kafka import delete_topic
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "pyflink" / "kafka_json_format.py"
+    create_topic(bootstrap, 1, name="test_json_topic")
+    try:
+        done = subprocess.run([sys.executable, str(example), "--bootstrap-servers", bootstrap], capture_output=True,
+                              text=True, timeout=90, check=False)
+    finally:
+        delete_topic(bootstrap, "test_json_topic")
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("> ", 1)[-1] for line in done.stdout.splitlines()]
+    assert lines[0] == "start writing data to kafka" and "start reading data from kafka" in lines
+    assert sorted(lines[lines.index("start reading data from kafka") + 1:]) == [
+        "+I[1, hi]", "+I[2, hello]", "+I[3, hi]", "+I[4, hello]", "+I[5, hi]", "+I[6, hello]", "+I[6, hello]"]
