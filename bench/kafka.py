@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> bool:
             ok &= report(f"KafkaSink AT_LEAST_ONCE, {n:,} records of 100 bytes", sink, bare, 0.8,
                          ("KafkaSink", "bare loop"))
             exactly, at_least = None, None
+            # the broker creates its transaction-state topic on the first transaction: not the sink's cost
+            fluvial_produce(bootstrap, create_topic(bootstrap, 1), 1000, "EXACTLY_ONCE", 1000)
             for _ in range(repeat):
                 e = timed("fluvial", n, lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n,
                                                                 "EXACTLY_ONCE", 1000))

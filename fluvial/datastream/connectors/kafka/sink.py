@@ -108,6 +108,9 @@ class KafkaWriter(SinkWriter):
         self._producer: Any = None
         self._committable: KafkaCommittable | None = None
         self._admin: TransactionAdmin | None = None
+        self._helper: Any = None  # the thread that opens the next transaction ahead
+        self._spare: Any = None  # its Future: (producer, committable)
+        self._spare_number = 0
         if self._guarantee is DeliveryGuarantee.EXACTLY_ONCE:
             self._prefix = sink.transactional_id_prefix or ""
             self._next = self._start_transactions(restored)
@@ -155,10 +158,31 @@ class KafkaWriter(SinkWriter):
         return first
 
     def _begin_transaction(self) -> Any:
+        """Take the transaction opened ahead (opening one now if none is), and open the next one ahead on the
+        writer's helper thread, so a checkpoint barrier never waits for the broker's InitProducerId."""
+        if self._spare is None:
+            self._open_ahead()
+        spare, self._spare = self._spare, None
+        producer, self._committable = spare.result()
+        self._producer = producer
+        self._open_ahead()
+        return producer
+
+    def _open_ahead(self) -> None:
+        if self._helper is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="fluvial-kafka-txn")
+        number = self._next
+        self._next += 1
+        self._spare_number = number
+        self._spare = self._helper.submit(self._open_transaction, number)
+
+    def _open_transaction(self, number: int) -> tuple[Any, KafkaCommittable]:
+        """A transactional producer with its transaction begun, and what a restored job needs to commit it."""
         from confluent_kafka import KafkaException
 
-        transactional_id = f"{self._prefix}-{self._info.subtask_index}-{self._next}"
-        self._next += 1
+        transactional_id = f"{self._prefix}-{self._info.subtask_index}-{number}"
         timeout_ms = self._sink.properties.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)
         producer = self._new_producer({"transactional.id": transactional_id, "transaction.timeout.ms": timeout_ms})
         try:
@@ -168,9 +192,7 @@ class KafkaWriter(SinkWriter):
             raise KafkaConnectorError(f"could not start Kafka transaction {transactional_id} at "
                                       f"{self._sink.bootstrap_servers}: {error}") from None
         state = self._admin.describe(transactional_id)
-        self._committable = KafkaCommittable(transactional_id, state.producer_id, state.producer_epoch)
-        self._producer = producer
-        return producer
+        return producer, KafkaCommittable(transactional_id, state.producer_id, state.producer_epoch)
 
     # -- records -----------------------------------------------------------------------------------------------
 
@@ -214,7 +236,9 @@ class KafkaWriter(SinkWriter):
     def snapshot_state(self) -> list[Any]:
         if self._guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
             return []
-        return [KafkaWriterState(self._prefix, self._info.subtask_index, self._next)]
+        # numbers from here on belong to no committable: the transaction opened ahead, and any later one
+        first_unprepared = self._spare_number if self._spare is not None else self._next
+        return [KafkaWriterState(self._prefix, self._info.subtask_index, first_unprepared)]
 
     def close(self) -> None:
         producer, self._producer = self._producer, None
@@ -226,6 +250,14 @@ class KafkaWriter(SinkWriter):
                     logger.debug("aborting the open Kafka transaction on close failed: %s", error)
             else:
                 producer.flush(min(self._timeout, 5.0))
+        if self._spare is not None:
+            try:  # opened ahead and never used: nothing was written in it, end it all the same
+                spare, _ = self._spare.result(self._timeout)
+                spare.abort_transaction(min(self._timeout, 5.0))
+            except Exception as error:
+                logger.debug("ending the Kafka transaction opened ahead failed: %s", error)
+        if self._helper is not None:
+            self._helper.shutdown(wait=False)
         if self._admin is not None:
             self._admin.close()
 
