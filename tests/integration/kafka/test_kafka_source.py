@@ -243,3 +243,18 @@ def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):
     assert lines[0] == "start writing data to kafka" and "start reading data from kafka" in lines
     assert sorted(lines[lines.index("start reading data from kafka") + 1:]) == [
         "+I[1, hi]", "+I[2, hello]", "+I[3, hi]", "+I[4, hello]", "+I[5, hi]", "+I[6, hello]", "+I[6, hello]"]
+
+
+def test_a_bounded_kafka_source_runs_as_a_batch_job(bootstrap):
+    from fluvial.datastream import RuntimeExecutionMode
+
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, [f"k{i % 3}" for i in range(60)], partitions=2)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(2)
+    counts = (env.from_source(_source(bootstrap, topic, set_bounded=KafkaOffsetsInitializer.latest()),
+                              WatermarkStrategy.no_watermarks(), "kafka")
+              .map(lambda v: (v, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+              .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
+    assert sorted(counts.execute_and_collect()) == [("k0", 20), ("k1", 20), ("k2", 20)]  # one final result per key
