@@ -21,6 +21,7 @@ from fluvial.datastream.connectors.kafka import (
 )
 from fluvial.testing.kafka import check_sequences, create_topic, delete_topic, produce, read_committed
 from fluvial.testing.kafka_fault_job import Throttle, _KeyOf
+from tests.integration.kafka.helpers import messages
 
 
 def _env(parallelism: int = 1) -> StreamExecutionEnvironment:
@@ -85,12 +86,5 @@ def test_a_topic_deleted_under_a_running_job_fails_it_naming_the_topic(bootstrap
         time.sleep(0.02)
     delete_topic(bootstrap, topic)
     error = client.get_job_execution_result().exception(timeout=40)
-    assert error is not None and topic in _messages(error) and "exist" in _messages(error)
+    assert error is not None and topic in messages(error) and "exist" in messages(error)
 
-
-def _messages(error: BaseException) -> str:
-    parts = []
-    while error is not None:
-        parts.append(str(error))
-        error = error.__cause__ or error.__context__
-    return " | ".join(parts)

@@ -22,6 +22,7 @@ from fluvial.datastream.connectors.kafka import (
 )
 from fluvial.datastream.formats.json import JsonRowDeserializationSchema
 from fluvial.testing.kafka import create_topic, produce
+from tests.integration.kafka.helpers import messages
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -192,7 +193,7 @@ def test_a_record_that_cannot_be_deserialized_fails_the_job_naming_topic_partiti
     source = _source(bootstrap, topic, schema=schema, set_bounded=KafkaOffsetsInitializer.latest())
     with pytest.raises(Exception) as failure:
         _run_bounded(source, parallelism=1)
-    assert f"offset 1 of partition 0 of topic '{topic}'" in _messages(failure.value)
+    assert f"offset 1 of partition 0 of topic '{topic}'" in messages(failure.value)
 
     lenient = JsonRowDeserializationSchema.builder().type_info(Types.ROW_NAMED(["id"], [Types.INT()])) \
         .ignore_parse_errors().build()
@@ -215,13 +216,6 @@ def test_an_unreachable_bootstrap_server_fails_within_the_timeout_naming_it():
     assert time.monotonic() - started < 10
     reader.close()
 
-
-def _messages(error: BaseException) -> str:
-    parts = []
-    while error is not None:
-        parts.append(str(error))
-        error = error.__cause__ or error.__context__
-    return " | ".join(parts)
 
 
 def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):

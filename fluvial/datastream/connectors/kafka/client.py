@@ -50,8 +50,9 @@ def make_client(kind: Any, config: dict[str, Any], role: str) -> Any:
     try:
         return kind(config)
     except (KafkaException, ValueError, TypeError) as error:
-        raise InvalidJobError(f"the Kafka {role} refused its properties: {error}; check the keys given to "
-                              "set_property/set_properties (librdkafka's names; see docs/connectors/kafka.md)") from None
+        raise InvalidJobError(
+            f"the Kafka {role} refused its properties: {error}; check the keys given to set_property/set_properties "
+            "(librdkafka's names; see docs/connectors/kafka.md)") from None
 
 
 def unreachable(bootstrap: str, what: str, error: Any, timeout_s: float) -> KafkaConnectorError:
@@ -92,7 +93,8 @@ class ConsumerOffsets:
             raise unreachable(self._bootstrap, "the group's committed offsets", error, self._timeout) from None
         return {KafkaTopicPartition(t.topic, t.partition): (t.offset if t.offset >= 0 else None) for t in found}
 
-    def for_timestamp(self, partitions: list[KafkaTopicPartition], timestamp: int) -> dict[KafkaTopicPartition, int | None]:
+    def for_timestamp(self, partitions: list[KafkaTopicPartition],
+                      timestamp: int) -> dict[KafkaTopicPartition, int | None]:
         from confluent_kafka import KafkaException, TopicPartition
 
         try:

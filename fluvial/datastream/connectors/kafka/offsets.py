@@ -48,7 +48,8 @@ class OffsetLookup(Protocol):
 
     def committed(self, partitions: list[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int | None]: ...
 
-    def for_timestamp(self, partitions: list[KafkaTopicPartition], timestamp: int) -> dict[KafkaTopicPartition, int | None]: ...
+    def for_timestamp(self, partitions: list[KafkaTopicPartition],
+                      timestamp: int) -> dict[KafkaTopicPartition, int | None]: ...
 
 
 class _Kind(enum.Enum):
