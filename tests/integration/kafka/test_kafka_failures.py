@@ -44,20 +44,23 @@ def test_a_broker_restart_mid_job_loses_and_duplicates_nothing(kafka_broker):
     env.enable_checkpointing(200)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(5, 500))
     source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(source_topic)
-              .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(SimpleStringSchema()).build())
+              .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(SimpleStringSchema())
+              .set_property("reconnect.backoff.max.ms", "250").build())  # the client looks again soon
     serializer = (KafkaRecordSerializationSchema.builder().set_topic(out).set_key_serialization_schema(_KeyOf())
                   .set_value_serialization_schema(SimpleStringSchema()).build())
     sink = (KafkaSink.builder().set_bootstrap_servers(bootstrap).set_record_serializer(serializer)
             .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).set_transactional_id_prefix(f"restart-{out}")
-            .build())
+            .set_property("reconnect.backoff.max.ms", "250").build())
     env.from_source(source, WatermarkStrategy.no_watermarks(), "in").map(Throttle(400), output_type=Types.STRING()) \
         .sink_to(sink)
     client = env.execute_async("through a broker restart")
     time.sleep(1.0)  # the job is under way
     assert not client.get_job_execution_result().done()
-    kafka_broker.stop()
-    time.sleep(1.0)  # the job finds no broker for a while
-    restart_kafka(kafka_broker)
+    kafka_broker.process.kill()  # stopped hard, mid-transaction
+    kafka_broker.process.wait()
+    started = time.monotonic()
+    restart_kafka(kafka_broker)  # the job finds no broker while it starts again
+    print(f"broker down for {time.monotonic() - started:.1f} s")
     client.get_job_execution_result().result(timeout=60)
     report = check_sequences(read_committed(bootstrap, out, len(records), idle=0.5), keys, per_key)
     assert report.exactly_once, str(report)
