@@ -87,3 +87,43 @@ def test_a_prepared_transaction_is_committed_by_a_restored_writer_and_open_ones_
     assert read_committed(bootstrap, out, 3) == ["a", "b", "c"]  # not held back by a lingering transaction
     restored.close()
     writer.close()
+
+
+def test_rows_travel_through_kafka_as_avro_with_a_schema_registry_and_as_csv(bootstrap):
+    """KafkaSink writes Rows in the Confluent wire format (schema registered in the in-process registry) and as
+    CSV; KafkaSources read them back into the same Rows."""
+    import json
+    import uuid
+
+    from fluvial.common import Configuration, Row
+    from fluvial.datastream.formats.avro_registry import (
+        ConfluentRegistryAvroDeserializationSchema,
+        ConfluentRegistryAvroSerializationSchema,
+    )
+    from fluvial.datastream.formats.csv import CsvRowDeserializationSchema, CsvRowSerializationSchema
+
+    schema = json.dumps({"type": "record", "name": "Reading", "fields": [
+        {"name": "sensor", "type": "string"}, {"name": "value", "type": "double"}]})
+    row_type = Types.ROW_NAMED(["sensor", "value"], [Types.STRING(), Types.DOUBLE()])
+    registry = f"mock://{uuid.uuid4().hex}"  # in this process: the job runs its TaskManagers as threads
+    rows = [Row(sensor=f"s{i % 3}", value=i / 2) for i in range(12)]
+    formats = {
+        "avro": (ConfluentRegistryAvroSerializationSchema.for_generic("readings-value", schema, registry),
+                 ConfluentRegistryAvroDeserializationSchema.for_generic(schema, registry)),
+        "csv": (CsvRowSerializationSchema.Builder(row_type).build(),
+                CsvRowDeserializationSchema.Builder(row_type).build()),
+    }
+    for name, (writer, reader) in formats.items():
+        topic = create_topic(bootstrap, 1)
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration().set_string("local.taskmanager.mode", "thread"))
+        env.set_parallelism(1)
+        serializer = (KafkaRecordSerializationSchema.builder().set_topic(topic)
+                      .set_value_serialization_schema(writer).build())
+        env.from_collection(rows, row_type).sink_to(
+            KafkaSink.builder().set_bootstrap_servers(bootstrap).set_record_serializer(serializer).build())
+        env.execute(f"write {name}")
+        source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(topic)
+                  .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(reader).build())
+        read = list(env.from_source(source, WatermarkStrategy.no_watermarks(), "in").execute_and_collect())
+        assert [(r.sensor, r.value) for r in read] == [(r.sensor, r.value) for r in rows], name
