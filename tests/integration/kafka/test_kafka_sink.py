@@ -127,3 +127,20 @@ def test_rows_travel_through_kafka_as_avro_with_a_schema_registry_and_as_csv(boo
                   .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(reader).build())
         read = list(env.from_source(source, WatermarkStrategy.no_watermarks(), "in").execute_and_collect())
         assert [(r.sensor, r.value) for r in read] == [(r.sensor, r.value) for r in rows], name
+
+
+def test_the_legacy_flink_kafka_consumer_and_producer_run_as_the_new_connector(bootstrap):
+    from fluvial.datastream.connectors import FlinkKafkaConsumer, FlinkKafkaProducer
+
+    source_topic, out = create_topic(bootstrap, 1), create_topic(bootstrap, 1)
+    produce(bootstrap, source_topic, ["a", "b", "c"])
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    consumer = FlinkKafkaConsumer(source_topic, SimpleStringSchema(), {"bootstrap.servers": bootstrap,
+                                                                       "group.id": f"legacy-{source_topic}"})
+    consumer.set_start_from_earliest()
+    consumer.stopping_offsets, consumer.bounded = KafkaOffsetsInitializer.latest(), True  # so the job ends
+    env.add_source(consumer).map(str.upper, output_type=Types.STRING()).add_sink(
+        FlinkKafkaProducer(out, SimpleStringSchema(), {"bootstrap.servers": bootstrap}))
+    env.execute("legacy")
+    assert read_committed(bootstrap, out, 3) == ["A", "B", "C"]
