@@ -13,6 +13,7 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.kafka import KafkaSource
 from fluvial.testing import wait_until
 from fluvial.testing.kafka import create_topic, produce
+from tests.integration.rest_client import http
 
 
 @pytest.mark.timeout(60)
@@ -45,6 +46,12 @@ def test_current_and_committed_offsets_and_lag_per_partition(bootstrap):
         seen = figures()
         assert seen["currentOffset/0"] == seen["currentOffset/1"] == 19  # the last offset emitted
         assert seen["lag/0"] == seen["lag/1"] == 0
+        base = f"{client.web.address}/jobs/{client.get_job_id()}"
+        vertex = http("GET", base, client.web.token).body["vertices"][0]["id"]
+        listed = {m["id"] for m in http("GET", f"{base}/vertices/{vertex}/metrics", client.web.token).body}
+        for partition in (0, 1):
+            for name in ("currentOffset", "committedOffset", "records-lag"):  # in the REST API too
+                assert f"0.Source: kafka.KafkaSourceReader.topic.{topic}.partition.{partition}.{name}" in listed
     finally:
         client.cancel()
         client.get_job_execution_result().exception(timeout=30)  # ended: its consumer is closed
