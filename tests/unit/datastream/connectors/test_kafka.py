@@ -182,3 +182,15 @@ def test_every_name_of_pyflinks_kafka_module_imports_from_fluvial():
              if line.startswith("skipped pyflink.datastream.connectors.kafka:")]
     module = importlib.import_module("fluvial.datastream.connectors.kafka")
     assert len(names) == 13 and all(getattr(module, name) for name in names)
+
+
+def test_only_this_jobs_unprepared_transactions_of_the_owned_subtasks_are_aborted(monkeypatch):
+    from fluvial.datastream.connectors.kafka import transactions
+
+    ongoing = ["job-0-5", "job-0-9", "job-0-20", "job-1-7", "job-2-7", "job-x-0-9", "other-0-9"]
+    admin = SimpleNamespace(ongoing=lambda: [SimpleNamespace(transactional_id=t) for t in ongoing])
+    fenced = []
+    monkeypatch.setattr(transactions, "fence", lambda bootstrap, props, tid, timeout: fenced.append(tid))
+    # subtask 0 restored with next number 9, and old subtask 2's state (next 3); its own numbers start at 20
+    transactions.abort_lingering(admin, "b", {}, "job", {0: 9, 2: 3}, 20, 1.0)
+    assert fenced == ["job-0-9", "job-2-7"]  # 5 is a committable's (below 9); 20 is its own; 1 is not owned
