@@ -48,6 +48,25 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
 
 
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """One Apache Kafka broker (KRaft, one node) for the session, on a free loopback port, stopped by its PID at
+    the end (`services/kafka.py`). Without Java it skips saying how to get it; under CI (CI=true) it fails
+    instead, so CI never skips the Kafka tests."""
+    from services.kafka import KafkaUnavailable, start_kafka
+
+    try:
+        server = start_kafka(tmp_path_factory.mktemp("kafka"))
+    except KafkaUnavailable as error:
+        if os.environ.get("CI", "").lower() == "true":
+            raise
+        pytest.skip(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def _start_postgres(**options):
     from services.postgres import start_postgres
     from services.server import ServerStartError
@@ -56,7 +75,7 @@ def _start_postgres(**options):
     try:
         return start_postgres(**options)
     except ServerStartError as error:
-        if os.environ.get("CI") == "true":
+        if os.environ.get("CI", "").lower() == "true":
             raise
         pytest.skip(f"no PostgreSQL server: {error}")
 
