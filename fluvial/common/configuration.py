@@ -427,4 +427,4 @@ def _unknown_key_hint(key: str) -> str:
     if key.startswith(_OWN_NAMESPACES):
         return "known keys: " + ", ".join(k for k in OPTIONS if k.startswith(_OWN_NAMESPACES))
     return ("fluvial does not know it, so it would do nothing. Remove it; the keys fluvial knows are listed in "
-            "README.md (Configuration) and in fluvial.common.configuration.OPTIONS")
+            "docs/reference/configuration.md and in fluvial.common.configuration.OPTIONS")
