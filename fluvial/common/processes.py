@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Callable
 
 
 def pid_running(pid: int) -> bool:
@@ -24,6 +25,47 @@ def process_start_ticks(pid: int) -> int:
     PID it names one process: a PID the system gave to another program later has another start time."""
     fields = _stat_fields(pid)
     return int(fields[19]) if fields is not None else -1
+
+
+def environment_value(pid: int, name: str) -> str | None:
+    """The value `name` had in the environment process `pid` was started with (/proc/PID/environ: readable
+    for this user's own processes only), or None: not set, not this user's, or no /proc."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return None
+    prefix = name.encode() + b"="
+    for entry in entries:
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode(errors="replace")
+    return None
+
+
+def signal_if(pid: int, number: int, still_it: Callable[[], bool]) -> bool:
+    """Send signal `number` to `pid` only if `still_it()` holds; whether it was sent. Where Linux has pidfds the
+    process is pinned before the check, so the PID cannot pass to another program between check and signal."""
+    if pid <= 0:
+        return False
+    try:
+        pinned = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except (AttributeError, OSError):
+        pinned = None
+    try:
+        if not still_it():
+            return False
+        if pinned is not None:
+            signal.pidfd_send_signal(pinned, number)
+        else:
+            os.kill(pid, number)
+    except ProcessLookupError:
+        return False
+    finally:
+        if pinned is not None:
+            os.close(pinned)
+    return True
 
 
 def kill(pid: int) -> bool:
