@@ -15,7 +15,10 @@ Protocol, numbered:
 4. `stop(...)`: on_stop, then the BlockGenerator stops — flushing its last buffer and draining its queue —
    and reliable stores still in progress finish; only then is the stream marked ended, so every record stored
    before stop reaches the job. A reliable store that starts after stop raises (it must not be acknowledged).
-   `stop(message, error)` keeps `stop_error`, which the receiver source raises after the last block.
+   `stop(message, error)` keeps `stop_error`, which the receiver source raises after the last block. A
+   supervisor that stopped is never started again: when the job restores the stream's task, the stream's
+   services give it a new supervisor with a fresh restart budget (`ReceiverServices.revive`), as Flink
+   re-creates a failed source on restart.
 5. A block that cannot be stored durably (the write-ahead log failed past its retries, the tracker's log
    refused it) is never acknowledged, and the stream stops with that error: no later block is stored or
    tracked, so the job fails instead of finishing without the block, or emitting past a gap.
@@ -78,6 +81,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self.errors: list[tuple[str, BaseException | None]] = []  # the newest MAX_KEPT_ERRORS
         self._backoff = _backoff_strategy(receiver)
         self._store_failure: BaseException | None = None
+        self.finished = threading.Event()  # set once stopped and every block it stored is tracked
         receiver.stream_id = stream_id
         receiver.attach_supervisor(self)
 
@@ -155,6 +159,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
                     self._reliable_done.wait()
         finally:
             self._on_stream_end(self.stream_id)
+            self.finished.set()
 
     def _call_on_stop(self) -> None:
         try:

@@ -122,3 +122,36 @@ def test_a_receiver_that_never_starts_fails_the_job_with_its_error(mode):
         env.execute("receiver never starts")
     assert "the upstream service is down" in str(raised.value)
     assert "gave up after 4 restart(s)" in str(raised.value)
+
+
+class ComesBack(Receiver):
+    """Refused until it has tried `refusals` times in all (counted in a file: the tries of every supervisor),
+    then stores its records and stops. Its own budget (2 restarts, 3 tries) is used up well before that."""
+
+    restart_strategy = RestartStrategies.fixed_delay_restart(2, timedelta(milliseconds=10))
+
+    def __init__(self, tries: Path, refusals: int, records: list[int]) -> None:
+        super().__init__()
+        self.tries = str(tries)
+        self.refusals = refusals
+        self.records = records
+
+    def on_start(self) -> None:
+        with open(self.tries, "a") as tries:
+            tries.write("try\n")
+        if len(Path(self.tries).read_text().splitlines()) <= self.refusals:
+            raise ConnectionRefusedError("the upstream service is down")
+        self.store(self.records)
+        self.stop("every record stored")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_a_receiver_that_gave_up_starts_again_with_a_fresh_budget_when_the_job_restarts(tmp_path, mode):
+    env = environment(tmp_path / "checkpoints", mode)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(10, timedelta(milliseconds=20)))
+    records = list(range(200))
+    stream = env.add_receiver(ComesBack(tmp_path / "tries", 7, records), "comes back")  # 3 supervisors give up
+    assert sorted(stream.execute_and_collect()) == records
+    assert len((tmp_path / "tries").read_text().splitlines()) == 8
