@@ -7,14 +7,16 @@ answers to, and the signature on every answer to a signed request.
 - A signed request of any method is verified (a bad signature is a 401 even on a GET: the client asked to be
   told the truth by this cluster), and its answer is signed, so the client can tell the cluster from whatever
   else answers at its address.
-- The `Host` header must name an address the server serves (its bind address, loopback names when bound to
-  loopback, or `rest.allowed-hosts`): a page on another site whose DNS name was re-bound to 127.0.0.1 sends its
-  own name, and is refused 421 instead of reading the API.
+- The `Host` header must be an IP address, a loopback name, the machine's own name, the bind address or a name
+  listed in `rest.allowed-hosts`: a page on another site whose DNS name was re-bound to 127.0.0.1 sends its
+  own name, and is refused 421 instead of reading the API. (An IP address cannot be re-bound.)
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
+import socket
 from typing import Any, Callable, Iterable
 
 from starlette.responses import JSONResponse
@@ -33,11 +35,11 @@ ANY_HOST = "*"
 
 
 def allowed_hosts(bind_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
-    """The Host names a server bound to `bind_host` answers to: loopback names when it listens on loopback, its
-    bind address, and `extra` (`rest.allowed-hosts`; "*" allows any). A wildcard bind (0.0.0.0, ::) allows only
-    the loopback names and `extra`: the names the machine is reached by are the operator's to list."""
+    """The Host names a server bound to `bind_host` answers to besides IP addresses: the loopback names, the
+    machine's own name, its bind address, and `extra` (`rest.allowed-hosts`; "*" allows any)."""
     names = {name.strip().lower().strip("[]") for name in extra if name.strip()}
     names |= LOOPBACK_NAMES
+    names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
     if bind_host not in ("", "0.0.0.0", "::"):  # noqa: S104 - compared, not bound
         names.add(bind_host.lower().strip("[]"))
     return frozenset(names)
@@ -73,12 +75,13 @@ class RequestGuard:
         await self._app(scope, receive, send)
 
     def _host_allowed(self, host: str) -> bool:
-        if ANY_HOST in self._hosts:
+        """`host` is the header's `name[:port]` or `[v6]:port`; none at all (HTTP/1.0) is no browser's."""
+        if ANY_HOST in self._hosts or not host:
             return True
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if host.startswith("["):  # [v6]:port
-            name = host[1:].partition("]")[0]
-        return name.lower() in self._hosts
+        name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] or host
+        if host.count(":") > 1 and not host.startswith("["):
+            name = host  # a bare IPv6 address
+        return name.lower() in self._hosts or _is_ip_address(name)
 
     async def _signed(self, scope: dict, receive: Callable, send: Callable, header: str) -> None:
         body = await _read_body(receive)
@@ -121,6 +124,14 @@ class RequestGuard:
             await send({"type": "http.response.body", "body": answer, "more_body": False})
 
         await self._app(scope, replay, signing_send)
+
+
+def _is_ip_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 async def _read_body(receive: Callable) -> bytes:

@@ -19,7 +19,6 @@ from typing import Any
 from fluvial.cluster.dispatcher import LocalDispatcher
 from fluvial.cluster.local_executor import LocalExecutor
 from fluvial.common.configuration import Configuration
-from fluvial.web.auth import allowed_hosts
 from fluvial.web.rest import create_app, create_prometheus_app
 from fluvial.web.server import WebServer
 
@@ -67,7 +66,7 @@ class EmbeddedWeb:
             if config.contains_key("rest.port"):
                 port = config.get("rest.port")
                 app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
-                                 allowed_hosts(host, config.get("rest.allowed-hosts")))
+                                 host, config.get("rest.allowed-hosts"))
                 self._rest = WebServer(app, host, (port, port), "REST API and dashboard").start()
             if config.contains_key("metrics.reporter.prom.port"):
                 ports = config.get("metrics.reporter.prom.port")

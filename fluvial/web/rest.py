@@ -60,7 +60,7 @@ import pickle
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -75,7 +75,7 @@ from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
-from fluvial.web.auth import ANY_HOST, RequestGuard
+from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
 from fluvial.web.dispatcher import DispatcherView
 
 logger = logging.getLogger(__name__)
@@ -126,9 +126,10 @@ class SavepointOperations:
 
 
 def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000,
-               hosts: frozenset[str] = frozenset({ANY_HOST})) -> Any:
-    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`, answering
-    only to the Host names in `hosts` (`fluvial.web.auth.allowed_hosts`)."""
+               bind_host: str | None = None, extra_hosts: Iterable[str] = ()) -> Any:
+    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`. Given the
+    address it is served on, it answers only to the Host names that address and `extra_hosts`
+    (rest.allowed-hosts) allow (`fluvial.web.auth.allowed_hosts`); else to any."""
     if not token:
         raise ValueError("the REST API needs an access token for its mutating routes")
     api = _Api(dispatcher, refresh_interval_ms)
@@ -163,6 +164,7 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
                                                        UnknownJobError: _unknown_job, RequestRefused: _refused,
                                                        Exception: _server_error})
+    hosts = allowed_hosts(bind_host, extra_hosts) if bind_host is not None else frozenset({ANY_HOST})
     return RequestGuard(app, token, hosts)
 
 

@@ -120,13 +120,12 @@ class SessionCluster:
         self.dispatcher.serve(self._processes)
 
     def _start_web(self) -> None:
-        from fluvial.web.auth import allowed_hosts
         from fluvial.web.rest import create_app
         from fluvial.web.server import WebServer
 
         config = self.spec.configuration
         app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
-                         allowed_hosts(self.spec.bind, config.get("rest.allowed-hosts")))
+                         self.spec.bind, config.get("rest.allowed-hosts"))
         port = self.spec.port
         self._web = WebServer(app, self.spec.bind, (port, port), "REST API and dashboard").start()
 

@@ -20,7 +20,6 @@ from fluvial.common.job_status import JobStatus
 from fluvial.common.request_signing import RequestVerifier, SignatureError, sign_request
 from fluvial.common.wire import dumps_records
 from fluvial.runtime.execution_state import ExecutionState
-from fluvial.web.auth import allowed_hosts
 from fluvial.web.rest import create_app
 from fluvial.web.server import WebServer
 
@@ -111,7 +110,7 @@ class _Dispatcher:
 
 @pytest.fixture
 def served():
-    server = WebServer(create_app(_Dispatcher(), TOKEN, hosts=allowed_hosts("127.0.0.1")), "127.0.0.1").start()
+    server = WebServer(create_app(_Dispatcher(), TOKEN, bind_host="127.0.0.1"), "127.0.0.1").start()
     yield server
     server.stop()
 
