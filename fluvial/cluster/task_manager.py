@@ -36,6 +36,7 @@ from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
 from fluvial.runtime.task import Task, TaskServices
+from fluvial.state.factory import release_job_directories
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +222,7 @@ class TaskManager:
         if receivers is not None:
             receivers.release_job(job_id)
         self._channels.release_attempts_before(job_id, ALL_ATTEMPTS)
+        release_job_directories(job_id)
 
     def _tasks_of(self, job_id: str) -> list[Task]:
         with self._lock:

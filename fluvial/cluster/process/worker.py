@@ -202,7 +202,12 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
     try:
         _serve(config, connection)
     finally:
-        os._exit(0)  # 4: at once, whatever threads are still running
+        try:
+            from fluvial.state.factory import remove_job_directories
+
+            remove_job_directories()  # os._exit skips atexit hooks
+        finally:
+            os._exit(0)  # 4: at once, whatever threads are still running
 
 
 @dataclass(eq=False)
