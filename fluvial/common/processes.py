@@ -68,6 +68,26 @@ def signal_if(pid: int, number: int, still_it: Callable[[], bool]) -> bool:
     return True
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(expected_parent: int) -> bool:
+    """Have the kernel SIGKILL this process when the thread that started it ends (PR_SET_PDEATHSIG): SIGKILL,
+    because it ends even a stopped process (SIGSTOP, a debugger). False where Linux's prctl is missing. Exits at
+    once if the parent already died (this process was re-parented before the request took effect)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != expected_parent:
+        os._exit(1)
+    return True
+
+
 def kill(pid: int) -> bool:
     """SIGKILL the process, if it exists; whether a signal was sent."""
     if pid <= 0:
