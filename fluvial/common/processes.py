@@ -42,6 +42,20 @@ def environment_value(pid: int, name: str) -> str | None:
     return None
 
 
+def processes_with(name: str, value: str) -> list[int]:
+    """The living processes of this user that were started with `name=value` in their environment."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit() and int(entry) != os.getpid() and environment_value(int(entry), name) == value \
+                and pid_running(int(entry)):
+            found.append(int(entry))
+    return sorted(found)
+
+
 def signal_if(pid: int, number: int, still_it: Callable[[], bool]) -> bool:
     """Send signal `number` to `pid` only if `still_it()` holds; whether it was sent. Where Linux has pidfds the
     process is pinned before the check, so the PID cannot pass to another program between check and signal."""
