@@ -153,3 +153,17 @@ def test_a_replayed_or_forged_signature_is_refused():
         verifier.verify(other.header(), "POST", "/jobs", b"another graph")
     with pytest.raises(SignatureError, match="not signed"):
         verifier.verify(sign_request("guess", "DELETE", "/cluster", b"").header(), "DELETE", "/cluster", b"")
+
+
+def test_a_peer_that_sends_half_a_request_is_disconnected():
+    import socket
+
+    server = WebServer(create_app(_Dispatcher(), TOKEN), "127.0.0.1", request_deadline=0.3).start()
+    try:
+        slow = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        slow.sendall(b"GET /jobs/" + JOB.encode() + b"/details HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never ends
+        assert slow.recv(1024) == b""  # closed by the server, not by this test's timeout
+        slow.close()
+        assert _get(f"http://127.0.0.1:{server.port}/jobs/{JOB}/details", {}) == 200  # whole requests still work
+    finally:
+        server.stop()
