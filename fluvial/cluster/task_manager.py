@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.gateways import JobMasterGateway
@@ -103,8 +103,12 @@ class JobCheckpointStorage:
 
 
 class TaskManager:
-    def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry, collect_target: Any = None) -> None:
+    def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry, collect_target: Any = None,
+                 on_stuck_task: Callable[[Task, int], None] | None = None) -> None:
+        """`on_stuck_task(task, timeout_ms)`: what a TaskManager process does with a task that did not cancel
+        within task.cancellation.timeout (it ends the process); None: abandon its thread (thread mode)."""
         self.index = index
+        self._on_stuck_task = on_stuck_task
         self.number_of_slots = number_of_slots
         self.resource_id = f"tm-{index}-{os.urandom(4).hex()}"  # unique among the TaskManagers of a process
         self._channels = channels
@@ -182,7 +186,10 @@ class TaskManager:
 
     def cancellation_timed_out(self, task: Task, timeout_ms: int) -> None:
         """CancellationTimeout, in thread mode: the task is CANCELED and its thread abandoned; later tasks run
-        on a new thread. (A TaskManager process would end itself here instead.)"""
+        on a new thread. A TaskManager process ends itself instead (`on_stuck_task`), as Flink's does."""
+        if self._on_stuck_task is not None and not task.state.is_terminal:
+            self._on_stuck_task(task, timeout_ms)
+            return
         if not task.abandon():
             return
         stuck = task.executor
