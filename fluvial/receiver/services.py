@@ -121,12 +121,12 @@ class TaskManagerReceivers:
         return JobReceivers(self, job_id, settings)
 
     def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings, operator_id: str = "",
-               log_directory: str | None = None) -> ReceiverServices:
+               log_directory: str | None = None, upstream_position: Any = None) -> ReceiverServices:
         with self._lock:
             services = self._streams.get((job_id, stream_id))
             if services is None:
                 services = self._streams[(job_id, stream_id)] = start_receiver_stream(
-                    job_id, stream_id, receiver, settings, operator_id, log_directory)
+                    job_id, stream_id, receiver, settings, operator_id, log_directory, upstream_position)
             else:
                 services.revive(stream_id, receiver, settings)
             return services
@@ -161,8 +161,9 @@ class JobReceivers:
         self._settings = settings
 
     def stream(self, stream_id: int, receiver: Any, operator_id: str = "",
-               log_directory: str | None = None) -> ReceiverServices:
-        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings, operator_id, log_directory)
+               log_directory: str | None = None, upstream_position: Any = None) -> ReceiverServices:
+        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings, operator_id, log_directory,
+                                      upstream_position)
 
 
 def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id: str) -> str:
@@ -174,7 +175,8 @@ def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id
 
 
 def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings,
-                          operator_id: str = "", log_directory: str | None = None) -> ReceiverServices:
+                          operator_id: str = "", log_directory: str | None = None,
+                          upstream_position: Any = None) -> ReceiverServices:
     """Create the stream's tracker, block handler and supervisor, and start its receiver. With the write-ahead
     log on, its logs live in `log_directory` — the one a restored checkpoint names — or in a new generation
     directory of this run; the tracker recovers the blocks an earlier run logged there."""
@@ -193,6 +195,8 @@ def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: 
         if recovered:
             _log.info("stream %s recovered %d blocks from its write-ahead log %s", stream_id, recovered,
                       log_directory)
+    if upstream_position is not None:  # before the receiver starts: its on_start may ask for it at once
+        tracker.seed_position(stream_id, upstream_position)
     services = ReceiverServices(tracker, {}, {}, settings.checkpointing, log_directory=log_directory)
     store = BlockStore()
     if log_directory:
@@ -211,7 +215,7 @@ def new_supervisor(services: ReceiverServices, stream_id: int, receiver: Any,
                    settings: ReceiverSettings) -> ReceiverSupervisor:
     return ReceiverSupervisor(receiver, stream_id, services.handlers[stream_id], services.tracker.add_block,
                               services._mark_ended, settings.block_interval_s, settings.block_queue_size,
-                              settings.max_rate)
+                              settings.max_rate, lambda: services.tracker.last_position(stream_id))
 
 
 def receiver_settings(configuration: Any, checkpoints: Any) -> ReceiverSettings:

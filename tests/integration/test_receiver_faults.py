@@ -155,3 +155,36 @@ def test_a_receiver_that_gave_up_starts_again_with_a_fresh_budget_when_the_job_r
     stream = env.add_receiver(ComesBack(tmp_path / "tries", 7, records), "comes back")  # 3 supervisors give up
     assert sorted(stream.execute_and_collect()) == records
     assert len((tmp_path / "tries").read_text().splitlines()) == 8
+
+
+class ResumableUpstream(Receiver):
+    """An upstream that can resume from an offset (its acknowledgements kept in a file): batches of BATCH
+    records, each stored with the offset after it, then acknowledged. The first start dies between storing
+    batch 3 and acknowledging it; the restarted receiver resumes from the last stored position."""
+
+    restart_strategy = RestartStrategies.fixed_delay_restart(3, timedelta(milliseconds=10))
+
+    def __init__(self, acked: Path, batches: int) -> None:
+        super().__init__()
+        self.acked = str(acked)
+        self.batches = batches
+
+    def on_start(self) -> None:
+        acked = int(Path(self.acked).read_text() or 0) if Path(self.acked).exists() else 0
+        stored = self.last_stored_position()
+        offset = stored if stored is not None else acked  # what was stored is not asked for again
+        for batch in range(offset // BATCH, self.batches):
+            self.store(list(range(batch * BATCH, (batch + 1) * BATCH)), position=(batch + 1) * BATCH)
+            if batch == 3 and acked == 0 and stored is None:
+                raise ConnectionResetError("died before acknowledging batch 3")
+            Path(self.acked).write_text(str((batch + 1) * BATCH))
+        self.stop("every batch stored")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_a_receiver_resumes_after_its_last_stored_position_and_nothing_comes_twice(tmp_path, mode):
+    env = environment(tmp_path / "checkpoints", mode)
+    stream = env.add_receiver(ResumableUpstream(tmp_path / "acked", 8), "resumable")
+    assert sorted(stream.execute_and_collect()) == list(range(8 * BATCH))  # batch 3 once, though never acked
