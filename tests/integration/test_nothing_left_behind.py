@@ -53,7 +53,7 @@ class FailOnceAfterCheckpoints(MapFunction):
 
     def map(self, record):
         key, seq = record
-        if self.attempt == 0 and seq >= 100 and max(completed_checkpoints(Path(self.checkpoints)), default=0) >= 3:
+        if self.attempt == 0 and seq >= 50 and max(completed_checkpoints(Path(self.checkpoints)), default=0) >= 2:
             raise RuntimeError("the first attempt fails once")
         return f"{key}|{seq}"
 
@@ -68,12 +68,12 @@ def test_a_failed_attempts_hidden_part_files_are_removed_on_restore(tmp_path, mo
     sink = (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
             .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
             .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-    (env.from_source(KeySequenceSource(4, 250, 1000), source_name="sequences")
+    (env.from_source(KeySequenceSource(4, 500, 1000), source_name="sequences")
         .map(FailOnceAfterCheckpoints(str(checkpoints)), output_type=Types.STRING())
         .sink_to(sink))
     client = env.execute_async("fails once")
     client.get_job_execution_result().result(timeout=50)
     assert client._job_master.restarts == 1
     lines, hidden = committed_lines(out)
-    assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(4) for seq in range(250))
+    assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(4) for seq in range(500))
     assert hidden == 0, [p.name for p in out.rglob(".*")]
