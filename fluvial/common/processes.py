@@ -44,16 +44,16 @@ def environment_value(pid: int, name: str) -> str | None:
 
 def processes_with(name: str, value: str) -> list[int]:
     """The living processes of this user that were started with `name=value` in their environment."""
-    found = []
+    return sorted(pid for pid in _pids() if pid != os.getpid() and environment_value(pid, name) == value
+                  and pid_running(pid))
+
+
+def _pids() -> list[int]:
+    """Every process /proc shows (empty where there is none)."""
     try:
-        entries = os.listdir("/proc")
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
-        return found
-    for entry in entries:
-        if entry.isdigit() and int(entry) != os.getpid() and environment_value(int(entry), name) == value \
-                and pid_running(int(entry)):
-            found.append(int(entry))
-    return sorted(found)
+        return []
 
 
 def signal_if(pid: int, number: int, still_it: Callable[[], bool]) -> bool:
@@ -126,13 +126,8 @@ def _stat_fields(pid: int) -> list[str] | None:
 def children(pid: int) -> list[int]:
     """The living child processes of `pid` (from /proc; empty where there is none)."""
     found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.isdigit():
-            fields = _stat_fields(int(entry))
-            if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
-                found.append(int(entry))
+    for candidate in _pids():
+        fields = _stat_fields(candidate)
+        if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
+            found.append(candidate)
     return found
