@@ -13,7 +13,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 QUIETLY = sh -c 'log="$$1"; shift; "$$@" >>"$$log" 2>&1 && exit 0; status=$$?; \
 	echo "    failed (exit $$status); the end of $$log:"; tail -n 40 "$$log"; exit $$status' quietly $(LOG)
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean kafka
 
 $(BIN)/python:
 	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
@@ -35,6 +35,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# A Kafka broker in the foreground for trying the Kafka examples (prints its bootstrap address; Ctrl-C stops it).
+kafka: $(STAMP)
+	$(BIN)/python -m services.kafka
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

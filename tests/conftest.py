@@ -46,3 +46,22 @@ def pytest_collection_modifyitems(session, config, items):
     beside its idle processes (a dozen processes and about a gigabyte, which slow a 2-core machine's timing
     tests down)."""
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """One Apache Kafka broker (KRaft, one node) for the session, on a free loopback port, stopped by its PID at
+    the end (`services/kafka.py`). Without Java it skips saying how to get it; under CI (CI=true) it fails
+    instead, so CI never skips the Kafka tests."""
+    from services.kafka import KafkaUnavailable, start_kafka
+
+    try:
+        server = start_kafka(tmp_path_factory.mktemp("kafka"))
+    except KafkaUnavailable as error:
+        if os.environ.get("CI", "").lower() == "true":
+            raise
+        pytest.skip(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()
