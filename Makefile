@@ -61,10 +61,10 @@ $(DOCS_STAMP): $(STAMP)
 	@touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
-	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 docs-build: $(DOCS_STAMP)
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build site *.egg-info
