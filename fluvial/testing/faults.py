@@ -36,14 +36,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from fluvial.common.processes import children
+from fluvial.common.processes import children, python_command
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
 
 
@@ -170,7 +169,7 @@ class FaultTrial:
 
     def _start(self, restore: Path | None = None) -> None:
         s = self.settings
-        args = [sys.executable, "-m", "fluvial.testing.fault_job", "--checkpoints", str(self.checkpoints),
+        args = [*python_command("-m", "fluvial.testing.fault_job"), "--checkpoints", str(self.checkpoints),
                 "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
                 "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
                 "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms)]

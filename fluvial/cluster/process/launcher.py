@@ -9,11 +9,11 @@ import pickle
 import queue
 import signal
 import subprocess
-import sys
 import threading
 from typing import Callable
 
 from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PID, STARTED
+from fluvial.common.processes import python_command
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class Launcher:
 
     def __init__(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "fluvial.cluster.process.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            python_command("-m", "fluvial.cluster.process.zygote"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             close_fds=True, start_new_session=False)
         self._lock = threading.Lock()
         self._started = threading.Condition()

@@ -105,7 +105,7 @@ print("unreachable")
     result = invoke("run", job_file(tmp_path, body, name="failing.py"))
     assert result.exit_code == 1
     err = result.stderr
-    assert err.startswith("error: Job 'failing job'")
+    assert err.startswith("Job has been submitted with JobID ") and "\nerror: Job 'failing job'" in err
     assert "operator 'Explode'" in err
     assert "Caused by:" in err
     assert 'failing.py", line 6, in explode' in err
@@ -346,7 +346,7 @@ env.execute("parse")
     result = invoke("run", job_file(tmp_path, body))
     assert result.exit_code == 1
     err = result.stderr
-    assert err.startswith("error: Job 'parse'")
+    assert "\nerror: Job 'parse'" in err
     assert "operator 'Parse'" in err
     assert "ValueError: invalid literal for int() with base 10: 'x'" in err
     assert "File " not in err  # int() is C code called by the runtime: no frame of the user's to show
