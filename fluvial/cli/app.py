@@ -8,6 +8,7 @@ import typer
 
 import fluvial
 from fluvial.cli.cluster import cluster_app
+from fluvial.cli.config import config
 from fluvial.cli.jobs import cancel, list_jobs, savepoint, stop
 from fluvial.cli.plan import plan
 from fluvial.cli.python_options import RunCommand
@@ -47,6 +48,7 @@ app.command("list")(list_jobs)
 app.command()(cancel)
 app.command()(savepoint)
 app.command()(stop)
+app.command()(config)
 app.add_typer(cluster_app)
 
 

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from fluvial.cli.console import fail_usage
-from fluvial.common.configuration import Configuration
+from fluvial.common.configuration import OPTIONS, Configuration
 from fluvial.common.errors import ConfigurationError
 
 PARALLELISM_KEY = "parallelism.default"
@@ -108,10 +108,12 @@ def _split_property(pair: str) -> tuple[str, str]:
 
 
 def _set(configuration: Configuration, key: str, value: str, option: str) -> None:
-    """Set and parse the key now, so a bad key or value fails before the job file runs, naming `option`."""
+    """Set and parse the key now, so a bad key or value fails before the job file runs, naming `option`. A key
+    outside the engine's namespaces is the program's own (`-D my-app.threshold=5`), kept for it to read."""
     try:
         configuration.set_string(key, value)
-        configuration.get(key)
+        if key in OPTIONS:
+            configuration.get(key)
     except ConfigurationError as problem:
         raise LaunchOptionError(f"{option}: {problem}") from None
 

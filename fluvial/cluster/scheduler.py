@@ -46,6 +46,7 @@ from fluvial.common.errors import is_non_recoverable
 from fluvial.common.executors import Cancellable, ScheduledExecutor
 from fluvial.common.failure_info import FailureInfo
 from fluvial.common.job_status import JobStatus, checked_move
+from fluvial.common.logs import RAISED_TO_CALLER
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.task import TaskFailure
 
@@ -176,7 +177,7 @@ class Scheduler:
             self._move(JobStatus.RESTARTING)
         else:
             logger.error("job %s: %s failed with %s: %s; %s", self.job_id, where, type(error).__name__, error,
-                         verdict)
+                         verdict, extra=RAISED_TO_CALLER)  # the caller gets it as JobExecutionException
             self.failure = failure
             self._move(JobStatus.FAILING)
         self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)

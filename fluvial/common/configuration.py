@@ -143,6 +143,9 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
+        ConfigOption("env.log.dir", str, None, "directory of fluvial's log files (default: $FLUVIAL_LOG_DIR, else "
+                     "~/.fluvial/log)"),
+        ConfigOption("env.log.max", _parse_positive_int, 10, "rotated log files kept per log (each up to 100 MB)"),
         ConfigOption("execution.target", _one_of("local", "embedded", "remote", "ray"), "local",
                      "where jobs run: local (embedded), remote (a session cluster at rest.address:rest.port), ray"),
         ConfigOption("execution.attached", _parse_bool, True,
@@ -375,7 +378,7 @@ class Configuration:
         """The typed value of a known key: its parsed setting, or its default."""
         option = OPTIONS.get(key)
         if option is None:
-            raise ConfigurationError(f"'{key}' is not a configuration key fluvial knows; see OPTIONS")
+            raise ConfigurationError(f"unknown configuration key '{key}': {_unknown_key_hint(key)}")
         raw = self._data.get(key)
         if raw is None:
             return option.default
@@ -426,5 +429,5 @@ def _unknown_key_hint(key: str) -> str:
         return f"did you mean '{close[0]}'?"
     if key.startswith(_OWN_NAMESPACES):
         return "known keys: " + ", ".join(k for k in OPTIONS if k.startswith(_OWN_NAMESPACES))
-    return ("fluvial does not know it, so it would do nothing. Remove it; the keys fluvial knows are listed in "
-            "README.md (Configuration) and in fluvial.common.configuration.OPTIONS")
+    return ("fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists the keys fluvial "
+            "knows, with their defaults (`fluvial config PREFIX` those starting with PREFIX)")

@@ -111,7 +111,7 @@ print("unreachable")
     assert 'failing.py", line 6, in explode' in err
     assert "ValueError: bad record 3" in err
     assert "fluvial/" not in err  # the engine's frames are left out
-    assert "frames of fluvial and its launcher hidden; --verbose shows them" in err
+    assert "frames of fluvial, its launcher and installed libraries hidden; --verbose shows them" in err
     assert "unreachable" not in result.stdout
 
 
@@ -350,7 +350,7 @@ env.execute("parse")
     assert "operator 'Parse'" in err
     assert "ValueError: invalid literal for int() with base 10: 'x'" in err
     assert "File " not in err  # int() is C code called by the runtime: no frame of the user's to show
-    assert "frames of fluvial and its launcher hidden" in err
+    assert "frames of fluvial, its launcher and installed libraries hidden" in err
 
 
 def test_an_api_error_in_the_job_file_shows_the_users_line_and_the_apis_message(tmp_path):

@@ -46,7 +46,7 @@ def test_unknown_keys_are_refused_with_the_closest_known_one_or_the_list():
         check_key("parallelism.defualt")
     with pytest.raises(ConfigurationError, match="known keys: local.number-taskmanager"):
         check_key("local.unknown")
-    with pytest.raises(ConfigurationError, match="fluvial does not know it, so it would do nothing. Remove it"):
+    with pytest.raises(ConfigurationError, match="fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists"):
         check_key("execution.some-flink-key-we-never-heard-of")
 
 
