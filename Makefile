@@ -29,7 +29,7 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	@touch $(STAMP)
 	@echo "==> $(VENV) is ready"
 
-# The demo needs fluvial alone (about 60 MB); the test extra (Ray, pyarrow: about 450 MB more) is for `make test`.
+# The demo needs fluvial and its dependencies alone; the test extra (Ray, pyarrow: hundreds of MB) is for `make test`.
 $(DEMO_STAMP): $(BIN)/python pyproject.toml constraints.txt
 	@echo "==> installing fluvial and what the demo needs (pinned by constraints.txt; log: $(LOG))"
 	@$(QUIETLY) $(PIP) install -c constraints.txt --no-build-isolation -e .
