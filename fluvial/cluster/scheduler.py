@@ -81,6 +81,7 @@ class Scheduler:
                  receiver_settings: Any = None, clock: Callable[[], int] | None = None,
                  resources: ResourceAvailability | None = None) -> None:
         self.graph = graph
+        self._stopping = False  # cancel(stopping=True): stop-with-savepoint, which ends the job FINISHED
         self._slots = slots
         self._task_managers = task_managers
         self._timer = timer
@@ -212,7 +213,7 @@ class Scheduler:
         elif status is JobStatus.FAILING:
             self._move(JobStatus.FAILED)
         elif status is JobStatus.CANCELLING:
-            self._move(JobStatus.CANCELED)
+            self._move(JobStatus.FINISHED if self._stopping else JobStatus.CANCELED)
         elif status is JobStatus.RUNNING:
             if self.graph.all_in(ExecutionState.FINISHED):
                 self._move(JobStatus.FINISHED)
@@ -286,9 +287,12 @@ class Scheduler:
         if self.graph.all_terminal():
             self._on_all_terminal()
 
-    def cancel(self) -> None:
+    def cancel(self, stopping: bool = False) -> None:
+        """Cancel every subtask; the job ends CANCELED, or with `stopping` (stop-with-savepoint, its savepoint
+        complete) FINISHED, as Flink ends a stopped job."""
         if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
             return
+        self._stopping = stopping
         self._cancel_pending_restart()
         self._move(JobStatus.CANCELLING)
         self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)
