@@ -78,6 +78,8 @@ def start(
     print(f"Session cluster started: {taskmanagers} TaskManager{'s' if taskmanagers > 1 else ''} with {spec.slots} "
           f"slot{'s' if spec.slots > 1 else ''} each (JobManager pid {record.jobmanager.pid}).")
     print(f"Dashboard and REST API: {record.rest_url}")
+    print(f"  with its access token (to cancel, savepoint or stop from the dashboard): {record.rest_url}/#/?token="
+          f"{record.token}")
     print(f"Logs: {record.log_dir} (jobmanager.log; what jobs print: jobmanager.out)")
 
 

@@ -133,6 +133,8 @@ def run(
                    f"{target}: give the cluster with -m HOST:PORT")
     if web and not configuration.contains_key("rest.port"):
         configuration.set_string("rest.port", "8081")
+    if web and not configuration.contains_key("local.rest.keep-serving"):
+        configuration.set_string("local.rest.keep-serving", "true")  # readable after the job ends, until Ctrl-C
     progress = ConsoleProgress() if jobmanager is not None and not detached else None
     announce = FlinkLines(sys.stdout if jobmanager is not None else sys.stderr)
     jobs = SubmittedJobs()
@@ -149,6 +151,8 @@ def run(
     if result.outcome is ScriptOutcome.INTERRUPTED:
         jobs.cancel_running()
         jobs.wait(CANCEL_WAIT_SECONDS)
+    if web:
+        _keep_dashboard_until_interrupted(result.outcome is not ScriptOutcome.INTERRUPTED)
     report(result, verbose)
     if not jobs:
         fail_no_job(job if py_module is None else Path(py_module))
@@ -211,11 +215,33 @@ def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progre
             client.add_progress_listener(progress)
         endpoint = getattr(client, "web", None)
         if web and endpoint is not None and endpoint.address:
-            print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}", file=sys.stderr,
+            print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}\n"
+                  f"  with its access token (to cancel, savepoint or stop from the dashboard): "
+                  f"{endpoint.address}/#/job/{client.get_job_id()}?token={endpoint.token}", file=sys.stderr,
                   flush=True)
         return client
 
     return observe
+
+
+def _keep_dashboard_until_interrupted(wait: bool) -> None:
+    """--web: the jobs have ended, and their dashboards still serve; in a terminal, until the user presses
+    Ctrl-C (a run whose input is not a terminal — a script, CI — ends at once). Then they stop."""
+    import time
+
+    from fluvial.web.embedded import kept_servers, stop_kept_servers
+
+    try:
+        addresses = [endpoint.address for endpoint in kept_servers() if endpoint.address]
+        if wait and addresses and sys.stdin is not None and sys.stdin.isatty():
+            print(f"The jobs have ended; the dashboard stays at {', '.join(addresses)} until you press Ctrl-C.",
+                  file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_kept_servers()
 
 
 def _end_quietly(jobs: SubmittedJobs) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_details import JobDetails
+from fluvial.common import logs
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_status import JobStatus
@@ -55,6 +56,9 @@ class TaskManagerDetails:
     cpu_cores: int = 0
     physical_memory: int = 0
     last_heartbeat: int = 0  # wall-clock ms; in-process TaskManagers are always current
+    pid: int = 0  # the process it runs in (0: unknown)
+    log_file: str = ""  # where its log records go (the dashboard's TaskManager log page)
+    stdout_file: str = ""  # where what its jobs print goes; "" when that is a terminal
 
 
 @dataclass(slots=True)
@@ -151,11 +155,15 @@ class LocalDispatcher:
         managers = []
         for cluster in self._cluster_list():
             used = self._used_slots(cluster)
+            pids = cluster.processes.pids if cluster.processes is not None else []
+            log_file = str(logs.job_log_file(cluster.job_master.job_id, cluster.configuration))
             for task_manager in cluster.task_managers:
                 slots = task_manager.number_of_slots
+                pid = pids[task_manager.index] if task_manager.index < len(pids) else os.getpid()
                 managers.append(TaskManagerDetails(task_manager.resource_id, slots,
                                                    slots - len(used.get(task_manager.index, ())),
-                                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now))
+                                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now,
+                                                   pid=pid, log_file=log_file))
         return managers
 
     def overview(self) -> ClusterOverview:

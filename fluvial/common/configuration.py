@@ -143,6 +143,9 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
+        ConfigOption("local.rest.keep-serving", _parse_bool, False,
+                     "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
+                     "exits (`fluvial run --web` sets it, and waits for Ctrl-C)"),
         ConfigOption("env.log.dir", str, None, "directory of fluvial's log files (default: $FLUVIAL_LOG_DIR, else "
                      "~/.fluvial/log)"),
         ConfigOption("env.log.max", _parse_positive_int, 10, "rotated log files kept per log (each up to 100 MB)"),

@@ -2,7 +2,9 @@
 
 `rest.port` (with `rest.bind-address`) in a job's configuration serves the REST API and the dashboard for the
 MiniCluster the job runs on; `metrics.reporter.prom.port` serves its metrics in Prometheus' text format. Both
-listen before the job starts and stop when it ends (and with it, any job submitted through that REST API).
+listen before the job starts and stop when it ends (and with it, any job submitted through that REST API) —
+unless `local.rest.keep-serving`, which `fluvial run --web` sets: then they serve on, so the dashboard of a job
+that ended can still be read, until `stop_kept_servers()` (the CLI calls it on Ctrl-C) or the program's exit.
 The access token of the mutating routes is new for each server; the JobClient carries it (`client.web`).
 
 For the command line, `web_configuration(port, bind_address)` gives the keys `fluvial run --web` sets.
@@ -13,8 +15,8 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from fluvial.cluster.dispatcher import LocalDispatcher
 from fluvial.cluster.local_executor import LocalExecutor
@@ -33,6 +35,7 @@ class WebEndpoint:
     address: str | None
     token: str
     prometheus_address: str | None
+    stop: Callable[[], None] | None = field(default=None, compare=False, repr=False)  # stops the servers
 
 
 def web_configuration(port: int = 8081, bind_address: str = "127.0.0.1",
@@ -73,13 +76,17 @@ class EmbeddedWeb:
         except BaseException:
             self.stop()
             raise
-        self.dispatcher.when_all_jobs_ended(self._stop_in_background)
+        if config.get("local.rest.keep-serving"):
+            with _KEPT_LOCK:
+                _KEPT.append(self)  # serves on after its jobs end, until stop_kept_servers() or the program's exit
+        else:
+            self.dispatcher.when_all_jobs_ended(self._stop_in_background)
         return self
 
     @property
     def endpoint(self) -> WebEndpoint:
         return WebEndpoint(self._rest.address if self._rest else None, self.token,
-                           self._prometheus.address if self._prometheus else None)
+                           self._prometheus.address if self._prometheus else None, self.stop)
 
     def _stop_in_background(self) -> None:
         """The last job ended (on its JobMaster's thread, which must not wait for a server to wind down)."""
@@ -92,6 +99,24 @@ class EmbeddedWeb:
         for server in (self._rest, self._prometheus):
             if server is not None:
                 server.stop()
+
+
+_KEPT: list[EmbeddedWeb] = []
+_KEPT_LOCK = threading.Lock()
+
+
+def kept_servers() -> list[WebEndpoint]:
+    """The endpoints of the servers that serve on after their jobs ended (`local.rest.keep-serving`)."""
+    with _KEPT_LOCK:
+        return [web.endpoint for web in _KEPT if not web._stopped.is_set()]
+
+
+def stop_kept_servers() -> None:
+    with _KEPT_LOCK:
+        kept = list(_KEPT)
+        _KEPT.clear()
+    for web in kept:
+        web.stop()
 
 
 class WebLocalExecutor:

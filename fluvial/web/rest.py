@@ -31,6 +31,7 @@ Routes:
   POST /jobs/:jobid/stop                 {"targetDirectory", "drain"} → 202 {"request-id"}
   POST /jobs/:jobid/coordinators/:cid   {"timeout-ms", "close"} → the next collected buffers (see below)
   GET  /taskmanagers                     {"taskmanagers": [{"id", "slotsNumber", "freeSlots", ...}]}
+  GET  /jobs/:jobid/config, /taskmanagers/:tmid[/log|/stdout]   the dashboard's pages (pages.py)
   GET  /metrics                          every job's metrics in Prometheus' text format
   DELETE /cluster                        shut the cluster down → 200 {}
 
@@ -69,6 +70,7 @@ from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
 from fluvial.web.dispatcher import DispatcherView
+from fluvial.web.pages import page_routes
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +169,7 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/jobs/{job_id}/stop", api.stop, methods=["POST"]),
         Route("/jobs/{job_id}/coordinators/{collect_id}", api.take_results, methods=["POST"]),
         Route("/taskmanagers", api.task_managers, methods=["GET"]),
+        *page_routes(dispatcher, RequestError),  # the job configuration and TaskManager pages' routes
         Route("/metrics", api.prometheus, methods=["GET"]),
         Route("/cluster", api.shutdown, methods=["DELETE"]),
     ]

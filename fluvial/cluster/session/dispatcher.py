@@ -242,9 +242,14 @@ class SessionDispatcher:
         with self._lock:
             free = self._slots.free_by_task_manager()
         pids = self._task_managers.pids
+        from fluvial.cluster.session.cluster_file import log_directory
+
+        log_file, stdout_file = str(log_directory() / "jobmanager.log"), str(log_directory() / "jobmanager.out")
         return [TaskManagerDetails(gateway.resource_id, gateway.number_of_slots, free[index],
                                    path=f"pid {pids[index]}" if index < len(pids) else "starting",
-                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now)
+                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now,
+                                   pid=pids[index] if index < len(pids) else 0, log_file=log_file,
+                                   stdout_file=stdout_file)
                 for index, gateway in enumerate(self._task_managers.gateways)]
 
     def overview(self) -> ClusterOverview:
