@@ -9,6 +9,7 @@ import typer
 import fluvial
 from fluvial.cli.cluster import cluster_app
 from fluvial.cli.config import config
+from fluvial.cli.history import history_server
 from fluvial.cli.jobs import cancel, list_jobs, savepoint, stop
 from fluvial.cli.plan import plan
 from fluvial.cli.python_options import RunCommand
@@ -49,6 +50,7 @@ app.command()(cancel)
 app.command()(savepoint)
 app.command()(stop)
 app.command()(config)
+app.command("history-server")(history_server)
 app.add_typer(cluster_app)
 
 

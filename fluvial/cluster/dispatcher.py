@@ -88,6 +88,7 @@ class LocalDispatcher:
         self._lock = threading.Lock()
         self._clusters: dict[str, Any] = {}  # job id -> the MiniCluster that runs it, in submission order
         self._all_ended: list[Callable[[], None]] = []
+        self._job_end_listeners: list[Callable[[str], None]] = []
 
     # -- the jobs it knows ----------------------------------------------------------------------------------------
 
@@ -96,13 +97,22 @@ class LocalDispatcher:
         job_master = cluster.job_master
         with self._lock:
             self._clusters[job_master.job_id] = cluster
-        job_master.result.add_done_callback(lambda _: self._job_ended())
+        job_master.result.add_done_callback(lambda _: self._job_ended(job_master.job_id))
 
     def when_all_jobs_ended(self, callback: Callable[[], None]) -> None:
         """Call `callback` (on the thread that ended it) whenever the last running job ends."""
         self._all_ended.append(callback)
 
-    def _job_ended(self) -> None:
+    def when_job_ended(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(job_id)` (on the thread that ended the job) when a job has ended."""
+        self._job_end_listeners.append(listener)
+
+    def _job_ended(self, job_id: str) -> None:
+        for listener in self._job_end_listeners:
+            try:
+                listener(job_id)
+            except Exception:  # noqa: BLE001 - a listener's failure (a full disk) must not stop the others
+                logger.exception("job %s: a job-end listener failed", job_id)
         if all(cluster.job_master.result.done() for cluster in self._cluster_list()):
             for callback in self._all_ended:
                 callback()

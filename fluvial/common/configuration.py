@@ -146,6 +146,15 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("local.rest.keep-serving", _parse_bool, False,
                      "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
                      "exits (`fluvial run --web` sets it, and waits for Ctrl-C)"),
+        ConfigOption("jobmanager.archive.fs.dir", str, None,
+                     "directory (or file system URL) where finished jobs are archived for the history server"),
+        ConfigOption("historyserver.archive.fs.dir", str, None,
+                     "comma-separated directories the history server reads job archives from"),
+        ConfigOption("historyserver.archive.fs.refresh-interval", _parse_positive_duration_ms, 10_000,
+                     "how often the history server looks for new archives"),
+        ConfigOption("historyserver.web.port", _parse_port, 8082, "the history server's port (0: any free port)"),
+        ConfigOption("historyserver.web.address", _parse_host, "127.0.0.1", "the address the history server "
+                     "listens on"),
         ConfigOption("env.log.dir", str, None, "directory of fluvial's log files (default: $FLUVIAL_LOG_DIR, else "
                      "~/.fluvial/log)"),
         ConfigOption("env.log.max", _parse_positive_int, 10, "rotated log files kept per log (each up to 100 MB)"),

@@ -12,6 +12,7 @@ For the command line, `web_configuration(port, bind_address)` gives the keys `fl
 
 from __future__ import annotations
 
+import atexit
 import logging
 import secrets
 import threading
@@ -21,10 +22,13 @@ from typing import Any, Callable
 from fluvial.cluster.dispatcher import LocalDispatcher
 from fluvial.cluster.local_executor import LocalExecutor
 from fluvial.common.configuration import Configuration
+from fluvial.web.archive import ARCHIVE_KEY, JobArchivist
 from fluvial.web.rest import create_app, create_prometheus_app
 from fluvial.web.server import WebServer
 
 logger = logging.getLogger(__name__)
+
+ARCHIVE_WAIT_SECONDS = 10.0  # at the program's exit, how long an archive still being written is waited for
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class EmbeddedWeb:
         self._rest: WebServer | None = None
         self._prometheus: WebServer | None = None
         self._stopped = threading.Event()
+        self.archivist: JobArchivist | None = None
 
     def start(self) -> "EmbeddedWeb":
         config = self._configuration
@@ -76,6 +81,9 @@ class EmbeddedWeb:
         except BaseException:
             self.stop()
             raise
+        if config.get(ARCHIVE_KEY):
+            self.archivist = JobArchivist(self.dispatcher, config.get(ARCHIVE_KEY)).attach()
+            atexit.register(self.archivist.wait, ARCHIVE_WAIT_SECONDS)
         if config.get("local.rest.keep-serving"):
             with _KEPT_LOCK:
                 _KEPT.append(self)  # serves on after its jobs end, until stop_kept_servers() or the program's exit
@@ -134,6 +142,8 @@ class WebLocalExecutor:
             web.stop()
             raise
         client.web = web.endpoint
+        if web.archivist is not None:
+            web.archivist.expect(str(client.get_job_id()))
         web.dispatcher.add(client.cluster)
         endpoint = web.endpoint
         if endpoint.address:

@@ -47,6 +47,7 @@ FILE_REFRESH_SECONDS = 0.5  # how often a replaced TaskManager's PID is looked f
 
 # The keys a session cluster takes (`fluvial cluster start -D KEY=VALUE`); each does what it says.
 CLUSTER_KEYS = ("slot.request.timeout", "heartbeat.interval", "heartbeat.timeout", "taskmanager.bind-host",
+                "jobmanager.archive.fs.dir",
                 "metrics.fetcher.update-interval")
 
 
@@ -119,6 +120,10 @@ class SessionCluster:
         from fluvial.web.server import WebServer
 
         app = create_app(self.dispatcher, self.token, self.spec.configuration.get("metrics.fetcher.update-interval"))
+        if self.spec.configuration.get("jobmanager.archive.fs.dir"):
+            from fluvial.web.archive import JobArchivist
+
+            JobArchivist(self.dispatcher, self.spec.configuration.get("jobmanager.archive.fs.dir")).attach()
         port = self.spec.port
         self._web = WebServer(app, self.spec.bind, (port, port), "REST API and dashboard").start()
 
