@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fluvial.cluster.dispatcher import LocalDispatcher
+from fluvial.cluster.local_dispatcher import LocalDispatcher
 from fluvial.cluster.local_executor import LocalExecutor
 from fluvial.common.configuration import Configuration
 from fluvial.web.archive import ARCHIVE_KEY, JobArchivist

@@ -64,12 +64,12 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from fluvial.cluster.dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
-from fluvial.web.dispatcher import DispatcherView
+from fluvial.web.dispatcher_view import DispatcherView
 from fluvial.web.pages import page_routes
 
 logger = logging.getLogger(__name__)
@@ -139,10 +139,16 @@ class SavepointOperations:
             "stack-trace": "".join(traceback.format_exception(error)), "serialized-throwable": ""}}}
 
 
-def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000) -> Any:
-    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`."""
+def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000,
+               archive_directory: str | None = None) -> Any:
+    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`; with
+    `archive_directory` (jobmanager.archive.fs.dir), each job is archived there when it ends (archive.py)."""
     if not token:
         raise ValueError("the REST API needs an access token for its mutating routes")
+    if archive_directory:
+        from fluvial.web.archive import JobArchivist
+
+        JobArchivist(dispatcher, archive_directory).attach()
     api = _Api(dispatcher, refresh_interval_ms)
     routes = [
         Route("/", api.index, methods=["GET"]),

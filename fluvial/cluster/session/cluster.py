@@ -33,7 +33,7 @@ from fluvial.cluster.session.cluster_file import (
     remove_cluster_file,
     write_cluster_file,
 )
-from fluvial.cluster.session.dispatcher import SessionDispatcher
+from fluvial.cluster.session.session_dispatcher import SessionDispatcher
 from fluvial.cluster.session.slot_pool import SlotPool
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import ConfigurationError, ResourceError
@@ -119,11 +119,9 @@ class SessionCluster:
         from fluvial.web.rest import create_app
         from fluvial.web.server import WebServer
 
-        app = create_app(self.dispatcher, self.token, self.spec.configuration.get("metrics.fetcher.update-interval"))
-        if self.spec.configuration.get("jobmanager.archive.fs.dir"):
-            from fluvial.web.archive import JobArchivist
-
-            JobArchivist(self.dispatcher, self.spec.configuration.get("jobmanager.archive.fs.dir")).attach()
+        config = self.spec.configuration
+        app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
+                         archive_directory=config.get("jobmanager.archive.fs.dir"))
         port = self.spec.port
         self._web = WebServer(app, self.spec.bind, (port, port), "REST API and dashboard").start()
 

@@ -1,7 +1,7 @@
 """DispatcherView: all the REST API needs of a cluster. The embedded MiniClusters of a process offer it
-(`fluvial.cluster.dispatcher.LocalDispatcher`); a session cluster's JobManager offers the same methods.
+(`fluvial.cluster.local_dispatcher.LocalDispatcher`); a session cluster's JobManager offers the same methods.
 
-Contract: every method may be called from any thread and returns plain data (`fluvial.cluster.dispatcher`,
+Contract: every method may be called from any thread and returns plain data (`fluvial.cluster.local_dispatcher`,
 `fluvial.cluster.job_details`, `fluvial.metrics.snapshot`); a job id nobody knows raises UnknownJobError; a
 job the cluster does not take raises JobSubmissionError; a request this cluster or the job cannot serve (a
 savepoint without checkpointing, a shutdown of an embedded cluster, ...) raises an error whose message says why
@@ -10,9 +10,9 @@ savepoint without checkpointing, a shutdown of an embedded cluster, ...) raises 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
-from fluvial.cluster.dispatcher import ClusterOverview, JobView, TaskManagerDetails
+from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.cluster.job_details import JobDetails
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics.snapshot import JobMetricsSnapshot
@@ -51,6 +51,10 @@ class DispatcherView(Protocol):
         """The next buffers of records job `job_id`'s collect sink `collect_id` sent (each pickled, as the
         TaskManager sent it), waiting up to `timeout` seconds for the first; and whether that was the end. With
         `close`, the client reads no more: the buffer is dropped."""
+        ...
+
+    def when_job_ended(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(job_id)` when a job has ended (its archive is written then: archive.py)."""
         ...
 
     def shutdown_cluster(self) -> None:
