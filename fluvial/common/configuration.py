@@ -143,9 +143,6 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
-        ConfigOption("local.rest.keep-serving", _parse_bool, False,
-                     "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
-                     "exits (`fluvial run --web` sets it, and waits for Ctrl-C)"),
         ConfigOption("jobmanager.archive.fs.dir", str, None,
                      "directory (or file system URL) where finished jobs are archived for the history server"),
         ConfigOption("historyserver.archive.fs.dir", str, None,
@@ -197,6 +194,9 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process", "auto"), "auto",
                      "TaskManagers as threads of this process, as processes, or auto: processes when the job's "
                      "highest parallelism is above 1"),
+        ConfigOption("local.rest.keep-serving", _parse_bool, False,
+                     "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
+                     "exits (`fluvial run --web` sets it, and waits for Ctrl-C)"),
         ConfigOption("taskmanager.bind-host", str, "127.0.0.1", "the address TaskManager listeners bind to"),
         ConfigOption("heartbeat.interval", _parse_duration_ms, 10_000, "TaskManager heartbeat interval"),
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,

@@ -102,7 +102,8 @@ def test_the_dashboards_actions_and_pages_clicked_in_a_browser(tmp_path):
         browser.click("#stop-job")
         browser.wait_for("document.querySelector('.job-header .badge').textContent === 'FINISHED'", timeout=30,
                          what="the stopped job FINISHED")
-        assert "Stop with a savepoint completed" in browser.text("#action-result")
+        browser.wait_for("((document.getElementById('action-result') || {}).textContent || '')"
+                         ".includes('Stop with a savepoint completed')", what="the stop's savepoint location")
         assert browser.evaluate("getComputedStyle(document.querySelector('g.vertex rect.busy-fill')).fill") \
             == "rgb(59, 111, 216)"  # busy is blue, never the orange of back pressure or the red of failure
     finally:
