@@ -312,6 +312,16 @@ _ENGINE_NAMESPACES = (
 )
 
 
+# Flink's deprecated keys that still work there, and the key each is now: set or read, they mean the current key.
+DEPRECATED_KEYS = {
+    "pipeline.operator-chaining": "pipeline.operator-chaining.enabled",
+}
+
+
+def _current_key(key: str) -> str:
+    return DEPRECATED_KEYS.get(key, key) if isinstance(key, str) else key
+
+
 class Configuration:
     """A string-keyed map with Flink's typed getters and setters (PyFlink `pyflink.common.Configuration`)."""
 
@@ -319,6 +329,7 @@ class Configuration:
         self._data: dict[str, str] = dict(other._data) if other is not None else {}
 
     def set_string(self, key: str, value: str) -> "Configuration":
+        key = _current_key(key)
         check_key(key)
         self._data[key] = str(value)
         return self
@@ -333,18 +344,18 @@ class Configuration:
         return self.set_string(key, str(float(value)))
 
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
-        return self._data.get(key, default_value)
+        return self._data.get(_current_key(key), default_value)
 
     def get_integer(self, key: str, default_value: int | None = None) -> int | None:
-        raw = self._data.get(key)
+        raw = self._data.get(_current_key(key))
         return default_value if raw is None else int(raw)
 
     def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
-        raw = self._data.get(key)
+        raw = self._data.get(_current_key(key))
         return default_value if raw is None else _parse_bool(raw)
 
     def get_float(self, key: str, default_value: float | None = None) -> float | None:
-        raw = self._data.get(key)
+        raw = self._data.get(_current_key(key))
         return default_value if raw is None else float(raw)
 
     def get_value(self, option: Any) -> Any:
@@ -368,10 +379,10 @@ class Configuration:
         return self.set_string(option.key(), text)
 
     def contains_key(self, key: str) -> bool:
-        return key in self._data
+        return _current_key(key) in self._data
 
     def remove_config(self, key: str) -> bool:
-        return self._data.pop(key, None) is not None
+        return self._data.pop(_current_key(key), None) is not None
 
     def key_set(self) -> set[str]:
         return set(self._data)

@@ -85,3 +85,11 @@ def test_buffer_timeout_minus_one_holds_too_and_below_it_is_refused():
         configuration.validate()
     with pytest.raises(ConfigurationError, match="integer number of milliseconds"):
         check_buffer_timeout(True)
+
+
+def test_flinks_deprecated_chaining_key_means_the_current_one():
+    configuration = Configuration()
+    configuration.set_string("pipeline.operator-chaining", "false")
+    assert configuration.get("pipeline.operator-chaining.enabled") is False
+    assert configuration.get_boolean("pipeline.operator-chaining", True) is False
+    assert configuration.contains_key("pipeline.operator-chaining")
