@@ -10,8 +10,9 @@ its records would land in that output. Instead, in a program's process:
   `env.log.dir`, else $FLUVIAL_LOG_DIR, else ~/.fluvial/log; rotated at 100 MB, `env.log.max` files kept);
   a session cluster's JobManager writes `jobmanager.log` the same way;
 - a record reaches the program's own logging (the root logger's handlers, or Python's last resort: stderr) only
-  at WARNING and above — or at the level named by $FLUVIAL_LOG_LEVEL (`INFO`, `DEBUG`: "when asked") — and never
-  when it says what the caller is told anyway by an exception (`extra=RAISED_TO_CALLER`): an error is said once.
+  at WARNING and above — or at the level named by $FLUVIAL_LOG_LEVEL (`INFO`, `DEBUG`: "when asked"; `NOTSET`:
+  every record, by plain propagation, as the test suite runs) — and never when it says what the caller is told
+  anyway by an exception (`extra=RAISED_TO_CALLER`): an error is said once.
 
 fluvial's own processes (a JobManager, TaskManager processes) keep the usual propagation (`own_process`): their
 root handlers are fluvial's, and a TaskManager process sends its records to the process that started it.
@@ -69,11 +70,14 @@ def install() -> None:
             return
         _installed = True
         engine = logging.getLogger(ENGINE_LOGGER)
-        engine.propagate = False
-        _forwarder.setLevel(forward_level())
-        engine.addHandler(_forwarder)
         if engine.level == logging.NOTSET:
             engine.setLevel(logging.INFO)
+        level = forward_level()
+        if level == logging.NOTSET:  # asked for every record: plain propagation is exactly that
+            return
+        engine.propagate = False
+        _forwarder.setLevel(level)
+        engine.addHandler(_forwarder)
 
 
 def own_process() -> None:
