@@ -84,7 +84,8 @@ def configuration_page() -> str:
         "`env.configure(config)`), or as `-D key=value` on `fluvial run`. A malformed value fails when the "
         "environment is made; a key not listed here is refused when it is set (a near-miss names the key it "
         "resembles), so nothing is accepted and then ignored. Durations take Flink's forms (`500 ms`, `10 s`, "
-        "`1 min`, or a number of milliseconds).", "",
+        "`1 min`, or a number of milliseconds). `fluvial config [PREFIX]` lists the same keys from the command "
+        "line.", "",
         "| Key | Type | Default | Meaning | In Flink |", "|---|---|---|---|---|",
     ]
     for key, option in configuration_options().items():

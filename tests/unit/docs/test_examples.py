@@ -65,7 +65,7 @@ def _imports_only(source: str) -> str:
 
 
 def test_every_page_with_code_has_runnable_examples() -> None:
-    assert len([e for e in EXAMPLES if e.needs is None]) >= 20
+    assert len([e for e in EXAMPLES if e.needs is None]) >= 20, "the docs teach by examples that run"
     assert any(e.page.name == "testing.md" for e in EXAMPLES)
 
 
