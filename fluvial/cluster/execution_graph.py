@@ -15,9 +15,8 @@ from typing import Any, Iterator
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets
 from fluvial.runtime.channels import ChannelId
+from fluvial.runtime.deployment import InputSpec, OutputSpec, TaskCancellationSettings, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
-from fluvial.runtime.task import TaskCancellationSettings, TaskSpec
-from fluvial.runtime.writer import InputSpec, OutputSpec
 
 ExecutionVertexId = tuple[int, int]
 """(vertex id, subtask index): names a subtask across its attempts (the checkpoint coordinator's task id)."""

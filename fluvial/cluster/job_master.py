@@ -84,7 +84,7 @@ class JobMaster:
         checkpointing_on = checkpoints is not None and checkpoints.enabled
         task_settings = None
         if checkpointing_on:
-            from fluvial.runtime.checkpointing import TaskCheckpointSettings
+            from fluvial.runtime.deployment import TaskCheckpointSettings
 
             task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage,
                                                    checkpoints.checkpoints_after_tasks_finish)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.metrics.snapshot import TaskMetricsSnapshot
+from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
-from fluvial.runtime.task import TaskFailure, TaskSpec
 
 
 @dataclass(eq=False)

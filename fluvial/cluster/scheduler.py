@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Protocol, Sequence
 
-from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.cluster.exception_history import ExceptionHistory, entry_of
 from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
 from fluvial.cluster.gateways import TaskManagerGateway
@@ -46,8 +46,8 @@ from fluvial.common.errors import is_non_recoverable
 from fluvial.common.executors import Cancellable, ScheduledExecutor
 from fluvial.common.failure_info import FailureInfo
 from fluvial.common.job_status import JobStatus, checked_move
+from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
-from fluvial.runtime.task import TaskFailure
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.gateways import JobMasterGateway
-from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
@@ -30,11 +29,13 @@ from fluvial.cluster.messages import (
     TaskExecutionState,
     TriggerCheckpoint,
 )
+from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.common.executors import SingleThreadExecutor
 from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelRegistry
+from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
-from fluvial.runtime.task import Task, TaskFailure, TaskServices, TaskSpec
+from fluvial.runtime.task import Task, TaskServices
 
 logger = logging.getLogger(__name__)
 

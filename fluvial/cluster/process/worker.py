@@ -21,7 +21,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -48,10 +48,10 @@ from fluvial.cluster.process.protocol import (
     sendable_failure,
 )
 from fluvial.common.wire import dumps_records
+from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection, connect
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.task import TaskFailure
 
 logger = logging.getLogger(__name__)
 

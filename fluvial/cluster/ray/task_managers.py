@@ -34,9 +34,9 @@ from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
 from fluvial.common.errors import ResourceError
 from fluvial.common.executors import SingleThreadExecutor
+from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection
-from fluvial.runtime.task import TaskFailure
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from fluvial.cluster.slots import offered_slots
 from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.job_status import JobStatus
 from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
-from fluvial.runtime.task import TaskFailure
 from fluvial.testing import ManualClock, ManualScheduledExecutor
 from tests.unit.cluster.fakes import TaskManagerGateway
 

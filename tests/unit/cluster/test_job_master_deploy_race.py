@@ -14,12 +14,12 @@ import pytest
 
 from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.messages import TaskExecutionState
-from fluvial.runtime.execution_state import ExecutionState
-from fluvial.runtime.task import TaskFailure
 from fluvial.cluster.slots import offered_slots
 from fluvial.common.errors import JobExecutionException
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.runtime.deployment import TaskFailure
+from fluvial.runtime.execution_state import ExecutionState
 
 
 class FakeTaskManager:

@@ -18,8 +18,8 @@ from fluvial.common.job_status import JobStatus
 from fluvial.common.restart_backoff import create_backoff_strategy
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition
-from fluvial.runtime.task import TaskFailure
 from fluvial.testing import ManualClock, ManualScheduledExecutor
 from tests.unit.cluster.fakes import TaskManagerGateway
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
@@ -23,11 +23,11 @@ from fluvial.cluster.messages import (
 )
 from fluvial.cluster.task_manager import TaskCheckpointResponder, TaskManager
 from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnvironment
+from fluvial.datastream.checkpoint_storage import JobManagerCheckpointStorage
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
-from fluvial.datastream.checkpoint_storage import JobManagerCheckpointStorage
 from fluvial.runtime.channels import ChannelRegistry
-from fluvial.runtime.checkpointing import TaskCheckpointSettings
+from fluvial.runtime.deployment import TaskCheckpointSettings
 from fluvial.runtime.execution_state import ExecutionState
 
 LOG: list[str] = []
