@@ -8,6 +8,7 @@ receiver that acknowledges only after its write-ahead log holds a batch needs mo
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,10 @@ def write_config(data_dir: Path, port: int, password_file: Path | None = None) -
         "max_inflight_messages 1000",
         "log_dest stdout",
     ]
+    if os.geteuid() == 0:
+        # started as root, mosquitto would drop to the `mosquitto` user, who cannot enter a temporary directory
+        # of root's to write its persistence file or read the password file
+        lines.append("user root")
     if password_file is None:
         lines.append("allow_anonymous true")
     else:
