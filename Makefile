@@ -13,7 +13,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 QUIETLY = sh -c 'log="$$1"; shift; "$$@" >>"$$log" 2>&1 && exit 0; status=$$?; \
 	echo "    failed (exit $$status); the end of $$log:"; tail -n 40 "$$log"; exit $$status' quietly $(LOG)
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench services clean
 
 $(BIN)/python:
 	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
@@ -38,6 +38,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The servers the connector examples talk to, on their usual loopback ports, until Ctrl-C (services/__main__.py).
+SERVICES ?= nats mosquitto
+services: $(STAMP)
+	$(BIN)/python -m services $(SERVICES)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -26,7 +26,7 @@ from fluvial.testing.faults import completed_checkpoints
 from tests import nats_helpers as nh
 from tests.server_fixtures import nats_server, require  # noqa: F401 - the fixture
 
-KEYS, PER_KEY = 4, 1500
+KEYS, PER_KEY = 4, 1000
 
 
 class SlowTag(MapFunction):
