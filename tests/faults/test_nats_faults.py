@@ -61,13 +61,13 @@ def nats_job(url: str, name: str, checkpoints: Path, mode: str) -> StreamExecuti
     return env
 
 
-def prepare(url: str, name: str) -> None:
+def prepare(url: str, name: str, per_key: int = PER_KEY) -> None:
     nh.create_stream(url, f"IN{name}", [f"in{name}.*"])
     nh.create_stream(url, f"OUT{name}", [f"out{name}"])
-    nh.publish(url, nh.keyed_messages(KEYS, PER_KEY, subject=f"in{name}" + ".{key}"))
+    nh.publish(url, nh.keyed_messages(KEYS, per_key, subject=f"in{name}" + ".{key}"))
 
 
-def judge(url: str, name: str) -> tuple[int, int, list[str]]:
+def judge(url: str, name: str, per_key: int = PER_KEY) -> tuple[int, int, list[str]]:
     """(lost, duplicated, keys out of order) over the output stream."""
     per_key: dict[int, list[int]] = defaultdict(list)
     for _, data, _ in nh.read_stream(url, f"OUT{name}"):
@@ -75,7 +75,7 @@ def judge(url: str, name: str) -> tuple[int, int, list[str]]:
         per_key[key].append(seq)
     seen = {(key, seq) for key, seqs in per_key.items() for seq in seqs}
     total = sum(len(seqs) for seqs in per_key.values())
-    lost = KEYS * PER_KEY - len(seen & {(k, s) for k in range(KEYS) for s in range(1, PER_KEY + 1)})
+    lost = KEYS * per_key - len(seen & {(k, s) for k in range(KEYS) for s in range(1, per_key + 1)})
     disordered = [f"key {key}" for key, seqs in per_key.items() if seqs != sorted(seqs)]
     return lost, total - len(seen), disordered
 
