@@ -1,11 +1,12 @@
 """The fault soak of the NATS and MQTT connectors: many trials of a job killed at a random moment, judged by the
-per-key sequence oracle (lost, duplicated, out of order). `python -m bench.broker_faults [nats|mqtt] [trials]`
-(default 30 each).
+per-key sequence oracle (lost, duplicated, out of order). `python -m bench.broker_faults [nats|mqtt|mqtt-thread]
+[trials]` (default: all three, 30 trials each).
 
 A trial: a fresh input (NATS: a stream of `key,seq` messages; MQTT: a publisher thread feeding a persistent
 session), the job of the fault tests (tests/faults/test_nats_faults.py, test_mqtt_faults.py) in process mode,
 then after a random number of completed checkpoints (1-4) and a random delay (0-300 ms), SIGKILL of a random
-TaskManager process. The job fails over and finishes (NATS: a bounded source; MQTT: cancelled once every
+TaskManager process (mqtt-thread: the job runs in thread mode in a process of its own, which is killed and
+started again from its latest completed checkpoint). The job fails over and finishes (NATS: a bounded source; MQTT: cancelled once every
 message is committed); the oracle reads the output. Promised: NATS exactly once (0 lost, 0 duplicated); MQTT
 nothing lost, duplicates at most the batch in flight at the kill.
 """
@@ -124,15 +125,74 @@ def mqtt_trials(trials: int, seed: int) -> Tally:
     return tally
 
 
+def mqtt_thread_trials(trials: int, seed: int) -> Tally:
+    """Thread mode: the job's process (JobMaster and TaskManager threads) SIGKILLed, then started again from its
+    latest completed checkpoint; the restored receiver source replays the write-ahead log the checkpoint names."""
+    import subprocess
+
+    from services.mosquitto import start_mosquitto
+    from services.server import LOOPBACK
+    from tests import mqtt_helpers as mh
+    from tests.faults.test_mqtt_faults import KEYS, PER_KEY, Publisher
+
+    tally, rng = Tally("MQTT receiver, thread mode (job process killed, restored from its checkpoint)"), \
+        random.Random(seed)
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as directory:
+        server = start_mosquitto(Path(directory) / "broker")
+        try:
+            for trial in range(trials):
+                client_id, topic, workdir = f"thread-{trial}", f"thread{trial}", Path(directory) / f"t{trial}"
+                workdir.mkdir()
+                mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], 1)
+                argv = [sys.executable, "-m", "bench.mqtt_job", str(server.port), client_id, topic, str(workdir)]
+                log = open(workdir / "job.log", "wb")  # noqa: SIM115 - closed below
+                job = subprocess.Popen(argv, cwd=root, stdout=log, stderr=subprocess.STDOUT)
+                publisher = Publisher(server.port, topic)
+                try:
+                    publisher.start()
+                    at_least = rng.randint(1, 4)
+                    wait_until(lambda: max(completed_checkpoints(workdir / "chk"), default=0) >= at_least,
+                               timeout=120, what=f"checkpoint {at_least}")
+                    time.sleep(rng.uniform(0, 0.3))
+                    job.kill()
+                    job.wait(30)
+                    tally.faults += 1
+                    latest = completed_checkpoints(workdir / "chk")
+                    job = subprocess.Popen(argv + [str(latest[max(latest)])], cwd=root, stdout=log,
+                                           stderr=subprocess.STDOUT)
+                    publisher.join(120)
+                    wait_until(lambda: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
+                               what="every message committed")
+                except Exception as error:  # noqa: BLE001 - counted, the soak goes on
+                    tally.failures.append(f"trial {trial}: {type(error).__name__}: {error} (log {workdir}/job.log)")
+                finally:
+                    job.kill()
+                    job.wait(30)
+                    log.close()
+                lost, duplicated, disordered = mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY)
+                tally.trials += 1
+                tally.lost += lost
+                tally.duplicated += duplicated
+                tally.disordered += len(disordered)
+                print(f"  mqtt thread-mode trial {trial}: lost {lost}, duplicated {duplicated}, out of order "
+                      f"{disordered}", flush=True)
+        finally:
+            server.stop()
+    return tally
+
+
 def main(argv: list[str] | None = None) -> bool:
     args = argv if argv is not None else sys.argv[1:]
-    which = [arg for arg in args if not arg.isdigit()] or ["nats", "mqtt"]
+    which = [arg for arg in args if not arg.isdigit()] or ["nats", "mqtt", "mqtt-thread"]
     trials = int(next((arg for arg in args if arg.isdigit()), "30"))
     tallies = []
     if "nats" in which:
         tallies.append(nats_trials(trials, seed=24))
     if "mqtt" in which:
         tallies.append(mqtt_trials(trials, seed=42))
+    if "mqtt-thread" in which:
+        tallies.append(mqtt_thread_trials(trials, seed=7))
     for tally in tallies:
         print(tally.line())
         for failure in tally.failures:

@@ -32,9 +32,13 @@ KEYS, PER_KEY, BATCH = 3, 600, 100
 INFLIGHT = 1000
 
 
-def mqtt_job(port: int, client_id: str, topic: str, workdir: Path, mode: str) -> StreamExecutionEnvironment:
+def mqtt_job(port: int, client_id: str, topic: str, workdir: Path, mode: str,
+             restore: str | None = None) -> StreamExecutionEnvironment:
+    """The receiver (write-ahead log on) into an exactly-once file sink; `restore`: a checkpoint to start from."""
     configuration = (Configuration().set_string("local.taskmanager.mode", mode)
                      .set_string("receiver.write-ahead-log.enable", "true"))
+    if restore:
+        configuration.set_string("execution.savepoint.path", restore)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(100)

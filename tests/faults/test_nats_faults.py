@@ -69,14 +69,14 @@ def prepare(url: str, name: str, per_key: int = PER_KEY) -> None:
 
 def judge(url: str, name: str, per_key: int = PER_KEY) -> tuple[int, int, list[str]]:
     """(lost, duplicated, keys out of order) over the output stream."""
-    per_key: dict[int, list[int]] = defaultdict(list)
+    sequences: dict[int, list[int]] = defaultdict(list)
     for _, data, _ in nh.read_stream(url, f"OUT{name}"):
         key, seq = map(int, data.decode().split(","))
-        per_key[key].append(seq)
-    seen = {(key, seq) for key, seqs in per_key.items() for seq in seqs}
-    total = sum(len(seqs) for seqs in per_key.values())
+        sequences[key].append(seq)
+    seen = {(key, seq) for key, seqs in sequences.items() for seq in seqs}
+    total = sum(len(seqs) for seqs in sequences.values())
     lost = KEYS * per_key - len(seen & {(k, s) for k in range(KEYS) for s in range(1, per_key + 1)})
-    disordered = [f"key {key}" for key, seqs in per_key.items() if seqs != sorted(seqs)]
+    disordered = [f"key {key}" for key, seqs in sequences.items() if seqs != sorted(seqs)]
     return lost, total - len(seen), disordered
 
 
