@@ -38,6 +38,13 @@ class Tally:
     disordered: int = 0
     failures: list[str] = field(default_factory=list)
 
+    def record(self, label: str, lost: int, duplicated: int, disordered: list[str]) -> None:
+        self.trials += 1
+        self.lost += lost
+        self.duplicated += duplicated
+        self.disordered += len(disordered)
+        print(f"  {label}: lost {lost}, duplicated {duplicated}, out of order {disordered}", flush=True)
+
     def line(self) -> str:
         return (f"{self.name}: {self.trials} trials, {self.faults} faults (TaskManager SIGKILL), {self.lost} lost, "
                 f"{self.duplicated} duplicated, {self.disordered} keys out of order, "
@@ -74,13 +81,7 @@ def nats_trials(trials: int, seed: int) -> Tally:
                     client.get_job_execution_result().result(timeout=180)
                 except Exception as error:  # noqa: BLE001 - counted, the soak goes on
                     tally.failures.append(f"trial {trial}: {type(error).__name__}: {error}")
-                lost, duplicated, disordered = judge(url, name, NATS_PER_KEY)
-                tally.trials += 1
-                tally.lost += lost
-                tally.duplicated += duplicated
-                tally.disordered += len(disordered)
-                print(f"  nats trial {trial}: lost {lost}, duplicated {duplicated}, out of order {disordered}",
-                      flush=True)
+                tally.record(f"nats trial {trial}", *judge(url, name, NATS_PER_KEY))
         finally:
             server.stop()
     return tally
@@ -113,13 +114,7 @@ def mqtt_trials(trials: int, seed: int) -> Tally:
                 finally:
                     client.cancel()
                     wait_until(lambda: client.get_job_execution_result().done(), timeout=60, what="the cancel")
-                lost, duplicated, disordered = mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY)
-                tally.trials += 1
-                tally.lost += lost
-                tally.duplicated += duplicated
-                tally.disordered += len(disordered)
-                print(f"  mqtt trial {trial}: lost {lost}, duplicated {duplicated}, out of order {disordered}",
-                      flush=True)
+                tally.record(f"mqtt trial {trial}", *mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY))
         finally:
             server.stop()
     return tally
@@ -170,13 +165,8 @@ def mqtt_thread_trials(trials: int, seed: int) -> Tally:
                     job.kill()
                     job.wait(30)
                     log.close()
-                lost, duplicated, disordered = mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY)
-                tally.trials += 1
-                tally.lost += lost
-                tally.duplicated += duplicated
-                tally.disordered += len(disordered)
-                print(f"  mqtt thread-mode trial {trial}: lost {lost}, duplicated {duplicated}, out of order "
-                      f"{disordered}", flush=True)
+                tally.record(f"mqtt thread-mode trial {trial}",
+                             *mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY))
         finally:
             server.stop()
     return tally

@@ -45,3 +45,12 @@ def mosquitto_server(tmp_path_factory):
     require(mosquitto_binary() is not None, "mosquitto (apt-get install mosquitto)")
     require(importlib.util.find_spec("paho") is not None, "the paho-mqtt client (pip install 'fluvial[mqtt]')")
     yield from _start(start_mosquitto, tmp_path_factory, "mosquitto")
+
+
+def error_chain(error: BaseException | None) -> str:
+    """An error and everything it was raised from, one string: what a user reading the job's failure sees."""
+    parts = []
+    while error is not None:
+        parts.append(str(error))
+        error = error.__cause__ or error.__context__
+    return " | ".join(parts)

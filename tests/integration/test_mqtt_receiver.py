@@ -23,7 +23,7 @@ from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.testing import wait_until
 from services.server import LOOPBACK, free_port
 from tests import mqtt_helpers as mh
-from tests.server_fixtures import mosquitto_server  # noqa: F401 - the fixture
+from tests.server_fixtures import error_chain, mosquitto_server  # noqa: F401 - the fixture
 
 _ids = itertools.count()
 
@@ -155,7 +155,7 @@ def test_a_payload_that_fails_to_deserialize_names_the_topic(mosquitto_server, t
     env.add_receiver(MqttReceiver(host, port, [topic], client_id=client_id)).print()
     with pytest.raises(JobExecutionException) as info:
         env.execute("bad payload")
-    text = _chain(info.value)
+    text = error_chain(info.value)
     assert f"topic '{topic}'" in text and "cannot be deserialized" in text
 
 
@@ -176,7 +176,7 @@ def test_an_unreachable_broker_or_refused_credentials_fail_within_the_timeout_na
         with pytest.raises(JobExecutionException) as info:
             env.execute("cannot connect")
         assert time.monotonic() - started < 30
-        text = _chain(info.value)
+        text = error_chain(info.value)
         assert f"mqtt://{LOOPBACK}:{port}" in text and "within 2 s" in text
         if server:
             assert "refused" in text
@@ -184,10 +184,3 @@ def test_an_unreachable_broker_or_refused_credentials_fail_within_the_timeout_na
         if server:
             server.stop()
 
-
-def _chain(error: BaseException) -> str:
-    parts = []
-    while error is not None:
-        parts.append(str(error))
-        error = error.__cause__ or error.__context__
-    return " | ".join(parts)

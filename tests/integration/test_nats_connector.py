@@ -21,7 +21,7 @@ from fluvial.datastream.connectors.nats import NatsSink, NatsSource, NatsStartin
 from fluvial.testing import wait_until
 from services.server import free_port
 from tests import nats_helpers as nh
-from tests.server_fixtures import nats_server  # noqa: F401 - the fixture
+from tests.server_fixtures import error_chain, nats_server  # noqa: F401 - the fixture
 
 _names = itertools.count()
 
@@ -176,7 +176,7 @@ def test_a_payload_that_fails_to_deserialize_names_the_subject_and_sequence(stre
     job.from_source(source(url, stream_in, prefix, "bad"), WatermarkStrategy.no_watermarks()).print()
     with pytest.raises(JobExecutionException) as info:
         job.execute("bad payload")
-    text = _chain(info.value)
+    text = error_chain(info.value)
     assert f"subject '{prefix}.1'" in text and "stream sequence 2" in text and stream_in in text
 
 
@@ -198,7 +198,7 @@ def test_an_unreachable_server_or_wrong_credentials_fail_within_the_timeout_nami
         with pytest.raises(JobExecutionException) as info:
             job.execute("cannot connect")
         assert time.monotonic() - started < 30
-        text = _chain(info.value)
+        text = error_chain(info.value)
         assert url in text and "within 2 s" in text
         if server:
             assert "refused the credentials" in text
@@ -215,12 +215,5 @@ def test_a_missing_stream_is_named(nats_server):  # noqa: F811
                     .set_deserialization_schema(SimpleStringSchema()).build(), WatermarkStrategy.no_watermarks()).print()
     with pytest.raises(JobExecutionException) as info:
         job.execute("missing stream")
-    assert "stream NOPE does not exist" in _chain(info.value)
+    assert "stream NOPE does not exist" in error_chain(info.value)
 
-
-def _chain(error: BaseException) -> str:
-    parts = []
-    while error is not None:
-        parts.append(str(error))
-        error = error.__cause__ or error.__context__
-    return " | ".join(parts)

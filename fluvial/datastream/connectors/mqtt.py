@@ -40,6 +40,7 @@ from typing import Any, Sequence
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.serialization import DeserializationSchema, SimpleStringSchema
+from fluvial.datastream.connectors.payloads import deserialize_batch
 from fluvial.datastream.connectors.receiver import Receiver, ReceiverStoppedError
 
 __all__ = ["MqttConnectError", "MqttDeserializationError", "MqttReceiver"]
@@ -247,18 +248,15 @@ class MqttReceiver(Receiver):
         return stored is not None and stored == (message.topic, message.payload)
 
     def _deserialize(self, messages: list[_Arrived]) -> list:
-        deserialize = self.deserializer.deserialize
-        try:
-            return [deserialize(message.payload) for message in messages]
-        except Exception:  # noqa: BLE001 - find the message and name it
-            for message in messages:
-                try:
-                    deserialize(message.payload)
-                except Exception as error:  # noqa: BLE001
-                    raise MqttDeserializationError(
-                        f"MQTT receiver '{self.client_id}': the payload of a message on topic {message.topic!r} "
-                        f"(packet id {message.mid}, after {self.stored_messages} stored messages) cannot be "
-                        f"deserialized by {type(self.deserializer).__name__}: {type(error).__name__}: {error}; it "
-                        f"stays unacknowledged at the broker: remove it (e.g. publish to another topic) or use a "
-                        f"deserializer that accepts it") from error
-            raise
+        def failure(message: _Arrived, error: Exception) -> Exception:
+            return MqttDeserializationError(
+                f"MQTT receiver '{self.client_id}': the payload of a message on topic {message.topic!r} (packet id "
+                f"{message.mid}, after {self.stored_messages} stored messages) cannot be deserialized by "
+                f"{type(self.deserializer).__name__}: {type(error).__name__}: {error}; it stays unacknowledged at "
+                f"the broker: remove it (e.g. publish to another topic) or use a deserializer that accepts it")
+
+        return deserialize_batch(self.deserializer.deserialize, messages, _payload, failure)
+
+
+def _payload(message: _Arrived) -> bytes:
+    return message.payload

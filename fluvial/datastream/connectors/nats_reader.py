@@ -30,6 +30,7 @@ from fluvial.datastream.connectors.nats import (
     NatsDeserializationError, NatsSourceSettings, NatsSplit, StartingKind,
 )
 from fluvial.datastream.connectors.nats_connection import NatsConnection
+from fluvial.datastream.connectors.payloads import deserialize_batch
 from fluvial.datastream.connectors.source import SourceReader
 
 logger = logging.getLogger(__name__)
@@ -358,20 +359,21 @@ class _SplitFetcher:
         return in_order
 
     def _deserialize(self, messages: list, sequences: list[int]) -> list:
-        deserialize = self._settings.deserializer.deserialize
-        try:
-            return [deserialize(message.data) for message in messages]
-        except Exception:  # noqa: BLE001 - find the message and name it
-            for message, sequence in zip(messages, sequences):
-                try:
-                    deserialize(message.data)
-                except Exception as error:  # noqa: BLE001
-                    raise NatsDeserializationError(
-                        f"{self._what}: the payload of the message on subject {message.subject!r} at stream "
-                        f"sequence {sequence} of stream {self._settings.stream} cannot be deserialized by "
-                        f"{type(self._settings.deserializer).__name__}: {type(error).__name__}: {error}; fix or "
-                        f"delete that message, or use a deserializer that accepts it") from error
-            raise
+        settings = self._settings
+        position = {id(message): sequence for message, sequence in zip(messages, sequences)}
+
+        def failure(message: Any, error: Exception) -> Exception:
+            return NatsDeserializationError(
+                f"{self._what}: the payload of the message on subject {message.subject!r} at stream sequence "
+                f"{position[id(message)]} of stream {settings.stream} cannot be deserialized by "
+                f"{type(settings.deserializer).__name__}: {type(error).__name__}: {error}; fix or delete that "
+                f"message, or use a deserializer that accepts it")
+
+        return deserialize_batch(settings.deserializer.deserialize, messages, _payload, failure)
+
+
+def _payload(message: Any) -> bytes:
+    return message.data
 
 
 def _sequences(message: Any) -> tuple[int, int]:
