@@ -130,6 +130,11 @@ class NatsConnection:
         self._loop.call_soon_threadsafe(callback)
 
     @property
+    def closing(self) -> bool:
+        """close() was called: errors from now on are the shutdown's, not the server's."""
+        return self._closing
+
+    @property
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 

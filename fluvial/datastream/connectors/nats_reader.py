@@ -291,6 +291,8 @@ class _SplitFetcher:
                 messages = []  # nothing within the fetch timeout
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError,
                     nats.errors.NoRespondersError, nats.errors.BadSubscriptionError, nats.errors.Error) as error:
+                if self._connection.closing:
+                    return  # the reader is closing: nothing to retry
                 logger.warning("%s: fetching from split %s failed (%s); retrying", self._what,
                                self._split.split_id, error)
                 await asyncio.sleep(RETRY_DELAY_S)
