@@ -69,7 +69,7 @@ def payloads(url: str, stream: str) -> list[str]:
 @pytest.mark.parametrize("guarantee", [DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])
 def test_a_stream_flows_through_a_job_into_a_stream_once(streams, guarantee):
     url, stream_in, stream_out, prefix = streams
-    messages = nh.keyed_messages(keys=4, per_key=500, subject=prefix + ".{key}")
+    messages = nh.keyed_messages(keys=4, per_key=200, subject=prefix + ".{key}")
     nh.publish(url, messages)
     job = env()
     (job.from_source(source(url, stream_in, prefix, "flow"), WatermarkStrategy.no_watermarks(), "nats in")
