@@ -217,3 +217,25 @@ def test_a_missing_stream_is_named(nats_server):  # noqa: F811
         job.execute("missing stream")
     assert "stream NOPE does not exist" in error_chain(info.value)
 
+
+
+@pytest.mark.timeout(60)
+def test_on_a_workqueue_stream_messages_leave_only_when_the_checkpoint_covering_them_completes(nats_server):  # noqa: F811
+    from nats.js.api import RetentionPolicy
+
+    url, n = nats_server.extra["url"], next(_names)
+    nh.create_stream(url, f"WQ{n}", [f"wq{n}.*"], retention=RetentionPolicy.WORK_QUEUE)
+    nh.publish(url, [(f"wq{n}.{i % 2}", str(i).encode()) for i in range(10)])
+    settings = source(url, f"WQ{n}", f"wq{n}", "wq", bounded=False)
+    reader = settings.create_reader(TaskInfo("job", "src", 0, 1, 1))
+    reader.add_splits(settings.create_splits(1))
+    try:
+        got: list = []
+        wait_until(lambda: got.extend(reader.poll(1000) or []) or len(got) == 10, timeout=20, what="10 messages")
+        reader.snapshot_state()
+        reader.on_snapshot(1)
+        assert len(nh.read_stream(url, f"WQ{n}")) == 10  # read, not yet covered by a completed checkpoint
+        reader.notify_checkpoint_complete(1)
+        wait_until(lambda: not nh.read_stream(url, f"WQ{n}"), timeout=10, what="the acknowledged messages to go")
+    finally:
+        reader.close()

@@ -17,7 +17,7 @@
 
 Guarantees (docs/connectors/nats.md has the whole story):
 - Source: exactly-once into the job. One split per subject filter, each read by its own durable pull consumer
-  (`<consumer name>-<split index>`, AckPolicy.ALL). A checkpoint records each split's last emitted stream
+  (`<consumer name>-<split index>`, AckPolicy.ALL; EXPLICIT on a workqueue stream). A checkpoint records each split's last emitted stream
   sequence; a restored reader recreates the consumer at the next sequence. A message is acknowledged only when
   the checkpoint covering it completes, so a WorkQueue stream never drops what a restore still needs.
 - Sink, EXACTLY_ONCE: the records of a checkpoint are published when it completes, each with a `Nats-Msg-Id`

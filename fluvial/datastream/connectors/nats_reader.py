@@ -4,8 +4,9 @@ task thread through a bounded queue (`poll` never blocks).
 Protocol per split, numbered:
 1. Resolve where to start: after the checkpointed position, else by the starting position (LATEST and
    SEQUENCE become a concrete sequence at once, so a checkpoint taken before the first message holds it).
-2. (Re)create the durable pull consumer `<consumer name>-<split index>` at that sequence, AckPolicy.ALL and no
-   limit on pending acknowledgements (what waits for a checkpoint must not stall the fetch).
+2. (Re)create the durable pull consumer `<consumer name>-<split index>` at that sequence, AckPolicy.ALL (a
+   workqueue stream demands EXPLICIT) and no limit on pending acknowledgements (what waits for a checkpoint must
+   not stall the fetch).
 3. Fetch batches. A message at or below the last sequence fetched is a redelivery (ack wait expired) and is
    dropped; a gap in the consumer sequence (messages delivered but lost with a connection) or a reconnect of
    the client means the consumer may hold deliveries we never saw: it is recreated after the last sequence
@@ -13,7 +14,8 @@ Protocol per split, numbered:
 4. Payloads are deserialized on the loop thread; a payload that fails stops the split with an error naming
    the stream, subject and sequence, raised by the next `poll`.
 5. `on_snapshot` remembers each split's last emitted message; when that checkpoint completes, one
-   acknowledgement of it (AckPolicy.ALL) acknowledges everything before it.
+   acknowledgement of it (AckPolicy.ALL) acknowledges everything before it. On a workqueue stream every message
+   since the previous checkpoint is remembered and acknowledged (EXPLICIT): only then does it leave the stream.
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ class _Batch:
 
 @dataclass(frozen=True, slots=True)
 class _Resolved:
-    """A split's concrete start (and bound) became known: it belongs in the next snapshot."""
+    """A split's concrete start (and bound) became known: it belongs in the next snapshot. `explicit_acks`: the
+    stream (workqueue retention) needs every message acknowledged, not just the last of a checkpoint."""
 
     split_id: str
     position: int
     stop_sequence: int | None
+    explicit_acks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +81,9 @@ class NatsSourceReader(SourceReader[NatsSplit]):
         self._finished: set[str] = set()
         self._partial: _Batch | None = None
         self._current_split: str | None = None
-        self._last_reply: dict[str, str] = {}
-        self._acks: dict[int, dict[str, str]] = {}  # checkpoint id -> split -> reply of its last emitted message
+        self._explicit: set[str] = set()  # splits whose every message is acknowledged (workqueue streams)
+        self._to_ack: dict[str, list[str]] = {}  # replies to acknowledge at the next checkpoint, per split
+        self._acks: dict[int, dict[str, list[str]]] = {}  # checkpoint id -> split -> replies to acknowledge
         self._closed = False
         settings.deserializer.open()
 
@@ -123,7 +128,10 @@ class NatsSourceReader(SourceReader[NatsSplit]):
                            batch.replies[:max_records])
         split_id = batch.split_id
         self._splits[split_id] = replace(self._splits[split_id], position=batch.sequences[-1])
-        self._last_reply[split_id] = batch.replies[-1]
+        if split_id in self._explicit:
+            self._to_ack.setdefault(split_id, []).extend(batch.replies)
+        else:  # AckPolicy.ALL: the last message acknowledges everything before it
+            self._to_ack[split_id] = [batch.replies[-1]]
         self._current_split = split_id
         return batch.values
 
@@ -133,6 +141,8 @@ class NatsSourceReader(SourceReader[NatsSplit]):
         if isinstance(item, _Resolved):
             self._splits[item.split_id] = replace(self._splits[item.split_id], position=item.position,
                                                   stop_sequence=item.stop_sequence)
+            if item.explicit_acks:
+                self._explicit.add(item.split_id)
         elif isinstance(item, _SplitEnd):
             self._finished.add(item.split_id)
 
@@ -143,19 +153,21 @@ class NatsSourceReader(SourceReader[NatsSplit]):
         return list(self._splits.values())
 
     def on_snapshot(self, checkpoint_id: int) -> None:
-        if self._last_reply:
-            self._acks[checkpoint_id] = dict(self._last_reply)
+        if self._to_ack:
+            self._acks[checkpoint_id], self._to_ack = self._to_ack, {}
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         done = sorted(cid for cid in self._acks if cid <= checkpoint_id)
         if not done or self._connection is None:
             return
-        replies: dict[str, str] = {}
-        for cid in done:
-            replies.update(self._acks.pop(cid))
+        replies = [reply for cid in done for split_replies in self._acks.pop(cid).values() for reply in split_replies]
         client = self._connection.client
-        for reply in replies.values():
-            self._connection.submit(lambda reply=reply: client.publish(reply, ACK))
+
+        async def acknowledge() -> None:
+            for reply in replies:
+                await client.publish(reply, ACK)
+
+        self._connection.submit(acknowledge)
 
     def close(self) -> None:
         if self._closed:
@@ -184,6 +196,7 @@ class _SplitFetcher:
         self._subscription: Any = None
         self._reconnects = 0
         self._stop_reached = False
+        self._explicit_acks = False
 
     async def run(self) -> None:
         try:
@@ -201,7 +214,9 @@ class _SplitFetcher:
         js = self._connection.jetstream
         settings, split = self._settings, self._split
         stream_info = await self._jetstream_call(js.stream_info(settings.stream), "look up the stream")
-        if str(getattr(stream_info.config.retention, "value", stream_info.config.retention)) == "interest":
+        retention = str(getattr(stream_info.config.retention, "value", stream_info.config.retention)).lower()
+        self._explicit_acks = retention == "workqueue"  # a work queue refuses AckPolicy.ALL
+        if retention == "interest":
             raise ResourceError(
                 f"{self._what}: stream {settings.stream} has interest retention, which deletes messages when the "
                 f"source recreates its consumer on a restore; use limits or workqueue retention")
@@ -209,8 +224,7 @@ class _SplitFetcher:
             self._last = await self._resolve_start(stream_info)
         if settings.bounded and self._stop is None:
             self._stop = stream_info.state.last_seq
-        if self._last != split.position or self._stop != split.stop_sequence:
-            self._ready.append(_Resolved(split.split_id, self._last, self._stop))
+        self._ready.append(_Resolved(split.split_id, self._last, self._stop, self._explicit_acks))
         await self._recreate_consumer()
 
     async def _resolve_start(self, stream_info: Any) -> int:
@@ -237,8 +251,9 @@ class _SplitFetcher:
 
         js = self._connection.jetstream
         settings = self._settings
+        policy = AckPolicy.EXPLICIT if self._explicit_acks else AckPolicy.ALL
         config = ConsumerConfig(durable_name=self._consumer, filter_subject=self._split.subject_filter or None,
-                                ack_policy=AckPolicy.ALL, max_ack_pending=-1, ack_wait=settings.ack_wait)
+                                ack_policy=policy, max_ack_pending=-1, ack_wait=settings.ack_wait)
         start = self._settings.starting_position
         if self._last >= 0:
             config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_SEQUENCE, self._last + 1
