@@ -92,7 +92,7 @@ def run_with_fault(env, workdir: Path, publisher: Publisher, fault) -> tuple[int
     return mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY)
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(240)
 def test_the_receivers_task_manager_killed_mid_job_loses_nothing(mosquitto_server, tmp_path):  # noqa: F811
     port = mosquitto_server.port
     mh.make_session(LOOPBACK, port, "mqtt-kill", ["kill/#"], 1)
@@ -106,7 +106,7 @@ def test_the_receivers_task_manager_killed_mid_job_loses_nothing(mosquitto_serve
     assert duplicated <= BATCH  # at most the batch that was logged but not acknowledged at the kill
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(240)
 def test_the_broker_restarted_mid_job_loses_nothing(tmp_path):
     from services.mosquitto import mosquitto_binary, restart, start_mosquitto
 

@@ -86,7 +86,7 @@ def after_checkpoints(client, checkpoints: Path, at_least: int) -> None:
     assert not client.get_job_execution_result().done(), "the job ended before the fault"
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 def test_a_task_manager_killed_mid_job_loses_and_duplicates_nothing(nats_server, tmp_path):  # noqa: F811
     url = nats_server.extra["url"]
     prepare(url, "K")
@@ -94,12 +94,12 @@ def test_a_task_manager_killed_mid_job_loses_and_duplicates_nothing(nats_server,
     after_checkpoints(client, tmp_path / "chk", 2)
     victim = client.cluster.processes.pids[1]
     os.kill(victim, signal.SIGKILL)
-    client.get_job_execution_result().result(timeout=100)
+    client.get_job_execution_result().result(timeout=200)
     assert client._job_master.restarts >= 1
     assert judge(url, "K") == (0, 0, [])
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 def test_the_server_restarted_mid_job_loses_and_duplicates_nothing(tmp_path):
     from services.nats import nats_server_binary, restart, start_nats
 
@@ -111,7 +111,7 @@ def test_the_server_restarted_mid_job_loses_and_duplicates_nothing(tmp_path):
         client = nats_job(url, "R", tmp_path / "chk", "thread").execute_async("nats server restart")
         after_checkpoints(client, tmp_path / "chk", 2)
         server = restart(server)
-        client.get_job_execution_result().result(timeout=100)
+        client.get_job_execution_result().result(timeout=200)
         assert judge(url, "R") == (0, 0, [])
     finally:
         server.stop()
