@@ -43,20 +43,34 @@ def publish(url: str, messages: Iterable[tuple[str, bytes]]) -> None:
 
 
 def read_stream(url: str, name: str) -> list[tuple[str, bytes, dict]]:
-    """Every message the stream holds, in sequence order: (subject, payload, headers)."""
+    """Every message the stream holds, in sequence order: (subject, payload, headers); read through an ephemeral
+    pull consumer in batches (one request per message would take seconds for a few thousand)."""
     async def go() -> list:
+        from nats.js.api import AckPolicy, ConsumerConfig
+
         nc = await _connect(url)
         js = nc.jetstream()
-        info = await js.stream_info(name)
-        out = []
-        for sequence in range(info.state.first_seq, info.state.last_seq + 1):
-            try:
-                message = await js.get_msg(name, sequence)
-            except Exception:  # noqa: BLE001 - deleted
-                continue
-            out.append((message.subject, message.data, dict(message.headers or {})))
+        out: list = []
+        remaining = (await js.stream_info(name)).state.messages
+        if remaining:
+            subscription = await js.pull_subscribe("", durable=None, stream=name,
+                                                   config=ConsumerConfig(ack_policy=AckPolicy.NONE))
+            while len(out) < remaining:
+                for message in await subscription.fetch(min(1000, remaining - len(out)), timeout=5):
+                    out.append((message.subject, message.data, dict(message.headers or {})))
+            await subscription.unsubscribe()
         await nc.close()
         return out
+    return run(go)
+
+
+def stream_messages(url: str, name: str) -> int:
+    """How many messages the stream holds now."""
+    async def go() -> int:
+        nc = await _connect(url)
+        info = await nc.jetstream().stream_info(name)
+        await nc.close()
+        return info.state.messages
     return run(go)
 
 

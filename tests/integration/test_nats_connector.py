@@ -234,8 +234,8 @@ def test_on_a_workqueue_stream_messages_leave_only_when_the_checkpoint_covering_
         wait_until(lambda: got.extend(reader.poll(1000) or []) or len(got) == 10, timeout=20, what="10 messages")
         reader.snapshot_state()
         reader.on_snapshot(1)
-        assert len(nh.read_stream(url, f"WQ{n}")) == 10  # read, not yet covered by a completed checkpoint
+        assert nh.stream_messages(url, f"WQ{n}") == 10  # read, not yet covered by a completed checkpoint
         reader.notify_checkpoint_complete(1)
-        wait_until(lambda: not nh.read_stream(url, f"WQ{n}"), timeout=10, what="the acknowledged messages to go")
+        wait_until(lambda: nh.stream_messages(url, f"WQ{n}") == 0, timeout=10, what="the acknowledged messages to go")
     finally:
         reader.close()
