@@ -1,9 +1,10 @@
 """The MQTT receiver under real faults, judged by a per-key sequence oracle over the committed output of an
 exactly-once file sink: the TaskManager process running the receiver SIGKILLed mid-job, and the broker stopped
 and restarted mid-job, while a publisher keeps publishing. Nothing may be lost and each key's sequence must stay
-in order; duplicates are counted and bounded: a kill repeats at most the batch that was in the write-ahead log
-but not yet acknowledged, a broker restart at most what it had in flight (the broker -> log step is
-at-least-once, docs/connectors/mqtt.md).
+in order; duplicates are counted and bounded by the broker's in-flight window: a kill repeats what was in the
+write-ahead log but whose acknowledgement had not reached the broker (usually the last batch), a broker restart
+what it had in flight when it saved its sessions (the broker -> log step is at-least-once,
+docs/connectors/mqtt.md).
 The soak with many trials is `python -m bench.broker_faults mqtt`."""
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ def test_the_receivers_task_manager_killed_mid_job_loses_nothing(mosquitto_serve
 
     lost, duplicated, disordered = run_with_fault(env, tmp_path, Publisher(port, "kill"), kill)
     assert (lost, disordered) == (0, [])
-    assert duplicated <= BATCH  # at most the batch that was logged but not acknowledged at the kill
+    # what was logged but whose acknowledgement had not reached the broker comes again: usually the last batch,
+    # at most the broker's in-flight window (the soak saw 0 to 167 with batches of 100)
+    assert duplicated <= INFLIGHT
 
 
 @pytest.mark.timeout(240)

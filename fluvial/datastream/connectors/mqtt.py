@@ -8,10 +8,10 @@ when `receiver.write-ahead-log.enable` is on.
 
 Guarantees (docs/connectors/mqtt.md): with the write-ahead log and checkpoints, a TaskManager killed at any
 moment loses nothing (what was not in the log was not acknowledged, so the broker delivers it again to the
-persistent session), and what the log holds is emitted once. The messages of the one batch that was in the log
-but not yet acknowledged when the process died are delivered again by the broker and stored again: MQTT
-messages carry no identity a receiver could recognise across a crash, so the step broker -> log is
-at-least-once. QoS 0 messages are acknowledged by nobody and lost with a connection, as MQTT defines.
+persistent session), and what the log holds is emitted once. Messages that were in the log but whose
+acknowledgement had not reached the broker when the process died (usually the last batch) are delivered again
+and stored again: MQTT messages carry no identity a receiver could recognise across a crash, so the step
+broker -> log is at-least-once. QoS 0 messages are acknowledged by nobody and lost with a connection, as MQTT defines.
 
 Protocol of the receiver's thread (`on_start`), numbered:
 1. Connect with `clean_session=False` and the fixed `client_id` (the broker keeps the subscription and queues
