@@ -4,11 +4,13 @@ temporary directory; for the NATS connector's tests and `make services`."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Callable
 
-from services.server import LOOPBACK, RunningServer, ServerStartError, free_port, start_process
+from services.server import LOOPBACK, RunningServer, ServerStartError, free_port, port_accepts, start_process
 
-DEFAULT_PORT = 4222  # what `make services` binds, so the documented examples find it
+DEFAULT_PORT = 4222  # what `make services` binds when it is free: the examples' default
 
 
 def nats_server_binary() -> str | None:
@@ -40,3 +42,17 @@ def restart(server: RunningServer, timeout: float = 30.0) -> RunningServer:
     restarted = start_process(server.name, list(server.process.args), data_dir=server.data_dir, port=server.port)
     restarted.extra.update(server.extra)
     return restarted.wait_until_ready(timeout)
+
+
+def _port_for_users() -> int:
+    """The usual port when it is free (the examples' default), else a free one (printed with its variable)."""
+    return DEFAULT_PORT if not port_accepts(LOOPBACK, DEFAULT_PORT) else free_port()
+
+
+def serve() -> tuple[str, Callable[[], None]]:
+    """For `make services`: a server (on 4222 when free), the line telling the examples where it is, and how to
+    stop it (the server, then its temporary directory)."""
+    directory = Path(tempfile.mkdtemp(prefix="fluvial-nats-"))
+    server = start_nats(directory, _port_for_users())
+    line = f"NATS with JetStream on {server.address}: export FLUVIAL_NATS_URL={server.extra['url']}"
+    return line, lambda: (server.stop(), shutil.rmtree(directory, ignore_errors=True))
