@@ -50,7 +50,7 @@ def publish_readings() -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as checkpoints:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as checkpoints:  # the job may still be stopping
         configuration = Configuration().set_string("receiver.write-ahead-log.enable", "true")
         env = StreamExecutionEnvironment.get_execution_environment(configuration)
         env.enable_checkpointing(200)
