@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
-from services.server import LOOPBACK, RunningServer, ServerStartError, free_port, port_accepts, start_process
+from services.server import (
+    LOOPBACK, RunningServer, ServerStartError, free_port, serve_in_temporary_directory, start_process,
+)
 
 DEFAULT_PORT = 1883  # what `make services` binds when it is free: the examples' default
 
@@ -71,23 +72,10 @@ def start_mosquitto(data_dir: Path, port: int | None = None, *, user: str | None
     return server.wait_until_ready(timeout)
 
 
-def restart(server: RunningServer, timeout: float = 30.0) -> RunningServer:
-    """Stop `server` and start it again on the same port with the same persistence file."""
-    server.stop()
-    restarted = start_process(server.name, list(server.process.args), data_dir=server.data_dir, port=server.port)
-    restarted.extra.update(server.extra)
-    return restarted.wait_until_ready(timeout)
-
-
-def _port_for_users() -> int:
-    """The usual port when it is free (the examples' default), else a free one (printed with its variable)."""
-    return DEFAULT_PORT if not port_accepts(LOOPBACK, DEFAULT_PORT) else free_port()
 
 
 def serve() -> tuple[str, Callable[[], None]]:
     """For `make services`: a broker (on 1883 when free), the line telling the examples where it is, and how to
-    stop it (the broker, then its temporary directory)."""
-    directory = Path(tempfile.mkdtemp(prefix="fluvial-mosquitto-"))
-    server = start_mosquitto(directory, _port_for_users())
-    line = f"MQTT (mosquitto) on {server.address}: export FLUVIAL_MQTT_PORT={server.port}"
-    return line, lambda: (server.stop(), shutil.rmtree(directory, ignore_errors=True))
+    stop it."""
+    server, stop = serve_in_temporary_directory("fluvial-mosquitto-", start_mosquitto, DEFAULT_PORT)
+    return f"MQTT (mosquitto) on {server.address}: export FLUVIAL_MQTT_PORT={server.port}", stop

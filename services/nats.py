@@ -4,11 +4,12 @@ temporary directory; for the NATS connector's tests and `make services`."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
-from services.server import LOOPBACK, RunningServer, ServerStartError, free_port, port_accepts, start_process
+from services.server import (
+    LOOPBACK, RunningServer, ServerStartError, free_port, serve_in_temporary_directory, start_process,
+)
 
 DEFAULT_PORT = 4222  # what `make services` binds when it is free: the examples' default
 
@@ -35,24 +36,10 @@ def start_nats(data_dir: Path, port: int | None = None, *, user: str | None = No
     return server.wait_until_ready(timeout)
 
 
-def restart(server: RunningServer, timeout: float = 30.0) -> RunningServer:
-    """Stop `server` and start it again on the same port with the same store (what survives is what JetStream
-    persisted): the tests' "server restarted mid-job"."""
-    server.stop()
-    restarted = start_process(server.name, list(server.process.args), data_dir=server.data_dir, port=server.port)
-    restarted.extra.update(server.extra)
-    return restarted.wait_until_ready(timeout)
-
-
-def _port_for_users() -> int:
-    """The usual port when it is free (the examples' default), else a free one (printed with its variable)."""
-    return DEFAULT_PORT if not port_accepts(LOOPBACK, DEFAULT_PORT) else free_port()
 
 
 def serve() -> tuple[str, Callable[[], None]]:
     """For `make services`: a server (on 4222 when free), the line telling the examples where it is, and how to
-    stop it (the server, then its temporary directory)."""
-    directory = Path(tempfile.mkdtemp(prefix="fluvial-nats-"))
-    server = start_nats(directory, _port_for_users())
-    line = f"NATS with JetStream on {server.address}: export FLUVIAL_NATS_URL={server.extra['url']}"
-    return line, lambda: (server.stop(), shutil.rmtree(directory, ignore_errors=True))
+    stop it."""
+    server, stop = serve_in_temporary_directory("fluvial-nats-", start_nats, DEFAULT_PORT)
+    return f"NATS with JetStream on {server.address}: export FLUVIAL_NATS_URL={server.extra['url']}", stop

@@ -111,7 +111,8 @@ def test_the_receivers_task_manager_killed_mid_job_loses_nothing(mosquitto_serve
 
 @pytest.mark.timeout(240)
 def test_the_broker_restarted_mid_job_loses_nothing(tmp_path):
-    from services.mosquitto import mosquitto_binary, restart, start_mosquitto
+    from services.mosquitto import mosquitto_binary, start_mosquitto
+    from services.server import restart
 
     require(mosquitto_binary() is not None, "mosquitto (apt-get install mosquitto)")
     servers = [start_mosquitto(tmp_path / "broker")]

@@ -101,7 +101,8 @@ def test_a_task_manager_killed_mid_job_loses_and_duplicates_nothing(nats_server,
 
 @pytest.mark.timeout(240)
 def test_the_server_restarted_mid_job_loses_and_duplicates_nothing(tmp_path):
-    from services.nats import nats_server_binary, restart, start_nats
+    from services.nats import nats_server_binary, start_nats
+    from services.server import restart
 
     require(nats_server_binary() is not None, "nats-server (apt-get install nats-server)")
     server = start_nats(tmp_path / "nats")
