@@ -66,7 +66,7 @@ def payloads(url: str, stream: str) -> list[str]:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("guarantee", [DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])
+@pytest.mark.parametrize("guarantee", list(DeliveryGuarantee))
 def test_a_stream_flows_through_a_job_into_a_stream_once(streams, guarantee):
     url, stream_in, stream_out, prefix = streams
     messages = nh.keyed_messages(keys=4, per_key=200, subject=prefix + ".{key}")

@@ -12,7 +12,7 @@ EXACTLY_ONCE, numbered:
    (`duplicate_window` of the stream, 2 minutes by default) drops every message published before, as long as
    the restore comes within the window after the first publish.
 AT_LEAST_ONCE publishes at once and waits for every acknowledgement in `flush` (at each barrier); NONE
-publishes without waiting for acknowledgements.
+publishes without asking for acknowledgements and only flushes the connection at each barrier.
 """
 
 from __future__ import annotations
@@ -82,7 +82,12 @@ class NatsSinkWriter(SinkWriter):
             self.connection.submit(lambda: _publish_core(client, messages))
 
     def flush(self, end_of_input: bool) -> None:
-        """AT_LEAST_ONCE: every message published so far is acknowledged when this returns."""
+        """AT_LEAST_ONCE: every message published so far is acknowledged when this returns. NONE: what was
+        published has reached the server (no acknowledgement asked for)."""
+        if self._guarantee is DeliveryGuarantee.NONE:
+            client = self.connection.client
+            self.connection.call(lambda: client.flush(self._settings.connection.request_timeout))
+            return
         pending, self._pending = self._pending, []
         timeout = self._settings.connection.request_timeout
         for future in pending:
