@@ -20,7 +20,13 @@ class Encoder(abc.ABC):
     """Bytes for one record. Subclasses must be picklable (plain fields, no open handles)."""
 
     @abc.abstractmethod
-    def encode(self, value: Any) -> bytes: ...
+    def encode(self, value: Any) -> bytes:
+        """Write one record to a part file.
+
+        Args:
+            element: The record.
+            stream: The part file, open for binary writing.
+        """
 
     def encode_batch(self, values: list) -> list[bytes]:
         """One bytes object per value, in order. Override when a whole batch can be encoded faster."""

@@ -259,6 +259,7 @@ class ListStateDescriptor(StateDescriptor):
 
     @property
     def elem_type_info(self) -> Any:
+        """The elements' type."""
         return self.type_info
 
 

@@ -114,7 +114,17 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
 
     @abc.abstractmethod
     def process(self, key: KEY, context: "ProcessWindowFunction.Context", elements: Iterable[IN]) -> Iterable[OUT]:
-        ...
+        """Compute a window's results, with its context.
+
+        Args:
+            key: The window's key.
+            context: `window()`, `current_watermark()`, `current_processing_time()`, per-window and global state,
+                `output(tag, value)`.
+            elements: The window's records.
+
+        Returns:
+            The results to emit.
+        """
 
     def clear(self, context: "ProcessWindowFunction.Context") -> None:
         """Called when the window is cleaned up (its end + allowed lateness passed); delete per-window state."""

@@ -79,6 +79,7 @@ class AvroSchema:
 
     @property
     def parsed(self) -> Any:
+        """The schema parsed by fastavro."""
         return self._parsed
 
     def field_names(self) -> list[str]:
