@@ -21,11 +21,13 @@ class Encoder(abc.ABC):
 
     @abc.abstractmethod
     def encode(self, value: Any) -> bytes:
-        """Write one record to a part file.
+        """The bytes of one record, as they go into a part file.
 
         Args:
-            element: The record.
-            stream: The part file, open for binary writing.
+            value: The record.
+
+        Returns:
+            Its bytes.
         """
 
     def encode_batch(self, values: list) -> list[bytes]:

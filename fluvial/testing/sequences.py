@@ -146,14 +146,11 @@ class SequenceVerifier(KeyedProcessFunction):
         self.expected = runtime_context.get_state(ValueStateDescriptor("expected-seq", None))
 
     def process_element(self, value: Any, ctx: Any):
-        """Judge one (key, seq) against the key's expected next number.
+        """Judge one (key, seq) against the key's expected next number and emit its `key|seq|verdict` line.
 
         Args:
             value: The (key, seq) record.
             ctx: The function's context.
-
-        Returns:
-            The `key|seq|verdict` line.
         """
         key, seq = value
         expected = self.expected.value() or 0

@@ -257,15 +257,12 @@ class CsvSchemaBuilder:
         return self._set(columns=self._schema.columns + (column,))
 
     def add_array_column(self, name: str, separator: str = ";", element_type: TypeInformation | None = None):
-        """Append an array column, its elements split by `separator`.
+        """Append an array column, its elements split by `separator`; returns this builder.
 
         Args:
             name: The column's name.
             separator: What separates the elements.
             element_type: The elements' type; default string.
-
-        Returns:
-            This builder.
         """
         element = element_type or Types.STRING()
         _scalar_parser(element, name)
