@@ -86,8 +86,9 @@ class JobMaster:
         if checkpointing_on:
             from fluvial.runtime.deployment import TaskCheckpointSettings
 
-            task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage,
-                                                   checkpoints.checkpoints_after_tasks_finish)
+            task_settings = TaskCheckpointSettings(
+                checkpoints.exactly_once, checkpoints.storage, checkpoints.checkpoints_after_tasks_finish,
+                checkpoints.aligned_checkpoint_timeout_ms if checkpoints.unaligned else None)
         self.scheduler = Scheduler(
             ExecutionGraph(job_graph, _job_parameters(job_graph)), slots, self._task_managers, self._main,
             _backoff_strategy(job_graph, checkpointing_on), self, task_settings=task_settings,

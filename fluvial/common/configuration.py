@@ -166,6 +166,16 @@ OPTIONS: dict[str, ConfigOption] = {
                      "checkpoints go on after tasks finish; a bounded job commits through a final checkpoint"),
         ConfigOption("execution.checkpointing.checkpoints-after-tasks-finish.enabled", _parse_bool, None,
                      "Flink 1.x name of execution.checkpointing.checkpoints-after-tasks-finish"),
+        ConfigOption("execution.checkpointing.unaligned.enabled", _parse_bool, False,
+                     "unaligned checkpoints: barriers overtake queued buffers, which are persisted (FLIP-76)"),
+        ConfigOption("execution.checkpointing.unaligned", _parse_bool, None,
+                     "Flink 1.x name of execution.checkpointing.unaligned.enabled"),
+        ConfigOption("execution.checkpointing.unaligned.forced", _parse_bool, False,
+                     "turn unaligned checkpoints on where they would be refused (fluvial has no such jobs)"),
+        ConfigOption("execution.checkpointing.aligned-checkpoint-timeout", _parse_duration_ms, 0,
+                     "with unaligned checkpoints: start aligned, turn unaligned after this (0: unaligned at once)"),
+        ConfigOption("execution.checkpointing.alignment-timeout", _parse_duration_ms, None,
+                     "Flink 1.x name of execution.checkpointing.aligned-checkpoint-timeout"),
         ConfigOption("state.savepoints.dir", str, None, "default savepoint directory"),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
                      "allow_non_restored_state"),
@@ -259,9 +269,10 @@ UNSUPPORTED: tuple[UnsupportedOption, ...] = (
     UnsupportedOption("execution.checkpointing.externalized-checkpoint-retention",
                       "fluvial keeps a job's retained checkpoints when the job ends, as RETAIN_ON_CANCELLATION "
                       "does, and cannot delete them on cancellation yet. Remove the key"),
-    UnsupportedOption("execution.checkpointing.unaligned",
-                      "fluvial always aligns checkpoint barriers. Remove the key, or set "
-                      "execution.checkpointing.mode: at_least_once if alignment is too slow under backpressure"),
+    UnsupportedOption("execution.checkpointing.unaligned.",
+                      "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled, "
+                      "execution.checkpointing.unaligned.forced and execution.checkpointing.aligned-checkpoint-timeout "
+                      "only. Remove the key"),
     UnsupportedOption("state.backend.incremental",
                       "set it in code: env.set_state_backend(EmbeddedRocksDBStateBackend("
                       "enable_incremental_checkpointing=...)); incremental is that backend's default"),

@@ -23,6 +23,7 @@ class TaskCheckpointSettings:
     exactly_once: bool
     storage: Any  # the storage description; the TaskManager builds the access object from it
     final_checkpoint: bool = True  # checkpoints-after-tasks-finish: a task that ended waits for a final checkpoint
+    unaligned_timeout_ms: int | None = None  # unaligned checkpoints on: their aligned-checkpoint timeout; None: off
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
-from fluvial.runtime.channels import ChannelRegistry
+from fluvial.common.errors import StateError
+from fluvial.runtime.channels import ChannelRegistry, channel_state_key
 from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskProcessingTimeService
@@ -114,6 +115,7 @@ class Task:
         self._cancel_requested = False
         self._abandoned = False
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
+        self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
 
     @property
     def name(self) -> str:
@@ -128,6 +130,7 @@ class Task:
             self._build()
             restores = self._load_restores()
             restored_splits = self._restored_splits(restores)
+            self._replay_channel_state(restores)
             self.chain.initialize_state(restores.get)
             self._user_code.run(self.chain.open)
             if isinstance(self.input, SourceInput):
@@ -184,14 +187,31 @@ class Task:
             type_numbers.append(input_spec.type_number)
         writers = self.writers
         writable = (lambda: all(writer.writable() for writer in writers)) if writers else None
-        barriers = None
+        network_input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, None,
+                                     self.metrics.records_in)
         if self.checkpointer is not None:
-            from fluvial.runtime.alignment import BarrierHandler
+            from fluvial.runtime.alignment import BarrierHandler, UnalignedSettings
 
-            barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, self.checkpointer)
+            settings = spec.checkpointing
+            unaligned = None
+            if settings.unaligned_timeout_ms is not None and settings.exactly_once:
+                unaligned = UnalignedSettings(settings.unaligned_timeout_ms)
+                for channel in channels:
+                    channel.set_barrier_listener(network_input.announce_barrier)
+                self._unaligned_input = network_input
+            network_input.attach_barriers(BarrierHandler(
+                len(channels), settings.exactly_once, self.checkpointer, unaligned, network_input,
+                self._schedule_look_ahead, self._executor.clock))
+            self.checkpointer.channel_keys = [channel_state_key(input_spec.channel_id) for input_spec in spec.inputs]
         self.metrics.input_channels = channels
-        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers,
-                            self.metrics.records_in)
+        return network_input
+
+    def _schedule_look_ahead(self, due: int) -> None:
+        """The alignment timeout of an aligned checkpoint that may turn unaligned."""
+        self._executor.schedule(due, self, lambda now: self._look_ahead(), "alignment timeout")
+
+    def _look_ahead(self) -> None:
+        self.input.look_ahead()
 
     def _processing_time(self, label: str) -> TaskProcessingTimeService:
         return TaskProcessingTimeService(self._executor, self, label)
@@ -213,6 +233,23 @@ class Task:
 
         return {operator_id: SubtaskCheckpointCoordinator.load(assignment, operator_id, self.info)
                 for operator_id, assignment in restore.items()}
+
+    def _replay_channel_state(self, restores: dict[str, Any]) -> None:
+        """The in-flight data of the unaligned checkpoint this task restores from goes in front of its channels.
+        Data for a channel this task does not have would be lost: that fails the restore."""
+        head = restores.get(self.chain.head.context.operator_id)
+        if head is None or not head.channel_state:
+            return
+        positions = {channel_state_key(input_spec.channel_id): index
+                     for index, input_spec in enumerate(self.spec.inputs)}
+        unknown = sorted(set(head.channel_state) - set(positions))
+        if unknown or not isinstance(self.input, NetworkInput):
+            raise StateError(f"{self.name} restores in-flight data of input channels it does not have "
+                             f"({', '.join(unknown) or 'a source has no input channels'}): restore the unaligned "
+                             "checkpoint with the job's original topology and parallelism, or restore a savepoint")
+        for key, items in head.channel_state.items():
+            self.input.replay(positions[key], items)
+        logger.debug("%s replays the in-flight data of %d channel(s)", self.name, len(head.channel_state))
 
     def _restored_splits(self, restores: dict[str, Any]) -> list | None:
         """A restored source's split positions (taken out of its operator state); None for a fresh start."""
@@ -276,6 +313,13 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
+        unaligned = self._unaligned_input
+        if unaligned is not None and unaligned.barrier_announced:
+            try:  # a barrier queued behind buffers: an unaligned checkpoint starts even while outputs are full
+                unaligned.look_ahead()
+            except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
+                self._fail(exc)
+                return StepResult.END_OF_INPUT
         if self.awaiting_final_checkpoint:
             return self._step_awaiting_final_checkpoint()
         for writer in self.writers:
@@ -404,6 +448,8 @@ class Task:
         if self._closed:
             return []
         self._closed = True
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         errors = self.chain.close() if self.chain is not None else []
         if self.input is not None:
             try:

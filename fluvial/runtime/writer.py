@@ -53,7 +53,7 @@ class RecordWriter:
 
     def broadcast_event(self, event: Any) -> None:
         for channel in self.channels:
-            channel.push(event)
+            channel.push_event(event)
 
     def broadcast_watermark(self, watermark: Watermark) -> None:
         self.broadcast_event(watermark)

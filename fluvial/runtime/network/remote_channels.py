@@ -20,7 +20,7 @@ from collections import deque
 from typing import Any, Callable
 
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.records import ChannelBroken, EndOfInput
+from fluvial.runtime.records import ChannelBroken, CheckpointBarrier, EndOfInput
 
 
 def _noop() -> None:
@@ -46,6 +46,10 @@ class RemoteOutputChannel:
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         raise TypeError("the consumer of a remote channel lives in another process")
 
+    def push_event(self, event: Any) -> None:
+        """Events travel in order with the buffers; the consumer's end tells its listener about barriers."""
+        self.push(event)
+
     def push(self, item: Any) -> None:
         try:
             self._connection.send(FrameKind.DATA, pickle.dumps((self.channel_id, item), protocol=5))
@@ -70,7 +74,7 @@ class RemoteInputChannel:
     """The consuming end: items arrive from the connection's reader thread; the task polls them."""
 
     __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
-                 "_wake_consumer", "ended")
+                 "_wake_consumer", "ended", "_on_barrier")
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -80,7 +84,17 @@ class RemoteInputChannel:
         self._ungranted = 0
         self._grant_batch = max(1, capacity // 2)
         self._wake_consumer: Callable[[], None] = _noop
+        self._on_barrier: Callable[[], None] = _noop
         self.ended = False
+
+    def set_barrier_listener(self, listener: Callable[[], None]) -> None:
+        self._on_barrier = listener
+        if any(type(item) is CheckpointBarrier for item in list(self._queue)):
+            listener()
+
+    def pending(self) -> list:
+        """The queued items, a copy (the reader thread appends while the task thread reads)."""
+        return list(self._queue)
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_consumer = wake
@@ -96,6 +110,8 @@ class RemoteInputChannel:
         if isinstance(item, EndOfInput):
             self.ended = True
         self._queue.append(item)
+        if type(item) is CheckpointBarrier:
+            self._on_barrier()
         self._wake_consumer()
 
     def break_with(self, error: BaseException) -> None:

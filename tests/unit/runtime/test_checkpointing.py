@@ -32,7 +32,7 @@ class Responder:
         self.acks: dict[int, dict] = {}
         self.declines: list[tuple[int, CheckpointFailureReason, str]] = []
 
-    def acknowledge(self, checkpoint_id: int, states: dict) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
         self.acks[checkpoint_id] = states
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
