@@ -175,7 +175,7 @@ class JobMaster:
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
         if self.checkpointing is not None:
             self._main.execute(lambda: self.checkpointing.coordinator.receive_acknowledge(
-                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.states))
+                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.states, message.metrics))
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
         if self.checkpointing is not None:

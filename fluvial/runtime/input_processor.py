@@ -336,7 +336,8 @@ class NetworkInput:
                 elapsed = perf_counter_ns() - started
                 if elapsed > SLICE_TARGET_NS or self._slice != NO_SLICING:
                     self._adapt_slice(len(item.values), elapsed)
-                    break  # a slow chain: back to the mailbox after each buffer
+                    if self._slice != NO_SLICING:
+                        break  # a slow chain: back to the mailbox after each slice
                 if self._writable is not None and not self._writable():
                     break
             elif isinstance(item, EndOfInput):
