@@ -217,7 +217,7 @@ SLICE_TARGET_NS = 20_000_000
 smaller slices — about this long each — so the task returns to its mailbox (barriers, timers, cancel) and to
 the other tasks of its thread between them. Fast chains never notice: their buffers take microseconds."""
 NO_SLICING = 1 << 62
-FIRST_SLICE = 8
+FIRST_SLICE = 1
 
 
 class NetworkInput:

@@ -116,6 +116,7 @@ class Task:
         self._abandoned = False
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
         self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
+        self._input_channels: list[Any] = []
 
     @property
     def name(self) -> str:
@@ -204,6 +205,7 @@ class Task:
                 self._schedule_look_ahead, self._executor.clock))
             self.checkpointer.channel_keys = [channel_state_key(input_spec.channel_id) for input_spec in spec.inputs]
         self.metrics.input_channels = channels
+        self._input_channels = channels
         return network_input
 
     def _schedule_look_ahead(self, due: int) -> None:
@@ -437,6 +439,18 @@ class Task:
     def executor(self) -> Any:
         """The TaskExecutor whose thread owns this task."""
         return self._executor
+
+    def move_to(self, executor: Any) -> None:
+        """Called by the executor that owns the task, between its steps: from now on `executor`'s thread owns it
+        (a task that blocked gets a thread of its own). Every wake-up the task gets is rebound to it."""
+        self._executor = executor
+        wake = executor.wake
+        self.mailbox.set_waker(wake)
+        for writer in self.writers:
+            for channel in writer.channels:
+                channel.set_producer_waker(wake)
+        for channel in self._input_channels:
+            channel.set_consumer_waker(wake)
 
     def _cancel_now(self) -> None:
         if not self.state.is_terminal:
