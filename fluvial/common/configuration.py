@@ -188,6 +188,12 @@ OPTIONS: dict[str, ConfigOption] = {
                      "time between interrupts of a task that does not cancel"),
         ConfigOption("task.cancellation.timeout", _parse_duration_ms, 180_000,
                      "time after which a task that does not cancel is given up (0: never)"),
+        ConfigOption("taskmanager.network.memory.buffer-debloat.enabled", _parse_bool, False,
+                     "adapt the records per network buffer so queued input takes about the target time (FLIP-183)"),
+        ConfigOption("taskmanager.network.memory.buffer-debloat.target", _parse_positive_duration_ms, 1000,
+                     "how long the data queued on a task's input channels should take it to process"),
+        ConfigOption("taskmanager.network.memory.buffer-debloat.period", _parse_positive_duration_ms, 200,
+                     "how often the debloated buffer size is recomputed"),
         ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process", "auto"), "auto",
                      "TaskManagers as threads of this process, as processes, or auto: processes when the job's "

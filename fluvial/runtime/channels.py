@@ -16,6 +16,7 @@ from typing import Any, Callable, Protocol
 from fluvial.runtime.records import CheckpointBarrier
 
 DEFAULT_CAPACITY = 8
+UNLIMITED_BUFFER = 1 << 62  # a producer's buffers are as large as its steps make them (no debloating)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ ALL_ATTEMPTS = 1 << 62  # release_attempts_before(job, ALL_ATTEMPTS): the job ha
 
 
 class Channel(Protocol):
+    buffer_size: int  # records per buffer its consumer takes (buffer debloating; UNLIMITED_BUFFER when off)
+
     def push(self, item: Any) -> None: ...
 
     def push_event(self, event: Any) -> None: ...
@@ -78,7 +81,7 @@ class LocalChannel:
     """A bounded single-producer single-consumer queue within one process. deque append/popleft are atomic
     under the GIL, so producer and consumer may live on different threads without a lock."""
 
-    __slots__ = ("_queue", "capacity", "_wake_consumer", "_wake_producer", "_on_barrier")
+    __slots__ = ("_queue", "capacity", "_wake_consumer", "_wake_producer", "_on_barrier", "buffer_size")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
@@ -88,6 +91,11 @@ class LocalChannel:
         self._wake_consumer: Callable[[], None] = _noop
         self._wake_producer: Callable[[], None] = _noop
         self._on_barrier: Callable[[], None] = _noop
+        self.buffer_size = UNLIMITED_BUFFER  # records per buffer the producer may push (buffer debloating)
+
+    def set_buffer_size(self, records: int) -> None:
+        """The consumer's debloater: the producer cuts what it pushes to buffers of at most `records`."""
+        self.buffer_size = records
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_consumer = wake

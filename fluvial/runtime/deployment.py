@@ -69,6 +69,22 @@ class TaskCancellationSettings:
                                         configuration.get("task.cancellation.timeout"))
 
 
+@dataclass(frozen=True)
+class BufferDebloatSettings:
+    """Flink's `taskmanager.network.memory.buffer-debloat.enabled` with `.target` (how long the data queued on a
+    task's input channels should take it to process) and `.period` (how often the buffer size is recomputed)."""
+
+    target_ms: int = 1000
+    period_ms: int = 200
+
+    @staticmethod
+    def of(configuration: Any) -> "BufferDebloatSettings | None":
+        if configuration is None or not configuration.get("taskmanager.network.memory.buffer-debloat.enabled"):
+            return None
+        return BufferDebloatSettings(configuration.get("taskmanager.network.memory.buffer-debloat.target"),
+                                     configuration.get("taskmanager.network.memory.buffer-debloat.period"))
+
+
 @dataclass
 class TaskSpec:
     """Everything a TaskManager needs to run one subtask attempt; built by the JobMaster."""
@@ -91,6 +107,7 @@ class TaskSpec:
     job_name: str = ""
     metrics_interval_ms: int = 1000  # how often a running task reports its metrics
     cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
+    buffer_debloat: BufferDebloatSettings | None = None  # None: buffers keep their size
 
     @property
     def execution_key(self) -> tuple[int, int]:

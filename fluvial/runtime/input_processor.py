@@ -52,6 +52,7 @@ class SourceInput:
         self._metric_group = metric_group  # the source operator's, for its watermark generators
         self._drained = False
         self.reader: Any = None
+        self.batch_size = SOURCE_BATCH_SIZE  # records per poll: smaller when its consumers debloat their buffers
 
     def open(self, restored_splits: list | None = None) -> None:
         """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
@@ -105,7 +106,7 @@ class SourceInput:
     def step(self) -> StepResult:
         if self._drained:
             return StepResult.IDLE
-        values = self.reader.poll(SOURCE_BATCH_SIZE)
+        values = self.reader.poll(self.batch_size)
         if values is None:
             self._emit_final_watermark()
             return StepResult.END_OF_INPUT

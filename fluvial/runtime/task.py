@@ -142,6 +142,8 @@ class Task:
             return
         if self._services.metrics_reporter is not None:
             self._schedule_metrics_report()
+        if self.spec.buffer_debloat is not None:
+            self._start_debloating(self.spec.buffer_debloat)
 
     def _build(self) -> None:
         spec, services = self.spec, self._services
@@ -362,6 +364,35 @@ class Task:
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             label_failure(exc, label)
             self._fail(exc)
+
+    # -- buffer debloating (runtime.debloat) --------------------------------------------------------------------
+
+    def _start_debloating(self, settings: Any) -> None:
+        if isinstance(self.input, NetworkInput) and self._input_channels:
+            from fluvial.runtime.debloat import BufferDebloater
+
+            self.metrics.debloater = BufferDebloater(settings, self._input_channels, self._executor.clock())
+        if isinstance(self.input, SourceInput):
+            from fluvial.runtime.debloat import INITIAL_BUFFER_SIZE
+
+            self.input.batch_size = INITIAL_BUFFER_SIZE  # its consumers start with buffers of that size
+        self._schedule_debloat(settings.period_ms)
+
+    def _schedule_debloat(self, period_ms: int) -> None:
+        self._executor.schedule(self._executor.clock() + period_ms, self,
+                                lambda now: self._debloat(now, period_ms), "buffer debloating")
+
+    def _debloat(self, now: int, period_ms: int) -> None:
+        """Each period: the input side sizes its channels' buffers to its throughput; a source reads no more per
+        poll than its consumers' buffers take."""
+        debloater = self.metrics.debloater
+        if debloater is not None:
+            debloater.update(now, self.metrics.records_in.count)
+        if isinstance(self.input, SourceInput) and self.writers:
+            from fluvial.runtime.input_processor import SOURCE_BATCH_SIZE
+
+            self.input.batch_size = max(1, min(SOURCE_BATCH_SIZE, *(writer.buffer_size() for writer in self.writers)))
+        self._schedule_debloat(period_ms)
 
     # -- metrics ------------------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import pickle
 from collections import deque
 from typing import Any, Callable
 
+from fluvial.runtime.channels import UNLIMITED_BUFFER
 from fluvial.runtime.network.framing import FrameKind
 from fluvial.runtime.records import ChannelBroken, CheckpointBarrier, EndOfInput
 
@@ -30,7 +31,7 @@ def _noop() -> None:
 class RemoteOutputChannel:
     """The producing end: pushes over `connection`; `writable()` while it holds credit."""
 
-    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer")
+    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer", "buffer_size")
 
     def __init__(self, channel_id: Any, connection: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -39,6 +40,7 @@ class RemoteOutputChannel:
         self._sent = 0  # items pushed (task thread)
         self._granted = 0  # credits granted back (reader thread)
         self._wake_producer: Callable[[], None] = _noop
+        self.buffer_size = UNLIMITED_BUFFER  # set by the consumer's debloater, through credit frames
 
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_producer = wake
@@ -61,8 +63,11 @@ class RemoteOutputChannel:
     def writable(self) -> bool:
         return self._sent - self._granted < self.capacity
 
-    def grant(self, count: int) -> None:
-        """`count` credits came back (on the connection's reader thread)."""
+    def grant(self, count: int, buffer_size: int | None = None) -> None:
+        """`count` credits came back (on the connection's reader thread), maybe with the consumer's debloated
+        buffer size."""
+        if buffer_size is not None:
+            self.buffer_size = buffer_size
         self._granted += count
         self._wake_producer()
 
@@ -74,7 +79,7 @@ class RemoteInputChannel:
     """The consuming end: items arrive from the connection's reader thread; the task polls them."""
 
     __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
-                 "_wake_consumer", "ended", "_on_barrier")
+                 "_wake_consumer", "ended", "_on_barrier", "_buffer_size")
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -85,7 +90,13 @@ class RemoteInputChannel:
         self._grant_batch = max(1, capacity // 2)
         self._wake_consumer: Callable[[], None] = _noop
         self._on_barrier: Callable[[], None] = _noop
+        self._buffer_size: int | None = None  # a debloated size not yet sent to the producer
         self.ended = False
+
+    def set_buffer_size(self, records: int) -> None:
+        """The debloater's size for this channel's buffers: sent to the producer at once, in a credit frame."""
+        self._buffer_size = records
+        self._grant()
 
     def set_barrier_listener(self, listener: Callable[[], None]) -> None:
         self._on_barrier = listener
@@ -135,8 +146,10 @@ class RemoteInputChannel:
         count, self._ungranted = self._ungranted, 0
         connection = self._connection
         if connection is not None and not connection.closed:
+            size, self._buffer_size = self._buffer_size, None
+            grant = (self.channel_id, count) if size is None else (self.channel_id, count, size)
             try:
-                connection.send(FrameKind.CREDIT, pickle.dumps((self.channel_id, count), protocol=5))
+                connection.send(FrameKind.CREDIT, pickle.dumps(grant, protocol=5))
             except OSError:
                 pass  # the producer is gone; the reader thread reports the broken connection
 
