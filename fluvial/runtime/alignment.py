@@ -188,6 +188,29 @@ class BarrierHandler:
         elif current is not None:
             self._check_complete()
 
+    def on_triggered(self, barrier: CheckpointBarrier) -> None:
+        """The JobMaster triggered this task itself: every producer of its input has finished (FLIP-147), so no
+        barrier comes. With unaligned checkpoints a producer may have finished while its last records were still
+        queued here (its final checkpoint persisted them as this task's in-flight data): whatever is queued now
+        is in flight again, or a restore from this checkpoint would lose it. A savepoint cannot hold in-flight
+        data: with records still queued it is declined (the next attempt finds them processed)."""
+        self._latest_seen = max(self._latest_seen, barrier.checkpoint_id)
+        inputs = self._inputs
+        if self._unaligned is None or inputs is None:
+            self._checkpoints.checkpoint_state(barrier)
+            return
+        channels = {channel: [item for item in inputs.pending(channel) if type(item) in IN_FLIGHT_TYPES]
+                    for channel in range(self.num_channels) if channel not in self._ended}
+        if not any(channels.values()):
+            self._checkpoints.checkpoint_state(barrier)
+        elif barrier.savepoint_dir is not None:
+            self._checkpoints.abort_checkpoint(barrier.checkpoint_id, CheckpointFailureReason.DECLINED_TASK_NOT_READY,
+                                               "records of finished producers are still queued here, and a "
+                                               "savepoint holds no in-flight data")
+        else:
+            self._checkpoints.checkpoint_state(barrier, BarrierStats(0, unaligned=True))
+            self._checkpoints.channel_state_complete(barrier.checkpoint_id, channels)
+
     # -- barriers queued behind other items (unaligned) ---------------------------------------------------------
 
     def look_ahead(self) -> None:

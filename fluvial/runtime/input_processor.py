@@ -288,6 +288,10 @@ class NetworkInput:
             self._barriers.look_ahead()
             self._refresh_pollable()
 
+    def checkpoint_triggered(self, barrier: CheckpointBarrier) -> None:
+        """The JobMaster triggered the task itself (its producers have all finished)."""
+        self._barriers.on_triggered(barrier)
+
     def pending(self, channel: int) -> list:
         return self._channels[channel].pending()
 

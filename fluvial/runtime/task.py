@@ -284,7 +284,11 @@ class Task:
         try:
             if drain and isinstance(self.input, SourceInput):
                 self.input.advance_to_end_of_event_time()  # its watermark goes ahead of the barrier
-            self.checkpointer.checkpoint_state(CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir))
+            barrier = CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir)
+            if self._unaligned_input is not None:  # its producers have all finished: see on_triggered
+                self._unaligned_input.checkpoint_triggered(barrier)
+            else:
+                self.checkpointer.checkpoint_state(barrier)
         except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
             self._fail(exc)
 

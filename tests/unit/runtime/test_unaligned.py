@@ -218,3 +218,18 @@ def test_savepoints_stay_aligned(timeout_ms):
     gate.barrier(1, 1, savepoint="file:///sp")
     gate.drain()
     assert not gate.checkpoints.taken[0][1].unaligned and gate.checkpoints.channel_state == {}
+
+
+def test_a_task_triggered_after_its_producers_finished_keeps_what_is_still_queued_as_in_flight():
+    """FLIP-147 with unaligned checkpoints: a producer's final checkpoint may complete while its last records
+    are still queued here; the next checkpoint, triggered at this task itself, must hold them again."""
+    gate = Gate(2)
+    gate.push(0, "queued-0")
+    gate.push(1, "queued-1")
+    gate.input.checkpoint_triggered(CheckpointBarrier(4, 1_000))
+    assert gate.checkpoints.channel_state == {4: {0: [["queued-0"]], 1: [["queued-1"]]}}
+    gate.input.checkpoint_triggered(CheckpointBarrier(5, 1_000, "file:///sp"))
+    assert gate.checkpoints.aborted == [5]  # a savepoint holds no in-flight data
+    gate.drain()
+    gate.input.checkpoint_triggered(CheckpointBarrier(6, 1_000))
+    assert [checkpoint for checkpoint, _ in gate.checkpoints.taken] == [4, 6] and 6 not in gate.checkpoints.channel_state
