@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from fluvial.common import Configuration, Types
-from fluvial.common.watermark_strategy import WatermarkStrategy
-from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.runtime.debloat import MAX_BUFFER_SIZE
-from tests.integration.test_unaligned_checkpoints import Discard, Paced, completed_checkpoints
+from tests.integration.test_unaligned_checkpoints import completed_checkpoints, start_paced_job
 
 CHECKPOINTS = 4
 
@@ -23,16 +19,9 @@ CHECKPOINTS = 4
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_debloated_buffers_keep_aligned_checkpoints_of_a_back_pressured_job_under_two_seconds(mode):
-    configuration = Configuration().set_string("local.taskmanager.mode", mode)
-    configuration.set_string("taskmanager.network.memory.buffer-debloat.enabled", "true")
-    configuration.set_string("taskmanager.network.memory.buffer-debloat.target", "500 ms")
-    configuration.set_string("metrics.fetcher.update-interval", "200 ms")
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
-    env.set_parallelism(1)
-    env.enable_checkpointing(500)
-    (env.from_source(NumberSequenceSource(0, 10**9), WatermarkStrategy.no_watermarks(), "numbers")
-        .rebalance().map(Paced(), output_type=Types.LONG()).add_sink(Discard()))
-    client = env.execute_async("paced, debloated")
+    client = start_paced_job(mode, **{"taskmanager.network.memory.buffer-debloat.enabled": "true",
+                                      "taskmanager.network.memory.buffer-debloat.target": "500 ms",
+                                      "metrics.fetcher.update-interval": "200 ms"})
     try:
         done = completed_checkpoints(client, CHECKPOINTS)
         sizes = [snapshot.task.get("debloatedBufferSize") for snapshot in client._job_master.metrics.tasks()]

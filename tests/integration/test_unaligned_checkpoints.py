@@ -44,17 +44,23 @@ def completed_checkpoints(client, count: int, timeout_s: float = 60.0) -> list[d
     raise AssertionError(f"fewer than {count} checkpoints completed within {timeout_s} s: {history}")
 
 
-@pytest.mark.timeout(90)
-@pytest.mark.parametrize("mode", ["thread", "process"])
-def test_unaligned_checkpoints_of_a_back_pressured_job_complete_in_under_a_second(mode):
+def start_paced_job(mode: str, **config: str):
+    """The paced job, checkpointing every 500 ms, in `mode` with `config`; its JobClient."""
     configuration = Configuration().set_string("local.taskmanager.mode", mode)
-    configuration.set_string("execution.checkpointing.unaligned.enabled", "true")
+    for key, value in config.items():
+        configuration.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(500)
     (env.from_source(NumberSequenceSource(0, 10**9), WatermarkStrategy.no_watermarks(), "numbers")
         .rebalance().map(Paced(), output_type=Types.LONG()).add_sink(Discard()))
-    client = env.execute_async("paced")
+    return env.execute_async("paced")
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_unaligned_checkpoints_of_a_back_pressured_job_complete_in_under_a_second(mode):
+    client = start_paced_job(mode, **{"execution.checkpointing.unaligned.enabled": "true"})
     try:
         done = completed_checkpoints(client, CHECKPOINTS)
     finally:
