@@ -351,10 +351,11 @@ class FaultTrial:
 
         def started() -> bool:
             pids[:] = task_managers.pids()
-            return bool(pids)
+            return bool(pids) or self._finished()
 
         self._wait(started, "the job's TaskManager processes")
-        os.kill(self.random.choice(pids), signal.SIGKILL)
+        if pids:  # none: the job finished meanwhile, and there is nothing left to kill
+            os.kill(self.random.choice(pids), signal.SIGKILL)
 
 
 def run_trial(workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),
