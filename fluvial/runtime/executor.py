@@ -8,7 +8,8 @@ Each step and callback is timed for the task's busy / back-pressured / idle time
 
 A task that blocks gets a thread of its own. Steps are bounded (a few buffers; a slow chain takes its input in
 slices of about 20 ms, `input_processor`), so a step that took longer than BLOCKING_STEP_NS was held up in user
-code — a sleep, a socket read, a slow database call. That task then leaves this thread for a TaskExecutor of
+code — a sleep, a socket read, a slow database call — or, once, by a machine too busy to run this thread. Two
+such steps in a row, or one longer than BLOCKED_STEP_NS, and the task leaves this thread for a TaskExecutor of
 its own (its wake-ups, mails and timers move with it), as every Flink task has, and blocks only itself from
 then on; CPU-bound chains never take such steps, so they keep sharing one thread at cooperative speed.
 """
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 IDLE_WAIT_SECONDS = 0.005
 EMPTY_WAIT_SECONDS = 0.1
 BLOCKING_STEP_NS = 200_000_000
+BLOCKED_STEP_NS = 800_000_000
 
 
 class TaskExecutor:
@@ -44,6 +46,7 @@ class TaskExecutor:
         self._tasks: list[Any] = []
         self._incoming: list[Any] = []
         self._moved_in: list[Any] = []
+        self._slow: dict[Any, int] = {}  # tasks whose last step(s) blocked: how many in a row
         self._timers: list[tuple[int, int, Any, Callable[[int], None], str]] = []
         self._timer_seq = itertools.count()
         self._lock = threading.Lock()
@@ -77,6 +80,16 @@ class TaskExecutor:
             solo.shutdown(timeout)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+
+    def _blocked_step(self, task: Any, elapsed_ns: int) -> bool:
+        """Whether `task`, whose step just took `elapsed_ns`, should get a thread of its own."""
+        if self._solo or len(self._tasks) < 2:
+            return False
+        strikes = self._slow[task] = self._slow.get(task, 0) + 1
+        if strikes >= 2 or elapsed_ns > BLOCKED_STEP_NS:
+            del self._slow[task]
+            return True
+        return False
 
     def _detach(self, task: Any) -> None:
         """Move `task`, whose step blocked, to a thread of its own, with its pending timers. On this thread,
@@ -137,6 +150,7 @@ class TaskExecutor:
             progressed = False
             finished = None
             blocking = None
+            slow = self._slow
             for task in self._tasks:
                 start = clock()
                 result = task.step()
@@ -144,15 +158,19 @@ class TaskExecutor:
                 task.metrics.time.after_step(result, start, end)
                 if result is StepResult.PROGRESS:
                     progressed = True
-                    if end - start > BLOCKING_STEP_NS and not self._solo and len(self._tasks) > 1:
-                        blocking = blocking or []
-                        blocking.append(task)
+                    if end - start > BLOCKING_STEP_NS:
+                        if self._blocked_step(task, end - start):
+                            blocking = blocking or []
+                            blocking.append(task)
+                    elif slow and task in slow:
+                        del slow[task]
                 elif result is StepResult.END_OF_INPUT and task.state.is_terminal:
                     finished = finished or []
                     finished.append(task)
             if finished:
                 for task in finished:
                     self._tasks.remove(task)
+                    self._slow.pop(task, None)
                 progressed = True
                 if self._solo and not self._tasks and not self._moved_in:
                     return  # its one task ended: so does its thread
