@@ -338,16 +338,16 @@ class NetworkInput:
                 break
             progressed = True
             if type(item) is RecordBatch:
-                if len(item.values) > self._slice:
+                sliced = len(item.values) > self._slice
+                if sliced:
                     item = self._take_slice(index, item)
                 self._records_in.count += len(item.values)
                 started = perf_counter_ns()
                 self._dispatch[index](item)
                 elapsed = perf_counter_ns() - started
-                if elapsed > SLICE_TARGET_NS or self._slice != NO_SLICING:
+                if sliced or elapsed > SLICE_TARGET_NS:
                     self._adapt_slice(len(item.values), elapsed)
-                    if self._slice != NO_SLICING:
-                        break  # a slow chain: back to the mailbox after each slice
+                    break  # a slow chain: back to the mailbox after each slice
                 if self._writable is not None and not self._writable():
                     break
             elif isinstance(item, EndOfInput):

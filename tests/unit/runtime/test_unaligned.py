@@ -233,3 +233,13 @@ def test_a_task_triggered_after_its_producers_finished_keeps_what_is_still_queue
     gate.drain()
     gate.input.checkpoint_triggered(CheckpointBarrier(6, 1_000))
     assert [checkpoint for checkpoint, _ in gate.checkpoints.taken] == [4, 6] and 6 not in gate.checkpoints.channel_state
+
+
+def test_buffers_smaller_than_the_slice_go_whole_and_several_per_step():
+    """Slicing only ever cuts a buffer larger than the slice; small fast buffers keep the usual step."""
+    gate = Gate(1)
+    gate.input._slice = 100  # as after a slow buffer
+    for n in range(6):
+        gate.push(0, n)
+    gate.input.step()
+    assert gate.seen == [0, 1, 2, 3]
