@@ -1,0 +1,267 @@
+"""Logical plan nodes (Calcite's RelNodes, the few that fluvial's planner needs): frozen data.
+
+Every node knows its output schema and its changelog mode: whether it emits only inserts (a scan, a window
+aggregation) or updates too (a GROUP BY aggregation emits -U/+U pairs and -D). A sink that takes only inserts
+(filesystem) refuses an updating input when the plan is built, as Flink's planner does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from fluvial.table.planner.rex import AggCall, Rex
+from fluvial.table.types import DataType
+
+__all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
+           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: DataType
+
+
+class ChangelogMode(Enum):
+    INSERT_ONLY = "[I]"
+    RETRACT = "[I,UB,UA,D]"
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkSpec:
+    """`WATERMARK FOR rowtime AS expr`: `rowtime` is a column index; `expression` a rex over the row."""
+
+    rowtime: int
+    expression: Rex
+    text: str
+
+
+@dataclass(frozen=True)
+class RelNode:
+    schema: tuple[Column, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.schema]
+
+    @property
+    def types(self) -> list[DataType]:
+        return [c.type for c in self.schema]
+
+    @property
+    def inputs(self) -> tuple["RelNode", ...]:
+        return ()
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        if any(i.changelog_mode is ChangelogMode.RETRACT for i in self.inputs):
+            return ChangelogMode.RETRACT
+        return ChangelogMode.INSERT_ONLY
+
+    def rowtime_index(self) -> int | None:
+        for i, c in enumerate(self.schema):
+            if c.type.time_attribute == "ROWTIME":
+                return i
+        return None
+
+    def explain_terms(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Scan(RelNode):
+    """A table's source: a connector's (`source` is a `fluvial.table.connectors` TableSource), a DataStream's,
+    or a list of elements. The watermark, if declared, is generated right after the source."""
+
+    table_name: str = ""
+    source: Any = None
+    watermark: WatermarkSpec | None = None
+    computed: tuple[Rex | None, ...] = ()
+
+    def explain_terms(self) -> str:
+        return f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], " \
+               f"fields=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class Values(RelNode):
+    rows: tuple[tuple[Any, ...], ...] = ()
+
+    def explain_terms(self) -> str:
+        return f"Values(tuples=[{len(self.rows)} rows], values=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class Calc(RelNode):
+    input: RelNode = None  # type: ignore[assignment]
+    projections: tuple[Rex, ...] | None = None
+    condition: Rex | None = None
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    def explain_terms(self) -> str:
+        parts = []
+        if self.projections is not None:
+            items = []
+            for rex, column in zip(self.projections, self.schema):
+                text = rex.describe()
+                items.append(text if text == column.name else f"{text} AS {column.name}")
+            parts.append(f"select=[{', '.join(items)}]")
+        if self.condition is not None:
+            parts.append(f"where=[{self.condition.describe()}]")
+        return f"Calc({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class Aggregate(RelNode):
+    """GROUP BY aggregation (Flink's GroupAggregate): output is the group keys then the aggregates; with no
+    aggregates it is DISTINCT. Emits a changelog."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    group: tuple[int, ...] = ()
+    aggs: tuple[AggCall, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        group = ", ".join(names[g] for g in self.group)
+        select = [names[g] for g in self.group] + [
+            f"{a.describe(names)} AS {a.name}" for a in self.aggs]
+        return f"GroupAggregate(groupBy=[{group}], select=[{', '.join(select)}])" if self.group else \
+            f"GroupAggregate(select=[{', '.join(select)}])"
+
+
+class WindowKind(Enum):
+    TUMBLE = "TUMBLE"
+    HOP = "HOP"
+    CUMULATE = "CUMULATE"
+    SESSION = "SESSION"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSpec:
+    """An event-time window over input column `time_index` (sizes in milliseconds)."""
+
+    kind: WindowKind
+    time_index: int
+    size: int
+    slide: int = 0
+    offset: int = 0
+
+    def describe(self, names: list[str]) -> str:
+        time = names[self.time_index]
+        if self.kind is WindowKind.TUMBLE:
+            return f"TUMBLE(time_col=[{time}], size=[{_interval(self.size)}])"
+        if self.kind is WindowKind.HOP:
+            return f"HOP(time_col=[{time}], size=[{_interval(self.size)}], slide=[{_interval(self.slide)}])"
+        if self.kind is WindowKind.CUMULATE:
+            return f"CUMULATE(time_col=[{time}], max_size=[{_interval(self.size)}], step=[{_interval(self.slide)}])"
+        return f"SESSION(time_col=[{time}], gap=[{_interval(self.size)}])"
+
+
+def _interval(millis: int) -> str:
+    for unit, size in (("day", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if millis % size == 0:
+            return f"{millis // size} {unit}"
+    return f"{millis} ms"
+
+
+@dataclass(frozen=True)
+class WindowAggregate(RelNode):
+    """Window aggregation on event time (Flink's WindowAggregate): output is the group keys, the aggregates,
+    then window_start, window_end and window_time (the rowtime of the result). Emits inserts only, when the
+    watermark passes a window's end."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    window: WindowSpec = None  # type: ignore[assignment]
+    group: tuple[int, ...] = ()
+    aggs: tuple[AggCall, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.INSERT_ONLY
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        select = [names[g] for g in self.group] + [f"{a.describe(names)} AS {a.name}" for a in self.aggs] + [
+            "start('w$) AS window_start", "end('w$) AS window_end", "rowtime('w$) AS window_time"]
+        group = f"groupBy=[{', '.join(names[g] for g in self.group)}], " if self.group else ""
+        return f"GroupWindowAggregate({group}window=[{self.window.describe(names)}], select=[{', '.join(select)}])"
+
+
+@dataclass(frozen=True)
+class Union(RelNode):
+    children: tuple[RelNode, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return self.children
+
+    def explain_terms(self) -> str:
+        return f"Union(all=[true], union=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class Limit(RelNode):
+    """ORDER BY-less FETCH/LIMIT (and OFFSET): the first rows to arrive, on one subtask."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    offset: int = 0
+    fetch: int | None = None
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    def explain_terms(self) -> str:
+        return f"Limit(offset=[{self.offset}], fetch=[{self.fetch}])"
+
+
+@dataclass(frozen=True)
+class Deduplicate(RelNode):
+    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime/proctime) = 1`: keep the first row per key."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    keys: tuple[int, ...] = ()
+    keep_last: bool = False
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT if self.keep_last else super().changelog_mode
+
+    def explain_terms(self) -> str:
+        keys = ", ".join(self.input.names[k] for k in self.keys)
+        return f"Deduplicate(keep=[{'LastRow' if self.keep_last else 'FirstRow'}], key=[{keys}])"
+
+
+def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:
+    """Flink's tree rendering: `Calc(...)` then `+- Child(...)`, `:- First(...)` for all but the last input."""
+    prefix = "" if top else indent + ("+- " if last else ":- ")
+    lines = [prefix + node.explain_terms()]
+    child_indent = "" if top else indent + ("   " if last else ":  ")
+    children = node.inputs
+    for i, child in enumerate(children):
+        lines.extend(explain_tree(child, child_indent, i == len(children) - 1, False))
+    return lines
+
+
+_ = field  # dataclasses.field is kept for subclasses that add defaults

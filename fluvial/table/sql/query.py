@@ -1,0 +1,230 @@
+"""Plans a SQL query (sqlglot's Select/Union tree) into a logical plan.
+
+Handled: SELECT [DISTINCT] list FROM table | (subquery) | TABLE(TUMBLE/HOP/CUMULATE(TABLE t,
+DESCRIPTOR(ts), ...)) [WHERE] [GROUP BY] [HAVING] [LIMIT/OFFSET], UNION [ALL], VALUES. A GROUP BY over a window
+TVF that groups by window_start and window_end becomes an event-time window aggregation; any other GROUP BY a
+changelog-emitting group aggregation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from fluvial.table.errors import ValidationException
+from fluvial.table.expression import Expression
+from fluvial.table.planner.logical import Calc, Column, Limit, RelNode, Values, WindowKind, WindowSpec
+from fluvial.table.planner.resolve import Resolver, contains_aggregate, plan_aggregate, project, resolve_condition
+from fluvial.table.planner.rex import InputRef
+from fluvial.table.sql.convert import Converter
+from fluvial.table.table import _union
+from fluvial.table.types import common_type
+
+if TYPE_CHECKING:
+    from fluvial.table.table_environment import TableEnvironment
+
+__all__ = ["QueryPlanner"]
+
+_WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+
+@dataclass
+class _WindowedInput:
+    """FROM TABLE(TUMBLE(...)): the input and the window; the TVF's own columns come from the aggregation."""
+
+    input: RelNode
+    spec: WindowSpec
+
+
+class QueryPlanner:
+    def __init__(self, t_env: "TableEnvironment", text: str) -> None:
+        self.t_env = t_env
+        self.convert = Converter(text)
+
+    def plan(self, node: exp.Expression) -> RelNode:
+        if isinstance(node, exp.Subquery):
+            return self.plan(node.this)
+        if isinstance(node, exp.Union):
+            left, right = self.plan(node.this), self.plan(node.expression)
+            union = _union(left, right)
+            if node.args.get("distinct"):
+                from fluvial.table.planner.logical import Aggregate
+
+                return Aggregate(union.schema, union, tuple(range(len(union.schema))), ())
+            return union
+        if isinstance(node, exp.Values):
+            return self.values(node)
+        if isinstance(node, exp.Select):
+            return self.select(node)
+        if isinstance(node, (exp.Intersect, exp.Except)):
+            raise self.convert.error(node, f"{type(node).__name__.upper()} is not supported yet")
+        raise self.convert.error(node, f"not a query: {node.sql()[:60]}")
+
+    # -- FROM ---------------------------------------------------------------------------------------------------
+
+    def source(self, node: exp.Expression | None) -> RelNode | _WindowedInput:
+        if node is None:
+            return Values((), ((),))
+        if isinstance(node, exp.Subquery):
+            return self.plan(node.this)
+        if isinstance(node, exp.Table):
+            inner = node.this
+            if isinstance(inner, exp.Anonymous) and str(inner.this).upper() == "TABLE":
+                return self.window_tvf(inner.expressions[0])
+            if isinstance(inner, exp.Anonymous):
+                return self.window_tvf(inner)
+            name = node.name
+            return self.t_env._catalog.scan(name, self.convert.position(node))
+        if isinstance(node, exp.Values):
+            return self.values(node)
+        raise self.convert.error(node, f"unsupported FROM item {node.sql()[:60]}")
+
+    def window_tvf(self, call: exp.Expression) -> _WindowedInput:
+        if not isinstance(call, exp.Anonymous):
+            raise self.convert.error(call, "TABLE(...) takes a window function: TUMBLE, HOP or CUMULATE")
+        name = str(call.this).upper()
+        args = list(call.expressions)
+        if name not in ("TUMBLE", "HOP", "CUMULATE", "SESSION"):
+            raise self.convert.error(call, f"unknown table function {name}; Flink's window functions are TUMBLE, "
+                                           "HOP, CUMULATE and SESSION")
+        if len(args) < 3 or not isinstance(args[1], exp.Anonymous) or str(args[1].this).upper() != "DESCRIPTOR":
+            raise self.convert.error(call, f"{name}(TABLE t, DESCRIPTOR(time_col), INTERVAL ...) expected")
+        table_arg = args[0]
+        input_node = self.source(exp.Table(this=table_arg.this) if isinstance(table_arg, exp.Column) else table_arg)
+        if isinstance(input_node, _WindowedInput):
+            raise self.convert.error(call, "a window function's input cannot be another window function")
+        time_column = args[1].expressions[0]
+        time_name = time_column.name
+        if time_name not in input_node.names:
+            raise self.convert.error(time_column, f"Column '{time_name}' not found in table; its columns are "
+                                                  f"[{', '.join(input_node.names)}]")
+        index = input_node.names.index(time_name)
+        time_type = input_node.schema[index].type
+        if time_type.time_attribute != "ROWTIME":
+            raise self.convert.error(
+                time_column, f"The window function {name}(TABLE table_name, DESCRIPTOR(timecol), datetime "
+                             f"interval) requires the timecol to be a time attribute type, but is {time_type}: declare "
+                             f"a watermark on it (WATERMARK FOR {time_name} AS ...)")
+        intervals = [self._interval_millis(a) for a in args[2:]]
+        if name == "TUMBLE":
+            spec = WindowSpec(WindowKind.TUMBLE, index, intervals[0], 0, intervals[1] if len(intervals) > 1 else 0)
+        elif name == "HOP":
+            if len(intervals) < 2:
+                raise self.convert.error(call, "HOP takes a slide and a size")
+            slide, size = intervals[0], intervals[1]
+            if size % slide != 0:
+                raise self.convert.error(call, f"HOP table function based aggregate requires size must be an "
+                                               f"integral multiple of slide, but got size {size} ms and slide "
+                                               f"{slide} ms")
+            spec = WindowSpec(WindowKind.HOP, index, size, slide, intervals[2] if len(intervals) > 2 else 0)
+        elif name == "CUMULATE":
+            if len(intervals) < 2:
+                raise self.convert.error(call, "CUMULATE takes a step and a max size")
+            step, size = intervals[0], intervals[1]
+            if size % step != 0:
+                raise self.convert.error(call, f"CUMULATE table function based aggregate requires maxSize must be "
+                                               f"an integral multiple of step, but got maxSize {size} ms and step "
+                                               f"{step} ms")
+            spec = WindowSpec(WindowKind.CUMULATE, index, size, step)
+        else:
+            spec = WindowSpec(WindowKind.SESSION, index, intervals[0])
+        return _WindowedInput(input_node, spec)
+
+    def _interval_millis(self, node: exp.Expression) -> int:
+        e = self.convert.expr(node)
+        if e.kind != "literal" or e.data_type is None or e.data_type.name != "INTERVAL_DAY_TIME":
+            raise self.convert.error(node, "a window size is a day-time interval literal such as INTERVAL '5' SECOND")
+        return int(e.value)
+
+    # -- SELECT -------------------------------------------------------------------------------------------------
+
+    def select(self, node: exp.Select) -> RelNode:
+        if node.args.get("joins"):
+            raise self.convert.error(node.args["joins"][0], "JOIN is not supported yet in fluvial's SQL")
+        from_ = node.args.get("from_") or node.args.get("from")
+        source = self.source(from_.this if from_ is not None else None)
+        items = [self.convert.expr(e) for e in node.expressions]
+        where = node.args.get("where")
+        group = node.args.get("group")
+        having = node.args.get("having")
+        windowed = isinstance(source, _WindowedInput)
+        input_node = source.input if isinstance(source, _WindowedInput) else source
+        if where is not None:
+            condition = self.convert.expr(where.this)
+            rex = resolve_condition(condition, Resolver(input_node.schema))
+            input_node = Calc(input_node.schema, input_node, None, rex)
+        group_items = [self.convert.expr(g) for g in group.expressions] if group is not None else []
+        having_expr = self.convert.expr(having.this) if having is not None else None
+        if windowed:
+            result = self._window_aggregate(source, input_node, group_items, items, having_expr, node)
+        elif group_items or any(contains_aggregate(e) for e in items) or having_expr is not None:
+            result = plan_aggregate(input_node, group_items, items, sql=True, having=having_expr)
+        else:
+            result = project(input_node, items, sql=True)
+        if node.args.get("distinct"):
+            from fluvial.table.planner.logical import Aggregate
+
+            result = Aggregate(result.schema, result, tuple(range(len(result.schema))), ())
+        if node.args.get("order"):
+            raise self.convert.error(node.args["order"], "ORDER BY is not supported yet in fluvial's streaming "
+                                                         "SQL (Top-N comes with ROW_NUMBER() in a later release)")
+        limit = node.args.get("limit")
+        offset = node.args.get("offset")
+        if limit is not None or offset is not None:
+            fetch = int(limit.expression.this) if limit is not None else None
+            skip = int(offset.expression.this) if offset is not None else 0
+            result = Limit(result.schema, result, skip, fetch)
+        return result
+
+    def _window_aggregate(self, source: _WindowedInput, input_node: RelNode, group_items: list[Expression],
+                          items: list[Expression], having: Expression | None, node: exp.Select) -> RelNode:
+        keys = [g for g in group_items if not (g.kind == "field" and g.name in _WINDOW_COLUMNS)]
+        window_keys = {g.name for g in group_items if g.kind == "field" and g.name in _WINDOW_COLUMNS}
+        if not {"window_start", "window_end"} <= window_keys:
+            raise self.convert.error(
+                node, "fluvial plans a window table function with an aggregation that groups by window_start and "
+                      "window_end; add both to GROUP BY (plain window TVF queries are not supported yet)")
+        for item in items:
+            _check_window_refs(item, window_keys, self.convert)
+        return plan_aggregate(input_node, keys, items, sql=True, having=having, window=source.spec)
+
+    # -- VALUES -------------------------------------------------------------------------------------------------
+
+    def values(self, node: exp.Values) -> RelNode:
+        from fluvial.table.runtime.codegen import compile_expression
+
+        rows = []
+        types: list[list[Any]] = []
+        for t in node.expressions:
+            exprs = [self.convert.expr(e) for e in (t.expressions if isinstance(t, exp.Tuple) else [t])]
+            rexes = [Resolver([]).resolve(e) for e in exprs]
+            rows.append(tuple(compile_expression(r)([]) for r in rexes))
+            types.append([r.type for r in rexes])
+        width = len(types[0])
+        if any(len(t) != width for t in types):
+            raise self.convert.error(node, "Values passed to VALUES operator must have compatible types: rows have "
+                                           "different numbers of columns")
+        try:
+            column_types = [common_type([t[i] for t in types]) for i in range(width)]
+        except TypeError as error:
+            raise self.convert.error(node, f"Values passed to VALUES operator must have compatible types: "
+                                           f"{error}") from None
+        from fluvial.table.values import cast_value
+
+        converted = tuple(tuple(cast_value(v, ct) if v is not None else None for v, ct in zip(r, column_types))
+                          for r in rows)
+        columns = tuple(Column(f"EXPR${i}", ct) for i, ct in enumerate(column_types))
+        return Values(columns, converted)
+
+
+def _check_window_refs(item: Expression, window_keys: set[str], convert: Converter) -> None:
+    if item.kind == "field" and item.name in _WINDOW_COLUMNS and item.name not in window_keys \
+            and item.name != "window_time":
+        raise ValidationException(f"Expression '{item.name}' is not being grouped")
+    for a in item.args:
+        _check_window_refs(a, window_keys, convert)
+
+
+_ = InputRef
