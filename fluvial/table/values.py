@@ -101,7 +101,7 @@ def row_string(value: Any, data_type: DataType | None = None) -> str:
         return java_float_string(value) if name == "FLOAT" else java_double_string(value)
     if isinstance(value, _dt.datetime):
         if name == "TIMESTAMP_LTZ" or value.tzinfo is not None:
-            return _java_local_date_time(_local(value)) + "Z"
+            return _java_instant(_local(value))
         return _java_local_date_time(value)
     if isinstance(value, _dt.time):
         return _java_local_time(value)
@@ -130,6 +130,14 @@ def _java_local_time(value: _dt.time) -> str:
     if value.microsecond:
         text += f".{value.microsecond // 1000:03d}" if value.microsecond % 1000 == 0 else f".{value.microsecond:06d}"
     return text
+
+
+def _java_instant(value: _dt.datetime) -> str:
+    """java.time.Instant.toString: seconds always, the fraction in groups of three digits."""
+    text = f"{value.year:04d}-{value:%m-%dT%H:%M:%S}"
+    if value.microsecond:
+        text += f".{value.microsecond // 1000:03d}" if value.microsecond % 1000 == 0 else f".{value.microsecond:06d}"
+    return text + "Z"
 
 
 def _java_local_date_time(value: _dt.datetime) -> str:

@@ -31,12 +31,11 @@ class Resolver:
     which is how a grouped query's select list reaches its group keys and aggregates."""
 
     def __init__(self, schema: Sequence[Column], extra: dict[str, int] | None = None,
-                 allow_columns: bool = True, what: str = "") -> None:
+                 ungrouped: Sequence[str] = ()) -> None:
         self.schema = list(schema)
         self.names = [c.name for c in self.schema]
         self.extra = extra or {}
-        self.allow_columns = allow_columns
-        self.what = what
+        self.ungrouped = set(ungrouped)
 
     def resolve(self, e: Expression) -> Rex:
         key = expression_key(e)
@@ -68,9 +67,9 @@ class Resolver:
 
     def _field(self, e: Expression) -> Rex:
         name = e.name or ""
-        index = _case_insensitive_index(self.names, name)
-        if index is None or not self.allow_columns:
-            if index is not None and not self.allow_columns:
+        index = _case_insensitive_index(self.names, name) if name else None
+        if index is None:
+            if name in self.ungrouped:
                 raise ValidationException(at(e.sql_position, f"Expression '{name}' is not being grouped"))
             raise ValidationException(at(
                 e.sql_position, f"Column '{name}' not found in any table; the input has columns "
@@ -322,13 +321,10 @@ def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_ite
         base = len(key_rexes) + len(agg_calls)
         for offset, prop in enumerate(("window_start", "window_end", "window_rowtime")):
             extra[expression_key(Expression("call", prop, (Expression("field", window_alias),)))] = base + offset
-    post_resolver = Resolver(agg.schema, extra, allow_columns=False)
-    post_resolver.names = [c.name if i < len(key_rexes) or window is not None and i >= len(key_rexes) + len(agg_calls)
-                           else "" for i, c in enumerate(agg.schema)]
-    if window is not None:
-        post_resolver.names = [c.name if i < len(key_rexes) or i >= len(key_rexes) + len(agg_calls) else ""
-                               for i, c in enumerate(agg.schema)]
-        post_resolver.allow_columns = True
+    post_resolver = Resolver(agg.schema, extra, ungrouped=input.names)
+    key_count, agg_count = len(key_rexes), len(agg_calls)
+    post_resolver.names = [c.name if i < key_count or window is not None and i >= key_count + agg_count else ""
+                           for i, c in enumerate(agg.schema)]
     rexes, columns = [], []
     agg_counter = 0
     for position, item in enumerate(select_items):
@@ -337,9 +333,11 @@ def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_ite
             name = output_name(item, position, sql)
         elif sql:
             name = f"EXPR${position}"
-        elif contains_aggregate(item):
+        elif contains_aggregate(item) or _is_window_property(item):
             name = f"EXPR${agg_counter}"
             agg_counter += 1
+            if _is_window_property(item):
+                rex = replace(rex, type=replace(rex.type, nullable=True))
         else:
             name = f"_c{position}"
         columns.append(Column(name, rex.type))
@@ -347,6 +345,10 @@ def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_ite
     check_unique([c.name for c in columns])
     condition = resolve_condition(having, post_resolver) if having is not None else None
     return Calc(tuple(columns), agg, tuple(rexes), condition)
+
+
+def _is_window_property(e: Expression) -> bool:
+    return e.kind == "call" and e.name in ("window_start", "window_end", "window_rowtime")
 
 
 def _grouped_star(items: Sequence[Expression], group_items: Sequence[Expression]) -> list[Expression]:

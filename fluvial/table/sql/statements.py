@@ -263,8 +263,8 @@ def _describe(t_env: "TableEnvironment", name: str) -> TableResult:
     for c in node.schema:
         type_text = c.type.summary(with_time_attribute=True).replace(" NOT NULL", "")
         rows.append(Row(c.name, type_text, c.type.nullable and c.name not in primary,
-                        f"PRI({', '.join(sorted(primary))})" if c.name in primary else None, None,
-                        _watermark_text(watermark) if watermark and watermark[0] == c.name else None))
+                        f"PRI({', '.join(sorted(primary))})" if c.name in primary else "", "",
+                        _watermark_text(watermark) if watermark and watermark[0] == c.name else ""))
     columns = [Column("name", DataTypes.STRING()), Column("type", DataTypes.STRING()),
                Column("null", DataTypes.BOOLEAN()), Column("key", DataTypes.STRING()),
                Column("extras", DataTypes.STRING()), Column("watermark", DataTypes.STRING())]
