@@ -151,6 +151,50 @@ class Table:
             dropped.add(e.name)
         return self._new(project(self._node, [col(n) for n in self._node.names if n not in dropped]))
 
+    def flat_map(self, func: Any) -> "Table":
+        """A table function over each row: its output columns only (`f0`, ... unless aliased)."""
+        return self._new(self._correlate(func, keep_input=False))
+
+    def join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> "Table":
+        """Each row joined with the rows a table function gives for it (inner: rows it gives none for drop)."""
+        return self._new(self._correlate(table_function_call, keep_input=True, condition=join_predicate))
+
+    def left_outer_join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> "Table":
+        return self._new(self._correlate(table_function_call, keep_input=True, left_outer=True,
+                                         condition=join_predicate))
+
+    def _correlate(self, call: Any, keep_input: bool, left_outer: bool = False, condition: Any = None) -> RelNode:
+        from fluvial.table.planner.logical import Correlate
+        from fluvial.table.udf import UserDefinedFunctionWrapper
+
+        node = self._node
+        aliases: tuple[str, ...] = ()
+        if isinstance(call, Expression) and call.kind == "alias":
+            aliases = call.aliases
+            call = call.args[0]
+        if isinstance(call, UserDefinedFunctionWrapper):
+            function, operands = call, None
+        elif isinstance(call, Expression) and call.kind == "call" and call.name == "__udtf__":
+            function = call.value
+            resolver = Resolver(node.schema)
+            operands = tuple(resolver.resolve(a) for a in call.args)
+        else:
+            raise ValidationException(f"expected a table function made by udtf(...), got {call!r}")
+        if function._kind != "table":
+            raise ValidationException(f"{function._name} is a scalar function; flat_map and join_lateral take a "
+                                      "table function (udtf)")
+        names = list(aliases or function._alias_names) or [f"f{i}" for i in range(len(function._result_types))]
+        if len(names) != len(function._result_types):
+            raise ValidationException(f"the table function {function._name} has {len(function._result_types)} "
+                                      f"columns but {len(names)} aliases")
+        columns = (list(node.schema) if keep_input else []) + [
+            Column(n, t) for n, t in zip(names, function._result_types)]
+        check_unique([c.name for c in columns])
+        rex = None
+        if condition is not None:
+            rex = resolve_condition(_exprs([condition])[0], Resolver(columns))
+        return Correlate(tuple(columns), node, function, operands, keep_input, left_outer, rex)
+
     def window(self, window: Any) -> "GroupWindowedTable":
         return GroupWindowedTable(self, window)
 

@@ -136,6 +136,11 @@ class TableEnvironment:
         return self._catalog.drop(view_path, if_exists=True)
 
     def create_temporary_function(self, path: str, function: Any) -> None:
+        from fluvial.table.udf import UserDefinedFunctionWrapper
+
+        if not isinstance(function, UserDefinedFunctionWrapper):
+            raise ValidationException(f"create_temporary_function takes a function made by udf(...) or udtf(...), "
+                                      f"got {function!r}")
         self._catalog.functions[path.split(".")[-1].lower()] = function
 
     create_temporary_system_function = create_temporary_function
@@ -187,17 +192,32 @@ class TableEnvironment:
     def execute_sql(self, stmt: str) -> TableResult:
         from fluvial.table.sql.statements import execute_statement
 
-        return execute_statement(self, stmt)
+        with self._functions_in_scope():
+            return execute_statement(self, stmt)
 
     def sql_query(self, query: str) -> Table:
         from fluvial.table.sql.statements import plan_query_text
 
-        return Table(plan_query_text(self, query), self)
+        with self._functions_in_scope():
+            return Table(plan_query_text(self, query), self)
+
+    @contextmanager
+    def _functions_in_scope(self) -> Iterator[None]:
+        from fluvial.table.planner.resolve import registered_functions
+
+        token = registered_functions.set(self._catalog.functions)
+        try:
+            yield
+        finally:
+            registered_functions.reset(token)
 
     def explain_sql(self, stmt: str, *extra_details: Any) -> str:
         from fluvial.table.sql.statements import explain_statement
 
         return explain_statement(self, stmt)
+
+    def add_python_file(self, file_path: str) -> None:
+        self._env.add_python_file(file_path)
 
     def create_statement_set(self) -> "StatementSet":
         return StatementSet(self)

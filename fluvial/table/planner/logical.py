@@ -15,7 +15,7 @@ from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.types import DataType
 
 __all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
-           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate"]
+           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +251,28 @@ class Deduplicate(RelNode):
     def explain_terms(self) -> str:
         keys = ", ".join(self.input.names[k] for k in self.keys)
         return f"Deduplicate(keep=[{'LastRow' if self.keep_last else 'FirstRow'}], key=[{keys}])"
+
+
+@dataclass(frozen=True)
+class Correlate(RelNode):
+    """A table function applied to each row (Flink's Correlate): its rows, after the input's columns when
+    `keep_input` (join_lateral), alone otherwise (flat_map). `operands` None passes the whole row."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    function: Any = None
+    operands: tuple[Rex, ...] | None = None
+    keep_input: bool = True
+    left_outer: bool = False
+    condition: Rex | None = None
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    def explain_terms(self) -> str:
+        name = getattr(self.function, "_name", "udtf")
+        return f"Correlate(invocation=[{name}], select=[{', '.join(self.names)}], " \
+               f"joinType=[{'LEFT' if self.left_outer else 'INNER'}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

@@ -6,6 +6,7 @@ position when the expression came from SQL text.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -16,7 +17,11 @@ from fluvial.table.planner.logical import Aggregate, Calc, Column, RelNode, Wind
 from fluvial.table.planner.rex import AggCall, Call, InputRef, Literal, Rex
 from fluvial.table.types import DataType, DataTypes
 
-__all__ = ["Resolver", "resolve", "output_name", "plan_aggregate", "project", "contains_aggregate"]
+# The user functions a plan may call by name (create_temporary_function), set by the table environment while it
+# plans one statement.
+registered_functions: ContextVar[dict[str, Any]] = ContextVar("registered_functions", default={})
+
+__all__ = ["Resolver", "registered_functions", "resolve", "output_name", "plan_aggregate", "project", "contains_aggregate"]
 
 
 def _case_insensitive_index(names: Sequence[str], name: str) -> int | None:
@@ -86,8 +91,11 @@ class Resolver:
             raise ValidationException(at(e.sql_position, f"{name} refers to a window: use it in the select list of "
                                                      "window(...).group_by(..., w).select(...)"))
         operands = tuple(self.resolve(a) for a in e.args)
-        if name == "__udf__":
-            function = e.value
+        function = e.value if name == "__udf__" else registered_functions.get().get(name)
+        if name == "__udtf__" or getattr(function, "_kind", "scalar") == "table":
+            raise ValidationException(at(e.sql_position, "a table function (udtf) is called by flat_map, "
+                                                         "join_lateral or LATERAL TABLE, not in a select list"))
+        if function is not None:
             result_type = getattr(function, "_result_type", None) or DataTypes.STRING()
             return Call("__udf__", operands, result_type, function)
         builtin = BUILTINS.get(name)

@@ -32,7 +32,8 @@ def conform_to_sink(node: RelNode, sink_columns: Sequence[Column], sink_name: st
     changed = False
     for i, (q, s) in enumerate(zip(node.schema, sink_columns)):
         ref = InputRef(i, q.type, q.name)
-        if q.type.without_time_attribute().summary(False) == s.type.summary(False):
+        if q.type.without_time_attribute().summary(False) == s.type.summary(False) or \
+                q.type.is_string() and s.type.is_string():  # no length enforcement (Flink's default: IGNORE)
             rexes.append(ref)
             continue
         if not _assignable(q.type, s.type):

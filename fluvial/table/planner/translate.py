@@ -15,6 +15,7 @@ from fluvial.table.errors import TableException
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
+    Correlate,
     Deduplicate,
     Limit,
     RelNode,
@@ -26,6 +27,7 @@ from fluvial.table.planner.logical import (
 )
 from fluvial.table.runtime.functions import (
     CalcFunction,
+    CorrelateFunction,
     DeduplicateFunction,
     GroupAggFunction,
     LimitFunction,
@@ -71,6 +73,11 @@ class Translator:
             return keyed.process(GroupAggFunction(node.names, len(node.group), node.aggs, True, self.state_ttl_millis)).name(node.explain_terms())
         if isinstance(node, WindowAggregate):
             return self._window(node)
+        if isinstance(node, Correlate):
+            function = CorrelateFunction(node.names, node.function, node.operands, node.keep_input,
+                                         len(node.schema) - (len(node.input.schema) if node.keep_input else 0),
+                                         node.left_outer, node.condition, node.input.names)
+            return self.translate(node.input).flat_map(function).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first

@@ -76,7 +76,7 @@ class _Generator:
         if op == "element_at" or op == "item":
             return f"{self.bind(_item)}({args[0]}, {args[1]})"
         if op == "__udf__":
-            function = self.bind(rex.function)
+            function = self.bind(rex.function._invoke)
             return f"{function}({', '.join(args)})"
         builtin = BUILTINS[op]
         impl = self.bind(builtin.impl)

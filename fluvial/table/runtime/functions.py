@@ -50,6 +50,56 @@ class CalcFunction(FlatMapFunction):
         return state
 
 
+class CorrelateFunction(FlatMapFunction):
+    """A table function's rows for each input row (join_lateral, flat_map); a left outer correlate keeps an
+    input row the function gives nothing for, with NULLs."""
+
+    def __init__(self, names: Sequence[str], function: Any, operands: Sequence[Rex] | None, keep_input: bool,
+                 width: int, left_outer: bool, condition: Rex | None, input_names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.function = function
+        self.operands = None if operands is None else tuple(operands)
+        self.keep_input = keep_input
+        self.width = width
+        self.left_outer = left_outer
+        self.condition = condition
+        self.input_names = list(input_names)
+        self._args: Any = None
+        self._condition: Any = None
+
+    def open(self, runtime_context: Any) -> None:
+        self._args = compile_calc(self.operands, None) if self.operands is not None else None
+        self._condition = compile_expression(self.condition) if self.condition is not None else None
+
+    def flat_map(self, value: Row) -> Iterable[Row]:
+        if self._condition is None and self.condition is not None or self._args is None and self.operands:
+            self.open(None)
+        if self._args is None:
+            args = [_create_row(self.input_names, list(value._values), RowKind.INSERT)]
+        else:
+            args = self._args(value._values)
+        prefix = list(value._values) if self.keep_input else []
+        produced = self.function._invoke(*args)
+        out = []
+        for result in produced if produced is not None else ():
+            if isinstance(result, (Row, tuple, list)):
+                values = list(result)
+            else:
+                values = [result]
+            row_values = prefix + values
+            if self._condition is not None and self._condition(row_values) is not True:
+                continue
+            out.append(_create_row(self.names, row_values, value._row_kind))
+        if not out and self.left_outer:
+            out.append(_create_row(self.names, prefix + [None] * self.width, value._row_kind))
+        return out
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_args"] = state["_condition"] = None
+        return state
+
+
 class ToRowFunction(MapFunction):
     """Shapes a DataStream's records (tuples, Rows, scalars) as the table's rows (from_data_stream)."""
 

@@ -52,8 +52,8 @@ def parse_error(error: sqlglot.ParseError, text: str) -> SqlParserException:
     line, column = first.get("line", 1), first.get("col", 1)
     column = max(1, column - len(token) + 1)
     description = first.get("description", "")
-    return SqlParserException(f'SQL parse failed. Encountered "{token}" at line {line}, column {column}. '
-                              f"({description})")
+    detail = "" if "<class" in description else f" ({description})"
+    return SqlParserException(f'SQL parse failed. Encountered "{token}" at line {line}, column {column}.{detail}')
 
 
 class Converter:
@@ -224,6 +224,12 @@ class Converter:
         return Expression("call", "distinct", (call,)) if distinct else call
 
     def _function(self, node: exp.Func) -> Expression:
+        from fluvial.table.planner.resolve import registered_functions
+
+        written = str(node.this).lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
+        if written in registered_functions.get():
+            args = list(node.expressions) if isinstance(node, exp.Anonymous) else self._function_args(node)
+            return self._call(written, *args)
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             args = list(node.expressions)

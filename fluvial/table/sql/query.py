@@ -67,6 +67,19 @@ class QueryPlanner:
     def source(self, node: exp.Expression | None) -> RelNode | _WindowedInput:
         if node is None:
             return Values((), ((),))
+        alias = node.args.get("alias")
+        columns = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) and alias.columns else None
+        result = self._source(node)
+        if columns is not None and not isinstance(result, _WindowedInput):
+            if len(columns) != len(result.schema):
+                raise self.convert.error(node, f"List of column aliases must have same degree as table; table has "
+                                               f"{len(result.schema)} columns {result.names}, whereas alias list has "
+                                               f"{len(columns)} columns")
+            rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(result.schema))
+            result = Calc(tuple(Column(n, c.type) for n, c in zip(columns, result.schema)), result, rexes, None)
+        return result
+
+    def _source(self, node: exp.Expression) -> RelNode | _WindowedInput:
         if isinstance(node, exp.Subquery):
             return self.plan(node.this)
         if isinstance(node, exp.Table):
@@ -227,4 +240,3 @@ def _check_window_refs(item: Expression, window_keys: set[str], convert: Convert
         _check_window_refs(a, window_keys, convert)
 
 
-_ = InputRef

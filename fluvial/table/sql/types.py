@@ -34,7 +34,7 @@ def to_data_type(node: exp.DataType) -> DataType:
     if t in simple:
         result = simple[t]()
     elif t == _T.VARCHAR:
-        result = DataTypes.VARCHAR(params[0]) if params else DataTypes.VARCHAR(1)
+        result = DataTypes.VARCHAR(params[0]) if params else DataTypes.STRING()  # Flink SQL: VARCHAR is STRING
     elif t in (_T.CHAR, _T.NCHAR):
         result = DataTypes.CHAR(params[0] if params else 1)
     elif t in (_T.DECIMAL, _T.BIGDECIMAL):

@@ -1,0 +1,63 @@
+"""Records PyFlink's results of `cases.CASES` into `expected.json` (run with a venv that has apache-flink):
+
+    python -m venv .pyflink-venv && .pyflink-venv/bin/pip install apache-flink==2.3.0
+    .pyflink-venv/bin/python tests/integration/table/differential/record_pyflink.py
+
+Values are normalised by `normalize` (shared with the test) so both engines' Python values compare as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from cases import CASES, TABLES  # noqa: E402
+from normalize import normalize_row  # noqa: E402
+
+
+_KINDS = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
+
+
+def _message(error: BaseException) -> str:
+    java = getattr(error, "java_exception", None)
+    text = str(java.toString()) if java is not None else f"{type(error).__name__}: {error}"
+    return text.split("\n")[0][:600]
+
+
+def main() -> None:
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    only = set(sys.argv[1:])
+    out_path = HERE / "expected.json"
+    results = json.loads(out_path.read_text()) if out_path.exists() and only else {}
+    with tempfile.TemporaryDirectory() as directory:
+        for name, (_, file_name, content) in TABLES.items():
+            Path(directory, file_name).write_text(content)
+        for case in CASES:
+            if only and case.id not in only:
+                continue
+            t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+            t_env.get_config().set("parallelism.default", "1")
+            for table in case.tables:
+                t_env.execute_sql(TABLES[table][0].replace("{dir}", directory))
+            try:
+                table = t_env.sql_query(case.query)
+                schema = str(table._j_table.getResolvedSchema().toString())
+                with table.execute().collect() as rows:
+                    changelog = [[_KINDS[r.get_row_kind().name], *normalize_row(list(r))] for r in rows]
+                results[case.id] = {"schema": schema, "rows": changelog}
+            except Exception as error:  # noqa: BLE001 - every failure is a recorded result
+                results[case.id] = {"error": _message(error)}
+            print(case.id, "error" if "error" in results[case.id] else len(results[case.id]["rows"]), flush=True)
+    out_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    os._exit(0)  # the gateway JVM's threads would keep the interpreter waiting
+
+
+if __name__ == "__main__":
+    main()
