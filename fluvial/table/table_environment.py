@@ -227,7 +227,7 @@ class TableEnvironment:
     def _translator(self) -> Any:
         from fluvial.table.planner.translate import Translator
 
-        return Translator(self._env, self._config.state_ttl_millis())
+        return Translator(self._env, self._config.state_ttl_millis(), batch=not self._is_streaming())
 
     def _collect(self, node: RelNode) -> TableResult:
         with _own_job(self._env):

@@ -48,9 +48,10 @@ __all__ = ["Translator"]
 class Translator:
     """One job's translation: a node reached twice (a table used by two sinks) is translated once."""
 
-    def __init__(self, env: Any, state_ttl_millis: int = 0) -> None:
+    def __init__(self, env: Any, state_ttl_millis: int = 0, batch: bool = False) -> None:
         self.env = env
         self.state_ttl_millis = state_ttl_millis
+        self.batch = batch
         self._done: dict[int, Any] = {}
 
     def translate(self, node: RelNode) -> Any:
@@ -70,7 +71,8 @@ class Translator:
                 CalcFunction(node.names, node.projections, node.condition)).name(node.explain_terms())
         if isinstance(node, Aggregate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
-            return keyed.process(GroupAggFunction(node.names, len(node.group), node.aggs, True, self.state_ttl_millis)).name(node.explain_terms())
+            return keyed.process(GroupAggFunction(node.names, len(node.group), node.aggs, True, self.state_ttl_millis,
+                                                final_only=self.batch)).name(node.explain_terms())
         if isinstance(node, WindowAggregate):
             return self._window(node)
         if isinstance(node, Correlate):

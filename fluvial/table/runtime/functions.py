@@ -12,6 +12,7 @@ import logging
 from typing import Any, Iterable, Sequence
 
 from fluvial.common.row import Row, RowKind, _create_row
+from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.functions import FlatMapFunction, KeyedProcessFunction, KeySelector, MapFunction
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.table.planner.rex import AggCall, Rex
@@ -171,9 +172,10 @@ class GroupAggFunction(KeyedProcessFunction):
     """
 
     def __init__(self, names: Sequence[str], key_count: int, calls: Sequence[AggCall],
-                 generate_update_before: bool = True, state_ttl_millis: int = 0) -> None:
+                 generate_update_before: bool = True, state_ttl_millis: int = 0, final_only: bool = False) -> None:
         self.names = list(names)
         self.state_ttl_millis = state_ttl_millis
+        self.final_only = final_only
         self.key_count = key_count
         self.calls = tuple(calls)
         self.generate_update_before = generate_update_before
@@ -197,14 +199,20 @@ class GroupAggFunction(KeyedProcessFunction):
             count, accs = 0, aggs.create()
             previous = None
         else:
-            count, accs = stored
-            previous = aggs.values(accs)
+            count, accs = stored[0], stored[1]
+            previous = None if self.final_only else aggs.values(accs)
         if accumulate:
             aggs.accumulate(accs, values)
             count += 1
         else:
             aggs.retract(accs, values)
             count -= 1
+        if self.final_only:
+            # batch: one +I per key when the input ends (the final watermark fires the timer)
+            if stored is None:
+                ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
+            self._state.update((count, accs, list(keys)))
+            return ()
         if count <= 0:
             self._state.clear()
             if previous is None:
@@ -220,6 +228,15 @@ class GroupAggFunction(KeyedProcessFunction):
             return (_create_row(self.names, keys + previous, RowKind.UPDATE_BEFORE),
                     _create_row(self.names, keys + current, RowKind.UPDATE_AFTER))
         return (_create_row(self.names, keys + current, RowKind.UPDATE_AFTER),)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Row]:
+        stored = self._state.value()
+        self._state.clear()
+        if stored is None or stored[0] <= 0:
+            return ()
+        count, accs, keys = stored
+        assert self._aggs is not None
+        return (_create_row(self.names, keys + self._aggs.values(accs), RowKind.INSERT),)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
