@@ -1,6 +1,6 @@
 """AsyncDataStream (PyFlink `pyflink.datastream.async_data_stream`): applies an AsyncFunction to a stream.
 
-Each call checks its arguments and records an async wait transformation; `fluvial.runtime.async_operator` runs
+Each call checks its arguments and records an async wait transformation; `fluvial.runtime.operators.async_wait` runs
 it (the coroutines on an asyncio loop of the subtask, in-flight records in checkpoints).
 """
 

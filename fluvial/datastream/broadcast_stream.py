@@ -1,7 +1,7 @@
 """BroadcastStream and BroadcastConnectedStream (PyFlink `pyflink.datastream.data_stream`): the API side of
 broadcast state. `stream.broadcast(descriptor, ...)` makes a BroadcastStream; `other.connect(it)` a
 BroadcastConnectedStream whose `process(BroadcastProcessFunction | KeyedBroadcastProcessFunction)` records a
-two-input transformation, run by `fluvial.runtime.broadcast_operators`.
+two-input transformation, run by `fluvial.runtime.operators.broadcast`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Built in three steps, each decided once:
 1. every StreamNode of the vertex becomes an operator (each parallel subtask gets its own copy of the user's
    function, see `_subtask_spec`);
 2. runs of stateless map/filter/flat_map operators (possibly headed by a running keyed reduce), each feeding
-   only the next, are fused into one operator (`fused_operator`);
+   only the next, are fused into one operator (`operators.fused`);
 3. outputs are wired: an operator's results go to the inputs of the chained operators after it (behind a
    boundary that labels failures with the receiving operator's name and counts its numRecordsIn) and to the
    record writers of its outgoing JobEdges; its Output counts its numRecordsOut. Nothing is rebound later.
@@ -22,9 +22,10 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
-from fluvial.runtime import process_operators as p
-from fluvial.runtime import sink_operators as s
-from fluvial.runtime.basic_operators import (
+from fluvial.runtime.operators import process as p
+from fluvial.runtime.operators import sink as s
+from fluvial.runtime.operators.base import StreamOperator, close_each, counted_input, labelled_input
+from fluvial.runtime.operators.basic import (
     BatchKeyedReduceOperator,
     FilterOperator,
     FlatMapOperator,
@@ -32,11 +33,10 @@ from fluvial.runtime.basic_operators import (
     MapOperator,
     TimestampsAndWatermarksOperator,
 )
-from fluvial.runtime.fused_operator import FusedOperator, can_head_a_run, is_fusable
-from fluvial.runtime.operators import StreamOperator, close_each, counted_input, labelled_input
+from fluvial.runtime.operators.fused import FusedOperator, can_head_a_run, is_fusable
+from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch
-from fluvial.runtime.runtime_context import OperatorContext
 
 OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], StreamOperator]] = {
     t.MapSpec: MapOperator,
@@ -66,7 +66,7 @@ OPERATOR_BUILDERS[t.KeyedReduceSpec] = _keyed_reduce
 
 def _window_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
     """Window jobs load the window machinery; every other job starts without it."""
-    from fluvial.runtime.window_operator import WindowOperator
+    from fluvial.runtime.operators.window import WindowOperator
 
     return WindowOperator(spec, context)
 
@@ -75,7 +75,7 @@ OPERATOR_BUILDERS[t.WindowSpec] = _window_operator
 
 
 def _broadcast_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
-    from fluvial.runtime.broadcast_operators import BroadcastProcessOperator
+    from fluvial.runtime.operators.broadcast import BroadcastProcessOperator
 
     return BroadcastProcessOperator(spec, context)
 
@@ -84,7 +84,7 @@ OPERATOR_BUILDERS[t.BroadcastProcessSpec] = _broadcast_operator
 
 
 def _async_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
-    from fluvial.runtime.async_operator import AsyncWaitOperator
+    from fluvial.runtime.operators.async_wait import AsyncWaitOperator
 
     return AsyncWaitOperator(spec, context)
 

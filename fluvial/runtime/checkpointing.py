@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
@@ -32,15 +31,6 @@ from fluvial.state.snapshot import SnapshotType
 logger = logging.getLogger(__name__)
 
 SOURCE_SPLITS = "source-splits"
-
-
-@dataclass(frozen=True)
-class TaskCheckpointSettings:
-    """What a task needs to know about checkpointing (part of its TaskSpec)."""
-
-    exactly_once: bool
-    storage: Any  # the storage description; the TaskManager builds the access object from it
-    final_checkpoint: bool = True  # checkpoints-after-tasks-finish: a task that ended waits for a final checkpoint
 
 
 class CheckpointResponder(Protocol):

@@ -24,7 +24,7 @@ import re
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.runtime.operators import explain_unhashable_key, label_failure
+from fluvial.runtime.operators.base import explain_unhashable_key, label_failure
 
 
 class Step(enum.Enum):

@@ -34,83 +34,29 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
-from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
 from fluvial.runtime.channels import ChannelRegistry
+from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.interruption import InterruptibleSection
 from fluvial.runtime.mailbox import Mailbox
-from fluvial.runtime.operators import failing_operator, label_failure
+from fluvial.runtime.operators.base import failing_operator, label_failure
+from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
-from fluvial.runtime.runtime_context import OperatorContext
 from fluvial.runtime.task_metrics import TaskMetrics
-from fluvial.runtime.writer import InputSpec, OutputSpec, RecordWriter
+from fluvial.runtime.writer import RecordWriter
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TaskFailure:
-    """Why a task failed: the exception (with its traceback) and the operator that raised it."""
-
-    error: BaseException
-    operator_name: str
-    task_name: str
-    traceback_text: str
-
-
-@dataclass(frozen=True)
-class TaskCancellationSettings:
-    """Flink's `task.cancellation.interval` (ms between interrupts of a task that does not cancel) and
-    `task.cancellation.timeout` (ms until such a task is given up; 0: never)."""
-
-    interval_ms: int = 30_000
-    timeout_ms: int = 180_000
-
-    @staticmethod
-    def of(configuration: Any) -> "TaskCancellationSettings":
-        if configuration is None:
-            return TaskCancellationSettings()
-        return TaskCancellationSettings(configuration.get("task.cancellation.interval"),
-                                        configuration.get("task.cancellation.timeout"))
-
-
-@dataclass
-class TaskSpec:
-    """Everything a TaskManager needs to run one subtask attempt; built by the JobMaster."""
-
-    job_id: str
-    vertex: JobVertex
-    subtask_index: int
-    attempt: int
-    inputs: list[InputSpec]
-    outputs: list[OutputSpec]
-    job_parameters: dict[str, str] = field(default_factory=dict)
-    auto_watermark_interval: int = 200
-    checkpointing: Any = None  # TaskCheckpointSettings when the job takes checkpoints
-    restore: dict[str, Any] | None = None  # operator id -> the RestoreAssignment it restores from
-    function_templates: dict[int, Any] | None = None  # node id -> pristine function, for copies
-    state_backend: Any = None  # the job's StateBackend description
-    receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
-    channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end
-    main_classes: bytes | None = None  # classes of the job's script, for a TaskManager in another process
-    job_name: str = ""
-    metrics_interval_ms: int = 1000  # how often a running task reports its metrics
-    cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
-
-    @property
-    def execution_key(self) -> tuple[int, int]:
-        return (self.vertex.id, self.subtask_index)
 
 
 class MetricsReporter(Protocol):

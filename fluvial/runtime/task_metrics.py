@@ -132,20 +132,16 @@ class TaskMetrics:
     def bind(self, chain: Any, writers: Iterable[Any]) -> None:
         """After the chain is built: which operator runs each metric's operator, the fused runs, and where
         records leave (`writers`)."""
-        from fluvial.runtime.basic_operators import KeyedReduceOperator, MapOperator
-        from fluvial.runtime.fused_operator import FusedOperator
-
-        one_for_one = (MapOperator, KeyedReduceOperator)  # members that emit exactly one record per record
         for operator in chain.order:
-            if isinstance(operator, FusedOperator):
+            if operator.members is not None:
                 members = [member.context.metrics for member in operator.members]
                 for member in members:
                     member.operator = operator
-                self._fused.append((members, [type(m) in one_for_one for m in operator.members]))
+                self._fused.append((members, [member.one_output_per_input for member in operator.members]))
             else:
                 operator.context.metrics.operator = operator
-        self._head = chain.head.context.metrics if not isinstance(chain.head, FusedOperator) \
-            else chain.head.members[0].context.metrics
+        head = chain.head
+        self._head = (head if head.members is None else head.members[0]).context.metrics
         self._writers = list(writers)
 
     @property

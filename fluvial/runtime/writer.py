@@ -3,30 +3,13 @@ broadcasts events to all of them (watermarks and end of input go to every channe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
 from fluvial.runtime.channel_selectors import build_selector
-from fluvial.runtime.channels import Channel, ChannelId
+from fluvial.runtime.channels import Channel
+from fluvial.runtime.deployment import OutputSpec
 from fluvial.runtime.records import RecordBatch, Watermark
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """What a task needs to write one JobEdge: the channels in consumer order and how to partition."""
-
-    dataset_id: str
-    partitioner: PartitionerSpec
-    channel_ids: tuple[ChannelId, ...]
-    consumer_max_parallelism: int
-    consumer_parallelism: int
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    channel_id: ChannelId
-    type_number: int
 
 
 class RecordWriter:

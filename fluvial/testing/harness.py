@@ -30,9 +30,9 @@ from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import MAX_WATERMARK, ManualClock
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.runtime.chain import OPERATOR_BUILDERS
+from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import CheckpointBarrier, RecordBatch, StreamRecord, Watermark, WatermarkStatus
-from fluvial.runtime.runtime_context import OperatorContext
 
 HARNESS_JOB_ID = "operator-harness"
 HARNESS_OPERATOR_ID = "harnessed-operator"

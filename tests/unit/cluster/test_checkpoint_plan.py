@@ -13,7 +13,7 @@ from fluvial.cluster.scheduler import Scheduler
 from fluvial.common.job_status import JobStatus
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-from fluvial.runtime.checkpointing import TaskCheckpointSettings
+from fluvial.runtime.deployment import TaskCheckpointSettings
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.testing import ManualScheduledExecutor
 

@@ -14,7 +14,7 @@ from fluvial.cluster.process.protocol import (
     sendable_failure,
     with_remote_traceback,
 )
-from fluvial.runtime.task import TaskFailure
+from fluvial.runtime.deployment import TaskFailure
 
 
 class HoldsALock(Exception):

@@ -10,8 +10,8 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.functions import SinkFunction
 from fluvial.graph.job_graph import JobGraph, JobVertex
 from fluvial.runtime.chain import OperatorChain
+from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
-from fluvial.runtime.runtime_context import OperatorContext
 
 JOB = "runtime-test"
 

@@ -1,4 +1,4 @@
-"""The operator contract (`runtime/operators.py`) and the basic operators (`runtime/basic_operators.py`), each
+"""The operator contract (`runtime/operators/base.py`) and the basic operators (`runtime/operators/basic.py`), each
 driven through fluvial.testing's OperatorHarness: map, filter, flat_map, the keyed running reduce, timestamps and
 watermarks; the lifecycle order; snapshot and restore through the real checkpoint path (also at another
 parallelism); a CheckpointedFunction's operator state; two-input operators' clocks and idleness."""

@@ -9,13 +9,13 @@ import pytest
 from fluvial.datastream import MapFunction, ProcessFunction
 from fluvial.datastream.functions import FilterFunction
 from fluvial.datastream.output_tag import OutputTag
-from fluvial.runtime.basic_operators import FilterOperator, MapOperator
-from fluvial.runtime.fused_operator import FusedOperator
 from fluvial.runtime.chain import SourceOperator
-from fluvial.runtime.operators import failing_operator
-from fluvial.runtime.process_operators import ProcessOperator
+from fluvial.runtime.operators.base import failing_operator
+from fluvial.runtime.operators.basic import FilterOperator, MapOperator
+from fluvial.runtime.operators.fused import FusedOperator
+from fluvial.runtime.operators.process import ProcessOperator
+from fluvial.runtime.operators.sink import SinkFunctionOperator
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
-from fluvial.runtime.sink_operators import SinkFunctionOperator
 from tests.unit.runtime.chains import Collect, build_chain, job_graph, open_chain
 
 EVENTS: list[str] = []

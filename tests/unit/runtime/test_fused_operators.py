@@ -13,8 +13,8 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 from fluvial.runtime.fused_loop import Step, fused_loop
-from fluvial.runtime.fused_operator import FusedOperator
-from fluvial.runtime.operators import failing_operator
+from fluvial.runtime.operators.base import failing_operator
+from fluvial.runtime.operators.fused import FusedOperator
 from fluvial.runtime.records import RecordBatch
 from fluvial.testing import OperatorHarness
 

@@ -31,10 +31,10 @@ from functools import partial
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.runtime.async_loop import AsyncLoop
-from fluvial.runtime.async_queue import AsyncEntry, OrderedQueue, UnorderedQueue
-from fluvial.runtime.mail import ProcessingTimeMailbox
-from fluvial.runtime.operators import StreamOperator
+from fluvial.runtime.mailbox_executor import ProcessingTimeMailbox
+from fluvial.runtime.operators.async_loop import AsyncLoop
+from fluvial.runtime.operators.async_queue import AsyncEntry, OrderedQueue, UnorderedQueue
+from fluvial.runtime.operators.base import StreamOperator
 from fluvial.runtime.records import RecordBatch, Watermark
 
 STATE_NAME = "_async_wait_operator_state_"  # Flink's name for the same list state

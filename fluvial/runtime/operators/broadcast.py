@@ -25,9 +25,9 @@ from fluvial.checkpoint.snapshots import BROADCAST_PREFIX
 from fluvial.common.errors import StateError
 from fluvial.datastream import functions as f
 from fluvial.datastream.subtask_state import BroadcastState, ReadOnlyBroadcastState
-from fluvial.runtime.operator_state import ReadOnlyBroadcastView, WritableBroadcastView
-from fluvial.runtime.operators import TwoInputStreamOperator, key_function, user_method
-from fluvial.runtime.process_operators import ProcessContext, _PerRecordOperator
+from fluvial.runtime.operators.base import TwoInputStreamOperator, key_function, user_method
+from fluvial.runtime.operators.operator_state import ReadOnlyBroadcastView, WritableBroadcastView
+from fluvial.runtime.operators.process import ProcessContext, _PerRecordOperator
 from fluvial.runtime.records import RecordBatch, Watermark
 from fluvial.state.backend import NO_KEY
 

@@ -26,9 +26,9 @@ from typing import Any, Callable, Iterable
 from fluvial.common.errors import InvalidJobError, UnreadableStateError
 from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream import transformations as t
+from fluvial.runtime.operators.runtime_context import OperatorContext, StreamingRuntimeContext
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
-from fluvial.runtime.runtime_context import OperatorContext, StreamingRuntimeContext
 
 _OPERATOR_LABEL = "_fluvial_operator"
 
@@ -134,11 +134,15 @@ class StreamOperator:
     """Base: holds the spec, the context and the output; user functions opened and closed around the run.
 
     Declared per class: `keyed` (a keyed backend even without a key selector), `uses_timers` (an
-    InternalTimerService, checkpointed with the keyed state)."""
+    InternalTimerService, checkpointed with the keyed state), `holds_input` (see step 5 above), and for the task's
+    metrics `one_output_per_input` (it emits exactly one record per record it takes, so a fused run's metrics can
+    derive its count from the run's entry) and `members` (a fused run's operators, in order; None otherwise)."""
 
     keyed = False
     uses_timers = False
     holds_input = False
+    one_output_per_input = False
+    members: list[StreamOperator] | None = None
 
     def __init__(self, spec: t.OperatorSpec, context: OperatorContext) -> None:
         self.spec = spec
@@ -185,7 +189,7 @@ class StreamOperator:
                 self.timers.restore_key_groups(restore.timers, self.context.key_group_range())
         function = self.spec.function
         if is_checkpointed_function(function):
-            from fluvial.runtime.operator_state import FunctionInitializationContext, OperatorStateStore
+            from fluvial.runtime.operators.operator_state import FunctionInitializationContext, OperatorStateStore
 
             self.function_state = OperatorStateStore(restore.operator_state if restore is not None else None)
             function.initialize_state(FunctionInitializationContext(self.function_state, self.runtime_context))
@@ -248,7 +252,7 @@ class StreamOperator:
         """A CheckpointedFunction's lists; operators with operator state of their own override this."""
         if self.function_state is None:
             return {}
-        from fluvial.runtime.operator_state import FunctionSnapshotContext
+        from fluvial.runtime.operators.operator_state import FunctionSnapshotContext
 
         self.spec.function.snapshot_state(FunctionSnapshotContext(checkpoint_id))
         return self.function_state.snapshot()

@@ -11,7 +11,7 @@ from fluvial.datastream.window_assigners import WindowAssignerContext
 from fluvial.datastream.window_evictors import EvictorContext
 from fluvial.datastream.window_functions import KeyedStateStore, ProcessWindowFunction
 from fluvial.datastream.window_triggers import OnMergeContext
-from fluvial.runtime.window_state import NamespacedStateStore
+from fluvial.runtime.operators.window_state import NamespacedStateStore
 
 
 class AssignerContext(WindowAssignerContext):

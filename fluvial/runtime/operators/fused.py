@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fluvial.runtime.basic_operators import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
-from fluvial.runtime.operators import (
+from fluvial.runtime.operators.base import (
     StreamOperator,
     close_each,
     failing_operator,
     is_checkpointed_function,
     label_failure,
 )
+from fluvial.runtime.operators.basic import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
 from fluvial.runtime.records import RecordBatch
 
 _STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator: Step.FLAT_MAP}

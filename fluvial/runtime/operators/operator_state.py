@@ -2,7 +2,7 @@
 `initialize_state(context)` and `snapshot_state(context)` keeps named lists that are checkpointed with the
 operator and, on restore at another parallelism, split among the subtasks (list state) or given whole to each
 (union list state), and named broadcast maps of which every subtask restores one copy. The broadcast views are
-also what broadcast process functions see (`broadcast_operators`)."""
+also what broadcast process functions see (`operators.broadcast`)."""
 
 from __future__ import annotations
 

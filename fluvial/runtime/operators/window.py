@@ -31,17 +31,17 @@ from fluvial.datastream.window_assigners import (
 )
 from fluvial.datastream.window_evictors import TimestampedValue
 from fluvial.datastream.window_triggers import EventTimeTrigger
-from fluvial.runtime.operators import StreamOperator, key_function, user_method
-from fluvial.runtime.output import split_side_outputs
-from fluvial.runtime.records import RecordBatch, Watermark
-from fluvial.runtime.timers import Timer
-from fluvial.runtime.window_contexts import (
+from fluvial.runtime.operators.base import StreamOperator, key_function, user_method
+from fluvial.runtime.operators.window_contexts import (
     AssignerContext,
     ProcessWindowContext,
     WindowEvictorContext,
     WindowTriggerContext,
 )
-from fluvial.runtime.window_state import NamespacedStateStore
+from fluvial.runtime.operators.window_state import NamespacedStateStore
+from fluvial.runtime.output import split_side_outputs
+from fluvial.runtime.records import RecordBatch, Watermark
+from fluvial.runtime.timers import Timer
 
 CONTENTS = "window-contents"
 MERGING_WINDOWS = "merging-window-set"

@@ -1,5 +1,5 @@
 """The basic runtime operators, batch at a time: map, filter, flat_map, the keyed running reduce (and its BATCH-mode
-form), and timestamp/watermark assignment. Chained runs of them are fused by `fused_operator`.
+form), and timestamp/watermark assignment. Chained runs of them are fused by `operators.fused`.
 
 Every operator turns one RecordBatch into zero or one output batch per target, so the per-record work of a
 stateless chain is one Python loop over a list. Operators on a KeyedStream set the current key per record
@@ -12,10 +12,9 @@ from typing import Any
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
-from fluvial.runtime.operators import (
+from fluvial.runtime.operators.base import (
     StreamOperator,
     explain_unhashable_key,
-    is_checkpointed_function,
     key_function,
     user_method,
 )
@@ -23,6 +22,7 @@ from fluvial.runtime.records import RecordBatch, Watermark
 
 
 class MapOperator(StreamOperator):
+    one_output_per_input = True
     def open(self) -> None:
         super().open()
         self._fn = user_method(self.spec.function, "map")
@@ -114,6 +114,7 @@ class KeyedReduceOperator(StreamOperator):
     """
 
     keyed = True
+    one_output_per_input = True
     STATE_NAME = "_keyed_reduce"
 
     def open(self) -> None:
@@ -180,6 +181,8 @@ class BatchKeyedReduceOperator(KeyedReduceOperator):
     """The reduce of a BATCH job (Flink's BatchGroupedReduceOperator): not rolling. Each key's records are folded
     in arrival order and its final value is emitted once, when the input ends (the final watermark, or finish),
     stamped with the end of time. Per record: one key call, one dict get and set, no output."""
+
+    one_output_per_input = False
 
     def process_batch(self, batch: RecordBatch) -> None:
         key, fn, table = self._key, self._fn, self._table

@@ -13,7 +13,7 @@ import sys
 from collections import deque
 from typing import Any
 
-from fluvial.runtime.operators import StreamOperator, user_method
+from fluvial.runtime.operators.base import StreamOperator, user_method
 from fluvial.runtime.records import RecordBatch
 
 

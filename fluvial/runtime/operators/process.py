@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from fluvial.common.errors import InvalidJobError, StateError
+from fluvial.common.errors import StateError
 from fluvial.datastream import functions as f
 from fluvial.datastream.timerservice import TimeDomain
-from fluvial.runtime.operators import (
+from fluvial.runtime.operators.base import (
     StreamOperator,
     TwoInputStreamOperator,
     explain_unhashable_key,

@@ -1,0 +1,124 @@
+"""The deployment descriptors: what the JobMaster hands a TaskManager to run one subtask attempt (Flink's
+TaskDeploymentDescriptor and its parts), and what a task reports back when it fails.
+
+They are plain data, shared by the side that builds them (`cluster/`) and the side that runs them
+(`runtime/task.py`), so the messages between the two (`cluster/messages.py`) import this module and never the
+Task itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from fluvial.datastream.transformations import PartitionerSpec
+from fluvial.graph.job_graph import JobVertex
+from fluvial.runtime.channels import ChannelId
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionAttemptId:
+    """One attempt of one subtask of one job (Flink's ExecutionAttemptID): the key every message about a running
+    subtask carries and every lookup of an attempt uses. A restart deploys attempt + 1, so a late message from an
+    earlier attempt never matches the current one.
+
+    It lives beside the deployment descriptors rather than in `cluster/execution_graph.py` because both sides of
+    the seam need it: the JobMaster's scheduler and the tasks that report with it."""
+
+    job_id: str
+    vertex_id: int
+    subtask_index: int
+    attempt: int
+
+    @property
+    def execution_vertex_id(self) -> tuple[int, int]:
+        """(vertex id, subtask index): the subtask across its attempts (the checkpoint coordinator's task id)."""
+        return (self.vertex_id, self.subtask_index)
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.vertex_id}/{self.subtask_index}#{self.attempt}"
+
+
+@dataclass(frozen=True)
+class TaskCheckpointSettings:
+    """What a task needs to know about checkpointing (part of its TaskSpec)."""
+
+    exactly_once: bool
+    storage: Any  # the storage description; the TaskManager builds the access object from it
+    final_checkpoint: bool = True  # checkpoints-after-tasks-finish: a task that ended waits for a final checkpoint
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What a task needs to write one JobEdge: the channels in consumer order and how to partition."""
+
+    dataset_id: str
+    partitioner: PartitionerSpec
+    channel_ids: tuple[ChannelId, ...]
+    consumer_max_parallelism: int
+    consumer_parallelism: int
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    channel_id: ChannelId
+    type_number: int
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """Why a task failed: the exception (with its traceback) and the operator that raised it."""
+
+    error: BaseException
+    operator_name: str
+    task_name: str
+    traceback_text: str
+
+
+@dataclass(frozen=True)
+class TaskCancellationSettings:
+    """Flink's `task.cancellation.interval` (ms between interrupts of a task that does not cancel) and
+    `task.cancellation.timeout` (ms until such a task is given up; 0: never)."""
+
+    interval_ms: int = 30_000
+    timeout_ms: int = 180_000
+
+    @staticmethod
+    def of(configuration: Any) -> "TaskCancellationSettings":
+        if configuration is None:
+            return TaskCancellationSettings()
+        return TaskCancellationSettings(configuration.get("task.cancellation.interval"),
+                                        configuration.get("task.cancellation.timeout"))
+
+
+@dataclass
+class TaskSpec:
+    """Everything a TaskManager needs to run one subtask attempt; built by the JobMaster."""
+
+    job_id: str
+    vertex: JobVertex
+    subtask_index: int
+    attempt: int
+    inputs: list[InputSpec]
+    outputs: list[OutputSpec]
+    job_parameters: dict[str, str] = field(default_factory=dict)
+    auto_watermark_interval: int = 200
+    checkpointing: Any = None  # TaskCheckpointSettings when the job takes checkpoints
+    restore: dict[str, Any] | None = None  # operator id -> the RestoreAssignment it restores from
+    function_templates: dict[int, Any] | None = None  # node id -> pristine function, for copies
+    state_backend: Any = None  # the job's StateBackend description
+    receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
+    channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end
+    main_classes: bytes | None = None  # classes of the job's script, for a TaskManager in another process
+    job_name: str = ""
+    metrics_interval_ms: int = 1000  # how often a running task reports its metrics
+    cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
+
+    @property
+    def execution_key(self) -> tuple[int, int]:
+        return (self.vertex.id, self.subtask_index)
+
+    @cached_property
+    def attempt_id(self) -> ExecutionAttemptId:
+        return ExecutionAttemptId(self.job_id, self.vertex.id, self.subtask_index, self.attempt)
