@@ -11,6 +11,7 @@ from fluvial.cli.cluster import cluster_app
 from fluvial.cli.jobs import cancel, list_jobs, savepoint, stop
 from fluvial.cli.plan import plan
 from fluvial.cli.run import run
+from fluvial.cli.sql import sql
 
 app = typer.Typer(
     name="fluvial",
@@ -46,6 +47,7 @@ app.command("list")(list_jobs)
 app.command()(cancel)
 app.command()(savepoint)
 app.command()(stop)
+app.command()(sql)
 app.add_typer(cluster_app)
 
 
