@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import struct
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
@@ -16,7 +17,7 @@ from fluvial.common.print_format import java_double_string, java_float_string
 from fluvial.common.row import Row
 from fluvial.table.types import DataType
 
-__all__ = ["cast_value", "sql_string", "row_string", "epoch_millis", "from_epoch_millis"]
+__all__ = ["cast_value", "sql_string", "row_string", "epoch_millis", "from_epoch_millis", "float32"]
 
 _EPOCH = _dt.datetime(1970, 1, 1)
 
@@ -179,9 +180,8 @@ def _cast(value: Any, target: DataType, source: DataType | None) -> Any:
             return epoch_millis(value) // 1000
         return int(value)
     if name in ("FLOAT", "DOUBLE"):
-        if isinstance(value, str):
-            return float(value.strip())
-        return float(value)
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+        return float32(number) if name == "FLOAT" else number
     if name == "DECIMAL":
         number = Decimal(value.strip()) if isinstance(value, str) else Decimal(str(value)) \
             if isinstance(value, float) else Decimal(value)
@@ -232,6 +232,14 @@ def _cast(value: Any, target: DataType, source: DataType | None) -> Any:
     if name in ("BINARY", "VARBINARY"):
         return value.encode() if isinstance(value, str) else bytes(value)
     return value
+
+
+def float32(value: float) -> float:
+    """A FLOAT value: the double nearest to the 32-bit float nearest to `value` (Java's float)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def _truncate(value: _dt.datetime, precision: int | None) -> _dt.datetime:

@@ -35,7 +35,10 @@ def stream_columns(data_stream: Any) -> tuple[tuple[Column, ...], bool, tuple[An
     if data_type.name != "ROW":
         return (Column("f0", data_type),), True, None
     columns = tuple(Column(f.name, f.data_type) for f in data_type.fields)
-    converters = tuple(_instant_to_datetime if c.type.name == "TIMESTAMP_LTZ" else None for c in columns)
+    from fluvial.table.values import float32
+
+    converters = tuple(_instant_to_datetime if c.type.name == "TIMESTAMP_LTZ" else float32 if c.type.name == "FLOAT"
+                       else None for c in columns)
     return columns, False, converters if any(converters) else None
 
 

@@ -106,12 +106,28 @@ class Resolver:
             result = builtin.infer([o.type for o in operands])
         except SignatureError as error:
             raise ValidationException(at(e.sql_position, str(error))) from None
+        if name in _NUMERIC_OPERATORS:
+            operands = _coerce_numeric(operands)
         if name in ("floor", "ceil", "extract") and operands and isinstance(operands[-1], Literal) \
                 and operands[-1].type.name == "SYMBOL" and name != "extract":
             result = operands[0].type
         if name == "extract":
             operands = (Literal(e.args[1].value, DataTypes.STRING()), operands[0]) if False else operands
         return Call(name, operands, result)
+
+
+_NUMERIC_OPERATORS = frozenset({"plus", "minus", "times", "divide", "mod", "equals", "not_equals", "less_than",
+                                "less_than_or_equal", "greater_than", "greater_than_or_equal", "between",
+                                "not_between", "greatest", "least", "coalesce", "if", "case", "in"})
+
+
+def _coerce_numeric(operands: tuple[Rex, ...]) -> tuple[Rex, ...]:
+    """Python cannot mix Decimal and float: where an approximate (FLOAT/DOUBLE) operand meets an exact DECIMAL
+    one, the DECIMAL is cast to DOUBLE, as Flink's type coercion widens DECIMAL to DOUBLE."""
+    if not any(o.type.name in ("FLOAT", "DOUBLE") for o in operands):
+        return operands
+    return tuple(Call("cast", (o,), replace(DataTypes.DOUBLE(), nullable=o.type.nullable))
+                 if o.type.name == "DECIMAL" else o for o in operands)
 
 
 def expression_key(e: Expression) -> str:
