@@ -79,7 +79,40 @@ def _sig(name: str, types: list[DataType], form: str) -> SignatureError:
 def _with_null(t: DataType, operands: list[DataType]) -> DataType:
     from dataclasses import replace
 
-    return replace(t.without_time_attribute(), nullable=_nullable(operands) or t.nullable)
+    return replace(t.without_time_attribute(), nullable=_nullable(operands))
+
+
+_INTEGER_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}
+
+
+def _as_decimal(t: DataType) -> tuple[int, int]:
+    if t.name == "DECIMAL":
+        return t.precision or 10, t.scale or 0
+    return _INTEGER_DIGITS.get(t.name, 19), 0
+
+
+def _decimal_result(symbol: str, a: DataType, b: DataType) -> DataType:
+    """Flink's (Calcite's) DECIMAL precision and scale of `a symbol b`, capped at 38 digits."""
+    (p1, s1), (p2, s2) = _as_decimal(a), _as_decimal(b)
+    if symbol in ("+", "-"):
+        scale = max(s1, s2)
+        precision = max(p1 - s1, p2 - s2) + scale + 1
+    elif symbol == "*":
+        precision, scale = p1 + p2, s1 + s2
+    elif symbol == "/":
+        integer_digits = p1 - s1 + s2
+        scale = max(6, s1 + p2 + 1)
+        precision = integer_digits + scale
+        if precision > 38:
+            scale = max(6, 38 - integer_digits)
+            precision = 38
+    else:  # %
+        scale = max(s1, s2)
+        precision = min(p1 - s1, p2 - s2) + scale
+    if precision > 38:
+        scale = max(0, scale - (precision - 38))
+        precision = 38
+    return DataTypes.DECIMAL(precision, scale)
 
 
 def _arith(symbol: str) -> Callable[[list[DataType]], DataType]:
@@ -87,8 +120,8 @@ def _arith(symbol: str) -> Callable[[list[DataType]], DataType]:
         a, b = types
         if a.is_numeric() and b.is_numeric() or "NULL" in (a.name, b.name):
             result = common_type([a, b])
-            if symbol == "/" and a.name == "DECIMAL" or b.name == "DECIMAL" and symbol == "/":
-                result = DataTypes.DECIMAL(38, 6)
+            if "DECIMAL" in (a.name, b.name) and result.name == "DECIMAL":
+                result = _decimal_result(symbol, a, b)
             return _with_null(result, types)
         if symbol in ("+", "-") and a.is_timestamp() and b.family is TypeFamily.INTERVAL:
             return _with_null(a, types)
@@ -188,7 +221,7 @@ def _divide(a: Any, b: Any) -> Any:
         quotient = abs(a) // abs(b)
         return quotient if (a >= 0) == (b >= 0) else -quotient
     if isinstance(a, Decimal) or isinstance(b, Decimal):
-        return (Decimal(a) / Decimal(b)).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+        return Decimal(a) / Decimal(b)  # the planner's cast to the result's DECIMAL(p, s) rounds it
     if b == 0:
         return math.copysign(math.inf, a) if a != 0 else math.nan
     return a / b
@@ -531,7 +564,7 @@ def _register_all() -> None:
     _register("like", _strings("like", B), _like)
     _register("similar", _strings("similar", B), _similar)
     _register("if", lambda ts: _common(ts[1:]), None, strict=False)
-    _register("case", lambda ts: _common(ts), None, strict=False)
+    _register("case", lambda ts: _common(ts[1:-1:2] + [ts[-1]]), None, strict=False)
     _register("coalesce ifnull", lambda ts: _with_null(_common(ts), [ts[-1]]), _coalesce, strict=False)
     _register("nullif", lambda ts: _with_null(ts[0], [DataTypes.NULL()]), _nullif, strict=False)
     _register("greatest", _common, _greatest, strict=False)

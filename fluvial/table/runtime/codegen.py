@@ -81,10 +81,30 @@ class _Generator:
         builtin = BUILTINS[op]
         impl = self.bind(builtin.impl)
         if not builtin.strict or not args:
-            return f"{impl}({', '.join(args)})"
-        if len(args) == 1:
-            return f"{self.bind(_strict1(builtin.impl))}({args[0]})"
-        return f"{self.bind(_strict(builtin.impl))}({', '.join(args)})"
+            text = f"{impl}({', '.join(args)})"
+        elif len(args) == 1:
+            text = f"{self.bind(_strict1(builtin.impl))}({args[0]})"
+        else:
+            text = f"{self.bind(_strict(builtin.impl))}({', '.join(args)})"
+        if rex.type.name == "DECIMAL" and op in _DECIMAL_ARITHMETIC:
+            text = f"{self.bind(_decimal_rounder(rex.type.scale or 0))}({text})"
+        return text
+
+
+_DECIMAL_ARITHMETIC = frozenset({"plus", "minus", "times", "divide", "mod", "minus_prefix"})
+
+
+def _decimal_rounder(scale: int) -> Callable[[Any], Any]:
+    """A DECIMAL result rounded HALF_UP to its type's scale (Flink's DecimalData arithmetic)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    unit = Decimal(1).scaleb(-scale)
+
+    def run(value: Any) -> Any:
+        if value is None:
+            return None
+        return Decimal(value).quantize(unit, rounding=ROUND_HALF_UP)
+    return run
 
 
 def _strict1(function: Callable[[Any], Any]) -> Callable[[Any], Any]:

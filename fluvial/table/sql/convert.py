@@ -40,7 +40,9 @@ _RENAMED = {"length": "char_length", "char_length": "char_length", "ceiling": "c
             "regexpextract": "regexp_extract", "datetostr": "date_format", "timetostr": "date_format",
             "strtotime": "to_timestamp", "strtodate": "to_date", "initcap": "initcap", "nullif": "nullif",
             "jsonextractscalar": "json_value", "jsonvalue": "json_value", "sha2": "sha256", "lpad": "lpad",
-            "rpad": "rpad", "splitpart": "split_index", "unixtotime": "to_timestamp_ltz"}
+            "rpad": "rpad", "splitpart": "split_index", "unixtotime": "to_timestamp_ltz", "tobase64": "to_base64",
+            "frombase64": "from_base64", "concatws": "concat_ws", "sha2": "sha256", "dayofmonth": "dayofmonth",
+            "trycast": "try_cast"}
 
 
 def parse_error(error: sqlglot.ParseError, text: str) -> SqlParserException:
@@ -125,6 +127,10 @@ class Converter:
             return self._call("in", node.this, *node.expressions)
         if isinstance(node, exp.Between):
             return self._call("between", node.this, node.args["low"], node.args["high"])
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like):
+            like = node.this
+            e = self._call("like", like.this, like.expression, node.expression)
+            return self._call("not", e) if like.args.get("negate") else e
         if isinstance(node, (exp.Like, exp.ILike)):
             e = self._call("like", node.this if not isinstance(node, exp.ILike) else exp.Upper(this=node.this),
                            node.expression if not isinstance(node, exp.ILike) else exp.Upper(this=node.expression))
@@ -260,11 +266,15 @@ class Converter:
                                              Expression("literal", value=unit, data_type=DataType("SYMBOL"))))
         elif isinstance(node, exp.Coalesce):
             args = [node.this, *node.expressions]
-        elif isinstance(node, exp.Concat):
-            args = list(node.expressions)
         elif isinstance(node, exp.ConcatWs):
             args = list(node.expressions)
             name = "concat_ws"
+        elif isinstance(node, exp.Concat):
+            args = list(node.expressions)
+            name = "concat"
+        elif isinstance(node, exp.Pad):
+            name = "lpad" if node.args.get("is_left") else "rpad"
+            args = [node.this, node.expression, node.args.get("fill_pattern") or exp.Literal.string(" ")]
         elif isinstance(node, exp.Log):
             args = [a for a in (node.this, node.expression) if a is not None]
             name = "log" if len(args) == 2 else "ln"
@@ -276,6 +286,8 @@ class Converter:
             name, args = "current_date", []
         elif isinstance(node, exp.CurrentTime):
             name, args = "current_time", []
+        elif isinstance(node, exp.Initcap):
+            name, args = "initcap", [node.this]
         elif isinstance(node, exp.Length):
             name = "char_length"
         elif isinstance(node, exp.Upper):
