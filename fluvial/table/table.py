@@ -151,6 +151,29 @@ class Table:
             dropped.add(e.name)
         return self._new(project(self._node, [col(n) for n in self._node.names if n not in dropped]))
 
+    def join(self, right: "Table", join_predicate: Any = None) -> "Table":
+        """Inner join; the two tables' column names must differ (rename first), as in Flink's Table API."""
+        return self._join(right, "INNER", join_predicate)
+
+    def left_outer_join(self, right: "Table", join_predicate: Any = None) -> "Table":
+        return self._join(right, "LEFT", join_predicate)
+
+    def right_outer_join(self, right: "Table", join_predicate: Any = None) -> "Table":
+        return self._join(right, "RIGHT", join_predicate)
+
+    def full_outer_join(self, right: "Table", join_predicate: Any = None) -> "Table":
+        return self._join(right, "FULL", join_predicate)
+
+    def _join(self, right: "Table", join_type: str, predicate: Any) -> "Table":
+        from fluvial.table.planner.resolve import plan_join
+
+        clash = set(self._node.names) & set(right._node.names)
+        if clash:
+            raise ValidationException(f"join of tables with the same column names {sorted(clash)}: rename them "
+                                      "first (rename_columns(col('id').alias('r_id')))")
+        condition = _exprs([predicate])[0] if predicate is not None else None
+        return self._new(plan_join(self._node, right._node, join_type, condition))
+
     def flat_map(self, func: Any) -> "Table":
         """A table function over each row: its output columns only (`f0`, ... unless aliased)."""
         return self._new(self._correlate(func, keep_input=False))

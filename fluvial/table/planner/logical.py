@@ -15,7 +15,7 @@ from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.types import DataType
 
 __all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
-           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate"]
+           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +273,35 @@ class Correlate(RelNode):
         name = getattr(self.function, "_name", "udtf")
         return f"Correlate(invocation=[{name}], select=[{', '.join(self.names)}], " \
                f"joinType=[{'LEFT' if self.left_outer else 'INNER'}])"
+
+
+@dataclass(frozen=True)
+class Join(RelNode):
+    """A regular equi-join (Flink's Join): keyed on `left_keys`/`right_keys`, with the rest of the condition
+    over the joined row. Outer joins and any updating input make it emit a changelog."""
+
+    left: RelNode = None  # type: ignore[assignment]
+    right: RelNode = None  # type: ignore[assignment]
+    join_type: str = "INNER"
+    left_keys: tuple[int, ...] = ()
+    right_keys: tuple[int, ...] = ()
+    condition: Rex | None = None
+    condition_text: str = ""
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.left, self.right)
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        if self.join_type != "INNER":
+            return ChangelogMode.RETRACT
+        return super().changelog_mode
+
+    def explain_terms(self) -> str:
+        kind = {"INNER": "InnerJoin", "LEFT": "LeftOuterJoin", "RIGHT": "RightOuterJoin", "FULL": "FullOuterJoin"}
+        return f"Join(joinType=[{kind[self.join_type]}], where=[{self.condition_text}], " \
+               f"select=[{', '.join(self.names)}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

@@ -20,6 +20,10 @@ from fluvial.table.types import DataType, DataTypes
 # The user functions a plan may call by name (create_temporary_function), set by the table environment while it
 # plans one statement.
 registered_functions: ContextVar[dict[str, Any]] = ContextVar("registered_functions", default={})
+# (table alias, column name) → column index of the joined row, for `o.id` in a join's query; set by the SQL
+# planner while it resolves one SELECT over a join.
+qualified_columns: ContextVar[dict[tuple[str, str], int]] = ContextVar("qualified_columns", default={})
+qualified_names: ContextVar[list[str]] = ContextVar("qualified_names", default=[])
 
 __all__ = ["Resolver", "registered_functions", "resolve", "output_name", "plan_aggregate", "project", "contains_aggregate"]
 
@@ -72,6 +76,10 @@ class Resolver:
 
     def _field(self, e: Expression) -> Rex:
         name = e.name or ""
+        if e.value and self.names == qualified_names.get():
+            qualified = qualified_columns.get().get((str(e.value), name))
+            if qualified is not None:
+                return InputRef(qualified, self.schema[qualified].type, self.names[qualified])
         index = _case_insensitive_index(self.names, name) if name else None
         if index is None:
             if name in self.ungrouped:
@@ -135,7 +143,8 @@ def expression_key(e: Expression) -> str:
     if e.kind == "alias":
         return expression_key(e.args[0])
     if e.kind == "field":
-        return f"f:{e.name}"
+        qualified = qualified_columns.get().get((str(e.value), e.name or "")) if e.value else None
+        return f"f:{e.name}" if qualified is None else f"q:{qualified}"
     if e.kind == "literal":
         return f"l:{e.value!r}:{e.data_type}"
     if e.kind == "cast":
@@ -294,6 +303,61 @@ def aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = N
     if kind == "COLLECT":
         return DataTypes.MULTISET(t, False)
     raise ValidationException(at(position, f"unknown aggregate function {kind}"))
+
+
+def plan_join(left: RelNode, right: RelNode, join_type: str, condition: Expression | None,
+              right_names: Sequence[str] | None = None) -> RelNode:
+    """A regular join of `left` and `right`: its schema is left's columns then right's (a right name that
+    repeats a left one gets a `0` suffix, as Flink's), keyed on the equalities between a left and a right
+    column among the condition's conjuncts; the rest of the condition is checked per joined row."""
+    from fluvial.table.planner.logical import Join
+
+    names = list(left.names)
+    for name in right_names or right.names:
+        unique = name
+        while unique in names:
+            unique += "0"
+        names.append(unique)
+    nullable_left = join_type in ("RIGHT", "FULL")
+    nullable_right = join_type in ("LEFT", "FULL")
+    columns = [Column(n, replace(c.type, nullable=True) if nullable_left else c.type)
+               for n, c in zip(names, left.schema)]
+    columns += [Column(n, replace(c.type, nullable=True) if nullable_right else c.type)
+                for n, c in zip(names[len(left.schema):], right.schema)]
+    columns = [Column(c.name, c.type.without_time_attribute()) for c in columns]
+    if condition is None:
+        raise ValidationException("a streaming join needs a condition with an equality between the two tables' "
+                                  "columns (ON a.k = b.k); a cross join is not supported")
+    rex = resolve_condition(condition, Resolver(columns))
+    width = len(left.schema)
+    left_keys, right_keys, rest = [], [], []
+    for conjunct in _conjuncts(rex):
+        if isinstance(conjunct, Call) and conjunct.op == "equals" and all(
+                isinstance(o, InputRef) for o in conjunct.operands):
+            a, b = conjunct.operands
+            if a.index < width <= b.index:
+                left_keys.append(a.index)
+                right_keys.append(b.index - width)
+                continue
+            if b.index < width <= a.index:
+                left_keys.append(b.index)
+                right_keys.append(a.index - width)
+                continue
+        rest.append(conjunct)
+    if not left_keys:
+        raise ValidationException(at(condition.sql_position, "a streaming join needs an equality between a column "
+                                                             "of each table (ON a.k = b.k) to key its state by"))
+    remainder: Rex | None = None
+    for r in rest:
+        remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
+    return Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder,
+                rex.describe())
+
+
+def _conjuncts(rex: Rex) -> list[Rex]:
+    if isinstance(rex, Call) and rex.op == "and":
+        return _conjuncts(rex.operands[0]) + _conjuncts(rex.operands[1])
+    return [rex]
 
 
 def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_items: Sequence[Expression],

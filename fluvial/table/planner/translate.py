@@ -17,6 +17,7 @@ from fluvial.table.planner.logical import (
     Calc,
     Correlate,
     Deduplicate,
+    Join,
     Limit,
     RelNode,
     Scan,
@@ -80,6 +81,14 @@ class Translator:
                                          len(node.schema) - (len(node.input.schema) if node.keep_input else 0),
                                          node.left_outer, node.condition, node.input.names)
             return self.translate(node.input).flat_map(function).name(node.explain_terms())
+        if isinstance(node, Join):
+            from fluvial.table.runtime.join import JoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            return connected.process(JoinFunction(node.names, len(node.left.schema), len(node.right.schema),
+                                                  node.join_type, node.condition, self.state_ttl_millis)
+                                     ).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first

@@ -93,7 +93,7 @@ class Converter:
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 return Expression("star")
-            return Expression("field", node.name, sql_position=self.position(node))
+            return Expression("field", node.name, value=node.table or None, sql_position=self.position(node))
         if isinstance(node, exp.Star):
             return Expression("star")
         if isinstance(node, exp.Alias):

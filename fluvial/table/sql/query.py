@@ -154,10 +154,60 @@ class QueryPlanner:
     # -- SELECT -------------------------------------------------------------------------------------------------
 
     def select(self, node: exp.Select) -> RelNode:
-        if node.args.get("joins"):
-            raise self.convert.error(node.args["joins"][0], "JOIN is not supported yet in fluvial's SQL")
+        from fluvial.table.planner.resolve import qualified_columns, qualified_names
+
         from_ = node.args.get("from_") or node.args.get("from")
-        source = self.source(from_.this if from_ is not None else None)
+        if node.args.get("joins"):
+            source, qualifiers = self.joined(from_.this, node.args["joins"])
+            tokens = (qualified_columns.set(qualifiers), qualified_names.set(source.names))
+            try:
+                return self._select(node, source)
+            finally:
+                qualified_names.reset(tokens[1])
+                qualified_columns.reset(tokens[0])
+        return self._select(node, self.source(from_.this if from_ is not None else None))
+
+    def joined(self, first: exp.Expression, joins: list) -> tuple[RelNode, dict[tuple[str, str], int]]:
+        """FROM a JOIN b ON ... [JOIN c ON ...]: a left-deep tree of regular joins, and where each
+        `alias.column` lands in the joined row."""
+        from fluvial.table.planner.resolve import plan_join, qualified_columns, qualified_names
+
+        left = self._relation(first)
+        qualifiers = {(first.alias_or_name, n): i for i, n in enumerate(left.names)}
+        for join in joins:
+            right = self._relation(join.this)
+            side = str(join.args.get("side") or "").upper()
+            kind = str(join.args.get("kind") or "").upper()
+            if kind == "CROSS" or join.args.get("on") is None:
+                raise self.convert.error(join, "a streaming join needs ON with an equality between the tables' "
+                                               "columns; CROSS JOIN and USING are not supported yet")
+            join_type = side if side in ("LEFT", "RIGHT", "FULL") else "INNER"
+            offset = len(left.schema)
+            combined = dict(qualifiers)
+            for i, n in enumerate(right.names):
+                combined[(join.this.alias_or_name, n)] = offset + i
+            names = list(left.names)
+            for n in right.names:
+                while n in names:
+                    n += "0"
+                names.append(n)
+            tokens = (qualified_columns.set(combined), qualified_names.set(names))
+            try:
+                condition = self.convert.expr(join.args["on"])
+                left = plan_join(left, right, join_type, condition)
+            finally:
+                qualified_names.reset(tokens[1])
+                qualified_columns.reset(tokens[0])
+            qualifiers = combined
+        return left, qualifiers
+
+    def _relation(self, node: exp.Expression) -> RelNode:
+        relation = self.source(node)
+        if isinstance(relation, _WindowedInput):
+            raise self.convert.error(node, "a window table function cannot be joined yet")
+        return relation
+
+    def _select(self, node: exp.Select, source: RelNode | _WindowedInput) -> RelNode:
         items = [self.convert.expr(e) for e in node.expressions]
         where = node.args.get("where")
         group = node.args.get("group")

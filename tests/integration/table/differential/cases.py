@@ -18,7 +18,7 @@ __all__ = ["Case", "CASES", "TABLES"]
 class Case:
     id: str
     query: str
-    compare: str = "changelog"  # or "set"
+    compare: str = "changelog"  # or "set" (a multiset of changes), or "final" (the changelog applied)
     tables: tuple[str, ...] = ("orders",)
 
 
@@ -33,6 +33,13 @@ ORDERS_CSV = """\
 8,carol,42.0,2,2024-01-01 00:00:11.000,books
 9,bob,0.5,7,2024-01-01 00:00:12.000,null
 10,erin,-4.0,1,2024-01-01 00:00:15.000,toys
+"""
+
+CUSTOMERS_CSV = """\
+alice,Berlin,3
+bob,Paris,1
+carol,Berlin,2
+zoe,Rome,5
 """
 
 WORDS_CSV = """\
@@ -50,6 +57,10 @@ TABLES = {
         "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = "
         "'{dir}/orders.csv', 'format' = 'csv', 'csv.null-literal' = 'null')",
         "orders.csv", ORDERS_CSV),
+    "customers": (
+        "CREATE TABLE customers (name STRING, city STRING, tier INT) WITH ('connector' = 'filesystem', 'path' = "
+        "'{dir}/customers.csv', 'format' = 'csv')",
+        "customers.csv", CUSTOMERS_CSV),
     "words": (
         "CREATE TABLE words (line STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{dir}/words.csv', "
         "'format' = 'csv')",
@@ -62,6 +73,7 @@ def _c(id: str, query: str, compare: str = "changelog", tables: tuple[str, ...] 
 
 
 _W = ("words",)
+_J = ("orders", "customers")
 
 CASES: list[Case] = [
     # -- projection and arithmetic ---------------------------------------------------------------------------
@@ -216,6 +228,15 @@ CASES: list[Case] = [
     _c("cumulate_sum_by_customer", "SELECT window_start, window_end, customer, SUM(qty) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND, INTERVAL '8' SECOND)) GROUP BY window_start, window_end, customer", "set"),
     _c("window_then_filter", "SELECT * FROM (SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end) WHERE c > 2", "set"),
     _c("window_then_group", "SELECT c, COUNT(*) FROM (SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY window_start, window_end) GROUP BY c", "set"),
+    # -- regular joins (two sources interleave as they like: compare the multiset or the final table) ---------
+    _c("join_inner", "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name", "set", _J),
+    _c("join_inner_condition", "SELECT o.id, c.name, c.tier FROM orders o JOIN customers c ON o.customer = c.name AND o.qty > c.tier", "set", _J),
+    _c("join_left", "SELECT o.id, c.city FROM orders o LEFT JOIN customers c ON o.customer = c.name", "final", _J),
+    _c("join_right", "SELECT o.id, c.name FROM orders o RIGHT JOIN customers c ON o.customer = c.name", "final", _J),
+    _c("join_full", "SELECT o.id, c.name FROM orders o FULL OUTER JOIN customers c ON o.customer = c.name", "final", _J),
+    _c("join_then_group", "SELECT c.city, SUM(o.amount) FROM orders o JOIN customers c ON o.customer = c.name GROUP BY c.city", "final", _J),
+    _c("join_where", "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name WHERE c.city = 'Berlin'", "set", _J),
+    _c("join_select_star", "SELECT * FROM customers c JOIN orders o ON c.name = o.customer WHERE o.id < 4", "set", _J),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
     _c("error_unknown_column", "SELECT nosuch FROM orders"),
     _c("error_type_mismatch", "SELECT customer + 1 FROM orders"),
