@@ -124,7 +124,9 @@ def _arith(symbol: str) -> Callable[[list[DataType]], DataType]:
                 result = _decimal_result(symbol, a, b)
             return _with_null(result, types)
         if symbol in ("+", "-") and a.is_timestamp() and b.family is TypeFamily.INTERVAL:
-            return _with_null(a, types)
+            from dataclasses import replace
+
+            return replace(a, nullable=_nullable(types))  # a rowtime stays a rowtime, as in Flink
         if symbol == "+" and b.is_timestamp() and a.family is TypeFamily.INTERVAL:
             return _with_null(b, types)
         if symbol in ("+", "-") and a.name == "DATE" and b.family is TypeFamily.INTERVAL:
@@ -563,7 +565,7 @@ def _register_all() -> None:
     _register("in", lambda ts: DataTypes.BOOLEAN(_nullable(ts)), None, strict=False)
     _register("like", _strings("like", B), _like)
     _register("similar", _strings("similar", B), _similar)
-    _register("if", lambda ts: _common(ts[1:]), None, strict=False)
+    _register("if", lambda ts: _common(ts[1:]).nullable_(), None, strict=False)
     _register("case", lambda ts: _common(ts[1:-1:2] + [ts[-1]]), None, strict=False)
     _register("coalesce ifnull", lambda ts: _with_null(_common(ts), [ts[-1]]), _coalesce, strict=False)
     _register("nullif", lambda ts: _with_null(ts[0], [DataTypes.NULL()]), _nullif, strict=False)

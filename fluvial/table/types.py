@@ -346,8 +346,8 @@ def _widen(a: DataType, b: DataType) -> DataType:
             return DataTypes.DECIMAL(min(38, digits + scale), scale, nullable)
         return replace(a if ra >= rb else b, nullable=nullable)
     if a.is_string() and b.is_string():
-        if a.name == "CHAR" and b.name == "CHAR":
-            return DataTypes.CHAR(max(a.precision or 1, b.precision or 1), nullable)
+        if a.name == "CHAR" and b.name == "CHAR" and a.precision == b.precision:
+            return DataTypes.CHAR(a.precision or 1, nullable)
         return DataTypes.VARCHAR(max(a.precision or 1, b.precision or 1), nullable)
     if a.family is b.family and a.family in (TypeFamily.DATETIME, TypeFamily.BINARY, TypeFamily.BOOLEAN):
         if a.name == b.name:
