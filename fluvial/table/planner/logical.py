@@ -234,19 +234,21 @@ class Limit(RelNode):
 
 @dataclass(frozen=True)
 class Deduplicate(RelNode):
-    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime/proctime) = 1`: keep the first row per key."""
+    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) = 1`: per key, the row with the smallest
+    (largest, `keep_last`) event time seen so far; a better row retracts the one kept before (-U, +U)."""
 
     input: RelNode = None  # type: ignore[assignment]
     keys: tuple[int, ...] = ()
     keep_last: bool = False
+    rowtime: int = 0
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
 
     @property
     def inputs(self) -> tuple[RelNode, ...]:
         return (self.input,)
-
-    @property
-    def changelog_mode(self) -> ChangelogMode:
-        return ChangelogMode.RETRACT if self.keep_last else super().changelog_mode
 
     def explain_terms(self) -> str:
         keys = ", ".join(self.input.names[k] for k in self.keys)

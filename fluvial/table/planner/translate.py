@@ -97,7 +97,7 @@ class Translator:
             return keyed.process(LimitFunction(node.offset, node.fetch)).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
-            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis)).name(node.explain_terms())
+            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
 
     def _scan(self, node: Scan) -> Any:

@@ -272,30 +272,34 @@ class LimitFunction(KeyedProcessFunction):
 
 
 class DeduplicateFunction(KeyedProcessFunction):
-    """Keeps the first row per key (ROW_NUMBER() = 1 ordered by time ascending); with `keep_last`, the last,
-    retracting the one it replaces."""
+    """Keeps, per key, the row with the smallest event time (`keep_last`: the largest, ties to the later
+    row) — Flink's RowTimeDeduplicateFunction: the first row is +I, a row that replaces the kept one emits
+    -U of the old and +U of the new."""
 
-    def __init__(self, keep_last: bool, state_ttl_millis: int = 0) -> None:
+    def __init__(self, keep_last: bool, state_ttl_millis: int = 0, rowtime: int = 0) -> None:
         self.keep_last = keep_last
         self.state_ttl_millis = state_ttl_millis
+        self.rowtime = rowtime
         self._row: Any = None
 
     def open(self, runtime_context: Any) -> None:
         self._row = runtime_context.get_state(_with_ttl(ValueStateDescriptor("dedup-row"), self.state_ttl_millis))
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
+        if value._row_kind not in (RowKind.INSERT, RowKind.UPDATE_AFTER):
+            raise ValueError("deduplication takes an insert-only input; its input emits updates")
         previous = self._row.value()
-        if not self.keep_last:
-            if previous is not None:
+        values = list(value._values)
+        if previous is not None:
+            old, new = previous[self.rowtime], values[self.rowtime]
+            better = new >= old if self.keep_last else new < old
+            if not better:
                 return ()
-            self._row.update(True)
-            return (value,)
-        self._row.update(list(value._values))
-        current = _create_row(value._fields, list(value._values), RowKind.INSERT)
+        self._row.update(values)
         if previous is None:
-            return (current,)
-        current.set_row_kind(RowKind.UPDATE_AFTER)
-        return (_create_row(value._fields, previous, RowKind.UPDATE_BEFORE), current)
+            return (_create_row(value._fields, values, RowKind.INSERT),)
+        return (_create_row(value._fields, previous, RowKind.UPDATE_BEFORE),
+                _create_row(value._fields, values, RowKind.UPDATE_AFTER))
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

@@ -165,6 +165,9 @@ class QueryPlanner:
             finally:
                 qualified_names.reset(tokens[1])
                 qualified_columns.reset(tokens[0])
+        deduplicated = self._deduplicated(node)
+        if deduplicated is not None:
+            return deduplicated
         return self._select(node, self.source(from_.this if from_ is not None else None))
 
     def joined(self, first: exp.Expression, joins: list) -> tuple[RelNode, dict[tuple[str, str], int]]:
@@ -206,6 +209,61 @@ class QueryPlanner:
         if isinstance(relation, _WindowedInput):
             raise self.convert.error(node, "a window table function cannot be joined yet")
         return relation
+
+    def _deduplicated(self, node: exp.Select) -> RelNode | None:
+        """`SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) AS rn FROM t)
+        WHERE rn = 1`: Flink's deduplication (the first or last row per key by event time), with `rn` = 1."""
+        from_ = node.args.get("from_") or node.args.get("from")
+        where = node.args.get("where")
+        if from_ is None or not isinstance(from_.this, exp.Subquery) or where is None:
+            return None
+        inner = from_.this.this
+        if not isinstance(inner, exp.Select):
+            return None
+        ranked = [e for e in inner.expressions if isinstance(e, exp.Alias) and isinstance(e.this, exp.Window)
+                  and isinstance(e.this.this, exp.RowNumber)]
+        if not ranked:
+            return None
+        rank, condition = ranked[0], where.this
+        rn = rank.alias
+        if not (isinstance(condition, (exp.EQ, exp.LTE)) and isinstance(condition.this, exp.Column)
+                and condition.this.name == rn and isinstance(condition.expression, exp.Literal)
+                and str(condition.expression.this) == "1"):
+            raise self.convert.error(condition, "fluvial plans ROW_NUMBER() for deduplication (WHERE rn = 1) only; "
+                                                "Top-N (rn <= N) is not supported yet")
+        window = rank.this
+        others = [e for e in inner.expressions if e is not rank]
+        inner_source = self.source((inner.args.get("from_") or inner.args.get("from")).this)
+        if isinstance(inner_source, _WindowedInput):
+            raise self.convert.error(inner, "deduplication over a window table function is not supported yet")
+        base = project(inner_source, [self.convert.expr(e) for e in others], sql=True)
+        keys = [self.convert.expr(p) for p in window.args.get("partition_by") or []]
+        order = window.args.get("order")
+        if order is None or len(order.expressions) != 1:
+            raise self.convert.error(window, "deduplication orders by one time attribute: ORDER BY rowtime [DESC]")
+        ordered = order.expressions[0]
+        time_name = ordered.this.name
+        names = base.names
+        if time_name not in names or base.schema[names.index(time_name)].type.time_attribute != "ROWTIME":
+            raise self.convert.error(ordered, f"deduplication orders by a time attribute; '{time_name}' is none "
+                                              "(declare a watermark on it)")
+        key_indexes = []
+        for k in keys:
+            if k.kind != "field" or k.name not in names:
+                raise self.convert.error(window, "PARTITION BY takes columns of the subquery")
+            key_indexes.append(names.index(k.name))
+        from fluvial.table.planner.logical import Deduplicate
+        from fluvial.table.planner.rex import Literal
+        from fluvial.table.types import DataTypes
+
+        dedup = Deduplicate(base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")),
+                            names.index(time_name))
+        rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(dedup.schema)) + (
+            Literal(1, DataTypes.BIGINT(False)),)
+        with_rank = Calc(dedup.schema + (Column(rn, DataTypes.BIGINT(False)),), dedup, rexes, None)
+        node = node.copy()
+        node.set("where", None)
+        return self._select(node, with_rank)
 
     def _select(self, node: exp.Select, source: RelNode | _WindowedInput) -> RelNode:
         items = [self.convert.expr(e) for e in node.expressions]

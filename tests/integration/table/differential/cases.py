@@ -237,6 +237,10 @@ CASES: list[Case] = [
     _c("join_then_group", "SELECT c.city, SUM(o.amount) FROM orders o JOIN customers c ON o.customer = c.name GROUP BY c.city", "final", _J),
     _c("join_where", "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name WHERE c.city = 'Berlin'", "set", _J),
     _c("join_select_star", "SELECT * FROM customers c JOIN orders o ON c.name = o.customer WHERE o.id < 4", "set", _J),
+    # -- deduplication (ROW_NUMBER() = 1 by event time) -------------------------------------------------------
+    _c("dedup_first", "SELECT id, customer, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts) AS rn FROM orders) WHERE rn = 1"),
+    _c("dedup_last", "SELECT id, customer, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts DESC) AS rn FROM orders) WHERE rn = 1"),
+    _c("dedup_by_category", "SELECT category, id FROM (SELECT id, category, ts, ROW_NUMBER() OVER (PARTITION BY category ORDER BY ts) AS rn FROM orders) WHERE rn = 1"),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
     _c("error_unknown_column", "SELECT nosuch FROM orders"),
     _c("error_type_mismatch", "SELECT customer + 1 FROM orders"),
