@@ -185,6 +185,27 @@ def _strings(name: str, result: DataType) -> Callable[[list[DataType]], DataType
     return infer
 
 
+def _same_string(name: str) -> Callable[[list[DataType]], DataType]:
+    """UPPER, LOWER, INITCAP: the argument's own character type (CHAR(1) stays CHAR(1))."""
+    def infer(types: list[DataType]) -> DataType:
+        if not types or not (types[0].is_string() or types[0].name == "NULL"):
+            raise _sig(name.upper(), types, f"'{name.upper()}(<CHARACTER>)'")
+        return _with_null(types[0] if types[0].is_string() else DataTypes.STRING(), types)
+    return infer
+
+
+def _concat_type(types: list[DataType]) -> DataType:
+    """`a || b`: CHAR(m + n) of CHARs, VARCHAR(m + n) of bounded strings, else STRING (Calcite's rule)."""
+    from fluvial.table.types import MAX_LENGTH
+
+    if types and all(t.is_string() for t in types):
+        length = sum(t.precision or 0 for t in types)
+        if length < MAX_LENGTH and all((t.precision or MAX_LENGTH) < MAX_LENGTH for t in types):
+            kind = DataTypes.CHAR if all(t.name == "CHAR" for t in types) else DataTypes.VARCHAR
+            return kind(length, _nullable(types))
+    return DataTypes.STRING(_nullable(types))
+
+
 def _first(types: list[DataType]) -> DataType:
     return _with_null(types[0], types)
 
@@ -592,9 +613,9 @@ def _register_all() -> None:
     _register("e", _fixed(DataTypes.DOUBLE(False)), lambda: math.e)
     _register("rand", _fixed(DataTypes.DOUBLE(False)), lambda seed=None: random.random(), deterministic=False)
     # strings
-    _register("upper", _strings("upper", S), str.upper)
-    _register("lower", _strings("lower", S), str.lower)
-    _register("initcap", _strings("initcap", S), _initcap)
+    _register("upper", _same_string("upper"), str.upper)
+    _register("lower", _same_string("lower"), str.lower)
+    _register("initcap", _same_string("initcap"), _initcap)
     _register("char_length character_length", _strings("char_length", I), len)
     _register("substring substr", _strings("substring", S), _substring)
     _register("trim btrim", _strings("trim", S), _trim)
@@ -615,7 +636,7 @@ def _register_all() -> None:
     _register("regexp", _strings("regexp", B), lambda s, r: re.search(r, s) is not None)
     _register("ascii", _strings("ascii", I), lambda s: ord(s[0]) if s else 0)
     _register("chr", _fixed(S), lambda n: chr(n % 256))
-    _register("concat", _fixed(S), _concat, strict=False)
+    _register("concat", _concat_type, _concat, strict=False)
     _register("concat_ws", _fixed(S), _concat_ws, strict=False)
     _register("md5", _strings("md5", DataTypes.CHAR(32)), _hash("md5"))
     _register("sha256", _strings("sha256", DataTypes.CHAR(64)), _hash("sha256"))

@@ -115,11 +115,13 @@ class DataType:
         return self.summary()
 
     def summary(self, with_time_attribute: bool = True) -> str:
-        """Flink's `asSummaryString()`: `BIGINT NOT NULL`, `TIMESTAMP(3) *ROWTIME*`, `ROW<`a` INT>`."""
+        """Flink's `asSummaryString()`: `BIGINT NOT NULL`, `TIMESTAMP(3) NOT NULL *ROWTIME*`, `ROW<`a` INT>`."""
         text = self._root()
+        if not self.nullable:
+            text += " NOT NULL"
         if with_time_attribute and self.time_attribute:
             text += f" *{self.time_attribute}*"
-        return text if self.nullable else text + " NOT NULL"
+        return text
 
     def _root(self) -> str:
         name = self.name

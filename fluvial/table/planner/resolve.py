@@ -249,6 +249,8 @@ class _AggCollector:
     calls: list[tuple[str, AggCall]]
     sql: bool
 
+    grouped: bool = True
+
     def collect(self, e: Expression, key_offset: int) -> None:
         if e.kind == "call" and (e.name in AGGREGATES or e.name == "distinct" and e.args and _is_agg(e.args[0])):
             key = expression_key(e)
@@ -268,15 +270,24 @@ class _AggCollector:
                 self.arg_rexes.append(rex)
                 indexes.append(key_offset + len(self.arg_rexes) - 1)
             arg_types = tuple(r.type for r in rexes)
-            result_type = aggregate_type(kind, arg_types, e.sql_position)
+            result_type = aggregate_type(kind, arg_types, e.sql_position, self.grouped)
             self.calls.append((key, AggCall(kind, tuple(indexes), result_type, "", distinct, arg_types)))
             return
         for a in e.args:
             self.collect(a, key_offset)
 
 
-def aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = None) -> DataType:
-    """Flink's result type of an aggregate: COUNT BIGINT NOT NULL, SUM of INT is INT, AVG keeps the type..."""
+def aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = None, grouped: bool = True) -> DataType:
+    """Flink's result type of an aggregate: COUNT BIGINT NOT NULL, SUM of INT is INT, AVG keeps the type...;
+    SUM, AVG, MIN and MAX are nullable when their argument is, or when there are no group keys (an empty
+    input has no value), as Calcite's `*_NULLABLE_IF_EMPTY` rules say."""
+    result = _aggregate_type(kind, arg_types, position)
+    if kind in ("SUM", "AVG", "MIN", "MAX") and arg_types:
+        result = replace(result, nullable=not grouped or arg_types[0].nullable)
+    return result
+
+
+def _aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = None) -> DataType:
     if kind == "COUNT":
         return DataTypes.BIGINT(False)
     if not arg_types:
@@ -324,7 +335,6 @@ def plan_join(left: RelNode, right: RelNode, join_type: str, condition: Expressi
                for n, c in zip(names, left.schema)]
     columns += [Column(n, replace(c.type, nullable=True) if nullable_right else c.type)
                 for n, c in zip(names[len(left.schema):], right.schema)]
-    columns = [Column(c.name, c.type.without_time_attribute()) for c in columns]
     if condition is None:
         raise ValidationException("a streaming join needs a condition with an equality between the two tables' "
                                   "columns (ON a.k = b.k); a cross join is not supported")
@@ -368,6 +378,7 @@ def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_ite
     resolver = Resolver(input.schema)
     key_rexes = [resolver.resolve(g) for g in group_items]
     collector = _AggCollector(resolver, [], [], sql)
+    collector.grouped = bool(group_items) or window is not None
     select_items = expand_star(select_items, input) if not any(s.kind == "star" for s in select_items) else \
         _grouped_star(select_items, group_items)
     for item in select_items:

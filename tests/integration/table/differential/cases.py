@@ -201,8 +201,8 @@ CASES: list[Case] = [
     _c("count_distinct_global", "SELECT COUNT(DISTINCT category) FROM orders"),
     _c("stddev_var", "SELECT category, STDDEV_POP(amount), VAR_POP(amount) FROM orders GROUP BY category"),
     # -- union, limit, values, subqueries -----------------------------------------------------------------------
-    _c("union_all", "SELECT id, customer FROM orders WHERE id < 3 UNION ALL SELECT id, customer FROM orders WHERE id > 8"),
-    _c("union_all_three", "SELECT id FROM orders WHERE id = 1 UNION ALL SELECT id FROM orders WHERE id = 2 UNION ALL SELECT id FROM orders WHERE id = 3"),
+    _c("union_all", "SELECT id, customer FROM orders WHERE id < 3 UNION ALL SELECT id, customer FROM orders WHERE id > 8", "set"),
+    _c("union_all_three", "SELECT id FROM orders WHERE id = 1 UNION ALL SELECT id FROM orders WHERE id = 2 UNION ALL SELECT id FROM orders WHERE id = 3", "set"),
     _c("union_distinct", "SELECT customer FROM orders UNION SELECT category FROM orders WHERE category IS NOT NULL"),
     _c("limit", "SELECT id FROM orders LIMIT 3"),
     _c("limit_offset", "SELECT id FROM orders LIMIT 3 OFFSET 2"),
