@@ -15,7 +15,7 @@ from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.types import DataType
 
 __all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
-           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join"]
+           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join", "TopN"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +304,34 @@ class Join(RelNode):
         kind = {"INNER": "InnerJoin", "LEFT": "LeftOuterJoin", "RIGHT": "RightOuterJoin", "FULL": "FullOuterJoin"}
         return f"Join(joinType=[{kind[self.join_type]}], where=[{self.condition_text}], " \
                f"select=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class TopN(RelNode):
+    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY s) <= n` over an insert-only input (Flink's
+    AppendOnlyTopNFunction): per key, the first `n` rows by `sort` (column, descending); with
+    `rank_output` the rank number is the last column."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    keys: tuple[int, ...] = ()
+    sort: tuple[tuple[int, bool], ...] = ()
+    limit: int = 1
+    rank_output: bool = False
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        order = ", ".join(f"{names[i]} {'DESC' if d else 'ASC'}" for i, d in self.sort)
+        keys = ", ".join(names[k] for k in self.keys)
+        return f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={self.limit}], " \
+               f"partitionBy=[{keys}], orderBy=[{order}], select=[{', '.join(self.names)}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

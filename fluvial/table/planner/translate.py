@@ -21,6 +21,7 @@ from fluvial.table.planner.logical import (
     Limit,
     RelNode,
     Scan,
+    TopN,
     Union,
     Values,
     WindowAggregate,
@@ -95,6 +96,12 @@ class Translator:
         if isinstance(node, Limit):
             keyed = self.translate(node.input).key_by(RowKeySelector(()))
             return keyed.process(LimitFunction(node.offset, node.fetch)).name(node.explain_terms())
+        if isinstance(node, TopN):
+            from fluvial.table.runtime.functions import TopNFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            return keyed.process(TopNFunction(node.names, node.sort, node.limit, node.rank_output,
+                                              self.state_ttl_millis)).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(node.explain_terms())

@@ -307,6 +307,72 @@ class DeduplicateFunction(KeyedProcessFunction):
         return state
 
 
+class TopNFunction(KeyedProcessFunction):
+    """Per key, the first `limit` rows by the sort columns, over inserts (Flink's AppendOnlyTopNFunction).
+
+    A row that enters the top N is emitted (+I); the row it pushes out of the top N is deleted (-D). With the
+    rank number in the output, every row whose rank changed is updated instead (-U old, +U new rank) and a
+    rank filled for the first time is inserted. Rows equal in the sort columns keep their arrival order.
+    """
+
+    def __init__(self, names: Sequence[str], sort: Sequence[tuple[int, bool]], limit: int, rank_output: bool,
+                 state_ttl_millis: int = 0) -> None:
+        self.names = list(names)
+        self.sort = tuple(sort)
+        self.limit = limit
+        self.rank_output = rank_output
+        self.state_ttl_millis = state_ttl_millis
+        self._rows: Any = None
+
+    def open(self, runtime_context: Any) -> None:
+        self._rows = runtime_context.get_state(_with_ttl(ValueStateDescriptor("top-n"), self.state_ttl_millis))
+
+    def _before(self, a: list, b: list) -> bool:
+        """Whether row `a` sorts strictly before row `b` (NULL is the smallest value, as in Flink)."""
+        for index, descending in self.sort:
+            x, y = a[index], b[index]
+            if x == y:
+                continue
+            if x is None or y is None:
+                return (x is None) != descending
+            return x > y if descending else x < y
+        return False
+
+    def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
+        if value._row_kind not in (RowKind.INSERT, RowKind.UPDATE_AFTER):
+            raise ValueError("Top-N takes an insert-only input here; its input emits updates (a Top-N over "
+                             "an aggregation is not supported yet)")
+        rows = self._rows.value() or []
+        values = list(value._values)
+        position = len(rows)
+        while position > 0 and self._before(values, rows[position - 1]):
+            position -= 1
+        if position >= self.limit:
+            return ()
+        previous = list(rows[: self.limit])
+        rows.insert(position, values)
+        del rows[self.limit:]
+        self._rows.update(rows)
+        if not self.rank_output:
+            out = [_create_row(self.names, values, RowKind.INSERT)]
+            if len(previous) == self.limit:
+                out.insert(0, _create_row(self.names, previous[-1], RowKind.DELETE))
+            return out
+        out = []
+        for rank in range(position, len(rows)):
+            if rank < len(previous):
+                out.append(_create_row(self.names, previous[rank] + [rank + 1], RowKind.UPDATE_BEFORE))
+                out.append(_create_row(self.names, rows[rank] + [rank + 1], RowKind.UPDATE_AFTER))
+            else:
+                out.append(_create_row(self.names, rows[rank] + [rank + 1], RowKind.INSERT))
+        return out
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_rows"] = None
+        return state
+
+
 def _with_ttl(descriptor: ValueStateDescriptor, ttl_millis: int) -> ValueStateDescriptor:
     """`table.exec.state.ttl`: a key's state expires after that long without a write (processing time)."""
     if ttl_millis > 0:

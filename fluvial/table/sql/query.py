@@ -226,11 +226,10 @@ class QueryPlanner:
             return None
         rank, condition = ranked[0], where.this
         rn = rank.alias
-        if not (isinstance(condition, (exp.EQ, exp.LTE)) and isinstance(condition.this, exp.Column)
-                and condition.this.name == rn and isinstance(condition.expression, exp.Literal)
-                and str(condition.expression.this) == "1"):
-            raise self.convert.error(condition, "fluvial plans ROW_NUMBER() for deduplication (WHERE rn = 1) only; "
-                                                "Top-N (rn <= N) is not supported yet")
+        limit = _rank_limit(condition, rn)
+        if limit is None:
+            raise self.convert.error(condition, f"fluvial plans ROW_NUMBER() with WHERE {rn} = 1, {rn} <= N or "
+                                                f"{rn} < N (deduplication and Top-N) only")
         window = rank.this
         others = [e for e in inner.expressions if e is not rank]
         inner_source = self.source((inner.args.get("from_") or inner.args.get("from")).this)
@@ -239,28 +238,44 @@ class QueryPlanner:
         base = project(inner_source, [self.convert.expr(e) for e in others], sql=True)
         keys = [self.convert.expr(p) for p in window.args.get("partition_by") or []]
         order = window.args.get("order")
-        if order is None or len(order.expressions) != 1:
-            raise self.convert.error(window, "deduplication orders by one time attribute: ORDER BY rowtime [DESC]")
-        ordered = order.expressions[0]
-        time_name = ordered.this.name
+        if order is None or not order.expressions:
+            raise self.convert.error(window, "ROW_NUMBER() needs ORDER BY")
         names = base.names
-        if time_name not in names or base.schema[names.index(time_name)].type.time_attribute != "ROWTIME":
-            raise self.convert.error(ordered, f"deduplication orders by a time attribute; '{time_name}' is none "
-                                              "(declare a watermark on it)")
         key_indexes = []
         for k in keys:
             if k.kind != "field" or k.name not in names:
                 raise self.convert.error(window, "PARTITION BY takes columns of the subquery")
             key_indexes.append(names.index(k.name))
-        from fluvial.table.planner.logical import Deduplicate
+        from fluvial.table.planner.logical import Deduplicate, TopN
         from fluvial.table.planner.rex import Literal
         from fluvial.table.types import DataTypes
 
-        dedup = Deduplicate(base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")),
-                            names.index(time_name))
-        rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(dedup.schema)) + (
-            Literal(1, DataTypes.BIGINT(False)),)
-        with_rank = Calc(dedup.schema + (Column(rn, DataTypes.BIGINT(False)),), dedup, rexes, None)
+        ordered = order.expressions[0]
+        time_name = ordered.this.name if isinstance(ordered.this, exp.Column) else ""
+        is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute == "ROWTIME"
+        rank_column = Column(rn, DataTypes.BIGINT(False))
+        if limit == 1 and len(order.expressions) == 1 and is_time:
+            dedup = Deduplicate(base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")),
+                                names.index(time_name))
+            rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(dedup.schema)) + (
+                Literal(1, DataTypes.BIGINT(False)),)
+            with_rank = Calc(dedup.schema + (rank_column,), dedup, rexes, None)
+        else:
+            if base.changelog_mode.value != "[I]":
+                raise self.convert.error(window, "Top-N over an input that emits updates (an aggregation) is not "
+                                                 "supported yet")
+            sort = []
+            for o in order.expressions:
+                e = self.convert.expr(o.this)
+                if e.kind != "field" or e.name not in names:
+                    raise self.convert.error(o, "Top-N's ORDER BY takes columns of the subquery")
+                sort.append((names.index(e.name), bool(o.args.get("desc"))))
+            with_rank = TopN(base.schema + (rank_column,), base, tuple(key_indexes), tuple(sort), limit, True)
+            if not _selects(node, rn):
+                with_rank = TopN(base.schema, base, tuple(key_indexes), tuple(sort), limit, False)
+                rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(with_rank.schema)) + (
+                    Literal(None, DataTypes.BIGINT()),)
+                with_rank = Calc(with_rank.schema + (rank_column,), with_rank, rexes, None)
         node = node.copy()
         node.set("where", None)
         return self._select(node, with_rank)
@@ -338,6 +353,23 @@ class QueryPlanner:
                           for r in rows)
         columns = tuple(Column(f"EXPR${i}", ct) for i, ct in enumerate(column_types))
         return Values(columns, converted)
+
+
+def _rank_limit(condition: exp.Expression, rn: str) -> int | None:
+    """N of `rn = 1`, `rn <= N`, `rn < N + 1`; None for any other condition."""
+    if not (isinstance(condition, (exp.EQ, exp.LTE, exp.LT)) and isinstance(condition.this, exp.Column)
+            and condition.this.name == rn and isinstance(condition.expression, exp.Literal)):
+        return None
+    value = int(str(condition.expression.this))
+    if isinstance(condition, exp.EQ):
+        return 1 if value == 1 else None
+    return value if isinstance(condition, exp.LTE) else value - 1
+
+
+def _selects(node: exp.Select, name: str) -> bool:
+    """Whether the outer select list reads column `name` (then the rank number is computed, as Flink's)."""
+    return any(isinstance(e, exp.Star) or isinstance(c, exp.Column) and c.name == name
+               for e in node.expressions for c in ([e] if isinstance(e, exp.Star) else e.find_all(exp.Column)))
 
 
 def _check_window_refs(item: Expression, window_keys: set[str], convert: Converter) -> None:

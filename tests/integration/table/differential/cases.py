@@ -241,6 +241,11 @@ CASES: list[Case] = [
     _c("dedup_first", "SELECT id, customer, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts) AS rn FROM orders) WHERE rn = 1"),
     _c("dedup_last", "SELECT id, customer, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts DESC) AS rn FROM orders) WHERE rn = 1"),
     _c("dedup_by_category", "SELECT category, id FROM (SELECT id, category, ts, ROW_NUMBER() OVER (PARTITION BY category ORDER BY ts) AS rn FROM orders) WHERE rn = 1"),
+    # -- Top-N (ROW_NUMBER() <= N over inserts) -------------------------------------------------------------
+    _c("topn_per_customer", "SELECT customer, amount FROM (SELECT customer, amount, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 2"),
+    _c("topn_with_rank", "SELECT customer, amount, rn FROM (SELECT customer, amount, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 2"),
+    _c("topn_global", "SELECT id, qty FROM (SELECT id, qty, ROW_NUMBER() OVER (ORDER BY qty DESC) AS rn FROM orders) WHERE rn <= 3"),
+    _c("topn_ascending_lt", "SELECT * FROM (SELECT id, category, ROW_NUMBER() OVER (PARTITION BY category ORDER BY id) AS rn FROM orders) WHERE rn < 3"),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
     _c("error_unknown_column", "SELECT nosuch FROM orders"),
     _c("error_type_mismatch", "SELECT customer + 1 FROM orders"),
