@@ -276,9 +276,27 @@ class TableEnvironment:
         return result
 
     def _explain(self, node: RelNode) -> str:
+        """Flink's three sections (fluvial's logical plan is its physical plan: no cost-based rewrites yet),
+        then the JobGraph the plan runs as: its chains, their parallelism, and why each edge is not chained."""
         tree = "\n".join(explain_tree(node))
         return (f"== Abstract Syntax Tree ==\n{tree}\n\n== Optimized Physical Plan ==\n{tree}\n\n"
-                f"== Optimized Execution Plan ==\n{tree}\n")
+                f"== Optimized Execution Plan ==\n{tree}\n\n== fluvial JobGraph ==\n{self._job_graph_text(node)}")
+
+    def _job_graph_text(self, node: RelNode) -> str:
+        from fluvial.table.connectors.blackhole import _Discard
+
+        with _own_job(self._env):
+            self._translator().translate(node).add_sink(_Discard()).name("Sink: explain")
+            job_graph = self._env.get_job_graph("explain")
+            self._env._pending_sinks.clear()
+        names = {vertex.id: vertex.name for vertex in job_graph.vertices}
+        lines = [f"[{vertex.id}] {vertex.name} (parallelism {vertex.parallelism})" for vertex in job_graph.vertices]
+        for edge in job_graph.edges:
+            strategy = getattr(edge.ship_strategy, "value", edge.ship_strategy)
+            verdict = getattr(edge.chain_break, "value", edge.chain_break)
+            lines.append(f"[{edge.source}] {names[edge.source]} -> [{edge.target}] {names[edge.target]}: "
+                         f"{strategy}, not chained: {verdict}")
+        return "\n".join(lines) + "\n"
 
     def execute(self, job_name: str | None = None) -> Any:
         return self._env.execute(job_name)

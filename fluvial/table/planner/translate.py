@@ -67,7 +67,7 @@ class Translator:
             return self._scan(node)
         if isinstance(node, Values):
             stream = self.env.from_collection(list(node.rows))
-            return stream.map(ToRowFunction(node.names, atomic=False)).name("Values")
+            return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
         if isinstance(node, Calc):
             return self.translate(node.input).flat_map(
                 CalcFunction(node.names, node.projections, node.condition)).name(node.explain_terms())
