@@ -15,7 +15,7 @@ from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.types import DataType
 
 __all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
-           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join", "TopN"]
+           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join", "TopN", "OverAggregate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +332,31 @@ class TopN(RelNode):
         keys = ", ".join(names[k] for k in self.keys)
         return f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={self.limit}], " \
                f"partitionBy=[{keys}], orderBy=[{order}], select=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class OverAggregate(RelNode):
+    """OVER aggregation ordered by event time from UNBOUNDED PRECEDING to the CURRENT ROW (Flink's
+    RowTime{Rows,Range}UnboundedPrecedingFunction): the input's columns, then the aggregates. Rows wait for the
+    watermark and are emitted in time order; late rows are dropped."""
+
+    input: RelNode = None  # type: ignore[assignment]
+    keys: tuple[int, ...] = ()
+    rowtime: int = 0
+    rows_frame: bool = True
+    aggs: tuple[AggCall, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        keys = ", ".join(names[k] for k in self.keys)
+        frame = "ROWS" if self.rows_frame else "RANGE"
+        aggs = ", ".join(f"{a.describe(names)} AS {a.name}" for a in self.aggs)
+        return f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN " \
+               f"UNBOUNDED PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

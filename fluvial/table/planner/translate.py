@@ -19,6 +19,7 @@ from fluvial.table.planner.logical import (
     Deduplicate,
     Join,
     Limit,
+    OverAggregate,
     RelNode,
     Scan,
     TopN,
@@ -96,6 +97,12 @@ class Translator:
         if isinstance(node, Limit):
             keyed = self.translate(node.input).key_by(RowKeySelector(()))
             return keyed.process(LimitFunction(node.offset, node.fetch)).name(node.explain_terms())
+        if isinstance(node, OverAggregate):
+            from fluvial.table.runtime.windows import OverAggFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)
+                                 ).name(node.explain_terms())
         if isinstance(node, TopN):
             from fluvial.table.runtime.functions import TopNFunction
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.common.watermark_strategy import TimestampAssigner, Watermark, WatermarkGenerator
-from fluvial.datastream.functions import AggregateFunction
+from fluvial.datastream.functions import AggregateFunction, KeyedProcessFunction
 from fluvial.datastream.window import EventTimeTrigger, TimeWindow, WindowAssigner
 from fluvial.datastream.window_functions import ProcessWindowFunction
 from fluvial.table.planner.rex import AggCall, Rex
@@ -17,7 +17,7 @@ from fluvial.table.runtime.functions import ExpressionEvaluator
 from fluvial.table.values import epoch_millis, from_epoch_millis
 
 __all__ = ["RowtimeAssigner", "SqlWatermarkGenerator", "CumulativeEventTimeWindows", "WindowAggAccumulate",
-           "WindowAggResult"]
+           "WindowAggResult", "OverAggFunction"]
 
 
 class RowtimeAssigner(TimestampAssigner):
@@ -144,3 +144,64 @@ class WindowAggResult(ProcessWindowFunction):
         for values in elements:
             yield _create_row(self.names, keys + list(values) + [
                 from_epoch_millis(start), from_epoch_millis(end), from_epoch_millis(end - 1)], RowKind.INSERT)
+
+
+class OverAggFunction(KeyedProcessFunction):
+    """Running aggregates per key in event-time order (see OverAggregate). Rows are buffered by timestamp until
+    the watermark passes them; then, in time order, each row (ROWS) or each group of rows with one timestamp
+    (RANGE) is accumulated and emitted with the aggregates so far. A row at or behind the watermark is late:
+    dropped, as Flink drops it."""
+
+    def __init__(self, names: Sequence[str], rowtime: int, rows_frame: bool, calls: Sequence[AggCall]) -> None:
+        self.names = list(names)
+        self.rowtime = rowtime
+        self.rows_frame = rows_frame
+        self.calls = tuple(calls)
+        self._aggs: AggregateSet | None = None
+        self._acc: Any = None
+        self._buffer: Any = None
+
+    def open(self, runtime_context: Any) -> None:
+        from fluvial.datastream.state import MapStateDescriptor, ValueStateDescriptor
+
+        self._aggs = AggregateSet(self.calls)
+        self._acc = runtime_context.get_state(ValueStateDescriptor("over-acc"))
+        self._buffer = runtime_context.get_map_state(MapStateDescriptor("over-rows"))
+
+    def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
+        stamp = value._values[self.rowtime]
+        if stamp is None:
+            return ()
+        millis = epoch_millis(stamp)
+        if millis <= ctx.timer_service().current_watermark():
+            return ()
+        pending = self._buffer.get(millis)
+        if pending is None:
+            pending = []
+            ctx.timer_service().register_event_time_timer(millis)
+        pending.append(list(value._values))
+        self._buffer.put(millis, pending)
+        return ()
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Row]:
+        assert self._aggs is not None
+        rows = self._buffer.get(timestamp) or []
+        self._buffer.remove(timestamp)
+        acc = self._acc.value() or self._aggs.create()
+        out = []
+        if self.rows_frame:
+            for values in rows:
+                self._aggs.accumulate(acc, values)
+                out.append(_create_row(self.names, values + self._aggs.values(acc), RowKind.INSERT))
+        else:
+            for values in rows:
+                self._aggs.accumulate(acc, values)
+            results = self._aggs.values(acc)
+            out = [_create_row(self.names, values + results, RowKind.INSERT) for values in rows]
+        self._acc.update(acc)
+        return out
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_aggs"] = state["_acc"] = state["_buffer"] = None
+        return state

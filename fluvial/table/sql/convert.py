@@ -141,7 +141,11 @@ class Converter:
             false = node.args.get("false")
             return self._call("if", node.this, node.args["true"], false if false is not None else exp.Null())
         if isinstance(node, exp.Window):
-            raise self.error(node, "OVER windows are not supported yet in fluvial's SQL")
+            if isinstance(node.this, exp.RowNumber):
+                raise self.error(node, "ROW_NUMBER() is planned in a subquery filtered by WHERE rn = 1 or rn <= N")
+            if not node.args.get("partition_by") and not node.args.get("order"):
+                raise self.error(node, "a named window (OVER w) is not supported yet: write the window inline")
+            return Expression("call", "__over__", (self.expr(node.this),), value=node)
         if type(node) in _AGGREGATES:
             return self._aggregate(node)
         if isinstance(node, exp.Func):

@@ -293,7 +293,11 @@ class QueryPlanner:
             input_node = Calc(input_node.schema, input_node, None, rex)
         group_items = [self.convert.expr(g) for g in group.expressions] if group is not None else []
         having_expr = self.convert.expr(having.this) if having is not None else None
-        if windowed:
+        if any(_has_over(e) for e in items):
+            if windowed or group_items or having_expr is not None:
+                raise self.convert.error(node, "OVER aggregates go in a query without GROUP BY or window functions")
+            result = self._over(input_node, items)
+        elif windowed:
             result = self._window_aggregate(source, input_node, group_items, items, having_expr, node)
         elif group_items or any(contains_aggregate(e) for e in items) or having_expr is not None:
             result = plan_aggregate(input_node, group_items, items, sql=True, having=having_expr)
@@ -313,6 +317,75 @@ class QueryPlanner:
             skip = int(offset.expression.this) if offset is not None else 0
             result = Limit(result.schema, result, skip, fetch)
         return result
+
+    def _over(self, input_node: RelNode, items: list[Expression]) -> RelNode:
+        """OVER aggregates ordered by a rowtime from UNBOUNDED PRECEDING to CURRENT ROW (all the select list's
+        OVER clauses the same window): the input's columns and the aggregates' arguments, the OverAggregate,
+        then the select list over them."""
+        from fluvial.table.planner.logical import OverAggregate
+        from fluvial.table.planner.resolve import aggregate_type, expression_key, output_name
+
+        calls: list[Expression] = []
+        _collect_over(items, calls)
+        window = calls[0].value
+        frames = {(str(c.value.args.get("partition_by")), str(c.value.args.get("order")), str(c.value.args.get("spec")))
+                  for c in calls}
+        if len(frames) > 1:
+            raise self.convert.error(window, "all OVER aggregates of a query must use the same window yet")
+        spec = window.args.get("spec")
+        rows_frame = spec is not None and str(spec.args.get("kind", "")).upper() == "ROWS"
+        if spec is not None and not (str(spec.args.get("start", "")).upper() == "UNBOUNDED"
+                                     and str(spec.args.get("end", "CURRENT ROW")).upper() == "CURRENT ROW"):
+            raise self.convert.error(window, "fluvial supports OVER windows from UNBOUNDED PRECEDING to CURRENT ROW "
+                                             "only yet (bounded PRECEDING frames are not supported)")
+        order = window.args.get("order")
+        if order is None or len(order.expressions) != 1 or order.expressions[0].args.get("desc"):
+            raise self.convert.error(window, "OVER windows must be ordered by one time attribute, ascending")
+        time_name = order.expressions[0].this.name
+        names = input_node.names
+        if time_name not in names or input_node.schema[names.index(time_name)].type.time_attribute != "ROWTIME":
+            raise self.convert.error(order, f"OVER windows can only be ordered by a time attribute; '{time_name}' "
+                                            "is none (declare a watermark on it)")
+        resolver = Resolver(input_node.schema)
+        keys = []
+        for p in window.args.get("partition_by") or []:
+            e = self.convert.expr(p)
+            if e.kind != "field" or e.name not in names:
+                raise self.convert.error(p, "PARTITION BY takes columns of the input")
+            keys.append(names.index(e.name))
+        arg_rexes: list[Any] = []
+        agg_calls = []
+        from fluvial.table.planner.rex import AggCall
+
+        for i, call in enumerate(calls):
+            inner = call.args[0]
+            distinct = inner.name == "distinct"
+            if distinct:
+                inner = inner.args[0]
+            kind = (inner.name or "").upper()
+            args = [a for a in inner.args if a.kind != "star"]
+            indexes = []
+            for a in args:
+                arg_rexes.append(resolver.resolve(a))
+                indexes.append(len(names) + len(arg_rexes) - 1)
+            arg_types = tuple(arg_rexes[j - len(names)].type for j in indexes)
+            agg_calls.append(AggCall(kind, tuple(indexes), aggregate_type(kind, arg_types, call.sql_position),
+                                     f"w0$o{i}", distinct, arg_types))
+        pre_rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(input_node.schema)) + tuple(arg_rexes)
+        pre_columns = tuple(input_node.schema) + tuple(Column(f"$f{len(names) + j}", r.type)
+                                                       for j, r in enumerate(arg_rexes))
+        pre = Calc(pre_columns, input_node, pre_rexes, None)
+        over = OverAggregate(pre_columns + tuple(Column(a.name, a.type) for a in agg_calls), pre, tuple(keys),
+                             names.index(time_name), rows_frame, tuple(agg_calls))
+        extra = {expression_key(c): len(pre_columns) + i for i, c in enumerate(calls)}
+        post = Resolver(over.schema, extra)
+        post.names = list(names) + [""] * (len(over.schema) - len(names))
+        rexes, columns = [], []
+        for position, item in enumerate(items):
+            rex = post.resolve(item)
+            columns.append(Column(output_name(item, position, sql=True), rex.type))
+            rexes.append(rex)
+        return Calc(tuple(columns), over, tuple(rexes), None)
 
     def _window_aggregate(self, source: _WindowedInput, input_node: RelNode, group_items: list[Expression],
                           items: list[Expression], having: Expression | None, node: exp.Select) -> RelNode:
@@ -353,6 +426,18 @@ class QueryPlanner:
                           for r in rows)
         columns = tuple(Column(f"EXPR${i}", ct) for i, ct in enumerate(column_types))
         return Values(columns, converted)
+
+
+def _has_over(e: Expression) -> bool:
+    return e.kind == "call" and e.name == "__over__" or any(_has_over(a) for a in e.args)
+
+
+def _collect_over(items: list[Expression], out: list[Expression]) -> None:
+    for e in items:
+        if e.kind == "call" and e.name == "__over__":
+            out.append(e)
+        else:
+            _collect_over(list(e.args), out)
 
 
 def _rank_limit(condition: exp.Expression, rn: str) -> int | None:
