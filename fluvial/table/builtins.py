@@ -21,18 +21,16 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import hashlib
-import json
 import math
 import random
 import re
 import uuid as _uuid
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Callable
 
+from fluvial.table import builtin_functions as impl
 from fluvial.table.types import DataType, DataTypes, TypeFamily, common_type
-from fluvial.table.values import cast_value, epoch_millis, from_epoch_millis, sql_string
+from fluvial.table.values import cast_value
 
 __all__ = ["Builtin", "BUILTINS", "lookup", "SignatureError", "AGGREGATES"]
 
@@ -221,354 +219,13 @@ def _always_boolean(types: list[DataType]) -> DataType:
     return DataTypes.BOOLEAN(False)
 
 
-# -- implementations ------------------------------------------------------------------------------------------------
-
-def _plus(a: Any, b: Any) -> Any:
-    if isinstance(a, (_dt.date, _dt.datetime)) and isinstance(b, int):
-        return a + _dt.timedelta(milliseconds=b)
-    if isinstance(b, (_dt.date, _dt.datetime)) and isinstance(a, int):
-        return b + _dt.timedelta(milliseconds=a)
-    return a + b
-
-
-def _minus(a: Any, b: Any) -> Any:
-    if isinstance(a, (_dt.date, _dt.datetime)) and isinstance(b, int):
-        return a - _dt.timedelta(milliseconds=b)
-    return a - b
-
-
-def _divide(a: Any, b: Any) -> Any:
-    if isinstance(a, int) and isinstance(b, int):
-        if b == 0:
-            raise ZeroDivisionError("/ by zero")
-        quotient = abs(a) // abs(b)
-        return quotient if (a >= 0) == (b >= 0) else -quotient
-    if isinstance(a, Decimal) or isinstance(b, Decimal):
-        return Decimal(a) / Decimal(b)  # the planner's cast to the result's DECIMAL(p, s) rounds it
-    if b == 0:
-        return math.copysign(math.inf, a) if a != 0 else math.nan
-    return a / b
-
-
-def _mod(a: Any, b: Any) -> Any:
-    if isinstance(a, int) and isinstance(b, int):
-        return int(math.fmod(a, b))
-    return math.fmod(a, b)
-
-
-def _round(value: Any, places: int = 0) -> Any:
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return value
-        return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
-    if isinstance(value, Decimal):
-        return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-    if places >= 0:
-        return value
-    unit = 10 ** (-places)
-    return int(Decimal(value / unit).quantize(Decimal(1), rounding=ROUND_HALF_UP)) * unit
-
-
-def _truncate(value: Any, places: int = 0) -> Any:
-    if isinstance(value, int):
-        return value
-    unit = 10 ** places
-    return math.trunc(value * unit) / unit
-
-
-def _time_unit_floor(value: Any, unit: str, ceil: bool = False) -> Any:
-    if isinstance(value, (int, float, Decimal)):
-        return math.ceil(value) if ceil else math.floor(value)
-    fields = {"SECOND": dict(microsecond=0), "MINUTE": dict(second=0, microsecond=0),
-              "HOUR": dict(minute=0, second=0, microsecond=0), "DAY": dict(hour=0, minute=0, second=0, microsecond=0)}
-    if unit in fields:
-        floored = value.replace(**fields[unit])
-        if ceil and floored != value:
-            step = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}[unit]
-            floored += _dt.timedelta(seconds=step)
-        return floored
-    if unit == "MONTH":
-        return value.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    if unit == "YEAR":
-        return value.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
-    raise ValueError(f"FLOOR/CEIL to {unit} is not supported; use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR")
-
-
-def _floor(value: Any, unit: str | None = None) -> Any:
-    if unit is None:
-        return value if isinstance(value, int) else (
-            value.to_integral_value(rounding="ROUND_FLOOR") if isinstance(value, Decimal) else float(math.floor(value)))
-    return _time_unit_floor(value, unit)
-
-
-def _ceil(value: Any, unit: str | None = None) -> Any:
-    if unit is None:
-        return value if isinstance(value, int) else (
-            value.to_integral_value(rounding="ROUND_CEILING") if isinstance(value, Decimal) else float(math.ceil(value)))
-    return _time_unit_floor(value, unit, ceil=True)
-
-
-def _substring(s: str, start: int, length: int | None = None) -> str:
-    begin = start - 1 if start > 0 else (len(s) + start if start < 0 else 0)
-    begin = max(begin, 0)
-    if length is None:
-        return s[begin:]
-    if length < 0:
-        raise ValueError("SUBSTRING length must not be negative")
-    return s[begin:begin + length]
-
-
-def _trim(s: str, chars: str = " ") -> str:
-    return s.strip(chars)
-
-
-def _like(s: str, pattern: str, escape: str | None = None) -> bool:
-    regex = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if escape and ch == escape and i + 1 < len(pattern):
-            regex.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        regex.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        i += 1
-    return re.fullmatch("".join(regex), s, re.DOTALL) is not None
-
-
-def _similar(s: str, pattern: str) -> bool:
-    return re.fullmatch(pattern.replace("%", ".*").replace("_", "."), s, re.DOTALL) is not None
-
-
-def _position(needle: str, haystack: str) -> int:
-    return haystack.find(needle) + 1
-
-
-def _locate(needle: str, haystack: str, start: int = 1) -> int:
-    return haystack.find(needle, start - 1) + 1
-
-
-def _lpad(s: str, length: int, pad: str) -> str | None:
-    if length < 0:
-        return None
-    if len(s) >= length:
-        return s[:length]
-    if not pad:
-        return None
-    fill = (pad * length)[: length - len(s)]
-    return fill + s
-
-
-def _rpad(s: str, length: int, pad: str) -> str | None:
-    if length < 0:
-        return None
-    if len(s) >= length:
-        return s[:length]
-    if not pad:
-        return None
-    return s + (pad * length)[: length - len(s)]
-
-
-def _java_regex(pattern: str) -> str:
-    return pattern
-
-
-def _regexp_replace(s: str, regex: str, replacement: str) -> str:
-    return re.sub(_java_regex(regex), re.sub(r"\$(\d+)", r"\\\1", replacement), s)
-
-
-def _regexp_extract(s: str, regex: str, index: int = 1) -> str | None:
-    match = re.search(_java_regex(regex), s)
-    if match is None or index > (match.re.groups or 0):
-        return None
-    return match.group(index)
-
-
-def _split_index(s: str, separator: str, index: int) -> str | None:
-    parts = s.split(separator)
-    return parts[index] if 0 <= index < len(parts) else None
-
-
-def _initcap(s: str) -> str:
-    return re.sub(r"[A-Za-z0-9]+", lambda m: m.group(0)[0].upper() + m.group(0)[1:].lower(), s)
-
-
-def _concat(*parts: Any) -> str | None:
-    if any(p is None for p in parts):
-        return None
-    return "".join(p if isinstance(p, str) else sql_string(p) for p in parts)
-
-
-def _concat_ws(separator: Any, *parts: Any) -> str | None:
-    if separator is None:
-        return None
-    return separator.join(p if isinstance(p, str) else sql_string(p) for p in parts if p is not None)
-
-
-def _coalesce(*values: Any) -> Any:
-    for v in values:
-        if v is not None:
-            return v
-    return None
-
-
-def _nullif(a: Any, b: Any) -> Any:
-    return None if a is not None and a == b else a
-
-
-def _greatest(*values: Any) -> Any:
-    return None if any(v is None for v in values) else max(values)
-
-
-def _least(*values: Any) -> Any:
-    return None if any(v is None for v in values) else min(values)
-
-
-_JAVA_DATE_FORMAT = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
-                     ("ss", "%S"), ("SSS", "%f")]
-
-
-def _java_format(fmt: str) -> str:
-    out = fmt
-    for java, py in _JAVA_DATE_FORMAT:
-        out = out.replace(java, py)
-    return out
-
-
-def _date_format(value: Any, fmt: str) -> str:
-    if isinstance(value, str):
-        value = _dt.datetime.fromisoformat(value.replace("T", " "))
-    text = value.strftime(_java_format(fmt))
-    if "SSS" in fmt:
-        text = text.replace(f"{value.microsecond:06d}", f"{value.microsecond // 1000:03d}")
-    return text
-
-
-def _to_timestamp(s: str, fmt: str | None = None) -> _dt.datetime | None:
-    try:
-        if fmt is None:
-            return _dt.datetime.fromisoformat(s.replace("T", " "))
-        return _dt.datetime.strptime(s, _java_format(fmt))
-    except ValueError:
-        return None
-
-
-def _to_date(s: str, fmt: str | None = None) -> _dt.date | None:
-    stamp = _to_timestamp(s, fmt)
-    return None if stamp is None else stamp.date()
-
-
-def _to_timestamp_ltz(number: Any, precision: int = 3) -> _dt.datetime:
-    millis = int(number) if precision == 3 else int(number) * 1000
-    return from_epoch_millis(millis).replace(tzinfo=_dt.timezone.utc)
-
-
-def _unix_timestamp(s: str | None = None, fmt: str | None = None) -> int:
-    if s is None:
-        return int(_dt.datetime.now(_dt.timezone.utc).timestamp())
-    stamp = _to_timestamp(s, fmt or "yyyy-MM-dd HH:mm:ss")
-    return epoch_millis(stamp) // 1000 if stamp is not None else None  # type: ignore[return-value]
-
-
-def _from_unixtime(seconds: int, fmt: str = "yyyy-MM-dd HH:mm:ss") -> str:
-    return from_epoch_millis(int(seconds) * 1000).strftime(_java_format(fmt))
-
-
-def _extract(unit: str, value: Any) -> int:
-    unit = unit.upper()
-    if unit == "QUARTER":
-        return (value.month - 1) // 3 + 1
-    if unit == "WEEK":
-        return value.isocalendar()[1]
-    if unit == "DOY":
-        return value.timetuple().tm_yday
-    if unit == "DOW":
-        return value.isoweekday() % 7 + 1
-    if unit == "MILLISECOND":
-        return value.second * 1000 + value.microsecond // 1000
-    if unit == "EPOCH":
-        return epoch_millis(value) // 1000
-    return getattr(value, unit.lower())
-
-
-def _json_path(document: Any, path: str) -> tuple[bool, Any]:
-    """Follow a JSON path of the lax mode (`$.a.b[0]`); (found, value)."""
-    if not path.startswith("$"):
-        raise ValueError(f"a JSON path starts with '$', got {path!r}")
-    current = document
-    for name, index in re.findall(r"\.([A-Za-z_][\w]*)|\[(\d+)\]", re.sub(r"^\$\s*(lax|strict)?\s*", "$", path)[1:]):
-        if name:
-            if not isinstance(current, dict) or name not in current:
-                return False, None
-            current = current[name]
-        else:
-            if not isinstance(current, list) or int(index) >= len(current):
-                return False, None
-            current = current[int(index)]
-    return True, current
-
-
-def _parse_json(text: Any) -> Any:
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return _INVALID
-
-
-_INVALID = object()
-
-
-def _json_value(text: str, path: str) -> str | None:
-    document = _parse_json(text)
-    if document is _INVALID:
-        return None
-    found, value = _json_path(document, path)
-    if not found or isinstance(value, (dict, list)) or value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def _json_exists(text: str, path: str) -> bool:
-    document = _parse_json(text)
-    return document is not _INVALID and _json_path(document, path)[0]
-
-
-def _json_query(text: str, path: str) -> str | None:
-    document = _parse_json(text)
-    if document is _INVALID:
-        return None
-    found, value = _json_path(document, path)
-    if not found or not isinstance(value, (dict, list)):
-        return None
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _is_json(text: str) -> bool:
-    return _parse_json(text) is not _INVALID
-
-
-def _hash(algorithm: str) -> Callable[[Any], str]:
-    def run(value: Any) -> str:
-        data = value.encode() if isinstance(value, str) else bytes(value)
-        return hashlib.new(algorithm, data).hexdigest()
-    return run
-
-
-def _current_timestamp() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=_dt.datetime.now().microsecond // 1000 * 1000)
-
-
 def _register_all() -> None:
     S, B, I, BI, D = DataTypes.STRING(), DataTypes.BOOLEAN(), DataTypes.INT(), DataTypes.BIGINT(), DataTypes.DOUBLE()
-    _register("plus", _arith("+"), _plus)
-    _register("minus", _arith("-"), _minus)
+    _register("plus", _arith("+"), impl.plus)
+    _register("minus", _arith("-"), impl.minus)
     _register("times", _arith("*"), lambda a, b: a * b)
-    _register("divide", _arith("/"), _divide)
-    _register("mod", _arith("%"), _mod)
+    _register("divide", _arith("/"), impl.divide)
+    _register("mod", _arith("%"), impl.mod)
     _register("minus_prefix", _first, lambda a: -a)
     _register("plus_prefix", _first, lambda a: a)
     for name, symbol, op in (("equals", "=", lambda a, b: a == b), ("not_equals", "<>", lambda a, b: a != b),
@@ -584,14 +241,14 @@ def _register_all() -> None:
     _register("between", lambda ts: DataTypes.BOOLEAN(_nullable(ts)), lambda v, lo, hi: lo <= v <= hi)
     _register("not_between", lambda ts: DataTypes.BOOLEAN(_nullable(ts)), lambda v, lo, hi: not lo <= v <= hi)
     _register("in", lambda ts: DataTypes.BOOLEAN(_nullable(ts)), None, strict=False)
-    _register("like", _strings("like", B), _like)
-    _register("similar", _strings("similar", B), _similar)
+    _register("like", _strings("like", B), impl.like)
+    _register("similar", _strings("similar", B), impl.similar)
     _register("if", lambda ts: _common(ts[1:]).nullable_(), None, strict=False)
     _register("case", lambda ts: _common(ts[1:-1:2] + [ts[-1]]), None, strict=False)
-    _register("coalesce ifnull", lambda ts: _with_null(_common(ts), [ts[-1]]), _coalesce, strict=False)
-    _register("nullif", lambda ts: _with_null(ts[0], [DataTypes.NULL()]), _nullif, strict=False)
-    _register("greatest", _common, _greatest, strict=False)
-    _register("least", _common, _least, strict=False)
+    _register("coalesce ifnull", lambda ts: _with_null(_common(ts), [ts[-1]]), impl.coalesce, strict=False)
+    _register("nullif", lambda ts: _with_null(ts[0], [DataTypes.NULL()]), impl.nullif, strict=False)
+    _register("greatest", _common, impl.greatest, strict=False)
+    _register("least", _common, impl.least, strict=False)
     # math
     _register("power", _fixed(D), lambda a, b: float(a) ** float(b))
     _register("abs", _first, abs)
@@ -605,71 +262,71 @@ def _register_all() -> None:
     _register("cos", _fixed(D), math.cos)
     _register("tan", _fixed(D), math.tan)
     _register("sign", _first, lambda a: (a > 0) - (a < 0) if isinstance(a, int) else float((a > 0) - (a < 0)))
-    _register("round", _first, _round)
-    _register("truncate", _first, _truncate)
-    _register("floor", _first, _floor)
-    _register("ceil ceiling", _first, _ceil)
+    _register("round", _first, impl.round_to)
+    _register("truncate", _first, impl.truncate)
+    _register("floor", _first, impl.floor)
+    _register("ceil ceiling", _first, impl.ceil)
     _register("pi", _fixed(DataTypes.DOUBLE(False)), lambda: math.pi)
     _register("e", _fixed(DataTypes.DOUBLE(False)), lambda: math.e)
     _register("rand", _fixed(DataTypes.DOUBLE(False)), lambda seed=None: random.random(), deterministic=False)
     # strings
     _register("upper", _same_string("upper"), str.upper)
     _register("lower", _same_string("lower"), str.lower)
-    _register("initcap", _same_string("initcap"), _initcap)
+    _register("initcap", _same_string("initcap"), impl.initcap)
     _register("char_length character_length", _strings("char_length", I), len)
-    _register("substring substr", _strings("substring", S), _substring)
-    _register("trim btrim", _strings("trim", S), _trim)
+    _register("substring substr", _strings("substring", S), impl.substring)
+    _register("trim btrim", _strings("trim", S), impl.trim)
     _register("ltrim", _strings("ltrim", S), lambda s, c=" ": s.lstrip(c))
     _register("rtrim", _strings("rtrim", S), lambda s, c=" ": s.rstrip(c))
     _register("replace", _strings("replace", S), lambda s, a, b: s.replace(a, b))
-    _register("position", _fixed(I), _position)
-    _register("locate", _fixed(I), _locate)
-    _register("lpad", _strings("lpad", S), _lpad)
-    _register("rpad", _strings("rpad", S), _rpad)
+    _register("position", _fixed(I), impl.position)
+    _register("locate", _fixed(I), impl.locate)
+    _register("lpad", _strings("lpad", S), impl.lpad)
+    _register("rpad", _strings("rpad", S), impl.rpad)
     _register("repeat", _strings("repeat", S), lambda s, n: s * max(n, 0))
     _register("reverse", _strings("reverse", S), lambda s: s[::-1])
     _register("left", _strings("left", S), lambda s, n: s[:max(n, 0)])
     _register("right", _strings("right", S), lambda s, n: s[len(s) - n:] if n > 0 else "")
-    _register("split_index", _strings("split_index", S), _split_index)
-    _register("regexp_replace", _strings("regexp_replace", S), _regexp_replace)
-    _register("regexp_extract", _strings("regexp_extract", S), _regexp_extract)
+    _register("split_index", _strings("split_index", S), impl.split_index)
+    _register("regexp_replace", _strings("regexp_replace", S), impl.regexp_replace)
+    _register("regexp_extract", _strings("regexp_extract", S), impl.regexp_extract)
     _register("regexp", _strings("regexp", B), lambda s, r: re.search(r, s) is not None)
     _register("ascii", _strings("ascii", I), lambda s: ord(s[0]) if s else 0)
     _register("chr", _fixed(S), lambda n: chr(n % 256))
-    _register("concat", _concat_type, _concat, strict=False)
-    _register("concat_ws", _fixed(S), _concat_ws, strict=False)
-    _register("md5", _strings("md5", DataTypes.CHAR(32)), _hash("md5"))
-    _register("sha256", _strings("sha256", DataTypes.CHAR(64)), _hash("sha256"))
-    _register("sha1", _strings("sha1", DataTypes.CHAR(40)), _hash("sha1"))
+    _register("concat", _concat_type, impl.concat, strict=False)
+    _register("concat_ws", _fixed(S), impl.concat_ws, strict=False)
+    _register("md5", _strings("md5", DataTypes.CHAR(32)), impl.hash_hex("md5"))
+    _register("sha256", _strings("sha256", DataTypes.CHAR(64)), impl.hash_hex("sha256"))
+    _register("sha1", _strings("sha1", DataTypes.CHAR(40)), impl.hash_hex("sha1"))
     _register("to_base64", _fixed(S), lambda s: base64.b64encode(s.encode() if isinstance(s, str) else s).decode())
     _register("from_base64", _fixed(S), lambda s: base64.b64decode(s).decode())
     _register("uuid", _fixed(DataTypes.STRING(False)), lambda: str(_uuid.uuid4()), deterministic=False)
     # time
     ts3 = DataTypes.TIMESTAMP_LTZ(3, False)
-    _register("current_timestamp now current_row_timestamp", lambda ts: ts3, _current_timestamp, deterministic=False)
+    _register("current_timestamp now current_row_timestamp", lambda ts: ts3, impl.current_timestamp, deterministic=False)
     _register("localtimestamp", lambda ts: DataTypes.TIMESTAMP(3, False),
               lambda: _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None), deterministic=False)
     _register("current_date", lambda ts: DataTypes.DATE(False), lambda: _dt.datetime.now(_dt.timezone.utc).date(),
               deterministic=False)
     _register("current_time localtime", lambda ts: DataTypes.TIME(0, False),
               lambda: _dt.datetime.now(_dt.timezone.utc).time().replace(microsecond=0), deterministic=False)
-    _register("date_format", _fixed(S), _date_format)
-    _register("to_timestamp", lambda ts: DataTypes.TIMESTAMP(3), _to_timestamp)
-    _register("to_date", lambda ts: DataTypes.DATE(), _to_date)
-    _register("to_timestamp_ltz", lambda ts: DataTypes.TIMESTAMP_LTZ(3, _nullable(ts)), _to_timestamp_ltz)
-    _register("unix_timestamp", _fixed(BI), _unix_timestamp)
-    _register("from_unixtime", _fixed(S), _from_unixtime)
-    _register("extract", lambda ts: DataTypes.BIGINT(ts[1].nullable), _extract)
+    _register("date_format", _fixed(S), impl.date_format)
+    _register("to_timestamp", lambda ts: DataTypes.TIMESTAMP(3), impl.to_timestamp)
+    _register("to_date", lambda ts: DataTypes.DATE(), impl.to_date)
+    _register("to_timestamp_ltz", lambda ts: DataTypes.TIMESTAMP_LTZ(3, _nullable(ts)), impl.to_timestamp_ltz)
+    _register("unix_timestamp", _fixed(BI), impl.unix_timestamp)
+    _register("from_unixtime", _fixed(S), impl.from_unixtime)
+    _register("extract", lambda ts: DataTypes.BIGINT(ts[1].nullable), impl.extract)
     for unit in ("year", "quarter", "month", "week", "hour", "minute", "second"):
-        _register(unit, lambda ts: DataTypes.BIGINT(_nullable(ts)), (lambda u: lambda v: _extract(u, v))(unit))
+        _register(unit, lambda ts: DataTypes.BIGINT(_nullable(ts)), (lambda u: lambda v: impl.extract(u, v))(unit))
     _register("dayofmonth", lambda ts: DataTypes.BIGINT(_nullable(ts)), lambda v: v.day)
     _register("dayofyear", lambda ts: DataTypes.BIGINT(_nullable(ts)), lambda v: v.timetuple().tm_yday)
     _register("dayofweek", lambda ts: DataTypes.BIGINT(_nullable(ts)), lambda v: v.isoweekday() % 7 + 1)
     # json
-    _register("json_value", lambda ts: DataTypes.STRING(), _json_value)
-    _register("json_exists", lambda ts: DataTypes.BOOLEAN(), _json_exists)
-    _register("json_query", lambda ts: DataTypes.STRING(), _json_query)
-    _register("is_json", lambda ts: DataTypes.BOOLEAN(False), _is_json)
+    _register("json_value", lambda ts: DataTypes.STRING(), impl.json_value)
+    _register("json_exists", lambda ts: DataTypes.BOOLEAN(), impl.json_exists)
+    _register("json_query", lambda ts: DataTypes.STRING(), impl.json_query)
+    _register("is_json", lambda ts: DataTypes.BOOLEAN(False), impl.is_json)
     # constructors
     _register("row", lambda ts: DataTypes.ROW([DataTypes.FIELD(f"EXPR${i}", t) for i, t in enumerate(ts)], False),
               None, strict=False)

@@ -247,7 +247,7 @@ CASES: list[Case] = [
     _c("topn_global", "SELECT id, qty FROM (SELECT id, qty, ROW_NUMBER() OVER (ORDER BY qty DESC) AS rn FROM orders) WHERE rn <= 3"),
     _c("topn_ascending_lt", "SELECT * FROM (SELECT id, category, ROW_NUMBER() OVER (PARTITION BY category ORDER BY id) AS rn FROM orders) WHERE rn < 3"),
     # -- OVER aggregation (event time, UNBOUNDED PRECEDING to CURRENT ROW) ---------------------------------------
-    _c("over_rows_sum", "SELECT id, customer, SUM(amount) OVER (PARTITION BY customer ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running FROM orders", "set"),
+    _c("over_rows_sum", "SELECT id, customer, SUM(amount) OVER (PARTITION BY customer ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running_total FROM orders", "set"),
     _c("over_range_count", "SELECT id, COUNT(*) OVER (PARTITION BY category ORDER BY ts) AS n, MAX(qty) OVER (PARTITION BY category ORDER BY ts) FROM orders", "set"),
     _c("over_global_avg", "SELECT id, AVG(amount) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM orders", "set"),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
