@@ -187,6 +187,8 @@ class GroupAggFunction(KeyedProcessFunction):
         self._state = runtime_context.get_state(_with_ttl(ValueStateDescriptor("group-agg"), self.state_ttl_millis))
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
+        # state: (rows accumulated, accumulators, the results last emitted) — keeping the results saves
+        # computing them twice per row
         aggs = self._aggs
         assert aggs is not None
         stored = self._state.value()
@@ -196,11 +198,9 @@ class GroupAggFunction(KeyedProcessFunction):
         if stored is None:
             if not accumulate:
                 return ()  # a retraction of a row this key never saw (state expired): nothing to take back
-            count, accs = 0, aggs.create()
-            previous = None
+            count, accs, previous = 0, aggs.create(), None
         else:
-            count, accs = stored[0], stored[1]
-            previous = None if self.final_only else aggs.values(accs)
+            count, accs, previous = stored
         if accumulate:
             aggs.accumulate(accs, values)
             count += 1
@@ -211,15 +211,15 @@ class GroupAggFunction(KeyedProcessFunction):
             # batch: one +I per key when the input ends (the final watermark fires the timer)
             if stored is None:
                 ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
-            self._state.update((count, accs, list(keys)))
+            self._state.update((count, accs, keys))
             return ()
         if count <= 0:
             self._state.clear()
             if previous is None:
                 return ()
             return (_create_row(self.names, keys + previous, RowKind.DELETE),)
-        self._state.update((count, accs))
         current = aggs.values(accs)
+        self._state.update((count, accs, current))
         if previous is None:
             return (_create_row(self.names, keys + current, RowKind.INSERT),)
         if current == previous:
