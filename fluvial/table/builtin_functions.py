@@ -139,7 +139,8 @@ def locate(needle: str, haystack: str, start: int = 1) -> int:
     return haystack.find(needle, start - 1) + 1
 
 
-def lpad(s: str, length: int, pad: str) -> str | None:
+def _pad(s: str, length: int, pad: str, left: bool) -> str | None:
+    """LPAD/RPAD: `s` cut or filled with `pad` to `length`; NULL for a negative length or an empty pad."""
     if length < 0:
         return None
     if len(s) >= length:
@@ -147,17 +148,15 @@ def lpad(s: str, length: int, pad: str) -> str | None:
     if not pad:
         return None
     fill = (pad * length)[: length - len(s)]
-    return fill + s
+    return fill + s if left else s + fill
+
+
+def lpad(s: str, length: int, pad: str) -> str | None:
+    return _pad(s, length, pad, left=True)
 
 
 def rpad(s: str, length: int, pad: str) -> str | None:
-    if length < 0:
-        return None
-    if len(s) >= length:
-        return s[:length]
-    if not pad:
-        return None
-    return s + (pad * length)[: length - len(s)]
+    return _pad(s, length, pad, left=False)
 
 
 def java_regex(pattern: str) -> str:

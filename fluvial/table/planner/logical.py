@@ -71,6 +71,18 @@ class RelNode:
 
 
 @dataclass(frozen=True)
+class SingleRel(RelNode):
+    """A node with one input."""
+
+    input: RelNode = None  # type: ignore[assignment]
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+
+
+@dataclass(frozen=True)
 class Scan(RelNode):
     """A table's source: a connector's (`source` is a `fluvial.table.connectors` TableSource), a DataStream's,
     or a list of elements. The watermark, if declared, is generated right after the source."""
@@ -94,14 +106,9 @@ class Values(RelNode):
 
 
 @dataclass(frozen=True)
-class Calc(RelNode):
-    input: RelNode = None  # type: ignore[assignment]
+class Calc(SingleRel):
     projections: tuple[Rex, ...] | None = None
     condition: Rex | None = None
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     def explain_terms(self) -> str:
         parts = []
@@ -117,17 +124,12 @@ class Calc(RelNode):
 
 
 @dataclass(frozen=True)
-class Aggregate(RelNode):
+class Aggregate(SingleRel):
     """GROUP BY aggregation (Flink's GroupAggregate): output is the group keys then the aggregates; with no
     aggregates it is DISTINCT. Emits a changelog."""
 
-    input: RelNode = None  # type: ignore[assignment]
     group: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     @property
     def changelog_mode(self) -> ChangelogMode:
@@ -178,19 +180,14 @@ def _interval(millis: int) -> str:
 
 
 @dataclass(frozen=True)
-class WindowAggregate(RelNode):
+class WindowAggregate(SingleRel):
     """Window aggregation on event time (Flink's WindowAggregate): output is the group keys, the aggregates,
     then window_start, window_end and window_time (the rowtime of the result). Emits inserts only, when the
     watermark passes a window's end."""
 
-    input: RelNode = None  # type: ignore[assignment]
     window: WindowSpec = None  # type: ignore[assignment]
     group: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     @property
     def changelog_mode(self) -> ChangelogMode:
@@ -217,27 +214,21 @@ class Union(RelNode):
 
 
 @dataclass(frozen=True)
-class Limit(RelNode):
+class Limit(SingleRel):
     """ORDER BY-less FETCH/LIMIT (and OFFSET): the first rows to arrive, on one subtask."""
 
-    input: RelNode = None  # type: ignore[assignment]
     offset: int = 0
     fetch: int | None = None
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     def explain_terms(self) -> str:
         return f"Limit(offset=[{self.offset}], fetch=[{self.fetch}])"
 
 
 @dataclass(frozen=True)
-class Deduplicate(RelNode):
+class Deduplicate(SingleRel):
     """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) = 1`: per key, the row with the smallest
     (largest, `keep_last`) event time seen so far; a better row retracts the one kept before (-U, +U)."""
 
-    input: RelNode = None  # type: ignore[assignment]
     keys: tuple[int, ...] = ()
     keep_last: bool = False
     rowtime: int = 0
@@ -246,30 +237,21 @@ class Deduplicate(RelNode):
     def changelog_mode(self) -> ChangelogMode:
         return ChangelogMode.RETRACT
 
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
-
     def explain_terms(self) -> str:
         keys = ", ".join(self.input.names[k] for k in self.keys)
         return f"Deduplicate(keep=[{'LastRow' if self.keep_last else 'FirstRow'}], key=[{keys}])"
 
 
 @dataclass(frozen=True)
-class Correlate(RelNode):
+class Correlate(SingleRel):
     """A table function applied to each row (Flink's Correlate): its rows, after the input's columns when
     `keep_input` (join_lateral), alone otherwise (flat_map). `operands` None passes the whole row."""
 
-    input: RelNode = None  # type: ignore[assignment]
     function: Any = None
     operands: tuple[Rex, ...] | None = None
     keep_input: bool = True
     left_outer: bool = False
     condition: Rex | None = None
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     def explain_terms(self) -> str:
         name = getattr(self.function, "_name", "udtf")
@@ -307,20 +289,15 @@ class Join(RelNode):
 
 
 @dataclass(frozen=True)
-class TopN(RelNode):
+class TopN(SingleRel):
     """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY s) <= n` over an insert-only input (Flink's
     AppendOnlyTopNFunction): per key, the first `n` rows by `sort` (column, descending); with
     `rank_output` the rank number is the last column."""
 
-    input: RelNode = None  # type: ignore[assignment]
     keys: tuple[int, ...] = ()
     sort: tuple[tuple[int, bool], ...] = ()
     limit: int = 1
     rank_output: bool = False
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     @property
     def changelog_mode(self) -> ChangelogMode:
@@ -335,20 +312,15 @@ class TopN(RelNode):
 
 
 @dataclass(frozen=True)
-class OverAggregate(RelNode):
+class OverAggregate(SingleRel):
     """OVER aggregation ordered by event time from UNBOUNDED PRECEDING to the CURRENT ROW (Flink's
     RowTime{Rows,Range}UnboundedPrecedingFunction): the input's columns, then the aggregates. Rows wait for the
     watermark and are emitted in time order; late rows are dropped."""
 
-    input: RelNode = None  # type: ignore[assignment]
     keys: tuple[int, ...] = ()
     rowtime: int = 0
     rows_frame: bool = True
     aggs: tuple[AggCall, ...] = ()
-
-    @property
-    def inputs(self) -> tuple[RelNode, ...]:
-        return (self.input,)
 
     def explain_terms(self) -> str:
         names = self.input.names
