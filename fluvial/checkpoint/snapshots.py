@@ -39,6 +39,7 @@ class OperatorRestore:
     checkpoint_id: int = 0
     owned: bool = False
     reader: Any = None  # reads the files keyed handles refer to (StateReader)
+    channel_state: dict[str, list] = field(default_factory=dict)  # input channel key → in-flight items
     sources: list[str] = field(default_factory=list)  # where the keyed handles were read from (for errors)
 
 
@@ -56,3 +57,4 @@ class RestoreAssignment:
     operator_handles: tuple
     old_parallelism: int
     owned: bool = False
+    input_channel_handles: tuple = ()  # the in-flight data of an unaligned checkpoint (same parallelism only)

@@ -462,12 +462,13 @@ class OperatorHarness:
         """
         return self.checkpoint_storage()
 
-    def acknowledge(self, checkpoint_id: int, states: dict) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
         """Receive the operator's acknowledgement of a snapshot (the harness plays the JobMaster's part).
 
         Args:
             checkpoint_id: The checkpoint.
             states: The snapshot's state handles.
+            metrics: The snapshot's figures (sizes, durations), if any.
         """
         self._acknowledged[checkpoint_id] = states
 
