@@ -130,6 +130,16 @@ METRIC_MEANINGS: dict[str, str] = {
     "totalNumberOfCheckpoints": "checkpoints triggered",
     "numRestarts": "restarts of the job since it was submitted",
     "uptime": "ms the job has been running since its last restart",
+    "debloatedBufferSize": "the size, in records, buffer debloating gives the task's input buffers (while "
+                           "`taskmanager.network.memory.buffer-debloat.enabled`)",
+    "estimatedTimeToConsumeBuffersMs": "how long the task's queued input takes to drain, in ms, as buffer "
+                                       "debloating estimates it (while it is on)",
+}
+
+# Metrics reported only under a condition, so absent from the scope tuples of fluvial.metrics.names.
+CONDITIONAL_SCOPES: dict[str, list[str]] = {
+    "debloatedBufferSize": ["task"],
+    "estimatedTimeToConsumeBuffersMs": ["task"],
 }
 
 
@@ -141,7 +151,7 @@ def metric_scopes() -> dict[str, list[str]]:
     for metric in MetricName:
         scopes[metric.value] = [scope for scope, members in
                                 (("job", JOB_METRICS), ("task", TASK_METRICS), ("operator", OPERATOR_METRICS))
-                                if metric in members]
+                                if metric in members] or CONDITIONAL_SCOPES.get(metric.value, [])
     return scopes
 
 
