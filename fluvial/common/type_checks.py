@@ -1,0 +1,63 @@
+"""Declared types checked per buffer where PyFlink serializes them: a network edge or a sink.
+
+PyFlink hands values from one chained Python function to the next as they are and applies an operator's
+declared type only where the stream leaves the chain of Python functions — a network edge, a sink — by
+serializing it for that type. fluvial does the same for the types that only check (integers, STRING, BOOLEAN,
+CHAR, BIG_INT and TUPLEs of them, `type_conversion.fits_expression`): `batch_checker(type_info, operator)`
+generates, once per operator, one loop over a buffer that tests each value inline (`type(v) is int and ...`),
+returns the buffer itself when all fit, and otherwise passes the values that do not through the type's
+converter — which turns a list declared TUPLE into a tuple, or raises the error naming the operator and the
+field. Types that reshape values (ROW, FLOAT, ...) are converted where they are produced
+(`fluvial.graph.typed_outputs`), since the next function expects the shaped value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, fits_expression
+
+__all__ = ["batch_checker", "checked_at_boundary"]
+
+BatchCheck = Callable[[list], list]
+
+
+def checked_at_boundary(type_info: Any) -> bool:
+    """Whether values of `type_info` need checking, and only checking (not reshaping), so the check may wait
+    for the boundary."""
+    expression = fits_expression(type_info)
+    return expression is not None and expression != "True"
+
+
+def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
+    """`check(values) -> values` for a buffer of values declared `type_info` by `operator`: the same list when
+    every value fits (the common case: one inline test per value, no call), else a new list with the misfits
+    converted; a value that cannot fit raises InvalidJobError naming the operator and the field. None when the
+    type has nothing to check at the boundary (see `checked_at_boundary`)."""
+    if not checked_at_boundary(type_info):
+        return None
+    fits = fits_expression(type_info)
+    convert = converter_for(type_info)
+
+    def shape(value: Any) -> Any:
+        try:
+            return convert(value)
+        except TypeMismatch as error:
+            raise InvalidJobError(describe_mismatch(error, operator, type_info)) from None
+
+    builtins = "type=type, len=len, tuple=tuple, int=int, str=str, bool=bool"
+    source = "\n".join([
+        # the builtins the test names are parameters with defaults: locals are the fastest lookups there are;
+        # the reshaping pass is a function of its own, so the fast loop has no closure cells
+        f"def reshape(values, shape=shape, {builtins}):",
+        f"    return [v if ({fits}) else shape(v) for v in values]",
+        f"def check(values, reshape=reshape, {builtins}):",
+        "    for v in values:",
+        f"        if not ({fits}):",
+        "            return reshape(values)",
+        "    return values",
+    ])
+    namespace: dict[str, Any] = {"shape": shape}
+    exec(source, namespace)  # noqa: S102 - the source is built here from the declared type, not from input
+    return namespace["check"]
