@@ -10,7 +10,9 @@ false without credit — a producer without credit stops producing. The consumer
 item its task polls (in batches, and at once whenever its queue runs empty, so the producer never waits on a
 grant that is held back). A slow consumer therefore slows its producers across processes exactly as in one,
 and memory stays bounded on both sides. Counters are each written by one thread only (sent: the task thread;
-granted: the connection's reader thread), so they need no lock.
+granted: the connection's reader thread), so they need no lock. Each end counts the serialized bytes of the
+items it carries (`serialized_bytes`: the task's numBytesOut / numBytesIn; in-process channels serialize
+nothing and count nothing).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _noop() -> None:
 class RemoteOutputChannel:
     """The producing end: pushes over `connection`; `writable()` while it holds credit."""
 
-    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer")
+    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer", "serialized_bytes")
 
     def __init__(self, channel_id: Any, connection: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -39,6 +41,7 @@ class RemoteOutputChannel:
         self._sent = 0  # items pushed (task thread)
         self._granted = 0  # credits granted back (reader thread)
         self._wake_producer: Callable[[], None] = _noop
+        self.serialized_bytes = 0  # payload bytes pushed (task thread)
 
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_producer = wake
@@ -47,12 +50,14 @@ class RemoteOutputChannel:
         raise TypeError("the consumer of a remote channel lives in another process")
 
     def push(self, item: Any) -> None:
+        payload = pickle.dumps((self.channel_id, item), protocol=5)
         try:
-            self._connection.send(FrameKind.DATA, pickle.dumps((self.channel_id, item), protocol=5))
+            self._connection.send(FrameKind.DATA, payload)
         except OSError as error:
             raise ConnectionError(f"the data connection to {self._connection.peer} (the consumer of channel "
                                   f"{self.channel_id.dataset_id}) is gone: {error}") from error
         self._sent += 1
+        self.serialized_bytes += len(payload)
 
     def writable(self) -> bool:
         return self._sent - self._granted < self.capacity
@@ -70,7 +75,7 @@ class RemoteInputChannel:
     """The consuming end: items arrive from the connection's reader thread; the task polls them."""
 
     __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
-                 "_wake_consumer", "ended")
+                 "_wake_consumer", "ended", "serialized_bytes")
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -81,6 +86,7 @@ class RemoteInputChannel:
         self._grant_batch = max(1, capacity // 2)
         self._wake_consumer: Callable[[], None] = _noop
         self.ended = False
+        self.serialized_bytes = 0  # payload bytes delivered (the connection's reader thread)
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_consumer = wake
@@ -90,9 +96,10 @@ class RemoteInputChannel:
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         raise TypeError("the producer of a remote channel lives in another process")
 
-    def deliver(self, item: Any, connection: Any) -> None:
-        """An item from the network (reader thread): queue it for the task and wake it."""
+    def deliver(self, item: Any, connection: Any, size: int = 0) -> None:
+        """An item from the network (reader thread), `size` bytes serialized: queue it for the task and wake it."""
         self._connection = connection
+        self.serialized_bytes += size
         if isinstance(item, EndOfInput):
             self.ended = True
         self._queue.append(item)

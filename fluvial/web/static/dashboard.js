@@ -309,6 +309,7 @@ function subtasksPanel(vertex, pressure) {
       h("td", { class: "num" }, fmt.count(t.metrics["read-records"])),
       h("td", { class: "num" }, fmt.count(t.metrics["write-records"])),
       h("td", { class: "num" }, fmt.rate(t.numRecordsOutPerSecond)),
+      h("td", { class: "num" }, fmt.bytes(t.metrics["read-bytes"])),
       h("td", { class: "num" }, fmt.bytes(t.metrics["write-bytes"])),
       h("td", { class: "mono" }, fmt.watermark(t.currentInputWatermark)),
       h("td", { class: "mono" }, fmt.watermark(t.currentOutputWatermark)),
@@ -320,7 +321,7 @@ function subtasksPanel(vertex, pressure) {
   return h("section", { class: "panel", id: "subtasks" },
     h("h2", {}, "Subtasks of ", h("span", { id: "selected-vertex" }, vertex.name)),
     table([["#", "num"], ["State"], ["Attempt", "num"], ["Task manager"], ["Records in", "num"],
-      ["Records out", "num"], ["Out rate", "num"], ["Bytes out", "num"], ["Input watermark"],
+      ["Records out", "num"], ["Out rate", "num"], ["Bytes in", "num"], ["Bytes out", "num"], ["Input watermark"],
       ["Output watermark"], ["Busy / back-pressured"], ["Back pressure"]], rows));
 }
 
