@@ -37,6 +37,9 @@ context_configuration: contextvars.ContextVar[Configuration | None] = contextvar
 )
 
 
+SESSION_CLUSTER_PARALLELISM = 1  # parallelism.default of a session cluster (Flink's flink-conf.yaml default)
+
+
 class StreamExecutionEnvironment:
     _default_local_parallelism: int | None = None  # Flink's static default for local environments
 
@@ -93,7 +96,15 @@ class StreamExecutionEnvironment:
         return self
 
     def get_parallelism(self) -> int:
-        return self._config.get_parallelism() or self.get_default_local_parallelism()
+        """The job's default parallelism: set here, by `parallelism.default` (`-p`), else 1 on a session cluster
+        (its `parallelism.default`, as in Flink's, so one job does not take every slot) and the number of cores
+        in a local one."""
+        explicit = self._config.get_parallelism()
+        if explicit:
+            return explicit
+        if self._configuration.get("execution.target") == "remote":
+            return SESSION_CLUSTER_PARALLELISM
+        return self.get_default_local_parallelism()
 
     @staticmethod
     def get_default_local_parallelism() -> int:

@@ -178,8 +178,11 @@ async function jobPage(jobId) {
   const selected = state.selected[jobId];
   const vertex = selected ? await get(base + "/vertices/" + selected) : null;
   const selectedPressure = pressures[job.vertices.findIndex((v) => v.id === selected)];
+  const waiting = job["waiting-for-slots"];
   return h("div", {},
     jobHeader(job),
+    waiting ? h("section", { class: "panel waiting", id: "waiting-for-slots" },
+      "This job is " + waiting.description + ".") : null,
     h("section", { class: "panel" }, h("h2", {}, "Job graph"),
       h("div", { class: "graph-wrap" }, jobGraph(job, levels, selected, jobId)),
       h("div", { class: "legend" }, h("span", { class: "ok" }, "no back pressure"),
