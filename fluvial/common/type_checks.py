@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, fits_expression
+from fluvial.common.typeinfo import TupleTypeInfo
 
 __all__ = ["batch_checker", "checked_at_boundary"]
 
@@ -54,10 +55,24 @@ def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
         f"    return [v if ({fits}) else shape(v) for v in values]",
         f"def check(values, reshape=reshape, {builtins}):",
         "    for v in values:",
-        f"        if not ({fits}):",
-        "            return reshape(values)",
+        *_fast_test(type_info, fits),
         "    return values",
     ])
     namespace: dict[str, Any] = {"shape": shape}
     exec(source, namespace)  # noqa: S102 - the source is built here from the declared type, not from input
     return namespace["check"]
+
+
+def _fast_test(type_info: Any, fits: str) -> list[str]:
+    """The loop body that leaves for `reshape` at the first value that does not fit. A tuple is unpacked into
+    locals once (cheaper than indexing it once per field test) after its type and length are checked."""
+    if not isinstance(type_info, TupleTypeInfo):
+        return [f"        if not ({fits}):", "            return reshape(values)"]
+    fields = [fits_expression(field, f"f{index}") for index, field in enumerate(type_info.get_field_types())]
+    names = ", ".join(f"f{index}" if field != "True" else "_" for index, field in enumerate(fields))
+    tests = " and ".join(f"({field})" for field in fields if field != "True") or "True"
+    return [f"        if type(v) is not tuple or len(v) != {len(fields)}:",
+            "            return reshape(values)",
+            f"        {names}{',' if len(fields) == 1 else ''} = v",
+            f"        if not ({tests}):",
+            "            return reshape(values)"]

@@ -216,7 +216,7 @@ class OperatorChain:
         """Step 3: where the results of `node_id` go."""
         node = self._nodes[node_id]
         # a source's values were checked when the job was built (from_collection) or are its connector's
-        check = None if node.is_source else batch_checker(node.output_type, node.name)
+        check = None if node.is_source else batch_checker(node.output_type, node.output_type_origin or node.name)
         main: list[Callable] = []
         side: dict[Any, list[Callable]] = {}
         watermark_targets: list[Callable] = []
