@@ -47,14 +47,13 @@ def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
         except TypeMismatch as error:
             raise InvalidJobError(describe_mismatch(error, operator, type_info)) from None
 
-    builtins = "type=type, len=len, tuple=tuple, int=int, str=str, bool=bool"
+    builtins = "type=type, len=len, tuple=tuple, int=int, str=str, bool=bool, set=set, map=map, min=min, max=max"
     source = "\n".join([
         # the builtins the test names are parameters with defaults: locals are the fastest lookups there are;
         # the reshaping pass is a function of its own, so the fast loop has no closure cells
         f"def reshape(values, shape=shape, {builtins}):",
         f"    return [v if ({fits}) else shape(v) for v in values]",
         f"def check(values, reshape=reshape, {builtins}):",
-        "    for v in values:",
         *_fast_test(type_info, fits),
         "    return values",
     ])
@@ -65,14 +64,31 @@ def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
 
 def _fast_test(type_info: Any, fits: str) -> list[str]:
     """The loop body that leaves for `reshape` at the first value that does not fit. A tuple is unpacked into
-    locals once (cheaper than indexing it once per field test) after its type and length are checked."""
+    locals once (cheaper than indexing it once per field test) after its type and length are checked. A basic
+    type is tested for the whole buffer at C speed before the loop (the types present, the range of ints)."""
     if not isinstance(type_info, TupleTypeInfo):
-        return [f"        if not ({fits}):", "            return reshape(values)"]
+        bulk = _bulk_test(type_info)
+        head = [f"    if {bulk}:", "        return values"] if bulk else []
+        return [*head, "    for v in values:", f"        if not ({fits}):", "            return reshape(values)"]
     fields = [fits_expression(field, f"f{index}") for index, field in enumerate(type_info.get_field_types())]
     names = ", ".join(f"f{index}" if field != "True" else "_" for index, field in enumerate(fields))
     tests = " and ".join(f"({field})" for field in fields if field != "True") or "True"
-    return [f"        if type(v) is not tuple or len(v) != {len(fields)}:",
+    return ["    for v in values:",
+            f"        if type(v) is not tuple or len(v) != {len(fields)}:",
             "            return reshape(values)",
             f"        {names}{',' if len(fields) == 1 else ''} = v",
             f"        if not ({tests}):",
             "            return reshape(values)"]
+
+
+def _bulk_test(type_info: Any) -> str | None:
+    """A whole-buffer test for a basic type's values, made of C-level passes: every value of the exact type
+    (and, for integers, the smallest and largest in range; for CHAR, every length 1)."""
+    fits = fits_expression(type_info)
+    if fits.startswith("type(v) is int and "):
+        low, _, high = fits.removeprefix("type(v) is int and ").partition(" <= v <= ")
+        return f"set(map(type, values)) <= {{int}} and (not values or ({low} <= min(values) and max(values) <= {high}))"
+    exact = {"type(v) is str": "str", "type(v) is bool": "bool", "type(v) is int": "int"}.get(fits)
+    if exact is not None:
+        return f"set(map(type, values)) <= {{{exact}}}"
+    return None
