@@ -46,10 +46,12 @@ def _flat_map_function_class():
 
 
 def _types():
-    """The declared types of the typed forms: J1 LONG; J2 TUPLE(STRING, LONG) (KeyedStream.reduce keeps its input type, as in PyFlink); J3's events TUPLE(INT, LONG, INT)."""
+    """The declared types of the typed forms: J1 LONG; J2 TUPLE(STRING, LONG) (KeyedStream.reduce keeps its
+    input type, as in PyFlink); J3's events TUPLE(INT, LONG, INT)."""
     from fluvial.common import Types
 
-    return Types.LONG(), Types.TUPLE([Types.STRING(), Types.LONG()]), Types.TUPLE([Types.INT(), Types.LONG(), Types.INT()])
+    return (Types.LONG(), Types.TUPLE([Types.STRING(), Types.LONG()]),
+            Types.TUPLE([Types.INT(), Types.LONG(), Types.INT()]))
 
 
 def _typed(typed: bool, declared: object) -> dict:
@@ -240,7 +242,8 @@ def _report_typed(title: str, records: int, typed: Callable[[], object], untyped
     for name in ("typed", "untyped"):
         ratio = best[name].rate / best["loop"].rate
         ok &= ratio >= target
-        print(f"  {name + ' / loop':<16} {ratio:>10.2f}x   (target >= {target}x: {'meets' if ratio >= target else 'MISSES'})")
+        verdict = "meets" if ratio >= target else "MISSES"
+        print(f"  {name + ' / loop':<16} {ratio:>10.2f}x   (target >= {target}x: {verdict})")
     typed_ratio = best["typed"].rate / best["untyped"].rate
     ok &= typed_ratio >= 0.95
     print(f"  {'typed / untyped':<16} {typed_ratio:>10.2f}x   (target >= 0.95x: "

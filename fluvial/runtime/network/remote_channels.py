@@ -1,8 +1,8 @@
 """The two ends of a channel whose producer and consumer run in different processes (DESIGN 4).
 
-Items cross as DATA frames — `(channel id, item)` pickled with protocol 5 — in order on one connection, so
-barriers, watermarks, idleness and end of input stay in order with the records around them; alignment and the
-watermark valve work exactly as on a LocalChannel.
+Items cross as DATA frames — `(channel id, item)` pickled with protocol 5 without a memo (`wire.dumps_records`) —
+in order on one connection, so barriers, watermarks, idleness and end of input stay in order with the records
+around them; alignment and the watermark valve work exactly as on a LocalChannel.
 
 Flow control is credit-based, as in Flink. The consumer end holds at most `capacity` items (plus events, which
 never wait): the producer starts with `capacity` credits, spends one per item it pushes, and `writable()` is
@@ -21,6 +21,7 @@ import pickle
 from collections import deque
 from typing import Any, Callable
 
+from fluvial.common.wire import dumps_records
 from fluvial.runtime.network.framing import FrameKind
 from fluvial.runtime.records import ChannelBroken, EndOfInput
 
@@ -50,7 +51,7 @@ class RemoteOutputChannel:
         raise TypeError("the consumer of a remote channel lives in another process")
 
     def push(self, item: Any) -> None:
-        payload = pickle.dumps((self.channel_id, item), protocol=5)
+        payload = dumps_records((self.channel_id, item))
         try:
             self._connection.send(FrameKind.DATA, payload)
         except OSError as error:
