@@ -30,7 +30,7 @@ def measure(keys: int = KEYS, key_kind: str = "int", checkpoints: int = 3) -> li
             .reduce(lambda a, b: (a[0], a[1] + b[1]))
             .filter(lambda _: False).print())
         client = env.execute_async("heap checkpoint bench")
-        stats = client._job_master.checkpointing.coordinator.stats
+        stats = client._job_master.checkpointing.stats
         full: list[tuple[float, int]] = []
         deadline = time.monotonic() + 300
         seen = 0

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets
 from fluvial.runtime.channels import ChannelId
-from fluvial.runtime.deployment import InputSpec, OutputSpec, TaskCancellationSettings, TaskSpec
+from fluvial.runtime.deployment import ExecutionAttemptId, InputSpec, OutputSpec, TaskCancellationSettings, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
 
 ExecutionVertexId = tuple[int, int]
@@ -89,6 +89,18 @@ class ExecutionGraph:
 
     def vertex(self, vertex_id: int, subtask_index: int) -> ExecutionVertex | None:
         return self.vertices.get((vertex_id, subtask_index))
+
+    def current(self, attempt_id: ExecutionAttemptId) -> ExecutionVertex | None:
+        """The subtask of `attempt_id` if that attempt is its current one; None for a late word from an earlier
+        attempt (or another job)."""
+        execution = self.vertices.get(attempt_id.execution_vertex_id)
+        if execution is None or execution.attempt != attempt_id.attempt or attempt_id.job_id != self.job_id:
+            return None
+        return execution
+
+    def attempt_id(self, execution: ExecutionVertex) -> ExecutionAttemptId:
+        """The ExecutionAttemptId of `execution`'s current attempt."""
+        return ExecutionAttemptId(self.job_id, execution.job_vertex.id, execution.subtask_index, execution.attempt)
 
     def all_in(self, *states: ExecutionState) -> bool:
         return all(vertex.state in states for vertex in self.vertices.values())

@@ -1,17 +1,31 @@
-"""The JobMaster's checkpointing: builds the CheckpointCoordinator for a job (storage, retained checkpoints, the
-scheduler as the coordinator's view of the subtasks) and turns a completed checkpoint or savepoint into the
-restore assignments of the subtasks."""
+"""A job's checkpointing, as its scheduler owns it: builds the CheckpointCoordinator (storage, retained
+checkpoints, the scheduler as the coordinator's view of the subtasks), is the one way the scheduler and the
+JobMaster talk to it, and turns a completed checkpoint or savepoint into the restore assignments of the
+subtasks."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from fluvial.checkpoint.coordinator import CheckpointCoordinator, CheckpointTasks
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.restore import assign_restore
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
-from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 from fluvial.common.executors import Executor, ScheduledExecutor
+from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 from fluvial.graph.job_graph import JobGraph
+
+
+@dataclass(frozen=True)
+class CheckpointingSetup:
+    """What the scheduler needs to build a job's checkpointing besides itself: the executor for checkpoint I/O,
+    the clock, and the snapshot the job starts from (a RestoredSnapshot, or None)."""
+
+    io: Executor
+    clock: Callable[[], int]
+    restored_from: Any = None
 
 
 class JobCheckpointing:
@@ -62,6 +76,50 @@ class JobCheckpointing:
         self._count_restore(latest.checkpoint_id, False, latest.metadata_location)
         return assign_restore(latest.metadata, self.job_graph, False, latest.metadata_location, owned=True)
 
+
+    # -- what the scheduler and the JobMaster ask of it (the coordinator stays inside) ---------------------------
+
+    @property
+    def stats(self) -> Any:
+        """The CheckpointStats of the job (counts, history, the last restore), as the REST API reports them."""
+        return self.coordinator.stats
+
+    def in_progress(self) -> list[dict]:
+        """The pending checkpoints, as history entries (IN_PROGRESS)."""
+        return self.coordinator.in_progress()
+
+    def start(self) -> None:
+        self.coordinator.start()
+
+    def shutdown(self) -> None:
+        """The job ended: no more triggers, and every pending checkpoint aborted."""
+        self.coordinator.stop()
+        self.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
+
+    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict) -> None:
+        self.coordinator.receive_acknowledge(task, checkpoint_id, states)
+
+    def receive_decline(self, task: tuple[int, int], checkpoint_id: int, reason: CheckpointFailureReason,
+                        detail: str) -> None:
+        self.coordinator.receive_decline(task, checkpoint_id, reason, detail)
+
+    def request_checkpoint(self) -> None:
+        self.coordinator.request_checkpoint()
+
+    def abort_pending_awaiting(self, task: tuple[int, int]) -> None:
+        self.coordinator.abort_pending_awaiting(task)
+
+    def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
+        self.coordinator.abort_all_pending(reason)
+
+    def trigger_savepoint(self, directory: str, job_id: str, terminal: bool, drain: bool) -> Future:
+        """A savepoint into `directory`, self-contained; `terminal` (stop-with-savepoint) notifies the tasks of
+        its completion, `drain` advances the sources to the end of event time first."""
+        from fluvial.checkpoint.savepoint import savepoint_storage
+
+        return self.coordinator.trigger_checkpoint(
+            is_savepoint=True, savepoint_storage=savepoint_storage(directory, job_id, self.settings.storage),
+            savepoint_dir=directory, notify_tasks=terminal, drain=drain)
 
     def _count_restore(self, checkpoint_id: int, is_savepoint: bool, location: str | None) -> None:
         from fluvial.common.time import current_millis

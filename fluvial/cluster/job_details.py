@@ -241,13 +241,12 @@ def _edges(job_graph: Any) -> list[EdgeDetails]:
 def _checkpoint_details(checkpointing: Any) -> CheckpointDetails:
     if checkpointing is None:
         return CheckpointDetails(enabled=False)
-    coordinator = checkpointing.coordinator
-    stats = coordinator.stats
+    stats = checkpointing.stats
     settings = checkpointing.settings
     return CheckpointDetails(
         enabled=True, triggered=stats.triggered, completed=stats.completed, failed=stats.failed,
         restored=stats.restored, last_duration_ms=stats.last_duration_ms, last_size_bytes=stats.last_size_bytes,
-        history=[dict(entry) for entry in stats.history] + coordinator.in_progress(),
+        history=[dict(entry) for entry in stats.history] + checkpointing.in_progress(),
         last_restored=dict(stats.last_restored) if stats.last_restored else None,
         settings={"interval": settings.interval_ms, "timeout": settings.timeout_ms,
                   "min_pause": settings.min_pause_ms, "max_concurrent": settings.max_concurrent,

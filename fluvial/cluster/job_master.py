@@ -5,8 +5,8 @@ only ever touched by it (Flink's main-thread executor).
 
 Lifecycle, numbered:
 1. Built with the JobGraph, the TaskManagers' gateways and the offered slots: assigns slots (a clear error if
-   too few), reads the savepoint to start from (if any), builds the scheduler and, with checkpointing on, the
-   coordinator.
+   too few), reads the savepoint to start from (if any) and builds the scheduler, which builds the job's
+   checkpointing when it is on.
 2. `start()`: every subtask is deployed; the coordinator starts its periodic trigger.
 3. The scheduler decides the job's fate (see `scheduler.py`); when the job reaches a globally terminal status,
    checkpointing stops, every TaskManager is told to release the job, and `result` completes.
@@ -88,19 +88,18 @@ class JobMaster:
 
             task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage,
                                                    checkpoints.checkpoints_after_tasks_finish)
+        setup = None
+        if checkpointing_on:
+            from fluvial.cluster.job_checkpointing import CheckpointingSetup
+
+            io = io or self._thread(f"fluvial-checkpoint-io-{job_graph.job_id[:8]}", None)
+            setup = CheckpointingSetup(io, clock, restored_from)
         self.scheduler = Scheduler(
             ExecutionGraph(job_graph, _job_parameters(job_graph)), slots, self._task_managers, self._main,
             _backoff_strategy(job_graph, checkpointing_on), self, task_settings=task_settings,
             templates=_templates(job_graph, tolerance), receiver_settings=_receiver_settings(job_graph, checkpoints),
-            resources=resources)
-        self.scheduler.restore_source = self
-        self.checkpointing: Any = None  # JobCheckpointing when checkpoints are on
-        if checkpointing_on:
-            from fluvial.cluster.job_checkpointing import JobCheckpointing
-
-            io = io or self._thread(f"fluvial-checkpoint-io-{job_graph.job_id[:8]}", None)
-            self.checkpointing = JobCheckpointing(job_graph, self.scheduler, self._main, io, clock, restored_from)
-            self.scheduler.checkpointing = self.checkpointing
+            resources=resources, restore_source=self, checkpointing=setup)
+        self.checkpointing = self.scheduler.checkpointing  # the scheduler's JobCheckpointing, or None
 
     def _thread(self, name: str, on_error: Callable[[BaseException], None] | None) -> SingleThreadExecutor:
         thread = SingleThreadExecutor(name, on_error)
@@ -130,7 +129,7 @@ class JobMaster:
                     len(self.scheduler.graph.vertices), len(set(self.scheduler._slots.values())))
         self.scheduler.start(self._initial_restore)
         if self.checkpointing is not None:
-            self.checkpointing.coordinator.start()
+            self.checkpointing.start()
 
     def _savepoint_restore(self, tolerance: Any) -> tuple[Any, dict | None]:
         """(restored snapshot, assignments) of the savepoint or checkpoint to start from, or (None, None). Under
@@ -164,7 +163,8 @@ class JobMaster:
         self._main.execute(lambda: self._on_task_state(message))
 
     def _on_task_state(self, message: TaskExecutionState) -> None:
-        self.timeline.task_state(message.vertex_id, message.subtask_index, message.attempt, message.state)
+        attempt_id = message.attempt_id
+        self.timeline.task_state(attempt_id.vertex_id, attempt_id.subtask_index, attempt_id.attempt, message.state)
         self.scheduler.on_task_state(message)
 
     def report_metrics(self, message: MetricsSnapshot) -> None:
@@ -172,14 +172,10 @@ class JobMaster:
         self.metrics.update(message.metrics)
 
     def acknowledge_checkpoint(self, message: AcknowledgeCheckpoint) -> None:
-        if self.checkpointing is not None:
-            self._main.execute(lambda: self.checkpointing.coordinator.receive_acknowledge(
-                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.states))
+        self._main.execute(lambda: self.scheduler.on_acknowledge(message))
 
     def decline_checkpoint(self, message: DeclineCheckpoint) -> None:
-        if self.checkpointing is not None:
-            self._main.execute(lambda: self.checkpointing.coordinator.receive_decline(
-                (message.vertex_id, message.subtask_index), message.checkpoint_id, message.reason, message.detail))
+        self._main.execute(lambda: self.scheduler.on_decline(message))
 
     def task_manager_lost(self, index: int, error: BaseException) -> None:
         """TaskManager `index` died or stopped answering (from the cluster's monitor): its subtasks failed."""
@@ -209,7 +205,7 @@ class JobMaster:
             raise ValueError("drain (advance to the end of event time) is for stop-with-savepoint only")
         if self.checkpointing is None:
             raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
-        from fluvial.checkpoint.savepoint import savepoint_storage, savepoint_target
+        from fluvial.checkpoint.savepoint import savepoint_target
 
         directory = savepoint_target(target_directory, self.job_graph.configuration)
         answer: Future = Future()
@@ -229,10 +225,7 @@ class JobMaster:
                 self._main.schedule(SAVEPOINT_POLL_MS, trigger)
                 return
             logger.info("job %s: savepoint into %s requested", self.job_id, directory)
-            started = self.checkpointing.coordinator.trigger_checkpoint(
-                is_savepoint=True,
-                savepoint_storage=savepoint_storage(directory, self.job_id, self.checkpointing.settings.storage),
-                savepoint_dir=directory, notify_tasks=terminal, drain=drain)
+            started = self.checkpointing.trigger_savepoint(directory, self.job_id, terminal, drain)
             started.add_done_callback(lambda done: forward(done, answer))
             if drain:
                 started.add_done_callback(self._after_drain_savepoint)
@@ -304,10 +297,7 @@ class JobMaster:
         logger.info("job %s (%s) ended %s after %d restart(s)%s", self.job_graph.job_name, self.job_id,
                     status.name, self.scheduler.restarts, last)
         if self.checkpointing is not None:
-            from fluvial.checkpoint.failure_reason import CheckpointFailureReason
-
-            self.checkpointing.coordinator.stop()
-            self.checkpointing.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
+            self.checkpointing.shutdown()
         self._ended = True
         for task_manager in self._task_managers:
             task_manager.release_job(ReleaseJob(self.job_id))

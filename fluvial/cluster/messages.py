@@ -11,8 +11,18 @@ from dataclasses import dataclass
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.metrics.snapshot import TaskMetricsSnapshot
-from fluvial.runtime.deployment import TaskFailure, TaskSpec
+from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
+
+
+class AttemptMessage:
+    """A message about one subtask attempt: it carries the attempt's ExecutionAttemptId as `attempt_id`."""
+
+    attempt_id: ExecutionAttemptId
+
+    @property
+    def job_id(self) -> str:
+        return self.attempt_id.job_id
 
 
 @dataclass(eq=False)
@@ -24,49 +34,37 @@ class DeployTask:
 
 
 @dataclass(eq=False)
-class CancelTask:
+class CancelTask(AttemptMessage):
     """JobMaster → TaskManager: stop this subtask attempt; it answers with its final state."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
 
 
 @dataclass(eq=False)
-class TaskExecutionState:
+class TaskExecutionState(AttemptMessage):
     """TaskManager → JobMaster: a subtask attempt reached `state`; FAILED carries the failure."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
     state: ExecutionState
     failure: TaskFailure | None = None
 
 
 @dataclass(eq=False)
-class TaskEndOfData:
+class TaskEndOfData(AttemptMessage):
     """TaskManager → JobMaster: a subtask attempt finished its input and operators and waits for its final
     checkpoint (Flink's notifyEndOfData); once every subtask has, the JobMaster triggers that checkpoint."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
 
 
 @dataclass(eq=False)
-class TriggerCheckpoint:
+class TriggerCheckpoint(AttemptMessage):
     """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows); with a
     `savepoint_dir`, a savepoint written there, self-contained. `drain` (stop-with-savepoint --drain): the
     source first advances to the end of event time — MAX_WATERMARK, so every event-time timer and window
     downstream fires ahead of the barrier — and emits nothing more."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
     checkpoint_id: int
     timestamp: int
     savepoint_dir: str | None = None
@@ -74,27 +72,21 @@ class TriggerCheckpoint:
 
 
 @dataclass(eq=False)
-class AcknowledgeCheckpoint:
+class AcknowledgeCheckpoint(AttemptMessage):
     """TaskManager → JobMaster: a subtask's state for a checkpoint is stored; `states` maps operator id to its
     SubtaskState (state handles)."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
     checkpoint_id: int
     states: dict
 
 
 @dataclass(eq=False)
-class DeclineCheckpoint:
+class DeclineCheckpoint(AttemptMessage):
     """TaskManager → JobMaster: a subtask could not take part in a checkpoint, and why (`reason` decides whether
     it counts against the tolerable failures; `detail` is for the log)."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
     checkpoint_id: int
     reason: CheckpointFailureReason
     detail: str = ""
@@ -125,12 +117,9 @@ class ReleaseJob:
 
 
 @dataclass(eq=False)
-class MetricsSnapshot:
+class MetricsSnapshot(AttemptMessage):
     """TaskManager → JobMaster: the latest metrics of a subtask attempt (plain names and numbers), sent every
     `metrics.fetcher.update-interval` while it runs and once more, `final`, just before its terminal state."""
 
-    job_id: str
-    vertex_id: int
-    subtask_index: int
-    attempt: int
+    attempt_id: ExecutionAttemptId
     metrics: TaskMetricsSnapshot

@@ -11,7 +11,7 @@ Runs only on the JobMaster's main thread, so it locks nothing. Rules, numbered:
    covers its end (FLIP-147): it reports the end of its data first, and once every subtask has, the final
    checkpoint is triggered at once (`on_end_of_data`); checkpoints go on while some subtasks have finished
    (`checkpoint_plan`).
-4. A subtask FAILED while the job runs → the restart strategy decides: RESTARTING (pending checkpoints are
+4. A subtask FAILED while the job runs → the restart strategy decides (a FailureHandlingResult): RESTARTING (pending checkpoints are
    aborted, every subtask is cancelled; once all are down, after the strategy's delay, every subtask is
    redeployed as a new attempt restoring from the latest completed checkpoint) or FAILING (every subtask is
    cancelled, then FAILED with the user's exception as the cause). A NonRecoverableError anywhere in the
@@ -31,9 +31,13 @@ from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.cluster.exception_history import ExceptionHistory, entry_of
 from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
+from fluvial.cluster.failure_handling import FailureHandlingResult
 from fluvial.cluster.gateways import TaskManagerGateway
+from fluvial.cluster.job_checkpointing import CheckpointingSetup, JobCheckpointing
 from fluvial.cluster.messages import (
+    AcknowledgeCheckpoint,
     CancelTask,
+    DeclineCheckpoint,
     DeployTask,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -78,7 +82,8 @@ class Scheduler:
                  task_managers: Sequence[TaskManagerGateway], timer: ScheduledExecutor, backoff: Any,
                  listener: JobStatusListener, task_settings: Any = None, templates: dict | None = None,
                  receiver_settings: Any = None, clock: Callable[[], int] | None = None,
-                 resources: ResourceAvailability | None = None) -> None:
+                 resources: ResourceAvailability | None = None, restore_source: RestoreSource | None = None,
+                 checkpointing: CheckpointingSetup | None = None) -> None:
         self.graph = graph
         self._slots = slots
         self._task_managers = task_managers
@@ -91,8 +96,8 @@ class Scheduler:
         self._clock = clock
         self._resources = resources
         self._waited_for_resources_ms = 0
-        self.checkpointing: Any = None  # the JobCheckpointing, set by the JobMaster when checkpoints are on
-        self.restore_source: RestoreSource | None = None
+        self.restore_source = restore_source
+        self.checkpointing: JobCheckpointing | None = None  # built last: it asks this scheduler for its tasks
         self.status = JobStatus.CREATED
         self.restarts = 0
         self.failure: TaskFailure | None = None  # the task failure that failed the job
@@ -103,6 +108,9 @@ class Scheduler:
         self.failures = 0
         self._pending_restart: Cancellable | None = None
         self._end_of_data: set[tuple[tuple[int, int], int]] = set()  # (subtask, attempt) awaiting a final checkpoint
+        if checkpointing is not None:
+            self.checkpointing = JobCheckpointing(graph.job_graph, self, timer, checkpointing.io, checkpointing.clock,
+                                                  checkpointing.restored_from)
 
     @property
     def job_id(self) -> str:
@@ -130,8 +138,8 @@ class Scheduler:
     # -- task states --------------------------------------------------------------------------------------------
 
     def on_task_state(self, update: TaskExecutionState) -> None:
-        execution = self.graph.vertex(update.vertex_id, update.subtask_index)
-        if execution is None or update.attempt != execution.attempt:
+        execution = self.graph.current(update.attempt_id)
+        if execution is None:
             return  # rule 2: a late report from an earlier attempt
         state = update.state
         if not execution.state.can_move_to(state):
@@ -140,7 +148,7 @@ class Scheduler:
                 return
         execution.transition(state)
         if state is ExecutionState.FINISHED and self.checkpointing is not None:
-            self.checkpointing.coordinator.abort_pending_awaiting(execution.id)
+            self.checkpointing.abort_pending_awaiting(execution.id)
         if state is ExecutionState.FAILED:
             self._on_task_failed(execution, update.failure)
         if self.graph.all_terminal():
@@ -168,30 +176,32 @@ class Scheduler:
             self.exceptions.add_concurrent(entry)
             return  # already restarting, failing or cancelling: a consequence (its TaskManager logged it)
         self.exceptions.add_root(error, entry)
-        verdict = self._restart_verdict(error)
+        result = self._handle_failure(error)
         self._record_failure(error, where, failure.traceback_text if failure is not None else None)
-        if verdict is None:
+        if result.can_restart:
             logger.warning("job %s: %s failed with %s: %s; restarting (restart %d)", self.job_id, where,
                            type(error).__name__, error, self.restarts + 1)
             self._move(JobStatus.RESTARTING)
         else:
             logger.error("job %s: %s failed with %s: %s; %s", self.job_id, where, type(error).__name__, error,
-                         verdict)
+                         result.reason)
             self.failure = failure
             self._move(JobStatus.FAILING)
         self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)
         self._cancel_running()
 
-    def _restart_verdict(self, error: BaseException | None) -> str | None:
-        """None when the job restarts after `error`; else why it does not (for the log)."""
+    def _handle_failure(self, error: BaseException) -> FailureHandlingResult:
+        """Whether the job restarts after `error`, by the restart strategy (told of the failure here)."""
         if is_non_recoverable(error):
-            return "no restart can fix this, so the job fails without restarting"
+            return FailureHandlingResult.unrecoverable(
+                error, "no restart can fix this, so the job fails without restarting")
         if self._backoff is None:
-            return "the restart strategy allows no restart"
+            return FailureHandlingResult.unrecoverable(error, "the restart strategy allows no restart")
         self._backoff.notify_failure(error, self._clock() if self._clock is not None else None)
         if not self._backoff.can_restart():
-            return f"the restart strategy allows no more restarts after {self.restarts}"
-        return None
+            return FailureHandlingResult.unrecoverable(
+                error, f"the restart strategy allows no more restarts after {self.restarts}")
+        return FailureHandlingResult.restartable(error)
 
     def _record_failure(self, error: BaseException, where: str, traceback_text: str | None = None) -> None:
         from fluvial.common.time import current_millis
@@ -255,9 +265,9 @@ class Scheduler:
         if self.status is not JobStatus.RUNNING:
             return
         self.exceptions.add_root(error, entry_of(error))
-        verdict = self._restart_verdict(error)
-        if verdict is not None:
-            self.fail(error, verdict)
+        result = self._handle_failure(error)
+        if not result.can_restart:
+            self.fail(error, result.reason)
             return
         self._record_failure(error, "job")
         logger.warning("job %s: %s: %s; restarting (restart %d)", self.job_id, type(error).__name__, error,
@@ -310,11 +320,11 @@ class Scheduler:
             execution.transition(ExecutionState.CANCELING)
             slot = self._slots[execution.id]
             self._task_managers[slot.task_manager].cancel_task(
-                CancelTask(self.job_id, execution.job_vertex.id, execution.subtask_index, execution.attempt))
+                CancelTask(self.graph.attempt_id(execution)))
 
     def _abort_checkpoints(self, reason: CheckpointFailureReason) -> None:
         if self.checkpointing is not None:
-            self.checkpointing.coordinator.abort_all_pending(reason)
+            self.checkpointing.abort_all_pending(reason)
 
     def _move(self, status: JobStatus) -> None:
         previous = self.status
@@ -353,21 +363,33 @@ class Scheduler:
     def on_end_of_data(self, message: TaskEndOfData) -> None:
         """A subtask waits for its final checkpoint. Once every subtask of the job does (or has finished), one is
         triggered at once (Flink's notifyEndOfData): a bounded job's end waits for no checkpoint interval."""
-        execution = self.graph.vertex(message.vertex_id, message.subtask_index)
-        if execution is None or execution.attempt != message.attempt or self.checkpointing is None:
+        execution = self.graph.current(message.attempt_id)
+        if execution is None or self.checkpointing is None:
             return
         self._end_of_data.add((execution.id, execution.attempt))
         if all(e.state is ExecutionState.FINISHED or (e.id, e.attempt) in self._end_of_data for e in self.graph):
             logger.info("job %s: every subtask reached the end of its data; triggering the final checkpoint",
                         self.job_id)
-            self.checkpointing.coordinator.request_checkpoint()
+            self.checkpointing.request_checkpoint()
+
+    def on_acknowledge(self, message: AcknowledgeCheckpoint) -> None:
+        """A subtask's state for a checkpoint, if it comes from the subtask's current attempt."""
+        if self.checkpointing is not None and self.graph.current(message.attempt_id) is not None:
+            self.checkpointing.receive_acknowledge(message.attempt_id.execution_vertex_id, message.checkpoint_id,
+                                                   message.states)
+
+    def on_decline(self, message: DeclineCheckpoint) -> None:
+        """A subtask's refusal of a checkpoint, if it comes from the subtask's current attempt."""
+        if self.checkpointing is not None and self.graph.current(message.attempt_id) is not None:
+            self.checkpointing.receive_decline(message.attempt_id.execution_vertex_id, message.checkpoint_id,
+                                               message.reason, message.detail)
 
     def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None,
                 drain: bool = False) -> None:
         execution = self.graph.vertices[task]
         slot = self._slots[task]
         self._task_managers[slot.task_manager].trigger_checkpoint(TriggerCheckpoint(
-            self.job_id, task[0], task[1], execution.attempt, checkpoint_id, timestamp, savepoint_dir, drain))
+            self.graph.attempt_id(execution), checkpoint_id, timestamp, savepoint_dir, drain))
 
     def notify_complete(self, checkpoint_id: int) -> None:
         for task_manager in self._task_managers:

@@ -32,14 +32,13 @@ from fluvial.cluster.messages import (
 from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.common.executors import SingleThreadExecutor
 from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelRegistry
-from fluvial.runtime.deployment import TaskFailure, TaskSpec
+from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
 from fluvial.runtime.task import Task, TaskServices
 
 logger = logging.getLogger(__name__)
 
-TaskKey = tuple[str, int, int]  # (job id, vertex id, subtask index)
 
 
 class TaskCheckpointResponder:
@@ -53,13 +52,11 @@ class TaskCheckpointResponder:
 
     def acknowledge(self, checkpoint_id: int, states: dict) -> None:
         spec = self._spec
-        self._gateway.acknowledge_checkpoint(AcknowledgeCheckpoint(
-            spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, checkpoint_id, states))
+        self._gateway.acknowledge_checkpoint(AcknowledgeCheckpoint(spec.attempt_id, checkpoint_id, states))
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
         spec = self._spec
-        self._gateway.decline_checkpoint(DeclineCheckpoint(
-            spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, checkpoint_id, reason, detail))
+        self._gateway.decline_checkpoint(DeclineCheckpoint(spec.attempt_id, checkpoint_id, reason, detail))
 
 
 class TaskMetricsReporter:
@@ -73,8 +70,7 @@ class TaskMetricsReporter:
 
     def report(self, snapshot: Any) -> None:
         spec = self._spec
-        self._gateway.report_metrics(MetricsSnapshot(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt,
-                                                     snapshot))
+        self._gateway.report_metrics(MetricsSnapshot(spec.attempt_id, snapshot))
 
 
 class JobCheckpointStorage:
@@ -111,7 +107,7 @@ class TaskManager:
         self._executor = TaskExecutor(f"fluvial-taskmanager-{index}")
         self._abandoned: list[TaskExecutor] = []  # threads stuck in a task that did not cancel (thread mode)
         self._canceler = TaskCanceler(f"fluvial-taskmanager-{index}-canceler", self)
-        self._tasks: dict[TaskKey, Task] = {}
+        self._tasks: dict[ExecutionAttemptId, Task] = {}  # one attempt per subtask: deploying drops older ones
         self._job_masters: dict[str, JobMasterGateway] = {}
         self._storages: dict[str, JobCheckpointStorage] = {}
         self._checkpoint_io: SingleThreadExecutor | None = None
@@ -144,8 +140,12 @@ class TaskManager:
         if spec.attempt > 0:
             self._channels.release_attempts_before(spec.job_id, spec.attempt)  # the failed attempt's channels are garbage
         task = Task(spec, self._services(spec))
+        attempt_id = spec.attempt_id
         with self._lock:
-            self._tasks[(spec.job_id, spec.vertex.id, spec.subtask_index)] = task
+            for older in [key for key in self._tasks if key.execution_vertex_id == attempt_id.execution_vertex_id
+                          and key.job_id == attempt_id.job_id]:
+                del self._tasks[older]  # a later attempt of the same subtask replaces it (its reports are stale)
+            self._tasks[attempt_id] = task
         task.executor.submit(task)
 
     def _services(self, spec: TaskSpec) -> TaskServices:
@@ -169,13 +169,12 @@ class TaskManager:
             services.receivers = self.receivers.for_job(spec.job_id, spec.receiver_settings)
         return services
 
-    def _task(self, job_id: str, vertex_id: int, subtask_index: int, attempt: int) -> Task | None:
+    def _task(self, attempt_id: ExecutionAttemptId) -> Task | None:
         with self._lock:
-            task = self._tasks.get((job_id, vertex_id, subtask_index))
-        return task if task is not None and task.spec.attempt == attempt else None
+            return self._tasks.get(attempt_id)
 
     def cancel_task(self, message: CancelTask) -> None:
-        task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
+        task = self._task(message.attempt_id)
         if task is not None:
             self._canceler.cancel(task)
 
@@ -195,15 +194,15 @@ class TaskManager:
                      "other tasks on a new thread", task.name, task.spec.attempt, timeout_ms, stuck.name)
 
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
-        task = self._task(message.job_id, message.vertex_id, message.subtask_index, message.attempt)
+        task = self._task(message.attempt_id)
         if task is not None:
             task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir, message.drain)
             return
         gateway = self._job_masters.get(message.job_id)
         if gateway is not None:  # it ended (a trigger raced its end): not ready, which is no checkpoint failure
             gateway.decline_checkpoint(DeclineCheckpoint(
-                message.job_id, message.vertex_id, message.subtask_index, message.attempt, message.checkpoint_id,
-                CheckpointFailureReason.DECLINED_TASK_CLOSING, "the subtask is no longer running here"))
+                message.attempt_id, message.checkpoint_id, CheckpointFailureReason.DECLINED_TASK_CLOSING,
+                "the subtask is no longer running here"))
 
     def notify_checkpoint_complete(self, message: NotifyCheckpointComplete) -> None:
         for task in self._tasks_of(message.job_id):
@@ -224,13 +223,13 @@ class TaskManager:
 
     def _tasks_of(self, job_id: str) -> list[Task]:
         with self._lock:
-            return [task for (job, _, _), task in self._tasks.items() if job == job_id]
+            return [task for attempt_id, task in self._tasks.items() if attempt_id.job_id == job_id]
 
     # -- TaskStateListener: what the tasks report ---------------------------------------------------------------
 
     def task_state_changed(self, task: Task, state: ExecutionState, failure: TaskFailure | None) -> None:
         spec = task.spec
-        key = (spec.job_id, spec.vertex.id, spec.subtask_index)
+        key = spec.attempt_id
         with self._lock:
             if state.is_terminal and self._tasks.get(key) is task:
                 del self._tasks[key]
@@ -239,15 +238,14 @@ class TaskManager:
             logger.info("%s (attempt %d) failed in operator '%s': %s", task.name, spec.attempt,
                            failure.operator_name if failure else "?", failure.error if failure else "")
         if gateway is not None:
-            gateway.update_task_execution_state(TaskExecutionState(
-                spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, state, failure))
+            gateway.update_task_execution_state(TaskExecutionState(spec.attempt_id, state, failure))
 
     def task_end_of_data(self, task: Task) -> None:
         spec = task.spec
         with self._lock:
             gateway = self._job_masters.get(spec.job_id)
         if gateway is not None:
-            gateway.notify_end_of_data(TaskEndOfData(spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt))
+            gateway.notify_end_of_data(TaskEndOfData(spec.attempt_id))
 
     def shutdown(self) -> None:
         self._canceler.shutdown()

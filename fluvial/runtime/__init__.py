@@ -4,7 +4,7 @@ A `Task` (`task.py`) runs one subtask attempt from its deployment descriptor (`d
 (`input_processor.py`: a source reader, or an input gate over `channels.py` with barrier handling in
 `alignment.py` and the event-time clock in `watermarks.py`), its `OperatorChain` (`chain.py`, made of the
 operators in `operators/`) and its `RecordWriter`s (`writer.py`, `channel_selectors.py`). One thread owns a task
-(`mailbox.py`, `mail.py`); a `TaskExecutor` (`executor.py`) runs the mailboxes of a TaskManager's tasks
+(`mailbox.py`, `mailbox_executor.py`); a `TaskExecutor` (`executor.py`) runs the mailboxes of a TaskManager's tasks
 cooperatively. `checkpointing.py` is a subtask's part in checkpoints; `network/` carries buffers and control
 messages between processes.
 

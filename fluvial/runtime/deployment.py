@@ -9,11 +9,35 @@ Task itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from fluvial.datastream.transformations import PartitionerSpec
 from fluvial.graph.job_graph import JobVertex
 from fluvial.runtime.channels import ChannelId
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionAttemptId:
+    """One attempt of one subtask of one job (Flink's ExecutionAttemptID): the key every message about a running
+    subtask carries and every lookup of an attempt uses. A restart deploys attempt + 1, so a late message from an
+    earlier attempt never matches the current one.
+
+    It lives beside the deployment descriptors rather than in `cluster/execution_graph.py` because both sides of
+    the seam need it: the JobMaster's scheduler and the tasks that report with it."""
+
+    job_id: str
+    vertex_id: int
+    subtask_index: int
+    attempt: int
+
+    @property
+    def execution_vertex_id(self) -> tuple[int, int]:
+        """(vertex id, subtask index): the subtask across its attempts (the checkpoint coordinator's task id)."""
+        return (self.vertex_id, self.subtask_index)
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.vertex_id}/{self.subtask_index}#{self.attempt}"
 
 
 @dataclass(frozen=True)
@@ -94,3 +118,7 @@ class TaskSpec:
     @property
     def execution_key(self) -> tuple[int, int]:
         return (self.vertex.id, self.subtask_index)
+
+    @cached_property
+    def attempt_id(self) -> ExecutionAttemptId:
+        return ExecutionAttemptId(self.job_id, self.vertex.id, self.subtask_index, self.attempt)

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from fluvial.cluster.dispatcher import LocalDispatcher
+from fluvial.cluster.local_dispatcher import LocalDispatcher
 from fluvial.cluster.local_executor import LocalExecutor
 from fluvial.common.configuration import Configuration
 from fluvial.web.rest import create_app, create_prometheus_app

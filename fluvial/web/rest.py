@@ -63,12 +63,12 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from fluvial.cluster.dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
-from fluvial.web.dispatcher import DispatcherView
+from fluvial.web.dispatcher_view import DispatcherView
 
 logger = logging.getLogger(__name__)
 

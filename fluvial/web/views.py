@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import fluvial
-from fluvial.cluster.dispatcher import ClusterOverview, JobView, TaskManagerDetails
+from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.cluster.exception_history import ExceptionEntry
 from fluvial.cluster.job_details import JobDetails, SubtaskDetails, VertexDetails
 from fluvial.common.time import MIN_WATERMARK, current_millis

@@ -152,7 +152,7 @@ def test_a_bounded_job_triggers_its_final_checkpoint_at_the_end_of_its_data(tmp_
         .sink_to(file_sink(tmp_path / "out"))
     client = env.execute_async("bounded, checkpoints an hour apart")
     client.get_job_execution_result().result(timeout=30)  # an hour's interval never passes: the end triggered it
-    stats = client._job_master.checkpointing.coordinator.stats
+    stats = client._job_master.checkpointing.stats
     assert stats.completed >= 1
     assert_exactly_once(committed(tmp_path / "out"), [str(n) for n in range(1, 3001)])
 
@@ -164,5 +164,5 @@ def test_without_checkpoints_after_tasks_finish_the_last_output_is_committed_at_
     env.from_source(NumberSequenceSource(1, 1000)).map(str).sink_to(file_sink(tmp_path / "out"))
     client = env.execute_async("legacy end of input")
     client.get_job_execution_result().result(timeout=30)
-    assert client._job_master.checkpointing.coordinator.stats.completed == 0
+    assert client._job_master.checkpointing.stats.completed == 0
     assert_exactly_once(committed(tmp_path / "out"), [str(n) for n in range(1, 1001)])

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from fluvial.cluster.dispatcher import JobSubmissionError, RequestRefused
+from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused
 from fluvial.cluster.session.cluster import SessionCluster, SessionClusterSpec
 from fluvial.cluster.session.rest_client import ClusterRequestError
 from fluvial.common import Configuration

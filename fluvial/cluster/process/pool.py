@@ -28,8 +28,9 @@ import pickle
 import sys
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
+from fluvial.cluster.gateways import JobMasterGateway
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
     CancelTask,
@@ -291,19 +292,13 @@ class TaskManagerProcesses:
         if job_master is None:
             logger.debug("dropped a %s of job %s, which is not known here", type(message).__name__, message.job_id)
             return
+        deliver = _TO_JOB_MASTER.get(type(message))
+        if deliver is None:
+            logger.warning("ignoring an unknown message from a TaskManager: %s", type(message).__name__)
+            return
         if isinstance(message, TaskExecutionState):
             with_remote_traceback(message.failure)
-            job_master.update_task_execution_state(message)
-        elif isinstance(message, AcknowledgeCheckpoint):
-            job_master.acknowledge_checkpoint(message)
-        elif isinstance(message, DeclineCheckpoint):
-            job_master.decline_checkpoint(message)
-        elif isinstance(message, TaskEndOfData):
-            job_master.notify_end_of_data(message)
-        elif isinstance(message, MetricsSnapshot):
-            job_master.report_metrics(message)
-        else:
-            logger.warning("ignoring an unknown message from a TaskManager: %s", type(message).__name__)
+        deliver(job_master, message)
 
     # -- step 3: failure detection ------------------------------------------------------------------------------
 
@@ -387,3 +382,14 @@ class TaskManagerProcesses:
     @property
     def pids(self) -> list[int]:
         return [member.pid for member in self._members if member.pid]
+
+
+# What a TaskManager process reports, and the JobMasterGateway method that takes it (called on the gateway
+# instance: a Protocol's own function is only its declaration).
+_TO_JOB_MASTER: dict[type, Callable[[JobMasterGateway, Any], None]] = {
+    TaskExecutionState: lambda job_master, message: job_master.update_task_execution_state(message),
+    AcknowledgeCheckpoint: lambda job_master, message: job_master.acknowledge_checkpoint(message),
+    DeclineCheckpoint: lambda job_master, message: job_master.decline_checkpoint(message),
+    TaskEndOfData: lambda job_master, message: job_master.notify_end_of_data(message),
+    MetricsSnapshot: lambda job_master, message: job_master.report_metrics(message),
+}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fluvial.common.errors import FluvialError
+from fluvial.runtime.deployment import ExecutionAttemptId
 
 
 @dataclass(eq=False)
@@ -59,23 +60,23 @@ class DeploymentEnvelope:
     there is not importable); the envelope lets the TaskManager fail that one subtask attempt with the error,
     instead of dying on a message it cannot read."""
 
-    job_id: str
-    vertex_id: int
+    attempt_id: ExecutionAttemptId
     vertex_name: str
-    subtask_index: int
     parallelism: int
-    attempt: int
     payload: bytes
 
     @classmethod
     def of(cls, message: Any) -> DeploymentEnvelope:
         spec = message.spec
-        return cls(spec.job_id, spec.vertex.id, spec.vertex.name, spec.subtask_index, spec.vertex.parallelism,
-                   spec.attempt, dumps_control(message))
+        return cls(spec.attempt_id, spec.vertex.name, spec.vertex.parallelism, dumps_control(message))
+
+    @property
+    def job_id(self) -> str:
+        return self.attempt_id.job_id
 
     @property
     def task_name(self) -> str:
-        return f"{self.vertex_name} ({self.subtask_index + 1}/{self.parallelism})"
+        return f"{self.vertex_name} ({self.attempt_id.subtask_index + 1}/{self.parallelism})"
 
 
 class DeploymentError(FluvialError):

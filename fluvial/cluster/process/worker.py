@@ -21,7 +21,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -267,30 +267,35 @@ def dispatch_control(message: Any, task_manager: Any, channels: Any, link: Contr
     if isinstance(message, DeploymentEnvelope):
         deployment = _open(message, task_manager.index)
         if isinstance(deployment, TaskFailure):
-            link.update_task_execution_state(TaskExecutionState(
-                message.job_id, message.vertex_id, message.subtask_index, message.attempt, ExecutionState.FAILED,
-                deployment))
+            link.update_task_execution_state(TaskExecutionState(message.attempt_id, ExecutionState.FAILED, deployment))
             return
         message = deployment
-    if isinstance(message, DeployTask):
-        task_manager.register_job_master(message.spec.job_id, link)
-        task_manager.submit_task(message)
-    elif isinstance(message, CancelTask):
-        task_manager.cancel_task(message)
-    elif isinstance(message, TriggerCheckpoint):
-        task_manager.trigger_checkpoint(message)
-    elif isinstance(message, NotifyCheckpointComplete):
-        task_manager.notify_checkpoint_complete(message)
-    elif isinstance(message, NotifyCheckpointAborted):
-        task_manager.notify_checkpoint_aborted(message)
-    elif isinstance(message, ReleaseJob):
-        task_manager.release_job(message)
-    elif isinstance(message, TaskManagerDirectory):
-        channels.directory.update(message.addresses)
-    elif isinstance(message, CollectCredit):
-        link.grant_collect(message.count, message.collect_id)
-    else:
+    handle = _CONTROL_HANDLERS.get(type(message))
+    if handle is None:
         logger.warning("ignoring an unknown control message %s", type(message).__name__)
+        return
+    handle(message, task_manager, channels, link)
+
+
+def _deploy(message: DeployTask, task_manager: Any, channels: Any, link: ControlLink) -> None:
+    task_manager.register_job_master(message.spec.job_id, link)
+    task_manager.submit_task(message)
+
+
+# Each control message the JobMaster sends, and what this TaskManager process does with it.
+_CONTROL_HANDLERS: dict[type, Callable[[Any, Any, Any, ControlLink], None]] = {
+    DeployTask: _deploy,
+    CancelTask: lambda message, task_manager, channels, link: task_manager.cancel_task(message),
+    TriggerCheckpoint: lambda message, task_manager, channels, link: task_manager.trigger_checkpoint(message),
+    NotifyCheckpointComplete:
+        lambda message, task_manager, channels, link: task_manager.notify_checkpoint_complete(message),
+    NotifyCheckpointAborted:
+        lambda message, task_manager, channels, link: task_manager.notify_checkpoint_aborted(message),
+    ReleaseJob: lambda message, task_manager, channels, link: task_manager.release_job(message),
+    TaskManagerDirectory: lambda message, task_manager, channels, link: channels.directory.update(message.addresses),
+    CollectCredit: lambda message, task_manager, channels, link: link.grant_collect(message.count,
+                                                                                    message.collect_id),
+}
 
 
 def _open(envelope: DeploymentEnvelope, index: int) -> DeployTask | TaskFailure:

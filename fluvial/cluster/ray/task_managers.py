@@ -177,8 +177,7 @@ class RayTaskManagers(TaskManagerProcesses):
         job_master = self._listener.job_master_gateway(spec.job_id)
         if job_master is not None:
             failure = TaskFailure(cause, spec.vertex.name, task_name, str(error))
-            job_master.update_task_execution_state(TaskExecutionState(
-                spec.job_id, spec.vertex.id, spec.subtask_index, spec.attempt, ExecutionState.FAILED, failure))
+            job_master.update_task_execution_state(TaskExecutionState(spec.attempt_id, ExecutionState.FAILED, failure))
 
     def _actor_ended(self, member: _Member, actor: Any, how: str) -> None:
         if self._actors[member.index] is not actor:

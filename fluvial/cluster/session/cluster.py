@@ -33,7 +33,7 @@ from fluvial.cluster.session.cluster_file import (
     remove_cluster_file,
     write_cluster_file,
 )
-from fluvial.cluster.session.dispatcher import SessionDispatcher
+from fluvial.cluster.session.session_dispatcher import SessionDispatcher
 from fluvial.cluster.session.slot_pool import SlotPool
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import ConfigurationError, ResourceError

@@ -31,7 +31,7 @@ from functools import partial
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.runtime.mail import ProcessingTimeMailbox
+from fluvial.runtime.mailbox_executor import ProcessingTimeMailbox
 from fluvial.runtime.operators.async_loop import AsyncLoop
 from fluvial.runtime.operators.async_queue import AsyncEntry, OrderedQueue, UnorderedQueue
 from fluvial.runtime.operators.base import StreamOperator

@@ -18,7 +18,7 @@ from fluvial.common.job_status import JobStatus
 from fluvial.common.restart_backoff import create_backoff_strategy
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.runtime.deployment import TaskFailure
+from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition
 from fluvial.testing import ManualClock, ManualScheduledExecutor
 from tests.unit.cluster.fakes import TaskManagerGateway
@@ -58,7 +58,7 @@ class Rig:
     def report(self, task, state: ExecutionState, attempt: int | None = None, failure: TaskFailure | None = None):
         execution = self.scheduler.graph.vertices[task]
         self.scheduler.on_task_state(TaskExecutionState(
-            self.job_graph.job_id, task[0], task[1], execution.attempt if attempt is None else attempt, state,
+            ExecutionAttemptId(self.job_graph.job_id, task[0], task[1], execution.attempt if attempt is None else attempt), state,
             failure))
 
     def report_all(self, state: ExecutionState, tasks=None) -> None:
@@ -116,7 +116,7 @@ def test_a_failure_restarts_every_subtask_after_the_back_off(caplog) -> None:
     rig.gateway.take("deploy")
     rig.fail((rig.map, 0))
     assert rig.scheduler.status is JobStatus.RESTARTING
-    cancelled = [(m.vertex_id, m.subtask_index, m.attempt) for m in rig.gateway.take("cancel")]
+    cancelled = [(m.attempt_id.vertex_id, m.attempt_id.subtask_index, m.attempt_id.attempt) for m in rig.gateway.take("cancel")]
     assert cancelled == [(rig.source, 0, 0), (rig.map, 1, 0)], "the others are cancelled, attempt 0"
     assert rig.timer.scheduled_delays() == [], "the delay starts once every subtask is down"
     rig.report_all(S.CANCELED, [rig.ids[0], rig.ids[2]])
@@ -230,7 +230,7 @@ def test_checkpoint_messages_name_the_current_attempt() -> None:
     rig.scheduler.notify_complete(4)
     rig.scheduler.notify_aborted(5)
     (trigger,) = rig.gateway.of("trigger")
-    assert (trigger.vertex_id, trigger.subtask_index, trigger.attempt, trigger.checkpoint_id, trigger.timestamp,
+    assert (trigger.attempt_id.vertex_id, trigger.attempt_id.subtask_index, trigger.attempt_id.attempt, trigger.checkpoint_id, trigger.timestamp,
             trigger.savepoint_dir) == (rig.source, 0, 1, 4, 1234, "/savepoints")
     assert [m.checkpoint_id for m in rig.gateway.of("complete")] == [4]
     assert [m.checkpoint_id for m in rig.gateway.of("aborted")] == [5]

@@ -27,7 +27,7 @@ from fluvial.datastream.checkpoint_storage import JobManagerCheckpointStorage
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 from fluvial.runtime.channels import ChannelRegistry
-from fluvial.runtime.deployment import TaskCheckpointSettings
+from fluvial.runtime.deployment import ExecutionAttemptId, TaskCheckpointSettings
 from fluvial.runtime.execution_state import ExecutionState
 
 LOG: list[str] = []
@@ -109,7 +109,7 @@ class Reports:
     decline_checkpoint = acknowledge_checkpoint
 
     def states(self, vertex_id: int | None = None) -> list[str]:
-        return [u.state.value for u in self.items if vertex_id is None or u.vertex_id == vertex_id]
+        return [u.state.value for u in self.items if vertex_id is None or u.attempt_id.vertex_id == vertex_id]
 
     def wait_for(self, predicate, timeout: float = 10.0) -> None:
         with self.lock:
@@ -178,13 +178,13 @@ def test_each_task_reports_its_final_metrics_just_before_it_ends(task_manager_an
     reports.wait_for(_terminal(reports, 2))
     source, sink = job_graph.vertices
     for vertex in (source, sink):
-        events = [e for e in reports.events if e.vertex_id == vertex.id]
+        events = [e for e in reports.events if e.attempt_id.vertex_id == vertex.id]
         assert isinstance(events[-1], TaskExecutionState) and events[-1].state is ExecutionState.FINISHED
         final = events[-2]
         assert isinstance(final, MetricsSnapshot) and final.metrics.final, "the final figures come first"
         assert final.metrics.task_manager_id == task_manager.resource_id
-    source_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.vertex_id == source.id][-1]
-    sink_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.vertex_id == sink.id][-1]
+    source_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.attempt_id.vertex_id == source.id][-1]
+    sink_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.attempt_id.vertex_id == sink.id][-1]
     assert source_metrics.metrics.task["numRecordsOut"] == 20_000 and source_metrics.metrics.task["numRecordsIn"] == 0
     assert sink_metrics.metrics.task["numRecordsIn"] == 20_000 and sink_metrics.metrics.task["numRecordsOut"] == 0
     map_id, sink_id = (node.operator_id for node in sink.nodes)
@@ -203,11 +203,11 @@ def test_cancel_turns_a_running_task_canceled_and_closes_everything(task_manager
     time.sleep(0.05)
     assert reports.states() == ["RUNNING"]  # an idle source keeps running
     vertex = job_graph.vertices[0]
-    task_manager.cancel_task(CancelTask(job_graph.job_id, vertex.id, 0, 0))
+    task_manager.cancel_task(CancelTask(ExecutionAttemptId(job_graph.job_id, vertex.id, 0, 0)))
     reports.wait_for(_terminal(reports, 1))
     assert reports.states() == ["RUNNING", "CANCELED"]
     assert LOG.count("close") == 1 and LOG.count("reader-close") == 1
-    task_manager.cancel_task(CancelTask(job_graph.job_id, vertex.id, 0, 0))  # cancelling again: nothing more
+    task_manager.cancel_task(CancelTask(ExecutionAttemptId(job_graph.job_id, vertex.id, 0, 0)))  # cancelling again: nothing more
     time.sleep(0.05)
     assert reports.states() == ["RUNNING", "CANCELED"]
 
@@ -274,15 +274,15 @@ def test_a_checkpoint_is_acknowledged_by_every_task_as_messages_naming_it(task_m
     _deploy_checkpointed(job_graph, task_manager, reports)
     reports.wait_for(lambda r: r.states().count("RUNNING") == 2)
     source, mapper = job_graph.vertices
-    task_manager.trigger_checkpoint(TriggerCheckpoint(job_graph.job_id, source.id, 0, 0, 1, 1234))
+    task_manager.trigger_checkpoint(TriggerCheckpoint(ExecutionAttemptId(job_graph.job_id, source.id, 0, 0), 1, 1234))
     reports.wait_for(lambda r: len(r.acks) == 2)
-    acks = sorted((a.job_id, a.vertex_id, a.subtask_index, a.attempt, a.checkpoint_id) for a in reports.acks)
+    acks = sorted((a.job_id, *a.attempt_id.execution_vertex_id, a.attempt_id.attempt, a.checkpoint_id) for a in reports.acks)
     assert acks == sorted([(job_graph.job_id, source.id, 0, 0, 1), (job_graph.job_id, mapper.id, 0, 0, 1)])
-    source_ack = next(a for a in reports.acks if a.vertex_id == source.id)
+    source_ack = next(a for a in reports.acks if a.attempt_id.vertex_id == source.id)
     assert source_ack.states, "the source acknowledges its split positions"
     assert reports.declines == []
-    task_manager.cancel_task(CancelTask(job_graph.job_id, source.id, 0, 0))
-    task_manager.cancel_task(CancelTask(job_graph.job_id, mapper.id, 0, 0))
+    task_manager.cancel_task(CancelTask(ExecutionAttemptId(job_graph.job_id, source.id, 0, 0)))
+    task_manager.cancel_task(CancelTask(ExecutionAttemptId(job_graph.job_id, mapper.id, 0, 0)))
     reports.wait_for(_terminal(reports, 2))
 
 
@@ -291,11 +291,11 @@ def test_a_trigger_for_a_task_not_running_here_is_declined_as_closing(task_manag
     task_manager, _ = task_manager_and_reports
     reports = CheckpointReports()
     task_manager.register_job_master("job-x", reports)
-    task_manager.trigger_checkpoint(TriggerCheckpoint("job-x", 3, 0, 0, 9, 0))
+    task_manager.trigger_checkpoint(TriggerCheckpoint(ExecutionAttemptId("job-x", 3, 0, 0), 9, 0))
     (decline,) = reports.declines
-    assert (decline.job_id, decline.vertex_id, decline.checkpoint_id) == ("job-x", 3, 9)
+    assert (decline.job_id, decline.attempt_id.vertex_id, decline.checkpoint_id) == ("job-x", 3, 9)
     assert decline.reason is CheckpointFailureReason.DECLINED_TASK_CLOSING
-    task_manager.trigger_checkpoint(TriggerCheckpoint("unknown-job", 3, 0, 0, 9, 0))  # nobody to tell: nothing
+    task_manager.trigger_checkpoint(TriggerCheckpoint(ExecutionAttemptId("unknown-job", 3, 0, 0), 9, 0))  # nobody to tell: nothing
     assert len(reports.declines) == 1
 
 
@@ -312,9 +312,9 @@ def test_the_responder_speaks_for_its_task_attempt():
     responder.acknowledge(5, {"op": "state"})
     responder.decline(6, CheckpointFailureReason.ASYNC_ERROR, "disk full")
     (ack,), (decline,) = reports.acks, reports.declines
-    assert (ack.job_id, ack.vertex_id, ack.subtask_index, ack.attempt, ack.checkpoint_id, ack.states) == \
+    assert (ack.job_id, *ack.attempt_id.execution_vertex_id, ack.attempt_id.attempt, ack.checkpoint_id, ack.states) == \
         (spec.job_id, spec.vertex.id, 0, 1, 5, {"op": "state"})
-    assert (decline.attempt, decline.checkpoint_id, decline.reason, decline.detail) == \
+    assert (decline.attempt_id.attempt, decline.checkpoint_id, decline.reason, decline.detail) == \
         (1, 6, CheckpointFailureReason.ASYNC_ERROR, "disk full")
 
 

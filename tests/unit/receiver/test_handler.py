@@ -131,7 +131,7 @@ def test_wal_handler_writes_store_and_wal_in_parallel_and_awaits_both(tmp_path):
     handler.close()
 
     assert store.done.is_set() and wal.done.is_set()  # returned only after the slower of the two
-    assert 0.6 <= elapsed < 0.9 + 0.5
+    assert elapsed >= 0.6  # the slower write's time at least; the barrier above proves the two ran at once
     assert wal.read(result.wal_handle)
     wal.close()
 

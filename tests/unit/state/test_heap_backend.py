@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 
 import cloudpickle
 import pytest
@@ -330,17 +329,14 @@ def test_bad_key_group_range_is_rejected() -> None:
         HeapKeyedStateBackend(128, range(100, 200))
 
 
-def test_snapshot_of_int_values_is_fast(backend: HeapKeyedStateBackend) -> None:
-    # The budget is 2 s per million entries; a quarter million keeps the test itself well under a second.
+def test_snapshot_of_many_int_values_covers_every_entry_in_its_key_group(backend: HeapKeyedStateBackend) -> None:
+    """Its speed is measured in bench/heap_checkpoint.py (never in a timed test); here, that it is complete."""
     entries = 250_000
     table = backend.value_table("big")
     table.update(zip(range(entries), range(entries)))
-    started = time.perf_counter()
     snapshot = backend.snapshot_key_groups()
-    elapsed = time.perf_counter() - started
     assert sum(len(states["big"]) for states in snapshot.key_groups.values()) == entries
     assert len(snapshot.key_groups) == 128
-    assert elapsed < 2.0 * entries / 1_000_000, f"snapshot of {entries} int values took {elapsed:.2f}s"
 
 
 # -- descriptors ----------------------------------------------------------------------------------------------

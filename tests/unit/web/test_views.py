@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fluvial.cluster.dispatcher import JobView
+from fluvial.cluster.local_dispatcher import JobView
 from fluvial.cluster.exception_history import ExceptionEntry
 from fluvial.cluster.job_details import (
     CheckpointDetails,

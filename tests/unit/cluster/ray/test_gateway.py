@@ -12,6 +12,7 @@ import pytest
 from fluvial.cluster.messages import CancelTask, DeployTask
 from fluvial.cluster.process.protocol import TaskManagerDirectory, loads_control
 from fluvial.cluster.ray.gateway import CONTROL_WINDOW, RayTaskManagerGateway
+from fluvial.runtime.deployment import ExecutionAttemptId
 from fluvial.testing import wait_until
 
 pytestmark = pytest.mark.timeout(30)
@@ -55,11 +56,11 @@ class Failures:
 
 
 def cancel(n: int) -> CancelTask:
-    return CancelTask("job", n, 0, 0)
+    return CancelTask(ExecutionAttemptId("job", n, 0, 0))
 
 
 def numbers(messages) -> list[int]:
-    return [m.vertex_id for m in messages if isinstance(m, CancelTask)]
+    return [m.attempt_id.vertex_id for m in messages if isinstance(m, CancelTask)]
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """SessionDispatcher: the Dispatcher of a session cluster (Flink's, in a standalone session) — it takes jobs,
 gives each the slots it needs on the cluster's long-lived TaskManager processes, runs each on a JobMaster of its
-own, and answers the REST API about all of them (the DispatcherView of `fluvial.web.dispatcher`).
+own, and answers the REST API about all of them (the DispatcherView of `fluvial.web.dispatcher_view`).
 
 It is also the TaskManager pool's listener (`fluvial.cluster.process.pool.TaskManagerPoolListener`): the
 TaskManagers' reports go to the JobMaster of the job they name; a lost TaskManager is told to every JobMaster
@@ -28,7 +28,7 @@ import threading
 from typing import Any, Callable, Protocol
 
 from fluvial.cluster.collect import CollectBuffer
-from fluvial.cluster.dispatcher import (
+from fluvial.cluster.local_dispatcher import (
     ClusterOverview,
     JobSubmissionError,
     JobView,

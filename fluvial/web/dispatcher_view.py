@@ -1,7 +1,7 @@
 """DispatcherView: all the REST API needs of a cluster. The embedded MiniClusters of a process offer it
-(`fluvial.cluster.dispatcher.LocalDispatcher`); a session cluster's JobManager offers the same methods.
+(`fluvial.cluster.local_dispatcher.LocalDispatcher`); a session cluster's JobManager offers the same methods.
 
-Contract: every method may be called from any thread and returns plain data (`fluvial.cluster.dispatcher`,
+Contract: every method may be called from any thread and returns plain data (`fluvial.cluster.local_dispatcher`,
 `fluvial.cluster.job_details`, `fluvial.metrics.snapshot`); a job id nobody knows raises UnknownJobError; a
 job the cluster does not take raises JobSubmissionError; a request this cluster or the job cannot serve (a
 savepoint without checkpointing, a shutdown of an embedded cluster, ...) raises an error whose message says why
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fluvial.cluster.dispatcher import ClusterOverview, JobView, TaskManagerDetails
+from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.cluster.job_details import JobDetails
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics.snapshot import JobMetricsSnapshot
