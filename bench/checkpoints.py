@@ -105,3 +105,9 @@ def heap_state_figures(keys: int = 1_000_000) -> None:
     assert len(fresh.value_table("counts")) == keys
     print(f"Heap backend, {keys:,} keys: synchronous part {sync:.2f} s, asynchronous part (serialize) {write:.2f} s, "
           f"{len(blob) / 1e6:.1f} MB, restore {restore:.2f} s (target < 5 s)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(0 if main() else 1)
