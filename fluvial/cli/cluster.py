@@ -8,12 +8,15 @@ process until Ctrl-C.
 
 `stop` asks the cluster to shut down (`DELETE /cluster`, with the token of the cluster file), waits for every
 process the file records to exit, kills what did not, and removes the file. When the JobManager does not
-answer, it is sent SIGTERM. A file whose JobManager is gone is cleaned up, with a note.
+answer, it is sent SIGTERM. A file whose JobManager is gone is cleaned up, with a note. A signal goes only to a
+process proven to be the cluster's (its start time and the cluster's id in its environment: `cluster_file.py`),
+never to a PID alone.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -30,8 +33,10 @@ from fluvial.cluster.session.cluster import (
     cluster_configuration,
 )
 from fluvial.cluster.session.cluster_file import (
+    CLUSTER_ID_VARIABLE,
     ClusterFileError,
     ClusterRecord,
+    ProcessRecord,
     cluster_file_path,
     log_directory,
     private_directory,
@@ -104,9 +109,10 @@ def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> Clu
                "--slots", str(spec.slots), "--port", str(spec.port), "--bind", spec.bind]
     for pair in properties:
         command += ["-D", pair]
+    environment = {**os.environ, CLUSTER_ID_VARIABLE: secrets.token_hex(16)}  # proves its processes the cluster's
     with open(out_file(), "ab") as out:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, close_fds=True)
+                                   start_new_session=True, close_fds=True, env=environment)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while True:
         record = _read_record()
@@ -149,33 +155,39 @@ def stop_cluster() -> None:
                                AccessToken(record.token, f"the token in {path} was refused"))
     try:
         client.shutdown()
+        accepted = True
     except FluvialError as problem:
         echo_err(f"note: the cluster did not take DELETE /cluster ({problem}); sending its JobManager SIGTERM")
         _terminate(record)
+        accepted = False
+
+    def waited_for(process: ProcessRecord) -> bool:  # a process that will end, or that may be killed
+        return process.belongs_to(record.cluster_id) or (accepted and process.alive())
+
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-    while any(process.alive() for process in record.processes) and time.monotonic() < deadline:
+    while any(waited_for(process) for process in record.processes) and time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
     for process in record.processes:
-        if process.kill():
+        if process.kill(record.cluster_id):
             echo_err(f"warning: process {process.pid} of the cluster had not exited after "
                      f"{STOP_TIMEOUT_SECONDS:.0f} s and was killed")
+        elif process.alive():
+            echo_err(f"warning: process {process.pid}, named by {path}, still runs but is not provably the "
+                     "cluster's: it was not signalled")
     remove_cluster_file(record.jobmanager.pid)
     print("Session cluster stopped.")
 
 
 def _terminate(record: ClusterRecord) -> None:
-    if record.jobmanager.alive():
-        try:
-            os.kill(record.jobmanager.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    if not record.jobmanager.kill(record.cluster_id, signal.SIGTERM) and record.jobmanager.alive():
+        echo_err(f"note: process {record.jobmanager.pid} is not provably the cluster's JobManager: not signalled")
 
 
 def _clean_stale(record: ClusterRecord) -> None:
     """The JobManager is gone: kill what it left running (a TaskManager cannot outlive it for long, but it may
     still be ending) and remove the file."""
     for process in record.taskmanagers:
-        process.kill()
+        process.kill(record.cluster_id)
     remove_cluster_file(record.jobmanager.pid)
 
 

@@ -50,10 +50,12 @@ from fluvial.common.errors import is_non_recoverable
 from fluvial.common.executors import Cancellable, ScheduledExecutor
 from fluvial.common.failure_info import FailureInfo
 from fluvial.common.job_status import JobStatus, checked_move
+from fluvial.common.repeated_logs import limit_repeats
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 
 logger = logging.getLogger(__name__)
+limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
 
 RESOURCE_POLL_MS = 20
 RESOURCE_WAIT_MS = 60_000

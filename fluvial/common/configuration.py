@@ -75,6 +75,11 @@ def _parse_host(raw: str) -> str:
     return value
 
 
+def _parse_host_list(raw: str | list | tuple) -> tuple[str, ...]:
+    names = raw.split(",") if isinstance(raw, str) else list(raw)
+    return tuple(_parse_host(str(name)) for name in names if str(name).strip())
+
+
 _PROMETHEUS_FACTORIES = ("org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
                          "org.apache.flink.metrics.prometheus.PrometheusReporter")
 
@@ -195,6 +200,9 @@ OPTIONS: dict[str, ConfigOption] = {
                      "how long a job submitted to a session cluster waits for free task slots before it fails"),
         ConfigOption("rest.bind-address", _parse_host, "127.0.0.1",
                      "the address the REST API, the dashboard and the Prometheus endpoint listen on"),
+        ConfigOption("rest.allowed-hosts", _parse_host_list, (),
+                     "Host names the REST API answers to besides its bind address and the loopback names "
+                     "(comma-separated; '*': any). Other Host headers are refused (DNS rebinding)"),
         ConfigOption("metrics.reporter.prom.port", _parse_port_range, None,
                      "serve the job's metrics in Prometheus' text format on this port (or the first free one of a "
                      "range 'from-to') while it runs"),
@@ -246,8 +254,8 @@ class UnsupportedOption:
         return key == self.key or key.startswith(namespace)
 
 
-_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address and rest.bind-address only; remove the "
-           "key (`fluvial run --web JOB.py` serves them for a job)")
+_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address, rest.bind-address and "
+           "rest.allowed-hosts only; remove the key (`fluvial run --web JOB.py` serves them for a job)")
 _NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
 
 UNSUPPORTED: tuple[UnsupportedOption, ...] = (

@@ -354,6 +354,8 @@ class StreamExecutionEnvironment:
         if not hasattr(source, "create_reader"):
             raise InvalidJobError(f"from_source expects a Source (e.g. NumberSequenceSource), got {source!r}")
         name = source_name or source.default_name()
+        if type_info is None and callable(getattr(source, "get_produced_type", None)):
+            type_info = source.get_produced_type()  # what its deserializer produces (a Kafka source's), as in PyFlink
         fixed = source.max_parallelism() == 1
         tid = self._add_transformation(
             t.SourceTransformation,
@@ -399,8 +401,11 @@ class StreamExecutionEnvironment:
 
     def add_source(self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None) -> DataStream:
         """A legacy SourceFunction (`run(ctx)` / `cancel()`), run on a thread of its own; see SourceFunction."""
+        from fluvial.datastream.connectors.source import Source
         from fluvial.datastream.connectors.source_function import SourceFunctionSource
 
+        if isinstance(source_func, Source):  # a legacy connector that is a Source here (FlinkKafkaConsumer)
+            return self.from_source(source_func, source_name=source_name, type_info=type_info)
         if isinstance(source_func, str) or not callable(getattr(source_func, "run", None)):
             raise InvalidJobError(
                 f"add_source takes a SourceFunction with run(ctx) and cancel(), got {source_func!r}; PyFlink's "

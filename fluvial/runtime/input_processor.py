@@ -48,6 +48,7 @@ class SourceInput:
         self._watermarks: Any = None
         self._metric_group = metric_group  # the source operator's, for its watermark generators
         self._drained = False
+        self._reader_timestamps: Any = None
         self.reader: Any = None
 
     def open(self, restored_splits: list | None = None) -> None:
@@ -60,11 +61,14 @@ class SourceInput:
                                    info.subtask_index)
         self.reader = self._source.create_reader(info)
         self.reader.add_splits(splits)
+        # a reader whose records carry timestamps of their own (Kafka's) says so through current_timestamps()
+        self._reader_timestamps = getattr(self.reader, "current_timestamps", None)
         if self._strategy is not None:
             from fluvial.runtime.source_watermarks import SourceWatermarks
 
             self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark,
-                                                self._output.emit_watermark_status, self._metric_group)
+                                                self._output.emit_watermark_status, self._metric_group,
+                                                interleaved=getattr(self.reader, "interleaves_splits", False))
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
@@ -108,10 +112,11 @@ class SourceInput:
             return StepResult.END_OF_INPUT
         if not values:
             return StepResult.IDLE
+        stamps = None if self._reader_timestamps is None else self._reader_timestamps()
         if self._watermarks is None:
-            self._collect(RecordBatch(values))
+            self._collect(RecordBatch(values, stamps))
         else:
-            self._watermarks.process(self.reader.current_split_id(), values, self._collect)
+            self._watermarks.process(self.reader.current_split_id(), values, self._collect, stamps)
         return StepResult.PROGRESS
 
     def close(self) -> None:

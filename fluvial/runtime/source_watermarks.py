@@ -5,7 +5,8 @@ Placement is exact: a watermark a generator emits while handling record i (per-e
 after records 0..i of the buffer and before record i+1, so "late" means the same thing here as in Flink.
 Generators that only emit periodically take a fast path: the buffer's maximum timestamp is folded in once.
 Readers that read one split at a time say which via `current_split_id()`; when it changes, the previous split
-is finished and no longer holds the watermark back.
+is finished and no longer holds the watermark back. Readers whose splits interleave (Kafka's partitions) say so
+(`interleaved`): each split then keeps its generator, and only its idleness releases the watermark.
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ class SplitWatermarkOutput(WatermarkOutput):
 
 class SourceWatermarks:
     def __init__(self, strategy: Any, emit_watermark: Callable[[Watermark], None],
-                 emit_status: Callable[[WatermarkStatus], None], metric_group: Any = None) -> None:
-        """`metric_group`: what a generator's context offers (`context.get_metric_group()`): the operator's."""
+                 emit_status: Callable[[WatermarkStatus], None], metric_group: Any = None,
+                 interleaved: bool = False) -> None:
+        """`metric_group`: what a generator's context offers (`context.get_metric_group()`): the operator's.
+        `interleaved`: the reader's splits take turns, so a split is never finished by another's records."""
+        self._interleaved = interleaved
         self._strategy = strategy
         self._context = WatermarkGeneratorContext(metric_group=metric_group) if metric_group is not None else None
         self._assign = strategy.create_timestamp_assigner()
@@ -56,7 +60,7 @@ class SourceWatermarks:
     def _split(self, split_id: Any) -> tuple[Any, SplitWatermarkOutput]:
         entry = self._splits.get(split_id)
         if entry is None:
-            if self._current_split != split_id:
+            if self._current_split != split_id and (not self._interleaved or self._current_split is None):
                 # sequential reader: that split is finished (or it was the placeholder of on_periodic_emit)
                 self._splits.pop(self._current_split, None)
             entry = self._splits[split_id] = (self._strategy.create_watermark_generator(self._context),

@@ -65,7 +65,8 @@ class EmbeddedWeb:
         try:
             if config.contains_key("rest.port"):
                 port = config.get("rest.port")
-                app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"))
+                app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
+                                 host, config.get("rest.allowed-hosts"))
                 self._rest = WebServer(app, host, (port, port), "REST API and dashboard").start()
             if config.contains_key("metrics.reporter.prom.port"):
                 ports = config.get("metrics.reporter.prom.port")

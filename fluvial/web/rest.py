@@ -3,8 +3,11 @@ DispatcherView.
 
 Rules:
 - GET routes only read: none of them changes a job, triggers a checkpoint or starts anything.
-- Every other method needs the cluster's access token (`Authorization: Bearer <token>`) and answers 401
-  without it, before the request is looked at.
+- Every other method needs the cluster's access token, signed or as a bearer token, and answers 401 without
+  it, before the request is looked at; the answer to a signed request is signed, and a foreign Host header is
+  refused (`fluvial.web.auth`).
+- No answer is a pickle: a client never unpickles what a server says (whatever answers at an address could have
+  sent it). The one pickle that crosses is the job submission, client to server, from a holder of the token.
 - Errors are Flink's: `{"errors": ["what is wrong, and what to do"]}` with 400 (a bad request), 404 (no such
   job, vertex or route), 409 (the job cannot do that now) or 500.
 - Handlers are plain functions, run on a thread pool: they wait on JobMaster futures.
@@ -19,7 +22,7 @@ Routes:
   GET  /jobs/:jobid                      jid, name, state, times, vertices (with their I/O metrics), plan
   PATCH /jobs/:jobid?mode=cancel         cancel → 202
   GET  /jobs/:jobid/plan                 the dataflow plan
-  GET  /jobs/:jobid/details              fluvial's: the JobDetails pickled (a remote JobClient's get_job_details)
+  GET  /jobs/:jobid/details              fluvial's: the JobDetails as JSON (a remote JobClient's get_job_details)
   GET  /jobs/:jobid/metrics[?get=a,b]    the job's metrics (uptime, numRestarts, checkpoints)
   GET  /jobs/:jobid/exceptions           the root exception and the exception history
   GET  /jobs/:jobid/checkpoints          counts, latest, history, summary
@@ -38,15 +41,18 @@ Collected records (`execute_and_collect` against a session cluster) take Flink's
 Flink's client posts a serialized CollectCoordinationRequest (a version and an offset) to the collect sink's
 operator coordinator and gets a CollectCoordinationResponse with the next results; here the path names the
 collect id (one collect sink each) and the request is "the next buffers": JSON `{"timeout-ms": <long-poll, at
-most 30000>, "close": <the client reads no more>}`. The answer is `application/x-fluvial-collect`: a pickled
-`(buffers, ended)`, each buffer pickled by the TaskManager that sent it (the JobManager never unpickles a
-record: it has none of the job's classes), `ended` once the job has ended and every buffer was taken. It is a
-POST, token-guarded: taking buffers changes what the next caller gets.
+most 30000>, "close": <the client reads no more>}`. The answer is JSON `{"buffers": [<base64>], "ended": bool}`:
+each buffer pickled by the TaskManager that sent it (the JobManager never unpickles a record: it has none of the
+job's classes), `ended` once the job has ended and every buffer was taken. It is a POST, token-guarded: taking
+buffers changes what the next caller gets. fluvial's client signs it and unpickles the buffers only from an
+answer signed with the cluster's token (`fluvial.common.request_signing`): records are the job's own objects,
+pickled by the TaskManagers that run the job's code, and trusted as that code is — never bytes from whatever
+answers at the address.
 """
 
 from __future__ import annotations
 
-import hmac
+import base64
 import json
 import logging
 import os
@@ -54,7 +60,7 @@ import pickle
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -63,20 +69,19 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from fluvial.cluster.job_details_json import details_to_json
 from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
+from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
 from fluvial.web.dispatcher_view import DispatcherView
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
-DETAILS_MEDIA_TYPE = "application/x-fluvial-job-details"
-COLLECT_MEDIA_TYPE = "application/x-fluvial-collect"
 COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
 
@@ -88,24 +93,7 @@ class RequestError(Exception):
         self.status = status
 
 
-class TokenGuard:
-    """ASGI middleware: a request with a method other than GET, HEAD or OPTIONS needs the bearer token."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] == "http" and scope["method"] not in READ_METHODS:
-            given = dict(scope.get("headers", ())).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                response = JSONResponse(
-                    {"errors": [f"{scope['method']} {scope['path']} changes the cluster and needs its access token: "
-                                "send the header 'Authorization: Bearer <token>'"]},
-                    status_code=401, headers={"WWW-Authenticate": 'Bearer realm="fluvial"'})
-                await response(scope, receive, send)
-                return
-        await self._app(scope, receive, send)
+TokenGuard = RequestGuard  # the name before answers were signed
 
 
 class SavepointOperations:
@@ -137,8 +125,11 @@ class SavepointOperations:
             "stack-trace": "".join(traceback.format_exception(error)), "serialized-throwable": ""}}}
 
 
-def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000) -> Any:
-    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`."""
+def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000,
+               bind_host: str | None = None, extra_hosts: Iterable[str] = ()) -> Any:
+    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`. Given the
+    address it is served on, it answers only to the Host names that address and `extra_hosts`
+    (rest.allowed-hosts) allow (`fluvial.web.auth.allowed_hosts`); else to any."""
     if not token:
         raise ValueError("the REST API needs an access token for its mutating routes")
     api = _Api(dispatcher, refresh_interval_ms)
@@ -173,7 +164,8 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
                                                        UnknownJobError: _unknown_job, RequestRefused: _refused,
                                                        Exception: _server_error})
-    return TokenGuard(app, token)
+    hosts = allowed_hosts(bind_host, extra_hosts) if bind_host is not None else frozenset({ANY_HOST})
+    return RequestGuard(app, token, hosts)
 
 
 def create_prometheus_app(dispatcher: DispatcherView) -> Any:
@@ -220,9 +212,8 @@ class _Api:
         return JSONResponse(views.job_json(self._view(request)))
 
     def details(self, request: Request) -> Response:
-        """fluvial's own: the JobDetails object itself, pickled, for a remote JobClient's get_job_details()
-        (plain data; unpickling it trusts this server, as a client that submitted code to it does)."""
-        return Response(pickle.dumps(self._view(request).details, protocol=5), media_type=DETAILS_MEDIA_TYPE)
+        """fluvial's own: the JobDetails, field by field as JSON, for a remote JobClient's get_job_details()."""
+        return JSONResponse(details_to_json(self._view(request).details))
 
     def plan(self, request: Request) -> Response:
         return JSONResponse(views.plan_json(self._view(request).details))
@@ -343,7 +334,8 @@ class _Api:
         job_id, collect_id = request.path_params["job_id"], request.path_params["collect_id"]
         buffers, ended = await _in_thread(
             lambda: self._dispatcher.take_results(job_id, collect_id, wait_ms / 1000, close))
-        return Response(pickle.dumps((buffers, ended), protocol=5), media_type=COLLECT_MEDIA_TYPE)
+        return JSONResponse({"buffers": [base64.b64encode(buffer).decode("ascii") for buffer in buffers],
+                             "ended": ended})
 
     def shutdown(self, request: Request) -> Response:
         """Flink's DELETE /cluster: the answer goes out, then the cluster shuts down."""

@@ -91,6 +91,9 @@ def descendants(pid: int) -> list[ProcessRecord]:
 def stop_cluster(cluster: Cluster) -> None:
     """`fluvial cluster stop`, then: every recorded process and every process below the JobManager has exited."""
     jobmanager = cluster.record.jobmanager.pid
+    # every recorded process is provably the cluster's (what `stop` checks before it signals one)
+    current = ClusterRecord.from_json((cluster.home / ".fluvial" / "cluster.json").read_text())
+    assert current.cluster_id and all(process.belongs_to(current.cluster_id) for process in current.processes)
     below = descendants(jobmanager)
     assert len(below) >= len(cluster.record.taskmanagers)  # the TaskManagers, and the launcher they are forked from
     stopped = fluvial(cluster.home, "cluster", "stop")

@@ -202,7 +202,12 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
     try:
         _serve(config, connection)
     finally:
-        os._exit(0)  # 4: at once, whatever threads are still running
+        try:
+            from fluvial.state.factory import remove_job_directories
+
+            remove_job_directories()  # os._exit skips atexit hooks
+        finally:
+            os._exit(0)  # 4: at once, whatever threads are still running
 
 
 @dataclass(eq=False)
@@ -225,7 +230,8 @@ class TaskManagerEndpoint:
 
 
 def start_task_manager(index: int, number_of_slots: int, connection: Connection, secret: bytes, bind_host: str,
-                       log_level: int, heartbeat_interval_ms: int) -> TaskManagerEndpoint:
+                       log_level: int, heartbeat_interval_ms: int,
+                       on_stuck_task: Callable[[Any, int], None] | None = None) -> TaskManagerEndpoint:
     """Step 2 on an authenticated control connection: this process's output and logs go over it, the data plane
     listens on `bind_host`, the TaskManager registers and heartbeats start. Shared by TaskManager processes and
     Ray TaskManager actors (`fluvial.cluster.ray.actor`)."""
@@ -240,7 +246,7 @@ def start_task_manager(index: int, number_of_slots: int, connection: Connection,
     link = ControlLink(connection)
     data_plane = DataPlane(secret, f"taskmanager-{index}", bind_host)
     channels = ProcessChannels(data_plane, index)
-    task_manager = TaskManager(index, number_of_slots, channels, link.collect_target)
+    task_manager = TaskManager(index, number_of_slots, channels, link.collect_target, on_stuck_task)
     link.send(RegisterTaskManager(index, data_plane.address, os.getpid(), task_manager.resource_id))
     threading.Thread(target=_heartbeat, args=(connection, heartbeat_interval_ms / 1000), name="fluvial-heartbeat",
                      daemon=True).start()
@@ -249,7 +255,8 @@ def start_task_manager(index: int, number_of_slots: int, connection: Connection,
 
 def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
     endpoint = start_task_manager(config.index, config.number_of_slots, connection, config.secret,  # 2
-                                  config.bind_host, config.log_level, config.heartbeat_interval_ms)
+                                  config.bind_host, config.log_level, config.heartbeat_interval_ms,
+                                  _end_process_for_stuck_task)
     try:
         while (frame := connection.read()) is not None:  # 3
             kind, payload = frame
@@ -261,6 +268,25 @@ def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
         logger.debug("the control connection ended: %s", error)
     finally:
         endpoint.close()
+
+
+STUCK_TASK_EXIT_CODE = 70  # EX_SOFTWARE: the process ended itself because a task did not cancel
+
+
+def _end_process_for_stuck_task(task: Any, timeout_ms: int) -> None:
+    """Flink's answer to a task that outlives task.cancellation.timeout (a fatal error of its TaskManager): the
+    process ends, and with it the stuck thread and whatever it holds; the client sees the process exit and
+    starts a replacement. Abandoning the thread instead would add a stuck thread per restart of a job whose
+    function never returns."""
+    from fluvial.state.factory import remove_job_directories
+
+    logger.error("%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread is stuck in "
+                 "user code; this TaskManager process ends so that a new one replaces it", task.name,
+                 task.spec.attempt, timeout_ms)
+    try:
+        remove_job_directories()
+    finally:
+        os._exit(STUCK_TASK_EXIT_CODE)
 
 
 def dispatch_control(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:

@@ -13,6 +13,8 @@ _EXPORTS = {
     "DeliveryGuarantee": _BASE,
     "NumberSequenceSource": "fluvial.datastream.connectors.number_seq",
     "HybridSource": "fluvial.datastream.connectors.hybrid_source",
+    "FlinkKafkaConsumer": "fluvial.datastream.connectors.kafka",
+    "FlinkKafkaProducer": "fluvial.datastream.connectors.kafka",
     **{name: _FILES for name in (
         "OutputFileConfig", "FileSource", "FileSourceBuilder", "FileSink", "StreamingFileSink", "StreamFormat",
         "BulkFormat", "FileEnumeratorProvider", "FileSplitAssignerProvider", "RollingPolicy", "BucketAssigner",

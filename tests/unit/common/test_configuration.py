@@ -19,10 +19,10 @@ from fluvial.common.errors import ConfigurationError
 @pytest.mark.parametrize(
     ("key", "says"),
     [
-        ("rest.client.max-content-length", "fluvial's REST API and dashboard take rest.port, rest.address and "
-                                           "rest.bind-address only"),
-        ("web.submit.enable", "fluvial's REST API and dashboard take rest.port, rest.address and rest.bind-address "
-                              "only"),
+        ("rest.client.max-content-length", "fluvial's REST API and dashboard take rest.port, rest.address, "
+                                           "rest.bind-address and rest.allowed-hosts only"),
+        ("web.submit.enable", "fluvial's REST API and dashboard take rest.port, rest.address, "
+                              "rest.bind-address and rest.allowed-hosts only"),
         ("metrics.reporter.jmx.port", "fluvial's metrics take metrics.reporter.prom.port"),
         ("metrics.reporters", "fluvial's metrics take metrics.reporter.prom.port"),
         ("execution.checkpointing.externalized-checkpoint-retention", "as RETAIN_ON_CANCELLATION does"),
