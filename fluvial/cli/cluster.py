@@ -19,9 +19,8 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -45,8 +44,10 @@ from fluvial.cluster.session.cluster_file import (
 )
 from fluvial.cluster.session.rest_client import AccessToken, ClusterAddress, RestClusterClient
 from fluvial.common.errors import FluvialError
+from fluvial.common.processes import python_command
 
 START_TIMEOUT_SECONDS = 60.0
+ANSWER_TIMEOUT_SECONDS = 5.0  # from the JobManager recording its address to its REST API answering
 STOP_TIMEOUT_SECONDS = 30.0  # the cluster cancels its jobs (10 s at most) and stops its processes (5 s)
 POLL_SECONDS = 0.05
 
@@ -83,6 +84,8 @@ def start(
     print(f"Session cluster started: {taskmanagers} TaskManager{'s' if taskmanagers > 1 else ''} with {spec.slots} "
           f"slot{'s' if spec.slots > 1 else ''} each (JobManager pid {record.jobmanager.pid}).")
     print(f"Dashboard and REST API: {record.rest_url}")
+    print(f"  with its access token (to cancel, savepoint or stop from the dashboard): {record.rest_url}/#/?token="
+          f"{record.token}")
     print(f"Logs: {record.log_dir} (jobmanager.log; what jobs print: jobmanager.out)")
 
 
@@ -105,7 +108,7 @@ def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> Clu
     from fluvial.cluster.session.jobmanager import out_file
 
     private_directory(log_directory())
-    command = [sys.executable, "-m", "fluvial.cluster.session.jobmanager", "--taskmanagers", str(spec.task_managers),
+    command = [*python_command("-m", "fluvial.cluster.session.jobmanager"), "--taskmanagers", str(spec.task_managers),
                "--slots", str(spec.slots), "--port", str(spec.port), "--bind", spec.bind]
     for pair in properties:
         command += ["-D", pair]
@@ -114,28 +117,59 @@ def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> Clu
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True, close_fds=True, env=environment)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    recorded_at: float | None = None
     while True:
         record = _read_record()
-        if record is not None and record.jobmanager.pid == process.pid and _answers(record):
-            return record
+        if record is not None and record.jobmanager.pid == process.pid:
+            problem = _answer_problem(record)
+            if problem is None:
+                return record
+            recorded_at = recorded_at or time.monotonic()
+            if time.monotonic() - recorded_at > ANSWER_TIMEOUT_SECONDS:
+                _give_up(process, f"its REST API at {record.rest_url} fails ({problem})")
         if process.poll() is not None:
             error(f"the session cluster did not start (its JobManager exited with code {process.returncode}); the "
                   f"end of {out_file()}:\n{_tail(out_file())}")
             exit_with(ExitCode.FAILURE)
         if time.monotonic() > deadline:
-            process.kill()
-            error(f"the session cluster did not answer within {START_TIMEOUT_SECONDS:.0f} s and was killed; see "
-                  f"{log_directory()}")
-            exit_with(ExitCode.FAILURE)
+            _give_up(process, f"it did not answer within {START_TIMEOUT_SECONDS:.0f} s")
         time.sleep(POLL_SECONDS)
 
 
-def _answers(record: ClusterRecord) -> bool:
+def _give_up(process: subprocess.Popen, why: str) -> NoReturn:
+    """Kill the JobManager that cannot serve, say why — with the first error it wrote — and exit 1."""
+    from fluvial.cluster.session.jobmanager import out_file
+
+    process.kill()
+    process.wait()
+    first = _first_error(out_file())
+    error(f"the session cluster did not start: {why}; it was stopped." +
+          (f" Its first error, from {out_file()}:\n{first}" if first else f" See {log_directory()}"))
+    exit_with(ExitCode.FAILURE)
+
+
+def _first_error(path: object, context: int = 3) -> str:
+    """The end of the first traceback in the file (its last frame and the exception's line), or ''."""
+    try:
+        with open(str(path), encoding="utf-8", errors="replace") as text:
+            lines = text.read().splitlines()
+    except OSError:
+        return ""
+    start = next((index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call")), None)
+    if start is None:
+        return ""
+    end = next((index for index in range(start + 1, len(lines)) if lines[index] and not lines[index][0].isspace()),
+               len(lines) - 1)
+    return "\n".join(lines[max(start + 1, end - context):end + 1])
+
+
+def _answer_problem(record: ClusterRecord) -> str | None:
+    """Why the cluster's REST API does not answer GET /overview; None when it does."""
     try:
         RestClusterClient(ClusterAddress.parse(record.address), AccessToken(record.token, "")).overview()
-    except FluvialError:
-        return False
-    return True
+    except FluvialError as problem:
+        return str(problem)
+    return None
 
 
 @cluster_app.command("stop")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from typing import Callable
 
 
@@ -131,3 +132,10 @@ def children(pid: int) -> list[int]:
         if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
             found.append(candidate)
     return found
+
+
+def python_command(*arguments: str) -> list[str]:
+    """The command line of a Python process fluvial starts: this interpreter with `-P`, so the working directory
+    is not put first on its sys.path. Without it, `python -m` run from the folder holding a clone of fluvial
+    imports the clone's `fluvial/` (a namespace package there) instead of the installed one."""
+    return [sys.executable, "-P", *arguments]

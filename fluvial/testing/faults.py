@@ -41,16 +41,14 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from fluvial.common.processes import children, kill, pid_running, processes_with
+from fluvial.common.processes import children, kill, pid_running, processes_with, python_command
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
-
 
 TRIAL_VARIABLE = "FLUVIAL_FAULT_TRIAL"  # marks every process of a trial's job runs (step 4)
 LEFTOVER_GRACE_S = 5.0  # how long processes of an ended run may take to exit
@@ -205,7 +203,7 @@ class FaultTrial:
 
     def _start(self, restore: Path | None = None) -> None:
         s = self.settings
-        args = [sys.executable, "-m", "fluvial.testing.fault_job", "--checkpoints", str(self.checkpoints),
+        args = [*python_command("-m", "fluvial.testing.fault_job"), "--checkpoints", str(self.checkpoints),
                 "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
                 "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
                 "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms)]

@@ -34,6 +34,7 @@ Routes:
   POST /jobs/:jobid/stop                 {"targetDirectory", "drain"} → 202 {"request-id"}
   POST /jobs/:jobid/coordinators/:cid   {"timeout-ms", "close"} → the next collected buffers (see below)
   GET  /taskmanagers                     {"taskmanagers": [{"id", "slotsNumber", "freeSlots", ...}]}
+  GET  /jobs/:jobid/config, /taskmanagers/:tmid[/log|/stdout]   the dashboard's pages (pages.py)
   GET  /metrics                          every job's metrics in Prometheus' text format
   DELETE /cluster                        shut the cluster down → 200 {}
 
@@ -77,6 +78,7 @@ from fluvial.metrics import prometheus
 from fluvial.web import views
 from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
 from fluvial.web.dispatcher_view import DispatcherView
+from fluvial.web.pages import page_routes
 
 logger = logging.getLogger(__name__)
 
@@ -126,12 +128,18 @@ class SavepointOperations:
 
 
 def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000,
-               bind_host: str | None = None, extra_hosts: Iterable[str] = ()) -> Any:
+               bind_host: str | None = None, extra_hosts: Iterable[str] = (),
+               archive_directory: str | None = None) -> Any:
     """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`. Given the
     address it is served on, it answers only to the Host names that address and `extra_hosts`
-    (rest.allowed-hosts) allow (`fluvial.web.auth.allowed_hosts`); else to any."""
+    (rest.allowed-hosts) allow (`fluvial.web.auth.allowed_hosts`); else to any. With `archive_directory`
+    (jobmanager.archive.fs.dir), each job is archived there when it ends (archive.py)."""
     if not token:
         raise ValueError("the REST API needs an access token for its mutating routes")
+    if archive_directory:
+        from fluvial.web.archive import JobArchivist
+
+        JobArchivist(dispatcher, archive_directory).attach()
     api = _Api(dispatcher, refresh_interval_ms)
     routes = [
         Route("/", api.index, methods=["GET"]),
@@ -158,6 +166,7 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/jobs/{job_id}/stop", api.stop, methods=["POST"]),
         Route("/jobs/{job_id}/coordinators/{collect_id}", api.take_results, methods=["POST"]),
         Route("/taskmanagers", api.task_managers, methods=["GET"]),
+        *page_routes(dispatcher, RequestError),  # the job configuration and TaskManager pages' routes
         Route("/metrics", api.prometheus, methods=["GET"]),
         Route("/cluster", api.shutdown, methods=["DELETE"]),
     ]

@@ -9,11 +9,11 @@ import pickle
 import queue
 import signal
 import subprocess
-import sys
 import threading
 from typing import Callable
 
 from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PARENT_VARIABLE, PID, STARTED
+from fluvial.common.processes import python_command
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class Launcher:
         def parent() -> None:
             try:
                 started.append(subprocess.Popen(
-                    [sys.executable, "-m", "fluvial.cluster.process.zygote"], stdin=subprocess.PIPE,
+                    python_command("-m", "fluvial.cluster.process.zygote"), stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, close_fds=True, start_new_session=False,
                     env={**os.environ, PARENT_VARIABLE: str(os.getpid())}))
             except BaseException as error:  # noqa: BLE001 - raised on the caller's thread below

@@ -47,6 +47,7 @@ from fluvial.cluster.process.protocol import (
     loads_control,
     sendable_failure,
 )
+from fluvial.common.logs import own_process
 from fluvial.common.wire import dumps_records
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
@@ -240,6 +241,7 @@ def start_task_manager(index: int, number_of_slots: int, connection: Connection,
 
     sys.stdout = ForwardedStream(connection, "stdout")
     sys.stderr = ForwardedStream(connection, "stderr")
+    own_process()  # every record goes to the forwarder; the starting process applies its own logging policy
     root = logging.getLogger()
     root.handlers[:] = [LogForwarder(connection, index)]
     root.setLevel(log_level)

@@ -29,6 +29,7 @@ from fluvial.cluster.messages import DeployTask, TaskExecutionState
 from fluvial.cluster.process.pool import TaskManagerPoolListener, TaskManagerProcesses, _Member
 from fluvial.cluster.process.protocol import RegisterTaskManager, TaskManagerDirectory
 from fluvial.cluster.ray.actor import RayTaskManagerConfig, TaskManagerActor, actor_class
+from fluvial.common.logs import ENGINE_LOGGER
 from fluvial.cluster.ray.connection import RayDisconnected, require_connection
 from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
@@ -83,7 +84,7 @@ class RayTaskManagers(TaskManagerProcesses):
         self._actors[member.index] = actor
         self.gateways[member.index].bind(actor)
         config = RayTaskManagerConfig(member.index, self.slots_each, self._control.address, self._secret,
-                                      logging.getLogger().getEffectiveLevel(), self._heartbeat_interval_ms)
+                                      logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(), self._heartbeat_interval_ms)
         actor.start.remote(config).future().add_done_callback(
             lambda answer: self._answers.execute(functools.partial(self._start_answered, member, actor, answer)))
 

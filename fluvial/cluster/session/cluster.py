@@ -48,7 +48,7 @@ FILE_REFRESH_SECONDS = 0.5  # how often a replaced TaskManager's PID is looked f
 
 # The keys a session cluster takes (`fluvial cluster start -D KEY=VALUE`); each does what it says.
 CLUSTER_KEYS = ("slot.request.timeout", "heartbeat.interval", "heartbeat.timeout", "taskmanager.bind-host",
-                "metrics.fetcher.update-interval", "rest.allowed-hosts")
+                "metrics.fetcher.update-interval", "rest.allowed-hosts", "jobmanager.archive.fs.dir")
 
 
 def cluster_configuration(pairs: list[str]) -> Configuration:
@@ -129,7 +129,8 @@ class SessionCluster:
 
         config = self.spec.configuration
         app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
-                         self.spec.bind, config.get("rest.allowed-hosts"))
+                         self.spec.bind, config.get("rest.allowed-hosts"),
+                         archive_directory=config.get("jobmanager.archive.fs.dir"))
         port = self.spec.port
         self._web = WebServer(app, self.spec.bind, (port, port), "REST API and dashboard").start()
 

@@ -24,6 +24,7 @@ Sink contract details (beyond `sink.py`):
 from __future__ import annotations
 
 import abc
+import dataclasses
 import bisect
 import functools
 import itertools
@@ -287,6 +288,12 @@ class FileSink(Sink):
                     f"is gone; hidden in-progress files under the sink's base path must not be deleted while a "
                     f"job may still commit them"
                 ) from None
+
+    def with_input_type(self, type_info: Any) -> "FileSink":
+        """This sink for records of `type_info`: its encoder writes them as PyFlink's does (sink_to calls it)."""
+        if self.encoder is None:
+            return self
+        return dataclasses.replace(self, encoder=self.encoder.for_input_type(type_info))
 
     def default_name(self) -> str:
         return "File Sink"
