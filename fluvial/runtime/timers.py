@@ -93,8 +93,10 @@ class _TimerQueue:
 
 
 class InternalTimerService:
-    """`end_of_input_only` (BATCH execution mode): processing time does not advance while input flows, so no
-    processing-time timer fires then; the final watermark fires every event-time timer and then every
+    """`end_of_input_only` (BATCH execution mode): processing time does not advance while input flows (the clock
+    is read once, at the first ask, and reads the same until the end of input, so a timer registered at `now + d`
+    by several records of a key is one timer, as Flink's batch semantics promise whatever the wall clock did
+    meanwhile), so no processing-time timer fires then; the final watermark fires every event-time timer and then every
     processing-time timer, and from then on the processing-time clock reads the end of time (a timer registered
     relative to it never fires, so an `on_timer` that re-registers itself cannot loop forever)."""
 
@@ -109,6 +111,7 @@ class InternalTimerService:
         self.current_watermark = MIN_WATERMARK
         self._end_of_input_only = end_of_input_only
         self._input_ended = False
+        self._frozen_processing_time: int | None = None
 
     # -- registration (for the backend's current key) -----------------------------------------------------------
 
@@ -131,8 +134,12 @@ class InternalTimerService:
         self._processing_timers.remove(self._timer(timestamp, namespace))
 
     def current_processing_time(self) -> int:
-        if self._input_ended:
-            return MAX_WATERMARK
+        if self._end_of_input_only:
+            if self._input_ended:
+                return MAX_WATERMARK
+            if self._frozen_processing_time is None:
+                self._frozen_processing_time = self._processing_time.current_processing_time()
+            return self._frozen_processing_time
         return self._processing_time.current_processing_time()
 
     # -- firing -------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluvial.common.errors import StateError
-from fluvial.common.time import MIN_WATERMARK, ManualClock
+from fluvial.common.time import MAX_WATERMARK, MIN_WATERMARK, ManualClock
 from fluvial.runtime.timers import (
     InternalTimerService,
     KeyedTimerService,
@@ -255,6 +255,20 @@ def test_current_processing_time_reads_the_service():
     assert service.current_processing_time() == 1234
     clock.clock.set(2000)
     assert KeyedTimerService(service).current_processing_time() == 2000
+
+
+
+def test_in_batch_mode_processing_time_stands_still_until_the_end_of_input():
+    backend = FakeBackend()
+    recorder = Recorder(backend)
+    clock = ManualProcessingTime(ManualClock(1000))
+    service = InternalTimerService(backend, recorder, clock, end_of_input_only=True)
+    for now in (1000, 1001, 1500):  # two records of one key a moment apart: one timer, as in Flink
+        clock.clock.set(now)
+        register(service, backend, "a", service.current_processing_time() + 3_600_000, processing=True)
+    assert service.processing_timer_count() == 1
+    service.advance_watermark(MAX_WATERMARK)
+    assert fired(recorder, "processing") == [("a", 3_601_000)]
 
 
 # -- snapshot / restore -----------------------------------------------------------------------------------------
