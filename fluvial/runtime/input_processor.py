@@ -236,7 +236,8 @@ class NetworkInput:
 
     After a restore from an unaligned checkpoint, each channel's in-flight items (`replay`) are taken before
     anything the channel brings. A buffer that took the chain longer than SLICE_TARGET_NS makes later buffers
-    go in slices of about that duration (the rest waits in front of its channel).
+    go in slices of about that duration (the rest waits in front of its channel and is taken next, so slicing
+    never changes the order in which the channels' buffers are processed).
     """
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
@@ -341,6 +342,8 @@ class NetworkInput:
                 sliced = len(item.values) > self._slice
                 if sliced:
                     item = self._take_slice(index, item)
+                    # the rest of a buffer comes before any other channel's, as when it goes whole
+                    self._next -= 1
                 self._records_in.count += len(item.values)
                 started = perf_counter_ns()
                 self._dispatch[index](item)

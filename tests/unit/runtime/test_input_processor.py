@@ -250,6 +250,15 @@ def test_channels_are_polled_round_robin() -> None:
     assert head.seen[0] == ["c0-0", "c1-0", "c2-0", "c0-1", "c1-1", "c2-1", "c0-2", "c1-2", "c2-2"]
 
 
+
+def test_a_sliced_buffer_is_finished_before_the_next_channel_is_polled() -> None:
+    # the first buffer goes in a one-record slice: its rest must come before the other channel's buffer
+    gate, channels, head = network_input([0, 0])
+    channels[0].push(batch("alice", "bob", "carol"))
+    channels[1].push(batch("books", "games"))
+    drain(gate)
+    assert head.seen[0] == ["alice", "bob", "carol", "books", "games"]
+
 def test_a_step_moves_a_bounded_number_of_items() -> None:
     gate, (channel,), head = network_input([0])
     for n in range(ITEMS_PER_STEP * 2 + 1):
