@@ -3,13 +3,14 @@ the program's logging only from WARNING on (or when asked, $FLUVIAL_LOG_LEVEL), 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.programs import user_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,8 +45,7 @@ def run(tmp_path: Path, body: str, *command: str, **env: str) -> subprocess.Comp
     """`python [-m fluvial run] job.py` with the log directory in tmp_path, as a user runs it."""
     job = tmp_path / "job.py"
     job.write_text(textwrap.dedent(body))
-    environment = {key: value for key, value in os.environ.items() if key != "FLUVIAL_LOG_LEVEL"}
-    environment.update(FLUVIAL_LOG_DIR=str(tmp_path / "log"), PYTHONPATH=str(ROOT), **env)
+    environment = user_environment(FLUVIAL_LOG_DIR=str(tmp_path / "log"), PYTHONPATH=str(ROOT), **env)
     return subprocess.run([sys.executable, *command, str(job)], capture_output=True, text=True, timeout=60,
                           check=False, env=environment, cwd=tmp_path)
 

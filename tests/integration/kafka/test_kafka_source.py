@@ -224,12 +224,13 @@ def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):
     from pathlib import Path
 
     from fluvial.testing.kafka import delete_topic
+    from tests.programs import user_environment
 
     example = Path(__file__).resolve().parents[3] / "examples" / "pyflink" / "kafka_json_format.py"
     create_topic(bootstrap, 1, name="test_json_topic")
     try:
         done = subprocess.run([sys.executable, str(example), "--bootstrap-servers", bootstrap], capture_output=True,
-                              text=True, timeout=90, check=False)
+                              text=True, timeout=90, check=False, env=user_environment())
     finally:
         delete_topic(bootstrap, "test_json_topic")
     assert done.returncode == 0, done.stderr
