@@ -70,7 +70,7 @@ def start(
     _refuse_if_running()
     spec = SessionClusterSpec(taskmanagers, slots or os.cpu_count() or 1, port, bind, configuration)
     if foreground:
-        from fluvial.cluster.session.jobmanager import run
+        from fluvial.cli.jobmanager import run
 
         raise typer.Exit(run(spec, foreground=True))
     record = _start_in_background(spec, list(properties or ()))
@@ -96,10 +96,10 @@ def _refuse_if_running() -> None:
 
 
 def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> ClusterRecord:
-    from fluvial.cluster.session.jobmanager import out_file
+    from fluvial.cli.jobmanager import out_file
 
     private_directory(log_directory())
-    command = [sys.executable, "-m", "fluvial.cluster.session.jobmanager", "--taskmanagers", str(spec.task_managers),
+    command = [sys.executable, "-m", "fluvial.cli.jobmanager", "--taskmanagers", str(spec.task_managers),
                "--slots", str(spec.slots), "--port", str(spec.port), "--bind", spec.bind]
     for pair in properties:
         command += ["-D", pair]

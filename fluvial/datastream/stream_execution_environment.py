@@ -2,8 +2,9 @@
 
 Repeated `execute()` runs only the sinks added since the previous one, as in Flink. `execute()` packs the job
 into a Pipeline and hands it to the PipelineExecutor that `execution.target` names; it imports neither the
-compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request: they
-are there to show a plan (DESIGN section 3), the one place the API reaches up to `fluvial.graph`.
+compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request, to show
+a plan (DESIGN section 3), through the executors' own compile step (`fluvial.cluster.compile`), imported inside
+the function that asks as `execute()` imports its executor.
 """
 
 from __future__ import annotations
@@ -419,9 +420,9 @@ class StreamExecutionEnvironment:
     # -- plans --------------------------------------------------------------------------------------------------
 
     def get_stream_graph(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
-        from fluvial.graph.translate import stream_graph_of
+        from fluvial.cluster.compile import stream_graph
 
-        return stream_graph_of(self._pipeline(job_name, clear_transformations))
+        return stream_graph(self._pipeline(job_name, clear_transformations))
 
     def _pipeline(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
         """The job so far, as a Pipeline; with `clear_transformations`, the next one starts from no sinks."""
@@ -450,9 +451,9 @@ class StreamExecutionEnvironment:
         return pipeline
 
     def get_job_graph(self, job_name: str | None = None) -> Any:
-        from fluvial.graph.job_graph import build_job_graph
+        from fluvial.cluster.compile import job_graph
 
-        return build_job_graph(self.get_stream_graph(job_name))
+        return job_graph(self._pipeline(job_name))
 
     def get_execution_plan(self) -> str:
         return self.get_stream_graph().to_execution_plan_json()

@@ -64,6 +64,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.cluster.session.rest_client import COLLECT_MEDIA_TYPE, DETAILS_MEDIA_TYPE, JOB_GRAPH_MEDIA_TYPE
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
@@ -74,9 +75,6 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
-DETAILS_MEDIA_TYPE = "application/x-fluvial-job-details"
-COLLECT_MEDIA_TYPE = "application/x-fluvial-collect"
 COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
 

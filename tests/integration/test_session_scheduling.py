@@ -17,6 +17,7 @@ from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.job_status import JobStatus
 from fluvial.datastream import SinkFunction, StreamExecutionEnvironment
 from fluvial.testing import Pause, ScriptedSource, wait_until
+from fluvial.web.session import serve_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,7 +32,8 @@ def cluster(tmp_path_factory):
     saved = os.environ.get("HOME")
     os.environ["HOME"] = str(tmp_path_factory.mktemp("home"))  # the cluster file goes there
     configuration = Configuration().set_string("slot.request.timeout", "30 s")
-    session = SessionCluster(SessionClusterSpec(task_managers=1, slots=2, port=0, configuration=configuration))
+    session = SessionCluster(SessionClusterSpec(task_managers=1, slots=2, port=0, configuration=configuration),
+                             serve_session)
     try:
         yield session.start()
     finally:

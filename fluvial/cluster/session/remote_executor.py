@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from fluvial.cluster.compile import job_graph as job_graph_of
 from fluvial.cluster.session.remote_job_client import RemoteJobClient
 from fluvial.cluster.session.rest_client import ClusterAddress, RestClusterClient
 from fluvial.cluster.session.user_modules import pickled_by_value, user_modules
@@ -53,12 +54,9 @@ class RemoteExecutor:
         self._configuration = configuration
 
     def execute(self, pipeline: Any) -> RemoteJobClient:
-        from fluvial.graph.job_graph import build_job_graph
-        from fluvial.graph.translate import stream_graph_of
-
         configuration = self._configuration
         check_remote_configuration(configuration)
-        job_graph = build_job_graph(stream_graph_of(pipeline))
+        job_graph = job_graph_of(pipeline)
         payload = ship(job_graph, configuration)
         address = ClusterAddress(configuration.get("rest.address"), configuration.get("rest.port"))
         rest = RestClusterClient(address)

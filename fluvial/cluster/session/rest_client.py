@@ -29,6 +29,11 @@ TOKEN_VARIABLE = "FLUVIAL_TOKEN"
 REQUEST_TIMEOUT_SECONDS = 30.0
 SAVEPOINT_POLL_SECONDS = 0.1
 
+# The media types of the routes that do not speak JSON; the server (`fluvial.web.rest`) takes them from here.
+JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"  # POST /jobs: a cloudpickled JobGraph
+DETAILS_MEDIA_TYPE = "application/x-fluvial-job-details"  # GET /jobs/:jobid/details: pickled JobDetails
+COLLECT_MEDIA_TYPE = "application/x-fluvial-collect"  # the collect route: pickled (buffers, ended)
+
 
 class ClusterUnreachable(FluvialError):
     """Nothing answers at the cluster's address."""
@@ -144,8 +149,6 @@ class RestClusterClient:
 
     def submit(self, job_graph: bytes) -> str:
         """POST /jobs with a cloudpickled JobGraph; the job's id."""
-        from fluvial.web.rest import JOB_GRAPH_MEDIA_TYPE
-
         answer = self._request("POST", "/jobs", job_graph, JOB_GRAPH_MEDIA_TYPE)
         return json.loads(answer)["jobid"]
 
