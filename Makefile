@@ -13,7 +13,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 QUIETLY = sh -c 'log="$$1"; shift; "$$@" >>"$$log" 2>&1 && exit 0; status=$$?; \
 	echo "    failed (exit $$status); the end of $$log:"; tail -n 40 "$$log"; exit $$status' quietly $(LOG)
 
-.PHONY: demo test bench clean kafka
+.PHONY: demo test bench clean kafka services
 
 $(BIN)/python:
 	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
@@ -42,6 +42,13 @@ kafka: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# `make services`: the real servers the connector examples talk to, on 127.0.0.1 with free ports and temporary
+# data, until Ctrl-C (services/__main__.py prints where each listens). One line per server.
+SERVICES += postgres
+
+services: $(STAMP)
+	$(BIN)/python -m services $(SERVICES)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -65,3 +65,39 @@ def kafka_broker(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+def _start_postgres(**options):
+    from services.postgres import start_postgres
+    from services.server import ServerStartError
+
+    pytest.importorskip("psycopg2", reason="the PostgreSQL tests need psycopg2: pip install 'fluvial[postgres]'")
+    try:
+        return start_postgres(**options)
+    except ServerStartError as error:
+        if os.environ.get("CI", "").lower() == "true":
+            raise
+        pytest.skip(f"no PostgreSQL server: {error}")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the session (services/postgres.py: a free loopback port, a temporary data
+    directory, wal_level=logical, prepared transactions), stopped by its PID at the end. Without PostgreSQL
+    installed the tests that use it skip, saying so — except in CI (CI=true), where .ci/run installs it and a
+    missing server is a failure."""
+    server = _start_postgres()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_with_password():
+    """A second server whose superuser has the password `right` (md5 over TCP): the wrong-credentials tests."""
+    server = _start_postgres(password="right")
+    try:
+        yield server
+    finally:
+        server.close()
