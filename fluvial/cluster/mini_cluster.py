@@ -86,7 +86,7 @@ class MiniCluster:
         self.mode = task_manager_mode(self.configuration, job_graph)
         count, slots_each = self._layout(job_graph)
         if self.mode == "process":
-            from fluvial.cluster.process.shipping import prepare_for_shipping
+            from fluvial.cluster.code_shipping import prepare_for_shipping
 
             prepare_for_shipping(job_graph)
             self._start_processes(count, slots_each)

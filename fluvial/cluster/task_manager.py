@@ -134,9 +134,9 @@ class TaskManager:
     def submit_task(self, message: DeployTask) -> None:
         spec = message.spec
         if spec.main_classes is not None:  # a TaskManager process: the script's classes, before any record
-            from fluvial.cluster.process.main_classes import install_main_classes
+            from fluvial.cluster.code_shipping import install_classes
 
-            install_main_classes(spec.main_classes)
+            install_classes(spec.main_classes)
         if spec.attempt > 0:
             self._channels.release_attempts_before(spec.job_id, spec.attempt)  # the failed attempt's channels are garbage
         task = Task(spec, self._services(spec))

@@ -523,7 +523,7 @@ class StreamExecutionEnvironment:
                 f"rest.address names the session cluster execution.target remote submits to; on execution.target "
                 f"{target} it would do nothing: remove it (rest.bind-address chooses where an embedded job's REST "
                 "API listens), or set execution.target: remote")
-        # a session cluster on this machine gets the job's python.files modules by value (user_modules.py)
+        # a session cluster on this machine gets the job's python.files modules by value (cluster/code_shipping.py)
         this_machine = target in ("local", "embedded", "remote")
         python_dependencies.check_supported(self._configuration, this_machine)
         self._log_unenforced_resources(reachable)

@@ -131,7 +131,7 @@ def submit_detached(job_graph: Any, configuration: Any, runtime_env: dict[str, A
     """Step 1: the job's JobMaster actor, started; its client. Raises what kept the job from starting."""
     import ray
 
-    from fluvial.cluster.process.shipping import prepare_for_shipping
+    from fluvial.cluster.code_shipping import prepare_for_shipping
     from fluvial.cluster.ray.actor import actor_class
     from fluvial.common.wire import dumps_code
 
