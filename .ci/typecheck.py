@@ -23,7 +23,7 @@ REMAINING = {
     "cli": 1,
     "cluster": 87,
     "common": 10,
-    "datastream": 57,
+    "datastream": 54,
     "graph": 4,
     "metrics": 2,
     "receiver": 4,

@@ -26,14 +26,15 @@ Protocol, numbered:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.pending import AckResult, PendingCheckpoint
-from fluvial.checkpoint.plan import CheckpointPlan, CheckpointTasks, Task
+from fluvial.checkpoint.plan import CheckpointTasks, Task
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture

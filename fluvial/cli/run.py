@@ -14,8 +14,9 @@ closed pipe, the attached jobs still running are cancelled before fluvial exits 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import typer
 

@@ -5,9 +5,10 @@ subtasks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.checkpoint.coordinator import CheckpointCoordinator, CheckpointTasks
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason

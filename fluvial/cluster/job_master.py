@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.gateways import TaskManagerGateway

@@ -11,8 +11,9 @@ options. `Configuration.get_value(option)` reads one with its type, its fallback
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -60,13 +61,13 @@ class ConfigOption(Generic[T]):
     def description(self) -> str:
         return self._description
 
-    def with_description(self, description: str) -> "ConfigOption[T]":
+    def with_description(self, description: str) -> ConfigOption[T]:
         return replace(self, _description=str(description))
 
-    def with_fallback_keys(self, *fallback_keys: str) -> "ConfigOption[T]":
+    def with_fallback_keys(self, *fallback_keys: str) -> ConfigOption[T]:
         return replace(self, _fallback_keys=self._fallback_keys + tuple(fallback_keys))
 
-    def with_deprecated_keys(self, *deprecated_keys: str) -> "ConfigOption[T]":
+    def with_deprecated_keys(self, *deprecated_keys: str) -> ConfigOption[T]:
         return replace(self, _deprecated_keys=self._deprecated_keys + tuple(deprecated_keys))
 
     def has_fallback_keys(self) -> bool:

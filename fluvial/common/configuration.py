@@ -12,8 +12,9 @@ ignores would otherwise run, and silently behave differently from what its autho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import ConfigurationError
 
@@ -300,21 +301,21 @@ _ENGINE_NAMESPACES = (
 class Configuration:
     """A string-keyed map with Flink's typed getters and setters (PyFlink `pyflink.common.Configuration`)."""
 
-    def __init__(self, other: "Configuration | None" = None) -> None:
+    def __init__(self, other: Configuration | None = None) -> None:
         self._data: dict[str, str] = dict(other._data) if other is not None else {}
 
-    def set_string(self, key: str, value: str) -> "Configuration":
+    def set_string(self, key: str, value: str) -> Configuration:
         check_key(key)
         self._data[key] = str(value)
         return self
 
-    def set_integer(self, key: str, value: int) -> "Configuration":
+    def set_integer(self, key: str, value: int) -> Configuration:
         return self.set_string(key, str(int(value)))
 
-    def set_boolean(self, key: str, value: bool) -> "Configuration":
+    def set_boolean(self, key: str, value: bool) -> Configuration:
         return self.set_string(key, "true" if value else "false")
 
-    def set_float(self, key: str, value: float) -> "Configuration":
+    def set_float(self, key: str, value: float) -> Configuration:
         return self.set_string(key, str(float(value)))
 
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
@@ -341,7 +342,7 @@ class Configuration:
                 return option.parse(raw)
         return option.default_value()
 
-    def set_value(self, option: Any, value: Any) -> "Configuration":
+    def set_value(self, option: Any, value: Any) -> Configuration:
         """Set a PyFlink `ConfigOption` (booleans as `true`/`false`, maps as `k1:v1,k2:v2`)."""
         if isinstance(value, bool):
             text = "true" if value else "false"
@@ -367,7 +368,7 @@ class Configuration:
     def to_dict(self) -> dict[str, str]:
         return dict(self._data)
 
-    def add_all(self, other: "Configuration") -> "Configuration":
+    def add_all(self, other: Configuration) -> Configuration:
         self._data.update(other._data)
         return self
 

@@ -26,7 +26,7 @@ class Encoder(abc.ABC):
         return [self.encode(v) for v in values]
 
     @staticmethod
-    def simple_string_encoder(charset_name: str = "UTF-8") -> "SimpleStringEncoder":
+    def simple_string_encoder(charset_name: str = "UTF-8") -> SimpleStringEncoder:
         """`str(value)` followed by a newline, in the given charset (PyFlink's default row encoder)."""
         return SimpleStringEncoder(charset_name)
 

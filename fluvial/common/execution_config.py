@@ -17,7 +17,7 @@ class ExecutionConfig:
         self._closure_cleaner = True
         self._input_dependency_constraint: Any = None
 
-    def set_parallelism(self, parallelism: int) -> "ExecutionConfig":
+    def set_parallelism(self, parallelism: int) -> ExecutionConfig:
         if not isinstance(parallelism, int) or parallelism < 1:
             raise InvalidJobError(f"parallelism must be an integer >= 1, got {parallelism!r}")
         self._parallelism = parallelism
@@ -26,7 +26,7 @@ class ExecutionConfig:
     def get_parallelism(self) -> int | None:
         return self._parallelism
 
-    def set_max_parallelism(self, max_parallelism: int) -> "ExecutionConfig":
+    def set_max_parallelism(self, max_parallelism: int) -> ExecutionConfig:
         if not isinstance(max_parallelism, int) or not 1 <= max_parallelism <= 32768:
             raise InvalidJobError(f"max parallelism must be an integer in [1, 32768], got {max_parallelism!r}")
         self._max_parallelism = max_parallelism
@@ -35,7 +35,7 @@ class ExecutionConfig:
     def get_max_parallelism(self) -> int | None:
         return self._max_parallelism
 
-    def set_auto_watermark_interval(self, interval: int) -> "ExecutionConfig":
+    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
         if interval < 0:
             raise InvalidJobError(f"auto watermark interval must be >= 0 ms (0 turns it off), got {interval}")
         self._auto_watermark_interval = int(interval)
@@ -44,36 +44,36 @@ class ExecutionConfig:
     def get_auto_watermark_interval(self) -> int:
         return self._auto_watermark_interval
 
-    def enable_object_reuse(self) -> "ExecutionConfig":
+    def enable_object_reuse(self) -> ExecutionConfig:
         self._object_reuse = True
         return self
 
-    def disable_object_reuse(self) -> "ExecutionConfig":
+    def disable_object_reuse(self) -> ExecutionConfig:
         self._object_reuse = False
         return self
 
     def is_object_reuse_enabled(self) -> bool:
         return self._object_reuse
 
-    def set_global_job_parameters(self, global_job_parameters_dict: dict) -> "ExecutionConfig":
+    def set_global_job_parameters(self, global_job_parameters_dict: dict) -> ExecutionConfig:
         self._global_job_parameters = {str(k): str(v) for k, v in global_job_parameters_dict.items()}
         return self
 
     def get_global_job_parameters(self) -> dict[str, str]:
         return dict(self._global_job_parameters)
 
-    def enable_closure_cleaner(self) -> "ExecutionConfig":
+    def enable_closure_cleaner(self) -> ExecutionConfig:
         self._closure_cleaner = True
         return self
 
-    def disable_closure_cleaner(self) -> "ExecutionConfig":
+    def disable_closure_cleaner(self) -> ExecutionConfig:
         self._closure_cleaner = False
         return self
 
     def is_closure_cleaner_enabled(self) -> bool:
         return self._closure_cleaner
 
-    def set_default_input_dependency_constraint(self, constraint: Any) -> "ExecutionConfig":
+    def set_default_input_dependency_constraint(self, constraint: Any) -> ExecutionConfig:
         """Deprecated in Flink and read by no scheduler; stored so the getter answers what was set."""
         from fluvial.common.input_dependency_constraint import InputDependencyConstraint
 

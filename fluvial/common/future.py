@@ -4,7 +4,8 @@ tenth of a small job's start-up in imports alone."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class CompletableFuture:
@@ -13,7 +14,7 @@ class CompletableFuture:
         self._lock = threading.Lock()
         self._result: Any = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[["CompletableFuture"], None]] = []
+        self._callbacks: list[Callable[[CompletableFuture], None]] = []
 
     def done(self) -> bool:
         return self._event.is_set()
@@ -36,7 +37,7 @@ class CompletableFuture:
     def set_exception(self, exception: BaseException) -> None:
         self._complete(None, exception)
 
-    def add_done_callback(self, callback: Callable[["CompletableFuture"], None]) -> None:
+    def add_done_callback(self, callback: Callable[[CompletableFuture], None]) -> None:
         with self._lock:
             if not self._event.is_set():
                 self._callbacks.append(callback)

@@ -28,7 +28,7 @@ class JobExecutionResult:
     def is_job_execution_result(self) -> bool:
         return True
 
-    def get_job_execution_result(self) -> "JobExecutionResult":
+    def get_job_execution_result(self) -> JobExecutionResult:
         return self
 
     def __repr__(self) -> str:

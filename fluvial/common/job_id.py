@@ -17,11 +17,11 @@ class JobID:
         self._hex = value
 
     @staticmethod
-    def generate() -> "JobID":
+    def generate() -> JobID:
         return JobID(os.urandom(16).hex())
 
     @staticmethod
-    def from_hex_string(hex_string: str) -> "JobID":
+    def from_hex_string(hex_string: str) -> JobID:
         return JobID(hex_string)
 
     def to_hex_string(self) -> str:

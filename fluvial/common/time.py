@@ -19,31 +19,31 @@ class Duration:
     millis: int
 
     @staticmethod
-    def of_millis(millis: int) -> "Duration":
+    def of_millis(millis: int) -> Duration:
         return Duration(int(millis))
 
     @staticmethod
-    def of_seconds(seconds: float) -> "Duration":
+    def of_seconds(seconds: float) -> Duration:
         return Duration(int(seconds * 1000))
 
     @staticmethod
-    def of_minutes(minutes: float) -> "Duration":
+    def of_minutes(minutes: float) -> Duration:
         return Duration(int(minutes * 60_000))
 
     @staticmethod
-    def of_hours(hours: float) -> "Duration":
+    def of_hours(hours: float) -> Duration:
         return Duration(int(hours * 3_600_000))
 
     @staticmethod
-    def of_days(days: float) -> "Duration":
+    def of_days(days: float) -> Duration:
         return Duration(int(days * 86_400_000))
 
     @staticmethod
-    def of_nanos(nanos: int) -> "Duration":
+    def of_nanos(nanos: int) -> Duration:
         return Duration(int(nanos // 1_000_000))
 
     @staticmethod
-    def zero() -> "Duration":
+    def zero() -> Duration:
         return Duration(0)
 
     def to_milliseconds(self) -> int:
@@ -66,7 +66,7 @@ class Instant:
         return self.seconds * 1000 + self.nanos // 1_000_000
 
     @staticmethod
-    def of_epoch_milli(epoch_milli: int) -> "Instant":
+    def of_epoch_milli(epoch_milli: int) -> Instant:
         seconds, millis = divmod(int(epoch_milli), 1000)
         return Instant(seconds, millis * 1_000_000)
 

@@ -12,8 +12,9 @@ checkpoints, one checkpoint at a time, no tolerated failures, one retained check
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError

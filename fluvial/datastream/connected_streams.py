@@ -17,7 +17,7 @@ class ConnectedStreams:
     def _keys(self) -> tuple[Any, Any]:
         return self.stream1._key(), self.stream2._key()
 
-    def key_by(self, key_selector1: Any, key_selector2: Any, key_type: Any = None) -> "ConnectedStreams":
+    def key_by(self, key_selector1: Any, key_selector2: Any, key_type: Any = None) -> ConnectedStreams:
         return ConnectedStreams(self.stream1.key_by(key_selector1), self.stream2.key_by(key_selector2))
 
     def _two_input(self, name: str, spec: t.OperatorSpec, output_type: Any) -> DataStream:

@@ -14,7 +14,6 @@ from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.slot_sharing_group import SlotSharingGroup
 
 if TYPE_CHECKING:
-    from fluvial.datastream.connected_streams import ConnectedStreams
     from fluvial.datastream.connectors.sink import Sink
     from fluvial.datastream.keyed_stream import KeyedStream
     from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -30,7 +29,7 @@ class _TransformationHandle:
     """Shared setters of DataStream and DataStreamSink: each replaces the transformation in the env
     with a changed copy, never mutating the one other handles may hold."""
 
-    def __init__(self, env: "StreamExecutionEnvironment", transformation_id: int) -> None:
+    def __init__(self, env: StreamExecutionEnvironment, transformation_id: int) -> None:
         self._env = env
         self._id = transformation_id
 
@@ -127,17 +126,17 @@ class DataStream(_TransformationHandle):
     def get_type(self) -> Any:
         return self._transformation.output_type
 
-    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
 
     def get_transformation_id(self) -> int:
         return self._id
 
-    def force_non_parallel(self) -> "DataStream":
+    def force_non_parallel(self) -> DataStream:
         self.set_parallelism(1)
         return self.set_max_parallelism(1)
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "DataStream":
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
         """Any bound >= 0 holds: buffers here go out per batch, with no timeout to wait for; -1 is refused."""
         check_buffer_timeout(timeout_millis)
         return self
@@ -159,23 +158,23 @@ class DataStream(_TransformationHandle):
         """The key selector operators apply under; None outside a KeyedStream."""
         return None
 
-    def map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
         check_function(func, "map", "map")
         return self._one_input("Map", t.MapSpec(func, self._key()), output_type)
 
-    def flat_map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         check_function(func, "flat_map", "flat_map")
         return self._one_input("FlatMap", t.FlatMapSpec(func, self._key()), output_type)
 
-    def filter(self, func: Any) -> "DataStream":
+    def filter(self, func: Any) -> DataStream:
         check_function(func, "filter", "filter")
         return self._one_input("Filter", t.FilterSpec(func, self._key()), self.get_type())
 
-    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
         check_function(func, "process_element", "process")
         return self._one_input("Process", t.ProcessSpec(func), output_type)
 
-    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Give records timestamps (its assigner) and generate watermarks (its generator) from here on;
         watermarks arriving from upstream are dropped, except the final one at end of input (as in Flink)."""
         if not hasattr(watermark_strategy, "create_watermark_generator"):
@@ -191,7 +190,7 @@ class DataStream(_TransformationHandle):
 
         return AllWindowedStream(self, window_assigner)
 
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         from fluvial.datastream.keyed_stream import KeyedStream
 
         check_function(key_selector, "get_key", "key_by")
@@ -210,22 +209,22 @@ class DataStream(_TransformationHandle):
             output_type=self.get_type(),
         )
 
-    def _partition(self, kind: t.PartitionerKind) -> "DataStream":
+    def _partition(self, kind: t.PartitionerKind) -> DataStream:
         return DataStream(self._env, self._partition_id(t.PartitionerSpec(kind)))
 
-    def shuffle(self) -> "DataStream":
+    def shuffle(self) -> DataStream:
         return self._partition(t.PartitionerKind.SHUFFLE)
 
-    def rebalance(self) -> "DataStream":
+    def rebalance(self) -> DataStream:
         return self._partition(t.PartitionerKind.REBALANCE)
 
-    def rescale(self) -> "DataStream":
+    def rescale(self) -> DataStream:
         return self._partition(t.PartitionerKind.RESCALE)
 
-    def forward(self) -> "DataStream":
+    def forward(self) -> DataStream:
         return self._partition(t.PartitionerKind.FORWARD)
 
-    def global_(self) -> "DataStream":
+    def global_(self) -> DataStream:
         return self._partition(t.PartitionerKind.GLOBAL)
 
     def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
@@ -237,7 +236,7 @@ class DataStream(_TransformationHandle):
 
         return BroadcastStream(stream, broadcast_state_descriptors)
 
-    def project(self, *field_indexes: int) -> "DataStream":
+    def project(self, *field_indexes: int) -> DataStream:
         """Keep the given fields of each tuple, in the given order (PyFlink: only tuple-typed streams)."""
         from fluvial.common.typeinfo import TupleTypeInfo, Types
 
@@ -256,7 +255,7 @@ class DataStream(_TransformationHandle):
         output_type = Types.TUPLE([field_types[i] for i in field_indexes])
         return self._one_input("Projection", t.MapSpec(_Projection(tuple(field_indexes))), output_type)
 
-    def partition_custom(self, partitioner: Any, key_selector: Any) -> "DataStream":
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
         check_function(partitioner, "partition", "partition_custom")
         check_function(key_selector, "get_key", "partition_custom")
         spec = t.PartitionerSpec(t.PartitionerKind.CUSTOM, key_selector=key_selector, custom_partitioner=partitioner)
@@ -264,7 +263,7 @@ class DataStream(_TransformationHandle):
 
     # -- combining ----------------------------------------------------------------------------------------------
 
-    def union(self, *streams: "DataStream") -> "DataStream":
+    def union(self, *streams: DataStream) -> DataStream:
         for stream in streams:
             if stream._env is not self._env:
                 raise InvalidJobError("union of streams from different StreamExecutionEnvironments; use one env")
@@ -287,7 +286,7 @@ class DataStream(_TransformationHandle):
             raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
         return ConnectedStreams(self, ds)
 
-    def get_side_output(self, output_tag: OutputTag) -> "DataStream":
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
         if not isinstance(output_tag, OutputTag):
             raise InvalidJobError(f"get_side_output expects an OutputTag, got {output_tag!r}")
         tid = self._env._add_transformation(
@@ -301,19 +300,19 @@ class DataStream(_TransformationHandle):
 
     # -- sinks --------------------------------------------------------------------------------------------------
 
-    def _sink(self, name: str, spec: t.OperatorSpec) -> "DataStreamSink":
+    def _sink(self, name: str, spec: t.OperatorSpec) -> DataStreamSink:
         tid = self._env._add_transformation(t.SinkTransformation, name=name, input_id=self._id, operator=spec)
         self._env._pending_sinks.append(tid)
         return DataStreamSink(self._env, tid)
 
-    def print(self, sink_identifier: str | None = None) -> "DataStreamSink":
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         return self._sink("Print to Std. Out", t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier))
 
-    def print_to_err(self, sink_identifier: str | None = None) -> "DataStreamSink":
+    def print_to_err(self, sink_identifier: str | None = None) -> DataStreamSink:
         spec = t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier, to_stderr=True)
         return self._sink("Print to Std. Err", spec)
 
-    def sink_to(self, sink: "Sink") -> "DataStreamSink":
+    def sink_to(self, sink: Sink) -> DataStreamSink:
         """Write to a Sink; a sink that SupportsPreprocessing transforms the stream first."""
         if not hasattr(sink, "create_writer"):
             raise InvalidJobError(f"sink_to expects a Sink (e.g. FileSink), got {sink!r}; use add_sink for functions")
@@ -324,7 +323,7 @@ class DataStream(_TransformationHandle):
             stream = transformer.apply(self)
         return stream._sink(sink.default_name(), t.SinkSpec(sink))
 
-    def add_sink(self, sink_func: Any) -> "DataStreamSink":
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
         """A SinkFunction or plain callable; a Sink (e.g. Flink 1.x's StreamingFileSink) goes to `sink_to`."""
         if hasattr(sink_func, "create_writer"):
             return self.sink_to(sink_func)

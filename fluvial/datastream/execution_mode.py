@@ -23,7 +23,7 @@ class RuntimeExecutionMode(enum.Enum):
         return self.name
 
     @staticmethod
-    def from_config_value(raw: str) -> "RuntimeExecutionMode":
+    def from_config_value(raw: str) -> RuntimeExecutionMode:
         try:
             return RuntimeExecutionMode[raw.strip().upper()]
         except KeyError:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.lazy_names import lazy_names
 
@@ -150,7 +151,7 @@ class ProcessFunction(Function, Generic[IN, OUT]):
         pass
 
     @abc.abstractmethod
-    def process_element(self, value: IN, ctx: "ProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_element(self, value: IN, ctx: ProcessFunction.Context) -> Iterable[OUT] | None: ...
 
 
 class KeyedProcessFunction(Function, Generic[KEY, IN, OUT]):
@@ -165,9 +166,9 @@ class KeyedProcessFunction(Function, Generic[KEY, IN, OUT]):
         def time_domain(self) -> Any: ...
 
     @abc.abstractmethod
-    def process_element(self, value: IN, ctx: "KeyedProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_element(self, value: IN, ctx: KeyedProcessFunction.Context) -> Iterable[OUT] | None: ...
 
-    def on_timer(self, timestamp: int, ctx: "KeyedProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         pass
 
 
@@ -192,10 +193,10 @@ class CoProcessFunction(Function, Generic[IN, OUT]):
         pass
 
     @abc.abstractmethod
-    def process_element1(self, value: Any, ctx: "CoProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_element1(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[OUT] | None: ...
 
     @abc.abstractmethod
-    def process_element2(self, value: Any, ctx: "CoProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_element2(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[OUT] | None: ...
 
 
 class KeyedCoProcessFunction(Function, Generic[KEY, IN, OUT]):
@@ -208,12 +209,12 @@ class KeyedCoProcessFunction(Function, Generic[KEY, IN, OUT]):
         def time_domain(self) -> Any: ...
 
     @abc.abstractmethod
-    def process_element1(self, value: Any, ctx: "KeyedCoProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_element1(self, value: Any, ctx: KeyedCoProcessFunction.Context) -> Iterable[OUT] | None: ...
 
     @abc.abstractmethod
-    def process_element2(self, value: Any, ctx: "KeyedCoProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_element2(self, value: Any, ctx: KeyedCoProcessFunction.Context) -> Iterable[OUT] | None: ...
 
-    def on_timer(self, timestamp: int, ctx: "KeyedCoProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+    def on_timer(self, timestamp: int, ctx: KeyedCoProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         pass
 
 
@@ -288,10 +289,10 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN, OUT]):
         pass
 
     @abc.abstractmethod
-    def process_element(self, value: Any, ctx: "BroadcastProcessFunction.ReadOnlyContext") -> Iterable[OUT] | None: ...
+    def process_element(self, value: Any, ctx: BroadcastProcessFunction.ReadOnlyContext) -> Iterable[OUT] | None: ...
 
     @abc.abstractmethod
-    def process_broadcast_element(self, value: Any, ctx: "BroadcastProcessFunction.Context") -> Iterable[OUT] | None: ...
+    def process_broadcast_element(self, value: Any, ctx: BroadcastProcessFunction.Context) -> Iterable[OUT] | None: ...
 
 
 class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN, OUT]):
@@ -315,15 +316,15 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
 
     @abc.abstractmethod
     def process_element(
-        self, value: Any, ctx: "KeyedBroadcastProcessFunction.ReadOnlyContext"
+        self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
     ) -> Iterable[OUT] | None: ...
 
     @abc.abstractmethod
     def process_broadcast_element(
-        self, value: Any, ctx: "KeyedBroadcastProcessFunction.Context"
+        self, value: Any, ctx: KeyedBroadcastProcessFunction.Context
     ) -> Iterable[OUT] | None: ...
 
-    def on_timer(self, timestamp: int, ctx: "KeyedBroadcastProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+    def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         pass
 
 
@@ -374,7 +375,7 @@ class AsyncFunctionDescriptor:
         UNORDERED = 1
 
     def __init__(self, async_function: AsyncFunction, timeout: Any, capacity: int,
-                 async_retry_strategy: AsyncRetryStrategy | None, output_mode: "AsyncFunctionDescriptor.OutputMode") -> None:
+                 async_retry_strategy: AsyncRetryStrategy | None, output_mode: AsyncFunctionDescriptor.OutputMode) -> None:
         self.async_function = async_function
         self.timeout = timeout
         self.capacity = capacity

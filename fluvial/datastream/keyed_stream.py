@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class KeyedStream(DataStream):
     def __init__(
-        self, env: "StreamExecutionEnvironment", transformation_id: int, key_selector: Any, origin: DataStream
+        self, env: StreamExecutionEnvironment, transformation_id: int, key_selector: Any, origin: DataStream
     ) -> None:
         super().__init__(env, transformation_id)
         self._key_selector = key_selector
@@ -87,7 +87,7 @@ class KeyedStream(DataStream):
     def disable_chaining(self):
         self._refuse("Disable chaining")
 
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         """Re-keying keys the original stream anew, as PyFlink does."""
         return self._origin.key_by(key_selector, key_type)
 
@@ -122,12 +122,12 @@ class KeyedStream(DataStream):
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         return self._aggregate("max_by", position_to_max_by)
 
-    def window(self, window_assigner: Any) -> "WindowedStream":
+    def window(self, window_assigner: Any) -> WindowedStream:
         from fluvial.datastream.windowed_stream import WindowedStream
 
         return WindowedStream(self, window_assigner)
 
-    def count_window(self, size: int, slide: int = 0) -> "WindowedStream":
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
         """Windows of `size` records per key (sliding by `slide` when > 0), as PyFlink's count windows."""
         from fluvial.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 

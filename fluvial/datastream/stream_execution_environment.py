@@ -13,7 +13,8 @@ import contextvars
 import dataclasses
 import logging
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from fluvial.common.configuration import Configuration, check_buffer_timeout
 from fluvial.common.errors import ConfigurationError, InvalidJobError
@@ -58,7 +59,7 @@ class StreamExecutionEnvironment:
                 self.configure(layer)
 
     @staticmethod
-    def get_execution_environment(configuration: Configuration | None = None) -> "StreamExecutionEnvironment":
+    def get_execution_environment(configuration: Configuration | None = None) -> StreamExecutionEnvironment:
         return StreamExecutionEnvironment(configuration)
 
     # -- job-wide settings --------------------------------------------------------------------------------------
@@ -89,7 +90,7 @@ class StreamExecutionEnvironment:
         if self._checkpoint_config is not None:
             self._checkpoint_config.configure(configuration)
 
-    def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
         self._config.set_parallelism(parallelism)
         return self
 
@@ -107,7 +108,7 @@ class StreamExecutionEnvironment:
             raise InvalidJobError(f"the default local parallelism must be an integer >= 1, got {parallelism!r}")
         StreamExecutionEnvironment._default_local_parallelism = parallelism
 
-    def set_runtime_mode(self, execution_mode: Any) -> "StreamExecutionEnvironment":
+    def set_runtime_mode(self, execution_mode: Any) -> StreamExecutionEnvironment:
         """STREAMING, BATCH or AUTOMATIC (`execution.runtime-mode`); see `execution_mode` for what runs."""
         from fluvial.datastream.execution_mode import RuntimeExecutionMode
 
@@ -122,7 +123,7 @@ class StreamExecutionEnvironment:
 
         return RuntimeExecutionMode.from_config_value(self._configuration.get("execution.runtime-mode"))
 
-    def register_slot_sharing_group(self, slot_sharing_group: Any) -> "StreamExecutionEnvironment":
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> StreamExecutionEnvironment:
         """Declare a group's resources once; operators then join it by name (`slot_sharing_group("name")`)."""
         from fluvial.datastream.slot_sharing_group import SlotSharingGroup
 
@@ -135,14 +136,14 @@ class StreamExecutionEnvironment:
         """The SlotSharingGroup registered (or passed to an operator) under `name`, or None."""
         return self._slot_sharing_groups.get(name)
 
-    def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         self._config.set_max_parallelism(max_parallelism)
         return self
 
     def get_max_parallelism(self) -> int | None:
         return self._config.get_max_parallelism()
 
-    def disable_operator_chaining(self) -> "StreamExecutionEnvironment":
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
         self._chaining_enabled = False
         return self
 
@@ -153,7 +154,7 @@ class StreamExecutionEnvironment:
         """Chaining never looks at max parallelism here (DESIGN 2.1), so such operators may chain."""
         return True
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
         """Any bound >= 0 holds: batches go to their channels as soon as they are produced; -1 is refused."""
         self._buffer_timeout = check_buffer_timeout(timeout_millis)
         return self
@@ -210,7 +211,7 @@ class StreamExecutionEnvironment:
             self._checkpoint_config = CheckpointConfig(self._configuration)
         return self._checkpoint_config
 
-    def enable_checkpointing(self, interval: int, mode: Any = None) -> "StreamExecutionEnvironment":
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
         """Checkpoint every `interval` ms (>= 10), EXACTLY_ONCE unless `mode` says AT_LEAST_ONCE."""
         config = self.get_checkpoint_config()
         config.set_checkpoint_interval(interval)
@@ -233,7 +234,7 @@ class StreamExecutionEnvironment:
     def is_force_unaligned_checkpoints(self) -> bool:
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
 
-    def enable_changelog_state_backend(self, enabled: bool) -> "StreamExecutionEnvironment":
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
         if enabled:
             from fluvial.common.errors import NotYetSupportedError
 
@@ -245,7 +246,7 @@ class StreamExecutionEnvironment:
     def is_changelog_state_backend_enabled(self) -> bool:
         return False
 
-    def set_default_savepoint_directory(self, directory: str) -> "StreamExecutionEnvironment":
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         """Where savepoints go when none is named (`state.savepoints.dir`)."""
         if not isinstance(directory, str) or not directory:
             raise InvalidJobError(f"the default savepoint directory must be a path or URL, got {directory!r}")
@@ -255,7 +256,7 @@ class StreamExecutionEnvironment:
     def get_default_savepoint_directory(self) -> str | None:
         return self._configuration.get("state.savepoints.dir")
 
-    def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
+    def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
         from fluvial.datastream.state_backend import StateBackend
 
         if not isinstance(state_backend, StateBackend):
@@ -272,7 +273,7 @@ class StreamExecutionEnvironment:
             return state_backend_from_configuration(self._configuration)
         return self._state_backend
 
-    def set_restart_strategy(self, restart_strategy_configuration: Any) -> "StreamExecutionEnvironment":
+    def set_restart_strategy(self, restart_strategy_configuration: Any) -> StreamExecutionEnvironment:
         from fluvial.common.restart_strategy import RestartStrategyConfiguration
 
         if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
@@ -316,7 +317,7 @@ class StreamExecutionEnvironment:
                         or self._configuration.get("execution.savepoint-restore-mode")),
         )
 
-    def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":
+    def set_stream_time_characteristic(self, characteristic: Any) -> StreamExecutionEnvironment:
         """Flink 1.x: event time is always on since Flink 1.12; kept so old programs run unchanged."""
         return self
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import abc
 import functools
 import operator
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MAX_WATERMARK, Duration
@@ -61,7 +62,7 @@ class TimeWindow(tuple, Window):
 
     __slots__ = ()
 
-    def __new__(cls, start: int, end: int) -> "TimeWindow":
+    def __new__(cls, start: int, end: int) -> TimeWindow:
         return tuple.__new__(cls, (start, end))
 
     start = property(operator.itemgetter(0), doc="First millisecond in the window.")
@@ -70,11 +71,11 @@ class TimeWindow(tuple, Window):
     def max_timestamp(self) -> int:
         return self[1] - 1
 
-    def intersects(self, other: "TimeWindow") -> bool:
+    def intersects(self, other: TimeWindow) -> bool:
         """True when the windows overlap or touch (end == other.start): touching sessions merge, as in Flink."""
         return self[0] <= other[1] and self[1] >= other[0]
 
-    def cover(self, other: "TimeWindow") -> "TimeWindow":
+    def cover(self, other: TimeWindow) -> TimeWindow:
         """The smallest window containing both."""
         return TimeWindow(min(self[0], other[0]), max(self[1], other[1]))
 
@@ -88,7 +89,7 @@ class TimeWindow(tuple, Window):
         return timestamp - (timestamp - offset) % window_size
 
     @staticmethod
-    def merge_windows(windows: Iterable["TimeWindow"], callback: Any) -> None:
+    def merge_windows(windows: Iterable[TimeWindow], callback: Any) -> None:
         """Report every group of intersecting windows to `callback` (what session assigners do).
 
         Windows are sorted by (start, end) and swept once; each run of intersecting windows with more than one
@@ -153,11 +154,11 @@ class GlobalWindow(Window):
 
     __slots__ = ()
 
-    def __new__(cls) -> "GlobalWindow":
+    def __new__(cls) -> GlobalWindow:
         return _GLOBAL_WINDOW
 
     @staticmethod
-    def get() -> "GlobalWindow":
+    def get() -> GlobalWindow:
         return _GLOBAL_WINDOW
 
     def max_timestamp(self) -> int:
@@ -169,10 +170,10 @@ class GlobalWindow(Window):
     def __hash__(self) -> int:
         return hash("GlobalWindow")
 
-    def __lt__(self, other: "GlobalWindow") -> bool:
+    def __lt__(self, other: GlobalWindow) -> bool:
         return False if type(other) is GlobalWindow else NotImplemented
 
-    def __le__(self, other: "GlobalWindow") -> bool:
+    def __le__(self, other: GlobalWindow) -> bool:
         return True if type(other) is GlobalWindow else NotImplemented
 
     __gt__ = __lt__
@@ -562,7 +563,7 @@ class GlobalWindows(_Described, WindowAssigner[T, GlobalWindow]):
     """Every element into the one GlobalWindow; it never fires unless the user sets a trigger."""
 
     @staticmethod
-    def create() -> "GlobalWindows":
+    def create() -> GlobalWindows:
         return GlobalWindows()
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[GlobalWindow]:
@@ -593,7 +594,7 @@ class CountTumblingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         self._count_descriptor = ValueStateDescriptor("tumble-count-assigner")
 
     @staticmethod
-    def of(window_size: int) -> "CountTumblingWindowAssigner":
+    def of(window_size: int) -> CountTumblingWindowAssigner:
         return CountTumblingWindowAssigner(window_size)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[CountWindow]:
@@ -625,7 +626,7 @@ class CountSlidingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         self._count_descriptor = ValueStateDescriptor("slide-count-assigner")
 
     @staticmethod
-    def of(window_size: int, window_slide: int) -> "CountSlidingWindowAssigner":
+    def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:
         return CountSlidingWindowAssigner(window_size, window_slide)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[CountWindow]:

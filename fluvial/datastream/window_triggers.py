@@ -167,7 +167,7 @@ class EventTimeTrigger(_Described, Trigger[Any, Any]):
     """
 
     @staticmethod
-    def create() -> "EventTimeTrigger":
+    def create() -> EventTimeTrigger:
         return EventTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
@@ -200,7 +200,7 @@ class ProcessingTimeTrigger(_Described, Trigger[Any, Any]):
     """Fires once the processing-time clock passes the window's end."""
 
     @staticmethod
-    def create() -> "ProcessingTimeTrigger":
+    def create() -> ProcessingTimeTrigger:
         return ProcessingTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
@@ -239,7 +239,7 @@ class CountTrigger(_Described, Trigger[Any, Any]):
         self._count_state_descriptor = ReducingStateDescriptor("count", _sum)
 
     @staticmethod
-    def of(count: int) -> "CountTrigger":
+    def of(count: int) -> CountTrigger:
         return CountTrigger(count)
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
@@ -280,7 +280,7 @@ class PurgingTrigger(_Described, Trigger[Any, Any]):
         self.nested_trigger = nested_trigger
 
     @staticmethod
-    def of(nested_trigger: Trigger) -> "PurgingTrigger":
+    def of(nested_trigger: Trigger) -> PurgingTrigger:
         return PurgingTrigger(nested_trigger)
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:

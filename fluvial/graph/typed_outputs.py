@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch

@@ -95,7 +95,7 @@ class TaskManagerReceivers:
         self._streams: dict[tuple[str, int], ReceiverServices] = {}
         self._lock = threading.Lock()
 
-    def for_job(self, job_id: str, settings: ReceiverSettings) -> "JobReceivers":
+    def for_job(self, job_id: str, settings: ReceiverSettings) -> JobReceivers:
         return JobReceivers(self, job_id, settings)
 
     def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings, operator_id: str = "",

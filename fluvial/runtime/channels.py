@@ -10,8 +10,9 @@ consumer's executor, and a poll that frees space in a full channel wakes the pro
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 DEFAULT_CAPACITY = 8
 

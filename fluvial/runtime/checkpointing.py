@@ -131,7 +131,7 @@ class SubtaskCheckpointCoordinator:
         index = self._info.subtask_index
         try:
             states = {}
-            for position, snapshot in enumerate(snapshots):
+            for snapshot in snapshots:
                 name = f"{snapshot.operator_id}-{index}"
                 keyed, operator, shared = [], [], []
                 if snapshot.keyed is not None or snapshot.timers:

@@ -85,7 +85,7 @@ class TaskCancellationSettings:
     timeout_ms: int = 180_000
 
     @staticmethod
-    def of(configuration: Any) -> "TaskCancellationSettings":
+    def of(configuration: Any) -> TaskCancellationSettings:
         if configuration is None:
             return TaskCancellationSettings()
         return TaskCancellationSettings(configuration.get("task.cancellation.interval"),

@@ -4,11 +4,12 @@ bounded amount of input into the chain and reports what happened, so tasks shari
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.channels import Channel
-from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.records import (
     ChannelBroken,
     CheckpointBarrier,

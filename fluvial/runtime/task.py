@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.common.task_info import TaskInfo
@@ -68,9 +69,9 @@ class MetricsReporter(Protocol):
 class TaskStateListener(Protocol):
     """Hears every state a task reports (its TaskManager, which tells the JobMaster)."""
 
-    def task_state_changed(self, task: "Task", state: ExecutionState, failure: TaskFailure | None) -> None: ...
+    def task_state_changed(self, task: Task, state: ExecutionState, failure: TaskFailure | None) -> None: ...
 
-    def task_end_of_data(self, task: "Task") -> None:
+    def task_end_of_data(self, task: Task) -> None:
         """The task finished its input and its operators and now waits for its final checkpoint (FLIP-147); the
         JobMaster triggers one at once when every task of the job has reached this point."""
         ...

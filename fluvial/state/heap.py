@@ -17,8 +17,9 @@ the plain handles below, untouched by TTL.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.common.time import current_millis
@@ -42,7 +43,11 @@ from fluvial.state.backend import (
 )
 from fluvial.state.heap_snapshot import FrozenHeapState
 from fluvial.state.heap_ttl import IncrementalCleanup, build_ttl_handle
-from fluvial.state.snapshot import CANONICAL_HANDLES, KeyedTablesStateHandle, KeyGroupsStateHandle, SnapshotType, StateWriter
+from fluvial.state.snapshot import (
+    CANONICAL_HANDLES,
+    KeyedTablesStateHandle,
+    SnapshotType,
+)
 from fluvial.state.ttl import TtlPolicy, TtlValue, layout_for
 
 _MISSING: Any = object()
@@ -86,7 +91,7 @@ class _HeapState:
 
     __slots__ = ("_backend", "_table", "_name")
 
-    def __init__(self, backend: "HeapKeyedStateBackend", table: dict, name: str) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: dict, name: str) -> None:
         self._backend = backend
         self._table = table
         self._name = name
@@ -205,7 +210,7 @@ class HeapMapState(_HeapState, MapState):
 class HeapReducingState(_HeapState, ReducingState):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: "HeapKeyedStateBackend", table: dict, name: str, reduce: Callable) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: dict, name: str, reduce: Callable) -> None:
         _HeapState.__init__(self, backend, table, name)
         self._reduce = reduce
 
@@ -223,7 +228,7 @@ class HeapAggregatingState(_HeapState, AggregatingState):
 
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: "HeapKeyedStateBackend", table: dict, name: str, agg: Any) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: dict, name: str, agg: Any) -> None:
         _HeapState.__init__(self, backend, table, name)
         self._agg = agg
 
@@ -248,7 +253,7 @@ _HEAP_HANDLES = {
 }
 
 
-def _build_handle(backend: "HeapKeyedStateBackend", descriptor: StateDescriptor, table: dict) -> State:
+def _build_handle(backend: HeapKeyedStateBackend, descriptor: StateDescriptor, table: dict) -> State:
     return build_state_handle(descriptor, _HEAP_HANDLES, backend, table)
 
 
@@ -401,7 +406,7 @@ class HeapKeyedStateBackend:
 
     # -- checkpoints (the seam of fluvial.state.snapshot) --------------------------------------------------------
 
-    def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> "FrozenHeapState":
+    def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> FrozenHeapState:
         """The synchronous part: `freeze()`. A checkpoint is written as whole tables, a savepoint in the canonical
         by-key-group form."""
         frozen = self.freeze()
@@ -449,7 +454,7 @@ class HeapKeyedStateBackend:
         """Private copies of every table, partitioned by key group, in memory: `freeze()` then partition."""
         return self.freeze().to_snapshot()
 
-    def freeze(self) -> "FrozenHeapState":
+    def freeze(self) -> FrozenHeapState:
         """The synchronous part of a checkpoint: copies that later changes to live state cannot reach, at C
         speed where values are immutable (a dict copy per table). Partitioning by key group — the per-entry
         hashing — is left to `FrozenHeapState.to_snapshot()`, which the asynchronous part runs off the task

@@ -18,7 +18,8 @@ Expired values are removed in three places:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import (
@@ -122,7 +123,7 @@ class _TtlState:
 
     def __init__(
         self,
-        backend: "HeapKeyedStateBackend",
+        backend: HeapKeyedStateBackend,
         table: dict,
         name: str,
         policy: TtlPolicy,
@@ -414,7 +415,7 @@ class TtlMapState(_TtlState, MapState):
 
 
 def build_ttl_handle(
-    backend: "HeapKeyedStateBackend",
+    backend: HeapKeyedStateBackend,
     descriptor: StateDescriptor,
     table: dict,
     policy: TtlPolicy,

@@ -10,8 +10,8 @@ cached on the backend, so several handle calls for one record pay for hashing an
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 from rocksdict import WriteBatch
 
@@ -32,7 +32,7 @@ class _RocksDBState:
 
     __slots__ = ("_backend", "_sid", "_name")
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str) -> None:
         self._backend = backend
         self._sid = sid
         self._name = name
@@ -162,7 +162,7 @@ class RocksDBMapState(_RocksDBState, MapState):
 class RocksDBReducingState(_RocksDBState, ReducingState):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str, reduce: Callable) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str, reduce: Callable) -> None:
         _RocksDBState.__init__(self, backend, sid, name)
         self._reduce = reduce
 
@@ -182,7 +182,7 @@ class RocksDBAggregatingState(_RocksDBState, AggregatingState):
 
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str, agg: Any) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str, agg: Any) -> None:
         _RocksDBState.__init__(self, backend, sid, name)
         self._agg = agg
 
@@ -217,7 +217,7 @@ class RocksDBValueTable(MutableMapping):
 
     __slots__ = ("_backend", "_sid", "_name")
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str) -> None:
         self._backend = backend
         self._sid = sid
         self._name = name

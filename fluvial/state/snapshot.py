@@ -83,7 +83,7 @@ class KeyGroupsStateHandle:
     key_groups: dict[int, bytes]
 
     @staticmethod
-    def of(snapshot: KeyedStateSnapshot, key_group_range: range) -> "KeyGroupsStateHandle":
+    def of(snapshot: KeyedStateSnapshot, key_group_range: range) -> KeyGroupsStateHandle:
         dumps = pickle.dumps
         groups = {group: dumps(states, protocol=5) for group, states in snapshot.key_groups.items()}
         return KeyGroupsStateHandle(snapshot.max_parallelism, key_group_range, dict(snapshot.state_kinds), groups)
@@ -110,7 +110,7 @@ class KeyedTablesStateHandle:
 
     @staticmethod
     def of(max_parallelism: int, key_group_range: range, state_kinds: dict[str, str],
-           tables: dict[str, dict[Any, Any]]) -> "KeyedTablesStateHandle":
+           tables: dict[str, dict[Any, Any]]) -> KeyedTablesStateHandle:
         return KeyedTablesStateHandle(max_parallelism, key_group_range, dict(state_kinds),
                                       {name: _pickle_chunks(table) for name, table in tables.items()})
 

@@ -13,11 +13,13 @@ the policy (to refuse TTL, which it does not support) and the layouts (to unwrap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import StateDescriptor, StateKind, StateTtlConfig
+
 
 class TtlValue:
     """A user value and the processing time (ms) of its last access. Owned by one live table: the handles renew
@@ -53,7 +55,7 @@ class TtlPolicy:
     cleanup_for_every_record: bool
 
     @staticmethod
-    def of(descriptor: StateDescriptor) -> "TtlPolicy | None":
+    def of(descriptor: StateDescriptor) -> TtlPolicy | None:
         """The policy of `descriptor`, or None when it has no TTL (none set, or update type Disabled)."""
         config = descriptor.ttl_config
         if config is None:

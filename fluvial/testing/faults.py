@@ -39,9 +39,10 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from fluvial.common.processes import children
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences

@@ -73,7 +73,7 @@ class KeySequenceSource(Source[KeySequenceSplit]):
             first += size
         return splits
 
-    def create_reader(self, task_info: Any) -> "KeySequenceReader":
+    def create_reader(self, task_info: Any) -> KeySequenceReader:
         return KeySequenceReader(self.records_per_second)
 
     def default_name(self) -> str:

@@ -60,7 +60,7 @@ class ScriptedSource(Source[ScriptSplit]):
     def create_splits(self, parallelism: int) -> list[ScriptSplit]:
         return [ScriptSplit("script")]
 
-    def create_reader(self, task_info: Any) -> "ScriptReader":
+    def create_reader(self, task_info: Any) -> ScriptReader:
         return ScriptReader(self.script, self.unbounded)
 
     def max_parallelism(self) -> int:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.cluster.job_details import JobDetails
+from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics.snapshot import JobMetricsSnapshot
 

@@ -59,7 +59,7 @@ class EmbeddedWeb:
         self._prometheus: WebServer | None = None
         self._stopped = threading.Event()
 
-    def start(self) -> "EmbeddedWeb":
+    def start(self) -> EmbeddedWeb:
         config = self._configuration
         host = config.get("rest.bind-address")
         try:

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PID, STARTED
 

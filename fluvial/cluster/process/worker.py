@@ -20,8 +20,9 @@ import pickle
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -93,7 +94,7 @@ class ControlLink:
 
     # -- collected records, with a credit window so the client's memory stays bounded ---------------------------
 
-    def collect_target(self, collect_id: str) -> "CollectChannel":
+    def collect_target(self, collect_id: str) -> CollectChannel:
         return CollectChannel(self, collect_id)
 
     def collect_writable(self, collect_id: str) -> bool:

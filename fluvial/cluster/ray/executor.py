@@ -8,8 +8,8 @@ from typing import Any
 
 from fluvial.cluster.compile import job_graph as job_graph_of
 from fluvial.cluster.ray.cluster import RayCluster
-from fluvial.cluster.ray.runtime_environment import runtime_environment
 from fluvial.cluster.ray.connection import connect
+from fluvial.cluster.ray.runtime_environment import runtime_environment
 from fluvial.cluster.ray.settings import RaySettings
 
 

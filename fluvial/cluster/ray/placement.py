@@ -27,7 +27,7 @@ class TaskManagerLayout:
     slots_each: int
 
     @classmethod
-    def for_job(cls, required_slots: int, slots_per_task_manager: int | None) -> "TaskManagerLayout":
+    def for_job(cls, required_slots: int, slots_per_task_manager: int | None) -> TaskManagerLayout:
         slots_each = slots_per_task_manager or 1
         return cls(max(1, math.ceil(required_slots / slots_each)), slots_each)
 

@@ -108,7 +108,7 @@ class SessionCluster:
 
     # -- 1 --------------------------------------------------------------------------------------------------------
 
-    def start(self) -> "SessionCluster":
+    def start(self) -> SessionCluster:
         refuse_if_running(self._file)
         try:
             self._start_task_managers()

@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from fluvial.cluster.code_shipping import job_modules, pickled_by_value, prepare_for_shipping
 from fluvial.cluster.compile import job_graph as job_graph_of
 from fluvial.cluster.session.remote_job_client import RemoteJobClient
 from fluvial.cluster.session.rest_client import ClusterAddress, RestClusterClient
-from fluvial.cluster.code_shipping import job_modules, pickled_by_value, prepare_for_shipping
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import ConfigurationError
 

@@ -57,7 +57,7 @@ class ClusterAddress:
     port: int
 
     @staticmethod
-    def parse(text: str) -> "ClusterAddress":
+    def parse(text: str) -> ClusterAddress:
         """`HOST:PORT` (Flink's `-m`), `[IPv6]:PORT`, or an http:// URL of the REST API."""
         value = text.strip().removeprefix("http://").rstrip("/")
         host, separator, port = value.rpartition(":")
@@ -75,7 +75,7 @@ class ClusterAddress:
     def __str__(self) -> str:
         return self.url.removeprefix("http://")
 
-    def same_as(self, other: "ClusterAddress") -> bool:
+    def same_as(self, other: ClusterAddress) -> bool:
         """Both name one endpoint: the same port, and hosts that resolve to a common address (localhost and
         127.0.0.1 are the same cluster)."""
         if self.port != other.port:
@@ -208,7 +208,7 @@ class RestClusterClient:
                 return response.read()
         except urllib.error.HTTPError as error:
             raise self._error(method, path, error) from None
-        except (urllib.error.URLError, ConnectionError, socket.timeout) as error:
+        except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
             raise ClusterUnreachable(f"no session cluster answers at {self.address.url} ({reason}): start one "
                                      "(fluvial cluster start), or check the address (-m HOST:PORT)") from None

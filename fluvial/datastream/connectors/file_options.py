@@ -23,11 +23,11 @@ class FileEnumeratorProvider(enum.Enum):
     BLOCK_SPLITTING = "block-splitting"
 
     @staticmethod
-    def default_splitting_file_enumerator() -> "FileEnumeratorProvider":
+    def default_splitting_file_enumerator() -> FileEnumeratorProvider:
         return FileEnumeratorProvider.BLOCK_SPLITTING
 
     @staticmethod
-    def default_non_splitting_file_enumerator() -> "FileEnumeratorProvider":
+    def default_non_splitting_file_enumerator() -> FileEnumeratorProvider:
         return FileEnumeratorProvider.NON_SPLITTING
 
 
@@ -44,7 +44,7 @@ class FileSplitAssignerProvider(enum.Enum):
     LOCALITY_AWARE = "locality-aware"
 
     @staticmethod
-    def locality_aware_split_assigner() -> "FileSplitAssignerProvider":
+    def locality_aware_split_assigner() -> FileSplitAssignerProvider:
         return FileSplitAssignerProvider.LOCALITY_AWARE
 
 
@@ -61,11 +61,11 @@ class FileCompactor:
     delimiter: bytes | None = None
 
     @staticmethod
-    def concat_file_compactor(file_delimiter: bytes | None = None) -> "FileCompactor":
+    def concat_file_compactor(file_delimiter: bytes | None = None) -> FileCompactor:
         return FileCompactor("concat", file_delimiter)
 
     @staticmethod
-    def identical_file_compactor() -> "FileCompactor":
+    def identical_file_compactor() -> FileCompactor:
         return FileCompactor("identical")
 
 
@@ -76,7 +76,7 @@ class FileCompactStrategy:
     num_compact_threads: int = 1
 
     @staticmethod
-    def builder() -> "FileCompactStrategyBuilder":
+    def builder() -> FileCompactStrategyBuilder:
         return FileCompactStrategyBuilder()
 
 
@@ -86,15 +86,15 @@ class FileCompactStrategyBuilder:
         self._checkpoints = 1
         self._threads = 1
 
-    def enable_compaction_on_checkpoint(self, num_checkpoints_before_compaction: int) -> "FileCompactStrategyBuilder":
+    def enable_compaction_on_checkpoint(self, num_checkpoints_before_compaction: int) -> FileCompactStrategyBuilder:
         self._checkpoints = num_checkpoints_before_compaction
         return self
 
-    def set_size_threshold(self, size_threshold: int) -> "FileCompactStrategyBuilder":
+    def set_size_threshold(self, size_threshold: int) -> FileCompactStrategyBuilder:
         self._size = size_threshold
         return self
 
-    def set_num_compact_threads(self, num_compact_threads: int) -> "FileCompactStrategyBuilder":
+    def set_num_compact_threads(self, num_compact_threads: int) -> FileCompactStrategyBuilder:
         self._threads = num_compact_threads
         return self
 

@@ -21,8 +21,9 @@ import codecs
 import os
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
@@ -60,10 +61,10 @@ class StreamFormat(abc.ABC):
     """How a file's bytes become records. Picklable; opens a `FormatReader` per file at run time."""
 
     @abc.abstractmethod
-    def open_reader(self, path: str, offset: int) -> "FormatReader": ...
+    def open_reader(self, path: str, offset: int) -> FormatReader: ...
 
     @staticmethod
-    def text_line_format(charset_name: str = "UTF-8") -> "TextLineFormat":
+    def text_line_format(charset_name: str = "UTF-8") -> TextLineFormat:
         """One record per line, decoded with `charset_name` (which must encode "\\n" as one byte)."""
         return TextLineFormat(charset_name)
 
@@ -105,7 +106,7 @@ class TextLineFormat(StreamFormat):
                 f"split at byte offsets; convert the files to UTF-8 or another ASCII-compatible charset"
             )
 
-    def open_reader(self, path: str, offset: int) -> "TextLineReader":
+    def open_reader(self, path: str, offset: int) -> TextLineReader:
         return TextLineReader(path, offset, self.charset_name)
 
 
@@ -212,7 +213,7 @@ class FileSource(Source[Any]):
     discovery_interval_ms: int | None = None
 
     @staticmethod
-    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> FileSourceBuilder:
         if not isinstance(stream_format, StreamFormat):
             raise InvalidJobError(
                 f"for_record_stream_format takes a StreamFormat (e.g. StreamFormat.text_line_format(), "
@@ -220,7 +221,7 @@ class FileSource(Source[Any]):
         return FileSourceBuilder(stream_format, paths)
 
     @staticmethod
-    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> FileSourceBuilder:
         if not isinstance(bulk_format, BulkFormat):
             raise InvalidJobError(
                 f"for_bulk_file_format takes a BulkFormat (e.g. ParquetColumnarRowInputFormat(...)), got "
@@ -246,7 +247,7 @@ class FileSource(Source[Any]):
         splits.extend(FileSourceSplit(path, path, 0) for path in files)
         return splits
 
-    def create_reader(self, task_info: TaskInfo) -> "FileSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> FileSourceReader:
         return FileSourceReader(self.stream_format, self.discovery_interval_ms)
 
     def default_name(self) -> str:
@@ -266,7 +267,7 @@ class FileSourceBuilder:
         self._paths = tuple(resolve_path(p) for p in paths)
         self._interval: int | None = None
 
-    def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
+    def monitor_continuously(self, discovery_interval: Duration | int) -> FileSourceBuilder:
         interval = to_millis(discovery_interval)
         if interval <= 0:
             raise InvalidJobError(
@@ -275,18 +276,18 @@ class FileSourceBuilder:
         self._interval = interval
         return self
 
-    def process_static_file_set(self) -> "FileSourceBuilder":
+    def process_static_file_set(self) -> FileSourceBuilder:
         self._interval = None
         return self
 
-    def set_file_enumerator(self, file_enumerator: Any) -> "FileSourceBuilder":
+    def set_file_enumerator(self, file_enumerator: Any) -> FileSourceBuilder:
         """Only the non-splitting enumerator (files are read whole); see `file_options`."""
         from fluvial.datastream.connectors.file_options import check_enumerator
 
         check_enumerator(file_enumerator)
         return self
 
-    def set_split_assigner(self, split_assigner: Any) -> "FileSourceBuilder":
+    def set_split_assigner(self, split_assigner: Any) -> FileSourceBuilder:
         """The locality-aware assigner: on one machine every split is local (`file_options`)."""
         from fluvial.datastream.connectors.file_options import check_split_assigner
 

@@ -16,8 +16,9 @@ Runtime contract (beyond `source.py`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -54,7 +55,7 @@ class HybridSource(Source[HybridSplit]):
         self.sources = tuple(sources)
 
     @staticmethod
-    def builder(first_source: Any) -> "HybridSourceBuilder":
+    def builder(first_source: Any) -> HybridSourceBuilder:
         return HybridSourceBuilder(first_source)
 
     def get_boundedness(self) -> Boundedness:
@@ -75,7 +76,7 @@ class HybridSource(Source[HybridSplit]):
                         result.append(HybridSplit(position, None))  # a hole, so later splits keep their subtask
         return result
 
-    def create_reader(self, task_info: TaskInfo) -> "HybridSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> HybridSourceReader:
         return HybridSourceReader(self.sources, task_info)
 
     def max_parallelism(self) -> int | None:
@@ -93,7 +94,7 @@ class HybridSourceBuilder:
     def __init__(self, first_source: Any) -> None:
         self._sources = [_check_source(first_source)]
 
-    def add_source(self, source: Any) -> "HybridSourceBuilder":
+    def add_source(self, source: Any) -> HybridSourceBuilder:
         self._sources.append(_check_source(source))
         return self
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.io import InputFormat
@@ -50,11 +51,11 @@ class AvroSchema:
         self._json = json.dumps(document)
 
     @staticmethod
-    def parse_string(json_schema: str) -> "AvroSchema":
+    def parse_string(json_schema: str) -> AvroSchema:
         return AvroSchema(json_schema)
 
     @staticmethod
-    def parse_file(file_path: str) -> "AvroSchema":
+    def parse_file(file_path: str) -> AvroSchema:
         with open(file_path, encoding="utf-8") as handle:
             return AvroSchema(handle.read())
 

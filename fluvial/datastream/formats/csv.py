@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import _create_row
@@ -125,7 +126,7 @@ class CsvSchema:
     any_property_name: str | None = None
 
     @staticmethod
-    def builder() -> "CsvSchemaBuilder":
+    def builder() -> CsvSchemaBuilder:
         return CsvSchemaBuilder()
 
     def get_type_info(self) -> RowTypeInfo:
@@ -138,7 +139,7 @@ class CsvSchema:
         return len(self.columns)
 
     def __str__(self) -> str:
-        return "CsvSchema(%s)" % ", ".join(f"{c.name}: {c.type_info!r}" for c in self.columns)
+        return "CsvSchema(" + ", ".join(f"{c.name}: {c.type_info!r}" for c in self.columns) + ")"
 
     # -- reading and writing rows (shared by the file formats and the row schemas) ---------------------------
 
@@ -213,11 +214,11 @@ class CsvSchemaBuilder:
     def __init__(self) -> None:
         self._schema = CsvSchema()
 
-    def _set(self, **changes: Any) -> "CsvSchemaBuilder":
+    def _set(self, **changes: Any) -> CsvSchemaBuilder:
         self._schema = replace(self._schema, **changes)
         return self
 
-    def _add(self, column: _Column) -> "CsvSchemaBuilder":
+    def _add(self, column: _Column) -> CsvSchemaBuilder:
         if any(c.name == column.name for c in self._schema.columns):
             raise InvalidJobError(f"CSV schema has two columns named {column.name!r}")
         return self._set(columns=self._schema.columns + (column,))
@@ -227,10 +228,10 @@ class CsvSchemaBuilder:
         _scalar_parser(element, name)
         return self._add(_Column(name, Types.OBJECT_ARRAY(element), separator))
 
-    def add_boolean_column(self, name: str) -> "CsvSchemaBuilder":
+    def add_boolean_column(self, name: str) -> CsvSchemaBuilder:
         return self._add(_Column(name, Types.BOOLEAN()))
 
-    def add_number_column(self, name: str, number_type: TypeInformation | None = None) -> "CsvSchemaBuilder":
+    def add_number_column(self, name: str, number_type: TypeInformation | None = None) -> CsvSchemaBuilder:
         number = number_type or Types.LONG()
         if not (isinstance(number, BasicTypeInfo) and number.basic_type in (
                 BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.BIG_INT,
@@ -238,66 +239,66 @@ class CsvSchemaBuilder:
             raise InvalidJobError(f"add_number_column takes a numeric type (e.g. Types.INT()), got {number!r}")
         return self._add(_Column(name, number))
 
-    def add_string_column(self, name: str) -> "CsvSchemaBuilder":
+    def add_string_column(self, name: str) -> CsvSchemaBuilder:
         return self._add(_Column(name, Types.STRING()))
 
-    def add_columns_from(self, schema: CsvSchema) -> "CsvSchemaBuilder":
+    def add_columns_from(self, schema: CsvSchema) -> CsvSchemaBuilder:
         for column in schema.columns:
             self._add(column)
         return self
 
-    def clear_columns(self) -> "CsvSchemaBuilder":
+    def clear_columns(self) -> CsvSchemaBuilder:
         return self._set(columns=())
 
-    def set_allow_comments(self, allow: bool = True) -> "CsvSchemaBuilder":
+    def set_allow_comments(self, allow: bool = True) -> CsvSchemaBuilder:
         return self._set(allow_comments=bool(allow))
 
-    def set_any_property_name(self, name: str) -> "CsvSchemaBuilder":
+    def set_any_property_name(self, name: str) -> CsvSchemaBuilder:
         from fluvial.common.errors import NotYetSupportedError
 
         raise NotYetSupportedError("CSV 'any property' columns are not supported yet; declare every column")
 
-    def disable_array_element_separator(self) -> "CsvSchemaBuilder":
+    def disable_array_element_separator(self) -> CsvSchemaBuilder:
         return self._set(array_element_separator="")
 
-    def remove_array_element_separator(self, index: int) -> "CsvSchemaBuilder":
+    def remove_array_element_separator(self, index: int) -> CsvSchemaBuilder:
         columns = list(self._schema.columns)
         columns[index] = replace(columns[index], array_separator=None)
         return self._set(columns=tuple(columns))
 
-    def set_array_element_separator(self, separator: str) -> "CsvSchemaBuilder":
+    def set_array_element_separator(self, separator: str) -> CsvSchemaBuilder:
         return self._set(array_element_separator=separator)
 
-    def set_column_separator(self, char: str) -> "CsvSchemaBuilder":
+    def set_column_separator(self, char: str) -> CsvSchemaBuilder:
         if not isinstance(char, str) or len(char) != 1:
             raise InvalidJobError(f"the column separator is one character, got {char!r}")
         return self._set(column_separator=char)
 
-    def disable_escape_char(self) -> "CsvSchemaBuilder":
+    def disable_escape_char(self) -> CsvSchemaBuilder:
         return self._set(escape_char=None)
 
-    def set_escape_char(self, char: str) -> "CsvSchemaBuilder":
+    def set_escape_char(self, char: str) -> CsvSchemaBuilder:
         return self._set(escape_char=char)
 
-    def set_line_separator(self, separator: str) -> "CsvSchemaBuilder":
+    def set_line_separator(self, separator: str) -> CsvSchemaBuilder:
         return self._set(line_separator=separator)
 
-    def set_null_value(self, null_value: str) -> "CsvSchemaBuilder":
+    def set_null_value(self, null_value: str) -> CsvSchemaBuilder:
         return self._set(null_value=null_value)
 
-    def disable_quote_char(self) -> "CsvSchemaBuilder":
+    def disable_quote_char(self) -> CsvSchemaBuilder:
         return self._set(quote_char=None)
 
-    def set_quote_char(self, char: str) -> "CsvSchemaBuilder":
+    def set_quote_char(self, char: str) -> CsvSchemaBuilder:
         return self._set(quote_char=char)
 
-    def set_skip_first_data_row(self, skip: bool = True) -> "CsvSchemaBuilder":
+    def set_skip_first_data_row(self, skip: bool = True) -> CsvSchemaBuilder:
         return self._set(skip_first_data_row=bool(skip))
 
-    def set_strict_headers(self, strict: bool = True) -> "CsvSchemaBuilder":
+    def set_strict_headers(self, strict: bool = True) -> CsvSchemaBuilder:
         return self._set(strict_headers=bool(strict))
 
-    def set_use_header(self, use: bool = True) -> "CsvSchemaBuilder":
+    def set_use_header(self, use: bool = True) -> CsvSchemaBuilder:
         return self._set(use_header=bool(use))
 
     def size(self) -> int:
@@ -323,7 +324,7 @@ class CsvReaderFormat(BulkFormat):
     charset: str = "utf-8"
 
     @staticmethod
-    def for_schema(schema: CsvSchema) -> "CsvReaderFormat":
+    def for_schema(schema: CsvSchema) -> CsvReaderFormat:
         if not isinstance(schema, CsvSchema):
             raise InvalidJobError(f"CsvReaderFormat.for_schema takes a CsvSchema, got {schema!r}")
         schema._parsers()  # every column readable, checked now
@@ -416,7 +417,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             self._schema = _schema_for(type_info, "CsvRowDeserializationSchema")
             self._ignore = False
 
-        def _set(self, **changes: Any) -> "CsvRowDeserializationSchema.Builder":
+        def _set(self, **changes: Any) -> CsvRowDeserializationSchema.Builder:
             self._schema = replace(self._schema, **changes)
             return self
 
@@ -442,7 +443,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             self._ignore = bool(ignore_parse_errors)
             return self
 
-        def build(self) -> "CsvRowDeserializationSchema":
+        def build(self) -> CsvRowDeserializationSchema:
             return CsvRowDeserializationSchema(self._schema, self._ignore, self._type_info)
 
 
@@ -461,7 +462,7 @@ class CsvRowSerializationSchema(SerializationSchema):
         def __init__(self, type_info: Any) -> None:
             self._schema = _schema_for(type_info, "CsvRowSerializationSchema")
 
-        def _set(self, **changes: Any) -> "CsvRowSerializationSchema.Builder":
+        def _set(self, **changes: Any) -> CsvRowSerializationSchema.Builder:
             self._schema = replace(self._schema, **changes)
             return self
 
@@ -486,5 +487,5 @@ class CsvRowSerializationSchema(SerializationSchema):
         def set_null_literal(self, s: str):
             return self._set(null_value=s)
 
-        def build(self) -> "CsvRowSerializationSchema":
+        def build(self) -> CsvRowSerializationSchema:
             return CsvRowSerializationSchema(self._schema)

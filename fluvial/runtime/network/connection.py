@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.runtime.network.auth import AuthenticationError, accept_handshake, connect_handshake
 from fluvial.runtime.network.framing import FrameKind, FrameReader, FrameWriter

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.runtime.network.framing import FrameKind
 from fluvial.runtime.records import ChannelBroken, EndOfInput

@@ -554,7 +554,7 @@ def test_no_order_of_events_completes_a_checkpoint_twice_or_leaves_one_pending(e
             for task in ALL if kind == "ack_all" else [ALL[a]]:
                 answer(task, checkpoint_id, lambda t, c: coordinator.receive_acknowledge(t, c, {}))
         elif kind == "decline":
-            answer(ALL[0], checkpoint_id, lambda t, c: coordinator.receive_decline(t, c, a, ""))
+            answer(ALL[0], checkpoint_id, lambda t, c, a=a: coordinator.receive_decline(t, c, a, ""))
         elif kind == "time":
             rig.timer.advance(a)
         elif kind == "trigger":

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from fluvial.cluster.code_shipping import capture_classes, job_modules, pickled_by_value
 from fluvial.cluster.session.cluster_file import ClusterRecord, ProcessRecord, write_cluster_file
 from fluvial.cluster.session.remote_executor import check_remote_configuration
 from fluvial.cluster.session.remote_job_client import remote_failure
 from fluvial.cluster.session.rest_client import ClusterAddress, find_token
-from fluvial.cluster.code_shipping import capture_classes, job_modules, pickled_by_value
 from fluvial.common import Configuration
 from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.wire import dumps_code
