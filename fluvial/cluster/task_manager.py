@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
@@ -31,10 +32,11 @@ from fluvial.cluster.messages import (
 )
 from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.common.executors import SingleThreadExecutor
-from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelRegistry
+from fluvial.runtime.channels import ALL_ATTEMPTS, Channels
 from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
+from fluvial.runtime.operators.runtime_context import CollectTarget
 from fluvial.runtime.task import Task, TaskServices
 
 logger = logging.getLogger(__name__)
@@ -98,7 +100,8 @@ class JobCheckpointStorage:
 
 
 class TaskManager:
-    def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry, collect_target: Any = None) -> None:
+    def __init__(self, index: int, number_of_slots: int, channels: Channels,
+                 collect_target: Callable[[str], CollectTarget] | None = None) -> None:
         self.index = index
         self.number_of_slots = number_of_slots
         self.resource_id = f"tm-{index}-{os.urandom(4).hex()}"  # unique among the TaskManagers of a process

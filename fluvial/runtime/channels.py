@@ -51,6 +51,18 @@ class Channel(Protocol):
     def set_producer_waker(self, wake: Callable[[], None]) -> None: ...
 
 
+class Channels(Protocol):
+    """Where a TaskManager's tasks get their channels: a ChannelRegistry (TaskManagers as threads) or, in a
+    TaskManager process, ProcessChannels (`fluvial.runtime.network.data_plane`), which are remote when the peer
+    lives in another process."""
+
+    def output_channel(self, channel_id: ChannelId, peer: int) -> Channel: ...
+
+    def input_channel(self, channel_id: ChannelId, peer: int) -> Channel: ...
+
+    def release_attempts_before(self, job_id: str, attempt: int) -> None: ...
+
+
 def _noop() -> None:
     pass
 

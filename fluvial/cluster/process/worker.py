@@ -22,7 +22,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -53,6 +53,10 @@ from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection, connect
 from fluvial.runtime.network.framing import FrameKind
+
+if TYPE_CHECKING:
+    from fluvial.cluster.task_manager import TaskManager
+    from fluvial.runtime.network.data_plane import DataPlane, ProcessChannels
 
 logger = logging.getLogger(__name__)
 
@@ -210,10 +214,10 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
 class TaskManagerEndpoint:
     """A TaskManager serving behind its control connection: what control messages are dispatched to."""
 
-    task_manager: Any
-    channels: Any
+    task_manager: TaskManager
+    channels: ProcessChannels
     link: ControlLink
-    data_plane: Any
+    data_plane: DataPlane
 
     def dispatch(self, message: Any) -> None:
         """One control message from the JobMaster's side, as a TaskManagerGateway call (or a directory update,
@@ -264,7 +268,7 @@ def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
         endpoint.close()
 
 
-def dispatch_control(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:
+def dispatch_control(message: Any, task_manager: TaskManager, channels: ProcessChannels, link: ControlLink) -> None:
     if isinstance(message, DeploymentEnvelope):
         deployment = _open(message, task_manager.index)
         if isinstance(deployment, TaskFailure):
@@ -278,7 +282,7 @@ def dispatch_control(message: Any, task_manager: Any, channels: Any, link: Contr
     handle(message, task_manager, channels, link)
 
 
-def _deploy(message: DeployTask, task_manager: Any, channels: Any, link: ControlLink) -> None:
+def _deploy(message: DeployTask, task_manager: TaskManager, channels: ProcessChannels, link: ControlLink) -> None:
     task_manager.register_job_master(message.spec.job_id, link)
     task_manager.submit_task(message)
 

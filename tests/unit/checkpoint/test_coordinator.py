@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluvial.checkpoint.coordinator import RETRY_MS, CheckpointCoordinator, CheckpointPlan
+from fluvial.checkpoint.coordinator import RETRY_MS, CheckpointCoordinator
 from fluvial.checkpoint.failure_manager import CheckpointFailuresExceededError
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason as Reason
 from fluvial.checkpoint.pending import AckResult
+from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.storage import SubtaskState, create_checkpoint_storage
 from fluvial.checkpoint.store import CompletedCheckpointStore
 from fluvial.datastream.checkpoint_config import CheckpointSettings
