@@ -26,18 +26,22 @@ Protocol, numbered:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.metadata import SubtaskState
 from fluvial.checkpoint.pending import AckResult, PendingCheckpoint
 from fluvial.checkpoint.plan import CheckpointTasks, Task
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
+
+if TYPE_CHECKING:
+    from fluvial.datastream.checkpoint_config import CheckpointSettings
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +67,8 @@ class CheckpointStats:
     last_duration_ms: int = 0
     last_size_bytes: int = 0
     last_failure: str | None = None
-    history: list[dict] = field(default_factory=list)
-    last_restored: dict | None = None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
+    history: list[dict[str, Any]] = field(default_factory=list)
+    last_restored: dict[str, Any] | None = None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
 
 
 class CheckpointCoordinator:
@@ -74,7 +78,7 @@ class CheckpointCoordinator:
         self,
         *,
         job_id: str,
-        settings: Any,
+        settings: CheckpointSettings,
         storage: Any,
         store: CompletedCheckpointStore,
         tasks: CheckpointTasks,
@@ -234,7 +238,7 @@ class CheckpointCoordinator:
 
     # -- acknowledgements ---------------------------------------------------------------------------------------
 
-    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: dict) -> AckResult:
+    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: Mapping[str, SubtaskState]) -> AckResult:
         pending = self._pending.get(checkpoint_id)
         if pending is None:
             if checkpoint_id >= self._next_id:
@@ -259,7 +263,7 @@ class CheckpointCoordinator:
         why = f"subtask {task} declined it: {reason.value}" + (f" ({detail})" if detail else "")
         self._abort(checkpoint_id, reason, why, from_task=True)
 
-    def _discard_late_state(self, checkpoint_id: int, states: dict) -> None:
+    def _discard_late_state(self, checkpoint_id: int, states: Mapping[str, SubtaskState]) -> None:
         """An ack for an aborted checkpoint: what it wrote belongs to no checkpoint any more."""
         shared = [handle for state in states.values() for handle in state.shared]
         storage = self.storage
@@ -362,7 +366,7 @@ class CheckpointCoordinator:
                         "latest_ack_timestamp": timestamp + duration_ms, **details})
         del history[:-self.HISTORY_SIZE]
 
-    def in_progress(self) -> list[dict]:
+    def in_progress(self) -> list[dict[str, Any]]:
         """The checkpoints triggered and not yet completed or failed, as the history lists them."""
         now = self._clock()
         entries = []
@@ -422,7 +426,9 @@ class CheckpointCoordinator:
                                                 is_savepoint=is_savepoint)
         if verdict is FailureVerdict.FAIL_JOB:
             logger.warning("job %s: %s", self.job_id, self._failures.job_failure)
-            self._tasks.fail_job(self._failures.job_failure)
+            failure = self._failures.job_failure
+            if failure is not None:  # FAIL_JOB always comes with the error
+                self._tasks.fail_job(failure)
         elif verdict is FailureVerdict.TOLERATED:
             logger.info("job %s: checkpoint %d counts as failed (%d in a row, %d tolerated)", self.job_id,
                         checkpoint_id, self._failures.consecutive_failures, self._failures.tolerable_failures)

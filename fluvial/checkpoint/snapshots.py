@@ -4,7 +4,10 @@ a restoring operator receives. Plain data: the runtime fills them; storage seria
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fluvial.checkpoint.metadata import StateHandle
 
 UNION_PREFIX = "union:"
 BROADCAST_PREFIX = "broadcast:"
@@ -23,7 +26,7 @@ class OperatorSnapshot:
     operator_id: str
     keyed: Any = None
     timers: dict[int, Any] | None = None
-    operator_state: dict[str, list] = field(default_factory=dict)
+    operator_state: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -35,7 +38,7 @@ class OperatorRestore:
     operator_id: str
     keyed: list[Any] = field(default_factory=list)
     timers: dict[int, Any] = field(default_factory=dict)
-    operator_state: dict[str, list] = field(default_factory=dict)
+    operator_state: dict[str, list[Any]] = field(default_factory=dict)
     checkpoint_id: int = 0
     owned: bool = False
     reader: Any = None  # reads the files keyed handles refer to (StateReader)
@@ -52,7 +55,7 @@ class RestoreAssignment:
     whole)."""
 
     checkpoint_id: int
-    keyed_handles: tuple
-    operator_handles: tuple
+    keyed_handles: tuple[StateHandle, ...]
+    operator_handles: tuple[tuple[StateHandle, ...], ...]
     old_parallelism: int
     owned: bool = False

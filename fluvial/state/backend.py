@@ -6,7 +6,7 @@ its only user (DESIGN 4: one thread owns a task), so no method locks anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -145,11 +145,11 @@ def no_key_error(state_name: str) -> StateError:
     )
 
 
-def build_state_handle(descriptor: Any, handle_classes: dict, *common: Any) -> Any:
+def build_state_handle(descriptor: Any, handle_classes: Mapping[StateKind, Callable[..., State]], *common: Any) -> State:
     """The handle a backend gives for `descriptor`: `handle_classes[kind](*common, name, *function)`, where a
     reducing state's class also receives the reduce function and an aggregating state's the AggregateFunction."""
     kind = getattr(descriptor, "kind", None)
-    handle_class = handle_classes.get(kind)
+    handle_class = handle_classes.get(kind) if isinstance(kind, StateKind) else None
     if handle_class is None:
         raise StateError(
             f"state {descriptor.name!r} has an unknown descriptor type {type(descriptor).__name__}: use a Value-, "

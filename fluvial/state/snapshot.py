@@ -161,7 +161,7 @@ def _loads(data: bytes, what: str) -> Any:
 
 def _pickle_chunks(table: dict[Any, Any]) -> list[bytes]:
     entries = iter(table.items())
-    chunks = []
+    chunks: list[bytes] = []
     dumps, islice = pickle.dumps, itertools.islice
     while True:
         chunk = dict(islice(entries, TABLE_CHUNK_ENTRIES))
@@ -173,7 +173,7 @@ def _pickle_chunks(table: dict[Any, Any]) -> list[bytes]:
 def key_groups_of(keys: Any, max_parallelism: int) -> list[int]:
     """The key group of each key, in order. This loop runs once per entry of a state, so it inlines the int-key
     case of `assign_to_key_group` (murmur fmix32 of the int's hash)."""
-    groups = []
+    groups: list[int] = []
     append = groups.append
     for key in keys:
         if type(key) is int:

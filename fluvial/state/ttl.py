@@ -36,7 +36,7 @@ class TtlValue:
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[TtlValue], tuple[Any, int]]:
         return (TtlValue, (self.value, self.timestamp))
 
     def __repr__(self) -> str:
@@ -130,7 +130,7 @@ class _ScalarLayout(TtlLayout):
     def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
         return TtlValue(copy(stored.value), stored.timestamp)
 
-    def oldest(self, stored: Any) -> int:
+    def oldest(self, stored: TtlValue) -> int:
         return stored.timestamp
 
 
@@ -153,7 +153,7 @@ class _ListLayout(TtlLayout):
     def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
         return [TtlValue(copy(e.value), e.timestamp) for e in stored]
 
-    def oldest(self, stored: Any) -> int:
+    def oldest(self, stored: list[TtlValue]) -> int:
         return min(e.timestamp for e in stored)
 
 
@@ -178,7 +178,7 @@ class _MapLayout(TtlLayout):
     def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
         return {k: TtlValue(copy(v.value), v.timestamp) for k, v in stored.items()}
 
-    def oldest(self, stored: Any) -> int:
+    def oldest(self, stored: dict[Any, TtlValue]) -> int:
         return min(v.timestamp for v in stored.values())
 
 
