@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 LOG := $(VENV)/install.log
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
@@ -28,7 +29,13 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	@touch $(STAMP)
 	@echo "==> $(VENV) is ready"
 
-demo: $(STAMP)
+# The demo needs fluvial and its dependencies alone; the test extra (Ray, pyarrow: hundreds of MB) is for `make test`.
+$(DEMO_STAMP): $(BIN)/python pyproject.toml constraints.txt
+	@echo "==> installing fluvial and what the demo needs (pinned by constraints.txt; log: $(LOG))"
+	@$(QUIETLY) $(PIP) install -c constraints.txt --no-build-isolation -e .
+	@touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/word_count.py
 	@echo "==> a live job for 20 s: open the dashboard's address (below) while it runs"
 	$(BIN)/fluvial run --web examples/live_clicks.py

@@ -10,7 +10,10 @@ a corrupted checkpoint, which must fail the job at once naming the file; in proc
 TaskManager process (a failover onto a replacement process). The table counts, over the committed
 output of every trial, the records lost, duplicated and out of order (all must be 0), and the recovery time
 from each fault to the first checkpoint completed after it. A fault this machine cannot inject (mounting a
-tmpfs needs privileges; TaskManager processes need process mode) is reported, not faked.
+tmpfs needs privileges; TaskManager processes need process mode) is reported, not faked. The last two columns
+count what the trials left behind (`fluvial.testing.faults`, step 4): processes of a job still running after it
+ended, and files left on disk (RocksDB working directories in the job's temporary directory, hidden part files
+in the output of a finished job). Both must be 0; what was left is listed under the table.
 """
 
 from __future__ import annotations
@@ -93,9 +96,16 @@ def row(backend: str, mode: ExecutionMode, results: list[TrialResult]) -> str:
     failed = sum(not result.passed for result in results)
     injected = "/".join(str(faults[kind]) for kind in SHORT if kind in faults) or "0"
     kinds = "/".join(SHORT[kind] for kind in SHORT if kind in faults)
+    running = sum(len(result.left_running) for result in results)
+    on_disk = sum(len(result.left_on_disk) for result in results)
     return (f"| {backend} | {mode.value} | {len(results)} | {sum(faults.values())} ({injected} {kinds}) | {lost} | "
             f"{duplicated} | {out_of_order} | {failed} | {percentile(recoveries, 0.5):.0f} ms | "
-            f"{percentile(recoveries, 0.99):.0f} ms |")
+            f"{percentile(recoveries, 0.99):.0f} ms | {running} | {on_disk} |")
+
+
+def leftovers(backend: str, mode: ExecutionMode, results: list[TrialResult]) -> list[str]:
+    return [f"- {backend}/{mode.value} seed {result.seed}: {what}" for result in results
+            for what in [*result.left_running, *result.left_on_disk]]
 
 
 def main(argv: list[str] | None = None) -> bool:
@@ -114,7 +124,7 @@ def main(argv: list[str] | None = None) -> bool:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # cleanups (mounts) still run
     kinds = [FaultKind[name.strip().upper()] for name in args.faults.split(",") if name.strip()]
     root = Path(args.workdir or tempfile.mkdtemp(prefix="fluvial-soak-"))
-    rows, ok = [], True
+    rows, left, ok = [], [], True
     started = time.monotonic()
     modes = [MODES[name.strip()] for name in args.modes.split(",") if name.strip()]
     for backend in args.backends.split(","):
@@ -125,13 +135,19 @@ def main(argv: list[str] | None = None) -> bool:
             results = soak(backend, mode, args, modal, root)
             ok &= all(result.passed for result in results)
             rows.append(row(backend, mode, results))
+            left += leftovers(backend, mode, results)
     print(f"Soak: {args.trials} seeded trials per backend and mode, {args.faults_per_trial} faults each "
           f"({time.monotonic() - started:.0f} s)")
     print("| backend | mode | trials | faults injected | lost | duplicated | out-of-order | failed trials | "
-          "recovery p50 | recovery p99 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "recovery p50 | recovery p99 | left running | left on disk |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for line in rows:
         print(line)
+    if left:
+        print("Left behind:")
+        print("\n".join(left))
+    if not args.workdir and not any(root.iterdir()):  # passed trials removed themselves; failed ones are kept
+        root.rmdir()
     return ok
 
 

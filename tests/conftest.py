@@ -10,7 +10,15 @@ stopped at the end by the PIDs of the node processes it started (`LocalRayCluste
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
+
+# fluvial's log files (one per embedded job) go to a directory of this run, removed at its end, and every record
+# fluvial logs reaches the root logger (pytest's capture, caplog), as if it propagated; read on `import fluvial`.
+_LOG_DIRECTORY = tempfile.mkdtemp(prefix="fluvial-test-logs-")
+os.environ.setdefault("FLUVIAL_LOG_DIR", _LOG_DIRECTORY)
+os.environ.setdefault("FLUVIAL_LOG_LEVEL", "NOTSET")
 
 # A Ray call after the session's cluster stopped must fail, never make Ray start a local instance of its own
 # (processes nobody would stop); read by Ray when it is first imported.
@@ -101,3 +109,7 @@ def postgres_with_password():
         yield server
     finally:
         server.close()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_LOG_DIRECTORY, ignore_errors=True)

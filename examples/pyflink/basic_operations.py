@@ -2,6 +2,8 @@
 reach the fields as `row.id` and `row.info`, as in PyFlink's basic_operations example."""
 
 import json
+import logging
+import sys
 
 from fluvial.common import Types
 from fluvial.datastream import StreamExecutionEnvironment
@@ -40,4 +42,5 @@ def main():
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")  # as PyFlink's example
     main()

@@ -2,6 +2,9 @@
 a timer two seconds of event time later; a firing timer prints the person's total. Timestamps come from the
 records, watermarks allow two seconds of disorder, and the end of the input fires every timer left."""
 
+import logging
+import sys
+
 from fluvial.common import Duration, WatermarkStrategy
 from fluvial.common.typeinfo import Types
 from fluvial.common.watermark_strategy import TimestampAssigner
@@ -40,4 +43,5 @@ def main():
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")  # as PyFlink's example
     main()

@@ -2,6 +2,8 @@
 process_json_data example)."""
 
 import json
+import logging
+import sys
 
 from fluvial.datastream import StreamExecutionEnvironment
 
@@ -27,4 +29,5 @@ def main():
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")  # as PyFlink's example
     main()

@@ -1,6 +1,9 @@
 """A running total per person in keyed ValueState (`Types.PICKLED_BYTE_ARRAY`), printed at every payment, as in
 PyFlink's state_access example."""
 
+import logging
+import sys
+
 from fluvial.common.typeinfo import Types
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.functions import KeyedProcessFunction, RuntimeContext
@@ -27,4 +30,5 @@ def main():
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")  # as PyFlink's example
     main()

@@ -3,6 +3,7 @@ tumbling_time, sliding_time, session_gap, session_dynamic_gap, tumbling_time_con
 counting the records of each, printed as `(key,start,end,count)`; the last fires every 5 ms of event time
 within 10 ms windows) or tumbling_count (count windows summing, `(key,sum)`)."""
 
+import logging
 import sys
 
 from fluvial.common import Time, Types, WatermarkStrategy
@@ -79,4 +80,5 @@ def main(variant):
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")  # as PyFlink's example
     main(sys.argv[1] if len(sys.argv) > 1 else "tumbling_time")

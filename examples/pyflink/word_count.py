@@ -1,6 +1,9 @@
 """Count words in batch mode (PyFlink's word_count example): RuntimeExecutionMode.BATCH makes the keyed reduce
 emit one final (word, count) per word instead of a running count per occurrence."""
 
+import logging
+import sys
+
 from fluvial.common import Types
 from fluvial.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 
@@ -31,4 +34,5 @@ def main():
 
 
 if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")  # as PyFlink's example
     main()

@@ -39,11 +39,13 @@ from fluvial.checkpoint.plan import CheckpointTasks, Task
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
+from fluvial.common.repeated_logs import limit_repeats
 
 if TYPE_CHECKING:
     from fluvial.datastream.checkpoint_config import CheckpointSettings
 
 logger = logging.getLogger(__name__)
+limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
 
 RETRY_MS = 10  # how soon to look again when a trigger is due but held back (concurrency, tasks not running)
 

@@ -8,8 +8,11 @@ import typer
 
 import fluvial
 from fluvial.cli.cluster import cluster_app
+from fluvial.cli.config import config
+from fluvial.cli.history import history_server
 from fluvial.cli.jobs import cancel, list_jobs, savepoint, stop
 from fluvial.cli.plan import plan
+from fluvial.cli.python_options import RunCommand
 from fluvial.cli.run import run
 
 app = typer.Typer(
@@ -40,12 +43,14 @@ def _root(
     """fluvial: stream processing with Flink's semantics and PyFlink's DataStream API, in Python."""
 
 
-app.command(context_settings=_JOB_FILE_COMMAND)(run)
+app.command(cls=RunCommand, context_settings=_JOB_FILE_COMMAND)(run)
 app.command(context_settings=_JOB_FILE_COMMAND)(plan)
 app.command("list")(list_jobs)
 app.command()(cancel)
 app.command()(savepoint)
 app.command()(stop)
+app.command()(config)
+app.command("history-server")(history_server)
 app.add_typer(cluster_app)
 
 

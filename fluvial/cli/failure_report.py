@@ -1,9 +1,10 @@
 """How a failure reads on the console: the clear message, then the user's own frames.
 
 A job's error surfaces through the runtime (mailbox, chain, operator) and a job file's error through the
-launcher (this CLI, runpy) and often the API that refused a call; none of those frames is what the user wrote,
-and they hide the one line that matters. So a report keeps only the frames outside fluvial and the launcher —
-in every exception of the chain — and says how many it hid. If no frame is left, the exception's own line is
+launcher (this CLI, runpy) and often the API that refused a call, or an installed library it called (cloudpickle,
+a client); none of those frames is what the user wrote, and they hide the one line that matters. So a report
+keeps only the frames outside fluvial, the launcher and installed packages (site-packages) — in every exception
+of the chain — and says how many it hid. If no frame is left, the exception's own line is
 the report. `--verbose` prints the complete traceback instead.
 """
 
@@ -18,7 +19,8 @@ from fluvial.common.errors import JobExecutionException
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(fluvial.__file__)) + os.sep
 _LAUNCHER_FILES = frozenset({os.path.abspath(runpy.__file__), "<frozen runpy>"})
-_VERBOSE_HINT = "({hidden} frames of fluvial and its launcher hidden; --verbose shows them)"
+_VERBOSE_HINT = "({hidden} frames of fluvial, its launcher and installed libraries hidden; --verbose shows them)"
+_LIBRARY_DIRS = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 def format_job_failure(failure: JobExecutionException, verbose: bool) -> str:
@@ -51,8 +53,11 @@ def user_traceback(error: BaseException) -> str:
 
 
 def is_internal_frame(filename: str) -> bool:
-    """A frame of fluvial's own code or of the machinery that launched the job file."""
-    return filename in _LAUNCHER_FILES or os.path.abspath(filename).startswith(_ENGINE_DIR)
+    """A frame of fluvial's own code, of the machinery that launched the job file, or of an installed library."""
+    if filename in _LAUNCHER_FILES:
+        return True
+    path = os.path.abspath(filename)
+    return path.startswith(_ENGINE_DIR) or any(directory in path for directory in _LIBRARY_DIRS)
 
 
 def _drop_internal_frames(report: traceback.TracebackException) -> int:

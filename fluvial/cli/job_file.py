@@ -66,16 +66,41 @@ def fail_no_job(job: Path) -> NoReturn:
     )
 
 
-def execute_job_file(job: Path, args: list[str]) -> ScriptResult:
-    """Run the file as `__main__` with sys.argv = [job, *args] and its directory first on sys.path; restore both
-    afterwards. Exceptions become the result; BaseExceptions other than SystemExit and KeyboardInterrupt (a
-    closed pipe, a captured plan) propagate."""
+def execute_job_file(job: Path, args: list[str], path_entries: list[str] | None = None) -> ScriptResult:
+    """Run the file as `__main__` with sys.argv = [job, *args], its directory first on sys.path and then
+    `path_entries` (-pyfs); restore both afterwards. Exceptions become the result; BaseExceptions other than
+    SystemExit and KeyboardInterrupt (a closed pipe, a captured plan) propagate."""
     path = os.path.abspath(job)
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(job), *args]
-    sys.path.insert(0, os.path.dirname(path))
+    return _execute(lambda: runpy.run_path(path, run_name="__main__"), str(job), args,
+                    [os.path.dirname(path), *(path_entries or ())])
+
+
+def execute_job_module(module: str, args: list[str], path_entries: list[str] | None = None) -> ScriptResult:
+    """Run `module` as `__main__` (`python -m MODULE`, Flink's -pym), found on `path_entries` (-pyfs) or the
+    interpreter's path; sys.argv[0] becomes the module's file. A module that cannot be found is a usage error."""
+    import importlib.util
+
+    saved_path = list(sys.path)
+    sys.path[:0] = list(path_entries or ())
     try:
-        runpy.run_path(path, run_name="__main__")
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    finally:
+        sys.path[:] = saved_path
+    if found is None:
+        fail_usage(f"-pym: no module named '{module}' on -pyfs nor on the interpreter's path: add the directory "
+                   "that holds it with -pyfs DIR")
+    return _execute(lambda: runpy.run_module(module, run_name="__main__", alter_sys=True), module, args,
+                    list(path_entries or ()))
+
+
+def _execute(main: Callable[[], Any], argv0: str, args: list[str], path_entries: list[str]) -> ScriptResult:
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [argv0, *args]
+    sys.path[:0] = path_entries
+    try:
+        main()
     except SystemExit as exit_:
         if exit_.code in (None, 0):
             return ScriptResult(ScriptOutcome.COMPLETED)

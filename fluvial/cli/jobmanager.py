@@ -29,12 +29,14 @@ from fluvial.cluster.session.cluster import (
     cluster_configuration,
 )
 from fluvial.cluster.session.cluster_file import log_directory, private_directory
+from fluvial.common.configuration import Configuration
 from fluvial.common.errors import FluvialError
+from fluvial.common.logs import FORMAT, own_process, rotating_handler
 from fluvial.web.session import serve_session
 
 logger = logging.getLogger(__name__)
 
-LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(threadName)s] - %(message)s"
+LOG_FORMAT = FORMAT
 
 
 def log_file() -> Path:
@@ -60,8 +62,9 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def configure_logging(foreground: bool) -> None:
+    own_process()
     private_directory(log_directory())
-    handlers: list[logging.Handler] = [logging.FileHandler(log_file(), encoding="utf-8")]
+    handlers: list[logging.Handler] = [rotating_handler(log_file(), Configuration().get("env.log.max"))]
     if foreground:
         handlers.append(logging.StreamHandler(sys.stderr))
     root = logging.getLogger()

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from fluvial.cli.console import fail_usage
-from fluvial.common.configuration import Configuration
+from fluvial.common.configuration import OPTIONS, Configuration
 from fluvial.common.errors import ConfigurationError
 
 PARALLELISM_KEY = "parallelism.default"
@@ -70,9 +70,10 @@ class LaunchOptions:
     allow_non_restored_state: bool = False
     target: str | None = None
     detached: bool = False
+    python_settings: tuple[tuple[str, str, str], ...] = ()  # (key, value, the option that gave it): -pyfs, -pyreq...
 
     def to_configuration(self) -> Configuration:
-        """The options as configuration: `-D` pairs in order, then `-p`, `-t`, `-d`, `-s` and `-n`, so a flag wins
+        """The options as configuration: `-D` pairs in order, then `-p`, the `-py...` options, `-t`, `-d`, `-s` and `-n`, so a flag wins
         over a `-D` of the same key (as in Flink). Raises LaunchOptionError."""
         configuration = Configuration()
         for pair in self.properties:
@@ -80,6 +81,8 @@ class LaunchOptions:
             _set(configuration, key, value, f"-D {pair}")
         if self.parallelism is not None:
             _set(configuration, PARALLELISM_KEY, str(self.parallelism), f"-p {self.parallelism}")
+        for key, value, option in self.python_settings:
+            _set(configuration, key, value, option)
         if self.target is not None:
             _set(configuration, TARGET_KEY, self.target, f"--target {self.target}")
         if self.detached:
@@ -105,10 +108,12 @@ def _split_property(pair: str) -> tuple[str, str]:
 
 
 def _set(configuration: Configuration, key: str, value: str, option: str) -> None:
-    """Set and parse the key now, so a bad key or value fails before the job file runs, naming `option`."""
+    """Set and parse the key now, so a bad key or value fails before the job file runs, naming `option`. A key
+    outside the engine's namespaces is the program's own (`-D my-app.threshold=5`), kept for it to read."""
     try:
         configuration.set_string(key, value)
-        configuration.get(key)
+        if key in OPTIONS:
+            configuration.get(key)
     except ConfigurationError as problem:
         raise LaunchOptionError(f"{option}: {problem}") from None
 

@@ -5,7 +5,14 @@ stderr, and fails with the job's failure); with `--target ray` on a Ray cluster.
 on Ray) each job is submitted and left running: its id is printed, and it is never cancelled.
 
 Options (Flink's) come before JOB; everything after JOB is the job's own sys.argv[1:], options included, so
-`fluvial run job.py -p 4` hands `-p 4` to the job. The run fails with exit code 2 when the file never submits a
+`fluvial run job.py -p 4` hands `-p 4` to the job. Flink's Python options work as in `flink run`: `-py job.py`
+names the job file, `-pym package.module` a module to run (with `-pyfs` the files and directories it is found
+in), and what follows either is the job's (`python_options.py`).
+
+As `flink run` does, each job the file submits is announced with `Job has been submitted with JobID <id>` and,
+once `execute()` returns, `Job Runtime: N ms`. On a session cluster these lines go to stdout (the jobs' own output
+goes to the cluster's `jobmanager.out`, as in Flink); an embedded job prints its records to this process's
+stdout, so there they go to stderr, keeping stdout for the job's data (`fluvial run job.py | sort`). The run fails with exit code 2 when the file never submits a
 job, 1 when a job or the file fails (the message and the user's frames on stderr), 130 on Ctrl-C, and 141 — with
 nothing printed — when the reader of its output goes away (`fluvial run job.py | head`). On Ctrl-C and on a
 closed pipe, the attached jobs still running are cancelled before fluvial exits (a detached job runs on).
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,12 +31,12 @@ import typer
 from fluvial.cli.closed_pipe import ClosedPipe, PipeWatch
 from fluvial.cli.console import ExitCode, VerboseOption, exit_with, fail_usage, verbose_logging
 from fluvial.cli.job_file import (
-    JobArgument,
     JobArguments,
     ScriptOutcome,
     ScriptResult,
     SubmittedJobs,
     execute_job_file,
+    execute_job_module,
     fail_no_job,
     observed_submissions,
     report,
@@ -46,14 +54,27 @@ from fluvial.cli.launch import (
     launched_with,
 )
 from fluvial.cli.progress import ConsoleProgress
+from fluvial.cli.python_options import (
+    PythonArchivesOption,
+    PythonExecutableOption,
+    PythonFileOption,
+    PythonFilesOption,
+    PythonModuleOption,
+    PythonRequirementsOption,
+    python_file_paths,
+)
 from fluvial.cli.target import parse_address
 from fluvial.cluster.session.remote_job_client import RemoteJobClient
 from fluvial.common.configuration import Configuration
+from fluvial.datastream.python_dependencies import sys_path_entry
 
 RunJobManagerOption = Annotated[
     str | None,
     typer.Option("-m", "--jobmanager", metavar="HOST:PORT",
                  help="Submit the jobs to the session cluster at this REST address (without -m they run embedded)."),
+]
+RunJobArgument = Annotated[
+    Path | None, typer.Argument(help="The job file: a Python program that calls env.execute() (or give it with -py).")
 ]
 WebOption = Annotated[
     bool,
@@ -66,7 +87,7 @@ CANCEL_WAIT_SECONDS = 10.0
 
 
 def run(
-    job: JobArgument,
+    job: RunJobArgument = None,
     args: JobArguments = None,
     parallelism: ParallelismOption = None,
     properties: PropertyOption = None,
@@ -76,13 +97,30 @@ def run(
     target: TargetOption = None,
     detached: DetachedOption = False,
     web: WebOption = False,
+    python: PythonFileOption = None,
+    py_module: PythonModuleOption = None,
+    py_files: PythonFilesOption = None,
+    py_requirements: PythonRequirementsOption = None,
+    py_archives: PythonArchivesOption = None,
+    py_executable: PythonExecutableOption = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Run JOB as `__main__`: its jobs on the embedded cluster, with -m on that session cluster, with --target ray
     on Ray. Options go before JOB; everything after JOB becomes the job's sys.argv[1:]."""
-    require_job_file(job)
+    job_args = list(args or ())
+    if py_module is not None:
+        job_args = ([str(job)] if job is not None else []) + job_args  # -pym: every argument is the module's
+    elif job is None:
+        fail_usage(NO_JOB_FILE)
+    else:
+        require_job_file(job)
+    path_entries = python_file_paths(py_files)
+    python_settings = tuple((key, value, f"{option} {value}") for key, value, option in (
+        ("python.files", ",".join(path_entries), "-pyfs"), ("python.requirements", py_requirements, "-pyreq"),
+        ("python.archives", py_archives, "-pyarch"), ("python.executable", py_executable, "-pyexec"),
+    ) if value)
     options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target,
-                            detached)
+                            detached, python_settings)
     configuration = launch_configuration(options)
     if jobmanager is not None:
         if target is not None and target != "remote":
@@ -97,27 +135,64 @@ def run(
                    f"{target}: give the cluster with -m HOST:PORT")
     if web and not configuration.contains_key("rest.port"):
         configuration.set_string("rest.port", "8081")
+    if web and not configuration.contains_key("local.rest.keep-serving"):
+        configuration.set_string("local.rest.keep-serving", "true")  # readable after the job ends, until Ctrl-C
     progress = ConsoleProgress() if jobmanager is not None and not detached else None
+    announce = FlinkLines(sys.stdout if jobmanager is not None else sys.stderr)
     jobs = SubmittedJobs()
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
-        observer = _keep_unless_closed(jobs, watch, web, progress, detached)
-        result = _run_watched(job, list(args or ()), configuration, observer)
+        observer = _keep_unless_closed(jobs, watch, web, progress, detached, announce)
+        client_path = list(dict.fromkeys(sys_path_entry(path) for path in path_entries))  # -pyfs, as Flink's client
+        main: Callable[[], ScriptResult]
+        if py_module is not None:
+            main = partial(execute_job_module, py_module, job_args, client_path)
+        elif job is not None:  # always: without -pym a job file was required above
+            main = partial(execute_job_file, job, job_args, client_path)
+        else:
+            fail_usage(NO_JOB_FILE)
+        result = _run_watched(main, configuration, observer, announce)
         if watch.check_now():
             _end_quietly(jobs)
     if result.outcome is ScriptOutcome.INTERRUPTED:
         jobs.cancel_running()
         jobs.wait(CANCEL_WAIT_SECONDS)
+    if web:
+        _keep_dashboard_until_interrupted(result.outcome is not ScriptOutcome.INTERRUPTED)
     report(result, verbose)
     if not jobs:
-        fail_no_job(job)
+        fail_no_job(job if py_module is None else Path(py_module))
 
 
-def _run_watched(job: Path, args: list[str], configuration: Configuration, observer: Callable[..., Any]) -> ScriptResult:
+NO_JOB_FILE = "give the job file: fluvial run JOB.py [ARGS]... (or -py JOB.py, or -pym MODULE)"
+
+
+class FlinkLines:
+    """The lines `flink run` prints about each job: its JobID once submitted, its runtime once `execute()` ran it
+    to its end."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def submitted(self, job_id: Any) -> None:
+        print(f"Job has been submitted with JobID {job_id}", file=self._stream, flush=True)
+
+    def finished(self, result: Any) -> None:
+        print(f"Program execution finished\nJob with JobID {result.get_job_id()} has finished.\n"
+              f"Job Runtime: {result.get_net_runtime()} ms", file=self._stream, flush=True)
+
+
+def _run_watched(main: Callable[[], ScriptResult], configuration: Configuration, observer: Callable[..., Any],
+                 announce: FlinkLines) -> ScriptResult:
+    from fluvial.datastream.stream_execution_environment import execution_listener
+
+    token = execution_listener.set(announce.finished)
     try:
         with launched_with(configuration), observed_submissions(observer):
-            return execute_job_file(job, args)
+            return main()
     except ClosedPipe:  # the job file wrote after the pipe closed: it ends here, as SIGPIPE would end it
         return ScriptResult(ScriptOutcome.COMPLETED)
+    finally:
+        execution_listener.reset(token)
 
 
 def _target_session_cluster(configuration: Configuration, jobmanager: str, detached: bool, web: bool) -> None:
@@ -133,7 +208,8 @@ def _target_session_cluster(configuration: Configuration, jobmanager: str, detac
 
 
 def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progress: ConsoleProgress | None = None,
-                        detached: bool = False) -> Callable[[Any, Callable[[Any], Any]], Any]:
+                        detached: bool = False, announce: FlinkLines | None = None,
+                        ) -> Callable[[Any, Callable[[Any], Any]], Any]:
     """The submission observer of `run`: keep each job's client (with --web, say where its dashboard is; on a
     session cluster, show its progress unless detached); refuse new jobs once the output is gone."""
 
@@ -141,15 +217,39 @@ def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progre
         if watch.closed:
             raise ClosedPipe()
         client = jobs.add(submit(pipeline))
+        if announce is not None and not isinstance(client, RemoteJobClient) and not client.detached:
+            announce.submitted(client.get_job_id())  # a session cluster's and a detached Ray job's executor says it
         if progress is not None and isinstance(client, RemoteJobClient):
             client.add_progress_listener(progress)
         endpoint = getattr(client, "web", None)
         if web and endpoint is not None and endpoint.address:
-            print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}", file=sys.stderr,
+            print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}\n"
+                  f"  with its access token (to cancel, savepoint or stop from the dashboard): "
+                  f"{endpoint.address}/#/job/{client.get_job_id()}?token={endpoint.token}", file=sys.stderr,
                   flush=True)
         return client
 
     return observe
+
+
+def _keep_dashboard_until_interrupted(wait: bool) -> None:
+    """--web: the jobs have ended, and their dashboards still serve; in a terminal, until the user presses
+    Ctrl-C (a run whose input is not a terminal — a script, CI — ends at once). Then they stop."""
+    import time
+
+    from fluvial.web.embedded import kept_servers, stop_kept_servers
+
+    try:
+        addresses = [endpoint.address for endpoint in kept_servers() if endpoint.address]
+        if wait and addresses and sys.stdin is not None and sys.stdin.isatty():
+            print(f"The jobs have ended; the dashboard stays at {', '.join(addresses)} until you press Ctrl-C.",
+                  file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_kept_servers()
 
 
 def _end_quietly(jobs: SubmittedJobs) -> None:

@@ -109,6 +109,7 @@ class JobDetails:
     running_since: int = -1  # wall-clock ms the job last switched to RUNNING
     failures: int = 0  # every failure seen, restarted from or not
     last_failure: FailureInfo | None = None  # the latest failure, whether the job restarted from it or not
+    execution_config: dict[str, Any] = field(default_factory=dict)  # Flink's GET /jobs/:jobid/config "execution-config"
 
     @property
     def start_time(self) -> int:
@@ -190,7 +191,7 @@ def build_job_details(job_master: JobMaster, timeline: JobTimeline) -> JobDetail
                       _vertices(job_graph, subtasks_of), _edges(job_graph),
                       _checkpoint_details(job_master.checkpointing), _copy_exceptions(scheduler.exceptions.entries),
                       scheduler.restarts, current_millis(), timeline.running_since, scheduler.failures,
-                      scheduler.last_failure_info)
+                      scheduler.last_failure_info, execution_config_of(job_graph))
 
 
 def unscheduled_job_details(job_graph: Any, status: JobStatus, status_timestamps: dict[str, int],
@@ -205,7 +206,25 @@ def unscheduled_job_details(job_graph: Any, status: JobStatus, status_timestamps
 
     return JobDetails(job_graph.job_id, job_graph.job_name, status, dict(status_timestamps),
                       _vertices(job_graph, subtasks_of), _edges(job_graph), CheckpointDetails(enabled=False),
-                      list(exceptions), 0, current_millis())
+                      list(exceptions), 0, current_millis(), execution_config=execution_config_of(job_graph))
+
+
+def execution_config_of(job_graph: Any) -> dict[str, Any]:
+    """What Flink's job configuration page shows: the execution mode, restart strategy, parallelism, object reuse,
+    the global job parameters ("user-config") — and fluvial's addition, every configuration key the job set."""
+    execution_config = getattr(job_graph, "execution_config", None)
+    configuration = getattr(job_graph, "configuration", None)
+    tolerance = getattr(job_graph, "fault_tolerance", None)
+    restart = getattr(tolerance, "restart_strategy", None)
+    return {
+        "execution-mode": "BATCH" if getattr(job_graph, "batch", False) else "PIPELINED",
+        "restart-strategy": (restart.get_description() if hasattr(restart, "get_description") else str(restart))
+                            if restart is not None else "default (from the cluster's configuration)",
+        "job-parallelism": max((vertex.parallelism for vertex in job_graph.vertices), default=1),
+        "object-reuse-mode": bool(execution_config.is_object_reuse_enabled()) if execution_config else False,
+        "user-config": execution_config.get_global_job_parameters() if execution_config else {},
+        "configuration": dict(sorted(configuration.to_dict().items())) if configuration is not None else {},
+    }
 
 
 def _vertices(job_graph: Any, subtasks_of: Any) -> list[VertexDetails]:

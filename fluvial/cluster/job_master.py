@@ -281,9 +281,13 @@ class JobMaster:
             return self._archive
 
     def stop_after_savepoint(self) -> None:
-        """stop-with-savepoint: the savepoint is complete, so the job ends as stopped (cancelled, in Flink's terms
-        for a job that is told to stop); its state lives on in the savepoint."""
-        self.cancel()
+        """stop-with-savepoint: the savepoint is complete, so the job ends — FINISHED, as in Flink, where a stopped
+        job's execute() returns its result; its state lives on in the savepoint."""
+        self._main.execute(self._stop)
+
+    def _stop(self) -> None:
+        logger.info("job %s (%s): stopping after its savepoint", self.job_graph.job_name, self.job_id)
+        self.scheduler.cancel(stopping=True)
 
     # -- the end ------------------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_details import JobDetails
+from fluvial.common import logs
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_status import JobStatus
@@ -56,6 +57,9 @@ class TaskManagerDetails:
     cpu_cores: int = 0
     physical_memory: int = 0
     last_heartbeat: int = 0  # wall-clock ms; in-process TaskManagers are always current
+    pid: int = 0  # the process it runs in (0: unknown)
+    log_file: str = ""  # where its log records go (the dashboard's TaskManager log page)
+    stdout_file: str = ""  # where what its jobs print goes; "" when that is a terminal
 
 
 @dataclass(slots=True)
@@ -85,6 +89,7 @@ class LocalDispatcher:
         self._lock = threading.Lock()
         self._clusters: dict[str, Any] = {}  # job id -> the MiniCluster that runs it, in submission order
         self._all_ended: list[Callable[[], None]] = []
+        self._job_end_listeners: list[Callable[[str], None]] = []
 
     # -- the jobs it knows ----------------------------------------------------------------------------------------
 
@@ -93,13 +98,22 @@ class LocalDispatcher:
         job_master = cluster.job_master
         with self._lock:
             self._clusters[job_master.job_id] = cluster
-        job_master.result.add_done_callback(lambda _: self._job_ended())
+        job_master.result.add_done_callback(lambda _: self._job_ended(job_master.job_id))
 
     def when_all_jobs_ended(self, callback: Callable[[], None]) -> None:
         """Call `callback` (on the thread that ended it) whenever the last running job ends."""
         self._all_ended.append(callback)
 
-    def _job_ended(self) -> None:
+    def when_job_ended(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(job_id)` (on the thread that ended the job) when a job has ended."""
+        self._job_end_listeners.append(listener)
+
+    def _job_ended(self, job_id: str) -> None:
+        for listener in self._job_end_listeners:
+            try:
+                listener(job_id)
+            except Exception:  # noqa: BLE001 - a listener's failure (a full disk) must not stop the others
+                logger.exception("job %s: a job-end listener failed", job_id)
         if all(cluster.job_master.result.done() for cluster in self._cluster_list()):
             for callback in self._all_ended:
                 callback()
@@ -152,11 +166,15 @@ class LocalDispatcher:
         managers = []
         for cluster in self._cluster_list():
             used = self._used_slots(cluster)
+            pids = cluster.processes.pids if cluster.processes is not None else []
+            log_file = str(logs.job_log_file(cluster.job_master.job_id, cluster.configuration))
             for task_manager in cluster.task_managers:
                 slots = task_manager.number_of_slots
+                pid = pids[task_manager.index] if task_manager.index < len(pids) else os.getpid()
                 managers.append(TaskManagerDetails(task_manager.resource_id, slots,
                                                    slots - len(used.get(task_manager.index, ())),
-                                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now))
+                                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now,
+                                                   pid=pid, log_file=log_file))
         return managers
 
     def overview(self) -> ClusterOverview:

@@ -22,6 +22,7 @@ from fluvial.cluster.collect import CollectBuffer
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.slots import offered_slots
+from fluvial.common import logs
 from fluvial.common.configuration import Configuration
 from fluvial.graph.job_graph import JobGraph
 
@@ -45,6 +46,7 @@ class MiniCluster:
         self.processes: Any = None  # TaskManagerProcesses in process mode
         self.job_master: JobMaster | None = None
         self.mode = "thread"
+        self._job_log: Any = None  # the handler writing the job's log file (logs.open_job_log)
 
     # -- what TaskManagers reach -------------------------------------------------------------------------------
 
@@ -66,6 +68,7 @@ class MiniCluster:
     # -- running a job ------------------------------------------------------------------------------------------
 
     def submit(self, job_graph: JobGraph) -> MiniClusterJobClient:
+        self._job_log = logs.open_job_log(job_graph.job_id, self.configuration)
         try:
             count, slots_each = self._start_task_managers(job_graph)
             job_master = JobMaster(job_graph, self.task_managers, offered_slots(count, slots_each),
@@ -129,6 +132,9 @@ class MiniCluster:
         self.shutdown()
 
     def shutdown(self) -> None:
+        if self._job_log is not None:
+            logs.close_job_log(self._job_log)
+            self._job_log = None
         if self.processes is not None:
             self.processes.shutdown()
         else:

@@ -51,10 +51,13 @@ from fluvial.common.errors import is_non_recoverable
 from fluvial.common.executors import Cancellable, ScheduledExecutor
 from fluvial.common.failure_info import FailureInfo
 from fluvial.common.job_status import JobStatus, checked_move
+from fluvial.common.logs import RAISED_TO_CALLER
+from fluvial.common.repeated_logs import limit_repeats
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 
 logger = logging.getLogger(__name__)
+limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
 
 RESOURCE_POLL_MS = 20
 RESOURCE_WAIT_MS = 60_000
@@ -86,6 +89,7 @@ class Scheduler:
                  resources: ResourceAvailability | None = None, restore_source: RestoreSource | None = None,
                  checkpointing: CheckpointingSetup | None = None) -> None:
         self.graph = graph
+        self._stopping = False  # cancel(stopping=True): stop-with-savepoint, which ends the job FINISHED
         self._slots = slots
         self._task_managers = task_managers
         self._timer = timer
@@ -185,7 +189,7 @@ class Scheduler:
             self._move(JobStatus.RESTARTING)
         else:
             logger.error("job %s: %s failed with %s: %s; %s", self.job_id, where, type(error).__name__, error,
-                         result.reason)
+                         result.reason, extra=RAISED_TO_CALLER)  # the caller gets it as JobExecutionException
             self.failure = failure
             self._move(JobStatus.FAILING)
         self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)
@@ -222,7 +226,7 @@ class Scheduler:
         elif status is JobStatus.FAILING:
             self._move(JobStatus.FAILED)
         elif status is JobStatus.CANCELLING:
-            self._move(JobStatus.CANCELED)
+            self._move(JobStatus.FINISHED if self._stopping else JobStatus.CANCELED)
         elif status is JobStatus.RUNNING:
             if self.graph.all_in(ExecutionState.FINISHED):
                 self._move(JobStatus.FINISHED)
@@ -296,9 +300,12 @@ class Scheduler:
         if self.graph.all_terminal():
             self._on_all_terminal()
 
-    def cancel(self) -> None:
+    def cancel(self, stopping: bool = False) -> None:
+        """Cancel every subtask; the job ends CANCELED, or with `stopping` (stop-with-savepoint, its savepoint
+        complete) FINISHED, as Flink ends a stopped job."""
         if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
             return
+        self._stopping = stopping
         self._cancel_pending_restart()
         self._move(JobStatus.CANCELLING)
         self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)

@@ -6,6 +6,7 @@ what failed and the fix — not a pickling traceback from a deployment, nor outp
 
 from __future__ import annotations
 
+from types import FunctionType, ModuleType
 from typing import Any
 
 from fluvial.common.errors import ConfigurationError, InvalidJobError
@@ -64,24 +65,88 @@ def check_functions_can_be_shipped(job_graph: Any) -> None:
             try:
                 dumps_code(node.operator)
             except Exception as error:  # noqa: BLE001 - re-raised with the culprit and the fix
-                culprit = _unpicklable_part(node.operator)
+                culprit = unpicklable_part(node.operator) or repr(node.operator)[:120]
                 raise InvalidJobError(
                     f"operator '{node.name}' cannot be sent to a TaskManager process: {culprit} cannot be pickled "
                     f"({type(error).__name__}: {error}). Create connections, locks, files and clients in the "
                     "function's open(), not in __init__ or a closure (or run in one process: "
                     "local.taskmanager.mode: thread)"
-                ) from error
+                ) from None  # the message says what pickling said; its frames are cloudpickle's, not the user's
 
 
-def _unpicklable_part(spec: Any, depth: int = 0) -> str:
-    """The innermost attribute, reachable from the operator's description, that does not pickle."""
-    fields = getattr(spec, "__dict__", None) or {name: getattr(spec, name, None)
-                                                 for name in getattr(spec, "__slots__", ())}
-    if depth < 4:
-        for name, value in fields.items():
-            try:
-                dumps_code(value)
-            except Exception:  # noqa: BLE001
-                inner = _unpicklable_part(value, depth + 1)
-                return inner if inner != repr(value)[:120] else f"{type(spec).__name__}.{name} = {inner}"
-    return repr(spec)[:120]
+_MAX_DEPTH = 6
+
+
+def unpicklable_part(value: Any, depth: int = 0) -> str | None:
+    """What the user wrote that does not pickle, reachable from `value` — the variable a function captures, the
+    attribute of the user's object — described in the user's terms; None when `value` pickles. fluvial's own
+    objects (operator descriptions, wrappers such as the one `output_type` adds) are looked through, unnamed."""
+    if _pickles(value):
+        return None
+    if isinstance(value, FunctionType):
+        return _function_part(value, depth)
+    if depth < _MAX_DEPTH:
+        for name, field in _fields(value):
+            inner = unpicklable_part(field, depth + 1)
+            if inner is None:
+                continue
+            if inner != _object(field) or _is_fluvials(value) or isinstance(value, (dict, list, tuple, set, frozenset)):
+                return inner  # the deeper part names itself; fluvial's wrappers and containers are looked through
+            return f"the attribute {_type_name(value)}.{name} ({_type_name(field)})"
+    return _object(value)
+
+
+def _function_part(function: FunctionType, depth: int) -> str:
+    code = function.__code__
+    where = f"{function.__qualname__} ({code.co_filename}, line {code.co_firstlineno})"
+    cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in function.__closure__ or ()
+                                        if _has_contents(cell))))
+    used_globals = {name: function.__globals__[name] for name in code.co_names if name in function.__globals__}
+    for name, captured in (*cells.items(), *used_globals.items()):
+        if isinstance(captured, ModuleType):
+            continue
+        inner = unpicklable_part(captured, depth + 1) if depth < _MAX_DEPTH else None
+        if inner is not None:
+            detail = "" if inner == _object(captured) else f": {inner}"
+            return f"the variable '{name}' ({_type_name(captured)}), which the function {where} uses{detail},"
+    return f"the function {where}"
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        dumps_code(value)
+    except Exception:  # noqa: BLE001 - any failure means it does not travel
+        return False
+    return True
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - reading it is the test: an empty cell raises
+    except ValueError:  # an empty cell: a variable not yet assigned
+        return False
+    return True
+
+
+def _fields(value: Any) -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [(repr(key), item) for key, item in value.items()]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [(f"[{index}]", item) for index, item in enumerate(value)]
+    fields = getattr(value, "__dict__", None)
+    if fields:
+        return list(fields.items())
+    return [(name, getattr(value, name)) for name in getattr(type(value), "__slots__", ()) if hasattr(value, name)]
+
+
+def _is_fluvials(value: Any) -> bool:
+    return type(value).__module__.split(".", 1)[0] == "fluvial"
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _object(value: Any) -> str:
+    return f"a {_type_name(value)} object"

@@ -38,6 +38,7 @@ from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
 from fluvial.runtime.operators.runtime_context import CollectTarget
 from fluvial.runtime.task import Task, TaskServices
+from fluvial.state.factory import release_job_directories
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +102,12 @@ class JobCheckpointStorage:
 
 class TaskManager:
     def __init__(self, index: int, number_of_slots: int, channels: Channels,
-                 collect_target: Callable[[str], CollectTarget] | None = None) -> None:
+                 collect_target: Callable[[str], CollectTarget] | None = None,
+                 on_stuck_task: Callable[[Task, int], None] | None = None) -> None:
+        """`on_stuck_task(task, timeout_ms)`: what a TaskManager process does with a task that did not cancel
+        within task.cancellation.timeout (it ends the process); None: abandon its thread (thread mode)."""
         self.index = index
+        self._on_stuck_task = on_stuck_task
         self.number_of_slots = number_of_slots
         self.resource_id = f"tm-{index}-{os.urandom(4).hex()}"  # unique among the TaskManagers of a process
         self._channels = channels
@@ -183,7 +188,10 @@ class TaskManager:
 
     def cancellation_timed_out(self, task: Task, timeout_ms: int) -> None:
         """CancellationTimeout, in thread mode: the task is CANCELED and its thread abandoned; later tasks run
-        on a new thread. (A TaskManager process would end itself here instead.)"""
+        on a new thread. A TaskManager process ends itself instead (`on_stuck_task`), as Flink's does."""
+        if self._on_stuck_task is not None and not task.state.is_terminal:
+            self._on_stuck_task(task, timeout_ms)
+            return
         if not task.abandon():
             return
         stuck = task.executor
@@ -223,6 +231,7 @@ class TaskManager:
         if receivers is not None:
             receivers.release_job(job_id)
         self._channels.release_attempts_before(job_id, ALL_ATTEMPTS)
+        release_job_directories(job_id)
 
     def _tasks_of(self, job_id: str) -> list[Task]:
         with self._lock:

@@ -76,6 +76,11 @@ def _parse_host(raw: str) -> str:
     return value
 
 
+def _parse_host_list(raw: str | list | tuple) -> tuple[str, ...]:
+    names = raw.split(",") if isinstance(raw, str) else list(raw)
+    return tuple(_parse_host(str(name)) for name in names if str(name).strip())
+
+
 _PROMETHEUS_FACTORIES = ("org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
                          "org.apache.flink.metrics.prometheus.PrometheusReporter")
 
@@ -144,6 +149,18 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
+        ConfigOption("jobmanager.archive.fs.dir", str, None,
+                     "directory (or file system URL) where finished jobs are archived for the history server"),
+        ConfigOption("historyserver.archive.fs.dir", str, None,
+                     "comma-separated directories the history server reads job archives from"),
+        ConfigOption("historyserver.archive.fs.refresh-interval", _parse_positive_duration_ms, 10_000,
+                     "how often the history server looks for new archives"),
+        ConfigOption("historyserver.web.port", _parse_port, 8082, "the history server's port (0: any free port)"),
+        ConfigOption("historyserver.web.address", _parse_host, "127.0.0.1", "the address the history server "
+                     "listens on"),
+        ConfigOption("env.log.dir", str, None, "directory of fluvial's log files (default: $FLUVIAL_LOG_DIR, else "
+                     "~/.fluvial/log)"),
+        ConfigOption("env.log.max", _parse_positive_int, 10, "rotated log files kept per log (each up to 100 MB)"),
         ConfigOption("execution.target", _one_of("local", "embedded", "remote", "ray"), "local",
                      "where jobs run: local (embedded), remote (a session cluster at rest.address:rest.port), ray"),
         ConfigOption("execution.attached", _parse_bool, True,
@@ -183,6 +200,9 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process", "auto"), "auto",
                      "TaskManagers as threads of this process, as processes, or auto: processes when the job's "
                      "highest parallelism is above 1"),
+        ConfigOption("local.rest.keep-serving", _parse_bool, False,
+                     "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
+                     "exits (`fluvial run --web` sets it, and waits for Ctrl-C)"),
         ConfigOption("taskmanager.bind-host", str, "127.0.0.1", "the address TaskManager listeners bind to"),
         ConfigOption("heartbeat.interval", _parse_duration_ms, 10_000, "TaskManager heartbeat interval"),
         ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
@@ -196,6 +216,9 @@ OPTIONS: dict[str, ConfigOption] = {
                      "how long a job submitted to a session cluster waits for free task slots before it fails"),
         ConfigOption("rest.bind-address", _parse_host, "127.0.0.1",
                      "the address the REST API, the dashboard and the Prometheus endpoint listen on"),
+        ConfigOption("rest.allowed-hosts", _parse_host_list, (),
+                     "Host names the REST API answers to besides its bind address and the loopback names "
+                     "(comma-separated; '*': any). Other Host headers are refused (DNS rebinding)"),
         ConfigOption("metrics.reporter.prom.port", _parse_port_range, None,
                      "serve the job's metrics in Prometheus' text format on this port (or the first free one of a "
                      "range 'from-to') while it runs"),
@@ -247,8 +270,8 @@ class UnsupportedOption:
         return key == self.key or key.startswith(namespace)
 
 
-_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address and rest.bind-address only; remove the "
-           "key (`fluvial run --web JOB.py` serves them for a job)")
+_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address, rest.bind-address and "
+           "rest.allowed-hosts only; remove the key (`fluvial run --web JOB.py` serves them for a job)")
 _NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
 
 UNSUPPORTED: tuple[UnsupportedOption, ...] = (
@@ -298,6 +321,16 @@ _ENGINE_NAMESPACES = (
 )
 
 
+# Flink's deprecated keys that still work there, and the key each is now: set or read, they mean the current key.
+DEPRECATED_KEYS = {
+    "pipeline.operator-chaining": "pipeline.operator-chaining.enabled",
+}
+
+
+def _current_key(key: str) -> str:
+    return DEPRECATED_KEYS.get(key, key) if isinstance(key, str) else key
+
+
 class Configuration:
     """A string-keyed map with Flink's typed getters and setters (PyFlink `pyflink.common.Configuration`)."""
 
@@ -305,6 +338,7 @@ class Configuration:
         self._data: dict[str, str] = dict(other._data) if other is not None else {}
 
     def set_string(self, key: str, value: str) -> Configuration:
+        key = _current_key(key)
         check_key(key)
         self._data[key] = str(value)
         return self
@@ -319,18 +353,18 @@ class Configuration:
         return self.set_string(key, str(float(value)))
 
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
-        return self._data.get(key, default_value)
+        return self._data.get(_current_key(key), default_value)
 
     def get_integer(self, key: str, default_value: int | None = None) -> int | None:
-        raw = self._data.get(key)
+        raw = self._data.get(_current_key(key))
         return default_value if raw is None else int(raw)
 
     def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
-        raw = self._data.get(key)
+        raw = self._data.get(_current_key(key))
         return default_value if raw is None else _parse_bool(raw)
 
     def get_float(self, key: str, default_value: float | None = None) -> float | None:
-        raw = self._data.get(key)
+        raw = self._data.get(_current_key(key))
         return default_value if raw is None else float(raw)
 
     def get_value(self, option: Any) -> Any:
@@ -354,10 +388,10 @@ class Configuration:
         return self.set_string(option.key(), text)
 
     def contains_key(self, key: str) -> bool:
-        return key in self._data
+        return _current_key(key) in self._data
 
     def remove_config(self, key: str) -> bool:
-        return self._data.pop(key, None) is not None
+        return self._data.pop(_current_key(key), None) is not None
 
     def key_set(self) -> set[str]:
         return set(self._data)
@@ -376,7 +410,7 @@ class Configuration:
         """The typed value of a known key: its parsed setting, or its default."""
         option = OPTIONS.get(key)
         if option is None:
-            raise ConfigurationError(f"'{key}' is not a configuration key fluvial knows; see OPTIONS")
+            raise ConfigurationError(f"unknown configuration key '{key}': {_unknown_key_hint(key)}")
         raw = self._data.get(key)
         if raw is None:
             return option.default
@@ -427,5 +461,5 @@ def _unknown_key_hint(key: str) -> str:
         return f"did you mean '{close[0]}'?"
     if key.startswith(_OWN_NAMESPACES):
         return "known keys: " + ", ".join(k for k in OPTIONS if k.startswith(_OWN_NAMESPACES))
-    return ("fluvial does not know it, so it would do nothing. Remove it; the keys fluvial knows are listed in "
-            "README.md (Configuration) and in fluvial.common.configuration.OPTIONS")
+    return ("fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists the keys fluvial "
+            "knows, with their defaults (`fluvial config PREFIX` those starting with PREFIX)")

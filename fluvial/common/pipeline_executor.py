@@ -25,9 +25,9 @@ _EXECUTORS = {
     "ray": "fluvial.cluster.ray.executor:RayExecutor",
 }
 
-# An embedded job that asks for its REST API and dashboard, or for a Prometheus endpoint, runs on the same
-# MiniCluster, served by the web layer while it runs (`fluvial.web.embedded`).
-_WEB_KEYS = ("rest.port", "metrics.reporter.prom.port")
+# An embedded job that asks for its REST API and dashboard, for a Prometheus endpoint, or to be archived for the
+# history server, runs on the same MiniCluster, served by the web layer while it runs (`fluvial.web.embedded`).
+_WEB_KEYS = ("rest.port", "metrics.reporter.prom.port", "jobmanager.archive.fs.dir")
 _LOCAL_WITH_WEB = "fluvial.web.embedded:WebLocalExecutor"
 
 

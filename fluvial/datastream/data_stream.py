@@ -321,6 +321,9 @@ class DataStream(_TransformationHandle):
         transformer = get_transformer() if callable(get_transformer) else None
         if transformer is not None:
             stream = transformer.apply(self)
+        with_input_type = getattr(sink, "with_input_type", None)
+        if callable(with_input_type):
+            sink = with_input_type(stream.get_type())
         return stream._sink(sink.default_name(), t.SinkSpec(sink))
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:

@@ -68,7 +68,8 @@ def set_executable(config: Configuration, python_exec: str) -> None:
     config.set_string(EXECUTABLE, python_exec)
 
 
-def _sys_path_entry(path: str) -> str:
+def sys_path_entry(path: str) -> str:
+    """What goes on sys.path for a `python.files` entry: a directory or archive itself, a file's directory."""
     if os.path.isdir(path) or path.endswith(_ARCHIVE_SUFFIXES):
         return path
     return os.path.dirname(path)
@@ -107,7 +108,7 @@ def apply(config: Configuration) -> Callable[[], None]:
     raw = config.get_string(FILES)
     if not raw:
         return _nothing
-    entries = list(dict.fromkeys(_sys_path_entry(p) for p in raw.split(FILE_DELIMITER) if p))
+    entries = list(dict.fromkeys(sys_path_entry(p) for p in raw.split(FILE_DELIMITER) if p))
     with _LOCK:
         for entry in entries:
             if _ON_PATH.get(entry):

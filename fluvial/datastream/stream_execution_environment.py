@@ -31,6 +31,12 @@ execution_interceptor: contextvars.ContextVar[Callable[[Any, Callable[[Any], Any
     contextvars.ContextVar("execution_interceptor", default=None)
 )
 
+# Called with the JobExecutionResult of each job `execute()` ran to its end, attached, before `execute()` returns:
+# `fluvial run` prints Flink's "Job Runtime: N ms" there, between the job's end and the program's next line.
+execution_listener: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
+    "execution_listener", default=None
+)
+
 # The configuration a launcher gives every environment the job creates (Flink's context environment): `fluvial run
 # -p 4 -D key=value -s PATH` sets it. An environment starts from it; the job's own Configuration, passed to
 # `get_execution_environment(config)` or `configure(config)`, and its setters override it, as in Flink.
@@ -473,12 +479,16 @@ class StreamExecutionEnvironment:
 
             return DetachedJobExecutionResult(client.get_job_id())
         try:
-            return client.get_job_execution_result().result()
+            result = client.get_job_execution_result().result()
         except KeyboardInterrupt:
             from fluvial.common.job_client import cancel_on_interrupt
 
             cancel_on_interrupt(client)
             raise
+        listener = execution_listener.get()
+        if listener is not None:
+            listener(result)
+        return result
 
     def execute_async(self, job_name: str | None = None) -> Any:
         """Submit the job and return its JobClient at once."""

@@ -62,3 +62,4 @@ class ReceivedBlockInfo:
     metadata: Any
     block_id: StreamBlockId
     store_result: Any
+    position: Any = None  # the upstream's position after this block, as the receiver passed it to store()

@@ -1,7 +1,11 @@
 """The receivers a TaskManager supervises (DESIGN 2.5): per job and receiver stream, its supervisor, block
 handler and ReceiverTracker. A stream's services start when the first task reading it is deployed on the
 TaskManager, outlive failovers of the job's tasks (the restored task finds them again and replays from its
-checkpointed position), and stop when the JobMaster releases the job. Receiver source readers reach them
+checkpointed position), and stop when the JobMaster releases the job. A receiver that gave up (stopped with an
+error once its restart strategy allowed no more restarts) is not left stopped: the restored task finds the
+stream with a new supervisor and a fresh restart budget, the blocks the old one stored kept — otherwise every
+restart of the job would fail at once with the same error, and the job would never recover once the upstream
+is back. Receiver source readers reach them
 through their SourceReaderContext (`TaskManagerReceivers.for_job`), never through a global registry.
 
 Write-ahead logs outlive the process, so a later run restored from a checkpoint finds them again. A stream's
@@ -27,7 +31,7 @@ from urllib.parse import unquote, urlparse
 
 from fluvial.common.errors import ConfigurationError
 from fluvial.receiver.handler import BlockManagerBasedBlockHandler, BlockStore, WriteAheadLogBasedBlockHandler
-from fluvial.receiver.supervisor import ReceiverSupervisor
+from fluvial.receiver.supervisor import ReceiverState, ReceiverSupervisor
 from fluvial.receiver.tracker import ReceiverTracker
 from fluvial.receiver.wal import WriteAheadLog
 
@@ -78,6 +82,24 @@ class ReceiverServices:
         if threshold is not None:
             handler.cleanup_old_blocks(threshold)
 
+    def revive(self, stream_id: int, receiver: Any, settings: ReceiverSettings) -> bool:
+        """Give the stream a new supervisor if its receiver stopped with an error (see the module docstring);
+        whether it did. Waits (bounded) until the old one's last blocks are tracked, so none is lost or reordered."""
+        old = self.supervisors[stream_id]
+        if receiver is None or settings is None or old.stop_error is None or old.state is not ReceiverState.STOPPED:
+            return False  # (a reader without its receiver only reads a stream that runs: unit tests)
+        if not old.finished.wait(settings.block_store_timeout_s):
+            _log.warning("receiver stream %s: the stopped receiver has not finished storing its blocks after "
+                         "%.0f s; it is not restarted yet", stream_id, settings.block_store_timeout_s)
+            return False
+        _log.info("receiver %s (stream %s) stopped with an error (%s); the restored task starts it again with a "
+                  "fresh restart budget", receiver.name(), stream_id, old.stop_message)
+        with self.lock:
+            self.ended.discard(stream_id)
+        supervisor = self.supervisors[stream_id] = new_supervisor(self, stream_id, receiver, settings)
+        supervisor.start()
+        return True
+
     def stop(self) -> None:
         for supervisor in self.supervisors.values():
             supervisor.stop("the job ended")
@@ -99,12 +121,14 @@ class TaskManagerReceivers:
         return JobReceivers(self, job_id, settings)
 
     def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings, operator_id: str = "",
-               log_directory: str | None = None) -> ReceiverServices:
+               log_directory: str | None = None, upstream_position: Any = None) -> ReceiverServices:
         with self._lock:
             services = self._streams.get((job_id, stream_id))
             if services is None:
                 services = self._streams[(job_id, stream_id)] = start_receiver_stream(
-                    job_id, stream_id, receiver, settings, operator_id, log_directory)
+                    job_id, stream_id, receiver, settings, operator_id, log_directory, upstream_position)
+            else:
+                services.revive(stream_id, receiver, settings)
             return services
 
     def services(self, job_id: str) -> list[ReceiverServices]:
@@ -137,8 +161,9 @@ class JobReceivers:
         self._settings = settings
 
     def stream(self, stream_id: int, receiver: Any, operator_id: str = "",
-               log_directory: str | None = None) -> ReceiverServices:
-        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings, operator_id, log_directory)
+               log_directory: str | None = None, upstream_position: Any = None) -> ReceiverServices:
+        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings, operator_id, log_directory,
+                                      upstream_position)
 
 
 def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id: str) -> str:
@@ -150,7 +175,8 @@ def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id
 
 
 def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings,
-                          operator_id: str = "", log_directory: str | None = None) -> ReceiverServices:
+                          operator_id: str = "", log_directory: str | None = None,
+                          upstream_position: Any = None) -> ReceiverServices:
     """Create the stream's tracker, block handler and supervisor, and start its receiver. With the write-ahead
     log on, its logs live in `log_directory` — the one a restored checkpoint names — or in a new generation
     directory of this run; the tracker recovers the blocks an earlier run logged there."""
@@ -169,6 +195,8 @@ def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: 
         if recovered:
             _log.info("stream %s recovered %d blocks from its write-ahead log %s", stream_id, recovered,
                       log_directory)
+    if upstream_position is not None:  # before the receiver starts: its on_start may ask for it at once
+        tracker.seed_position(stream_id, upstream_position)
     services = ReceiverServices(tracker, {}, {}, settings.checkpointing, log_directory=log_directory)
     store = BlockStore()
     if log_directory:
@@ -178,11 +206,16 @@ def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: 
     else:
         handler = BlockManagerBasedBlockHandler(store)
     services.handlers[stream_id] = handler
-    supervisor = services.supervisors[stream_id] = ReceiverSupervisor(
-        receiver, stream_id, handler, tracker.add_block, services._mark_ended,
-        settings.block_interval_s, settings.block_queue_size, settings.max_rate)
+    supervisor = services.supervisors[stream_id] = new_supervisor(services, stream_id, receiver, settings)
     supervisor.start()
     return services
+
+
+def new_supervisor(services: ReceiverServices, stream_id: int, receiver: Any,
+                   settings: ReceiverSettings) -> ReceiverSupervisor:
+    return ReceiverSupervisor(receiver, stream_id, services.handlers[stream_id], services.tracker.add_block,
+                              services._mark_ended, settings.block_interval_s, settings.block_queue_size,
+                              settings.max_rate, lambda: services.tracker.last_position(stream_id))
 
 
 def receiver_settings(configuration: Any, checkpoints: Any) -> ReceiverSettings:

@@ -15,12 +15,19 @@ Protocol, numbered:
 4. `stop(...)`: on_stop, then the BlockGenerator stops — flushing its last buffer and draining its queue —
    and reliable stores still in progress finish; only then is the stream marked ended, so every record stored
    before stop reaches the job. A reliable store that starts after stop raises (it must not be acknowledged).
-   `stop(message, error)` keeps `stop_error`, which the receiver source raises after the last block.
+   `stop(message, error)` keeps `stop_error`, which the receiver source raises after the last block. A
+   supervisor that stopped is never started again: when the job restores the stream's task, the stream's
+   services give it a new supervisor with a fresh restart budget (`ReceiverServices.revive`), as Flink
+   re-creates a failed source on restart.
 5. A block that cannot be stored durably (the write-ahead log failed past its retries, the tracker's log
    refused it) is never acknowledged, and the stream stops with that error: no later block is stored or
    tracked, so the job fails instead of finishing without the block, or emitting past a gap.
 Metadata given with single records (`store(record, metadata)`) is collected per block, in order, and reported
 as the block's `ReceivedBlockInfo.metadata` (a list); `store(list, metadata)` reports its metadata as given.
+A position given with a reliable store (`store(list, position=p)`: where the upstream is after these records)
+is tracked with the block — in the tracker's write-ahead log when it is on — and `last_stored_position()`
+answers the newest one, so a receiver that starts again resumes its upstream there instead of being re-sent
+what it stored but had not acknowledged.
 """
 
 from __future__ import annotations
@@ -55,7 +62,8 @@ class ReceiverState(enum.Enum):
 class ReceiverSupervisor(BlockGeneratorListener):
     def __init__(self, receiver: Any, stream_id: int, handler: Any, report_block: Callable[[ReceivedBlockInfo], bool],
                  on_stream_end: Callable[[int], None], block_interval: float, block_queue_size: int,
-                 max_rate: float = 0) -> None:
+                 max_rate: float = 0, stored_position: Callable[[], Any] = lambda: None) -> None:
+        self.last_stored_position = stored_position  # the newest position stored with a block (or None)
         self.receiver = receiver
         self.stream_id = stream_id
         self._handler = handler
@@ -79,6 +87,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self.errors: list[tuple[str, BaseException | None]] = []  # the newest MAX_KEPT_ERRORS
         self._backoff = _backoff_strategy(receiver)
         self._store_failure: BaseException | None = None
+        self.finished = threading.Event()  # set once stopped and every block it stored is tracked
         receiver.stream_id = stream_id
         receiver.attach_supervisor(self)
 
@@ -156,6 +165,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
                     self._reliable_done.wait()
         finally:
             self._on_stream_end(self.stream_id)
+            self.finished.set()
 
     def _call_on_stop(self) -> None:
         try:
@@ -189,7 +199,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
     def push_single_with_metadata(self, data: Any, metadata: Any) -> None:
         self._generator.add_data_with_callback(data, metadata)
 
-    def push_array(self, records: list, metadata: Any = None) -> None:
+    def push_array(self, records: list, metadata: Any = None, position: Any = None) -> None:
         """Reliable store: one block now, returning once it is stored and tracked. Raises ReceiverStoppedError
         after stop: the stream may have ended, so the block would never be emitted."""
         with self._lock:
@@ -200,7 +210,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
             self._reliable_in_flight += 1
         try:
             block_id = StreamBlockId(self.stream_id, -1 - next(self._unique))  # negative: never a generator id
-            self._push_block(block_id, list(records), metadata)
+            self._push_block(block_id, list(records), metadata, position)
         finally:
             with self._lock:
                 self._reliable_in_flight -= 1
@@ -221,7 +231,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
     def on_error(self, message: str, error: BaseException) -> None:
         self.report_error(message, error)
 
-    def _push_block(self, block_id: StreamBlockId, records: list, metadata: Any) -> None:
+    def _push_block(self, block_id: StreamBlockId, records: list, metadata: Any, position: Any = None) -> None:
         """Step 5 of the protocol: stored and tracked, or the stream stops with the error."""
         if self._store_failure is not None:
             raise ReceiverStoppedError(
@@ -229,7 +239,7 @@ class ReceiverSupervisor(BlockGeneratorListener):
                 f"durably ({self._store_failure}), so the stream stopped there") from self._store_failure
         try:
             result = self._handler.store_block(block_id, records)
-            info = ReceivedBlockInfo(self.stream_id, len(records), metadata, block_id, result)
+            info = ReceivedBlockInfo(self.stream_id, len(records), metadata, block_id, result, position)
             if not self._report_block(info):
                 raise ReceiverStoppedError(
                     f"the receiver tracker did not accept block {block_id} of stream {self.stream_id}: its "

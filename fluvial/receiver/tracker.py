@@ -102,11 +102,15 @@ class _StreamBlocks:
     next_sequence: int = 0
     cleaned_up_to: int = -1
     cleanup_logged_at_ms: int | None = None
+    last_position: Any = None  # the newest upstream position stored with a block (kept when blocks are dropped)
 
     def append(self, block: TrackedBlock) -> None:
         self.blocks.append(block)
         self.block_ids.add(block.info.block_id)
         self.next_sequence = block.sequence_number + 1
+        position = getattr(block.info, "position", None)  # (an info logged before positions existed has none)
+        if position is not None:
+            self.last_position = position
 
     def drop_through(self, position: int) -> list[ReceivedBlockInfo]:
         count = max(0, min(position - self.cleaned_up_to, len(self.blocks)))
@@ -231,6 +235,19 @@ class ReceiverTracker:
                 else "the write-ahead log is off: receiver.write-ahead-log.enable", position + 1)
             stream.drop_through(position)
             stream.cleanup_logged_at_ms = logged_at_ms
+
+    def last_position(self, stream_id: int) -> Any:
+        """The newest upstream position stored with a block of the stream (None: none was)."""
+        with self._lock:
+            return self._stream(stream_id).last_position
+
+    def seed_position(self, stream_id: int, position: Any) -> None:
+        """A restored source's checkpointed position, for a tracker that knows none newer (its write-ahead log
+        is off, or holds no block with a position): the receiver resumes after what the checkpoint emitted."""
+        with self._lock:
+            stream = self._stream(stream_id)
+            if stream.last_position is None:
+                stream.last_position = position
 
     def wal_clean_threshold_ms(self, stream_id: int) -> int | None:
         """The threshold for `cleanup_old_blocks` of the stream's receiver (its data WAL): the oldest WAL time

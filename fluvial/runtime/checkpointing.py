@@ -24,11 +24,13 @@ from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot, RestoreAssignment
 from fluvial.common.errors import UnreadableStateError
 from fluvial.common.executors import Executor
+from fluvial.common.repeated_logs import limit_repeats
 from fluvial.common.task_info import TaskInfo
 from fluvial.runtime.records import CheckpointBarrier
 from fluvial.state.snapshot import SnapshotType
 
 logger = logging.getLogger(__name__)
+limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
 
 SOURCE_SPLITS = "source-splits"
 

@@ -9,6 +9,7 @@ from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
 from fluvial.runtime.channel_selectors import build_selector
 from fluvial.runtime.channels import Channel
 from fluvial.runtime.deployment import OutputSpec
+from fluvial.runtime.operators.base import label_failure
 from fluvial.runtime.records import RecordBatch, Watermark
 
 
@@ -22,6 +23,7 @@ class RecordWriter:
         if self._single is not None and spec.partitioner.kind is PartitionerKind.CUSTOM:
             self._single = None  # a custom partitioner must still see (and validate) every record
         self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
+        self._partitioning = partitioning_name(spec.partitioner)
 
     def emit(self, batch: RecordBatch) -> None:
         self.records_out += len(batch.values)
@@ -29,14 +31,20 @@ class RecordWriter:
         if single is not None:
             single.push(batch)
             return
+        try:  # a key selector's failure is the key_by's, not the upstream operator's (innermost label wins)
+            if batch.timestamps is None:
+                parts = self._selector.split(batch.values)
+            else:
+                parts = self._timestamped_selector().split(list(zip(batch.values, batch.timestamps)))
+        except BaseException as error:
+            label_failure(error, self._partitioning)
+            raise
         if batch.timestamps is None:
-            parts = self._selector.split(batch.values)
             for channel, part in zip(self.channels, parts):
                 if part:
                     channel.push(RecordBatch(part))
             return
-        for channel, part in zip(self.channels, self._timestamped_selector().split(
-                list(zip(batch.values, batch.timestamps)))):
+        for channel, part in zip(self.channels, parts):
             if part:
                 channel.push(RecordBatch([p[0] for p in part], [p[1] for p in part]))
 
@@ -63,3 +71,17 @@ class RecordWriter:
             if not channel.writable():
                 return False
         return True
+
+
+def partitioning_name(spec: PartitionerSpec) -> str:
+    """How a failure of the edge's own user code is attributed: `key_by(<selector>)` or
+    `partition_custom(<partitioner>)`, as the job was written."""
+    def described(function: Any) -> str:
+        own = getattr(function, "__qualname__", None)
+        return own if own is not None else type(function).__name__
+
+    if spec.kind is PartitionerKind.CUSTOM:
+        return f"partition_custom({described(spec.custom_partitioner)})"
+    if spec.key_selector is not None:
+        return f"key_by({described(spec.key_selector)})"
+    return spec.kind.name.lower()

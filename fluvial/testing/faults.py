@@ -9,6 +9,11 @@ One trial, numbered:
 3. The job runs to its end; the committed output must hold every record exactly once (lost, duplicated and
    out-of-order all 0). A corrupted checkpoint is the exception: the job must fail at once, naming the damaged
    file, and what it committed before must be free of duplicates.
+4. Nothing may be left behind: no process started by any run of the job still running a few seconds after the
+   last run ended (each run carries TRIAL_VARIABLE in its environment, which its TaskManagers and launcher
+   inherit), nothing in the job's temporary directory (RocksDB working directories), and no hidden part file in
+   the output of a job that finished. What was left is reported (`left_running`, `left_on_disk`), and then
+   killed or removed so that trials do not pile up.
 
 The faults (FaultKind):
 - KILL: SIGKILL of the job's process — JobMaster and TaskManagers at once in thread mode; the trial starts the
@@ -36,7 +41,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -44,8 +48,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from fluvial.common.processes import children
+from fluvial.common.processes import children, kill, pid_running, processes_with, python_command
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
+
+TRIAL_VARIABLE = "FLUVIAL_FAULT_TRIAL"  # marks every process of a trial's job runs (step 4)
+LEFTOVER_GRACE_S = 5.0  # how long processes of an ended run may take to exit
 
 
 class FaultKind(enum.Enum):
@@ -99,12 +106,19 @@ class TrialResult:
     recovery_ms: list[float] = field(default_factory=list)
     report: ExactlyOnceReport | None = None
     outcome: str = "ok"  # "ok", "failed as expected: ..." (CORRUPT), or what went wrong
+    left_running: list[str] = field(default_factory=list)  # processes of the job still running after it (step 4)
+    left_on_disk: list[str] = field(default_factory=list)  # files and directories it left (step 4)
+
+    @property
+    def left_nothing(self) -> bool:
+        return not self.left_running and not self.left_on_disk
 
     @property
     def passed(self) -> bool:
         if self.outcome.startswith("failed as expected"):
-            return self.report is not None and self.report.duplicated == 0 and self.report.out_of_order == 0
-        return self.outcome == "ok" and self.report is not None and self.report.exactly_once
+            return self.report is not None and self.report.duplicated == 0 and self.report.out_of_order == 0 \
+                and not self.left_running
+        return self.outcome == "ok" and self.report is not None and self.report.exactly_once and self.left_nothing
 
 
 def completed_checkpoints(directory: Path) -> dict[int, Path]:
@@ -164,6 +178,25 @@ class FaultTrial:
             self._stop()
             for mount in reversed(self._mounts):
                 subprocess.run(["umount", str(mount)], check=False, capture_output=True)
+            self._account_for_leftovers()
+
+    def _account_for_leftovers(self) -> None:
+        """Step 4 of the module docstring."""
+        marker = str(self.workdir)
+        deadline = time.monotonic() + LEFTOVER_GRACE_S
+        while (running := processes_with(TRIAL_VARIABLE, marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in running:
+            self.result.left_running.append(f"pid {pid}: {_command_line(pid)}")
+            if pid_running(pid):
+                kill(pid)  # a process of this trial's job: it must not outlive the trial
+        temporary = self.workdir / "tmp"
+        self.result.left_on_disk += sorted(str(p.relative_to(self.workdir)) for p in temporary.iterdir())
+        for path in temporary.iterdir():
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        if not self.result.outcome.startswith("failed as expected"):  # a failed job may leave what it may commit
+            self.result.left_on_disk += sorted(str(p.relative_to(self.workdir)) for p in self.out.rglob(".*")
+                                               if p.is_file())
 
     def _judge(self) -> TrialResult:
         self.result.report = verify_sequences(self.out, self.settings.keys, self.settings.per_key)
@@ -171,7 +204,7 @@ class FaultTrial:
 
     def _start(self, restore: Path | None = None) -> None:
         s = self.settings
-        args = [sys.executable, "-m", "fluvial.testing.fault_job", "--checkpoints", str(self.checkpoints),
+        args = [*python_command("-m", "fluvial.testing.fault_job"), "--checkpoints", str(self.checkpoints),
                 "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
                 "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
                 "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms)]
@@ -179,7 +212,7 @@ class FaultTrial:
             args += ["--restore", str(restore)]
         self._runs += 1
         log = open(self.workdir / f"run-{self._runs}.log", "wb")
-        env = dict(os.environ, TMPDIR=str(self.workdir / "tmp"))
+        env = dict(os.environ, TMPDIR=str(self.workdir / "tmp"), **{TRIAL_VARIABLE: str(self.workdir)})
         self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
 
@@ -241,8 +274,9 @@ class FaultTrial:
             self._fill_disk_for(self.random.uniform(0.3, 1.0))
         elif kind is FaultKind.UNWRITABLE:
             self._unwritable_for(self.random.uniform(0.3, 1.0))
-        elif kind is FaultKind.KILL_TASKMANAGER:
-            self._kill_task_manager()
+        elif kind is FaultKind.KILL_TASKMANAGER and not self._kill_task_manager():
+            self.result.faults[kind] -= 1  # the job finished before it had a TaskManager to kill
+            return None
         self._recovered_after(before, started)
         return None
 
@@ -321,7 +355,8 @@ class FaultTrial:
             time.sleep(seconds)
             job_dir.chmod(mode)
 
-    def _kill_task_manager(self) -> None:
+    def _kill_task_manager(self) -> bool:
+        """SIGKILL one TaskManager process of the job; False when the job finished first."""
         if self._task_managers is None:
             raise FaultUnavailable(f"{FaultKind.KILL_TASKMANAGER.value} needs TaskManager processes: run the trial "
                                    "in process mode (TrialSettings(mode='process'))")
@@ -329,10 +364,21 @@ class FaultTrial:
 
         def started() -> bool:
             pids[:] = task_managers.pids()
-            return bool(pids)
+            return bool(pids) or self._finished()
 
         self._wait(started, "the job's TaskManager processes")
+        if not pids:
+            return False
         os.kill(self.random.choice(pids), signal.SIGKILL)
+        return True
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    except OSError:
+        return "?"
 
 
 def run_trial(workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),

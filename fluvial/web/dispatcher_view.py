@@ -10,6 +10,7 @@ savepoint without checkpointing, a shutdown of an embedded cluster, ...) raises 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from fluvial.cluster.job_details import JobDetails
@@ -51,6 +52,10 @@ class DispatcherView(Protocol):
         """The next buffers of records job `job_id`'s collect sink `collect_id` sent (each pickled, as the
         TaskManager sent it), waiting up to `timeout` seconds for the first; and whether that was the end. With
         `close`, the client reads no more: the buffer is dropped."""
+        ...
+
+    def when_job_ended(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(job_id)` when a job has ended (its archive is written then: archive.py)."""
         ...
 
     def shutdown_cluster(self) -> None:

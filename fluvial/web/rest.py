@@ -3,8 +3,11 @@ DispatcherView.
 
 Rules:
 - GET routes only read: none of them changes a job, triggers a checkpoint or starts anything.
-- Every other method needs the cluster's access token (`Authorization: Bearer <token>`) and answers 401
-  without it, before the request is looked at.
+- Every other method needs the cluster's access token, signed or as a bearer token, and answers 401 without
+  it, before the request is looked at; the answer to a signed request is signed, and a foreign Host header is
+  refused (`fluvial.web.auth`).
+- No answer is a pickle: a client never unpickles what a server says (whatever answers at an address could have
+  sent it). The one pickle that crosses is the job submission, client to server, from a holder of the token.
 - Errors are Flink's: `{"errors": ["what is wrong, and what to do"]}` with 400 (a bad request), 404 (no such
   job, vertex or route), 409 (the job cannot do that now) or 500.
 - Handlers are plain functions, run on a thread pool: they wait on JobMaster futures.
@@ -19,7 +22,7 @@ Routes:
   GET  /jobs/:jobid                      jid, name, state, times, vertices (with their I/O metrics), plan
   PATCH /jobs/:jobid?mode=cancel         cancel → 202
   GET  /jobs/:jobid/plan                 the dataflow plan
-  GET  /jobs/:jobid/details              fluvial's: the JobDetails pickled (a remote JobClient's get_job_details)
+  GET  /jobs/:jobid/details              fluvial's: the JobDetails as JSON (a remote JobClient's get_job_details)
   GET  /jobs/:jobid/metrics[?get=a,b]    the job's metrics (uptime, numRestarts, checkpoints)
   GET  /jobs/:jobid/exceptions           the root exception and the exception history
   GET  /jobs/:jobid/checkpoints          counts, latest, history, summary
@@ -31,6 +34,7 @@ Routes:
   POST /jobs/:jobid/stop                 {"targetDirectory", "drain"} → 202 {"request-id"}
   POST /jobs/:jobid/coordinators/:cid   {"timeout-ms", "close"} → the next collected buffers (see below)
   GET  /taskmanagers                     {"taskmanagers": [{"id", "slotsNumber", "freeSlots", ...}]}
+  GET  /jobs/:jobid/config, /taskmanagers/:tmid[/log|/stdout]   the dashboard's pages (pages.py)
   GET  /metrics                          every job's metrics in Prometheus' text format
   DELETE /cluster                        shut the cluster down → 200 {}
 
@@ -38,22 +42,25 @@ Collected records (`execute_and_collect` against a session cluster) take Flink's
 Flink's client posts a serialized CollectCoordinationRequest (a version and an offset) to the collect sink's
 operator coordinator and gets a CollectCoordinationResponse with the next results; here the path names the
 collect id (one collect sink each) and the request is "the next buffers": JSON `{"timeout-ms": <long-poll, at
-most 30000>, "close": <the client reads no more>}`. The answer is `application/x-fluvial-collect`: a pickled
-`(buffers, ended)`, each buffer pickled by the TaskManager that sent it (the JobManager never unpickles a
-record: it has none of the job's classes), `ended` once the job has ended and every buffer was taken. It is a
-POST, token-guarded: taking buffers changes what the next caller gets.
+most 30000>, "close": <the client reads no more>}`. The answer is JSON `{"buffers": [<base64>], "ended": bool}`:
+each buffer pickled by the TaskManager that sent it (the JobManager never unpickles a record: it has none of the
+job's classes), `ended` once the job has ended and every buffer was taken. It is a POST, token-guarded: taking
+buffers changes what the next caller gets. fluvial's client signs it and unpickles the buffers only from an
+answer signed with the cluster's token (`fluvial.common.request_signing`): records are the job's own objects,
+pickled by the TaskManagers that run the job's code, and trusted as that code is — never bytes from whatever
+answers at the address.
 """
 
 from __future__ import annotations
 
-import hmac
+import base64
 import json
 import logging
 import os
 import pickle
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,18 +71,20 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from fluvial.cluster.job_details_json import details_to_json
 from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
-from fluvial.cluster.session.rest_client import COLLECT_MEDIA_TYPE, DETAILS_MEDIA_TYPE, JOB_GRAPH_MEDIA_TYPE
+from fluvial.cluster.session.rest_client import JOB_GRAPH_MEDIA_TYPE
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
+from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
 from fluvial.web.dispatcher_view import DispatcherView
+from fluvial.web.pages import page_routes
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
 
@@ -87,24 +96,7 @@ class RequestError(Exception):
         self.status = status
 
 
-class TokenGuard:
-    """ASGI middleware: a request with a method other than GET, HEAD or OPTIONS needs the bearer token."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] == "http" and scope["method"] not in READ_METHODS:
-            given = dict(scope.get("headers", ())).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                response = JSONResponse(
-                    {"errors": [f"{scope['method']} {scope['path']} changes the cluster and needs its access token: "
-                                "send the header 'Authorization: Bearer <token>'"]},
-                    status_code=401, headers={"WWW-Authenticate": 'Bearer realm="fluvial"'})
-                await response(scope, receive, send)
-                return
-        await self._app(scope, receive, send)
+TokenGuard = RequestGuard  # the name before answers were signed
 
 
 class SavepointOperations:
@@ -136,10 +128,19 @@ class SavepointOperations:
             "stack-trace": "".join(traceback.format_exception(error)), "serialized-throwable": ""}}}
 
 
-def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000) -> Any:
-    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`."""
+def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000,
+               bind_host: str | None = None, extra_hosts: Iterable[str] = (),
+               archive_directory: str | None = None) -> Any:
+    """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`. Given the
+    address it is served on, it answers only to the Host names that address and `extra_hosts`
+    (rest.allowed-hosts) allow (`fluvial.web.auth.allowed_hosts`); else to any. With `archive_directory`
+    (jobmanager.archive.fs.dir), each job is archived there when it ends (archive.py)."""
     if not token:
         raise ValueError("the REST API needs an access token for its mutating routes")
+    if archive_directory:
+        from fluvial.web.archive import JobArchivist
+
+        JobArchivist(dispatcher, archive_directory).attach()
     api = _Api(dispatcher, refresh_interval_ms)
     routes = [
         Route("/", api.index, methods=["GET"]),
@@ -166,13 +167,15 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/jobs/{job_id}/stop", api.stop, methods=["POST"]),
         Route("/jobs/{job_id}/coordinators/{collect_id}", api.take_results, methods=["POST"]),
         Route("/taskmanagers", api.task_managers, methods=["GET"]),
+        *page_routes(dispatcher, RequestError),  # the job configuration and TaskManager pages' routes
         Route("/metrics", api.prometheus, methods=["GET"]),
         Route("/cluster", api.shutdown, methods=["DELETE"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
                                                        UnknownJobError: _unknown_job, RequestRefused: _refused,
                                                        Exception: _server_error})
-    return TokenGuard(app, token)
+    hosts = allowed_hosts(bind_host, extra_hosts) if bind_host is not None else frozenset({ANY_HOST})
+    return RequestGuard(app, token, hosts)
 
 
 def create_prometheus_app(dispatcher: DispatcherView) -> Any:
@@ -219,9 +222,8 @@ class _Api:
         return JSONResponse(views.job_json(self._view(request)))
 
     def details(self, request: Request) -> Response:
-        """fluvial's own: the JobDetails object itself, pickled, for a remote JobClient's get_job_details()
-        (plain data; unpickling it trusts this server, as a client that submitted code to it does)."""
-        return Response(pickle.dumps(self._view(request).details, protocol=5), media_type=DETAILS_MEDIA_TYPE)
+        """fluvial's own: the JobDetails, field by field as JSON, for a remote JobClient's get_job_details()."""
+        return JSONResponse(details_to_json(self._view(request).details))
 
     def plan(self, request: Request) -> Response:
         return JSONResponse(views.plan_json(self._view(request).details))
@@ -342,7 +344,8 @@ class _Api:
         job_id, collect_id = request.path_params["job_id"], request.path_params["collect_id"]
         buffers, ended = await _in_thread(
             lambda: self._dispatcher.take_results(job_id, collect_id, wait_ms / 1000, close))
-        return Response(pickle.dumps((buffers, ended), protocol=5), media_type=COLLECT_MEDIA_TYPE)
+        return JSONResponse({"buffers": [base64.b64encode(buffer).decode("ascii") for buffer in buffers],
+                             "ended": ended})
 
     def shutdown(self, request: Request) -> Response:
         """Flink's DELETE /cluster: the answer goes out, then the cluster shuts down."""

@@ -3,6 +3,11 @@
 Binding first means `port 0` gives a free port the caller learns at once, a busy port fails `start()` with a
 clear error instead of a log line on another thread, and a port the previous job of the same script still
 holds for a moment is retried for a few seconds. Loopback (127.0.0.1) unless the caller names an address.
+
+A request must arrive whole within `request_deadline` seconds of its connection (or of the previous answer on
+a kept-alive one): a peer that sends half a request and waits is disconnected, so slow peers cannot hold the
+server's connections (uvicorn's own keep-alive timeout only starts once an answer went out). The handler's own
+time — a long poll — is not limited.
 """
 
 from __future__ import annotations
@@ -19,11 +24,41 @@ from fluvial.common.errors import ResourceError
 logger = logging.getLogger(__name__)
 
 BIND_RETRY_SECONDS = 5.0
+REQUEST_DEADLINE_SECONDS = 10.0
+
+
+def _deadline_protocol(deadline: float) -> Any:
+    """uvicorn's HTTP/1.1 protocol, closing a connection whose request is not complete within `deadline`."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class DeadlineH11Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._request_deadline = self.loop.call_later(deadline, self._request_late)
+
+        def on_response_complete(self) -> None:
+            self._request_deadline.cancel()
+            self._request_deadline = self.loop.call_later(deadline, self._request_late)
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._request_deadline.cancel()
+            super().connection_lost(exc)
+
+        def _request_late(self) -> None:
+            cycle = self.cycle
+            waiting = cycle is None or cycle.response_complete or cycle.more_body  # no whole request to answer
+            if waiting and not self.transport.is_closing():
+                self.transport.close()
+
+    return DeadlineH11Protocol
 
 
 class WebServer:
-    def __init__(self, app: Any, host: str = "127.0.0.1", ports: tuple[int, int] = (0, 0), name: str = "web") -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", ports: tuple[int, int] = (0, 0), name: str = "web",
+                 request_deadline: float = REQUEST_DEADLINE_SECONDS) -> None:
         """`ports`: the first free port of the range [first, last] is taken (first == last: that port; 0: any)."""
+        self._request_deadline = request_deadline
         self._app = app
         self.host = host
         self._ports = ports
@@ -42,7 +77,8 @@ class WebServer:
 
         sock = self._bind()
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app, log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(self._app, log_level="warning", access_log=False, lifespan="off",
+                                http=_deadline_protocol(self._request_deadline))
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, args=(sock,), name=f"fluvial-{self.name}-{self.port}",
                                         daemon=True)

@@ -41,10 +41,12 @@ def overview_json(overview: ClusterOverview) -> dict[str, Any]:
             "flink-commit": "", "fluvial-version": fluvial.__version__}
 
 
-def config_json(refresh_interval_ms: int) -> dict[str, Any]:
+def config_json(refresh_interval_ms: int, history: bool = False) -> dict[str, Any]:
+    """The dashboard's settings; `history`: served by the history server (archived jobs, nothing to act on)."""
     return {"refresh-interval": refresh_interval_ms, "timezone-name": "UTC", "timezone-offset": 0,
             "flink-version": f"fluvial-{fluvial.__version__}", "flink-revision": "",
-            "features": {"web-submit": False, "web-cancel": False, "web-rescale": False, "web-history": False}}
+            "features": {"web-submit": False, "web-cancel": not history, "web-rescale": False,
+                         "web-history": history}}
 
 
 def task_managers_json(managers: list[TaskManagerDetails]) -> dict[str, Any]:

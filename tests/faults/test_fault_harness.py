@@ -20,6 +20,7 @@ def test_kills_and_user_exceptions_lose_and_duplicate_nothing(tmp_path, backend,
     assert result.passed, f"{result.outcome}: {result.report}"
     assert result.report.committed == SMALL.keys * SMALL.per_key
     assert len(result.recovery_ms) == 3
+    assert result.left_nothing, (result.left_running, result.left_on_disk)  # no process, directory, hidden part
 
 
 @pytest.mark.timeout(120)
@@ -41,11 +42,13 @@ def test_a_corrupt_checkpoint_fails_the_job_at_once_naming_the_file(tmp_path):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_task_manager_processes_killed_mid_job_lose_and_duplicate_nothing(tmp_path, backend):
-    settings = TrialSettings(SMALL.keys, SMALL.per_key, SMALL.rate, backend=backend, mode="process")
+    settings = TrialSettings(SMALL.keys, 2 * SMALL.per_key, SMALL.rate, backend=backend, mode="process")  # 2 s:
+    # long enough for two kills and their recoveries
     result = run_trial(tmp_path / "trial", 5, [FaultKind.KILL_TASKMANAGER, FaultKind.KILL_TASKMANAGER], settings)
+    assert result.left_nothing, (result.left_running, result.left_on_disk)
     assert result.faults == {FaultKind.KILL_TASKMANAGER: 2}
     assert result.passed, f"{result.outcome}: {result.report}"
-    assert result.report.committed == SMALL.keys * SMALL.per_key
+    assert result.report.committed == SMALL.keys * 2 * SMALL.per_key
 
 
 @pytest.mark.timeout(30)

@@ -233,22 +233,47 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.timeout(120)
-def test_ctrl_c_of_the_client_leaves_no_process_behind(tmp_path):
+@pytest.fixture
+def running_client(tmp_path):
+    """A client process (a session of its own) running a process-mode job: (the process, its TaskManagers'
+    pids, every process below it). Whatever of it is left is killed afterwards (only after a failure)."""
     script = tmp_path / "client.py"
     script.write_text(CLIENT)
     client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, start_new_session=True, cwd=Path(__file__).parents[2])
+    family: set[int] = set()
     try:
         line = client.stdout.readline()
         assert line.startswith("pids"), client.stderr.read()
         task_managers = [int(pid) for pid in line.split()[1:]]
-        family = descendants(client.pid) | set(task_managers)
+        family |= descendants(client.pid) | set(task_managers)
         assert task_managers and all(alive(pid) for pid in task_managers)
-        os.killpg(client.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
-        client.wait(timeout=30)
-        wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
-                   what=f"every process of the client to end ({sorted(family)})")
+        yield client, task_managers, family
     finally:
         if client.poll() is None:
             os.killpg(client.pid, signal.SIGKILL)
+        client.wait()
+        for pid in family:
+            if alive(pid):  # the test started them
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_of_the_client_leaves_no_process_behind(running_client):
+    client, _, family = running_client
+    os.killpg(client.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
+    client.wait(timeout=30)
+    wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
+               what=f"every process of the client to end ({sorted(family)})")
+
+
+@pytest.mark.timeout(60)
+def test_stopped_task_managers_and_their_launcher_die_with_a_killed_client(running_client):
+    client, _, family = running_client
+    assert len(family) >= 3  # the launcher (zygote) and the TaskManagers forked from it
+    for pid in family:
+        os.kill(pid, signal.SIGSTOP)  # stopped: they read no closed pipe, notice no closed connection
+    client.kill()
+    client.wait(timeout=30)
+    wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
+               what=f"the stopped processes of the killed client to end ({sorted(family)})")

@@ -90,12 +90,14 @@ class ServedJob:
         open(self.release_file, "w").close()
 
     def stop(self) -> None:
-        """Cancel the job if it still runs, and wait for its end."""
+        """Cancel the job if it still runs, and wait for its end; stop its servers (kept serving or not)."""
         self.client.cancel()
         try:
             self.client.get_job_execution_result().result(30)
         except Exception:  # noqa: BLE001 - cancelled or already failed: either way it has ended
             pass
+        if self.client.web.stop is not None:
+            self.client.web.stop()
 
 
 def serve_job(mode: Any, directory: str, name: str, records: int = 200, crash_first: bool = False,

@@ -38,15 +38,75 @@ def test_the_job_page_shows_name_vertices_and_checkpoints(mode, tmp_path):
         wait_until(lambda: served.get(path).body["counts"]["completed"] >= 2, timeout=30, what="two checkpoints")
         dom = render(served.url(f"#/job/{served.job_id}"), str(tmp_path / "profile"))
         assert re.search(r'<h1 id="job-name">browser job</h1>', dom), dom[:3000]
-        vertices = re.findall(r'<g class="vertex [a-z ]+" data-name="([^"]+)"', dom)
+        vertices = re.findall(r'<g class="vertex [A-Za-z -]+" data-name="([^"]+)"', dom)
         assert vertices == ["Source: numbers", "double", "sum -&gt; discard"]
         assert 'data-ship-strategy="REBALANCE"' in dom and 'data-ship-strategy="HASH"' in dom
         rows = re.findall(r'<tr class="checkpoint-row" data-checkpoint-id="(\d+)">', dom)
         assert len(rows) >= 2 and "COMPLETED" in dom
         assert re.search(r'id="checkpoints-completed">(\d+)<', dom)
-        assert 'id="subtasks"' in dom and "No exceptions." in dom
+        assert 'class="panel subtasks"' in dom and "No exceptions." in dom
 
         overview = render(served.url(""), str(tmp_path / "profile"))
         assert 'class="job-link">browser job</a>' in overview and 'id="overview"' in overview
     finally:
         served.stop()
+
+
+@pytest.mark.timeout(120)
+def test_the_dashboards_actions_and_pages_clicked_in_a_browser(tmp_path):
+    """Cancel, savepoint and stop behind the token; the subtasks of every vertex; the job's configuration; the
+    TaskManagers page with a process's metrics and log; a stopped job FINISHED, a cancelled one CANCELED."""
+    from fluvial.testing import ExecutionMode
+    from tests.integration.browser import Browser
+
+    kept = {"local.rest.keep-serving": "true"}  # the dashboards serve on after the jobs end, as with --web
+    stopped = serve_job(ExecutionMode.THREADS, str(tmp_path), "to stop", **kept)
+    cancelled = serve_job(ExecutionMode.THREADS, str(tmp_path), "to cancel", **kept)
+    (tmp_path / "profile").mkdir()
+    browser = Browser(tmp_path / "profile")
+    try:
+        # without the token, the cancel is refused and the job runs on
+        browser.goto(cancelled.url(f"#/job/{cancelled.job_id}"))
+        browser.click("#cancel-job")
+        browser.wait_for("(document.getElementById('action-result') || {}).textContent", what="the cancel's answer")
+        assert "refused the access token" in browser.text("#action-result")
+        assert cancelled.get(f"jobs/{cancelled.job_id}").body["state"] == "RUNNING"
+        # with it (from the address `fluvial run --web` prints), the cancel goes through
+        browser.goto(cancelled.url(f"#/job/{cancelled.job_id}?token={cancelled.token}"))
+        browser.wait_for("!location.hash.includes('token=')", what="the token taken out of the address")
+        browser.click("#cancel-job")
+        browser.wait_for("document.querySelector('.job-header .badge').textContent === 'CANCELED'", timeout=30,
+                         what="the cancelled job CANCELED")
+
+        browser.goto(stopped.url(f"#/job/{stopped.job_id}?token={stopped.token}"))
+        names = browser.wait_for("document.querySelectorAll('section.subtasks').length === 3 && "
+                                 "[...document.querySelectorAll('section.subtasks')].map(s => s.dataset.vertexName)",
+                                 what="a subtasks panel per vertex")
+        assert sorted(names) == ["Source: numbers", "double", "sum -> discard"]
+        assert browser.evaluate("document.querySelectorAll('g.vertex.state-RUNNING').length") == 3
+        assert "Execution mode" in browser.text("#job-config") and "state.savepoints.dir" in browser.text("#job-config")
+        browser.click("#trigger-savepoint")
+        browser.wait_for("((document.getElementById('action-result') || {}).textContent || '').includes('Savepoint completed')",
+                         timeout=30, what="the savepoint's location")
+        assert (tmp_path / "savepoints").exists()
+
+        browser.goto(stopped.url("#/taskmanagers"))
+        browser.click(".taskmanager-link")
+        browser.wait_for("(document.getElementById('taskmanager-metrics') || {}).textContent", what="the metrics")
+        assert "Memory (RSS)" in browser.text("#taskmanager-metrics") and "Threads" in browser.text("#taskmanager-metrics")
+        browser.click("#tab-log")
+        browser.wait_for("((document.getElementById('taskmanager-log') || {}).textContent || '').includes('to stop')",
+                         what="the job's log records")
+
+        browser.goto(stopped.url(f"#/job/{stopped.job_id}"))
+        browser.click("#stop-job")
+        browser.wait_for("document.querySelector('.job-header .badge').textContent === 'FINISHED'", timeout=30,
+                         what="the stopped job FINISHED")
+        browser.wait_for("((document.getElementById('action-result') || {}).textContent || '')"
+                         ".includes('Stop with a savepoint completed')", what="the stop's savepoint location")
+        assert browser.evaluate("getComputedStyle(document.querySelector('g.vertex rect.busy-fill')).fill") \
+            == "rgb(59, 111, 216)"  # busy is blue, never the orange of back pressure or the red of failure
+    finally:
+        browser.close()
+        stopped.stop()
+        cancelled.stop()

@@ -119,3 +119,21 @@ def test_state_that_cannot_be_unpickled_fails_the_job_at_once_naming_the_file(tm
     assert "operator 'KeyedProcess' cannot restore its keyed state of checkpoint" in str(cause)
     assert "state file file://" in str(cause) and "this class was removed from the program" in str(cause)
     assert client.get_job_details().result(timeout=5).restarts == 1
+
+
+def test_a_failing_key_selector_is_named_as_the_key_by(mode):
+    from fluvial.testing import environment
+
+    def broken_key(value):
+        return value["missing"]  # the values are ints
+
+    env = environment(mode)
+    env.set_parallelism(2)
+    env.from_collection([1, 2, 3], type_info=Types.INT()).map(lambda v: v + 1, output_type=Types.INT()) \
+        .key_by(broken_key).reduce(lambda a, b: a + b).print()
+    with pytest.raises(JobExecutionException) as raised:
+        env.execute("a broken key selector")
+    message = str(raised.value)
+    assert "operator 'key_by(test_a_failing_key_selector_is_named_as_the_key_by.<locals>.broken_key)'" in message, \
+        message
+    assert "TypeError" in message and "operator 'Map'" not in message

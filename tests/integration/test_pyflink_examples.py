@@ -6,6 +6,7 @@ The expected lines are the output of PyFlink's own examples (their documented re
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -18,7 +19,12 @@ BANNER = "Printing result to stdout. Use --output to specify output path."
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=90, check=False)
+    """`python ARGS...` as a user runs it: fluvial's records reach the program's logging only from WARNING on (the
+    suite forwards all of them to pytest's capture), so the examples' logging.basicConfig(stream=sys.stdout,
+    level=INFO) — PyFlink's — adds nothing to their output."""
+    environment = {key: value for key, value in os.environ.items() if key != "FLUVIAL_LOG_LEVEL"}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=90, check=False,
+                          env=environment)
 
 
 def printed(*args: str) -> list[str]:

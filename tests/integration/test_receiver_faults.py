@@ -122,3 +122,69 @@ def test_a_receiver_that_never_starts_fails_the_job_with_its_error(mode):
         env.execute("receiver never starts")
     assert "the upstream service is down" in str(raised.value)
     assert "gave up after 4 restart(s)" in str(raised.value)
+
+
+class ComesBack(Receiver):
+    """Refused until it has tried `refusals` times in all (counted in a file: the tries of every supervisor),
+    then stores its records and stops. Its own budget (2 restarts, 3 tries) is used up well before that."""
+
+    restart_strategy = RestartStrategies.fixed_delay_restart(2, timedelta(milliseconds=10))
+
+    def __init__(self, tries: Path, refusals: int, records: list[int]) -> None:
+        super().__init__()
+        self.tries = str(tries)
+        self.refusals = refusals
+        self.records = records
+
+    def on_start(self) -> None:
+        with open(self.tries, "a") as tries:
+            tries.write("try\n")
+        if len(Path(self.tries).read_text().splitlines()) <= self.refusals:
+            raise ConnectionRefusedError("the upstream service is down")
+        self.store(self.records)
+        self.stop("every record stored")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_a_receiver_that_gave_up_starts_again_with_a_fresh_budget_when_the_job_restarts(tmp_path, mode):
+    env = environment(tmp_path / "checkpoints", mode)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(10, timedelta(milliseconds=20)))
+    records = list(range(200))
+    stream = env.add_receiver(ComesBack(tmp_path / "tries", 7, records), "comes back")  # 3 supervisors give up
+    assert sorted(stream.execute_and_collect()) == records
+    assert len((tmp_path / "tries").read_text().splitlines()) == 8
+
+
+class ResumableUpstream(Receiver):
+    """An upstream that can resume from an offset (its acknowledgements kept in a file): batches of BATCH
+    records, each stored with the offset after it, then acknowledged. The first start dies between storing
+    batch 3 and acknowledging it; the restarted receiver resumes from the last stored position."""
+
+    restart_strategy = RestartStrategies.fixed_delay_restart(3, timedelta(milliseconds=10))
+
+    def __init__(self, acked: Path, batches: int) -> None:
+        super().__init__()
+        self.acked = str(acked)
+        self.batches = batches
+
+    def on_start(self) -> None:
+        acked = int(Path(self.acked).read_text() or 0) if Path(self.acked).exists() else 0
+        stored = self.last_stored_position()
+        offset = stored if stored is not None else acked  # what was stored is not asked for again
+        for batch in range(offset // BATCH, self.batches):
+            self.store(list(range(batch * BATCH, (batch + 1) * BATCH)), position=(batch + 1) * BATCH)
+            if batch == 3 and acked == 0 and stored is None:
+                raise ConnectionResetError("died before acknowledging batch 3")
+            Path(self.acked).write_text(str((batch + 1) * BATCH))
+        self.stop("every batch stored")
+
+    def on_stop(self) -> None:
+        pass
+
+
+def test_a_receiver_resumes_after_its_last_stored_position_and_nothing_comes_twice(tmp_path, mode):
+    env = environment(tmp_path / "checkpoints", mode)
+    stream = env.add_receiver(ResumableUpstream(tmp_path / "acked", 8), "resumable")
+    assert sorted(stream.execute_and_collect()) == list(range(8 * BATCH))  # batch 3 once, though never acked

@@ -20,6 +20,7 @@ import pytest
 
 from fluvial.cluster.session.cluster_file import ClusterRecord, ProcessRecord
 from fluvial.testing import wait_until
+from fluvial.web.history_server import HistoryServer
 from tests.faults.test_process_kill import assert_exactly_once, committed_records, completed_checkpoints
 from tests.integration.rest_client import http
 
@@ -91,6 +92,9 @@ def descendants(pid: int) -> list[ProcessRecord]:
 def stop_cluster(cluster: Cluster) -> None:
     """`fluvial cluster stop`, then: every recorded process and every process below the JobManager has exited."""
     jobmanager = cluster.record.jobmanager.pid
+    # every recorded process is provably the cluster's (what `stop` checks before it signals one)
+    current = ClusterRecord.from_json((cluster.home / ".fluvial" / "cluster.json").read_text())
+    assert current.cluster_id and all(process.belongs_to(current.cluster_id) for process in current.processes)
     below = descendants(jobmanager)
     assert len(below) >= len(cluster.record.taskmanagers)  # the TaskManagers, and the launcher they are forked from
     stopped = fluvial(cluster.home, "cluster", "stop")
@@ -124,7 +128,7 @@ env.execute("endless")
 def test_start_run_detached_list_savepoint_cancel_and_stop_leave_no_process_behind(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    cluster = start_cluster(home)
+    cluster = start_cluster(home, "-D", f"jobmanager.archive.fs.dir={tmp_path / 'archive'}")
     cluster_file = home / ".fluvial" / "cluster.json"
     assert oct(cluster_file.stat().st_mode & 0o777) == "0o600"
     again = fluvial(home, "cluster", "start", "--port", "0")
@@ -155,6 +159,15 @@ def test_start_run_detached_list_savepoint_cancel_and_stop_leave_no_process_behi
     wait_until(lambda: _all_running(cluster, restored_id), timeout=30, what="the restored job running")
     assert cluster.get(f"jobs/{restored_id}/checkpoints")["counts"]["restored"] == 1
     stop_cluster(cluster)  # it cancels the job that still runs
+
+    # the cluster has stopped; the history server serves the job it archived when it was cancelled
+    history = HistoryServer([str(tmp_path / "archive")], "127.0.0.1", 0, 1000).start()
+    try:
+        jobs = http("GET", f"{history.address}/jobs/overview").body["jobs"]
+        assert (job_id, "endless", "CANCELED") in [(job["jid"], job["name"], job["state"]) for job in jobs]
+        assert http("GET", f"{history.address}/jobs/{job_id}").body["state"] == "CANCELED"
+    finally:
+        history.stop()
 
 
 def _all_running(cluster: Cluster, job_id: str) -> bool:

@@ -1,4 +1,4 @@
-"""A task stuck in a user function is cancelled anyway (issue 13, defect 6; thread mode).
+"""A task stuck in a user function is cancelled anyway (issue 13, defect 6; issue 21, defect 5 for processes).
 
 - A user function looping in Python is interrupted (TaskInterrupted is raised into it) and the job is
   CANCELED long before `task.cancellation.timeout`.
@@ -7,12 +7,15 @@
   new thread.
 - A checkpoint timeout caused by such a function fails the job over, and the failover does not hang in
   RESTARTING: the stuck attempt is given up and the next attempt runs the job to its end.
+- In process mode the TaskManager process of a task that outlives `task.cancellation.timeout` ends itself and
+  is replaced, as Flink's does: no stuck thread is left behind per restart.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -110,3 +113,34 @@ def test_a_checkpoint_timeout_behind_a_stuck_function_does_not_leave_the_job_res
     assert details.status is JobStatus.FINISHED and details.restarts == 1
     assert "expired" in details.last_failure.message or "consecutive" in details.last_failure.message
     assert sorted(set(RESULTS)) == list(range(1, 1001))
+
+
+class OneFailsOneBlocks(MapFunction):
+    """First attempt: subtask 1 blocks in a call Python cannot interrupt; subtask 0 then fails, so the failover
+    must cancel the blocked one."""
+
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+        self.subtask = runtime_context.get_index_of_this_subtask()
+
+    def map(self, value):
+        if self.attempt == 0 and self.subtask == 1:
+            time.sleep(600)  # not interruptible: only ending the process ends it
+        if self.attempt == 0 and self.subtask == 0:
+            time.sleep(0.2)
+            raise RuntimeError("fails while the other subtask is stuck")
+        return value
+
+
+def test_a_stuck_task_in_a_task_manager_process_gets_the_process_replaced():
+    env = environment(ExecutionMode.PROCESSES, cancellation("300 ms"))
+    env.set_parallelism(2)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(2, 10))
+    env.from_source(NumberSequenceSource(1, 100)).map(OneFailsOneBlocks()).add_sink(lambda value: None)
+    client = env.execute_async("a stuck task in a process")
+    wait_until(lambda: len(client.cluster.processes.pids) == 2, what="the TaskManager processes")
+    before = set(client.cluster.processes.pids)
+    client.get_job_execution_result().result(timeout=40)
+    assert client._job_master.restarts >= 1
+    replaced = before - set(client.cluster.processes.pids)
+    assert len(replaced) == 1, "the process with the stuck thread was not replaced"

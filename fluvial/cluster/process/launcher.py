@@ -9,11 +9,11 @@ import pickle
 import queue
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 
-from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PID, STARTED
+from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PARENT_VARIABLE, PID, STARTED
+from fluvial.common.processes import python_command
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +34,7 @@ class Launcher:
     """One zygote; `start(config)` returns the new TaskManager process's pid."""
 
     def __init__(self) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "fluvial.cluster.process.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            close_fds=True, start_new_session=False)
+        self._process = self._start_zygote()
         self._lock = threading.Lock()
         self._started = threading.Condition()
         self._pids: list[int] = []
@@ -46,6 +44,31 @@ class Launcher:
         self.alive = True
         threading.Thread(target=self._read, name="fluvial-zygote-reader", daemon=True).start()
         threading.Thread(target=self._notify, name="fluvial-zygote-exits", daemon=True).start()
+
+    def _start_zygote(self) -> subprocess.Popen:
+        """The zygote, started from a thread of its own that lives as long as the zygote may: the zygote dies
+        with the thread that started it (PR_SET_PDEATHSIG counts threads), and the caller's thread may be short."""
+        started: list = []
+        ready = threading.Event()
+        self._parent_released = threading.Event()
+
+        def parent() -> None:
+            try:
+                started.append(subprocess.Popen(
+                    python_command("-m", "fluvial.cluster.process.zygote"), stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, close_fds=True, start_new_session=False,
+                    env={**os.environ, PARENT_VARIABLE: str(os.getpid())}))
+            except BaseException as error:  # noqa: BLE001 - raised on the caller's thread below
+                started.append(error)
+            ready.set()
+            self._parent_released.wait()  # until the zygote is closed (daemon: or this process ends)
+
+        threading.Thread(target=parent, name="fluvial-zygote-parent", daemon=True).start()
+        ready.wait()
+        if isinstance(started[0], BaseException):
+            self._parent_released.set()
+            raise started[0]
+        return started[0]
 
     def start(self, config: object, on_exit: ExitListener, timeout: float = 30.0) -> int:
         payload = pickle.dumps(config, protocol=5)
@@ -89,6 +112,7 @@ class Launcher:
             with self._started:
                 self.alive = False
                 self._started.notify_all()
+            self._parent_released.set()  # the zygote is gone (its stdout closed): its parent thread may end
 
     def _notify(self) -> None:
         while True:
@@ -111,6 +135,7 @@ class Launcher:
                 logger.warning("the TaskManager launcher (pid %d) did not exit; killing it", self._process.pid)
                 self._process.kill()
                 self._process.wait()
+            self._parent_released.set()
 
 
 _launcher: Launcher | None = None

@@ -56,6 +56,7 @@ from fluvial.cluster.process.protocol import (
     with_remote_traceback,
 )
 from fluvial.common.errors import FluvialError, ResourceError
+from fluvial.common.logs import ENGINE_LOGGER
 from fluvial.common.processes import kill, pid_running
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.connection import Connection, Listener
@@ -196,7 +197,7 @@ class TaskManagerProcesses:
 
         config = TaskManagerProcessConfig(
             member.index, self.slots_each, self._control.address, self._secret, self._bind_host,
-            logging.getLogger().getEffectiveLevel(), self._heartbeat_interval_ms, list(sys.path), os.getcwd(),
+            logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(), self._heartbeat_interval_ms, list(sys.path), os.getcwd(),
             dict(os.environ))
         member.connection, member.data_address, member.ended, member.lost = None, None, None, False
         member.last_seen = time.monotonic()

@@ -48,6 +48,7 @@ from fluvial.cluster.process.protocol import (
     loads_control,
     sendable_failure,
 )
+from fluvial.common.logs import own_process
 from fluvial.common.wire import dumps_records
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
@@ -207,7 +208,12 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
     try:
         _serve(config, connection)
     finally:
-        os._exit(0)  # 4: at once, whatever threads are still running
+        try:
+            from fluvial.state.factory import remove_job_directories
+
+            remove_job_directories()  # os._exit skips atexit hooks
+        finally:
+            os._exit(0)  # 4: at once, whatever threads are still running
 
 
 @dataclass(eq=False)
@@ -230,7 +236,8 @@ class TaskManagerEndpoint:
 
 
 def start_task_manager(index: int, number_of_slots: int, connection: Connection, secret: bytes, bind_host: str,
-                       log_level: int, heartbeat_interval_ms: int) -> TaskManagerEndpoint:
+                       log_level: int, heartbeat_interval_ms: int,
+                       on_stuck_task: Callable[[Any, int], None] | None = None) -> TaskManagerEndpoint:
     """Step 2 on an authenticated control connection: this process's output and logs go over it, the data plane
     listens on `bind_host`, the TaskManager registers and heartbeats start. Shared by TaskManager processes and
     Ray TaskManager actors (`fluvial.cluster.ray.actor`)."""
@@ -239,13 +246,14 @@ def start_task_manager(index: int, number_of_slots: int, connection: Connection,
 
     sys.stdout = ForwardedStream(connection, "stdout")
     sys.stderr = ForwardedStream(connection, "stderr")
+    own_process()  # every record goes to the forwarder; the starting process applies its own logging policy
     root = logging.getLogger()
     root.handlers[:] = [LogForwarder(connection, index)]
     root.setLevel(log_level)
     link = ControlLink(connection)
     data_plane = DataPlane(secret, f"taskmanager-{index}", bind_host)
     channels = ProcessChannels(data_plane, index)
-    task_manager = TaskManager(index, number_of_slots, channels, link.collect_target)
+    task_manager = TaskManager(index, number_of_slots, channels, link.collect_target, on_stuck_task)
     link.send(RegisterTaskManager(index, data_plane.address, os.getpid(), task_manager.resource_id))
     threading.Thread(target=_heartbeat, args=(connection, heartbeat_interval_ms / 1000), name="fluvial-heartbeat",
                      daemon=True).start()
@@ -254,7 +262,8 @@ def start_task_manager(index: int, number_of_slots: int, connection: Connection,
 
 def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
     endpoint = start_task_manager(config.index, config.number_of_slots, connection, config.secret,  # 2
-                                  config.bind_host, config.log_level, config.heartbeat_interval_ms)
+                                  config.bind_host, config.log_level, config.heartbeat_interval_ms,
+                                  _end_process_for_stuck_task)
     try:
         while (frame := connection.read()) is not None:  # 3
             kind, payload = frame
@@ -266,6 +275,25 @@ def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
         logger.debug("the control connection ended: %s", error)
     finally:
         endpoint.close()
+
+
+STUCK_TASK_EXIT_CODE = 70  # EX_SOFTWARE: the process ended itself because a task did not cancel
+
+
+def _end_process_for_stuck_task(task: Any, timeout_ms: int) -> None:
+    """Flink's answer to a task that outlives task.cancellation.timeout (a fatal error of its TaskManager): the
+    process ends, and with it the stuck thread and whatever it holds; the client sees the process exit and
+    starts a replacement. Abandoning the thread instead would add a stuck thread per restart of a job whose
+    function never returns."""
+    from fluvial.state.factory import remove_job_directories
+
+    logger.error("%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread is stuck in "
+                 "user code; this TaskManager process ends so that a new one replaces it", task.name,
+                 task.spec.attempt, timeout_ms)
+    try:
+        remove_job_directories()
+    finally:
+        os._exit(STUCK_TASK_EXIT_CODE)
 
 
 def dispatch_control(message: Any, task_manager: TaskManager, channels: ProcessChannels, link: ControlLink) -> None:

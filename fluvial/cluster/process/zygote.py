@@ -11,7 +11,9 @@ Protocol on its stdin/stdout pipes (the client's end; a pipe, never a command li
 - request: a length-prefixed pickled TaskManagerProcessConfig → reply: b"P" and the child's pid (">q");
 - when a child exits: b"X", its pid and wait status (">qi") — how the client learns that it was SIGKILLed.
 The zygote exits when its stdin closes: the client is gone, and so are its TaskManagers (their control
-connections end with the client).
+connections end with the client). That needs running processes; a stopped one (SIGSTOP, a debugger) reads
+nothing. So each dies with its parent however it is (PR_SET_PDEATHSIG, SIGKILL): the zygote with the client's
+thread that started it (the launcher keeps one for that, `launcher.py`), a TaskManager with the zygote.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ LENGTH = struct.Struct(">I")
 PID = struct.Struct(">q")
 EXIT = struct.Struct(">qi")
 STARTED, EXITED = b"P", b"X"
+PARENT_VARIABLE = "FLUVIAL_ZYGOTE_PARENT"  # the client's pid: the zygote checks it was not orphaned already
 PRELOAD = ("fluvial.cluster.process.worker", "fluvial.cluster.task_manager", "fluvial.runtime.task",
            "fluvial.runtime.network.data_plane", "fluvial.runtime.chain", "cloudpickle")
 
@@ -43,6 +46,11 @@ def _read_exactly(fd: int, count: int) -> bytes | None:
 
 def main() -> None:
     import importlib
+
+    from fluvial.common.processes import die_with_parent
+
+    parent = int(os.environ.pop(PARENT_VARIABLE, "0")) or os.getppid()
+    die_with_parent(parent)
 
     for module in PRELOAD:
         importlib.import_module(module)
@@ -64,9 +72,10 @@ def main() -> None:
             payload = _read_exactly(requests, LENGTH.unpack(header)[0])
             if payload is None:
                 return
+            zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
-                _child(pickle.loads(payload), requests, replies, wake_r, wake_w)
+                _child(pickle.loads(payload), zygote, requests, replies, wake_r, wake_w)
             os.write(replies, STARTED + PID.pack(pid))
 
 
@@ -81,8 +90,11 @@ def _report_exits(replies: int) -> None:
         os.write(replies, EXITED + EXIT.pack(pid, status))
 
 
-def _child(config: object, *inherited: int) -> None:
-    """In the forked child: drop the zygote's signal handling and pipes, then be a TaskManager."""
+def _child(config: object, zygote: int, *inherited: int) -> None:
+    """In the forked child: die with the zygote, drop its signal handling and pipes, then be a TaskManager."""
+    from fluvial.common.processes import die_with_parent
+
+    die_with_parent(zygote)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the client decides when a TaskManager ends

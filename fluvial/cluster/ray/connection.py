@@ -68,20 +68,36 @@ def require_connection(what: str, connected: Callable[[], bool] | None = None) -
         raise RayDisconnected(f"{what}: this process is no longer connected to Ray (ray.shutdown() was called)")
 
 
-def connect(address: str | None) -> RayConnection:
-    """Connect this process to its Ray cluster (see the module docstring); idempotent."""
+def connect(address: str | None, detached: bool = False) -> RayConnection:
+    """Connect this process to its Ray cluster (see the module docstring); idempotent. For a `detached` job, a
+    local cluster of this process (1 with `local`, or 4) is refused: it ends with this process, and the job with
+    it, while the user was told the job runs on."""
     ray = import_ray()
     with _lock:
         if ray.is_initialized():
             _check_same_cluster(ray, address)  # 1, 2
+            if detached and _local_cluster is not None and address in (None, "auto", LOCAL):
+                _refuse_detached_on_local_cluster()
         elif address == LOCAL:
+            if detached:
+                _refuse_detached_on_local_cluster()
             _start_local_cluster(ray)  # 1
         elif address is not None:
             _init(ray, address)  # 1
         elif not _init_auto(ray):  # 3
+            if detached:
+                _refuse_detached_on_local_cluster()
             _start_local_cluster(ray)  # 4
         environment = _local_cluster.worker_environment if _local_cluster is not None else {}
     return RayConnection(ray.util.get_node_ip_address(), environment)
+
+
+def _refuse_detached_on_local_cluster() -> None:
+    raise ConfigurationError(
+        "a detached job (execution.attached: false, fluvial run -d) runs on after this program ends, but no Ray "
+        "cluster is running to hold it: the local Ray instance this program would start ends with it, and the job "
+        "with it. Start a Ray cluster first (ray start --head) and run again (or set ray.address to its head), or "
+        "drop -d to run the job attached on a local Ray instance")
 
 
 def _init(ray: Any, address: str) -> None:

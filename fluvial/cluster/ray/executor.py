@@ -22,7 +22,7 @@ class RayExecutor:
         `execution.attached: false` a DetachedJobClient (the JobMaster a detached actor)."""
         settings = RaySettings.from_configuration(self._configuration)  # a bad key fails before Ray is touched
         job_graph = job_graph_of(pipeline)
-        connection = connect(settings.address)
+        connection = connect(settings.address, detached=not settings.attached)
         runtime_env = runtime_environment(settings.working_dir, connection.worker_environment)
         if not settings.attached:
             from fluvial.cluster.ray.detached import submit_detached

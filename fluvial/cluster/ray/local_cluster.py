@@ -26,7 +26,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from fluvial.common.errors import ResourceError
+from fluvial.common.processes import python_command
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class LocalRayCluster:
         environment = dict(os.environ, HOME=self._home, RAY_USAGE_STATS_ENABLED="0")
         environment.pop("RAY_ADDRESS", None)
         self._launchers.append(subprocess.Popen(
-            [sys.executable, "-m", "fluvial.cluster.ray.local_node", *arguments], stdin=subprocess.PIPE,
+            python_command("-m", "fluvial.cluster.ray.local_node", *arguments), stdin=subprocess.PIPE,
             stdout=self._log, stderr=subprocess.STDOUT, env=environment, close_fds=True))
 
     def _await_ready(self, count: int, deadline: float) -> None:

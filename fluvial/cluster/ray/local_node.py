@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 
+from fluvial.common.processes import python_command
+
 STOP_WAIT_S = 30.0
 _PR_SET_PDEATHSIG = 1
 RAY_MAIN = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
@@ -37,7 +39,7 @@ def _die_with_parent() -> None:
 
 
 def main(arguments: list[str]) -> None:
-    node = subprocess.Popen([sys.executable, "-c", RAY_MAIN, "start", "--block", *arguments],
+    node = subprocess.Popen(python_command("-c", RAY_MAIN, "start", "--block", *arguments),
                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     stopping = threading.Event()
 

@@ -34,6 +34,7 @@ from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
 from fluvial.common.errors import ResourceError
 from fluvial.common.executors import SingleThreadExecutor
+from fluvial.common.logs import ENGINE_LOGGER
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection
@@ -83,7 +84,7 @@ class RayTaskManagers(TaskManagerProcesses):
         self._actors[member.index] = actor
         self.gateways[member.index].bind(actor)
         config = RayTaskManagerConfig(member.index, self.slots_each, self._control.address, self._secret,
-                                      logging.getLogger().getEffectiveLevel(), self._heartbeat_interval_ms)
+                                      logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(), self._heartbeat_interval_ms)
         actor.start.remote(config).future().add_done_callback(
             lambda answer: self._answers.execute(functools.partial(self._start_answered, member, actor, answer)))
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fluvial.cluster.session.cluster_file import (
+    CLUSTER_ID_VARIABLE,
     ClusterRecord,
     ProcessRecord,
     cluster_file_path,
@@ -47,7 +48,7 @@ FILE_REFRESH_SECONDS = 0.5  # how often a replaced TaskManager's PID is looked f
 
 # The keys a session cluster takes (`fluvial cluster start -D KEY=VALUE`); each does what it says.
 CLUSTER_KEYS = ("slot.request.timeout", "heartbeat.interval", "heartbeat.timeout", "taskmanager.bind-host",
-                "metrics.fetcher.update-interval")
+                "metrics.fetcher.update-interval", "rest.allowed-hosts", "jobmanager.archive.fs.dir")
 
 
 def cluster_configuration(pairs: list[str]) -> Configuration:
@@ -99,6 +100,10 @@ class SessionCluster:
         self._web_front = web_front
         self._file = cluster_file or cluster_file_path()
         self.token = secrets.token_hex(32)
+        # The id that proves a process is this cluster's (cluster_file.py): `fluvial cluster start` starts this
+        # process with it; the launcher and TaskManagers started from here inherit it.
+        self.cluster_id = os.environ.get(CLUSTER_ID_VARIABLE) or secrets.token_hex(16)
+        os.environ[CLUSTER_ID_VARIABLE] = self.cluster_id
         self.dispatcher = SessionDispatcher(SlotPool(spec.task_managers, spec.slots), spec.configuration,
                                             on_shutdown=self.request_stop)
         self._processes: Any = None  # TaskManagerProcesses
@@ -156,7 +161,8 @@ class SessionCluster:
         record = ClusterRecord(
             address=self.address, rest_url=self.rest_url, token=self.token, jobmanager=ProcessRecord.of(os.getpid()),
             taskmanagers=tuple(ProcessRecord.of(pid) for pid in self.task_manager_pids),
-            log_dir=str(log_directory()), started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
+            log_dir=str(log_directory()), started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            cluster_id=self.cluster_id)
         write_cluster_file(record, self._file)
         self._recorded = record
 

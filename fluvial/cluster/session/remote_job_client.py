@@ -27,7 +27,6 @@ from fluvial.common.job_client import JobClient
 from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
-from fluvial.common.wire import loads_records
 from fluvial.datastream.closeable_iterator import CloseableIterator
 
 logger = logging.getLogger(__name__)
@@ -255,7 +254,7 @@ class RemoteResultBuffer:
             if self._ended:
                 return self.END
             buffers, self._ended = self._rest.take_results(self._job_id, self._collect_id, COLLECT_WAIT_MS)
-            self._pending.extend(loads_records(buffer) for buffer in buffers)
+            self._pending.extend(buffers)
         return self._pending.popleft()
 
     def close(self) -> None:

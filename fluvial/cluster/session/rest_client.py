@@ -2,7 +2,14 @@
 JobClient of a remote job and the `fluvial list | cancel | savepoint | stop | cluster stop` commands.
 
 HTTP/1.1 over loopback or the network with the standard library (urllib): a request at a time, JSON in and out,
-except the job submission (a cloudpickled JobGraph) and the collect route (pickled buffers).
+except the job submission (a cloudpickled JobGraph, sent to the cluster that will run it).
+
+Trust runs one way. The client trusts the cluster with its code (it submits a pickled JobGraph); it never
+unpickles what an answer says, since whatever listens at the address answers: the job details come as JSON, and
+the collected records (pickled by the TaskManagers that run the job's code) are unpickled only from an answer
+signed with the cluster's access token. Every request is signed with the token when the client has one
+(`fluvial.common.request_signing`): the token itself never crosses the wire, and an answer to a signed request
+that the cluster did not sign is refused (`UntrustedAnswer`).
 
 The access token of the mutating routes comes from `~/.fluvial/cluster.json` when that file records the
 cluster at the address asked for, else from the environment variable FLUVIAL_TOKEN; a 401 says which was tried
@@ -12,6 +19,7 @@ cluster at the address asked for, else from the environment variable FLUVIAL_TOK
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pickle
@@ -22,17 +30,18 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from fluvial.cluster.job_details import JobDetails
+from fluvial.cluster.job_details_json import details_from_json
 from fluvial.cluster.session.cluster_file import ClusterFileError, cluster_file_path, read_cluster_file
 from fluvial.common.errors import FluvialError
+from fluvial.common.request_signing import SIGNATURE_HEADER, answer_is_signed, sign_request
 
 TOKEN_VARIABLE = "FLUVIAL_TOKEN"
 REQUEST_TIMEOUT_SECONDS = 30.0
 SAVEPOINT_POLL_SECONDS = 0.1
 
-# The media types of the routes that do not speak JSON; the server (`fluvial.web.rest`) takes them from here.
-JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"  # POST /jobs: a cloudpickled JobGraph
-DETAILS_MEDIA_TYPE = "application/x-fluvial-job-details"  # GET /jobs/:jobid/details: pickled JobDetails
-COLLECT_MEDIA_TYPE = "application/x-fluvial-collect"  # the collect route: pickled (buffers, ended)
+# The media type of POST /jobs (a cloudpickled JobGraph); the server (`fluvial.web.rest`) takes it from here.
+JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
 
 
 class ClusterUnreachable(FluvialError):
@@ -49,6 +58,11 @@ class ClusterRequestError(FluvialError):
 
 class AccessTokenError(ClusterRequestError):
     """401: the request needed the cluster's access token, and had none or a wrong one."""
+
+
+class UntrustedAnswer(ClusterRequestError):
+    """An answer to a signed request that is not signed with the cluster's token: something other than the
+    cluster answers at its address."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +155,13 @@ class RestClusterClient:
     def exceptions(self, job_id: str) -> dict[str, Any]:
         return self._json("GET", f"/jobs/{job_id}/exceptions")
 
-    def details(self, job_id: str) -> Any:
-        """The job's JobDetails (fluvial's GET /jobs/:jobid/details)."""
-        return pickle.loads(self._request("GET", f"/jobs/{job_id}/details", None, "application/json"))  # noqa: S301
+    def details(self, job_id: str) -> JobDetails:
+        """The job's JobDetails (fluvial's GET /jobs/:jobid/details, JSON)."""
+        try:
+            return details_from_json(self._json("GET", f"/jobs/{job_id}/details"))
+        except ValueError as error:
+            raise ClusterRequestError(f"the cluster at {self.address} answered job details that do not read as "
+                                      f"fluvial's ({error}): is the client's fluvial version the cluster's?", 502) from None
 
     # -- changing (token-guarded) --------------------------------------------------------------------------------
 
@@ -179,12 +197,18 @@ class RestClusterClient:
                 raise TimeoutError(f"the savepoint of job {job_id} did not complete within {timeout:.0f} s")
             time.sleep(SAVEPOINT_POLL_SECONDS)
 
-    def take_results(self, job_id: str, collect_id: str, wait_ms: int, close: bool = False) -> tuple[list[bytes], bool]:
-        """The next collected buffers (pickled) and whether the end came: the collect route of `fluvial.web.rest`."""
+    def take_results(self, job_id: str, collect_id: str, wait_ms: int, close: bool = False) -> tuple[list[Any], bool]:
+        """The next collected buffers, each a list of records, and whether the end came: the collect route of
+        `fluvial.web.rest`. The buffers are unpickled only from an answer signed with the cluster's token."""
+        if not self.token.value:
+            raise AccessTokenError(f"reading collected records from the cluster at {self.address} needs its access "
+                                   f"token, and {self.token.source}", 401)
         body = json.dumps({"timeout-ms": wait_ms, "close": close}).encode()
-        answer = self._request("POST", f"/jobs/{job_id}/coordinators/{collect_id}", body, "application/json",
-                               timeout=wait_ms / 1000 + REQUEST_TIMEOUT_SECONDS)
-        return pickle.loads(answer)  # noqa: S301 - the cluster this client trusts with its code answers
+        answer = json.loads(self._request("POST", f"/jobs/{job_id}/coordinators/{collect_id}", body,
+                                          "application/json", timeout=wait_ms / 1000 + REQUEST_TIMEOUT_SECONDS))
+        # The answer's signature was checked in _request: these bytes come from the cluster's TaskManagers.
+        buffers = [pickle.loads(base64.b64decode(buffer)) for buffer in answer["buffers"]]  # noqa: S301
+        return buffers, bool(answer["ended"])
 
     def shutdown(self) -> None:
         self._json("DELETE", "/cluster")
@@ -201,17 +225,25 @@ class RestClusterClient:
         request = urllib.request.Request(self.address.url + path, data=data, method=method)
         if data is not None:
             request.add_header("Content-Type", content_type)
-        if method not in ("GET", "HEAD") and self.token.value:
-            request.add_header("Authorization", f"Bearer {self.token.value}")
+        signed = sign_request(self.token.value, method, path, data or b"") if self.token.value else None
+        if signed is not None:
+            request.add_header("Authorization", signed.header())
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http:// only
-                return response.read()
+                answer = response.read()
+                status, signature = response.status, response.headers.get(SIGNATURE_HEADER)
         except urllib.error.HTTPError as error:
             raise self._error(method, path, error) from None
         except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
             raise ClusterUnreachable(f"no session cluster answers at {self.address.url} ({reason}): start one "
                                      "(fluvial cluster start), or check the address (-m HOST:PORT)") from None
+        if signed is not None and not answer_is_signed(self.token.value, signed.nonce, status, answer, signature):
+            raise UntrustedAnswer(f"the answer to {method} {path.split('?')[0]} from {self.address} is not signed with "
+                                  "the cluster's access token: something other than the cluster answers at this "
+                                  "address (a stopped cluster's port taken by another process?); check the address",
+                                  502)
+        return answer
 
     def _error(self, method: str, path: str, error: urllib.error.HTTPError) -> ClusterRequestError:
         try:

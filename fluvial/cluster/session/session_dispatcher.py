@@ -90,6 +90,7 @@ class SessionDispatcher:
         self._jobs: dict[str, SessionJob] = {}  # in submission order
         self._collect: dict[str, CollectBuffer] = {}  # collect id -> buffer, while a client may still take from it
         self._closed = False  # shutting down: no job is taken or started any more
+        self._job_end_listeners: list[Callable[[str], None]] = []  # when_job_ended
 
     def serve(self, task_managers: TaskManagerSet) -> None:
         """Run jobs on `task_managers` (started, with this dispatcher as their listener)."""
@@ -202,8 +203,17 @@ class SessionDispatcher:
         logger.warning("%s", error)
         self._start_granted(grants)
 
+    def when_job_ended(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(job_id)` on the dispatcher's thread when a job has ended (its archive is written there)."""
+        self._job_end_listeners.append(listener)
+
     def _job_ended(self, job: SessionJob) -> None:
-        """On the dispatcher's thread (step 2): its slots go back, its collect buffers end."""
+        """On the dispatcher's thread (step 2): its slots go back, its collect buffers end, listeners hear of it."""
+        for listener in self._job_end_listeners:
+            try:
+                listener(job.job_id)
+            except Exception:  # noqa: BLE001 - a listener's failure (a full disk) must not keep the slots
+                logger.exception("job %s: a job-end listener failed", job.job_id)
         with self._lock:
             grants = self._slots.release(job.job_id)
             buffers = [self._collect[cid] for cid in job.collect_ids if cid in self._collect]
@@ -243,9 +253,14 @@ class SessionDispatcher:
         with self._lock:
             free = self._slots.free_by_task_manager()
         pids = self._task_managers.pids
+        from fluvial.cluster.session.cluster_file import log_directory
+
+        log_file, stdout_file = str(log_directory() / "jobmanager.log"), str(log_directory() / "jobmanager.out")
         return [TaskManagerDetails(gateway.resource_id, gateway.number_of_slots, free[index],
                                    path=f"pid {pids[index]}" if index < len(pids) else "starting",
-                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now)
+                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now,
+                                   pid=pids[index] if index < len(pids) else 0, log_file=log_file,
+                                   stdout_file=stdout_file)
                 for index, gateway in enumerate(self._task_managers.gateways)]
 
     def overview(self) -> ClusterOverview:

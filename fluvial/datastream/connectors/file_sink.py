@@ -12,6 +12,12 @@ Sink contract details (beyond `sink.py`):
    pending file already renamed is skipped, so commit is idempotent.
 5. A bulk part file is finished (its writer writes footers) when it rolls; a bulk format rolls on every
    checkpoint, as in Flink, and additionally by size or time when its rolling policy says so.
+6. A restored writer deletes the hidden files of the attempts that failed after its checkpoint, as Flink's
+   FileSink cleans up on restore: its state holds its part prefix and next counter, and every hidden part of
+   that prefix and subtask numbered at or above the counter was opened after the checkpoint — never committed
+   by it, and not to be committed by any later one the job restores from. A writer restored from one state of
+   its own subtask keeps that prefix, so each attempt of a subtask names its parts in one sequence; the hidden
+   parts the checkpoint recorded (numbered below the counter) stay for the restored commit.
 
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import dataclasses
 import functools
 import itertools
 import os
@@ -231,10 +238,12 @@ class PendingFile:
 
 @dataclass(frozen=True, slots=True)
 class FileSinkWriterState:
-    """The next part counter of a subtask; a restored writer continues above every restored counter."""
+    """The next part counter of a subtask and its part prefix; a restored writer continues above every restored
+    counter, and removes the hidden parts numbered at or above it (contract 6)."""
 
     subtask_index: int
     part_counter: int
+    part_prefix: str | None = None  # None: a state from before the prefix was kept (nothing is cleaned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +289,12 @@ class FileSink(Sink):
                     f"is gone; hidden in-progress files under the sink's base path must not be deleted while a "
                     f"job may still commit them"
                 ) from None
+
+    def with_input_type(self, type_info: Any) -> FileSink:
+        """This sink for records of `type_info`: its encoder writes them as PyFlink's does (sink_to calls it)."""
+        if self.encoder is None:
+            return self
+        return dataclasses.replace(self, encoder=self.encoder.for_input_type(type_info))
 
     def default_name(self) -> str:
         return "File Sink"
@@ -376,14 +391,38 @@ class FileSinkWriter(SinkWriter):
         self._policy = sink.rolling_policy
         self._subtask = task_info.subtask_index
         config = sink.output_file_config
-        self._prefix = config.part_prefix if config.part_prefix is not None else f"part-{uuid.uuid4()}"
+        restored = list(restored_state or ())
+        own = [s for s in restored if s.subtask_index == self._subtask and getattr(s, "part_prefix", None)]
+        if config.part_prefix is not None:
+            self._prefix = config.part_prefix
+        elif len(restored) == 1 and len(own) == 1:
+            self._prefix = own[0].part_prefix  # the attempts of this subtask name parts in one sequence
+        else:
+            self._prefix = f"part-{uuid.uuid4()}"
         self._suffix = config.part_suffix
-        self._counter = max((s.part_counter for s in restored_state or ()), default=0)
+        self._counter = max((s.part_counter for s in restored), default=0)
         self._clock = clock
         self._open: dict[str, _OpenPart] = {}
         self._rolled: list[PendingFile] = []
         self._last_sweep = clock()
         _make_dir(sink.base_path)
+        self._remove_parts_of_failed_attempts(restored)
+
+    def _remove_parts_of_failed_attempts(self, restored: list[FileSinkWriterState]) -> None:
+        """Contract 6: the hidden parts each restored state's subtask opened after its checkpoint."""
+        for state in restored:
+            prefix = getattr(state, "part_prefix", None)
+            if prefix is None:
+                continue
+            pattern = re.compile(rf"^\.{re.escape(prefix)}-{state.subtask_index}-(\d+)"
+                                 rf"{re.escape(self._suffix)}\.inprogress\.[0-9a-f-]+$")
+
+            def after_checkpoint(name: str, pattern: re.Pattern = pattern, counter: int = state.part_counter) -> bool:
+                match = pattern.match(name)
+                return match is not None and int(match.group(1)) >= counter
+
+            for path in fsys.find_named(self._sink.base_path, after_checkpoint):
+                fsys.remove_file(path)
 
     def write_batch(self, values: list) -> None:
         if not values:
@@ -490,7 +529,7 @@ class FileSinkWriter(SinkWriter):
         return committables
 
     def snapshot_state(self) -> list[Any]:
-        return [FileSinkWriterState(self._subtask, self._counter)]
+        return [FileSinkWriterState(self._subtask, self._counter, self._prefix)]
 
     def close(self) -> None:
         """Close handles; hidden files stay (a restored job may still commit what a checkpoint recorded)."""

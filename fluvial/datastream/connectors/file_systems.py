@@ -144,3 +144,30 @@ def list_files(path: str, is_hidden: Any) -> list[str] | None:
         if not any(is_hidden(part) for part in relative.split("/")):
             visible.append(qualify(fs, file, path))
     return sorted(visible)
+
+
+def find_named(path: str, wanted: Any) -> list[str]:
+    """Every file at any depth under the directory `path` whose name `wanted(name)` accepts (hidden ones too)."""
+    if is_local(path):
+        found = []
+        for dirpath, _, filenames in os.walk(path):
+            found.extend(os.path.join(dirpath, name) for name in filenames if wanted(name))
+        return sorted(found)
+    fs, inner = filesystem(path)
+    if not fs.isdir(inner):
+        return []
+    return sorted(qualify(fs, file, path) for file in fs.find(inner, withdirs=False, detail=False)
+                  if wanted(file.rsplit("/", 1)[-1]))
+
+
+def remove_file(path: str) -> None:
+    """Delete the file; one already gone is no error."""
+    if is_local(path):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    fs, inner = filesystem(path)
+    if fs.exists(inner):
+        fs.rm(inner)

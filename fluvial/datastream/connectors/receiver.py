@@ -62,14 +62,32 @@ class Receiver(abc.ABC):
 
     # -- what receivers call ----------------------------------------------------------------------------------
 
-    def store(self, data: Any, metadata: Any = None) -> None:
+    def store(self, data: Any, metadata: Any = None, position: Any = None) -> None:
+        """Store one record, or a list of records reliably (returns once they are stored: acknowledge the
+        upstream after it). With a list, `position` may say where the upstream is after these records (an
+        offset, a sequence number: any picklable value); `last_stored_position()` gives it back after a restart
+        (see `last_stored_position`)."""
         supervisor = self._require_supervisor("store")
         if isinstance(data, list):
-            supervisor.push_array(data, metadata)
+            supervisor.push_array(data, metadata, position)
+        elif position is not None:
+            raise TypeError("store(record, position=...) is not supported: pass the position with a list of records "
+                            "(a reliable store), e.g. store([record], position=offset)")
         elif metadata is not None:
             supervisor.push_single_with_metadata(data, metadata)
         else:
             supervisor.push_single(data)
+
+    def last_stored_position(self) -> Any:
+        """The newest position stored with `store(list, position=...)`, or None: where a receiver that starts
+        again resumes its upstream. It survives receiver restarts and job failovers; with the write-ahead log on
+        it survives a lost TaskManager too (else the restored checkpoint's position is given).
+
+        The promise: a receiver whose upstream can resume from a position, and that stores every batch with
+        the position after it before acknowledging, gets each record into the stream once — a batch stored
+        but not acknowledged when the receiver died is not re-sent. An upstream that cannot resume re-sends
+        what was not acknowledged: those records may come twice (at least once), as Spark's receivers do."""
+        return self._require_supervisor("last_stored_position").last_stored_position()
 
     def restart(self, message: str, error: BaseException | None = None, delay: float | None = None) -> None:
         self._require_supervisor("restart").restart_receiver(
@@ -121,6 +139,7 @@ class ReceiverSplit:
     stream_id: int
     position: int = -1  # sequence number of the last block emitted (-1: none yet)
     log: str | None = None  # the stream's write-ahead log directory, once known: a restored run reads it again
+    upstream_position: Any = None  # the upstream position stored with the last block emitted (store(position=))
 
 
 class ReceiverSource(Source[ReceiverSplit]):
@@ -155,7 +174,7 @@ class ReceiverStreams(Protocol):
     """A TaskManager's receivers of one job, as a receiver source reader sees them."""
 
     def stream(self, stream_id: int, receiver: Receiver, operator_id: str = "",
-               log_directory: str | None = None) -> Any:
+               log_directory: str | None = None, upstream_position: Any = None) -> Any:
         """The services (tracker, block handler, supervisor) of stream `stream_id`, its receiver started on
         first use and kept running across failovers of the job's tasks. With the write-ahead log on, a new
         stream's logs live in `log_directory` (what a restored checkpoint names), else in a new directory keyed
@@ -185,7 +204,8 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         if self._services is None:
             split = self._split
             services = self._receivers.stream(self._stream_id, self._receiver, self._operator_id,
-                                              split.log if split is not None else None)
+                                              split.log if split is not None else None,
+                                              split.upstream_position if split is not None else None)
             if split is not None:
                 if split.position >= 0:
                     services.tracker.resume_after(split.stream_id, split.position)
@@ -207,7 +227,9 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
             return []
         info = blocks[0]
         records = services.handlers[split.stream_id].read_block(info.store_result)
-        self._split = replace(split, position=split.position + 1)
+        position = getattr(info, "position", None)
+        self._split = replace(split, position=split.position + 1,
+                              upstream_position=split.upstream_position if position is None else position)
         if not services.checkpointing:
             now = current_millis()
             if now - self._last_release >= RELEASE_INTERVAL_MS:  # batched: each release logs to the tracker WAL

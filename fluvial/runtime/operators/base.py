@@ -44,6 +44,14 @@ def user_method(function: Any, method: str) -> Callable[..., Any]:
     raise InvalidJobError(f"{function!r} is neither callable nor has .{method}()")
 
 
+def defines_open(function: Any) -> bool:
+    """Whether the user's function object (inside the wrapper a declared output type adds) has an open() of its
+    own — where a rich function creates its keyed state — rather than the base class's no-op."""
+    inner = getattr(function, "wrapped_function", function)
+    method = getattr(type(inner), "open", None)
+    return callable(method) and method.__qualname__ != "Function.open"
+
+
 def key_function(selector: Any) -> Callable[[Any], Any]:
     return user_method(selector, "get_key")
 

@@ -14,6 +14,7 @@ from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
 from fluvial.runtime.operators.base import (
     StreamOperator,
+    defines_open,
     explain_unhashable_key,
     key_function,
     user_method,
@@ -123,7 +124,13 @@ class KeyedReduceOperator(StreamOperator):
         self._key = key_function(self.spec.key_selector)
         self._table = self.keyed_backend.value_table(self.STATE_NAME)
         self._emit = self.output.collect
-        self.aggregates = self._aggregates_each if type(self._table) is dict else self._aggregates_grouped
+        # a ReduceFunction with an open() of its own may have created keyed state there, which its reduce() reads
+        # for the current key: then the key is set before each call (a plain function skips that work)
+        self._sets_key = defines_open(self.spec.function)
+        if type(self._table) is not dict:
+            self.aggregates = self._aggregates_grouped
+        else:
+            self.aggregates = self._aggregates_each_keyed if self._sets_key else self._aggregates_each
 
     def process_batch(self, batch: RecordBatch) -> None:
         self._emit(RecordBatch(self.aggregates(batch.values), batch.timestamps))
@@ -148,6 +155,24 @@ class KeyedReduceOperator(StreamOperator):
             explain_unhashable_key(error, k)
         return out
 
+    def _aggregates_each_keyed(self, values: Any) -> list:
+        """`_aggregates_each` with the backend's current key set before each reduce() (keyed state in it)."""
+        key, fn, table, backend = self._key, self._fn, self._table, self.keyed_backend
+        out = []
+        missing = _MISSING
+        k = None
+        try:
+            for value in values:
+                k = backend.current_key = key(value)
+                previous = table.get(k, missing)
+                if previous is not missing:
+                    value = fn(previous, value)
+                table[k] = value
+                out.append(value)
+        except TypeError as error:
+            explain_unhashable_key(error, k)
+        return out
+
     def _aggregates_grouped(self, values: Any) -> list:
         """The aggregate after each record, reading and writing each key's state once per buffer."""
         key, fn, table = self._key, self._fn, self._table
@@ -165,7 +190,9 @@ class KeyedReduceOperator(StreamOperator):
             explain_unhashable_key(error, k)
         out = list(values)
         missing = _MISSING
+        backend = self.keyed_backend
         for k, where in positions.items():
+            backend.current_key = k  # once per key and buffer: keyed state in reduce() reads this key's
             aggregate = table.get(k, missing)
             for index in where:
                 aggregate = values[index] if aggregate is missing else fn(aggregate, values[index])
@@ -188,10 +215,13 @@ class BatchKeyedReduceOperator(KeyedReduceOperator):
         key, fn, table = self._key, self._fn, self._table
         get = table.get
         missing = _MISSING
+        backend = self.keyed_backend if self._sets_key else None
         k = None
         try:
             for value in batch.values:
                 k = key(value)
+                if backend is not None:
+                    backend.current_key = k
                 previous = get(k, missing)
                 table[k] = value if previous is missing else fn(previous, value)
         except TypeError as error:

@@ -1,9 +1,17 @@
 // fluvial dashboard: plain JavaScript over the REST API (Flink's routes), no build step, no library.
-// Pages: #/ (cluster overview and jobs) and #/job/<jobid> (job graph, subtasks, checkpoints, exceptions).
-// Live: the current page is fetched again every refresh interval (GET /config), only with GET requests.
+// Pages: #/ (cluster overview and jobs), #/job/<jobid> (actions, job graph, subtasks of every vertex,
+// checkpoints, exceptions, configuration), #/taskmanagers and #/taskmanager/<id>[/log|/stdout].
+// Live: the current page is fetched again every refresh interval (GET /config). Reading needs nothing; the
+// actions (cancel, savepoint, stop) send the cluster's access token, which the page takes from `?token=` in its
+// address (`fluvial run --web` and `fluvial cluster start` print such an address) or from the token field, and
+// keeps for the browser tab (sessionStorage).
+// Colours mean one thing each: blue running / busy, green finished, red failed, amber and orange low and high
+// back pressure, purple a job or task on its way to another state, grey cancelled or not started.
 "use strict";
 
-const state = { refreshMs: 1000, timer: null, selected: {}, generation: 0, openTraces: new Set() };
+const state = { refreshMs: 1000, timer: null, selected: {}, generation: 0, openTraces: new Set(), actions: {},
+  savepointDir: "" };
+const TOKEN_KEY = "fluvial-token";
 const HISTORY_ROWS = 10;
 
 // -- helpers -------------------------------------------------------------------------------------------------------
@@ -81,6 +89,84 @@ const fmt = {
 
 function badge(text) { return h("span", { class: "badge " + text }, text); }
 
+// -- the access token and the actions ------------------------------------------------------------------------------
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+
+function takeTokenFromAddress() {
+  const match = location.hash.match(/[?&]token=([^&]+)/);
+  if (!match) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  history.replaceState(null, "", location.pathname + location.hash.replace(/[?&]token=[^&]+/, ""));
+}
+
+async function send(method, path, body) {
+  const headers = { Accept: "application/json", Authorization: "Bearer " + token() };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  let data = {};
+  try { data = await response.json(); } catch (ignored) { /* no body */ }
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    throw new Error("the cluster refused the access token: paste the one `fluvial cluster start` or `fluvial run " +
+      "--web` printed (in ~/.fluvial/cluster.json for a session cluster) into the token field");
+  }
+  if (!response.ok) throw new Error((data.errors || [response.status + " " + response.statusText]).join("; "));
+  return data;
+}
+
+function say(jobId, text, kind) {
+  state.actions[jobId] = { text, kind };
+  refresh();
+}
+
+async function cancelJob(jobId) {
+  try {
+    await send("PATCH", "jobs/" + jobId + "?mode=cancel");
+    say(jobId, "Cancel requested.", "info");
+  } catch (error) { say(jobId, "Cancel failed: " + error.message, "error"); }
+}
+
+async function savepointJob(jobId, stop) {
+  const what = stop ? "Stop with a savepoint" : "Savepoint";
+  const directory = state.savepointDir.trim() || null;
+  try {
+    const started = stop
+      ? await send("POST", "jobs/" + jobId + "/stop", { targetDirectory: directory, drain: false })
+      : await send("POST", "jobs/" + jobId + "/savepoints", { "target-directory": directory, "cancel-job": false });
+    say(jobId, what + " in progress…", "info");
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const status = await get("jobs/" + jobId + "/savepoints/" + started["request-id"]);
+      if (status.status.id !== "COMPLETED") continue;
+      const failure = status.operation["failure-cause"];
+      if (failure) say(jobId, what + " failed: " + failure.message, "error");
+      else say(jobId, what + " completed: " + status.operation.location, "done");
+      return;
+    }
+  } catch (error) { say(jobId, what + " failed: " + error.message, "error"); }
+}
+
+function actionsPanel(job) {
+  const jobId = job.jid;
+  const live = ["RUNNING", "RESTARTING", "CREATED", "INITIALIZING"].includes(job.state);
+  const result = state.actions[jobId];
+  const tokenField = token() ? null : h("input", { id: "token-input", type: "password", size: 24,
+    placeholder: "access token", oninput: (e) => sessionStorage.setItem(TOKEN_KEY, e.target.value.trim()) });
+  const directory = h("input", { id: "savepoint-dir", size: 34, placeholder: "savepoint directory (state.savepoints.dir)",
+    value: state.savepointDir, oninput: (e) => { state.savepointDir = e.target.value; } });
+  return h("section", { class: "panel actions", id: "actions" },
+    live ? [
+      h("button", { id: "cancel-job", class: "action danger", onclick: () => cancelJob(jobId) }, "Cancel job"),
+      h("button", { id: "trigger-savepoint", class: "action", onclick: () => savepointJob(jobId, false) },
+        "Trigger savepoint"),
+      h("button", { id: "stop-job", class: "action", onclick: () => savepointJob(jobId, true) },
+        "Stop with savepoint"),
+      directory, tokenField]
+      : h("span", { class: "muted" }, "The job has ended: nothing to cancel, savepoint or stop."),
+    result ? h("div", { id: "action-result", class: "action-result " + result.kind }, result.text) : null);
+}
+
 function clip(text, width) { return text.length > width ? text.slice(0, width - 1) + "…" : text; }
 
 function card(label, value) {
@@ -105,25 +191,38 @@ function setRefreshState(ok, message) {
 // -- routing -------------------------------------------------------------------------------------------------------
 
 function route() {
-  const match = location.hash.match(/^#\/job\/([0-9a-fA-F]+)/);
-  return match ? { page: "job", jobId: match[1] } : { page: "overview" };
+  const job = location.hash.match(/^#\/job\/([0-9a-fA-F]+)/);
+  if (job) return { page: "job", jobId: job[1] };
+  const manager = location.hash.match(/^#\/taskmanager\/([^/?&]+)(?:\/(log|stdout))?/);
+  if (manager) return { page: "taskmanager", id: decodeURIComponent(manager[1]), tab: manager[2] || "metrics" };
+  if (/^#\/taskmanagers/.test(location.hash)) return { page: "taskmanagers" };
+  return { page: "overview" };
+}
+
+function pageOf(current) {
+  if (current.page === "job") return jobPage(current.jobId);
+  if (current.page === "taskmanagers") return taskManagersPage();
+  if (current.page === "taskmanager") return taskManagerPage(current.id, current.tab);
+  return overviewPage();
 }
 
 async function refresh() {
   const generation = ++state.generation;
   const current = route();
   try {
-    const content = current.page === "job" ? await jobPage(current.jobId) : await overviewPage();
+    const content = await pageOf(current);
     if (generation !== state.generation) return;  // a newer refresh (or navigation) owns the page
     const app = document.getElementById("app");
     const scroll = window.scrollY;
+    const focused = document.activeElement && document.activeElement.id;
     app.replaceChildren(content);
+    if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
     window.scrollTo(0, scroll);
     setRefreshState(true);
   } catch (error) {
     if (generation !== state.generation) return;
     setRefreshState(false, "Cannot reach the cluster: " + error.message +
-      ". An embedded job's dashboard stops when the job ends.");
+      ". An embedded job's dashboard stops when the job ends (with `fluvial run --web`, when you press Ctrl-C).");
   }
 }
 
@@ -173,19 +272,24 @@ async function jobPage(jobId) {
       busy: pressure ? Math.max(0, ...pressure.subtasks.map((t) => t.busyRatio)) : 0,
     };
   });
-  const known = job.vertices.some((v) => v.id === state.selected[jobId]);
-  if (!known && job.vertices.length) state.selected[jobId] = job.vertices[0].id;
   const selected = state.selected[jobId];
-  const vertex = selected ? await get(base + "/vertices/" + selected) : null;
-  const selectedPressure = pressures[job.vertices.findIndex((v) => v.id === selected)];
+  const [vertices, config] = await Promise.all([
+    Promise.all(job.vertices.map((v) => get(base + "/vertices/" + v.id))),
+    get(base + "/config").catch(() => null)]);
+  // the vertex clicked in the graph comes first; every vertex has its subtasks panel
+  const order = vertices.map((v, i) => i).sort((a, b) =>
+    (vertices[b].id === selected) - (vertices[a].id === selected) || a - b);
   return h("div", {},
     jobHeader(job),
+    actionsPanel(job),
     h("section", { class: "panel" }, h("h2", {}, "Job graph"),
       h("div", { class: "graph-wrap" }, jobGraph(job, levels, selected, jobId)),
-      h("div", { class: "legend" }, h("span", { class: "ok" }, "no back pressure"),
-        h("span", { class: "low" }, "low"), h("span", { class: "high" }, "high"))),
-    vertex ? subtasksPanel(vertex, selectedPressure) : null,
-    h("div", { class: "two-col" }, checkpointsPanel(checkpoints), exceptionsPanel(exceptions)));
+      h("div", { class: "legend" }, h("span", { class: "busy" }, "busy"),
+        h("span", { class: "ok" }, "no back pressure"), h("span", { class: "low" }, "low back pressure"),
+        h("span", { class: "high" }, "high back pressure"))),
+    order.map((i) => subtasksPanel(vertices[i], pressures[i])),
+    h("div", { class: "two-col" }, checkpointsPanel(checkpoints), exceptionsPanel(exceptions)),
+    config ? configPanel(config) : null);
 }
 
 function jobHeader(job) {
@@ -273,7 +377,8 @@ function edge(from, to, input) {
 }
 
 function vertexBox(v, at, load, selected, jobId) {
-  const group = s("g", { class: `vertex ${load.level}${selected ? " selected" : ""}`, "data-name": v.name,
+  const group = s("g", { class: `vertex ${load.level} state-${v.status}${selected ? " selected" : ""}`,
+    "data-name": v.name,
     "data-vertex-id": v.id, transform: `translate(${at.x},${at.y})`,
     onclick: () => { state.selected[jobId] = v.id; refresh(); } },
   s("title", {}, v.name),
@@ -289,10 +394,10 @@ function vertexBox(v, at, load, selected, jobId) {
     s("text", { class: "foot", x: 12, y: foot }, "slot sharing group: " + clip(v.slotSharingGroup || "default", 18)),
     s("text", { class: "foot", x: 12, y: foot + 15 },
       `in ${fmt.count(v.metrics["read-records"])} · out ${fmt.count(v.metrics["write-records"])}`),
-    // how busy its busiest subtask is, as Flink's graph shows it: cool when idle, hot when busy
+    // how busy its busiest subtask is: blue, the colour of busy alone (red is failure, orange back pressure)
     s("rect", { class: "busy-track", x: 12, y: at.h - 12, width: BOX.width - 24, height: 5, rx: 2.5 }),
     s("rect", { class: "busy-fill", x: 12, y: at.h - 12, width: Math.max(0, (BOX.width - 24) * load.busy),
-      height: 5, rx: 2.5, fill: `hsl(${Math.round(210 - 210 * load.busy)}, 70%, 50%)` }));
+      height: 5, rx: 2.5 }));
   return group;
 }
 
@@ -305,7 +410,8 @@ function subtasksPanel(vertex, pressure) {
       h("td", { class: "num" }, t.subtask),
       h("td", {}, badge(t.status)),
       h("td", { class: "num" }, t.attempt),
-      h("td", { class: "mono" }, t["taskmanager-id"]),
+      h("td", { class: "mono" }, h("a", { href: "#/taskmanager/" + encodeURIComponent(t["taskmanager-id"]) },
+        t["taskmanager-id"])),
       h("td", { class: "num" }, fmt.count(t.metrics["read-records"])),
       h("td", { class: "num" }, fmt.count(t.metrics["write-records"])),
       h("td", { class: "num" }, fmt.rate(t.numRecordsOutPerSecond)),
@@ -317,8 +423,8 @@ function subtasksPanel(vertex, pressure) {
       " ", fmt.ratio(t.busyTimeMsPerSecond / 1000)),
       h("td", {}, badge(levelOf[t.subtask] || "ok")));
   });
-  return h("section", { class: "panel", id: "subtasks" },
-    h("h2", {}, "Subtasks of ", h("span", { id: "selected-vertex" }, vertex.name)),
+  return h("section", { class: "panel subtasks", id: "subtasks-" + vertex.id, "data-vertex-name": vertex.name },
+    h("h2", {}, "Subtasks of ", h("span", { class: "vertex-name" }, vertex.name)),
     table([["#", "num"], ["State"], ["Attempt", "num"], ["Task manager"], ["Records in", "num"],
       ["Records out", "num"], ["Out rate", "num"], ["Bytes out", "num"], ["Input watermark"],
       ["Output watermark"], ["Busy / back-pressured"], ["Back pressure"]], rows));
@@ -365,6 +471,66 @@ function trace(entry) {
   return details;
 }
 
+function configPanel(config) {
+  const execution = config["execution-config"] || {};
+  const rows = [["Execution mode", execution["execution-mode"]], ["Restart strategy", execution["restart-strategy"]],
+    ["Job parallelism", execution["job-parallelism"]], ["Object reuse", String(execution["object-reuse-mode"])]]
+    .map(([key, value]) => h("tr", {}, h("td", {}, key), h("td", { class: "mono" }, value)));
+  const keyRows = (entries) => Object.entries(entries || {}).map(([key, value]) =>
+    h("tr", { class: "config-row" }, h("td", { class: "mono" }, key), h("td", { class: "mono" }, value)));
+  const configured = keyRows(execution.configuration), user = keyRows(execution["user-config"]);
+  return h("section", { class: "panel", id: "job-config" }, h("h2", {}, "Configuration"),
+    table([["Setting"], ["Value"]], rows),
+    h("h2", { class: "sub" }, "Configuration keys the job set"),
+    configured.length ? table([["Key"], ["Value"]], configured) : h("p", { class: "empty" }, "None: every default."),
+    user.length ? [h("h2", { class: "sub" }, "Global job parameters"), table([["Key"], ["Value"]], user)] : null);
+}
+
+// -- task managers -------------------------------------------------------------------------------------------------
+
+async function taskManagersPage() {
+  const data = await get("taskmanagers");
+  const rows = data.taskmanagers.map((m) => h("tr", { class: "taskmanager-row" },
+    h("td", {}, h("a", { href: "#/taskmanager/" + encodeURIComponent(m.id), class: "taskmanager-link" }, m.id)),
+    h("td", { class: "mono" }, m.path),
+    h("td", { class: "num" }, m.slotsNumber), h("td", { class: "num" }, m.freeSlots),
+    h("td", { class: "num" }, m.hardware.cpuCores), h("td", { class: "num" }, fmt.bytes(m.hardware.physicalMemory))));
+  return h("section", { class: "panel", id: "taskmanagers" }, h("h2", {}, "Task managers"),
+    rows.length ? table([["Id"], ["Where"], ["Slots", "num"], ["Free slots", "num"], ["CPU cores", "num"],
+      ["Memory", "num"]], rows) : h("p", { class: "empty" }, "No task managers (no job is running)."));
+}
+
+async function taskManagerPage(id, tab) {
+  const base = "taskmanagers/" + encodeURIComponent(id);
+  const manager = await get(base);
+  const metric = (name) => manager.metrics[name];
+  const tabs = h("div", { class: "tabs" }, ["metrics", "log", "stdout"].map((name) =>
+    h("a", { href: "#/taskmanager/" + encodeURIComponent(id) + (name === "metrics" ? "" : "/" + name),
+      class: "tab" + (name === tab ? " active" : ""), id: "tab-" + name }, name === "metrics" ? "Metrics" :
+      name === "log" ? "Log" : "Stdout")));
+  let body;
+  if (tab === "log" || tab === "stdout") {
+    const response = await fetch(base + "/" + tab);
+    body = h("pre", { class: "log", id: "taskmanager-" + tab }, await response.text());
+  } else {
+    const gcs = Object.keys(manager.metrics).filter((k) => k.includes("GarbageCollector"))
+      .map((k) => k.split(".")[3] + " " + manager.metrics[k]).join(", ");
+    body = h("div", { class: "cards", id: "taskmanager-metrics" },
+      card("Slots", manager.freeSlots + " free / " + manager.slotsNumber),
+      card("CPU load", metric("Status.Python.CPU.Load") === undefined ? "—" : fmt.ratio(metric("Status.Python.CPU.Load"))),
+      card("CPU time", fmt.duration(metric("Status.Python.CPU.Time"))),
+      card("Memory (RSS)", fmt.bytes(metric("Status.Python.Memory.RSS"))),
+      card("Threads", fmt.count(metric("Status.Python.Threads.Count"))),
+      card("GC collections", gcs || "—"));
+  }
+  return h("div", {},
+    h("div", { class: "job-header" }, h("h1", { id: "taskmanager-id" }, "Task manager " + manager.id)),
+    h("div", { class: "job-meta" }, h("span", {}, "Process ", h("b", {}, manager.pid || "—")),
+      h("span", {}, "Where ", h("b", { class: "mono" }, manager.path)),
+      h("span", {}, "Log ", h("b", { class: "mono" }, manager.logFile || "—"))),
+    tabs, h("section", { class: "panel" }, body));
+}
+
 // -- start ---------------------------------------------------------------------------------------------------------
 
 async function start() {
@@ -373,7 +539,8 @@ async function start() {
     state.refreshMs = Math.max(250, config["refresh-interval"] || 1000);
     document.getElementById("version").textContent = config["flink-version"] || "";
   } catch (ignored) { /* defaults */ }
-  window.addEventListener("hashchange", () => { refresh(); schedule(); });
+  window.addEventListener("hashchange", () => { takeTokenFromAddress(); refresh(); schedule(); });
+  takeTokenFromAddress();
   await refresh();
   schedule();
 }

@@ -22,8 +22,8 @@ def test_frames_inside_fluvial_are_hidden_and_counted():
         text = user_traceback(error)
     assert "in ask_for_an_unknown_key" in text
     assert "configuration.py" not in text
-    assert text.endswith("(1 frames of fluvial and its launcher hidden; --verbose shows them)")
-    assert "ConfigurationError: 'no.such.key' is not a configuration key fluvial knows" in text
+    assert text.endswith("(1 frames of fluvial, its launcher and installed libraries hidden; --verbose shows them)")
+    assert "ConfigurationError: unknown configuration key 'no.such.key'" in text
 
 
 def test_causes_and_contexts_are_filtered_too():

@@ -105,13 +105,13 @@ print("unreachable")
     result = invoke("run", job_file(tmp_path, body, name="failing.py"))
     assert result.exit_code == 1
     err = result.stderr
-    assert err.startswith("error: Job 'failing job'")
+    assert err.startswith("Job has been submitted with JobID ") and "\nerror: Job 'failing job'" in err
     assert "operator 'Explode'" in err
     assert "Caused by:" in err
     assert 'failing.py", line 6, in explode' in err
     assert "ValueError: bad record 3" in err
     assert "fluvial/" not in err  # the engine's frames are left out
-    assert "frames of fluvial and its launcher hidden; --verbose shows them" in err
+    assert "frames of fluvial, its launcher and installed libraries hidden; --verbose shows them" in err
     assert "unreachable" not in result.stdout
 
 
@@ -346,11 +346,11 @@ env.execute("parse")
     result = invoke("run", job_file(tmp_path, body))
     assert result.exit_code == 1
     err = result.stderr
-    assert err.startswith("error: Job 'parse'")
+    assert "\nerror: Job 'parse'" in err
     assert "operator 'Parse'" in err
     assert "ValueError: invalid literal for int() with base 10: 'x'" in err
     assert "File " not in err  # int() is C code called by the runtime: no frame of the user's to show
-    assert "frames of fluvial and its launcher hidden" in err
+    assert "frames of fluvial, its launcher and installed libraries hidden" in err
 
 
 def test_an_api_error_in_the_job_file_shows_the_users_line_and_the_apis_message(tmp_path):

@@ -34,10 +34,20 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
+CLUSTER_ID = "c1" * 16
+
+
 def recorded(jobmanager: ProcessRecord, taskmanagers: tuple[ProcessRecord, ...] = ()) -> ClusterRecord:
-    record = ClusterRecord("127.0.0.1:1", "http://127.0.0.1:1", "token", jobmanager, taskmanagers)
+    record = ClusterRecord("127.0.0.1:1", "http://127.0.0.1:1", "token", jobmanager, taskmanagers,
+                           cluster_id=CLUSTER_ID)
     write_cluster_file(record)
     return record
+
+
+def sleeper(cluster_id: str | None = None) -> subprocess.Popen:
+    """A process that sleeps; started as a process of the cluster `cluster_id` when one is given."""
+    env = {**os.environ, "FLUVIAL_CLUSTER_ID": cluster_id} if cluster_id else None
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
 
 
 def free_port() -> int:
@@ -77,7 +87,7 @@ def test_cluster_start_refuses_while_the_recorded_cluster_runs():
 
 
 def test_cluster_stop_cleans_a_stale_file_and_what_it_left_running():
-    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    leftover = sleeper(CLUSTER_ID)
     try:
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
@@ -90,6 +100,25 @@ def test_cluster_stop_cleans_a_stale_file_and_what_it_left_running():
     finally:
         leftover.kill()
         leftover.wait()
+
+
+def test_cluster_stop_never_signals_a_process_it_cannot_prove_is_the_clusters():
+    stranger, impostor = sleeper(), sleeper("another cluster's id")
+    try:
+        recorded(ProcessRecord.of(stranger.pid), (ProcessRecord.of(impostor.pid),))  # forged: live PIDs, right times
+        result = invoke("cluster", "stop")
+        assert f"process {stranger.pid} is not provably the cluster's JobManager: not signalled" in result.stderr
+        assert f"process {impostor.pid}, named by" in result.stderr
+        assert stranger.poll() is None and impostor.poll() is None
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        recorded(ProcessRecord(dead.pid, 1), (ProcessRecord.of(stranger.pid),))  # stale, naming a stranger
+        assert invoke("cluster", "stop").exit_code == 0
+        assert stranger.poll() is None
+    finally:
+        for process in (stranger, impostor):
+            process.kill()
+            process.wait()
 
 
 def test_cluster_stop_without_a_cluster_says_there_is_none():

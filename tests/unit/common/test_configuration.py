@@ -19,10 +19,10 @@ from fluvial.common.errors import ConfigurationError
 @pytest.mark.parametrize(
     ("key", "says"),
     [
-        ("rest.client.max-content-length", "fluvial's REST API and dashboard take rest.port, rest.address and "
-                                           "rest.bind-address only"),
-        ("web.submit.enable", "fluvial's REST API and dashboard take rest.port, rest.address and rest.bind-address "
-                              "only"),
+        ("rest.client.max-content-length", "fluvial's REST API and dashboard take rest.port, rest.address, "
+                                           "rest.bind-address and rest.allowed-hosts only"),
+        ("web.submit.enable", "fluvial's REST API and dashboard take rest.port, rest.address, "
+                              "rest.bind-address and rest.allowed-hosts only"),
         ("metrics.reporter.jmx.port", "fluvial's metrics take metrics.reporter.prom.port"),
         ("metrics.reporters", "fluvial's metrics take metrics.reporter.prom.port"),
         ("execution.checkpointing.externalized-checkpoint-retention", "as RETAIN_ON_CANCELLATION does"),
@@ -46,7 +46,7 @@ def test_unknown_keys_are_refused_with_the_closest_known_one_or_the_list():
         check_key("parallelism.defualt")
     with pytest.raises(ConfigurationError, match="known keys: local.number-taskmanager"):
         check_key("local.unknown")
-    with pytest.raises(ConfigurationError, match="fluvial does not know it, so it would do nothing. Remove it"):
+    with pytest.raises(ConfigurationError, match="fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists"):
         check_key("execution.some-flink-key-we-never-heard-of")
 
 
@@ -85,3 +85,11 @@ def test_buffer_timeout_minus_one_holds_too_and_below_it_is_refused():
         configuration.validate()
     with pytest.raises(ConfigurationError, match="integer number of milliseconds"):
         check_buffer_timeout(True)
+
+
+def test_flinks_deprecated_chaining_key_means_the_current_one():
+    configuration = Configuration()
+    configuration.set_string("pipeline.operator-chaining", "false")
+    assert configuration.get("pipeline.operator-chaining.enabled") is False
+    assert configuration.get_boolean("pipeline.operator-chaining", True) is False
+    assert configuration.contains_key("pipeline.operator-chaining")

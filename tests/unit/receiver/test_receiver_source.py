@@ -199,3 +199,26 @@ def test_tracked_blocks_survive_a_jobmaster_restart_through_the_write_ahead_log(
     second.store(["d"])  # numbering continues after the recovered blocks
     assert poll_until_data(reader) == ["d"]
     assert [b.sequence_number for b in lookup(job_id).tracker.tracked_blocks(STREAM)] == [0, 1, 2]
+
+
+class RemembersWhereItResumes(IdleReceiver):
+    def on_start(self) -> None:
+        self.resumed_at = self.last_stored_position()
+
+
+def test_a_restored_stream_without_its_log_resumes_the_upstream_at_the_checkpointed_position():
+    receiver = RemembersWhereItResumes()
+    job_id = f"source-test-{next(_job_ids)}"
+    settings = ReceiverSettings(0.02, 10, 0, None, True)
+    reader = ReceiverSourceReader(RECEIVERS.for_job(job_id, settings), STREAM, receiver)
+    reader.add_splits([ReceiverSplit(f"receiver-{STREAM}", STREAM, 4, upstream_position={"offset": 120})])
+    try:
+        assert reader.poll(10) == []  # the stream starts: a TaskManager that lost its receiver's blocks
+        wait_until(lambda: hasattr(receiver, "resumed_at"), what="the receiver to start")
+        assert receiver.resumed_at == {"offset": 120}
+        receiver.store(["a", "b"], position={"offset": 122})
+        assert poll_until_data(reader) == ["a", "b"]
+        assert receiver.last_stored_position() == {"offset": 122}
+        assert reader.snapshot_state()[0].upstream_position == {"offset": 122}
+    finally:
+        stop_receivers(job_id)

@@ -51,3 +51,26 @@ def test_a_directory_planted_under_the_old_fixed_name_is_not_used(tmp_path):
         assert os.listdir(planted) == []
     finally:
         backend.dispose()
+
+
+def test_a_killed_processes_directories_are_swept_by_the_next_and_nothing_else(tmp_path):
+    import subprocess
+    import sys
+
+    from fluvial.state.factory import job_working_directory, release_job_directories
+
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = root / f"fluvial-job-d-p{dead.pid}.123-abcd1234"  # what a killed process left
+    (killed / "db").mkdir(parents=True)
+    mine = root / f"fluvial-job-e-p{os.getpid()}.-1-keep1234"  # a live process's (start time unknown)
+    mine.mkdir()
+    other = root / "not-ours"
+    other.mkdir()
+    made = job_working_directory(str(root), "job-f")
+    assert not killed.exists() and mine.exists() and other.exists()
+    assert os.path.basename(made).startswith(f"fluvial-job-f-p{os.getpid()}.")
+    release_job_directories("job-f")
+    assert not os.path.exists(made)

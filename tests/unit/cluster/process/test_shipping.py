@@ -90,3 +90,31 @@ def test_a_function_that_cannot_travel_is_refused_naming_the_operator_and_the_fi
     env.from_collection([1]).map(HoldsALock()).name("locked").print()
     with pytest.raises(InvalidJobError, match=r"operator 'locked' cannot be sent to a TaskManager process.*open\(\)"):
         prepare_for_shipping(env.get_job_graph())
+
+
+def test_an_unpicklable_closure_names_the_captured_variable_not_a_wrapper():
+    from fluvial.common.typeinfo import Types
+
+    connection = threading.Lock()
+    env = environment()
+    env.from_collection([1]).map(lambda value: (connection, value)[1], output_type=Types.INT()).print()
+    with pytest.raises(InvalidJobError) as refused_job:
+        prepare_for_shipping(env.get_job_graph())
+    message = str(refused_job.value)
+    assert "the variable 'connection' (_thread.lock), which the function " in message and "<lambda>" in message
+    assert "_inner" not in message and "TypedFunction" not in message and "MapSpec" not in message
+    assert refused_job.value.__cause__ is None and refused_job.value.__suppress_context__  # no cloudpickle frames
+
+
+def test_an_unpicklable_attribute_of_the_users_function_is_named():
+    class Enrich:
+        def __init__(self) -> None:
+            self.client = threading.Lock()
+
+        def __call__(self, value):
+            return value
+
+    env = environment()
+    env.from_collection([1]).map(Enrich()).print()
+    with pytest.raises(InvalidJobError, match=r"the attribute .*Enrich\.client \(_thread\.lock\) cannot be pickled"):
+        prepare_for_shipping(env.get_job_graph())

@@ -85,3 +85,24 @@ def test_local_starts_a_cluster_of_its_own_even_when_auto_would_find_one(fake):
     ray = fake(FakeRay(auto_finds="10.1.2.3:6379"))
     connection.connect("local")
     assert ray.inits == ["127.0.0.2:7000"] and ray.started_local
+
+
+def test_a_detached_job_is_refused_where_only_a_local_instance_of_this_program_would_hold_it(fake, monkeypatch):
+    nothing = fake(FakeRay())
+    with pytest.raises(ConfigurationError, match=r"detached job .* Start a Ray cluster first \(ray start --head\).*"
+                                                 r"or drop -d"):
+        connection.connect(None, detached=True)
+    assert nothing.inits == ["auto"] and not nothing.started_local  # nothing was started
+    with pytest.raises(ConfigurationError, match="detached job"):
+        connection.connect("local", detached=True)
+    assert not nothing.started_local
+    connection.connect(None)  # attached: the local instance is fine
+    monkeypatch.setattr(connection, "_local_cluster", object())  # this program's own, now running
+    with pytest.raises(ConfigurationError, match="detached job"):
+        connection.connect(None, detached=True)
+
+
+def test_a_detached_job_goes_to_a_running_cluster(fake):
+    ray = fake(FakeRay(auto_finds="10.1.2.3:6379"))
+    connection.connect(None, detached=True)
+    assert ray.inits == ["auto"] and not ray.started_local

@@ -1,0 +1,86 @@
+"""The REST routes behind the dashboard's job configuration and TaskManager pages (Flink's routes and fields):
+
+  GET /jobs/:jobid/config              {"jid", "name", "execution-config": {execution-mode, restart-strategy,
+                                        job-parallelism, object-reuse-mode, user-config, configuration}}
+  GET /taskmanagers/:tmid              the TaskManager (slots, hardware) and its process's Status.* metrics
+  GET /taskmanagers/:tmid/log          the end of the log its records go to (text)
+  GET /taskmanagers/:tmid/stdout       the end of the file what its jobs print goes to (text)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from fluvial.metrics.process_status import process_status
+
+LOG_TAIL_BYTES = 1 << 20  # a page shows the last megabyte of a log
+
+
+def page_routes(dispatcher: Any, request_error: type[Exception]) -> list[Route]:
+    """The routes, over `dispatcher` (a DispatcherView); `request_error(status, message)` is the REST API's error."""
+    pages = _Pages(dispatcher, request_error)
+    return [
+        Route("/jobs/{job_id}/config", pages.job_config, methods=["GET"]),
+        Route("/taskmanagers/{tm_id}", pages.task_manager, methods=["GET"]),
+        Route("/taskmanagers/{tm_id}/log", pages.log, methods=["GET"]),
+        Route("/taskmanagers/{tm_id}/stdout", pages.stdout, methods=["GET"]),
+    ]
+
+
+class _Pages:
+    def __init__(self, dispatcher: Any, request_error: type[Exception]) -> None:
+        self._dispatcher = dispatcher
+        self._error = request_error
+
+    def job_config(self, request: Request) -> Response:
+        details = self._dispatcher.job(request.path_params["job_id"]).details
+        return JSONResponse({"jid": details.job_id, "name": details.name,
+                             "execution-config": details.execution_config})
+
+    def task_manager(self, request: Request) -> Response:
+        manager = self._manager(request)
+        status = process_status(manager.pid) if manager.pid else None
+        return JSONResponse({
+            "id": manager.id, "path": manager.path, "dataPort": manager.data_port, "pid": manager.pid,
+            "timeSinceLastHeartbeat": manager.last_heartbeat, "slotsNumber": manager.slots,
+            "freeSlots": manager.free_slots,
+            "hardware": {"cpuCores": manager.cpu_cores, "physicalMemory": manager.physical_memory},
+            "metrics": status.metrics() if status is not None else {},
+            "logFile": manager.log_file, "stdoutFile": manager.stdout_file})
+
+    def log(self, request: Request) -> Response:
+        manager = self._manager(request)
+        return PlainTextResponse(_tail(manager.log_file, "its log"))
+
+    def stdout(self, request: Request) -> Response:
+        manager = self._manager(request)
+        if not manager.stdout_file:
+            return PlainTextResponse("What this TaskManager's jobs print goes to the terminal of the program that "
+                                     "runs them (an embedded job): see there.\n")
+        return PlainTextResponse(_tail(manager.stdout_file, "what its jobs print"))
+
+    def _manager(self, request: Request) -> Any:
+        wanted = request.path_params["tm_id"]
+        for manager in self._dispatcher.task_managers():
+            if manager.id == wanted:
+                return manager
+        raise self._error(404, f"there is no TaskManager {wanted}: GET /taskmanagers lists them")
+
+
+def _tail(path: str, what: str) -> str:
+    if not path:
+        return f"({what} is not written to a file)\n"
+    try:
+        with open(Path(path), "rb") as file:
+            file.seek(0, 2)
+            size = file.tell()
+            file.seek(max(0, size - LOG_TAIL_BYTES))
+            text = file.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return f"({what}: {path} has nothing yet)\n"
+    return text if size <= LOG_TAIL_BYTES else text.split("\n", 1)[-1]

@@ -1,0 +1,79 @@
+"""Nothing a job used is left behind when it ends, in every execution mode: RocksDB working directories
+(TaskManager processes end with os._exit, which skips atexit hooks), hidden in-progress part files of failed
+attempts, and listeners."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fluvial.common import Encoder, Types
+from fluvial.common.restart_strategy import RestartStrategies
+from fluvial.datastream import MapFunction
+from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
+from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
+from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
+from fluvial.testing import environment, wait_until
+from fluvial.testing.faults import completed_checkpoints
+from fluvial.testing.oracle import committed_lines
+from fluvial.testing.sequences import KeySequenceSource
+
+pytest.importorskip("rocksdict", reason="rocksdict is not installed: pip install rocksdict==0.3.29")
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_rocksdb_working_directories_are_removed_when_the_job_ends(tmp_path, mode):
+    root = tmp_path / "rocksdb"
+    env = environment(mode)
+    env.set_parallelism(2)
+    backend = EmbeddedRocksDBStateBackend()
+    backend.set_db_storage_paths(str(root))
+    env.set_state_backend(backend)
+    stream = (env.from_collection(list(range(100)), type_info=Types.INT())
+              .key_by(lambda value: value % 5, key_type=Types.INT())
+              .reduce(lambda a, b: a + b))
+    with stream.execute_and_collect() as results:
+        assert len(list(results)) == 100
+    assert root.is_dir(), "the job made no RocksDB working directory"
+    wait_until(lambda: os.listdir(root) == [], timeout=20, what=f"the working directories under {root} to go")
+
+
+class FailOnceAfterCheckpoints(MapFunction):
+    """Raises once in the first attempt, after checkpoints completed and the sink opened parts that no
+    checkpoint will commit."""
+
+    def __init__(self, checkpoints: str) -> None:
+        self.checkpoints = checkpoints
+
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, record):
+        key, seq = record
+        if self.attempt == 0 and seq >= 50 and max(completed_checkpoints(Path(self.checkpoints)), default=0) >= 2:
+            raise RuntimeError("the first attempt fails once")
+        return f"{key}|{seq}"
+
+
+def test_a_failed_attempts_hidden_part_files_are_removed_on_restore(tmp_path, mode):
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    env = environment(mode)
+    env.set_parallelism(2)
+    env.enable_checkpointing(30)
+    env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{checkpoints}"))
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
+    sink = (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
+    (env.from_source(KeySequenceSource(4, 500, 1000), source_name="sequences")
+        .map(FailOnceAfterCheckpoints(str(checkpoints)), output_type=Types.STRING())
+        .sink_to(sink))
+    client = env.execute_async("fails once")
+    client.get_job_execution_result().result(timeout=50)
+    assert client._job_master.restarts == 1
+    lines, hidden = committed_lines(out)
+    assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(4) for seq in range(500))
+    assert hidden == 0, [p.name for p in out.rglob(".*")]
