@@ -60,6 +60,7 @@ bench: $(STAMP)
 # `make services`: the real servers the connector examples talk to, on 127.0.0.1 with free ports and temporary
 # data, until Ctrl-C (services/__main__.py prints where each listens). One line per server.
 SERVICES += postgres
+SERVICES += nats mosquitto
 
 services: $(STAMP)
 	$(BIN)/python -m services $(SERVICES)

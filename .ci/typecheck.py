@@ -22,7 +22,7 @@ REMAINING = {
     "cli": 2,
     "cluster": 82,
     "common": 9,
-    "datastream": 55,
+    "datastream": 65,
     "graph": 4,
     "metrics": 2,
     "receiver": 4,

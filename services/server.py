@@ -116,3 +116,29 @@ def start_process(name: str, argv: list[str], *, data_dir: Path, port: int, host
     finally:
         log.close()
     return RunningServer(name, process, host, port, log_path, data_dir)
+
+
+def restart(server: RunningServer, timeout: float = 30.0) -> RunningServer:
+    """Stop `server` and start the same command again on the same port with the same data directory (what it
+    persisted survives): the fault tests' "server restarted mid-job"."""
+    server.stop()
+    restarted = start_process(server.name, list(server.process.args), data_dir=server.data_dir, port=server.port)
+    restarted.extra.update(server.extra)
+    return restarted.wait_until_ready(timeout)
+
+
+def serve_in_temporary_directory(prefix: str, start, usual_port: int):  # type: ignore[no-untyped-def]
+    """For `make services`: start `start(directory, port)` in a new temporary directory, on `usual_port` when it is
+    free (the examples' default) else on a free one; returns the server and how to stop it and remove the
+    directory."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    server = start(directory, free_port() if port_accepts(LOOPBACK, usual_port) else usual_port)
+
+    def stop() -> None:
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    return server, stop

@@ -6,8 +6,10 @@ of `window_s` seconds and counts the rest; the first record of that kind after t
 left out: "... (and 37 more like it in the last 60 s)". Records are of one kind when their messages are equal
 with every number masked (checkpoint ids, restart counts, attempts and durations differ in every line).
 
-Added to the loggers of the modules whose messages repeat in a loop (scheduler, checkpoint coordinator, task
-checkpointing); other loggers are untouched.
+Only warnings and errors are limited: a failure loop repeats those, while the INFO lines of a healthy job
+(each checkpoint triggered and completed, with its duration and size) are what an operator reads and must all
+be there. Added to the loggers of the modules whose failures repeat in a loop (scheduler, checkpoint
+coordinator, task checkpointing); other loggers are untouched.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class RepeatedMessages(logging.Filter):
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
         try:
             key = f"{record.name}:{record.levelno}:{_NUMBER.sub('#', record.getMessage())}"
         except Exception:  # noqa: BLE001 - a record that cannot be formatted is logging's to report

@@ -310,6 +310,12 @@ class BlockGenerator:
             buffer.extend(records)
             self._listener.on_add_data(records, metadata)
 
+    def pace(self, records: int) -> None:
+        """Waits until `records` more records may be stored under `max_rate` (a no-op without a rate limit): what
+        a reliable `store(list)` calls, so the one rate limit covers both ways of storing."""
+        if self._paced:
+            self._rate_limiter.wait_to_push_many(records)
+
     def _pace(self, records: int) -> None:
         """Waits for the rate limiter, unless the generator is not Active (no point pacing a doomed add)."""
         if self._state is not _ACTIVE:

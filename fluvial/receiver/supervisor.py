@@ -200,8 +200,10 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self._generator.add_data_with_callback(data, metadata)
 
     def push_array(self, records: list, metadata: Any = None, position: Any = None) -> None:
-        """Reliable store: one block now, returning once it is stored and tracked. Raises ReceiverStoppedError
+        """Reliable store: one block now, returning once it is stored and tracked (paced by `receiver.max-rate`
+        first, like records stored one by one). Raises ReceiverStoppedError
         after stop: the stream may have ended, so the block would never be emitted."""
+        self._generator.pace(len(records))
         with self._lock:
             if self._state is ReceiverState.STOPPED:
                 raise ReceiverStoppedError(

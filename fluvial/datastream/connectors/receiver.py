@@ -9,7 +9,7 @@ Contract, numbered:
    `store(record, metadata)` the same with metadata (the block's info carries the list of its records'
    metadata, in order); `store(list_of_records, metadata=None)` stores the list as one block and returns only
    when the block is stored — in the write-ahead log when it is on (reliable receivers acknowledge their
-   source only after that). After `stop`, `store(list)` raises ReceiverStoppedError: never acknowledge then.
+   source only after that). Both ways of storing are paced by `receiver.max-rate`. After `stop`, `store(list)` raises ReceiverStoppedError: never acknowledge then.
 3. `restart(message, error=None, delay=...)` stops (on_stop) and starts (on_start) again after the delay;
    an exception escaping on_start does the same. Restarts follow the receiver's `restart_strategy` (a
    RestartStrategies configuration; default: exponential back-off from 100 ms to 10 s, at most 10 restarts
