@@ -1,6 +1,7 @@
 """Soak: N seeded fault trials per state backend and execution mode, and the table of issue 13.
 
     python -m bench.soak --trials 100 --faults-per-trial 4
+    python -m bench.soak --unaligned --trials 25 --modes thread,process --faults kill,kill_taskmanager,raise
 
 Each trial runs the fault job (`fluvial.testing.fault_job`: per-key sequences → a verifying operator → an
 exactly-once FileSink) in a process of its own and injects a seeded plan of faults into it
@@ -57,7 +58,9 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def soak(backend: str, mode: ExecutionMode, args: argparse.Namespace, kinds: list[FaultKind],
          root: Path) -> list[TrialResult]:
-    settings = TrialSettings(keys=args.keys, per_key=args.per_key, backend=backend, mode=mode.value)
+    settings = TrialSettings(keys=args.keys, per_key=args.per_key, backend=backend, mode=mode.value,
+                             unaligned=args.unaligned, pace_us=args.pace_us if args.unaligned else 0,
+                             rate=args.rate)
     results = []
     for trial in range(args.trials):
         seed = args.seed + trial
@@ -119,6 +122,11 @@ def main(argv: list[str] | None = None) -> bool:
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--per-key", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--rate", type=int, default=4000, help="records per second per source subtask")
+    parser.add_argument("--unaligned", action="store_true",
+                        help="unaligned checkpoints, with the verifying task paced (--pace-us) so that its input "
+                             "channels stay full and every checkpoint carries in-flight data")
+    parser.add_argument("--pace-us", type=int, default=800, help="with --unaligned: microseconds per record")
     parser.add_argument("--workdir", help="where trials run (default: a temporary directory)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # cleanups (mounts) still run
@@ -136,8 +144,9 @@ def main(argv: list[str] | None = None) -> bool:
             ok &= all(result.passed for result in results)
             rows.append(row(backend, mode, results))
             left += leftovers(backend, mode, results)
-    print(f"Soak: {args.trials} seeded trials per backend and mode, {args.faults_per_trial} faults each "
-          f"({time.monotonic() - started:.0f} s)")
+    checkpoints = "unaligned checkpoints, in-flight data persisted" if args.unaligned else "aligned checkpoints"
+    print(f"Soak: {args.trials} seeded trials per backend and mode, {args.faults_per_trial} faults each, "
+          f"{checkpoints} ({time.monotonic() - started:.0f} s)")
     print("| backend | mode | trials | faults injected | lost | duplicated | out-of-order | failed trials | "
           "recovery p50 | recovery p99 | left running | left on disk |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -105,6 +105,7 @@ class CheckpointCoordinator:
         self._futures: dict[int, CompletableFuture] = {}
         self._savepoint_storage: dict[int, Any] = {}
         self._started_at: dict[int, int] = {}
+        self._barrier_figures: dict[int, list[int]] = {}  # id → [max alignment ms, persisted bytes, unaligned]
         self._finalizing: set[int] = set()
         self._silent: set[int] = set()  # completed without telling the tasks (intermediate savepoints)
         self._next_id = first_checkpoint_id
@@ -240,7 +241,9 @@ class CheckpointCoordinator:
 
     # -- acknowledgements ---------------------------------------------------------------------------------------
 
-    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: Mapping[str, SubtaskState]) -> AckResult:
+    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None) -> AckResult:
+        """`metrics`: the subtask's CheckpointMetricsReport (alignment duration, persisted in-flight bytes,
+        unaligned), summed up per checkpoint for its statistics."""
         pending = self._pending.get(checkpoint_id)
         if pending is None:
             if checkpoint_id >= self._next_id:
@@ -250,6 +253,11 @@ class CheckpointCoordinator:
             self._discard_late_state(checkpoint_id, states)
             return AckResult.DISCARDED
         result = pending.acknowledge(task, states)
+        if result is AckResult.SUCCESS and metrics is not None:
+            figures = self._barrier_figures.setdefault(checkpoint_id, [0, 0, 0])
+            figures[0] = max(figures[0], metrics.alignment_duration_ms)
+            figures[1] += metrics.persisted_data
+            figures[2] |= metrics.unaligned
         if result is AckResult.SUCCESS:
             shared = [handle for state in states.values() for handle in state.shared]
             if shared:
@@ -356,12 +364,18 @@ class CheckpointCoordinator:
         stats.completed += 1
         stats.last_completed = completed
         stats.last_duration_ms, stats.last_size_bytes = duration_ms, size
+        alignment, persisted, unaligned = self._barrier_figures.pop(completed.checkpoint_id, (0, 0, 0))
+        kind = "SAVEPOINT" if completed.is_savepoint else "UNALIGNED_CHECKPOINT" if unaligned else "CHECKPOINT"
         self._history(completed.checkpoint_id, "COMPLETED", completed.timestamp, duration_ms, size,
-                      completed.is_savepoint, external_path=completed.metadata_location)
+                      completed.is_savepoint, external_path=completed.metadata_location, checkpoint_type=kind,
+                      persisted_data=persisted, alignment_duration=alignment)
 
     def _history(self, checkpoint_id: int, status: str, timestamp: int, duration_ms: int, size: int,
                  is_savepoint: bool, **details: object) -> None:
-        """`details`: `external_path` of a completed one, `failure_message` of a failed one (Flink's names)."""
+        """`details`: `external_path` of a completed one, `failure_message` of a failed one (Flink's names); a
+        completed one's `checkpoint_type` (CHECKPOINT, UNALIGNED_CHECKPOINT or SAVEPOINT), `persisted_data` (bytes
+        of in-flight data its subtasks persisted) and `alignment_duration` (ms, the longest of its subtasks')."""
+        self._barrier_figures.pop(checkpoint_id, None)
         history = self.stats.history
         history.append({"id": checkpoint_id, "status": status, "is_savepoint": is_savepoint,
                         "trigger_timestamp": timestamp, "end_to_end_duration": duration_ms, "state_size": size,

@@ -92,11 +92,16 @@ class SubtaskState:
     """The subtask had FINISHED when the checkpoint was taken (FLIP-147): it holds no state, and restores as a
     subtask with nothing left to do (its source has no splits left). An operator whose every subtask is
     finished is fully finished (Flink's FullyFinishedOperatorState)."""
+    input_channel: list[StateHandle] = field(default_factory=list)
+    """The in-flight data of an unaligned checkpoint (Flink's input channel state): the items queued on the
+    subtask's input channels that it had not processed when it snapshot, replayed before new input on restore.
+    Kept on the chain's head operator; only a restore at the same parallelism can use it."""
 
     def handles(self) -> Iterator[StateHandle]:
         yield from self.keyed
         yield from self.operator
         yield from self.shared
+        yield from self.input_channel
 
 
 @dataclass(frozen=True, slots=True)

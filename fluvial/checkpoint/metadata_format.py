@@ -16,8 +16,10 @@ field. Versions:
      "operators": [{"operator_id": str, "parallelism": int >= 1, "max_parallelism": int >= 1,
                     "subtasks": [{"index": int >= 0, "keyed": [handle], "operator": [handle],
                                   "shared": [handle], "raw": {str: JSON value}}]}]}
-3. (written now) version 2 with `"finished": bool` in every subtask: it had finished when the checkpoint was
+3. version 2 with `"finished": bool` in every subtask: it had finished when the checkpoint was
    taken (FLIP-147). Version 2 files are read as if every subtask had `"finished": false`.
+4. (written now) version 3 with `"input_channel": [handle]` in every subtask: the in-flight data of an
+   unaligned checkpoint (empty for aligned ones). Earlier versions are read with none.
     handle = {"kind": "inline", "name": str, "data": base64 str, "checksum": u32}
            | {"kind": "file", "path": str, "relative": bool, "size": int >= 0, "checksum": u32}
 
@@ -57,18 +59,20 @@ from fluvial.checkpoint.metadata import (
 
 METADATA_FILE_NAME = "_metadata"
 METADATA_MAGIC = b"FLUVCKPT"
-METADATA_VERSION = 3
-READABLE_VERSIONS = (2, 3)
+METADATA_VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
 PICKLE_METADATA_VERSION = 1
 METADATA_HEADER = struct.Struct(">8sHQI")  # magic, format version, payload length, crc32 of the payload
 
 _TOP_KEYS = frozenset({"checkpoint_id", "timestamp", "job_id", "is_savepoint", "operators"})
 _OPERATOR_KEYS = frozenset({"operator_id", "parallelism", "max_parallelism", "subtasks"})
 _SUBTASK_KEYS_V2 = frozenset({"index", "keyed", "operator", "shared", "raw"})
-_SUBTASK_KEYS = _SUBTASK_KEYS_V2 | {"finished"}
+_SUBTASK_KEYS_V3 = _SUBTASK_KEYS_V2 | {"finished"}
+_SUBTASK_KEYS = _SUBTASK_KEYS_V3 | {"input_channel"}
 _INLINE_KEYS = frozenset({"kind", "name", "data", "checksum"})
 _FILE_KEYS = frozenset({"kind", "path", "relative", "size", "checksum"})
 _HANDLE_LISTS = ("keyed", "operator", "shared")
+_HANDLE_LISTS_V4 = _HANDLE_LISTS + ("input_channel",)
 
 T = TypeVar("T")
 
@@ -109,7 +113,7 @@ def _encode_subtask(index: int, subtask: SubtaskState, prefix: str | None, where
             raise ValueError(f"raw state keys of {where} must be strings for the checkpoint metadata, got {key!r}")
         _require_json_value(value, f"raw state {key!r} of {where}")
     encoded: dict[str, Any] = {"index": index, "raw": subtask.raw, "finished": subtask.finished}
-    for name in _HANDLE_LISTS:
+    for name in _HANDLE_LISTS_V4:
         encoded[name] = [_encode_handle(handle, prefix) for handle in getattr(subtask, name)]
     return encoded
 
@@ -301,12 +305,13 @@ def _decode_subtasks(values: Any, reader: _Reader, field: str) -> dict[int, Subt
     subtasks: dict[int, SubtaskState] = {}
     for position, value in enumerate(values):
         where = f"{field}.subtasks[{position}]"
-        subtask = reader.obj(value, _SUBTASK_KEYS if reader.version >= 3 else _SUBTASK_KEYS_V2, where)
+        keys = _SUBTASK_KEYS if reader.version >= 4 else _SUBTASK_KEYS_V3 if reader.version == 3 else _SUBTASK_KEYS_V2
+        subtask = reader.obj(value, keys, where)
         index = reader.typed(subtask["index"], int, f"{where}.index", 0)
         if index in subtasks:
             raise reader.corrupt(f"has subtask {index} twice in {field}")
-        lists: dict[str, list[StateHandle]] = {}
-        for name in _HANDLE_LISTS:
+        lists: dict[str, list[StateHandle]] = {"input_channel": []}
+        for name in _HANDLE_LISTS_V4 if reader.version >= 4 else _HANDLE_LISTS:
             handles = subtask[name]
             if not isinstance(handles, list):
                 raise reader.corrupt(f"has {where}.{name} of type {_json_type(handles)}, expected an array")
@@ -314,7 +319,7 @@ def _decode_subtasks(values: Any, reader: _Reader, field: str) -> dict[int, Subt
         finished = reader.typed(subtask["finished"], bool, f"{where}.finished") if reader.version >= 3 else False
         subtasks[index] = SubtaskState(keyed=lists["keyed"], operator=lists["operator"],
                                        raw=reader.raw(subtask["raw"], f"{where}.raw"), shared=lists["shared"],
-                                       finished=finished)
+                                       input_channel=lists["input_channel"], finished=finished)
     return subtasks
 
 

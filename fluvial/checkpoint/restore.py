@@ -31,6 +31,8 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
     Raises StateError for state that matches no operator (unless allowed) and for a changed max parallelism of
     keyed state, naming the operator and the fix."""
     operator_states = dict(metadata.operator_states)
+    unaligned = any(state.input_channel for operator in operator_states.values()
+                    for state in operator.subtask_states.values())
     matched: set[str] = set()
     result: dict[tuple[int, int], dict[str, RestoreAssignment]] = {}
     for vertex in job_graph.vertices:
@@ -50,6 +52,14 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
                     f"{old.max_parallelism} but now has {node.max_parallelism}: keyed state is split into that "
                     "many key groups, so max parallelism cannot change between a checkpoint and its restore; "
                     f"set_max_parallelism({old.max_parallelism}) on it"
+                )
+            if unaligned and old.parallelism != vertex.parallelism:
+                raise StateError(
+                    f"checkpoint {metadata.checkpoint_id} is an unaligned checkpoint: it holds in-flight data "
+                    f"between subtasks, and operator '{node.name}' ({operator_id}) ran at parallelism "
+                    f"{old.parallelism} then but at {vertex.parallelism} now, so that data has no place to go. "
+                    f"Restore it at parallelism {old.parallelism}, or take a savepoint of the job (savepoints are "
+                    "always aligned) and restore that at the new parallelism"
                 )
             for index in range(vertex.parallelism):
                 result.setdefault((vertex.id, index), {})[operator_id] = subtask_assignment(
@@ -117,4 +127,7 @@ def subtask_assignment(old: Any, checkpoint_id: int, parallelism: int, subtask_i
     operator_handles = tuple(
         tuple(old.subtask_states[j].operator) if j in old.subtask_states else () for j in range(old.parallelism)
     )
-    return RestoreAssignment(checkpoint_id, keyed, operator_handles, old.parallelism, owned)
+    own_state = old.subtask_states.get(subtask_index)
+    channel_handles = tuple(own_state.input_channel) if own_state is not None and old.parallelism == parallelism \
+        else ()
+    return RestoreAssignment(checkpoint_id, keyed, operator_handles, old.parallelism, owned, channel_handles)

@@ -42,6 +42,7 @@ class OperatorRestore:
     checkpoint_id: int = 0
     owned: bool = False
     reader: Any = None  # reads the files keyed handles refer to (StateReader)
+    channel_state: dict[str, list[Any]] = field(default_factory=dict)  # input channel key → in-flight items
     sources: list[str] = field(default_factory=list)  # where the keyed handles were read from (for errors)
 
 
@@ -59,3 +60,4 @@ class RestoreAssignment:
     operator_handles: tuple[tuple[StateHandle, ...], ...]
     old_parallelism: int
     owned: bool = False
+    input_channel_handles: tuple[StateHandle, ...] = ()  # the in-flight data of an unaligned checkpoint (same parallelism only)

@@ -14,6 +14,7 @@ from fluvial.cli.jobs import cancel, list_jobs, savepoint, stop
 from fluvial.cli.plan import plan
 from fluvial.cli.python_options import RunCommand
 from fluvial.cli.run import run
+from fluvial.cli.sql import sql
 
 app = typer.Typer(
     name="fluvial",
@@ -51,6 +52,7 @@ app.command()(savepoint)
 app.command()(stop)
 app.command()(config)
 app.command("history-server")(history_server)
+app.command()(sql)
 app.add_typer(cluster_app)
 
 

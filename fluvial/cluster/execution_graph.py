@@ -16,7 +16,14 @@ from typing import Any
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets
 from fluvial.runtime.channels import ChannelId
-from fluvial.runtime.deployment import ExecutionAttemptId, InputSpec, OutputSpec, TaskCancellationSettings, TaskSpec
+from fluvial.runtime.deployment import (
+    BufferDebloatSettings,
+    ExecutionAttemptId,
+    InputSpec,
+    OutputSpec,
+    TaskCancellationSettings,
+    TaskSpec,
+)
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
 
 ExecutionVertexId = tuple[int, int]
@@ -75,6 +82,7 @@ class ExecutionGraph:
         self._metrics_interval = configuration.get("metrics.fetcher.update-interval") \
             if configuration is not None else 1000
         self._cancellation = TaskCancellationSettings.of(job_graph.configuration)
+        self._buffer_debloat = BufferDebloatSettings.of(job_graph.configuration)
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
             (vertex.id, index): ExecutionVertex(vertex, index)
             for vertex in job_graph.vertices
@@ -148,6 +156,7 @@ class ExecutionGraph:
             job_name=self.job_graph.job_name,
             metrics_interval_ms=self._metrics_interval,
             cancellation=self._cancellation,
+            buffer_debloat=self._buffer_debloat,
         )
 
     def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:

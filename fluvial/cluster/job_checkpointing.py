@@ -98,8 +98,9 @@ class JobCheckpointing:
         self.coordinator.stop()
         self.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
 
-    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict) -> None:
-        self.coordinator.receive_acknowledge(task, checkpoint_id, states)
+    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict,
+                            metrics: Any = None) -> None:
+        self.coordinator.receive_acknowledge(task, checkpoint_id, states, metrics)
 
     def receive_decline(self, task: tuple[int, int], checkpoint_id: int, reason: CheckpointFailureReason,
                         detail: str) -> None:

@@ -255,6 +255,8 @@ def _checkpoint_details(checkpointing: Any) -> CheckpointDetails:
                   "tolerable_failed_checkpoints": settings.tolerable_failures,
                   "mode": "EXACTLY_ONCE" if settings.exactly_once else "AT_LEAST_ONCE",
                   "num_retained": settings.num_retained,
+                  "unaligned_checkpoints": settings.unaligned,
+                  "aligned_checkpoint_timeout": settings.aligned_checkpoint_timeout_ms,
                   "checkpoint_storage": type(settings.storage).__name__})
 
 

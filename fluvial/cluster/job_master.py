@@ -87,8 +87,9 @@ class JobMaster:
         if checkpoints is not None and checkpoints.enabled:
             from fluvial.runtime.deployment import TaskCheckpointSettings
 
-            task_settings = TaskCheckpointSettings(checkpoints.exactly_once, checkpoints.storage,
-                                                   checkpoints.checkpoints_after_tasks_finish)
+            task_settings = TaskCheckpointSettings(
+                checkpoints.exactly_once, checkpoints.storage, checkpoints.checkpoints_after_tasks_finish,
+                checkpoints.aligned_checkpoint_timeout_ms if checkpoints.unaligned else None)
         setup = None
         if checkpointing_on:
             from fluvial.cluster.job_checkpointing import CheckpointingSetup

@@ -8,6 +8,7 @@ is built (not frozen only because frozen dataclasses cost start-up time in every
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.metrics.snapshot import TaskMetricsSnapshot
@@ -79,6 +80,7 @@ class AcknowledgeCheckpoint(AttemptMessage):
     attempt_id: ExecutionAttemptId
     checkpoint_id: int
     states: dict
+    metrics: Any = None  # a CheckpointMetricsReport: alignment duration, persisted in-flight bytes, unaligned
 
 
 @dataclass(eq=False)

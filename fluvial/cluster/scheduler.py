@@ -384,7 +384,7 @@ class Scheduler:
         """A subtask's state for a checkpoint, if it comes from the subtask's current attempt."""
         if self.checkpointing is not None and self.graph.current(message.attempt_id) is not None:
             self.checkpointing.receive_acknowledge(message.attempt_id.execution_vertex_id, message.checkpoint_id,
-                                                   message.states)
+                                                   message.states, message.metrics)
 
     def on_decline(self, message: DeclineCheckpoint) -> None:
         """A subtask's refusal of a checkpoint, if it comes from the subtask's current attempt."""

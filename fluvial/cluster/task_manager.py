@@ -53,9 +53,9 @@ class TaskCheckpointResponder:
         self._gateway = gateway
         self._spec = spec
 
-    def acknowledge(self, checkpoint_id: int, states: dict) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
         spec = self._spec
-        self._gateway.acknowledge_checkpoint(AcknowledgeCheckpoint(spec.attempt_id, checkpoint_id, states))
+        self._gateway.acknowledge_checkpoint(AcknowledgeCheckpoint(spec.attempt_id, checkpoint_id, states, metrics))
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
         spec = self._spec

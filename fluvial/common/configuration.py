@@ -184,6 +184,16 @@ OPTIONS: dict[str, ConfigOption] = {
                      "checkpoints go on after tasks finish; a bounded job commits through a final checkpoint"),
         ConfigOption("execution.checkpointing.checkpoints-after-tasks-finish.enabled", _parse_bool, None,
                      "Flink 1.x name of execution.checkpointing.checkpoints-after-tasks-finish"),
+        ConfigOption("execution.checkpointing.unaligned.enabled", _parse_bool, False,
+                     "unaligned checkpoints: barriers overtake queued buffers, which are persisted (FLIP-76)"),
+        ConfigOption("execution.checkpointing.unaligned", _parse_bool, None,
+                     "Flink 1.x name of execution.checkpointing.unaligned.enabled"),
+        ConfigOption("execution.checkpointing.unaligned.forced", _parse_bool, False,
+                     "turn unaligned checkpoints on where they would be refused (fluvial has no such jobs)"),
+        ConfigOption("execution.checkpointing.aligned-checkpoint-timeout", _parse_duration_ms, 0,
+                     "with unaligned checkpoints: start aligned, turn unaligned after this (0: unaligned at once)"),
+        ConfigOption("execution.checkpointing.alignment-timeout", _parse_duration_ms, None,
+                     "Flink 1.x name of execution.checkpointing.aligned-checkpoint-timeout"),
         ConfigOption("state.savepoints.dir", str, None, "default savepoint directory"),
         ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
                      "allow_non_restored_state"),
@@ -196,6 +206,12 @@ OPTIONS: dict[str, ConfigOption] = {
                      "time between interrupts of a task that does not cancel"),
         ConfigOption("task.cancellation.timeout", _parse_duration_ms, 180_000,
                      "time after which a task that does not cancel is given up (0: never)"),
+        ConfigOption("taskmanager.network.memory.buffer-debloat.enabled", _parse_bool, False,
+                     "adapt the records per network buffer so queued input takes about the target time (FLIP-183)"),
+        ConfigOption("taskmanager.network.memory.buffer-debloat.target", _parse_positive_duration_ms, 1000,
+                     "how long the data queued on a task's input channels should take it to process"),
+        ConfigOption("taskmanager.network.memory.buffer-debloat.period", _parse_positive_duration_ms, 200,
+                     "how often the debloated buffer size is recomputed"),
         ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
         ConfigOption("local.taskmanager.mode", _one_of("thread", "process", "auto"), "auto",
                      "TaskManagers as threads of this process, as processes, or auto: processes when the job's "
@@ -283,9 +299,10 @@ UNSUPPORTED: tuple[UnsupportedOption, ...] = (
     UnsupportedOption("execution.checkpointing.externalized-checkpoint-retention",
                       "fluvial keeps a job's retained checkpoints when the job ends, as RETAIN_ON_CANCELLATION "
                       "does, and cannot delete them on cancellation yet. Remove the key"),
-    UnsupportedOption("execution.checkpointing.unaligned",
-                      "fluvial always aligns checkpoint barriers. Remove the key, or set "
-                      "execution.checkpointing.mode: at_least_once if alignment is too slow under backpressure"),
+    UnsupportedOption("execution.checkpointing.unaligned.",
+                      "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled, "
+                      "execution.checkpointing.unaligned.forced and execution.checkpointing.aligned-checkpoint-timeout "
+                      "only. Remove the key"),
     UnsupportedOption("state.backend.incremental",
                       "set it in code: env.set_state_backend(EmbeddedRocksDBStateBackend("
                       "enable_incremental_checkpointing=...)); incremental is that backend's default"),

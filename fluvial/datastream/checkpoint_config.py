@@ -60,6 +60,11 @@ class CheckpointSettings:
     checkpoints_after_tasks_finish: bool = True
     """FLIP-147: checkpoints go on after some tasks finish, and a task that finished its input waits for a final
     checkpoint, through which two-phase-commit sinks commit their last output."""
+    unaligned: bool = False
+    """FLIP-76: barriers overtake queued buffers, which are persisted as channel state (exactly-once only)."""
+    aligned_checkpoint_timeout_ms: int = 0
+    """With unaligned checkpoints: a checkpoint starts aligned and turns unaligned once this old (0: at once)."""
+    force_unaligned: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -104,6 +109,8 @@ class CheckpointConfig:
         self._storage: CheckpointStorage | None = None
         self._retention = ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
         self._aligned_checkpoint_timeout = Duration(0)
+        self._unaligned = False
+        self._force_unaligned = False
         self._checkpoints_after_tasks_finish = True  # FLIP-147: a final checkpoint after tasks finish
         if configuration is not None:
             self.configure(configuration)
@@ -129,6 +136,15 @@ class CheckpointConfig:
         apply("execution.checkpointing.min-pause", self.set_min_pause_between_checkpoints)
         apply("execution.checkpointing.max-concurrent-checkpoints", self.set_max_concurrent_checkpoints)
         apply("execution.checkpointing.tolerable-failed-checkpoints", self.set_tolerable_checkpoint_failure_number)
+        for key in ("execution.checkpointing.unaligned.enabled", "execution.checkpointing.unaligned"):
+            if key in keys:  # Flink 2's key, then its 1.x name
+                self.enable_unaligned_checkpoints(bool(configuration.get(key)))
+                break
+        apply("execution.checkpointing.unaligned.forced", self.set_force_unaligned_checkpoints)
+        for key in ("execution.checkpointing.aligned-checkpoint-timeout", "execution.checkpointing.alignment-timeout"):
+            if key in keys:
+                self.set_aligned_checkpoint_timeout(Duration.of_millis(configuration.get(key)))
+                break
         # Flink 2's key, then its older name (which Flink still reads)
         for key in ("execution.checkpointing.checkpoints-after-tasks-finish",
                     "execution.checkpointing.checkpoints-after-tasks-finish.enabled"):
@@ -290,33 +306,38 @@ class CheckpointConfig:
     def is_externalized_checkpoints_enabled(self) -> bool:
         return self._retention is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
 
-    # -- unaligned checkpoints: not supported -------------------------------------------------------------------
+    # -- unaligned checkpoints (FLIP-76) -------------------------------------------------------------------------
 
     def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
-        if enabled:
-            raise InvalidJobError(
-                "unaligned checkpoints are not supported by fluvial: checkpoint barriers are always aligned "
-                "(exactly-once). Remove enable_unaligned_checkpoints(), or use CheckpointingMode.AT_LEAST_ONCE "
-                "if alignment under backpressure is too slow"
-            )
+        """Barriers overtake the buffers queued in a task's input channels; those buffers are persisted with the
+        task's state and replayed on restore, so checkpoints stay short under back pressure. Exactly-once only;
+        savepoints stay aligned."""
+        self._unaligned = bool(enabled)
         return self
 
     def disable_unaligned_checkpoints(self) -> CheckpointConfig:
         return self.enable_unaligned_checkpoints(False)
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
-        return False
+        return self._unaligned
 
     def set_force_unaligned_checkpoints(self, force_unaligned_checkpoints: bool = True) -> CheckpointConfig:
-        return self.enable_unaligned_checkpoints(force_unaligned_checkpoints)
+        """Flink's forced mode allows unaligned checkpoints where they would otherwise be refused (iterative
+        jobs, which fluvial does not have): here it turns unaligned checkpoints on, as enabling them does."""
+        self._force_unaligned = bool(force_unaligned_checkpoints)
+        return self
 
     def is_force_unaligned_checkpoints(self) -> bool:
-        return False
+        return self._force_unaligned
 
-    def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration) -> CheckpointConfig:
-        """Accepted and kept; it only matters for unaligned checkpoints, which fluvial never takes."""
-        if not isinstance(alignment_timeout, Duration):
-            raise InvalidJobError(f"the aligned checkpoint timeout must be a Duration, got {alignment_timeout!r}")
+    def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration | int) -> CheckpointConfig:
+        """With unaligned checkpoints: each checkpoint starts aligned and turns unaligned once it is older than
+        this (0, the default: unaligned from the start)."""
+        if isinstance(alignment_timeout, int) and not isinstance(alignment_timeout, bool):
+            alignment_timeout = Duration.of_millis(alignment_timeout)
+        if not isinstance(alignment_timeout, Duration) or alignment_timeout.millis < 0:
+            raise InvalidJobError(f"the aligned checkpoint timeout must be a Duration >= 0 (e.g. "
+                                  f"Duration.of_seconds(1)), got {alignment_timeout!r}")
         self._aligned_checkpoint_timeout = alignment_timeout
         return self
 
@@ -341,4 +362,16 @@ class CheckpointConfig:
             storage=self._storage if self._storage is not None else JobManagerCheckpointStorage(),
             externalized_retention=self._retention,
             checkpoints_after_tasks_finish=self._checkpoints_after_tasks_finish,
+            unaligned=self._unaligned_checked(),
+            aligned_checkpoint_timeout_ms=self._aligned_checkpoint_timeout.millis,
+            force_unaligned=self._force_unaligned,
         )
+
+    def _unaligned_checked(self) -> bool:
+        unaligned = self._unaligned or self._force_unaligned
+        if unaligned and self._mode is not CheckpointingMode.EXACTLY_ONCE:
+            raise InvalidJobError(
+                "unaligned checkpoints need CheckpointingMode.EXACTLY_ONCE (at-least-once never aligns, so there is "
+                "nothing to overtake): set the mode to EXACTLY_ONCE, or turn unaligned checkpoints off"
+            )
+        return unaligned

@@ -34,6 +34,9 @@ class MetricName(str, enum.Enum):
     ACC_BUSY_TIME = "accumulateBusyTimeMs"
     ACC_BACK_PRESSURED_TIME = "accumulateBackPressuredTimeMs"
     ACC_IDLE_TIME = "accumulateIdleTimeMs"
+    # buffer debloating (a task with input channels, while debloating is on); fluvial's buffers count records
+    DEBLOATED_BUFFER_SIZE = "debloatedBufferSize"
+    ESTIMATED_TIME_TO_CONSUME_BUFFERS = "estimatedTimeToConsumeBuffersMs"
     # job
     LAST_CHECKPOINT_DURATION = "lastCheckpointDuration"
     LAST_CHECKPOINT_SIZE = "lastCheckpointSize"

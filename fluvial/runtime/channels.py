@@ -14,7 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fluvial.runtime.records import CheckpointBarrier
+
 DEFAULT_CAPACITY = 8
+UNLIMITED_BUFFER = 1 << 62  # a producer's buffers are as large as its steps make them (no debloating)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +39,21 @@ class ChannelId:
         return (ChannelId, (self.dataset_id, self.producer_index, self.consumer_index, self.attempt, self.job_id))
 
 
+def channel_state_key(channel_id: ChannelId) -> str:
+    """How an unaligned checkpoint's channel state names an input channel: its edge and producer subtask, which
+    stay the same across attempts and restores at the same parallelism."""
+    return f"{channel_id.dataset_id}/{channel_id.producer_index}"
+
+
 ALL_ATTEMPTS = 1 << 62  # release_attempts_before(job, ALL_ATTEMPTS): the job has ended, drop all its channels
 
 
 class Channel(Protocol):
+    buffer_size: int  # records per buffer its consumer takes (buffer debloating; UNLIMITED_BUFFER when off)
+
     def push(self, item: Any) -> None: ...
+
+    def push_event(self, event: Any) -> None: ...
 
     def poll(self) -> Any | None: ...
 
@@ -63,6 +76,16 @@ class Channels(Protocol):
     def release_attempts_before(self, job_id: str, attempt: int) -> None: ...
 
 
+class ConsumingChannel(Protocol):
+    """What the consuming end offers an unaligned checkpoint (`runtime.alignment`): the items queued and not yet
+    polled, in order (a copy; the channel's single consumer calls it), and a listener told, on whatever thread
+    pushed it, that a checkpoint barrier was queued (so the consumer looks for it before the items ahead)."""
+
+    def pending(self) -> list: ...
+
+    def set_barrier_listener(self, listener: Callable[[], None]) -> None: ...
+
+
 def _noop() -> None:
     pass
 
@@ -71,7 +94,7 @@ class LocalChannel:
     """A bounded single-producer single-consumer queue within one process. deque append/popleft are atomic
     under the GIL, so producer and consumer may live on different threads without a lock."""
 
-    __slots__ = ("_queue", "capacity", "_wake_consumer", "_wake_producer")
+    __slots__ = ("_queue", "capacity", "_wake_consumer", "_wake_producer", "_on_barrier", "buffer_size")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
@@ -80,6 +103,12 @@ class LocalChannel:
         self.capacity = capacity
         self._wake_consumer: Callable[[], None] = _noop
         self._wake_producer: Callable[[], None] = _noop
+        self._on_barrier: Callable[[], None] = _noop
+        self.buffer_size = UNLIMITED_BUFFER  # records per buffer the producer may push (buffer debloating)
+
+    def set_buffer_size(self, records: int) -> None:
+        """The consumer's debloater: the producer cuts what it pushes to buffers of at most `records`."""
+        self.buffer_size = records
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_consumer = wake
@@ -87,9 +116,25 @@ class LocalChannel:
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_producer = wake
 
+    def set_barrier_listener(self, listener: Callable[[], None]) -> None:
+        self._on_barrier = listener
+
     def push(self, item: Any) -> None:
         self._queue.append(item)
         self._wake_consumer()
+
+    def push_event(self, event: Any) -> None:
+        """An event (watermark, barrier, end of input): queued like a buffer; a barrier also tells the consumer's
+        barrier listener, before the wake-up, so an unaligned checkpoint can start ahead of the queued items."""
+        self._queue.append(event)
+        if type(event) is CheckpointBarrier:
+            self._on_barrier()
+        self._wake_consumer()
+
+    def pending(self) -> list:
+        """The queued items (list() of a deque runs in C under the GIL: a consistent copy while the producer
+        appends on another thread)."""
+        return list(self._queue)
 
     def poll(self) -> Any | None:
         queue = self._queue

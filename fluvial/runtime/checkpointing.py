@@ -8,6 +8,8 @@ subtask) — and never sees the Task. `checkpoint_state(barrier)` runs, numbered
 2. The barrier goes out on every output channel, before any later record.
 3. Synchronous part: every operator freezes its state (`snapshot_state`: the keyed backend's pending snapshot,
    timers, operator state; no I/O); a source adds its split positions.
+   An unaligned checkpoint (`runtime.alignment`) waits here until its in-flight data is complete
+   (`channel_state_complete`), which is written with the operators' state, on the head operator.
 4. Asynchronous part, on the TaskManager's checkpoint I/O executor: keyed backends write their pending
    snapshots, then timers and operator state are pickled and written through the checkpoint storage, and the
    handles are acknowledged. A failure there declines the checkpoint (ASYNC_ERROR); the task keeps running.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
@@ -26,6 +29,7 @@ from fluvial.common.errors import UnreadableStateError
 from fluvial.common.executors import Executor
 from fluvial.common.repeated_logs import limit_repeats
 from fluvial.common.task_info import TaskInfo
+from fluvial.runtime.alignment import BarrierStats
 from fluvial.runtime.records import CheckpointBarrier
 from fluvial.state.snapshot import SnapshotType
 
@@ -39,9 +43,21 @@ class CheckpointResponder(Protocol):
     """How a subtask answers the CheckpointCoordinator (Flink's CheckpointResponder); the TaskManager turns each
     call into an AcknowledgeCheckpoint or DeclineCheckpoint message to the JobMaster."""
 
-    def acknowledge(self, checkpoint_id: int, states: dict) -> None: ...
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: CheckpointMetricsReport | None = None) -> None:
+        ...
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointMetricsReport:
+    """What a subtask reports with its acknowledgement for the checkpoint statistics (Flink's CheckpointMetrics):
+    how long its barriers took to align, how many bytes of in-flight data it persisted, whether the checkpoint
+    was unaligned here."""
+
+    alignment_duration_ms: int = 0
+    persisted_data: int = 0
+    unaligned: bool = False
 
 
 class CheckpointStorageProvider(Protocol):
@@ -81,6 +97,8 @@ class SubtaskCheckpointCoordinator:
         self._info = task_info
         self._input_finished = False
         self._final_checkpoints: set[int] = set()
+        self.channel_keys: list[str] = []  # input channel index → its key in channel state (set by the Task)
+        self._awaiting_channels: dict[int, tuple[list[OperatorSnapshot], Any, BarrierStats]] = {}
 
     # -- the final checkpoint (FLIP-147) ------------------------------------------------------------------------
 
@@ -96,7 +114,7 @@ class SubtaskCheckpointCoordinator:
 
     # -- taking a checkpoint ------------------------------------------------------------------------------------
 
-    def checkpoint_state(self, barrier: CheckpointBarrier) -> None:
+    def checkpoint_state(self, barrier: CheckpointBarrier, stats: BarrierStats = BarrierStats()) -> None:
         """Steps 2 to 4 (see the module docstring). A failure of the synchronous part raises: it fails the task."""
         checkpoint_id = barrier.checkpoint_id
         if self._input_finished and barrier.savepoint_dir is None:
@@ -117,7 +135,20 @@ class SubtaskCheckpointCoordinator:
             raise
         storage = (self._storage.checkpoint_storage() if barrier.savepoint_dir is None
                    else self._storage.savepoint_storage(barrier.savepoint_dir))
-        self._io.execute(lambda: self._persist(checkpoint_id, snapshots, storage))  # 4
+        if stats.unaligned:
+            self._awaiting_channels[checkpoint_id] = (snapshots, storage, stats)
+            return
+        self._io.execute(lambda: self._persist(checkpoint_id, snapshots, storage, stats))  # 4
+
+    def channel_state_complete(self, checkpoint_id: int, channels: dict[int, list]) -> None:
+        """An unaligned checkpoint's in-flight data is complete: persist it with the snapshot taken before."""
+        waiting = self._awaiting_channels.pop(checkpoint_id, None)
+        if waiting is None:
+            return
+        snapshots, storage, stats = waiting
+        keys = self.channel_keys
+        in_flight = {keys[index]: items for index, items in channels.items() if items}
+        self._io.execute(lambda: self._persist(checkpoint_id, snapshots, storage, stats, in_flight))
 
     def _add_source_splits(self, snapshots: list[OperatorSnapshot], checkpoint_id: int) -> None:
         head_id = self._chain.head.context.operator_id
@@ -127,12 +158,23 @@ class SubtaskCheckpointCoordinator:
             snapshots.insert(0, head)
         head.operator_state[SOURCE_SPLITS] = self._source.snapshot_splits(checkpoint_id)
 
-    def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot], storage: Any) -> None:
+    def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot], storage: Any,
+                 stats: BarrierStats = BarrierStats(), in_flight: dict[str, list] | None = None) -> None:
         from fluvial.checkpoint.storage import SubtaskState
 
         index = self._info.subtask_index
+        persisted = 0
         try:
             states = {}
+            channel_handles = []
+            head_id = None
+            if in_flight:
+                head_id = self._chain.head.context.operator_id
+                data = pickle.dumps(in_flight, protocol=5)
+                persisted = len(data)
+                channel_handles.append(storage.write_state(checkpoint_id, f"{head_id}-{index}-channel", data))
+                if not any(snapshot.operator_id == head_id for snapshot in snapshots):
+                    snapshots.insert(0, OperatorSnapshot(head_id))
             for snapshot in snapshots:
                 name = f"{snapshot.operator_id}-{index}"
                 keyed, operator, shared = [], [], []
@@ -147,7 +189,9 @@ class SubtaskCheckpointCoordinator:
                 if snapshot.operator_state:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)
                     operator.append(storage.write_state(checkpoint_id, f"{name}-op", data))
-                states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={}, shared=shared)
+                channels = channel_handles if snapshot.operator_id == head_id else []
+                states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={}, shared=shared,
+                                                            input_channel=channels)
         except BaseException as error:  # noqa: BLE001 - a failed write declines the checkpoint, not the job
             _discard(snapshots)
             logger.warning("%s could not write its state for checkpoint %d: %s: %s",
@@ -155,11 +199,21 @@ class SubtaskCheckpointCoordinator:
             self._responder.decline(checkpoint_id, CheckpointFailureReason.ASYNC_ERROR,
                                     f"{type(error).__name__}: {error}")
             return
-        self._responder.acknowledge(checkpoint_id, states)
+        self._responder.acknowledge(checkpoint_id, states, CheckpointMetricsReport(
+            stats.alignment_duration_ms, persisted, stats.unaligned))
 
     def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
         """This subtask takes no part in `checkpoint_id` (a newer barrier overtook it, or it was not running)."""
+        waiting = self._awaiting_channels.pop(checkpoint_id, None)
+        if waiting is not None:
+            _discard(waiting[0])
         self._responder.decline(checkpoint_id, reason, detail)
+
+    def close(self) -> None:
+        """The task ends: unaligned checkpoints still waiting for in-flight data never complete here."""
+        for snapshots, _, _ in self._awaiting_channels.values():
+            _discard(snapshots)
+        self._awaiting_channels.clear()
 
     # -- restoring ----------------------------------------------------------------------------------------------
 
@@ -181,6 +235,9 @@ class SubtaskCheckpointCoordinator:
                 restore.timers.setdefault(key_group, {})
                 for domain, items in group_timers.items():
                     restore.timers[key_group].setdefault(domain, []).extend(items)
+        for handle in assignment.input_channel_handles:
+            for key, items in _unpickle(read_state_handle(handle), handle, operator_id).items():
+                restore.channel_state.setdefault(key, []).extend(items)
         per_old_subtask = [[_unpickle(read_state_handle(handle), handle, operator_id) for handle in handles]
                            for handles in assignment.operator_handles]
         restore.operator_state = share_of_operator_state(per_old_subtask, assignment.old_parallelism,

@@ -47,6 +47,7 @@ class TaskCheckpointSettings:
     exactly_once: bool
     storage: Any  # the storage description; the TaskManager builds the access object from it
     final_checkpoint: bool = True  # checkpoints-after-tasks-finish: a task that ended waits for a final checkpoint
+    unaligned_timeout_ms: int | None = None  # unaligned checkpoints on: their aligned-checkpoint timeout; None: off
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,22 @@ class TaskCancellationSettings:
                                         configuration.get("task.cancellation.timeout"))
 
 
+@dataclass(frozen=True)
+class BufferDebloatSettings:
+    """Flink's `taskmanager.network.memory.buffer-debloat.enabled` with `.target` (how long the data queued on a
+    task's input channels should take it to process) and `.period` (how often the buffer size is recomputed)."""
+
+    target_ms: int = 1000
+    period_ms: int = 200
+
+    @staticmethod
+    def of(configuration: Any) -> BufferDebloatSettings | None:
+        if configuration is None or not configuration.get("taskmanager.network.memory.buffer-debloat.enabled"):
+            return None
+        return BufferDebloatSettings(configuration.get("taskmanager.network.memory.buffer-debloat.target"),
+                                     configuration.get("taskmanager.network.memory.buffer-debloat.period"))
+
+
 @dataclass
 class TaskSpec:
     """Everything a TaskManager needs to run one subtask attempt; built by the JobMaster."""
@@ -114,6 +131,7 @@ class TaskSpec:
     job_name: str = ""
     metrics_interval_ms: int = 1000  # how often a running task reports its metrics
     cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
+    buffer_debloat: BufferDebloatSettings | None = None  # None: buffers keep their size
 
     @property
     def execution_key(self) -> tuple[int, int]:

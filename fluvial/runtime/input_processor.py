@@ -4,11 +4,14 @@ bounded amount of input into the chain and reports what happened, so tasks shari
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Callable
+from time import perf_counter_ns
 from typing import Any
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
+from fluvial.runtime.alignment import IN_FLIGHT_TYPES
 from fluvial.runtime.channels import Channel
 from fluvial.runtime.records import (
     ChannelBroken,
@@ -51,6 +54,7 @@ class SourceInput:
         self._drained = False
         self._reader_timestamps: Any = None
         self.reader: Any = None
+        self.batch_size = SOURCE_BATCH_SIZE  # records per poll: smaller when its consumers debloat their buffers
 
     def open(self, restored_splits: list | None = None) -> None:
         """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
@@ -107,7 +111,7 @@ class SourceInput:
     def step(self) -> StepResult:
         if self._drained:
             return StepResult.IDLE
-        values = self.reader.poll(SOURCE_BATCH_SIZE)
+        values = self.reader.poll(self.batch_size)
         if values is None:
             self._emit_final_watermark()
             return StepResult.END_OF_INPUT
@@ -169,6 +173,60 @@ class InputWatermarks:
             target.process_status(WatermarkStatus(idle=valve.is_idle()))
 
 
+class _FrontedChannel:
+    """A channel seen through what must come before its next item — channel state replayed after a restore,
+    the unprocessed rest of a sliced buffer — and, while an unaligned checkpoint waits for this channel's
+    barrier, recording each in-flight item the task takes (`NetworkInput.record`). Once nothing is in front and
+    nothing recorded, it puts the bare channel back in its slot, so the common path pays nothing."""
+
+    __slots__ = ("channel", "front", "recording", "_slots", "_index")
+
+    def __init__(self, channel: Any, slots: list, index: int) -> None:
+        self.channel = channel
+        self.front: deque = deque()
+        self.recording: list | None = None
+        self._slots = slots
+        self._index = index
+
+    def poll(self) -> Any:
+        front = self.front
+        item = front.popleft() if front else self.channel.poll()
+        recording = self.recording
+        if recording is not None and item is not None and type(item) in IN_FLIGHT_TYPES:
+            recording.append(item)
+        self.release_if_idle()
+        return item
+
+    def unpoll(self, rest: RecordBatch, taken: RecordBatch) -> None:
+        """Only `taken` of the last item polled is processed now; `rest` comes next."""
+        self.front.appendleft(rest)
+        recording = self.recording
+        if recording:
+            recording[-1] = taken
+
+    def pending(self) -> list:
+        return list(self.front) + self.channel.pending()
+
+    def release_if_idle(self) -> None:
+        if not self.front and self.recording is None and self._slots[self._index] is self:
+            self._slots[self._index] = self.channel
+
+
+def _split(batch: RecordBatch, limit: int) -> tuple[RecordBatch, RecordBatch]:
+    values, timestamps = batch.values, batch.timestamps
+    if timestamps is None:
+        return RecordBatch(values[:limit]), RecordBatch(values[limit:])
+    return RecordBatch(values[:limit], timestamps[:limit]), RecordBatch(values[limit:], timestamps[limit:])
+
+
+SLICE_TARGET_NS = 20_000_000
+"""A buffer whose processing took longer than this (a slow user function) makes the input hand the chain
+smaller slices — about this long each — so the task returns to its mailbox (barriers, timers, cancel) and to
+the other tasks of its thread between them. Fast chains never notice: their buffers take microseconds."""
+NO_SLICING = 1 << 62
+FIRST_SLICE = 1
+
+
 class NetworkInput:
     """An input gate: polls its channels round robin and dispatches each item by the channel's input number.
 
@@ -176,6 +234,10 @@ class NetworkInput:
     (one END_OF_INPUT step result) once every channel delivered END_OF_INPUT (end of data). Such a channel
     stays in the rotation, because its producer may still send the barrier of its final checkpoint, until it
     delivers END_OF_PARTITION; from then on it counts as aligned for every barrier.
+
+    After a restore from an unaligned checkpoint, each channel's in-flight items (`replay`) are taken before
+    anything the channel brings. A buffer that took the chain longer than SLICE_TARGET_NS makes later buffers
+    go in slices of about that duration (the rest waits in front of its channel).
     """
 
     def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
@@ -183,7 +245,7 @@ class NetworkInput:
                  barriers: Any = None, records_in: Any = None) -> None:
         """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
         `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
-        self._channels = list(channels)
+        self._channels: list[Any] = list(channels)
         self._dispatch = list(dispatch)
         self._data_ended: set[int] = set()
         self._input_ended = False
@@ -200,9 +262,61 @@ class NetworkInput:
 
             records_in = Counter()
         self._records_in = records_in
+        # records per dispatch, adapted to the chain's speed: the first buffer goes in a small slice, so a slow
+        # function is found out before it holds the thread for a whole buffer
+        self._slice = FIRST_SLICE
+        self.barrier_announced = False  # set from any thread by a channel that queued a barrier
+
+    def attach_barriers(self, barriers: Any) -> None:
+        """The BarrierHandler, built after this input (an unaligned one reads the input's channels)."""
+        self._barriers = barriers
+
+    def replay(self, channel: int, items: list) -> None:
+        """Restore: `channel`'s in-flight items of the unaligned checkpoint the task restores from come before
+        anything the channel brings (before the task's first step)."""
+        if items:
+            self._fronted(channel).front.extend(items)
 
     def open(self) -> None:
         pass
+
+    # -- unaligned checkpoints (runtime.alignment) ----------------------------------------------------------------
+
+    def announce_barrier(self) -> None:
+        """A channel's barrier listener: a barrier was queued (any thread); the task looks ahead at its next
+        step, even when its outputs are full."""
+        self.barrier_announced = True
+
+    def look_ahead(self) -> None:
+        """On the task thread: let the barrier handler act on barriers queued behind other items."""
+        self.barrier_announced = False
+        if self._barriers is not None:
+            self._barriers.look_ahead()
+            self._refresh_pollable()
+
+    def checkpoint_triggered(self, barrier: CheckpointBarrier) -> None:
+        """The JobMaster triggered the task itself (its producers have all finished)."""
+        self._barriers.on_triggered(barrier)
+
+    def pending(self, channel: int) -> list:
+        return self._channels[channel].pending()
+
+    def record(self, channel: int, sink: list | None) -> None:
+        if sink is not None:
+            self._fronted(channel).recording = sink
+            return
+        slot = self._channels[channel]
+        if type(slot) is _FrontedChannel:
+            slot.recording = None
+            slot.release_if_idle()
+
+    def _fronted(self, index: int) -> _FrontedChannel:
+        slot = self._channels[index]
+        if type(slot) is not _FrontedChannel:
+            slot = self._channels[index] = _FrontedChannel(slot, self._channels, index)
+        return slot
+
+    # -- processing ---------------------------------------------------------------------------------------------
 
     def _poll(self) -> tuple[Any, int]:
         open_channels = self._open
@@ -225,8 +339,16 @@ class NetworkInput:
                 break
             progressed = True
             if type(item) is RecordBatch:
+                sliced = len(item.values) > self._slice
+                if sliced:
+                    item = self._take_slice(index, item)
                 self._records_in.count += len(item.values)
+                started = perf_counter_ns()
                 self._dispatch[index](item)
+                elapsed = perf_counter_ns() - started
+                if sliced or elapsed > SLICE_TARGET_NS:
+                    self._adapt_slice(len(item.values), elapsed)
+                    break  # a slow chain: back to the mailbox after each slice
                 if self._writable is not None and not self._writable():
                     break
             elif isinstance(item, EndOfInput):
@@ -256,6 +378,19 @@ class NetworkInput:
             elif type(item) is ChannelBroken:
                 raise item.error
         return StepResult.PROGRESS if progressed else StepResult.IDLE
+
+    def _take_slice(self, index: int, batch: RecordBatch) -> RecordBatch:
+        taken, rest = _split(batch, self._slice)
+        self._fronted(index).unpoll(rest, taken)
+        return taken
+
+    def _adapt_slice(self, records: int, elapsed_ns: int) -> None:
+        """Records per slice so that one takes about SLICE_TARGET_NS; back to whole buffers once fast again."""
+        fitting = records * SLICE_TARGET_NS // max(1, elapsed_ns)
+        if fitting >= 4 * SOURCE_BATCH_SIZE:
+            self._slice = NO_SLICING
+        else:
+            self._slice = max(1, fitting)
 
     def _refresh_pollable(self) -> None:
         """Channels blocked by an alignment are skipped until it completes (their records wait in place)."""

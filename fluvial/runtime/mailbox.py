@@ -19,6 +19,10 @@ class Mailbox:
         self._mails.append(mail)
         self._wake()
 
+    def set_waker(self, wake: Callable[[], None]) -> None:
+        """The task moved to another executor: later mails wake that one."""
+        self._wake = wake
+
     def has_mail(self) -> bool:
         return bool(self._mails)
 

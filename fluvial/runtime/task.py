@@ -40,11 +40,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.common.errors import StateError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
-from fluvial.runtime.channels import Channel, Channels
+from fluvial.runtime.channels import Channel, Channels, channel_state_key
 from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskExecutor, TaskProcessingTimeService
@@ -119,6 +120,8 @@ class Task:
         self._cancel_requested = False
         self._abandoned = False
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
+        self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
+        self._input_channels: list[Any] = []
 
     @property
     def name(self) -> str:
@@ -133,6 +136,7 @@ class Task:
             self._build()
             restores = self._load_restores()
             restored_splits = self._restored_splits(restores)
+            self._replay_channel_state(restores)
             self.chain.initialize_state(restores.get)
             self._user_code.run(self.chain.open)
             if isinstance(self.input, SourceInput):
@@ -143,6 +147,8 @@ class Task:
             return
         if self._services.metrics_reporter is not None:
             self._schedule_metrics_report()
+        if self.spec.buffer_debloat is not None:
+            self._start_debloating(self.spec.buffer_debloat)
 
     def _build(self) -> None:
         spec, services = self.spec, self._services
@@ -193,14 +199,32 @@ class Task:
             type_numbers.append(input_spec.type_number)
         writers = self.writers
         writable = (lambda: all(writer.writable() for writer in writers)) if writers else None
-        barriers = None
+        network_input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, None,
+                                     self.metrics.records_in)
         if self.checkpointer is not None:
-            from fluvial.runtime.alignment import BarrierHandler
+            from fluvial.runtime.alignment import BarrierHandler, UnalignedSettings
 
-            barriers = BarrierHandler(len(channels), spec.checkpointing.exactly_once, self.checkpointer)
+            settings = spec.checkpointing
+            unaligned = None
+            if settings.unaligned_timeout_ms is not None and settings.exactly_once:
+                unaligned = UnalignedSettings(settings.unaligned_timeout_ms)
+                for channel in channels:
+                    channel.set_barrier_listener(network_input.announce_barrier)
+                self._unaligned_input = network_input
+            network_input.attach_barriers(BarrierHandler(
+                len(channels), settings.exactly_once, self.checkpointer, unaligned, network_input,
+                self._schedule_look_ahead, self._executor.clock))
+            self.checkpointer.channel_keys = [channel_state_key(input_spec.channel_id) for input_spec in spec.inputs]
         self.metrics.input_channels = channels
-        return NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, barriers,
-                            self.metrics.records_in)
+        self._input_channels = channels
+        return network_input
+
+    def _schedule_look_ahead(self, due: int) -> None:
+        """The alignment timeout of an aligned checkpoint that may turn unaligned."""
+        self._executor.schedule(due, self, lambda now: self._look_ahead(), "alignment timeout")
+
+    def _look_ahead(self) -> None:
+        self.input.look_ahead()
 
     def _processing_time(self, label: str) -> TaskProcessingTimeService:
         return TaskProcessingTimeService(self._executor, self, label)
@@ -222,6 +246,23 @@ class Task:
 
         return {operator_id: SubtaskCheckpointCoordinator.load(assignment, operator_id, self.info)
                 for operator_id, assignment in restore.items()}
+
+    def _replay_channel_state(self, restores: dict[str, Any]) -> None:
+        """The in-flight data of the unaligned checkpoint this task restores from goes in front of its channels.
+        Data for a channel this task does not have would be lost: that fails the restore."""
+        head = restores.get(self.chain.head.context.operator_id)
+        if head is None or not head.channel_state:
+            return
+        positions = {channel_state_key(input_spec.channel_id): index
+                     for index, input_spec in enumerate(self.spec.inputs)}
+        unknown = sorted(set(head.channel_state) - set(positions))
+        if unknown or not isinstance(self.input, NetworkInput):
+            raise StateError(f"{self.name} restores in-flight data of input channels it does not have "
+                             f"({', '.join(unknown) or 'a source has no input channels'}): restore the unaligned "
+                             "checkpoint with the job's original topology and parallelism, or restore a savepoint")
+        for key, items in head.channel_state.items():
+            self.input.replay(positions[key], items)
+        logger.debug("%s replays the in-flight data of %d channel(s)", self.name, len(head.channel_state))
 
     def _restored_splits(self, restores: dict[str, Any]) -> list | None:
         """A restored source's split positions (taken out of its operator state); None for a fresh start."""
@@ -252,7 +293,11 @@ class Task:
         try:
             if drain and isinstance(self.input, SourceInput):
                 self.input.advance_to_end_of_event_time()  # its watermark goes ahead of the barrier
-            self.checkpointer.checkpoint_state(CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir))
+            barrier = CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir)
+            if self._unaligned_input is not None:  # its producers have all finished: see on_triggered
+                self._unaligned_input.checkpoint_triggered(barrier)
+            else:
+                self.checkpointer.checkpoint_state(barrier)
         except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
             self._fail(exc)
 
@@ -285,6 +330,13 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
+        unaligned = self._unaligned_input
+        if unaligned is not None and unaligned.barrier_announced:
+            try:  # a barrier queued behind buffers: an unaligned checkpoint starts even while outputs are full
+                unaligned.look_ahead()
+            except BaseException as exc:  # noqa: BLE001 - the synchronous part failing fails the task
+                self._fail(exc)
+                return StepResult.END_OF_INPUT
         if self.awaiting_final_checkpoint:
             return self._step_awaiting_final_checkpoint()
         for writer in self.writers:
@@ -325,6 +377,35 @@ class Task:
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             label_failure(exc, label)
             self._fail(exc)
+
+    # -- buffer debloating (runtime.debloat) --------------------------------------------------------------------
+
+    def _start_debloating(self, settings: Any) -> None:
+        if isinstance(self.input, NetworkInput) and self._input_channels:
+            from fluvial.runtime.debloat import BufferDebloater
+
+            self.metrics.debloater = BufferDebloater(settings, self._input_channels, self._executor.clock())
+        if isinstance(self.input, SourceInput):
+            from fluvial.runtime.debloat import INITIAL_BUFFER_SIZE
+
+            self.input.batch_size = INITIAL_BUFFER_SIZE  # its consumers start with buffers of that size
+        self._schedule_debloat(settings.period_ms)
+
+    def _schedule_debloat(self, period_ms: int) -> None:
+        self._executor.schedule(self._executor.clock() + period_ms, self,
+                                lambda now: self._debloat(now, period_ms), "buffer debloating")
+
+    def _debloat(self, now: int, period_ms: int) -> None:
+        """Each period: the input side sizes its channels' buffers to its throughput; a source reads no more per
+        poll than its consumers' buffers take."""
+        debloater = self.metrics.debloater
+        if debloater is not None:
+            debloater.update(now, self.metrics.records_in.count)
+        if isinstance(self.input, SourceInput) and self.writers:
+            from fluvial.runtime.input_processor import SOURCE_BATCH_SIZE
+
+            self.input.batch_size = max(1, min(SOURCE_BATCH_SIZE, *(writer.buffer_size() for writer in self.writers)))
+        self._schedule_debloat(period_ms)
 
     # -- metrics ------------------------------------------------------------------------------------------------
 
@@ -403,6 +484,18 @@ class Task:
         """The TaskExecutor whose thread owns this task."""
         return self._executor
 
+    def move_to(self, executor: Any) -> None:
+        """Called by the executor that owns the task, between its steps: from now on `executor`'s thread owns it
+        (a task that blocked gets a thread of its own). Every wake-up the task gets is rebound to it."""
+        self._executor = executor
+        wake = executor.wake
+        self.mailbox.set_waker(wake)
+        for writer in self.writers:
+            for channel in writer.channels:
+                channel.set_producer_waker(wake)
+        for channel in self._input_channels:
+            channel.set_consumer_waker(wake)
+
     def _cancel_now(self) -> None:
         if not self.state.is_terminal:
             self._close()
@@ -413,6 +506,8 @@ class Task:
         if self._closed:
             return []
         self._closed = True
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         errors = self.chain.close() if self.chain is not None else []
         if self.input is not None:
             try:

@@ -110,6 +110,7 @@ class TaskMetrics:
         self._head: OperatorMetrics | None = None
         self._writers: list[Any] = []
         self.input_channels: list[Any] = []  # set with the task's network input
+        self.debloater: Any = None  # the task's BufferDebloater, with buffer debloating on
         self._rates: dict[tuple[str, str], RateView] = {}
         self._broken_gauges: set[tuple[str, str]] = set()
 
@@ -186,6 +187,10 @@ class TaskMetrics:
                                   (M.NUM_BYTES_OUT, M.NUM_BYTES_OUT_RATE, bytes_out)):
             values[name.value] = total
             values[rate.value] = self._rate("", name.value, METER_SPAN_MS, now, total)
+        debloater = self.debloater
+        if debloater is not None:
+            values[M.DEBLOATED_BUFFER_SIZE.value] = debloater.buffer_size
+            values[M.ESTIMATED_TIME_TO_CONSUME_BUFFERS.value] = debloater.estimated_time_to_consume_ms
         head = self._head.operator if self._head is not None else None
         values[M.CURRENT_INPUT_WATERMARK.value] = getattr(head, "current_watermark", MIN_WATERMARK) \
             if not self.is_source else MIN_WATERMARK

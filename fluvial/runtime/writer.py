@@ -13,6 +13,15 @@ from fluvial.runtime.operators.base import label_failure
 from fluvial.runtime.records import RecordBatch, Watermark
 
 
+def _push_debloated(channel: Channel, batch: RecordBatch) -> None:
+    """A buffer larger than the consumer's debloated size, in buffers of that size."""
+    size = channel.buffer_size
+    values, timestamps = batch.values, batch.timestamps
+    for start in range(0, len(values), size):
+        stop = start + size
+        channel.push(RecordBatch(values[start:stop], None if timestamps is None else timestamps[start:stop]))
+
+
 class RecordWriter:
     def __init__(self, spec: OutputSpec, channels: list[Channel], producer_index: int) -> None:
         self.spec = spec
@@ -26,10 +35,14 @@ class RecordWriter:
         self._partitioning = partitioning_name(spec.partitioner)
 
     def emit(self, batch: RecordBatch) -> None:
-        self.records_out += len(batch.values)
+        count = len(batch.values)
+        self.records_out += count
         single = self._single
         if single is not None:
-            single.push(batch)
+            if count > single.buffer_size:
+                _push_debloated(single, batch)
+            else:
+                single.push(batch)
             return
         try:  # a key selector's failure is the key_by's, not the upstream operator's (innermost label wins)
             if batch.timestamps is None:
@@ -42,11 +55,22 @@ class RecordWriter:
         if batch.timestamps is None:
             for channel, part in zip(self.channels, parts):
                 if part:
-                    channel.push(RecordBatch(part))
+                    if len(part) > channel.buffer_size:
+                        _push_debloated(channel, RecordBatch(part))
+                    else:
+                        channel.push(RecordBatch(part))
             return
         for channel, part in zip(self.channels, parts):
             if part:
-                channel.push(RecordBatch([p[0] for p in part], [p[1] for p in part]))
+                cut = RecordBatch([p[0] for p in part], [p[1] for p in part])
+                if len(part) > channel.buffer_size:
+                    _push_debloated(channel, cut)
+                else:
+                    channel.push(cut)
+
+    def buffer_size(self) -> int:
+        """The smallest buffer size its channels' consumers asked for (buffer debloating)."""
+        return min(channel.buffer_size for channel in self.channels)
 
     def _timestamped_selector(self) -> Any:
         """The same rule applied to (value, timestamp) pairs: key selectors look at the value."""
@@ -61,7 +85,7 @@ class RecordWriter:
 
     def broadcast_event(self, event: Any) -> None:
         for channel in self.channels:
-            channel.push(event)
+            channel.push_event(event)
 
     def broadcast_watermark(self, watermark: Watermark) -> None:
         self.broadcast_event(watermark)

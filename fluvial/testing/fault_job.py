@@ -3,7 +3,9 @@
     python -m fluvial.testing.fault_job --checkpoints DIR --out DIR --triggers DIR [--restore CHECKPOINT] ...
 
 KeySequenceSource → FaultInjector (raises when the trial drops a trigger file) → key_by(key) →
-SequenceVerifier → FileSink of `key|seq|verdict` lines. Checkpoints every `--interval-ms` to files under
+SequenceVerifier → Pacer (`--pace-us` per record: a slow task whose input queues stay full, so unaligned
+checkpoints carry in-flight data) → FileSink of `key|seq|verdict` lines. `--unaligned` turns unaligned
+checkpoints on. Checkpoints every `--interval-ms` to files under
 `--checkpoints` (every state in a file, two retained); restarts without end (a fixed delay), as a production
 job would. With `--restore` it starts from that checkpoint (`execution.savepoint.path`). It exits 0 once the
 job finished, else 1 with the job's error on stderr.
@@ -57,6 +59,17 @@ class FaultInjector(MapFunction):
             raise InjectedFault(f"injected failure {name} in subtask {self._subtask}")
 
 
+class Pacer(MapFunction):
+    """Identity that spends `micros` per record (sleeping, as a slow database call would)."""
+
+    def __init__(self, micros: int) -> None:
+        self.seconds = micros / 1e6
+
+    def map(self, value: Any) -> Any:
+        time.sleep(self.seconds)
+        return value
+
+
 def build(env: Any, args: argparse.Namespace) -> None:
     from fluvial.common import Encoder
     from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, OutputFileConfig, RollingPolicy
@@ -67,11 +80,14 @@ def build(env: Any, args: argparse.Namespace) -> None:
             .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
             .with_output_file_config(OutputFileConfig("part", ".txt"))
             .build())
-    (env.from_source(KeySequenceSource(args.keys, args.per_key, args.rate), source_name="sequences").uid("sequences")
-        .map(FaultInjector(args.triggers)).uid("faults")
-        .key_by(lambda record: record[0])
-        .process(SequenceVerifier()).uid("verifier")
-        .sink_to(sink).uid("sink"))
+    verified = (env.from_source(KeySequenceSource(args.keys, args.per_key, args.rate), source_name="sequences")
+                .uid("sequences")
+                .map(FaultInjector(args.triggers)).uid("faults")
+                .key_by(lambda record: record[0])
+                .process(SequenceVerifier()).uid("verifier"))
+    if args.pace_us > 0:
+        verified = verified.map(Pacer(args.pace_us)).uid("pacer")
+    verified.sink_to(sink).uid("sink")
 
 
 def environment(args: argparse.Namespace) -> Any:
@@ -90,6 +106,8 @@ def environment(args: argparse.Namespace) -> Any:
     env.set_state_backend(EmbeddedRocksDBStateBackend() if args.backend == "rocksdb" else HashMapStateBackend())
     env.enable_checkpointing(args.interval_ms)
     config = env.get_checkpoint_config()
+    if args.unaligned:
+        config.enable_unaligned_checkpoints()
     config.set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{args.checkpoints}",
                                                               file_state_size_threshold=0))
     config.set_num_retained(2)
@@ -111,6 +129,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("thread", "process", "auto"), default="thread",
                         help="local.taskmanager.mode: TaskManagers as threads of this process or as processes")
     parser.add_argument("--interval-ms", type=int, default=100)
+    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
+    parser.add_argument("--pace-us", type=int, default=0, help="microseconds the verifying task spends per record")
     return parser.parse_args(argv)
 
 

@@ -96,6 +96,8 @@ class TrialSettings:
     interval_ms: int = 100
     disk_bytes: int = 8 * 1024 * 1024
     timeout_s: float = 120.0
+    unaligned: bool = False  # unaligned checkpoints (execution.checkpointing.unaligned.enabled)
+    pace_us: int = 0  # microseconds the verifying task spends per record: > 0 keeps its input queues full
 
 
 @dataclass
@@ -106,6 +108,7 @@ class TrialResult:
     recovery_ms: list[float] = field(default_factory=list)
     report: ExactlyOnceReport | None = None
     outcome: str = "ok"  # "ok", "failed as expected: ..." (CORRUPT), or what went wrong
+    in_flight_bytes: list[int] = field(default_factory=list)  # per fault: the latest checkpoint's channel state
     left_running: list[str] = field(default_factory=list)  # processes of the job still running after it (step 4)
     left_on_disk: list[str] = field(default_factory=list)  # files and directories it left (step 4)
 
@@ -207,7 +210,10 @@ class FaultTrial:
         args = [*python_command("-m", "fluvial.testing.fault_job"), "--checkpoints", str(self.checkpoints),
                 "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
                 "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
-                "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms)]
+                "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms),
+                "--pace-us", str(s.pace_us)]
+        if s.unaligned:
+            args.append("--unaligned")
         if restore is not None:
             args += ["--restore", str(restore)]
         self._runs += 1
@@ -262,6 +268,8 @@ class FaultTrial:
         """Inject one fault and wait for the recovery; False when the trial ends with it (CORRUPT)."""
         before, started = self._latest(), time.monotonic()
         self.result.faults[kind] += 1
+        if self.settings.unaligned:
+            self.result.in_flight_bytes.append(self._in_flight_bytes(before))
         if kind is FaultKind.KILL:
             self._process.send_signal(signal.SIGKILL)
             self._process.wait(30)
@@ -279,6 +287,21 @@ class FaultTrial:
             return None
         self._recovered_after(before, started)
         return None
+
+    def _in_flight_bytes(self, checkpoint_id: int) -> int:
+        """Bytes of in-flight data (unaligned channel state) in completed checkpoint `checkpoint_id`; 0 when it
+        has none or was subsumed and removed meanwhile."""
+        from fluvial.checkpoint.storage import read_checkpoint_metadata
+
+        location = completed_checkpoints(self.checkpoints).get(checkpoint_id)
+        try:
+            metadata = read_checkpoint_metadata(str(location)) if location is not None else None
+        except Exception:  # noqa: BLE001 - a checkpoint discarded while read: nothing to count
+            return 0
+        if metadata is None:
+            return 0
+        return sum(handle.size for operator in metadata.operator_states.values()
+                   for state in operator.subtask_states.values() for handle in state.input_channel)
 
     def _trigger(self) -> None:
         self._triggered += 1

@@ -345,7 +345,7 @@ class OperatorHarness:
     def savepoint_storage(self, directory: str) -> Any:
         return self.checkpoint_storage()
 
-    def acknowledge(self, checkpoint_id: int, states: dict) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
         self._acknowledged[checkpoint_id] = states
 
     def decline(self, checkpoint_id: int, reason: Any, detail: str = "") -> None:

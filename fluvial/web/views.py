@@ -208,7 +208,9 @@ def checkpoint_config_json(details: JobDetails) -> dict[str, Any]:
     return {"mode": settings["mode"], "interval": settings["interval"], "timeout": settings["timeout"],
             "min_pause": settings["min_pause"], "max_concurrent": settings["max_concurrent"],
             "tolerable_failed_checkpoints": settings["tolerable_failed_checkpoints"],
-            "checkpoint_storage": settings["checkpoint_storage"], "unaligned_checkpoints": False,
+            "checkpoint_storage": settings["checkpoint_storage"],
+            "unaligned_checkpoints": settings.get("unaligned_checkpoints", False),
+            "aligned_checkpoint_timeout": settings.get("aligned_checkpoint_timeout", 0),
             "externalization": {"enabled": True, "delete_on_cancellation": False},
             "state_retained": settings["num_retained"]}
 
@@ -329,7 +331,9 @@ def _checkpoint_entry(entry: dict, details: JobDetails) -> dict[str, Any]:
     document = {
         "className": f".{status.title().replace('_', '')}CheckpointStatistics",
         "id": entry["id"], "status": status, "is_savepoint": entry["is_savepoint"],
-        "checkpoint_type": "SAVEPOINT" if entry["is_savepoint"] else "CHECKPOINT",
+        "checkpoint_type": entry.get("checkpoint_type", "SAVEPOINT" if entry["is_savepoint"] else "CHECKPOINT"),
+        "persisted_data": entry.get("persisted_data", 0),
+        "alignment_duration": entry.get("alignment_duration", 0),
         "trigger_timestamp": entry["trigger_timestamp"],
         "latest_ack_timestamp": entry.get("latest_ack_timestamp", -1),
         "state_size": entry["state_size"], "checkpointed_size": entry["state_size"],
@@ -349,13 +353,14 @@ def _checkpoint_entry(entry: dict, details: JobDetails) -> dict[str, Any]:
 
 def _checkpoint_summary(completed: list[dict]) -> dict[str, Any]:
     def stats(field_name: str) -> dict[str, Any]:
-        values = [entry[field_name] for entry in completed]
+        values = [entry.get(field_name, 0) for entry in completed]
         if not values:
             return {"min": 0, "max": 0, "avg": 0}
         return {"min": min(values), "max": max(values), "avg": sum(values) // len(values)}
 
     return {"state_size": stats("state_size"), "checkpointed_size": stats("state_size"),
-            "end_to_end_duration": stats("end_to_end_duration")}
+            "end_to_end_duration": stats("end_to_end_duration"), "persisted_data": stats("persisted_data"),
+            "alignment_duration": stats("alignment_duration")}
 
 
 def _exception_entry(entry: ExceptionEntry) -> dict[str, Any]:

@@ -24,7 +24,7 @@ SOURCE_BATCH = 1024  # records per source poll (input_processor.SOURCE_BATCH_SIZ
 
 
 class ChannelProbe:
-    """Wraps LocalChannel.push and ChannelRegistry.get to see every channel of the job and its longest queue."""
+    """Wraps LocalChannel.push, push_event and ChannelRegistry.get to see every channel of the job and its longest queue."""
 
     def __init__(self, monkeypatch) -> None:
         self.lock = threading.Lock()
@@ -32,11 +32,12 @@ class ChannelProbe:
         self.pushes = 0
         self.channels: list[LocalChannel] = []
         original_push = LocalChannel.push
+        original_push_event = LocalChannel.push_event
         original_get = ChannelRegistry.get
         probe = self
 
-        def push(channel, item):
-            original_push(channel, item)
+        def push(channel, item, original=original_push):
+            original(channel, item)
             length = len(channel)
             with probe.lock:
                 probe.pushes += 1
@@ -51,6 +52,8 @@ class ChannelProbe:
             return channel
 
         monkeypatch.setattr(LocalChannel, "push", push)
+        monkeypatch.setattr(LocalChannel, "push_event",
+                            lambda channel, event: push(channel, event, original_push_event))
         monkeypatch.setattr(ChannelRegistry, "get", get)
 
     def worst_overflow(self) -> int:

@@ -81,10 +81,10 @@ class DataPlane:
             while (frame := connection.read()) is not None:
                 kind, payload = frame
                 if kind is FrameKind.CREDIT:
-                    channel_id, count = pickle.loads(payload)
+                    channel_id, count, *buffer_size = pickle.loads(payload)  # a debloated size rides along
                     channel = self._outputs.get(channel_id)
                     if channel is not None:
-                        channel.grant(count)
+                        channel.grant(count, *buffer_size)
                 elif kind is FrameKind.CLOSE:
                     break
         except (OSError, ConnectionError, pickle.UnpicklingError) as error:

@@ -20,8 +20,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from fluvial.runtime.channels import UNLIMITED_BUFFER
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.records import ChannelBroken, EndOfInput
+from fluvial.runtime.records import ChannelBroken, CheckpointBarrier, EndOfInput
 
 
 def _noop() -> None:
@@ -31,7 +32,7 @@ def _noop() -> None:
 class RemoteOutputChannel:
     """The producing end: pushes over `connection`; `writable()` while it holds credit."""
 
-    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer")
+    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer", "buffer_size")
 
     def __init__(self, channel_id: Any, connection: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -40,12 +41,17 @@ class RemoteOutputChannel:
         self._sent = 0  # items pushed (task thread)
         self._granted = 0  # credits granted back (reader thread)
         self._wake_producer: Callable[[], None] = _noop
+        self.buffer_size = UNLIMITED_BUFFER  # set by the consumer's debloater, through credit frames
 
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_producer = wake
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         raise TypeError("the consumer of a remote channel lives in another process")
+
+    def push_event(self, event: Any) -> None:
+        """Events travel in order with the buffers; the consumer's end tells its listener about barriers."""
+        self.push(event)
 
     def push(self, item: Any) -> None:
         try:
@@ -58,8 +64,11 @@ class RemoteOutputChannel:
     def writable(self) -> bool:
         return self._sent - self._granted < self.capacity
 
-    def grant(self, count: int) -> None:
-        """`count` credits came back (on the connection's reader thread)."""
+    def grant(self, count: int, buffer_size: int | None = None) -> None:
+        """`count` credits came back (on the connection's reader thread), maybe with the consumer's debloated
+        buffer size."""
+        if buffer_size is not None:
+            self.buffer_size = buffer_size
         self._granted += count
         self._wake_producer()
 
@@ -71,7 +80,7 @@ class RemoteInputChannel:
     """The consuming end: items arrive from the connection's reader thread; the task polls them."""
 
     __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
-                 "_wake_consumer", "ended")
+                 "_wake_consumer", "ended", "_on_barrier", "_buffer_size")
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -81,7 +90,23 @@ class RemoteInputChannel:
         self._ungranted = 0
         self._grant_batch = max(1, capacity // 2)
         self._wake_consumer: Callable[[], None] = _noop
+        self._on_barrier: Callable[[], None] = _noop
+        self._buffer_size: int | None = None  # a debloated size not yet sent to the producer
         self.ended = False
+
+    def set_buffer_size(self, records: int) -> None:
+        """The debloater's size for this channel's buffers: sent to the producer at once, in a credit frame."""
+        self._buffer_size = records
+        self._grant()
+
+    def set_barrier_listener(self, listener: Callable[[], None]) -> None:
+        self._on_barrier = listener
+        if any(type(item) is CheckpointBarrier for item in list(self._queue)):
+            listener()
+
+    def pending(self) -> list:
+        """The queued items, a copy (the reader thread appends while the task thread reads)."""
+        return list(self._queue)
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_consumer = wake
@@ -97,6 +122,8 @@ class RemoteInputChannel:
         if isinstance(item, EndOfInput):
             self.ended = True
         self._queue.append(item)
+        if type(item) is CheckpointBarrier:
+            self._on_barrier()
         self._wake_consumer()
 
     def break_with(self, error: BaseException) -> None:
@@ -120,8 +147,10 @@ class RemoteInputChannel:
         count, self._ungranted = self._ungranted, 0
         connection = self._connection
         if connection is not None and not connection.closed:
+            size, self._buffer_size = self._buffer_size, None
+            grant = (self.channel_id, count) if size is None else (self.channel_id, count, size)
             try:
-                connection.send(FrameKind.CREDIT, pickle.dumps((self.channel_id, count), protocol=5))
+                connection.send(FrameKind.CREDIT, pickle.dumps(grant, protocol=5))
             except OSError:
                 pass  # the producer is gone; the reader thread reports the broken connection
 

@@ -439,14 +439,16 @@ function checkpointsPanel(data) {
   const rows = data.history.slice(0, HISTORY_ROWS).map((cp) => h("tr", { class: "checkpoint-row", "data-checkpoint-id": cp.id },
     h("td", { class: "num" }, cp.id),
     h("td", {}, badge(cp.status)),
-    h("td", {}, cp.is_savepoint ? "savepoint" : "checkpoint"),
+    h("td", {}, cp.is_savepoint ? "savepoint" : cp.checkpoint_type === "UNALIGNED_CHECKPOINT" ? "unaligned" : "checkpoint"),
     h("td", {}, fmt.time(cp.trigger_timestamp)),
     h("td", { class: "num" }, fmt.duration(cp.end_to_end_duration)),
+    h("td", { class: "num" }, fmt.duration(cp.alignment_duration || 0)),
     h("td", { class: "num" }, fmt.bytes(cp.state_size)),
+    h("td", { class: "num" }, fmt.bytes(cp.persisted_data || 0)),
     h("td", { class: "num" }, `${cp.num_acknowledged_subtasks}/${cp.num_subtasks}`)));
   return h("section", { class: "panel", id: "checkpoints" }, h("h2", {}, "Checkpoints"), counts,
-    rows.length ? table([["Id", "num"], ["Status"], ["Type"], ["Triggered"], ["Duration", "num"], ["Size", "num"],
-      ["Acks", "num"]], rows) : h("p", { class: "empty" }, "No checkpoints yet."));
+    rows.length ? table([["Id", "num"], ["Status"], ["Type"], ["Triggered"], ["Duration", "num"], ["Alignment", "num"],
+      ["Size", "num"], ["In-flight", "num"], ["Acks", "num"]], rows) : h("p", { class: "empty" }, "No checkpoints yet."));
 }
 
 function exceptionsPanel(data) {

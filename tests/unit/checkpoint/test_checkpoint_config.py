@@ -139,16 +139,35 @@ def test_checkpoint_storage_accepts_descriptions_and_paths():
         config.set_checkpoint_storage({"path": "/tmp"})  # type: ignore[arg-type]
 
 
-def test_unaligned_checkpoints_are_refused_clearly():
+def test_unaligned_checkpoints_their_timeout_and_forced_mode_reach_the_settings():
     config = CheckpointConfig()
-    with pytest.raises(InvalidJobError, match="unaligned checkpoints are not supported"):
-        config.enable_unaligned_checkpoints()
-    with pytest.raises(InvalidJobError, match="not supported"):
-        config.set_force_unaligned_checkpoints(True)
-    config.enable_unaligned_checkpoints(False).disable_unaligned_checkpoints()
-    assert not config.is_unaligned_checkpoints_enabled()
+    assert not config.settings().unaligned
+    config.enable_unaligned_checkpoints()
+    assert config.is_unaligned_checkpoints_enabled() and config.settings().unaligned
     config.set_aligned_checkpoint_timeout(Duration.of_seconds(3))
     assert config.get_alignment_timeout() == Duration.of_seconds(3)
+    assert config.settings().aligned_checkpoint_timeout_ms == 3000
+    config.disable_unaligned_checkpoints().set_force_unaligned_checkpoints(True)
+    assert config.is_force_unaligned_checkpoints() and config.settings().unaligned
+    with pytest.raises(InvalidJobError, match="the aligned checkpoint timeout must be a Duration >= 0"):
+        config.set_aligned_checkpoint_timeout(Duration.of_millis(-1))
+
+
+def test_unaligned_checkpoints_need_exactly_once():
+    config = CheckpointConfig().enable_unaligned_checkpoints()
+    config.set_checkpointing_mode(CheckpointingMode.AT_LEAST_ONCE)
+    with pytest.raises(InvalidJobError, match="unaligned checkpoints need CheckpointingMode.EXACTLY_ONCE"):
+        config.settings()
+
+
+def test_unaligned_keys_configure_the_checkpoint_config():
+    configuration = Configuration()
+    configuration.set_string("execution.checkpointing.unaligned.enabled", "true")
+    configuration.set_string("execution.checkpointing.aligned-checkpoint-timeout", "2 s")
+    settings = CheckpointConfig(configuration).settings()
+    assert settings.unaligned and settings.aligned_checkpoint_timeout_ms == 2000
+    legacy = Configuration().set_string("execution.checkpointing.unaligned", "true")
+    assert CheckpointConfig(legacy).settings().unaligned
 
 
 def test_externalized_retention_and_its_1x_names():

@@ -486,6 +486,27 @@ def test_stats_count_outcomes_with_duration_and_size() -> None:
                                                                                  (2, "FAILED", 0)]
 
 
+def test_the_history_sums_up_the_subtasks_alignment_and_in_flight_data() -> None:
+    from fluvial.runtime.checkpointing import CheckpointMetricsReport
+
+    rig = Rig()
+    rig.trigger()
+    rig.coordinator.receive_acknowledge(SOURCE, 1, {}, CheckpointMetricsReport())
+    rig.coordinator.receive_acknowledge(MAPS[0], 1, {}, CheckpointMetricsReport(40, 1000, unaligned=True))
+    rig.coordinator.receive_acknowledge(MAPS[1], 1, {}, CheckpointMetricsReport(70, 500, unaligned=True))
+    rig.settle()
+    rig.advance(1000)
+    rig.trigger()
+    for task in ALL:
+        rig.coordinator.receive_acknowledge(task, 2, {}, CheckpointMetricsReport(15))
+    rig.settle()
+    first, second = rig.coordinator.stats.history
+    assert (first["checkpoint_type"], first["persisted_data"], first["alignment_duration"]) == (
+        "UNALIGNED_CHECKPOINT", 1500, 70)
+    assert (second["checkpoint_type"], second["persisted_data"], second["alignment_duration"]) == (
+        "CHECKPOINT", 0, 15)
+
+
 def test_history_keeps_only_the_newest_entries() -> None:
     rig = Rig()
     for checkpoint_id in range(1, CheckpointCoordinator.HISTORY_SIZE + 6):

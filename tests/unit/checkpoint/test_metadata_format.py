@@ -180,7 +180,26 @@ def test_version_2_files_still_read_with_no_subtask_finished():
     for operator in document["operators"]:
         for subtask in operator["subtasks"]:
             assert subtask.pop("finished") is False
+            assert subtask.pop("input_channel") == []
     metadata = decode_metadata(_blob(json.dumps(document).encode(), version=2), f"{DIRECTORY}/_metadata")
     assert not metadata.operator_states["op"].subtask_states[1].finished
-    with pytest.raises(CorruptCheckpointError, match="wrong keys.*missing finished"):
+    with pytest.raises(CorruptCheckpointError, match="wrong keys.*missing finished, input_channel"):
         decode_metadata(_blob(json.dumps(document).encode()), f"{DIRECTORY}/_metadata")
+
+
+def test_version_3_files_still_read_with_no_in_flight_data():
+    """Version 4 added `input_channel` (unaligned checkpoints); a version 3 checkpoint has none."""
+    document = _document(_sample(ByteStreamStateHandle("s", b"x", checksum(b"x"))))
+    for operator in document["operators"]:
+        for subtask in operator["subtasks"]:
+            subtask.pop("input_channel")
+    metadata = decode_metadata(_blob(json.dumps(document).encode(), version=3), f"{DIRECTORY}/_metadata")
+    assert metadata.operator_states["op"].subtask_states[1].input_channel == []
+
+
+def test_in_flight_data_handles_round_trip():
+    handle = ByteStreamStateHandle("c", b"y", checksum(b"y"))
+    metadata = CheckpointMetadata(3, 0, "job", operator_states={"op": OperatorState(
+        "op", 1, 128, {0: SubtaskState(input_channel=[handle])})})
+    decoded = decode_metadata(encode_metadata(metadata), f"{DIRECTORY}/_metadata")
+    assert decoded.operator_states["op"].subtask_states[0].input_channel == [handle]

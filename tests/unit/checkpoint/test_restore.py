@@ -143,3 +143,30 @@ def test_rescaled_lists_are_dealt_out_evenly_and_union_lists_given_whole(per_old
     assert all(share.get("union:seen", []) == union for share in shares), "union lists go whole to everyone"
     if old != new:
         assert max(map(len, dealt)) - min(map(len, dealt)) <= 1
+
+
+# -- unaligned checkpoints: in-flight data ---------------------------------------------------------------------------
+
+
+def unaligned_state(operator_id: str, parallelism: int) -> OperatorState:
+    """Old subtask j wrote keyed file `<op>-keyed-j` and in-flight data `<op>-channel-j`."""
+    return OperatorState(operator_id, parallelism, 128, {
+        j: SubtaskState(keyed=[f"{operator_id}-keyed-{j}"], input_channel=[f"{operator_id}-channel-{j}"])
+        for j in range(parallelism)})
+
+
+def test_in_flight_data_goes_to_the_subtask_that_wrote_it_at_the_same_parallelism() -> None:
+    graph, vertex = job(parallelism=2)
+    assignments = assign_restore(metadata(unaligned_state("reduce", 2)), graph)
+    for index in range(2):
+        assert assignments[(vertex.id, index)]["reduce"].input_channel_handles == (f"reduce-channel-{index}",)
+
+
+def test_an_unaligned_checkpoint_at_another_parallelism_is_refused_naming_a_savepoint() -> None:
+    graph, _ = job(parallelism=3)
+    with pytest.raises(StateError, match="checkpoint 7 is an unaligned checkpoint.*parallelism 2 then but at 3 "
+                                         "now.*take a savepoint"):
+        assign_restore(metadata(unaligned_state("reduce", 2), keyed_state("sink", 2)), graph)
+    graph, _ = job(parallelism=3)  # another operator rescaled: its producers' channels change too
+    with pytest.raises(StateError, match="unaligned checkpoint"):
+        assign_restore(metadata(unaligned_state("reduce", 3), keyed_state("sink", 2)), graph)

@@ -25,7 +25,7 @@ class Recorder:
     def handler(self, channels: int, exactly_once: bool = True) -> BarrierHandler:
         return BarrierHandler(channels, exactly_once, self)
 
-    def checkpoint_state(self, barrier) -> None:
+    def checkpoint_state(self, barrier, stats=None) -> None:
         self.aligned.append(barrier.checkpoint_id)
 
     def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:

@@ -32,7 +32,7 @@ class Responder:
         self.acks: dict[int, dict] = {}
         self.declines: list[tuple[int, CheckpointFailureReason, str]] = []
 
-    def acknowledge(self, checkpoint_id: int, states: dict) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
         self.acks[checkpoint_id] = states
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
@@ -236,3 +236,38 @@ def test_load_merges_timers_of_every_handle_and_deals_out_operator_lists() -> No
     assert share.operator_state == {"items": [1], "union:all": [0, 1]}
     last = SubtaskCheckpointCoordinator.load(assignment, "op", TaskInfo("job", "T", 2, 3, 128))
     assert last.operator_state == {"items": [3], "union:all": [0, 1]}
+
+
+def test_an_unaligned_checkpoint_waits_for_its_in_flight_data_then_writes_it_on_the_head_for_replay() -> None:
+    from fluvial.runtime.alignment import BarrierStats
+
+    chain = keyed_chain([("a", 1)])
+    io, responder = ManualScheduledExecutor(), Responder()
+    coordinator = checkpointer(chain, [], Storages(), io, responder)
+    coordinator.channel_keys = ["edge/0", "edge/1"]
+    coordinator.checkpoint_state(CheckpointBarrier(1, 0), BarrierStats(0, unaligned=True))
+    io.run_all()
+    assert responder.acks == {}, "the snapshot waits until every channel's in-flight data is known"
+    coordinator.channel_state_complete(1, {0: [RecordBatch([("a", 2)]), RecordBatch([("b", 3)])], 1: []})
+    io.run_all()
+    reduce_id = chain.order[0].context.operator_id
+    (states,) = responder.acks.values()
+    assert len(states[reduce_id].input_channel) == 1
+    restore = SubtaskCheckpointCoordinator.load(_assignment(reduce_id, states, 1), reduce_id, INFO)
+    assert {key: [batch.values for batch in items] for key, items in restore.channel_state.items()} == {
+        "edge/0": [[("a", 2)], [("b", 3)]]}
+
+
+def test_an_aborted_unaligned_checkpoint_gives_back_its_frozen_state_and_is_never_acknowledged() -> None:
+    from fluvial.runtime.alignment import BarrierStats
+
+    keyed = PendingKeyed()
+    chain = Chain([Logged([], "head", OperatorSnapshot("head", keyed=keyed))])
+    io, responder = ManualScheduledExecutor(), Responder()
+    coordinator = checkpointer(chain, [], Storages(), io, responder)
+    coordinator.checkpoint_state(CheckpointBarrier(1, 0), BarrierStats(0, unaligned=True))
+    coordinator.abort_checkpoint(1, CheckpointFailureReason.DECLINED_SUBSUMED)
+    coordinator.channel_state_complete(1, {0: []})
+    io.run_all()
+    assert keyed.discarded and responder.acks == {}
+    assert [decline[0] for decline in responder.declines] == [1]

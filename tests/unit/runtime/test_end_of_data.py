@@ -14,7 +14,7 @@ class Checkpoints:
     def __init__(self) -> None:
         self.taken: list[int] = []
 
-    def checkpoint_state(self, barrier) -> None:
+    def checkpoint_state(self, barrier, stats=None) -> None:
         self.taken.append(barrier.checkpoint_id)
 
     def abort_checkpoint(self, checkpoint_id, reason, detail="") -> None:

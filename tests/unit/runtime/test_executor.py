@@ -146,3 +146,58 @@ def test_shutdown_stops_the_thread(clock) -> None:
     executor = TaskExecutor("short-lived", clock)
     executor.shutdown()
     assert not executor._thread.is_alive()
+
+
+class BlockingTask(FakeTask):
+    """Each step sleeps `seconds` (a user function blocked in a call); records the threads it ran on."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(name, [], work=10**6)
+        self.finish_when_drained = False
+        self.seconds = seconds
+        self.threads: set[str] = set()
+        self.executor = None
+
+    def step(self) -> StepResult:
+        self.threads.add(threading.current_thread().name)
+        time.sleep(self.seconds)
+        return super().step()
+
+    def move_to(self, executor) -> None:
+        self.executor = executor
+
+
+def test_a_task_whose_steps_block_moves_to_a_thread_of_its_own_with_its_timers(executor, clock) -> None:
+    from fluvial.runtime import executor as executor_module
+
+    busy = FakeTask("busy", [], work=10**9)
+    busy.finish_when_drained = False
+    blocked = BlockingTask("blocked", executor_module.BLOCKED_STEP_NS / 1e9 + 0.05)
+    executor.submit(busy)
+    executor.submit(blocked)
+    fired: list[str] = []
+    executor.schedule(5_000, blocked, lambda now: fired.append(threading.current_thread().name), "later")
+    wait_until(lambda: blocked.executor is not None, what="the blocked task to move")
+    solo = blocked.executor
+    assert solo is not executor and solo.name == "test-executor-blocked"
+    wait_until(lambda: len(blocked.threads) == 2, what="the blocked task to step on its own thread")
+    steps = len(busy.log)
+    wait_until(lambda: len(busy.log) > steps + 1000, what="the busy task to go on beside it")
+    clock.advance(5_000)
+    solo.wake()
+    wait_until(lambda: fired == ["test-executor-blocked"], what="the moved timer, on the task's new thread")
+    blocked.state.is_terminal = True
+    wait_until(lambda: not solo._thread.is_alive(), what="the solo thread to end with its task")
+
+
+def test_one_slow_step_is_no_reason_to_move(executor) -> None:
+    from fluvial.runtime import executor as executor_module
+
+    busy = FakeTask("busy", [], work=10**9)
+    busy.finish_when_drained = False
+    once = BlockingTask("once", executor_module.BLOCKING_STEP_NS / 1e9 + 0.05)
+    once.work, once.finish_when_drained = 1, True
+    executor.submit(busy)
+    executor.submit(once)
+    wait_until(lambda: once.state.is_terminal, what="the slow task to end")
+    assert once.executor is None and executor._slow == {}

@@ -212,7 +212,7 @@ class Checkpoints:
         self.taken: list[int] = []
         self.aborted: list[tuple[int, CheckpointFailureReason]] = []
 
-    def checkpoint_state(self, barrier: CheckpointBarrier) -> None:
+    def checkpoint_state(self, barrier: CheckpointBarrier, stats: Any = None) -> None:
         self.taken.append(barrier.checkpoint_id)
 
     def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:

@@ -101,6 +101,21 @@ def test_checkpoints_list_counts_latest_and_history_newest_first():
     assert document["summary"]["state_size"] == {"min": 100, "max": 300, "avg": 200}
 
 
+def test_unaligned_checkpoints_show_their_type_in_flight_bytes_and_alignment_by_flinks_names():
+    history = [
+        {"id": 1, "status": "COMPLETED", "is_savepoint": False, "trigger_timestamp": 10, "end_to_end_duration": 5,
+         "state_size": 100, "checkpoint_type": "UNALIGNED_CHECKPOINT", "persisted_data": 4096,
+         "alignment_duration": 0},
+        {"id": 2, "status": "COMPLETED", "is_savepoint": False, "trigger_timestamp": 20, "end_to_end_duration": 9,
+         "state_size": 100, "checkpoint_type": "CHECKPOINT", "persisted_data": 0, "alignment_duration": 700},
+    ]
+    document = views.checkpoints_json(_view([], history).details)
+    by_id = {entry["id"]: entry for entry in document["history"]}
+    assert by_id[1]["checkpoint_type"] == "UNALIGNED_CHECKPOINT" and by_id[1]["persisted_data"] == 4096
+    assert by_id[2]["checkpoint_type"] == "CHECKPOINT" and by_id[2]["alignment_duration"] == 700
+    assert document["summary"]["persisted_data"] == {"min": 0, "max": 4096, "avg": 2048}
+
+
 def test_exceptions_show_the_newest_root_cause_first_with_its_task():
     entries = [ExceptionEntry("ValueError", "old", "trace 1", 10, "Map (1/2)", "Map"),
                ExceptionEntry("KeyError", "new", "trace 2", 20, None, None)]

@@ -1,0 +1,167 @@
+"""The in-memory catalog (`default_catalog.default_database`): temporary tables, views and functions.
+
+A connector table is kept as declared (schema and options); it is resolved into a Scan when a query reads it,
+so its connector's options are checked then, as Flink's are. A view keeps its logical plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fluvial.table.errors import ValidationException, at
+from fluvial.table.expression import Expression
+from fluvial.table.planner.logical import Column, RelNode, Scan, WatermarkSpec
+from fluvial.table.planner.resolve import Resolver
+from fluvial.table.planner.rex import InputRef, Rex
+from fluvial.table.schema import Schema
+
+__all__ = ["Catalog", "CatalogTable", "ConnectorSource", "resolve_connector_table"]
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    """A connector table (`schema` + `options`) or a view (`plan`)."""
+
+    name: str
+    schema: Schema | None = None
+    options: dict[str, str] | None = None
+    plan: RelNode | None = None
+    partition_keys: tuple[str, ...] = ()
+
+    @property
+    def is_view(self) -> bool:
+        return self.plan is not None
+
+
+@dataclass(frozen=True)
+class ConnectorSource:
+    """Builds a connector's DataStream of physical rows at translation time."""
+
+    table_name: str
+    columns: tuple[Column, ...]
+    options: tuple[tuple[str, str], ...]
+
+    def create_stream(self, env: Any) -> Any:
+        from fluvial.table.connectors.base import ConnectorContext, source_factory
+
+        options = dict(self.options)
+        return source_factory(options, self.table_name).create_source(
+            env, ConnectorContext(self.table_name, self.columns, options))
+
+
+def _expression_of(value: Any) -> Expression:
+    if isinstance(value, Expression):
+        return value
+    from fluvial.table.sql.convert import parse_expression
+
+    return parse_expression(str(value))
+
+
+def resolve_schema(schema: Schema, physical: list[Column] | None = None) -> tuple[list[Column], list[Column],
+                                                                                   tuple[Rex, ...],
+                                                                                   WatermarkSpec | None]:
+    """(physical columns, all columns, the projection from physical to all, the watermark)."""
+    if physical is None:
+        physical = [Column(c.name, c.data_type) for c in schema.columns
+                    if c.data_type is not None and c.expression is None]
+    resolver = Resolver(physical)
+    columns: list[Column] = []
+    projection: list[Rex] = []
+    physical_names = [c.name for c in physical]
+    for c in schema.columns:
+        if c.expression is not None:
+            expression = _expression_of(c.expression)
+            rex = resolver.resolve(expression)
+            columns.append(Column(c.name, rex.type))
+            projection.append(rex)
+        else:
+            if c.name not in physical_names:
+                raise ValidationException(f"the schema declares column '{c.name}', which the input does not have "
+                                          f"(it has {physical_names})")
+            index = physical_names.index(c.name)
+            data_type = c.data_type if c.data_type is not None else physical[index].type
+            columns.append(Column(c.name, data_type))
+            projection.append(InputRef(index, physical[index].type, c.name))
+    if not schema.columns:
+        columns = list(physical)
+        projection = [InputRef(i, c.type, c.name) for i, c in enumerate(physical)]
+    watermark = None
+    if schema.watermark_column is not None:
+        names = [c.name for c in columns]
+        if schema.watermark_column not in names:
+            raise ValidationException(at(schema.watermark_position, f"Invalid column name '{schema.watermark_column}' "
+                                         f"for rowtime attribute in watermark declaration. Available columns are: "
+                                         f"[{', '.join(names)}]"))
+        index = names.index(schema.watermark_column)
+        rowtime_type = columns[index].type
+        if rowtime_type.name not in ("TIMESTAMP", "TIMESTAMP_LTZ") or (rowtime_type.precision or 0) > 3:
+            raise ValidationException(at(schema.watermark_position,
+                                         f"Invalid data type of time field for watermark definition. The field must "
+                                         f"be of type TIMESTAMP(p) or TIMESTAMP_LTZ(p), the supported precision 'p' "
+                                         f"is from 0 to 3, but the time field type is {rowtime_type}"))
+        columns[index] = Column(columns[index].name, replace(rowtime_type, time_attribute="ROWTIME"))
+        expression = _expression_of(schema.watermark_expression)
+        rex = Resolver(columns).resolve(expression)
+        if rex.type.name not in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+            raise ValidationException(at(schema.watermark_position, f"Watermark strategy {expression.to_string()} must "
+                                         f"be of type TIMESTAMP or TIMESTAMP_LTZ but is of type '{rex.type}'"))
+        watermark = WatermarkSpec(index, rex, str(schema.watermark_expression))
+    return physical, columns, tuple(projection), watermark
+
+
+def resolve_connector_table(table: CatalogTable) -> Scan:
+    assert table.schema is not None and table.options is not None
+    physical, columns, projection, watermark = resolve_schema(table.schema)
+    identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and \
+        len(projection) == len(physical)
+    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()))
+    return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
+
+
+class Catalog:
+    """Temporary objects by name; names are case-sensitive, as Flink's."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, CatalogTable] = {}
+        self.functions: dict[str, Any] = {}
+        self.current_catalog = "default_catalog"
+        self.current_database = "default_database"
+
+    @staticmethod
+    def _short(path: str) -> str:
+        parts = [p.strip("`") for p in path.split(".")]
+        return parts[-1]
+
+    def add(self, table: CatalogTable, if_not_exists: bool = False) -> None:
+        name = self._short(table.name)
+        if name in self.tables:
+            if if_not_exists:
+                return
+            raise ValidationException(f"Temporary table '{self.current_catalog}.{self.current_database}.{name}' "
+                                      "already exists")
+        self.tables[name] = replace(table, name=name)
+
+    def get(self, path: str, position: tuple[int, int] | None = None) -> CatalogTable:
+        name = self._short(path)
+        table = self.tables.get(name)
+        if table is None:
+            raise ValidationException(at(position, f"Object '{name}' not found within "
+                                                   f"'{self.current_catalog}.{self.current_database}'"))
+        return table
+
+    def drop(self, path: str, if_exists: bool = False) -> bool:
+        name = self._short(path)
+        if name not in self.tables:
+            if if_exists:
+                return False
+            raise ValidationException(f"Temporary table with identifier '`{self.current_catalog}`."
+                                      f"`{self.current_database}`.`{name}`' does not exist.")
+        del self.tables[name]
+        return True
+
+    def scan(self, path: str, position: tuple[int, int] | None = None) -> RelNode:
+        table = self.get(path, position)
+        if table.plan is not None:
+            return table.plan
+        return resolve_connector_table(table)

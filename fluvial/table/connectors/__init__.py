@@ -1,0 +1,18 @@
+"""Table connectors: what `'connector' = '...'` in a CREATE TABLE (or a TableDescriptor) names.
+
+A connector factory validates its options when the table is used (an unknown or missing option is an error
+naming it, as Flink's `Unsupported options found for 'datagen'`), and builds a DataStream source of Rows or
+consumes a DataStream of Rows. The built-in ones: `datagen`, `print`, `blackhole`, `filesystem` (csv, json).
+"""
+
+from __future__ import annotations
+
+from fluvial.table.connectors.base import (
+    ConnectorContext,
+    TableSinkFactory,
+    TableSourceFactory,
+    sink_factory,
+    source_factory,
+)
+
+__all__ = ["ConnectorContext", "TableSinkFactory", "TableSourceFactory", "sink_factory", "source_factory"]

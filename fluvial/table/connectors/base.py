@@ -1,0 +1,86 @@
+"""The connector contract and the registry of factories by `connector` name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from fluvial.table.errors import ValidationException
+from fluvial.table.planner.logical import ChangelogMode, Column
+
+__all__ = ["ConnectorContext", "TableSourceFactory", "TableSinkFactory", "source_factory", "sink_factory",
+           "check_options"]
+
+
+@dataclass(frozen=True)
+class ConnectorContext:
+    """What a factory is given: the table's name, its physical columns, and its WITH options."""
+
+    table_name: str
+    columns: tuple[Column, ...]
+    options: dict[str, str]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+class TableSourceFactory(Protocol):
+    """Builds a DataStream of Rows (named, kind +I) in `env`."""
+
+    def create_source(self, env: Any, context: ConnectorContext) -> Any: ...
+
+
+class TableSinkFactory(Protocol):
+    """Consumes a DataStream of Rows; `mode` is the input's changelog mode (a sink that takes only inserts
+    refuses RETRACT with a ValidationException)."""
+
+    def create_sink(self, stream: Any, context: ConnectorContext, mode: ChangelogMode) -> Any: ...
+
+
+def check_options(connector: str, options: dict[str, str], allowed: set[str], prefixes: tuple[str, ...] = (),
+                  required: tuple[str, ...] = ()) -> None:
+    """Flink's option validation: every key known, every required key present."""
+    unknown = sorted(k for k in options if k != "connector" and k not in allowed and not k.startswith(prefixes))
+    if unknown:
+        raise ValidationException(
+            f"Unsupported options found for '{connector}': {', '.join(unknown)}. Supported options: "
+            f"{', '.join(sorted(allowed | {'connector'}))}")
+    missing = [k for k in required if k not in options]
+    if missing:
+        raise ValidationException(f"One or more required options are missing for '{connector}': {', '.join(missing)}")
+
+
+def _factories() -> dict[str, Any]:
+    from fluvial.table.connectors import blackhole, datagen, filesystem, print_sink
+
+    return {
+        "datagen": datagen.DataGenFactory(),
+        "print": print_sink.PrintFactory(),
+        "blackhole": blackhole.BlackHoleFactory(),
+        "filesystem": filesystem.FileSystemFactory(),
+    }
+
+
+def _factory(options: dict[str, str], table_name: str, role: str) -> Any:
+    name = options.get("connector")
+    if name is None:
+        raise ValidationException(
+            f"Table options do not contain an option key 'connector' for table '{table_name}'; add "
+            "WITH ('connector' = '...')")
+    factory = _factories().get(name)
+    if factory is None or not hasattr(factory, role):
+        kinds = sorted(k for k, f in _factories().items() if hasattr(f, role))
+        what = "source" if role == "create_source" else "sink"
+        raise ValidationException(
+            f"Could not find any factory for identifier '{name}' that implements a table {what}; available "
+            f"factories: {', '.join(kinds)}")
+    return factory
+
+
+def source_factory(options: dict[str, str], table_name: str) -> TableSourceFactory:
+    return _factory(options, table_name, "create_source")
+
+
+def sink_factory(options: dict[str, str], table_name: str) -> TableSinkFactory:
+    return _factory(options, table_name, "create_sink")

@@ -1,0 +1,133 @@
+"""`'connector' = 'datagen'`: generated rows, Flink's options.
+
+- `number-of-rows`: how many (bounded); without it the source is unbounded, unless a `sequence` field ends it;
+- `rows-per-second` (default 10000): the rate per source subtask;
+- `fields.<name>.kind`: `random` (default) or `sequence`; random numbers take `fields.<name>.min`/`.max`,
+  random strings `fields.<name>.length` (default 100); sequences take `.start` and `.end`.
+
+Rows are a pure function of their sequence number (random values are seeded by it), and the position is
+the checkpointed offset of a NumberSequenceSource, so a restored job regenerates the same rows.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import random
+import string
+import time
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from fluvial.common.row import RowKind, _create_row
+from fluvial.datastream.functions import MapFunction
+from fluvial.table.connectors.base import ConnectorContext, check_options
+from fluvial.table.errors import ValidationException
+from fluvial.table.types import DataType
+
+_MAX_ROWS = 2**62
+
+
+class _FieldSpec:
+    def __init__(self, name: str, data_type: DataType, options: dict[str, str]) -> None:
+        prefix = f"fields.{name}."
+        self.name = name
+        self.type = data_type
+        self.kind = options.get(prefix + "kind", "random")
+        if self.kind not in ("random", "sequence"):
+            raise ValidationException(f"fields.{name}.kind must be 'random' or 'sequence', got '{self.kind}'")
+        self.min = options.get(prefix + "min")
+        self.max = options.get(prefix + "max")
+        self.length = int(options.get(prefix + "length", "100"))
+        self.start = int(options.get(prefix + "start", "0")) if self.kind == "sequence" else 0
+        end = options.get(prefix + "end")
+        if self.kind == "sequence":
+            if prefix + "start" not in options or end is None:
+                raise ValidationException(f"a sequence field needs fields.{name}.start and fields.{name}.end")
+        self.end = int(end) if end is not None else None
+        self.null_rate = float(options.get(prefix + "null-rate", "0"))
+
+    def value(self, index: int, rng: random.Random) -> Any:
+        if self.null_rate and rng.random() < self.null_rate:
+            return None
+        t = self.type.name
+        if self.kind == "sequence":
+            number = self.start + index
+            return str(number) if self.type.is_string() else number
+        if t in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
+            bounds = {"TINYINT": 2**7, "SMALLINT": 2**15, "INT": 2**31, "BIGINT": 2**63}[t]
+            lo = int(self.min) if self.min is not None else -bounds
+            hi = int(self.max) if self.max is not None else bounds - 1
+            return rng.randint(lo, hi)
+        if t in ("FLOAT", "DOUBLE"):
+            lo = float(self.min) if self.min is not None else -1e9
+            hi = float(self.max) if self.max is not None else 1e9
+            return rng.uniform(lo, hi)
+        if t == "DECIMAL":
+            scale = self.type.scale or 0
+            return Decimal(rng.randint(0, 10 ** min(self.type.precision or 10, 18) - 1)).scaleb(-scale)
+        if t == "BOOLEAN":
+            return rng.random() < 0.5
+        if self.type.is_string():
+            return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(self.length))
+        if t in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+            return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
+        if t == "DATE":
+            return _dt.date.today()
+        raise ValidationException(f"datagen cannot generate {self.type} for field {self.name}")
+
+
+class DataGenRow(MapFunction):
+    """Sequence number → row; throttled to `rows_per_second` per subtask."""
+
+    def __init__(self, names: Sequence[str], fields: Sequence[_FieldSpec], rows_per_second: float,
+                 seed: int) -> None:
+        self.names = list(names)
+        self.fields = list(fields)
+        self.rows_per_second = rows_per_second
+        self.seed = seed
+        self._started: float | None = None
+        self._emitted = 0
+
+    def map(self, value: int) -> Any:
+        if self.rows_per_second > 0:
+            self._throttle()
+        rng = random.Random(self.seed * 1_000_003 + value)
+        return _create_row(self.names, [f.value(value, rng) for f in self.fields], RowKind.INSERT)
+
+    def _throttle(self) -> None:
+        now = time.monotonic()
+        if self._started is None:
+            self._started = now
+        self._emitted += 1
+        due = self._started + self._emitted / self.rows_per_second
+        if due > now:
+            time.sleep(min(due - now, 1.0))
+
+
+class DataGenFactory:
+    def create_source(self, env: Any, context: ConnectorContext) -> Any:
+        from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+
+        options = context.options
+        check_options("datagen", options, {"number-of-rows", "rows-per-second", "scan.parallelism"},
+                      prefixes=("fields.",))
+        for key in options:
+            if key.startswith("fields.") and key.split(".")[1] not in context.names:
+                raise ValidationException(f"Unsupported options found for 'datagen': {key}; the table has no "
+                                          f"column {key.split('.')[1]}")
+        fields = [_FieldSpec(c.name, c.type, options) for c in context.columns]
+        rows = int(options["number-of-rows"]) if "number-of-rows" in options else None
+        for f in fields:
+            if f.kind == "sequence" and f.end is not None:
+                count = f.end - f.start + 1
+                rows = count if rows is None else min(rows, count)
+        total = rows if rows is not None else _MAX_ROWS
+        rate = float(options.get("rows-per-second", "10000"))
+        source = NumberSequenceSource(0, max(total - 1, 0))
+        stream = env.from_source(source, source_name=context.table_name)
+        if total == 0:
+            stream = stream.filter(lambda _: False)
+        if "scan.parallelism" in options:
+            stream.set_parallelism(int(options["scan.parallelism"]))
+        return stream.map(DataGenRow(context.names, fields, rate, seed=hash(context.table_name) & 0xFFFF))

@@ -1,0 +1,345 @@
+"""Logical plan nodes (Calcite's RelNodes, the few that fluvial's planner needs): frozen data.
+
+Every node knows its output schema and its changelog mode: whether it emits only inserts (a scan, a window
+aggregation) or updates too (a GROUP BY aggregation emits -U/+U pairs and -D). A sink that takes only inserts
+(filesystem) refuses an updating input when the plan is built, as Flink's planner does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from fluvial.table.planner.rex import AggCall, Rex
+from fluvial.table.types import DataType
+
+__all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
+           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join", "TopN", "OverAggregate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: DataType
+
+
+class ChangelogMode(Enum):
+    INSERT_ONLY = "[I]"
+    RETRACT = "[I,UB,UA,D]"
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkSpec:
+    """`WATERMARK FOR rowtime AS expr`: `rowtime` is a column index; `expression` a rex over the row."""
+
+    rowtime: int
+    expression: Rex
+    text: str
+
+
+@dataclass(frozen=True)
+class RelNode:
+    schema: tuple[Column, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.schema]
+
+    @property
+    def types(self) -> list[DataType]:
+        return [c.type for c in self.schema]
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return ()
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        if any(i.changelog_mode is ChangelogMode.RETRACT for i in self.inputs):
+            return ChangelogMode.RETRACT
+        return ChangelogMode.INSERT_ONLY
+
+    def rowtime_index(self) -> int | None:
+        for i, c in enumerate(self.schema):
+            if c.type.time_attribute == "ROWTIME":
+                return i
+        return None
+
+    def explain_terms(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SingleRel(RelNode):
+    """A node with one input."""
+
+    input: RelNode = None  # type: ignore[assignment]
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.input,)
+
+
+
+@dataclass(frozen=True)
+class Scan(RelNode):
+    """A table's source: a connector's (`source` is a `fluvial.table.connectors` TableSource), a DataStream's,
+    or a list of elements. The watermark, if declared, is generated right after the source."""
+
+    table_name: str = ""
+    source: Any = None
+    watermark: WatermarkSpec | None = None
+    computed: tuple[Rex | None, ...] = ()
+
+    def explain_terms(self) -> str:
+        return f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], " \
+               f"fields=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class Values(RelNode):
+    rows: tuple[tuple[Any, ...], ...] = ()
+
+    def explain_terms(self) -> str:
+        return f"Values(tuples=[{len(self.rows)} rows], values=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class Calc(SingleRel):
+    projections: tuple[Rex, ...] | None = None
+    condition: Rex | None = None
+
+    def explain_terms(self) -> str:
+        parts = []
+        if self.projections is not None:
+            items = []
+            for rex, column in zip(self.projections, self.schema):
+                text = rex.describe()
+                items.append(text if text == column.name else f"{text} AS {column.name}")
+            parts.append(f"select=[{', '.join(items)}]")
+        if self.condition is not None:
+            parts.append(f"where=[{self.condition.describe()}]")
+        return f"Calc({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class Aggregate(SingleRel):
+    """GROUP BY aggregation (Flink's GroupAggregate): output is the group keys then the aggregates; with no
+    aggregates it is DISTINCT. Emits a changelog."""
+
+    group: tuple[int, ...] = ()
+    aggs: tuple[AggCall, ...] = ()
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        group = ", ".join(names[g] for g in self.group)
+        select = [names[g] for g in self.group] + [
+            f"{a.describe(names)} AS {a.name}" for a in self.aggs]
+        return f"GroupAggregate(groupBy=[{group}], select=[{', '.join(select)}])" if self.group else \
+            f"GroupAggregate(select=[{', '.join(select)}])"
+
+
+class WindowKind(Enum):
+    TUMBLE = "TUMBLE"
+    HOP = "HOP"
+    CUMULATE = "CUMULATE"
+    SESSION = "SESSION"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSpec:
+    """An event-time window over input column `time_index` (sizes in milliseconds)."""
+
+    kind: WindowKind
+    time_index: int
+    size: int
+    slide: int = 0
+    offset: int = 0
+
+    def describe(self, names: list[str]) -> str:
+        time = names[self.time_index]
+        if self.kind is WindowKind.TUMBLE:
+            return f"TUMBLE(time_col=[{time}], size=[{_interval(self.size)}])"
+        if self.kind is WindowKind.HOP:
+            return f"HOP(time_col=[{time}], size=[{_interval(self.size)}], slide=[{_interval(self.slide)}])"
+        if self.kind is WindowKind.CUMULATE:
+            return f"CUMULATE(time_col=[{time}], max_size=[{_interval(self.size)}], step=[{_interval(self.slide)}])"
+        return f"SESSION(time_col=[{time}], gap=[{_interval(self.size)}])"
+
+
+def _interval(millis: int) -> str:
+    for unit, size in (("day", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if millis % size == 0:
+            return f"{millis // size} {unit}"
+    return f"{millis} ms"
+
+
+@dataclass(frozen=True)
+class WindowAggregate(SingleRel):
+    """Window aggregation on event time (Flink's WindowAggregate): output is the group keys, the aggregates,
+    then window_start, window_end and window_time (the rowtime of the result). Emits inserts only, when the
+    watermark passes a window's end."""
+
+    window: WindowSpec = None  # type: ignore[assignment]
+    group: tuple[int, ...] = ()
+    aggs: tuple[AggCall, ...] = ()
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.INSERT_ONLY
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        select = [names[g] for g in self.group] + [f"{a.describe(names)} AS {a.name}" for a in self.aggs] + [
+            "start('w$) AS window_start", "end('w$) AS window_end", "rowtime('w$) AS window_time"]
+        group = f"groupBy=[{', '.join(names[g] for g in self.group)}], " if self.group else ""
+        return f"GroupWindowAggregate({group}window=[{self.window.describe(names)}], select=[{', '.join(select)}])"
+
+
+@dataclass(frozen=True)
+class Union(RelNode):
+    children: tuple[RelNode, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return self.children
+
+    def explain_terms(self) -> str:
+        return f"Union(all=[true], union=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class Limit(SingleRel):
+    """ORDER BY-less FETCH/LIMIT (and OFFSET): the first rows to arrive, on one subtask."""
+
+    offset: int = 0
+    fetch: int | None = None
+
+    def explain_terms(self) -> str:
+        return f"Limit(offset=[{self.offset}], fetch=[{self.fetch}])"
+
+
+@dataclass(frozen=True)
+class Deduplicate(SingleRel):
+    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) = 1`: per key, the row with the smallest
+    (largest, `keep_last`) event time seen so far; a better row retracts the one kept before (-U, +U)."""
+
+    keys: tuple[int, ...] = ()
+    keep_last: bool = False
+    rowtime: int = 0
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        keys = ", ".join(self.input.names[k] for k in self.keys)
+        return f"Deduplicate(keep=[{'LastRow' if self.keep_last else 'FirstRow'}], key=[{keys}])"
+
+
+@dataclass(frozen=True)
+class Correlate(SingleRel):
+    """A table function applied to each row (Flink's Correlate): its rows, after the input's columns when
+    `keep_input` (join_lateral), alone otherwise (flat_map). `operands` None passes the whole row."""
+
+    function: Any = None
+    operands: tuple[Rex, ...] | None = None
+    keep_input: bool = True
+    left_outer: bool = False
+    condition: Rex | None = None
+
+    def explain_terms(self) -> str:
+        name = getattr(self.function, "_name", "udtf")
+        return f"Correlate(invocation=[{name}], select=[{', '.join(self.names)}], " \
+               f"joinType=[{'LEFT' if self.left_outer else 'INNER'}])"
+
+
+@dataclass(frozen=True)
+class Join(RelNode):
+    """A regular equi-join (Flink's Join): keyed on `left_keys`/`right_keys`, with the rest of the condition
+    over the joined row. Outer joins and any updating input make it emit a changelog."""
+
+    left: RelNode = None  # type: ignore[assignment]
+    right: RelNode = None  # type: ignore[assignment]
+    join_type: str = "INNER"
+    left_keys: tuple[int, ...] = ()
+    right_keys: tuple[int, ...] = ()
+    condition: Rex | None = None
+    condition_text: str = ""
+
+    @property
+    def inputs(self) -> tuple[RelNode, ...]:
+        return (self.left, self.right)
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        if self.join_type != "INNER":
+            return ChangelogMode.RETRACT
+        return super().changelog_mode
+
+    def explain_terms(self) -> str:
+        kind = {"INNER": "InnerJoin", "LEFT": "LeftOuterJoin", "RIGHT": "RightOuterJoin", "FULL": "FullOuterJoin"}
+        return f"Join(joinType=[{kind[self.join_type]}], where=[{self.condition_text}], " \
+               f"select=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class TopN(SingleRel):
+    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY s) <= n` over an insert-only input (Flink's
+    AppendOnlyTopNFunction): per key, the first `n` rows by `sort` (column, descending); with
+    `rank_output` the rank number is the last column."""
+
+    keys: tuple[int, ...] = ()
+    sort: tuple[tuple[int, bool], ...] = ()
+    limit: int = 1
+    rank_output: bool = False
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        order = ", ".join(f"{names[i]} {'DESC' if d else 'ASC'}" for i, d in self.sort)
+        keys = ", ".join(names[k] for k in self.keys)
+        return f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={self.limit}], " \
+               f"partitionBy=[{keys}], orderBy=[{order}], select=[{', '.join(self.names)}])"
+
+
+@dataclass(frozen=True)
+class OverAggregate(SingleRel):
+    """OVER aggregation ordered by event time from UNBOUNDED PRECEDING to the CURRENT ROW (Flink's
+    RowTime{Rows,Range}UnboundedPrecedingFunction): the input's columns, then the aggregates. Rows wait for the
+    watermark and are emitted in time order; late rows are dropped."""
+
+    keys: tuple[int, ...] = ()
+    rowtime: int = 0
+    rows_frame: bool = True
+    aggs: tuple[AggCall, ...] = ()
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        keys = ", ".join(names[k] for k in self.keys)
+        frame = "ROWS" if self.rows_frame else "RANGE"
+        aggs = ", ".join(f"{a.describe(names)} AS {a.name}" for a in self.aggs)
+        return f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN " \
+               f"UNBOUNDED PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
+
+
+def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:
+    """Flink's tree rendering: `Calc(...)` then `+- Child(...)`, `:- First(...)` for all but the last input."""
+    prefix = "" if top else indent + ("+- " if last else ":- ")
+    lines = [prefix + node.explain_terms()]
+    child_indent = "" if top else indent + ("   " if last else ":  ")
+    children = node.inputs
+    for i, child in enumerate(children):
+        lines.extend(explain_tree(child, child_indent, i == len(children) - 1, False))
+    return lines
+
+
+_ = field  # dataclasses.field is kept for subclasses that add defaults

@@ -1,0 +1,150 @@
+"""Translates a logical plan into DataStream transformations (Flink's ExecNode → Transformation step).
+
+Each node becomes the DataStream operators that run it: Calc a flat_map of compiled code, Aggregate a keyed
+process function over keyed state, WindowAggregate a keyed event-time window with an aggregate function,
+Union a union, Limit a keyed counter, Deduplicate a keyed first/last row. Nothing here runs anything: the
+result is a DataStream in the table environment's StreamExecutionEnvironment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fluvial.common.watermark_strategy import WatermarkStrategy
+from fluvial.table.errors import TableException
+from fluvial.table.planner.logical import (
+    Aggregate,
+    Calc,
+    Correlate,
+    Deduplicate,
+    Join,
+    Limit,
+    OverAggregate,
+    RelNode,
+    Scan,
+    TopN,
+    Union,
+    Values,
+    WindowAggregate,
+    WindowKind,
+)
+from fluvial.table.runtime.functions import (
+    CalcFunction,
+    CorrelateFunction,
+    DeduplicateFunction,
+    GroupAggFunction,
+    LimitFunction,
+    RowKeySelector,
+    ToRowFunction,
+)
+from fluvial.table.runtime.windows import (
+    CumulativeEventTimeWindows,
+    RowtimeAssigner,
+    SqlWatermarkSupplier,
+    WindowAggAccumulate,
+    WindowAggResult,
+)
+
+__all__ = ["Translator"]
+
+
+class Translator:
+    """One job's translation: a node reached twice (a table used by two sinks) is translated once."""
+
+    def __init__(self, env: Any, state_ttl_millis: int = 0, batch: bool = False) -> None:
+        self.env = env
+        self.state_ttl_millis = state_ttl_millis
+        self.batch = batch
+        self._done: dict[int, Any] = {}
+
+    def translate(self, node: RelNode) -> Any:
+        key = id(node)
+        if key not in self._done:
+            self._done[key] = self._translate(node)
+        return self._done[key]
+
+    def _translate(self, node: RelNode) -> Any:
+        if isinstance(node, Scan):
+            return self._scan(node)
+        if isinstance(node, Values):
+            stream = self.env.from_collection(list(node.rows))
+            return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
+        if isinstance(node, Calc):
+            return self.translate(node.input).flat_map(
+                CalcFunction(node.names, node.projections, node.condition)).name(node.explain_terms())
+        if isinstance(node, Aggregate):
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
+            return keyed.process(GroupAggFunction(node.names, len(node.group), node.aggs, True, self.state_ttl_millis,
+                                                final_only=self.batch)).name(node.explain_terms())
+        if isinstance(node, WindowAggregate):
+            return self._window(node)
+        if isinstance(node, Correlate):
+            function = CorrelateFunction(node.names, node.function, node.operands, node.keep_input,
+                                         len(node.schema) - (len(node.input.schema) if node.keep_input else 0),
+                                         node.left_outer, node.condition, node.input.names)
+            return self.translate(node.input).flat_map(function).name(node.explain_terms())
+        if isinstance(node, Join):
+            from fluvial.table.runtime.join import JoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            return connected.process(JoinFunction(node.names, len(node.left.schema), len(node.right.schema),
+                                                  node.join_type, node.condition, self.state_ttl_millis)
+                                     ).name(node.explain_terms())
+        if isinstance(node, Union):
+            first, *others = [self.translate(c) for c in node.children]
+            return first.union(*others) if others else first
+        if isinstance(node, Limit):
+            keyed = self.translate(node.input).key_by(RowKeySelector(()))
+            return keyed.process(LimitFunction(node.offset, node.fetch)).name(node.explain_terms())
+        if isinstance(node, OverAggregate):
+            from fluvial.table.runtime.windows import OverAggFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)
+                                 ).name(node.explain_terms())
+        if isinstance(node, TopN):
+            from fluvial.table.runtime.functions import TopNFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            return keyed.process(TopNFunction(node.names, node.sort, node.limit, node.rank_output,
+                                              self.state_ttl_millis)).name(node.explain_terms())
+        if isinstance(node, Deduplicate):
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(node.explain_terms())
+        raise TableException(f"no translation for {type(node).__name__}")
+
+    def _scan(self, node: Scan) -> Any:
+        stream = node.source.create_stream(self.env)
+        if node.computed:
+            stream = stream.flat_map(CalcFunction(node.names, node.computed, None)).name(
+                f"Calc(select=[{', '.join(node.names)}])")
+        if node.watermark is not None:
+            strategy = WatermarkStrategy.for_generator(SqlWatermarkSupplier(node.watermark.expression)) \
+                .with_timestamp_assigner(RowtimeAssigner(node.watermark.rowtime))
+            stream = stream.assign_timestamps_and_watermarks(strategy).name(
+                f"WatermarkAssigner(rowtime=[{node.names[node.watermark.rowtime]}], "
+                f"watermark=[{node.watermark.text}])")
+        return stream
+
+    def _window(self, node: WindowAggregate) -> Any:
+        from fluvial.common.time import Time
+        from fluvial.datastream.window import (
+            EventTimeSessionWindows,
+            SlidingEventTimeWindows,
+            TumblingEventTimeWindows,
+        )
+
+        spec = node.window
+        if spec.kind is WindowKind.TUMBLE:
+            assigner: Any = TumblingEventTimeWindows.of(Time.milliseconds(spec.size), Time.milliseconds(spec.offset))
+        elif spec.kind is WindowKind.HOP:
+            assigner = SlidingEventTimeWindows.of(Time.milliseconds(spec.size), Time.milliseconds(spec.slide),
+                                                  Time.milliseconds(spec.offset))
+        elif spec.kind is WindowKind.CUMULATE:
+            assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
+        else:
+            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(spec.size))
+        keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
+        return keyed.window(assigner).aggregate(
+            WindowAggAccumulate(node.aggs), WindowAggResult(node.names, len(node.group))).name(node.explain_terms())

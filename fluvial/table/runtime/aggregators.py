@@ -1,0 +1,266 @@
+"""Accumulators of the built-in aggregate functions, with retraction (Flink's `*WithRetract` functions).
+
+An accumulator is a small list (picklable, so it lives in keyed state as it is); `accumulate` and `retract`
+change it in place; `value` reads the result. MIN and MAX keep a count per value so a retraction can remove
+the current extreme, as Flink's MinWithRetractAggFunction does with its MapView.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from fluvial.table.planner.rex import AggCall
+from fluvial.table.values import float32
+
+__all__ = ["Aggregator", "aggregator_for"]
+
+
+class Aggregator:
+    """One aggregate over argument positions `args` of the input values."""
+
+    def __init__(self, call: AggCall) -> None:
+        self.args = call.args
+        self.distinct = call.distinct
+        self.kind = call.kind
+        self.result_type = call.type
+
+    def create(self) -> list:
+        return [0, None]
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        raise NotImplementedError
+
+    def retract(self, acc: list, value: Any) -> None:
+        raise NotImplementedError
+
+    def value(self, acc: list) -> Any:
+        raise NotImplementedError
+
+    def merge(self, acc: list, other: list) -> None:
+        raise NotImplementedError
+
+
+class _Count(Aggregator):
+    def create(self) -> list:
+        return [0]
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        if self.args and value is None:
+            return
+        acc[0] += 1
+
+    def retract(self, acc: list, value: Any) -> None:
+        if self.args and value is None:
+            return
+        acc[0] -= 1
+
+    def value(self, acc: list) -> Any:
+        return acc[0]
+
+    def merge(self, acc: list, other: list) -> None:
+        acc[0] += other[0]
+
+
+class _Sum(Aggregator):
+    """[count of non-null values, sum]; SUM of no values is NULL, SUM0 is 0. A FLOAT sum is rounded to 32 bits
+    after every step, as Java's float arithmetic does (so 53.1 + 30.2 + 3.1 is 86.399994, as in Flink)."""
+
+    def create(self) -> list:
+        return [0, 0]
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        if value is not None:
+            acc[0] += 1
+            acc[1] = float32(acc[1] + value) if self.result_type.name == "FLOAT" else acc[1] + value
+
+    def retract(self, acc: list, value: Any) -> None:
+        if value is not None:
+            acc[0] -= 1
+            acc[1] = float32(acc[1] - value) if self.result_type.name == "FLOAT" else acc[1] - value
+
+    def value(self, acc: list) -> Any:
+        total = acc[1]
+        if self.result_type.name in ("FLOAT", "DOUBLE"):
+            total = float(total)
+        if self.kind == "SUM0":
+            return total
+        return total if acc[0] > 0 else None
+
+    def merge(self, acc: list, other: list) -> None:
+        acc[0] += other[0]
+        acc[1] += other[1]
+
+
+class _Avg(_Sum):
+    def value(self, acc: list) -> Any:
+        if acc[0] == 0:
+            return None
+        total, count = acc[1], acc[0]
+        if self.result_type.is_integral():
+            quotient = abs(total) // count
+            return quotient if total >= 0 else -quotient
+        if isinstance(total, Decimal):
+            return (total / count).quantize(Decimal(1).scaleb(-(self.result_type.scale or 6)))
+        return total / count
+
+
+class _MinMax(Aggregator):
+    """[{value: count}]: a retraction of the current extreme finds the next one."""
+
+    def create(self) -> list:
+        return [{}]
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        if value is not None:
+            acc[0][value] = acc[0].get(value, 0) + 1
+
+    def retract(self, acc: list, value: Any) -> None:
+        if value is None:
+            return
+        counts = acc[0]
+        left = counts.get(value, 0) - 1
+        if left <= 0:
+            counts.pop(value, None)
+        else:
+            counts[value] = left
+
+    def value(self, acc: list) -> Any:
+        if not acc[0]:
+            return None
+        return min(acc[0]) if self.kind == "MIN" else max(acc[0])
+
+    def merge(self, acc: list, other: list) -> None:
+        for v, c in other[0].items():
+            acc[0][v] = acc[0].get(v, 0) + c
+
+
+class _FirstLast(Aggregator):
+    """[[values in arrival order]]: retraction removes one occurrence."""
+
+    def create(self) -> list:
+        return [[]]
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        if value is not None:
+            acc[0].append(value)
+
+    def retract(self, acc: list, value: Any) -> None:
+        if value is not None and value in acc[0]:
+            acc[0].remove(value)
+
+    def value(self, acc: list) -> Any:
+        if not acc[0]:
+            return None
+        return acc[0][0] if self.kind == "FIRST_VALUE" else acc[0][-1]
+
+    def merge(self, acc: list, other: list) -> None:
+        acc[0].extend(other[0])
+
+
+class _Variance(Aggregator):
+    """[count, sum, sum of squares]."""
+
+    def create(self) -> list:
+        return [0, 0.0, 0.0]
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        if value is not None:
+            acc[0] += 1
+            acc[1] += float(value)
+            acc[2] += float(value) ** 2
+
+    def retract(self, acc: list, value: Any) -> None:
+        if value is not None:
+            acc[0] -= 1
+            acc[1] -= float(value)
+            acc[2] -= float(value) ** 2
+
+    def value(self, acc: list) -> Any:
+        n, s, sq = acc
+        sample = self.kind.endswith("SAMP")
+        if n == 0 or sample and n == 1:
+            return None
+        variance = max(sq - s * s / n, 0.0) / (n - 1 if sample else n)
+        return math.sqrt(variance) if self.kind.startswith("STDDEV") else variance
+
+    def merge(self, acc: list, other: list) -> None:
+        for i in range(3):
+            acc[i] += other[i]
+
+
+class _ListAgg(_FirstLast):
+    def value(self, acc: list) -> Any:
+        return ",".join(str(v) for v in acc[0]) if acc[0] else None
+
+
+_KINDS: dict[str, type[Aggregator]] = {
+    "COUNT": _Count, "SUM": _Sum, "SUM0": _Sum, "AVG": _Avg, "MIN": _MinMax, "MAX": _MinMax,
+    "FIRST_VALUE": _FirstLast, "LAST_VALUE": _FirstLast, "STDDEV_POP": _Variance, "STDDEV_SAMP": _Variance,
+    "VAR_POP": _Variance, "VAR_SAMP": _Variance, "LISTAGG": _ListAgg,
+}
+
+
+def aggregator_for(call: AggCall) -> Aggregator:
+    return _KINDS[call.kind](call)
+
+
+class AggregateSet:
+    """The aggregates of one operator over one group: accumulators, with DISTINCT's per-value counts."""
+
+    def __init__(self, calls: Sequence[AggCall]) -> None:
+        self.aggregators = [aggregator_for(c) for c in calls]
+
+    def create(self) -> list:
+        """[accumulators..., distinct counts per aggregate (dict) or None]."""
+        return [[a.create() for a in self.aggregators], [({} if a.distinct else None) for a in self.aggregators]]
+
+    def _arg(self, agg: Aggregator, values: Sequence[Any]) -> Any:
+        args = agg.args
+        if not args:
+            return 1
+        return values[args[0]]
+
+    def accumulate(self, state: list, values: Sequence[Any]) -> None:
+        accs, distincts = state
+        for i, agg in enumerate(self.aggregators):
+            value = self._arg(agg, values)
+            seen = distincts[i]
+            if seen is not None:
+                if value is None:
+                    continue
+                count = seen.get(value, 0)
+                seen[value] = count + 1
+                if count:
+                    continue
+            agg.accumulate(accs[i], value)
+
+    def retract(self, state: list, values: Sequence[Any]) -> None:
+        accs, distincts = state
+        for i, agg in enumerate(self.aggregators):
+            value = self._arg(agg, values)
+            seen = distincts[i]
+            if seen is not None:
+                if value is None:
+                    continue
+                count = seen.get(value, 0) - 1
+                if count > 0:
+                    seen[value] = count
+                    continue
+                seen.pop(value, None)
+            agg.retract(accs[i], value)
+
+    def values(self, state: list) -> list:
+        return [agg.value(acc) for agg, acc in zip(self.aggregators, state[0])]
+
+    def merge(self, state: list, other: list) -> None:
+        for i, agg in enumerate(self.aggregators):
+            if state[1][i] is not None:
+                for v, c in other[1][i].items():
+                    if v not in state[1][i]:
+                        agg.accumulate(state[0][i], v)
+                    state[1][i][v] = state[1][i].get(v, 0) + c
+            else:
+                agg.merge(state[0][i], other[0][i])

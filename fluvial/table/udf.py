@@ -1,0 +1,139 @@
+"""User-defined functions (PyFlink `pyflink.table.udf`): `udf` (scalar), `udtf` (table), `ScalarFunction`,
+`TableFunction`, and the `FunctionContext` their `open` receives.
+
+A wrapped function is picklable config: the planner puts it into a rex Call, and the task calls it per row
+(`open` first, once per task). Arguments arrive as the columns' Python values, as in PyFlink; a table
+function yields values (a scalar, a tuple or a Row per output row).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from fluvial.table.expression import Expression, _expr
+from fluvial.table.types import DataType, DataTypes
+
+__all__ = ["udf", "udtf", "ScalarFunction", "TableFunction", "FunctionContext", "UserDefinedFunctionWrapper"]
+
+
+class FunctionContext:
+    """What `open` gets: job parameters and the metric group of the task."""
+
+    def __init__(self, runtime_context: Any = None) -> None:
+        self._runtime_context = runtime_context
+
+    def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
+        if self._runtime_context is None:
+            return default_value
+        return self._runtime_context.get_job_parameter(key, default_value)
+
+    def get_metric_group(self) -> Any:
+        return None if self._runtime_context is None else self._runtime_context.get_metrics_group()
+
+
+class UserDefinedFunction:
+    def open(self, function_context: FunctionContext) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def is_deterministic(self) -> bool:
+        return True
+
+
+class ScalarFunction(UserDefinedFunction):
+    """Subclass and implement `eval(*args)`."""
+
+    def eval(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+
+class TableFunction(UserDefinedFunction):
+    """Subclass and implement `eval(*args)` yielding rows."""
+
+    def eval(self, *args: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+def _type(value: Any) -> DataType | None:
+    if value is None or isinstance(value, DataType):
+        return value
+    from fluvial.table.sql.types import parse_type
+
+    return parse_type(str(value))
+
+
+class UserDefinedFunctionWrapper:
+    """A Python function or UserDefinedFunction with its declared types; calling it with expressions gives an
+    Expression (`length(col("data"))`)."""
+
+    def __init__(self, func: Any, input_types: Any, result_types: list[DataType], kind: str,
+                 deterministic: bool | None, name: str | None) -> None:
+        self._func = func
+        self._input_types = input_types
+        self._result_types = result_types
+        self._result_type = result_types[0] if result_types else None
+        self._kind = kind
+        self._deterministic = deterministic if deterministic is not None else True
+        self._name = name or getattr(func, "__name__", type(func).__name__)
+        self._alias_names: tuple[str, ...] = ()
+        self._opened = False
+
+    def __call__(self, *args: Any) -> Expression:
+        return Expression("call", "__udf__" if self._kind == "scalar" else "__udtf__",
+                          tuple(_expr(a) for a in args), value=self)
+
+    def alias(self, *names: str) -> UserDefinedFunctionWrapper:
+        copy = UserDefinedFunctionWrapper(self._func, self._input_types, self._result_types, self._kind,
+                                          self._deterministic, self._name)
+        copy._alias_names = tuple(names)
+        return copy
+
+    def _invoke(self, *args: Any) -> Any:
+        """The per-row call (opens a UserDefinedFunction once per task first)."""
+        func = self._func
+        if isinstance(func, UserDefinedFunction):
+            if not self._opened:
+                func.open(FunctionContext())
+                self._opened = True
+            return func.eval(*args)
+        return func(*args)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_opened"] = False
+        return state
+
+
+def _wrap(kind: str, f: Any, input_types: Any, result_types: list[DataType], deterministic: Any,
+          name: Any) -> Any:
+    if f is None:
+        return functools.partial(_wrap, kind, input_types=input_types, result_types=result_types,
+                                 deterministic=deterministic, name=name)
+    return UserDefinedFunctionWrapper(f, input_types, result_types, kind, deterministic, name)
+
+
+def udf(f: Callable | ScalarFunction | None = None, input_types: Any = None, result_type: Any = None,
+        deterministic: bool | None = None, name: str | None = None, func_type: str = "general") -> Any:
+    """A scalar function: `@udf(result_type=DataTypes.BIGINT())`. `func_type="pandas"` (vectorized) is not
+    supported yet."""
+    if func_type != "general":
+        raise NotImplementedError("vectorized (pandas) UDFs are not supported yet: use func_type='general'")
+    if result_type is None:
+        raise TypeError("udf needs result_type, e.g. @udf(result_type=DataTypes.BIGINT())")
+    return _wrap("scalar", f, input_types, [_type(result_type)], deterministic, name)
+
+
+def udtf(f: Callable | TableFunction | None = None, input_types: Any = None, result_types: Any = None,
+         deterministic: bool | None = None, name: str | None = None) -> Any:
+    """A table function: `@udtf(result_types=[DataTypes.STRING()])`, yielding rows."""
+    if result_types is None:
+        raise TypeError("udtf needs result_types, e.g. @udtf(result_types=[DataTypes.STRING()])")
+    types = result_types if isinstance(result_types, list) else [result_types]
+    return _wrap("table", f, input_types, [_type(t) for t in types], deterministic, name)
+
+
+_ = DataTypes

@@ -1,0 +1,43 @@
+"""The SQL client session (`fluvial sql`): statements in order, result modes, errors that do not end it."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from fluvial.table import EnvironmentSettings, TableEnvironment
+from fluvial.table.sql_session import SqlSession, statements_of
+
+SCRIPT = """
+CREATE TABLE src (n INT) WITH ('connector' = 'datagen', 'fields.n.kind' = 'sequence',
+  'fields.n.start' = '1', 'fields.n.end' = '3', 'scan.parallelism' = '1');
+SET 'sql-client.execution.result-mode' = 'changelog';
+SELECT COUNT(*) FROM src;
+SELECT nosuch FROM src;
+SET 'sql-client.execution.result-mode' = 'table';
+SELECT n % 2 AS odd, COUNT(*) AS c FROM src GROUP BY n % 2;
+QUIT;
+SELECT 'never run';
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_script_runs_in_order_with_its_result_modes():
+    out = io.StringIO()
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.get_config().set("parallelism.default", "1")
+    session = SqlSession(t_env, out)
+    for statement in statements_of(SCRIPT.splitlines(keepends=True)):
+        if not session.execute(statement):
+            break
+    text = out.getvalue()
+    assert "+I[1]\n-U[1]\n+U[2]\n-U[2]\n+U[3]\n" in text
+    assert "[ERROR] ValidationException: From line 1, column 8: Column 'nosuch' not found" in text
+    assert "| odd | c |\n+-----+---+\n" in text and "|   1 | 2 |\n" in text and "|   0 | 1 |\n" in text
+    assert "never run" not in text
+
+
+def test_statements_split_at_semicolons_outside_quotes():
+    lines = ["SELECT 'a;b'\n", "FROM t;\n", "SELECT 2;"]
+    assert list(statements_of(lines)) == ["SELECT 'a;b'\nFROM t", "SELECT 2"]
