@@ -45,6 +45,9 @@ context_configuration: contextvars.ContextVar[Configuration | None] = contextvar
 )
 
 
+SESSION_CLUSTER_PARALLELISM = 1  # parallelism.default of a session cluster (Flink's flink-conf.yaml default)
+
+
 class StreamExecutionEnvironment:
     _default_local_parallelism: int | None = None  # Flink's static default for local environments
 
@@ -101,7 +104,15 @@ class StreamExecutionEnvironment:
         return self
 
     def get_parallelism(self) -> int:
-        return self._config.get_parallelism() or self.get_default_local_parallelism()
+        """The job's default parallelism: set here, by `parallelism.default` (`-p`), else 1 on a session cluster
+        (its `parallelism.default`, as in Flink's, so one job does not take every slot) and the number of cores
+        in a local one."""
+        explicit = self._config.get_parallelism()
+        if explicit:
+            return explicit
+        if self._configuration.get("execution.target") == "remote":
+            return SESSION_CLUSTER_PARALLELISM
+        return self.get_default_local_parallelism()
 
     @staticmethod
     def get_default_local_parallelism() -> int:
@@ -630,9 +641,14 @@ def _is_bounded(tr: t.Transformation) -> bool:
 
 def _shaped(elements: list, type_info: Any, operator: str) -> list:
     """The elements as the declared type shapes them (tuples to Rows, ...), once, when the job is built; a
-    value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`)."""
+    value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`).
+    Types that only check are checked in one generated loop (`fluvial.common.type_checks`)."""
+    from fluvial.common.type_checks import batch_checker
     from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch
 
+    check = batch_checker(type_info, operator)
+    if check is not None:
+        return check(elements if isinstance(elements, list) else list(elements))
     convert = converter_for(type_info)
     if convert is None:
         return elements
