@@ -222,7 +222,7 @@ def test_a_session_cluster_has_a_task_manager_per_core_with_one_slot_and_jobs_de
         tmp_path, monkeypatch):
     spec = SessionClusterSpec(port=0)
     assert (spec.task_managers, spec.slots) == (os.cpu_count(), 1)
-    session = SessionCluster(spec, cluster_file=tmp_path / "cluster.json").start()
+    session = SessionCluster(spec, serve_session, cluster_file=tmp_path / "cluster.json").start()
     monkeypatch.setenv("FLUVIAL_TOKEN", session.token)  # the module's cluster owns ~/.fluvial/cluster.json
     try:
         managers = session.dispatcher.task_managers()
