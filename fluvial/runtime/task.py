@@ -514,7 +514,7 @@ class Task:
             self._close()
             self._set_state(ExecutionState.CANCELED)
             return
-        head = self.chain.head.name if self.chain is not None else self.spec.vertex.name
+        head = self.chain.head.failure_name(exc) if self.chain is not None else self.spec.vertex.name
         operator_name = failing_operator(exc) or head
         self._close()
         import traceback
