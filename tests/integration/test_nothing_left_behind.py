@@ -77,3 +77,38 @@ def test_a_failed_attempts_hidden_part_files_are_removed_on_restore(tmp_path, mo
     lines, hidden = committed_lines(out)
     assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(4) for seq in range(500))
     assert hidden == 0, [p.name for p in out.rglob(".*")]
+
+
+class FailOnceBeforeAnyCheckpoint(MapFunction):
+    """Raises once in the first attempt (the job has no checkpoints), once the sink has opened hidden parts."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, record):
+        key, seq = record
+        if self.attempt == 0 and seq >= 100 and any(name.startswith(".") for _, _, names in os.walk(self.out)
+                                                    for name in names):
+            raise RuntimeError("the first attempt fails before its first checkpoint")
+        return f"{key}|{seq}"
+
+
+def test_hidden_part_files_of_an_attempt_that_failed_before_any_checkpoint_are_removed(tmp_path, mode):
+    out = tmp_path / "out"
+    env = environment(mode)
+    env.set_parallelism(2)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
+    sink = (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+    (env.from_source(KeySequenceSource(4, 300, 2000), source_name="sequences")
+        .map(FailOnceBeforeAnyCheckpoint(str(out)), output_type=Types.STRING())
+        .sink_to(sink))
+    client = env.execute_async("fails once before any checkpoint")
+    client.get_job_execution_result().result(timeout=50)
+    assert client._job_master.restarts == 1
+    lines, hidden = committed_lines(out)
+    assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(4) for seq in range(300))
+    assert hidden == 0, [p.name for p in out.rglob(".*")]
