@@ -32,7 +32,7 @@ all: the list of their files is pickled inside their keyed state, with full URLs
 form, so every savepoint relocates.)
 
 What the payload does not make safe: the state files and inline state it points to are pickled user values
-(keyed state, operator state), unpickled on restore. Only restore checkpoints you trust (README).
+(keyed state, operator state), unpickled on restore. Only restore checkpoints you trust (docs/operations/security.md).
 """
 
 from __future__ import annotations

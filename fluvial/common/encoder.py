@@ -20,7 +20,15 @@ class Encoder(abc.ABC):
     """Bytes for one record. Subclasses must be picklable (plain fields, no open handles)."""
 
     @abc.abstractmethod
-    def encode(self, value: Any) -> bytes: ...
+    def encode(self, value: Any) -> bytes:
+        """The bytes of one record, as they go into a part file.
+
+        Args:
+            value: The record.
+
+        Returns:
+            Its bytes.
+        """
 
     def encode_batch(self, values: list) -> list[bytes]:
         """One bytes object per value, in order. Override when a whole batch can be encoded faster."""

@@ -33,6 +33,7 @@ class BroadcastStream:
         self.descriptors = tuple(descriptors)
 
     def get_execution_environment(self) -> Any:
+        """The StreamExecutionEnvironment of the broadcast stream."""
         return self.stream.get_execution_environment()
 
 
@@ -46,6 +47,15 @@ class BroadcastConnectedStream:
         self.broadcast_stream = broadcast_stream
 
     def process(self, func: Any, output_type: Any = None) -> "DataStream":
+        """Apply a BroadcastProcessFunction (a non-keyed input) or a KeyedBroadcastProcessFunction (a keyed one).
+
+        Args:
+            func: The function.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         from fluvial.datastream.data_stream import DataStream
         from fluvial.datastream.functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 

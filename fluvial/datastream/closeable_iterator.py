@@ -95,6 +95,7 @@ class CloseableIterator:
         cancel_on_interrupt(self._client)
 
     def close(self) -> None:
+        """Stop reading: cancels the job if it still runs (leaving a `with` block does it too)."""
         _INTERRUPTS.forget(self)
         if not self._buffer.closed.is_set():
             self._buffer.close()

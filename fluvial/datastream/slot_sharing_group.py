@@ -39,6 +39,14 @@ class MemorySize:
 
     @staticmethod
     def of_mebi_bytes(mebi_bytes: int) -> "MemorySize":
+        """A MemorySize of `mebi_bytes` MiB.
+
+        Args:
+            mebi_bytes: MiB.
+
+        Returns:
+            The MemorySize.
+        """
         return MemorySize(int(mebi_bytes) << 20)
 
     @staticmethod
@@ -52,24 +60,48 @@ class MemorySize:
         return MemorySize(int(digits) * _UNITS[unit])
 
     def get_bytes(self) -> int:
+        """The size in whole bytes."""
         return self.bytes_size
 
     def get_kibi_bytes(self) -> int:
+        """The size in whole KiB."""
         return self.bytes_size >> 10
 
     def get_mebi_bytes(self) -> int:
+        """The size in whole MiB."""
         return self.bytes_size >> 20
 
     def get_gibi_bytes(self) -> int:
+        """The size in whole GiB."""
         return self.bytes_size >> 30
 
     def get_tebi_bytes(self) -> int:
+        """The size in whole TiB."""
         return self.bytes_size >> 40
 
     def add(self, other: "MemorySize") -> "MemorySize":
+        """The sum of two sizes.
+
+        Args:
+            other: The other size.
+
+        Returns:
+            A new MemorySize.
+        """
         return MemorySize(self.bytes_size + other.bytes_size)
 
     def subtract(self, other: "MemorySize") -> "MemorySize":
+        """The difference of two sizes.
+
+        Args:
+            other: The size to subtract.
+
+        Returns:
+            A new MemorySize.
+
+        Raises:
+            InvalidJobError: the result would be negative.
+        """
         if other.bytes_size > self.bytes_size:
             raise InvalidJobError(f"cannot subtract {other} from {self}: a memory size is never negative")
         return MemorySize(self.bytes_size - other.bytes_size)
@@ -91,6 +123,10 @@ MemorySize.ZERO = MemorySize(0)  # type: ignore[attr-defined]
 
 @dataclass(frozen=True)
 class SlotSharingGroup:
+    """A named slot sharing group, optionally with resources (PyFlink's `SlotSharingGroup`): operators in
+    one group may share task slots; a job needs, per group, as many slots as its highest parallelism. The
+    resources are recorded and shown, not enforced.
+    """
     name: str
     cpu_cores: float | None = None
     task_heap_memory: MemorySize | None = None
@@ -106,28 +142,43 @@ class SlotSharingGroup:
         return hash((self.name, self.cpu_cores, self.task_heap_memory))
 
     def get_name(self) -> str:
+        """The group's name."""
         return self.name
 
     def get_cpu_cores(self) -> float | None:
+        """The CPU cores asked for, or None."""
         return self.cpu_cores
 
     def get_task_heap_memory(self) -> MemorySize | None:
+        """The task heap memory asked for, or None."""
         return self.task_heap_memory
 
     def get_task_off_heap_memory(self) -> MemorySize | None:
+        """The task off-heap memory asked for, or None."""
         return self.task_off_heap_memory
 
     def get_managed_memory(self) -> MemorySize | None:
+        """The managed memory asked for, or None."""
         return self.managed_memory
 
     def get_external_resources(self) -> dict[str, float]:
+        """External resources asked for, by name."""
         return dict(self.external_resources)
 
     def has_resources(self) -> bool:
+        """Whether any resource was asked for."""
         return self.cpu_cores is not None
 
     @staticmethod
     def builder(name: str) -> "SlotSharingGroupBuilder":
+        """A builder of a group called `name`.
+
+        Args:
+            name: The group's name.
+
+        Returns:
+            The builder (`set_cpu_cores`, `set_task_heap_memory_mb`, ..., `build()`).
+        """
         return SlotSharingGroupBuilder(name)
 
 

@@ -81,10 +81,20 @@ class ListState(MergingState[T, Iterable[T]]):
         """The current key's values (empty when it has none). Read it, do not keep or mutate it."""
 
     @abc.abstractmethod
-    def add(self, value: T) -> None: ...
+    def add(self, value: T) -> None:
+        """Append a value to the current key's list.
+
+        Args:
+            value: The value.
+        """
 
     @abc.abstractmethod
-    def add_all(self, values: Iterable[T]) -> None: ...
+    def add_all(self, values: Iterable[T]) -> None:
+        """Append every value to the current key's list.
+
+        Args:
+            values: The values, in order.
+        """
 
     @abc.abstractmethod
     def update(self, values: Iterable[T]) -> None:
@@ -137,10 +147,21 @@ class MapState(ReadableMapState[K, V]):
     """A dictionary per key."""
 
     @abc.abstractmethod
-    def put(self, key: K, value: V) -> None: ...
+    def put(self, key: K, value: V) -> None:
+        """Map `key` to `value` in the current key's map.
+
+        Args:
+            key: The map key.
+            value: The value.
+        """
 
     @abc.abstractmethod
-    def put_all(self, dict_value: dict[K, V]) -> None: ...
+    def put_all(self, dict_value: dict[K, V]) -> None:
+        """Put every entry of `dict_value` into the current key's map.
+
+        Args:
+            dict_value: The entries.
+        """
 
     @abc.abstractmethod
     def remove(self, key: K) -> None:
@@ -205,6 +226,17 @@ class StateDescriptor(abc.ABC):
 
 
 class ValueStateDescriptor(StateDescriptor):
+    """Declares a ValueState: one value per key (PyFlink's `ValueStateDescriptor`).
+
+    Args:
+        name: The state's name, unique in its operator; a savepoint finds the state by it.
+        value_type_info: The value's type.
+
+    Example:
+        ```python
+        runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+        ```
+    """
     __slots__ = ()
     kind = StateKind.VALUE
 
@@ -213,6 +245,12 @@ class ValueStateDescriptor(StateDescriptor):
 
 
 class ListStateDescriptor(StateDescriptor):
+    """Declares a ListState: a list of values per key (PyFlink's `ListStateDescriptor`).
+
+    Args:
+        name: The state's name, unique in its operator.
+        elem_type_info: The elements' type.
+    """
     __slots__ = ()
     kind = StateKind.LIST
 
@@ -221,10 +259,19 @@ class ListStateDescriptor(StateDescriptor):
 
     @property
     def elem_type_info(self) -> Any:
+        """The elements' type."""
         return self.type_info
 
 
 class MapStateDescriptor(StateDescriptor):
+    """Declares a MapState: a dictionary per key (PyFlink's `MapStateDescriptor`); also the descriptor of
+    broadcast state.
+
+    Args:
+        name: The state's name, unique in its operator.
+        key_type_info: The map keys' type.
+        value_type_info: The map values' type.
+    """
     __slots__ = ("key_type_info", "value_type_info")
     kind = StateKind.MAP
 
@@ -270,6 +317,7 @@ class ReducingStateDescriptor(StateDescriptor):
         self.reduce_function: ReduceFunction = reduce_function
 
     def get_reduce_function(self) -> ReduceFunction:
+        """The ReduceFunction that combines added values into the state."""
         return self.reduce_function
 
 
@@ -290,6 +338,7 @@ class AggregatingStateDescriptor(StateDescriptor):
         self.agg_function = agg_function
 
     def get_agg_function(self) -> AggregateFunction:
+        """The AggregateFunction that folds added values into the state."""
         return self.agg_function
 
 
@@ -533,24 +582,44 @@ class StateTtlConfig:
 
     @staticmethod
     def new_builder(ttl: Duration) -> "StateTtlConfig.Builder":
+        """A builder of a time-to-live for state values.
+
+        Args:
+            ttl: How long a value lives after its last update (or read, by `set_update_type`).
+
+        Returns:
+            The builder.
+
+        Example:
+            ```python
+            ttl = StateTtlConfig.new_builder(Duration.of_hours(1)).cleanup_full_snapshot().build()
+            descriptor.enable_time_to_live(ttl)
+            ```
+        """
         return StateTtlConfig.Builder(ttl)
 
     def get_update_type(self) -> "StateTtlConfig.UpdateType":
+        """When the time to live restarts: on create and write (the default), or also on read."""
         return self._update_type
 
     def get_state_visibility(self) -> "StateTtlConfig.StateVisibility":
+        """Whether an expired value not yet cleaned up is returned (never, by default)."""
         return self._state_visibility
 
     def get_ttl_time_characteristic(self) -> "StateTtlConfig.TtlTimeCharacteristic":
+        """The clock the time to live runs on: processing time."""
         return self._ttl_time_characteristic
 
     def get_ttl(self) -> Duration:
+        """The time to live."""
         return self._ttl
 
     def is_enabled(self) -> bool:
+        """Whether values expire (the update type is not DISABLED)."""
         return self._update_type is not StateTtlConfig.UpdateType.Disabled
 
     def get_cleanup_strategies(self) -> "StateTtlConfig.CleanupStrategies":
+        """How expired values are removed: on full snapshots, incrementally, or in RocksDB compaction."""
         return self._cleanup_strategies
 
     def _fields(self) -> tuple:

@@ -94,9 +94,16 @@ class EmbeddedRocksDBStateBackend(StateBackend):
                                    self._number_of_transfer_threads))
 
     def is_incremental_checkpointing_enabled(self) -> bool:
+        """Whether checkpoints upload only the RocksDB files new since the last one."""
         return self._enable_incremental_checkpointing
 
     def set_db_storage_path(self, path: str) -> None:
+        """Put RocksDB's working files under `path` (default: a private directory under the system's temporary
+        directory).
+
+        Args:
+            path: A local directory.
+        """
         self.set_db_storage_paths(path)
 
     def set_db_storage_paths(self, *paths: str) -> None:
@@ -118,9 +125,15 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         self._db_storage_paths = tuple(cleaned)
 
     def get_db_storage_paths(self) -> list[str]:
+        """The directories RocksDB's working files go under."""
         return list(self._db_storage_paths)
 
     def set_number_of_transfer_threads(self, number_of_transfer_threads: int) -> None:
+        """Set how many threads upload and download state files.
+
+        Args:
+            number_of_transfer_threads: At least 1.
+        """
         if (
             isinstance(number_of_transfer_threads, bool)
             or not isinstance(number_of_transfer_threads, int)
@@ -132,9 +145,19 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         self._number_of_transfer_threads = number_of_transfer_threads
 
     def get_number_of_transfer_threads(self) -> int:
+        """How many threads upload and download state files."""
         return self._number_of_transfer_threads
 
     def set_predefined_options(self, options: PredefinedOptions) -> None:
+        """Choose a RocksDB options profile. Only DEFAULT is supported.
+
+        Args:
+            options: A PredefinedOptions.
+
+        Raises:
+            InvalidJobError: `options` is not a PredefinedOptions.
+            NotYetSupportedError: a profile other than DEFAULT.
+        """
         if not isinstance(options, PredefinedOptions):
             raise InvalidJobError(f"set_predefined_options takes a PredefinedOptions, got {options!r}")
         if options is not PredefinedOptions.DEFAULT:
@@ -146,6 +169,7 @@ class EmbeddedRocksDBStateBackend(StateBackend):
             )
 
     def get_predefined_options(self) -> PredefinedOptions:
+        """The RocksDB options profile: DEFAULT."""
         return PredefinedOptions.DEFAULT
 
 

@@ -68,6 +68,7 @@ class TimeWindow(tuple, Window):
     end = property(operator.itemgetter(1), doc="First millisecond after the window.")
 
     def max_timestamp(self) -> int:
+        """The last millisecond in the window: `end - 1`."""
         return self[1] - 1
 
     def intersects(self, other: "TimeWindow") -> bool:
@@ -129,6 +130,7 @@ class CountWindow(Window):
         self.id = id
 
     def max_timestamp(self) -> int:
+        """Long.MAX_VALUE: a count window has no time."""
         return MAX_WATERMARK
 
     def __eq__(self, other: object) -> bool:
@@ -158,9 +160,15 @@ class GlobalWindow(Window):
 
     @staticmethod
     def get() -> "GlobalWindow":
+        """The global window (there is one).
+
+        Returns:
+            The GlobalWindow.
+        """
         return _GLOBAL_WINDOW
 
     def max_timestamp(self) -> int:
+        """The largest timestamp (Long.MAX_VALUE): the global window never ends."""
         return MAX_WATERMARK
 
     def __eq__(self, other: object) -> bool:
@@ -369,14 +377,26 @@ class TumblingEventTimeWindows(_TumblingWindows[T]):
     """Fixed-size, non-overlapping windows by the record's event timestamp."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: the one window of its size that holds the record's timestamp.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return self._window_of(timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
@@ -384,12 +404,24 @@ class TumblingProcessingTimeWindows(_TumblingWindows[T]):
     """Fixed-size, non-overlapping windows by the operator's clock when the record arrives."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: the one window of its size that holds the current processing time.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return self._window_of(context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -425,14 +457,26 @@ class SlidingEventTimeWindows(_SlidingWindows[T]):
     """Fixed-size, overlapping windows by the record's event timestamp (latest window first)."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: every window (size / slide of them) that holds the record's timestamp.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return self._windows_of(timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
@@ -440,12 +484,24 @@ class SlidingProcessingTimeWindows(_SlidingWindows[T]):
     """Fixed-size, overlapping windows by the operator's clock when the record arrives."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: every window that holds the current processing time.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return self._windows_of(context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -494,26 +550,57 @@ class _DynamicGapSessionWindows(_SessionWindows[T]):
 
 
 class DynamicEventTimeSessionWindows(_DynamicGapSessionWindows[T]):
+    """Event-time session windows whose gap each record decides (made by
+    `EventTimeSessionWindows.with_dynamic_gap(extractor)`).
+    """
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the record's timestamp to timestamp + the gap its extractor
+        gives.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return self._session_of(element, timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
 class DynamicProcessingTimeSessionWindows(_DynamicGapSessionWindows[T]):
+    """Processing-time session windows whose gap each record decides (made by
+    `ProcessingTimeSessionWindows.with_dynamic_gap(extractor)`).
+    """
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the processing time to that + the gap its extractor gives.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return self._session_of(element, context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -522,17 +609,43 @@ class EventTimeSessionWindows(_FixedGapSessionWindows[T]):
 
     @staticmethod
     def with_dynamic_gap(extractor: Any) -> DynamicEventTimeSessionWindows:
+        """Session windows whose gap is computed per record.
+
+        Args:
+            extractor: A SessionWindowTimeGapExtractor, or a callable of a record returning its gap in ms.
+
+        Returns:
+            The assigner.
+
+        Example:
+            ```python
+            EventTimeSessionWindows.with_dynamic_gap(lambda click: 10_000 if click[0] == "bot" else 60_000)
+            ```
+        """
         return DynamicEventTimeSessionWindows(extractor)
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the record's timestamp to timestamp + gap; overlapping ones
+        merge.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return [TimeWindow(timestamp, timestamp + self._session_gap)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
@@ -541,16 +654,37 @@ class ProcessingTimeSessionWindows(_FixedGapSessionWindows[T]):
 
     @staticmethod
     def with_dynamic_gap(extractor: Any) -> DynamicProcessingTimeSessionWindows:
+        """Processing-time session windows whose gap is computed per record.
+
+        Args:
+            extractor: A SessionWindowTimeGapExtractor, or a callable of a record returning its gap in ms.
+
+        Returns:
+            The assigner.
+        """
         return DynamicProcessingTimeSessionWindows(extractor)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the current processing time to that + gap; overlapping ones
+        merge.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         now = context.get_current_processing_time()
         return [TimeWindow(now, now + self._session_gap)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -563,15 +697,37 @@ class GlobalWindows(_Described, WindowAssigner[T, GlobalWindow]):
 
     @staticmethod
     def create() -> "GlobalWindows":
+        """The assigner of one global window per key; it never fires by itself, so set a trigger.
+
+        Returns:
+            The assigner.
+
+        Example:
+            ```python
+            keyed.window(GlobalWindows.create()).trigger(CountTrigger.of(100))
+            ```
+        """
         return GlobalWindows()
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[GlobalWindow]:
+        """The windows a record belongs to: the one global window.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return [_GLOBAL_WINDOW]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: NeverTrigger (set a trigger of your own)."""
         return NeverTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
     def _params(self) -> dict[str, Any]:
@@ -594,18 +750,38 @@ class CountTumblingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
 
     @staticmethod
     def of(window_size: int) -> "CountTumblingWindowAssigner":
+        """Windows of `window_size` records per key.
+
+        Args:
+            window_size: Records per window, at least 1.
+
+        Returns:
+            The assigner.
+        """
         return CountTumblingWindowAssigner(window_size)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[CountWindow]:
+        """The windows a record belongs to: the count window of the record's key (every `size` records).
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         count_state = context.get_runtime_context().get_state(self._count_descriptor)
         count = count_state.value() or 0
         count_state.update(count + 1)
         return [CountWindow(count // self._window_size)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: PurgingTrigger of CountTrigger(size)."""
         return PurgingTrigger(CountTrigger(self._window_size))
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
     def _params(self) -> dict[str, Any]:
@@ -626,9 +802,28 @@ class CountSlidingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
 
     @staticmethod
     def of(window_size: int, window_slide: int) -> "CountSlidingWindowAssigner":
+        """Windows of `window_size` records per key, one starting every `window_slide` records.
+
+        Args:
+            window_size: Records per window.
+            window_slide: Records between window starts.
+
+        Returns:
+            The assigner.
+        """
         return CountSlidingWindowAssigner(window_size, window_slide)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[CountWindow]:
+        """The windows a record belongs to: the count windows the record belongs to (one starts every `slide` records).
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         count_state = context.get_runtime_context().get_state(self._count_descriptor)
         count = count_state.value() or 0
         count_state.update(count + 1)
@@ -641,9 +836,11 @@ class CountSlidingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         return windows
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: PurgingTrigger of CountTrigger(size)."""
         return PurgingTrigger(CountTrigger(self._window_size))
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
     def _params(self) -> dict[str, Any]:

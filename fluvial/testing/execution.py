@@ -16,6 +16,7 @@ from fluvial.common.configuration import Configuration
 
 
 class ExecutionMode(enum.Enum):
+    """Where a test job's TaskManagers run: THREADS, PROCESSES or RAY (`run_job(..., mode=...)`)."""
     THREADS = "thread"  # TaskManagers as threads of this process
     PROCESSES = "process"  # TaskManagers as processes of this machine
     RAY = "ray"  # TaskManagers as Ray actors

@@ -73,13 +73,16 @@ class OutputFileConfig:
             raise InvalidJobError("part prefix is empty; give a name such as 'part' or leave it unset")
 
     def get_part_prefix(self) -> str:
+        """The part files' name prefix."""
         return "part" if self.part_prefix is None else self.part_prefix
 
     def get_part_suffix(self) -> str:
+        """The part files' name suffix."""
         return self.part_suffix
 
     @staticmethod
     def builder() -> "OutputFileConfigBuilder":
+        """A builder of part-file names (`with_part_prefix`, `with_part_suffix`)."""
         return OutputFileConfigBuilder()
 
 
@@ -141,9 +144,26 @@ class RollingPolicy:
         return RollingPolicy()
 
     def should_roll_on_event(self, part: PartFileInfo) -> bool:
+        """Whether to close the part file before writing the next record.
+
+        Args:
+            part: The open part file's size and times.
+
+        Returns:
+            True to roll.
+        """
         return self.part_size is not None and part.size >= self.part_size
 
     def should_roll_on_processing_time(self, part: PartFileInfo, now: int) -> bool:
+        """Whether to close the part file now (asked periodically).
+
+        Args:
+            part: The open part file's size and times.
+            now: The processing time (ms).
+
+        Returns:
+            True to roll.
+        """
         return (self.rollover_interval is not None and now - part.created_at >= self.rollover_interval) or (
             self.inactivity_interval is not None and now - part.last_write_at >= self.inactivity_interval
         )
@@ -163,16 +183,35 @@ class BucketAssigner(abc.ABC):
     """True when the bucket ignores the element, so the writer asks once per buffer instead of per record."""
 
     @abc.abstractmethod
-    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str: ...
+    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str:
+        """The bucket (subdirectory) of a record.
+
+        Args:
+            element: The record.
+            context: Its timestamp and the current time.
+
+        Returns:
+            The bucket id.
+        """
 
     @staticmethod
     def base_path_bucket_assigner() -> "BasePathBucketAssigner":
+        """Write every record into the base path itself (one bucket)."""
         return BasePathBucketAssigner()
 
     @staticmethod
     def date_time_bucket_assigner(
         format_str: str = "yyyy-MM-dd--HH", timezone_id: str | None = None
     ) -> "DateTimeBucketAssigner":
+        """One bucket (subdirectory) per period of processing time.
+
+        Args:
+            format_str: Java's date format of the bucket names (`yyyy-MM-dd--HH`: hourly).
+            timezone_id: An IANA time zone; default: the machine's local time zone, as in Flink.
+
+        Returns:
+            The assigner.
+        """
         return DateTimeBucketAssigner(format_str, timezone_id)
 
 
@@ -266,6 +305,20 @@ class FileSink(Sink):
 
     @staticmethod
     def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> "RowFormatBuilder":
+        """A FileSink writing each record with an Encoder (a line per record, for instance).
+
+        Args:
+            base_path: The output directory: a local path or an fsspec URL.
+            encoder: How a record becomes bytes (`Encoder.simple_string_encoder()`).
+
+        Returns:
+            The builder.
+
+        Example:
+            ```python
+            FileSink.for_row_format("/data/out", Encoder.simple_string_encoder()).build()
+            ```
+        """
         if not isinstance(encoder, Encoder):
             raise InvalidJobError(f"for_row_format takes an Encoder (e.g. Encoder.simple_string_encoder()), got {encoder!r}")
         return RowFormatBuilder(base_path, encoder)
@@ -280,6 +333,15 @@ class FileSink(Sink):
         return BulkFormatBuilder(base_path, writer_factory)
 
     def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> "FileSinkWriter":
+        """The writer of one sink subtask, restored from its checkpointed state.
+
+        Args:
+            task_info: The subtask.
+            restored_state: Its pending and in-progress parts, or None.
+
+        Returns:
+            The writer.
+        """
         return FileSinkWriter(self, task_info, restored_state)
 
     def commit(self, committables: list[Any]) -> None:
@@ -303,9 +365,11 @@ class FileSink(Sink):
         return dataclasses.replace(self, encoder=self.encoder.for_input_type(type_info))
 
     def default_name(self) -> str:
+        """The sink's name when none is given."""
         return "File Sink"
 
     def locations(self) -> tuple[str, ...]:
+        """The output path (checked at submission)."""
         return (self.base_path,)
 
 

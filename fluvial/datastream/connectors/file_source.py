@@ -60,7 +60,16 @@ class StreamFormat(abc.ABC):
     """How a file's bytes become records. Picklable; opens a `FormatReader` per file at run time."""
 
     @abc.abstractmethod
-    def open_reader(self, path: str, offset: int) -> "FormatReader": ...
+    def open_reader(self, path: str, offset: int) -> "FormatReader":
+        """A reader of one file from a byte offset.
+
+        Args:
+            path: The file.
+            offset: Where to start (a checkpointed position).
+
+        Returns:
+            The reader.
+        """
 
     @staticmethod
     def text_line_format(charset_name: str = "UTF-8") -> "TextLineFormat":
@@ -213,6 +222,20 @@ class FileSource(Source[Any]):
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        """A FileSource reading records one by one with a StreamFormat (e.g. text lines, CSV).
+
+        Args:
+            stream_format: The format.
+            *paths: Files or directories: local paths or fsspec URLs.
+
+        Returns:
+            The builder.
+
+        Example:
+            ```python
+            FileSource.for_record_stream_format(StreamFormat.text_line_format(), "/data/in").build()
+            ```
+        """
         if not isinstance(stream_format, StreamFormat):
             raise InvalidJobError(
                 f"for_record_stream_format takes a StreamFormat (e.g. StreamFormat.text_line_format(), "
@@ -221,6 +244,15 @@ class FileSource(Source[Any]):
 
     @staticmethod
     def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+        """A FileSource reading files with a BulkFormat (Parquet, ORC, Avro).
+
+        Args:
+            bulk_format: The format.
+            *paths: Files or directories.
+
+        Returns:
+            The builder.
+        """
         if not isinstance(bulk_format, BulkFormat):
             raise InvalidJobError(
                 f"for_bulk_file_format takes a BulkFormat (e.g. ParquetColumnarRowInputFormat(...)), got "
@@ -228,6 +260,7 @@ class FileSource(Source[Any]):
         return FileSourceBuilder(bulk_format, paths)
 
     def get_boundedness(self) -> Boundedness:
+        """BOUNDED when the source ends, CONTINUOUS_UNBOUNDED otherwise."""
         return Boundedness.BOUNDED if self.discovery_interval_ms is None else Boundedness.CONTINUOUS_UNBOUNDED
 
     def create_splits(self, parallelism: int) -> list[Any]:
@@ -247,12 +280,22 @@ class FileSource(Source[Any]):
         return splits
 
     def create_reader(self, task_info: TaskInfo) -> "FileSourceReader":
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
         return FileSourceReader(self.stream_format, self.discovery_interval_ms)
 
     def default_name(self) -> str:
+        """The source's name when `from_source` gives none."""
         return "File Source"
 
     def locations(self) -> tuple[str, ...]:
+        """The paths the source reads (checked at submission: `memory://` needs one process)."""
         return self.paths
 
 
@@ -267,6 +310,14 @@ class FileSourceBuilder:
         self._interval: int | None = None
 
     def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
+        """Watch the paths for new files forever (an unbounded source).
+
+        Args:
+            discovery_interval: How often to look (ms or a Duration).
+
+        Returns:
+            This builder.
+        """
         interval = to_millis(discovery_interval)
         if interval <= 0:
             raise InvalidJobError(
@@ -276,6 +327,11 @@ class FileSourceBuilder:
         return self
 
     def process_static_file_set(self) -> "FileSourceBuilder":
+        """Read the files there now and end (a bounded source; the default).
+
+        Returns:
+            This builder.
+        """
         self._interval = None
         return self
 
@@ -294,6 +350,11 @@ class FileSourceBuilder:
         return self
 
     def build(self) -> FileSource:
+        """The FileSource.
+
+        Returns:
+            The source, for `env.from_source`.
+        """
         return FileSource(self._format, self._paths, self._interval)
 
 

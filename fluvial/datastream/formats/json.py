@@ -116,12 +116,16 @@ def _from_json_schema(node: dict[str, Any]) -> TypeInformation:
 
 @dataclass(frozen=True)
 class JsonRowDeserializationSchema(DeserializationSchema):
+    """Reads JSON objects as Rows of a declared type (PyFlink's `JsonRowDeserializationSchema`); built with
+    `builder().type_info(...).build()`.
+    """
     type_info: RowTypeInfo
     fail_on_missing_field: bool = False
     ignore_parse_errors: bool = False
 
     @staticmethod
     def builder() -> "JsonRowDeserializationSchemaBuilder":
+        """A builder of the schema (`type_info`, `fail_on_missing_field`, `ignore_parse_errors`, `build`)."""
         return JsonRowDeserializationSchemaBuilder()
 
     @functools.cached_property
@@ -129,6 +133,17 @@ class JsonRowDeserializationSchema(DeserializationSchema):
         return _reader(self.type_info, self.fail_on_missing_field, "")
 
     def deserialize(self, message: bytes) -> Any:
+        """One JSON object as a Row.
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The Row (None for a record skipped by `ignore_parse_errors`).
+
+        Raises:
+            InvalidJobError: invalid JSON or a missing field, unless told to ignore parse errors.
+        """
         try:
             return self._read(json.loads(message))
         except _MissingField as missing:
@@ -141,6 +156,7 @@ class JsonRowDeserializationSchema(DeserializationSchema):
             raise InvalidJobError(f"cannot read JSON message {bytes(message)[:200]!r}: {error}") from None
 
     def get_produced_type(self) -> RowTypeInfo:
+        """The Row type produced."""
         return self.type_info
 
 
@@ -177,13 +193,25 @@ class JsonRowDeserializationSchemaBuilder:
 
 @dataclass(frozen=True)
 class JsonRowSerializationSchema(SerializationSchema):
+    """Writes Rows as JSON objects (PyFlink's `JsonRowSerializationSchema`); built with
+    `builder().with_type_info(...).build()`.
+    """
     type_info: RowTypeInfo
 
     @staticmethod
     def builder() -> "JsonRowSerializationSchemaBuilder":
+        """A builder of the schema."""
         return JsonRowSerializationSchemaBuilder()
 
     def serialize(self, element: Any) -> bytes:
+        """One Row as a JSON object, in bytes.
+
+        Args:
+            element: The Row.
+
+        Returns:
+            The bytes.
+        """
         names = self.type_info.get_field_names()
         values = row_values(element, names, "JsonRowSerializationSchema")
         document = {name: _plain(value) for name, value in zip(names, values)}
