@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SURFACE = Path(__file__).with_name("pyflink_surface.txt")
 

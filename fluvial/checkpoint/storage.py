@@ -230,7 +230,7 @@ class _FileLayout:
         self._lock = threading.Lock()
 
     def url(self, path: str) -> str:
-        return self.fs.unstrip_protocol(path)
+        return str(self.fs.unstrip_protocol(path))
 
     def checkpoint_dir(self, checkpoint_id: int) -> str:
         return posixpath.join(self.job_dir, f"chk-{checkpoint_id}")

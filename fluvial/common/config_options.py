@@ -11,8 +11,9 @@ options. `Configuration.get_value(option)` reads one with its type, its fallback
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -64,7 +65,7 @@ class ConfigOption(Generic[T]):
         """The option's description."""
         return self._description
 
-    def with_description(self, description: str) -> "ConfigOption[T]":
+    def with_description(self, description: str) -> ConfigOption[T]:
         """A copy of this option with a description.
 
         Args:
@@ -75,7 +76,7 @@ class ConfigOption(Generic[T]):
         """
         return replace(self, _description=str(description))
 
-    def with_fallback_keys(self, *fallback_keys: str) -> "ConfigOption[T]":
+    def with_fallback_keys(self, *fallback_keys: str) -> ConfigOption[T]:
         """A copy of this option that, when its key is not set, reads these keys in order.
 
         Args:
@@ -86,7 +87,7 @@ class ConfigOption(Generic[T]):
         """
         return replace(self, _fallback_keys=self._fallback_keys + tuple(fallback_keys))
 
-    def with_deprecated_keys(self, *deprecated_keys: str) -> "ConfigOption[T]":
+    def with_deprecated_keys(self, *deprecated_keys: str) -> ConfigOption[T]:
         """A copy of this option that also reads these old names of its key.
 
         Args:

@@ -12,8 +12,9 @@ ignores would otherwise run, and silently behave differently from what its autho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import ConfigurationError
 
@@ -350,10 +351,10 @@ def _current_key(key: str) -> str:
 class Configuration:
     """A string-keyed map with Flink's typed getters and setters (PyFlink `pyflink.common.Configuration`)."""
 
-    def __init__(self, other: "Configuration | None" = None) -> None:
+    def __init__(self, other: Configuration | None = None) -> None:
         self._data: dict[str, str] = dict(other._data) if other is not None else {}
 
-    def set_string(self, key: str, value: str) -> "Configuration":
+    def set_string(self, key: str, value: str) -> Configuration:
         """Set a key to a string value.
 
         Args:
@@ -377,7 +378,7 @@ class Configuration:
         self._data[key] = str(value)
         return self
 
-    def set_integer(self, key: str, value: int) -> "Configuration":
+    def set_integer(self, key: str, value: int) -> Configuration:
         """Set a key to an integer (stored as its string).
 
         Args:
@@ -392,7 +393,7 @@ class Configuration:
         """
         return self.set_string(key, str(int(value)))
 
-    def set_boolean(self, key: str, value: bool) -> "Configuration":
+    def set_boolean(self, key: str, value: bool) -> Configuration:
         """Set a key to a boolean (stored as `true`/`false`).
 
         Args:
@@ -407,7 +408,7 @@ class Configuration:
         """
         return self.set_string(key, "true" if value else "false")
 
-    def set_float(self, key: str, value: float) -> "Configuration":
+    def set_float(self, key: str, value: float) -> Configuration:
         """Set a key to a float (stored as its string).
 
         Args:
@@ -485,7 +486,7 @@ class Configuration:
                 return option.parse(raw)
         return option.default_value()
 
-    def set_value(self, option: Any, value: Any) -> "Configuration":
+    def set_value(self, option: Any, value: Any) -> Configuration:
         """Set a PyFlink `ConfigOption` (booleans as `true`/`false`, maps as `k1:v1,k2:v2`)."""
         if isinstance(value, bool):
             text = "true" if value else "false"
@@ -520,7 +521,7 @@ class Configuration:
         """Every key with its value as a string."""
         return dict(self._data)
 
-    def add_all(self, other: "Configuration") -> "Configuration":
+    def add_all(self, other: Configuration) -> Configuration:
         """Set every key of `other` here too (its values win).
 
         Args:

@@ -18,7 +18,7 @@ class ExecutionConfig:
         self._closure_cleaner = True
         self._input_dependency_constraint: Any = None
 
-    def set_parallelism(self, parallelism: int) -> "ExecutionConfig":
+    def set_parallelism(self, parallelism: int) -> ExecutionConfig:
         """Set the job's default parallelism (as `env.set_parallelism`).
 
         Args:
@@ -36,7 +36,7 @@ class ExecutionConfig:
         """The job's default parallelism, or None when unset."""
         return self._parallelism
 
-    def set_max_parallelism(self, max_parallelism: int) -> "ExecutionConfig":
+    def set_max_parallelism(self, max_parallelism: int) -> ExecutionConfig:
         """Set the job's default max parallelism (as `env.set_max_parallelism`).
 
         Args:
@@ -54,7 +54,7 @@ class ExecutionConfig:
         """The job's default max parallelism, or None when unset."""
         return self._max_parallelism
 
-    def set_auto_watermark_interval(self, interval: int) -> "ExecutionConfig":
+    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
         """Set how often periodic watermarks are generated (`pipeline.auto-watermark-interval`).
 
         Args:
@@ -72,7 +72,7 @@ class ExecutionConfig:
         """How often periodic watermarks are generated, in ms."""
         return self._auto_watermark_interval
 
-    def enable_object_reuse(self) -> "ExecutionConfig":
+    def enable_object_reuse(self) -> ExecutionConfig:
         """Flink's object-reuse switch. Chained operators here always hand the same objects along, so it changes
         nothing; kept so PyFlink programs run unchanged.
 
@@ -82,7 +82,7 @@ class ExecutionConfig:
         self._object_reuse = True
         return self
 
-    def disable_object_reuse(self) -> "ExecutionConfig":
+    def disable_object_reuse(self) -> ExecutionConfig:
         """Flink's object-reuse switch (see `enable_object_reuse`).
 
         Returns:
@@ -95,7 +95,7 @@ class ExecutionConfig:
         """Whether object reuse was enabled."""
         return self._object_reuse
 
-    def set_global_job_parameters(self, global_job_parameters_dict: dict) -> "ExecutionConfig":
+    def set_global_job_parameters(self, global_job_parameters_dict: dict) -> ExecutionConfig:
         """Set parameters every function can read through `get_runtime_context().get_job_parameter(key)`.
 
         Args:
@@ -111,7 +111,7 @@ class ExecutionConfig:
         """The global job parameters."""
         return dict(self._global_job_parameters)
 
-    def enable_closure_cleaner(self) -> "ExecutionConfig":
+    def enable_closure_cleaner(self) -> ExecutionConfig:
         """Flink's closure cleaner is Java's; functions here are pickled by cloudpickle whatever this says.
 
         Returns:
@@ -120,7 +120,7 @@ class ExecutionConfig:
         self._closure_cleaner = True
         return self
 
-    def disable_closure_cleaner(self) -> "ExecutionConfig":
+    def disable_closure_cleaner(self) -> ExecutionConfig:
         """See `enable_closure_cleaner`.
 
         Returns:
@@ -133,7 +133,7 @@ class ExecutionConfig:
         """Whether the closure cleaner was enabled (it has no effect here)."""
         return self._closure_cleaner
 
-    def set_default_input_dependency_constraint(self, constraint: Any) -> "ExecutionConfig":
+    def set_default_input_dependency_constraint(self, constraint: Any) -> ExecutionConfig:
         """Deprecated in Flink and read by no scheduler; stored so the getter answers what was set."""
         from fluvial.common.input_dependency_constraint import InputDependencyConstraint
 

@@ -4,7 +4,8 @@ tenth of a small job's start-up in imports alone."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class CompletableFuture:
@@ -16,7 +17,7 @@ class CompletableFuture:
         self._lock = threading.Lock()
         self._result: Any = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[["CompletableFuture"], None]] = []
+        self._callbacks: list[Callable[[CompletableFuture], None]] = []
 
     def done(self) -> bool:
         """Whether the operation has finished (with a value or an exception)."""
@@ -70,7 +71,7 @@ class CompletableFuture:
         """
         self._complete(None, exception)
 
-    def add_done_callback(self, callback: Callable[["CompletableFuture"], None]) -> None:
+    def add_done_callback(self, callback: Callable[[CompletableFuture], None]) -> None:
         """Call `callback(future)` when the operation finishes (at once if it has).
 
         Args:

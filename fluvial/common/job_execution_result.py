@@ -42,7 +42,7 @@ class JobExecutionResult:
         """True: this is the result of a finished job."""
         return True
 
-    def get_job_execution_result(self) -> "JobExecutionResult":
+    def get_job_execution_result(self) -> JobExecutionResult:
         """This result."""
         return self
 

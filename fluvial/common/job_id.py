@@ -17,12 +17,12 @@ class JobID:
         self._hex = value
 
     @staticmethod
-    def generate() -> "JobID":
+    def generate() -> JobID:
         """A new random JobID (16 random bytes)."""
         return JobID(os.urandom(16).hex())
 
     @staticmethod
-    def from_hex_string(hex_string: str) -> "JobID":
+    def from_hex_string(hex_string: str) -> JobID:
         """The JobID written as 32 hex digits.
 
         Args:

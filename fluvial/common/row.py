@@ -14,8 +14,9 @@ Hazards, kept from PyFlink on purpose:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from enum import Enum
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 __all__ = ["Row", "RowKind"]
 
@@ -193,8 +194,8 @@ class Row:
     def __repr__(self) -> str:
         fields = getattr(self, "_fields", None)
         if fields is not None:
-            return "Row(%s)" % ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._values))
-        return "<Row(%s)>" % ", ".join(repr(value) for value in self._values)
+            return "Row(" + ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._values)) + ")"
+        return "<Row(" + ", ".join(repr(value) for value in self._values) + ")>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Row):

@@ -19,7 +19,7 @@ class Duration:
     millis: int
 
     @staticmethod
-    def of_millis(millis: int) -> "Duration":
+    def of_millis(millis: int) -> Duration:
         """A Duration of `millis` milliseconds.
 
         Args:
@@ -31,7 +31,7 @@ class Duration:
         return Duration(int(millis))
 
     @staticmethod
-    def of_seconds(seconds: float) -> "Duration":
+    def of_seconds(seconds: float) -> Duration:
         """A Duration of `seconds` seconds (fractions allowed).
 
         Args:
@@ -43,7 +43,7 @@ class Duration:
         return Duration(int(seconds * 1000))
 
     @staticmethod
-    def of_minutes(minutes: float) -> "Duration":
+    def of_minutes(minutes: float) -> Duration:
         """A Duration of `minutes` minutes (fractions allowed).
 
         Args:
@@ -55,7 +55,7 @@ class Duration:
         return Duration(int(minutes * 60_000))
 
     @staticmethod
-    def of_hours(hours: float) -> "Duration":
+    def of_hours(hours: float) -> Duration:
         """A Duration of `hours` hours (fractions allowed).
 
         Args:
@@ -67,7 +67,7 @@ class Duration:
         return Duration(int(hours * 3_600_000))
 
     @staticmethod
-    def of_days(days: float) -> "Duration":
+    def of_days(days: float) -> Duration:
         """A Duration of `days` days (fractions allowed).
 
         Args:
@@ -79,7 +79,7 @@ class Duration:
         return Duration(int(days * 86_400_000))
 
     @staticmethod
-    def of_nanos(nanos: int) -> "Duration":
+    def of_nanos(nanos: int) -> Duration:
         """A Duration of `nanos` nanoseconds.
 
         Args:
@@ -91,7 +91,7 @@ class Duration:
         return Duration(int(nanos // 1_000_000))
 
     @staticmethod
-    def zero() -> "Duration":
+    def zero() -> Duration:
         """The Duration of no time."""
         return Duration(0)
 
@@ -117,7 +117,7 @@ class Instant:
         return self.seconds * 1000 + self.nanos // 1_000_000
 
     @staticmethod
-    def of_epoch_milli(epoch_milli: int) -> "Instant":
+    def of_epoch_milli(epoch_milli: int) -> Instant:
         """The instant `epoch_milli` milliseconds after 1970-01-01T00:00:00Z.
 
         Args:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.row import Row, RowKind
 from fluvial.common.typeinfo import (

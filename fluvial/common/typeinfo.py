@@ -16,8 +16,9 @@ Every type is an immutable value: equal types compare and hash equal, and all of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = [
     "BasicArrayTypeInfo",
@@ -415,7 +416,7 @@ class TupleTypeInfo(TypeInformation):
         return (self._field_types,)
 
     def __repr__(self) -> str:
-        return "TupleTypeInfo(%s)" % ", ".join(repr(t) for t in self._field_types)
+        return "TupleTypeInfo(" + ", ".join(repr(t) for t in self._field_types) + ")"
 
 
 class Types:

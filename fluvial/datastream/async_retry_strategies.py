@@ -7,7 +7,8 @@ retry and stays at most `max_retry_delay`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.datastream.functions import AsyncRetryPredicate, AsyncRetryStrategy

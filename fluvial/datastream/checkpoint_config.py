@@ -12,8 +12,9 @@ checkpoints, one checkpoint at a time, no tolerated failures, one retained check
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError
@@ -342,9 +343,12 @@ class CheckpointConfig:
         return self
 
     def disable_unaligned_checkpoints(self) -> CheckpointConfig:
+        """Checkpoints align their barriers again (the default): every barrier waits behind the buffers queued
+        before it. Returns this config, for chaining."""
         return self.enable_unaligned_checkpoints(False)
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
+        """Whether checkpoints are unaligned (`execution.checkpointing.unaligned.enabled`)."""
         return self._unaligned
 
     def set_force_unaligned_checkpoints(self, force_unaligned_checkpoints: bool = True) -> CheckpointConfig:
@@ -354,6 +358,7 @@ class CheckpointConfig:
         return self
 
     def is_force_unaligned_checkpoints(self) -> bool:
+        """Whether the forced mode of unaligned checkpoints is on (`execution.checkpointing.unaligned.forced`)."""
         return self._force_unaligned
 
     def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration | int) -> CheckpointConfig:
@@ -368,6 +373,8 @@ class CheckpointConfig:
         return self
 
     def get_aligned_checkpoint_timeout(self) -> Duration:
+        """How long a checkpoint stays aligned before it turns unaligned
+        (`execution.checkpointing.aligned-checkpoint-timeout`; 0: unaligned from the start)."""
         return self._aligned_checkpoint_timeout
 
     set_alignment_timeout = set_aligned_checkpoint_timeout

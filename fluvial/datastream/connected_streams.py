@@ -20,7 +20,7 @@ class ConnectedStreams:
     def _keys(self) -> tuple[Any, Any]:
         return self.stream1._key(), self.stream2._key()
 
-    def key_by(self, key_selector1: Any, key_selector2: Any, key_type: Any = None) -> "ConnectedStreams":
+    def key_by(self, key_selector1: Any, key_selector2: Any, key_type: Any = None) -> ConnectedStreams:
         """Key both inputs, so that records of one key from either go to the same subtask.
 
         Args:

@@ -14,7 +14,6 @@ from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.slot_sharing_group import SlotSharingGroup
 
 if TYPE_CHECKING:
-    from fluvial.datastream.connected_streams import ConnectedStreams
     from fluvial.datastream.connectors.sink import Sink
     from fluvial.datastream.keyed_stream import KeyedStream
     from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -30,7 +29,7 @@ class _TransformationHandle:
     """Shared setters of DataStream and DataStreamSink: each replaces the transformation in the env
     with a changed copy, never mutating the one other handles may hold."""
 
-    def __init__(self, env: "StreamExecutionEnvironment", transformation_id: int) -> None:
+    def __init__(self, env: StreamExecutionEnvironment, transformation_id: int) -> None:
         self._env = env
         self._id = transformation_id
 
@@ -128,7 +127,7 @@ class DataStream(_TransformationHandle):
         """The records' declared type (a TypeInformation), or None when undeclared."""
         return self._transformation.output_type
 
-    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
         """The StreamExecutionEnvironment this stream belongs to."""
         return self._env
 
@@ -136,7 +135,7 @@ class DataStream(_TransformationHandle):
         """The id of the transformation that makes this stream (unique within its environment)."""
         return self._id
 
-    def force_non_parallel(self) -> "DataStream":
+    def force_non_parallel(self) -> DataStream:
         """Run the operator with parallelism 1 and max parallelism 1.
 
         Returns:
@@ -145,7 +144,7 @@ class DataStream(_TransformationHandle):
         self.set_parallelism(1)
         return self.set_max_parallelism(1)
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "DataStream":
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
         """Any bound >= 0 holds: buffers here go out per batch, with no timeout to wait for; -1 is refused."""
         check_buffer_timeout(timeout_millis)
         return self
@@ -167,7 +166,7 @@ class DataStream(_TransformationHandle):
         """The key selector operators apply under; None outside a KeyedStream."""
         return None
 
-    def map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
         """Apply `func` to every record, emitting one record each.
 
         Args:
@@ -185,7 +184,7 @@ class DataStream(_TransformationHandle):
         check_function(func, "map", "map")
         return self._one_input("Map", t.MapSpec(func, self._key()), output_type)
 
-    def flat_map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         """Apply `func` to every record, emitting each element of the iterable it returns (none, one or many).
 
         Args:
@@ -203,7 +202,7 @@ class DataStream(_TransformationHandle):
         check_function(func, "flat_map", "flat_map")
         return self._one_input("FlatMap", t.FlatMapSpec(func, self._key()), output_type)
 
-    def filter(self, func: Any) -> "DataStream":
+    def filter(self, func: Any) -> DataStream:
         """Keep the records for which `func` returns true.
 
         Args:
@@ -215,7 +214,7 @@ class DataStream(_TransformationHandle):
         check_function(func, "filter", "filter")
         return self._one_input("Filter", t.FilterSpec(func, self._key()), self.get_type())
 
-    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
         """Apply a ProcessFunction: it sees each record with a context (timestamp, current watermark, timer service,
         side outputs) and emits any number of records.
 
@@ -229,7 +228,7 @@ class DataStream(_TransformationHandle):
         check_function(func, "process_element", "process")
         return self._one_input("Process", t.ProcessSpec(func), output_type)
 
-    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Give records timestamps (its assigner) and generate watermarks (its generator) from here on;
         watermarks arriving from upstream are dropped, except the final one at end of input (as in Flink)."""
         if not hasattr(watermark_strategy, "create_watermark_generator"):
@@ -245,7 +244,7 @@ class DataStream(_TransformationHandle):
 
         return AllWindowedStream(self, window_assigner)
 
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         """Partition the stream by key: records of one key go to one subtask, where keyed state and timers are
         scoped to that key.
 
@@ -279,10 +278,10 @@ class DataStream(_TransformationHandle):
             output_type=self.get_type(),
         )
 
-    def _partition(self, kind: t.PartitionerKind) -> "DataStream":
+    def _partition(self, kind: t.PartitionerKind) -> DataStream:
         return DataStream(self._env, self._partition_id(t.PartitionerSpec(kind)))
 
-    def shuffle(self) -> "DataStream":
+    def shuffle(self) -> DataStream:
         """Send each record to a uniformly random subtask of the next operator.
 
         Returns:
@@ -290,7 +289,7 @@ class DataStream(_TransformationHandle):
         """
         return self._partition(t.PartitionerKind.SHUFFLE)
 
-    def rebalance(self) -> "DataStream":
+    def rebalance(self) -> DataStream:
         """Send records round-robin to every subtask of the next operator (evens out skew).
 
         Returns:
@@ -298,7 +297,7 @@ class DataStream(_TransformationHandle):
         """
         return self._partition(t.PartitionerKind.REBALANCE)
 
-    def rescale(self) -> "DataStream":
+    def rescale(self) -> DataStream:
         """Send records round-robin to a subset of the next operator's subtasks (local groups when the
         parallelisms are multiples of each other).
 
@@ -307,7 +306,7 @@ class DataStream(_TransformationHandle):
         """
         return self._partition(t.PartitionerKind.RESCALE)
 
-    def forward(self) -> "DataStream":
+    def forward(self) -> DataStream:
         """Send each subtask's records to the same subtask of the next operator (equal parallelism needed); such an
         edge may chain.
 
@@ -316,7 +315,7 @@ class DataStream(_TransformationHandle):
         """
         return self._partition(t.PartitionerKind.FORWARD)
 
-    def global_(self) -> "DataStream":
+    def global_(self) -> DataStream:
         """Send every record to subtask 0 of the next operator.
 
         Returns:
@@ -333,7 +332,7 @@ class DataStream(_TransformationHandle):
 
         return BroadcastStream(stream, broadcast_state_descriptors)
 
-    def project(self, *field_indexes: int) -> "DataStream":
+    def project(self, *field_indexes: int) -> DataStream:
         """Keep the given fields of each tuple, in the given order (PyFlink: only tuple-typed streams)."""
         from fluvial.common.typeinfo import TupleTypeInfo, Types
 
@@ -352,7 +351,7 @@ class DataStream(_TransformationHandle):
         output_type = Types.TUPLE([field_types[i] for i in field_indexes])
         return self._one_input("Projection", t.MapSpec(_Projection(tuple(field_indexes))), output_type)
 
-    def partition_custom(self, partitioner: Any, key_selector: Any) -> "DataStream":
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
         """Send each record to the subtask a Partitioner picks for its key.
 
         Args:
@@ -372,7 +371,7 @@ class DataStream(_TransformationHandle):
 
     # -- combining ----------------------------------------------------------------------------------------------
 
-    def union(self, *streams: "DataStream") -> "DataStream":
+    def union(self, *streams: DataStream) -> DataStream:
         """Merge this stream with others of the same type into one stream (no order between them).
 
         Args:
@@ -403,7 +402,7 @@ class DataStream(_TransformationHandle):
             raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
         return ConnectedStreams(self, ds)
 
-    def get_side_output(self, output_tag: OutputTag) -> "DataStream":
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
         """The stream of the records a process function emitted to `output_tag` (`ctx.output(tag, value)`), or
         that a window operator sent there as late data.
 
@@ -426,12 +425,12 @@ class DataStream(_TransformationHandle):
 
     # -- sinks --------------------------------------------------------------------------------------------------
 
-    def _sink(self, name: str, spec: t.OperatorSpec) -> "DataStreamSink":
+    def _sink(self, name: str, spec: t.OperatorSpec) -> DataStreamSink:
         tid = self._env._add_transformation(t.SinkTransformation, name=name, input_id=self._id, operator=spec)
         self._env._pending_sinks.append(tid)
         return DataStreamSink(self._env, tid)
 
-    def print(self, sink_identifier: str | None = None) -> "DataStreamSink":
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         """Write every record to standard output as `str(record)`, prefixed by the subtask's number (`2> `) when
         the parallelism is above 1 and by `sink_identifier` when given.
 
@@ -443,7 +442,7 @@ class DataStream(_TransformationHandle):
         """
         return self._sink("Print to Std. Out", t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier))
 
-    def print_to_err(self, sink_identifier: str | None = None) -> "DataStreamSink":
+    def print_to_err(self, sink_identifier: str | None = None) -> DataStreamSink:
         """As `print`, to standard error.
 
         Args:
@@ -455,7 +454,7 @@ class DataStream(_TransformationHandle):
         spec = t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier, to_stderr=True)
         return self._sink("Print to Std. Err", spec)
 
-    def sink_to(self, sink: "Sink") -> "DataStreamSink":
+    def sink_to(self, sink: Sink) -> DataStreamSink:
         """Write to a Sink; a sink that SupportsPreprocessing transforms the stream first."""
         if not hasattr(sink, "create_writer"):
             raise InvalidJobError(f"sink_to expects a Sink (e.g. FileSink), got {sink!r}; use add_sink for functions")
@@ -469,7 +468,7 @@ class DataStream(_TransformationHandle):
             sink = with_input_type(stream.get_type())
         return stream._sink(sink.default_name(), t.SinkSpec(sink))
 
-    def add_sink(self, sink_func: Any) -> "DataStreamSink":
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
         """A SinkFunction or plain callable; a Sink (e.g. Flink 1.x's StreamingFileSink) goes to `sink_to`."""
         if hasattr(sink_func, "create_writer"):
             return self.sink_to(sink_func)

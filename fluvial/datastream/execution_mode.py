@@ -26,7 +26,7 @@ class RuntimeExecutionMode(enum.Enum):
         return self.name
 
     @staticmethod
-    def from_config_value(raw: str) -> "RuntimeExecutionMode":
+    def from_config_value(raw: str) -> RuntimeExecutionMode:
         """The mode named by `execution.runtime-mode`'s value.
 
         Args:

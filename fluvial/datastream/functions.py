@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.lazy_names import lazy_names
 
@@ -299,7 +300,7 @@ class ProcessFunction(Function, Generic[IN, OUT]):
         pass
 
     @abc.abstractmethod
-    def process_element(self, value: IN, ctx: "ProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_element(self, value: IN, ctx: ProcessFunction.Context) -> Iterable[OUT] | None:
         """Process one record.
 
         Args:
@@ -324,7 +325,7 @@ class KeyedProcessFunction(Function, Generic[KEY, IN, OUT]):
         def time_domain(self) -> Any: ...
 
     @abc.abstractmethod
-    def process_element(self, value: IN, ctx: "KeyedProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_element(self, value: IN, ctx: KeyedProcessFunction.Context) -> Iterable[OUT] | None:
         """Process one record, with its key's state.
 
         Args:
@@ -336,7 +337,7 @@ class KeyedProcessFunction(Function, Generic[KEY, IN, OUT]):
             The records to emit: an iterable (a generator works), or None for none.
         """
 
-    def on_timer(self, timestamp: int, ctx: "KeyedProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         """Called when a timer fires, for the key that registered it, with that key's state.
 
         Args:
@@ -409,7 +410,7 @@ class CoProcessFunction(Function, Generic[IN, OUT]):
         pass
 
     @abc.abstractmethod
-    def process_element1(self, value: Any, ctx: "CoProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_element1(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[OUT] | None:
         """Process a record of the first input.
 
         Args:
@@ -421,7 +422,7 @@ class CoProcessFunction(Function, Generic[IN, OUT]):
         """
 
     @abc.abstractmethod
-    def process_element2(self, value: Any, ctx: "CoProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_element2(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[OUT] | None:
         """Process a record of the second input.
 
         Args:
@@ -446,7 +447,7 @@ class KeyedCoProcessFunction(Function, Generic[KEY, IN, OUT]):
         def time_domain(self) -> Any: ...
 
     @abc.abstractmethod
-    def process_element1(self, value: Any, ctx: "KeyedCoProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_element1(self, value: Any, ctx: KeyedCoProcessFunction.Context) -> Iterable[OUT] | None:
         """Process a record of the first input, with its key's state.
 
         Args:
@@ -458,7 +459,7 @@ class KeyedCoProcessFunction(Function, Generic[KEY, IN, OUT]):
         """
 
     @abc.abstractmethod
-    def process_element2(self, value: Any, ctx: "KeyedCoProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_element2(self, value: Any, ctx: KeyedCoProcessFunction.Context) -> Iterable[OUT] | None:
         """Process a record of the second input, with its key's state.
 
         Args:
@@ -469,7 +470,7 @@ class KeyedCoProcessFunction(Function, Generic[KEY, IN, OUT]):
             The records to emit: an iterable (a generator works), or None for none.
         """
 
-    def on_timer(self, timestamp: int, ctx: "KeyedCoProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+    def on_timer(self, timestamp: int, ctx: KeyedCoProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         """Called when a timer set through `ctx.timer_service()` fires, for the timer's key.
 
         Args:
@@ -572,7 +573,7 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN, OUT]):
         pass
 
     @abc.abstractmethod
-    def process_element(self, value: Any, ctx: "BroadcastProcessFunction.ReadOnlyContext") -> Iterable[OUT] | None:
+    def process_element(self, value: Any, ctx: BroadcastProcessFunction.ReadOnlyContext) -> Iterable[OUT] | None:
         """Process a record of the non-broadcast input; the broadcast state is read-only here.
 
         Args:
@@ -585,7 +586,7 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN, OUT]):
         """
 
     @abc.abstractmethod
-    def process_broadcast_element(self, value: Any, ctx: "BroadcastProcessFunction.Context") -> Iterable[OUT] | None:
+    def process_broadcast_element(self, value: Any, ctx: BroadcastProcessFunction.Context) -> Iterable[OUT] | None:
         """Process a record of the broadcast input; every subtask sees every one and may update the broadcast
         state (identically, so all subtasks keep the same copy).
 
@@ -619,7 +620,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
 
     @abc.abstractmethod
     def process_element(
-        self, value: Any, ctx: "KeyedBroadcastProcessFunction.ReadOnlyContext"
+        self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
     ) -> Iterable[OUT] | None:
         """Process a record of the keyed input, with its key's state; broadcast state is read-only here.
 
@@ -633,7 +634,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
 
     @abc.abstractmethod
     def process_broadcast_element(
-        self, value: Any, ctx: "KeyedBroadcastProcessFunction.Context"
+        self, value: Any, ctx: KeyedBroadcastProcessFunction.Context
     ) -> Iterable[OUT] | None:
         """Process a record of the broadcast input; may update the broadcast state, and visit every key's
         state with `ctx.apply_to_keyed_state(descriptor, function)`.
@@ -646,7 +647,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
             The records to emit: an iterable (a generator works), or None for none.
         """
 
-    def on_timer(self, timestamp: int, ctx: "KeyedBroadcastProcessFunction.OnTimerContext") -> Iterable[OUT] | None:
+    def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         """Called when a timer of the keyed side fires, for its key.
 
         Args:
@@ -742,7 +743,7 @@ class AsyncFunctionDescriptor:
         UNORDERED = 1
 
     def __init__(self, async_function: AsyncFunction, timeout: Any, capacity: int,
-                 async_retry_strategy: AsyncRetryStrategy | None, output_mode: "AsyncFunctionDescriptor.OutputMode") -> None:
+                 async_retry_strategy: AsyncRetryStrategy | None, output_mode: AsyncFunctionDescriptor.OutputMode) -> None:
         self.async_function = async_function
         self.timeout = timeout
         self.capacity = capacity

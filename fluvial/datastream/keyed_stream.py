@@ -26,7 +26,7 @@ class KeyedStream(DataStream):
     operator after it, and repartitioning it is refused.
     """
     def __init__(
-        self, env: "StreamExecutionEnvironment", transformation_id: int, key_selector: Any, origin: DataStream
+        self, env: StreamExecutionEnvironment, transformation_id: int, key_selector: Any, origin: DataStream
     ) -> None:
         super().__init__(env, transformation_id)
         self._key_selector = key_selector
@@ -179,7 +179,7 @@ class KeyedStream(DataStream):
         """
         self._refuse("Disable chaining")
 
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         """Re-keying keys the original stream anew, as PyFlink does."""
         return self._origin.key_by(key_selector, key_type)
 
@@ -281,7 +281,7 @@ class KeyedStream(DataStream):
         """
         return self._aggregate("max_by", position_to_max_by)
 
-    def window(self, window_assigner: Any) -> "WindowedStream":
+    def window(self, window_assigner: Any) -> WindowedStream:
         """Group each key's records into windows.
 
         Args:
@@ -300,7 +300,7 @@ class KeyedStream(DataStream):
 
         return WindowedStream(self, window_assigner)
 
-    def count_window(self, size: int, slide: int = 0) -> "WindowedStream":
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
         """Windows of `size` records per key (sliding by `slide` when > 0), as PyFlink's count windows."""
         from fluvial.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 

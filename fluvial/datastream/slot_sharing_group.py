@@ -38,7 +38,7 @@ class MemorySize:
             raise InvalidJobError(f"a MemorySize is a number of bytes >= 0, got {self.bytes_size!r}")
 
     @staticmethod
-    def of_mebi_bytes(mebi_bytes: int) -> "MemorySize":
+    def of_mebi_bytes(mebi_bytes: int) -> MemorySize:
         """A MemorySize of `mebi_bytes` MiB.
 
         Args:
@@ -50,7 +50,7 @@ class MemorySize:
         return MemorySize(int(mebi_bytes) << 20)
 
     @staticmethod
-    def parse(text: str) -> "MemorySize":
+    def parse(text: str) -> MemorySize:
         """Flink's syntax: a number and an optional unit (`512`, `64 kb`, `100m`, `1 gb`)."""
         raw = str(text).strip().lower()
         digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
@@ -79,7 +79,7 @@ class MemorySize:
         """The size in whole TiB."""
         return self.bytes_size >> 40
 
-    def add(self, other: "MemorySize") -> "MemorySize":
+    def add(self, other: MemorySize) -> MemorySize:
         """The sum of two sizes.
 
         Args:
@@ -90,7 +90,7 @@ class MemorySize:
         """
         return MemorySize(self.bytes_size + other.bytes_size)
 
-    def subtract(self, other: "MemorySize") -> "MemorySize":
+    def subtract(self, other: MemorySize) -> MemorySize:
         """The difference of two sizes.
 
         Args:
@@ -170,7 +170,7 @@ class SlotSharingGroup:
         return self.cpu_cores is not None
 
     @staticmethod
-    def builder(name: str) -> "SlotSharingGroupBuilder":
+    def builder(name: str) -> SlotSharingGroupBuilder:
         """A builder of a group called `name`.
 
         Args:
@@ -203,37 +203,37 @@ class SlotSharingGroupBuilder:
         self._managed: MemorySize | None = None
         self._external: dict[str, float] = {}
 
-    def set_cpu_cores(self, cpu_cores: float) -> "SlotSharingGroupBuilder":
+    def set_cpu_cores(self, cpu_cores: float) -> SlotSharingGroupBuilder:
         if isinstance(cpu_cores, bool) or not isinstance(cpu_cores, (int, float)) or cpu_cores <= 0:
             raise InvalidJobError(f"the cpu cores of a slot sharing group must be positive, got {cpu_cores!r}")
         self._cpu = float(cpu_cores)
         return self
 
-    def set_task_heap_memory(self, task_heap_memory: MemorySize) -> "SlotSharingGroupBuilder":
+    def set_task_heap_memory(self, task_heap_memory: MemorySize) -> SlotSharingGroupBuilder:
         memory = _memory(task_heap_memory, "set_task_heap_memory")
         if memory.bytes_size <= 0:
             raise InvalidJobError(f"the task heap memory of a slot sharing group must be positive, got {memory}")
         self._heap = memory
         return self
 
-    def set_task_heap_memory_mb(self, task_heap_memory_mb: int) -> "SlotSharingGroupBuilder":
+    def set_task_heap_memory_mb(self, task_heap_memory_mb: int) -> SlotSharingGroupBuilder:
         return self.set_task_heap_memory(_mebi_bytes(task_heap_memory_mb, "set_task_heap_memory_mb"))
 
-    def set_task_off_heap_memory(self, task_off_heap_memory: MemorySize) -> "SlotSharingGroupBuilder":
+    def set_task_off_heap_memory(self, task_off_heap_memory: MemorySize) -> SlotSharingGroupBuilder:
         self._off_heap = _memory(task_off_heap_memory, "set_task_off_heap_memory")
         return self
 
-    def set_task_off_heap_memory_mb(self, task_off_heap_memory_mb: int) -> "SlotSharingGroupBuilder":
+    def set_task_off_heap_memory_mb(self, task_off_heap_memory_mb: int) -> SlotSharingGroupBuilder:
         return self.set_task_off_heap_memory(_mebi_bytes(task_off_heap_memory_mb, "set_task_off_heap_memory_mb"))
 
-    def set_managed_memory(self, managed_memory: MemorySize) -> "SlotSharingGroupBuilder":
+    def set_managed_memory(self, managed_memory: MemorySize) -> SlotSharingGroupBuilder:
         self._managed = _memory(managed_memory, "set_managed_memory")
         return self
 
-    def set_managed_memory_mb(self, managed_memory_mb: int) -> "SlotSharingGroupBuilder":
+    def set_managed_memory_mb(self, managed_memory_mb: int) -> SlotSharingGroupBuilder:
         return self.set_managed_memory(_mebi_bytes(managed_memory_mb, "set_managed_memory_mb"))
 
-    def set_external_resource(self, name: str, value: float) -> "SlotSharingGroupBuilder":
+    def set_external_resource(self, name: str, value: float) -> SlotSharingGroupBuilder:
         if not isinstance(name, str) or not name:
             raise InvalidJobError(f"an external resource needs a non-empty name, got {name!r}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

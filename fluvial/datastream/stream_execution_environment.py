@@ -2,8 +2,9 @@
 
 Repeated `execute()` runs only the sinks added since the previous one, as in Flink. `execute()` packs the job
 into a Pipeline and hands it to the PipelineExecutor that `execution.target` names; it imports neither the
-compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request: they
-are there to show a plan (DESIGN section 3), the one place the API reaches up to `fluvial.graph`.
+compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request, to show
+a plan (DESIGN section 3), through the executors' own compile step (`fluvial.cluster.compile`), imported inside
+the function that asks as `execute()` imports its executor.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import contextvars
 import dataclasses
 import logging
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from fluvial.common.configuration import Configuration, check_buffer_timeout
 from fluvial.common.errors import ConfigurationError, InvalidJobError
@@ -79,7 +81,7 @@ class StreamExecutionEnvironment:
                 self.configure(layer)
 
     @staticmethod
-    def get_execution_environment(configuration: Configuration | None = None) -> "StreamExecutionEnvironment":
+    def get_execution_environment(configuration: Configuration | None = None) -> StreamExecutionEnvironment:
         """Create an environment, configured by `configuration` and by `fluvial run`'s options.
 
         Args:
@@ -127,7 +129,7 @@ class StreamExecutionEnvironment:
         if self._checkpoint_config is not None:
             self._checkpoint_config.configure(configuration)
 
-    def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
         """Set the default parallelism of the job's operators (`parallelism.default`).
 
         Args:
@@ -173,7 +175,7 @@ class StreamExecutionEnvironment:
             raise InvalidJobError(f"the default local parallelism must be an integer >= 1, got {parallelism!r}")
         StreamExecutionEnvironment._default_local_parallelism = parallelism
 
-    def set_runtime_mode(self, execution_mode: Any) -> "StreamExecutionEnvironment":
+    def set_runtime_mode(self, execution_mode: Any) -> StreamExecutionEnvironment:
         """STREAMING, BATCH or AUTOMATIC (`execution.runtime-mode`); see `execution_mode` for what runs."""
         from fluvial.datastream.execution_mode import RuntimeExecutionMode
 
@@ -189,7 +191,7 @@ class StreamExecutionEnvironment:
 
         return RuntimeExecutionMode.from_config_value(self._configuration.get("execution.runtime-mode"))
 
-    def register_slot_sharing_group(self, slot_sharing_group: Any) -> "StreamExecutionEnvironment":
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> StreamExecutionEnvironment:
         """Declare a group's resources once; operators then join it by name (`slot_sharing_group("name")`)."""
         from fluvial.datastream.slot_sharing_group import SlotSharingGroup
 
@@ -202,7 +204,7 @@ class StreamExecutionEnvironment:
         """The SlotSharingGroup registered (or passed to an operator) under `name`, or None."""
         return self._slot_sharing_groups.get(name)
 
-    def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         """Set the default max parallelism: the number of key groups keyed state is split into, and the upper
         bound of a restore's parallelism. It cannot change between a checkpoint and its restore.
 
@@ -221,7 +223,7 @@ class StreamExecutionEnvironment:
         """
         return self._config.get_max_parallelism()
 
-    def disable_operator_chaining(self) -> "StreamExecutionEnvironment":
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
         """Run every operator as a task of its own instead of chaining neighbours into one task
         (`pipeline.operator-chaining.enabled: false`); `fluvial plan` shows the effect.
 
@@ -239,7 +241,7 @@ class StreamExecutionEnvironment:
         """Chaining never looks at max parallelism here (DESIGN 2.1), so such operators may chain."""
         return True
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
         """Any bound >= 0 holds: batches go to their channels as soon as they are produced; -1 is refused."""
         self._buffer_timeout = check_buffer_timeout(timeout_millis)
         return self
@@ -357,7 +359,7 @@ class StreamExecutionEnvironment:
             self._checkpoint_config = CheckpointConfig(self._configuration)
         return self._checkpoint_config
 
-    def enable_checkpointing(self, interval: int, mode: Any = None) -> "StreamExecutionEnvironment":
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
         """Checkpoint every `interval` ms (>= 10), EXACTLY_ONCE unless `mode` says AT_LEAST_ONCE."""
         config = self.get_checkpoint_config()
         config.set_checkpoint_interval(interval)
@@ -385,7 +387,7 @@ class StreamExecutionEnvironment:
         """Whether unaligned checkpoints are forced on the CheckpointConfig."""
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
 
-    def enable_changelog_state_backend(self, enabled: bool) -> "StreamExecutionEnvironment":
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
         """The changelog state backend is not supported; disabling it is accepted.
 
         Args:
@@ -410,7 +412,7 @@ class StreamExecutionEnvironment:
         """Always False: there is no changelog state backend."""
         return False
 
-    def set_default_savepoint_directory(self, directory: str) -> "StreamExecutionEnvironment":
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         """Where savepoints go when none is named (`state.savepoints.dir`)."""
         if not isinstance(directory, str) or not directory:
             raise InvalidJobError(f"the default savepoint directory must be a path or URL, got {directory!r}")
@@ -421,7 +423,7 @@ class StreamExecutionEnvironment:
         """The directory savepoints go to when none is given (`state.savepoints.dir`), or None."""
         return self._configuration.get("state.savepoints.dir")
 
-    def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
+    def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
         """Set where keyed and operator state live while the job runs.
 
         Args:
@@ -451,7 +453,7 @@ class StreamExecutionEnvironment:
             return state_backend_from_configuration(self._configuration)
         return self._state_backend
 
-    def set_restart_strategy(self, restart_strategy_configuration: Any) -> "StreamExecutionEnvironment":
+    def set_restart_strategy(self, restart_strategy_configuration: Any) -> StreamExecutionEnvironment:
         """Set how the job restarts after a failure.
 
         Args:
@@ -513,7 +515,7 @@ class StreamExecutionEnvironment:
                         or self._configuration.get("execution.savepoint-restore-mode")),
         )
 
-    def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":
+    def set_stream_time_characteristic(self, characteristic: Any) -> StreamExecutionEnvironment:
         """Flink 1.x: event time is always on since Flink 1.12; kept so old programs run unchanged."""
         return self
 
@@ -668,9 +670,9 @@ class StreamExecutionEnvironment:
         Returns:
             The StreamGraph.
         """
-        from fluvial.graph.translate import stream_graph_of
+        from fluvial.cluster.compile import stream_graph
 
-        return stream_graph_of(self._pipeline(job_name, clear_transformations))
+        return stream_graph(self._pipeline(job_name, clear_transformations))
 
     def _pipeline(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
         """The job so far, as a Pipeline; with `clear_transformations`, the next one starts from no sinks."""
@@ -708,9 +710,9 @@ class StreamExecutionEnvironment:
         Returns:
             The JobGraph.
         """
-        from fluvial.graph.job_graph import build_job_graph
+        from fluvial.cluster.compile import job_graph
 
-        return build_job_graph(self.get_stream_graph(job_name))
+        return job_graph(self._pipeline(job_name))
 
     def get_execution_plan(self) -> str:
         """The job's plan as Flink's execution-plan JSON, which Flink's plan visualizer draws."""

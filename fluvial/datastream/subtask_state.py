@@ -5,7 +5,7 @@ store of CheckpointedFunctions."""
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from fluvial.datastream.state import ReadableMapState
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import abc
 import functools
 import operator
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MAX_WATERMARK, Duration
@@ -61,7 +62,7 @@ class TimeWindow(tuple, Window):
 
     __slots__ = ()
 
-    def __new__(cls, start: int, end: int) -> "TimeWindow":
+    def __new__(cls, start: int, end: int) -> TimeWindow:
         return tuple.__new__(cls, (start, end))
 
     start = property(operator.itemgetter(0), doc="First millisecond in the window.")
@@ -71,11 +72,11 @@ class TimeWindow(tuple, Window):
         """The last millisecond in the window: `end - 1`."""
         return self[1] - 1
 
-    def intersects(self, other: "TimeWindow") -> bool:
+    def intersects(self, other: TimeWindow) -> bool:
         """True when the windows overlap or touch (end == other.start): touching sessions merge, as in Flink."""
         return self[0] <= other[1] and self[1] >= other[0]
 
-    def cover(self, other: "TimeWindow") -> "TimeWindow":
+    def cover(self, other: TimeWindow) -> TimeWindow:
         """The smallest window containing both."""
         return TimeWindow(min(self[0], other[0]), max(self[1], other[1]))
 
@@ -89,7 +90,7 @@ class TimeWindow(tuple, Window):
         return timestamp - (timestamp - offset) % window_size
 
     @staticmethod
-    def merge_windows(windows: Iterable["TimeWindow"], callback: Any) -> None:
+    def merge_windows(windows: Iterable[TimeWindow], callback: Any) -> None:
         """Report every group of intersecting windows to `callback` (what session assigners do).
 
         Windows are sorted by (start, end) and swept once; each run of intersecting windows with more than one
@@ -155,11 +156,11 @@ class GlobalWindow(Window):
 
     __slots__ = ()
 
-    def __new__(cls) -> "GlobalWindow":
+    def __new__(cls) -> GlobalWindow:
         return _GLOBAL_WINDOW
 
     @staticmethod
-    def get() -> "GlobalWindow":
+    def get() -> GlobalWindow:
         """The global window (there is one).
 
         Returns:
@@ -177,10 +178,10 @@ class GlobalWindow(Window):
     def __hash__(self) -> int:
         return hash("GlobalWindow")
 
-    def __lt__(self, other: "GlobalWindow") -> bool:
+    def __lt__(self, other: GlobalWindow) -> bool:
         return False if type(other) is GlobalWindow else NotImplemented
 
-    def __le__(self, other: "GlobalWindow") -> bool:
+    def __le__(self, other: GlobalWindow) -> bool:
         return True if type(other) is GlobalWindow else NotImplemented
 
     __gt__ = __lt__
@@ -696,7 +697,7 @@ class GlobalWindows(_Described, WindowAssigner[T, GlobalWindow]):
     """Every element into the one GlobalWindow; it never fires unless the user sets a trigger."""
 
     @staticmethod
-    def create() -> "GlobalWindows":
+    def create() -> GlobalWindows:
         """The assigner of one global window per key; it never fires by itself, so set a trigger.
 
         Returns:
@@ -749,7 +750,7 @@ class CountTumblingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         self._count_descriptor = ValueStateDescriptor("tumble-count-assigner")
 
     @staticmethod
-    def of(window_size: int) -> "CountTumblingWindowAssigner":
+    def of(window_size: int) -> CountTumblingWindowAssigner:
         """Windows of `window_size` records per key.
 
         Args:
@@ -801,7 +802,7 @@ class CountSlidingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         self._count_descriptor = ValueStateDescriptor("slide-count-assigner")
 
     @staticmethod
-    def of(window_size: int, window_slide: int) -> "CountSlidingWindowAssigner":
+    def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:
         """Windows of `window_size` records per key, one starting every `window_slide` records.
 
         Args:

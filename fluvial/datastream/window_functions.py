@@ -9,7 +9,8 @@ All run on the task thread with the pane's key set; `open`/`close` come from Fun
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.datastream.functions import AggregateFunction, Function, ReduceFunction
 
@@ -113,7 +114,7 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
         pass
 
     @abc.abstractmethod
-    def process(self, key: KEY, context: "ProcessWindowFunction.Context", elements: Iterable[IN]) -> Iterable[OUT]:
+    def process(self, key: KEY, context: ProcessWindowFunction.Context, elements: Iterable[IN]) -> Iterable[OUT]:
         """Compute a window's results, with its context.
 
         Args:
@@ -126,7 +127,7 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
             The results to emit.
         """
 
-    def clear(self, context: "ProcessWindowFunction.Context") -> None:
+    def clear(self, context: ProcessWindowFunction.Context) -> None:
         """Called when the window is cleaned up (its end + allowed lateness passed); delete per-window state."""
 
 
@@ -137,7 +138,7 @@ class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
         pass
 
     @abc.abstractmethod
-    def process(self, context: "ProcessAllWindowFunction.Context", elements: Iterable[IN]) -> Iterable[OUT]:
+    def process(self, context: ProcessAllWindowFunction.Context, elements: Iterable[IN]) -> Iterable[OUT]:
         """Compute a non-keyed window's results, with its context.
 
         Args:
@@ -148,5 +149,5 @@ class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
             The results to emit.
         """
 
-    def clear(self, context: "ProcessAllWindowFunction.Context") -> None:
+    def clear(self, context: ProcessAllWindowFunction.Context) -> None:
         """Called when the window is cleaned up; delete per-window state."""

@@ -206,7 +206,7 @@ class EventTimeTrigger(_Described, Trigger[Any, Any]):
     """
 
     @staticmethod
-    def create() -> "EventTimeTrigger":
+    def create() -> EventTimeTrigger:
         """The trigger that fires a window once the watermark passes its end.
 
         Returns:
@@ -290,7 +290,7 @@ class ProcessingTimeTrigger(_Described, Trigger[Any, Any]):
     """Fires once the processing-time clock passes the window's end."""
 
     @staticmethod
-    def create() -> "ProcessingTimeTrigger":
+    def create() -> ProcessingTimeTrigger:
         """The trigger that fires a window once the wall clock passes its end.
 
         Returns:
@@ -379,7 +379,7 @@ class CountTrigger(_Described, Trigger[Any, Any]):
         self._count_state_descriptor = ReducingStateDescriptor("count", _sum)
 
     @staticmethod
-    def of(count: int) -> "CountTrigger":
+    def of(count: int) -> CountTrigger:
         """A trigger that fires every `count` records of a window.
 
         Args:
@@ -474,7 +474,7 @@ class PurgingTrigger(_Described, Trigger[Any, Any]):
         self.nested_trigger = nested_trigger
 
     @staticmethod
-    def of(nested_trigger: Trigger) -> "PurgingTrigger":
+    def of(nested_trigger: Trigger) -> PurgingTrigger:
         """Wrap a trigger so that every FIRE also purges the window's contents.
 
         Args:

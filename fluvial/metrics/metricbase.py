@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 
@@ -215,7 +216,7 @@ class MetricGroup(abc.ABC):
     """A named container for metrics and further groups (PyFlink's `MetricGroup`)."""
 
     @abc.abstractmethod
-    def add_group(self, name: str, extra: str | None = None) -> "MetricGroup":
+    def add_group(self, name: str, extra: str | None = None) -> MetricGroup:
         """A sub-group `name`; with `extra`, a key group `name` holding a value group `extra` (returned), which
         defines the variable `<name>` = `extra`."""
 
@@ -308,7 +309,7 @@ class GenericMetricGroup(MetricGroup):
         _check_name(extra, "value group")
         return self._child(name, _GroupType.KEY)._child(extra, _GroupType.VALUE)
 
-    def _child(self, name: str, kind: _GroupType) -> "GenericMetricGroup":
+    def _child(self, name: str, kind: _GroupType) -> GenericMetricGroup:
         child = self._children.get((name, kind))
         if child is None:
             if kind is _GroupType.VALUE:

@@ -43,9 +43,10 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from fluvial.common.processes import children, kill, pid_running, processes_with, python_command
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences

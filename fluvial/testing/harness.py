@@ -22,8 +22,9 @@ import heapq
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM
 from fluvial.common.task_info import TaskInfo
@@ -94,7 +95,7 @@ class ManualProcessingTime:
 class _CapturingOutput(Output):
     """Every output of the operator, in order: main records, side outputs by tag, watermarks, idleness."""
 
-    def __init__(self, harness: "OperatorHarness") -> None:
+    def __init__(self, harness: OperatorHarness) -> None:
         super().__init__([harness._capture_main], {}, [harness._watermarks.append], [harness._statuses.append])
         self._harness = harness
 
@@ -158,19 +159,19 @@ class OperatorHarness:
         self._open = False
 
     @staticmethod
-    def of(describe: Callable[[Any], Any], **options: Any) -> "OperatorHarness":
+    def of(describe: Callable[[Any], Any], **options: Any) -> OperatorHarness:
         """The harness of the last operator `describe(stream)` adds to a stream (a DataStream of no particular
         records); `options` as for the constructor."""
         return OperatorHarness._of_streams(describe, 1, options)
 
     @staticmethod
-    def of_two_inputs(describe: Callable[[Any, Any], Any], **options: Any) -> "OperatorHarness":
+    def of_two_inputs(describe: Callable[[Any, Any], Any], **options: Any) -> OperatorHarness:
         """The harness of a two-input operator: `describe(first, second)`, e.g.
         `lambda a, b: a.connect(b).process(MyCoProcessFunction())`."""
         return OperatorHarness._of_streams(describe, 2, options)
 
     @staticmethod
-    def _of_streams(describe: Callable[..., Any], inputs: int, options: dict) -> "OperatorHarness":
+    def _of_streams(describe: Callable[..., Any], inputs: int, options: dict) -> OperatorHarness:
         from fluvial.datastream import StreamExecutionEnvironment
 
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -184,7 +185,7 @@ class OperatorHarness:
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
-    def open(self, restore: list[OperatorSubtaskSnapshot] | None = None) -> "OperatorHarness":
+    def open(self, restore: list[OperatorSubtaskSnapshot] | None = None) -> OperatorHarness:
         """initialize_state (from the snapshots of any number of old subtasks, or empty), then open."""
         state = self._restore_from(restore) if restore else None
         self.operator.initialize_state(state)
@@ -192,7 +193,7 @@ class OperatorHarness:
         self._open = True
         return self
 
-    def end_input(self) -> "OperatorHarness":
+    def end_input(self) -> OperatorHarness:
         """All input has arrived: the operator finishes (and emits what it still holds)."""
         self.operator.finish()
         return self
@@ -203,7 +204,7 @@ class OperatorHarness:
             self._open = False
             self.operator.close()
 
-    def __enter__(self) -> "OperatorHarness":
+    def __enter__(self) -> OperatorHarness:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -211,7 +212,7 @@ class OperatorHarness:
 
     # -- input --------------------------------------------------------------------------------------------------
 
-    def process_element(self, value: Any, timestamp: int | None = None, input: int = 0) -> "OperatorHarness":
+    def process_element(self, value: Any, timestamp: int | None = None, input: int = 0) -> OperatorHarness:
         """Feed one record.
 
         Args:
@@ -224,13 +225,13 @@ class OperatorHarness:
         """
         return self.process_elements([value], None if timestamp is None else [timestamp], input)
 
-    def process_elements(self, values: list, timestamps: list[int] | None = None, input: int = 0) -> "OperatorHarness":
+    def process_elements(self, values: list, timestamps: list[int] | None = None, input: int = 0) -> OperatorHarness:
         """One buffer of records (on input 1 or 2 of a two-input operator)."""
         self.operator.input(input).process_batch(RecordBatch(list(values), None if timestamps is None
                                                              else list(timestamps)))
         return self
 
-    def process_element1(self, value: Any, timestamp: int | None = None) -> "OperatorHarness":
+    def process_element1(self, value: Any, timestamp: int | None = None) -> OperatorHarness:
         """Feed one record to the first input of a two-input operator.
 
         Args:
@@ -242,7 +243,7 @@ class OperatorHarness:
         """
         return self.process_element(value, timestamp, input=1)
 
-    def process_element2(self, value: Any, timestamp: int | None = None) -> "OperatorHarness":
+    def process_element2(self, value: Any, timestamp: int | None = None) -> OperatorHarness:
         """Feed one record to the second input of a two-input operator.
 
         Args:
@@ -254,7 +255,7 @@ class OperatorHarness:
         """
         return self.process_element(value, timestamp, input=2)
 
-    def process_watermark(self, timestamp: int, input: int = 0) -> "OperatorHarness":
+    def process_watermark(self, timestamp: int, input: int = 0) -> OperatorHarness:
         """Feed a watermark: event-time timers and windows up to it fire.
 
         Args:
@@ -267,7 +268,7 @@ class OperatorHarness:
         self.operator.input(input).process_watermark(Watermark(timestamp))
         return self
 
-    def process_final_watermark(self, input: int = 0) -> "OperatorHarness":
+    def process_final_watermark(self, input: int = 0) -> OperatorHarness:
         """Feed the final watermark (end of event time): every event-time timer and window fires.
 
         Args:
@@ -278,7 +279,7 @@ class OperatorHarness:
         """
         return self.process_watermark(MAX_WATERMARK, input)
 
-    def process_watermark_status(self, idle: bool, input: int = 0) -> "OperatorHarness":
+    def process_watermark_status(self, idle: bool, input: int = 0) -> OperatorHarness:
         """Mark an input idle or active again.
 
         Args:
@@ -291,12 +292,12 @@ class OperatorHarness:
         self.operator.input(input).process_status(WatermarkStatus(idle=idle))
         return self
 
-    def set_processing_time(self, now: int) -> "OperatorHarness":
+    def set_processing_time(self, now: int) -> OperatorHarness:
         """Move the processing-time clock to `now`, firing every timer due by then."""
         self.processing_time.advance_to(now)
         return self
 
-    def advance_processing_time(self, millis: int) -> "OperatorHarness":
+    def advance_processing_time(self, millis: int) -> OperatorHarness:
         """Move the manual processing-time clock forward, firing the processing-time timers it passes, in order.
 
         Args:
@@ -307,14 +308,14 @@ class OperatorHarness:
         """
         return self.set_processing_time(self.clock() + millis)
 
-    def run_mails(self) -> "OperatorHarness":
+    def run_mails(self) -> OperatorHarness:
         """Run what other threads of the operator handed back so far (mails: callbacks due now), without moving
         the clock."""
         self.processing_time.advance_to(self.clock())
         return self
 
-    def run_mails_until(self, condition: Callable[["OperatorHarness"], bool], timeout: float = 10.0,
-                        what: str = "the condition") -> "OperatorHarness":
+    def run_mails_until(self, condition: Callable[[OperatorHarness], bool], timeout: float = 10.0,
+                        what: str = "the condition") -> OperatorHarness:
         """Run mails as they arrive until `condition(harness)` holds; AssertionError naming `what` after
         `timeout` seconds. For operators whose results come from another thread (async I/O)."""
         deadline = time.monotonic() + timeout
@@ -402,7 +403,7 @@ class OperatorHarness:
         return OperatorSubtaskSnapshot(checkpoint_id, self.info.subtask_index, self.info.parallelism,
                                        self.info.max_parallelism, states.get(HARNESS_OPERATOR_ID))
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> "OperatorHarness":
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> OperatorHarness:
         """Tell the operator a checkpoint completed (two-phase-commit sinks commit here).
 
         Args:
@@ -414,7 +415,7 @@ class OperatorHarness:
         self.operator.notify_checkpoint_complete(checkpoint_id)
         return self
 
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> "OperatorHarness":
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> OperatorHarness:
         """Tell the operator a checkpoint was aborted.
 
         Args:

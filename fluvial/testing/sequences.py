@@ -82,7 +82,7 @@ class KeySequenceSource(Source[KeySequenceSplit]):
             first += size
         return splits
 
-    def create_reader(self, task_info: Any) -> "KeySequenceReader":
+    def create_reader(self, task_info: Any) -> KeySequenceReader:
         """The reader of one source subtask.
 
         Args:

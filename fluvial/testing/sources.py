@@ -72,7 +72,7 @@ class ScriptedSource(Source[ScriptSplit]):
         """
         return [ScriptSplit("script")]
 
-    def create_reader(self, task_info: Any) -> "ScriptReader":
+    def create_reader(self, task_info: Any) -> ScriptReader:
         """The reader of one source subtask.
 
         Args:

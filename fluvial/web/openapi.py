@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import fluvial
 

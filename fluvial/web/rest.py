@@ -61,8 +61,9 @@ import os
 import pickle
 import threading
 import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -73,19 +74,19 @@ from starlette.staticfiles import StaticFiles
 
 from fluvial.cluster.job_details_json import details_to_json
 from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.cluster.session.rest_client import JOB_GRAPH_MEDIA_TYPE
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
 from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
-from fluvial.web.openapi import openapi_document
 from fluvial.web.dispatcher_view import DispatcherView
+from fluvial.web.openapi import openapi_document
 from fluvial.web.pages import page_routes
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
-JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
 COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
 

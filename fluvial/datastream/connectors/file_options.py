@@ -24,12 +24,12 @@ class FileEnumeratorProvider(enum.Enum):
     BLOCK_SPLITTING = "block-splitting"
 
     @staticmethod
-    def default_splitting_file_enumerator() -> "FileEnumeratorProvider":
+    def default_splitting_file_enumerator() -> FileEnumeratorProvider:
         """Split files into blocks where the format allows it."""
         return FileEnumeratorProvider.BLOCK_SPLITTING
 
     @staticmethod
-    def default_non_splitting_file_enumerator() -> "FileEnumeratorProvider":
+    def default_non_splitting_file_enumerator() -> FileEnumeratorProvider:
         """One split per file."""
         return FileEnumeratorProvider.NON_SPLITTING
 
@@ -48,7 +48,7 @@ class FileSplitAssignerProvider(enum.Enum):
     LOCALITY_AWARE = "locality-aware"
 
     @staticmethod
-    def locality_aware_split_assigner() -> "FileSplitAssignerProvider":
+    def locality_aware_split_assigner() -> FileSplitAssignerProvider:
         """Prefer splits stored near the reader (on a local disk: any)."""
         return FileSplitAssignerProvider.LOCALITY_AWARE
 
@@ -66,7 +66,7 @@ class FileCompactor:
     delimiter: bytes | None = None
 
     @staticmethod
-    def concat_file_compactor(file_delimiter: bytes | None = None) -> "FileCompactor":
+    def concat_file_compactor(file_delimiter: bytes | None = None) -> FileCompactor:
         """A compactor that concatenates files.
 
         Args:
@@ -78,7 +78,7 @@ class FileCompactor:
         return FileCompactor("concat", file_delimiter)
 
     @staticmethod
-    def identical_file_compactor() -> "FileCompactor":
+    def identical_file_compactor() -> FileCompactor:
         """A compactor that copies files as they are."""
         return FileCompactor("identical")
 
@@ -91,7 +91,7 @@ class FileCompactStrategy:
     num_compact_threads: int = 1
 
     @staticmethod
-    def builder() -> "FileCompactStrategyBuilder":
+    def builder() -> FileCompactStrategyBuilder:
         """A builder of the strategy."""
         return FileCompactStrategyBuilder()
 
@@ -102,15 +102,15 @@ class FileCompactStrategyBuilder:
         self._checkpoints = 1
         self._threads = 1
 
-    def enable_compaction_on_checkpoint(self, num_checkpoints_before_compaction: int) -> "FileCompactStrategyBuilder":
+    def enable_compaction_on_checkpoint(self, num_checkpoints_before_compaction: int) -> FileCompactStrategyBuilder:
         self._checkpoints = num_checkpoints_before_compaction
         return self
 
-    def set_size_threshold(self, size_threshold: int) -> "FileCompactStrategyBuilder":
+    def set_size_threshold(self, size_threshold: int) -> FileCompactStrategyBuilder:
         self._size = size_threshold
         return self
 
-    def set_num_compact_threads(self, num_compact_threads: int) -> "FileCompactStrategyBuilder":
+    def set_num_compact_threads(self, num_compact_threads: int) -> FileCompactStrategyBuilder:
         self._threads = num_compact_threads
         return self
 

@@ -30,22 +30,23 @@ Sink contract details (beyond `sink.py`):
 from __future__ import annotations
 
 import abc
-import dataclasses
 import bisect
+import dataclasses
 import functools
 import hashlib
 import itertools
 import os
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO, Callable, ClassVar
+from typing import Any, BinaryIO, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fluvial.common.encoder import Encoder
-from fluvial.common.serialization import BulkWriter, BulkWriterFactory
 from fluvial.common.errors import InvalidJobError, ResourceError
+from fluvial.common.serialization import BulkWriter, BulkWriterFactory
 from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import MIN_WATERMARK, Duration, current_millis, to_millis
 from fluvial.datastream.connectors import file_systems as fsys
@@ -81,7 +82,7 @@ class OutputFileConfig:
         return self.part_suffix
 
     @staticmethod
-    def builder() -> "OutputFileConfigBuilder":
+    def builder() -> OutputFileConfigBuilder:
         """A builder of part-file names (`with_part_prefix`, `with_part_suffix`)."""
         return OutputFileConfigBuilder()
 
@@ -91,11 +92,11 @@ class OutputFileConfigBuilder:
         self._prefix: str | None = None
         self._suffix = ""
 
-    def with_part_prefix(self, prefix: str) -> "OutputFileConfigBuilder":
+    def with_part_prefix(self, prefix: str) -> OutputFileConfigBuilder:
         self._prefix = prefix
         return self
 
-    def with_part_suffix(self, suffix: str) -> "OutputFileConfigBuilder":
+    def with_part_suffix(self, suffix: str) -> OutputFileConfigBuilder:
         self._suffix = suffix
         return self
 
@@ -134,12 +135,12 @@ class RollingPolicy:
         part_size: int = 128 * 1024 * 1024,
         rollover_interval: Duration | int = 60_000,
         inactivity_interval: Duration | int = 60_000,
-    ) -> "RollingPolicy":
+    ) -> RollingPolicy:
         """Roll when a part reaches `part_size` bytes, is `rollover_interval` ms old, or idle that long."""
         return RollingPolicy(part_size, to_millis(rollover_interval), to_millis(inactivity_interval))
 
     @staticmethod
-    def on_checkpoint_rolling_policy() -> "RollingPolicy":
+    def on_checkpoint_rolling_policy() -> RollingPolicy:
         """Roll only at checkpoints (and end of input)."""
         return RollingPolicy()
 
@@ -195,14 +196,14 @@ class BucketAssigner(abc.ABC):
         """
 
     @staticmethod
-    def base_path_bucket_assigner() -> "BasePathBucketAssigner":
+    def base_path_bucket_assigner() -> BasePathBucketAssigner:
         """Write every record into the base path itself (one bucket)."""
         return BasePathBucketAssigner()
 
     @staticmethod
     def date_time_bucket_assigner(
         format_str: str = "yyyy-MM-dd--HH", timezone_id: str | None = None
-    ) -> "DateTimeBucketAssigner":
+    ) -> DateTimeBucketAssigner:
         """One bucket (subdirectory) per period of processing time.
 
         Args:
@@ -304,7 +305,7 @@ class FileSink(Sink):
     bulk_writer_factory: BulkWriterFactory | None = None
 
     @staticmethod
-    def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> "RowFormatBuilder":
+    def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> RowFormatBuilder:
         """A FileSink writing each record with an Encoder (a line per record, for instance).
 
         Args:
@@ -324,7 +325,7 @@ class FileSink(Sink):
         return RowFormatBuilder(base_path, encoder)
 
     @staticmethod
-    def for_bulk_format(base_path: str | os.PathLike, writer_factory: BulkWriterFactory) -> "BulkFormatBuilder":
+    def for_bulk_format(base_path: str | os.PathLike, writer_factory: BulkWriterFactory) -> BulkFormatBuilder:
         """Part files written whole by a BulkWriter (Parquet, ORC, Avro, CSV); they roll on every checkpoint."""
         if not isinstance(writer_factory, BulkWriterFactory):
             raise InvalidJobError(
@@ -332,7 +333,7 @@ class FileSink(Sink):
                 f"{writer_factory!r}")
         return BulkFormatBuilder(base_path, writer_factory)
 
-    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> "FileSinkWriter":
+    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> FileSinkWriter:
         """The writer of one sink subtask, restored from its checkpointed state.
 
         Args:
@@ -358,7 +359,7 @@ class FileSink(Sink):
                     f"job may still commit them"
                 ) from None
 
-    def with_input_type(self, type_info: Any) -> "FileSink":
+    def with_input_type(self, type_info: Any) -> FileSink:
         """This sink for records of `type_info`: its encoder writes them as PyFlink's does (sink_to calls it)."""
         if self.encoder is None:
             return self
@@ -388,28 +389,28 @@ class RowFormatBuilder:
         self._config = OutputFileConfig(part_suffix=suffix)
         self._check_interval = 60_000
 
-    def enable_compact(self, strategy: Any, compactor: Any) -> "RowFormatBuilder":
+    def enable_compact(self, strategy: Any, compactor: Any) -> RowFormatBuilder:
         from fluvial.datastream.connectors.file_options import refuse_compaction
 
         refuse_compaction()
         return self
 
-    def disable_compact(self) -> "RowFormatBuilder":
+    def disable_compact(self) -> RowFormatBuilder:
         return self
 
-    def with_bucket_check_interval(self, interval: Duration | int) -> "RowFormatBuilder":
+    def with_bucket_check_interval(self, interval: Duration | int) -> RowFormatBuilder:
         self._check_interval = to_millis(interval)
         return self
 
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "RowFormatBuilder":
+    def with_bucket_assigner(self, assigner: BucketAssigner) -> RowFormatBuilder:
         self._assigner = assigner
         return self
 
-    def with_rolling_policy(self, policy: RollingPolicy) -> "RowFormatBuilder":
+    def with_rolling_policy(self, policy: RollingPolicy) -> RowFormatBuilder:
         self._policy = policy
         return self
 
-    def with_output_file_config(self, config: OutputFileConfig) -> "RowFormatBuilder":
+    def with_output_file_config(self, config: OutputFileConfig) -> RowFormatBuilder:
         self._config = config
         return self
 

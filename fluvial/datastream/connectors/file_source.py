@@ -21,8 +21,9 @@ import codecs
 import os
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
@@ -60,7 +61,7 @@ class StreamFormat(abc.ABC):
     """How a file's bytes become records. Picklable; opens a `FormatReader` per file at run time."""
 
     @abc.abstractmethod
-    def open_reader(self, path: str, offset: int) -> "FormatReader":
+    def open_reader(self, path: str, offset: int) -> FormatReader:
         """A reader of one file from a byte offset.
 
         Args:
@@ -72,7 +73,7 @@ class StreamFormat(abc.ABC):
         """
 
     @staticmethod
-    def text_line_format(charset_name: str = "UTF-8") -> "TextLineFormat":
+    def text_line_format(charset_name: str = "UTF-8") -> TextLineFormat:
         """One record per line, decoded with `charset_name` (which must encode "\\n" as one byte)."""
         return TextLineFormat(charset_name)
 
@@ -114,7 +115,7 @@ class TextLineFormat(StreamFormat):
                 f"split at byte offsets; convert the files to UTF-8 or another ASCII-compatible charset"
             )
 
-    def open_reader(self, path: str, offset: int) -> "TextLineReader":
+    def open_reader(self, path: str, offset: int) -> TextLineReader:
         return TextLineReader(path, offset, self.charset_name)
 
 
@@ -221,7 +222,7 @@ class FileSource(Source[Any]):
     discovery_interval_ms: int | None = None
 
     @staticmethod
-    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> FileSourceBuilder:
         """A FileSource reading records one by one with a StreamFormat (e.g. text lines, CSV).
 
         Args:
@@ -243,7 +244,7 @@ class FileSource(Source[Any]):
         return FileSourceBuilder(stream_format, paths)
 
     @staticmethod
-    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> FileSourceBuilder:
         """A FileSource reading files with a BulkFormat (Parquet, ORC, Avro).
 
         Args:
@@ -279,7 +280,7 @@ class FileSource(Source[Any]):
         splits.extend(FileSourceSplit(path, path, 0) for path in files)
         return splits
 
-    def create_reader(self, task_info: TaskInfo) -> "FileSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> FileSourceReader:
         """The reader of one source subtask.
 
         Args:
@@ -309,7 +310,7 @@ class FileSourceBuilder:
         self._paths = tuple(resolve_path(p) for p in paths)
         self._interval: int | None = None
 
-    def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
+    def monitor_continuously(self, discovery_interval: Duration | int) -> FileSourceBuilder:
         """Watch the paths for new files forever (an unbounded source).
 
         Args:
@@ -326,7 +327,7 @@ class FileSourceBuilder:
         self._interval = interval
         return self
 
-    def process_static_file_set(self) -> "FileSourceBuilder":
+    def process_static_file_set(self) -> FileSourceBuilder:
         """Read the files there now and end (a bounded source; the default).
 
         Returns:
@@ -335,14 +336,14 @@ class FileSourceBuilder:
         self._interval = None
         return self
 
-    def set_file_enumerator(self, file_enumerator: Any) -> "FileSourceBuilder":
+    def set_file_enumerator(self, file_enumerator: Any) -> FileSourceBuilder:
         """Only the non-splitting enumerator (files are read whole); see `file_options`."""
         from fluvial.datastream.connectors.file_options import check_enumerator
 
         check_enumerator(file_enumerator)
         return self
 
-    def set_split_assigner(self, split_assigner: Any) -> "FileSourceBuilder":
+    def set_split_assigner(self, split_assigner: Any) -> FileSourceBuilder:
         """The locality-aware assigner: on one machine every split is local (`file_options`)."""
         from fluvial.datastream.connectors.file_options import check_split_assigner
 

@@ -16,8 +16,9 @@ Runtime contract (beyond `source.py`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -57,7 +58,7 @@ class HybridSource(Source[HybridSplit]):
         self.sources = tuple(sources)
 
     @staticmethod
-    def builder(first_source: Any) -> "HybridSourceBuilder":
+    def builder(first_source: Any) -> HybridSourceBuilder:
         """Start a HybridSource with its first source.
 
         Args:
@@ -87,7 +88,7 @@ class HybridSource(Source[HybridSplit]):
                         result.append(HybridSplit(position, None))  # a hole, so later splits keep their subtask
         return result
 
-    def create_reader(self, task_info: TaskInfo) -> "HybridSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> HybridSourceReader:
         """The reader of one source subtask.
 
         Args:
@@ -117,7 +118,7 @@ class HybridSourceBuilder:
     def __init__(self, first_source: Any) -> None:
         self._sources = [_check_source(first_source)]
 
-    def add_source(self, source: Any) -> "HybridSourceBuilder":
+    def add_source(self, source: Any) -> HybridSourceBuilder:
         """Read `source` after the ones added before (all but the last must be bounded).
 
         Args:

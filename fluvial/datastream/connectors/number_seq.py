@@ -7,8 +7,8 @@ starts from, so `poll` must stay free of per-record Python work.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo

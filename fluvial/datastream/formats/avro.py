@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.io import InputFormat
@@ -50,7 +51,7 @@ class AvroSchema:
         self._json = json.dumps(document)
 
     @staticmethod
-    def parse_string(json_schema: str) -> "AvroSchema":
+    def parse_string(json_schema: str) -> AvroSchema:
         """An Avro schema from its JSON text.
 
         Args:
@@ -65,7 +66,7 @@ class AvroSchema:
         return AvroSchema(json_schema)
 
     @staticmethod
-    def parse_file(file_path: str) -> "AvroSchema":
+    def parse_file(file_path: str) -> AvroSchema:
         """An Avro schema from a `.avsc` file.
 
         Args:

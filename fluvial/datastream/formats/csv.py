@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import _create_row
@@ -125,7 +126,7 @@ class CsvSchema:
     any_property_name: str | None = None
 
     @staticmethod
-    def builder() -> "CsvSchemaBuilder":
+    def builder() -> CsvSchemaBuilder:
         """A builder of a CSV schema.
 
         Returns:
@@ -150,7 +151,7 @@ class CsvSchema:
         return len(self.columns)
 
     def __str__(self) -> str:
-        return "CsvSchema(%s)" % ", ".join(f"{c.name}: {c.type_info!r}" for c in self.columns)
+        return "CsvSchema(" + ", ".join(f"{c.name}: {c.type_info!r}" for c in self.columns) + ")"
 
     # -- reading and writing rows (shared by the file formats and the row schemas) ---------------------------
 
@@ -247,11 +248,11 @@ class CsvSchemaBuilder:
     def __init__(self) -> None:
         self._schema = CsvSchema()
 
-    def _set(self, **changes: Any) -> "CsvSchemaBuilder":
+    def _set(self, **changes: Any) -> CsvSchemaBuilder:
         self._schema = replace(self._schema, **changes)
         return self
 
-    def _add(self, column: _Column) -> "CsvSchemaBuilder":
+    def _add(self, column: _Column) -> CsvSchemaBuilder:
         if any(c.name == column.name for c in self._schema.columns):
             raise InvalidJobError(f"CSV schema has two columns named {column.name!r}")
         return self._set(columns=self._schema.columns + (column,))
@@ -268,7 +269,7 @@ class CsvSchemaBuilder:
         _scalar_parser(element, name)
         return self._add(_Column(name, Types.OBJECT_ARRAY(element), separator))
 
-    def add_boolean_column(self, name: str) -> "CsvSchemaBuilder":
+    def add_boolean_column(self, name: str) -> CsvSchemaBuilder:
         """Append a boolean column.
 
         Args:
@@ -279,7 +280,7 @@ class CsvSchemaBuilder:
         """
         return self._add(_Column(name, Types.BOOLEAN()))
 
-    def add_number_column(self, name: str, number_type: TypeInformation | None = None) -> "CsvSchemaBuilder":
+    def add_number_column(self, name: str, number_type: TypeInformation | None = None) -> CsvSchemaBuilder:
         """Append a number column.
 
         Args:
@@ -296,7 +297,7 @@ class CsvSchemaBuilder:
             raise InvalidJobError(f"add_number_column takes a numeric type (e.g. Types.INT()), got {number!r}")
         return self._add(_Column(name, number))
 
-    def add_string_column(self, name: str) -> "CsvSchemaBuilder":
+    def add_string_column(self, name: str) -> CsvSchemaBuilder:
         """Append a string column.
 
         Args:
@@ -307,7 +308,7 @@ class CsvSchemaBuilder:
         """
         return self._add(_Column(name, Types.STRING()))
 
-    def add_columns_from(self, schema: CsvSchema) -> "CsvSchemaBuilder":
+    def add_columns_from(self, schema: CsvSchema) -> CsvSchemaBuilder:
         """Append every column of another schema.
 
         Args:
@@ -320,7 +321,7 @@ class CsvSchemaBuilder:
             self._add(column)
         return self
 
-    def clear_columns(self) -> "CsvSchemaBuilder":
+    def clear_columns(self) -> CsvSchemaBuilder:
         """Remove every column added so far.
 
         Returns:
@@ -328,7 +329,7 @@ class CsvSchemaBuilder:
         """
         return self._set(columns=())
 
-    def set_allow_comments(self, allow: bool = True) -> "CsvSchemaBuilder":
+    def set_allow_comments(self, allow: bool = True) -> CsvSchemaBuilder:
         """Set whether lines starting with `#` are skipped.
 
         Args:
@@ -339,7 +340,7 @@ class CsvSchemaBuilder:
         """
         return self._set(allow_comments=bool(allow))
 
-    def set_any_property_name(self, name: str) -> "CsvSchemaBuilder":
+    def set_any_property_name(self, name: str) -> CsvSchemaBuilder:
         """Set the name of the column collecting extra fields.
 
         Args:
@@ -352,7 +353,7 @@ class CsvSchemaBuilder:
 
         raise NotYetSupportedError("CSV 'any property' columns are not supported yet; declare every column")
 
-    def disable_array_element_separator(self) -> "CsvSchemaBuilder":
+    def disable_array_element_separator(self) -> CsvSchemaBuilder:
         """Turn off splitting array columns.
 
         Returns:
@@ -360,7 +361,7 @@ class CsvSchemaBuilder:
         """
         return self._set(array_element_separator="")
 
-    def remove_array_element_separator(self, index: int) -> "CsvSchemaBuilder":
+    def remove_array_element_separator(self, index: int) -> CsvSchemaBuilder:
         """Set no separator for the array column at `index`.
 
         Args:
@@ -373,7 +374,7 @@ class CsvSchemaBuilder:
         columns[index] = replace(columns[index], array_separator=None)
         return self._set(columns=tuple(columns))
 
-    def set_array_element_separator(self, separator: str) -> "CsvSchemaBuilder":
+    def set_array_element_separator(self, separator: str) -> CsvSchemaBuilder:
         """Set the separator of array columns' elements (default `;`).
 
         Args:
@@ -384,7 +385,7 @@ class CsvSchemaBuilder:
         """
         return self._set(array_element_separator=separator)
 
-    def set_column_separator(self, char: str) -> "CsvSchemaBuilder":
+    def set_column_separator(self, char: str) -> CsvSchemaBuilder:
         """Set the character between columns (default `,`).
 
         Args:
@@ -397,7 +398,7 @@ class CsvSchemaBuilder:
             raise InvalidJobError(f"the column separator is one character, got {char!r}")
         return self._set(column_separator=char)
 
-    def disable_escape_char(self) -> "CsvSchemaBuilder":
+    def disable_escape_char(self) -> CsvSchemaBuilder:
         """Turn off escaping.
 
         Returns:
@@ -405,7 +406,7 @@ class CsvSchemaBuilder:
         """
         return self._set(escape_char=None)
 
-    def set_escape_char(self, char: str) -> "CsvSchemaBuilder":
+    def set_escape_char(self, char: str) -> CsvSchemaBuilder:
         """Set the escape character (none by default).
 
         Args:
@@ -416,7 +417,7 @@ class CsvSchemaBuilder:
         """
         return self._set(escape_char=char)
 
-    def set_line_separator(self, separator: str) -> "CsvSchemaBuilder":
+    def set_line_separator(self, separator: str) -> CsvSchemaBuilder:
         """Set what ends a row when writing (default `\n`).
 
         Args:
@@ -427,7 +428,7 @@ class CsvSchemaBuilder:
         """
         return self._set(line_separator=separator)
 
-    def set_null_value(self, null_value: str) -> "CsvSchemaBuilder":
+    def set_null_value(self, null_value: str) -> CsvSchemaBuilder:
         """Set the text that reads and writes as None.
 
         Args:
@@ -438,7 +439,7 @@ class CsvSchemaBuilder:
         """
         return self._set(null_value=null_value)
 
-    def disable_quote_char(self) -> "CsvSchemaBuilder":
+    def disable_quote_char(self) -> CsvSchemaBuilder:
         """Turn off quoting.
 
         Returns:
@@ -446,7 +447,7 @@ class CsvSchemaBuilder:
         """
         return self._set(quote_char=None)
 
-    def set_quote_char(self, char: str) -> "CsvSchemaBuilder":
+    def set_quote_char(self, char: str) -> CsvSchemaBuilder:
         """Set the quoting character (default `"`).
 
         Args:
@@ -457,7 +458,7 @@ class CsvSchemaBuilder:
         """
         return self._set(quote_char=char)
 
-    def set_skip_first_data_row(self, skip: bool = True) -> "CsvSchemaBuilder":
+    def set_skip_first_data_row(self, skip: bool = True) -> CsvSchemaBuilder:
         """Set whether the first row is skipped (a header).
 
         Args:
@@ -468,7 +469,7 @@ class CsvSchemaBuilder:
         """
         return self._set(skip_first_data_row=bool(skip))
 
-    def set_strict_headers(self, strict: bool = True) -> "CsvSchemaBuilder":
+    def set_strict_headers(self, strict: bool = True) -> CsvSchemaBuilder:
         """Set whether the header must match the schema's columns exactly.
 
         Args:
@@ -479,7 +480,7 @@ class CsvSchemaBuilder:
         """
         return self._set(strict_headers=bool(strict))
 
-    def set_use_header(self, use: bool = True) -> "CsvSchemaBuilder":
+    def set_use_header(self, use: bool = True) -> CsvSchemaBuilder:
         """Set whether the first row names the columns.
 
         Args:
@@ -515,7 +516,7 @@ class CsvReaderFormat(BulkFormat):
     charset: str = "utf-8"
 
     @staticmethod
-    def for_schema(schema: CsvSchema) -> "CsvReaderFormat":
+    def for_schema(schema: CsvSchema) -> CsvReaderFormat:
         """A FileSource format reading CSV files as Rows of `schema`.
 
         Args:
@@ -648,7 +649,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             self._schema = _schema_for(type_info, "CsvRowDeserializationSchema")
             self._ignore = False
 
-        def _set(self, **changes: Any) -> "CsvRowDeserializationSchema.Builder":
+        def _set(self, **changes: Any) -> CsvRowDeserializationSchema.Builder:
             self._schema = replace(self._schema, **changes)
             return self
 
@@ -674,7 +675,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             self._ignore = bool(ignore_parse_errors)
             return self
 
-        def build(self) -> "CsvRowDeserializationSchema":
+        def build(self) -> CsvRowDeserializationSchema:
             return CsvRowDeserializationSchema(self._schema, self._ignore, self._type_info)
 
 
@@ -701,7 +702,7 @@ class CsvRowSerializationSchema(SerializationSchema):
         def __init__(self, type_info: Any) -> None:
             self._schema = _schema_for(type_info, "CsvRowSerializationSchema")
 
-        def _set(self, **changes: Any) -> "CsvRowSerializationSchema.Builder":
+        def _set(self, **changes: Any) -> CsvRowSerializationSchema.Builder:
             self._schema = replace(self._schema, **changes)
             return self
 
@@ -726,5 +727,5 @@ class CsvRowSerializationSchema(SerializationSchema):
         def set_null_literal(self, s: str):
             return self._set(null_value=s)
 
-        def build(self) -> "CsvRowSerializationSchema":
+        def build(self) -> CsvRowSerializationSchema:
             return CsvRowSerializationSchema(self._schema)

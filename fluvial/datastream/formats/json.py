@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import Row, _create_row
@@ -124,7 +125,7 @@ class JsonRowDeserializationSchema(DeserializationSchema):
     ignore_parse_errors: bool = False
 
     @staticmethod
-    def builder() -> "JsonRowDeserializationSchemaBuilder":
+    def builder() -> JsonRowDeserializationSchemaBuilder:
         """A builder of the schema (`type_info`, `fail_on_missing_field`, `ignore_parse_errors`, `build`)."""
         return JsonRowDeserializationSchemaBuilder()
 
@@ -166,22 +167,22 @@ class JsonRowDeserializationSchemaBuilder:
         self._fail_on_missing = False
         self._ignore = False
 
-    def type_info(self, type_info: TypeInformation) -> "JsonRowDeserializationSchemaBuilder":
+    def type_info(self, type_info: TypeInformation) -> JsonRowDeserializationSchemaBuilder:
         self._type_info = row_type_of(type_info, "JsonRowDeserializationSchema")
         return self
 
-    def json_schema(self, json_schema: str) -> "JsonRowDeserializationSchemaBuilder":
+    def json_schema(self, json_schema: str) -> JsonRowDeserializationSchemaBuilder:
         try:
             parsed = json.loads(json_schema)
         except ValueError as error:
             raise InvalidJobError(f"the JSON schema is not JSON: {error}") from None
         return self.type_info(_from_json_schema(parsed))
 
-    def fail_on_missing_field(self) -> "JsonRowDeserializationSchemaBuilder":
+    def fail_on_missing_field(self) -> JsonRowDeserializationSchemaBuilder:
         self._fail_on_missing = True
         return self
 
-    def ignore_parse_errors(self) -> "JsonRowDeserializationSchemaBuilder":
+    def ignore_parse_errors(self) -> JsonRowDeserializationSchemaBuilder:
         self._ignore = True
         return self
 
@@ -199,7 +200,7 @@ class JsonRowSerializationSchema(SerializationSchema):
     type_info: RowTypeInfo
 
     @staticmethod
-    def builder() -> "JsonRowSerializationSchemaBuilder":
+    def builder() -> JsonRowSerializationSchemaBuilder:
         """A builder of the schema."""
         return JsonRowSerializationSchemaBuilder()
 
@@ -222,7 +223,7 @@ class JsonRowSerializationSchemaBuilder:
     def __init__(self) -> None:
         self._type_info: RowTypeInfo | None = None
 
-    def with_type_info(self, type_info: TypeInformation) -> "JsonRowSerializationSchemaBuilder":
+    def with_type_info(self, type_info: TypeInformation) -> JsonRowSerializationSchemaBuilder:
         self._type_info = row_type_of(type_info, "JsonRowSerializationSchema")
         return self
 

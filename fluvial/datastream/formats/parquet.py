@@ -11,8 +11,9 @@ Hadoop here; give any fsspec URL as the path instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.serialization import BulkWriter, BulkWriterFactory

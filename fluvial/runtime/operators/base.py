@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import linecache
 import re
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError, UnreadableStateError
 from fluvial.common.time import MIN_WATERMARK
