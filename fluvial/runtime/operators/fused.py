@@ -63,11 +63,11 @@ class FusedOperator(StreamOperator):
             member.open()  # opens the user function; binds the member's own functions
         tail = self.members[1:] if self._reduce is not None else self.members
         self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in tail]
-        self._run_tail = fused_loop(*(list(column) for column in zip(*self._steps)))
+        steps, functions, names = (list(column) for column in zip(*self._steps))
+        self._run_tail = fused_loop(steps, functions, names)
         self._run = self._run_tail
         reduce = self._reduce
         if reduce is not None and type(reduce._table) is dict:
-            steps, functions, names = (list(column) for column in zip(*self._steps))
             self._run = fused_loop([Step.REDUCE, *steps], [reduce._fn, *functions], [reduce.name, *names],
                                    key=reduce._key, table=reduce._table,
                                    key_name=key_by_name(reduce.spec.key_selector))
