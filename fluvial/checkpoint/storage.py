@@ -51,6 +51,7 @@ from fluvial.checkpoint.metadata import (
 )
 from fluvial.checkpoint.metadata_format import METADATA_FILE_NAME, decode_metadata, encode_metadata
 from fluvial.common.errors import ConfigurationError, ResourceError
+from fluvial.common.file_paths import local_path
 from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, write_private_file
 from fluvial.datastream.checkpoint_storage import (
     CheckpointStorage,
@@ -213,7 +214,7 @@ class _FileLayout:
 
     def __init__(self, base_url: str, job_id: str) -> None:
         try:
-            self.fs, base = fsspec.core.url_to_fs(base_url)
+            self.fs, base = fsspec.core.url_to_fs(local_path(base_url))
         except (ValueError, ImportError) as error:
             raise ResourceError(
                 f"checkpoint directory {base_url!r} cannot be opened ({error}); use a local path, file:///... or "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Generic, Iterable, TypeVar
+from typing import Any, Callable, Generic, Iterable, TypeVar
 
 from fluvial.common.lazy_names import lazy_names
 
@@ -363,6 +363,29 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
 
     @abc.abstractmethod
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]: ...
+
+    # PyFlink's factories (the strategies live in async_retry_strategies, which imports this module).
+    @staticmethod
+    def no_restart() -> "AsyncRetryStrategy":
+        from fluvial.datastream.async_retry_strategies import NO_RETRY_STRATEGY
+
+        return NO_RETRY_STRATEGY
+
+    @staticmethod
+    def fixed_delay(max_attempts: int, backoff_time_millis: int, result_predicate: Callable[[list], bool] | None,
+                    exception_predicate: Callable[[BaseException], bool] | None) -> "AsyncRetryStrategy":
+        from fluvial.datastream.async_retry_strategies import FixedDelayRetryStrategy
+
+        return FixedDelayRetryStrategy(max_attempts, backoff_time_millis, result_predicate, exception_predicate)
+
+    @staticmethod
+    def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
+                            result_predicate: Callable[[list], bool] | None,
+                            exception_predicate: Callable[[BaseException], bool] | None) -> "AsyncRetryStrategy":
+        from fluvial.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy
+
+        return ExponentialBackoffDelayRetryStrategy(max_attempts, initial_delay, max_retry_delay, multiplier,
+                                                    result_predicate, exception_predicate)
 
 
 class AsyncFunctionDescriptor:
