@@ -629,9 +629,9 @@ def _is_bounded(tr: t.Transformation) -> bool:
 def _shaped(elements: list, type_info: Any, operator: str) -> list:
     """The elements as the declared type shapes them (tuples to Rows, ...), once, when the job is built; a
     value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`)."""
-    from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch
+    from fluvial.common.type_conversion import TypeMismatch, describe_mismatch, narrowing_converter_for
 
-    convert = converter_for(type_info)
+    convert = narrowing_converter_for(type_info)  # Java narrows out-of-range ints here, as in PyFlink
     if convert is None:
         return elements
     try:
