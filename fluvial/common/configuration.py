@@ -174,6 +174,10 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("state.checkpoints.num-retained", _parse_positive_int, 1, "retained checkpoints"),
         ConfigOption("execution.checkpointing.mode", _one_of("exactly_once", "at_least_once"), "exactly_once",
                      "checkpointing mode"),
+        ConfigOption("execution.checkpointing.externalized-checkpoint-retention",
+                     _one_of("delete_on_cancellation", "retain_on_cancellation", "no_externalized_checkpoints"),
+                     "no_externalized_checkpoints",
+                     "whether a cancelled job's retained checkpoints are deleted (DELETE_ON_CANCELLATION) or kept"),
         ConfigOption("execution.checkpointing.timeout", _parse_duration_ms, 600_000, "checkpoint timeout"),
         ConfigOption("execution.checkpointing.min-pause", _parse_duration_ms, 0, "pause between checkpoints"),
         ConfigOption("execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1,
@@ -295,9 +299,6 @@ UNSUPPORTED: tuple[UnsupportedOption, ...] = (
     UnsupportedOption("metrics.", "fluvial's metrics take metrics.reporter.prom.port (Prometheus, the one "
                                   "reporter), metrics.reporter.prom.factory.class and "
                                   "metrics.fetcher.update-interval only; remove the key"),
-    UnsupportedOption("execution.checkpointing.externalized-checkpoint-retention",
-                      "fluvial keeps a job's retained checkpoints when the job ends, as RETAIN_ON_CANCELLATION "
-                      "does, and cannot delete them on cancellation yet. Remove the key"),
     UnsupportedOption("execution.checkpointing.unaligned.",
                       "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled, "
                       "execution.checkpointing.unaligned.forced and execution.checkpointing.aligned-checkpoint-timeout "

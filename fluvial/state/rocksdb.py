@@ -224,7 +224,7 @@ class RocksDBKeyedStateBackend:
     only the SST files that are new since the last confirmed checkpoint; when False every checkpoint is full.
     """
 
-    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "_db", "_get",
+    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "profile", "_db", "_get",
                  "_put", "_delete", "_serialize", "_group_prefixes", "_cached_key", "_cached_group", "_cached_bytes",
                  "_ids", "_kinds", "_by_sid", "_next_id", "_handles", "_tables", "_disposed", "_pending", "_base_id",
                  "_base_sst", "_uploads")
