@@ -201,7 +201,6 @@ def test_the_retention_key_refuses_an_unknown_mode():
     configuration.set_string("execution.checkpointing.externalized-checkpoint-retention", "KEEP")
     with pytest.raises(ConfigurationError, match="'KEEP'.*retain_on_cancellation"):
         CheckpointConfig(configuration)
-    assert config.get_externalized_checkpoint_retention() is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
 
 
 def test_fail_on_checkpointing_errors_maps_to_the_tolerance():
