@@ -183,6 +183,12 @@ def _rebuild_rocksdb(incremental: bool, paths: tuple[str, ...], threads: int,
 
 
 def state_backend_from_configuration(configuration: Configuration) -> StateBackend:
-    """The backend named by `state.backend.type` (`hashmap`, the default, or `rocksdb`)."""
+    """The backend named by `state.backend.type` (`hashmap`, the default, or `rocksdb`, with its
+    `state.backend.rocksdb.predefined-options` profile)."""
     kind = configuration.get("state.backend.type")
-    return EmbeddedRocksDBStateBackend() if kind == "rocksdb" else HashMapStateBackend()
+    if kind != "rocksdb":
+        return HashMapStateBackend()
+    backend = EmbeddedRocksDBStateBackend()
+    backend.set_predefined_options(PredefinedOptions[configuration.get("state.backend.rocksdb.predefined-options")
+                                                     .upper()])
+    return backend

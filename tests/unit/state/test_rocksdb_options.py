@@ -71,3 +71,14 @@ def test_storage_paths_are_read_as_flinks_local_file_system_reads_them():
     backend = EmbeddedRocksDBStateBackend()
     backend.set_db_storage_paths("file://var/db_storage_dir1/", "file:///tmp/dir2/", "/tmp/dir3//x/")
     assert backend.get_db_storage_paths() == ["/db_storage_dir1", "/tmp/dir2", "/tmp/dir3/x"]
+
+
+def test_the_flink_key_chooses_the_profile():
+    from fluvial.common.configuration import Configuration
+    from fluvial.datastream.state_backend import state_backend_from_configuration
+
+    configuration = Configuration()
+    configuration.set_string("state.backend.type", "rocksdb")
+    configuration.set_string("state.backend.rocksdb.predefined-options", "SPINNING_DISK_OPTIMIZED_HIGH_MEM")
+    backend = state_backend_from_configuration(configuration)
+    assert backend.get_predefined_options() is PredefinedOptions.SPINNING_DISK_OPTIMIZED_HIGH_MEM
