@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from bench import batch_mode, checkpoints, event_time, heap_checkpoint, pyflink_jobs, spine, startup, threading_model
+from bench import (
+    batch_mode,
+    checkpoints,
+    event_time,
+    heap_checkpoint,
+    keyed_scaling,
+    pyflink_jobs,
+    spine,
+    startup,
+    threading_model,
+)
 
 
 def main() -> int:
@@ -15,6 +25,7 @@ def main() -> int:
     ok &= heap_checkpoint.main([])
     ok &= startup.main()
     ok &= pyflink_jobs.main()
+    ok &= keyed_scaling.main()
     ok &= batch_mode.main()
     return 0 if ok else 1
 

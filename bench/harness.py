@@ -47,6 +47,18 @@ def compare(records: int, fluvial: Callable[[], object], baseline: Callable[[], 
     return Measurement("fluvial", records, best["fluvial"]), Measurement("plain Python", records, best["baseline"])
 
 
+def compare_many(records: int, runs: dict[str, Callable[[], object]], repeat: int = 5) -> dict[str, Measurement]:
+    """`compare` for any number of contenders, interleaved in the given order, best of `repeat` each."""
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(repeat):
+        for name, run in runs.items():
+            gc.collect()
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: Measurement(name, records, seconds) for name, seconds in best.items()}
+
+
 def report(title: str, fluvial: Measurement, baseline: Measurement, target: float,
            labels: tuple[str, str] = ("fluvial", "plain Python")) -> bool:
     ratio = fluvial.rate / baseline.rate

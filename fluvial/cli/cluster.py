@@ -57,9 +57,9 @@ cluster_app = typer.Typer(name="cluster", help="Start or stop a session cluster 
 
 @cluster_app.command()
 def start(
-    taskmanagers: Annotated[int, typer.Option("--taskmanagers", min=1, help="TaskManager processes.")] = 1,
-    slots: Annotated[int | None, typer.Option("--slots", min=1, help="Slots per TaskManager (default: one per "
-                                                                     "core).")] = None,
+    taskmanagers: Annotated[int | None, typer.Option("--taskmanagers", min=1, help="TaskManager processes (default: "
+                                                                                  "one per core).")] = None,
+    slots: Annotated[int, typer.Option("--slots", min=1, help="Slots per TaskManager.")] = 1,
     port: Annotated[int, typer.Option("--port", min=0, max=65535,
                                       help="REST port (0: any free port).")] = DEFAULT_PORT,
     bind: Annotated[str, typer.Option("--bind", metavar="HOST",
@@ -74,7 +74,8 @@ def start(
     except FluvialError as problem:
         fail_usage(str(problem))
     _refuse_if_running()
-    spec = SessionClusterSpec(taskmanagers, slots or os.cpu_count() or 1, port, bind, configuration)
+    taskmanagers = taskmanagers or os.cpu_count() or 1
+    spec = SessionClusterSpec(taskmanagers, slots, port, bind, configuration)
     if foreground:
         from fluvial.cluster.session.jobmanager import run
 

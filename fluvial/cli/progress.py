@@ -3,7 +3,8 @@
 On a terminal: a live table (rich) per job — its state, how long it has run, its checkpoints, and each vertex
 with its state and the records it read and wrote — redrawn at every poll of the cluster, left on the screen when
 the job ends. Anywhere else (a pipe, a file, CI): one plain line whenever a job changes state, and a last line
-with its figures when it ends.
+with its figures when it ends. A job that waits for task slots says what it waits on (in its table's title, or
+in a line every few seconds).
 
 One ConsoleProgress serves every job of a run (rich allows one live display at a time); it is the
 ProgressListener of each job's RemoteJobClient and is called on their watcher threads.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import datetime
 import sys
 import threading
+import time
 from typing import IO, Any
 
 from rich.console import Console, Group
@@ -21,7 +23,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from fluvial.cluster.session.remote_job_client import JobProgress
+from fluvial.cluster.session.remote_job_client import WAIT_REPORT_SECONDS, JobProgress
 
 STATE_STYLES = {"RUNNING": "green", "FINISHED": "bold green", "FAILED": "bold red", "FAILING": "red",
                 "CANCELED": "yellow", "CANCELLING": "yellow", "RESTARTING": "magenta", "CREATED": "cyan"}
@@ -37,6 +39,7 @@ class ConsoleProgress:
         self._jobs: dict[str, JobProgress] = {}  # the latest figures of each job, in the order they started
         self._ended: set[str] = set()
         self._live: Live | None = None
+        self._wait_lines: dict[str, float] = {}  # job -> when its last "waiting for slots" line was written
 
     # -- ProgressListener ----------------------------------------------------------------------------------------
 
@@ -46,6 +49,11 @@ class ConsoleProgress:
             self._jobs[progress.job_id] = progress
             if self._live_mode:
                 self._redraw()
+            elif progress.waiting_for_slots:
+                last = self._wait_lines.get(progress.job_id)
+                if last is None or time.monotonic() - last >= WAIT_REPORT_SECONDS:
+                    self._wait_lines[progress.job_id] = time.monotonic()
+                    self._line(progress, f"is {progress.state}, {progress.waiting_for_slots}")
             elif previous is None or previous.state != progress.state:
                 self._line(progress, f"is {progress.state}")
 
@@ -86,7 +94,7 @@ def _job_table(progress: JobProgress) -> Table:
     title = Text.assemble(f"{progress.name} ", (progress.job_id, "dim"), "  ", state,
                           f"  {_duration(progress.duration_ms)}  checkpoints: {progress.checkpoints_completed} "
                           f"completed, {progress.checkpoints_failed} failed, {progress.checkpoints_in_progress} in "
-                          "progress")
+                          "progress", *((f"\n{progress.waiting_for_slots}",) if progress.waiting_for_slots else ()))
     table = Table(title=title, title_justify="left", expand=False)
     table.add_column("vertex")
     table.add_column("parallelism", justify="right")

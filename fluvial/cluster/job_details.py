@@ -90,6 +90,26 @@ class CheckpointDetails:
         return max(0, self.triggered - self.completed - self.failed)
 
 
+@dataclass(frozen=True, slots=True)
+class SlotWait:
+    """What a session cluster's job that waits for task slots waits on (fluvial's addition to Flink's job
+    details, so the client and the dashboard can say why a job stays CREATED)."""
+
+    needed: int  # slots the job needs
+    free: int  # slots free now
+    total: int  # slots of the cluster
+    jobs_ahead: int  # jobs waiting before it
+    since: int  # wall-clock ms it started waiting
+    timeout_ms: int  # its slot.request.timeout
+
+    def describe(self, now: int) -> str:
+        ahead = f", {self.jobs_ahead} job{'s' if self.jobs_ahead != 1 else ''} waiting before it" \
+            if self.jobs_ahead else ""
+        return (f"waiting for {self.needed} task slot{'s' if self.needed != 1 else ''} ({self.free} of the "
+                f"cluster's {self.total} free{ahead}) for {max(0, now - self.since) / 1000:.0f} s of its "
+                f"slot.request.timeout ({self.timeout_ms / 1000:.0f} s)")
+
+
 @dataclass(slots=True)
 class JobDetails:
     job_id: str
@@ -106,6 +126,7 @@ class JobDetails:
     failures: int = 0  # every failure seen, restarted from or not
     last_failure: FailureInfo | None = None  # the latest failure, whether the job restarted from it or not
     execution_config: dict[str, Any] = field(default_factory=dict)  # Flink's GET /jobs/:jobid/config "execution-config"
+    waiting_for_slots: SlotWait | None = None  # a session cluster's job that waits for task slots
 
     @property
     def start_time(self) -> int:

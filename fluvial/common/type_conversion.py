@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from fluvial.common.row import Row, RowKind
 from fluvial.common.typeinfo import (
@@ -42,7 +43,8 @@ from fluvial.common.typeinfo import (
     TypeInformation,
 )
 
-__all__ = ["TypeMismatch", "converter_for", "describe_mismatch", "narrowing_converter_for"]
+__all__ = ["TypeMismatch", "converter_for", "describe_mismatch", "fits_expression", "java_narrowing",
+           "narrowing_converter_for"]
 
 Converter = Callable[[Any], Any]
 
@@ -56,12 +58,14 @@ class TypeMismatch(Exception):
 
 
 def describe_mismatch(error: TypeMismatch, operator: str, declared: TypeInformation) -> str:
-    where = f"field {error.path}" if error.path else "the value"
+    """One sentence naming the operator, the field, the value, what the field takes and the fix."""
+    what = f"a record whose field {error.path} does not" if error.path else "a value that does not"
     shown = repr(error.value)
     shown = shown if len(shown) <= 120 else shown[:117] + "..."
-    return (f"'{operator}' produced a record whose {where} does not fit its declared type {declared!r}: "
-            f"{shown} is not a {error.type_info!r} ({error.reason}); fix the function's result or its "
-            "output_type / type_info")
+    expected = repr(error.type_info)
+    article = "an" if expected[:1] in "AEIOU" else "a"
+    return (f"'{operator}' produced {what} fit its declared type {declared!r}: {shown} is not {article} "
+            f"{expected} ({error.reason}); fix the function's result or its output_type / type_info")
 
 
 def converter_for(type_info: Any, path: str = "") -> Converter | None:
@@ -74,13 +78,49 @@ def converter_for(type_info: Any, path: str = "") -> Converter | None:
     return None  # a type PyFlink keeps as any Python value (user-defined, Avro records, ...)
 
 
-def narrowing_converter_for(type_info: Any) -> Converter | None:
-    """`converter_for`, except that ints outside their declared range wrap around as Java narrows them."""
+@contextmanager
+def java_narrowing() -> Iterator[None]:
+    """Converters built inside wrap ints outside their declared range around, as Java narrows them."""
     token = _NARROWING.set(True)
     try:
-        return converter_for(type_info)
+        yield
     finally:
         _NARROWING.reset(token)
+
+
+def narrowing_converter_for(type_info: Any) -> Converter | None:
+    """`converter_for`, except that ints outside their declared range wrap around as Java narrows them."""
+    with java_narrowing():
+        return converter_for(type_info)
+
+
+def fits_expression(type_info: Any, name: str = "v") -> str | None:
+    """A Python expression over the variable `name` that is true exactly when the value fits `type_info` and
+    its converter would hand it on unchanged; None when the type has no such test because it reshapes values
+    (ROW to Row, FLOAT to 32 bits, DOUBLE from int, ...). The types with a test — integers, STRING, BOOLEAN,
+    CHAR, BIG_INT and TUPLEs of them — are the ones checked where PyFlink serializes them (a network edge, a
+    sink), in one generated loop per buffer (`fluvial.common.type_checks`); a value the test refuses goes
+    through the converter, which turns a list into a tuple or raises the TypeMismatch."""
+    if type_info is None or converter_for(type_info) is None:
+        return "True"
+    if isinstance(type_info, TupleTypeInfo):
+        fields = [fits_expression(field, f"{name}[{index}]") for index, field in enumerate(type_info.get_field_types())]
+        if any(field is None for field in fields):
+            return None
+        checks = [f"({field})" for field in fields if field != "True"]
+        return " and ".join([f"type({name}) is tuple", f"len({name}) == {len(fields)}", *checks])
+    if not isinstance(type_info, BasicTypeInfo):
+        return None
+    basic = type_info.basic_type
+    if basic in _INT_BITS:
+        bits = _INT_BITS[basic]
+        return f"type({name}) is int and {-(1 << (bits - 1))} <= {name} <= {(1 << (bits - 1)) - 1}"
+    exact = {BasicType.STRING: "str", BasicType.BOOLEAN: "bool", BasicType.BIG_INT: "int"}.get(basic)
+    if exact is not None:
+        return f"type({name}) is {exact}"
+    if basic is BasicType.CHAR:
+        return f"type({name}) is str and len({name}) == 1"
+    return None
 
 
 # --- basic types -----------------------------------------------------------------------------------------

@@ -43,6 +43,9 @@ context_configuration: contextvars.ContextVar[Configuration | None] = contextvar
 )
 
 
+SESSION_CLUSTER_PARALLELISM = 1  # parallelism.default of a session cluster (Flink's flink-conf.yaml default)
+
+
 class StreamExecutionEnvironment:
     _default_local_parallelism: int | None = None  # Flink's static default for local environments
 
@@ -99,7 +102,15 @@ class StreamExecutionEnvironment:
         return self
 
     def get_parallelism(self) -> int:
-        return self._config.get_parallelism() or self.get_default_local_parallelism()
+        """The job's default parallelism: set here, by `parallelism.default` (`-p`), else 1 on a session cluster
+        (its `parallelism.default`, as in Flink's, so one job does not take every slot) and the number of cores
+        in a local one."""
+        explicit = self._config.get_parallelism()
+        if explicit:
+            return explicit
+        if self._configuration.get("execution.target") == "remote":
+            return SESSION_CLUSTER_PARALLELISM
+        return self.get_default_local_parallelism()
 
     @staticmethod
     def get_default_local_parallelism() -> int:
@@ -628,10 +639,17 @@ def _is_bounded(tr: t.Transformation) -> bool:
 
 def _shaped(elements: list, type_info: Any, operator: str) -> list:
     """The elements as the declared type shapes them (tuples to Rows, ...), once, when the job is built; a
-    value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`)."""
-    from fluvial.common.type_conversion import TypeMismatch, describe_mismatch, narrowing_converter_for
+    value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`).
+    Types that only check are checked in one generated loop (`fluvial.common.type_checks`). An int outside its
+    declared range wraps around, as PyFlink's Java side narrows it."""
+    from fluvial.common.type_checks import batch_checker
+    from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, java_narrowing
 
-    convert = narrowing_converter_for(type_info)  # Java narrows out-of-range ints here, as in PyFlink
+    with java_narrowing():
+        check = batch_checker(type_info, operator)
+        convert = converter_for(type_info)
+    if check is not None:
+        return check(elements if isinstance(elements, list) else list(elements))
     if convert is None:
         return elements
     try:

@@ -45,6 +45,7 @@ class StreamNode:
     uid: str | None = None
     description: str | None = None
     output_type: Any = None
+    output_type_origin: str | None = None  # the operator that made values of that type (misfits name it)
     in_edges: list[StreamEdge] = field(default_factory=list)
     out_edges: list[StreamEdge] = field(default_factory=list)
 

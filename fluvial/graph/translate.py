@@ -79,11 +79,23 @@ class _Translator:
             uid=tr.uid,
             description=tr.description,
             output_type=tr.output_type,
+            output_type_origin=self._output_type_origin(tr, inputs),
         )
         self.nodes[tr.id] = node
         for type_number, refs in inputs:
             for ref in refs:
                 self._connect(ref, node, type_number)
+
+    def _output_type_origin(self, tr: t.Transformation, inputs: list[tuple[int, list[UpstreamRef]]]) -> str:
+        """The operator that made the values of `tr`'s declared type: `tr` itself, unless it only hands on its
+        one input's values under that input's type (a filter, a timestamp assigner) — then whoever made those."""
+        operator = getattr(tr, "operator", None)
+        refs = [ref for _, input_refs in inputs for ref in input_refs]
+        if isinstance(operator, _PASS_THROUGH) and len(refs) == 1:
+            upstream = self.nodes[refs[0].node_id]
+            if upstream.output_type is tr.output_type and tr.output_type is not None:
+                return upstream.output_type_origin or upstream.name
+        return tr.name
 
     def _slot_sharing_group(self, tr: t.Transformation, inputs: list[tuple[int, list[UpstreamRef]]]) -> str:
         """Explicit group wins; else the inputs' group when they all share one; else "default" (DESIGN 2.2)."""
@@ -104,6 +116,10 @@ class _Translator:
         edge = StreamEdge(source.id, target.id, type_number, partitioner, ref.exchange_mode, ref.output_tag, unique_id)
         source.out_edges.append(edge)
         target.in_edges.append(edge)
+
+
+# operators whose output values are their input's, unchanged (so is their type: `DataStream.get_type()`)
+_PASS_THROUGH = (t.FilterSpec, t.TimestampsAndWatermarksSpec)
 
 
 def _typed_inputs(tr: t.Transformation) -> list[tuple[int, int]]:

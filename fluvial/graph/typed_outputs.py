@@ -5,6 +5,12 @@ function wrapped once here, in the plan: the wrapper converts what the function 
 `Types.ROW_NAMED`, a 32-bit float for `Types.FLOAT`, ...) and turns a value that does not fit into an error
 naming the operator and the field. Untyped operators are left untouched, so they pay nothing.
 
+Types that only check (LONG, STRING, TUPLE of such, ...: `fluvial.common.type_checks`) are not applied here:
+as in PyFlink, where chained Python functions hand each other their values as they are and a declared type
+is applied where the stream is serialized, the chain checks them per buffer where the stream leaves it — a
+network edge or a sink (`fluvial.runtime.chain`). A function that can emit side outputs (process functions,
+window functions) is still wrapped for its tags' types, its main results left to that boundary.
+
 The wrapper is transparent to the runtime: the result methods of the operator's kind are converted, every
 other attribute (`open`, `close`, `on_timer` when absent, `snapshot_state`, ...) is the user function's own,
 and a plain callable stays callable. Values sent to a side output as `(output_tag, value)` are shaped by the
@@ -18,6 +24,7 @@ import enum
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.type_checks import checked_at_boundary
 from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
@@ -47,6 +54,8 @@ _METHODS: dict[type, dict[str, Shape]] = {
     t.AsyncWaitSpec: {"async_invoke": Shape.AWAITED_RECORDS, "timeout": Shape.RECORDS},
 }
 _WINDOW_FUNCTION = {"process": Shape.RECORDS, "apply": Shape.RECORDS}
+# kinds whose results are all main records: a type checked at the boundary leaves them unwrapped
+_MAIN_ONLY = (t.MapSpec, t.FlatMapSpec, t.KeyedReduceSpec, t.CoMapSpec)
 # a plain callable stands for the one method of these kinds
 _CALLABLE_METHODS = frozenset({"map", "flat_map", "reduce", "apply"})
 _SINGLE_ARGUMENT = frozenset({"map", "map1", "map2", "get_result"})
@@ -113,14 +122,16 @@ class TypedFunction:
     """A user function whose results are shaped by a declared type. Holds only picklable, copyable data (the
     function, the shapes, the converters), so per-subtask copies of it are independent like the function's."""
 
-    def __init__(self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any], operator: str,
+    def __init__(self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any] | None, operator: str,
                  declared: Any) -> None:
+        """`convert` None: main records are checked at the chain's boundary, only side outputs are shaped here."""
         self._inner = inner
         self._methods = methods
         self._convert = convert
         self._operator = operator
         self._declared = declared
-        self._records_shape = _RecordsShaper(_checked(convert, operator, declared), operator)
+        self._records_shape = _RecordsShaper(None if convert is None else _checked(convert, operator, declared),
+                                             operator)
 
     def __getstate__(self) -> dict:
         """The converters are built from the declared type, not pickled: they are closures over module state
@@ -129,7 +140,7 @@ class TypedFunction:
                 "_declared": self._declared}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["_inner"], state["_methods"], converter_for(state["_declared"]), state["_operator"],
+        self.__init__(state["_inner"], state["_methods"], _main_converter(state["_declared"]), state["_operator"],
                       state["_declared"])
 
     @property
@@ -154,6 +165,8 @@ class TypedFunction:
                 raise AttributeError(name)
             target = inner
         if shape is Shape.VALUE:
+            if state["_convert"] is None:
+                return target
             return _shaped_value(target, state["_convert"], state["_operator"], state["_declared"],
                                  name in _SINGLE_ARGUMENT)
         post = state["_records_shape"]
@@ -174,26 +187,34 @@ class TypedFunction:
         return f"TypedFunction({self._inner!r})"
 
 
+def _main_converter(declared: Any) -> Callable[[Any], Any] | None:
+    """What shapes main results where they are produced: None for a type checked at the boundary instead."""
+    return None if checked_at_boundary(declared) else converter_for(declared)
+
+
 def _wrap(function: Any, methods: dict[str, Shape], output_type: Any, operator: str) -> Any:
-    convert = converter_for(output_type)
-    if convert is None or function is None:
+    if function is None:
         return function
-    return TypedFunction(function, methods, convert, operator, output_type)
+    return TypedFunction(function, methods, _main_converter(output_type), operator, output_type)
 
 
 def apply_output_type(spec: t.OperatorSpec, output_type: Any, operator: str) -> t.OperatorSpec:
     """`spec` with its function wrapped to shape results by `output_type`; `spec` itself when the type
-    shapes nothing or the kind has no results of its own (sinks, sources, pending kinds)."""
+    shapes nothing, is checked at the chain's boundary (and the kind has no side outputs), or the kind has no
+    results of its own (sinks, sources, pending kinds)."""
     if output_type is None or converter_for(output_type) is None:
         return spec
+    at_boundary = checked_at_boundary(output_type)
     if isinstance(spec, t.WindowSpec):
         if spec.window_function is not None:
             wrapped = _wrap(spec.window_function, _WINDOW_FUNCTION, output_type, operator)
             return dataclasses.replace(spec, window_function=wrapped)
+        if at_boundary:
+            return spec
         methods = {"get_result": Shape.VALUE} if spec.aggregation is t.WindowAggregation.AGGREGATE \
             else {"reduce": Shape.VALUE}
         return dataclasses.replace(spec, function=_wrap(spec.function, methods, output_type, operator))
     methods = _METHODS.get(type(spec))
-    if methods is None:
+    if methods is None or (at_boundary and isinstance(spec, _MAIN_ONLY)):
         return spec
     return dataclasses.replace(spec, function=_wrap(spec.function, methods, output_type, operator))

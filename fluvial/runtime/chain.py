@@ -8,6 +8,9 @@ Built in three steps, each decided once:
 3. outputs are wired: an operator's results go to the inputs of the chained operators after it (behind a
    boundary that labels failures with the receiving operator's name and counts its numRecordsIn) and to the
    record writers of its outgoing JobEdges; its Output counts its numRecordsOut. Nothing is rebound later.
+   Where the main output leaves the chain of functions — to a record writer or a sink — a declared type
+   that only checks is checked per buffer (`fluvial.common.type_checks`), as PyFlink applies it where it
+   serializes the stream.
 A buffer entering the head flows through the chain within one call stack; events (watermarks, idleness, end
 of input) travel between buffers, so per-record semantics hold.
 """
@@ -19,6 +22,7 @@ import dataclasses
 from typing import Any, Callable
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.type_checks import BatchCheck, batch_checker
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
@@ -136,6 +140,16 @@ def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
     return dataclasses.replace(spec, function=own)
 
 
+def _checked_push(push: Callable[[RecordBatch], None], check: BatchCheck) -> Callable[[RecordBatch], None]:
+    """`push` behind a declared type's per-buffer check; the buffer itself goes on when all its values fit."""
+    def checked(batch: RecordBatch) -> None:
+        values = batch.values
+        fitted = check(values)
+        push(batch if fitted is values else RecordBatch(fitted, batch.timestamps))
+
+    return checked
+
+
 class OperatorChain:
     """Operators in depth-first order (head first), fused runs replacing their members; `writers` maps JobEdge
     dataset id → RecordWriter."""
@@ -143,6 +157,7 @@ class OperatorChain:
     def __init__(self, vertex: JobVertex, make_context: Callable[[StreamNode], OperatorContext],
                  writers: dict[str, Any], templates: dict[int, Any] | None = None) -> None:
         self.vertex = vertex
+        self._nodes = {node.id: node for node in vertex.nodes}
         built = {node.id: build_operator(node, make_context(node), (templates or {}).get(node.id))
                  for node in vertex.nodes}
         self._metrics = {node_id: operator.context.metrics for node_id, operator in built.items()}
@@ -199,6 +214,9 @@ class OperatorChain:
 
     def _output_of(self, node_id: int, writers: dict[str, Any]) -> Output:
         """Step 3: where the results of `node_id` go."""
+        node = self._nodes[node_id]
+        # a source's values were checked when the job was built (from_collection) or are its connector's
+        check = None if node.is_source else batch_checker(node.output_type, node.output_type_origin or node.name)
         main: list[Callable] = []
         side: dict[Any, list[Callable]] = {}
         watermark_targets: list[Callable] = []
@@ -209,6 +227,8 @@ class OperatorChain:
             target = self._owner[edge.target_id]
             entry = target.input(edge.type_number)
             push = counted_input(entry.process_batch, target.name, self._metrics[edge.target_id].records_in)
+            if check is not None and not edge.output_tag and self._nodes[edge.target_id].is_sink:
+                push = _checked_push(push, check)
             (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(push)
             watermark_targets.append(labelled_input(entry.process_watermark, target.name))
             status_targets.append(entry.process_status)
@@ -216,7 +236,8 @@ class OperatorChain:
             if job_edge.source_node_id != node_id:
                 continue
             writer = writers[job_edge.edge_id]
-            (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(writer.emit)
+            emit = writer.emit if check is None or job_edge.output_tag else _checked_push(writer.emit, check)
+            (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(emit)
             watermark_targets.append(writer.broadcast_watermark)
             status_targets.append(writer.broadcast_event)
         return Output(main, side, watermark_targets, status_targets, self._metrics[node_id].records_out)

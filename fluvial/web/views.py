@@ -97,7 +97,18 @@ def job_json(view: JobView) -> dict[str, Any]:
         "vertices": vertices,
         "status-counts": _state_counts(vertex.status for vertex in details.vertices),  # vertices, by state
         "plan": plan_json(details)["plan"],
+        **_slot_wait_json(details.waiting_for_slots, now),
     }
+
+
+def _slot_wait_json(wait: Any, now: int) -> dict[str, Any]:
+    """fluvial's addition for a session cluster's job that waits for task slots: what it waits on, and a
+    sentence saying so (what the client prints and the dashboard shows)."""
+    if wait is None:
+        return {}
+    return {"waiting-for-slots": {"needed": wait.needed, "free": wait.free, "total": wait.total,
+                                  "jobs-ahead": wait.jobs_ahead, "since": wait.since, "timeout": wait.timeout_ms,
+                                  "description": wait.describe(now)}}
 
 
 def plan_json(details: JobDetails) -> dict[str, Any]:

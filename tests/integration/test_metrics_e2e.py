@@ -61,3 +61,41 @@ def test_prometheus_figures_match_the_records_and_grow(mode, tmp_path):
     finally:
         served.stop()
 
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("mode", execution_modes(), ids=lambda mode: mode.value)
+def test_bytes_are_counted_between_processes_and_not_within_one(mode, tmp_path):
+    """numBytesIn/Out count what remote channels serialize (Source -> double rebalances, double -> sum is keyed:
+    across the two TaskManager processes some of it crosses); in one process nothing is serialized: 0."""
+    served = serve_job(mode, str(tmp_path), "bytes job", records=FIRST,
+                       **{"metrics.reporter.prom.port": "0", "metrics.fetcher.update-interval": "100 ms"})
+    address = served.client.web.prometheus_address
+    remote = mode.value == "process"
+    try:
+        vertices = {vertex["name"]: vertex["id"] for vertex in served.get(f"jobs/{served.job_id}").body["vertices"]}
+        double, total_sum = vertices["double"], vertices["sum -> discard"]
+
+        def rest(vertex: str, name: str) -> int:
+            body = served.get(f"jobs/{served.job_id}/vertices/{vertex}/metrics?get=0.{name},1.{name}").body
+            return sum(int(float(entry["value"])) for entry in body)
+
+        def counted() -> bool:
+            return total(scrape(address), "flink_taskmanager_job_task_operator_numRecordsIn", operator_name="sum") == FIRST
+
+        wait_until(counted, timeout=30, what=f"sum at {FIRST} records")
+        if remote:
+            wait_until(lambda: rest(double, "numBytesOut") > 0 and rest(total_sum, "numBytesIn") > 0, timeout=30,
+                       what="bytes counted across processes through REST")
+            samples = scrape(address)
+            assert total(samples, "flink_taskmanager_job_task_numBytesOut", task_name="double") > 0
+            assert total(samples, "flink_taskmanager_job_task_numBytesIn", task_name="sum____discard") > 0
+            details = served.get(f"jobs/{served.job_id}").body["vertices"]
+            assert all(v["metrics"]["write-bytes"] > 0 for v in details if v["name"] != "sum -> discard")
+        else:
+            samples = scrape(address)
+            assert total(samples, "flink_taskmanager_job_task_numBytesOut") == 0
+            assert total(samples, "flink_taskmanager_job_task_numBytesIn") == 0
+            assert rest(double, "numBytesOut") == 0 and rest(total_sum, "numBytesIn") == 0
+    finally:
+        served.stop()

@@ -1,10 +1,13 @@
 """A session cluster's slots, run in this process (its TaskManagers are processes): a job that fits only after
 another ends waits as CREATED and then runs; one that waits longer than slot.request.timeout fails naming the
 slots; one cancelled while it waits never runs; one bigger than the cluster is refused at submission; two jobs run
-at once on the same TaskManagers, each with its own records; a job that cannot start is refused whole."""
+at once on the same TaskManagers, each with its own records; a job that cannot start is refused whole; a job that
+waits says what it waits for (REST, console, stderr); by default a TaskManager per core with one slot each, and
+jobs at parallelism 1."""
 
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
@@ -172,3 +175,65 @@ def test_a_client_that_stops_reading_holds_back_its_own_job_only(cluster):
             .execute_and_collect()
         with other:
             assert list(other) == list(range(1, 5_001))
+
+
+def test_a_waiting_job_says_what_it_waits_for_in_the_client_and_the_rest_api(cluster, tmp_path, capsys, monkeypatch):
+    from fluvial.cli.progress import ConsoleProgress
+    from fluvial.cluster.session import remote_job_client
+    from tests.integration.rest_client import http
+
+    monkeypatch.setattr(remote_job_client, "WAIT_REPORT_SECONDS", 0.2)
+    monkeypatch.setattr("fluvial.cli.progress.WAIT_REPORT_SECONDS", 0.2)
+    holder, release = paused_job(cluster, tmp_path, "holder", 2)
+    wait_until(lambda: status(cluster, holder) is JobStatus.RUNNING, what="the holder running")
+    waiter, release_waiter = paused_job(cluster, tmp_path, "waiter", 1)
+    lines = io.StringIO()
+    waiter.add_progress_listener(ConsoleProgress(lines, terminal=False))
+    try:
+        job = http("GET", f"{cluster.rest_url}/jobs/{waiter.get_job_id()}").body
+        assert job["state"] == "CREATED"
+        wait = job["waiting-for-slots"]
+        assert (wait["needed"], wait["free"], wait["total"], wait["jobs-ahead"]) == (1, 0, 2, 0)
+        said = "is CREATED, waiting for 1 task slot (0 of the cluster's 2 free) for "
+        wait_until(lambda: lines.getvalue().count(said) >= 2, what="the console saying twice what the job waits for")
+        assert "of its slot.request.timeout (30 s)" in lines.getvalue()
+        # a client without a console says it on stderr
+        quiet, release_quiet = paused_job(cluster, tmp_path, "quiet", 1)
+        release_quiet.touch()
+        said = (f"Job 'quiet' ({quiet.get_job_id()}) is waiting for 1 task slot (0 of the cluster's 2 free, 1 job "
+                "waiting before it) for ")
+        printed = io.StringIO()
+        wait_until(lambda: printed.write(capsys.readouterr().err) is None or printed.getvalue().count(said) >= 2,
+                   what="the client saying twice on stderr what the job waits for")
+        assert "Job 'holder'" not in printed.getvalue()
+    finally:
+        release.touch()
+    holder.get_job_execution_result().result(timeout=30)
+    quiet.get_job_execution_result().result(timeout=30)
+    wait_until(lambda: status(cluster, waiter) is JobStatus.RUNNING, what="the waiter running")
+    assert "waiting-for-slots" not in http("GET", f"{cluster.rest_url}/jobs/{waiter.get_job_id()}").body
+    release_waiter.touch()
+    waiter.get_job_execution_result().result(timeout=30)
+
+
+def test_a_session_cluster_has_a_task_manager_per_core_with_one_slot_and_jobs_default_to_parallelism_1(
+        tmp_path, monkeypatch):
+    spec = SessionClusterSpec(port=0)
+    assert (spec.task_managers, spec.slots) == (os.cpu_count(), 1)
+    session = SessionCluster(spec, cluster_file=tmp_path / "cluster.json").start()
+    monkeypatch.setenv("FLUVIAL_TOKEN", session.token)  # the module's cluster owns ~/.fluvial/cluster.json
+    try:
+        managers = session.dispatcher.task_managers()
+        assert len(managers) == os.cpu_count() and {manager.slots for manager in managers} == {1}
+        assert len(set(session.task_manager_pids)) == os.cpu_count()
+        configuration = Configuration().set_string("execution.target", "remote") \
+            .set_string("rest.port", session.address.rpartition(":")[2])
+        env = StreamExecutionEnvironment.get_execution_environment(configuration)
+        assert env.get_parallelism() == 1
+        env.from_collection([1, 2, 3]).map(lambda value: value * 2).add_sink(Discard())
+        client = env.execute_async("default parallelism")
+        client.get_job_execution_result().result(timeout=30)
+        details = session.dispatcher.job(str(client.get_job_id())).details
+        assert {vertex.parallelism for vertex in details.vertices} == {1}
+    finally:
+        session.shutdown()

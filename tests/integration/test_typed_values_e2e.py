@@ -115,3 +115,48 @@ def test_project_refuses_streams_that_are_not_tuple_typed(mode):
     env = _env(mode)
     with pytest.raises(InvalidJobError, match="Only Tuple DataStreams can be projected"):
         env.from_collection([(1, 2)]).project(0)
+
+
+def _word_counts(env: StreamExecutionEnvironment, typed: bool) -> list:
+    pair = {"output_type": Types.TUPLE([Types.STRING(), Types.LONG()])} if typed else {}
+    words = ["river", "lake", "river", "sea", "lake", "river"]
+    source = env.from_collection(words, type_info=Types.STRING()) if typed else env.from_collection(words)
+    return list(source.map(lambda word: (word, 1), **pair)
+                .key_by(lambda p: p[0], key_type=Types.STRING() if typed else None)
+                .reduce(lambda a, b: (a[0], a[1] + b[1]))
+                .map(lambda p: [p[0], p[1] * 10], **pair)  # a list declared TUPLE arrives as a tuple
+                .execute_and_collect())
+
+
+@pytest.mark.timeout(60)
+def test_a_typed_chain_and_an_untyped_one_give_the_same_records(mode):
+    typed = _word_counts(_env(mode, parallelism=2), typed=True)
+    untyped = _word_counts(_env(mode, parallelism=2), typed=False)
+    assert sorted(typed) == sorted(tuple(v) for v in untyped)
+    assert {type(v) for v in typed} == {tuple}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("boundary", ["network edge", "sink"])
+def test_a_misfit_is_caught_where_the_stream_leaves_the_chain(mode, boundary):
+    env = _env(mode)
+    counted = env.from_collection([1, 2, 3]).map(lambda n: (f"w{n}", "one" if n == 2 else 1),
+                                                 output_type=Types.TUPLE([Types.STRING(), Types.LONG()])).name("pairs")
+    if boundary == "network edge":
+        counted.key_by(lambda p: p[0]).map(lambda p: p).print()
+    else:
+        counted.filter(lambda p: True).print()  # the filter keeps the declared type up to the sink
+    with pytest.raises(JobExecutionException) as caught:
+        env.execute()
+    message = str(caught.value.__cause__)
+    assert message == ("'pairs' produced a record whose field 'f1' does not fit its declared type "
+                       "TupleTypeInfo(String, Long): 'one' is not a Long (expected an int, got str); fix the "
+                       "function's result or its output_type / type_info")
+
+
+@pytest.mark.timeout(60)
+def test_between_chained_functions_values_pass_as_they_are_as_in_pyflink(mode):
+    env = _env(mode)
+    got = env.from_collection(["a", "b"]).map(lambda s: s * 2, output_type=Types.INT()) \
+        .map(lambda s: s.upper()).execute_and_collect()
+    assert sorted(got) == ["AA", "BB"]

@@ -70,8 +70,12 @@ def cluster_configuration(pairs: list[str]) -> Configuration:
 
 @dataclass(frozen=True)
 class SessionClusterSpec:
-    task_managers: int = 1
-    slots: int = field(default_factory=lambda: os.cpu_count() or 1)
+    """By default one TaskManager process per core with one slot each, as Flink's standalone cluster gives one
+    slot per TaskManager: Python runs one thread at a time per process, so a slot per process is what lets a
+    job's subtasks use every core; jobs default to parallelism 1 there (`parallelism.default`)."""
+
+    task_managers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    slots: int = 1
     port: int = DEFAULT_PORT
     bind: str = DEFAULT_BIND
     configuration: Configuration = field(default_factory=Configuration)

@@ -48,8 +48,9 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(prog="python -m fluvial.cluster.session.jobmanager",
                                      description="The JobManager of a fluvial session cluster.")
-    parser.add_argument("--taskmanagers", type=int, default=1, help="TaskManager processes (default 1)")
-    parser.add_argument("--slots", type=int, default=os.cpu_count() or 1, help="slots per TaskManager (default: cores)")
+    parser.add_argument("--taskmanagers", type=int, default=os.cpu_count() or 1,
+                        help="TaskManager processes (default: one per core)")
+    parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager (default 1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="REST port (default 8081; 0: any free port)")
     parser.add_argument("--bind", default=DEFAULT_BIND, help="REST bind address (default 127.0.0.1)")
     parser.add_argument("--foreground", action="store_true", help="log to stderr too")

@@ -7,12 +7,15 @@
   a JobExecutionException whose cause carries the user's exception name, message and traceback text from the
   cluster's exception history (so the CLI shows the user's own frames, as for an embedded job). Progress
   listeners (the CLI's console display) hear each poll, and the last before the result completes.
+- A job that waits for task slots says so every `WAIT_REPORT_SECONDS`: its progress carries what it waits on
+  (the console shows it), and a client without progress listeners writes the sentence to stderr itself.
 - `collect_results` reads `execute_and_collect`'s records through the collect route (a bounded long poll).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -34,6 +37,7 @@ FIRST_POLL_SECONDS = 0.05  # the watcher's first wait; doubled up to the longest
 LONGEST_POLL_SECONDS = 0.5
 LOST_CONTACT_SECONDS = 30.0  # the cluster stops answering this long: the job's result is a failure
 COLLECT_WAIT_MS = 5_000
+WAIT_REPORT_SECONDS = 5.0  # how often a job waiting for task slots is said to wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,7 @@ class JobProgress:
     checkpoints_completed: int
     checkpoints_failed: int
     checkpoints_in_progress: int
+    waiting_for_slots: str | None = None  # what a job that waits for task slots waits on, in a sentence
 
     @staticmethod
     def of(job: dict[str, Any], checkpoints: dict[str, Any]) -> "JobProgress":
@@ -64,7 +69,14 @@ class JobProgress:
         vertices = tuple(VertexProgress(v["name"], v["parallelism"], v["status"], v["metrics"]["read-records"],
                                         v["metrics"]["write-records"]) for v in job["vertices"])
         return JobProgress(job["jid"], job["name"], job["state"], job["duration"], vertices,
-                           counts.get("completed", 0), counts.get("failed", 0), counts.get("in_progress", 0))
+                           counts.get("completed", 0), counts.get("failed", 0), counts.get("in_progress", 0),
+                           slot_wait_of(job))
+
+
+def slot_wait_of(job: dict[str, Any]) -> str | None:
+    """The sentence saying what the job waits for, while it waits for task slots."""
+    wait = job.get("waiting-for-slots")
+    return wait["description"] if wait else None
 
 
 class ProgressListener(Protocol):
@@ -150,6 +162,7 @@ class RemoteJobClient(JobClient):
     def _watch(self) -> None:
         delay = FIRST_POLL_SECONDS
         silent_since: float | None = None
+        reported_wait = -WAIT_REPORT_SECONDS
         while True:
             try:
                 job = self._rest.job(self._job_id)
@@ -170,6 +183,10 @@ class RemoteJobClient(JobClient):
                 self._finish(job, status, progress)
                 return
             self._tell(progress, final=False)
+            waiting = slot_wait_of(job)
+            if waiting and progress is None and time.monotonic() - reported_wait >= WAIT_REPORT_SECONDS:
+                reported_wait = time.monotonic()
+                print(f"Job '{job['name']}' ({self._job_id}) is {waiting}", file=sys.stderr, flush=True)
             time.sleep(delay)
             delay = min(delay * 2, LONGEST_POLL_SECONDS)
 

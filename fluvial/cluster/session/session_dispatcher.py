@@ -22,6 +22,7 @@ built and slot timeouts fire on the dispatcher's own thread (`timer`), never on 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from typing import Any, Callable, Protocol
@@ -41,7 +42,7 @@ from fluvial.cluster.local_dispatcher import (
     stop_with_savepoint,
 )
 from fluvial.cluster.job_client import MiniClusterJobClient
-from fluvial.cluster.job_details import JobDetails
+from fluvial.cluster.job_details import JobDetails, SlotWait
 from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.session.session_job import JobPhase, SessionJob
 from fluvial.cluster.session.slot_pool import SlotGrant, SlotPool, SlotRequestResult
@@ -231,16 +232,27 @@ class SessionDispatcher:
     # -- what the REST API reads ---------------------------------------------------------------------------------
 
     def jobs(self) -> list[JobDetails]:
-        return [job.details(self._request_timeout) for job in self._job_list()]
+        return [self._details(job) for job in self._job_list()]
 
     def job(self, job_id: str) -> JobView:
         job = self._job(job_id)
         tasks = job.job_master.metrics.tasks() if job.job_master is not None else []
-        return JobView(job.details(self._request_timeout), tasks, self._task_manager_ids())
+        return JobView(self._details(job), tasks, self._task_manager_ids())
+
+    def _details(self, job: SessionJob) -> JobDetails:
+        """The job's details; while it waits for slots, with what it waits on (`waiting_for_slots`)."""
+        details = job.details(self._request_timeout)
+        with self._lock:
+            if job.phase is not JobPhase.WAITING or job.job_id not in self._slots.waiting():
+                return details
+            wait = SlotWait(job.required_slots, self._slots.free, self._slots.total,
+                            self._slots.waiting().index(job.job_id), job.submitted_at,
+                            self._slot_request_timeout(job.job_graph))
+        return dataclasses.replace(details, waiting_for_slots=wait)
 
     def metrics(self) -> list[JobMetricsSnapshot]:
         now = current_millis()
-        return [job_metrics(job.details(self._request_timeout),
+        return [job_metrics(self._details(job),
                             job.job_master.metrics.tasks() if job.job_master is not None else [], now)
                 for job in self._job_list()]
 

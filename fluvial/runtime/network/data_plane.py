@@ -108,7 +108,7 @@ class DataPlane:
                     if channel_id.attempt < released.get(channel_id.job_id, 0):
                         continue  # a late frame of a released attempt, or of a job that ended
                     fed.add(channel_id)
-                    self.input_channel(channel_id).deliver(item, connection)
+                    self.input_channel(channel_id).deliver(item, connection, len(payload))
                 elif kind is FrameKind.CLOSE:
                     break
         except (OSError, ConnectionError, pickle.UnpicklingError) as failure:

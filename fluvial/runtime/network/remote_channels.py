@@ -1,8 +1,8 @@
 """The two ends of a channel whose producer and consumer run in different processes (DESIGN 4).
 
-Items cross as DATA frames — `(channel id, item)` pickled with protocol 5 — in order on one connection, so
-barriers, watermarks, idleness and end of input stay in order with the records around them; alignment and the
-watermark valve work exactly as on a LocalChannel.
+Items cross as DATA frames — `(channel id, item)` pickled with protocol 5 without a memo (`wire.dumps_records`) —
+in order on one connection, so barriers, watermarks, idleness and end of input stay in order with the records
+around them; alignment and the watermark valve work exactly as on a LocalChannel.
 
 Flow control is credit-based, as in Flink. The consumer end holds at most `capacity` items (plus events, which
 never wait): the producer starts with `capacity` credits, spends one per item it pushes, and `writable()` is
@@ -10,7 +10,9 @@ false without credit — a producer without credit stops producing. The consumer
 item its task polls (in batches, and at once whenever its queue runs empty, so the producer never waits on a
 grant that is held back). A slow consumer therefore slows its producers across processes exactly as in one,
 and memory stays bounded on both sides. Counters are each written by one thread only (sent: the task thread;
-granted: the connection's reader thread), so they need no lock.
+granted: the connection's reader thread), so they need no lock. Each end counts the serialized bytes of the
+items it carries (`serialized_bytes`: the task's numBytesOut / numBytesIn; in-process channels serialize
+nothing and count nothing).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pickle
 from collections import deque
 from typing import Any, Callable
 
+from fluvial.common.wire import dumps_records
 from fluvial.runtime.channels import UNLIMITED_BUFFER
 from fluvial.runtime.network.framing import FrameKind
 from fluvial.runtime.records import ChannelBroken, CheckpointBarrier, EndOfInput
@@ -31,7 +34,8 @@ def _noop() -> None:
 class RemoteOutputChannel:
     """The producing end: pushes over `connection`; `writable()` while it holds credit."""
 
-    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer", "buffer_size")
+    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer", "buffer_size",
+                 "serialized_bytes")
 
     def __init__(self, channel_id: Any, connection: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -41,6 +45,7 @@ class RemoteOutputChannel:
         self._granted = 0  # credits granted back (reader thread)
         self._wake_producer: Callable[[], None] = _noop
         self.buffer_size = UNLIMITED_BUFFER  # set by the consumer's debloater, through credit frames
+        self.serialized_bytes = 0  # payload bytes pushed (task thread)
 
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_producer = wake
@@ -53,12 +58,14 @@ class RemoteOutputChannel:
         self.push(event)
 
     def push(self, item: Any) -> None:
+        payload = dumps_records((self.channel_id, item))
         try:
-            self._connection.send(FrameKind.DATA, pickle.dumps((self.channel_id, item), protocol=5))
+            self._connection.send(FrameKind.DATA, payload)
         except OSError as error:
             raise ConnectionError(f"the data connection to {self._connection.peer} (the consumer of channel "
                                   f"{self.channel_id.dataset_id}) is gone: {error}") from error
         self._sent += 1
+        self.serialized_bytes += len(payload)
 
     def writable(self) -> bool:
         return self._sent - self._granted < self.capacity
@@ -79,7 +86,7 @@ class RemoteInputChannel:
     """The consuming end: items arrive from the connection's reader thread; the task polls them."""
 
     __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
-                 "_wake_consumer", "ended", "_on_barrier", "_buffer_size")
+                 "_wake_consumer", "ended", "_on_barrier", "_buffer_size", "serialized_bytes")
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -92,6 +99,7 @@ class RemoteInputChannel:
         self._on_barrier: Callable[[], None] = _noop
         self._buffer_size: int | None = None  # a debloated size not yet sent to the producer
         self.ended = False
+        self.serialized_bytes = 0  # payload bytes delivered (the connection's reader thread)
 
     def set_buffer_size(self, records: int) -> None:
         """The debloater's size for this channel's buffers: sent to the producer at once, in a credit frame."""
@@ -115,9 +123,10 @@ class RemoteInputChannel:
     def set_producer_waker(self, wake: Callable[[], None]) -> None:
         raise TypeError("the producer of a remote channel lives in another process")
 
-    def deliver(self, item: Any, connection: Any) -> None:
-        """An item from the network (reader thread): queue it for the task and wake it."""
+    def deliver(self, item: Any, connection: Any, size: int = 0) -> None:
+        """An item from the network (reader thread), `size` bytes serialized: queue it for the task and wake it."""
         self._connection = connection
+        self.serialized_bytes += size
         if isinstance(item, EndOfInput):
             self.ended = True
         self._queue.append(item)

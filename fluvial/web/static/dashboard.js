@@ -279,8 +279,11 @@ async function jobPage(jobId) {
   // the vertex clicked in the graph comes first; every vertex has its subtasks panel
   const order = vertices.map((v, i) => i).sort((a, b) =>
     (vertices[b].id === selected) - (vertices[a].id === selected) || a - b);
+  const waiting = job["waiting-for-slots"];
   return h("div", {},
     jobHeader(job),
+    waiting ? h("section", { class: "panel waiting", id: "waiting-for-slots" },
+      "This job is " + waiting.description + ".") : null,
     actionsPanel(job),
     h("section", { class: "panel" }, h("h2", {}, "Job graph"),
       h("div", { class: "graph-wrap" }, jobGraph(job, levels, selected, jobId)),
@@ -415,6 +418,7 @@ function subtasksPanel(vertex, pressure) {
       h("td", { class: "num" }, fmt.count(t.metrics["read-records"])),
       h("td", { class: "num" }, fmt.count(t.metrics["write-records"])),
       h("td", { class: "num" }, fmt.rate(t.numRecordsOutPerSecond)),
+      h("td", { class: "num" }, fmt.bytes(t.metrics["read-bytes"])),
       h("td", { class: "num" }, fmt.bytes(t.metrics["write-bytes"])),
       h("td", { class: "mono" }, fmt.watermark(t.currentInputWatermark)),
       h("td", { class: "mono" }, fmt.watermark(t.currentOutputWatermark)),
@@ -426,7 +430,7 @@ function subtasksPanel(vertex, pressure) {
   return h("section", { class: "panel subtasks", id: "subtasks-" + vertex.id, "data-vertex-name": vertex.name },
     h("h2", {}, "Subtasks of ", h("span", { class: "vertex-name" }, vertex.name)),
     table([["#", "num"], ["State"], ["Attempt", "num"], ["Task manager"], ["Records in", "num"],
-      ["Records out", "num"], ["Out rate", "num"], ["Bytes out", "num"], ["Input watermark"],
+      ["Records out", "num"], ["Out rate", "num"], ["Bytes in", "num"], ["Bytes out", "num"], ["Input watermark"],
       ["Output watermark"], ["Busy / back-pressured"], ["Back pressure"]], rows));
 }
 

@@ -4,10 +4,10 @@ back to the collect sink they came from; remote buffers stay pickled until the c
 
 from __future__ import annotations
 
-import pickle
 import threading
 
 from fluvial.cluster.collect import CollectBuffer
+from fluvial.common.wire import dumps_records
 
 
 class Origin:
@@ -24,7 +24,7 @@ class Origin:
 
 
 def pickled(values: list) -> bytes:
-    return pickle.dumps(values, protocol=5)
+    return dumps_records(values)  # the wire format of records
 
 
 def test_taking_a_remote_buffer_gives_its_credit_back():
