@@ -114,7 +114,7 @@ def read_checkpoint_metadata(location: str) -> CheckpointMetadata:
     On a local disk the checkpoint must be trusted: `_metadata`, every local state file it names, and each
     directory above them writable by this user (or root) only — else UntrustedLocationError says why."""
     try:
-        fs, path = fsspec.core.url_to_fs(location)
+        fs, path = fsspec.core.url_to_fs(local_path(location))
     except (ValueError, ImportError) as error:
         raise CheckpointNotFoundError(f"cannot open checkpoint location {location!r}: {error}") from None
     if posixpath.basename(path.rstrip("/")) != METADATA_FILE_NAME:
@@ -327,7 +327,7 @@ def discard_checkpoint_at(location: str) -> None:
     reference counts."""
     if location.startswith(JOBMANAGER_SCHEME):
         return  # lives in the memory of the process that took it
-    fs, path = fsspec.core.url_to_fs(location)
+    fs, path = fsspec.core.url_to_fs(local_path(location))
     if posixpath.basename(path.rstrip("/")) == METADATA_FILE_NAME:
         path = posixpath.dirname(path.rstrip("/"))
     _remove_checkpoint_dir(fs, path, _is_local(fs))

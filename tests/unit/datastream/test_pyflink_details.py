@@ -103,3 +103,14 @@ def test_a_file_uri_authority_is_ignored_where_checkpoints_are_written(tmp_path)
     storage = create_checkpoint_storage(FileSystemCheckpointStorage(f"file://localhost{tmp_path}/"), "job")
     storage.write_state(1, "state", b"x" * 100_000)
     assert list(tmp_path.glob("job/chk-1/*")), list(tmp_path.rglob("*"))
+
+
+def test_a_checkpoint_named_with_a_file_uri_authority_is_read_from_the_local_path(tmp_path):
+    from fluvial.checkpoint.metadata import CheckpointMetadata
+    from fluvial.checkpoint.storage import create_checkpoint_storage, read_checkpoint_metadata
+
+    storage = create_checkpoint_storage(FileSystemCheckpointStorage(tmp_path.as_uri()), "job")
+    location = storage.write_metadata(3, CheckpointMetadata(3, 1, "job"))
+    assert location.startswith("file://")
+    with_authority = "file://localhost" + location.removeprefix("file://")
+    assert read_checkpoint_metadata(with_authority).checkpoint_id == 3
