@@ -4,6 +4,8 @@ A profile is data: the RocksDB settings Flink's profile of the same name sets (F
 `PredefinedOptions`, keyed by its `RocksDBConfigurableOptions`), applied on top of rocksdict's defaults when a
 subtask opens its database. DEFAULT sets nothing, as Flink's. The WAL stays off and fsync is never used
 whatever the profile (Flink's fixed choices: recovery comes from checkpoints, not from the local disk).
+SPINNING_DISK_OPTIMIZED_HIGH_MEM's 256 MB block cache is per subtask database (fluvial has no managed memory
+to share one cache between them, as Flink's default does); the cache takes memory only as it fills.
 """
 
 from __future__ import annotations
