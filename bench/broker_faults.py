@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fluvial.testing import wait_until
+from fluvial.testing.faults import completed_checkpoints
 
 NATS_PER_KEY = 3000  # longer than the test's job, so the kill lands before a bounded job ends
-from fluvial.testing.faults import completed_checkpoints
 
 
 @dataclass
@@ -107,13 +107,13 @@ def mqtt_trials(trials: int, seed: int) -> Tally:
                     publisher.start()
                     tally.faults += kill_at_random(client, workdir / "chk", rng)
                     publisher.join(120)
-                    wait_until(lambda: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
+                    wait_until(lambda workdir=workdir: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
                                what="every message committed")
                 except Exception as error:  # noqa: BLE001 - counted, the soak goes on
                     tally.failures.append(f"trial {trial}: {type(error).__name__}: {error}")
                 finally:
                     client.cancel()
-                    wait_until(lambda: client.get_job_execution_result().done(), timeout=60, what="the cancel")
+                    wait_until(lambda client=client: client.get_job_execution_result().done(), timeout=60, what="the cancel")
                 tally.record(f"mqtt trial {trial}", *mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY))
         finally:
             server.stop()
@@ -147,7 +147,8 @@ def mqtt_thread_trials(trials: int, seed: int) -> Tally:
                 try:
                     publisher.start()
                     at_least = rng.randint(1, 4)
-                    wait_until(lambda: max(completed_checkpoints(workdir / "chk"), default=0) >= at_least,
+                    wait_until(lambda workdir=workdir, at_least=at_least: max(completed_checkpoints(workdir / "chk"), default=0)
+                               >= at_least,
                                timeout=120, what=f"checkpoint {at_least}")
                     time.sleep(rng.uniform(0, 0.3))
                     job.kill()
@@ -157,7 +158,7 @@ def mqtt_thread_trials(trials: int, seed: int) -> Tally:
                     job = subprocess.Popen(argv + [str(latest[max(latest)])], cwd=root, stdout=log,
                                            stderr=subprocess.STDOUT)
                     publisher.join(120)
-                    wait_until(lambda: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
+                    wait_until(lambda workdir=workdir: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
                                what="every message committed")
                 except Exception as error:  # noqa: BLE001 - counted, the soak goes on
                     tally.failures.append(f"trial {trial}: {type(error).__name__}: {error} (log {workdir}/job.log)")

@@ -66,8 +66,8 @@ def main() -> bool:
     ok = True
     for processes, label in ((False, "thread mode, parallelism 1"), (True, "process mode, parallelism 2")):
         with tempfile.TemporaryDirectory() as directory:
-            checkpointed, plain = compare(RECORDS, lambda: run(words, directory, processes=processes),
-                                          lambda: run(words, None, processes=processes), repeat=3)
+            checkpointed, plain = compare(RECORDS, lambda processes=processes: run(words, directory, processes=processes),
+                                          lambda processes=processes: run(words, None, processes=processes), repeat=3)
         ratio = checkpointed.rate / plain.rate
         print(f"J2 with checkpoints every 1 s (heap backend, file system storage) vs without, 4M records, {label}")
         print(f"  without      {plain.rate:>12,.0f} records/s")

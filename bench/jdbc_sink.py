@@ -18,7 +18,11 @@ from bench.harness import best_of
 from fluvial.common import Configuration, Row, Types
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.jdbc import (
-    JdbcConnectionOptions, JdbcExactlyOnceOptions, JdbcExecutionOptions, JdbcSink)
+    JdbcConnectionOptions,
+    JdbcExactlyOnceOptions,
+    JdbcExecutionOptions,
+    JdbcSink,
+)
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from services.postgres import start_postgres
 

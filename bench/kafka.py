@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> bool:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    from services.kafka import start_kafka
     from fluvial.testing.kafka import create_topic
+    from services.kafka import start_kafka
 
     n, repeat = args.records, args.repeat
     with tempfile.TemporaryDirectory(prefix="kafka-bench-") as tmp:

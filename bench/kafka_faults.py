@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="every Nth trial runs AT_LEAST_ONCE (the rest EXACTLY_ONCE)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
-    from services.kafka import start_kafka
     from fluvial.testing.kafka_faults import run_kafka_trial
+    from services.kafka import start_kafka
 
     totals: dict[str, dict[str, int]] = {}
     failed = []

@@ -22,8 +22,8 @@ import os
 import socket
 import sys
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from bench.event_time import DISORDER_MS, WINDOW_MS, add_values, event_key, make_event
 from bench.keyed_scaling import j3 as fluvial_j3
@@ -33,7 +33,7 @@ from bench.spine import add_counts, is_even, plus_one, triple, word_key
 
 RECORDS = {"J1": 2_000_000, "J2": 1_000_000, "J3": 200_000}
 BATCH = 1024
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _bytewax_installed() -> bool:
@@ -205,8 +205,8 @@ def main(repeat: int = 2) -> bool:
     ok = True
     for job, records in RECORDS.items():
         for parallelism in (1, 2):
-            best = _best({"bytewax": lambda: bytewax_run(job, parallelism),
-                          "fluvial": lambda: fluvial_run(job, parallelism)}, repeat)
+            best = _best({"bytewax": lambda job=job, parallelism=parallelism: bytewax_run(job, parallelism),
+                          "fluvial": lambda job=job, parallelism=parallelism: fluvial_run(job, parallelism)}, repeat)
             ratio = best["bytewax"] / best["fluvial"]
             ok &= ratio >= 2.0
             print(f"{job} at parallelism {parallelism}, {records:,} records: fluvial "

@@ -16,11 +16,11 @@ ratios above, typed or not, and the typed form within 5% of the untyped one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bench.event_time import DISORDER_MS as J3_DISORDER_MS
 from bench.event_time import WINDOW_MS as J3_WINDOW_MS
 from bench.event_time import add_values, event_key, make_event
-from typing import Callable
-
 from bench.harness import compare_many
 from bench.spine import add_counts, is_even, plus_one, to_pair, triple, word_key, zipf_words
 
@@ -145,12 +145,10 @@ class _EventTimestamps:
 
 
 def run_j3_fluvial(events: int = J3_EVENTS, typed: bool = False) -> int:
-    from fluvial.common import Duration, WatermarkStrategy
+    from fluvial.common import Duration, Types, WatermarkStrategy
     from fluvial.datastream import OutputTag
     from fluvial.datastream.connectors.number_seq import NumberSequenceSource
     from fluvial.datastream.window import TumblingEventTimeWindows
-
-    from fluvial.common import Types
 
     env = _env()
     counter = _flat_map_function_class()()

@@ -13,7 +13,8 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.state.heap import HeapKeyedStateBackend

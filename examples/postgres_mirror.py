@@ -23,7 +23,11 @@ import time
 from fluvial.common import RowKind, Types
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.jdbc import (
-    JdbcConnectionOptions, JdbcExactlyOnceOptions, JdbcExecutionOptions, JdbcSink)
+    JdbcConnectionOptions,
+    JdbcExactlyOnceOptions,
+    JdbcExecutionOptions,
+    JdbcSink,
+)
 from fluvial.datastream.connectors.postgres import PostgresSource
 
 SLOT = "orders_mirror"

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from services.server import (
-    LOOPBACK, RunningServer, ServerStartError, free_port, serve_in_temporary_directory, start_process,
+    LOOPBACK,
+    RunningServer,
+    ServerStartError,
+    free_port,
+    serve_in_temporary_directory,
+    start_process,
 )
 
 DEFAULT_PORT = 1883  # what `make services` binds when it is free: the examples' default

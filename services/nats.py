@@ -4,11 +4,16 @@ temporary directory; for the NATS connector's tests and `make services`."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from services.server import (
-    LOOPBACK, RunningServer, ServerStartError, free_port, serve_in_temporary_directory, start_process,
+    LOOPBACK,
+    RunningServer,
+    ServerStartError,
+    free_port,
+    serve_in_temporary_directory,
+    start_process,
 )
 
 DEFAULT_PORT = 4222  # what `make services` binds when it is free: the examples' default

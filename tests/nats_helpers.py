@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def run(coroutine_factory) -> Any:  # type: ignore[no-untyped-def]

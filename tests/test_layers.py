@@ -32,17 +32,7 @@ TOP_MODULES = {"__init__", "__main__"}  # fluvial/__init__.py and fluvial/__main
 SUBMITTING = {("fluvial.datastream.stream_execution_environment", "cluster")}
 
 # (importing module, imported module) -> why it is still here. Remove an entry with the import it names.
-KNOWN_UPWARD = {
-    ("fluvial.cluster.session.cluster", "fluvial.web.rest"):
-        "issue 18: the session cluster's composition root moves above web/",
-    ("fluvial.cluster.session.cluster", "fluvial.web.server"):
-        "issue 18: the session cluster's composition root moves above web/",
-    ("fluvial.cluster.session.rest_client", "fluvial.web.rest"):
-        "issue 18: the client's wire constants move below web/",
-    ("fluvial.datastream.stream_execution_environment", "fluvial.graph.translate"):
-        "issue 18: get_stream_graph() compiles through the executor seam, not by importing graph",
-    ("fluvial.datastream.stream_execution_environment", "fluvial.graph.job_graph"):
-        "issue 18: get_job_graph() compiles through the executor seam, not by importing graph",
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
 }
 
 

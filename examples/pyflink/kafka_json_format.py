@@ -11,8 +11,12 @@ import sys
 
 from fluvial.common import Types, WatermarkStrategy
 from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.datastream.connectors.kafka import (KafkaOffsetsInitializer, KafkaRecordSerializationSchema,
-                                                 KafkaSink, KafkaSource)
+from fluvial.datastream.connectors.kafka import (
+    KafkaOffsetsInitializer,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaSource,
+)
 from fluvial.datastream.formats.json import JsonRowDeserializationSchema, JsonRowSerializationSchema
 
 ROWS = [(1, "hi"), (2, "hello"), (3, "hi"), (4, "hello"), (5, "hi"), (6, "hello"), (6, "hello")]

@@ -26,18 +26,23 @@ Protocol, numbered:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from fluvial.checkpoint.failure_manager import CheckpointFailureManager, FailureVerdict
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.metadata import SubtaskState
 from fluvial.checkpoint.pending import AckResult, PendingCheckpoint
-from fluvial.checkpoint.plan import CheckpointPlan, CheckpointTasks, Task
+from fluvial.checkpoint.plan import CheckpointTasks, Task
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
 from fluvial.common.repeated_logs import limit_repeats
+
+if TYPE_CHECKING:
+    from fluvial.datastream.checkpoint_config import CheckpointSettings
 
 logger = logging.getLogger(__name__)
 limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
@@ -64,8 +69,8 @@ class CheckpointStats:
     last_duration_ms: int = 0
     last_size_bytes: int = 0
     last_failure: str | None = None
-    history: list[dict] = field(default_factory=list)
-    last_restored: dict | None = None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
+    history: list[dict[str, Any]] = field(default_factory=list)
+    last_restored: dict[str, Any] | None = None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
 
 
 class CheckpointCoordinator:
@@ -75,7 +80,7 @@ class CheckpointCoordinator:
         self,
         *,
         job_id: str,
-        settings: Any,
+        settings: CheckpointSettings,
         storage: Any,
         store: CompletedCheckpointStore,
         tasks: CheckpointTasks,
@@ -236,7 +241,7 @@ class CheckpointCoordinator:
 
     # -- acknowledgements ---------------------------------------------------------------------------------------
 
-    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: dict, metrics: Any = None) -> AckResult:
+    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None) -> AckResult:
         """`metrics`: the subtask's CheckpointMetricsReport (alignment duration, persisted in-flight bytes,
         unaligned), summed up per checkpoint for its statistics."""
         pending = self._pending.get(checkpoint_id)
@@ -268,7 +273,7 @@ class CheckpointCoordinator:
         why = f"subtask {task} declined it: {reason.value}" + (f" ({detail})" if detail else "")
         self._abort(checkpoint_id, reason, why, from_task=True)
 
-    def _discard_late_state(self, checkpoint_id: int, states: dict) -> None:
+    def _discard_late_state(self, checkpoint_id: int, states: Mapping[str, SubtaskState]) -> None:
         """An ack for an aborted checkpoint: what it wrote belongs to no checkpoint any more."""
         shared = [handle for state in states.values() for handle in state.shared]
         storage = self.storage
@@ -377,7 +382,7 @@ class CheckpointCoordinator:
                         "latest_ack_timestamp": timestamp + duration_ms, **details})
         del history[:-self.HISTORY_SIZE]
 
-    def in_progress(self) -> list[dict]:
+    def in_progress(self) -> list[dict[str, Any]]:
         """The checkpoints triggered and not yet completed or failed, as the history lists them."""
         now = self._clock()
         entries = []
@@ -437,7 +442,9 @@ class CheckpointCoordinator:
                                                 is_savepoint=is_savepoint)
         if verdict is FailureVerdict.FAIL_JOB:
             logger.warning("job %s: %s", self.job_id, self._failures.job_failure)
-            self._tasks.fail_job(self._failures.job_failure)
+            failure = self._failures.job_failure
+            if failure is not None:  # FAIL_JOB always comes with the error
+                self._tasks.fail_job(failure)
         elif verdict is FailureVerdict.TOLERATED:
             logger.info("job %s: checkpoint %d counts as failed (%d in a row, %d tolerated)", self.job_id,
                         checkpoint_id, self._failures.consecutive_failures, self._failures.tolerable_failures)

@@ -12,6 +12,10 @@ class CheckpointFailureReason(enum.Enum):
     (nothing to clean up, no task involved); `counts`: it counts against the tolerable failure number
     (CheckpointFailureManager), as in Flink."""
 
+    _value_: str
+    pre_flight: bool
+    counts: bool
+
     # pre-flight: the trigger did not happen
     COORDINATOR_SHUTDOWN = ("the checkpoint coordinator is shut down", True, False)
     TOO_MANY_CONCURRENT = ("the maximum of concurrent checkpoints is reached", True, False)
@@ -41,4 +45,4 @@ class CheckpointFailureReason(enum.Enum):
 
     @property
     def message(self) -> str:
-        return self.value
+        return self._value_

@@ -32,7 +32,7 @@ all: the list of their files is pickled inside their keyed state, with full URLs
 form, so every savepoint relocates.)
 
 What the payload does not make safe: the state files and inline state it points to are pickled user values
-(keyed state, operator state), unpickled on restore. Only restore checkpoints you trust (README).
+(keyed state, operator state), unpickled on restore. Only restore checkpoints you trust (docs/operations/security.md).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import json
 import math
 import posixpath
 import struct
-from typing import Any
+from typing import Any, TypeVar
 
 from fluvial.checkpoint.metadata import (
     CHECKSUM_ALGORITHM,
@@ -73,6 +73,8 @@ _INLINE_KEYS = frozenset({"kind", "name", "data", "checksum"})
 _FILE_KEYS = frozenset({"kind", "path", "relative", "size", "checksum"})
 _HANDLE_LISTS = ("keyed", "operator", "shared")
 _HANDLE_LISTS_V4 = _HANDLE_LISTS + ("input_channel",)
+
+T = TypeVar("T")
 
 
 # -- encoding -----------------------------------------------------------------------------------------------------
@@ -123,7 +125,7 @@ def _encode_handle(handle: StateHandle, prefix: str | None) -> dict[str, Any]:
     if isinstance(handle, FileStateHandle):
         relative = prefix is not None and handle.path.startswith(prefix) and _is_relative_path(
             handle.path[len(prefix):])
-        path = handle.path[len(prefix):] if relative else handle.path
+        path = handle.path[len(prefix):] if relative and prefix is not None else handle.path
         return {"kind": "file", "path": path, "relative": relative, "size": handle.size,
                 "checksum": handle.checksum}
     raise TypeError(f"not a state handle: {type(handle).__name__}")
@@ -186,10 +188,10 @@ class _Reader:
             raise self.corrupt(f"has {field} with the wrong keys ({detail})")
         return value
 
-    def typed(self, value: Any, kind: type, field: str, minimum: int | None = None) -> Any:
+    def typed(self, value: object, kind: type[T], field: str, minimum: int | None = None) -> T:
         if type(value) is not kind:  # noqa: E721 - bool is an int subclass, and an int is not a bool here
             raise self.corrupt(f"has {field} of type {_json_type(value)}, expected {kind.__name__}")
-        if minimum is not None and value < minimum:
+        if minimum is not None and isinstance(value, int) and value < minimum:
             raise self.corrupt(f"has {field} = {value}, expected at least {minimum}")
         return value
 
@@ -217,10 +219,10 @@ class _Reader:
         raise self.corrupt(f"has {field}.kind {kind!r}, expected 'inline' or 'file'")
 
     def checksum(self, value: Any, field: str) -> int:
-        value = self.typed(value, int, field, 0)
-        if value > 0xFFFFFFFF:
-            raise self.corrupt(f"has {field} = {value}, which is not a {CHECKSUM_ALGORITHM}")
-        return value
+        number = self.typed(value, int, field, 0)
+        if number > 0xFFFFFFFF:
+            raise self.corrupt(f"has {field} = {number}, which is not a {CHECKSUM_ALGORITHM}")
+        return number
 
     def resolve(self, path: str, field: str) -> str:
         if not _is_relative_path(path):

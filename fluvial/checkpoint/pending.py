@@ -17,13 +17,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
+from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.storage import (
     CheckpointMetadata,
     CheckpointStorageAccess,
     OperatorState,
     SubtaskState,
 )
-from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.store import CompletedCheckpoint
 from fluvial.common.errors import FluvialError
 from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM

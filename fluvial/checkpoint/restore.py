@@ -74,8 +74,8 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
     return result
 
 
-def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_parallelism: int,
-                            subtask_index: int, parallelism: int) -> dict[str, list]:
+def share_of_operator_state(per_old_subtask: list[list[dict[str, list[Any]]]], old_parallelism: int,
+                            subtask_index: int, parallelism: int) -> dict[str, list[Any]]:
     """One new subtask's share of an operator's list state (Flink's round-robin redistribution).
 
     `per_old_subtask[j]`: the state dicts old subtask j wrote.
@@ -86,14 +86,14 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list]]], old_pa
     - Other lists: at equal parallelism a subtask takes its own old subtask's; otherwise each name's items of all
       old subtasks are dealt round robin."""
     same_parallelism = old_parallelism == parallelism
-    broadcast: dict[str, list] = {}
+    broadcast: dict[str, list[Any]] = {}
     count = len(per_old_subtask)
     for offset in range(count):
         for state in per_old_subtask[(subtask_index + offset) % count]:
             for name, items in state.items():
                 if name.startswith(BROADCAST_PREFIX):
                     broadcast.setdefault(name, list(items))
-    merged: dict[str, list] = {}
+    merged: dict[str, list[Any]] = {}
     for index, states in enumerate(per_old_subtask):
         for state in states:
             for name, items in state.items():

@@ -17,7 +17,7 @@ def savepoint_target(directory: str | None, configuration: Any = None) -> str:
     """The directory to write a savepoint into: the one given, else `state.savepoints.dir`."""
     if directory:
         return directory
-    configured = configuration.get_string("state.savepoints.dir") if configuration is not None else None
+    configured: str | None = configuration.get_string("state.savepoints.dir") if configuration is not None else None
     if configured:
         return configured
     raise ResourceError(

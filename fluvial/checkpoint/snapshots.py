@@ -4,7 +4,10 @@ a restoring operator receives. Plain data: the runtime fills them; storage seria
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fluvial.checkpoint.metadata import StateHandle
 
 UNION_PREFIX = "union:"
 BROADCAST_PREFIX = "broadcast:"
@@ -23,7 +26,7 @@ class OperatorSnapshot:
     operator_id: str
     keyed: Any = None
     timers: dict[int, Any] | None = None
-    operator_state: dict[str, list] = field(default_factory=dict)
+    operator_state: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -35,11 +38,11 @@ class OperatorRestore:
     operator_id: str
     keyed: list[Any] = field(default_factory=list)
     timers: dict[int, Any] = field(default_factory=dict)
-    operator_state: dict[str, list] = field(default_factory=dict)
+    operator_state: dict[str, list[Any]] = field(default_factory=dict)
     checkpoint_id: int = 0
     owned: bool = False
     reader: Any = None  # reads the files keyed handles refer to (StateReader)
-    channel_state: dict[str, list] = field(default_factory=dict)  # input channel key → in-flight items
+    channel_state: dict[str, list[Any]] = field(default_factory=dict)  # input channel key → in-flight items
     sources: list[str] = field(default_factory=list)  # where the keyed handles were read from (for errors)
 
 
@@ -53,8 +56,8 @@ class RestoreAssignment:
     whole)."""
 
     checkpoint_id: int
-    keyed_handles: tuple
-    operator_handles: tuple
+    keyed_handles: tuple[StateHandle, ...]
+    operator_handles: tuple[tuple[StateHandle, ...], ...]
     old_parallelism: int
     owned: bool = False
-    input_channel_handles: tuple = ()  # the in-flight data of an unaligned checkpoint (same parallelism only)
+    input_channel_handles: tuple[StateHandle, ...] = ()  # the in-flight data of an unaligned checkpoint (same parallelism only)

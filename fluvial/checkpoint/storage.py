@@ -16,7 +16,7 @@ The protocol, per checkpoint n (DESIGN 2.3, seed 001):
 Integrity: every handle and the `_metadata` file carry a CRC-32 (zlib) of their bytes. It detects accidental
 damage (a truncated upload, a flipped bit, a file overwritten by something else); it is not a signature.
 
-Trust (README, "trust boundary"): `_metadata` is JSON and parsing it runs no code (fluvial.checkpoint.
+Trust (docs/operations/security.md): `_metadata` is JSON and parsing it runs no code (fluvial.checkpoint.
 metadata_format), but the state it points to is pickled user values. On local disks every directory this
 module creates is 0700 and every file 0600, and a restore refuses a checkpoint that another user could have
 written (fluvial.common.private_files). Relocation: `_metadata` names the files of its own directory relatively,
@@ -231,7 +231,7 @@ class _FileLayout:
         self._lock = threading.Lock()
 
     def url(self, path: str) -> str:
-        return self.fs.unstrip_protocol(path)
+        return str(self.fs.unstrip_protocol(path))
 
     def checkpoint_dir(self, checkpoint_id: int) -> str:
         return posixpath.join(self.job_dir, f"chk-{checkpoint_id}")

@@ -42,7 +42,7 @@ class ClosedPipe(BaseException):
 class GuardedStream:
     """Stands in for sys.stdout or sys.stderr: writes through to `stream` until its reader goes away."""
 
-    def __init__(self, stream: TextIO, on_broken: Callable[["GuardedStream"], None]) -> None:
+    def __init__(self, stream: TextIO, on_broken: Callable[[GuardedStream], None]) -> None:
         self.stream = stream
         self.broken = False
         self._on_broken = on_broken
@@ -107,7 +107,7 @@ class PipeWatch:
                 self._stream_broke(stream)
         return self._closed
 
-    def __enter__(self) -> "PipeWatch":
+    def __enter__(self) -> PipeWatch:
         self._saved = (sys.stdout, sys.stderr)
         stdout, stderr = (GuardedStream(stream, self._stream_broke) for stream in self._saved)
         self._streams = (stdout, stderr)

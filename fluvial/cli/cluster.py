@@ -77,7 +77,7 @@ def start(
     taskmanagers = taskmanagers or os.cpu_count() or 1
     spec = SessionClusterSpec(taskmanagers, slots, port, bind, configuration)
     if foreground:
-        from fluvial.cluster.session.jobmanager import run
+        from fluvial.cli.jobmanager import run
 
         raise typer.Exit(run(spec, foreground=True))
     record = _start_in_background(spec, list(properties or ()))
@@ -105,10 +105,10 @@ def _refuse_if_running() -> None:
 
 
 def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> ClusterRecord:
-    from fluvial.cluster.session.jobmanager import out_file
+    from fluvial.cli.jobmanager import out_file
 
     private_directory(log_directory())
-    command = [*python_command("-m", "fluvial.cluster.session.jobmanager"), "--taskmanagers", str(spec.task_managers),
+    command = [*python_command("-m", "fluvial.cli.jobmanager"), "--taskmanagers", str(spec.task_managers),
                "--slots", str(spec.slots), "--port", str(spec.port), "--bind", spec.bind]
     for pair in properties:
         command += ["-D", pair]
@@ -138,7 +138,7 @@ def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> Clu
 
 def _give_up(process: subprocess.Popen, why: str) -> NoReturn:
     """Kill the JobManager that cannot serve, say why — with the first error it wrote — and exit 1."""
-    from fluvial.cluster.session.jobmanager import out_file
+    from fluvial.cli.jobmanager import out_file
 
     process.kill()
     process.wait()

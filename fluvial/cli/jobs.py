@@ -10,7 +10,8 @@ manage them — the same options and the same lines on stdout, so scripts writte
 from __future__ import annotations
 
 import datetime
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 

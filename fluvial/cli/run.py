@@ -21,8 +21,10 @@ closed pipe, the attached jobs still running are cancelled before fluvial exits 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -109,7 +111,7 @@ def run(
     if py_module is not None:
         job_args = ([str(job)] if job is not None else []) + job_args  # -pym: every argument is the module's
     elif job is None:
-        fail_usage("give the job file: fluvial run JOB.py [ARGS]... (or -py JOB.py, or -pym MODULE)")
+        fail_usage(NO_JOB_FILE)
     else:
         require_job_file(job)
     path_entries = python_file_paths(py_files)
@@ -141,10 +143,13 @@ def run(
     with PipeWatch(on_close=jobs.cancel_running) as watch, verbose_logging(verbose):
         observer = _keep_unless_closed(jobs, watch, web, progress, detached, announce)
         client_path = list(dict.fromkeys(sys_path_entry(path) for path in path_entries))  # -pyfs, as Flink's client
+        main: Callable[[], ScriptResult]
         if py_module is not None:
-            main: Callable[[], ScriptResult] = lambda: execute_job_module(py_module, job_args, client_path)
+            main = partial(execute_job_module, py_module, job_args, client_path)
+        elif job is not None:  # always: without -pym a job file was required above
+            main = partial(execute_job_file, job, job_args, client_path)
         else:
-            main = lambda: execute_job_file(job, job_args, client_path)
+            fail_usage(NO_JOB_FILE)
         result = _run_watched(main, configuration, observer, announce)
         if watch.check_now():
             _end_quietly(jobs)
@@ -156,6 +161,9 @@ def run(
     report(result, verbose)
     if not jobs:
         fail_no_job(job if py_module is None else Path(py_module))
+
+
+NO_JOB_FILE = "give the job file: fluvial run JOB.py [ARGS]... (or -py JOB.py, or -pym MODULE)"
 
 
 class FlinkLines:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,8 +15,8 @@ from fluvial.cli.console import ExitCode, exit_with, fail_usage
 
 
 def sql(
-    file: Annotated[Optional[Path], typer.Option("--file", "-f", help="A script of SQL statements to run.")] = None,
-    init: Annotated[Optional[Path], typer.Option("--init", "-i", help="Statements to run first (DDL, SET).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="A script of SQL statements to run.")] = None,
+    init: Annotated[Path | None, typer.Option("--init", "-i", help="Statements to run first (DDL, SET).")] = None,
     batch: Annotated[bool, typer.Option("--batch", help="Run queries in batch mode.")] = False,
 ) -> None:
     """Run Flink SQL statements: a script with -f, or interactively."""

@@ -7,7 +7,9 @@ thread, with its checkpointing (`job_checkpointing.py`); `task_manager.py` hosts
 Protocols between JobMaster and TaskManagers and `messages.py` the dataclasses they carry — the only
 cross-process contract. One folder per deployment: `process/` (TaskManagers as processes of this machine),
 `session/` (a long-running session cluster), `ray/` (TaskManagers as Ray actors). `local_executor.py` and
-`mini_cluster.py` run a job embedded.
+`mini_cluster.py` run a job embedded; `compile.py` is the executors' one compile step; `code_shipping.py` is how
+the job's code reaches TaskManagers in other processes, whatever the deployment (`shipping_checks.py` what must
+hold first).
 
 May import every layer below it: `common`, `datastream`, `metrics`, `graph`, `state`, `checkpoint`, `receiver`,
 `runtime`. Never `web` or `cli`: a composition root that puts the REST API on a cluster lives above both.

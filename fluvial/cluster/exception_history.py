@@ -23,7 +23,7 @@ class ExceptionEntry:
     timestamp: int
     task_name: str | None = None  # None: a failure of the job itself (too many failed checkpoints, ...)
     operator_name: str | None = None
-    concurrent: list["ExceptionEntry"] = field(default_factory=list)
+    concurrent: list[ExceptionEntry] = field(default_factory=list)
 
 
 def entry_of(error: BaseException, task_name: str | None = None, operator_name: str | None = None,

@@ -9,8 +9,9 @@ thread: nothing here locks.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets

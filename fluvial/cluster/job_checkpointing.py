@@ -6,15 +6,17 @@ subtasks."""
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Future
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from fluvial.checkpoint.coordinator import CheckpointCoordinator, CheckpointTasks
+from fluvial.checkpoint.coordinator import CheckpointCoordinator
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.plan import CheckpointTasks
 from fluvial.checkpoint.restore import assign_restore
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Executor, ScheduledExecutor
+from fluvial.common.future import CompletableFuture
 from fluvial.common.job_status import JobStatus
 from fluvial.common.recovery_claim_mode import RecoveryClaimMode
 from fluvial.datastream.externalized_checkpoint_retention import ExternalizedCheckpointRetention
@@ -124,7 +126,7 @@ class JobCheckpointing:
     def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
         self.coordinator.abort_all_pending(reason)
 
-    def trigger_savepoint(self, directory: str, job_id: str, terminal: bool, drain: bool) -> Future:
+    def trigger_savepoint(self, directory: str, job_id: str, terminal: bool, drain: bool) -> CompletableFuture:
         """A savepoint into `directory`, self-contained; `terminal` (stop-with-savepoint) notifies the tasks of
         its completion, `drain` advances the sources to the end of event time first."""
         from fluvial.checkpoint.savepoint import savepoint_storage

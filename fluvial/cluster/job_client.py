@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_client import JobClient
 from fluvial.common.job_id import JobID
 from fluvial.datastream.closeable_iterator import CloseableIterator
 
+if TYPE_CHECKING:
+    from fluvial.cluster.job_master import JobMaster
+
 
 class MiniClusterJobClient(JobClient):
-    def __init__(self, job_master: Any, cluster: Any) -> None:
+    def __init__(self, job_master: JobMaster, cluster: Any) -> None:
         self._job_master = job_master
         self.cluster = cluster  # the MiniCluster that runs the job, for inspection in tests and tools
         self.web: Any = None  # a WebEndpoint (address, token) when the job serves its REST API or metrics

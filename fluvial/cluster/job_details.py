@@ -10,7 +10,7 @@ JobManager in another process could send it as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.cluster.exception_history import ExceptionEntry
 from fluvial.common.failure_info import FailureInfo
@@ -18,6 +18,10 @@ from fluvial.common.job_status import JobStatus
 from fluvial.common.time import current_millis
 from fluvial.metrics.names import MetricName as M
 from fluvial.runtime.execution_state import ExecutionState
+
+if TYPE_CHECKING:
+    from fluvial.cluster.job_master import JobMaster
+    from fluvial.cluster.job_timeline import JobTimeline
 
 _S = ExecutionState
 
@@ -186,7 +190,7 @@ def aggregate_state(states: list[ExecutionState]) -> ExecutionState:
     return _S.RUNNING if _S.FINISHED in distinct else _S.CREATED
 
 
-def build_job_details(job_master: Any, timeline: Any) -> JobDetails:
+def build_job_details(job_master: JobMaster, timeline: JobTimeline) -> JobDetails:
     """The details of `job_master`'s job now. Call on the JobMaster's thread: it reads the live scheduler,
     execution graph and checkpoint coordinator; `timeline` is its JobTimeline."""
     scheduler = job_master.scheduler
@@ -195,7 +199,7 @@ def build_job_details(job_master: Any, timeline: Any) -> JobDetails:
     def subtasks_of(vertex: Any) -> list[SubtaskDetails]:
         subtasks = []
         for index in range(vertex.parallelism):
-            execution = scheduler.graph.vertex(vertex.id, index)
+            execution = scheduler.graph.vertices[(vertex.id, index)]
             slot = scheduler.slot_of(execution.id)
             attempt, start, end = timeline.subtasks.get(execution.id, (execution.attempt, -1, -1))
             if attempt != execution.attempt:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.gateways import TaskManagerGateway
@@ -83,7 +84,7 @@ class JobMaster:
         checkpoints = tolerance.checkpoints if tolerance is not None else None
         checkpointing_on = checkpoints is not None and checkpoints.enabled
         task_settings = None
-        if checkpointing_on:
+        if checkpoints is not None and checkpoints.enabled:
             from fluvial.runtime.deployment import TaskCheckpointSettings
 
             task_settings = TaskCheckpointSettings(
@@ -204,7 +205,8 @@ class JobMaster:
         savepoint that fails fails the job over (from its latest checkpoint, before the drain), as in Flink."""
         if drain and not terminal:
             raise ValueError("drain (advance to the end of event time) is for stop-with-savepoint only")
-        if self.checkpointing is None:
+        checkpointing = self.checkpointing
+        if checkpointing is None:
             raise RuntimeError("savepoints need checkpointing: call env.enable_checkpointing(...)")
         from fluvial.checkpoint.savepoint import savepoint_target
 
@@ -226,7 +228,7 @@ class JobMaster:
                 self._main.schedule(SAVEPOINT_POLL_MS, trigger)
                 return
             logger.info("job %s: savepoint into %s requested", self.job_id, directory)
-            started = self.checkpointing.trigger_savepoint(directory, self.job_id, terminal, drain)
+            started = checkpointing.trigger_savepoint(directory, self.job_id, terminal, drain)
             started.add_done_callback(lambda done: forward(done, answer))
             if drain:
                 started.add_done_callback(self._after_drain_savepoint)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_details import JobDetails

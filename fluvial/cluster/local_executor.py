@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from fluvial.cluster.compile import job_graph as job_graph_of
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.mini_cluster import MiniCluster
 from fluvial.common.errors import ConfigurationError
-from fluvial.graph.job_graph import build_job_graph
-from fluvial.graph.translate import stream_graph_of
 
 
 class LocalExecutor:
@@ -25,5 +24,5 @@ class LocalExecutor:
                 "execution.attached false asks for a job that runs on after this process ends, but on "
                 "execution.target local the job's cluster is this process: set execution.target: ray, or remove "
                 "execution.attached")
-        job_graph = build_job_graph(stream_graph_of(pipeline))
+        job_graph = job_graph_of(pipeline)
         return MiniCluster(self._configuration).submit(job_graph)

@@ -22,8 +22,8 @@ from fluvial.cluster.collect import CollectBuffer
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.slots import offered_slots
-from fluvial.common.configuration import Configuration
 from fluvial.common import logs
+from fluvial.common.configuration import Configuration
 from fluvial.graph.job_graph import JobGraph
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class MiniCluster:
         self.mode = task_manager_mode(self.configuration, job_graph)
         count, slots_each = self._layout(job_graph)
         if self.mode == "process":
-            from fluvial.cluster.process.shipping import prepare_for_shipping
+            from fluvial.cluster.code_shipping import prepare_for_shipping
 
             prepare_for_shipping(job_graph)
             self._start_processes(count, slots_each)

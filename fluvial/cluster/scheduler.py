@@ -25,7 +25,8 @@ the latest failure and the failure count are kept for JobDetails.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.plan import CheckpointPlan

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.gateways import JobMasterGateway
@@ -31,10 +32,11 @@ from fluvial.cluster.messages import (
 )
 from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.common.executors import SingleThreadExecutor
-from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelRegistry
+from fluvial.runtime.channels import ALL_ATTEMPTS, Channels
 from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.executor import TaskExecutor
+from fluvial.runtime.operators.runtime_context import CollectTarget
 from fluvial.runtime.task import Task, TaskServices
 from fluvial.state.factory import release_job_directories
 
@@ -99,7 +101,8 @@ class JobCheckpointStorage:
 
 
 class TaskManager:
-    def __init__(self, index: int, number_of_slots: int, channels: ChannelRegistry, collect_target: Any = None,
+    def __init__(self, index: int, number_of_slots: int, channels: Channels,
+                 collect_target: Callable[[str], CollectTarget] | None = None,
                  on_stuck_task: Callable[[Task, int], None] | None = None) -> None:
         """`on_stuck_task(task, timeout_ms)`: what a TaskManager process does with a task that did not cancel
         within task.cancellation.timeout (it ends the process); None: abandon its thread (thread mode)."""
@@ -139,9 +142,9 @@ class TaskManager:
     def submit_task(self, message: DeployTask) -> None:
         spec = message.spec
         if spec.main_classes is not None:  # a TaskManager process: the script's classes, before any record
-            from fluvial.cluster.process.main_classes import install_main_classes
+            from fluvial.cluster.code_shipping import install_classes
 
-            install_main_classes(spec.main_classes)
+            install_classes(spec.main_classes)
         if spec.attempt > 0:
             self._channels.release_attempts_before(spec.job_id, spec.attempt)  # the failed attempt's channels are garbage
         task = Task(spec, self._services(spec))

@@ -11,8 +11,9 @@ options. `Configuration.get_value(option)` reads one with its type, its fallback
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -49,33 +50,64 @@ class ConfigOption(Generic[T]):
     _deprecated_keys: tuple[str, ...] = ()
 
     def key(self) -> str:
+        """The option's key."""
         return self._key
 
     def has_default_value(self) -> bool:
+        """Whether the option has a default."""
         return self._default is not None
 
     def default_value(self) -> Any:
+        """The option's default, or None."""
         return self._default
 
     def description(self) -> str:
+        """The option's description."""
         return self._description
 
-    def with_description(self, description: str) -> "ConfigOption[T]":
+    def with_description(self, description: str) -> ConfigOption[T]:
+        """A copy of this option with a description.
+
+        Args:
+            description: What the option does.
+
+        Returns:
+            The new option.
+        """
         return replace(self, _description=str(description))
 
-    def with_fallback_keys(self, *fallback_keys: str) -> "ConfigOption[T]":
+    def with_fallback_keys(self, *fallback_keys: str) -> ConfigOption[T]:
+        """A copy of this option that, when its key is not set, reads these keys in order.
+
+        Args:
+            *fallback_keys: The keys.
+
+        Returns:
+            The new option.
+        """
         return replace(self, _fallback_keys=self._fallback_keys + tuple(fallback_keys))
 
-    def with_deprecated_keys(self, *deprecated_keys: str) -> "ConfigOption[T]":
+    def with_deprecated_keys(self, *deprecated_keys: str) -> ConfigOption[T]:
+        """A copy of this option that also reads these old names of its key.
+
+        Args:
+            *deprecated_keys: The keys.
+
+        Returns:
+            The new option.
+        """
         return replace(self, _deprecated_keys=self._deprecated_keys + tuple(deprecated_keys))
 
     def has_fallback_keys(self) -> bool:
+        """Whether the option has fallback keys."""
         return bool(self._fallback_keys)
 
     def fallback_keys(self) -> list[str]:
+        """The option's fallback keys."""
         return list(self._fallback_keys)
 
     def deprecated_keys(self) -> list[str]:
+        """The option's deprecated keys."""
         return list(self._deprecated_keys)
 
     def lookup_keys(self) -> tuple[str, ...]:
@@ -83,6 +115,17 @@ class ConfigOption(Generic[T]):
         return (self._key, *self._fallback_keys, *self._deprecated_keys)
 
     def parse(self, raw: str) -> T:
+        """The typed value of a raw string, by the option's type.
+
+        Args:
+            raw: The string.
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: `raw` is not a value of the option's type.
+        """
         try:
             return self._parse(raw)
         except ValueError as error:
@@ -135,6 +178,19 @@ class ConfigOptions:
 
     @staticmethod
     def key(key: str) -> OptionBuilder:
+        """Start building an option for `key`; choose its type next (`int_type()`, `string_type()`, ...).
+
+        Args:
+            key: The configuration key.
+
+        Returns:
+            The option builder.
+
+        Example:
+            ```python
+            option = ConfigOptions.key("my-app.threshold").int_type().default_value(10)
+            ```
+        """
         if not isinstance(key, str) or not key:
             raise ValueError(f"a configuration key must be a non-empty string, got {key!r}")
         return OptionBuilder(key)

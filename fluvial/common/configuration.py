@@ -12,8 +12,9 @@ ignores would otherwise run, and silently behave differently from what its autho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import ConfigurationError
 
@@ -355,36 +356,129 @@ def _current_key(key: str) -> str:
 class Configuration:
     """A string-keyed map with Flink's typed getters and setters (PyFlink `pyflink.common.Configuration`)."""
 
-    def __init__(self, other: "Configuration | None" = None) -> None:
+    def __init__(self, other: Configuration | None = None) -> None:
         self._data: dict[str, str] = dict(other._data) if other is not None else {}
 
-    def set_string(self, key: str, value: str) -> "Configuration":
+    def set_string(self, key: str, value: str) -> Configuration:
+        """Set a key to a string value.
+
+        Args:
+            key: A configuration key (see the configuration reference) or a key of your own outside the engine's
+                namespaces.
+            value: The value, as Flink writes it (`10 s`, `true`, `hashmap`).
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: the key is unknown (a near-miss names the key it resembles) or refused by fluvial.
+
+        Example:
+            ```python
+            config = Configuration().set_string("state.backend.type", "rocksdb")
+            ```
+        """
         key = _current_key(key)
         check_key(key)
         self._data[key] = str(value)
         return self
 
-    def set_integer(self, key: str, value: int) -> "Configuration":
+    def set_integer(self, key: str, value: int) -> Configuration:
+        """Set a key to an integer (stored as its string).
+
+        Args:
+            key: The key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: the key is unknown or refused.
+        """
         return self.set_string(key, str(int(value)))
 
-    def set_boolean(self, key: str, value: bool) -> "Configuration":
+    def set_boolean(self, key: str, value: bool) -> Configuration:
+        """Set a key to a boolean (stored as `true`/`false`).
+
+        Args:
+            key: The key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: the key is unknown or refused.
+        """
         return self.set_string(key, "true" if value else "false")
 
-    def set_float(self, key: str, value: float) -> "Configuration":
+    def set_float(self, key: str, value: float) -> Configuration:
+        """Set a key to a float (stored as its string).
+
+        Args:
+            key: The key.
+            value: The value.
+
+        Returns:
+            This configuration.
+
+        Raises:
+            ConfigurationError: the key is unknown or refused.
+        """
         return self.set_string(key, str(float(value)))
 
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
+        """The value of a key as a string.
+
+        Args:
+            key: The key.
+            default_value: What to return when it is not set.
+
+        Returns:
+            The value, or `default_value`.
+        """
         return self._data.get(_current_key(key), default_value)
 
     def get_integer(self, key: str, default_value: int | None = None) -> int | None:
+        """The value of a key as an integer.
+
+        Args:
+            key: The key.
+            default_value: What to return when it is not set.
+
+        Returns:
+            The value, or `default_value`.
+
+        Raises:
+            ValueError: the value is not an integer.
+        """
         raw = self._data.get(_current_key(key))
         return default_value if raw is None else int(raw)
 
     def get_boolean(self, key: str, default_value: bool | None = None) -> bool | None:
+        """The value of a key as a boolean (`true`/`false`).
+
+        Args:
+            key: The key.
+            default_value: What to return when it is not set.
+
+        Returns:
+            The value, or `default_value`.
+        """
         raw = self._data.get(_current_key(key))
         return default_value if raw is None else _parse_bool(raw)
 
     def get_float(self, key: str, default_value: float | None = None) -> float | None:
+        """The value of a key as a float.
+
+        Args:
+            key: The key.
+            default_value: What to return when it is not set.
+
+        Returns:
+            The value, or `default_value`.
+        """
         raw = self._data.get(_current_key(key))
         return default_value if raw is None else float(raw)
 
@@ -397,7 +491,7 @@ class Configuration:
                 return option.parse(raw)
         return option.default_value()
 
-    def set_value(self, option: Any, value: Any) -> "Configuration":
+    def set_value(self, option: Any, value: Any) -> Configuration:
         """Set a PyFlink `ConfigOption` (booleans as `true`/`false`, maps as `k1:v1,k2:v2`)."""
         if isinstance(value, bool):
             text = "true" if value else "false"
@@ -409,21 +503,38 @@ class Configuration:
         return self.set_string(option.key(), text)
 
     def contains_key(self, key: str) -> bool:
+        """Whether `key` is set."""
         return _current_key(key) in self._data
 
     def remove_config(self, key: str) -> bool:
+        """Unset `key`.
+
+        Returns:
+            Whether it was set.
+        """
         return self._data.pop(_current_key(key), None) is not None
 
     def key_set(self) -> set[str]:
+        """The keys that are set, as a set."""
         return set(self._data)
 
     def keys(self) -> list[str]:
+        """The keys that are set, as a list."""
         return list(self._data)
 
     def to_dict(self) -> dict[str, str]:
+        """Every key with its value as a string."""
         return dict(self._data)
 
-    def add_all(self, other: "Configuration") -> "Configuration":
+    def add_all(self, other: Configuration) -> Configuration:
+        """Set every key of `other` here too (its values win).
+
+        Args:
+            other: Another Configuration.
+
+        Returns:
+            This configuration.
+        """
         self._data.update(other._data)
         return self
 

@@ -20,18 +20,26 @@ class Encoder(abc.ABC):
     """Bytes for one record. Subclasses must be picklable (plain fields, no open handles)."""
 
     @abc.abstractmethod
-    def encode(self, value: Any) -> bytes: ...
+    def encode(self, value: Any) -> bytes:
+        """The bytes of one record, as they go into a part file.
+
+        Args:
+            value: The record.
+
+        Returns:
+            Its bytes.
+        """
 
     def encode_batch(self, values: list) -> list[bytes]:
         """One bytes object per value, in order. Override when a whole batch can be encoded faster."""
         return [self.encode(v) for v in values]
 
-    def for_input_type(self, type_info: Any) -> "Encoder":
+    def for_input_type(self, type_info: Any) -> Encoder:
         """This encoder for records of `type_info` (the sink's input type); most encoders do not depend on it."""
         return self
 
     @staticmethod
-    def simple_string_encoder(charset_name: str = "UTF-8") -> "SimpleStringEncoder":
+    def simple_string_encoder(charset_name: str = "UTF-8") -> SimpleStringEncoder:
         """`str(value)` followed by a newline, in the given charset (PyFlink's default row encoder)."""
         return SimpleStringEncoder(charset_name)
 
@@ -59,7 +67,7 @@ class SimpleStringEncoder(Encoder):
             return f"{format_for_print(value, self.type_info)}\n".encode(self.charset_name)
         return f"{value}\n".encode(self.charset_name)
 
-    def for_input_type(self, type_info: Any) -> "SimpleStringEncoder":
+    def for_input_type(self, type_info: Any) -> SimpleStringEncoder:
         return replace(self, type_info=type_info)
 
     def encode_batch(self, values: list) -> list[bytes]:

@@ -8,7 +8,6 @@ import traceback
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True, slots=True)
 class FailureInfo:
     """One failure of a job: what was raised, where, and when (wall clock, ms)."""
@@ -22,7 +21,7 @@ class FailureInfo:
 
     @staticmethod
     def of(error: BaseException, location: str, timestamp_ms: int, restartable: bool,
-           traceback_text: str | None = None) -> "FailureInfo":
+           traceback_text: str | None = None) -> FailureInfo:
         text = traceback_text if traceback_text is not None else "".join(traceback.format_exception(error))
         return FailureInfo(type(error).__name__, str(error), location, timestamp_ms, text, restartable)
 

@@ -4,21 +4,38 @@ tenth of a small job's start-up in imports alone."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class CompletableFuture:
+    """The result of an asynchronous operation (PyFlink's `CompletableFuture`): a job's result, a savepoint's
+    path, a job's status. `result()` waits for it.
+    """
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._result: Any = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[["CompletableFuture"], None]] = []
+        self._callbacks: list[Callable[[CompletableFuture], None]] = []
 
     def done(self) -> bool:
+        """Whether the operation has finished (with a value or an exception)."""
         return self._event.is_set()
 
     def result(self, timeout: float | None = None) -> Any:
+        """Wait for the value.
+
+        Args:
+            timeout: Seconds to wait at most; None waits as long as it takes.
+
+        Returns:
+            The value.
+
+        Raises:
+            TimeoutError: not done within `timeout`.
+            Exception: the operation's own failure.
+        """
         if not self._event.wait(timeout):
             raise TimeoutError(f"the future was not completed within {timeout} s")
         if self._exception is not None:
@@ -26,17 +43,40 @@ class CompletableFuture:
         return self._result
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        """Wait for the outcome and return its exception, or None when it succeeded.
+
+        Args:
+            timeout: Seconds to wait at most.
+
+        Returns:
+            The exception, or None.
+        """
         if not self._event.wait(timeout):
             raise TimeoutError(f"the future was not completed within {timeout} s")
         return self._exception
 
     def set_result(self, result: Any) -> None:
+        """Complete the future with a value (the side that runs the operation calls it).
+
+        Args:
+            result: The value.
+        """
         self._complete(result, None)
 
     def set_exception(self, exception: BaseException) -> None:
+        """Complete the future with a failure.
+
+        Args:
+            exception: The failure.
+        """
         self._complete(None, exception)
 
-    def add_done_callback(self, callback: Callable[["CompletableFuture"], None]) -> None:
+    def add_done_callback(self, callback: Callable[[CompletableFuture], None]) -> None:
+        """Call `callback(future)` when the operation finishes (at once if it has).
+
+        Args:
+            callback: The function.
+        """
         with self._lock:
             if not self._event.is_set():
                 self._callbacks.append(callback)

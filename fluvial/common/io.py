@@ -15,6 +15,7 @@ __all__ = ["InputFormat"]
 
 
 class InputFormat(abc.ABC):
+    """A legacy input format (PyFlink's `InputFormat`), read with `env.create_input(format)`."""
     @abc.abstractmethod
     def create_source(self) -> Any:
         """The bounded Source reading this format's input."""
@@ -24,4 +25,5 @@ class InputFormat(abc.ABC):
         return None
 
     def name(self) -> str:
+        """The format's name, the source operator's name."""
         return type(self).__name__

@@ -20,10 +20,20 @@ CANCEL_ON_INTERRUPT_WAIT_S = 30.0
 
 
 class JobClient(abc.ABC):
+    """A handle on a submitted job (PyFlink's `JobClient`): `env.execute_async()` returns one. Its status,
+    cancellation, savepoints and result are futures.
+
+    Example:
+        ```python
+        client = env.execute_async("my job")
+        savepoint = client.stop_with_savepoint(False, "/var/savepoints").result()
+        ```
+    """
     detached = False  # True: the job runs on when its client goes away (`execution.attached: false`)
 
     @abc.abstractmethod
-    def get_job_id(self) -> JobID: ...
+    def get_job_id(self) -> JobID:
+        """The job's JobID."""
 
     @abc.abstractmethod
     def get_job_status(self) -> CompletableFuture:

@@ -6,6 +6,9 @@ from typing import Any
 
 
 class JobExecutionResult:
+    """What a finished job returns from `execute()` (PyFlink's `JobExecutionResult`): its id, its net runtime
+    and its accumulators.
+    """
     def __init__(self, job_id: Any, net_runtime_ms: int, accumulators: dict[str, Any] | None = None) -> None:
         """`job_id`: the JobID (PyFlink's get_job_id returns one)."""
         self._job_id = job_id
@@ -13,6 +16,7 @@ class JobExecutionResult:
         self._accumulators = dict(accumulators or {})
 
     def get_job_id(self) -> Any:
+        """The job's JobID."""
         return self._job_id
 
     def get_net_runtime(self) -> int:
@@ -20,15 +24,26 @@ class JobExecutionResult:
         return self._net_runtime_ms
 
     def get_accumulator_result(self, accumulator_name: str) -> Any:
+        """The final value of an accumulator.
+
+        Args:
+            accumulator_name: Its name.
+
+        Returns:
+            The value, or None.
+        """
         return self._accumulators.get(accumulator_name)
 
     def get_all_accumulator_results(self) -> dict[str, Any]:
+        """Every accumulator's final value, by name."""
         return dict(self._accumulators)
 
     def is_job_execution_result(self) -> bool:
+        """True: this is the result of a finished job."""
         return True
 
-    def get_job_execution_result(self) -> "JobExecutionResult":
+    def get_job_execution_result(self) -> JobExecutionResult:
+        """This result."""
         return self
 
     def __repr__(self) -> str:

@@ -17,14 +17,24 @@ class JobID:
         self._hex = value
 
     @staticmethod
-    def generate() -> "JobID":
+    def generate() -> JobID:
+        """A new random JobID (16 random bytes)."""
         return JobID(os.urandom(16).hex())
 
     @staticmethod
-    def from_hex_string(hex_string: str) -> "JobID":
+    def from_hex_string(hex_string: str) -> JobID:
+        """The JobID written as 32 hex digits.
+
+        Args:
+            hex_string: The hex digits.
+
+        Returns:
+            The JobID.
+        """
         return JobID(hex_string)
 
     def to_hex_string(self) -> str:
+        """The JobID as 32 hex digits, as Flink prints it."""
         return self._hex
 
     def __str__(self) -> str:

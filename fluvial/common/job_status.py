@@ -13,6 +13,9 @@ from fluvial.common.errors import FluvialError
 
 
 class JobStatus(enum.Enum):
+    """The states of a job, Flink's: CREATED, RUNNING, FAILING, FAILED, CANCELLING, CANCELED, FINISHED,
+    RESTARTING, SUSPENDED, RECONCILING, INITIALIZING.
+    """
     CREATED = "CREATED"
     RUNNING = "RUNNING"
     FAILING = "FAILING"
@@ -31,6 +34,7 @@ class JobStatus(enum.Enum):
         return self in (JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.FAILED)
 
     def is_globally_terminal_state(self) -> bool:
+        """Whether the job is over for good (FINISHED, CANCELED, FAILED)."""
         return self.is_globally_terminal
 
     def is_terminal_state(self) -> bool:

@@ -7,7 +7,8 @@ pays at start-up, and for PyFlink's module paths that name classes living in mod
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def lazy_names(module_name: str, sources: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:

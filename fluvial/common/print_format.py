@@ -22,9 +22,9 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.print_prefix import print_prefix  # noqa: F401 - part of this module's API
 from fluvial.common.row import Row, RowKind
@@ -99,13 +99,13 @@ def _format_row(value: Any, type_info: RowTypeInfo) -> str | None:
     if found is None:
         return None
     kind, values = found
-    return "%s[%s]" % (kind.short_string(), ", ".join(_typed_fields(values, type_info.get_field_types())))
+    return f"{kind.short_string()}[{', '.join(_typed_fields(values, type_info.get_field_types()))}]"
 
 
 def _format_tuple(value: Any, type_info: TupleTypeInfo) -> str | None:
     if not isinstance(value, (tuple, list, Row)):
         return None
-    return "(%s)" % ",".join(_typed_fields(list(value), type_info.get_field_types()))
+    return "(" + ",".join(_typed_fields(list(value), type_info.get_field_types())) + ")"
 
 
 # --- collections -----------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ def _format_sequence(value: Any, element_type: TypeInformation) -> str | None:
     elements = _elements(value)
     if elements is None:
         return None
-    return "[%s]" % ", ".join(_format(e, element_type) for e in elements)
+    return "[" + ", ".join(_format(e, element_type) for e in elements) + "]"
 
 
 def _format_array(value: Any, type_info: PrimitiveArrayTypeInfo) -> str | None:
@@ -139,7 +139,7 @@ def _format_map(value: Any, type_info: MapTypeInfo) -> str | None:
     if not isinstance(value, Mapping):
         return None
     key_type, value_type = type_info.key_type_info, type_info.value_type_info
-    return "{%s}" % ", ".join(f"{_format(k, key_type)}={_format(v, value_type)}" for k, v in value.items())
+    return "{" + ", ".join(f"{_format(k, key_type)}={_format(v, value_type)}" for k, v in value.items()) + "}"
 
 
 # --- basic and time types --------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def _format_timestamp(value: Any, _: TimestampTypeInfo) -> str | None:
 def _java_instant(value: Any) -> str | None:
     """java.time.Instant: UTC, `T` separator, `Z`, fraction in groups of three digits when non-zero."""
     if isinstance(value, _dt.datetime):
-        moment = value.astimezone(_dt.timezone.utc) if value.tzinfo else value
+        moment = value.astimezone(_dt.UTC) if value.tzinfo else value
     elif hasattr(value, "to_epoch_milli"):
         moment = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=value.to_epoch_milli())
     else:

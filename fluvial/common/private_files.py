@@ -3,7 +3,7 @@
 Checkpoints, savepoints, write-ahead logs and RocksDB working directories hold pickled user values (keyed state,
 operator state, received records). Whoever can read them sees the job's data; whoever can write them can make
 the job run code of their choosing when it restores. So fluvial creates them private — directories 0700, files
-0600 — and refuses to restore from a location someone else could have written (README, "trust boundary").
+0600 — and refuses to restore from a location someone else could have written (docs/operations/security.md).
 
 The rule for "someone else could have written" is OpenSSH's StrictModes rule: the path and every directory
 above it must be owned by this user or root and must not be writable by group or others. One exception: an

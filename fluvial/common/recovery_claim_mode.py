@@ -21,7 +21,7 @@ class RecoveryClaimMode(enum.Enum):
     CLAIM = "CLAIM"
 
     @staticmethod
-    def parse(raw: str) -> "RecoveryClaimMode":
+    def parse(raw: str) -> RecoveryClaimMode:
         value = raw.strip().upper()
         if value == "LEGACY":
             raise ValueError("LEGACY is deprecated in Flink and not supported: use NO_CLAIM (the default) or CLAIM")

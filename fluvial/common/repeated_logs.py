@@ -18,8 +18,8 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 FIRST = 3
 WINDOW_S = 60.0

@@ -44,7 +44,7 @@ class SignedRequest:
     signature: str
 
     @staticmethod
-    def parse(header: str) -> "SignedRequest":
+    def parse(header: str) -> SignedRequest:
         scheme, _, rest = header.partition(" ")
         if scheme != SCHEME:
             raise SignatureError(f"the Authorization header is not a {SCHEME} signature")

@@ -276,21 +276,55 @@ class RestartStrategies:
 
     @staticmethod
     def no_restart() -> NoRestartStrategyConfiguration:
+        """Never restart: the first failure fails the job.
+
+        Returns:
+            The configuration.
+        """
         return NoRestartStrategyConfiguration()
 
     @staticmethod
     def fall_back_restart() -> FallbackRestartStrategyConfiguration:
+        """Use the strategy of the configuration (`restart-strategy.type`), else the default.
+
+        Returns:
+            The configuration.
+        """
         return FallbackRestartStrategyConfiguration()
 
     @staticmethod
     def fixed_delay_restart(restart_attempts: int, delay_between_attempts: Interval
                             ) -> FixedDelayRestartStrategyConfiguration:
+        """Restart up to `restart_attempts` times, `delay_between_attempts` apart.
+
+        Args:
+            restart_attempts: The most restarts.
+            delay_between_attempts: The delay (ms, a timedelta or a Duration).
+
+        Returns:
+            The configuration.
+
+        Example:
+            ```python
+            env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 10_000))
+            ```
+        """
         delay: Any = delay_between_attempts  # normalized to milliseconds by the configuration
         return FixedDelayRestartStrategyConfiguration(restart_attempts, delay)
 
     @staticmethod
     def failure_rate_restart(failure_rate: int, failure_interval: Interval, delay_interval: Interval
                              ) -> FailureRateRestartStrategyConfiguration:
+        """Restart while there are at most `failure_rate` failures within `failure_interval`.
+
+        Args:
+            failure_rate: Failures allowed per interval.
+            failure_interval: The interval.
+            delay_interval: The delay before each restart.
+
+        Returns:
+            The configuration.
+        """
         interval: Any = failure_interval
         delay: Any = delay_interval
         return FailureRateRestartStrategyConfiguration(failure_rate, interval, delay)

@@ -14,8 +14,9 @@ Hazards, kept from PyFlink on purpose:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from enum import Enum
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 __all__ = ["Row", "RowKind"]
 
@@ -95,14 +96,28 @@ class Row:
         return {name: _as_plain(value) for name, value in zip(self._fields, self._values)}
 
     def get_row_kind(self) -> RowKind:
+        """The row's kind in a changelog: INSERT, UPDATE_BEFORE, UPDATE_AFTER or DELETE."""
         return self._row_kind
 
     def set_row_kind(self, row_kind: RowKind) -> None:
+        """Set the row's changelog kind.
+
+        Args:
+            row_kind: A RowKind.
+
+        Raises:
+            TypeError: `row_kind` is not a RowKind.
+        """
         if not isinstance(row_kind, RowKind):
             raise TypeError(f"set_row_kind takes a RowKind such as RowKind.INSERT, got {row_kind!r}")
         object.__setattr__(self, "_row_kind", row_kind)
 
     def set_field_names(self, field_names: Sequence[str]) -> None:
+        """Name the row's fields, for access by name.
+
+        Args:
+            field_names: The names, in field order.
+        """
         object.__setattr__(self, "_fields", list(field_names))
 
     def _is_retract_msg(self) -> bool:
@@ -179,8 +194,8 @@ class Row:
     def __repr__(self) -> str:
         fields = getattr(self, "_fields", None)
         if fields is not None:
-            return "Row(%s)" % ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._values))
-        return "<Row(%s)>" % ", ".join(repr(value) for value in self._values)
+            return "Row(" + ", ".join(f"{name}={value!r}" for name, value in zip(fields, self._values)) + ")"
+        return "<Row(" + ", ".join(repr(value) for value in self._values) + ")>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Row):

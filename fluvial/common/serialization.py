@@ -41,7 +41,15 @@ class SerializationSchema(abc.ABC):
         """Called once on the task before the first `serialize`."""
 
     @abc.abstractmethod
-    def serialize(self, element: Any) -> bytes: ...
+    def serialize(self, element: Any) -> bytes:
+        """Turn a record into bytes (for a sink: Kafka, a socket, a file).
+
+        Args:
+            element: The record.
+
+        Returns:
+            Its bytes.
+        """
 
 
 class DeserializationSchema(abc.ABC):
@@ -51,7 +59,15 @@ class DeserializationSchema(abc.ABC):
         """Called once on the task before the first `deserialize`."""
 
     @abc.abstractmethod
-    def deserialize(self, message: bytes) -> Any: ...
+    def deserialize(self, message: bytes) -> Any:
+        """Turn bytes into a record (for a source).
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The record.
+        """
 
     def is_end_of_stream(self, next_element: Any) -> bool:
         """True when `next_element` marks the end of the stream (it is then not emitted)."""
@@ -76,9 +92,18 @@ class SimpleStringSchema(SerializationSchema, DeserializationSchema):
         self._charset = _charset(charset)
 
     def get_charset(self) -> str:
+        """The charset (UTF-8 by default)."""
         return self._charset
 
     def serialize(self, element: Any) -> bytes:
+        """Encode a str with the schema's charset.
+
+        Args:
+            element: The string.
+
+        Returns:
+            Its bytes.
+        """
         if not isinstance(element, str):
             raise InvalidJobError(
                 f"SimpleStringSchema serializes strings, got {type(element).__name__} {element!r}; "
@@ -86,9 +111,18 @@ class SimpleStringSchema(SerializationSchema, DeserializationSchema):
         return element.encode(self._charset)
 
     def deserialize(self, message: bytes) -> str:
+        """Decode bytes with the schema's charset.
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The string.
+        """
         return bytes(message).decode(self._charset)
 
     def get_produced_type(self) -> Any:
+        """`Types.STRING()`."""
         from fluvial.common.typeinfo import Types
 
         return Types.STRING()
@@ -104,6 +138,14 @@ class ByteArraySchema(SerializationSchema, DeserializationSchema):
     """Bytes as they are, both ways."""
 
     def serialize(self, element: Any) -> bytes:
+        """The bytes as they are.
+
+        Args:
+            element: bytes.
+
+        Returns:
+            The same bytes.
+        """
         if not isinstance(element, (bytes, bytearray, memoryview)):
             raise InvalidJobError(
                 f"ByteArraySchema serializes bytes, got {type(element).__name__} {element!r}; "
@@ -111,9 +153,18 @@ class ByteArraySchema(SerializationSchema, DeserializationSchema):
         return bytes(element)
 
     def deserialize(self, message: bytes) -> bytes:
+        """The bytes as they are.
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The same bytes.
+        """
         return bytes(message)
 
     def get_produced_type(self) -> Any:
+        """The type of a byte array."""
         from fluvial.common.typeinfo import Types
 
         return Types.PRIMITIVE_ARRAY(Types.BYTE())
@@ -135,9 +186,18 @@ class RowFieldExtractorSchema(SerializationSchema):
         self._field_index = field_index
 
     def get_field_index(self) -> int:
+        """The index of the field written."""
         return self._field_index
 
     def serialize(self, element: Any) -> bytes:
+        """The bytes of one field of a Row.
+
+        Args:
+            element: The Row.
+
+        Returns:
+            The field's bytes (a str field is UTF-8 encoded).
+        """
         if element is None:
             return b""
         try:
@@ -178,7 +238,15 @@ class BulkWriterFactory(abc.ABC):
     """Creates the BulkWriter of one part file (`FileSink.for_bulk_format(path, factory)`)."""
 
     @abc.abstractmethod
-    def create(self, stream: BinaryIO) -> BulkWriter: ...
+    def create(self, stream: BinaryIO) -> BulkWriter:
+        """A BulkWriter that writes a part file to `stream`.
+
+        Args:
+            stream: The part file, open for binary writing.
+
+        Returns:
+            The writer.
+        """
 
     def file_suffix(self) -> str:
         """The suffix part files get when OutputFileConfig sets none (e.g. `.parquet`)."""

@@ -27,12 +27,34 @@ class TypeSerializer(abc.ABC, Generic[T]):
     stateless and picklable; two of the same class are equal."""
 
     @abc.abstractmethod
-    def serialize(self, element: T, stream: BytesIO) -> None: ...
+    def serialize(self, element: T, stream: BytesIO) -> None:
+        """Write a value to a stream.
+
+        Args:
+            element: The value.
+            stream: The binary stream.
+        """
 
     @abc.abstractmethod
-    def deserialize(self, stream: BytesIO) -> T: ...
+    def deserialize(self, stream: BytesIO) -> T:
+        """Read a value from a stream.
+
+        Args:
+            stream: The binary stream.
+
+        Returns:
+            The value.
+        """
 
     def copy(self, element: T) -> T:
+        """A copy of a value (immutable values may be returned as they are).
+
+        Args:
+            element: The value.
+
+        Returns:
+            The copy.
+        """
         return copy.deepcopy(element)
 
     def __eq__(self, other: object) -> bool:

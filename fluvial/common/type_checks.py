@@ -13,7 +13,8 @@ field. Types that reshape values (ROW, FLOAT, ...) are converted where they are 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, fits_expression

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from fluvial.common.row import Row, RowKind
 from fluvial.common.typeinfo import (

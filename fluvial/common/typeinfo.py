@@ -16,8 +16,9 @@ Every type is an immutable value: equal types compare and hash equal, and all of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = [
     "BasicArrayTypeInfo",
@@ -54,9 +55,25 @@ class TypeInformation:
         return False
 
     def to_internal_type(self, obj: Any) -> Any:
+        """A value of this type in the form the engine carries it (e.g. a Row for a row type).
+
+        Args:
+            obj: The value as user code sees it.
+
+        Returns:
+            The internal form.
+        """
         return obj
 
     def from_internal_type(self, obj: Any) -> Any:
+        """A value of this type in the form user code sees it.
+
+        Args:
+            obj: The internal form.
+
+        Returns:
+            The value.
+        """
         return obj
 
     def __eq__(self, other: object) -> bool:
@@ -399,7 +416,7 @@ class TupleTypeInfo(TypeInformation):
         return (self._field_types,)
 
     def __repr__(self) -> str:
-        return "TupleTypeInfo(%s)" % ", ".join(repr(t) for t in self._field_types)
+        return "TupleTypeInfo(" + ", ".join(repr(t) for t in self._field_types) + ")"
 
 
 class Types:
@@ -407,66 +424,146 @@ class Types:
 
     @staticmethod
     def STRING() -> TypeInformation:
+        """The type of a str (PyFlink's `Types.STRING()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.STRING_TYPE_INFO()
 
     @staticmethod
     def BYTE() -> TypeInformation:
+        """The type of an 8-bit integer (PyFlink's `Types.BYTE()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.BYTE_TYPE_INFO()
 
     @staticmethod
     def BOOLEAN() -> TypeInformation:
+        """The type of a bool (PyFlink's `Types.BOOLEAN()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.BOOLEAN_TYPE_INFO()
 
     @staticmethod
     def SHORT() -> TypeInformation:
+        """The type of a 16-bit integer (PyFlink's `Types.SHORT()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.SHORT_TYPE_INFO()
 
     @staticmethod
     def INT() -> TypeInformation:
+        """The type of a 32-bit integer (PyFlink's `Types.INT()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.INT_TYPE_INFO()
 
     @staticmethod
     def LONG() -> TypeInformation:
+        """The type of a 64-bit integer (PyFlink's `Types.LONG()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.LONG_TYPE_INFO()
 
     @staticmethod
     def FLOAT() -> TypeInformation:
+        """The type of a 32-bit float (values are rounded to single precision) (PyFlink's `Types.FLOAT()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.FLOAT_TYPE_INFO()
 
     @staticmethod
     def DOUBLE() -> TypeInformation:
+        """The type of a 64-bit float (PyFlink's `Types.DOUBLE()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.DOUBLE_TYPE_INFO()
 
     @staticmethod
     def CHAR() -> TypeInformation:
+        """The type of a one-character str (PyFlink's `Types.CHAR()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.CHAR_TYPE_INFO()
 
     @staticmethod
     def BIG_INT() -> TypeInformation:
+        """The type of an arbitrary-precision int (PyFlink's `Types.BIG_INT()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.BIG_INT_TYPE_INFO()
 
     @staticmethod
     def BIG_DEC() -> TypeInformation:
+        """The type of a decimal.Decimal (PyFlink's `Types.BIG_DEC()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.BIG_DEC_TYPE_INFO()
 
     @staticmethod
     def INSTANT() -> TypeInformation:
+        """The type of an Instant (PyFlink's `Types.INSTANT()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return BasicTypeInfo.INSTANT_TYPE_INFO()
 
     @staticmethod
     def SQL_DATE() -> TypeInformation:
+        """The type of a datetime.date (PyFlink's `Types.SQL_DATE()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return SqlTimeTypeInfo.DATE()
 
     @staticmethod
     def SQL_TIME() -> TypeInformation:
+        """The type of a datetime.time (PyFlink's `Types.SQL_TIME()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return SqlTimeTypeInfo.TIME()
 
     @staticmethod
     def SQL_TIMESTAMP() -> TypeInformation:
+        """The type of a datetime.datetime (PyFlink's `Types.SQL_TIMESTAMP()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return SqlTimeTypeInfo.TIMESTAMP()
 
     @staticmethod
     def PICKLED_BYTE_ARRAY() -> TypeInformation:
+        """The type of any picklable Python object, carried as-is (PyFlink's `Types.PICKLED_BYTE_ARRAY()`).
+
+        Returns:
+            The TypeInformation.
+        """
         return PickledBytesTypeInfo()
 
     @staticmethod
@@ -476,28 +573,96 @@ class Types:
 
     @staticmethod
     def ROW_NAMED(field_names: Sequence[str], field_types: Sequence[TypeInformation]) -> RowTypeInfo:
+        """A Row type with named fields: functions receive `Row`s with field access by name (`row.price`).
+
+        Args:
+            field_names: The fields' names.
+            field_types: Their types, in the same order.
+
+        Returns:
+            The RowTypeInfo.
+
+        Example:
+            ```python
+            Types.ROW_NAMED(["id", "price"], [Types.INT(), Types.DOUBLE()])
+            ```
+        """
         return RowTypeInfo(field_types, field_names)
 
     @staticmethod
     def TUPLE(field_types: Sequence[TypeInformation]) -> TupleTypeInfo:
+        """A tuple type: functions receive tuples with these field types.
+
+        Args:
+            field_types: The fields' types.
+
+        Returns:
+            The TupleTypeInfo.
+
+        Example:
+            ```python
+            Types.TUPLE([Types.STRING(), Types.INT()])
+            ```
+        """
         return TupleTypeInfo(field_types)
 
     @staticmethod
     def PRIMITIVE_ARRAY(element_type: TypeInformation) -> PrimitiveArrayTypeInfo:
+        """An array of a primitive type (no None elements).
+
+        Args:
+            element_type: The elements' type.
+
+        Returns:
+            The PrimitiveArrayTypeInfo.
+        """
         return PrimitiveArrayTypeInfo(element_type)
 
     @staticmethod
     def BASIC_ARRAY(element_type: TypeInformation) -> BasicArrayTypeInfo:
+        """An array of a basic type (elements may be None).
+
+        Args:
+            element_type: The elements' type.
+
+        Returns:
+            The BasicArrayTypeInfo.
+        """
         return BasicArrayTypeInfo(element_type)
 
     @staticmethod
     def OBJECT_ARRAY(element_type: TypeInformation) -> ObjectArrayTypeInfo:
+        """An array of objects of one type.
+
+        Args:
+            element_type: The elements' type.
+
+        Returns:
+            The ObjectArrayTypeInfo.
+        """
         return ObjectArrayTypeInfo(element_type)
 
     @staticmethod
     def MAP(key_type_info: TypeInformation, value_type_info: TypeInformation) -> MapTypeInfo:
+        """A dict type.
+
+        Args:
+            key_type_info: The keys' type.
+            value_type_info: The values' type.
+
+        Returns:
+            The MapTypeInfo.
+        """
         return MapTypeInfo(key_type_info, value_type_info)
 
     @staticmethod
     def LIST(element_type_info: TypeInformation) -> ListTypeInfo:
+        """A list type.
+
+        Args:
+            element_type_info: The elements' type.
+
+        Returns:
+            The ListTypeInfo.
+        """
         return ListTypeInfo(element_type_info)

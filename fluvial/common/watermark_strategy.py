@@ -418,14 +418,39 @@ class WatermarkStrategy:
 
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
+        """No watermarks: event-time windows and timers never fire (until a bounded input ends).
+
+        Returns:
+            The strategy.
+        """
         return WatermarkStrategy(_NoWatermarksFactory())
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:
+        """Watermarks for timestamps that never decrease: the watermark is the highest timestamp seen minus 1 ms.
+
+        Returns:
+            The strategy.
+        """
         return WatermarkStrategy(_AscendingFactory())
 
     @staticmethod
     def for_bounded_out_of_orderness(max_out_of_orderness: Duration | int) -> WatermarkStrategy:
+        """Watermarks that trail the highest timestamp seen by a bound: records up to that late are still on
+        time.
+
+        Args:
+            max_out_of_orderness: The bound (a Duration, or ms).
+
+        Returns:
+            The strategy; add `with_timestamp_assigner(...)` and, for quiet inputs, `with_idleness(...)`.
+
+        Example:
+            ```python
+            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)) \
+                .with_timestamp_assigner(lambda event, _: event["ts"])
+            ```
+        """
         millis = _duration_millis(max_out_of_orderness, "max out-of-orderness")
         return WatermarkStrategy(_BoundedFactory(_non_negative_bound(millis)))
 
@@ -527,7 +552,16 @@ class AssignerWithPeriodicWatermarksWrapper:
             .with_timestamp_assigner(assigner)
 
     def create_watermark_generator(self, context: WatermarkGeneratorContext | None = None) -> WatermarkGenerator:
+        """A generator that asks the wrapped assigner for its current watermark at every periodic emit.
+
+        Args:
+            context: The generator's context.
+
+        Returns:
+            The WatermarkGenerator.
+        """
         return self._strategy.create_watermark_generator(context)
 
     def create_timestamp_assigner(self) -> Callable[[Any, int | None], Any] | None:
+        """The wrapped assigner's `extract_timestamp`, as a timestamp assigner."""
         return self._strategy.create_timestamp_assigner()

@@ -44,21 +44,73 @@ class AsyncDataStream:
     @staticmethod
     def unordered_wait(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
                        capacity: int = 100, output_type: Any = None) -> DataStream:
+        """As `ordered_wait`, emitting each result as soon as it is ready (in order only relative to
+        watermarks).
+
+        Args:
+            data_stream: The input stream.
+            async_function: The AsyncFunction; `async def async_invoke(value)` returns the list of results.
+            timeout: How long a record's call may take (ms or a Duration); then `timeout(value)` answers it.
+            capacity: The most calls in flight.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         return _wait(data_stream, async_function, timeout, capacity, output_type, False, None)
 
     @staticmethod
     def ordered_wait(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
                      capacity: int = 100, output_type: Any = None) -> DataStream:
+        """Apply an AsyncFunction to every record, at most `capacity` calls at once, emitting results in input
+        order (no watermark overtakes a pending result).
+
+        Args:
+            data_stream: The input stream.
+            async_function: The AsyncFunction; `async def async_invoke(value)` returns the list of results.
+            timeout: How long a record's call may take (ms or a Duration); then `timeout(value)` answers it.
+            capacity: The most calls in flight; the task stops reading input while full.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         return _wait(data_stream, async_function, timeout, capacity, output_type, True, None)
 
     @staticmethod
     def unordered_wait_with_retry(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
                                   async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
                                   output_type: Any = None) -> DataStream:
+        """As `unordered_wait`, retrying calls by a retry strategy.
+
+        Args:
+            data_stream: The input stream.
+            async_function: The AsyncFunction; `async def async_invoke(value)` returns the list of results.
+            timeout: How long a record's call may take (ms or a Duration); then `timeout(value)` answers it.
+            async_retry_strategy: When and how often to retry.
+            capacity: The most calls in flight.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         return _wait(data_stream, async_function, timeout, capacity, output_type, False, async_retry_strategy)
 
     @staticmethod
     def ordered_wait_with_retry(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
                                 async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
                                 output_type: Any = None) -> DataStream:
+        """As `ordered_wait`, retrying calls by a retry strategy.
+
+        Args:
+            data_stream: The input stream.
+            async_function: The AsyncFunction; `async def async_invoke(value)` returns the list of results.
+            timeout: How long a record's call may take (ms or a Duration); then `timeout(value)` answers it.
+            async_retry_strategy: When and how often to retry (`fluvial.datastream.async_retry_strategies`).
+            capacity: The most calls in flight.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         return _wait(data_stream, async_function, timeout, capacity, output_type, True, async_retry_strategy)

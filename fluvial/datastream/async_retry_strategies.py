@@ -7,7 +7,8 @@ retry and stays at most `max_retry_delay`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.datastream.functions import AsyncRetryPredicate, AsyncRetryStrategy
@@ -27,29 +28,39 @@ def _positive(value: Any, what: str) -> Any:
 
 
 class RetryPredicate(AsyncRetryPredicate, Generic[OUT]):
+    """A pair of predicates: on a result (retry when it returns True) and on an exception."""
     def __init__(self, result_predicate: ResultPredicate, exception_predicate: ExceptionPredicate) -> None:
         self._result_predicate = result_predicate
         self._exception_predicate = exception_predicate
 
     def result_predicate(self) -> ResultPredicate:
+        """The predicate on results, or None."""
         return self._result_predicate
 
     def exception_predicate(self) -> ExceptionPredicate:
+        """The predicate on exceptions, or None."""
         return self._exception_predicate
 
 
 class NoRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
+    """Never retry (the default of `*_wait_with_retry`)."""
     def can_retry(self, current_attempts: int) -> bool:
+        """False."""
         return False
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
+        """-1: there is no next attempt."""
         return -1
 
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
+        """A predicate that retries nothing."""
         return RetryPredicate(None, None)
 
 
 class FixedDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
+    """Retry up to a number of attempts, a fixed delay apart (PyFlink's `FixedDelayRetryStrategy`);
+    built with `AsyncRetryStrategies.FixedDelayRetryStrategyBuilder`.
+    """
     def __init__(self, max_attempts: int, backoff_time_millis: int, result_predicate: ResultPredicate = None,
                  exception_predicate: ExceptionPredicate = None) -> None:
         self._max_attempts = _positive(max_attempts, "max_attempts")
@@ -57,16 +68,36 @@ class FixedDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
         self._predicate = RetryPredicate(result_predicate, exception_predicate)
 
     def can_retry(self, current_attempts: int) -> bool:
+        """Whether fewer than the maximum attempts were made.
+
+        Args:
+            current_attempts: Attempts so far.
+
+        Returns:
+            True to retry.
+        """
         return current_attempts <= self._max_attempts
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
+        """The fixed delay, in ms.
+
+        Args:
+            current_attempts: Attempts so far.
+
+        Returns:
+            The delay.
+        """
         return int(self._backoff_time_millis)
 
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
+        """The predicates on results and exceptions that decide a retry."""
         return self._predicate
 
 
 class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
+    """Retry up to a number of attempts with a delay that grows by a multiplier up to a maximum (PyFlink's
+    `ExponentialBackoffDelayRetryStrategy`).
+    """
     def __init__(self, max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
                  result_predicate: ResultPredicate = None, exception_predicate: ExceptionPredicate = None) -> None:
         self._max_attempts = _positive(max_attempts, "max_attempts")
@@ -76,6 +107,14 @@ class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
         self._predicate = RetryPredicate(result_predicate, exception_predicate)
 
     def can_retry(self, current_attempts: int) -> bool:
+        """Whether fewer than the maximum attempts were made.
+
+        Args:
+            current_attempts: Attempts so far.
+
+        Returns:
+            True to retry.
+        """
         return current_attempts <= self._max_attempts
 
     def get_backoff_time_millis(self, current_attempts: int) -> int:
@@ -86,6 +125,7 @@ class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
         return int(min(delay, self._max_retry_delay))
 
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
+        """The predicates on results and exceptions that decide a retry."""
         return self._predicate
 
 

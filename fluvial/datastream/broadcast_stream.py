@@ -21,7 +21,7 @@ class BroadcastStream:
     """A stream whose every record goes to every subtask of the operator it is connected to, together with
     the MapStateDescriptors of the broadcast state that operator keeps."""
 
-    def __init__(self, stream: "DataStream", descriptors: tuple) -> None:
+    def __init__(self, stream: DataStream, descriptors: tuple) -> None:
         from fluvial.datastream.state import MapStateDescriptor
 
         if not descriptors:
@@ -33,19 +33,29 @@ class BroadcastStream:
         self.descriptors = tuple(descriptors)
 
     def get_execution_environment(self) -> Any:
+        """The StreamExecutionEnvironment of the broadcast stream."""
         return self.stream.get_execution_environment()
 
 
 class BroadcastConnectedStream:
     """A (possibly keyed) data stream connected with a BroadcastStream."""
 
-    def __init__(self, non_broadcast_stream: "DataStream", broadcast_stream: BroadcastStream) -> None:
+    def __init__(self, non_broadcast_stream: DataStream, broadcast_stream: BroadcastStream) -> None:
         if non_broadcast_stream._env is not broadcast_stream.stream._env:
             raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
         self.non_broadcast_stream = non_broadcast_stream
         self.broadcast_stream = broadcast_stream
 
-    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply a BroadcastProcessFunction (a non-keyed input) or a KeyedBroadcastProcessFunction (a keyed one).
+
+        Args:
+            func: The function.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         from fluvial.datastream.data_stream import DataStream
         from fluvial.datastream.functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 

@@ -12,8 +12,9 @@ checkpoints, one checkpoint at a time, no tolerated failures, one retained check
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError
@@ -157,6 +158,7 @@ class CheckpointConfig:
     # -- interval and mode --------------------------------------------------------------------------------------
 
     def is_checkpointing_enabled(self) -> bool:
+        """Whether the job takes checkpoints (an interval is set)."""
         return self._interval > 0
 
     def set_checkpoint_interval(self, checkpoint_interval: int | Duration) -> CheckpointConfig:
@@ -171,9 +173,18 @@ class CheckpointConfig:
         return self
 
     def get_checkpoint_interval(self) -> int:
+        """The checkpoint interval in ms, or -1 when checkpointing is disabled."""
         return self._interval
 
     def set_checkpointing_mode(self, checkpointing_mode: CheckpointingMode) -> CheckpointConfig:
+        """Set the checkpointing guarantee.
+
+        Args:
+            checkpointing_mode: `CheckpointingMode.EXACTLY_ONCE` or `AT_LEAST_ONCE`.
+
+        Returns:
+            This config.
+        """
         if not isinstance(checkpointing_mode, CheckpointingMode):
             raise InvalidJobError(
                 f"checkpointing mode must be CheckpointingMode.EXACTLY_ONCE or CheckpointingMode.AT_LEAST_ONCE, "
@@ -183,6 +194,7 @@ class CheckpointConfig:
         return self
 
     def get_checkpointing_mode(self) -> CheckpointingMode:
+        """EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE."""
         return self._mode
 
     # -- pacing and failures ------------------------------------------------------------------------------------
@@ -199,6 +211,7 @@ class CheckpointConfig:
         return self
 
     def get_checkpoint_timeout(self) -> int:
+        """How long a checkpoint may take before it is abandoned, in ms."""
         return self._timeout
 
     def set_min_pause_between_checkpoints(self, min_pause_between_checkpoints: int | Duration) -> CheckpointConfig:
@@ -208,15 +221,25 @@ class CheckpointConfig:
         return self
 
     def get_min_pause_between_checkpoints(self) -> int:
+        """The least time between the end of one checkpoint and the start of the next, in ms."""
         return self._min_pause
 
     def set_max_concurrent_checkpoints(self, max_concurrent_checkpoints: int) -> CheckpointConfig:
+        """Set how many checkpoints may be in flight at once.
+
+        Args:
+            max_concurrent_checkpoints: At least 1.
+
+        Returns:
+            This config.
+        """
         self._max_concurrent = _count(
             max_concurrent_checkpoints, "the maximum of concurrent checkpoints", 1, "the default is 1"
         )
         return self
 
     def get_max_concurrent_checkpoints(self) -> int:
+        """How many checkpoints may be in flight at once."""
         return self._max_concurrent
 
     def set_tolerable_checkpoint_failure_number(self, tolerable_checkpoint_failure_number: int) -> CheckpointConfig:
@@ -228,6 +251,7 @@ class CheckpointConfig:
         return self
 
     def get_tolerable_checkpoint_failure_number(self) -> int:
+        """How many consecutive failed checkpoints the job tolerates before it fails over."""
         return self._tolerable_failures
 
     def set_fail_on_checkpointing_errors(self, fail_on_checkpointing_errors: bool) -> CheckpointConfig:
@@ -236,6 +260,7 @@ class CheckpointConfig:
         return self
 
     def is_fail_on_checkpointing_errors(self) -> bool:
+        """Whether one failed checkpoint fails the job (no failures are tolerated)."""
         return self._tolerable_failures == 0
 
     def set_num_retained(self, num_retained: int) -> CheckpointConfig:
@@ -244,6 +269,7 @@ class CheckpointConfig:
         return self
 
     def get_num_retained(self) -> int:
+        """How many completed checkpoints are kept."""
         return self._num_retained
 
     # -- storage ------------------------------------------------------------------------------------------------
@@ -291,6 +317,7 @@ class CheckpointConfig:
         return self.set_externalized_checkpoint_retention(cleanup_mode)
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
+        """What happens to retained checkpoints when the job ends: fluvial keeps them (RETAIN_ON_CANCELLATION)."""
         return self._retention
 
     def get_externalized_checkpoint_cleanup(self) -> ExternalizedCheckpointRetention | None:
@@ -299,6 +326,7 @@ class CheckpointConfig:
         return None if retention is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS else retention
 
     def is_externalized_checkpoints_enabled(self) -> bool:
+        """Whether retained checkpoints outlive the job."""
         return self._retention is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
 
     # -- unaligned checkpoints (FLIP-76) -------------------------------------------------------------------------
@@ -311,9 +339,12 @@ class CheckpointConfig:
         return self
 
     def disable_unaligned_checkpoints(self) -> CheckpointConfig:
+        """Checkpoints align their barriers again (the default): every barrier waits behind the buffers queued
+        before it. Returns this config, for chaining."""
         return self.enable_unaligned_checkpoints(False)
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
+        """Whether checkpoints are unaligned (`execution.checkpointing.unaligned.enabled`)."""
         return self._unaligned
 
     def set_force_unaligned_checkpoints(self, force_unaligned_checkpoints: bool = True) -> CheckpointConfig:
@@ -323,6 +354,7 @@ class CheckpointConfig:
         return self
 
     def is_force_unaligned_checkpoints(self) -> bool:
+        """Whether the forced mode of unaligned checkpoints is on (`execution.checkpointing.unaligned.forced`)."""
         return self._force_unaligned
 
     def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration | int) -> CheckpointConfig:
@@ -337,6 +369,8 @@ class CheckpointConfig:
         return self
 
     def get_aligned_checkpoint_timeout(self) -> Duration:
+        """How long a checkpoint stays aligned before it turns unaligned
+        (`execution.checkpointing.aligned-checkpoint-timeout`; 0: unaligned from the start)."""
         return self._aligned_checkpoint_timeout
 
     set_alignment_timeout = set_aligned_checkpoint_timeout

@@ -69,12 +69,15 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         object.__setattr__(self, "max_state_size", max_state_size)
 
     def get_checkpoint_path(self) -> str | None:
+        """Where the checkpoints' metadata is also written, or None (memory only)."""
         return self.checkpoint_path
 
     def get_max_state_size(self) -> int:
+        """The largest state one operator subtask may have, in bytes (5 MiB by default)."""
         return self.max_state_size
 
     def get_savepoint_path(self) -> str | None:
+        """The default savepoint directory, or None."""
         return None
 
 
@@ -127,15 +130,19 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         object.__setattr__(self, "write_buffer_size", max(write_buffer_size, file_state_size_threshold))
 
     def get_checkpoint_path(self) -> str:
+        """Where checkpoints are written: a path or an fsspec URL."""
         return self.checkpoint_path
 
     def get_savepoint_path(self) -> str | None:
+        """The default savepoint directory, or None."""
         return None
 
     def get_min_file_size_threshold(self) -> int:
+        """States smaller than this many bytes are carried inline in `_metadata`, not in files of their own."""
         return self.file_state_size_threshold
 
     def get_write_buffer_size(self) -> int:
+        """The write buffer size of state files, in bytes."""
         return self.write_buffer_size
 
 

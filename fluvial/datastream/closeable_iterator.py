@@ -3,7 +3,6 @@ sink fills."""
 
 from __future__ import annotations
 
-import queue
 import signal
 import threading
 import weakref
@@ -41,7 +40,7 @@ class CloseableIterator:
         self._done = False
         _INTERRUPTS.watch(self)
 
-    def __iter__(self) -> "CloseableIterator":
+    def __iter__(self) -> CloseableIterator:
         return self
 
     def __next__(self) -> Any:
@@ -95,6 +94,7 @@ class CloseableIterator:
         cancel_on_interrupt(self._client)
 
     def close(self) -> None:
+        """Stop reading: cancels the job if it still runs (leaving a `with` block does it too)."""
         _INTERRUPTS.forget(self)
         if not self._buffer.closed.is_set():
             self._buffer.close()
@@ -103,7 +103,7 @@ class CloseableIterator:
         self._done = True
         self._pending, self._position = [], 0  # a closed iterator yields nothing more
 
-    def __enter__(self) -> "CloseableIterator":
+    def __enter__(self) -> CloseableIterator:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -126,7 +126,7 @@ class _InterruptGuard:
         self._lock = threading.Lock()
         self.waiting_in_next = 0  # the main thread waits in CloseableIterator.__next__ for a buffer
 
-    def watch(self, iterator: "CloseableIterator") -> None:
+    def watch(self, iterator: CloseableIterator) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # a KeyboardInterrupt is only ever raised on the main thread
         with self._lock:
@@ -136,7 +136,7 @@ class _InterruptGuard:
                 self._previous = signal.signal(signal.SIGINT, self._on_interrupt)
             self._open.add(iterator)
 
-    def forget(self, iterator: "CloseableIterator") -> None:
+    def forget(self, iterator: CloseableIterator) -> None:
         with self._lock:
             self._open.discard(iterator)
             if self._open or self._previous is None:

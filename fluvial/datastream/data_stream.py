@@ -14,7 +14,6 @@ from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.slot_sharing_group import SlotSharingGroup
 
 if TYPE_CHECKING:
-    from fluvial.datastream.connected_streams import ConnectedStreams
     from fluvial.datastream.connectors.sink import Sink
     from fluvial.datastream.keyed_stream import KeyedStream
     from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -30,7 +29,7 @@ class _TransformationHandle:
     """Shared setters of DataStream and DataStreamSink: each replaces the transformation in the env
     with a changed copy, never mutating the one other handles may hold."""
 
-    def __init__(self, env: "StreamExecutionEnvironment", transformation_id: int) -> None:
+    def __init__(self, env: StreamExecutionEnvironment, transformation_id: int) -> None:
         self._env = env
         self._id = transformation_id
 
@@ -125,19 +124,27 @@ class DataStream(_TransformationHandle):
     """A stream of records (PyFlink's DataStream)."""
 
     def get_type(self) -> Any:
+        """The records' declared type (a TypeInformation), or None when undeclared."""
         return self._transformation.output_type
 
-    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        """The StreamExecutionEnvironment this stream belongs to."""
         return self._env
 
     def get_transformation_id(self) -> int:
+        """The id of the transformation that makes this stream (unique within its environment)."""
         return self._id
 
-    def force_non_parallel(self) -> "DataStream":
+    def force_non_parallel(self) -> DataStream:
+        """Run the operator with parallelism 1 and max parallelism 1.
+
+        Returns:
+            This stream.
+        """
         self.set_parallelism(1)
         return self.set_max_parallelism(1)
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "DataStream":
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
         """Any bound >= 0 holds: buffers here go out per batch, with no timeout to wait for; -1 is refused."""
         check_buffer_timeout(timeout_millis)
         return self
@@ -159,23 +166,69 @@ class DataStream(_TransformationHandle):
         """The key selector operators apply under; None outside a KeyedStream."""
         return None
 
-    def map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply `func` to every record, emitting one record each.
+
+        Args:
+            func: A MapFunction, or any callable of one record.
+            output_type: The results' type; declare it as PyFlink users do (records are shaped by it).
+
+        Returns:
+            The stream of results.
+
+        Example:
+            ```python
+            ds.map(lambda word: (word, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+            ```
+        """
         check_function(func, "map", "map")
         return self._one_input("Map", t.MapSpec(func, self._key()), output_type)
 
-    def flat_map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply `func` to every record, emitting each element of the iterable it returns (none, one or many).
+
+        Args:
+            func: A FlatMapFunction, or any callable of one record returning an iterable (a generator works).
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+
+        Example:
+            ```python
+            lines.flat_map(str.split, output_type=Types.STRING())
+            ```
+        """
         check_function(func, "flat_map", "flat_map")
         return self._one_input("FlatMap", t.FlatMapSpec(func, self._key()), output_type)
 
-    def filter(self, func: Any) -> "DataStream":
+    def filter(self, func: Any) -> DataStream:
+        """Keep the records for which `func` returns true.
+
+        Args:
+            func: A FilterFunction, or any callable of one record.
+
+        Returns:
+            The stream of the records kept, of the same type.
+        """
         check_function(func, "filter", "filter")
         return self._one_input("Filter", t.FilterSpec(func, self._key()), self.get_type())
 
-    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply a ProcessFunction: it sees each record with a context (timestamp, current watermark, timer service,
+        side outputs) and emits any number of records.
+
+        Args:
+            func: A ProcessFunction.
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         check_function(func, "process_element", "process")
         return self._one_input("Process", t.ProcessSpec(func), output_type)
 
-    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Give records timestamps (its assigner) and generate watermarks (its generator) from here on;
         watermarks arriving from upstream are dropped, except the final one at end of input (as in Flink)."""
         if not hasattr(watermark_strategy, "create_watermark_generator"):
@@ -191,7 +244,22 @@ class DataStream(_TransformationHandle):
 
         return AllWindowedStream(self, window_assigner)
 
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        """Partition the stream by key: records of one key go to one subtask, where keyed state and timers are
+        scoped to that key.
+
+        Args:
+            key_selector: A KeySelector, or any callable of one record returning its key (hashable).
+            key_type: The key's type.
+
+        Returns:
+            The KeyedStream.
+
+        Example:
+            ```python
+            pairs.key_by(lambda pair: pair[0], key_type=Types.STRING())
+            ```
+        """
         from fluvial.datastream.keyed_stream import KeyedStream
 
         check_function(key_selector, "get_key", "key_by")
@@ -210,22 +278,49 @@ class DataStream(_TransformationHandle):
             output_type=self.get_type(),
         )
 
-    def _partition(self, kind: t.PartitionerKind) -> "DataStream":
+    def _partition(self, kind: t.PartitionerKind) -> DataStream:
         return DataStream(self._env, self._partition_id(t.PartitionerSpec(kind)))
 
-    def shuffle(self) -> "DataStream":
+    def shuffle(self) -> DataStream:
+        """Send each record to a uniformly random subtask of the next operator.
+
+        Returns:
+            The repartitioned stream.
+        """
         return self._partition(t.PartitionerKind.SHUFFLE)
 
-    def rebalance(self) -> "DataStream":
+    def rebalance(self) -> DataStream:
+        """Send records round-robin to every subtask of the next operator (evens out skew).
+
+        Returns:
+            The repartitioned stream.
+        """
         return self._partition(t.PartitionerKind.REBALANCE)
 
-    def rescale(self) -> "DataStream":
+    def rescale(self) -> DataStream:
+        """Send records round-robin to a subset of the next operator's subtasks (local groups when the
+        parallelisms are multiples of each other).
+
+        Returns:
+            The repartitioned stream.
+        """
         return self._partition(t.PartitionerKind.RESCALE)
 
-    def forward(self) -> "DataStream":
+    def forward(self) -> DataStream:
+        """Send each subtask's records to the same subtask of the next operator (equal parallelism needed); such an
+        edge may chain.
+
+        Returns:
+            The stream.
+        """
         return self._partition(t.PartitionerKind.FORWARD)
 
-    def global_(self) -> "DataStream":
+    def global_(self) -> DataStream:
+        """Send every record to subtask 0 of the next operator.
+
+        Returns:
+            The stream.
+        """
         return self._partition(t.PartitionerKind.GLOBAL)
 
     def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
@@ -237,7 +332,7 @@ class DataStream(_TransformationHandle):
 
         return BroadcastStream(stream, broadcast_state_descriptors)
 
-    def project(self, *field_indexes: int) -> "DataStream":
+    def project(self, *field_indexes: int) -> DataStream:
         """Keep the given fields of each tuple, in the given order (PyFlink: only tuple-typed streams)."""
         from fluvial.common.typeinfo import TupleTypeInfo, Types
 
@@ -256,7 +351,19 @@ class DataStream(_TransformationHandle):
         output_type = Types.TUPLE([field_types[i] for i in field_indexes])
         return self._one_input("Projection", t.MapSpec(_Projection(tuple(field_indexes))), output_type)
 
-    def partition_custom(self, partitioner: Any, key_selector: Any) -> "DataStream":
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        """Send each record to the subtask a Partitioner picks for its key.
+
+        Args:
+            partitioner: A Partitioner (or a callable `(key, num_partitions) -> index`).
+            key_selector: A KeySelector (or a callable of one record) giving the key passed to `partitioner`.
+
+        Returns:
+            The repartitioned stream.
+
+        Raises:
+            InvalidJobError: either argument is not a function of the right kind.
+        """
         check_function(partitioner, "partition", "partition_custom")
         check_function(key_selector, "get_key", "partition_custom")
         spec = t.PartitionerSpec(t.PartitionerKind.CUSTOM, key_selector=key_selector, custom_partitioner=partitioner)
@@ -264,7 +371,15 @@ class DataStream(_TransformationHandle):
 
     # -- combining ----------------------------------------------------------------------------------------------
 
-    def union(self, *streams: "DataStream") -> "DataStream":
+    def union(self, *streams: DataStream) -> DataStream:
+        """Merge this stream with others of the same type into one stream (no order between them).
+
+        Args:
+            *streams: The other DataStreams.
+
+        Returns:
+            The union.
+        """
         for stream in streams:
             if stream._env is not self._env:
                 raise InvalidJobError("union of streams from different StreamExecutionEnvironments; use one env")
@@ -287,7 +402,16 @@ class DataStream(_TransformationHandle):
             raise InvalidJobError("connect of streams from different StreamExecutionEnvironments; use one env")
         return ConnectedStreams(self, ds)
 
-    def get_side_output(self, output_tag: OutputTag) -> "DataStream":
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The stream of the records a process function emitted to `output_tag` (`ctx.output(tag, value)`), or
+        that a window operator sent there as late data.
+
+        Args:
+            output_tag: The OutputTag, with its type.
+
+        Returns:
+            The side-output stream.
+        """
         if not isinstance(output_tag, OutputTag):
             raise InvalidJobError(f"get_side_output expects an OutputTag, got {output_tag!r}")
         tid = self._env._add_transformation(
@@ -301,19 +425,36 @@ class DataStream(_TransformationHandle):
 
     # -- sinks --------------------------------------------------------------------------------------------------
 
-    def _sink(self, name: str, spec: t.OperatorSpec) -> "DataStreamSink":
+    def _sink(self, name: str, spec: t.OperatorSpec) -> DataStreamSink:
         tid = self._env._add_transformation(t.SinkTransformation, name=name, input_id=self._id, operator=spec)
         self._env._pending_sinks.append(tid)
         return DataStreamSink(self._env, tid)
 
-    def print(self, sink_identifier: str | None = None) -> "DataStreamSink":
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """Write every record to standard output as `str(record)`, prefixed by the subtask's number (`2> `) when
+        the parallelism is above 1 and by `sink_identifier` when given.
+
+        Args:
+            sink_identifier: A prefix that tells several print sinks apart.
+
+        Returns:
+            The sink.
+        """
         return self._sink("Print to Std. Out", t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier))
 
-    def print_to_err(self, sink_identifier: str | None = None) -> "DataStreamSink":
+    def print_to_err(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """As `print`, to standard error.
+
+        Args:
+            sink_identifier: A prefix that tells several print sinks apart.
+
+        Returns:
+            The sink.
+        """
         spec = t.PrintSpec(type_info=self.get_type(), sink_identifier=sink_identifier, to_stderr=True)
         return self._sink("Print to Std. Err", spec)
 
-    def sink_to(self, sink: "Sink") -> "DataStreamSink":
+    def sink_to(self, sink: Sink) -> DataStreamSink:
         """Write to a Sink; a sink that SupportsPreprocessing transforms the stream first."""
         if not hasattr(sink, "create_writer"):
             raise InvalidJobError(f"sink_to expects a Sink (e.g. FileSink), got {sink!r}; use add_sink for functions")
@@ -327,7 +468,7 @@ class DataStream(_TransformationHandle):
             sink = with_input_type(stream.get_type())
         return stream._sink(sink.default_name(), t.SinkSpec(sink))
 
-    def add_sink(self, sink_func: Any) -> "DataStreamSink":
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
         """A SinkFunction or plain callable; a Sink (e.g. Flink 1.x's StreamingFileSink) goes to `sink_to`."""
         if hasattr(sink_func, "create_writer"):
             return self.sink_to(sink_func)

@@ -13,6 +13,9 @@ import enum
 
 
 class RuntimeExecutionMode(enum.Enum):
+    """How a job runs (PyFlink's `RuntimeExecutionMode`): STREAMING, BATCH (bounded input, final results
+    only, no checkpoints) or AUTOMATIC (BATCH when every source is bounded).
+    """
     STREAMING = 0
     BATCH = 1
     AUTOMATIC = 2
@@ -23,7 +26,18 @@ class RuntimeExecutionMode(enum.Enum):
         return self.name
 
     @staticmethod
-    def from_config_value(raw: str) -> "RuntimeExecutionMode":
+    def from_config_value(raw: str) -> RuntimeExecutionMode:
+        """The mode named by `execution.runtime-mode`'s value.
+
+        Args:
+            raw: `STREAMING`, `BATCH` or `AUTOMATIC` (any case).
+
+        Returns:
+            The mode.
+
+        Raises:
+            ValueError: another value.
+        """
         try:
             return RuntimeExecutionMode[raw.strip().upper()]
         except KeyError:

@@ -19,8 +19,14 @@ if TYPE_CHECKING:
 
 
 class KeyedStream(DataStream):
+    """A DataStream partitioned by key (PyFlink's `KeyedStream`), made by `DataStream.key_by`.
+
+    The operators applied to it see keyed state and timers scoped to the current record's key. A KeyedStream
+    is a partitioning, not an operator: settings of operators (parallelism, name, uid, ...) belong to the
+    operator after it, and repartitioning it is refused.
+    """
     def __init__(
-        self, env: "StreamExecutionEnvironment", transformation_id: int, key_selector: Any, origin: DataStream
+        self, env: StreamExecutionEnvironment, transformation_id: int, key_selector: Any, origin: DataStream
     ) -> None:
         super().__init__(env, transformation_id)
         self._key_selector = key_selector
@@ -30,17 +36,28 @@ class KeyedStream(DataStream):
         return self._key_selector
 
     def get_key_selector(self) -> Any:
+        """The key selector this stream was keyed by."""
         return self._key_selector
 
     # -- what PyFlink refuses on a KeyedStream: it is a partitioning, not an operator -------------------------
 
     def _refuse(self, what: str) -> Any:
+        """Refused: a KeyedStream is a partitioning, not an operator.
+
+        Raises:
+            InvalidJobError: always; apply the setting to the operator after `key_by`.
+        """
         raise InvalidJobError(
             f"{what} for KeyedStream is not supported: a KeyedStream is a partitioning, not an operator; "
             "apply it to the operator after key_by"
         )
 
     def _refuse_partitioning(self, *args: Any) -> Any:
+        """Refused: `key_by` already decides where each record goes.
+
+        Raises:
+            InvalidJobError: always; repartition before `key_by`, or after the keyed operator.
+        """
         raise InvalidJobError(
             "Cannot override partitioning for KeyedStream: key_by already decides where each record goes; "
             "repartition before key_by, or after the keyed operator"
@@ -49,54 +66,154 @@ class KeyedStream(DataStream):
     shuffle = rescale = rebalance = forward = global_ = broadcast = partition_custom = _refuse_partitioning
 
     def set_parallelism(self, parallelism: int):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `set_parallelism` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set parallelism")
 
     def set_max_parallelism(self, max_parallelism: int):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `set_max_parallelism` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set max parallelism")
 
     def force_non_parallel(self):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `force_non_parallel` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set force non-parallel")
 
     def name(self, name: str):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `name` on the operator after `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set name")
 
     def get_name(self) -> str:
+        """Refused: a KeyedStream is a partitioning, not an operator; call `get_name` on the operator after `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         return self._refuse("Get name")
 
     def uid(self, uid: str):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `uid` on the operator after `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set uid")
 
     def set_uid_hash(self, uid_hash: str):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `set_uid_hash` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set uid hash")
 
     def set_description(self, description: str):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `set_description` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set description")
 
     def set_buffer_timeout(self, timeout_millis: int):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `set_buffer_timeout` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Set buffer timeout")
 
     def slot_sharing_group(self, slot_sharing_group: Any):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `slot_sharing_group` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Setting slot sharing group")
 
     def co_location_group(self, key: str):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `co_location_group` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Setting co-location group")
 
     def start_new_chain(self):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `start_new_chain` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Start new chain")
 
     def disable_chaining(self):
+        """Refused: a KeyedStream is a partitioning, not an operator; call `disable_chaining` on the operator after
+        `key_by`.
+
+        Raises:
+            InvalidJobError: always.
+        """
         self._refuse("Disable chaining")
 
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         """Re-keying keys the original stream anew, as PyFlink does."""
         return self._origin.key_by(key_selector, key_type)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply a KeyedProcessFunction: per record, with keyed state, timers on both clocks (`on_timer`) and
+        side outputs.
+
+        Args:
+            func: A KeyedProcessFunction (a plain ProcessFunction is accepted too).
+            output_type: The results' type.
+
+        Returns:
+            The stream of results.
+        """
         check_function(func, "process_element", "KeyedStream.process")
         spec = t.KeyedProcessSpec(func, key_selector=self._key_selector)
         return self._one_input("KeyedProcess", spec, output_type)
 
     def reduce(self, func: Any) -> DataStream:
+        """A running reduction per key: each record is combined with the key's previous result, which is emitted.
+        In BATCH mode only the final result per key is emitted.
+
+        Args:
+            func: A ReduceFunction, or a callable `(accumulated, record) -> accumulated` of two records of the
+                stream's type.
+
+        Returns:
+            The stream of the running results.
+
+        Example:
+            ```python
+            pairs.key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+            ```
+        """
         check_function(func, "reduce", "reduce")
         spec = t.KeyedReduceSpec(func, key_selector=self._key_selector)
         return self._one_input("Keyed Reduce", spec, self.get_type())
@@ -108,26 +225,82 @@ class KeyedStream(DataStream):
         return self._one_input("Keyed Aggregation", spec, self.get_type())
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        """A running sum per key of one field.
+
+        Args:
+            position_to_sum: The field: an index of a tuple, list or Row, or a field name of a Row; 0 for a
+                stream of numbers.
+
+        Returns:
+            The stream of records with the field replaced by the running sum (the other fields of the key's first
+            record).
+        """
         return self._aggregate("sum", position_to_sum)
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
+        """A running minimum per key of one field; the other fields are the key's first record's.
+
+        Args:
+            position_to_min: The field's index or Row field name.
+
+        Returns:
+            The stream of running minima.
+        """
         return self._aggregate("min", position_to_min)
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
+        """A running maximum per key of one field; the other fields are the key's first record's.
+
+        Args:
+            position_to_max: The field's index or Row field name.
+
+        Returns:
+            The stream of running maxima.
+        """
         return self._aggregate("max", position_to_max)
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        """Per key, the whole record with the smallest value of one field so far.
+
+        Args:
+            position_to_min_by: The field's index or Row field name.
+
+        Returns:
+            The stream of those records.
+        """
         return self._aggregate("min_by", position_to_min_by)
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        """Per key, the whole record with the largest value of one field so far.
+
+        Args:
+            position_to_max_by: The field's index or Row field name.
+
+        Returns:
+            The stream of those records.
+        """
         return self._aggregate("max_by", position_to_max_by)
 
-    def window(self, window_assigner: Any) -> "WindowedStream":
+    def window(self, window_assigner: Any) -> WindowedStream:
+        """Group each key's records into windows.
+
+        Args:
+            window_assigner: A WindowAssigner: `TumblingEventTimeWindows.of(size)`, `SlidingEventTimeWindows`,
+                `EventTimeSessionWindows.with_gap(gap)`, `GlobalWindows.create()`, their processing-time forms, ...
+
+        Returns:
+            The WindowedStream, to finish with `reduce`, `aggregate`, `process` or `apply`.
+
+        Example:
+            ```python
+            keyed.window(TumblingEventTimeWindows.of(Duration.of_minutes(1))).reduce(lambda a, b: a + b)
+            ```
+        """
         from fluvial.datastream.windowed_stream import WindowedStream
 
         return WindowedStream(self, window_assigner)
 
-    def count_window(self, size: int, slide: int = 0) -> "WindowedStream":
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
         """Windows of `size` records per key (sliding by `slide` when > 0), as PyFlink's count windows."""
         from fluvial.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 

@@ -22,13 +22,10 @@ The window operator keeps one set per key and uses it like this (Flink's WindowO
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import (
     Any,
-    Callable,
     Generic,
-    Iterable,
-    Iterator,
-    Mapping,
     Protocol,
     TypeVar,
 )

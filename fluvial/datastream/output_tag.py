@@ -8,6 +8,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class OutputTag:
+    """Names a side output, with its type (PyFlink's `OutputTag`): `ctx.output(tag, value)` emits to it,
+    `stream.get_side_output(tag)` reads it.
+
+    Example:
+        ```python
+        late = OutputTag("late", Types.STRING())
+        ```
+    """
     tag_id: str
     type_info: Any = field(default=None, compare=False)
 

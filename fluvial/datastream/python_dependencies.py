@@ -17,7 +17,8 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError, NotYetSupportedError

@@ -38,11 +38,19 @@ class MemorySize:
             raise InvalidJobError(f"a MemorySize is a number of bytes >= 0, got {self.bytes_size!r}")
 
     @staticmethod
-    def of_mebi_bytes(mebi_bytes: int) -> "MemorySize":
+    def of_mebi_bytes(mebi_bytes: int) -> MemorySize:
+        """A MemorySize of `mebi_bytes` MiB.
+
+        Args:
+            mebi_bytes: MiB.
+
+        Returns:
+            The MemorySize.
+        """
         return MemorySize(int(mebi_bytes) << 20)
 
     @staticmethod
-    def parse(text: str) -> "MemorySize":
+    def parse(text: str) -> MemorySize:
         """Flink's syntax: a number and an optional unit (`512`, `64 kb`, `100m`, `1 gb`)."""
         raw = str(text).strip().lower()
         digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
@@ -52,24 +60,48 @@ class MemorySize:
         return MemorySize(int(digits) * _UNITS[unit])
 
     def get_bytes(self) -> int:
+        """The size in whole bytes."""
         return self.bytes_size
 
     def get_kibi_bytes(self) -> int:
+        """The size in whole KiB."""
         return self.bytes_size >> 10
 
     def get_mebi_bytes(self) -> int:
+        """The size in whole MiB."""
         return self.bytes_size >> 20
 
     def get_gibi_bytes(self) -> int:
+        """The size in whole GiB."""
         return self.bytes_size >> 30
 
     def get_tebi_bytes(self) -> int:
+        """The size in whole TiB."""
         return self.bytes_size >> 40
 
-    def add(self, other: "MemorySize") -> "MemorySize":
+    def add(self, other: MemorySize) -> MemorySize:
+        """The sum of two sizes.
+
+        Args:
+            other: The other size.
+
+        Returns:
+            A new MemorySize.
+        """
         return MemorySize(self.bytes_size + other.bytes_size)
 
-    def subtract(self, other: "MemorySize") -> "MemorySize":
+    def subtract(self, other: MemorySize) -> MemorySize:
+        """The difference of two sizes.
+
+        Args:
+            other: The size to subtract.
+
+        Returns:
+            A new MemorySize.
+
+        Raises:
+            InvalidJobError: the result would be negative.
+        """
         if other.bytes_size > self.bytes_size:
             raise InvalidJobError(f"cannot subtract {other} from {self}: a memory size is never negative")
         return MemorySize(self.bytes_size - other.bytes_size)
@@ -91,6 +123,10 @@ MemorySize.ZERO = MemorySize(0)  # type: ignore[attr-defined]
 
 @dataclass(frozen=True)
 class SlotSharingGroup:
+    """A named slot sharing group, optionally with resources (PyFlink's `SlotSharingGroup`): operators in
+    one group may share task slots; a job needs, per group, as many slots as its highest parallelism. The
+    resources are recorded and shown, not enforced.
+    """
     name: str
     cpu_cores: float | None = None
     task_heap_memory: MemorySize | None = None
@@ -106,28 +142,43 @@ class SlotSharingGroup:
         return hash((self.name, self.cpu_cores, self.task_heap_memory))
 
     def get_name(self) -> str:
+        """The group's name."""
         return self.name
 
     def get_cpu_cores(self) -> float | None:
+        """The CPU cores asked for, or None."""
         return self.cpu_cores
 
     def get_task_heap_memory(self) -> MemorySize | None:
+        """The task heap memory asked for, or None."""
         return self.task_heap_memory
 
     def get_task_off_heap_memory(self) -> MemorySize | None:
+        """The task off-heap memory asked for, or None."""
         return self.task_off_heap_memory
 
     def get_managed_memory(self) -> MemorySize | None:
+        """The managed memory asked for, or None."""
         return self.managed_memory
 
     def get_external_resources(self) -> dict[str, float]:
+        """External resources asked for, by name."""
         return dict(self.external_resources)
 
     def has_resources(self) -> bool:
+        """Whether any resource was asked for."""
         return self.cpu_cores is not None
 
     @staticmethod
-    def builder(name: str) -> "SlotSharingGroupBuilder":
+    def builder(name: str) -> SlotSharingGroupBuilder:
+        """A builder of a group called `name`.
+
+        Args:
+            name: The group's name.
+
+        Returns:
+            The builder (`set_cpu_cores`, `set_task_heap_memory_mb`, ..., `build()`).
+        """
         return SlotSharingGroupBuilder(name)
 
 
@@ -152,37 +203,37 @@ class SlotSharingGroupBuilder:
         self._managed: MemorySize | None = None
         self._external: dict[str, float] = {}
 
-    def set_cpu_cores(self, cpu_cores: float) -> "SlotSharingGroupBuilder":
+    def set_cpu_cores(self, cpu_cores: float) -> SlotSharingGroupBuilder:
         if isinstance(cpu_cores, bool) or not isinstance(cpu_cores, (int, float)) or cpu_cores <= 0:
             raise InvalidJobError(f"the cpu cores of a slot sharing group must be positive, got {cpu_cores!r}")
         self._cpu = float(cpu_cores)
         return self
 
-    def set_task_heap_memory(self, task_heap_memory: MemorySize) -> "SlotSharingGroupBuilder":
+    def set_task_heap_memory(self, task_heap_memory: MemorySize) -> SlotSharingGroupBuilder:
         memory = _memory(task_heap_memory, "set_task_heap_memory")
         if memory.bytes_size <= 0:
             raise InvalidJobError(f"the task heap memory of a slot sharing group must be positive, got {memory}")
         self._heap = memory
         return self
 
-    def set_task_heap_memory_mb(self, task_heap_memory_mb: int) -> "SlotSharingGroupBuilder":
+    def set_task_heap_memory_mb(self, task_heap_memory_mb: int) -> SlotSharingGroupBuilder:
         return self.set_task_heap_memory(_mebi_bytes(task_heap_memory_mb, "set_task_heap_memory_mb"))
 
-    def set_task_off_heap_memory(self, task_off_heap_memory: MemorySize) -> "SlotSharingGroupBuilder":
+    def set_task_off_heap_memory(self, task_off_heap_memory: MemorySize) -> SlotSharingGroupBuilder:
         self._off_heap = _memory(task_off_heap_memory, "set_task_off_heap_memory")
         return self
 
-    def set_task_off_heap_memory_mb(self, task_off_heap_memory_mb: int) -> "SlotSharingGroupBuilder":
+    def set_task_off_heap_memory_mb(self, task_off_heap_memory_mb: int) -> SlotSharingGroupBuilder:
         return self.set_task_off_heap_memory(_mebi_bytes(task_off_heap_memory_mb, "set_task_off_heap_memory_mb"))
 
-    def set_managed_memory(self, managed_memory: MemorySize) -> "SlotSharingGroupBuilder":
+    def set_managed_memory(self, managed_memory: MemorySize) -> SlotSharingGroupBuilder:
         self._managed = _memory(managed_memory, "set_managed_memory")
         return self
 
-    def set_managed_memory_mb(self, managed_memory_mb: int) -> "SlotSharingGroupBuilder":
+    def set_managed_memory_mb(self, managed_memory_mb: int) -> SlotSharingGroupBuilder:
         return self.set_managed_memory(_mebi_bytes(managed_memory_mb, "set_managed_memory_mb"))
 
-    def set_external_resource(self, name: str, value: float) -> "SlotSharingGroupBuilder":
+    def set_external_resource(self, name: str, value: float) -> SlotSharingGroupBuilder:
         if not isinstance(name, str) or not name:
             raise InvalidJobError(f"an external resource needs a non-empty name, got {name!r}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.lazy_names import lazy_names
@@ -81,10 +82,20 @@ class ListState(MergingState[T, Iterable[T]]):
         """The current key's values (empty when it has none). Read it, do not keep or mutate it."""
 
     @abc.abstractmethod
-    def add(self, value: T) -> None: ...
+    def add(self, value: T) -> None:
+        """Append a value to the current key's list.
+
+        Args:
+            value: The value.
+        """
 
     @abc.abstractmethod
-    def add_all(self, values: Iterable[T]) -> None: ...
+    def add_all(self, values: Iterable[T]) -> None:
+        """Append every value to the current key's list.
+
+        Args:
+            values: The values, in order.
+        """
 
     @abc.abstractmethod
     def update(self, values: Iterable[T]) -> None:
@@ -137,10 +148,21 @@ class MapState(ReadableMapState[K, V]):
     """A dictionary per key."""
 
     @abc.abstractmethod
-    def put(self, key: K, value: V) -> None: ...
+    def put(self, key: K, value: V) -> None:
+        """Map `key` to `value` in the current key's map.
+
+        Args:
+            key: The map key.
+            value: The value.
+        """
 
     @abc.abstractmethod
-    def put_all(self, dict_value: dict[K, V]) -> None: ...
+    def put_all(self, dict_value: dict[K, V]) -> None:
+        """Put every entry of `dict_value` into the current key's map.
+
+        Args:
+            dict_value: The entries.
+        """
 
     @abc.abstractmethod
     def remove(self, key: K) -> None:
@@ -176,7 +198,7 @@ class StateDescriptor(abc.ABC):
     def get_name(self) -> str:
         return self.name
 
-    def enable_time_to_live(self, ttl_config: "StateTtlConfig") -> None:
+    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Ask for entries to expire. Stored with the descriptor; the backend applies it when it builds the handle.
 
         A config whose update type is Disabled (`is_enabled()` false) leaves the state without TTL, as in Flink.
@@ -188,7 +210,7 @@ class StateDescriptor(abc.ABC):
             )
         self.ttl_config = ttl_config
 
-    def get_ttl_config(self) -> "StateTtlConfig | None":
+    def get_ttl_config(self) -> StateTtlConfig | None:
         return self.ttl_config
 
     def _fields(self) -> tuple:
@@ -205,6 +227,17 @@ class StateDescriptor(abc.ABC):
 
 
 class ValueStateDescriptor(StateDescriptor):
+    """Declares a ValueState: one value per key (PyFlink's `ValueStateDescriptor`).
+
+    Args:
+        name: The state's name, unique in its operator; a savepoint finds the state by it.
+        value_type_info: The value's type.
+
+    Example:
+        ```python
+        runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+        ```
+    """
     __slots__ = ()
     kind = StateKind.VALUE
 
@@ -213,6 +246,12 @@ class ValueStateDescriptor(StateDescriptor):
 
 
 class ListStateDescriptor(StateDescriptor):
+    """Declares a ListState: a list of values per key (PyFlink's `ListStateDescriptor`).
+
+    Args:
+        name: The state's name, unique in its operator.
+        elem_type_info: The elements' type.
+    """
     __slots__ = ()
     kind = StateKind.LIST
 
@@ -221,10 +260,19 @@ class ListStateDescriptor(StateDescriptor):
 
     @property
     def elem_type_info(self) -> Any:
+        """The elements' type."""
         return self.type_info
 
 
 class MapStateDescriptor(StateDescriptor):
+    """Declares a MapState: a dictionary per key (PyFlink's `MapStateDescriptor`); also the descriptor of
+    broadcast state.
+
+    Args:
+        name: The state's name, unique in its operator.
+        key_type_info: The map keys' type.
+        value_type_info: The map values' type.
+    """
     __slots__ = ("key_type_info", "value_type_info")
     kind = StateKind.MAP
 
@@ -270,6 +318,7 @@ class ReducingStateDescriptor(StateDescriptor):
         self.reduce_function: ReduceFunction = reduce_function
 
     def get_reduce_function(self) -> ReduceFunction:
+        """The ReduceFunction that combines added values into the state."""
         return self.reduce_function
 
 
@@ -290,6 +339,7 @@ class AggregatingStateDescriptor(StateDescriptor):
         self.agg_function = agg_function
 
     def get_agg_function(self) -> AggregateFunction:
+        """The AggregateFunction that folds added values into the state."""
         return self.agg_function
 
 
@@ -401,8 +451,8 @@ class StateTtlConfig:
         incremental cleanup of 5 entries per access on the heap backend, a compaction filter on RocksDB."""
 
         full_snapshot: bool = False
-        incremental: "StateTtlConfig.IncrementalCleanupStrategy | None" = None
-        rocksdb_compact_filter: "StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None" = None
+        incremental: StateTtlConfig.IncrementalCleanupStrategy | None = None
+        rocksdb_compact_filter: StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None = None
         cleanup_in_background: bool = True
 
         def is_cleanup_in_background(self) -> bool:
@@ -411,14 +461,14 @@ class StateTtlConfig:
         def in_full_snapshot(self) -> bool:
             return self.full_snapshot
 
-        def get_incremental_cleanup_strategy(self) -> "StateTtlConfig.IncrementalCleanupStrategy | None":
+        def get_incremental_cleanup_strategy(self) -> StateTtlConfig.IncrementalCleanupStrategy | None:
             if self.incremental is not None or not self.cleanup_in_background:
                 return self.incremental
             return StateTtlConfig.IncrementalCleanupStrategy(5, False)
 
         def get_rocksdb_compact_filter_cleanup_strategy(
             self,
-        ) -> "StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None":
+        ) -> StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None:
             if self.rocksdb_compact_filter is not None or not self.cleanup_in_background:
                 return self.rocksdb_compact_filter
             return StateTtlConfig.RocksdbCompactFilterCleanupStrategy(1000)
@@ -439,49 +489,49 @@ class StateTtlConfig:
             self._compact_filter: StateTtlConfig.RocksdbCompactFilterCleanupStrategy | None = None
             self._in_background = True
 
-        def set_update_type(self, update_type: "StateTtlConfig.UpdateType") -> "StateTtlConfig.Builder":
+        def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
             self._update_type = _expect(update_type, StateTtlConfig.UpdateType, "set_update_type")
             return self
 
-        def update_ttl_on_create_and_write(self) -> "StateTtlConfig.Builder":
+        def update_ttl_on_create_and_write(self) -> StateTtlConfig.Builder:
             return self.set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
 
-        def update_ttl_on_read_and_write(self) -> "StateTtlConfig.Builder":
+        def update_ttl_on_read_and_write(self) -> StateTtlConfig.Builder:
             return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
 
-        def set_state_visibility(self, visibility: "StateTtlConfig.StateVisibility") -> "StateTtlConfig.Builder":
+        def set_state_visibility(self, visibility: StateTtlConfig.StateVisibility) -> StateTtlConfig.Builder:
             self._visibility = _expect(visibility, StateTtlConfig.StateVisibility, "set_state_visibility")
             return self
 
-        def return_expired_if_not_cleaned_up(self) -> "StateTtlConfig.Builder":
+        def return_expired_if_not_cleaned_up(self) -> StateTtlConfig.Builder:
             return self.set_state_visibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
 
-        def never_return_expired(self) -> "StateTtlConfig.Builder":
+        def never_return_expired(self) -> StateTtlConfig.Builder:
             return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
 
         def set_ttl_time_characteristic(
-            self, characteristic: "StateTtlConfig.TtlTimeCharacteristic"
-        ) -> "StateTtlConfig.Builder":
+            self, characteristic: StateTtlConfig.TtlTimeCharacteristic
+        ) -> StateTtlConfig.Builder:
             self._characteristic = _expect(
                 characteristic, StateTtlConfig.TtlTimeCharacteristic, "set_ttl_time_characteristic"
             )
             return self
 
-        def use_processing_time(self) -> "StateTtlConfig.Builder":
+        def use_processing_time(self) -> StateTtlConfig.Builder:
             return self.set_ttl_time_characteristic(StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
 
-        def set_ttl(self, ttl: Duration) -> "StateTtlConfig.Builder":
+        def set_ttl(self, ttl: Duration) -> StateTtlConfig.Builder:
             self._ttl = _positive_ttl(ttl)
             return self
 
-        def cleanup_full_snapshot(self) -> "StateTtlConfig.Builder":
+        def cleanup_full_snapshot(self) -> StateTtlConfig.Builder:
             """Leave expired entries out of full snapshots (every heap snapshot is full); live state keeps them."""
             self._full_snapshot = True
             return self
 
         def cleanup_incrementally(
             self, cleanup_size: int, run_cleanup_for_every_record: bool = False
-        ) -> "StateTtlConfig.Builder":
+        ) -> StateTtlConfig.Builder:
             """On every access to the state, check `cleanup_size` of its entries (a cursor that walks all keys
             round-robin) and drop the expired ones; with `run_cleanup_for_every_record`, also once per record
             processed. Costs latency on every access; entries of a state nobody touches stay until then."""
@@ -497,7 +547,7 @@ class StateTtlConfig:
 
         def cleanup_in_rocksdb_compact_filter(
             self, query_time_after_num_entries: int, periodic_compaction_time: Duration | None = None
-        ) -> "StateTtlConfig.Builder":
+        ) -> StateTtlConfig.Builder:
             """Stored for the RocksDB backend; the heap backend ignores it."""
             if (
                 isinstance(query_time_after_num_entries, bool)
@@ -513,12 +563,12 @@ class StateTtlConfig:
             )
             return self
 
-        def disable_cleanup_in_background(self) -> "StateTtlConfig.Builder":
+        def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
             """Turn off the default background cleanup; explicitly configured strategies stay on."""
             self._in_background = False
             return self
 
-        def build(self) -> "StateTtlConfig":
+        def build(self) -> StateTtlConfig:
             strategies = StateTtlConfig.CleanupStrategies(
                 self._full_snapshot, self._incremental, self._compact_filter, self._in_background
             )
@@ -528,11 +578,11 @@ class StateTtlConfig:
 
     def __init__(
         self,
-        update_type: "StateTtlConfig.UpdateType",
-        state_visibility: "StateTtlConfig.StateVisibility",
-        ttl_time_characteristic: "StateTtlConfig.TtlTimeCharacteristic",
+        update_type: StateTtlConfig.UpdateType,
+        state_visibility: StateTtlConfig.StateVisibility,
+        ttl_time_characteristic: StateTtlConfig.TtlTimeCharacteristic,
         ttl: Duration,
-        cleanup_strategies: "StateTtlConfig.CleanupStrategies",
+        cleanup_strategies: StateTtlConfig.CleanupStrategies,
     ) -> None:
         self._update_type = _expect(update_type, StateTtlConfig.UpdateType, "StateTtlConfig")
         self._state_visibility = _expect(state_visibility, StateTtlConfig.StateVisibility, "StateTtlConfig")
@@ -543,25 +593,45 @@ class StateTtlConfig:
         self._cleanup_strategies = cleanup_strategies
 
     @staticmethod
-    def new_builder(ttl: Duration) -> "StateTtlConfig.Builder":
+    def new_builder(ttl: Duration) -> StateTtlConfig.Builder:
+        """A builder of a time-to-live for state values.
+
+        Args:
+            ttl: How long a value lives after its last update (or read, by `set_update_type`).
+
+        Returns:
+            The builder.
+
+        Example:
+            ```python
+            ttl = StateTtlConfig.new_builder(Duration.of_hours(1)).cleanup_full_snapshot().build()
+            descriptor.enable_time_to_live(ttl)
+            ```
+        """
         return StateTtlConfig.Builder(ttl)
 
-    def get_update_type(self) -> "StateTtlConfig.UpdateType":
+    def get_update_type(self) -> StateTtlConfig.UpdateType:
+        """When the time to live restarts: on create and write (the default), or also on read."""
         return self._update_type
 
-    def get_state_visibility(self) -> "StateTtlConfig.StateVisibility":
+    def get_state_visibility(self) -> StateTtlConfig.StateVisibility:
+        """Whether an expired value not yet cleaned up is returned (never, by default)."""
         return self._state_visibility
 
-    def get_ttl_time_characteristic(self) -> "StateTtlConfig.TtlTimeCharacteristic":
+    def get_ttl_time_characteristic(self) -> StateTtlConfig.TtlTimeCharacteristic:
+        """The clock the time to live runs on: processing time."""
         return self._ttl_time_characteristic
 
     def get_ttl(self) -> Duration:
+        """The time to live."""
         return self._ttl
 
     def is_enabled(self) -> bool:
+        """Whether values expire (the update type is not DISABLED)."""
         return self._update_type is not StateTtlConfig.UpdateType.Disabled
 
-    def get_cleanup_strategies(self) -> "StateTtlConfig.CleanupStrategies":
+    def get_cleanup_strategies(self) -> StateTtlConfig.CleanupStrategies:
+        """How expired values are removed: on full snapshots, incrementally, or in RocksDB compaction."""
         return self._cleanup_strategies
 
     def _fields(self) -> tuple:

@@ -97,9 +97,16 @@ class EmbeddedRocksDBStateBackend(StateBackend):
                                    self._number_of_transfer_threads, self._predefined_options.name))
 
     def is_incremental_checkpointing_enabled(self) -> bool:
+        """Whether checkpoints upload only the RocksDB files new since the last one."""
         return self._enable_incremental_checkpointing
 
     def set_db_storage_path(self, path: str) -> None:
+        """Put RocksDB's working files under `path` (default: a private directory under the system's temporary
+        directory).
+
+        Args:
+            path: A local directory.
+        """
         self.set_db_storage_paths(path)
 
     def set_db_storage_paths(self, *paths: str) -> None:
@@ -121,9 +128,15 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         self._db_storage_paths = tuple(cleaned)
 
     def get_db_storage_paths(self) -> list[str]:
+        """The directories RocksDB's working files go under."""
         return list(self._db_storage_paths)
 
     def set_number_of_transfer_threads(self, number_of_transfer_threads: int) -> None:
+        """Set how many threads upload and download state files.
+
+        Args:
+            number_of_transfer_threads: At least 1.
+        """
         if (
             isinstance(number_of_transfer_threads, bool)
             or not isinstance(number_of_transfer_threads, int)
@@ -135,21 +148,38 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         self._number_of_transfer_threads = number_of_transfer_threads
 
     def get_number_of_transfer_threads(self) -> int:
+        """How many threads upload and download state files."""
         return self._number_of_transfer_threads
 
     def set_predefined_options(self, options: PredefinedOptions) -> None:
-        """The option profile every subtask's database opens with (Flink's `PredefinedOptions`)."""
+        """Choose the RocksDB options profile every subtask's database opens with (Flink's PredefinedOptions:
+        each sets the RocksDB options Flink's profile of that name sets, fluvial.state.rocksdb_options).
+
+        Args:
+            options: A PredefinedOptions.
+
+        Raises:
+            InvalidJobError: `options` is not a PredefinedOptions.
+        """
         if not isinstance(options, PredefinedOptions):
             members = ", ".join(f"PredefinedOptions.{member.name}" for member in PredefinedOptions)
             raise InvalidJobError(f"set_predefined_options takes one of {members}, got {options!r}")
         self._predefined_options = options
 
     def get_predefined_options(self) -> PredefinedOptions:
+        """The RocksDB options profile (DEFAULT unless set)."""
         return self._predefined_options
 
     def set_options(self, options_factory_class_name: str) -> None:
         """PyFlink names a Java `RocksDBOptionsFactory` class here; fluvial runs no JVM, so there is no class to
-        load: refused rather than accepted and ignored."""
+        load: refused rather than accepted and ignored.
+
+        Args:
+            options_factory_class_name: The Java class name PyFlink would load.
+
+        Raises:
+            InvalidJobError: always; use set_predefined_options.
+        """
         raise InvalidJobError(
             f"set_options({options_factory_class_name!r}) names a Java RocksDBOptionsFactory, and fluvial runs no "
             "JVM: choose a profile with set_predefined_options(PredefinedOptions...) instead"

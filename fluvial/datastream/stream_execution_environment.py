@@ -2,8 +2,9 @@
 
 Repeated `execute()` runs only the sinks added since the previous one, as in Flink. `execute()` packs the job
 into a Pipeline and hands it to the PipelineExecutor that `execution.target` names; it imports neither the
-compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request: they
-are there to show a plan (DESIGN section 3), the one place the API reaches up to `fluvial.graph`.
+compiler (`fluvial.graph`) nor a cluster. `get_stream_graph()` / `get_job_graph()` compile on request, to show
+a plan (DESIGN section 3), through the executors' own compile step (`fluvial.cluster.compile`), imported inside
+the function that asks as `execute()` imports its executor.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import contextvars
 import dataclasses
 import logging
 import os
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from fluvial.common.configuration import Configuration, check_buffer_timeout
 from fluvial.common.errors import ConfigurationError, InvalidJobError
@@ -47,6 +49,19 @@ SESSION_CLUSTER_PARALLELISM = 1  # parallelism.default of a session cluster (Fli
 
 
 class StreamExecutionEnvironment:
+    """The context a job is built in and run from (PyFlink's `StreamExecutionEnvironment`).
+
+    Sources made on it start a dataflow; operators applied to their streams record transformations, and
+    nothing runs until `execute()`, `execute_async()` or `DataStream.execute_and_collect()`. Its settings
+    (parallelism, checkpointing, state backend, restart strategy, configuration keys) apply to the job it runs.
+
+    Example:
+        ```python
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1, 2, 3]).map(lambda x: x + 1).print()
+        env.execute("add one")
+        ```
+    """
     _default_local_parallelism: int | None = None  # Flink's static default for local environments
 
     def __init__(self, configuration: Configuration | None = None) -> None:
@@ -66,15 +81,32 @@ class StreamExecutionEnvironment:
                 self.configure(layer)
 
     @staticmethod
-    def get_execution_environment(configuration: Configuration | None = None) -> "StreamExecutionEnvironment":
+    def get_execution_environment(configuration: Configuration | None = None) -> StreamExecutionEnvironment:
+        """Create an environment, configured by `configuration` and by `fluvial run`'s options.
+
+        Args:
+            configuration: Configuration keys for the job (see the configuration reference); they win over
+                `fluvial run -p/-D`, as in Flink.
+
+        Returns:
+            A new StreamExecutionEnvironment.
+
+        Raises:
+            ConfigurationError: a key is unknown or refused, or a value is malformed.
+        """
         return StreamExecutionEnvironment(configuration)
 
     # -- job-wide settings --------------------------------------------------------------------------------------
 
     def get_config(self) -> ExecutionConfig:
+        """The job's ExecutionConfig (auto-watermark interval, max parallelism, latency settings)."""
         return self._config
 
     def get_configuration(self) -> Configuration:
+        """The environment's Configuration: the keys it was created with and those set since.
+
+        User keys outside the engine's namespaces (`my-app.threshold`) are kept for the job's code to read.
+        """
         return self._configuration
 
     def configure(self, configuration: Configuration) -> None:
@@ -97,7 +129,19 @@ class StreamExecutionEnvironment:
         if self._checkpoint_config is not None:
             self._checkpoint_config.configure(configuration)
 
-    def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """Set the default parallelism of the job's operators (`parallelism.default`).
+
+        Args:
+            parallelism: Subtasks per operator, at least 1. Operators may override it with their own
+                `set_parallelism`.
+
+        Returns:
+            This environment.
+
+        Raises:
+            InvalidJobError: `parallelism` is not an integer >= 1.
+        """
         self._config.set_parallelism(parallelism)
         return self
 
@@ -119,11 +163,19 @@ class StreamExecutionEnvironment:
 
     @staticmethod
     def set_default_local_parallelism(parallelism: int) -> None:
+        """Set the parallelism every local environment created afterwards defaults to (Flink's static default).
+
+        Args:
+            parallelism: An integer >= 1.
+
+        Raises:
+            InvalidJobError: `parallelism` is not an integer >= 1.
+        """
         if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
             raise InvalidJobError(f"the default local parallelism must be an integer >= 1, got {parallelism!r}")
         StreamExecutionEnvironment._default_local_parallelism = parallelism
 
-    def set_runtime_mode(self, execution_mode: Any) -> "StreamExecutionEnvironment":
+    def set_runtime_mode(self, execution_mode: Any) -> StreamExecutionEnvironment:
         """STREAMING, BATCH or AUTOMATIC (`execution.runtime-mode`); see `execution_mode` for what runs."""
         from fluvial.datastream.execution_mode import RuntimeExecutionMode
 
@@ -134,11 +186,12 @@ class StreamExecutionEnvironment:
         return self
 
     def get_runtime_mode(self) -> Any:
+        """The RuntimeExecutionMode the job runs in: STREAMING (the default), BATCH or AUTOMATIC."""
         from fluvial.datastream.execution_mode import RuntimeExecutionMode
 
         return RuntimeExecutionMode.from_config_value(self._configuration.get("execution.runtime-mode"))
 
-    def register_slot_sharing_group(self, slot_sharing_group: Any) -> "StreamExecutionEnvironment":
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> StreamExecutionEnvironment:
         """Declare a group's resources once; operators then join it by name (`slot_sharing_group("name")`)."""
         from fluvial.datastream.slot_sharing_group import SlotSharingGroup
 
@@ -151,63 +204,142 @@ class StreamExecutionEnvironment:
         """The SlotSharingGroup registered (or passed to an operator) under `name`, or None."""
         return self._slot_sharing_groups.get(name)
 
-    def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        """Set the default max parallelism: the number of key groups keyed state is split into, and the upper
+        bound of a restore's parallelism. It cannot change between a checkpoint and its restore.
+
+        Args:
+            max_parallelism: Between 1 and 32768.
+
+        Returns:
+            This environment.
+        """
         self._config.set_max_parallelism(max_parallelism)
         return self
 
     def get_max_parallelism(self) -> int | None:
+        """The default max parallelism set on this environment, or None when each operator derives its own
+        (Flink's rule: 128 or more, from its parallelism).
+        """
         return self._config.get_max_parallelism()
 
-    def disable_operator_chaining(self) -> "StreamExecutionEnvironment":
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        """Run every operator as a task of its own instead of chaining neighbours into one task
+        (`pipeline.operator-chaining.enabled: false`); `fluvial plan` shows the effect.
+
+        Returns:
+            This environment.
+        """
         self._chaining_enabled = False
         return self
 
     def is_chaining_enabled(self) -> bool:
+        """Whether operators are chained (True unless `disable_operator_chaining` was called or the key is false)."""
         return self._chaining_enabled
 
     def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
         """Chaining never looks at max parallelism here (DESIGN 2.1), so such operators may chain."""
         return True
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
         """Any bound >= 0 holds: batches go to their channels as soon as they are produced; -1 is refused."""
         self._buffer_timeout = check_buffer_timeout(timeout_millis)
         return self
 
     def get_buffer_timeout(self) -> int:
+        """The longest a record waits in a partly filled buffer, in ms (`execution.buffer-timeout`). fluvial sends
+        batches as soon as they are made, so every value is met.
+        """
         return self._buffer_timeout
 
     # -- Python dependencies (PyFlink's keys python.files, python.requirements, python.archives, ...) ----------
 
     def add_python_file(self, file_path: str) -> None:
+        """Put a Python file or directory on the `sys.path` of the job's TaskManagers (`python.files`).
+
+        Args:
+            file_path: A `.py` file, a package directory, or a directory of modules.
+
+        Raises:
+            NotYetSupportedError: at submission, on Ray (ship code with `ray.working-dir` instead).
+        """
         from fluvial.datastream import python_dependencies
 
         python_dependencies.add_file(self._configuration, file_path)
 
     def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
+        """PyFlink installs these requirements into its Python workers; fluvial starts none, so a job that sets
+        them is refused at submission. Install the requirements into the interpreter that runs the job.
+
+        Args:
+            requirements_file_path: A pip requirements file.
+            requirements_cache_dir: A directory of downloaded packages.
+
+        Raises:
+            NotYetSupportedError: when the job is submitted.
+        """
         from fluvial.datastream import python_dependencies
 
         python_dependencies.set_requirements(self._configuration, requirements_file_path, requirements_cache_dir)
 
     def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """PyFlink extracts archives for its Python workers; fluvial starts none, so a job that adds one is
+        refused at submission.
+
+        Args:
+            archive_path: The archive.
+            target_dir: Where it would be extracted.
+
+        Raises:
+            NotYetSupportedError: when the job is submitted.
+        """
         from fluvial.datastream import python_dependencies
 
         python_dependencies.add_archive(self._configuration, archive_path, target_dir)
 
     def set_python_executable(self, python_exec: str) -> None:
+        """Name the interpreter of the job's workers (`python.executable`). fluvial's TaskManagers run in the
+        interpreter of the program, so only that one is accepted.
+
+        Args:
+            python_exec: A path to a Python interpreter.
+
+        Raises:
+            NotYetSupportedError: at submission, when it names another interpreter.
+        """
         from fluvial.datastream import python_dependencies
 
         python_dependencies.set_executable(self._configuration, python_exec)
 
     def add_jars(self, *jars_path: str) -> None:
+        """Refused: jars load Java connectors into a JVM, and fluvial runs none.
+
+        Raises:
+            InvalidJobError: always; use fluvial's Python connectors and formats instead.
+        """
         raise InvalidJobError(
             "add_jars loads Java connectors and formats into the JVM, and fluvial runs no JVM; use fluvial's "
             "Python connectors and fluvial.datastream.formats instead")
 
     def add_classpaths(self, *classpaths: str) -> None:
+        """Refused: there is no JVM class path to extend.
+
+        Raises:
+            InvalidJobError: always; remove the call.
+        """
         raise InvalidJobError("add_classpaths extends the JVM's class path, and fluvial runs no JVM; remove the call")
 
     def register_cached_file(self, file_path: str, name: str, executable: bool = False) -> None:
+        """Refused: the distributed cache is not supported yet.
+
+        Args:
+            file_path: The file to distribute.
+            name: The name the job would look it up by.
+            executable: Whether the file is executable.
+
+        Raises:
+            NotYetSupportedError: always; open the file by its path or URL (any fsspec URL works with FileSource).
+        """
         from fluvial.common.errors import NotYetSupportedError
 
         raise NotYetSupportedError(
@@ -220,13 +352,14 @@ class StreamExecutionEnvironment:
     # -- fault tolerance ----------------------------------------------------------------------------------------
 
     def get_checkpoint_config(self) -> Any:
+        """The job's CheckpointConfig: interval, mode, timeout, pauses, storage, tolerated failures."""
         if self._checkpoint_config is None:
             from fluvial.datastream.checkpoint_config import CheckpointConfig
 
             self._checkpoint_config = CheckpointConfig(self._configuration)
         return self._checkpoint_config
 
-    def enable_checkpointing(self, interval: int, mode: Any = None) -> "StreamExecutionEnvironment":
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
         """Checkpoint every `interval` ms (>= 10), EXACTLY_ONCE unless `mode` says AT_LEAST_ONCE."""
         config = self.get_checkpoint_config()
         config.set_checkpoint_interval(interval)
@@ -235,21 +368,38 @@ class StreamExecutionEnvironment:
         return self
 
     def get_checkpoint_interval(self) -> int:
+        """The checkpoint interval in ms, or -1 when checkpointing is disabled."""
         return self.get_checkpoint_config().get_checkpoint_interval()
 
     def get_checkpointing_mode(self) -> Any:
+        """The CheckpointingMode: EXACTLY_ONCE (the default) or AT_LEAST_ONCE."""
         return self.get_checkpoint_config().get_checkpointing_mode()
 
     def get_checkpointing_consistency_mode(self) -> Any:
+        """Flink 2's name of `get_checkpointing_mode`."""
         return self.get_checkpointing_mode()
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
+        """Whether unaligned checkpoints are enabled on the CheckpointConfig."""
         return self.get_checkpoint_config().is_unaligned_checkpoints_enabled()
 
     def is_force_unaligned_checkpoints(self) -> bool:
+        """Whether unaligned checkpoints are forced on the CheckpointConfig."""
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
 
-    def enable_changelog_state_backend(self, enabled: bool) -> "StreamExecutionEnvironment":
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
+        """The changelog state backend is not supported; disabling it is accepted.
+
+        Args:
+            enabled: Whether to enable it.
+
+        Returns:
+            This environment, when `enabled` is False.
+
+        Raises:
+            NotYetSupportedError: `enabled` is True (incremental checkpoints come from
+                `EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)`).
+        """
         if enabled:
             from fluvial.common.errors import NotYetSupportedError
 
@@ -259,9 +409,10 @@ class StreamExecutionEnvironment:
         return self
 
     def is_changelog_state_backend_enabled(self) -> bool:
+        """Always False: there is no changelog state backend."""
         return False
 
-    def set_default_savepoint_directory(self, directory: str) -> "StreamExecutionEnvironment":
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         """Where savepoints go when none is named (`state.savepoints.dir`)."""
         if not isinstance(directory, str) or not directory:
             raise InvalidJobError(f"the default savepoint directory must be a path or URL, got {directory!r}")
@@ -269,9 +420,22 @@ class StreamExecutionEnvironment:
         return self
 
     def get_default_savepoint_directory(self) -> str | None:
+        """The directory savepoints go to when none is given (`state.savepoints.dir`), or None."""
         return self._configuration.get("state.savepoints.dir")
 
-    def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
+    def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
+        """Set where keyed and operator state live while the job runs.
+
+        Args:
+            state_backend: `HashMapStateBackend()` (the default; objects on the heap) or
+                `EmbeddedRocksDBStateBackend(...)` (on disk, incremental checkpoints).
+
+        Returns:
+            This environment.
+
+        Raises:
+            InvalidJobError: `state_backend` is not a state backend.
+        """
         from fluvial.datastream.state_backend import StateBackend
 
         if not isinstance(state_backend, StateBackend):
@@ -282,13 +446,29 @@ class StreamExecutionEnvironment:
         return self
 
     def get_state_backend(self) -> Any:
+        """The state backend set with `set_state_backend`, or None (then `state.backend.type` decides)."""
         if self._state_backend is None:
             from fluvial.datastream.state_backend import state_backend_from_configuration
 
             return state_backend_from_configuration(self._configuration)
         return self._state_backend
 
-    def set_restart_strategy(self, restart_strategy_configuration: Any) -> "StreamExecutionEnvironment":
+    def set_restart_strategy(self, restart_strategy_configuration: Any) -> StreamExecutionEnvironment:
+        """Set how the job restarts after a failure.
+
+        Args:
+            restart_strategy_configuration: One of `RestartStrategies.no_restart()`,
+                `fixed_delay_restart(attempts, delay)`, `failure_rate_restart(...)`,
+                `exponential_delay_restart(...)` or `fall_back_restart()`.
+
+        Returns:
+            This environment.
+
+        Example:
+            ```python
+            env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 1000))
+            ```
+        """
         from fluvial.common.restart_strategy import RestartStrategyConfiguration
 
         if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
@@ -300,6 +480,9 @@ class StreamExecutionEnvironment:
         return self
 
     def get_restart_strategy(self) -> Any:
+        """The restart strategy set with `set_restart_strategy`, or None (then the configuration, then Flink's
+        default decides: restart forever 1 s apart with checkpointing, else never).
+        """
         from fluvial.common.restart_strategy import resolve_restart_strategy
 
         enabled = self.get_checkpoint_config().is_checkpointing_enabled()
@@ -332,13 +515,30 @@ class StreamExecutionEnvironment:
                         or self._configuration.get("execution.savepoint-restore-mode")),
         )
 
-    def set_stream_time_characteristic(self, characteristic: Any) -> "StreamExecutionEnvironment":
+    def set_stream_time_characteristic(self, characteristic: Any) -> StreamExecutionEnvironment:
         """Flink 1.x: event time is always on since Flink 1.12; kept so old programs run unchanged."""
         return self
 
     # -- sources ------------------------------------------------------------------------------------------------
 
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
+        """A bounded stream of the elements of `collection`, in order.
+
+        The elements travel with the job (pickled once) and are read by one source subtask.
+
+        Args:
+            collection: Any iterable; it is read when the job is built.
+            type_info: The elements' type (`Types.ROW_NAMED(...)`, `Types.TUPLE(...)`, ...); records are shaped
+                as PyFlink's serializers shape them. None: the Python objects as they are.
+
+        Returns:
+            The DataStream of the elements.
+
+        Example:
+            ```python
+            env.from_collection([(1, "a"), (2, "b")], type_info=Types.TUPLE([Types.INT(), Types.STRING()]))
+            ```
+        """
         from fluvial.datastream.connectors.collection import CollectionSource
 
         elements = list(collection)
@@ -357,6 +557,22 @@ class StreamExecutionEnvironment:
     def from_source(
         self, source: Any, watermark_strategy: Any = None, source_name: str | None = None, type_info: Any = None
     ) -> DataStream:
+        """A stream read from a Source (FLIP-27): FileSource, NumberSequenceSource, KafkaSource, PostgresSource, ...
+
+        Args:
+            source: The Source.
+            watermark_strategy: How records get timestamps and watermarks; None: no watermarks.
+            source_name: The operator's name, on the dashboard and in metrics.
+            type_info: The records' type, when the source does not declare one.
+
+        Returns:
+            The DataStream of the source's records.
+
+        Example:
+            ```python
+            env.from_source(NumberSequenceSource(1, 100), WatermarkStrategy.no_watermarks(), "numbers")
+            ```
+        """
         if not hasattr(source, "create_reader"):
             raise InvalidJobError(f"from_source expects a Source (e.g. NumberSequenceSource), got {source!r}")
         name = source_name or source.default_name()
@@ -428,6 +644,15 @@ class StreamExecutionEnvironment:
         return self.from_source(input_format.create_source(), source_name=input_format.name(), type_info=produced)
 
     def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
+        """A bounded stream of the lines of a text file (a FileSource with the text-line format).
+
+        Args:
+            file_path: A local path or any fsspec URL.
+            charset_name: The file's encoding.
+
+        Returns:
+            The DataStream of its lines, without their line ends.
+        """
         from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
 
         source = FileSource.for_record_stream_format(StreamFormat.text_line_format(charset_name), file_path).build()
@@ -436,9 +661,18 @@ class StreamExecutionEnvironment:
     # -- plans --------------------------------------------------------------------------------------------------
 
     def get_stream_graph(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
-        from fluvial.graph.translate import stream_graph_of
+        """The StreamGraph of the transformations recorded so far: one node per operator, before chaining.
 
-        return stream_graph_of(self._pipeline(job_name, clear_transformations))
+        Args:
+            job_name: The job's name.
+            clear_transformations: Forget the recorded transformations afterwards.
+
+        Returns:
+            The StreamGraph.
+        """
+        from fluvial.cluster.compile import stream_graph
+
+        return stream_graph(self._pipeline(job_name, clear_transformations))
 
     def _pipeline(self, job_name: str | None = None, clear_transformations: bool = False) -> Any:
         """The job so far, as a Pipeline; with `clear_transformations`, the next one starts from no sinks."""
@@ -467,11 +701,21 @@ class StreamExecutionEnvironment:
         return pipeline
 
     def get_job_graph(self, job_name: str | None = None) -> Any:
-        from fluvial.graph.job_graph import build_job_graph
+        """The JobGraph the job would run as: operators chained into vertices by Flink's rules, with slot sharing.
+        `fluvial plan` prints it with the reason each chain broke.
 
-        return build_job_graph(self.get_stream_graph(job_name))
+        Args:
+            job_name: The job's name.
+
+        Returns:
+            The JobGraph.
+        """
+        from fluvial.cluster.compile import job_graph
+
+        return job_graph(self._pipeline(job_name))
 
     def get_execution_plan(self) -> str:
+        """The job's plan as Flink's execution-plan JSON, which Flink's plan visualizer draws."""
         return self.get_stream_graph().to_execution_plan_json()
 
     # -- running ------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ store of CheckpointedFunctions."""
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from fluvial.datastream.state import ReadableMapState
 
@@ -24,13 +24,29 @@ class BroadcastState(ReadOnlyBroadcastState[K, V]):
     """The broadcast state as the broadcast side sees it: writable."""
 
     @abc.abstractmethod
-    def put(self, key: K, value: V) -> None: ...
+    def put(self, key: K, value: V) -> None:
+        """Map `key` to `value` in the broadcast state.
+
+        Args:
+            key: The key.
+            value: The value.
+        """
 
     @abc.abstractmethod
-    def put_all(self, dict_value: dict[K, V]) -> None: ...
+    def put_all(self, dict_value: dict[K, V]) -> None:
+        """Put every entry of a dict into the broadcast state.
+
+        Args:
+            dict_value: The entries.
+        """
 
     @abc.abstractmethod
-    def remove(self, key: K) -> None: ...
+    def remove(self, key: K) -> None:
+        """Remove `key` from the broadcast state.
+
+        Args:
+            key: The key.
+        """
 
     def __setitem__(self, key: K, value: V) -> None:
         self.put(key, value)

@@ -13,8 +13,9 @@ every small job's latency. OperatorSpec and PartitionerSpec, which travel to tas
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from fluvial.datastream.output_tag import OutputTag
 

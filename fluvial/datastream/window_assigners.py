@@ -14,7 +14,8 @@ from __future__ import annotations
 import abc
 import functools
 import operator
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MAX_WATERMARK, Duration
@@ -61,20 +62,21 @@ class TimeWindow(tuple, Window):
 
     __slots__ = ()
 
-    def __new__(cls, start: int, end: int) -> "TimeWindow":
+    def __new__(cls, start: int, end: int) -> TimeWindow:
         return tuple.__new__(cls, (start, end))
 
     start = property(operator.itemgetter(0), doc="First millisecond in the window.")
     end = property(operator.itemgetter(1), doc="First millisecond after the window.")
 
     def max_timestamp(self) -> int:
+        """The last millisecond in the window: `end - 1`."""
         return self[1] - 1
 
-    def intersects(self, other: "TimeWindow") -> bool:
+    def intersects(self, other: TimeWindow) -> bool:
         """True when the windows overlap or touch (end == other.start): touching sessions merge, as in Flink."""
         return self[0] <= other[1] and self[1] >= other[0]
 
-    def cover(self, other: "TimeWindow") -> "TimeWindow":
+    def cover(self, other: TimeWindow) -> TimeWindow:
         """The smallest window containing both."""
         return TimeWindow(min(self[0], other[0]), max(self[1], other[1]))
 
@@ -88,7 +90,7 @@ class TimeWindow(tuple, Window):
         return timestamp - (timestamp - offset) % window_size
 
     @staticmethod
-    def merge_windows(windows: Iterable["TimeWindow"], callback: Any) -> None:
+    def merge_windows(windows: Iterable[TimeWindow], callback: Any) -> None:
         """Report every group of intersecting windows to `callback` (what session assigners do).
 
         Windows are sorted by (start, end) and swept once; each run of intersecting windows with more than one
@@ -129,6 +131,7 @@ class CountWindow(Window):
         self.id = id
 
     def max_timestamp(self) -> int:
+        """Long.MAX_VALUE: a count window has no time."""
         return MAX_WATERMARK
 
     def __eq__(self, other: object) -> bool:
@@ -153,14 +156,20 @@ class GlobalWindow(Window):
 
     __slots__ = ()
 
-    def __new__(cls) -> "GlobalWindow":
+    def __new__(cls) -> GlobalWindow:
         return _GLOBAL_WINDOW
 
     @staticmethod
-    def get() -> "GlobalWindow":
+    def get() -> GlobalWindow:
+        """The global window (there is one).
+
+        Returns:
+            The GlobalWindow.
+        """
         return _GLOBAL_WINDOW
 
     def max_timestamp(self) -> int:
+        """The largest timestamp (Long.MAX_VALUE): the global window never ends."""
         return MAX_WATERMARK
 
     def __eq__(self, other: object) -> bool:
@@ -169,10 +178,10 @@ class GlobalWindow(Window):
     def __hash__(self) -> int:
         return hash("GlobalWindow")
 
-    def __lt__(self, other: "GlobalWindow") -> bool:
+    def __lt__(self, other: GlobalWindow) -> bool:
         return False if type(other) is GlobalWindow else NotImplemented
 
-    def __le__(self, other: "GlobalWindow") -> bool:
+    def __le__(self, other: GlobalWindow) -> bool:
         return True if type(other) is GlobalWindow else NotImplemented
 
     __gt__ = __lt__
@@ -369,14 +378,26 @@ class TumblingEventTimeWindows(_TumblingWindows[T]):
     """Fixed-size, non-overlapping windows by the record's event timestamp."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: the one window of its size that holds the record's timestamp.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return self._window_of(timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
@@ -384,12 +405,24 @@ class TumblingProcessingTimeWindows(_TumblingWindows[T]):
     """Fixed-size, non-overlapping windows by the operator's clock when the record arrives."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: the one window of its size that holds the current processing time.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return self._window_of(context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -425,14 +458,26 @@ class SlidingEventTimeWindows(_SlidingWindows[T]):
     """Fixed-size, overlapping windows by the record's event timestamp (latest window first)."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: every window (size / slide of them) that holds the record's timestamp.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return self._windows_of(timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
@@ -440,12 +485,24 @@ class SlidingProcessingTimeWindows(_SlidingWindows[T]):
     """Fixed-size, overlapping windows by the operator's clock when the record arrives."""
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: every window that holds the current processing time.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return self._windows_of(context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -494,26 +551,57 @@ class _DynamicGapSessionWindows(_SessionWindows[T]):
 
 
 class DynamicEventTimeSessionWindows(_DynamicGapSessionWindows[T]):
+    """Event-time session windows whose gap each record decides (made by
+    `EventTimeSessionWindows.with_dynamic_gap(extractor)`).
+    """
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the record's timestamp to timestamp + the gap its extractor
+        gives.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return self._session_of(element, timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
 class DynamicProcessingTimeSessionWindows(_DynamicGapSessionWindows[T]):
+    """Processing-time session windows whose gap each record decides (made by
+    `ProcessingTimeSessionWindows.with_dynamic_gap(extractor)`).
+    """
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the processing time to that + the gap its extractor gives.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return self._session_of(element, context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -522,17 +610,43 @@ class EventTimeSessionWindows(_FixedGapSessionWindows[T]):
 
     @staticmethod
     def with_dynamic_gap(extractor: Any) -> DynamicEventTimeSessionWindows:
+        """Session windows whose gap is computed per record.
+
+        Args:
+            extractor: A SessionWindowTimeGapExtractor, or a callable of a record returning its gap in ms.
+
+        Returns:
+            The assigner.
+
+        Example:
+            ```python
+            EventTimeSessionWindows.with_dynamic_gap(lambda click: 10_000 if click[0] == "bot" else 60_000)
+            ```
+        """
         return DynamicEventTimeSessionWindows(extractor)
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the record's timestamp to timestamp + gap; overlapping ones
+        merge.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         if timestamp is None:
             raise InvalidJobError(f"{NO_TIMESTAMP_MESSAGE} (in {self!r})")
         return [TimeWindow(timestamp, timestamp + self._session_gap)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: EventTimeTrigger."""
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """True: these windows are in event time (they fire on watermarks)."""
         return True
 
 
@@ -541,16 +655,37 @@ class ProcessingTimeSessionWindows(_FixedGapSessionWindows[T]):
 
     @staticmethod
     def with_dynamic_gap(extractor: Any) -> DynamicProcessingTimeSessionWindows:
+        """Processing-time session windows whose gap is computed per record.
+
+        Args:
+            extractor: A SessionWindowTimeGapExtractor, or a callable of a record returning its gap in ms.
+
+        Returns:
+            The assigner.
+        """
         return DynamicProcessingTimeSessionWindows(extractor)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
+        """The windows a record belongs to: a window from the current processing time to that + gap; overlapping ones
+        merge.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         now = context.get_current_processing_time()
         return [TimeWindow(now, now + self._session_gap)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: ProcessingTimeTrigger."""
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
 
@@ -562,16 +697,38 @@ class GlobalWindows(_Described, WindowAssigner[T, GlobalWindow]):
     """Every element into the one GlobalWindow; it never fires unless the user sets a trigger."""
 
     @staticmethod
-    def create() -> "GlobalWindows":
+    def create() -> GlobalWindows:
+        """The assigner of one global window per key; it never fires by itself, so set a trigger.
+
+        Returns:
+            The assigner.
+
+        Example:
+            ```python
+            keyed.window(GlobalWindows.create()).trigger(CountTrigger.of(100))
+            ```
+        """
         return GlobalWindows()
 
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[GlobalWindow]:
+        """The windows a record belongs to: the one global window.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         return [_GLOBAL_WINDOW]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: NeverTrigger (set a trigger of your own)."""
         return NeverTrigger()
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
     def _params(self) -> dict[str, Any]:
@@ -593,19 +750,39 @@ class CountTumblingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         self._count_descriptor = ValueStateDescriptor("tumble-count-assigner")
 
     @staticmethod
-    def of(window_size: int) -> "CountTumblingWindowAssigner":
+    def of(window_size: int) -> CountTumblingWindowAssigner:
+        """Windows of `window_size` records per key.
+
+        Args:
+            window_size: Records per window, at least 1.
+
+        Returns:
+            The assigner.
+        """
         return CountTumblingWindowAssigner(window_size)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[CountWindow]:
+        """The windows a record belongs to: the count window of the record's key (every `size` records).
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         count_state = context.get_runtime_context().get_state(self._count_descriptor)
         count = count_state.value() or 0
         count_state.update(count + 1)
         return [CountWindow(count // self._window_size)]
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: PurgingTrigger of CountTrigger(size)."""
         return PurgingTrigger(CountTrigger(self._window_size))
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
     def _params(self) -> dict[str, Any]:
@@ -625,10 +802,29 @@ class CountSlidingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         self._count_descriptor = ValueStateDescriptor("slide-count-assigner")
 
     @staticmethod
-    def of(window_size: int, window_slide: int) -> "CountSlidingWindowAssigner":
+    def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:
+        """Windows of `window_size` records per key, one starting every `window_slide` records.
+
+        Args:
+            window_size: Records per window.
+            window_slide: Records between window starts.
+
+        Returns:
+            The assigner.
+        """
         return CountSlidingWindowAssigner(window_size, window_slide)
 
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[CountWindow]:
+        """The windows a record belongs to: the count windows the record belongs to (one starts every `slide` records).
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp (ms), or None.
+            context: Gives the current processing time.
+
+        Returns:
+            The list of windows.
+        """
         count_state = context.get_runtime_context().get_state(self._count_descriptor)
         count = count_state.value() or 0
         count_state.update(count + 1)
@@ -641,9 +837,11 @@ class CountSlidingWindowAssigner(_Described, WindowAssigner[T, CountWindow]):
         return windows
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
+        """The trigger used when the windowed stream sets none: PurgingTrigger of CountTrigger(size)."""
         return PurgingTrigger(CountTrigger(self._window_size))
 
     def is_event_time(self) -> bool:
+        """False: these windows do not run on event time."""
         return False
 
     def _params(self) -> dict[str, Any]:

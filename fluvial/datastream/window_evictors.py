@@ -13,7 +13,8 @@ A pane with an evictor therefore keeps all its elements (no incremental aggregat
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Generic, NamedTuple, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import Duration
@@ -105,7 +106,7 @@ class CountEvictor(_BeforeOrAfter):
         self.do_evict_after = bool(do_evict_after)
 
     @staticmethod
-    def of(max_count: int, do_evict_after: bool = False) -> "CountEvictor":
+    def of(max_count: int, do_evict_after: bool = False) -> CountEvictor:
         return CountEvictor(max_count, do_evict_after)
 
     def _evict(self, elements: list) -> None:
@@ -140,7 +141,7 @@ class TimeEvictor(_BeforeOrAfter):
         self.do_evict_after = bool(do_evict_after)
 
     @staticmethod
-    def of(window_size: Any, do_evict_after: bool = False) -> "TimeEvictor":
+    def of(window_size: Any, do_evict_after: bool = False) -> TimeEvictor:
         return TimeEvictor(window_size, do_evict_after)
 
     def _evict(self, elements: list) -> None:
@@ -172,7 +173,7 @@ class DeltaEvictor(_BeforeOrAfter):
         self.do_evict_after = bool(do_evict_after)
 
     @staticmethod
-    def of(threshold: float, delta_function: Any, do_evict_after: bool = False) -> "DeltaEvictor":
+    def of(threshold: float, delta_function: Any, do_evict_after: bool = False) -> DeltaEvictor:
         return DeltaEvictor(threshold, delta_function, do_evict_after)
 
     def _delta(self) -> Callable[[Any, Any], float]:

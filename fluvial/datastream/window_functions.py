@@ -9,7 +9,8 @@ All run on the task thread with the pane's key set; `open`/`close` come from Fun
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 from fluvial.datastream.functions import AggregateFunction, Function, ReduceFunction
 
@@ -53,14 +54,33 @@ class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """`apply(key, window, inputs)` over a keyed window pane."""
 
     @abc.abstractmethod
-    def apply(self, key: KEY, window: W, inputs: Iterable[IN]) -> Iterable[OUT]: ...
+    def apply(self, key: KEY, window: W, inputs: Iterable[IN]) -> Iterable[OUT]:
+        """Compute a window's results from all its records.
+
+        Args:
+            key: The window's key.
+            window: The window (a TimeWindow, CountWindow or GlobalWindow).
+            inputs: Its records.
+
+        Returns:
+            The results to emit.
+        """
 
 
 class AllWindowFunction(Function, Generic[IN, OUT, W]):
     """`apply(window, inputs)` over a pane of a non-keyed (`window_all`) stream."""
 
     @abc.abstractmethod
-    def apply(self, window: W, inputs: Iterable[IN]) -> Iterable[OUT]: ...
+    def apply(self, window: W, inputs: Iterable[IN]) -> Iterable[OUT]:
+        """Compute a window's results from all its records (non-keyed windows).
+
+        Args:
+            window: The window.
+            inputs: Its records.
+
+        Returns:
+            The results to emit.
+        """
 
 
 class _WindowContext(abc.ABC, Generic[W]):
@@ -94,10 +114,20 @@ class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
         pass
 
     @abc.abstractmethod
-    def process(self, key: KEY, context: "ProcessWindowFunction.Context", elements: Iterable[IN]) -> Iterable[OUT]:
-        ...
+    def process(self, key: KEY, context: ProcessWindowFunction.Context, elements: Iterable[IN]) -> Iterable[OUT]:
+        """Compute a window's results, with its context.
 
-    def clear(self, context: "ProcessWindowFunction.Context") -> None:
+        Args:
+            key: The window's key.
+            context: `window()`, `current_watermark()`, `current_processing_time()`, per-window and global state,
+                `output(tag, value)`.
+            elements: The window's records.
+
+        Returns:
+            The results to emit.
+        """
+
+    def clear(self, context: ProcessWindowFunction.Context) -> None:
         """Called when the window is cleaned up (its end + allowed lateness passed); delete per-window state."""
 
 
@@ -108,7 +138,16 @@ class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
         pass
 
     @abc.abstractmethod
-    def process(self, context: "ProcessAllWindowFunction.Context", elements: Iterable[IN]) -> Iterable[OUT]: ...
+    def process(self, context: ProcessAllWindowFunction.Context, elements: Iterable[IN]) -> Iterable[OUT]:
+        """Compute a non-keyed window's results, with its context.
 
-    def clear(self, context: "ProcessAllWindowFunction.Context") -> None:
+        Args:
+            context: `window()`, `current_watermark()`, state, side outputs.
+            elements: The window's records.
+
+        Returns:
+            The results to emit.
+        """
+
+    def clear(self, context: ProcessAllWindowFunction.Context) -> None:
         """Called when the window is cleaned up; delete per-window state."""

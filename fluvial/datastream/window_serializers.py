@@ -30,31 +30,78 @@ def _read(stream: BytesIO, size: int, what: str) -> bytes:
 
 
 class TimeWindowSerializer(TypeSerializer[TimeWindow]):
+    """Serializes TimeWindows (PyFlink's `TimeWindowSerializer`), for state keyed by window."""
     def serialize(self, element: TimeWindow, stream: BytesIO) -> None:
+        """Write a TimeWindow to a stream.
+
+        Args:
+            element: The window.
+            stream: The binary stream.
+        """
         stream.write(_TWO_LONGS.pack(element.start, element.end))
 
     def deserialize(self, stream: BytesIO) -> TimeWindow:
+        """Read a TimeWindow from a stream.
+
+        Args:
+            stream: The binary stream.
+
+        Returns:
+            The window.
+        """
         return TimeWindow(*_TWO_LONGS.unpack(_read(stream, _TWO_LONGS.size, "TimeWindow")))
 
     def copy(self, element: TimeWindow) -> TimeWindow:
+        """The window itself: windows are immutable."""
         return element  # immutable
 
 
 class CountWindowSerializer(TypeSerializer[CountWindow]):
+    """Serializes CountWindows (PyFlink's `CountWindowSerializer`), for state keyed by window."""
     def serialize(self, element: CountWindow, stream: BytesIO) -> None:
+        """Write a CountWindow to a stream.
+
+        Args:
+            element: The window.
+            stream: The binary stream.
+        """
         stream.write(_LONG.pack(element.id))
 
     def deserialize(self, stream: BytesIO) -> CountWindow:
+        """Read a CountWindow from a stream.
+
+        Args:
+            stream: The binary stream.
+
+        Returns:
+            The window.
+        """
         return CountWindow(_LONG.unpack(_read(stream, _LONG.size, "CountWindow"))[0])
 
 
 class GlobalWindowSerializer(TypeSerializer[GlobalWindow]):
+    """Serializes GlobalWindows (PyFlink's `GlobalWindowSerializer`), for state keyed by window."""
     def serialize(self, element: GlobalWindow, stream: BytesIO) -> None:
+        """Write a GlobalWindow to a stream.
+
+        Args:
+            element: The window.
+            stream: The binary stream.
+        """
         stream.write(b"\x00")
 
     def deserialize(self, stream: BytesIO) -> GlobalWindow:
+        """Read a GlobalWindow from a stream.
+
+        Args:
+            stream: The binary stream.
+
+        Returns:
+            The window.
+        """
         _read(stream, 1, "GlobalWindow")
         return GlobalWindow.get()
 
     def copy(self, element: GlobalWindow) -> GlobalWindow:
+        """The window itself: windows are immutable."""
         return element

@@ -36,9 +36,11 @@ class TriggerResult(enum.Enum):
     FIRE_AND_PURGE = (True, True)
 
     def is_fire(self) -> bool:
+        """Whether the window's function is evaluated (FIRE, FIRE_AND_PURGE)."""
         return self.value[0]
 
     def is_purge(self) -> bool:
+        """Whether the window's contents are cleared (PURGE, FIRE_AND_PURGE)."""
         return self.value[1]
 
 
@@ -97,19 +99,56 @@ class Trigger(abc.ABC, Generic[T, W]):
     OnMergeContext = OnMergeContext
 
     @abc.abstractmethod
-    def on_element(self, element: T, timestamp: int | None, window: W, ctx: TriggerContext) -> TriggerResult: ...
+    def on_element(self, element: T, timestamp: int | None, window: W, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
 
     @abc.abstractmethod
-    def on_processing_time(self, time: int, window: W, ctx: TriggerContext) -> TriggerResult: ...
+    def on_processing_time(self, time: int, window: W, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer the trigger registered fires.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
 
     @abc.abstractmethod
-    def on_event_time(self, time: int, window: W, ctx: TriggerContext) -> TriggerResult: ...
+    def on_event_time(self, time: int, window: W, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer the trigger registered fires.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
 
     def can_merge(self) -> bool:
         """True when `on_merge` is implemented, so the trigger can be used with session windows."""
         return False
 
     def on_merge(self, window: W, ctx: OnMergeContext) -> None:
+        """Called when windows merge; only triggers whose `can_merge()` is True are asked.
+
+        Args:
+            window: The merged window.
+            ctx: The merge context.
+        """
         raise NotImplementedError(
             f"{type(self).__name__} cannot merge windows: implement can_merge() -> True and on_merge(window, ctx), "
             "or use it with a non-merging window assigner"
@@ -167,10 +206,27 @@ class EventTimeTrigger(_Described, Trigger[Any, Any]):
     """
 
     @staticmethod
-    def create() -> "EventTimeTrigger":
+    def create() -> EventTimeTrigger:
+        """The trigger that fires a window once the watermark passes its end.
+
+        Returns:
+            The trigger.
+        """
         return EventTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: registers an event-time timer at the window's end (FIRE at once if
+        the watermark is past it).
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         max_timestamp = window.max_timestamp()
         if max_timestamp <= ctx.get_current_watermark():
             return TriggerResult.FIRE
@@ -178,21 +234,55 @@ class EventTimeTrigger(_Described, Trigger[Any, Any]):
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: CONTINUE: it does not use processing time.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: FIRE when the watermark reaches the window's end.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
+        """True: the trigger works with merging (session) windows."""
         return True
 
     def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
         # A merged window whose end the watermark already passed fires via on_element of the merging record.
+        """Called when windows merge (session windows): carries the trigger's timers and state over to the
+        merged window.
+
+        Args:
+            window: The merged window.
+            ctx: The merge context, with the merged windows' state.
+        """
         max_timestamp = window.max_timestamp()
         if max_timestamp > ctx.get_current_watermark():
             ctx.register_event_time_timer(max_timestamp)
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
+        """Called when the window is removed: deletes the window's timer.
+
+        Args:
+            window: The window.
+            ctx: The trigger context.
+        """
         ctx.delete_event_time_timer(window.max_timestamp())
 
 
@@ -200,28 +290,78 @@ class ProcessingTimeTrigger(_Described, Trigger[Any, Any]):
     """Fires once the processing-time clock passes the window's end."""
 
     @staticmethod
-    def create() -> "ProcessingTimeTrigger":
+    def create() -> ProcessingTimeTrigger:
+        """The trigger that fires a window once the wall clock passes its end.
+
+        Returns:
+            The trigger.
+        """
         return ProcessingTimeTrigger()
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: registers a processing-time timer at the window's end.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         ctx.register_processing_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: FIRE when the wall clock reaches the window's end.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.FIRE
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: CONTINUE: it does not use event time.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
+        """True: the trigger works with merging (session) windows."""
         return True
 
     def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        """Called when windows merge (session windows): carries the trigger's timers and state over to the
+        merged window.
+
+        Args:
+            window: The merged window.
+            ctx: The merge context, with the merged windows' state.
+        """
         max_timestamp = window.max_timestamp()
         if max_timestamp > ctx.get_current_processing_time():
             ctx.register_processing_time_timer(max_timestamp)
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
+        """Called when the window is removed: deletes the window's timer.
+
+        Args:
+            window: The window.
+            ctx: The trigger context.
+        """
         ctx.delete_processing_time_timer(window.max_timestamp())
 
 
@@ -239,10 +379,30 @@ class CountTrigger(_Described, Trigger[Any, Any]):
         self._count_state_descriptor = ReducingStateDescriptor("count", _sum)
 
     @staticmethod
-    def of(count: int) -> "CountTrigger":
+    def of(count: int) -> CountTrigger:
+        """A trigger that fires every `count` records of a window.
+
+        Args:
+            count: Records per firing, at least 1.
+
+        Returns:
+            The trigger.
+        """
         return CountTrigger(count)
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: counts the record and FIREs (resetting the count) when it reaches
+        the trigger's count.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         count_state = ctx.get_partitioned_state(self._count_state_descriptor)
         count_state.add(1)  # type: ignore[attr-defined]
         if count_state.get() >= self._count:  # type: ignore[attr-defined]
@@ -251,18 +411,52 @@ class CountTrigger(_Described, Trigger[Any, Any]):
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: CONTINUE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: CONTINUE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
+        """True: the trigger works with merging (session) windows."""
         return True
 
     def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        """Called when windows merge (session windows): carries the trigger's timers and state over to the
+        merged window.
+
+        Args:
+            window: The merged window.
+            ctx: The merge context, with the merged windows' state.
+        """
         ctx.merge_partitioned_state(self._count_state_descriptor)
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
+        """Called when the window is removed: clears the window's count.
+
+        Args:
+            window: The window.
+            ctx: The trigger context.
+        """
         ctx.get_partitioned_state(self._count_state_descriptor).clear()
 
     def _params(self) -> tuple:
@@ -280,25 +474,78 @@ class PurgingTrigger(_Described, Trigger[Any, Any]):
         self.nested_trigger = nested_trigger
 
     @staticmethod
-    def of(nested_trigger: Trigger) -> "PurgingTrigger":
+    def of(nested_trigger: Trigger) -> PurgingTrigger:
+        """Wrap a trigger so that every FIRE also purges the window's contents.
+
+        Args:
+            nested_trigger: The trigger.
+
+        Returns:
+            The purging trigger.
+        """
         return PurgingTrigger(nested_trigger)
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: asks the nested trigger and turns a FIRE into FIRE_AND_PURGE.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         return _purging(self.nested_trigger.on_element(element, timestamp, window, ctx))
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: as the nested trigger, with FIRE made FIRE_AND_PURGE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return _purging(self.nested_trigger.on_processing_time(time, window, ctx))
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: as the nested trigger, with FIRE made FIRE_AND_PURGE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return _purging(self.nested_trigger.on_event_time(time, window, ctx))
 
     def can_merge(self) -> bool:
+        """Whether the nested trigger can merge."""
         return self.nested_trigger.can_merge()
 
     def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        """Called when windows merge (session windows): carries the trigger's timers and state over to the
+        merged window.
+
+        Args:
+            window: The merged window.
+            ctx: The merge context, with the merged windows' state.
+        """
         self.nested_trigger.on_merge(window, ctx)
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
+        """Called when the window is removed: clears the nested trigger.
+
+        Args:
+            window: The window.
+            ctx: The trigger context.
+        """
         self.nested_trigger.clear(window, ctx)
 
     def _params(self) -> tuple:
@@ -363,6 +610,18 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
     """
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: registers the next event-time timer of its interval (and the
+        window's end).
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         max_timestamp = window.max_timestamp()
         if max_timestamp <= ctx.get_current_watermark():
             return TriggerResult.FIRE
@@ -378,9 +637,29 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: CONTINUE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: FIRE at each interval of event time and at the window's end.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         if time == window.max_timestamp():
             return TriggerResult.FIRE
         fire_state = ctx.get_partitioned_state(self.state_desc)
@@ -401,6 +680,17 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     """Fires every `interval` of processing time, on interval boundaries of the operator's clock."""
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: registers the next processing-time timer of its interval.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         fire_state = ctx.get_partitioned_state(self.state_desc)
         if fire_state.get() is None:  # type: ignore[attr-defined]
             now = ctx.get_current_processing_time()
@@ -408,6 +698,16 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: FIRE at each interval of processing time.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         fire_state = ctx.get_partitioned_state(self.state_desc)
         if fire_state.get() == time:  # type: ignore[attr-defined]
             fire_state.clear()
@@ -416,6 +716,16 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: CONTINUE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def _register(self, ctx: TriggerContext, time: int) -> None:
@@ -429,19 +739,64 @@ class NeverTrigger(_Described, Trigger[Any, Any]):
     """Never fires: the default of GlobalWindows, which needs a user trigger to emit anything."""
 
     def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called for every record added to a window: CONTINUE: never fires.
+
+        Args:
+            element: The record.
+            timestamp: Its event timestamp, or None.
+            window: The window it was added to.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+        """
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when a processing-time timer fires: CONTINUE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        """Called when an event-time timer fires: CONTINUE.
+
+        Args:
+            time: The timer's time (ms).
+            window: The timer's window.
+            ctx: Registers timers and reads partitioned state of the window.
+
+        Returns:
+            What to do with the window.
+        """
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
+        """True: the trigger works with merging (session) windows."""
         return True
 
     def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        """Called when windows merge (session windows): carries the trigger's timers and state over to the
+        merged window.
+
+        Args:
+            window: The merged window.
+            ctx: The merge context, with the merged windows' state.
+        """
         pass
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
+        """Called when the window is removed: nothing to clear.
+
+        Args:
+            window: The window.
+            ctx: The trigger context.
+        """
         pass

@@ -18,7 +18,8 @@ frozen descriptions: nothing here runs a job.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.watermark_strategy import NoWatermarksGenerator, WatermarkGenerator
 from fluvial.datastream import transformations as t

@@ -7,7 +7,7 @@ broke the chain, so a plan can say *why* two operators are in different tasks.
 from __future__ import annotations
 
 import enum
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.datastream.transformations import ChainingStrategy, ExchangeMode, PartitionerKind
 from fluvial.graph.stream_graph import StreamEdge, StreamGraph

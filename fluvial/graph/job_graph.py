@@ -90,7 +90,7 @@ class JobGraph:
     execution_config: Any = None
     configuration: Any = None
     fault_tolerance: Any = None
-    main_classes: bytes | None = None  # the script's classes, for TaskManager processes (process/main_classes.py)
+    main_classes: bytes | None = None  # the script's classes, for TaskManager processes (cluster/code_shipping.py)
 
     def vertex(self, vertex_id: int) -> JobVertex:
         for vertex in self.vertices:

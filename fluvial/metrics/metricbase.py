@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 
@@ -38,12 +39,23 @@ class Counter(Metric):
         self.count = 0
 
     def inc(self, n: int = 1) -> None:
+        """Add `n` to the count.
+
+        Args:
+            n: How much.
+        """
         self.count += n
 
     def dec(self, n: int = 1) -> None:
+        """Subtract `n` from the count.
+
+        Args:
+            n: How much.
+        """
         self.count -= n
 
     def get_count(self) -> int:
+        """The current count."""
         return self.count
 
 
@@ -63,12 +75,19 @@ class Meter(Metric):
         self.rate = 0.0
 
     def mark_event(self, value: int = 1) -> None:
+        """Record `value` events now.
+
+        Args:
+            value: How many.
+        """
         self.count += value
 
     def get_count(self) -> int:
+        """Events recorded in all."""
         return self.count
 
     def get_rate(self) -> float:
+        """Events per second over the meter's time span."""
         return self.rate
 
 
@@ -85,6 +104,11 @@ class Distribution(Metric):
         self.max: float | None = None
 
     def update(self, value: float) -> None:
+        """Record one value.
+
+        Args:
+            value: The value.
+        """
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InvalidJobError(f"Distribution.update takes a number, got {value!r}")
         self.count += 1
@@ -95,18 +119,23 @@ class Distribution(Metric):
             self.max = value
 
     def get_count(self) -> int:
+        """How many values were recorded."""
         return self.count
 
     def get_sum(self) -> float:
+        """The sum of the values."""
         return self.sum
 
     def get_min(self) -> float | None:
+        """The smallest value, or None before the first."""
         return self.min
 
     def get_max(self) -> float | None:
+        """The largest value, or None before the first."""
         return self.max
 
     def get_mean(self) -> float | None:
+        """The mean of the values, or None before the first."""
         return self.sum / self.count if self.count else None
 
 
@@ -187,21 +216,57 @@ class MetricGroup(abc.ABC):
     """A named container for metrics and further groups (PyFlink's `MetricGroup`)."""
 
     @abc.abstractmethod
-    def add_group(self, name: str, extra: str | None = None) -> "MetricGroup":
+    def add_group(self, name: str, extra: str | None = None) -> MetricGroup:
         """A sub-group `name`; with `extra`, a key group `name` holding a value group `extra` (returned), which
         defines the variable `<name>` = `extra`."""
 
     @abc.abstractmethod
-    def counter(self, name: str) -> Counter: ...
+    def counter(self, name: str) -> Counter:
+        """Register a counter in this group.
+
+        Args:
+            name: Its name.
+
+        Returns:
+            The Counter.
+
+        Example:
+            ```python
+            self.errors = runtime_context.get_metrics_group().counter("errors")
+            ```
+        """
 
     @abc.abstractmethod
-    def gauge(self, name: str, obj: Callable[[], Any]) -> None: ...
+    def gauge(self, name: str, obj: Callable[[], Any]) -> None:
+        """Register a gauge: a value read from `obj()` whenever metrics are reported.
+
+        Args:
+            name: Its name.
+            obj: A callable returning the current value (a number).
+        """
 
     @abc.abstractmethod
-    def meter(self, name: str, time_span_in_seconds: int = 60) -> Meter: ...
+    def meter(self, name: str, time_span_in_seconds: int = 60) -> Meter:
+        """Register a meter (events per second) in this group.
+
+        Args:
+            name: Its name.
+            time_span_in_seconds: The span its rate is averaged over.
+
+        Returns:
+            The Meter.
+        """
 
     @abc.abstractmethod
-    def distribution(self, name: str) -> Distribution: ...
+    def distribution(self, name: str) -> Distribution:
+        """Register a distribution (count, sum, min, max, mean of values) in this group.
+
+        Args:
+            name: Its name.
+
+        Returns:
+            The Distribution.
+        """
 
     @abc.abstractmethod
     def get_scope_components(self) -> list[str]:
@@ -244,7 +309,7 @@ class GenericMetricGroup(MetricGroup):
         _check_name(extra, "value group")
         return self._child(name, _GroupType.KEY)._child(extra, _GroupType.VALUE)
 
-    def _child(self, name: str, kind: _GroupType) -> "GenericMetricGroup":
+    def _child(self, name: str, kind: _GroupType) -> GenericMetricGroup:
         child = self._children.get((name, kind))
         if child is None:
             if kind is _GroupType.VALUE:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import re
 import socket
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily

@@ -30,7 +30,7 @@ class StreamBlockId:
         return self.name
 
     @staticmethod
-    def from_name(name: str) -> "StreamBlockId":
+    def from_name(name: str) -> StreamBlockId:
         """The inverse of `name`, for keys read back from the block store or the write-ahead log."""
         match = _NAME.fullmatch(name)
         if match is None:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from fluvial.common.errors import FluvialError
-from fluvial.common.wire import dumps_records, loads_records
 from fluvial.common.time import current_millis
+from fluvial.common.wire import dumps_records, loads_records
 from fluvial.receiver.blocks import StreamBlockId
 from fluvial.receiver.wal import WalRecordHandle, WriteAheadLog
 

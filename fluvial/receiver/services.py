@@ -82,7 +82,7 @@ class ReceiverServices:
         if threshold is not None:
             handler.cleanup_old_blocks(threshold)
 
-    def revive(self, stream_id: int, receiver: Any, settings: "ReceiverSettings") -> bool:
+    def revive(self, stream_id: int, receiver: Any, settings: ReceiverSettings) -> bool:
         """Give the stream a new supervisor if its receiver stopped with an error (see the module docstring);
         whether it did. Waits (bounded) until the old one's last blocks are tracked, so none is lost or reordered."""
         old = self.supervisors[stream_id]
@@ -117,7 +117,7 @@ class TaskManagerReceivers:
         self._streams: dict[tuple[str, int], ReceiverServices] = {}
         self._lock = threading.Lock()
 
-    def for_job(self, job_id: str, settings: ReceiverSettings) -> "JobReceivers":
+    def for_job(self, job_id: str, settings: ReceiverSettings) -> JobReceivers:
         return JobReceivers(self, job_id, settings)
 
     def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings, operator_id: str = "",

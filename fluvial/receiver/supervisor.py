@@ -37,14 +37,15 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.restart_backoff import RestartBackoffTimeStrategy, create_backoff_strategy
 from fluvial.common.time import current_millis
+from fluvial.datastream.connectors.receiver import DEFAULT_RESTART_STRATEGY, ReceiverStoppedError
 from fluvial.receiver.block_generator import BlockGenerator, BlockGeneratorListener
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
-from fluvial.datastream.connectors.receiver import DEFAULT_RESTART_STRATEGY, ReceiverStoppedError
 
 _log = logging.getLogger(__name__)
 

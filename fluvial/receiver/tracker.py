@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fluvial.common.errors import FluvialError
-from fluvial.common.wire import dumps_records, loads_records
 from fluvial.common.time import current_millis
+from fluvial.common.wire import dumps_records, loads_records
 from fluvial.receiver.blocks import ReceivedBlockInfo, StreamBlockId
 from fluvial.receiver.handler import WalBasedStoreResult
 from fluvial.receiver.wal import DEFAULT_ROLLING_INTERVAL_MS, WalError, WriteAheadLog

@@ -44,11 +44,11 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Callable, Self
+from typing import BinaryIO, Self
 
 from fluvial.common.errors import FluvialError
 from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, open_private

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.common.time import current_millis

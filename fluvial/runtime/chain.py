@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_checks import BatchCheck, batch_checker

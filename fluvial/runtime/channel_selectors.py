@@ -10,7 +10,8 @@ for hash partitioning. Flink's per-record round robin is kept exactly: record j 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.key_groups import assign_to_key_group, compute_operator_index_for_key_group

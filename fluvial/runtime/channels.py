@@ -10,8 +10,9 @@ consumer's executor, and a poll that frees space in a full channel wakes the pro
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from fluvial.runtime.records import CheckpointBarrier
 
@@ -61,6 +62,18 @@ class Channel(Protocol):
     def set_consumer_waker(self, wake: Callable[[], None]) -> None: ...
 
     def set_producer_waker(self, wake: Callable[[], None]) -> None: ...
+
+
+class Channels(Protocol):
+    """Where a TaskManager's tasks get their channels: a ChannelRegistry (TaskManagers as threads) or, in a
+    TaskManager process, ProcessChannels (`fluvial.runtime.network.data_plane`), which are remote when the peer
+    lives in another process."""
+
+    def output_channel(self, channel_id: ChannelId, peer: int) -> Channel: ...
+
+    def input_channel(self, channel_id: ChannelId, peer: int) -> Channel: ...
+
+    def release_attempts_before(self, job_id: str, attempt: int) -> None: ...
 
 
 class ConsumingChannel(Protocol):

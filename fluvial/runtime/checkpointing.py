@@ -43,7 +43,7 @@ class CheckpointResponder(Protocol):
     """How a subtask answers the CheckpointCoordinator (Flink's CheckpointResponder); the TaskManager turns each
     call into an AcknowledgeCheckpoint or DeclineCheckpoint message to the JobMaster."""
 
-    def acknowledge(self, checkpoint_id: int, states: dict, metrics: "CheckpointMetricsReport | None" = None) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: CheckpointMetricsReport | None = None) -> None:
         ...
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
@@ -175,7 +175,7 @@ class SubtaskCheckpointCoordinator:
                 channel_handles.append(storage.write_state(checkpoint_id, f"{head_id}-{index}-channel", data))
                 if not any(snapshot.operator_id == head_id for snapshot in snapshots):
                     snapshots.insert(0, OperatorSnapshot(head_id))
-            for position, snapshot in enumerate(snapshots):
+            for snapshot in snapshots:
                 name = f"{snapshot.operator_id}-{index}"
                 keyed, operator, shared = [], [], []
                 if snapshot.keyed is not None or snapshot.timers:

@@ -86,7 +86,7 @@ class TaskCancellationSettings:
     timeout_ms: int = 180_000
 
     @staticmethod
-    def of(configuration: Any) -> "TaskCancellationSettings":
+    def of(configuration: Any) -> TaskCancellationSettings:
         if configuration is None:
             return TaskCancellationSettings()
         return TaskCancellationSettings(configuration.get("task.cancellation.interval"),
@@ -102,7 +102,7 @@ class BufferDebloatSettings:
     period_ms: int = 200
 
     @staticmethod
-    def of(configuration: Any) -> "BufferDebloatSettings | None":
+    def of(configuration: Any) -> BufferDebloatSettings | None:
         if configuration is None or not configuration.get("taskmanager.network.memory.buffer-debloat.enabled"):
             return None
         return BufferDebloatSettings(configuration.get("taskmanager.network.memory.buffer-debloat.target"),

@@ -29,7 +29,7 @@ class ExecutionState(enum.Enum):
     def is_terminal(self) -> bool:
         return self in _TERMINAL
 
-    def can_move_to(self, target: "ExecutionState") -> bool:
+    def can_move_to(self, target: ExecutionState) -> bool:
         return target in _ALLOWED[self]
 
 

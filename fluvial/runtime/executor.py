@@ -21,7 +21,8 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.time import current_millis
 from fluvial.runtime.input_processor import StepResult

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.runtime.operators.base import explain_unhashable_key, label_failure

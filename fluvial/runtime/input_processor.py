@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, Callable
+from typing import Any
 
+from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.alignment import IN_FLIGHT_TYPES
 from fluvial.runtime.channels import Channel
-from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.records import (
     ChannelBroken,
     CheckpointBarrier,

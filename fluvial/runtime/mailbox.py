@@ -5,7 +5,7 @@ owner thread between steps."""
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 
 class Mailbox:

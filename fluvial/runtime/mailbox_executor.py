@@ -14,7 +14,8 @@ callback due now.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class MailboxExecutor(Protocol):

@@ -8,7 +8,8 @@ CountingOutput counts). `current_watermark` is the last watermark it emitted (cu
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream.output_tag import OutputTag

@@ -11,7 +11,8 @@ is finished and no longer holds the watermark back. Readers whose splits interle
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.time import MAX_WATERMARK, MIN_WATERMARK
 from fluvial.common.watermark_strategy import WatermarkGeneratorContext, WatermarkOutput, checked_timestamp

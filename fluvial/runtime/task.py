@@ -34,20 +34,21 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.common.errors import StateError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
-from fluvial.common.errors import StateError
-from fluvial.runtime.channels import ChannelRegistry, channel_state_key
+from fluvial.runtime.channels import Channel, Channels, channel_state_key
 from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
-from fluvial.runtime.executor import TaskProcessingTimeService
+from fluvial.runtime.executor import TaskExecutor, TaskProcessingTimeService
 from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
 from fluvial.runtime.interruption import InterruptibleSection
 from fluvial.runtime.mailbox import Mailbox
@@ -56,6 +57,10 @@ from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
 from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import RecordWriter
+
+if TYPE_CHECKING:
+    from fluvial.runtime.checkpointing import CheckpointResponder, CheckpointStorageProvider
+    from fluvial.runtime.operators.runtime_context import CollectTarget
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +74,9 @@ class MetricsReporter(Protocol):
 class TaskStateListener(Protocol):
     """Hears every state a task reports (its TaskManager, which tells the JobMaster)."""
 
-    def task_state_changed(self, task: "Task", state: ExecutionState, failure: TaskFailure | None) -> None: ...
+    def task_state_changed(self, task: Task, state: ExecutionState, failure: TaskFailure | None) -> None: ...
 
-    def task_end_of_data(self, task: "Task") -> None:
+    def task_end_of_data(self, task: Task) -> None:
         """The task finished its input and its operators and now waits for its final checkpoint (FLIP-147); the
         JobMaster triggers one at once when every task of the job has reached this point."""
         ...
@@ -81,13 +86,13 @@ class TaskStateListener(Protocol):
 class TaskServices:
     """What a TaskManager gives each task it runs (Flink's task Environment)."""
 
-    channels: ChannelRegistry
-    executor: Any  # the TaskExecutor whose thread owns the task
+    channels: Channels
+    executor: TaskExecutor  # whose thread owns the task
     listener: TaskStateListener
-    collect_target: Any = None
-    checkpoint_storage: Any = None  # a CheckpointStorageProvider, when the job takes checkpoints
+    collect_target: Callable[[str], CollectTarget] | None = None  # the collect sink of a collect id
+    checkpoint_storage: CheckpointStorageProvider | None = None  # when the job takes checkpoints
     checkpoint_io: Any = None  # the executor of asynchronous snapshot parts
-    checkpoint_responder: Any = None  # the CheckpointResponder that answers the JobMaster
+    checkpoint_responder: CheckpointResponder | None = None  # what answers the JobMaster
     receivers: Any = None  # ReceiverStreams of the task's job, for receiver sources
     metrics_reporter: MetricsReporter | None = None  # None: the task's metrics are kept, reported nowhere
     task_manager_id: str = ""  # the TaskManager's id, for the metrics' scope (`<tm_id>`)
@@ -172,15 +177,19 @@ class Task:
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
+            storage, responder = services.checkpoint_storage, services.checkpoint_responder
+            if storage is None or responder is None:
+                raise RuntimeError(f"task {self.info.task_name_with_subtasks} takes checkpoints, and its TaskManager "
+                                   "gave it no checkpoint storage or no responder to the JobMaster")
             self.checkpointer = SubtaskCheckpointCoordinator(
-                self.chain, self.writers, source_input, services.checkpoint_storage, services.checkpoint_io,
-                services.checkpoint_responder, self.info)
+                self.chain, self.writers, source_input, storage, services.checkpoint_io, responder, self.info)
         if source_input is None:
             self.input = self._network_input(head)
 
     def _network_input(self, head: Any) -> NetworkInput:
         spec = self.spec
-        channels, dispatch, type_numbers = [], [], []
+        channels: list[Channel] = []
+        dispatch, type_numbers = [], []
         for input_spec in spec.inputs:
             channel = self._services.channels.input_channel(input_spec.channel_id,
                                                             spec.channel_peers.get(input_spec.channel_id, -1))
@@ -471,7 +480,7 @@ class Task:
         return True
 
     @property
-    def executor(self) -> Any:
+    def executor(self) -> TaskExecutor:
         """The TaskExecutor whose thread owns this task."""
         return self._executor
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import MIN_WATERMARK, current_millis

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from fluvial.common.errors import StateError
 from fluvial.common.time import MAX_WATERMARK, MIN_WATERMARK

@@ -6,8 +6,9 @@ its only user (DESIGN 4: one thread owns a task), so no method locks anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, MutableMapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import State, StateDescriptor, StateKind
@@ -17,9 +18,9 @@ class _NoKey:
     """The type of NO_KEY; one instance, so `key is NO_KEY` is the check."""
 
     __slots__ = ()
-    _instance: "_NoKey | None" = None
+    _instance: _NoKey | None = None
 
-    def __new__(cls) -> "_NoKey":
+    def __new__(cls) -> _NoKey:
         if cls._instance is None:
             cls._instance = object.__new__(cls)
         return cls._instance
@@ -50,7 +51,7 @@ class KeyedStateSnapshot:
     key_groups: dict[int, dict[str, dict[Any, Any]]]
     state_kinds: dict[str, str]
 
-    def select(self, key_group_range: range) -> "KeyedStateSnapshot":
+    def select(self, key_group_range: range) -> KeyedStateSnapshot:
         """The part of this snapshot a subtask owning `key_group_range` needs (used when rescaling)."""
         groups = {kg: states for kg, states in self.key_groups.items() if kg in key_group_range}
         return KeyedStateSnapshot(self.max_parallelism, groups, dict(self.state_kinds))
@@ -118,7 +119,7 @@ class KeyedStateBackend(Protocol):
         """The synchronous part of a checkpoint: a PendingKeyedSnapshot (fluvial.state.snapshot)."""
         ...
 
-    def restore(self, handles: Sequence[Any], reader: "StateReader", checkpoint_id: int | None = None,
+    def restore(self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None,
                 owned: bool = False) -> None:
         """Restore from KeyedStateHandles. `owned`: the handles belong to this job's own checkpoint (a
         failover), so an incremental backend may build its next checkpoint on their files; a checkpoint or
@@ -144,11 +145,11 @@ def no_key_error(state_name: str) -> StateError:
     )
 
 
-def build_state_handle(descriptor: Any, handle_classes: dict, *common: Any) -> Any:
+def build_state_handle(descriptor: Any, handle_classes: Mapping[StateKind, Callable[..., State]], *common: Any) -> State:
     """The handle a backend gives for `descriptor`: `handle_classes[kind](*common, name, *function)`, where a
     reducing state's class also receives the reduce function and an aggregating state's the AggregateFunction."""
     kind = getattr(descriptor, "kind", None)
-    handle_class = handle_classes.get(kind)
+    handle_class = handle_classes.get(kind) if isinstance(kind, StateKind) else None
     if handle_class is None:
         raise StateError(
             f"state {descriptor.name!r} has an unknown descriptor type {type(descriptor).__name__}: use a Value-, "

@@ -70,7 +70,7 @@ def job_working_directory(root: str, job_id: str) -> str:
 def sweep_dead_directories(root: str) -> list[str]:
     """Remove the working directories under `root` whose process is gone (killed: it could not remove them);
     the ones removed."""
-    removed = []
+    removed: list[str] = []
     me = os.getuid()
     try:
         entries = list(os.scandir(root))

@@ -17,8 +17,9 @@ the plain handles below, untouched by TTL.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 from fluvial.common.errors import StateError
 from fluvial.common.time import current_millis
@@ -42,10 +43,15 @@ from fluvial.state.backend import (
 )
 from fluvial.state.heap_snapshot import FrozenHeapState
 from fluvial.state.heap_ttl import IncrementalCleanup, build_ttl_handle
-from fluvial.state.snapshot import CANONICAL_HANDLES, KeyedTablesStateHandle, KeyGroupsStateHandle, SnapshotType, StateWriter
+from fluvial.state.snapshot import (
+    CANONICAL_HANDLES,
+    KeyedTablesStateHandle,
+    SnapshotType,
+)
 from fluvial.state.ttl import TtlPolicy, TtlValue, layout_for
 
 _MISSING: Any = object()
+S = TypeVar("S")  # what a heap state stores per key: the value, a list, a dict, an accumulator
 
 # Values of these types cannot change in place, so a snapshot may share them with the live table.
 _IMMUTABLE: frozenset[type] = frozenset({int, float, str, bytes, bool, type(None), complex, frozenset})
@@ -81,12 +87,12 @@ def _private_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-class _HeapState:
+class _HeapState(Generic[S]):
     """Shared by all heap handles: the backend (for `current_key`) and the state's own table."""
 
     __slots__ = ("_backend", "_table", "_name")
 
-    def __init__(self, backend: "HeapKeyedStateBackend", table: dict, name: str) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: dict[Any, S], name: str) -> None:
         self._backend = backend
         self._table = table
         self._name = name
@@ -101,7 +107,7 @@ class _HeapState:
         self._table.pop(self._key(), None)
 
 
-class HeapValueState(_HeapState, ValueState):
+class HeapValueState(_HeapState[Any], ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
@@ -114,7 +120,7 @@ class HeapValueState(_HeapState, ValueState):
             self._table[self._key()] = value
 
 
-class HeapListState(_HeapState, ListState):
+class HeapListState(_HeapState[list[Any]], ListState[Any]):
     """`get()` returns the live list (no copy per read): iterate it, do not keep or mutate it."""
 
     __slots__ = ()
@@ -150,7 +156,7 @@ class HeapListState(_HeapState, ListState):
             self._table.pop(key, None)
 
 
-class HeapMapState(_HeapState, MapState):
+class HeapMapState(_HeapState[dict[Any, Any]], MapState[Any, Any]):
     """Views returned by items()/keys()/values() are live: do not change the map while iterating them."""
 
     __slots__ = ()
@@ -202,10 +208,11 @@ class HeapMapState(_HeapState, MapState):
         return not self._table.get(self._key())
 
 
-class HeapReducingState(_HeapState, ReducingState):
+class HeapReducingState(_HeapState[Any], ReducingState[Any]):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: "HeapKeyedStateBackend", table: dict, name: str, reduce: Callable) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: dict[Any, Any], name: str,
+                 reduce: Callable[[Any, Any], Any]) -> None:
         _HeapState.__init__(self, backend, table, name)
         self._reduce = reduce
 
@@ -218,12 +225,12 @@ class HeapReducingState(_HeapState, ReducingState):
         self._table[key] = value if current is _MISSING else self._reduce(current, value)
 
 
-class HeapAggregatingState(_HeapState, AggregatingState):
+class HeapAggregatingState(_HeapState[Any], AggregatingState[Any, Any]):
     """Stores the accumulator; `get()` computes the result from it on each call."""
 
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: "HeapKeyedStateBackend", table: dict, name: str, agg: Any) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: dict[Any, Any], name: str, agg: Any) -> None:
         _HeapState.__init__(self, backend, table, name)
         self._agg = agg
 
@@ -248,7 +255,7 @@ _HEAP_HANDLES = {
 }
 
 
-def _build_handle(backend: "HeapKeyedStateBackend", descriptor: StateDescriptor, table: dict) -> State:
+def _build_handle(backend: HeapKeyedStateBackend, descriptor: StateDescriptor, table: dict[Any, Any]) -> State:
     return build_state_handle(descriptor, _HEAP_HANDLES, backend, table)
 
 
@@ -343,7 +350,7 @@ class HeapKeyedStateBackend:
                 f"{_describe_ttl(policy)}: use the same StateTtlConfig for every descriptor of one state name"
             )
 
-    def _incremental_cleanup(self, name: str, table: dict, policy: TtlPolicy) -> IncrementalCleanup | None:
+    def _incremental_cleanup(self, name: str, table: dict[Any, Any], policy: TtlPolicy) -> IncrementalCleanup | None:
         if not policy.incremental_cleanup_size:
             return None
         cleanup = IncrementalCleanup(table, layout_for(self._kinds[name]), policy.ttl, policy.incremental_cleanup_size)
@@ -401,7 +408,7 @@ class HeapKeyedStateBackend:
 
     # -- checkpoints (the seam of fluvial.state.snapshot) --------------------------------------------------------
 
-    def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> "FrozenHeapState":
+    def snapshot(self, checkpoint_id: int, snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> FrozenHeapState:
         """The synchronous part: `freeze()`. A checkpoint is written as whole tables, a savepoint in the canonical
         by-key-group form."""
         frozen = self.freeze()
@@ -449,7 +456,7 @@ class HeapKeyedStateBackend:
         """Private copies of every table, partitioned by key group, in memory: `freeze()` then partition."""
         return self.freeze().to_snapshot()
 
-    def freeze(self) -> "FrozenHeapState":
+    def freeze(self) -> FrozenHeapState:
         """The synchronous part of a checkpoint: copies that later changes to live state cannot reach, at C
         speed where values are immutable (a dict copy per table). Partitioning by key group — the per-entry
         hashing — is left to `FrozenHeapState.to_snapshot()`, which the asynchronous part runs off the task
@@ -470,7 +477,7 @@ class HeapKeyedStateBackend:
         kinds = {name: kind.value for name, kind in self._kinds.items()}
         return FrozenHeapState(self.max_parallelism, self.key_group_range, tables, kinds)
 
-    def _ttl_snapshot_copy(self, name: str, table: dict, now: int) -> dict[Any, Any]:
+    def _ttl_snapshot_copy(self, name: str, table: dict[Any, Any], now: int) -> dict[Any, Any]:
         layout = layout_for(self._kinds[name])
         policy = self._ttl.get(name)  # None: restored TTL state no handle has claimed yet; keep it all
         copy = _private_copy
@@ -567,7 +574,7 @@ class _HeapBackendWithRecordCleanup(HeapKeyedStateBackend):
 
     __slots__ = ()
 
-    @property  # type: ignore[override]
+    @property
     def current_key(self) -> Any:
         return _CURRENT_KEY_SLOT.__get__(self, HeapKeyedStateBackend)
 

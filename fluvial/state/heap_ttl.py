@@ -18,7 +18,8 @@ Expired values are removed in three places:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import (
@@ -62,7 +63,7 @@ class IncrementalCleanup:
 
     __slots__ = ("_table", "_layout", "_ttl", "_size", "_keys", "_position", "_floor", "_idle_until")
 
-    def __init__(self, table: dict, layout: TtlLayout, ttl: int, size: int) -> None:
+    def __init__(self, table: dict[Any, Any], layout: TtlLayout, ttl: int, size: int) -> None:
         self._table = table
         self._layout = layout
         self._ttl = ttl
@@ -122,8 +123,8 @@ class _TtlState:
 
     def __init__(
         self,
-        backend: "HeapKeyedStateBackend",
-        table: dict,
+        backend: HeapKeyedStateBackend,
+        table: dict[Any, Any],
         name: str,
         policy: TtlPolicy,
         cleanup: IncrementalCleanup | None,
@@ -167,13 +168,13 @@ class _TtlState:
             stored.timestamp = now
         return stored.value
 
-    def _usable_for_merge(self, stored: Any, now: int) -> bool:
+    def _usable_for_merge(self, stored: TtlValue | None, now: int) -> TypeGuard[TtlValue]:
         """Flink's TtlReduceFunction/TtlAggregateFunction: an expired value is folded into the next add only when
         expired values are visible; otherwise the add starts afresh."""
         return stored is not None and (self._return_expired or stored.timestamp + self._ttl > now)
 
 
-class TtlValueState(_TtlState, ValueState):
+class TtlValueState(_TtlState, ValueState[Any]):
     __slots__ = ()
 
     # value() and update() inline _read_scalar and _now: they are the hottest TTL calls, and each Python call
@@ -211,10 +212,10 @@ class TtlValueState(_TtlState, ValueState):
             stored.timestamp = now
 
 
-class TtlReducingState(_TtlState, ReducingState):
+class TtlReducingState(_TtlState, ReducingState[Any]):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: Any, table: dict, name: str, policy: TtlPolicy, cleanup: Any, reduce: Callable):
+    def __init__(self, backend: Any, table: dict[Any, Any], name: str, policy: TtlPolicy, cleanup: Any, reduce: Callable[[Any, Any], Any]):
         _TtlState.__init__(self, backend, table, name, policy, cleanup)
         self._reduce = reduce
 
@@ -231,10 +232,10 @@ class TtlReducingState(_TtlState, ReducingState):
         self._table[key] = TtlValue(value, now)
 
 
-class TtlAggregatingState(_TtlState, AggregatingState):
+class TtlAggregatingState(_TtlState, AggregatingState[Any, Any]):
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: Any, table: dict, name: str, policy: TtlPolicy, cleanup: Any, agg: Any) -> None:
+    def __init__(self, backend: Any, table: dict[Any, Any], name: str, policy: TtlPolicy, cleanup: Any, agg: Any) -> None:
         _TtlState.__init__(self, backend, table, name, policy, cleanup)
         self._agg = agg
 
@@ -250,7 +251,7 @@ class TtlAggregatingState(_TtlState, AggregatingState):
         self._table[key] = TtlValue(self._agg.add(value, accumulator), now)
 
 
-class TtlListState(_TtlState, ListState):
+class TtlListState(_TtlState, ListState[Any]):
     """Each element expires on its own. `get()` returns a new list of the visible elements."""
 
     __slots__ = ()
@@ -311,7 +312,7 @@ class TtlListState(_TtlState, ListState):
             self._table.pop(key, None)
 
 
-class TtlMapState(_TtlState, MapState):
+class TtlMapState(_TtlState, MapState[Any, Any]):
     """Each entry expires on its own. items()/keys()/values() return new lists, not live views."""
 
     __slots__ = ()
@@ -323,7 +324,7 @@ class TtlMapState(_TtlState, MapState):
         mapping = self._table.get(key)
         if mapping is None:
             return None
-        stored = mapping.get(user_key)
+        stored: TtlValue | None = mapping.get(user_key)
         if stored is None:
             return None
         if stored.timestamp + self._ttl <= now:
@@ -414,9 +415,9 @@ class TtlMapState(_TtlState, MapState):
 
 
 def build_ttl_handle(
-    backend: "HeapKeyedStateBackend",
+    backend: HeapKeyedStateBackend,
     descriptor: StateDescriptor,
-    table: dict,
+    table: dict[Any, Any],
     policy: TtlPolicy,
     cleanup: IncrementalCleanup | None,
 ) -> State:

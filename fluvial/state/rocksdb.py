@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
@@ -107,7 +108,7 @@ def _open_database(path: str, read_only: bool = False, profile: str = "DEFAULT")
         return Rdict(path, options, access_type=AccessType.read_only(False))
     db = Rdict(path, options)
     write_options = WriteOptions()
-    write_options.disable_wal = True
+    write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property; the stub says method
     db.set_write_options(write_options)
     return db
 
@@ -446,7 +447,7 @@ class RocksDBKeyedStateBackend:
                 as_base = (owned and checkpoint_id is not None and len(natives) == 1
                            and natives[0].key_group_range == self.key_group_range)
                 self.restore_native(directories, checkpoint_id if as_base else None)
-                if as_base:
+                if as_base and checkpoint_id is not None:
                     self._uploads.record(checkpoint_id, natives[0].sst_files)
             finally:
                 for directory in directories:
@@ -487,7 +488,7 @@ class RocksDBKeyedStateBackend:
             self._db.write(batch)
 
     def _restore_entries(
-        self, batch: WriteBatch, prefix: bytes, name: str, entries: dict, replace_maps: bool
+        self, batch: WriteBatch, prefix: bytes, name: str, entries: dict[str, Any], replace_maps: bool
     ) -> WriteBatch:
         """Add one state's entries of one key group to `batch`; returns the batch to go on with (a full batch is
         written and replaced, bounding its memory)."""

@@ -10,8 +10,8 @@ cached on the backend, so several handle calls for one record pay for hashing an
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 from rocksdict import WriteBatch
 
@@ -32,7 +32,7 @@ class _RocksDBState:
 
     __slots__ = ("_backend", "_sid", "_name")
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str) -> None:
         self._backend = backend
         self._sid = sid
         self._name = name
@@ -48,7 +48,7 @@ class _RocksDBState:
         self._backend._delete(self._db_key())
 
 
-class RocksDBValueState(_RocksDBState, ValueState):
+class RocksDBValueState(_RocksDBState, ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
@@ -62,7 +62,7 @@ class RocksDBValueState(_RocksDBState, ValueState):
             self._backend._put(self._db_key(), dump_value(value, self._name))
 
 
-class RocksDBListState(_RocksDBState, ListState):
+class RocksDBListState(_RocksDBState, ListState[Any]):
     """One pickled list per key: `add` reads, appends and writes the whole list (O(length) per add).
 
     rocksdict exposes no merge operator, so Flink's append-by-merge is not available; state with long lists per
@@ -100,7 +100,7 @@ class RocksDBListState(_RocksDBState, ListState):
             self._backend._delete(self._db_key())
 
 
-class RocksDBMapState(_RocksDBState, MapState):
+class RocksDBMapState(_RocksDBState, MapState[Any, Any]):
     """One RocksDB entry per user map key (Flink's layout), so `get`/`put` touch one entry, not the whole map.
 
     User map keys are compared by their serialized bytes (1 and True are different map keys here, unlike in a
@@ -159,10 +159,10 @@ class RocksDBMapState(_RocksDBState, MapState):
         self._backend._delete_all(prefix, prefix_end(prefix))
 
 
-class RocksDBReducingState(_RocksDBState, ReducingState):
+class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str, reduce: Callable) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str, reduce: Callable[[Any, Any], Any]) -> None:
         _RocksDBState.__init__(self, backend, sid, name)
         self._reduce = reduce
 
@@ -177,12 +177,12 @@ class RocksDBReducingState(_RocksDBState, ReducingState):
         backend._put(db_key, dump_value(value if raw is None else self._reduce(load(raw), value), self._name))
 
 
-class RocksDBAggregatingState(_RocksDBState, AggregatingState):
+class RocksDBAggregatingState(_RocksDBState, AggregatingState[Any, Any]):
     """Stores the pickled accumulator; `get()` computes the result from it on each call."""
 
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str, agg: Any) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str, agg: Any) -> None:
         _RocksDBState.__init__(self, backend, sid, name)
         self._agg = agg
 
@@ -202,7 +202,7 @@ class RocksDBAggregatingState(_RocksDBState, AggregatingState):
 # Raw tables for internal operators (`backend.value_table(name)`).
 
 
-class RocksDBValueTable(MutableMapping):
+class RocksDBValueTable(MutableMapping[Any, Any]):
     """`key -> value` of one state, backed by RocksDB. A VIEW OF COPIES, NOT A DICT OF LIVE OBJECTS.
 
     HAZARD: `table[k]` / `table.get(k)` return a freshly unpickled copy. Mutating it in place (appending to a
@@ -217,7 +217,7 @@ class RocksDBValueTable(MutableMapping):
 
     __slots__ = ("_backend", "_sid", "_name")
 
-    def __init__(self, backend: "RocksDBKeyedStateBackend", sid: bytes, name: str) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str) -> None:
         self._backend = backend
         self._sid = sid
         self._name = name

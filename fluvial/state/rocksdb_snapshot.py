@@ -18,7 +18,8 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.state.backend import KeyedStateSnapshot
 from fluvial.state.rocksdb_native import RocksDBSnapshot

@@ -83,7 +83,7 @@ class KeyGroupsStateHandle:
     key_groups: dict[int, bytes]
 
     @staticmethod
-    def of(snapshot: KeyedStateSnapshot, key_group_range: range) -> "KeyGroupsStateHandle":
+    def of(snapshot: KeyedStateSnapshot, key_group_range: range) -> KeyGroupsStateHandle:
         dumps = pickle.dumps
         groups = {group: dumps(states, protocol=5) for group, states in snapshot.key_groups.items()}
         return KeyGroupsStateHandle(snapshot.max_parallelism, key_group_range, dict(snapshot.state_kinds), groups)
@@ -110,7 +110,7 @@ class KeyedTablesStateHandle:
 
     @staticmethod
     def of(max_parallelism: int, key_group_range: range, state_kinds: dict[str, str],
-           tables: dict[str, dict[Any, Any]]) -> "KeyedTablesStateHandle":
+           tables: dict[str, dict[Any, Any]]) -> KeyedTablesStateHandle:
         return KeyedTablesStateHandle(max_parallelism, key_group_range, dict(state_kinds),
                                       {name: _pickle_chunks(table) for name, table in tables.items()})
 
@@ -161,7 +161,7 @@ def _loads(data: bytes, what: str) -> Any:
 
 def _pickle_chunks(table: dict[Any, Any]) -> list[bytes]:
     entries = iter(table.items())
-    chunks = []
+    chunks: list[bytes] = []
     dumps, islice = pickle.dumps, itertools.islice
     while True:
         chunk = dict(islice(entries, TABLE_CHUNK_ENTRIES))
@@ -173,7 +173,7 @@ def _pickle_chunks(table: dict[Any, Any]) -> list[bytes]:
 def key_groups_of(keys: Any, max_parallelism: int) -> list[int]:
     """The key group of each key, in order. This loop runs once per entry of a state, so it inlines the int-key
     case of `assign_to_key_group` (murmur fmix32 of the int's hash)."""
-    groups = []
+    groups: list[int] = []
     append = groups.append
     for key in keys:
         if type(key) is int:

@@ -13,11 +13,13 @@ the policy (to refuse TTL, which it does not support) and the layouts (to unwrap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import StateDescriptor, StateKind, StateTtlConfig
+
 
 class TtlValue:
     """A user value and the processing time (ms) of its last access. Owned by one live table: the handles renew
@@ -34,7 +36,7 @@ class TtlValue:
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[TtlValue], tuple[Any, int]]:
         return (TtlValue, (self.value, self.timestamp))
 
     def __repr__(self) -> str:
@@ -53,7 +55,7 @@ class TtlPolicy:
     cleanup_for_every_record: bool
 
     @staticmethod
-    def of(descriptor: StateDescriptor) -> "TtlPolicy | None":
+    def of(descriptor: StateDescriptor) -> TtlPolicy | None:
         """The policy of `descriptor`, or None when it has no TTL (none set, or update type Disabled)."""
         config = descriptor.ttl_config
         if config is None:
@@ -128,7 +130,7 @@ class _ScalarLayout(TtlLayout):
     def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
         return TtlValue(copy(stored.value), stored.timestamp)
 
-    def oldest(self, stored: Any) -> int:
+    def oldest(self, stored: TtlValue) -> int:
         return stored.timestamp
 
 
@@ -151,7 +153,7 @@ class _ListLayout(TtlLayout):
     def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
         return [TtlValue(copy(e.value), e.timestamp) for e in stored]
 
-    def oldest(self, stored: Any) -> int:
+    def oldest(self, stored: list[TtlValue]) -> int:
         return min(e.timestamp for e in stored)
 
 
@@ -176,7 +178,7 @@ class _MapLayout(TtlLayout):
     def private_copy(self, stored: Any, copy: Callable[[Any], Any]) -> Any:
         return {k: TtlValue(copy(v.value), v.timestamp) for k, v in stored.items()}
 
-    def oldest(self, stored: Any) -> int:
+    def oldest(self, stored: dict[Any, TtlValue]) -> int:
         return min(v.timestamp for v in stored.values())
 
 

@@ -9,16 +9,16 @@ watermarks, savepoints and dashboard. SQL is parsed by sqlglot with a Flink dial
 from __future__ import annotations
 
 from fluvial.common.row import Row, RowKind
+from fluvial.table.changelog_mode import ChangelogMode
 from fluvial.table.environment_settings import EnvironmentSettings, TableConfig
 from fluvial.table.errors import SqlParserException, TableException, ValidationException
+from fluvial.table.explain_detail import ExplainDetail
 from fluvial.table.expression import Expression
 from fluvial.table.schema import FormatDescriptor, Schema, TableDescriptor
 from fluvial.table.table import GroupedTable, GroupWindowedTable, Table, WindowGroupedTable
 from fluvial.table.table_environment import StatementSet, StreamTableEnvironment, TableEnvironment
 from fluvial.table.table_result import ResultKind, TableResult, TableSchema
 from fluvial.table.types import DataType, DataTypes
-from fluvial.table.explain_detail import ExplainDetail
-from fluvial.table.changelog_mode import ChangelogMode
 
 __all__ = [
     "ChangelogMode", "DataType", "DataTypes", "EnvironmentSettings", "ExplainDetail", "Expression",

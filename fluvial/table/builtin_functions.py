@@ -3,16 +3,17 @@ rules and registers them). Each takes and returns Python values; a strict functi
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.table.values import epoch_millis, from_epoch_millis, sql_string
+
 
 def plus(a: Any, b: Any) -> Any:
     if isinstance(a, (_dt.date, _dt.datetime)) and isinstance(b, int):
@@ -250,12 +251,12 @@ def to_date(s: str, fmt: str | None = None) -> _dt.date | None:
 
 def to_timestamp_ltz(number: Any, precision: int = 3) -> _dt.datetime:
     millis = int(number) if precision == 3 else int(number) * 1000
-    return from_epoch_millis(millis).replace(tzinfo=_dt.timezone.utc)
+    return from_epoch_millis(millis).replace(tzinfo=_dt.UTC)
 
 
 def unix_timestamp(s: str | None = None, fmt: str | None = None) -> int:
     if s is None:
-        return int(_dt.datetime.now(_dt.timezone.utc).timestamp())
+        return int(_dt.datetime.now(_dt.UTC).timestamp())
     stamp = to_timestamp(s, fmt or "yyyy-MM-dd HH:mm:ss")
     return epoch_millis(stamp) // 1000 if stamp is not None else None  # type: ignore[return-value]
 
@@ -349,4 +350,4 @@ def hash_hex(algorithm: str) -> Callable[[Any], str]:
 
 
 def current_timestamp() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=_dt.datetime.now().microsecond // 1000 * 1000)
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=_dt.datetime.now().microsecond // 1000 * 1000)

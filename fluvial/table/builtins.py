@@ -25,8 +25,9 @@ import math
 import random
 import re
 import uuid as _uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.table import builtin_functions as impl
 from fluvial.table.types import DataType, DataTypes, TypeFamily, common_type
@@ -220,7 +221,7 @@ def _always_boolean(types: list[DataType]) -> DataType:
 
 
 def _register_all() -> None:
-    S, B, I, BI, D = DataTypes.STRING(), DataTypes.BOOLEAN(), DataTypes.INT(), DataTypes.BIGINT(), DataTypes.DOUBLE()
+    S, B, I, BI, D = DataTypes.STRING(), DataTypes.BOOLEAN(), DataTypes.INT(), DataTypes.BIGINT(), DataTypes.DOUBLE()  # noqa: E741 - INT, beside S, B, BI, D
     _register("plus", _arith("+"), impl.plus)
     _register("minus", _arith("-"), impl.minus)
     _register("times", _arith("*"), lambda a, b: a * b)
@@ -305,11 +306,11 @@ def _register_all() -> None:
     ts3 = DataTypes.TIMESTAMP_LTZ(3, False)
     _register("current_timestamp now current_row_timestamp", lambda ts: ts3, impl.current_timestamp, deterministic=False)
     _register("localtimestamp", lambda ts: DataTypes.TIMESTAMP(3, False),
-              lambda: _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None), deterministic=False)
-    _register("current_date", lambda ts: DataTypes.DATE(False), lambda: _dt.datetime.now(_dt.timezone.utc).date(),
+              lambda: _dt.datetime.now(_dt.UTC).replace(tzinfo=None), deterministic=False)
+    _register("current_date", lambda ts: DataTypes.DATE(False), lambda: _dt.datetime.now(_dt.UTC).date(),
               deterministic=False)
     _register("current_time localtime", lambda ts: DataTypes.TIME(0, False),
-              lambda: _dt.datetime.now(_dt.timezone.utc).time().replace(microsecond=0), deterministic=False)
+              lambda: _dt.datetime.now(_dt.UTC).time().replace(microsecond=0), deterministic=False)
     _register("date_format", _fixed(S), impl.date_format)
     _register("to_timestamp", lambda ts: DataTypes.TIMESTAMP(3), impl.to_timestamp)
     _register("to_date", lambda ts: DataTypes.DATE(), impl.to_date)

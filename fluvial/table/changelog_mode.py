@@ -10,13 +10,13 @@ class ChangelogMode:
         self.kinds = kinds
 
     @staticmethod
-    def insert_only() -> "ChangelogMode":
+    def insert_only() -> ChangelogMode:
         return ChangelogMode(frozenset({RowKind.INSERT}))
 
     @staticmethod
-    def upsert() -> "ChangelogMode":
+    def upsert() -> ChangelogMode:
         return ChangelogMode(frozenset({RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.DELETE}))
 
     @staticmethod
-    def all() -> "ChangelogMode":
+    def all() -> ChangelogMode:
         return ChangelogMode(frozenset(RowKind))

@@ -17,15 +17,15 @@ class EnvironmentSettings:
     configuration: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
-    def in_streaming_mode() -> "EnvironmentSettings":
+    def in_streaming_mode() -> EnvironmentSettings:
         return EnvironmentSettings(True)
 
     @staticmethod
-    def in_batch_mode() -> "EnvironmentSettings":
+    def in_batch_mode() -> EnvironmentSettings:
         return EnvironmentSettings(False)
 
     @staticmethod
-    def new_instance() -> "EnvironmentSettings.Builder":
+    def new_instance() -> EnvironmentSettings.Builder:
         return EnvironmentSettings.Builder()
 
     def is_streaming_mode(self) -> bool:
@@ -39,25 +39,25 @@ class EnvironmentSettings:
             self._streaming = True
             self._configuration: dict[str, str] = {}
 
-        def in_streaming_mode(self) -> "EnvironmentSettings.Builder":
+        def in_streaming_mode(self) -> EnvironmentSettings.Builder:
             self._streaming = True
             return self
 
-        def in_batch_mode(self) -> "EnvironmentSettings.Builder":
+        def in_batch_mode(self) -> EnvironmentSettings.Builder:
             self._streaming = False
             return self
 
-        def with_configuration(self, configuration: Any) -> "EnvironmentSettings.Builder":
+        def with_configuration(self, configuration: Any) -> EnvironmentSettings.Builder:
             self._configuration.update(configuration.to_dict() if hasattr(configuration, "to_dict") else configuration)
             return self
 
-        def with_built_in_catalog_name(self, name: str) -> "EnvironmentSettings.Builder":
+        def with_built_in_catalog_name(self, name: str) -> EnvironmentSettings.Builder:
             return self
 
-        def with_built_in_database_name(self, name: str) -> "EnvironmentSettings.Builder":
+        def with_built_in_database_name(self, name: str) -> EnvironmentSettings.Builder:
             return self
 
-        def build(self) -> "EnvironmentSettings":
+        def build(self) -> EnvironmentSettings:
             return EnvironmentSettings(self._streaming, dict(self._configuration))
 
 
@@ -92,7 +92,7 @@ class TableConfig:
         self._env = env
         self._table: dict[str, str] = {}
 
-    def set(self, key: str, value: Any) -> "TableConfig":
+    def set(self, key: str, value: Any) -> TableConfig:
         value = str(value).lower() if isinstance(value, bool) else str(value)
         if key.startswith("table."):
             if key not in TABLE_OPTIONS:
@@ -120,7 +120,7 @@ class TableConfig:
         configuration = self._env.get_configuration()
         return configuration.get_string(key, default) if configuration.contains_key(key) else default
 
-    def get_configuration(self) -> "_ConfigurationView":
+    def get_configuration(self) -> _ConfigurationView:
         return _ConfigurationView(self)
 
     def set_local_timezone(self, timezone_id: str) -> None:
@@ -144,21 +144,21 @@ class _ConfigurationView:
     def __init__(self, config: TableConfig) -> None:
         self._config = config
 
-    def set_string(self, key: str, value: str) -> "_ConfigurationView":
+    def set_string(self, key: str, value: str) -> _ConfigurationView:
         self._config.set(key, value)
         return self
 
-    def set_integer(self, key: str, value: int) -> "_ConfigurationView":
+    def set_integer(self, key: str, value: int) -> _ConfigurationView:
         self._config.set(key, str(value))
         return self
 
-    def set_boolean(self, key: str, value: bool) -> "_ConfigurationView":
+    def set_boolean(self, key: str, value: bool) -> _ConfigurationView:
         self._config.set(key, "true" if value else "false")
         return self
 
     def get_string(self, key: str, default_value: str | None = None) -> str | None:
         return self._config.get(key, default_value)
 
-    def set(self, key: Any, value: Any) -> "_ConfigurationView":
+    def set(self, key: Any, value: Any) -> _ConfigurationView:
         self._config.set(getattr(key, "key", key), value)
         return self

@@ -69,7 +69,7 @@ class Expression:
 
     __slots__ = ("kind", "name", "args", "value", "data_type", "aliases", "sql_position")
 
-    def __init__(self, kind: str, name: str | None = None, args: tuple["Expression", ...] = (), value: Any = None,
+    def __init__(self, kind: str, name: str | None = None, args: tuple[Expression, ...] = (), value: Any = None,
                  data_type: DataType | None = None, aliases: tuple[str, ...] = (),
                  sql_position: SqlPosition | None = None) -> None:
         self.kind = kind
@@ -82,7 +82,7 @@ class Expression:
 
     # -- building -----------------------------------------------------------------------------------------------
 
-    def _call(self, name: str, *others: Any) -> "Expression":
+    def _call(self, name: str, *others: Any) -> Expression:
         return Expression("call", name, (self, *(_expr(o) for o in others)))
 
     def __repr__(self) -> str:
@@ -110,147 +110,147 @@ class Expression:
 
     # -- operators ----------------------------------------------------------------------------------------------
 
-    def __add__(self, o: Any) -> "Expression":
+    def __add__(self, o: Any) -> Expression:
         return self._call("plus", o)
 
-    def __radd__(self, o: Any) -> "Expression":
+    def __radd__(self, o: Any) -> Expression:
         return _expr(o)._call("plus", self)
 
-    def __sub__(self, o: Any) -> "Expression":
+    def __sub__(self, o: Any) -> Expression:
         return self._call("minus", o)
 
-    def __rsub__(self, o: Any) -> "Expression":
+    def __rsub__(self, o: Any) -> Expression:
         return _expr(o)._call("minus", self)
 
-    def __mul__(self, o: Any) -> "Expression":
+    def __mul__(self, o: Any) -> Expression:
         return self._call("times", o)
 
-    def __rmul__(self, o: Any) -> "Expression":
+    def __rmul__(self, o: Any) -> Expression:
         return _expr(o)._call("times", self)
 
-    def __truediv__(self, o: Any) -> "Expression":
+    def __truediv__(self, o: Any) -> Expression:
         return self._call("divide", o)
 
-    def __rtruediv__(self, o: Any) -> "Expression":
+    def __rtruediv__(self, o: Any) -> Expression:
         return _expr(o)._call("divide", self)
 
-    def __mod__(self, o: Any) -> "Expression":
+    def __mod__(self, o: Any) -> Expression:
         return self._call("mod", o)
 
-    def __rmod__(self, o: Any) -> "Expression":
+    def __rmod__(self, o: Any) -> Expression:
         return _expr(o)._call("mod", self)
 
-    def __pow__(self, o: Any) -> "Expression":
+    def __pow__(self, o: Any) -> Expression:
         return self._call("power", o)
 
-    def __rpow__(self, o: Any) -> "Expression":
+    def __rpow__(self, o: Any) -> Expression:
         return _expr(o)._call("power", self)
 
-    def __neg__(self) -> "Expression":
+    def __neg__(self) -> Expression:
         return self._call("minus_prefix")
 
-    def __abs__(self) -> "Expression":
+    def __abs__(self) -> Expression:
         return self._call("abs")
 
-    def __eq__(self, o: Any) -> "Expression":  # type: ignore[override]
+    def __eq__(self, o: Any) -> Expression:  # type: ignore[override]
         return self._call("equals", o)
 
-    def __ne__(self, o: Any) -> "Expression":  # type: ignore[override]
+    def __ne__(self, o: Any) -> Expression:  # type: ignore[override]
         return self._call("not_equals", o)
 
-    def __lt__(self, o: Any) -> "Expression":
+    def __lt__(self, o: Any) -> Expression:
         return self._call("less_than", o)
 
-    def __le__(self, o: Any) -> "Expression":
+    def __le__(self, o: Any) -> Expression:
         return self._call("less_than_or_equal", o)
 
-    def __gt__(self, o: Any) -> "Expression":
+    def __gt__(self, o: Any) -> Expression:
         return self._call("greater_than", o)
 
-    def __ge__(self, o: Any) -> "Expression":
+    def __ge__(self, o: Any) -> Expression:
         return self._call("greater_than_or_equal", o)
 
-    def __and__(self, o: Any) -> "Expression":
+    def __and__(self, o: Any) -> Expression:
         return self._call("and", o)
 
-    def __rand__(self, o: Any) -> "Expression":
+    def __rand__(self, o: Any) -> Expression:
         return _expr(o)._call("and", self)
 
-    def __or__(self, o: Any) -> "Expression":
+    def __or__(self, o: Any) -> Expression:
         return self._call("or", o)
 
-    def __ror__(self, o: Any) -> "Expression":
+    def __ror__(self, o: Any) -> Expression:
         return _expr(o)._call("or", self)
 
-    def __invert__(self) -> "Expression":
+    def __invert__(self) -> Expression:
         return self._call("not")
 
     # -- naming and types ---------------------------------------------------------------------------------------
 
-    def alias(self, name: str, *extra_names: str) -> "Expression":
+    def alias(self, name: str, *extra_names: str) -> Expression:
         return Expression("alias", args=(self,), aliases=(name, *extra_names))
 
-    def cast(self, data_type: DataType) -> "Expression":
+    def cast(self, data_type: DataType) -> Expression:
         return Expression("cast", "cast", (self,), data_type=data_type)
 
-    def try_cast(self, data_type: DataType) -> "Expression":
+    def try_cast(self, data_type: DataType) -> Expression:
         return Expression("cast", "try_cast", (self,), data_type=data_type)
 
     # -- aggregates (properties, as PyFlink's) -------------------------------------------------------------------
 
     @property
-    def sum(self) -> "Expression":
+    def sum(self) -> Expression:
         return self._call("sum")
 
     @property
-    def sum0(self) -> "Expression":
+    def sum0(self) -> Expression:
         return self._call("sum0")
 
     @property
-    def min(self) -> "Expression":
+    def min(self) -> Expression:
         return self._call("min")
 
     @property
-    def max(self) -> "Expression":
+    def max(self) -> Expression:
         return self._call("max")
 
     @property
-    def count(self) -> "Expression":
+    def count(self) -> Expression:
         return self._call("count")
 
     @property
-    def avg(self) -> "Expression":
+    def avg(self) -> Expression:
         return self._call("avg")
 
     @property
-    def first_value(self) -> "Expression":
+    def first_value(self) -> Expression:
         return self._call("first_value")
 
     @property
-    def last_value(self) -> "Expression":
+    def last_value(self) -> Expression:
         return self._call("last_value")
 
     @property
-    def distinct(self) -> "Expression":
+    def distinct(self) -> Expression:
         return self._call("distinct")
 
     # -- window properties -----------------------------------------------------------------------------------------
 
     @property
-    def start(self) -> "Expression":
+    def start(self) -> Expression:
         return self._call("window_start")
 
     @property
-    def end(self) -> "Expression":
+    def end(self) -> Expression:
         return self._call("window_end")
 
     @property
-    def rowtime(self) -> "Expression":
+    def rowtime(self) -> Expression:
         return self._call("window_rowtime")
 
     # -- intervals ----------------------------------------------------------------------------------------------
 
-    def _interval(self, unit: str) -> "Expression":
+    def _interval(self, unit: str) -> Expression:
         if self.kind != "literal" or not isinstance(self.value, int):
             raise TypeError(f"an interval takes an integer literal, as lit(5).{unit}s; got {self.to_string()}")
         if unit in _MONTHS:
@@ -279,191 +279,191 @@ class Expression:
     # -- predicates ---------------------------------------------------------------------------------------------
 
     @property
-    def is_null(self) -> "Expression":
+    def is_null(self) -> Expression:
         return self._call("is_null")
 
     @property
-    def is_not_null(self) -> "Expression":
+    def is_not_null(self) -> Expression:
         return self._call("is_not_null")
 
     @property
-    def is_true(self) -> "Expression":
+    def is_true(self) -> Expression:
         return self._call("is_true")
 
     @property
-    def is_false(self) -> "Expression":
+    def is_false(self) -> Expression:
         return self._call("is_false")
 
     @property
-    def is_not_true(self) -> "Expression":
+    def is_not_true(self) -> Expression:
         return self._call("is_not_true")
 
     @property
-    def is_not_false(self) -> "Expression":
+    def is_not_false(self) -> Expression:
         return self._call("is_not_false")
 
-    def between(self, lower: Any, upper: Any) -> "Expression":
+    def between(self, lower: Any, upper: Any) -> Expression:
         return self._call("between", lower, upper)
 
-    def not_between(self, lower: Any, upper: Any) -> "Expression":
+    def not_between(self, lower: Any, upper: Any) -> Expression:
         return self._call("not_between", lower, upper)
 
-    def in_(self, *values: Any) -> "Expression":
+    def in_(self, *values: Any) -> Expression:
         return self._call("in", *values)
 
-    def then(self, if_true: Any, if_false: Any) -> "Expression":
+    def then(self, if_true: Any, if_false: Any) -> Expression:
         return self._call("if", if_true, if_false)
 
-    def if_null(self, null_replacement: Any) -> "Expression":
+    def if_null(self, null_replacement: Any) -> Expression:
         return self._call("coalesce", null_replacement)
 
     # -- math ---------------------------------------------------------------------------------------------------
 
     @property
-    def exp(self) -> "Expression":
+    def exp(self) -> Expression:
         return self._call("exp")
 
     @property
-    def log10(self) -> "Expression":
+    def log10(self) -> Expression:
         return self._call("log10")
 
     @property
-    def log2(self) -> "Expression":
+    def log2(self) -> Expression:
         return self._call("log2")
 
     @property
-    def ln(self) -> "Expression":
+    def ln(self) -> Expression:
         return self._call("ln")
 
-    def log(self, base: Any = None) -> "Expression":
+    def log(self, base: Any = None) -> Expression:
         return self._call("ln") if base is None else _expr(base)._call("log", self)
 
     @property
-    def sqrt(self) -> "Expression":
+    def sqrt(self) -> Expression:
         return self._call("sqrt")
 
     @property
-    def abs(self) -> "Expression":
+    def abs(self) -> Expression:
         return self._call("abs")
 
     @property
-    def sign(self) -> "Expression":
+    def sign(self) -> Expression:
         return self._call("sign")
 
-    def round(self, places: Any = 0) -> "Expression":
+    def round(self, places: Any = 0) -> Expression:
         return self._call("round", places)
 
-    def floor(self, time_interval_unit: Any = None) -> "Expression":
+    def floor(self, time_interval_unit: Any = None) -> Expression:
         return self._call("floor") if time_interval_unit is None else self._call("floor", _unit(time_interval_unit))
 
-    def ceil(self, time_interval_unit: Any = None) -> "Expression":
+    def ceil(self, time_interval_unit: Any = None) -> Expression:
         return self._call("ceil") if time_interval_unit is None else self._call("ceil", _unit(time_interval_unit))
 
-    def truncate(self, n: Any = 0) -> "Expression":
+    def truncate(self, n: Any = 0) -> Expression:
         return self._call("truncate", n)
 
     # -- strings ------------------------------------------------------------------------------------------------
 
-    def substring(self, begin_index: Any, length: Any = None) -> "Expression":
+    def substring(self, begin_index: Any, length: Any = None) -> Expression:
         return self._call("substring", begin_index) if length is None else self._call("substring", begin_index, length)
 
     substr = substring
 
-    def trim_leading(self, character: Any = None) -> "Expression":
+    def trim_leading(self, character: Any = None) -> Expression:
         return self._call("ltrim", " " if character is None else character)
 
-    def trim_trailing(self, character: Any = None) -> "Expression":
+    def trim_trailing(self, character: Any = None) -> Expression:
         return self._call("rtrim", " " if character is None else character)
 
-    def trim(self, character: Any = None) -> "Expression":
+    def trim(self, character: Any = None) -> Expression:
         return self._call("trim", " " if character is None else character)
 
-    def replace(self, search: Any = None, replacement: Any = None) -> "Expression":
+    def replace(self, search: Any = None, replacement: Any = None) -> Expression:
         return self._call("replace", search, replacement)
 
     @property
-    def char_length(self) -> "Expression":
+    def char_length(self) -> Expression:
         return self._call("char_length")
 
     @property
-    def upper_case(self) -> "Expression":
+    def upper_case(self) -> Expression:
         return self._call("upper")
 
     @property
-    def lower_case(self) -> "Expression":
+    def lower_case(self) -> Expression:
         return self._call("lower")
 
     @property
-    def init_cap(self) -> "Expression":
+    def init_cap(self) -> Expression:
         return self._call("initcap")
 
-    def like(self, pattern: Any = None) -> "Expression":
+    def like(self, pattern: Any = None) -> Expression:
         return self._call("like", pattern)
 
-    def similar(self, pattern: Any = None) -> "Expression":
+    def similar(self, pattern: Any = None) -> Expression:
         return self._call("similar", pattern)
 
-    def position(self, haystack: Any = None) -> "Expression":
+    def position(self, haystack: Any = None) -> Expression:
         return self._call("position", haystack)
 
-    def lpad(self, length: Any, pad: Any) -> "Expression":
+    def lpad(self, length: Any, pad: Any) -> Expression:
         return self._call("lpad", length, pad)
 
-    def rpad(self, length: Any, pad: Any) -> "Expression":
+    def rpad(self, length: Any, pad: Any) -> Expression:
         return self._call("rpad", length, pad)
 
-    def regexp_replace(self, regex: Any, replacement: Any) -> "Expression":
+    def regexp_replace(self, regex: Any, replacement: Any) -> Expression:
         return self._call("regexp_replace", regex, replacement)
 
-    def regexp_extract(self, regex: Any, extract_index: Any = None) -> "Expression":
+    def regexp_extract(self, regex: Any, extract_index: Any = None) -> Expression:
         args = (regex,) if extract_index is None else (regex, extract_index)
         return self._call("regexp_extract", *args)
 
-    def repeat(self, n: Any) -> "Expression":
+    def repeat(self, n: Any) -> Expression:
         return self._call("repeat", n)
 
-    def ltrim(self) -> "Expression":
+    def ltrim(self) -> Expression:
         return self._call("ltrim", " ")
 
-    def rtrim(self) -> "Expression":
+    def rtrim(self) -> Expression:
         return self._call("rtrim", " ")
 
     @property
-    def to_base64(self) -> "Expression":
+    def to_base64(self) -> Expression:
         return self._call("to_base64")
 
     @property
-    def from_base64(self) -> "Expression":
+    def from_base64(self) -> Expression:
         return self._call("from_base64")
 
     @property
-    def md5(self) -> "Expression":
+    def md5(self) -> Expression:
         return self._call("md5")
 
     @property
-    def sha256(self) -> "Expression":
+    def sha256(self) -> Expression:
         return self._call("sha256")
 
     def json_value(self, path: str, returning_type: DataType | None = None, on_empty: Any = None,
-                   default_on_empty: Any = None, on_error: Any = None, default_on_error: Any = None) -> "Expression":
+                   default_on_empty: Any = None, on_error: Any = None, default_on_error: Any = None) -> Expression:
         expr = self._call("json_value", path)
         return expr if returning_type is None else expr.cast(returning_type)
 
     # -- time ---------------------------------------------------------------------------------------------------
 
     @property
-    def to_date(self) -> "Expression":
+    def to_date(self) -> Expression:
         return self.cast(DataTypes.DATE())
 
     @property
-    def to_time(self) -> "Expression":
+    def to_time(self) -> Expression:
         return self.cast(DataTypes.TIME())
 
     @property
-    def to_timestamp(self) -> "Expression":
+    def to_timestamp(self) -> Expression:
         return self.cast(DataTypes.TIMESTAMP(3))
 
-    def extract(self, time_interval_unit: Any) -> "Expression":
+    def extract(self, time_interval_unit: Any) -> Expression:
         return self._call("extract", _unit(time_interval_unit))
 
 

@@ -36,7 +36,7 @@ class Schema:
     watermark_position: tuple[int, int] | None = None
 
     @staticmethod
-    def new_builder() -> "Schema.Builder":
+    def new_builder() -> Schema.Builder:
         return Schema.Builder()
 
     def __str__(self) -> str:
@@ -58,24 +58,24 @@ class Schema:
             self._watermark: tuple[str, Any] | None = None
             self._primary_key: tuple[str, ...] = ()
 
-        def from_schema(self, schema: "Schema") -> "Schema.Builder":
+        def from_schema(self, schema: Schema) -> Schema.Builder:
             self._columns.extend(schema.columns)
             if schema.watermark_column:
                 self._watermark = (schema.watermark_column, schema.watermark_expression)
             self._primary_key = schema.primary_key
             return self
 
-        def from_row_data_type(self, data_type: DataType) -> "Schema.Builder":
+        def from_row_data_type(self, data_type: DataType) -> Schema.Builder:
             for f in data_type.fields:
                 self._columns.append(UnresolvedColumn(f.name, f.data_type))
             return self
 
-        def from_fields(self, field_names: list[str], field_data_types: list[DataType]) -> "Schema.Builder":
+        def from_fields(self, field_names: list[str], field_data_types: list[DataType]) -> Schema.Builder:
             for n, t in zip(field_names, field_data_types):
                 self._columns.append(UnresolvedColumn(n, t))
             return self
 
-        def column(self, column_name: str, data_type: DataType | str) -> "Schema.Builder":
+        def column(self, column_name: str, data_type: DataType | str) -> Schema.Builder:
             if isinstance(data_type, str):
                 from fluvial.table.sql.types import parse_type
 
@@ -83,34 +83,34 @@ class Schema:
             self._columns.append(UnresolvedColumn(column_name, data_type))
             return self
 
-        def column_by_expression(self, column_name: str, expr: Any) -> "Schema.Builder":
+        def column_by_expression(self, column_name: str, expr: Any) -> Schema.Builder:
             self._columns.append(UnresolvedColumn(column_name, expression=expr))
             return self
 
         def column_by_metadata(self, column_name: str, data_type: DataType, metadata_key: str | None = None,
-                               is_virtual: bool = False) -> "Schema.Builder":
+                               is_virtual: bool = False) -> Schema.Builder:
             self._columns.append(UnresolvedColumn(column_name, data_type, metadata_key=metadata_key or column_name))
             return self
 
-        def with_comment(self, comment: str) -> "Schema.Builder":
+        def with_comment(self, comment: str) -> Schema.Builder:
             if self._columns:
                 last = self._columns[-1]
                 self._columns[-1] = UnresolvedColumn(last.name, last.data_type, last.expression, last.metadata_key,
                                                      comment)
             return self
 
-        def watermark(self, column_name: str, watermark_expr: Any) -> "Schema.Builder":
+        def watermark(self, column_name: str, watermark_expr: Any) -> Schema.Builder:
             self._watermark = (column_name, watermark_expr)
             return self
 
-        def primary_key(self, *column_names: str) -> "Schema.Builder":
+        def primary_key(self, *column_names: str) -> Schema.Builder:
             self._primary_key = tuple(column_names)
             return self
 
-        def primary_key_named(self, constraint_name: str, *column_names: str) -> "Schema.Builder":
+        def primary_key_named(self, constraint_name: str, *column_names: str) -> Schema.Builder:
             return self.primary_key(*column_names)
 
-        def build(self) -> "Schema":
+        def build(self) -> Schema:
             watermark = self._watermark or (None, None)
             return Schema(tuple(self._columns), watermark[0], watermark[1], self._primary_key)
 
@@ -121,7 +121,7 @@ class FormatDescriptor:
     options: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
-    def for_format(format: str) -> "FormatDescriptor.Builder":
+    def for_format(format: str) -> FormatDescriptor.Builder:
         return FormatDescriptor.Builder(format)
 
     class Builder:
@@ -129,11 +129,11 @@ class FormatDescriptor:
             self._format = format
             self._options: dict[str, str] = {}
 
-        def option(self, key: str, value: Any) -> "FormatDescriptor.Builder":
+        def option(self, key: str, value: Any) -> FormatDescriptor.Builder:
             self._options[key] = str(value)
             return self
 
-        def build(self) -> "FormatDescriptor":
+        def build(self) -> FormatDescriptor:
             return FormatDescriptor(self._format, dict(self._options))
 
 
@@ -147,7 +147,7 @@ class TableDescriptor:
     comment: str | None = None
 
     @staticmethod
-    def for_connector(connector: str) -> "TableDescriptor.Builder":
+    def for_connector(connector: str) -> TableDescriptor.Builder:
         return TableDescriptor.Builder(connector)
 
     def get_schema(self) -> Schema | None:
@@ -167,28 +167,28 @@ class TableDescriptor:
             self._partition_keys: tuple[str, ...] = ()
             self._comment: str | None = None
 
-        def schema(self, schema: Schema) -> "TableDescriptor.Builder":
+        def schema(self, schema: Schema) -> TableDescriptor.Builder:
             self._schema = schema
             return self
 
-        def option(self, key: str, value: Any) -> "TableDescriptor.Builder":
+        def option(self, key: str, value: Any) -> TableDescriptor.Builder:
             self._options[key] = str(value).lower() if isinstance(value, bool) else str(value)
             return self
 
-        def format(self, format: str | FormatDescriptor, format_option: Any = None) -> "TableDescriptor.Builder":
+        def format(self, format: str | FormatDescriptor, format_option: Any = None) -> TableDescriptor.Builder:
             descriptor = FormatDescriptor(format) if isinstance(format, str) else format
             self._options["format"] = descriptor.format
             for k, v in descriptor.options.items():
                 self._options[f"{descriptor.format}.{k}"] = v
             return self
 
-        def partitioned_by(self, *partition_keys: str) -> "TableDescriptor.Builder":
+        def partitioned_by(self, *partition_keys: str) -> TableDescriptor.Builder:
             self._partition_keys = tuple(partition_keys)
             return self
 
-        def comment(self, comment: str) -> "TableDescriptor.Builder":
+        def comment(self, comment: str) -> TableDescriptor.Builder:
             self._comment = comment
             return self
 
-        def build(self) -> "TableDescriptor":
+        def build(self) -> TableDescriptor:
             return TableDescriptor(self._schema, dict(self._options), self._partition_keys, self._comment)

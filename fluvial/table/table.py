@@ -3,7 +3,8 @@ new logical plan node; nothing runs until `execute`, `execute_insert` or a conve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from fluvial.table.errors import ValidationException
 from fluvial.table.expression import Expression, _expr
@@ -42,7 +43,7 @@ def _exprs(fields: Sequence[Any]) -> list[Expression]:
 class Table:
     """A table: a logical plan in a TableEnvironment."""
 
-    def __init__(self, node: RelNode, t_env: "TableEnvironment") -> None:
+    def __init__(self, node: RelNode, t_env: TableEnvironment) -> None:
         self._node = node
         self._t_env = t_env
         self._registered_name: str | None = None
@@ -64,13 +65,13 @@ class Table:
 
     # -- relational operations ----------------------------------------------------------------------------------
 
-    def select(self, *fields: Any) -> "Table":
+    def select(self, *fields: Any) -> Table:
         items = _exprs(fields)
         if any(contains_aggregate(e) for e in items):
             return self._new(plan_aggregate(self._node, [], items))
         return self._new(project(self._node, items))
 
-    def where(self, predicate: Any) -> "Table":
+    def where(self, predicate: Any) -> Table:
         condition = _exprs([predicate])[0]
         resolver = Resolver(self._node.schema)
         rex = resolve_condition(condition, resolver)
@@ -78,48 +79,48 @@ class Table:
 
     filter = where
 
-    def alias(self, field: str, *fields: str) -> "Table":
+    def alias(self, field: str, *fields: str) -> Table:
         names = [field, *fields]
         if len(names) != len(self._node.schema):
             raise ValidationException(f"Aliasing more fields than we actually have: the table has "
                                       f"{len(self._node.schema)} columns {self._node.names}, got {names}")
         return self._rename(names)
 
-    def _rename(self, names: list[str]) -> "Table":
+    def _rename(self, names: list[str]) -> Table:
         check_unique(names)
         rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(self._node.schema))
         columns = tuple(Column(n, c.type) for n, c in zip(names, self._node.schema))
         return self._new(Calc(columns, self._node, rexes, None))
 
-    def group_by(self, *fields: Any) -> "GroupedTable":
+    def group_by(self, *fields: Any) -> GroupedTable:
         return GroupedTable(self, _exprs(fields))
 
-    def distinct(self) -> "Table":
+    def distinct(self) -> Table:
         node = self._node
         return self._new(Aggregate(node.schema, node, tuple(range(len(node.schema))), ()))
 
-    def union_all(self, right: "Table") -> "Table":
+    def union_all(self, right: Table) -> Table:
         return self._new(_union(self._node, right._node))
 
-    def union(self, right: "Table") -> "Table":
+    def union(self, right: Table) -> Table:
         return self.union_all(right).distinct()
 
-    def limit(self, fetch: int, offset: int = 0) -> "Table":
+    def limit(self, fetch: int, offset: int = 0) -> Table:
         return self._new(Limit(self._node.schema, self._node, offset, fetch))
 
-    def fetch(self, fetch: int) -> "Table":
+    def fetch(self, fetch: int) -> Table:
         if isinstance(self._node, Limit) and self._node.fetch is None:
             return self._new(Limit(self._node.schema, self._node.input, self._node.offset, fetch))
         return self.limit(fetch)
 
-    def offset(self, offset: int) -> "Table":
+    def offset(self, offset: int) -> Table:
         return self._new(Limit(self._node.schema, self._node, offset, None))
 
-    def add_columns(self, *fields: Any) -> "Table":
+    def add_columns(self, *fields: Any) -> Table:
         items = [col(n) for n in self._node.names] + _exprs(fields)
         return self._new(project(self._node, items))
 
-    def add_or_replace_columns(self, *fields: Any) -> "Table":
+    def add_or_replace_columns(self, *fields: Any) -> Table:
         added = _exprs(fields)
         names = list(self._node.names)
         items: list[Expression] = [col(n) for n in names]
@@ -131,7 +132,7 @@ class Table:
                 items.append(e)
         return self._new(project(self._node, items))
 
-    def rename_columns(self, *fields: Any) -> "Table":
+    def rename_columns(self, *fields: Any) -> Table:
         renames: dict[str, str] = {}
         for e in _exprs(fields):
             if e.kind != "alias" or e.args[0].kind != "field":
@@ -142,7 +143,7 @@ class Table:
             renames[e.args[0].name or ""] = e.aliases[0]
         return self._rename([renames.get(n, n) for n in self._node.names])
 
-    def drop_columns(self, *fields: Any) -> "Table":
+    def drop_columns(self, *fields: Any) -> Table:
         dropped = set()
         for e in _exprs(fields):
             if e.kind != "field" or e.name not in self._node.names:
@@ -151,20 +152,20 @@ class Table:
             dropped.add(e.name)
         return self._new(project(self._node, [col(n) for n in self._node.names if n not in dropped]))
 
-    def join(self, right: "Table", join_predicate: Any = None) -> "Table":
+    def join(self, right: Table, join_predicate: Any = None) -> Table:
         """Inner join; the two tables' column names must differ (rename first), as in Flink's Table API."""
         return self._join(right, "INNER", join_predicate)
 
-    def left_outer_join(self, right: "Table", join_predicate: Any = None) -> "Table":
+    def left_outer_join(self, right: Table, join_predicate: Any = None) -> Table:
         return self._join(right, "LEFT", join_predicate)
 
-    def right_outer_join(self, right: "Table", join_predicate: Any = None) -> "Table":
+    def right_outer_join(self, right: Table, join_predicate: Any = None) -> Table:
         return self._join(right, "RIGHT", join_predicate)
 
-    def full_outer_join(self, right: "Table", join_predicate: Any = None) -> "Table":
+    def full_outer_join(self, right: Table, join_predicate: Any = None) -> Table:
         return self._join(right, "FULL", join_predicate)
 
-    def _join(self, right: "Table", join_type: str, predicate: Any) -> "Table":
+    def _join(self, right: Table, join_type: str, predicate: Any) -> Table:
         from fluvial.table.planner.resolve import plan_join
 
         clash = set(self._node.names) & set(right._node.names)
@@ -174,15 +175,15 @@ class Table:
         condition = _exprs([predicate])[0] if predicate is not None else None
         return self._new(plan_join(self._node, right._node, join_type, condition))
 
-    def flat_map(self, func: Any) -> "Table":
+    def flat_map(self, func: Any) -> Table:
         """A table function over each row: its output columns only (`f0`, ... unless aliased)."""
         return self._new(self._correlate(func, keep_input=False))
 
-    def join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> "Table":
+    def join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> Table:
         """Each row joined with the rows a table function gives for it (inner: rows it gives none for drop)."""
         return self._new(self._correlate(table_function_call, keep_input=True, condition=join_predicate))
 
-    def left_outer_join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> "Table":
+    def left_outer_join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> Table:
         return self._new(self._correlate(table_function_call, keep_input=True, left_outer=True,
                                          condition=join_predicate))
 
@@ -218,10 +219,10 @@ class Table:
             rex = resolve_condition(_exprs([condition])[0], Resolver(columns))
         return Correlate(tuple(columns), node, function, operands, keep_input, left_outer, rex)
 
-    def window(self, window: Any) -> "GroupWindowedTable":
+    def window(self, window: Any) -> GroupWindowedTable:
         return GroupWindowedTable(self, window)
 
-    def order_by(self, *fields: Any) -> "Table":
+    def order_by(self, *fields: Any) -> Table:
         raise ValidationException("Sort on a non-time-attribute field is not supported in streaming mode; "
                                   "order_by is supported with fetch/limit in batch mode only (not yet in fluvial)")
 
@@ -255,7 +256,7 @@ class Table:
             data = [list(r) for r in rows if r.get_row_kind().name in ("INSERT", "UPDATE_AFTER")]
         return pd.DataFrame(data, columns=self._node.names)
 
-    def _new(self, node: RelNode) -> "Table":
+    def _new(self, node: RelNode) -> Table:
         return Table(node, self._t_env)
 
 
@@ -289,7 +290,7 @@ class GroupWindowedTable:
         self._table = table
         self._window = window
 
-    def group_by(self, *fields: Any) -> "WindowGroupedTable":
+    def group_by(self, *fields: Any) -> WindowGroupedTable:
         return WindowGroupedTable(self._table, self._window, _exprs(fields))
 
 

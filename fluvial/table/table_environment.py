@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import logging
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from fluvial.common.row import Row
 from fluvial.table.catalog import Catalog, CatalogTable, resolve_schema
@@ -58,7 +59,7 @@ class TableEnvironment:
             env.set_runtime_mode(RuntimeExecutionMode.BATCH)
 
     @staticmethod
-    def create(environment_settings: Any = None) -> "TableEnvironment":
+    def create(environment_settings: Any = None) -> TableEnvironment:
         from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
 
         settings = environment_settings
@@ -219,7 +220,7 @@ class TableEnvironment:
     def add_python_file(self, file_path: str) -> None:
         self._env.add_python_file(file_path)
 
-    def create_statement_set(self) -> "StatementSet":
+    def create_statement_set(self) -> StatementSet:
         return StatementSet(self)
 
     # -- running ------------------------------------------------------------------------------------------------
@@ -306,7 +307,7 @@ class StreamTableEnvironment(TableEnvironment):
     """A TableEnvironment over a given StreamExecutionEnvironment, with DataStream conversions."""
 
     @staticmethod
-    def create(stream_execution_environment: Any = None, environment_settings: Any = None) -> "StreamTableEnvironment":
+    def create(stream_execution_environment: Any = None, environment_settings: Any = None) -> StreamTableEnvironment:
         from fluvial.datastream.stream_execution_environment import StreamExecutionEnvironment
 
         env = stream_execution_environment or StreamExecutionEnvironment.get_execution_environment()
@@ -369,13 +370,13 @@ class StatementSet:
         self._t_env = t_env
         self._inserts: list[tuple[Any, RelNode]] = []
 
-    def add_insert_sql(self, stmt: str) -> "StatementSet":
+    def add_insert_sql(self, stmt: str) -> StatementSet:
         from fluvial.table.sql.statements import plan_insert
 
         self._inserts.append(plan_insert(self._t_env, stmt))
         return self
 
-    def add_insert(self, target_path_or_descriptor: Any, table: Table, overwrite: bool = False) -> "StatementSet":
+    def add_insert(self, target_path_or_descriptor: Any, table: Table, overwrite: bool = False) -> StatementSet:
         self._inserts.append((target_path_or_descriptor, table._node))
         return self
 

@@ -9,10 +9,11 @@ at most 30, at least the name's length and `<NULL>`'s; a longer value is cut and
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Sequence
 from enum import Enum
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from fluvial.common.row import Row, RowKind
+from fluvial.common.row import Row
 from fluvial.table.planner.logical import Column
 from fluvial.table.types import DataType
 from fluvial.table.values import sql_string
@@ -102,7 +103,7 @@ class CloseableIterator:
         if close is not None:
             close()
 
-    def __enter__(self) -> "CloseableIterator":
+    def __enter__(self) -> CloseableIterator:
         return self
 
     def __exit__(self, *exc: Any) -> None:

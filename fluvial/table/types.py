@@ -53,7 +53,7 @@ class RowField:
     """One field of a ROW type."""
 
     name: str
-    data_type: "DataType"
+    data_type: DataType
     description: str | None = None
 
     def __str__(self) -> str:
@@ -70,20 +70,20 @@ class DataType:
     nullable: bool = True
     precision: int | None = None
     scale: int | None = None
-    element_type: "DataType | None" = None
-    key_type: "DataType | None" = None
+    element_type: DataType | None = None
+    key_type: DataType | None = None
     fields: tuple[RowField, ...] = field(default=())
     time_attribute: str | None = None
 
     # -- PyFlink's methods ------------------------------------------------------------------------------------
 
-    def not_null(self) -> "DataType":
+    def not_null(self) -> DataType:
         return replace(self, nullable=False)
 
-    def nullable_(self) -> "DataType":
+    def nullable_(self) -> DataType:
         return replace(self, nullable=True)
 
-    def bridged_to(self, conversion_class: Any) -> "DataType":
+    def bridged_to(self, conversion_class: Any) -> DataType:
         return self  # Python values do not change with the JVM's conversion class
 
     @property
@@ -105,10 +105,10 @@ class DataType:
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields]
 
-    def field_types(self) -> list["DataType"]:
+    def field_types(self) -> list[DataType]:
         return [f.data_type for f in self.fields]
 
-    def without_time_attribute(self) -> "DataType":
+    def without_time_attribute(self) -> DataType:
         return replace(self, time_attribute=None) if self.time_attribute else self
 
     def __str__(self) -> str:
@@ -144,7 +144,7 @@ class DataType:
         if name == "MAP":
             return f"MAP<{self.key_type}, {self.element_type}>"
         if name == "ROW":
-            return "ROW<%s>" % ", ".join(str(f) for f in self.fields)
+            return "ROW<" + ", ".join(str(f) for f in self.fields) + ">"
         if name == "INTERVAL_DAY_TIME":
             return "INTERVAL SECOND(3)"
         if name == "INTERVAL_YEAR_MONTH":

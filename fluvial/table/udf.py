@@ -9,7 +9,8 @@ function yields values (a scalar, a tuple or a Row per output row).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from fluvial.table.expression import Expression, _expr
 from fluvial.table.types import DataType, DataTypes
@@ -85,7 +86,7 @@ class UserDefinedFunctionWrapper:
         return Expression("call", "__udf__" if self._kind == "scalar" else "__udtf__",
                           tuple(_expr(a) for a in args), value=self)
 
-    def alias(self, *names: str) -> "UserDefinedFunctionWrapper":
+    def alias(self, *names: str) -> UserDefinedFunctionWrapper:
         copy = UserDefinedFunctionWrapper(self._func, self._input_types, self._result_types, self._kind,
                                           self._deterministic, self._name)
         copy._alias_names = tuple(names)

@@ -26,7 +26,7 @@ def epoch_millis(value: Any) -> int:
     """A TIMESTAMP (naive, read as UTC) or TIMESTAMP_LTZ (aware) value as epoch milliseconds: event time."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
         delta = value - _EPOCH
         return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
     if hasattr(value, "to_epoch_milli"):
@@ -88,7 +88,7 @@ def _local(value: _dt.datetime) -> _dt.datetime:
     """An aware (TIMESTAMP_LTZ) value in the session's time zone (UTC), naive for printing."""
     if value.tzinfo is None:
         return value
-    return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return value.astimezone(_dt.UTC).replace(tzinfo=None)
 
 
 def row_string(value: Any, data_type: DataType | None = None) -> str:

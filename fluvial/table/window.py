@@ -25,10 +25,10 @@ class GroupWindow:
     time_field: Expression | None = None
     alias_name: str | None = None
 
-    def on(self, time_field: Any) -> "GroupWindow":
+    def on(self, time_field: Any) -> GroupWindow:
         return GroupWindow(self.kind, self.size, self.slide, _expr(time_field), self.alias_name)
 
-    def alias(self, alias: str) -> "GroupWindow":
+    def alias(self, alias: str) -> GroupWindow:
         return GroupWindow(self.kind, self.size, self.slide, self.time_field, alias)
 
 

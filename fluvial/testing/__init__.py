@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.common.time import ManualClock
 from fluvial.testing.events import EventLog

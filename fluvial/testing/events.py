@@ -32,6 +32,7 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class EventLog:
+    """A log of named events that processes of a job append to and a test reads (module docstring)."""
     path: str
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -67,4 +68,12 @@ class EventLog:
         return [value for event, value in self.events() if event == name]
 
     def count(self, name: str) -> int:
+        """How many events called `name` were recorded.
+
+        Args:
+            name: The event's name.
+
+        Returns:
+            The count.
+        """
         return len(self.values(name))

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import enum
 import importlib.util
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.configuration import Configuration
 
 
 class ExecutionMode(enum.Enum):
+    """Where a test job's TaskManagers run: THREADS, PROCESSES or RAY (`run_job(..., mode=...)`)."""
     THREADS = "thread"  # TaskManagers as threads of this process
     PROCESSES = "process"  # TaskManagers as processes of this machine
     RAY = "ray"  # TaskManagers as Ray actors

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.common.time import ManualClock
 
@@ -23,6 +23,9 @@ class _Scheduled:
 
 
 class ManualScheduledExecutor:
+    """An executor whose delayed mails run only when the test advances its ManualClock: time-dependent code
+    tested without waiting.
+    """
     def __init__(self, clock: ManualClock | None = None) -> None:
         self.clock = clock or ManualClock(0)
         self._mails: deque[Callable[[], None]] = deque()
@@ -31,21 +34,40 @@ class ManualScheduledExecutor:
         self.shut_down = False
 
     def execute(self, mail: Callable[[], None]) -> bool:
+        """Queue a mail; `run_all()` runs the queued mails.
+
+        Args:
+            mail: The callable.
+
+        Returns:
+            False after `shutdown`, else True.
+        """
         if self.shut_down:
             return False
         self._mails.append(mail)
         return True
 
     def schedule(self, delay_ms: int, mail: Callable[[], None]) -> _Scheduled:
+        """Run a mail once the clock has advanced `delay_ms`.
+
+        Args:
+            delay_ms: The delay.
+            mail: The callable.
+
+        Returns:
+            A handle that can cancel it.
+        """
         handle = _Scheduled()
         heapq.heappush(self._scheduled, (self.clock() + max(0, delay_ms), next(self._sequence), handle, mail))
         return handle
 
     def shutdown(self) -> None:
+        """Refuse new mails from now on."""
         self.shut_down = True
 
     @property
     def queued(self) -> int:
+        """How many mails wait to run."""
         return len(self._mails)
 
     def scheduled_delays(self) -> list[int]:

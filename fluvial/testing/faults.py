@@ -43,9 +43,10 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from fluvial.common.processes import children, kill, pid_running, processes_with, python_command
 from fluvial.testing.oracle import ExactlyOnceReport, verify_sequences
@@ -55,6 +56,9 @@ LEFTOVER_GRACE_S = 5.0  # how long processes of an ended run may take to exit
 
 
 class FaultKind(enum.Enum):
+    """The faults a fault trial injects: a process kill, an exception in user code, a corrupted checkpoint,
+    a full or unwritable checkpoint disk, a TaskManager process kill.
+    """
     KILL = "kill the job's process"
     RAISE = "raise in user code"
     CORRUPT = "corrupt the latest checkpoint"
@@ -86,6 +90,9 @@ class ForkedTaskManagers:
 
 @dataclass(frozen=True)
 class TrialSettings:
+    """The job of a fault trial: keys, records per key, rate, parallelism, state backend, TaskManager mode,
+    checkpoint interval, disk size and timeout.
+    """
     keys: int = 20
     per_key: int = 1000
     rate: int = 4000  # records per second per source subtask
@@ -101,6 +108,9 @@ class TrialSettings:
 
 @dataclass
 class TrialResult:
+    """What a fault trial found: the faults injected, recovery times, the exactly-once report, its outcome,
+    and anything it left running or on disk.
+    """
     seed: int
     settings: TrialSettings
     faults: Counter = field(default_factory=Counter)
@@ -113,10 +123,14 @@ class TrialResult:
 
     @property
     def left_nothing(self) -> bool:
+        """Whether no process of the job runs on and no file was left behind."""
         return not self.left_running and not self.left_on_disk
 
     @property
     def passed(self) -> bool:
+        """Whether the trial passed: exactly once (or, for a corrupt checkpoint, failed as expected with nothing
+        duplicated) and nothing left behind.
+        """
         if self.outcome.startswith("failed as expected"):
             return self.report is not None and self.report.duplicated == 0 and self.report.out_of_order == 0 \
                 and not self.left_running
@@ -156,6 +170,11 @@ class FaultTrial:
     # -- the trial ----------------------------------------------------------------------------------------------
 
     def run(self) -> TrialResult:
+        """Run the trial: the job in its own process, the planned faults injected, the output checked.
+
+        Returns:
+            The TrialResult.
+        """
         for directory in (self.checkpoints, self.out, self.triggers, self.workdir / "tmp"):
             directory.mkdir(parents=True, exist_ok=True)
         try:

@@ -22,8 +22,9 @@ import heapq
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.key_groups import DEFAULT_MAX_PARALLELISM
 from fluvial.common.task_info import TaskInfo
@@ -51,9 +52,16 @@ class ManualProcessingTime:
         self._registered = threading.Condition()
 
     def current_processing_time(self) -> int:
+        """The manual clock's time in ms."""
         return self.clock()
 
     def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> None:
+        """Call `callback(timestamp)` once the clock reaches `timestamp` (thread-safe).
+
+        Args:
+            timestamp: When, in ms.
+            callback: What to call.
+        """
         with self._registered:
             heapq.heappush(self._callbacks, (timestamp, next(self._sequence), callback))
             self._registered.notify_all()
@@ -75,6 +83,7 @@ class ManualProcessingTime:
                                       timeout)
 
     def pending(self) -> int:
+        """How many callbacks wait for the clock."""
         with self._registered:
             return len(self._callbacks)
 
@@ -86,7 +95,7 @@ class ManualProcessingTime:
 class _CapturingOutput(Output):
     """Every output of the operator, in order: main records, side outputs by tag, watermarks, idleness."""
 
-    def __init__(self, harness: "OperatorHarness") -> None:
+    def __init__(self, harness: OperatorHarness) -> None:
         super().__init__([harness._capture_main], {}, [harness._watermarks.append], [harness._statuses.append])
         self._harness = harness
 
@@ -109,6 +118,17 @@ class OperatorSubtaskSnapshot:
 
 
 class OperatorHarness:
+    """One operator, run by hand (Flink's operator test harness): see the module's documentation and
+    [Testing your jobs](../testing.md).
+
+    Example:
+        ```python
+        harness = OperatorHarness.of(lambda s: s.map(lambda v: v * 2))
+        harness.open()
+        harness.process_element(21)
+        assert harness.values() == [42]
+        ```
+    """
     def __init__(self, spec: Any, name: str = "Operator", *, parallelism: int = 1, subtask_index: int = 0,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, attempt: int = 0, state_backend: Any = None,
                  clock: ManualClock | None = None, job_parameters: dict[str, str] | None = None,
@@ -139,19 +159,19 @@ class OperatorHarness:
         self._open = False
 
     @staticmethod
-    def of(describe: Callable[[Any], Any], **options: Any) -> "OperatorHarness":
+    def of(describe: Callable[[Any], Any], **options: Any) -> OperatorHarness:
         """The harness of the last operator `describe(stream)` adds to a stream (a DataStream of no particular
         records); `options` as for the constructor."""
         return OperatorHarness._of_streams(describe, 1, options)
 
     @staticmethod
-    def of_two_inputs(describe: Callable[[Any, Any], Any], **options: Any) -> "OperatorHarness":
+    def of_two_inputs(describe: Callable[[Any, Any], Any], **options: Any) -> OperatorHarness:
         """The harness of a two-input operator: `describe(first, second)`, e.g.
         `lambda a, b: a.connect(b).process(MyCoProcessFunction())`."""
         return OperatorHarness._of_streams(describe, 2, options)
 
     @staticmethod
-    def _of_streams(describe: Callable[..., Any], inputs: int, options: dict) -> "OperatorHarness":
+    def _of_streams(describe: Callable[..., Any], inputs: int, options: dict) -> OperatorHarness:
         from fluvial.datastream import StreamExecutionEnvironment
 
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -165,7 +185,7 @@ class OperatorHarness:
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
-    def open(self, restore: list[OperatorSubtaskSnapshot] | None = None) -> "OperatorHarness":
+    def open(self, restore: list[OperatorSubtaskSnapshot] | None = None) -> OperatorHarness:
         """initialize_state (from the snapshots of any number of old subtasks, or empty), then open."""
         state = self._restore_from(restore) if restore else None
         self.operator.initialize_state(state)
@@ -173,17 +193,18 @@ class OperatorHarness:
         self._open = True
         return self
 
-    def end_input(self) -> "OperatorHarness":
+    def end_input(self) -> OperatorHarness:
         """All input has arrived: the operator finishes (and emits what it still holds)."""
         self.operator.finish()
         return self
 
     def close(self) -> None:
+        """Close the operator (calls its functions' `close()`); again does nothing."""
         if self._open:
             self._open = False
             self.operator.close()
 
-    def __enter__(self) -> "OperatorHarness":
+    def __enter__(self) -> OperatorHarness:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -191,48 +212,110 @@ class OperatorHarness:
 
     # -- input --------------------------------------------------------------------------------------------------
 
-    def process_element(self, value: Any, timestamp: int | None = None, input: int = 0) -> "OperatorHarness":
+    def process_element(self, value: Any, timestamp: int | None = None, input: int = 0) -> OperatorHarness:
+        """Feed one record.
+
+        Args:
+            value: The record.
+            timestamp: Its event timestamp, or None.
+            input: 0 for a one-input operator; 1 or 2 for the inputs of a two-input one.
+
+        Returns:
+            This harness.
+        """
         return self.process_elements([value], None if timestamp is None else [timestamp], input)
 
-    def process_elements(self, values: list, timestamps: list[int] | None = None, input: int = 0) -> "OperatorHarness":
+    def process_elements(self, values: list, timestamps: list[int] | None = None, input: int = 0) -> OperatorHarness:
         """One buffer of records (on input 1 or 2 of a two-input operator)."""
         self.operator.input(input).process_batch(RecordBatch(list(values), None if timestamps is None
                                                              else list(timestamps)))
         return self
 
-    def process_element1(self, value: Any, timestamp: int | None = None) -> "OperatorHarness":
+    def process_element1(self, value: Any, timestamp: int | None = None) -> OperatorHarness:
+        """Feed one record to the first input of a two-input operator.
+
+        Args:
+            value: The record.
+            timestamp: Its event timestamp, or None.
+
+        Returns:
+            This harness.
+        """
         return self.process_element(value, timestamp, input=1)
 
-    def process_element2(self, value: Any, timestamp: int | None = None) -> "OperatorHarness":
+    def process_element2(self, value: Any, timestamp: int | None = None) -> OperatorHarness:
+        """Feed one record to the second input of a two-input operator.
+
+        Args:
+            value: The record.
+            timestamp: Its event timestamp, or None.
+
+        Returns:
+            This harness.
+        """
         return self.process_element(value, timestamp, input=2)
 
-    def process_watermark(self, timestamp: int, input: int = 0) -> "OperatorHarness":
+    def process_watermark(self, timestamp: int, input: int = 0) -> OperatorHarness:
+        """Feed a watermark: event-time timers and windows up to it fire.
+
+        Args:
+            timestamp: The watermark (ms).
+            input: The input it arrives on (0, or 1/2).
+
+        Returns:
+            This harness.
+        """
         self.operator.input(input).process_watermark(Watermark(timestamp))
         return self
 
-    def process_final_watermark(self, input: int = 0) -> "OperatorHarness":
+    def process_final_watermark(self, input: int = 0) -> OperatorHarness:
+        """Feed the final watermark (end of event time): every event-time timer and window fires.
+
+        Args:
+            input: The input it arrives on.
+
+        Returns:
+            This harness.
+        """
         return self.process_watermark(MAX_WATERMARK, input)
 
-    def process_watermark_status(self, idle: bool, input: int = 0) -> "OperatorHarness":
+    def process_watermark_status(self, idle: bool, input: int = 0) -> OperatorHarness:
+        """Mark an input idle or active again.
+
+        Args:
+            idle: True for idle.
+            input: The input.
+
+        Returns:
+            This harness.
+        """
         self.operator.input(input).process_status(WatermarkStatus(idle=idle))
         return self
 
-    def set_processing_time(self, now: int) -> "OperatorHarness":
+    def set_processing_time(self, now: int) -> OperatorHarness:
         """Move the processing-time clock to `now`, firing every timer due by then."""
         self.processing_time.advance_to(now)
         return self
 
-    def advance_processing_time(self, millis: int) -> "OperatorHarness":
+    def advance_processing_time(self, millis: int) -> OperatorHarness:
+        """Move the manual processing-time clock forward, firing the processing-time timers it passes, in order.
+
+        Args:
+            millis: How far.
+
+        Returns:
+            This harness.
+        """
         return self.set_processing_time(self.clock() + millis)
 
-    def run_mails(self) -> "OperatorHarness":
+    def run_mails(self) -> OperatorHarness:
         """Run what other threads of the operator handed back so far (mails: callbacks due now), without moving
         the clock."""
         self.processing_time.advance_to(self.clock())
         return self
 
-    def run_mails_until(self, condition: Callable[["OperatorHarness"], bool], timeout: float = 10.0,
-                        what: str = "the condition") -> "OperatorHarness":
+    def run_mails_until(self, condition: Callable[[OperatorHarness], bool], timeout: float = 10.0,
+                        what: str = "the condition") -> OperatorHarness:
         """Run mails as they arrive until `condition(harness)` holds; AssertionError naming `what` after
         `timeout` seconds. For operators whose results come from another thread (async I/O)."""
         deadline = time.monotonic() + timeout
@@ -258,6 +341,7 @@ class OperatorHarness:
         return list(self._records)
 
     def values(self) -> list:
+        """The values of every main-output record so far, in order."""
         return [record.value for record in self._records]
 
     def take(self) -> list[StreamRecord]:
@@ -266,9 +350,18 @@ class OperatorHarness:
         return records
 
     def take_values(self) -> list:
+        """The values of the main-output records since the last take, which are then forgotten."""
         return [record.value for record in self.take()]
 
     def side_output(self, tag: OutputTag | str) -> list[StreamRecord]:
+        """The records emitted to a side output.
+
+        Args:
+            tag: The OutputTag, or its id.
+
+        Returns:
+            The records, in order.
+        """
         return list(self._side.get(tag.tag_id if isinstance(tag, OutputTag) else tag, []))
 
     def watermarks(self) -> list[int]:
@@ -294,6 +387,7 @@ class OperatorHarness:
         return counts
 
     def timer_count(self) -> int:
+        """How many timers (event and processing time) are registered."""
         timers = self.operator.timers
         return 0 if timers is None else timers.event_timer_count() + timers.processing_timer_count()
 
@@ -309,11 +403,27 @@ class OperatorHarness:
         return OperatorSubtaskSnapshot(checkpoint_id, self.info.subtask_index, self.info.parallelism,
                                        self.info.max_parallelism, states.get(HARNESS_OPERATOR_ID))
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> "OperatorHarness":
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> OperatorHarness:
+        """Tell the operator a checkpoint completed (two-phase-commit sinks commit here).
+
+        Args:
+            checkpoint_id: The checkpoint.
+
+        Returns:
+            This harness.
+        """
         self.operator.notify_checkpoint_complete(checkpoint_id)
         return self
 
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> "OperatorHarness":
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> OperatorHarness:
+        """Tell the operator a checkpoint was aborted.
+
+        Args:
+            checkpoint_id: The checkpoint.
+
+        Returns:
+            This harness.
+        """
         self.operator.notify_checkpoint_aborted(checkpoint_id)
         return self
 
@@ -334,6 +444,7 @@ class OperatorHarness:
     # -- what the checkpointer needs of its surroundings (storage provider and responder) -----------------------
 
     def checkpoint_storage(self) -> Any:
+        """The in-memory checkpoint storage snapshots are written to (the harness plays the task's part)."""
         if self._storage is None:
             from fluvial.checkpoint.storage import create_checkpoint_storage
             from fluvial.datastream.checkpoint_storage import JobManagerCheckpointStorage
@@ -342,12 +453,37 @@ class OperatorHarness:
         return self._storage
 
     def savepoint_storage(self, directory: str) -> Any:
+        """The storage of a savepoint: the same in-memory storage.
+
+        Args:
+            directory: Ignored.
+
+        Returns:
+            The storage.
+        """
         return self.checkpoint_storage()
 
     def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
+        """Receive the operator's acknowledgement of a snapshot (the harness plays the JobMaster's part).
+
+        Args:
+            checkpoint_id: The checkpoint.
+            states: The snapshot's state handles.
+            metrics: The snapshot's figures (sizes, durations), if any.
+        """
         self._acknowledged[checkpoint_id] = states
 
     def decline(self, checkpoint_id: int, reason: Any, detail: str = "") -> None:
+        """Receive a failed snapshot: fails the test.
+
+        Args:
+            checkpoint_id: The checkpoint.
+            reason: Why it failed.
+            detail: More about it.
+
+        Raises:
+            AssertionError: always, naming the checkpoint and the reason.
+        """
         raise AssertionError(f"the snapshot of checkpoint {checkpoint_id} failed: {reason.value} ({detail})")
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 _QUIET = {"log_level": 3}  # librdkafka's own errors only (a stopped test broker is not news)
 

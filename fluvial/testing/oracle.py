@@ -23,6 +23,9 @@ from fluvial.testing.sequences import DUPLICATED, OUT_OF_ORDER
 
 @dataclass(frozen=True, slots=True)
 class ExactlyOnceReport:
+    """What the exactly-once oracle found in a FileSink's committed output: expected and committed records,
+    lost, duplicated and out-of-order ones, and hidden (uncommitted) part files.
+    """
     expected: int
     committed: int
     lost: int
@@ -32,6 +35,7 @@ class ExactlyOnceReport:
 
     @property
     def exactly_once(self) -> bool:
+        """Whether nothing was lost, duplicated or out of order."""
         return self.lost == 0 and self.duplicated == 0 and self.out_of_order == 0
 
     def __str__(self) -> str:

@@ -104,7 +104,11 @@ def _verdict_row(line: str) -> Any:
 def _sink(server: Any, table: str, exactly_once: bool) -> Any:
     from fluvial.common import Types
     from fluvial.datastream.connectors.jdbc import (
-        JdbcConnectionOptions, JdbcExactlyOnceOptions, JdbcExecutionOptions, JdbcSink)
+        JdbcConnectionOptions,
+        JdbcExactlyOnceOptions,
+        JdbcExecutionOptions,
+        JdbcSink,
+    )
 
     row = Types.ROW([Types.INT(), Types.INT(), Types.STRING()])
     options = JdbcConnectionOptions(server.jdbc_url, user_name="postgres", connection_check_timeout_seconds=10)
@@ -156,7 +160,7 @@ class _Trial:
             if self.client.get_job_execution_result().done():
                 return
             before = self.latest()
-            self.wait(lambda: self.latest() > before, "checkpoint before the fault")
+            self.wait(lambda before=before: self.latest() > before, "checkpoint before the fault")
             time.sleep(self.random.uniform(0, 0.3))
             self.result.faults[fault] += 1
             if fault is PgFault.KILL_TASKMANAGER:
@@ -168,7 +172,7 @@ class _Trial:
             else:
                 self.server.restart()
             after = self.latest()
-            self.wait(lambda: self.latest() > after, "checkpoint after the fault", timeout=120)
+            self.wait(lambda after=after: self.latest() > after, "checkpoint after the fault", timeout=120)
 
 
 def run_jdbc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], exactly_once: bool = True,

@@ -61,9 +61,18 @@ class KeySequenceSource(Source[KeySequenceSplit]):
                                   f"got {self.keys}, {self.per_key}, {self.records_per_second}")
 
     def get_boundedness(self) -> Boundedness:
+        """BOUNDED, or CONTINUOUS_UNBOUNDED for a script that never ends."""
         return Boundedness.BOUNDED
 
     def create_splits(self, parallelism: int) -> list[KeySequenceSplit]:
+        """The source's splits.
+
+        Args:
+            parallelism: The source's parallelism.
+
+        Returns:
+            The splits.
+        """
         count = min(parallelism, self.keys)
         base, extra = divmod(self.keys, count)
         splits, first = [], 0
@@ -73,10 +82,19 @@ class KeySequenceSource(Source[KeySequenceSplit]):
             first += size
         return splits
 
-    def create_reader(self, task_info: Any) -> "KeySequenceReader":
+    def create_reader(self, task_info: Any) -> KeySequenceReader:
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
         return KeySequenceReader(self.records_per_second)
 
     def default_name(self) -> str:
+        """The source's name when none is given."""
         return "Key Sequences"
 
 
@@ -120,9 +138,20 @@ class SequenceVerifier(KeyedProcessFunction):
     `key|seq|verdict` lines."""
 
     def open(self, runtime_context: Any) -> None:
+        """Create the per-key expected-sequence state.
+
+        Args:
+            runtime_context: The function's runtime context.
+        """
         self.expected = runtime_context.get_state(ValueStateDescriptor("expected-seq", None))
 
     def process_element(self, value: Any, ctx: Any):
+        """Judge one (key, seq) against the key's expected next number and emit its `key|seq|verdict` line.
+
+        Args:
+            value: The (key, seq) record.
+            ctx: The function's context.
+        """
         key, seq = value
         expected = self.expected.value() or 0
         if seq == expected:

@@ -49,24 +49,46 @@ class ScriptSplit:
 
 
 class ScriptedSource(Source[ScriptSplit]):
+    """A source that plays a script: records, and markers to pause, crash or end (see
+    [Testing your jobs](../testing.md)).
+    """
     def __init__(self, script: list, unbounded: bool = False) -> None:
         """`unbounded`: after the script, emit nothing and never end (a job that runs until cancelled)."""
         self.script = list(script)
         self.unbounded = unbounded
 
     def get_boundedness(self) -> Boundedness:
+        """BOUNDED, or CONTINUOUS_UNBOUNDED for a script that never ends."""
         return Boundedness.CONTINUOUS_UNBOUNDED if self.unbounded else Boundedness.BOUNDED
 
     def create_splits(self, parallelism: int) -> list[ScriptSplit]:
+        """The source's splits.
+
+        Args:
+            parallelism: The source's parallelism.
+
+        Returns:
+            The splits.
+        """
         return [ScriptSplit("script")]
 
-    def create_reader(self, task_info: Any) -> "ScriptReader":
+    def create_reader(self, task_info: Any) -> ScriptReader:
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
         return ScriptReader(self.script, self.unbounded)
 
     def max_parallelism(self) -> int:
+        """1: a script is read by one subtask."""
         return 1
 
     def default_name(self) -> str:
+        """The source's name when none is given."""
         return "Scripted Source"
 
 

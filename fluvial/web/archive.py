@@ -72,7 +72,7 @@ class JobArchivist:
         self._done: set[str] = set()  # archived (or given up on): a job can end before it is expected
         self._changed = threading.Condition()
 
-    def attach(self) -> "JobArchivist":
+    def attach(self) -> JobArchivist:
         self._dispatcher.when_job_ended(self.archive)
         return self
 

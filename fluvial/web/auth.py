@@ -17,7 +17,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from starlette.responses import JSONResponse
 

@@ -10,10 +10,11 @@ savepoint without checkpointing, a shutdown of an embedded cluster, ...) raises 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.cluster.job_details import JobDetails
+from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics.snapshot import JobMetricsSnapshot
 

@@ -16,8 +16,9 @@ import atexit
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.local_dispatcher import LocalDispatcher
 from fluvial.cluster.local_executor import LocalExecutor
@@ -67,7 +68,7 @@ class EmbeddedWeb:
         self._stopped = threading.Event()
         self.archivist: JobArchivist | None = None
 
-    def start(self) -> "EmbeddedWeb":
+    def start(self) -> EmbeddedWeb:
         config = self._configuration
         host = config.get("rest.bind-address")
         try:

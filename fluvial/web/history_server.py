@@ -131,7 +131,7 @@ class HistoryServer:
         self._stopped = threading.Event()
         self._server: Any = None
 
-    def start(self) -> "HistoryServer":
+    def start(self) -> HistoryServer:
         from fluvial.web.server import WebServer
 
         self.store.refresh()

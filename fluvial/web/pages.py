@@ -38,11 +38,17 @@ class _Pages:
         self._error = request_error
 
     def job_config(self, request: Request) -> Response:
+        """The job's configuration: `{"jid", "name", "execution-config": {execution-mode, restart-strategy,
+        job-parallelism, user-config, configuration}}`.
+        """
         details = self._dispatcher.job(request.path_params["job_id"]).details
         return JSONResponse({"jid": details.job_id, "name": details.name,
                              "execution-config": details.execution_config})
 
     def task_manager(self, request: Request) -> Response:
+        """One TaskManager: slots, hardware, and its process's `Status.Python.*` metrics (CPU, memory, threads,
+        garbage collections).
+        """
         manager = self._manager(request)
         status = process_status(manager.pid) if manager.pid else None
         return JSONResponse({
@@ -54,10 +60,14 @@ class _Pages:
             "logFile": manager.log_file, "stdoutFile": manager.stdout_file})
 
     def log(self, request: Request) -> Response:
+        """The end (the last MiB) of the log file the TaskManager's records go to, as text."""
         manager = self._manager(request)
         return PlainTextResponse(_tail(manager.log_file, "its log"))
 
     def stdout(self, request: Request) -> Response:
+        """The end of the file what the TaskManager's jobs print goes to, as text (an embedded job prints to its
+        terminal instead).
+        """
         manager = self._manager(request)
         if not manager.stdout_file:
             return PlainTextResponse("What this TaskManager's jobs print goes to the terminal of the program that "

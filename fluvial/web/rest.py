@@ -37,6 +37,7 @@ Routes:
   GET  /jobs/:jobid/config, /taskmanagers/:tmid[/log|/stdout]   the dashboard's pages (pages.py)
   GET  /metrics                          every job's metrics in Prometheus' text format
   DELETE /cluster                        shut the cluster down → 200 {}
+  GET  /openapi.json                     these routes as an OpenAPI 3 document (fluvial.web.openapi)
 
 Collected records (`execute_and_collect` against a session cluster) take Flink's coordination-request route.
 Flink's client posts a serialized CollectCoordinationRequest (a version and an offset) to the collect sink's
@@ -60,8 +61,9 @@ import os
 import pickle
 import threading
 import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -72,18 +74,19 @@ from starlette.staticfiles import StaticFiles
 
 from fluvial.cluster.job_details_json import details_to_json
 from fluvial.cluster.local_dispatcher import JobSubmissionError, RequestRefused, UnknownJobError
+from fluvial.cluster.session.rest_client import JOB_GRAPH_MEDIA_TYPE
 from fluvial.common.errors import FluvialError
 from fluvial.common.future import CompletableFuture
 from fluvial.metrics import prometheus
 from fluvial.web import views
 from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
 from fluvial.web.dispatcher_view import DispatcherView
+from fluvial.web.openapi import openapi_document
 from fluvial.web.pages import page_routes
 
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
-JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
 COLLECT_MAX_WAIT_MS = 30_000  # a long poll holds a server thread: bounded
 
 
@@ -170,11 +173,21 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/metrics", api.prometheus, methods=["GET"]),
         Route("/cluster", api.shutdown, methods=["DELETE"]),
     ]
+    routes.append(Route("/openapi.json", _openapi_endpoint(routes), methods=["GET"]))
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
                                                        UnknownJobError: _unknown_job, RequestRefused: _refused,
                                                        Exception: _server_error})
     hosts = allowed_hosts(bind_host, extra_hosts) if bind_host is not None else frozenset({ANY_HOST})
     return RequestGuard(app, token, hosts)
+
+
+def _openapi_endpoint(routes: list) -> Callable[[Request], Response]:
+    def openapi(request: Request) -> Response:
+        """This API as an OpenAPI 3 document, built from these routes and their descriptions."""
+        return JSONResponse(document)
+
+    document = openapi_document([*routes, Route("/openapi.json", openapi, methods=["GET"])])
+    return openapi
 
 
 def create_prometheus_app(dispatcher: DispatcherView) -> Any:
@@ -195,29 +208,37 @@ class _Api:
     # -- dashboard and cluster ------------------------------------------------------------------------------------
 
     def index(self, request: Request) -> Response:
+        """The dashboard (an HTML page; its scripts and styles are under /static)."""
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
     def config(self, request: Request) -> Response:
+        """The dashboard's settings: its refresh interval, the version, the time zone."""
         return JSONResponse(views.config_json(self._refresh_interval_ms))
 
     def overview(self, request: Request) -> Response:
+        """The cluster at a glance: TaskManagers, slots (total and free), jobs by state, version."""
         return JSONResponse(views.overview_json(self._dispatcher.overview()))
 
     def task_managers(self, request: Request) -> Response:
+        """The TaskManagers: `{"taskmanagers": [{"id", "slotsNumber", "freeSlots", ...}]}`."""
         return JSONResponse(views.task_managers_json(self._dispatcher.task_managers()))
 
     def prometheus(self, request: Request) -> Response:
+        """Every job's metrics in Prometheus' text format, named as Flink's Prometheus reporter names them."""
         return Response(prometheus.render(self._dispatcher.metrics()), media_type=prometheus.CONTENT_TYPE)
 
     # -- jobs -----------------------------------------------------------------------------------------------------
 
     def jobs(self, request: Request) -> Response:
+        """Every job with its state: `{"jobs": [{"id", "status"}]}`."""
         return JSONResponse(views.jobs_json(self._dispatcher.jobs()))
 
     def jobs_overview(self, request: Request) -> Response:
+        """Every job with its name, state, start/end times, duration and task counts by state."""
         return JSONResponse(views.jobs_overview_json(self._dispatcher.jobs()))
 
     def job(self, request: Request) -> Response:
+        """One job: `jid`, name, state, timestamps, its vertices (parallelism, state, I/O metrics) and its plan."""
         return JSONResponse(views.job_json(self._view(request)))
 
     def details(self, request: Request) -> Response:
@@ -225,13 +246,16 @@ class _Api:
         return JSONResponse(details_to_json(self._view(request).details))
 
     def plan(self, request: Request) -> Response:
+        """The job's dataflow plan: `{"plan": {"jid", "name", "nodes": [...]}}`, chained operators per node."""
         return JSONResponse(views.plan_json(self._view(request).details))
 
     def job_metrics(self, request: Request) -> Response:
+        """The job's metrics (uptime, numRestarts, checkpoint counts); `?get=a,b` returns their values."""
         values = self._view(request).details.metric_values()
         return JSONResponse(views.metric_list_json(values, request.query_params.get("get")))
 
     def exceptions(self, request: Request) -> Response:
+        """The job's root exception and its exception history (each with where and when it happened)."""
         limit = request.query_params.get("maxExceptions")
         if limit is not None and not limit.isdigit():
             raise RequestError(400, f"maxExceptions must be a number >= 0, got {limit!r}")
@@ -239,25 +263,31 @@ class _Api:
                                                   int(limit) if limit is not None else None))
 
     def checkpoints(self, request: Request) -> Response:
+        """The job's checkpoints: counts, the latest completed/failed/restored, history and a summary."""
         return JSONResponse(views.checkpoints_json(self._view(request).details))
 
     def checkpoint_config(self, request: Request) -> Response:
+        """The job's checkpointing settings: mode, interval, timeout, min pause, concurrency."""
         return JSONResponse(views.checkpoint_config_json(self._view(request).details))
 
     def vertex(self, request: Request) -> Response:
+        """One vertex and its subtasks: TaskManager, attempt, state, records and bytes in and out."""
         view, vertex = self._vertex(request)
         return JSONResponse(views.vertex_json(view, vertex))
 
     def vertex_metrics(self, request: Request) -> Response:
+        """The vertex's task and operator metrics, prefixed by subtask index; `?get=a,b` returns values."""
         view, vertex = self._vertex(request)
         values = views.vertex_metric_values(view, vertex)
         return JSONResponse(views.metric_list_json(values, request.query_params.get("get")))
 
     def watermarks(self, request: Request) -> Response:
+        """Each subtask's current input watermark: `[{"id": "0.currentInputWatermark", "value"}]`."""
         view, vertex = self._vertex(request)
         return JSONResponse(views.watermarks_json(view, vertex))
 
     def backpressure(self, request: Request) -> Response:
+        """Back pressure per subtask (`ok`, `low`, `high`), from its back-pressured time per second."""
         view, vertex = self._vertex(request)
         return JSONResponse(views.backpressure_json(view, vertex))
 
@@ -275,6 +305,7 @@ class _Api:
     # -- mutations (token-guarded) --------------------------------------------------------------------------------
 
     async def submit(self, request: Request) -> Response:
+        """Submit a job: the body is a cloudpickled JobGraph; answers 202 `{"jobid", "jobUrl"}`."""
         body = await request.body()
         return await _in_thread(lambda: self._submit(body))
 
@@ -295,6 +326,7 @@ class _Api:
         return JSONResponse({"jobid": job_id, "jobUrl": f"/jobs/{job_id}"}, status_code=202)
 
     def terminate(self, request: Request) -> Response:
+        """`?mode=cancel`: cancel the job; answers 202."""
         mode = request.query_params.get("mode", "cancel").lower()
         if mode == "stop":
             raise RequestError(400, "mode=stop is not supported: stop a job with a savepoint through "
@@ -305,12 +337,12 @@ class _Api:
         return JSONResponse({}, status_code=202)
 
     async def savepoint(self, request: Request) -> Response:
-        """Flink's body: {"target-directory", "cancel-job"}."""
+        """Trigger a savepoint. Flink's body: `{"target-directory", "cancel-job"}`; answers 202 `{"request-id"}`."""
         return await self._start_operation(request, "target-directory", "cancel-job",
                                            self._dispatcher.trigger_savepoint)
 
     async def stop(self, request: Request) -> Response:
-        """Flink's body: {"targetDirectory", "drain"}."""
+        """Stop the job with a savepoint. Flink's body: `{"targetDirectory", "drain"}`; answers 202 `{"request-id"}`."""
         return await self._start_operation(request, "targetDirectory", "drain", self._dispatcher.stop_with_savepoint)
 
     async def _start_operation(self, request: Request, directory_key: str, flag_key: str,
@@ -330,10 +362,13 @@ class _Api:
         return JSONResponse({"request-id": self._savepoints.add(job_id, future)}, status_code=202)
 
     def savepoint_status(self, request: Request) -> Response:
+        """The state of a savepoint or stop: `{"status": {"id": IN_PROGRESS|COMPLETED}, "operation"}`
+        with the savepoint's location or the failure."""
         return JSONResponse(self._savepoints.status(request.path_params["job_id"], request.path_params["trigger_id"]))
 
     async def take_results(self, request: Request) -> Response:
-        """The next collected buffers (the module docstring says how this maps to Flink's route)."""
+        """`execute_and_collect` against a cluster: the next collected buffers; body `{"timeout-ms", "close"}`
+        (the module docstring says how this maps to Flink's coordination-request route)."""
         body = await _json_body(request)
         wait_ms = body.get("timeout-ms", 1000)
         if isinstance(wait_ms, bool) or not isinstance(wait_ms, int) or not 0 <= wait_ms <= COLLECT_MAX_WAIT_MS:
@@ -347,7 +382,7 @@ class _Api:
                              "ended": ended})
 
     def shutdown(self, request: Request) -> Response:
-        """Flink's DELETE /cluster: the answer goes out, then the cluster shuts down."""
+        """Shut the cluster down (Flink's DELETE /cluster): answers 200 `{}`, then every process exits."""
         self._dispatcher.shutdown_cluster()
         return JSONResponse({})
 

@@ -72,7 +72,7 @@ class WebServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "WebServer":
+    def start(self, timeout: float = 10.0) -> WebServer:
         import uvicorn
 
         sock = self._bind()

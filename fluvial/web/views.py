@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import fluvial
-from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.cluster.exception_history import ExceptionEntry
 from fluvial.cluster.job_details import JobDetails, SubtaskDetails, VertexDetails
+from fluvial.cluster.local_dispatcher import ClusterOverview, JobView, TaskManagerDetails
 from fluvial.common.time import MIN_WATERMARK, current_millis
 from fluvial.metrics.names import MetricName as M
 from fluvial.metrics.snapshot import TaskMetricsSnapshot, vertex_hex_id

@@ -1,6 +1,6 @@
 """The seeded fault driver on the real fault job (each trial runs the job in a process of its own): every
 kind of fault it can inject here, then the exactly-once oracle over the committed output. `bench/soak.py`
-runs many such trials for the figures in the README; these keep the harness itself honest."""
+runs many such trials for the figures in docs/operations/reliability.md; these keep the harness itself honest."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ import pytest
 
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.testing import wait_until
-from tests.processes import alive, descendants
 from fluvial.testing.faults import completed_checkpoints
+from tests.processes import alive, descendants
 
 JOB = Path(__file__).with_name("checkpointed_job.py")
 KEYS = 7

@@ -173,7 +173,7 @@ def test_a_consumer_process_that_stops_reading_keeps_its_producers_memory_bounde
         assert all(growth < 20_000 for growth in grown.values()), f"RSS grew (KiB): {grown}"
         release.touch()
         last = None
-        for last in counts:
+        for last in counts:  # noqa: B007 - the last count is what the loop is for
             pass
     assert last == n
 

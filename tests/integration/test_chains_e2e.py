@@ -79,7 +79,7 @@ def test_collection_of_strings_flat_map_words(mode):
     env = _env(mode, 2)
     lines = ["to be or not to be", "that is the question", ""]
     words = env.from_collection(lines).flat_map(lambda line: line.split()).map(str.upper)
-    assert sorted(words.execute_and_collect(limit=1000)) == sorted(w.upper() for l in lines for w in l.split())
+    assert sorted(words.execute_and_collect(limit=1000)) == sorted(w.upper() for line in lines for w in line.split())
 
 
 @pytest.mark.timeout(60)

@@ -20,10 +20,10 @@ import time
 
 import pytest
 
+from fluvial.checkpoint.failure_manager import CheckpointFailuresExceededError
 from fluvial.common import Encoder, Types
 from fluvial.common.errors import JobExecutionException
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.checkpoint.failure_manager import CheckpointFailuresExceededError
 from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
@@ -249,7 +249,6 @@ def test_a_checkpoint_racing_a_finishing_task_does_not_fail_the_job(tmp_path, mo
 def test_tolerable_failures_from_configuration_key(tmp_path, tolerated):
     """`execution.checkpointing.tolerable-failed-checkpoints` decides, like the setter, whether failing
     checkpoints (state over max_state_size) fail the job."""
-    from fluvial.common import Configuration
 
     n = 8_000
     configuration = without_final_checkpoint().set_string("execution.checkpointing.tolerable-failed-checkpoints",

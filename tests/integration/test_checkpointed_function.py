@@ -11,7 +11,7 @@ from fluvial.common import Configuration
 from fluvial.datastream import MapFunction
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ListStateDescriptor
-from fluvial.testing import ExecutionMode, environment, wait_until
+from fluvial.testing import environment, wait_until
 
 PROGRESS_AT = 2_500  # records per subtask before it marks its progress
 

@@ -83,11 +83,11 @@ def test_transformed_lines_rolled_into_small_parts(tmp_path, mode):
         .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=2048))
         .build()
     )
-    env.from_source(_source(tmp_path / "in")).map(str.upper).filter(lambda l: not l.endswith("7 ÜNÏCØDÉ")).sink_to(sink)
+    env.from_source(_source(tmp_path / "in")).map(str.upper).filter(lambda line: not line.endswith("7 ÜNÏCØDÉ")).sink_to(sink)
     env.execute()
     written, hidden = _committed(out)
     assert hidden == []
-    expected = [l.upper() for l in lines if not l.upper().endswith("7 ÜNÏCØDÉ")]
+    expected = [line.upper() for line in lines if not line.upper().endswith("7 ÜNÏCØDÉ")]
     assert Counter(written) == Counter(expected)
     parts = os.listdir(out)
     assert len(parts) > 10  # 2 KB parts: the output really was rolled

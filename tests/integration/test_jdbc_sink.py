@@ -16,7 +16,12 @@ from fluvial.common.errors import InvalidJobError, JobExecutionException, Resour
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.jdbc import (
-    JdbcConnectionOptions, JdbcExactlyOnceOptions, JdbcExecutionOptions, JdbcSink, to_pyformat)
+    JdbcConnectionOptions,
+    JdbcExactlyOnceOptions,
+    JdbcExecutionOptions,
+    JdbcSink,
+    to_pyformat,
+)
 from fluvial.datastream.connectors.jdbc_writer import JdbcStatementError
 from fluvial.testing import wait_until
 from fluvial.testing.execution import environment

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from fluvial.common.job_id import JobID
 from fluvial.common import Configuration, Duration
 from fluvial.common.errors import JobCancelledException, ResourceError
 from fluvial.common.job_execution_result import JobExecutionResult
+from fluvial.common.job_id import JobID
 from fluvial.datastream import MapFunction, SinkFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource

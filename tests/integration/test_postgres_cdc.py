@@ -18,7 +18,10 @@ from fluvial.common.errors import NonRecoverableError, ResourceError
 from fluvial.datastream.connectors.pgoutput import format_lsn
 from fluvial.datastream.connectors.postgres import PostgresSource, PostgresSplit
 from fluvial.datastream.connectors.postgres_reader import (
-    ChangeConversionError, PostgresChangeReader, ReplicationSlotError)
+    ChangeConversionError,
+    PostgresChangeReader,
+    ReplicationSlotError,
+)
 from fluvial.testing import wait_until
 from fluvial.testing.execution import environment
 from fluvial.testing.postgres_trials import drop_slot

@@ -95,7 +95,7 @@ def test_print_with_sink_identifier(capsys, mode):
     env.execute()
     lines = _lines(capsys)
     assert all(re.fullmatch(r"ids:[12]> \d+", line) for line in lines)
-    assert sorted(int(l.split("> ")[1]) for l in lines) == list(range(1, 11))
+    assert sorted(int(line.split("> ")[1]) for line in lines) == list(range(1, 11))
 
 
 @pytest.mark.timeout(60)

@@ -6,7 +6,6 @@ job stays reserved."""
 from __future__ import annotations
 
 import subprocess
-import textwrap
 
 import pytest
 

@@ -19,8 +19,8 @@ from fluvial.common.errors import (
     JobExecutionException,
 )
 from fluvial.datastream import StreamExecutionEnvironment
-from fluvial.receiver import Receiver
 from fluvial.datastream.connectors.receiver import ReceiverStoppedError
+from fluvial.receiver import Receiver
 from fluvial.testing import EventLog, ExecutionMode, wait_until
 
 pytestmark = pytest.mark.timeout(60)

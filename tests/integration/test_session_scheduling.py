@@ -20,6 +20,7 @@ from fluvial.common.errors import JobCancelledException, JobExecutionException
 from fluvial.common.job_status import JobStatus
 from fluvial.datastream import SinkFunction, StreamExecutionEnvironment
 from fluvial.testing import Pause, ScriptedSource, wait_until
+from fluvial.web.session import serve_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,7 +35,8 @@ def cluster(tmp_path_factory):
     saved = os.environ.get("HOME")
     os.environ["HOME"] = str(tmp_path_factory.mktemp("home"))  # the cluster file goes there
     configuration = Configuration().set_string("slot.request.timeout", "30 s")
-    session = SessionCluster(SessionClusterSpec(task_managers=1, slots=2, port=0, configuration=configuration))
+    session = SessionCluster(SessionClusterSpec(task_managers=1, slots=2, port=0, configuration=configuration),
+                             serve_session)
     try:
         yield session.start()
     finally:
@@ -220,7 +222,7 @@ def test_a_session_cluster_has_a_task_manager_per_core_with_one_slot_and_jobs_de
         tmp_path, monkeypatch):
     spec = SessionClusterSpec(port=0)
     assert (spec.task_managers, spec.slots) == (os.cpu_count(), 1)
-    session = SessionCluster(spec, cluster_file=tmp_path / "cluster.json").start()
+    session = SessionCluster(spec, serve_session, cluster_file=tmp_path / "cluster.json").start()
     monkeypatch.setenv("FLUVIAL_TOKEN", session.token)  # the module's cluster owns ~/.fluvial/cluster.json
     try:
         managers = session.dispatcher.task_managers()

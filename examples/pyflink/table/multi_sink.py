@@ -17,7 +17,7 @@ def main():
         return "Flink" in data
 
     statements = t_env.create_statement_set()
-    statements.add_insert_sql("INSERT INTO first_sink SELECT * FROM %s WHERE id <= 3" % table)
+    statements.add_insert_sql(f"INSERT INTO first_sink SELECT * FROM {table} WHERE id <= 3")
     statements.add_insert("second_sink", table.where(mentions_flink(table.data)))
     statements.execute().wait()
 

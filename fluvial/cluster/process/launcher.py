@@ -10,7 +10,7 @@ import queue
 import signal
 import subprocess
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PARENT_VARIABLE, PID, STARTED
 from fluvial.common.processes import python_command

@@ -28,7 +28,8 @@ import pickle
 import sys
 import threading
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from fluvial.cluster.gateways import JobMasterGateway
 from fluvial.cluster.messages import (

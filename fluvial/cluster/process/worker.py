@@ -20,8 +20,9 @@ import pickle
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from fluvial.cluster.messages import (
     AcknowledgeCheckpoint,
@@ -53,6 +54,10 @@ from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection, connect
 from fluvial.runtime.network.framing import FrameKind
+
+if TYPE_CHECKING:
+    from fluvial.cluster.task_manager import TaskManager
+    from fluvial.runtime.network.data_plane import DataPlane, ProcessChannels
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +99,7 @@ class ControlLink:
 
     # -- collected records, with a credit window so the client's memory stays bounded ---------------------------
 
-    def collect_target(self, collect_id: str) -> "CollectChannel":
+    def collect_target(self, collect_id: str) -> CollectChannel:
         return CollectChannel(self, collect_id)
 
     def collect_writable(self, collect_id: str) -> bool:
@@ -215,10 +220,10 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
 class TaskManagerEndpoint:
     """A TaskManager serving behind its control connection: what control messages are dispatched to."""
 
-    task_manager: Any
-    channels: Any
+    task_manager: TaskManager
+    channels: ProcessChannels
     link: ControlLink
-    data_plane: Any
+    data_plane: DataPlane
 
     def dispatch(self, message: Any) -> None:
         """One control message from the JobMaster's side, as a TaskManagerGateway call (or a directory update,
@@ -291,7 +296,7 @@ def _end_process_for_stuck_task(task: Any, timeout_ms: int) -> None:
         os._exit(STUCK_TASK_EXIT_CODE)
 
 
-def dispatch_control(message: Any, task_manager: Any, channels: Any, link: ControlLink) -> None:
+def dispatch_control(message: Any, task_manager: TaskManager, channels: ProcessChannels, link: ControlLink) -> None:
     if isinstance(message, DeploymentEnvelope):
         deployment = _open(message, task_manager.index)
         if isinstance(deployment, TaskFailure):
@@ -305,7 +310,7 @@ def dispatch_control(message: Any, task_manager: Any, channels: Any, link: Contr
     handle(message, task_manager, channels, link)
 
 
-def _deploy(message: DeployTask, task_manager: Any, channels: Any, link: ControlLink) -> None:
+def _deploy(message: DeployTask, task_manager: TaskManager, channels: ProcessChannels, link: ControlLink) -> None:
     task_manager.register_job_master(message.spec.job_id, link)
     task_manager.submit_task(message)
 

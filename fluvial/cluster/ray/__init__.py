@@ -14,5 +14,5 @@ Flink's concepts on Ray (docs/ray.md says it for users):
   authenticated control connection back to the client;
 - data flows over the process mode's TCP data plane between actors, authenticated with the job's secret;
 - the job's code travels cloudpickled, and the modules it imports from its own directory through Ray's runtime
-  environment (`code_shipping.py`).
+  environment (`runtime_environment.py`), and its classes as in every kind of cluster (`cluster/code_shipping.py`).
 """

@@ -24,7 +24,7 @@ from fluvial.graph.job_graph import JobGraph
 class RayCluster(MiniCluster):
     def __init__(self, configuration: Any, settings: RaySettings, connection: RayConnection,
                  runtime_env: dict[str, Any]) -> None:
-        """`runtime_env`: the TaskManager actors' Ray runtime environment (`code_shipping.runtime_environment`,
+        """`runtime_env`: the TaskManager actors' Ray runtime environment (`runtime_environment.runtime_environment`,
         made where the job was submitted: that is where its files are)."""
         super().__init__(configuration)
         self.mode = "ray"
@@ -33,7 +33,7 @@ class RayCluster(MiniCluster):
         self._runtime_env = runtime_env
 
     def _start_task_managers(self, job_graph: JobGraph) -> tuple[int, int]:
-        from fluvial.cluster.process.shipping import prepare_for_shipping
+        from fluvial.cluster.code_shipping import prepare_for_shipping
         from fluvial.cluster.ray.task_managers import RayTaskManagers
 
         settings, config = self._settings, self.configuration

@@ -20,8 +20,9 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import ConfigurationError
 

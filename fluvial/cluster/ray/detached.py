@@ -24,8 +24,9 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.cluster.process.protocol import sendable_failure, with_remote_traceback
 from fluvial.cluster.ray.connection import require_connection
@@ -127,11 +128,11 @@ def _leave() -> None:
 
 
 def submit_detached(job_graph: Any, configuration: Any, runtime_env: dict[str, Any],
-                    retention_s: float | None = None) -> "DetachedJobClient":
+                    retention_s: float | None = None) -> DetachedJobClient:
     """Step 1: the job's JobMaster actor, started; its client. Raises what kept the job from starting."""
     import ray
 
-    from fluvial.cluster.process.shipping import prepare_for_shipping
+    from fluvial.cluster.code_shipping import prepare_for_shipping
     from fluvial.cluster.ray.actor import actor_class
     from fluvial.common.wire import dumps_code
 
@@ -164,7 +165,7 @@ class DetachedJobClient(JobClient):
         self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, job_id: str) -> "DetachedJobClient":
+    def of(cls, job_id: str) -> DetachedJobClient:
         """The client of detached job `job_id`, from any process connected to the job's Ray cluster."""
         import ray
 

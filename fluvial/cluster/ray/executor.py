@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from fluvial.cluster.compile import job_graph as job_graph_of
 from fluvial.cluster.ray.cluster import RayCluster
-from fluvial.cluster.ray.code_shipping import runtime_environment
 from fluvial.cluster.ray.connection import connect
+from fluvial.cluster.ray.runtime_environment import runtime_environment
 from fluvial.cluster.ray.settings import RaySettings
-from fluvial.graph.job_graph import build_job_graph
-from fluvial.graph.translate import stream_graph_of
 
 
 class RayExecutor:
@@ -22,7 +21,7 @@ class RayExecutor:
         """The job's JobClient: a MiniClusterJobClient (the JobMaster in this process), or with
         `execution.attached: false` a DetachedJobClient (the JobMaster a detached actor)."""
         settings = RaySettings.from_configuration(self._configuration)  # a bad key fails before Ray is touched
-        job_graph = build_job_graph(stream_graph_of(pipeline))
+        job_graph = job_graph_of(pipeline)
         connection = connect(settings.address, detached=not settings.attached)
         runtime_env = runtime_environment(settings.working_dir, connection.worker_environment)
         if not settings.attached:

@@ -21,7 +21,8 @@ import collections
 import functools
 import logging
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from fluvial.cluster.process.pool import RemoteTaskManagerGateway
 from fluvial.cluster.process.protocol import dumps_control

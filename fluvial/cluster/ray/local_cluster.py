@@ -28,8 +28,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Sequence
+from typing import IO
 
 from fluvial.common.errors import ResourceError
 from fluvial.common.processes import python_command
@@ -99,7 +100,7 @@ class LocalRayCluster:
     def _home(self) -> str:
         return os.path.join(self.directory, "home")
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> "LocalRayCluster":
+    def start(self, timeout: float = START_TIMEOUT_S) -> LocalRayCluster:
         self.directory = tempfile.mkdtemp(prefix="fluvial-ray-")
         os.makedirs(self._home)
         with open(os.path.join(self._home, "ray_bootstrap_config.yaml"), "w") as stub:

@@ -27,7 +27,7 @@ class TaskManagerLayout:
     slots_each: int
 
     @classmethod
-    def for_job(cls, required_slots: int, slots_per_task_manager: int | None) -> "TaskManagerLayout":
+    def for_job(cls, required_slots: int, slots_per_task_manager: int | None) -> TaskManagerLayout:
         slots_each = slots_per_task_manager or 1
         return cls(max(1, math.ceil(required_slots / slots_each)), slots_each)
 
@@ -82,7 +82,7 @@ def check_storage_is_shared(job_graph: Any, nodes: int, shared_filesystem: bool)
     on another node restores what a dead one wrote. A local path is not, when the cluster has several nodes,
     unless `ray.shared-filesystem` says it is (`memory://` is refused for every kind of TaskManager process:
     `shipping.check_locations_reach_task_managers`)."""
-    from fluvial.cluster.process.shipping import storage_locations
+    from fluvial.cluster.shipping_checks import storage_locations
     from fluvial.datastream.connectors.file_systems import scheme
 
     for what, path in storage_locations(job_graph):

@@ -33,7 +33,7 @@ class RaySettings:
     attached: bool = True  # False: the JobMaster runs as a detached actor (`detached.py`)
 
     @classmethod
-    def from_configuration(cls, configuration: Any) -> "RaySettings":
+    def from_configuration(cls, configuration: Any) -> RaySettings:
         for key in configuration.keys():
             reason = _NOT_ON_RAY.get(key)
             if reason is not None:

@@ -3,7 +3,7 @@ registered, watched, replaced, killed.
 
 The process mode's TaskManagerProcesses with Ray doing what the zygote did, numbered:
 1. TaskManager i is an actor in bundle i of the job's placement group (`placement.py`), with the job's runtime
-   environment (`code_shipping.py`). Its `start` call hands it the control address (this process's, on its Ray
+   environment (`runtime_environment.py`). Its `start` call hands it the control address (this process's, on its Ray
    node's address) and the job's secret; it connects back, authenticates and registers, as a process does.
    Once all have, every actor learns every data-plane address, and only then does the job deploy.
 2. Messages to TaskManagers are actor calls (`gateway.py`); what they send comes back over their control
@@ -29,12 +29,12 @@ from fluvial.cluster.messages import DeployTask, TaskExecutionState
 from fluvial.cluster.process.pool import TaskManagerPoolListener, TaskManagerProcesses, _Member
 from fluvial.cluster.process.protocol import RegisterTaskManager, TaskManagerDirectory
 from fluvial.cluster.ray.actor import RayTaskManagerConfig, TaskManagerActor, actor_class
-from fluvial.common.logs import ENGINE_LOGGER
 from fluvial.cluster.ray.connection import RayDisconnected, require_connection
 from fluvial.cluster.ray.gateway import RayTaskManagerGateway
 from fluvial.cluster.ray.placement import TaskManagerLayout
 from fluvial.common.errors import ResourceError
 from fluvial.common.executors import SingleThreadExecutor
+from fluvial.common.logs import ENGINE_LOGGER
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection

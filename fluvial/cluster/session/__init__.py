@@ -3,7 +3,8 @@ and dashboard — and TaskManager processes that outlive the jobs they run, seve
 
 Modules: `slot_pool` (who holds which slot, who waits), `session_job` (one job from submission to archive),
 `session_dispatcher` (SessionDispatcher), `cluster` (SessionCluster: the JobManager's parts, started and stopped in
-order), `jobmanager` (the process), `cluster_file` (~/.fluvial/cluster.json); the client side:
+order; its REST API comes in as a `WebFront`, since the web layer sits above), `cluster_file` (~/.fluvial/cluster.json); the client side:
 `rest_client` (Flink's REST API over HTTP), `remote_executor` (`execution.target: remote`), `remote_job_client`
-(a JobClient over REST), `user_modules` (the job's own modules, shipped by value).
+(a JobClient over REST). The JobManager process
+itself, which puts the web layer on the cluster, is `fluvial.cli.jobmanager`.
 """

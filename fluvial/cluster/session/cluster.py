@@ -22,7 +22,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fluvial.cluster.session.cluster_file import (
     CLUSTER_ID_VARIABLE,
@@ -81,9 +81,27 @@ class SessionClusterSpec:
     configuration: Configuration = field(default_factory=Configuration)
 
 
+class ServedWeb(Protocol):
+    """A running REST server: the port it listens on, and how to stop it."""
+
+    @property
+    def port(self) -> int: ...
+
+    def stop(self) -> None: ...
+
+
+class WebFront(Protocol):
+    """What serves the cluster's REST API and dashboard over its dispatcher (`fluvial.web.session.serve_session`).
+    The web layer sits above the cluster, so the composition root (`fluvial.cli.jobmanager`) passes it in."""
+
+    def __call__(self, dispatcher: SessionDispatcher, token: str, configuration: Configuration, bind: str,
+                 port: int) -> ServedWeb: ...
+
+
 class SessionCluster:
-    def __init__(self, spec: SessionClusterSpec, cluster_file: Path | None = None) -> None:
+    def __init__(self, spec: SessionClusterSpec, web_front: WebFront, cluster_file: Path | None = None) -> None:
         self.spec = spec
+        self._web_front = web_front
         self._file = cluster_file or cluster_file_path()
         self.token = secrets.token_hex(32)
         # The id that proves a process is this cluster's (cluster_file.py): `fluvial cluster start` starts this
@@ -93,13 +111,13 @@ class SessionCluster:
         self.dispatcher = SessionDispatcher(SlotPool(spec.task_managers, spec.slots), spec.configuration,
                                             on_shutdown=self.request_stop)
         self._processes: Any = None  # TaskManagerProcesses
-        self._web: Any = None  # WebServer
+        self._web: ServedWeb | None = None
         self._stop = threading.Event()
         self._recorded: ClusterRecord | None = None
 
     # -- 1 --------------------------------------------------------------------------------------------------------
 
-    def start(self) -> "SessionCluster":
+    def start(self) -> SessionCluster:
         refuse_if_running(self._file)
         try:
             self._start_task_managers()
@@ -124,19 +142,14 @@ class SessionCluster:
         self.dispatcher.serve(self._processes)
 
     def _start_web(self) -> None:
-        from fluvial.web.rest import create_app
-        from fluvial.web.server import WebServer
-
-        config = self.spec.configuration
-        app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
-                         self.spec.bind, config.get("rest.allowed-hosts"),
-                         archive_directory=config.get("jobmanager.archive.fs.dir"))
-        port = self.spec.port
-        self._web = WebServer(app, self.spec.bind, (port, port), "REST API and dashboard").start()
+        self._web = self._web_front(self.dispatcher, self.token, self.spec.configuration, self.spec.bind,
+                                    self.spec.port)
 
     @property
     def address(self) -> str:
         """host:port where clients reach the REST API (loopback when it listens on every address)."""
+        if self._web is None:
+            raise RuntimeError("the session cluster's REST API is not serving: start() the cluster first")
         host = self.spec.bind if self.spec.bind not in ("0.0.0.0", "::", "") else "127.0.0.1"
         return f"[{host}]:{self._web.port}" if ":" in host else f"{host}:{self._web.port}"
 

@@ -65,7 +65,7 @@ class ProcessRecord:
     start_ticks: int = -1  # field 22 of /proc/PID/stat: when the process started; -1 where /proc is missing
 
     @staticmethod
-    def of(pid: int) -> "ProcessRecord":
+    def of(pid: int) -> ProcessRecord:
         return ProcessRecord(pid, process_start_ticks(pid))
 
     def alive(self) -> bool:
@@ -103,7 +103,7 @@ class ClusterRecord:
         return json.dumps(asdict(self), indent=2) + "\n"
 
     @staticmethod
-    def from_json(text: str) -> "ClusterRecord":
+    def from_json(text: str) -> ClusterRecord:
         document = json.loads(text)
         return ClusterRecord(
             address=str(document["address"]), rest_url=str(document["rest_url"]), token=str(document["token"]),

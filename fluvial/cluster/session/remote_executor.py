@@ -5,7 +5,7 @@ Submission, numbered:
 1. Refuse the keys that configure an embedded cluster: a session cluster's TaskManagers, slots, heartbeats
    and REST server are the cluster's, set when it started; a job that sets them would silently not get them.
 2. Compile (StreamGraph → JobGraph); check that every user function can travel (cloudpickle).
-3. Pickle it with the job's own modules by value and its classes captured (`user_modules.py`).
+3. Pickle it with the job's own modules by value and its classes captured (`fluvial.cluster.code_shipping`).
 4. POST /jobs with the cluster's token; print Flink's line `Job has been submitted with JobID <id>`.
 5. Return a RemoteJobClient: attached (`execution.attached`, the default) it watches the job at once;
    detached (`fluvial run -d`), `execute()` returns as soon as the job is submitted.
@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from fluvial.cluster.code_shipping import job_modules, pickled_by_value, prepare_for_shipping
+from fluvial.cluster.compile import job_graph as job_graph_of
 from fluvial.cluster.session.remote_job_client import RemoteJobClient
 from fluvial.cluster.session.rest_client import ClusterAddress, RestClusterClient
-from fluvial.cluster.session.user_modules import pickled_by_value, user_modules
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import ConfigurationError
 
@@ -53,12 +54,9 @@ class RemoteExecutor:
         self._configuration = configuration
 
     def execute(self, pipeline: Any) -> RemoteJobClient:
-        from fluvial.graph.job_graph import build_job_graph
-        from fluvial.graph.translate import stream_graph_of
-
         configuration = self._configuration
         check_remote_configuration(configuration)
-        job_graph = build_job_graph(stream_graph_of(pipeline))
+        job_graph = job_graph_of(pipeline)
         payload = ship(job_graph, configuration)
         address = ClusterAddress(configuration.get("rest.address"), configuration.get("rest.port"))
         rest = RestClusterClient(address)
@@ -70,12 +68,11 @@ class RemoteExecutor:
 
 def ship(job_graph: Any, configuration: Configuration) -> bytes:
     """Steps 2 and 3: the JobGraph, cloudpickled for a cluster that cannot import the job's own modules."""
-    from fluvial.cluster.process.shipping import prepare_for_shipping
     from fluvial.common.wire import dumps_code
     from fluvial.datastream.python_dependencies import FILE_DELIMITER, FILES
 
     files = [path for path in (configuration.get_string(FILES) or "").split(FILE_DELIMITER) if path]
-    modules = user_modules(files)
+    modules = job_modules(files)
     if modules:
         logger.info("shipping the job's own modules by value: %s", ", ".join(m.__name__ for m in modules))
     with pickled_by_value(modules):

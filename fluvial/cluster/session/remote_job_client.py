@@ -19,8 +19,9 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from fluvial.cluster.session.rest_client import ClusterRequestError, ClusterUnreachable, RestClusterClient
 from fluvial.common.errors import InvalidJobError, JobCancelledException, JobExecutionException
@@ -64,7 +65,7 @@ class JobProgress:
     waiting_for_slots: str | None = None  # what a job that waits for task slots waits on, in a sentence
 
     @staticmethod
-    def of(job: dict[str, Any], checkpoints: dict[str, Any]) -> "JobProgress":
+    def of(job: dict[str, Any], checkpoints: dict[str, Any]) -> JobProgress:
         counts = checkpoints.get("counts", {})
         vertices = tuple(VertexProgress(v["name"], v["parallelism"], v["status"], v["metrics"]["read-records"],
                                         v["metrics"]["write-records"]) for v in job["vertices"])

@@ -40,6 +40,9 @@ TOKEN_VARIABLE = "FLUVIAL_TOKEN"
 REQUEST_TIMEOUT_SECONDS = 30.0
 SAVEPOINT_POLL_SECONDS = 0.1
 
+# The media type of POST /jobs (a cloudpickled JobGraph); the server (`fluvial.web.rest`) takes it from here.
+JOB_GRAPH_MEDIA_TYPE = "application/x-fluvial-job-graph"
+
 
 class ClusterUnreachable(FluvialError):
     """Nothing answers at the cluster's address."""
@@ -68,7 +71,7 @@ class ClusterAddress:
     port: int
 
     @staticmethod
-    def parse(text: str) -> "ClusterAddress":
+    def parse(text: str) -> ClusterAddress:
         """`HOST:PORT` (Flink's `-m`), `[IPv6]:PORT`, or an http:// URL of the REST API."""
         value = text.strip().removeprefix("http://").rstrip("/")
         host, separator, port = value.rpartition(":")
@@ -86,7 +89,7 @@ class ClusterAddress:
     def __str__(self) -> str:
         return self.url.removeprefix("http://")
 
-    def same_as(self, other: "ClusterAddress") -> bool:
+    def same_as(self, other: ClusterAddress) -> bool:
         """Both name one endpoint: the same port, and hosts that resolve to a common address (localhost and
         127.0.0.1 are the same cluster)."""
         if self.port != other.port:
@@ -164,8 +167,6 @@ class RestClusterClient:
 
     def submit(self, job_graph: bytes) -> str:
         """POST /jobs with a cloudpickled JobGraph; the job's id."""
-        from fluvial.web.rest import JOB_GRAPH_MEDIA_TYPE
-
         answer = self._request("POST", "/jobs", job_graph, JOB_GRAPH_MEDIA_TYPE)
         return json.loads(answer)["jobid"]
 
@@ -233,7 +234,7 @@ class RestClusterClient:
                 status, signature = response.status, response.headers.get(SIGNATURE_HEADER)
         except urllib.error.HTTPError as error:
             raise self._error(method, path, error) from None
-        except (urllib.error.URLError, ConnectionError, socket.timeout) as error:
+        except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
             raise ClusterUnreachable(f"no session cluster answers at {self.address.url} ({reason}): start one "
                                      "(fluvial cluster start), or check the address (-m HOST:PORT)") from None

@@ -25,9 +25,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from fluvial.cluster.collect import CollectBuffer
+from fluvial.cluster.job_client import MiniClusterJobClient
+from fluvial.cluster.job_details import JobDetails, SlotWait
+from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.local_dispatcher import (
     ClusterOverview,
     JobSubmissionError,
@@ -41,9 +45,6 @@ from fluvial.cluster.local_dispatcher import (
     savepoint,
     stop_with_savepoint,
 )
-from fluvial.cluster.job_client import MiniClusterJobClient
-from fluvial.cluster.job_details import JobDetails, SlotWait
-from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.session.session_job import JobPhase, SessionJob
 from fluvial.cluster.session.slot_pool import SlotGrant, SlotPool, SlotRequestResult
 from fluvial.common.configuration import Configuration

@@ -17,7 +17,7 @@ Not thread-safe: the SessionDispatcher moves it between phases under its lock.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.cluster.exception_history import entry_of
 from fluvial.cluster.job_details import JobDetails, unscheduled_job_details
@@ -27,6 +27,9 @@ from fluvial.common.future import CompletableFuture, forward
 from fluvial.common.job_status import JobStatus
 from fluvial.common.time import current_millis
 from fluvial.datastream.transformations import CollectSpec
+
+if TYPE_CHECKING:
+    from fluvial.cluster.job_master import JobMaster
 
 
 class JobPhase(enum.Enum):
@@ -43,7 +46,7 @@ class SessionJob:
         self.submitted_at = current_millis()
         self.result = CompletableFuture()
         self.phase = JobPhase.WAITING
-        self.job_master: Any = None
+        self.job_master: JobMaster | None = None
         self.slot_timeout: Cancellable | None = None  # the pending slot.request.timeout mail while it waits
         self.cancel_requested = False  # cancelled while STARTING
         self.collect_ids = collect_ids_of(job_graph)
@@ -70,7 +73,7 @@ class SessionJob:
         self.phase = JobPhase.STARTING
         self._cancel_slot_timeout()
 
-    def started(self, job_master: Any) -> None:
+    def started(self, job_master: JobMaster) -> None:
         """Phase 2: `job_master` runs it (and completes `result` when it ends)."""
         self.phase = JobPhase.RUNNING
         self.job_master = job_master

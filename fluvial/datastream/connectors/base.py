@@ -26,11 +26,20 @@ class StreamTransformer(abc.ABC):
     """Turns the stream a sink receives into the stream it writes (e.g. adds a keyed pre-aggregation)."""
 
     @abc.abstractmethod
-    def apply(self, ds: Any) -> Any: ...
+    def apply(self, ds: Any) -> Any:
+        """Add operators to a stream (a sink's preprocessing).
+
+        Args:
+            ds: The stream.
+
+        Returns:
+            The transformed stream.
+        """
 
 
 class SupportsPreprocessing(abc.ABC):
     """A sink that wants its input transformed first; `get_transformer()` may return None."""
 
     @abc.abstractmethod
-    def get_transformer(self) -> StreamTransformer | None: ...
+    def get_transformer(self) -> StreamTransformer | None:
+        """The operators to run before the sink, or None."""

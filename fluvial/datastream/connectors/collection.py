@@ -13,9 +13,9 @@ elements.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo

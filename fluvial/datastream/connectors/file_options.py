@@ -19,15 +19,18 @@ __all__ = ["FileCompactStrategy", "FileCompactor", "FileEnumeratorProvider", "Fi
 
 
 class FileEnumeratorProvider(enum.Enum):
+    """How a FileSource lists files into splits (PyFlink's `FileEnumeratorProvider`)."""
     NON_SPLITTING = "non-splitting"
     BLOCK_SPLITTING = "block-splitting"
 
     @staticmethod
-    def default_splitting_file_enumerator() -> "FileEnumeratorProvider":
+    def default_splitting_file_enumerator() -> FileEnumeratorProvider:
+        """Split files into blocks where the format allows it."""
         return FileEnumeratorProvider.BLOCK_SPLITTING
 
     @staticmethod
-    def default_non_splitting_file_enumerator() -> "FileEnumeratorProvider":
+    def default_non_splitting_file_enumerator() -> FileEnumeratorProvider:
+        """One split per file."""
         return FileEnumeratorProvider.NON_SPLITTING
 
 
@@ -41,10 +44,12 @@ def check_enumerator(provider: object) -> None:
 
 
 class FileSplitAssignerProvider(enum.Enum):
+    """How a FileSource hands splits to its readers (PyFlink's `FileSplitAssignerProvider`)."""
     LOCALITY_AWARE = "locality-aware"
 
     @staticmethod
-    def locality_aware_split_assigner() -> "FileSplitAssignerProvider":
+    def locality_aware_split_assigner() -> FileSplitAssignerProvider:
+        """Prefer splits stored near the reader (on a local disk: any)."""
         return FileSplitAssignerProvider.LOCALITY_AWARE
 
 
@@ -61,22 +66,33 @@ class FileCompactor:
     delimiter: bytes | None = None
 
     @staticmethod
-    def concat_file_compactor(file_delimiter: bytes | None = None) -> "FileCompactor":
+    def concat_file_compactor(file_delimiter: bytes | None = None) -> FileCompactor:
+        """A compactor that concatenates files.
+
+        Args:
+            file_delimiter: Bytes written between files, or None.
+
+        Returns:
+            The compactor.
+        """
         return FileCompactor("concat", file_delimiter)
 
     @staticmethod
-    def identical_file_compactor() -> "FileCompactor":
+    def identical_file_compactor() -> FileCompactor:
+        """A compactor that copies files as they are."""
         return FileCompactor("identical")
 
 
 @dataclass(frozen=True, slots=True)
 class FileCompactStrategy:
+    """When FileSink compacts small part files (PyFlink's `FileCompactStrategy`)."""
     size_threshold: int = -1
     num_checkpoints_before_compaction: int = 1
     num_compact_threads: int = 1
 
     @staticmethod
-    def builder() -> "FileCompactStrategyBuilder":
+    def builder() -> FileCompactStrategyBuilder:
+        """A builder of the strategy."""
         return FileCompactStrategyBuilder()
 
 
@@ -86,15 +102,15 @@ class FileCompactStrategyBuilder:
         self._checkpoints = 1
         self._threads = 1
 
-    def enable_compaction_on_checkpoint(self, num_checkpoints_before_compaction: int) -> "FileCompactStrategyBuilder":
+    def enable_compaction_on_checkpoint(self, num_checkpoints_before_compaction: int) -> FileCompactStrategyBuilder:
         self._checkpoints = num_checkpoints_before_compaction
         return self
 
-    def set_size_threshold(self, size_threshold: int) -> "FileCompactStrategyBuilder":
+    def set_size_threshold(self, size_threshold: int) -> FileCompactStrategyBuilder:
         self._size = size_threshold
         return self
 
-    def set_num_compact_threads(self, num_compact_threads: int) -> "FileCompactStrategyBuilder":
+    def set_num_compact_threads(self, num_compact_threads: int) -> FileCompactStrategyBuilder:
         self._threads = num_compact_threads
         return self
 

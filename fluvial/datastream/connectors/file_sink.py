@@ -24,21 +24,22 @@ Sink contract details (beyond `sink.py`):
 from __future__ import annotations
 
 import abc
-import dataclasses
 import bisect
+import dataclasses
 import functools
 import itertools
 import os
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO, Callable, ClassVar
+from typing import Any, BinaryIO, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fluvial.common.encoder import Encoder
-from fluvial.common.serialization import BulkWriter, BulkWriterFactory
 from fluvial.common.errors import InvalidJobError, ResourceError
+from fluvial.common.serialization import BulkWriter, BulkWriterFactory
 from fluvial.common.task_info import TaskInfo
 from fluvial.common.time import MIN_WATERMARK, Duration, current_millis, to_millis
 from fluvial.datastream.connectors import file_systems as fsys
@@ -66,13 +67,16 @@ class OutputFileConfig:
             raise InvalidJobError("part prefix is empty; give a name such as 'part' or leave it unset")
 
     def get_part_prefix(self) -> str:
+        """The part files' name prefix."""
         return "part" if self.part_prefix is None else self.part_prefix
 
     def get_part_suffix(self) -> str:
+        """The part files' name suffix."""
         return self.part_suffix
 
     @staticmethod
-    def builder() -> "OutputFileConfigBuilder":
+    def builder() -> OutputFileConfigBuilder:
+        """A builder of part-file names (`with_part_prefix`, `with_part_suffix`)."""
         return OutputFileConfigBuilder()
 
 
@@ -81,11 +85,11 @@ class OutputFileConfigBuilder:
         self._prefix: str | None = None
         self._suffix = ""
 
-    def with_part_prefix(self, prefix: str) -> "OutputFileConfigBuilder":
+    def with_part_prefix(self, prefix: str) -> OutputFileConfigBuilder:
         self._prefix = prefix
         return self
 
-    def with_part_suffix(self, suffix: str) -> "OutputFileConfigBuilder":
+    def with_part_suffix(self, suffix: str) -> OutputFileConfigBuilder:
         self._suffix = suffix
         return self
 
@@ -124,19 +128,36 @@ class RollingPolicy:
         part_size: int = 128 * 1024 * 1024,
         rollover_interval: Duration | int = 60_000,
         inactivity_interval: Duration | int = 60_000,
-    ) -> "RollingPolicy":
+    ) -> RollingPolicy:
         """Roll when a part reaches `part_size` bytes, is `rollover_interval` ms old, or idle that long."""
         return RollingPolicy(part_size, to_millis(rollover_interval), to_millis(inactivity_interval))
 
     @staticmethod
-    def on_checkpoint_rolling_policy() -> "RollingPolicy":
+    def on_checkpoint_rolling_policy() -> RollingPolicy:
         """Roll only at checkpoints (and end of input)."""
         return RollingPolicy()
 
     def should_roll_on_event(self, part: PartFileInfo) -> bool:
+        """Whether to close the part file before writing the next record.
+
+        Args:
+            part: The open part file's size and times.
+
+        Returns:
+            True to roll.
+        """
         return self.part_size is not None and part.size >= self.part_size
 
     def should_roll_on_processing_time(self, part: PartFileInfo, now: int) -> bool:
+        """Whether to close the part file now (asked periodically).
+
+        Args:
+            part: The open part file's size and times.
+            now: The processing time (ms).
+
+        Returns:
+            True to roll.
+        """
         return (self.rollover_interval is not None and now - part.created_at >= self.rollover_interval) or (
             self.inactivity_interval is not None and now - part.last_write_at >= self.inactivity_interval
         )
@@ -156,16 +177,35 @@ class BucketAssigner(abc.ABC):
     """True when the bucket ignores the element, so the writer asks once per buffer instead of per record."""
 
     @abc.abstractmethod
-    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str: ...
+    def get_bucket_id(self, element: Any, context: BucketAssignerContext) -> str:
+        """The bucket (subdirectory) of a record.
+
+        Args:
+            element: The record.
+            context: Its timestamp and the current time.
+
+        Returns:
+            The bucket id.
+        """
 
     @staticmethod
-    def base_path_bucket_assigner() -> "BasePathBucketAssigner":
+    def base_path_bucket_assigner() -> BasePathBucketAssigner:
+        """Write every record into the base path itself (one bucket)."""
         return BasePathBucketAssigner()
 
     @staticmethod
     def date_time_bucket_assigner(
         format_str: str = "yyyy-MM-dd--HH", timezone_id: str | None = None
-    ) -> "DateTimeBucketAssigner":
+    ) -> DateTimeBucketAssigner:
+        """One bucket (subdirectory) per period of processing time.
+
+        Args:
+            format_str: Java's date format of the bucket names (`yyyy-MM-dd--HH`: hourly).
+            timezone_id: An IANA time zone; default: the machine's local time zone, as in Flink.
+
+        Returns:
+            The assigner.
+        """
         return DateTimeBucketAssigner(format_str, timezone_id)
 
 
@@ -258,13 +298,27 @@ class FileSink(Sink):
     bulk_writer_factory: BulkWriterFactory | None = None
 
     @staticmethod
-    def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> "RowFormatBuilder":
+    def for_row_format(base_path: str | os.PathLike, encoder: Encoder) -> RowFormatBuilder:
+        """A FileSink writing each record with an Encoder (a line per record, for instance).
+
+        Args:
+            base_path: The output directory: a local path or an fsspec URL.
+            encoder: How a record becomes bytes (`Encoder.simple_string_encoder()`).
+
+        Returns:
+            The builder.
+
+        Example:
+            ```python
+            FileSink.for_row_format("/data/out", Encoder.simple_string_encoder()).build()
+            ```
+        """
         if not isinstance(encoder, Encoder):
             raise InvalidJobError(f"for_row_format takes an Encoder (e.g. Encoder.simple_string_encoder()), got {encoder!r}")
         return RowFormatBuilder(base_path, encoder)
 
     @staticmethod
-    def for_bulk_format(base_path: str | os.PathLike, writer_factory: BulkWriterFactory) -> "BulkFormatBuilder":
+    def for_bulk_format(base_path: str | os.PathLike, writer_factory: BulkWriterFactory) -> BulkFormatBuilder:
         """Part files written whole by a BulkWriter (Parquet, ORC, Avro, CSV); they roll on every checkpoint."""
         if not isinstance(writer_factory, BulkWriterFactory):
             raise InvalidJobError(
@@ -272,7 +326,16 @@ class FileSink(Sink):
                 f"{writer_factory!r}")
         return BulkFormatBuilder(base_path, writer_factory)
 
-    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> "FileSinkWriter":
+    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> FileSinkWriter:
+        """The writer of one sink subtask, restored from its checkpointed state.
+
+        Args:
+            task_info: The subtask.
+            restored_state: Its pending and in-progress parts, or None.
+
+        Returns:
+            The writer.
+        """
         return FileSinkWriter(self, task_info, restored_state)
 
     def commit(self, committables: list[Any]) -> None:
@@ -289,16 +352,18 @@ class FileSink(Sink):
                     f"job may still commit them"
                 ) from None
 
-    def with_input_type(self, type_info: Any) -> "FileSink":
+    def with_input_type(self, type_info: Any) -> FileSink:
         """This sink for records of `type_info`: its encoder writes them as PyFlink's does (sink_to calls it)."""
         if self.encoder is None:
             return self
         return dataclasses.replace(self, encoder=self.encoder.for_input_type(type_info))
 
     def default_name(self) -> str:
+        """The sink's name when none is given."""
         return "File Sink"
 
     def locations(self) -> tuple[str, ...]:
+        """The output path (checked at submission)."""
         return (self.base_path,)
 
 
@@ -317,28 +382,28 @@ class RowFormatBuilder:
         self._config = OutputFileConfig(part_suffix=suffix)
         self._check_interval = 60_000
 
-    def enable_compact(self, strategy: Any, compactor: Any) -> "RowFormatBuilder":
+    def enable_compact(self, strategy: Any, compactor: Any) -> RowFormatBuilder:
         from fluvial.datastream.connectors.file_options import refuse_compaction
 
         refuse_compaction()
         return self
 
-    def disable_compact(self) -> "RowFormatBuilder":
+    def disable_compact(self) -> RowFormatBuilder:
         return self
 
-    def with_bucket_check_interval(self, interval: Duration | int) -> "RowFormatBuilder":
+    def with_bucket_check_interval(self, interval: Duration | int) -> RowFormatBuilder:
         self._check_interval = to_millis(interval)
         return self
 
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "RowFormatBuilder":
+    def with_bucket_assigner(self, assigner: BucketAssigner) -> RowFormatBuilder:
         self._assigner = assigner
         return self
 
-    def with_rolling_policy(self, policy: RollingPolicy) -> "RowFormatBuilder":
+    def with_rolling_policy(self, policy: RollingPolicy) -> RowFormatBuilder:
         self._policy = policy
         return self
 
-    def with_output_file_config(self, config: OutputFileConfig) -> "RowFormatBuilder":
+    def with_output_file_config(self, config: OutputFileConfig) -> RowFormatBuilder:
         self._config = config
         return self
 

@@ -21,8 +21,9 @@ import codecs
 import os
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.task_info import TaskInfo
@@ -60,10 +61,19 @@ class StreamFormat(abc.ABC):
     """How a file's bytes become records. Picklable; opens a `FormatReader` per file at run time."""
 
     @abc.abstractmethod
-    def open_reader(self, path: str, offset: int) -> "FormatReader": ...
+    def open_reader(self, path: str, offset: int) -> FormatReader:
+        """A reader of one file from a byte offset.
+
+        Args:
+            path: The file.
+            offset: Where to start (a checkpointed position).
+
+        Returns:
+            The reader.
+        """
 
     @staticmethod
-    def text_line_format(charset_name: str = "UTF-8") -> "TextLineFormat":
+    def text_line_format(charset_name: str = "UTF-8") -> TextLineFormat:
         """One record per line, decoded with `charset_name` (which must encode "\\n" as one byte)."""
         return TextLineFormat(charset_name)
 
@@ -105,7 +115,7 @@ class TextLineFormat(StreamFormat):
                 f"split at byte offsets; convert the files to UTF-8 or another ASCII-compatible charset"
             )
 
-    def open_reader(self, path: str, offset: int) -> "TextLineReader":
+    def open_reader(self, path: str, offset: int) -> TextLineReader:
         return TextLineReader(path, offset, self.charset_name)
 
 
@@ -212,7 +222,21 @@ class FileSource(Source[Any]):
     discovery_interval_ms: int | None = None
 
     @staticmethod
-    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+    def for_record_stream_format(stream_format: StreamFormat, *paths: str | os.PathLike) -> FileSourceBuilder:
+        """A FileSource reading records one by one with a StreamFormat (e.g. text lines, CSV).
+
+        Args:
+            stream_format: The format.
+            *paths: Files or directories: local paths or fsspec URLs.
+
+        Returns:
+            The builder.
+
+        Example:
+            ```python
+            FileSource.for_record_stream_format(StreamFormat.text_line_format(), "/data/in").build()
+            ```
+        """
         if not isinstance(stream_format, StreamFormat):
             raise InvalidJobError(
                 f"for_record_stream_format takes a StreamFormat (e.g. StreamFormat.text_line_format(), "
@@ -220,7 +244,16 @@ class FileSource(Source[Any]):
         return FileSourceBuilder(stream_format, paths)
 
     @staticmethod
-    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> "FileSourceBuilder":
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str | os.PathLike) -> FileSourceBuilder:
+        """A FileSource reading files with a BulkFormat (Parquet, ORC, Avro).
+
+        Args:
+            bulk_format: The format.
+            *paths: Files or directories.
+
+        Returns:
+            The builder.
+        """
         if not isinstance(bulk_format, BulkFormat):
             raise InvalidJobError(
                 f"for_bulk_file_format takes a BulkFormat (e.g. ParquetColumnarRowInputFormat(...)), got "
@@ -228,6 +261,7 @@ class FileSource(Source[Any]):
         return FileSourceBuilder(bulk_format, paths)
 
     def get_boundedness(self) -> Boundedness:
+        """BOUNDED when the source ends, CONTINUOUS_UNBOUNDED otherwise."""
         return Boundedness.BOUNDED if self.discovery_interval_ms is None else Boundedness.CONTINUOUS_UNBOUNDED
 
     def create_splits(self, parallelism: int) -> list[Any]:
@@ -246,13 +280,23 @@ class FileSource(Source[Any]):
         splits.extend(FileSourceSplit(path, path, 0) for path in files)
         return splits
 
-    def create_reader(self, task_info: TaskInfo) -> "FileSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> FileSourceReader:
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
         return FileSourceReader(self.stream_format, self.discovery_interval_ms)
 
     def default_name(self) -> str:
+        """The source's name when `from_source` gives none."""
         return "File Source"
 
     def locations(self) -> tuple[str, ...]:
+        """The paths the source reads (checked at submission: `memory://` needs one process)."""
         return self.paths
 
 
@@ -266,7 +310,15 @@ class FileSourceBuilder:
         self._paths = tuple(resolve_path(p) for p in paths)
         self._interval: int | None = None
 
-    def monitor_continuously(self, discovery_interval: Duration | int) -> "FileSourceBuilder":
+    def monitor_continuously(self, discovery_interval: Duration | int) -> FileSourceBuilder:
+        """Watch the paths for new files forever (an unbounded source).
+
+        Args:
+            discovery_interval: How often to look (ms or a Duration).
+
+        Returns:
+            This builder.
+        """
         interval = to_millis(discovery_interval)
         if interval <= 0:
             raise InvalidJobError(
@@ -275,18 +327,23 @@ class FileSourceBuilder:
         self._interval = interval
         return self
 
-    def process_static_file_set(self) -> "FileSourceBuilder":
+    def process_static_file_set(self) -> FileSourceBuilder:
+        """Read the files there now and end (a bounded source; the default).
+
+        Returns:
+            This builder.
+        """
         self._interval = None
         return self
 
-    def set_file_enumerator(self, file_enumerator: Any) -> "FileSourceBuilder":
+    def set_file_enumerator(self, file_enumerator: Any) -> FileSourceBuilder:
         """Only the non-splitting enumerator (files are read whole); see `file_options`."""
         from fluvial.datastream.connectors.file_options import check_enumerator
 
         check_enumerator(file_enumerator)
         return self
 
-    def set_split_assigner(self, split_assigner: Any) -> "FileSourceBuilder":
+    def set_split_assigner(self, split_assigner: Any) -> FileSourceBuilder:
         """The locality-aware assigner: on one machine every split is local (`file_options`)."""
         from fluvial.datastream.connectors.file_options import check_split_assigner
 
@@ -294,6 +351,11 @@ class FileSourceBuilder:
         return self
 
     def build(self) -> FileSource:
+        """The FileSource.
+
+        Returns:
+            The source, for `env.from_source`.
+        """
         return FileSource(self._format, self._paths, self._interval)
 
 

@@ -9,9 +9,9 @@ from fluvial.datastream.connectors.file_options import (
 )
 from fluvial.datastream.connectors.file_sink import (
     BasePathBucketAssigner,
-    BulkFormatBuilder,
     BucketAssigner,
     BucketAssignerContext,
+    BulkFormatBuilder,
     DateTimeBucketAssigner,
     FileSink,
     FileSinkWriter,

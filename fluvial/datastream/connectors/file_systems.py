@@ -11,7 +11,7 @@
 
 fsspec filesystems of a process are cached by fsspec, so resolving a path per file is cheap. Note that
 `memory://` is per process: a job whose TaskManagers are processes (the default, auto, runs jobs of parallelism
-above 1 so) is refused at submission when it uses it (`cluster/process/shipping.py`).
+above 1 so) is refused at submission when it uses it (`cluster/shipping_checks.py`).
 """
 
 from __future__ import annotations

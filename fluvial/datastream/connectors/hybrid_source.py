@@ -16,8 +16,9 @@ Runtime contract (beyond `source.py`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -45,6 +46,9 @@ def _check_source(source: Any) -> Any:
 
 
 class HybridSource(Source[HybridSplit]):
+    """Sources read one after another: the next starts when the previous ends (PyFlink's `HybridSource`),
+    e.g. files of the past, then Kafka.
+    """
     def __init__(self, sources: tuple[Any, ...]) -> None:
         for source in sources[:-1]:
             if source.get_boundedness() is not Boundedness.BOUNDED:
@@ -54,10 +58,19 @@ class HybridSource(Source[HybridSplit]):
         self.sources = tuple(sources)
 
     @staticmethod
-    def builder(first_source: Any) -> "HybridSourceBuilder":
+    def builder(first_source: Any) -> HybridSourceBuilder:
+        """Start a HybridSource with its first source.
+
+        Args:
+            first_source: A bounded source.
+
+        Returns:
+            The builder.
+        """
         return HybridSourceBuilder(first_source)
 
     def get_boundedness(self) -> Boundedness:
+        """BOUNDED when the source ends, CONTINUOUS_UNBOUNDED otherwise."""
         return self.sources[-1].get_boundedness()
 
     def create_splits(self, parallelism: int) -> list[HybridSplit]:
@@ -75,29 +88,50 @@ class HybridSource(Source[HybridSplit]):
                         result.append(HybridSplit(position, None))  # a hole, so later splits keep their subtask
         return result
 
-    def create_reader(self, task_info: TaskInfo) -> "HybridSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> HybridSourceReader:
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
         return HybridSourceReader(self.sources, task_info)
 
     def max_parallelism(self) -> int | None:
+        """The lowest max parallelism of its sources, or None."""
         limits = [m for m in (s.max_parallelism() for s in self.sources) if m is not None]
         return min(limits) if limits else None
 
     def default_name(self) -> str:
+        """The source's name when `from_source` gives none."""
         return "HybridSource"
 
     def locations(self) -> tuple[str, ...]:
+        """The paths its sources read."""
         return tuple(location for source in self.sources for location in source.locations())
 
 
 class HybridSourceBuilder:
+    """Builds a HybridSource: `add_source` each next source, then `build()`."""
     def __init__(self, first_source: Any) -> None:
         self._sources = [_check_source(first_source)]
 
-    def add_source(self, source: Any) -> "HybridSourceBuilder":
+    def add_source(self, source: Any) -> HybridSourceBuilder:
+        """Read `source` after the ones added before (all but the last must be bounded).
+
+        Args:
+            source: The source.
+
+        Returns:
+            This builder.
+        """
         self._sources.append(_check_source(source))
         return self
 
     def build(self) -> HybridSource:
+        """The HybridSource."""
         return HybridSource(tuple(self._sources))
 
 

@@ -19,7 +19,12 @@ from fluvial.common.errors import FluvialError, ResourceError
 from fluvial.common.row import Row
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.postgres_client import (
-    PostgresLoginError, connect, is_connection_lost, psycopg2_module, quote_literal)
+    PostgresLoginError,
+    connect,
+    is_connection_lost,
+    psycopg2_module,
+    quote_literal,
+)
 from fluvial.datastream.connectors.sink import SinkWriter
 
 logger = logging.getLogger(__name__)

@@ -35,8 +35,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.serialization import DeserializationSchema, SimpleStringSchema

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.serialization import DeserializationSchema, SerializationSchema
@@ -66,32 +67,32 @@ class NatsStartingPosition:
 
     kind: StartingKind
     value: int = 0
-    fallback: "NatsStartingPosition | None" = None
+    fallback: NatsStartingPosition | None = None
 
     @staticmethod
-    def earliest() -> "NatsStartingPosition":
+    def earliest() -> NatsStartingPosition:
         """The first message the stream still holds."""
         return NatsStartingPosition(StartingKind.EARLIEST)
 
     @staticmethod
-    def latest() -> "NatsStartingPosition":
+    def latest() -> NatsStartingPosition:
         """Only messages published after the split started."""
         return NatsStartingPosition(StartingKind.LATEST)
 
     @staticmethod
-    def sequence(sequence: int) -> "NatsStartingPosition":
+    def sequence(sequence: int) -> NatsStartingPosition:
         """The first message at or after stream sequence `sequence` (1-based)."""
         if sequence < 1:
             raise InvalidJobError(f"stream sequences start at 1, got {sequence}")
         return NatsStartingPosition(StartingKind.SEQUENCE, sequence)
 
     @staticmethod
-    def timestamp(millis: int) -> "NatsStartingPosition":
+    def timestamp(millis: int) -> NatsStartingPosition:
         """The first message stored at or after `millis` (ms since the epoch)."""
         return NatsStartingPosition(StartingKind.TIMESTAMP, millis)
 
     @staticmethod
-    def committed(fallback: "NatsStartingPosition | None" = None) -> "NatsStartingPosition":
+    def committed(fallback: NatsStartingPosition | None = None) -> NatsStartingPosition:
         """After what the split's durable consumer acknowledged last (an earlier run of the job), else
         `fallback` (default: earliest)."""
         return NatsStartingPosition(StartingKind.COMMITTED, 0, fallback or NatsStartingPosition.earliest())
@@ -132,7 +133,7 @@ class NatsSource(Source[NatsSplit]):
     subjects: tuple[str, ...] = ()
 
     @staticmethod
-    def builder() -> "NatsSourceBuilder":
+    def builder() -> NatsSourceBuilder:
         return NatsSourceBuilder()
 
     def get_boundedness(self) -> Boundedness:
@@ -207,43 +208,43 @@ class NatsSourceBuilder(_ConnectionBuilder):
         self._bounded = False
         self._tuning: dict[str, Any] = {}
 
-    def set_stream(self, stream: str) -> "NatsSourceBuilder":
+    def set_stream(self, stream: str) -> NatsSourceBuilder:
         self._stream = stream
         return self
 
-    def set_subjects(self, *subjects: str) -> "NatsSourceBuilder":
+    def set_subjects(self, *subjects: str) -> NatsSourceBuilder:
         """Subject filters (wildcards allowed); each is a split, read by its own consumer. None: the whole
         stream as one split."""
         self._subjects = tuple(subjects)
         return self
 
-    def set_consumer_name(self, name: str) -> "NatsSourceBuilder":
+    def set_consumer_name(self, name: str) -> NatsSourceBuilder:
         """The durable consumers' name prefix (`<name>-<split index>`); keep it when the job runs again."""
         self._consumer = name
         return self
 
-    def set_starting_position(self, position: NatsStartingPosition) -> "NatsSourceBuilder":
+    def set_starting_position(self, position: NatsStartingPosition) -> NatsSourceBuilder:
         self._start = position
         return self
 
-    def set_deserialization_schema(self, schema: DeserializationSchema) -> "NatsSourceBuilder":
+    def set_deserialization_schema(self, schema: DeserializationSchema) -> NatsSourceBuilder:
         self._deserializer = schema
         return self
 
-    def set_value_only_deserializer(self, schema: DeserializationSchema) -> "NatsSourceBuilder":
+    def set_value_only_deserializer(self, schema: DeserializationSchema) -> NatsSourceBuilder:
         """KafkaSource's name for the same thing."""
         return self.set_deserialization_schema(schema)
 
-    def set_bounded(self) -> "NatsSourceBuilder":
+    def set_bounded(self) -> NatsSourceBuilder:
         """Stop each split at the stream's last sequence when it first starts (a batch job over a stream)."""
         self._bounded = True
         return self
 
-    def set_fetch_batch_size(self, messages: int) -> "NatsSourceBuilder":
+    def set_fetch_batch_size(self, messages: int) -> NatsSourceBuilder:
         self._tuning["fetch_batch"] = int(messages)
         return self
 
-    def set_ack_wait(self, seconds: float) -> "NatsSourceBuilder":
+    def set_ack_wait(self, seconds: float) -> NatsSourceBuilder:
         """The consumers' ack wait (default 30 min): keep it above the checkpoint interval, or the server
         redelivers what waits for a checkpoint (the reader drops those redeliveries, but they cost traffic)."""
         self._tuning["ack_wait"] = float(seconds)
@@ -300,7 +301,7 @@ class NatsSink(Sink):
     settings: NatsSinkSettings
 
     @staticmethod
-    def builder() -> "NatsSinkBuilder":
+    def builder() -> NatsSinkBuilder:
         return NatsSinkBuilder()
 
     def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> SinkWriter:
@@ -327,23 +328,23 @@ class NatsSinkBuilder(_ConnectionBuilder):
         self._serializer: SerializationSchema | None = None
         self._guarantee = DeliveryGuarantee.AT_LEAST_ONCE
 
-    def set_subject(self, subject: str) -> "NatsSinkBuilder":
+    def set_subject(self, subject: str) -> NatsSinkBuilder:
         self._subject = subject
         return self
 
-    def set_subject_selector(self, selector: Callable[[Any], str]) -> "NatsSinkBuilder":
+    def set_subject_selector(self, selector: Callable[[Any], str]) -> NatsSinkBuilder:
         """The subject of each record (a picklable function of the record)."""
         self._selector = selector
         return self
 
-    def set_serialization_schema(self, schema: SerializationSchema) -> "NatsSinkBuilder":
+    def set_serialization_schema(self, schema: SerializationSchema) -> NatsSinkBuilder:
         self._serializer = schema
         return self
 
-    def set_value_serialization_schema(self, schema: SerializationSchema) -> "NatsSinkBuilder":
+    def set_value_serialization_schema(self, schema: SerializationSchema) -> NatsSinkBuilder:
         return self.set_serialization_schema(schema)
 
-    def set_delivery_guarantee(self, guarantee: DeliveryGuarantee) -> "NatsSinkBuilder":
+    def set_delivery_guarantee(self, guarantee: DeliveryGuarantee) -> NatsSinkBuilder:
         self._guarantee = guarantee
         return self
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from fluvial.common.errors import ConfigurationError, ResourceError
 
@@ -73,7 +74,7 @@ class NatsConnection:
         self._closing = False
 
     @classmethod
-    def open(cls, options: NatsConnectionOptions, what: str) -> "NatsConnection":
+    def open(cls, options: NatsConnectionOptions, what: str) -> NatsConnection:
         connection = cls(options, what)
         try:
             connection._connect()

@@ -29,7 +29,10 @@ from typing import Any
 from fluvial.common.errors import ResourceError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.nats import (
-    NatsDeserializationError, NatsSourceSettings, NatsSplit, StartingKind,
+    NatsDeserializationError,
+    NatsSourceSettings,
+    NatsSplit,
+    StartingKind,
 )
 from fluvial.datastream.connectors.nats_connection import NatsConnection
 from fluvial.datastream.connectors.payloads import deserialize_batch
@@ -259,7 +262,7 @@ class _SplitFetcher:
             config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_SEQUENCE, self._last + 1
         elif start.kind is StartingKind.TIMESTAMP:
             config.deliver_policy = DeliverPolicy.BY_START_TIME
-            config.opt_start_time = datetime.datetime.fromtimestamp(start.value / 1000, datetime.timezone.utc)
+            config.opt_start_time = datetime.datetime.fromtimestamp(start.value / 1000, datetime.UTC)
         else:
             config.deliver_policy = DeliverPolicy.ALL
         if self._subscription is not None:
@@ -302,7 +305,7 @@ class _SplitFetcher:
                 await self._resync("the client reconnected")
             try:
                 messages = await self._subscription.fetch(settings.fetch_batch, timeout=settings.fetch_timeout)
-            except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            except (TimeoutError, nats.errors.TimeoutError):
                 messages = []  # nothing within the fetch timeout
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError,
                     nats.errors.NoRespondersError, nats.errors.BadSubscriptionError, nats.errors.Error) as error:

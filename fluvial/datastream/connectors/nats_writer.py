@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 MSG_ID = "Nats-Msg-Id"
 COMMIT_ATTEMPTS = 5
-_WRITERS: dict[int, "NatsSinkWriter"] = {}  # id(sink) -> its live writer, whose connection commit uses
+_WRITERS: dict[int, NatsSinkWriter] = {}  # id(sink) -> its live writer, whose connection commit uses
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,7 @@ def _commit_one(connection: NatsConnection, settings: NatsSinkSettings, committa
         try:
             acks = connection.call(lambda: _publish_async(js, committable.messages, committable.msg_id_prefix),
                                    timeout * 2)
-            connection.call(lambda: _await_acks(acks, settings, timeout), timeout * 2)
+            connection.call(lambda acks=acks: _await_acks(acks, settings, timeout), timeout * 2)
             return
         except ResourceError:
             raise

@@ -7,8 +7,8 @@ starts from, so `poll` must stay free of per-record Python work.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -45,6 +45,7 @@ class NumberSequenceSource(Source[NumberSequenceSplit]):
             )
 
     def get_boundedness(self) -> Boundedness:
+        """BOUNDED when the source ends, CONTINUOUS_UNBOUNDED otherwise."""
         return Boundedness.BOUNDED
 
     def create_splits(self, parallelism: int) -> list[NumberSequenceSplit]:
@@ -67,9 +68,18 @@ class NumberSequenceSource(Source[NumberSequenceSplit]):
         return splits
 
     def create_reader(self, task_info: TaskInfo) -> NumberSequenceReader:
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
         return NumberSequenceReader()
 
     def default_name(self) -> str:
+        """The source's name when `from_source` gives none."""
         return "Sequence Source"
 
 

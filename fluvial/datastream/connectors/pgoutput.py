@@ -9,8 +9,9 @@ Reference: PostgreSQL's "Logical Replication Message Formats" (protocol chapter)
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 _INT16 = struct.Struct("!h").unpack_from
 _INT32 = struct.Struct("!i").unpack_from

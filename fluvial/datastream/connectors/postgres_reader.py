@@ -27,11 +27,26 @@ from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.connectors import pgoutput
 from fluvial.datastream.connectors.pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate
 from fluvial.datastream.connectors.postgres import (
-    ChangelogMode, PostgresSource, PostgresSplit, SnapshotPhase, StartupMode)
+    ChangelogMode,
+    PostgresSource,
+    PostgresSplit,
+    SnapshotPhase,
+    StartupMode,
+)
 from fluvial.datastream.connectors.postgres_client import (
-    PostgresLoginError, connect, is_connection_lost, psycopg2_module)
+    PostgresLoginError,
+    connect,
+    is_connection_lost,
+    psycopg2_module,
+)
 from fluvial.datastream.connectors.postgres_snapshot import (
-    ChangeFilter, SnapshotPass, TableSnapshot, filtered, ident, primary_keys)
+    ChangeFilter,
+    SnapshotPass,
+    TableSnapshot,
+    filtered,
+    ident,
+    primary_keys,
+)
 from fluvial.datastream.connectors.source import SourceReader
 
 logger = logging.getLogger(__name__)

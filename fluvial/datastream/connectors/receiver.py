@@ -155,7 +155,7 @@ class ReceiverSource(Source[ReceiverSplit]):
     def create_splits(self, parallelism: int) -> list[ReceiverSplit]:
         return [ReceiverSplit(f"receiver-{self.stream_id}", self.stream_id)]
 
-    def create_reader(self, task_info: SourceReaderContext) -> "ReceiverSourceReader":
+    def create_reader(self, task_info: SourceReaderContext) -> ReceiverSourceReader:
         if task_info.receivers is None:
             raise RuntimeError(
                 f"the receiver source of stream {self.stream_id} was started without its TaskManager's receiver "
@@ -173,7 +173,7 @@ class ReceiverSource(Source[ReceiverSplit]):
 class ReceiverStreams(Protocol):
     """A TaskManager's receivers of one job, as a receiver source reader sees them."""
 
-    def stream(self, stream_id: int, receiver: "Receiver", operator_id: str = "",
+    def stream(self, stream_id: int, receiver: Receiver, operator_id: str = "",
                log_directory: str | None = None, upstream_position: Any = None) -> Any:
         """The services (tracker, block handler, supervisor) of stream `stream_id`, its receiver started on
         first use and kept running across failovers of the job's tasks. With the write-ahead log on, a new
@@ -183,7 +183,7 @@ class ReceiverStreams(Protocol):
 
 
 class ReceiverSourceReader(SourceReader[ReceiverSplit]):
-    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: "Receiver",
+    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: Receiver,
                  operator_id: str = "") -> None:
         self._receivers = receivers
         self._stream_id = stream_id

@@ -41,12 +41,22 @@ class Sink(abc.ABC):
     """A picklable description of an output; builds its writers at run time."""
 
     @abc.abstractmethod
-    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> SinkWriter: ...
+    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> SinkWriter:
+        """The writer of one sink subtask.
+
+        Args:
+            task_info: The subtask.
+            restored_state: Its checkpointed state, or None.
+
+        Returns:
+            The SinkWriter.
+        """
 
     def commit(self, committables: list[Any]) -> None:
         """Make prepared committables visible. Idempotent. Runs on the writer's task thread."""
 
     def default_name(self) -> str:
+        """The sink's name when none is given."""
         return "Sink"
 
     def locations(self) -> tuple[str, ...]:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Sequence, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from fluvial.common.task_info import TaskInfo
 
@@ -88,19 +89,37 @@ class Source(abc.ABC, Generic[SplitT]):
     uses_receivers = False
 
     @abc.abstractmethod
-    def get_boundedness(self) -> Boundedness: ...
+    def get_boundedness(self) -> Boundedness:
+        """Whether the source ends (BOUNDED) or not."""
 
     @abc.abstractmethod
-    def create_splits(self, parallelism: int) -> list[SplitT]: ...
+    def create_splits(self, parallelism: int) -> list[SplitT]:
+        """Divide the source's work into splits (files, partitions, ranges).
+
+        Args:
+            parallelism: The source's parallelism.
+
+        Returns:
+            The splits.
+        """
 
     @abc.abstractmethod
-    def create_reader(self, task_info: TaskInfo) -> SourceReader[SplitT]: ...
+    def create_reader(self, task_info: TaskInfo) -> SourceReader[SplitT]:
+        """The reader of one source subtask.
+
+        Args:
+            task_info: The subtask.
+
+        Returns:
+            The SourceReader.
+        """
 
     def max_parallelism(self) -> int | None:
         """The most subtasks this source can feed (None: no limit). from_collection answers 1."""
         return None
 
     def default_name(self) -> str:
+        """The source's name when `from_source` gives none."""
         return "Custom Source"
 
     def locations(self) -> tuple[str, ...]:

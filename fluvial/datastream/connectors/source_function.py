@@ -29,7 +29,7 @@ class _Cancelled(Exception):
 class SourceContext:
     """What `run(ctx)` emits through (Flink's SourceFunction.SourceContext)."""
 
-    def __init__(self, records: "queue.Queue[Any]", stopped: threading.Event) -> None:
+    def __init__(self, records: queue.Queue[Any], stopped: threading.Event) -> None:
         self._records = records
         self._stopped = stopped
 
@@ -69,7 +69,7 @@ class SourceFunctionSource(Source[str]):
     def create_splits(self, parallelism: int) -> list[str]:
         return ["source-function"]
 
-    def create_reader(self, task_info: TaskInfo) -> "SourceFunctionReader":
+    def create_reader(self, task_info: TaskInfo) -> SourceFunctionReader:
         return SourceFunctionReader(self.function, task_info)
 
     def max_parallelism(self) -> int | None:

@@ -9,7 +9,8 @@ size is known only then.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import Row, _create_row

@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.io import InputFormat
@@ -50,19 +51,40 @@ class AvroSchema:
         self._json = json.dumps(document)
 
     @staticmethod
-    def parse_string(json_schema: str) -> "AvroSchema":
+    def parse_string(json_schema: str) -> AvroSchema:
+        """An Avro schema from its JSON text.
+
+        Args:
+            json_schema: The schema.
+
+        Returns:
+            The AvroSchema.
+
+        Raises:
+            InvalidJobError: the schema is not valid Avro.
+        """
         return AvroSchema(json_schema)
 
     @staticmethod
-    def parse_file(file_path: str) -> "AvroSchema":
+    def parse_file(file_path: str) -> AvroSchema:
+        """An Avro schema from a `.avsc` file.
+
+        Args:
+            file_path: The file.
+
+        Returns:
+            The AvroSchema.
+        """
         with open(file_path, encoding="utf-8") as handle:
             return AvroSchema(handle.read())
 
     @property
     def parsed(self) -> Any:
+        """The schema parsed by fastavro."""
         return self._parsed
 
     def field_names(self) -> list[str]:
+        """The record schema's field names."""
         if self._parsed.get("type") != "record":
             raise InvalidJobError(f"an Avro row schema must be a record, got {self._parsed.get('type')!r}")
         return [f["name"] for f in self._parsed["fields"]]
@@ -97,6 +119,7 @@ class GenericRecordAvroTypeInfo(TypeInformation):
         self._schema = _schema(schema, "GenericRecordAvroTypeInfo")
 
     def get_schema(self) -> AvroSchema:
+        """The records' Avro schema."""
         return self._schema
 
     def _key(self) -> tuple[Any, ...]:
@@ -131,14 +154,17 @@ class AvroInputFormat(InputFormat):
         self._schema = _schema(schema, "AvroInputFormat")
 
     def create_source(self) -> Any:
+        """The FileSource of this format."""
         from fluvial.datastream.connectors.file_source import FileSource
 
         return FileSource.for_bulk_file_format(AvroContainerFormat(self._schema), self._path).build()
 
     def get_produced_type(self) -> GenericRecordAvroTypeInfo:
+        """The type of the records read: generic records of the schema."""
         return GenericRecordAvroTypeInfo(self._schema)
 
     def name(self) -> str:
+        """The format's name."""
         return f"Avro: {self._path}"
 
 
@@ -175,8 +201,17 @@ class _AvroWriterFactory(BulkWriterFactory):
 
 
 class AvroBulkWriters:
+    """FileSink bulk writers of Avro container files (PyFlink's `AvroBulkWriters`)."""
     @staticmethod
     def for_generic_record(schema: AvroSchema) -> BulkWriterFactory:
+        """A FileSink bulk-writer factory writing records (dicts) of `schema` to Avro files.
+
+        Args:
+            schema: The AvroSchema.
+
+        Returns:
+            The factory.
+        """
         return _AvroWriterFactory(_schema(schema, "AvroBulkWriters.for_generic_record"))
 
 
@@ -236,11 +271,20 @@ def _no_record_class(record_class: Any, avro_schema_string: Any, what: str) -> A
 
 
 class AvroRowSerializationSchema(SerializationSchema):
+    """Writes Rows as Avro-encoded messages (PyFlink's `AvroRowSerializationSchema`)."""
     def __init__(self, record_class: str | None = None, avro_schema_string: str | None = None) -> None:
         self._schema = _no_record_class(record_class, avro_schema_string, "AvroRowSerializationSchema")
         self._schema.field_names()
 
     def serialize(self, element: Any) -> bytes:
+        """One Row as an Avro message.
+
+        Args:
+            element: The Row.
+
+        Returns:
+            The bytes.
+        """
         out = io.BytesIO()
         try:
             fastavro.schemaless_writer(out, self._schema.parsed, _positional_record(self._schema, element))
@@ -253,6 +297,7 @@ class AvroRowSerializationSchema(SerializationSchema):
 
 
 class AvroRowDeserializationSchema(DeserializationSchema):
+    """Reads Avro-encoded messages as Rows (PyFlink's `AvroRowDeserializationSchema`)."""
     def __init__(self, record_class: str | None = None, avro_schema_string: str | None = None) -> None:
         self._schema = _no_record_class(record_class, avro_schema_string, "AvroRowDeserializationSchema")
         self._schema.field_names()
@@ -262,6 +307,14 @@ class AvroRowDeserializationSchema(DeserializationSchema):
         return _row_converter(self._schema.parsed)
 
     def deserialize(self, message: bytes) -> Any:
+        """One Avro message as a Row.
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The Row.
+        """
         record = fastavro.schemaless_reader(io.BytesIO(message), self._schema.parsed, None)
         return self._to_row(record)
 

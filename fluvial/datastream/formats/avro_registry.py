@@ -18,7 +18,8 @@ import json
 import struct
 import threading
 import urllib.request
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.serialization import DeserializationSchema, SerializationSchema
@@ -41,7 +42,7 @@ class MockSchemaRegistry:
     """An in-process registry (`mock://NAME`): ids count from 1; registering the same schema again under a
     subject returns its id."""
 
-    _registries: dict[str, "MockSchemaRegistry"] = {}
+    _registries: dict[str, MockSchemaRegistry] = {}
     _lock = threading.Lock()
 
     def __init__(self) -> None:
@@ -50,7 +51,7 @@ class MockSchemaRegistry:
         self.subjects: dict[str, list[int]] = {}
 
     @classmethod
-    def named(cls, name: str) -> "MockSchemaRegistry":
+    def named(cls, name: str) -> MockSchemaRegistry:
         with cls._lock:
             return cls._registries.setdefault(name, cls())
 
@@ -113,7 +114,7 @@ class ConfluentRegistryAvroSerializationSchema(SerializationSchema):
         self._schema.field_names()
 
     @staticmethod
-    def for_generic(subject: str, schema: str | AvroSchema, url: str) -> "ConfluentRegistryAvroSerializationSchema":
+    def for_generic(subject: str, schema: str | AvroSchema, url: str) -> ConfluentRegistryAvroSerializationSchema:
         return ConfluentRegistryAvroSerializationSchema(subject, str(schema), url)
 
     @functools.cached_property
@@ -143,7 +144,7 @@ class ConfluentRegistryAvroDeserializationSchema(DeserializationSchema):
         self._writers: dict[int, Any] = {}
 
     @staticmethod
-    def for_generic(schema: str | AvroSchema, url: str) -> "ConfluentRegistryAvroDeserializationSchema":
+    def for_generic(schema: str | AvroSchema, url: str) -> ConfluentRegistryAvroDeserializationSchema:
         return ConfluentRegistryAvroDeserializationSchema(str(schema), url)
 
     @functools.cached_property

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import _create_row
@@ -125,20 +126,32 @@ class CsvSchema:
     any_property_name: str | None = None
 
     @staticmethod
-    def builder() -> "CsvSchemaBuilder":
+    def builder() -> CsvSchemaBuilder:
+        """A builder of a CSV schema.
+
+        Returns:
+            The CsvSchemaBuilder.
+
+        Example:
+            ```python
+            schema = CsvSchema.builder().add_string_column("name").add_number_column("age", Types.INT()).build()
+            ```
+        """
         return CsvSchemaBuilder()
 
     def get_type_info(self) -> RowTypeInfo:
+        """The Row type of the records the schema reads and writes."""
         return Types.ROW_NAMED([c.name for c in self.columns], [c.type_info for c in self.columns])
 
     def size(self) -> int:
+        """The number of columns."""
         return len(self.columns)
 
     def __len__(self) -> int:
         return len(self.columns)
 
     def __str__(self) -> str:
-        return "CsvSchema(%s)" % ", ".join(f"{c.name}: {c.type_info!r}" for c in self.columns)
+        return "CsvSchema(" + ", ".join(f"{c.name}: {c.type_info!r}" for c in self.columns) + ")"
 
     # -- reading and writing rows (shared by the file formats and the row schemas) ---------------------------
 
@@ -164,6 +177,18 @@ class CsvSchema:
         return parsers
 
     def parse_fields(self, fields: list[str], parsers: list[Callable[[str], Any]]) -> Any:
+        """A Row from a row's text fields.
+
+        Args:
+            fields: The fields as read.
+            parsers: One parser per column.
+
+        Returns:
+            The Row.
+
+        Raises:
+            ValueError: a field does not parse as its column's type.
+        """
         names = [c.name for c in self.columns]
         if len(fields) != len(names):
             raise InvalidJobError(f"CSV line {fields!r} has {len(fields)} columns, the schema {len(names)} ({names})")
@@ -195,6 +220,12 @@ class CsvSchema:
                 yield self.parse_fields(fields, parsers)
 
     def write_rows(self, records: list, out: io.StringIO) -> None:
+        """Write records as CSV rows.
+
+        Args:
+            records: Rows (or tuples) of the schema.
+            out: Where the text goes.
+        """
         names = [c.name for c in self.columns]
         separators = [c.array_separator or self.array_element_separator for c in self.columns]
         writer = csv.writer(out, **self._dialect())
@@ -206,31 +237,59 @@ class CsvSchema:
         )
 
     def header(self) -> list[str]:
+        """The column names, in order."""
         return [c.name for c in self.columns]
 
 
 class CsvSchemaBuilder:
+    """Builds a CsvSchema column by column, with Jackson's CSV options (PyFlink's `CsvSchemaBuilder`):
+    `CsvSchema.builder()`.
+    """
     def __init__(self) -> None:
         self._schema = CsvSchema()
 
-    def _set(self, **changes: Any) -> "CsvSchemaBuilder":
+    def _set(self, **changes: Any) -> CsvSchemaBuilder:
         self._schema = replace(self._schema, **changes)
         return self
 
-    def _add(self, column: _Column) -> "CsvSchemaBuilder":
+    def _add(self, column: _Column) -> CsvSchemaBuilder:
         if any(c.name == column.name for c in self._schema.columns):
             raise InvalidJobError(f"CSV schema has two columns named {column.name!r}")
         return self._set(columns=self._schema.columns + (column,))
 
     def add_array_column(self, name: str, separator: str = ";", element_type: TypeInformation | None = None):
+        """Append an array column, its elements split by `separator`; returns this builder.
+
+        Args:
+            name: The column's name.
+            separator: What separates the elements.
+            element_type: The elements' type; default string.
+        """
         element = element_type or Types.STRING()
         _scalar_parser(element, name)
         return self._add(_Column(name, Types.OBJECT_ARRAY(element), separator))
 
-    def add_boolean_column(self, name: str) -> "CsvSchemaBuilder":
+    def add_boolean_column(self, name: str) -> CsvSchemaBuilder:
+        """Append a boolean column.
+
+        Args:
+            name: The column's name.
+
+        Returns:
+            This builder.
+        """
         return self._add(_Column(name, Types.BOOLEAN()))
 
-    def add_number_column(self, name: str, number_type: TypeInformation | None = None) -> "CsvSchemaBuilder":
+    def add_number_column(self, name: str, number_type: TypeInformation | None = None) -> CsvSchemaBuilder:
+        """Append a number column.
+
+        Args:
+            name: The column's name.
+            number_type: Its type (`Types.INT()`, `Types.DOUBLE()`, ...); default a 64-bit integer.
+
+        Returns:
+            This builder.
+        """
         number = number_type or Types.LONG()
         if not (isinstance(number, BasicTypeInfo) and number.basic_type in (
                 BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.BIG_INT,
@@ -238,75 +297,209 @@ class CsvSchemaBuilder:
             raise InvalidJobError(f"add_number_column takes a numeric type (e.g. Types.INT()), got {number!r}")
         return self._add(_Column(name, number))
 
-    def add_string_column(self, name: str) -> "CsvSchemaBuilder":
+    def add_string_column(self, name: str) -> CsvSchemaBuilder:
+        """Append a string column.
+
+        Args:
+            name: The column's name.
+
+        Returns:
+            This builder.
+        """
         return self._add(_Column(name, Types.STRING()))
 
-    def add_columns_from(self, schema: CsvSchema) -> "CsvSchemaBuilder":
+    def add_columns_from(self, schema: CsvSchema) -> CsvSchemaBuilder:
+        """Append every column of another schema.
+
+        Args:
+            schema: The schema.
+
+        Returns:
+            This builder.
+        """
         for column in schema.columns:
             self._add(column)
         return self
 
-    def clear_columns(self) -> "CsvSchemaBuilder":
+    def clear_columns(self) -> CsvSchemaBuilder:
+        """Remove every column added so far.
+
+        Returns:
+            This builder.
+        """
         return self._set(columns=())
 
-    def set_allow_comments(self, allow: bool = True) -> "CsvSchemaBuilder":
+    def set_allow_comments(self, allow: bool = True) -> CsvSchemaBuilder:
+        """Set whether lines starting with `#` are skipped.
+
+        Args:
+            allow: True to skip them.
+
+        Returns:
+            This builder.
+        """
         return self._set(allow_comments=bool(allow))
 
-    def set_any_property_name(self, name: str) -> "CsvSchemaBuilder":
+    def set_any_property_name(self, name: str) -> CsvSchemaBuilder:
+        """Set the name of the column collecting extra fields.
+
+        Args:
+            name: The column's name.
+
+        Returns:
+            This builder.
+        """
         from fluvial.common.errors import NotYetSupportedError
 
         raise NotYetSupportedError("CSV 'any property' columns are not supported yet; declare every column")
 
-    def disable_array_element_separator(self) -> "CsvSchemaBuilder":
+    def disable_array_element_separator(self) -> CsvSchemaBuilder:
+        """Turn off splitting array columns.
+
+        Returns:
+            This builder.
+        """
         return self._set(array_element_separator="")
 
-    def remove_array_element_separator(self, index: int) -> "CsvSchemaBuilder":
+    def remove_array_element_separator(self, index: int) -> CsvSchemaBuilder:
+        """Set no separator for the array column at `index`.
+
+        Args:
+            index: The column's index.
+
+        Returns:
+            This builder.
+        """
         columns = list(self._schema.columns)
         columns[index] = replace(columns[index], array_separator=None)
         return self._set(columns=tuple(columns))
 
-    def set_array_element_separator(self, separator: str) -> "CsvSchemaBuilder":
+    def set_array_element_separator(self, separator: str) -> CsvSchemaBuilder:
+        """Set the separator of array columns' elements (default `;`).
+
+        Args:
+            separator: The separator.
+
+        Returns:
+            This builder.
+        """
         return self._set(array_element_separator=separator)
 
-    def set_column_separator(self, char: str) -> "CsvSchemaBuilder":
+    def set_column_separator(self, char: str) -> CsvSchemaBuilder:
+        """Set the character between columns (default `,`).
+
+        Args:
+            char: The character.
+
+        Returns:
+            This builder.
+        """
         if not isinstance(char, str) or len(char) != 1:
             raise InvalidJobError(f"the column separator is one character, got {char!r}")
         return self._set(column_separator=char)
 
-    def disable_escape_char(self) -> "CsvSchemaBuilder":
+    def disable_escape_char(self) -> CsvSchemaBuilder:
+        """Turn off escaping.
+
+        Returns:
+            This builder.
+        """
         return self._set(escape_char=None)
 
-    def set_escape_char(self, char: str) -> "CsvSchemaBuilder":
+    def set_escape_char(self, char: str) -> CsvSchemaBuilder:
+        """Set the escape character (none by default).
+
+        Args:
+            char: The character.
+
+        Returns:
+            This builder.
+        """
         return self._set(escape_char=char)
 
-    def set_line_separator(self, separator: str) -> "CsvSchemaBuilder":
+    def set_line_separator(self, separator: str) -> CsvSchemaBuilder:
+        """Set what ends a row when writing (default `\n`).
+
+        Args:
+            separator: The line separator.
+
+        Returns:
+            This builder.
+        """
         return self._set(line_separator=separator)
 
-    def set_null_value(self, null_value: str) -> "CsvSchemaBuilder":
+    def set_null_value(self, null_value: str) -> CsvSchemaBuilder:
+        """Set the text that reads and writes as None.
+
+        Args:
+            null_value: The text.
+
+        Returns:
+            This builder.
+        """
         return self._set(null_value=null_value)
 
-    def disable_quote_char(self) -> "CsvSchemaBuilder":
+    def disable_quote_char(self) -> CsvSchemaBuilder:
+        """Turn off quoting.
+
+        Returns:
+            This builder.
+        """
         return self._set(quote_char=None)
 
-    def set_quote_char(self, char: str) -> "CsvSchemaBuilder":
+    def set_quote_char(self, char: str) -> CsvSchemaBuilder:
+        """Set the quoting character (default `"`).
+
+        Args:
+            char: The character.
+
+        Returns:
+            This builder.
+        """
         return self._set(quote_char=char)
 
-    def set_skip_first_data_row(self, skip: bool = True) -> "CsvSchemaBuilder":
+    def set_skip_first_data_row(self, skip: bool = True) -> CsvSchemaBuilder:
+        """Set whether the first row is skipped (a header).
+
+        Args:
+            skip: True to skip it.
+
+        Returns:
+            This builder.
+        """
         return self._set(skip_first_data_row=bool(skip))
 
-    def set_strict_headers(self, strict: bool = True) -> "CsvSchemaBuilder":
+    def set_strict_headers(self, strict: bool = True) -> CsvSchemaBuilder:
+        """Set whether the header must match the schema's columns exactly.
+
+        Args:
+            strict: True to check.
+
+        Returns:
+            This builder.
+        """
         return self._set(strict_headers=bool(strict))
 
-    def set_use_header(self, use: bool = True) -> "CsvSchemaBuilder":
+    def set_use_header(self, use: bool = True) -> CsvSchemaBuilder:
+        """Set whether the first row names the columns.
+
+        Args:
+            use: True when it does.
+
+        Returns:
+            This builder.
+        """
         return self._set(use_header=bool(use))
 
     def size(self) -> int:
+        """The number of columns so far."""
         return len(self._schema.columns)
 
     def __len__(self) -> int:
         return len(self._schema.columns)
 
     def build(self) -> CsvSchema:
+        """The CsvSchema."""
         if not self._schema.columns:
             raise InvalidJobError("a CSV schema needs at least one column (add_string_column, add_number_column...)")
         return self._schema
@@ -323,13 +516,35 @@ class CsvReaderFormat(BulkFormat):
     charset: str = "utf-8"
 
     @staticmethod
-    def for_schema(schema: CsvSchema) -> "CsvReaderFormat":
+    def for_schema(schema: CsvSchema) -> CsvReaderFormat:
+        """A FileSource format reading CSV files as Rows of `schema`.
+
+        Args:
+            schema: The CsvSchema.
+
+        Returns:
+            The format.
+
+        Example:
+            ```python
+            FileSource.for_record_stream_format(CsvReaderFormat.for_schema(schema), "/data/people.csv").build()
+            ```
+        """
         if not isinstance(schema, CsvSchema):
             raise InvalidJobError(f"CsvReaderFormat.for_schema takes a CsvSchema, got {schema!r}")
         schema._parsers()  # every column readable, checked now
         return CsvReaderFormat(schema)
 
     def open_reader(self, path: str, offset: int) -> RecordFileReader:
+        """A reader of one CSV file from a byte offset.
+
+        Args:
+            path: The file.
+            offset: Where to start.
+
+        Returns:
+            The reader.
+        """
         schema, charset = self.schema, self.charset
         return RecordFileReader(
             path, offset, lambda binary: schema.records(io.TextIOWrapper(binary, encoding=charset, newline="")))
@@ -366,8 +581,17 @@ class _CsvWriterFactory(BulkWriterFactory):
 
 
 class CsvBulkWriters:
+    """FileSink bulk writers of CSV files (PyFlink's `CsvBulkWriters`)."""
     @staticmethod
     def for_schema(schema: CsvSchema) -> BulkWriterFactory:
+        """A FileSink bulk-writer factory writing Rows of `schema` as CSV.
+
+        Args:
+            schema: The CsvSchema.
+
+        Returns:
+            The factory, for `FileSink.for_bulk_format`.
+        """
         if not isinstance(schema, CsvSchema):
             raise InvalidJobError(f"CsvBulkWriters.for_schema takes a CsvSchema, got {schema!r}")
         return _CsvWriterFactory(schema)
@@ -396,6 +620,14 @@ class CsvRowDeserializationSchema(DeserializationSchema):
     type_info: Any = field(default=None)
 
     def deserialize(self, message: bytes) -> Any:
+        """One CSV line as a Row.
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The Row.
+        """
         text = bytes(message).decode("utf-8").rstrip("\r\n")
         try:
             rows = list(self.schema.records(iter([text])))
@@ -408,6 +640,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             raise
 
     def get_produced_type(self) -> Any:
+        """The Row type produced."""
         return self.type_info
 
     class Builder:
@@ -416,7 +649,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             self._schema = _schema_for(type_info, "CsvRowDeserializationSchema")
             self._ignore = False
 
-        def _set(self, **changes: Any) -> "CsvRowDeserializationSchema.Builder":
+        def _set(self, **changes: Any) -> CsvRowDeserializationSchema.Builder:
             self._schema = replace(self._schema, **changes)
             return self
 
@@ -442,7 +675,7 @@ class CsvRowDeserializationSchema(DeserializationSchema):
             self._ignore = bool(ignore_parse_errors)
             return self
 
-        def build(self) -> "CsvRowDeserializationSchema":
+        def build(self) -> CsvRowDeserializationSchema:
             return CsvRowDeserializationSchema(self._schema, self._ignore, self._type_info)
 
 
@@ -453,6 +686,14 @@ class CsvRowSerializationSchema(SerializationSchema):
     schema: CsvSchema
 
     def serialize(self, element: Any) -> bytes:
+        """One Row as a CSV line, in bytes.
+
+        Args:
+            element: The Row.
+
+        Returns:
+            The bytes.
+        """
         out = io.StringIO()
         self.schema.write_rows([element], out)
         return out.getvalue().encode("utf-8")
@@ -461,7 +702,7 @@ class CsvRowSerializationSchema(SerializationSchema):
         def __init__(self, type_info: Any) -> None:
             self._schema = _schema_for(type_info, "CsvRowSerializationSchema")
 
-        def _set(self, **changes: Any) -> "CsvRowSerializationSchema.Builder":
+        def _set(self, **changes: Any) -> CsvRowSerializationSchema.Builder:
             self._schema = replace(self._schema, **changes)
             return self
 
@@ -486,5 +727,5 @@ class CsvRowSerializationSchema(SerializationSchema):
         def set_null_literal(self, s: str):
             return self._set(null_value=s)
 
-        def build(self) -> "CsvRowSerializationSchema":
+        def build(self) -> CsvRowSerializationSchema:
             return CsvRowSerializationSchema(self._schema)

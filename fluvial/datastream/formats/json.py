@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import Row, _create_row
@@ -116,12 +117,16 @@ def _from_json_schema(node: dict[str, Any]) -> TypeInformation:
 
 @dataclass(frozen=True)
 class JsonRowDeserializationSchema(DeserializationSchema):
+    """Reads JSON objects as Rows of a declared type (PyFlink's `JsonRowDeserializationSchema`); built with
+    `builder().type_info(...).build()`.
+    """
     type_info: RowTypeInfo
     fail_on_missing_field: bool = False
     ignore_parse_errors: bool = False
 
     @staticmethod
-    def builder() -> "JsonRowDeserializationSchemaBuilder":
+    def builder() -> JsonRowDeserializationSchemaBuilder:
+        """A builder of the schema (`type_info`, `fail_on_missing_field`, `ignore_parse_errors`, `build`)."""
         return JsonRowDeserializationSchemaBuilder()
 
     @functools.cached_property
@@ -129,6 +134,17 @@ class JsonRowDeserializationSchema(DeserializationSchema):
         return _reader(self.type_info, self.fail_on_missing_field, "")
 
     def deserialize(self, message: bytes) -> Any:
+        """One JSON object as a Row.
+
+        Args:
+            message: The bytes.
+
+        Returns:
+            The Row (None for a record skipped by `ignore_parse_errors`).
+
+        Raises:
+            InvalidJobError: invalid JSON or a missing field, unless told to ignore parse errors.
+        """
         try:
             return self._read(json.loads(message))
         except _MissingField as missing:
@@ -141,6 +157,7 @@ class JsonRowDeserializationSchema(DeserializationSchema):
             raise InvalidJobError(f"cannot read JSON message {bytes(message)[:200]!r}: {error}") from None
 
     def get_produced_type(self) -> RowTypeInfo:
+        """The Row type produced."""
         return self.type_info
 
 
@@ -150,22 +167,22 @@ class JsonRowDeserializationSchemaBuilder:
         self._fail_on_missing = False
         self._ignore = False
 
-    def type_info(self, type_info: TypeInformation) -> "JsonRowDeserializationSchemaBuilder":
+    def type_info(self, type_info: TypeInformation) -> JsonRowDeserializationSchemaBuilder:
         self._type_info = row_type_of(type_info, "JsonRowDeserializationSchema")
         return self
 
-    def json_schema(self, json_schema: str) -> "JsonRowDeserializationSchemaBuilder":
+    def json_schema(self, json_schema: str) -> JsonRowDeserializationSchemaBuilder:
         try:
             parsed = json.loads(json_schema)
         except ValueError as error:
             raise InvalidJobError(f"the JSON schema is not JSON: {error}") from None
         return self.type_info(_from_json_schema(parsed))
 
-    def fail_on_missing_field(self) -> "JsonRowDeserializationSchemaBuilder":
+    def fail_on_missing_field(self) -> JsonRowDeserializationSchemaBuilder:
         self._fail_on_missing = True
         return self
 
-    def ignore_parse_errors(self) -> "JsonRowDeserializationSchemaBuilder":
+    def ignore_parse_errors(self) -> JsonRowDeserializationSchemaBuilder:
         self._ignore = True
         return self
 
@@ -177,13 +194,25 @@ class JsonRowDeserializationSchemaBuilder:
 
 @dataclass(frozen=True)
 class JsonRowSerializationSchema(SerializationSchema):
+    """Writes Rows as JSON objects (PyFlink's `JsonRowSerializationSchema`); built with
+    `builder().with_type_info(...).build()`.
+    """
     type_info: RowTypeInfo
 
     @staticmethod
-    def builder() -> "JsonRowSerializationSchemaBuilder":
+    def builder() -> JsonRowSerializationSchemaBuilder:
+        """A builder of the schema."""
         return JsonRowSerializationSchemaBuilder()
 
     def serialize(self, element: Any) -> bytes:
+        """One Row as a JSON object, in bytes.
+
+        Args:
+            element: The Row.
+
+        Returns:
+            The bytes.
+        """
         names = self.type_info.get_field_names()
         values = row_values(element, names, "JsonRowSerializationSchema")
         document = {name: _plain(value) for name, value in zip(names, values)}
@@ -194,7 +223,7 @@ class JsonRowSerializationSchemaBuilder:
     def __init__(self) -> None:
         self._type_info: RowTypeInfo | None = None
 
-    def with_type_info(self, type_info: TypeInformation) -> "JsonRowSerializationSchemaBuilder":
+    def with_type_info(self, type_info: TypeInformation) -> JsonRowSerializationSchemaBuilder:
         self._type_info = row_type_of(type_info, "JsonRowSerializationSchema")
         return self
 

@@ -53,9 +53,20 @@ def _options(writer_properties: Any) -> dict[str, Any]:
 
 
 class OrcBulkWriters:
+    """FileSink bulk writers of ORC files (PyFlink's `OrcBulkWriters`), with pyarrow."""
     @staticmethod
     def for_row_type(row_type: RowTypeInfo, writer_properties: Any = None, hadoop_config: Any = None
                      ) -> BulkWriterFactory:
+        """A FileSink bulk-writer factory writing Rows of `row_type` to ORC files.
+
+        Args:
+            row_type: The Row type.
+            writer_properties: ORC writer properties.
+            hadoop_config: Accepted for PyFlink's signature.
+
+        Returns:
+            The factory.
+        """
         if hadoop_config is not None and getattr(hadoop_config, "keys", lambda: [])():
             raise InvalidJobError("hadoop_config is not supported: fluvial writes through fsspec; put the "
                                   "filesystem in the path's URL instead")

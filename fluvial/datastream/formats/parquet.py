@@ -11,8 +11,9 @@ Hadoop here; give any fsspec URL as the path instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.serialization import BulkWriter, BulkWriterFactory
@@ -41,6 +42,7 @@ def _parquet_records(binary: Any, columns: list[str] | None, batch_size: int) ->
 
 @dataclass(frozen=True, slots=True)
 class ParquetColumnarRowInputFormat(BulkFormat):
+    """Reads Parquet files as Rows (PyFlink's `ParquetColumnarRowInputFormat`), with pyarrow."""
     row_type: RowTypeInfo
     hadoop_config: Any = None
     batch_size: int = 2048
@@ -54,6 +56,15 @@ class ParquetColumnarRowInputFormat(BulkFormat):
             raise InvalidJobError(f"batch_size must be >= 1, got {self.batch_size}")
 
     def open_reader(self, path: str, offset: int) -> RecordFileReader:
+        """A reader of one Parquet file.
+
+        Args:
+            path: The file.
+            offset: Where to start (a checkpointed position).
+
+        Returns:
+            The reader.
+        """
         names, size = self.row_type.get_field_names(), self.batch_size
         to_row = arrow_rows.rows_converter(self.row_type)
 
@@ -83,9 +94,20 @@ class _ParquetWriterFactory(BulkWriterFactory):
 
 
 class ParquetBulkWriters:
+    """FileSink bulk writers of Parquet files (PyFlink's `ParquetBulkWriters`), with pyarrow."""
     @staticmethod
     def for_row_type(row_type: RowTypeInfo, hadoop_config: Any = None, utc_timestamp: bool = False
                      ) -> BulkWriterFactory:
+        """A FileSink bulk-writer factory writing Rows of `row_type` to Parquet files.
+
+        Args:
+            row_type: The Row type (`Types.ROW_NAMED(...)`).
+            hadoop_config: Accepted for PyFlink's signature.
+            utc_timestamp: Write timestamps as UTC.
+
+        Returns:
+            The factory.
+        """
         _no_hadoop(hadoop_config)
         row_type = row_type_of(row_type, "ParquetBulkWriters.for_row_type")
         arrow_rows.arrow_schema(row_type)  # every column representable, checked now
@@ -110,12 +132,30 @@ class _AvroParquetFormat(StreamFormat):
 
 
 class AvroParquetReaders:
+    """Reads Parquet files as Avro generic records (PyFlink's `AvroParquetReaders`)."""
     @staticmethod
     def for_generic_record(schema: Any) -> StreamFormat:
+        """A FileSource format reading Parquet files as records (dicts) of an Avro schema.
+
+        Args:
+            schema: The AvroSchema.
+
+        Returns:
+            The format.
+        """
         return _AvroParquetFormat(_avro_schema(schema, "AvroParquetReaders.for_generic_record"))
 
 
 class AvroParquetWriters:
+    """Writes Avro generic records to Parquet files (PyFlink's `AvroParquetWriters`)."""
     @staticmethod
     def for_generic_record(schema: Any) -> BulkWriterFactory:
+        """A FileSink bulk-writer factory writing records (dicts) of an Avro schema to Parquet.
+
+        Args:
+            schema: The AvroSchema.
+
+        Returns:
+            The factory.
+        """
         return _ParquetWriterFactory(_avro_schema(schema, "AvroParquetWriters.for_generic_record"))

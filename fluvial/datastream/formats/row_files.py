@@ -5,7 +5,8 @@ records already returned)."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.row import Row, _create_row

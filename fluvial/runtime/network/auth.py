@@ -19,7 +19,7 @@ import hashlib
 import hmac
 import os
 import socket
-from typing import Iterator
+from collections.abc import Iterator
 
 MAGIC = b"FLUVIAL1"
 CHALLENGE_BYTES = 32

@@ -18,7 +18,7 @@ import logging
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from fluvial.runtime.network.auth import AuthenticationError, accept_handshake, connect_handshake
 from fluvial.runtime.network.framing import FrameKind, FrameReader, FrameWriter

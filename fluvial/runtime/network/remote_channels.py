@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.wire import dumps_records
 from fluvial.runtime.channels import UNLIMITED_BUFFER

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Coroutine, Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +25,9 @@ logger = logging.getLogger(__name__)
 class AsyncCall(Protocol):
     def coroutine(self) -> Coroutine[Any, Any, Any]: ...
 
-    def started(self, task: "asyncio.Future[Any]") -> None: ...
+    def started(self, task: asyncio.Future[Any]) -> None: ...
 
-    def done(self, task: "asyncio.Future[Any]") -> None: ...
+    def done(self, task: asyncio.Future[Any]) -> None: ...
 
 
 STOP_TIMEOUT_SECONDS = 5.0
@@ -68,13 +69,13 @@ class AsyncLoop:
             call.started(task)
             task.add_done_callback(call.done)
 
-    def _failed(self, error: BaseException) -> "asyncio.Future[Any]":
+    def _failed(self, error: BaseException) -> asyncio.Future[Any]:
         """A future already failed with `error` (creating the coroutine itself raised)."""
         future = self._loop.create_future()
         future.set_exception(error)
         return future
 
-    def cancel(self, task: "asyncio.Future[Any] | None") -> None:
+    def cancel(self, task: asyncio.Future[Any] | None) -> None:
         if task is not None and not self._stopped:
             self._loop.call_soon_threadsafe(task.cancel)
 

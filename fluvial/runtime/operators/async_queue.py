@@ -16,7 +16,8 @@ checkpoints: in input order (in the unordered queue, segment by segment).
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Iterator, Union
+from collections.abc import Iterator
+from typing import Any
 
 from fluvial.runtime.records import Watermark
 
@@ -44,7 +45,7 @@ class AsyncEntry:
         return f"AsyncEntry({self.value!r}, done={self.done})"
 
 
-Item = Union[AsyncEntry, Watermark]
+Item = AsyncEntry | Watermark
 
 
 class _Queue:

@@ -136,7 +136,7 @@ class AsyncWaitOperator(StreamOperator):
             self._watch_deadlines()
         self._emit_ready()
 
-    def _call(self, entry: AsyncEntry) -> "_Call":
+    def _call(self, entry: AsyncEntry) -> _Call:
         return _Call(self, entry, entry.generation)
 
     def _on_done(self, entry: AsyncEntry, generation: int, task: Any) -> None:

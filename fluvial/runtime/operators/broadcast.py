@@ -67,7 +67,7 @@ class DataSideContext(ProcessContext, f.BroadcastProcessFunction.ReadOnlyContext
 
     __slots__ = ("_states", "_operator")
 
-    def __init__(self, operator: "BroadcastProcessOperator", timers: Any) -> None:
+    def __init__(self, operator: BroadcastProcessOperator, timers: Any) -> None:
         super().__init__(operator.keyed_backend, timers)
         self._states = operator.broadcast_states
         self._operator = operator
@@ -88,7 +88,7 @@ class BroadcastSideContext(f.BroadcastProcessFunction.Context, f.KeyedBroadcastP
 
     __slots__ = ("_operator",)
 
-    def __init__(self, operator: "BroadcastProcessOperator") -> None:
+    def __init__(self, operator: BroadcastProcessOperator) -> None:
         self._operator = operator
 
     def timestamp(self) -> int | None:

@@ -6,7 +6,8 @@ also what broadcast process functions see (`operators.broadcast`)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from fluvial.checkpoint.snapshots import BROADCAST_PREFIX, UNION_PREFIX
 from fluvial.common.errors import StateError

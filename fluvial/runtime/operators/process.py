@@ -4,7 +4,8 @@ the two-input CoMap / CoFlatMap / CoProcess / KeyedCoProcess. Results may be ret
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream import functions as f

@@ -3,8 +3,9 @@ metric group it reports into."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from fluvial.common.errors import StateError
 from fluvial.common.key_groups import key_group_range_for_operator

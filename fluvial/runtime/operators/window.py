@@ -18,7 +18,8 @@ does what EventTimeTrigger.on_element would: a timer once per new pane, FIRE for
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream import transformations as t

@@ -3,7 +3,8 @@ Each is one object per operator, repointed at the current window before use (no 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import StateKind

@@ -11,7 +11,8 @@ RocksDB, whose tables hand out copies, it is what makes the change persist.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream import state as s

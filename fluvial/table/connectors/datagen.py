@@ -15,8 +15,9 @@ import datetime as _dt
 import random
 import string
 import time
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.common.row import RowKind, _create_row
 from fluvial.datastream.functions import MapFunction
@@ -70,7 +71,7 @@ class _FieldSpec:
         if self.type.is_string():
             return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(self.length))
         if t in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-            return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+            return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
         if t == "DATE":
             return _dt.date.today()
         raise ValidationException(f"datagen cannot generate {self.type} for field {self.name}")

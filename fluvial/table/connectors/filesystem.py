@@ -12,7 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.functions import FlatMapFunction, MapFunction

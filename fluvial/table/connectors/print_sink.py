@@ -4,7 +4,8 @@ when the sink runs with parallelism above 1 and `id> ` / `id:N> ` with `'print-i
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from fluvial.common.row import Row
 from fluvial.datastream.functions import MapFunction

@@ -18,7 +18,7 @@ def _instant_to_datetime(value: Any) -> Any:
     from fluvial.table.values import from_epoch_millis
 
     if hasattr(value, "to_epoch_milli"):
-        return from_epoch_millis(value.to_epoch_milli()).replace(tzinfo=_dt.timezone.utc)
+        return from_epoch_millis(value.to_epoch_milli()).replace(tzinfo=_dt.UTC)
     return value
 
 

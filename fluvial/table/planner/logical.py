@@ -51,7 +51,7 @@ class RelNode:
         return [c.type for c in self.schema]
 
     @property
-    def inputs(self) -> tuple["RelNode", ...]:
+    def inputs(self) -> tuple[RelNode, ...]:
         return ()
 
     @property

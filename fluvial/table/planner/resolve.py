@@ -6,9 +6,10 @@ position when the expression came from SQL text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.table.builtins import AGGREGATES, BUILTINS, SignatureError
 from fluvial.table.errors import ValidationException, at
@@ -19,11 +20,11 @@ from fluvial.table.types import DataType, DataTypes
 
 # The user functions a plan may call by name (create_temporary_function), set by the table environment while it
 # plans one statement.
-registered_functions: ContextVar[dict[str, Any]] = ContextVar("registered_functions", default={})
+registered_functions: ContextVar[dict[str, Any]] = ContextVar("registered_functions", default={})  # noqa: B039 - read only; set per statement
 # (table alias, column name) → column index of the joined row, for `o.id` in a join's query; set by the SQL
 # planner while it resolves one SELECT over a join.
-qualified_columns: ContextVar[dict[tuple[str, str], int]] = ContextVar("qualified_columns", default={})
-qualified_names: ContextVar[list[str]] = ContextVar("qualified_names", default=[])
+qualified_columns: ContextVar[dict[tuple[str, str], int]] = ContextVar("qualified_columns", default={})  # noqa: B039 - read only
+qualified_names: ContextVar[list[str]] = ContextVar("qualified_names", default=[])  # noqa: B039 - read only
 
 __all__ = ["Resolver", "registered_functions", "resolve", "output_name", "plan_aggregate", "project", "contains_aggregate"]
 

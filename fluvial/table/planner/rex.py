@@ -8,7 +8,7 @@ Python code, not a tree walk.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from fluvial.table.types import DataType
 
@@ -46,7 +46,7 @@ class Call:
     `function` (op `__udf__`)."""
 
     op: str
-    operands: tuple["Rex", ...]
+    operands: tuple[Rex, ...]
     type: DataType
     function: Any = None
 
@@ -56,7 +56,7 @@ class Call:
         return f"{name.upper() if self.function is None else name}({inner})"
 
 
-Rex = Union[InputRef, Literal, Call]
+Rex = InputRef | Literal | Call
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@ sink's type where Flink allows it (numeric widening, anything to STRING), else a
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import Calc, Column, RelNode

@@ -128,12 +128,12 @@ class Translator:
         return stream
 
     def _window(self, node: WindowAggregate) -> Any:
+        from fluvial.common.time import Time
         from fluvial.datastream.window import (
             EventTimeSessionWindows,
             SlidingEventTimeWindows,
             TumblingEventTimeWindows,
         )
-        from fluvial.common.time import Time
 
         spec = node.window
         if spec.kind is WindowKind.TUMBLE:

@@ -8,8 +8,9 @@ the current extreme, as Flink's MinWithRetractAggFunction does with its MapView.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from fluvial.table.planner.rex import AggCall
 from fluvial.table.values import float32

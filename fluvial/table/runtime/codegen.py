@@ -8,7 +8,8 @@ inline, so a record costs one Python call per function, no tree walk.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fluvial.common.row import Row, RowKind
 from fluvial.table.builtins import BUILTINS

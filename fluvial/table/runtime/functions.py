@@ -9,7 +9,8 @@ and GroupAggFunction turns it into a new changelog, as Flink's GroupAggFunction 
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.common.time import MAX_WATERMARK

@@ -12,7 +12,8 @@ stored row of the other that satisfies the remaining condition. Output kinds, as
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.functions import KeyedCoProcessFunction

@@ -4,7 +4,8 @@ window state, event-time timers: checkpointed and rescalable like any DataStream
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.common.watermark_strategy import TimestampAssigner, Watermark, WatermarkGenerator

@@ -41,7 +41,7 @@ _RENAMED = {"length": "char_length", "char_length": "char_length", "ceiling": "c
             "strtotime": "to_timestamp", "strtodate": "to_date", "initcap": "initcap", "nullif": "nullif",
             "jsonextractscalar": "json_value", "jsonvalue": "json_value", "sha2": "sha256", "lpad": "lpad",
             "rpad": "rpad", "splitpart": "split_index", "unixtotime": "to_timestamp_ltz", "tobase64": "to_base64",
-            "frombase64": "from_base64", "concatws": "concat_ws", "sha2": "sha256", "dayofmonth": "dayofmonth",
+            "frombase64": "from_base64", "concatws": "concat_ws", "dayofmonth": "dayofmonth",
             "trycast": "try_cast"}
 
 

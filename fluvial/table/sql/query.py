@@ -39,7 +39,7 @@ class _WindowedInput:
 
 
 class QueryPlanner:
-    def __init__(self, t_env: "TableEnvironment", text: str) -> None:
+    def __init__(self, t_env: TableEnvironment, text: str) -> None:
         self.t_env = t_env
         self.convert = Converter(text)
 

@@ -72,12 +72,12 @@ def split_statements(script: str) -> list[str]:
     return out
 
 
-def plan_query_text(t_env: "TableEnvironment", text: str) -> RelNode:
+def plan_query_text(t_env: TableEnvironment, text: str) -> RelNode:
     statement = _parse(text)
     return QueryPlanner(t_env, text.strip().rstrip(";").strip()).plan(statement)
 
 
-def plan_insert(t_env: "TableEnvironment", text: str) -> tuple[str, RelNode]:
+def plan_insert(t_env: TableEnvironment, text: str) -> tuple[str, RelNode]:
     stripped = text.strip().rstrip(";").strip()
     statement = _parse(stripped)
     if not isinstance(statement, exp.Insert):
@@ -85,7 +85,7 @@ def plan_insert(t_env: "TableEnvironment", text: str) -> tuple[str, RelNode]:
     return _insert_parts(t_env, statement, stripped)
 
 
-def _insert_parts(t_env: "TableEnvironment", statement: exp.Insert, text: str) -> tuple[str, RelNode]:
+def _insert_parts(t_env: TableEnvironment, statement: exp.Insert, text: str) -> tuple[str, RelNode]:
     target = statement.this
     columns = None
     if isinstance(target, exp.Schema):
@@ -99,7 +99,7 @@ def _insert_parts(t_env: "TableEnvironment", statement: exp.Insert, text: str) -
     return name, node
 
 
-def _reorder_for_columns(t_env: "TableEnvironment", name: str, columns: list[str], node: RelNode) -> RelNode:
+def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str], node: RelNode) -> RelNode:
     """INSERT INTO t (b, a) SELECT ...: the query's columns placed at the sink's positions, NULL elsewhere."""
     from fluvial.table.planner.logical import Calc
     from fluvial.table.planner.rex import InputRef, Literal
@@ -121,7 +121,7 @@ def _reorder_for_columns(t_env: "TableEnvironment", name: str, columns: list[str
     return Calc(out, node, tuple(rexes), None)
 
 
-def explain_statement(t_env: "TableEnvironment", text: str) -> str:
+def explain_statement(t_env: TableEnvironment, text: str) -> str:
     stripped = text.strip().rstrip(";").strip()
     statement = _parse(stripped)
     if isinstance(statement, exp.Insert):
@@ -129,7 +129,7 @@ def explain_statement(t_env: "TableEnvironment", text: str) -> str:
     return t_env._explain(QueryPlanner(t_env, stripped).plan(statement))
 
 
-def execute_statement(t_env: "TableEnvironment", text: str) -> TableResult:
+def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
     stripped = text.strip().rstrip(";").strip()
     upper = re.sub(r"\s+", " ", stripped.upper())
     if upper.startswith("EXPLAIN "):
@@ -162,7 +162,7 @@ def execute_statement(t_env: "TableEnvironment", text: str) -> TableResult:
     raise ValidationException(f"fluvial's SQL does not support {type(statement).__name__.upper()} statements yet")
 
 
-def _create(t_env: "TableEnvironment", statement: exp.Create, text: str) -> TableResult:
+def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableResult:
     kind = str(statement.args.get("kind", "")).upper()
     exists = bool(statement.args.get("exists"))
     convert = Converter(text)
@@ -225,7 +225,7 @@ def _create(t_env: "TableEnvironment", statement: exp.Create, text: str) -> Tabl
     return _ok()
 
 
-def _set(t_env: "TableEnvironment", statement: exp.Set) -> TableResult:
+def _set(t_env: TableEnvironment, statement: exp.Set) -> TableResult:
     for item in statement.expressions:
         assignment = item.this
         if not isinstance(assignment, exp.EQ):
@@ -237,7 +237,7 @@ def _set(t_env: "TableEnvironment", statement: exp.Set) -> TableResult:
     return _ok()
 
 
-def _show(t_env: "TableEnvironment", upper: str) -> TableResult:
+def _show(t_env: TableEnvironment, upper: str) -> TableResult:
     what = upper[len("SHOW "):].strip()
     lists = {"TABLES": ("table name", t_env.list_tables()), "VIEWS": ("view name", t_env.list_views()),
              "CATALOGS": ("catalog name", t_env.list_catalogs()),
@@ -252,7 +252,7 @@ def _show(t_env: "TableEnvironment", upper: str) -> TableResult:
                        rows=[Row(n) for n in names], streaming=False)
 
 
-def _describe(t_env: "TableEnvironment", name: str) -> TableResult:
+def _describe(t_env: TableEnvironment, name: str) -> TableResult:
     node = t_env._catalog.scan(name)
     table = t_env._catalog.get(name)
     watermark = None

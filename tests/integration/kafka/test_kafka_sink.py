@@ -17,8 +17,8 @@ from fluvial.datastream.connectors.kafka import (
     KafkaRecordSerializationSchema,
     KafkaSink,
     KafkaSource,
+    transactions,
 )
-from fluvial.datastream.connectors.kafka import transactions
 from fluvial.testing.kafka import create_topic, produce, read_committed
 
 pytestmark = pytest.mark.timeout(60)

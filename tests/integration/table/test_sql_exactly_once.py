@@ -17,8 +17,8 @@ import pytest
 
 from fluvial.common import Encoder
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream.connectors.file_system import FileSink
 from fluvial.datastream.connectors.file_sink import BasePathBucketAssigner
+from fluvial.datastream.connectors.file_system import FileSink
 from fluvial.table import DataTypes, StreamTableEnvironment
 from fluvial.table.udf import ScalarFunction, udf
 from fluvial.testing import ExecutionMode, environment

@@ -98,13 +98,13 @@ def test_statement_set_writes_two_filesystem_sinks_in_one_job(t_env, tmp_path):
             .option("path", str(tmp_path / name)).format(fmt).build())
     statements = t_env.create_statement_set()
     statements.add_insert("as_csv", people(t_env).select(col("id"), col("name")))
-    statements.add_insert_sql("INSERT INTO as_json SELECT id, UPPER(name) FROM %s WHERE age = 30" % people(t_env))
+    statements.add_insert_sql(f"INSERT INTO as_json SELECT id, UPPER(name) FROM {people(t_env)} WHERE age = 30")
     statements.execute().wait()
-    csv_lines = sorted(l for f in (tmp_path / "as_csv").iterdir() if not f.name.startswith(".")
-                       for l in f.read_text().splitlines())
+    csv_lines = sorted(line for f in (tmp_path / "as_csv").iterdir() if not f.name.startswith(".")
+                       for line in f.read_text().splitlines())
     assert csv_lines == ["1,ann", "2,bob", "3,cid"]
-    json_rows = sorted((json.loads(l) for f in (tmp_path / "as_json").iterdir() if not f.name.startswith(".")
-                        for l in f.read_text().splitlines()), key=lambda r: r["id"])
+    json_rows = sorted((json.loads(line) for f in (tmp_path / "as_json").iterdir() if not f.name.startswith(".")
+                        for line in f.read_text().splitlines()), key=lambda r: r["id"])
     assert json_rows == [{"id": 1, "name": "ANN"}, {"id": 3, "name": "CID"}]
     t_env.execute_sql(f"CREATE TABLE back (id BIGINT, name STRING) WITH ('connector' = 'filesystem', "
                       f"'path' = '{tmp_path / 'as_json'}', 'format' = 'json')")
@@ -122,7 +122,7 @@ def test_the_filesystem_sink_refuses_an_updating_query(t_env, tmp_path):
 def test_insert_with_a_column_count_mismatch_is_refused(t_env):
     t_env.execute_sql("CREATE TABLE out (a BIGINT) WITH ('connector' = 'blackhole')")
     with pytest.raises(ValidationException, match="Different number of columns"):
-        t_env.execute_sql("INSERT INTO out SELECT id, name FROM %s" % people(t_env))
+        t_env.execute_sql(f"INSERT INTO out SELECT id, name FROM {people(t_env)}")
 
 
 def test_batch_mode_returns_the_final_table():

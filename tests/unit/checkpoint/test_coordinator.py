@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluvial.checkpoint.coordinator import RETRY_MS, CheckpointCoordinator, CheckpointPlan
+from fluvial.checkpoint.coordinator import RETRY_MS, CheckpointCoordinator
 from fluvial.checkpoint.failure_manager import CheckpointFailuresExceededError
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason as Reason
 from fluvial.checkpoint.pending import AckResult
+from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.storage import SubtaskState, create_checkpoint_storage
 from fluvial.checkpoint.store import CompletedCheckpointStore
 from fluvial.datastream.checkpoint_config import CheckpointSettings
@@ -575,7 +576,7 @@ def test_no_order_of_events_completes_a_checkpoint_twice_or_leaves_one_pending(e
             for task in ALL if kind == "ack_all" else [ALL[a]]:
                 answer(task, checkpoint_id, lambda t, c: coordinator.receive_acknowledge(t, c, {}))
         elif kind == "decline":
-            answer(ALL[0], checkpoint_id, lambda t, c: coordinator.receive_decline(t, c, a, ""))
+            answer(ALL[0], checkpoint_id, lambda t, c, a=a: coordinator.receive_decline(t, c, a, ""))
         elif kind == "time":
             rig.timer.advance(a)
         elif kind == "trigger":

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fluvial.checkpoint.coordinator import CheckpointCoordinator, CheckpointPlan
+from fluvial.checkpoint.coordinator import CheckpointCoordinator
+from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.store import CompletedCheckpointStore
 from fluvial.testing import ManualScheduledExecutor
 

@@ -5,9 +5,9 @@ recorded with their operators — unless checkpoints-after-tasks-finish is off."
 
 from __future__ import annotations
 
-from fluvial.checkpoint.coordinator import CheckpointPlan
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.pending import PendingCheckpoint
+from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.scheduler import Scheduler
 from fluvial.common.job_status import JobStatus

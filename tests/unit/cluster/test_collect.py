@@ -87,7 +87,7 @@ def test_no_credit_is_lost_to_a_close_racing_the_arrivals():
     arrivals = 20_000
 
     def arrive() -> None:
-        for value in range(arrivals):
+        for _ in range(arrivals):
             buffer.put_remote(b"records", origin)
 
     sender = threading.Thread(target=arrive)

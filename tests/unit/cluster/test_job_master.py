@@ -59,7 +59,7 @@ class Rig:
             self.report(task, state)
         self.settle()
 
-    def started(self) -> "Rig":
+    def started(self) -> Rig:
         self.master.start()
         self.settle()
         self.report_all(S.RUNNING)

@@ -68,12 +68,12 @@ class Rig:
     def states(self) -> list[ExecutionState]:
         return [self.scheduler.graph.vertices[task].state for task in self.ids]
 
-    def running(self) -> "Rig":
+    def running(self) -> Rig:
         self.scheduler.start(None)
         self.report_all(S.RUNNING)
         return self
 
-    def failed_over(self, restart: bool = True) -> "Rig":
+    def failed_over(self, restart: bool = True) -> Rig:
         """Running, then map subtask 0 failed and the others are down: the restart waits for its delay (or, with
         `restart`, has happened)."""
         self.running()

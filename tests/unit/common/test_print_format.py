@@ -157,7 +157,7 @@ def test_time_types_follow_java_sql_types():
 
 
 def test_instant_follows_java_instant():
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert format_for_print(dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=utc), Types.INSTANT()) == "2024-01-02T03:04:05Z"
     at_millis = dt.datetime(2024, 1, 2, 3, 4, 5, 250000, tzinfo=utc)
     assert format_for_print(at_millis, Types.INSTANT()) == "2024-01-02T03:04:05.250Z"

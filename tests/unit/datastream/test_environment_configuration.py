@@ -12,7 +12,6 @@ from fluvial.datastream.checkpoint_config import CheckpointingMode
 from fluvial.datastream.stream_execution_environment import context_configuration
 
 
-
 @pytest.fixture
 def launched():
     """Set a context configuration, as `fluvial run -p/-D` does, for the test's duration."""

@@ -128,7 +128,7 @@ def test_a_block_is_cut_every_interval_named_after_its_tick(make: Callable) -> N
     generator, recorder = make(block_interval=0.02)
     for i in range(6):
         generator.add_data(i)
-        wait_until(lambda: len(recorder.pushed_records()) == i + 1, what=f"record {i} to be pushed")
+        wait_until(lambda i=i: len(recorder.pushed_records()) == i + 1, what=f"record {i} to be pushed")
     generator.stop()
     assert recorder.pushed_records() == list(range(6))
     ids = [block_id for block_id, _ in recorder.pushed]
@@ -148,7 +148,7 @@ def test_ids_are_tick_minus_interval_and_empty_ticks_make_no_block(make: Callabl
     for tick in (1_100, 1_200):
         generator.add_data(tick)
         clock.set(tick)
-        wait_until(lambda: len(recorder.pushed) == (tick - 1_000) // 100, what=f"the block of tick {tick}")
+        wait_until(lambda tick=tick: len(recorder.pushed) == (tick - 1_000) // 100, what=f"the block of tick {tick}")
     set_and_wait_seen(clock, 1_300)  # nothing buffered: no block
     generator.add_data("late")
     clock.set(1_400)

@@ -10,11 +10,15 @@ import time
 
 import pytest
 
+from fluvial.datastream.connectors.receiver import (
+    ReceiverSource,
+    ReceiverSourceReader,
+    ReceiverSplit,
+    ReceiverStoppedError,
+)
 from fluvial.datastream.connectors.source import Boundedness
 from fluvial.receiver import Receiver
-from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver.services import ReceiverSettings, TaskManagerReceivers
-from fluvial.datastream.connectors.receiver import ReceiverSource, ReceiverSourceReader, ReceiverSplit
 from fluvial.receiver.tracker import BlocksAlreadyCleanedError
 from fluvial.testing import wait_until
 

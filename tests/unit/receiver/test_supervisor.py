@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver import Receiver
 from fluvial.receiver.block_generator import BlockGeneratorStateError
 from fluvial.receiver.handler import (
@@ -20,7 +21,6 @@ from fluvial.receiver.handler import (
     WalBasedStoreResult,
     WriteAheadLogBasedBlockHandler,
 )
-from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver.supervisor import ReceiverState, ReceiverSupervisor
 from fluvial.receiver.tracker import ReceiverTracker
 from fluvial.receiver.wal import WriteAheadLog

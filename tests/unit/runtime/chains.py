@@ -3,7 +3,8 @@ one vertex of it built into a live OperatorChain whose record writers only recor
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream import StreamExecutionEnvironment

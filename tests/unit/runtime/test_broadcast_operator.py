@@ -10,7 +10,7 @@ import pytest
 from fluvial.common import Types
 from fluvial.common.errors import StateError
 from fluvial.datastream import BroadcastProcessFunction, KeyedBroadcastProcessFunction, OutputTag
-from fluvial.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from fluvial.datastream.state import ListStateDescriptor, MapStateDescriptor
 from fluvial.testing import OperatorHarness
 
 RULES = MapStateDescriptor("rules", Types.STRING(), Types.STRING())

@@ -288,8 +288,7 @@ def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
     original.elements(("k0", 10_000, 100))  # changes to the original after the snapshot do not leak
     restored.elements(*second)
     got = restored.take() + restored.watermark(1700) + restored.watermark(MAX_WATERMARK)
-    key = lambda item: repr(item)
-    assert sorted(got, key=key) == sorted(expected, key=key)
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
     assert len(got) > 3
     assert restored.state_entries() == {} and restored.timer_count() == 0
     late = defaultdict(list)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from fluvial.cluster.local_dispatcher import JobView
 from fluvial.cluster.exception_history import ExceptionEntry
 from fluvial.cluster.job_details import (
     CheckpointDetails,
@@ -13,6 +12,7 @@ from fluvial.cluster.job_details import (
     SubtaskDetails,
     VertexDetails,
 )
+from fluvial.cluster.local_dispatcher import JobView
 from fluvial.common.job_status import JobStatus
 from fluvial.metrics.snapshot import TaskMetricsSnapshot, vertex_hex_id
 from fluvial.runtime.execution_state import ExecutionState as S

@@ -36,24 +36,24 @@ class KafkaSourceBuilder:
         self._client_id_prefix: str | None = None
         self._properties: dict[str, str] = {}
 
-    def set_bootstrap_servers(self, bootstrap_servers: str) -> "KafkaSourceBuilder":
+    def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSourceBuilder:
         self._bootstrap = bootstrap_servers
         return self
 
-    def _subscribe(self, subscriber: KafkaSubscriber) -> "KafkaSourceBuilder":
+    def _subscribe(self, subscriber: KafkaSubscriber) -> KafkaSourceBuilder:
         if self._subscriber is not None:
             raise InvalidJobError(f"the source already reads {self._subscriber.describe()}: set_topics, "
                                   "set_topic_pattern and set_partitions exclude each other")
         self._subscriber = subscriber
         return self
 
-    def set_topics(self, *topics: str) -> "KafkaSourceBuilder":
+    def set_topics(self, *topics: str) -> KafkaSourceBuilder:
         names = [t for group in topics for t in ([group] if isinstance(group, str) else list(group))]
         if not names or not all(isinstance(t, str) and t for t in names):
             raise InvalidJobError(f"set_topics needs one or more topic names, got {topics!r}")
         return self._subscribe(KafkaSubscriber(topics=tuple(names)))
 
-    def set_topic_pattern(self, topic_pattern: str) -> "KafkaSourceBuilder":
+    def set_topic_pattern(self, topic_pattern: str) -> KafkaSourceBuilder:
         try:
             re.compile(topic_pattern)
         except (re.error, TypeError) as error:
@@ -61,33 +61,33 @@ class KafkaSourceBuilder:
                 from None
         return self._subscribe(KafkaSubscriber(pattern=topic_pattern))
 
-    def set_partitions(self, partitions: set[KafkaTopicPartition]) -> "KafkaSourceBuilder":
+    def set_partitions(self, partitions: set[KafkaTopicPartition]) -> KafkaSourceBuilder:
         parts = tuple(sorted(partitions))
         if not parts or not all(isinstance(p, KafkaTopicPartition) for p in parts):
             raise InvalidJobError(f"set_partitions needs a set of KafkaTopicPartition, got {partitions!r}")
         return self._subscribe(KafkaSubscriber(partitions=parts))
 
-    def set_starting_offsets(self, starting_offsets_initializer: KafkaOffsetsInitializer) -> "KafkaSourceBuilder":
+    def set_starting_offsets(self, starting_offsets_initializer: KafkaOffsetsInitializer) -> KafkaSourceBuilder:
         self._starting = _initializer(starting_offsets_initializer, "set_starting_offsets")
         return self
 
-    def set_unbounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer) -> "KafkaSourceBuilder":
+    def set_unbounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer) -> KafkaSourceBuilder:
         """Stream, but leave each partition at these offsets (the job keeps running, as in Flink)."""
         self._stopping = _initializer(stopping_offsets_initializer, "set_unbounded")
         self._bounded = False
         return self
 
-    def set_bounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer) -> "KafkaSourceBuilder":
+    def set_bounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer) -> KafkaSourceBuilder:
         """Read up to these offsets and end (in batch mode the job runs as a batch job)."""
         self._stopping = _initializer(stopping_offsets_initializer, "set_bounded")
         self._bounded = True
         return self
 
-    def set_value_only_deserializer(self, deserialization_schema: DeserializationSchema) -> "KafkaSourceBuilder":
+    def set_value_only_deserializer(self, deserialization_schema: DeserializationSchema) -> KafkaSourceBuilder:
         self._deserializer = KafkaRecordDeserializationSchema.value_only(deserialization_schema)
         return self
 
-    def set_deserializer(self, deserializer: KafkaRecordDeserializationSchema) -> "KafkaSourceBuilder":
+    def set_deserializer(self, deserializer: KafkaRecordDeserializationSchema) -> KafkaSourceBuilder:
         """A deserializer of the whole record (key, value, headers, topic, partition, offset, timestamp)."""
         if not isinstance(deserializer, KafkaRecordDeserializationSchema):
             raise InvalidJobError(f"set_deserializer takes a KafkaRecordDeserializationSchema, got {deserializer!r}; "
@@ -95,19 +95,19 @@ class KafkaSourceBuilder:
         self._deserializer = deserializer
         return self
 
-    def set_group_id(self, group_id: str) -> "KafkaSourceBuilder":
+    def set_group_id(self, group_id: str) -> KafkaSourceBuilder:
         self._group_id = group_id
         return self
 
-    def set_client_id_prefix(self, prefix: str) -> "KafkaSourceBuilder":
+    def set_client_id_prefix(self, prefix: str) -> KafkaSourceBuilder:
         self._client_id_prefix = prefix
         return self
 
-    def set_property(self, key: str, value: str) -> "KafkaSourceBuilder":
+    def set_property(self, key: str, value: str) -> KafkaSourceBuilder:
         self._properties.update(_properties({key: value}))
         return self
 
-    def set_properties(self, props: dict) -> "KafkaSourceBuilder":
+    def set_properties(self, props: dict) -> KafkaSourceBuilder:
         self._properties.update(_properties(props))
         return self
 
@@ -141,25 +141,25 @@ class KafkaSinkBuilder:
         self._prefix: str | None = None
         self._properties: dict[str, str] = {}
 
-    def set_bootstrap_servers(self, bootstrap_servers: str) -> "KafkaSinkBuilder":
+    def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSinkBuilder:
         self._bootstrap = bootstrap_servers
         return self
 
-    def set_delivery_guarantee(self, delivery_guarantee: DeliveryGuarantee) -> "KafkaSinkBuilder":
+    def set_delivery_guarantee(self, delivery_guarantee: DeliveryGuarantee) -> KafkaSinkBuilder:
         if not isinstance(delivery_guarantee, DeliveryGuarantee):
             raise InvalidJobError(f"set_delivery_guarantee takes a DeliveryGuarantee (NONE, AT_LEAST_ONCE, "
                                   f"EXACTLY_ONCE), got {delivery_guarantee!r}")
         self._guarantee = delivery_guarantee
         return self
 
-    def set_transactional_id_prefix(self, transactional_id_prefix: str) -> "KafkaSinkBuilder":
+    def set_transactional_id_prefix(self, transactional_id_prefix: str) -> KafkaSinkBuilder:
         if not isinstance(transactional_id_prefix, str) or not transactional_id_prefix:
             raise InvalidJobError(f"set_transactional_id_prefix needs a non-empty string, got "
                                   f"{transactional_id_prefix!r}")
         self._prefix = transactional_id_prefix
         return self
 
-    def set_record_serializer(self, record_serializer: KafkaRecordSerializationSchema) -> "KafkaSinkBuilder":
+    def set_record_serializer(self, record_serializer: KafkaRecordSerializationSchema) -> KafkaSinkBuilder:
         if not isinstance(record_serializer, KafkaRecordSerializationSchema):
             raise InvalidJobError("set_record_serializer takes a KafkaRecordSerializationSchema: "
                                   "KafkaRecordSerializationSchema.builder().set_topic(...)"
@@ -167,7 +167,7 @@ class KafkaSinkBuilder:
         self._serializer = record_serializer
         return self
 
-    def set_property(self, key: str, value: str) -> "KafkaSinkBuilder":
+    def set_property(self, key: str, value: str) -> KafkaSinkBuilder:
         self._properties.update(_properties({key: value}))
         return self
 

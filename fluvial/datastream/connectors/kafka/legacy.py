@@ -43,27 +43,27 @@ class FlinkKafkaConsumer(KafkaSource):
                          group_id=group_id, properties=props)
         self._reset = reset
 
-    def set_commit_offsets_on_checkpoints(self, commit_on_checkpoints: bool) -> "FlinkKafkaConsumer":
+    def set_commit_offsets_on_checkpoints(self, commit_on_checkpoints: bool) -> FlinkKafkaConsumer:
         self.properties["commit.offsets.on.checkpoint"] = str(bool(commit_on_checkpoints)).lower()
         return self
 
-    def set_start_from_earliest(self) -> "FlinkKafkaConsumer":
+    def set_start_from_earliest(self) -> FlinkKafkaConsumer:
         self.starting_offsets = KafkaOffsetsInitializer.earliest()
         return self
 
-    def set_start_from_latest(self) -> "FlinkKafkaConsumer":
+    def set_start_from_latest(self) -> FlinkKafkaConsumer:
         self.starting_offsets = KafkaOffsetsInitializer.latest()
         return self
 
-    def set_start_from_timestamp(self, startup_offsets_timestamp: int) -> "FlinkKafkaConsumer":
+    def set_start_from_timestamp(self, startup_offsets_timestamp: int) -> FlinkKafkaConsumer:
         self.starting_offsets = KafkaOffsetsInitializer.timestamp(startup_offsets_timestamp)
         return self
 
-    def set_start_from_group_offsets(self) -> "FlinkKafkaConsumer":
+    def set_start_from_group_offsets(self) -> FlinkKafkaConsumer:
         self.starting_offsets = KafkaOffsetsInitializer.committed_offsets(self._reset)
         return self
 
-    def disable_filter_restored_partitions_with_subscribed_topics(self) -> "FlinkKafkaConsumer":
+    def disable_filter_restored_partitions_with_subscribed_topics(self) -> FlinkKafkaConsumer:
         return self  # restored partitions are those the checkpoint recorded either way
 
     def get_produced_type(self) -> Any:
@@ -82,23 +82,23 @@ class FlinkKafkaProducer(KafkaSink):
             .set_value_serialization_schema(serialization_schema).build()
         super().__init__(bootstrap, serializer, DeliveryGuarantee[semantic.name], prefix, props)
 
-    def set_log_failures_only(self, log_failures_only: bool) -> "FlinkKafkaProducer":
+    def set_log_failures_only(self, log_failures_only: bool) -> FlinkKafkaProducer:
         if log_failures_only:
             self.delivery_guarantee = DeliveryGuarantee.NONE
         return self
 
-    def set_flush_on_checkpoint(self, flush_on_checkpoint: bool) -> "FlinkKafkaProducer":
+    def set_flush_on_checkpoint(self, flush_on_checkpoint: bool) -> FlinkKafkaProducer:
         if not flush_on_checkpoint and self.delivery_guarantee is DeliveryGuarantee.AT_LEAST_ONCE:
             self.delivery_guarantee = DeliveryGuarantee.NONE
         return self
 
-    def set_write_timestamp_to_kafka(self, write_timestamp_to_kafka: bool) -> "FlinkKafkaProducer":
+    def set_write_timestamp_to_kafka(self, write_timestamp_to_kafka: bool) -> FlinkKafkaProducer:
         if write_timestamp_to_kafka:
             raise NotYetSupportedError("writing the records' event-time timestamps to Kafka is not supported yet; "
                                        "Kafka gives each record the time it was produced")
         return self
 
-    def ignore_failures_after_transaction_timeout(self) -> "FlinkKafkaProducer":
+    def ignore_failures_after_transaction_timeout(self) -> FlinkKafkaProducer:
         """A restored job whose transaction timed out logs the loss instead of failing (as in Flink)."""
         self.ignore_transaction_timeouts = True
         return self

@@ -68,7 +68,8 @@ class KafkaOffsetsInitializer:
     kind: _Kind
     reset_strategy: KafkaOffsetResetStrategy = KafkaOffsetResetStrategy.NONE
     timestamp_ms: int | None = None
-    offsets: tuple[tuple[KafkaTopicPartition, int], ...] = field(default=())
+    # not named `offsets`: the static method of that name (PyFlink's) would replace the field's default
+    specific_offsets: tuple[tuple[KafkaTopicPartition, int], ...] = field(default=())
 
     @staticmethod
     def committed_offsets(
@@ -102,7 +103,7 @@ class KafkaOffsetsInitializer:
                 raise InvalidJobError(f"KafkaOffsetsInitializer.offsets takes {{KafkaTopicPartition: offset >= 0}}, "
                                       f"got {tp!r}: {offset!r}")
         return KafkaOffsetsInitializer(_Kind.SPECIFIC, _checked_strategy(offset_reset_strategy),
-                                       offsets=tuple(sorted(offsets.items())))
+                                       specific_offsets=tuple(sorted(offsets.items())))
 
     def needs_group_id(self) -> bool:
         return self.kind is _Kind.COMMITTED
@@ -123,7 +124,7 @@ class KafkaOffsetsInitializer:
         if self.kind is _Kind.COMMITTED:
             found = lookup.committed(partitions)
         else:
-            given = dict(self.offsets)
+            given = dict(self.specific_offsets)
             found = {tp: given.get(tp) for tp in partitions}
         missing = [tp for tp in partitions if found.get(tp) is None]
         if missing:

@@ -8,8 +8,9 @@ path pays for nothing it does not use: `SimpleStringSchema` becomes `bytes.decod
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.serialization import DeserializationSchema, SerializationSchema, SimpleStringSchema
@@ -42,7 +43,7 @@ class KafkaRecordDeserializationSchema(abc.ABC):
         return None
 
     @staticmethod
-    def value_only(value_deserialization_schema: DeserializationSchema) -> "KafkaRecordDeserializationSchema":
+    def value_only(value_deserialization_schema: DeserializationSchema) -> KafkaRecordDeserializationSchema:
         """Deserialize only the value with a DeserializationSchema (what `set_value_only_deserializer` does)."""
         return ValueOnlyDeserializer(_checked(value_deserialization_schema, DeserializationSchema, "value"))
 
@@ -88,7 +89,7 @@ class KafkaRecordSerializationSchema:
         self.value_schema = value_schema
 
     @staticmethod
-    def builder() -> "KafkaRecordSerializationSchemaBuilder":
+    def builder() -> KafkaRecordSerializationSchemaBuilder:
         return KafkaRecordSerializationSchemaBuilder()
 
     def open(self, context: Any = None) -> None:
@@ -123,7 +124,7 @@ class KafkaRecordSerializationSchemaBuilder:
         self._key: SerializationSchema | None = None
         self._value: SerializationSchema | None = None
 
-    def set_topic(self, topic: str) -> "KafkaRecordSerializationSchemaBuilder":
+    def set_topic(self, topic: str) -> KafkaRecordSerializationSchemaBuilder:
         if self._selector is not None:
             raise InvalidJobError("set_topic and set_topic_selector exclude each other; call one of them")
         if not isinstance(topic, str) or not topic:
@@ -132,7 +133,7 @@ class KafkaRecordSerializationSchemaBuilder:
         return self
 
     def set_topic_selector(self, topic_selector: KafkaTopicSelector | Callable[[Any], str]
-                           ) -> "KafkaRecordSerializationSchemaBuilder":
+                           ) -> KafkaRecordSerializationSchemaBuilder:
         if self._topic is not None:
             raise InvalidJobError("set_topic and set_topic_selector exclude each other; call one of them")
         if isinstance(topic_selector, KafkaTopicSelector):
@@ -145,12 +146,12 @@ class KafkaRecordSerializationSchemaBuilder:
         return self
 
     def set_key_serialization_schema(self, key_serialization_schema: SerializationSchema
-                                     ) -> "KafkaRecordSerializationSchemaBuilder":
+                                     ) -> KafkaRecordSerializationSchemaBuilder:
         self._key = _checked(key_serialization_schema, SerializationSchema, "key")
         return self
 
     def set_value_serialization_schema(self, value_serialization_schema: SerializationSchema
-                                       ) -> "KafkaRecordSerializationSchemaBuilder":
+                                       ) -> KafkaRecordSerializationSchemaBuilder:
         self._value = _checked(value_serialization_schema, SerializationSchema, "value")
         return self
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -34,6 +34,9 @@ from fluvial.datastream.connectors.kafka.transactions import (
 )
 from fluvial.datastream.connectors.sink import Sink, SinkWriter
 
+if TYPE_CHECKING:
+    from fluvial.datastream.connectors.kafka.builders import KafkaSinkBuilder
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000  # the broker's default transaction.max.timeout.ms
@@ -53,12 +56,12 @@ class KafkaSink(Sink):
         self.ignore_transaction_timeouts = False  # FlinkKafkaProducer.ignore_failures_after_transaction_timeout
 
     @staticmethod
-    def builder() -> "KafkaSinkBuilder":
+    def builder() -> KafkaSinkBuilder:
         from fluvial.datastream.connectors.kafka.builders import KafkaSinkBuilder
 
         return KafkaSinkBuilder()
 
-    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> "KafkaWriter":
+    def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> KafkaWriter:
         return KafkaWriter(self, task_info, restored_state or [])
 
     def commit(self, committables: list[Any]) -> None:

@@ -27,8 +27,9 @@ import re
 import time
 import uuid
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.task_info import TaskInfo
@@ -47,6 +48,9 @@ from fluvial.datastream.connectors.kafka.serialization import (
     ValueOnlyDeserializer,
 )
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
+
+if TYPE_CHECKING:
+    from fluvial.datastream.connectors.kafka.builders import KafkaSourceBuilder
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +148,7 @@ class KafkaSource(Source[Any]):
     properties: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
-    def builder() -> "KafkaSourceBuilder":
+    def builder() -> KafkaSourceBuilder:
         from fluvial.datastream.connectors.kafka.builders import KafkaSourceBuilder
 
         return KafkaSourceBuilder()
@@ -157,7 +161,7 @@ class KafkaSource(Source[Any]):
             raise InvalidJobError(f"cannot split a Kafka source for parallelism {parallelism}; use 1 or more")
         return [KafkaDiscoverySplit(f"discovery-{i}-of-{parallelism}", i, parallelism) for i in range(parallelism)]
 
-    def create_reader(self, task_info: TaskInfo) -> "KafkaSourceReader":
+    def create_reader(self, task_info: TaskInfo) -> KafkaSourceReader:
         return KafkaSourceReader(self, task_info)
 
     def default_name(self) -> str:

@@ -18,7 +18,7 @@ def normalize(value: Any) -> Any:
         return f"D{value}"
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(_dt.UTC).replace(tzinfo=None)
         return f"T{value.isoformat()}"
     if isinstance(value, (_dt.date, _dt.time)):
         return f"T{value.isoformat()}"

@@ -23,7 +23,6 @@ sys.path.insert(0, str(HERE))
 from cases import CASES, TABLES  # noqa: E402
 from normalize import normalize_row  # noqa: E402
 
-
 _KINDS = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
 
 
@@ -71,7 +70,7 @@ def main() -> None:
     only = set(args)
     chosen = [c for i, c in enumerate(CASES) if i % parts == part and (not only or c.id in only)]
     with tempfile.TemporaryDirectory() as directory, open(HERE / "recorded.jsonl", "a") as out:
-        for name, (_, file_name, content) in TABLES.items():
+        for _, file_name, content in TABLES.values():
             Path(directory, file_name).write_text(content)
         for case in chosen:
             result = _record(case, directory)

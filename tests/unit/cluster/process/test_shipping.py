@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from fluvial.cluster.process.shipping import prepare_for_shipping
+from fluvial.cluster.code_shipping import prepare_for_shipping
 from fluvial.common import Configuration, Encoder
 from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.datastream import StreamExecutionEnvironment

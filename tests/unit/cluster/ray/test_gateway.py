@@ -26,7 +26,7 @@ class FakeActor:
         self.calls: list[tuple[object, Future]] = []
         self._lock = threading.Lock()
 
-    def remote(self, payload: bytes) -> "FakeActor":
+    def remote(self, payload: bytes) -> FakeActor:
         future: Future = Future()
         with self._lock:
             self.calls.append((loads_control(payload), future))

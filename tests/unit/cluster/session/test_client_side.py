@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fluvial.cluster.process.main_classes import capture_main_classes
+from fluvial.cluster.code_shipping import capture_classes, job_modules, pickled_by_value
 from fluvial.cluster.session.cluster_file import ClusterRecord, ProcessRecord, write_cluster_file
 from fluvial.cluster.session.remote_executor import check_remote_configuration
 from fluvial.cluster.session.remote_job_client import remote_failure
 from fluvial.cluster.session.rest_client import ClusterAddress, find_token
-from fluvial.cluster.session.user_modules import pickled_by_value, user_modules
 from fluvial.common import Configuration
 from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.wire import dumps_code
@@ -105,10 +104,10 @@ def test_the_jobs_own_modules_ship_by_value_and_their_classes_are_installed_wher
     import shapes_for_shipping
 
     try:
-        modules = user_modules()
+        modules = job_modules()
         assert modules == [shapes_for_shipping]
         with pickled_by_value(modules):
-            payload = capture_main_classes(modules)
+            payload = capture_classes(modules)
             shipped_class = dumps_code(shapes_for_shipping.Square)  # as a job's function carries it
         import cloudpickle
 
@@ -128,14 +127,14 @@ def test_the_jobs_own_modules_ship_by_value_and_their_classes_are_installed_wher
 ROOT = Path(__file__).resolve().parents[4]
 WHERE_THE_JOB_RUNS = """\
 import pickle, sys
-from fluvial.cluster.process.main_classes import install_main_classes
+from fluvial.cluster.code_shipping import install_classes
 from fluvial.common.wire import loads_code
 payload, shipped_class = pickle.load(open(sys.argv[1], "rb"))
 try:
     import shapes_for_shipping
 except ImportError:
     print("not-importable")
-install_main_classes(payload)
+install_classes(payload)
 import shapes_for_shipping
 cls = loads_code(shipped_class)
 print(cls is shapes_for_shipping.Square)  # the class a job's function carries is the installed one

@@ -1,7 +1,7 @@
 import os
 import pickle
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import cloudpickle
@@ -217,7 +217,7 @@ def test_a_fixed_prefix_never_overwrites_files_of_an_earlier_run(tmp_path):
 
 
 def test_date_time_buckets_use_the_processing_time(tmp_path):
-    moment = datetime(2024, 5, 1, 13, 45, tzinfo=timezone.utc)
+    moment = datetime(2024, 5, 1, 13, 45, tzinfo=UTC)
     clock = ManualClock(int(moment.timestamp() * 1000))
     sink = sink_at(tmp_path, assigner=BucketAssigner.date_time_bucket_assigner(timezone_id="UTC"))
     writer = FileSinkWriter(sink, task(), clock=clock)
@@ -229,7 +229,7 @@ def test_date_time_buckets_use_the_processing_time(tmp_path):
 
 
 def test_date_time_pattern_with_quoted_literals():
-    context_ms = int(datetime(2023, 12, 31, 23, 5, 9, tzinfo=timezone.utc).timestamp() * 1000)
+    context_ms = int(datetime(2023, 12, 31, 23, 5, 9, tzinfo=UTC).timestamp() * 1000)
     assigner = DateTimeBucketAssigner("'dt='yyyyMMdd'/h='HH-mm-ss", "UTC")
     assert assigner.get_bucket_id(None, BucketAssignerContext(context_ms)) == "dt=20231231/h=23-05-09"
     with pytest.raises(InvalidJobError, match="not supported"):

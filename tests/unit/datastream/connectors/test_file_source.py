@@ -2,8 +2,8 @@ import importlib.util
 import os
 import pickle
 import tempfile
-from unittest import mock
 from pathlib import Path
+from unittest import mock
 
 import cloudpickle
 import pytest
@@ -178,7 +178,7 @@ def test_an_object_store_without_its_fsspec_package_is_rejected_naming_the_packa
 def test_missing_path_is_a_clear_error_naming_it(tmp_path):
     missing = tmp_path / "nope"
     source = text_source(tmp_path, missing)
-    with pytest.raises(ResourceError, match="nope.*does not exist") as info:
+    with pytest.raises(ResourceError, match="nope.*does not exist"):
         source.create_splits(1)
 
 

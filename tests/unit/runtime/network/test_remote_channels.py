@@ -14,8 +14,7 @@ import pytest
 from fluvial.runtime.channels import ALL_ATTEMPTS, ChannelId
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.data_plane import DataPlane
-from fluvial.runtime.records import ChannelBroken
-from fluvial.runtime.records import END_OF_INPUT, CheckpointBarrier, EndOfInput, RecordBatch, Watermark
+from fluvial.runtime.records import END_OF_INPUT, ChannelBroken, CheckpointBarrier, EndOfInput, RecordBatch, Watermark
 from fluvial.testing import wait_until
 
 pytestmark = pytest.mark.timeout(30)

@@ -1,27 +1,16 @@
 """Before a job goes to TaskManager processes: every user function must travel there (cloudpickle), and every
 file it reads or writes must be one those processes reach. A function that cannot travel, or a `memory://`
 location (a file system inside one process), is a clear error at submission — naming the operator or setting,
-what failed and the fix — not a pickling traceback from a deployment, nor output lost with a process."""
+what failed and the fix — not a pickling traceback from a deployment, nor output lost with a process.
+`fluvial.cluster.code_shipping.prepare_for_shipping` runs these checks before it captures the job's classes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from types import FunctionType, ModuleType
 from typing import Any
 
 from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.wire import dumps_code
-
-
-def prepare_for_shipping(job_graph: Any, modules: Iterable[ModuleType] = ()) -> None:
-    """Before a job goes to TaskManagers in other processes: check that its functions travel, and give it the
-    classes of the job's script (and of `modules`, for a cluster that cannot import them), which the
-    TaskManagers install before the job's first record (`main_classes`)."""
-    from fluvial.cluster.process.main_classes import capture_main_classes
-
-    check_functions_can_be_shipped(job_graph)
-    check_locations_reach_task_managers(job_graph)
-    job_graph.main_classes = capture_main_classes(modules)
 
 
 def check_locations_reach_task_managers(job_graph: Any) -> None:
@@ -133,7 +122,7 @@ def _pickles(value: Any) -> bool:
 
 def _has_contents(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 - reading it is the test: an empty cell raises
     except ValueError:  # an empty cell: a variable not yet assigned
         return False
     return True

@@ -3,19 +3,20 @@
 The job's functions travel inside its deployments, cloudpickled (`fluvial.common.wire`): a function defined in
 the job file itself travels by value. A function of a module the job file imports from its own directory
 (`from helpers import parse`) travels by reference, so that module must be importable where the TaskManager
-runs. Such modules — those already imported when the job is submitted, whose file lies in the job file's
-directory (a `module.py`, or a package directory) — are shipped as Ray `py_modules`. `ray.working-dir` ships a
-whole directory as the actors' working directory (Ray's `working_dir`: it is their current directory and on
-their sys.path), for data files the job opens by relative path and for modules imported only inside functions.
-fluvial itself and the packages the job uses must be installed on every node, as Ray must.
+runs. Such modules — the job's own modules as `fluvial.cluster.code_shipping.job_modules` finds them for every
+kind of cluster, already imported when the job is submitted — are shipped as Ray `py_modules`; their classes and
+the script's travel in the JobGraph (`code_shipping.prepare_for_shipping`) and are installed as in any
+TaskManager. `ray.working-dir` ships a whole directory as the actors' working directory (Ray's `working_dir`: it
+is their current directory and on their sys.path), for data files the job opens by relative path and for
+modules imported only inside functions. fluvial itself and the packages the job uses must be installed on every node, as Ray must.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from typing import Any
+
+from fluvial.cluster.code_shipping import job_modules, module_paths
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def runtime_environment(working_dir: str | None, env_vars: dict[str, str]) -> di
     local paths only in `ray.init`'s job-level environment, so they are uploaded here as `ray.init` would: to the
     cluster's storage, as content-addressed packages that later jobs with the same files reuse)."""
     environment: dict[str, Any] = {}
-    modules = job_directory_modules()
+    modules = module_paths(job_modules())
     if modules:
         environment["py_modules"] = modules
     if working_dir is not None:
@@ -48,37 +49,3 @@ def _uploaded(environment: dict[str, Any]) -> dict[str, Any]:
     environment = upload_py_modules_if_needed(environment, include_gitignore=True, scratch_dir=scratch_dir,
                                               logger=logger)
     return upload_working_dir_if_needed(environment, include_gitignore=True, scratch_dir=scratch_dir, logger=logger)
-
-
-def job_directory_modules() -> list[str]:
-    """Files of the single-file modules and directories of the packages, imported from the directory of the job
-    file (`__main__`), other than the job file itself and fluvial."""
-    job_file = _job_file()
-    if job_file is None:
-        return []
-    directory = os.path.dirname(job_file)
-    found = set()
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if name == "__main__" or "." in name or name == "fluvial" or not path:
-            continue
-        path = os.path.realpath(path)
-        if path == job_file:
-            continue
-        if os.path.basename(path) == "__init__.py" and os.path.dirname(os.path.dirname(path)) == directory:
-            found.add(os.path.dirname(path))
-        elif path.endswith(".py") and os.path.dirname(path) == directory:
-            found.add(path)
-    return sorted(found)
-
-
-def _job_file() -> str | None:
-    """The running job file (`python job.py`, `fluvial run job.py`), or None when __main__ is no job file of the
-    user's (an interactive session, a tool installed in an environment)."""
-    path = getattr(sys.modules.get("__main__"), "__file__", None)
-    if not path or not path.endswith(".py"):
-        return None
-    path = os.path.realpath(path)
-    if any(part in ("site-packages", "dist-packages") for part in path.split(os.sep)):
-        return None
-    return path

@@ -1,13 +1,16 @@
 """The JobManager process of a session cluster:
 
-    python -m fluvial.cluster.session.jobmanager [--taskmanagers N] [--slots S] [--port P] [--bind HOST]
+    python -m fluvial.cli.jobmanager [--taskmanagers N] [--slots S] [--port P] [--bind HOST]
                                                  [--foreground] [-D KEY=VALUE ...]
 
 `fluvial cluster start` runs it in the background, in a session of its own, with its stdout and stderr in
 `~/.fluvial/log/jobmanager.out` (what the jobs' TaskManagers print arrives there: Flink's `.out` file); its log
 goes to `~/.fluvial/log/jobmanager.log` (and to stderr too with `--foreground`). It runs a SessionCluster until
-SIGTERM, SIGINT or DELETE /cluster, then shuts it down (`cluster.py`, step 3) and exits: 0 after a clean
+SIGTERM, SIGINT or DELETE /cluster, then shuts it down (`fluvial.cluster.session.cluster`, step 3) and exits: 0 after a clean
 shutdown, 1 when the cluster could not start (the reason is the last line of its log and of stderr).
+
+This is the session cluster's composition root: it puts the web layer's front (`fluvial.web.session`) on the
+cluster, which sits below the web layer and does not import it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from fluvial.cluster.session.cluster_file import log_directory, private_director
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import FluvialError
 from fluvial.common.logs import FORMAT, own_process, rotating_handler
+from fluvial.web.session import serve_session
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ def out_file() -> Path:
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
     import os
 
-    parser = argparse.ArgumentParser(prog="python -m fluvial.cluster.session.jobmanager",
+    parser = argparse.ArgumentParser(prog="python -m fluvial.cli.jobmanager",
                                      description="The JobManager of a fluvial session cluster.")
     parser.add_argument("--taskmanagers", type=int, default=os.cpu_count() or 1,
                         help="TaskManager processes (default: one per core)")
@@ -75,7 +79,7 @@ def run(spec: SessionClusterSpec, foreground: bool) -> int:
     """Run a session cluster until it is told to stop; the exit code."""
     configure_logging(foreground)
     try:
-        cluster = SessionCluster(spec).start()
+        cluster = SessionCluster(spec, serve_session).start()
     except (FluvialError, OSError, ValueError) as error:
         logger.error("the session cluster did not start: %s", error)
         print(f"error: the session cluster did not start: {error}", file=sys.stderr, flush=True)
