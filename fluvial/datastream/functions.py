@@ -735,7 +735,7 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
 
     # PyFlink's factories (the strategies live in async_retry_strategies, which imports this module).
     @staticmethod
-    def no_restart() -> "AsyncRetryStrategy":
+    def no_restart() -> AsyncRetryStrategy:
         """The strategy that never retries (PyFlink's name for it)."""
         from fluvial.datastream.async_retry_strategies import NO_RETRY_STRATEGY
 
@@ -743,7 +743,7 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
 
     @staticmethod
     def fixed_delay(max_attempts: int, backoff_time_millis: int, result_predicate: Callable[[list], bool] | None,
-                    exception_predicate: Callable[[BaseException], bool] | None) -> "AsyncRetryStrategy":
+                    exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
         """A FixedDelayRetryStrategy.
 
         Args:
@@ -762,7 +762,7 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
     @staticmethod
     def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
                             result_predicate: Callable[[list], bool] | None,
-                            exception_predicate: Callable[[BaseException], bool] | None) -> "AsyncRetryStrategy":
+                            exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
         """A FixedDelayRetryStrategy.
 
         Args:

@@ -433,7 +433,7 @@ class StateTtlConfig:
         """Drop expired entries during RocksDB compaction (stored here; applied by the RocksDB backend)."""
 
         query_time_after_num_entries: int
-        periodic_compaction_time: Duration | None = None
+        periodic_compaction_time: Duration = _DEFAULT_PERIODIC_COMPACTION
 
         def __post_init__(self) -> None:
             object.__setattr__(self, "periodic_compaction_time",
@@ -559,7 +559,7 @@ class StateTtlConfig:
                     f"{query_time_after_num_entries!r}: pass e.g. cleanup_in_rocksdb_compact_filter(1000)"
                 )
             self._compact_filter = StateTtlConfig.RocksdbCompactFilterCleanupStrategy(
-                query_time_after_num_entries, periodic_compaction_time
+                query_time_after_num_entries, _periodic_compaction(periodic_compaction_time)
             )
             return self
 
@@ -675,7 +675,7 @@ class StateTtlConfig:
         return message
 
     @staticmethod
-    def _from_proto(message: dict[str, Any]) -> "StateTtlConfig":
+    def _from_proto(message: dict[str, Any]) -> StateTtlConfig:
         cleanup = message["cleanup_strategies"]
         incremental = cleanup.get("incremental_cleanup_strategy")
         compact = cleanup.get("rocksdb_compact_filter_cleanup_strategy")

@@ -10,7 +10,8 @@ to share one cache between them, as Flink's default does); the cache takes memor
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rocksdict import BlockBasedOptions, Cache, DBCompactionStyle, Options
 
@@ -46,7 +47,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
-_BLOOM_BITS_PER_KEY = 10.0  # Flink's state.backend.rocksdb.bloom-filter.bits-per-key default
+_BLOOM_BITS_PER_KEY = 10  # Flink's state.backend.rocksdb.bloom-filter.bits-per-key default
 _BLOOM_BLOCK_BASED = False  # Flink's state.backend.rocksdb.bloom-filter.block-based-mode default
 
 _COMPACTION_STYLES = {"LEVEL": DBCompactionStyle.level, "UNIVERSAL": DBCompactionStyle.universal,

@@ -27,8 +27,9 @@ waits, without blocking its mailbox, until every record left (`is_quiescent`).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from functools import partial
-from typing import Any, Iterable
+from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.runtime.mailbox_executor import ProcessingTimeMailbox
