@@ -763,17 +763,8 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
     def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
                             result_predicate: Callable[[list], bool] | None,
                             exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
-        """A FixedDelayRetryStrategy.
-
-        Args:
-            max_attempts: Retries allowed after the first call.
-            backoff_time_millis: The wait before each retry.
-            result_predicate: Retry when it is true of a result list (None: never on results).
-            exception_predicate: Retry when it is true of an exception (None: never on exceptions).
-
-        Returns:
-            The strategy.
-        """
+        """An ExponentialBackoffDelayRetryStrategy: waits `initial_delay` ms, then `multiplier` times longer per
+        retry, at most `max_retry_delay` ms; `max_attempts` and the predicates as in `fixed_delay`."""
         from fluvial.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy
 
         return ExponentialBackoffDelayRetryStrategy(max_attempts, initial_delay, max_retry_delay, multiplier,
