@@ -1,14 +1,14 @@
 """The fault soak of the NATS and MQTT connectors: many trials of a job killed at a random moment, judged by the
-per-key sequence oracle (lost, duplicated, out of order). `python -m bench.broker_faults [nats|mqtt|mqtt-thread]
-[trials]` (default: all three, 30 trials each).
+per-key sequence oracle (lost, duplicated, out of order). `python -m bench.broker_faults
+[nats|mqtt|mqtt-qos2|mqtt-thread|mqtt-thread-qos2] [trials]` (default: all five, 30 trials each).
 
 A trial: a fresh input (NATS: a stream of `key,seq` messages; MQTT: a publisher thread feeding a persistent
 session), the job of the fault tests (tests/faults/test_nats_faults.py, test_mqtt_faults.py) in process mode,
 then after a random number of completed checkpoints (1-4) and a random delay (0-300 ms), SIGKILL of a random
 TaskManager process (mqtt-thread: the job runs in thread mode in a process of its own, which is killed and
 started again from its latest completed checkpoint). The job fails over and finishes (NATS: a bounded source; MQTT: cancelled once every
-message is committed); the oracle reads the output. Promised: NATS exactly once (0 lost, 0 duplicated); MQTT
-nothing lost, duplicates at most the batch in flight at the kill.
+message is committed); the oracle reads the output. Promised: NATS and MQTT QoS 2 exactly once (0 lost, 0
+duplicated); MQTT QoS 1 nothing lost, duplicates at most the batch in flight at the kill.
 """
 
 from __future__ import annotations
@@ -87,22 +87,23 @@ def nats_trials(trials: int, seed: int) -> Tally:
     return tally
 
 
-def mqtt_trials(trials: int, seed: int) -> Tally:
+def mqtt_trials(trials: int, seed: int, qos: int = 1) -> Tally:
     from services.mosquitto import start_mosquitto
     from services.server import LOOPBACK
     from tests import mqtt_helpers as mh
     from tests.faults.test_mqtt_faults import KEYS, PER_KEY, Publisher, mqtt_job
 
-    tally, rng = Tally("MQTT receiver (write-ahead log on)"), random.Random(seed)
+    tally, rng = Tally(f"MQTT receiver, QoS {qos} (write-ahead log on)"), random.Random(seed)
     with tempfile.TemporaryDirectory() as directory:
         server = start_mosquitto(Path(directory) / "broker")
         try:
             for trial in range(trials):
                 client_id, topic, workdir = f"soak-{trial}", f"soak{trial}", Path(directory) / f"t{trial}"
                 workdir.mkdir()
-                mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], 1)
-                client = mqtt_job(server.port, client_id, topic, workdir, "process").execute_async(f"mqtt {trial}")
-                publisher = Publisher(server.port, topic)
+                mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], qos)
+                client = mqtt_job(server.port, client_id, topic, workdir, "process", qos=qos) \
+                    .execute_async(f"mqtt {trial}")
+                publisher = Publisher(server.port, topic, qos)
                 try:
                     publisher.start()
                     tally.faults += kill_at_random(client, workdir / "chk", rng)
@@ -120,7 +121,7 @@ def mqtt_trials(trials: int, seed: int) -> Tally:
     return tally
 
 
-def mqtt_thread_trials(trials: int, seed: int) -> Tally:
+def mqtt_thread_trials(trials: int, seed: int, qos: int = 1) -> Tally:
     """Thread mode: the job's process (JobMaster and TaskManager threads) SIGKILLed, then started again from its
     latest completed checkpoint; the restored receiver source replays the write-ahead log the checkpoint names."""
     import subprocess
@@ -130,7 +131,7 @@ def mqtt_thread_trials(trials: int, seed: int) -> Tally:
     from tests import mqtt_helpers as mh
     from tests.faults.test_mqtt_faults import KEYS, PER_KEY, Publisher
 
-    tally, rng = Tally("MQTT receiver, thread mode (job process killed, restored from its checkpoint)"), \
+    tally, rng = Tally(f"MQTT receiver, QoS {qos}, thread mode (job process killed, restored from its checkpoint)"), \
         random.Random(seed)
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as directory:
@@ -139,11 +140,12 @@ def mqtt_thread_trials(trials: int, seed: int) -> Tally:
             for trial in range(trials):
                 client_id, topic, workdir = f"thread-{trial}", f"thread{trial}", Path(directory) / f"t{trial}"
                 workdir.mkdir()
-                mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], 1)
-                argv = [sys.executable, "-m", "bench.mqtt_job", str(server.port), client_id, topic, str(workdir)]
+                mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], qos)
+                argv = [sys.executable, "-m", "bench.mqtt_job", str(server.port), client_id, topic, str(workdir),
+                        str(qos)]
                 log = open(workdir / "job.log", "wb")  # noqa: SIM115 - closed below
                 job = subprocess.Popen(argv, cwd=root, stdout=log, stderr=subprocess.STDOUT)
-                publisher = Publisher(server.port, topic)
+                publisher = Publisher(server.port, topic, qos)
                 try:
                     publisher.start()
                     at_least = rng.randint(1, 4)
@@ -175,20 +177,26 @@ def mqtt_thread_trials(trials: int, seed: int) -> Tally:
 
 def main(argv: list[str] | None = None) -> bool:
     args = argv if argv is not None else sys.argv[1:]
-    which = [arg for arg in args if not arg.isdigit()] or ["nats", "mqtt", "mqtt-thread"]
+    which = [arg for arg in args if not arg.isdigit()] or ["nats", "mqtt", "mqtt-qos2", "mqtt-thread",
+                                                           "mqtt-thread-qos2"]
     trials = int(next((arg for arg in args if arg.isdigit()), "30"))
     tallies = []
     if "nats" in which:
         tallies.append(nats_trials(trials, seed=24))
     if "mqtt" in which:
         tallies.append(mqtt_trials(trials, seed=42))
+    if "mqtt-qos2" in which:
+        tallies.append(mqtt_trials(trials, seed=43, qos=2))
     if "mqtt-thread" in which:
         tallies.append(mqtt_thread_trials(trials, seed=7))
+    if "mqtt-thread-qos2" in which:
+        tallies.append(mqtt_thread_trials(trials, seed=8, qos=2))
     for tally in tallies:
         print(tally.line())
         for failure in tally.failures:
             print(f"    {failure}")
-    return all(t.lost == 0 and t.disordered == 0 and not t.failures for t in tallies)
+    return all(t.lost == 0 and t.disordered == 0 and not t.failures and (t.duplicated == 0 or "QoS 1" in t.name)
+               for t in tallies)
 
 
 if __name__ == "__main__":

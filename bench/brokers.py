@@ -1,13 +1,14 @@
 """NATS and MQTT ingest: records/s into a discarding (counting) sink against a bare client loop reading the same
 data in the same run (goal >= 0.7x), and the MQTT receiver with and without the write-ahead log.
 
-`python -m bench.brokers [nats|mqtt]`. Each starts its own server (services/) on a free loopback port.
+`python -m bench.brokers [nats|mqtt|mqtt-qos2]`. Each starts its own server (services/) on a free loopback port.
 - NATS: a stream of N small messages; fluvial reads it with a bounded NatsSource (one split, thread mode,
   parallelism 1) into a counting sink; the bare loop pulls the same stream with nats-py's pull consumer in
   batches of 1,000 and decodes every payload. Both include connecting and creating their consumer.
 - MQTT: N QoS 1 messages queued in a persistent session before each run; fluvial's MqttReceiver job (WAL off,
   then on) runs until its counting sink has every record; the bare loop is a paho client with manual acks that
-  decodes and acknowledges each message. Both include connecting.
+  decodes and acknowledges each message. Both include connecting. `mqtt-qos2`: the same at QoS 2 with the
+  write-ahead log on (the receiver's exactly-once mode) against paho's QoS 2 loop.
 """
 
 from __future__ import annotations
@@ -114,22 +115,22 @@ def bench_nats() -> bool:
 # -- MQTT ------------------------------------------------------------------------------------------------------
 
 
-def mqtt_queue(port: int, client_id: str) -> None:
+def mqtt_queue(port: int, client_id: str, qos: int = 1) -> None:
     from tests import mqtt_helpers as mh
 
-    mh.make_session("127.0.0.1", port, client_id, ["bench/#"], 1)
-    mh.publish("127.0.0.1", port, [("bench/x", f"{i % 7},{i}".encode()) for i in range(MQTT_RECORDS)], 1)
+    mh.make_session("127.0.0.1", port, client_id, ["bench/#"], qos)
+    mh.publish("127.0.0.1", port, [("bench/x", f"{i % 7},{i}".encode()) for i in range(MQTT_RECORDS)], qos)
 
 
-def mqtt_fluvial(port: int, wal: bool, checkpoints: str) -> float:
+def mqtt_fluvial(port: int, wal: bool, checkpoints: str, qos: int = 1) -> float:
     from fluvial.datastream.connectors.mqtt import MqttReceiver
 
     client_id = f"fluvial{next(_runs)}"
-    mqtt_queue(port, client_id)
+    mqtt_queue(port, client_id, qos)
     env = _env(**{"receiver.write-ahead-log.enable": "true" if wal else "false"})
     env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{checkpoints}")
     sink = CountingSink()
-    env.add_receiver(MqttReceiver("127.0.0.1", port, ["bench/#"], client_id=client_id)).add_sink(sink)
+    env.add_receiver(MqttReceiver("127.0.0.1", port, ["bench/#"], client_id=client_id, qos=qos)).add_sink(sink)
     started = time.perf_counter()
     client = env.execute_async("mqtt bench")
     while sink.count < MQTT_RECORDS:
@@ -143,11 +144,11 @@ def mqtt_fluvial(port: int, wal: bool, checkpoints: str) -> float:
     return seconds
 
 
-def mqtt_bare(port: int) -> float:
+def mqtt_bare(port: int, qos: int = 1) -> float:
     import paho.mqtt.client as mqtt
 
     client_id = f"bare{next(_runs)}"
-    mqtt_queue(port, client_id)
+    mqtt_queue(port, client_id, qos)
     done = threading.Event()
     received = []
 
@@ -192,6 +193,24 @@ def bench_mqtt() -> bool:
             server.stop()
 
 
+def bench_mqtt_qos2() -> bool:
+    from services.mosquitto import start_mosquitto
+
+    with tempfile.TemporaryDirectory() as directory:
+        server = start_mosquitto(Path(directory) / "broker")
+        try:
+            runs: dict[str, list[float]] = {"on": [], "bare": []}
+            for _ in range(REPEAT):
+                runs["on"].append(mqtt_fluvial(server.port, True, str(Path(directory) / "chk"), qos=2))
+                runs["bare"].append(mqtt_bare(server.port, qos=2))
+            title = (f"MQTT receiver, {MQTT_RECORDS:,} QoS 2 records into a counting sink "
+                     f"(load {os.getloadavg()[0]:.1f}), write-ahead log on (exactly-once)")
+            return report(title, Measurement("fluvial", MQTT_RECORDS, _best(runs["on"])),
+                          Measurement("paho", MQTT_RECORDS, _best(runs["bare"])), TARGET, ("fluvial", "paho loop"))
+        finally:
+            server.stop()
+
+
 def main(argv: list[str] | None = None) -> bool:
     which = (argv if argv is not None else sys.argv[1:]) or ["nats", "mqtt"]
     ok = True
@@ -199,6 +218,8 @@ def main(argv: list[str] | None = None) -> bool:
         ok &= bench_nats()
     if "mqtt" in which:
         ok &= bench_mqtt()
+    if "mqtt-qos2" in which:
+        ok &= bench_mqtt_qos2()
     return ok
 
 

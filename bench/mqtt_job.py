@@ -2,7 +2,7 @@
 TaskManagers are threads: the fault is a SIGKILL of the whole process, and the trial starts the job again from
 its latest completed checkpoint, as an operator would).
 
-    python -m bench.mqtt_job PORT CLIENT_ID TOPIC WORKDIR [RESTORE_PATH]
+    python -m bench.mqtt_job PORT CLIENT_ID TOPIC WORKDIR QOS [RESTORE_PATH]
 
 Runs until killed."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from tests.faults.test_mqtt_faults import mqtt_job
 
 
-def main(port: str, client_id: str, topic: str, workdir: str, restore: str | None = None) -> None:
-    mqtt_job(int(port), client_id, topic, Path(workdir), "thread", restore).execute("mqtt fault job")
+def main(port: str, client_id: str, topic: str, workdir: str, qos: str, restore: str | None = None) -> None:
+    mqtt_job(int(port), client_id, topic, Path(workdir), "thread", restore, int(qos)).execute("mqtt fault job")
 
 
 if __name__ == "__main__":

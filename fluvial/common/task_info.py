@@ -13,6 +13,9 @@ class TaskInfo:
     parallelism: int
     max_parallelism: int
     attempt_number: int = 0
+    # the operator a source or sink is built for (its id is the same in every attempt of the job): what lets a
+    # sink name the files of its own earlier attempts apart from those of another sink or job
+    operator_id: str = ""
 
     @property
     def task_name_with_subtasks(self) -> str:

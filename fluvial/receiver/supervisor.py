@@ -27,7 +27,14 @@ as the block's `ReceivedBlockInfo.metadata` (a list); `store(list, metadata)` re
 A position given with a reliable store (`store(list, position=p)`: where the upstream is after these records)
 is tracked with the block — in the tracker's write-ahead log when it is on — and `last_stored_position()`
 answers the newest one, so a receiver that starts again resumes its upstream there instead of being re-sent
-what it stored but had not acknowledged.
+what it stored but had not acknowledged. A position given with a single record (`store(record, position=p)`)
+travels with the block the BlockGenerator cuts holding that record: the block's position is the newest given
+with its records (the last one added). This is sound because the position becomes visible only when that block
+is stored and tracked, and blocks are tracked in the order they were cut: every record added before a position
+is in that block or an earlier one. A record still buffered when the receiver dies is lost with its position,
+so the upstream re-sends it from the last tracked position. (A receiver that mixes single records with
+positions and `store(list, position=...)` from one upstream must not: a list is tracked at once, ahead of the
+buffered records before it.)
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
@@ -76,6 +84,8 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self._reliable_in_flight = 0
         self._pending_metadata: list[Any] = []  # of records added since the last block (generator lock held)
         self._block_metadata: dict[StreamBlockId, list[Any]] = {}
+        self._pending_position: Any = None  # the newest position stored with a buffered record (generator lock)
+        self._block_position: dict[StreamBlockId, Any] = {}
         self.stop_error: BaseException | None = None
         self.stop_message: str | None = None
         # Reliable blocks get ids -1 - n. n starts from the clock (µs-scaled ms) rather than 0, so a supervisor
@@ -199,6 +209,10 @@ class ReceiverSupervisor(BlockGeneratorListener):
     def push_single_with_metadata(self, data: Any, metadata: Any) -> None:
         self._generator.add_data_with_callback(data, metadata)
 
+    def push_single_with_position(self, data: Any, metadata: Any, position: Any) -> None:
+        """One record and where the upstream is after it: the position goes with the block holding the record."""
+        self._generator.add_data_with_callback(data, _Positioned(metadata, position))
+
     def push_array(self, records: list, metadata: Any = None, position: Any = None) -> None:
         """Reliable store: one block now, returning once it is stored and tracked (paced by `receiver.max-rate`
         first, like records stored one by one). Raises ReceiverStoppedError
@@ -221,14 +235,22 @@ class ReceiverSupervisor(BlockGeneratorListener):
     # -- BlockGeneratorListener ---------------------------------------------------------------------------------
 
     def on_add_data(self, data: Any, metadata: Any) -> None:
+        if type(metadata) is _Positioned:
+            self._pending_position = metadata.position
+            if metadata.metadata is None:
+                return
+            metadata = metadata.metadata
         self._pending_metadata.append(metadata)
 
     def on_generate_block(self, block_id: StreamBlockId) -> None:
         if self._pending_metadata:
             self._block_metadata[block_id], self._pending_metadata = self._pending_metadata, []
+        if self._pending_position is not None:
+            self._block_position[block_id], self._pending_position = self._pending_position, None
 
     def on_push_block(self, block_id: StreamBlockId, records: list) -> None:
-        self._push_block(block_id, records, self._block_metadata.pop(block_id, None))
+        self._push_block(block_id, records, self._block_metadata.pop(block_id, None),
+                         self._block_position.pop(block_id, None))
 
     def on_error(self, message: str, error: BaseException) -> None:
         self.report_error(message, error)
@@ -265,6 +287,14 @@ class ReceiverSupervisor(BlockGeneratorListener):
             self.report_error(message, error)
         else:
             self.stop(message, error)
+
+
+@dataclass(frozen=True, slots=True)
+class _Positioned:
+    """The callback metadata of a record stored with a position (`push_single_with_position`)."""
+
+    metadata: Any
+    position: Any
 
 
 def _backoff_strategy(receiver: Any) -> RestartBackoffTimeStrategy:

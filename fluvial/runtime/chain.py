@@ -227,11 +227,11 @@ class OperatorChain:
                 continue
             target = self._owner[edge.target_id]
             entry = target.input(edge.type_number)
-            push = counted_input(entry.process_batch, target.name, self._metrics[edge.target_id].records_in)
+            push = counted_input(entry.process_batch, target, self._metrics[edge.target_id].records_in)
             if check is not None and not edge.output_tag and self._nodes[edge.target_id].is_sink:
                 push = _checked_push(push, check)
             (side.setdefault(edge.output_tag, []) if edge.output_tag else main).append(push)
-            watermark_targets.append(labelled_input(entry.process_watermark, target.name))
+            watermark_targets.append(labelled_input(entry.process_watermark, target))
             status_targets.append(entry.process_status)
         for job_edge in self.vertex.outputs:
             if job_edge.source_node_id != node_id:

@@ -48,9 +48,10 @@ def returned_none(operator: str, value: Any) -> None:
 
 
 def fused_loop(steps: list[Step], functions: list[Callable[..., Any]], names: list[str], key: Any = None,
-               table: Any = None) -> Callable[[Any], list]:
+               table: Any = None, key_name: str | None = None) -> Callable[[Any], list]:
     """`run(values) -> list` applying the steps in order (see the module docstring). A REDUCE step, first only,
-    needs the reduce's `key` function and its state `table` (a dict: the loop touches it per record)."""
+    needs the reduce's `key` function and its state `table` (a dict: the loop touches it per record), and
+    `key_name`: whose failure a failing key is (the key_by's)."""
     defaults = {f"f{index}": fn for index, fn in enumerate(functions)}
     lines = ["    out = []", "    append = out.append", "    extend = out.extend", "    for v in values:"]
     indent = "        "
@@ -79,7 +80,7 @@ def fused_loop(steps: list[Step], functions: list[Callable[..., Any]], names: li
     namespace: dict[str, Any] = dict(defaults)
     exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
     run = namespace["run"]
-    run.member_at_line = _member_at_line(lines, names)
+    run.member_at_line = _member_at_line(lines, names, key_name or names[0])
     run.loop_code = run.__code__
     if Step.REDUCE not in steps and Step.FLAT_MAP not in steps:
         return run
@@ -88,28 +89,30 @@ def fused_loop(steps: list[Step], functions: list[Callable[..., Any]], names: li
         try:
             return run(values)
         except TypeError as error:
-            explain_loop_failure(error, run.__code__, lines, steps, names)
+            explain_loop_failure(error, run.__code__, lines, steps, names, key_name or names[0])
             raise
 
     checked_run.member_at_line, checked_run.loop_code = run.member_at_line, run.loop_code
     return checked_run
 
 
-def _member_at_line(lines: list[str], names: list[str]) -> dict[int, str]:
-    """Line of the generated source (1-based) → the member whose function that line calls: what names the
-    member that raised, exactly, even when several members run the same function."""
+def _member_at_line(lines: list[str], names: list[str], key_name: str) -> dict[int, str]:
+    """Line of the generated source (1-based) → the member whose function that line calls (or the key_by, for
+    the line that calls the key): what names the member that raised, exactly, even when several members run the
+    same function."""
     at_line = {}
     for number, line in enumerate(lines, start=1):
         called = re.search(r"\bf(\d+)\(|\bkey\(", line)
         if called:
-            at_line[number] = names[int(called.group(1))] if called.group(1) else names[0]
+            at_line[number] = names[int(called.group(1))] if called.group(1) else key_name
     return at_line
 
 
-def explain_loop_failure(error: TypeError, code: Any, lines: list[str], steps: list[Step], names: list[str]) -> None:
+def explain_loop_failure(error: TypeError, code: Any, lines: list[str], steps: list[Step], names: list[str],
+                         key_name: str) -> None:
     """A TypeError raised by the generated loop itself (not by a user function it called): a flat_map result
     that cannot be iterated (labelled with that flat_map; None gets the error naming operator and value), or a
-    reduce key that cannot be hashed (the key_by error)."""
+    reduce key that cannot be hashed (the key_by error, labelled as the key_by)."""
     traceback = error.__traceback__
     while traceback is not None and traceback.tb_next is not None:
         traceback = traceback.tb_next
@@ -118,11 +121,11 @@ def explain_loop_failure(error: TypeError, code: Any, lines: list[str], steps: l
     source = lines[traceback.tb_lineno - 1]
     local = traceback.tb_frame.f_locals
     if "get(k, missing)" in source:
-        label_failure(error, names[0])
+        label_failure(error, key_name)
         try:
             explain_unhashable_key(error, local.get("k"))
         except InvalidJobError as unhashable:
-            label_failure(unhashable, names[0])
+            label_failure(unhashable, key_name)
             raise
     for index, step in enumerate(steps):
         if step is Step.FLAT_MAP and f"f{index}(v)" in source:

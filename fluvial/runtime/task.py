@@ -169,8 +169,10 @@ class Task:
             source_spec = spec.vertex.head.operator
             info = self.info
             reader_context = SourceReaderContext(info.job_id, info.task_name, info.subtask_index, info.parallelism,
-                                                 info.max_parallelism, info.attempt_number, services.receivers,
-                                                 spec.vertex.head.operator_id, head.context.metrics.group)
+                                                 info.max_parallelism, info.attempt_number,
+                                                 operator_id=spec.vertex.head.operator_id,
+                                                 receivers=services.receivers,
+                                                 metric_group=head.context.metrics.group)
             self.input = source_input = SourceInput(
                 source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
                 spec.auto_watermark_interval, self._processing_time(head.name), head.context.metrics.group)
@@ -523,7 +525,7 @@ class Task:
             self._close()
             self._set_state(ExecutionState.CANCELED)
             return
-        head = self.chain.head.name if self.chain is not None else self.spec.vertex.name
+        head = self.chain.head.failure_name(exc) if self.chain is not None else self.spec.vertex.name
         operator_name = failing_operator(exc) or head
         self._close()
         import traceback

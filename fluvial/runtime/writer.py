@@ -9,7 +9,7 @@ from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
 from fluvial.runtime.channel_selectors import build_selector
 from fluvial.runtime.channels import Channel
 from fluvial.runtime.deployment import OutputSpec
-from fluvial.runtime.operators.base import label_failure
+from fluvial.runtime.operators.base import described, key_by_name, label_failure
 from fluvial.runtime.records import RecordBatch, Watermark
 
 
@@ -100,12 +100,8 @@ class RecordWriter:
 def partitioning_name(spec: PartitionerSpec) -> str:
     """How a failure of the edge's own user code is attributed: `key_by(<selector>)` or
     `partition_custom(<partitioner>)`, as the job was written."""
-    def described(function: Any) -> str:
-        own = getattr(function, "__qualname__", None)
-        return own if own is not None else type(function).__name__
-
     if spec.kind is PartitionerKind.CUSTOM:
         return f"partition_custom({described(spec.custom_partitioner)})"
     if spec.key_selector is not None:
-        return f"key_by({described(spec.key_selector)})"
+        return key_by_name(spec.key_selector)
     return spec.kind.name.lower()

@@ -61,6 +61,10 @@ def throughput(with_blocking_task: bool, window_s: float = 2.5) -> float:
 
 @pytest.mark.timeout(90)
 def test_a_task_sleeping_in_user_code_leaves_a_cpu_bound_task_of_its_task_manager_at_least_half_its_speed():
-    alone = throughput(with_blocking_task=False)
-    beside = throughput(with_blocking_task=True)
+    """Each figure is the best of two windows, taken interleaved, so that another process taking this machine's
+    cores for a moment does not decide the comparison (without the task's own thread, beside is ~0.1% of alone)."""
+    alone, beside = 0.0, 0.0
+    for _ in range(2):
+        alone = max(alone, throughput(with_blocking_task=False, window_s=1.5))
+        beside = max(beside, throughput(with_blocking_task=True, window_s=1.5))
     assert beside >= alone / 2, f"{beside:.0f} records/s beside a blocked task, {alone:.0f} alone"

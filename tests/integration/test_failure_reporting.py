@@ -17,7 +17,7 @@ from fluvial.common import Types
 from fluvial.common.errors import JobExecutionException, UnreadableStateError, is_non_recoverable
 from fluvial.common.job_status import JobStatus
 from fluvial.common.restart_strategy import RestartStrategies
-from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream import KeyedProcessFunction, KeySelector, MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.testing import Crash, Pause, ScriptedSource, wait_until
@@ -137,3 +137,45 @@ def test_a_failing_key_selector_is_named_as_the_key_by(mode):
     assert "operator 'key_by(test_a_failing_key_selector_is_named_as_the_key_by.<locals>.broken_key)'" in message, \
         message
     assert "TypeError" in message and "operator 'Map'" not in message
+
+
+class Echo(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+class FieldKey(KeySelector):
+    def get_key(self, value):
+        return value["missing"]  # the values are ints
+
+
+# where the keyed operator computes the key itself (parallelism 1: the key_by edge is forward): a fused run of a
+# running reduce and a map, a keyed process function (a KeySelector object), a window of a keyed stream
+KEYED_CONSUMERS = {
+    "reduce": lambda keyed: keyed.reduce(lambda a, b: a + b).map(lambda v: v, output_type=Types.INT()),
+    "process": lambda keyed: keyed.process(Echo(), output_type=Types.INT()),
+    "window": lambda keyed: keyed.count_window(2).reduce(lambda a, b: a + b),
+}
+
+
+@pytest.mark.parametrize("consumer", sorted(KEYED_CONSUMERS))
+def test_a_failing_key_selector_is_named_as_the_key_by_where_the_keyed_operator_computes_the_key(mode, consumer):
+    from fluvial.testing import environment
+
+    def broken_key(value):
+        return value["missing"]  # the values are ints
+
+    selector = FieldKey() if consumer == "process" else broken_key
+    env = environment(mode)
+    env.set_parallelism(1)
+    keyed = env.from_collection([1, 2, 3], type_info=Types.INT()).map(lambda v: v + 1, output_type=Types.INT()) \
+        .key_by(selector, key_type=Types.INT())
+    KEYED_CONSUMERS[consumer](keyed).print()
+    with pytest.raises(JobExecutionException) as raised:
+        env.execute("a broken key selector at parallelism 1")
+    message = str(raised.value)
+    named = "FieldKey" if consumer == "process" else \
+        "test_a_failing_key_selector_is_named_as_the_key_by_where_the_keyed_operator_computes_the_key.<locals>." \
+        "broken_key"
+    assert f"operator 'key_by({named})'" in message, message
+    assert "TypeError" in message

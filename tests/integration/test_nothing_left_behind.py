@@ -64,16 +64,48 @@ def test_a_failed_attempts_hidden_part_files_are_removed_on_restore(tmp_path, mo
     env.set_parallelism(2)
     env.enable_checkpointing(30)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{checkpoints}"))
+    _fails_once_then_writes_each_record_once_leaving_nothing_hidden(
+        env, out, KeySequenceSource(4, 500, 1000), FailOnceAfterCheckpoints(str(checkpoints)))
+
+
+def _fails_once_then_writes_each_record_once_leaving_nothing_hidden(env, out, source, fails_once) -> None:
+    """Runs source → `fails_once` → a FileSink into `out` (rolling on checkpoints), restarting after the one
+    failure: every record is committed once and no hidden part file is left."""
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
     sink = (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
             .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
             .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-    (env.from_source(KeySequenceSource(4, 500, 1000), source_name="sequences")
-        .map(FailOnceAfterCheckpoints(str(checkpoints)), output_type=Types.STRING())
+    (env.from_source(source, source_name="sequences")
+        .map(fails_once, output_type=Types.STRING())
         .sink_to(sink))
     client = env.execute_async("fails once")
     client.get_job_execution_result().result(timeout=50)
     assert client._job_master.restarts == 1
     lines, hidden = committed_lines(out)
-    assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(4) for seq in range(500))
+    assert sorted(lines) == sorted(f"{key}|{seq}" for key in range(source.keys) for seq in range(source.per_key))
     assert hidden == 0, [p.name for p in out.rglob(".*")]
+
+
+class FailOnceBeforeAnyCheckpoint(MapFunction):
+    """Raises once in the first attempt (the job has no checkpoints), once the sink has opened hidden parts."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, record):
+        key, seq = record
+        if self.attempt == 0 and seq >= 100 and any(name.startswith(".") for _, _, names in os.walk(self.out)
+                                                    for name in names):
+            raise RuntimeError("the first attempt fails before its first checkpoint")
+        return f"{key}|{seq}"
+
+
+def test_hidden_part_files_of_an_attempt_that_failed_before_any_checkpoint_are_removed(tmp_path, mode):
+    out = tmp_path / "out"
+    env = environment(mode)
+    env.set_parallelism(2)
+    _fails_once_then_writes_each_record_once_leaving_nothing_hidden(  # no checkpoints: its restart has no state
+        env, out, KeySequenceSource(4, 300, 2000), FailOnceBeforeAnyCheckpoint(str(out)))

@@ -3,7 +3,9 @@ two-phase commit through hidden in-progress files (PyFlink's names; users import
 Base paths are local paths or any fsspec URL (`file_systems`).
 
 Sink contract details (beyond `sink.py`):
-1. Records go to an in-progress file `.{part}.inprogress.{uuid}` inside their bucket directory.
+1. Records go to an in-progress file `.{part}.inprogress.{sink}-{uuid}` inside their bucket directory, where
+   `{sink}` (16 hex digits) is the same for every attempt of this sink in this job and differs between sinks
+   and jobs (derived from the job id, the sink operator's id and the base path).
 2. A part is rolled (closed, kept hidden, remembered as a `PendingFile`) when the rolling policy says so:
    by size after a write, by age or inactivity when checked on write or flush.
 3. `prepare_commit()` rolls every open part and returns all pending files since the last call: every
@@ -18,6 +20,10 @@ Sink contract details (beyond `sink.py`):
    by it, and not to be committed by any later one the job restores from. A writer restored from one state of
    its own subtask keeps that prefix, so each attempt of a subtask names its parts in one sequence; the hidden
    parts the checkpoint recorded (numbered below the counter) stay for the restored commit.
+7. A writer that starts without any state (the job's first attempt, or a restart before the job's first
+   completed checkpoint: it runs from the start, so nothing an earlier attempt wrote will ever be committed)
+   removes the hidden parts of its own subtask that carry its sink's `{sink}` mark: those of earlier attempts of
+   this sink in this job. Committed parts (visible) and hidden parts of other sinks or jobs are never touched.
 
 """
 
@@ -27,6 +33,7 @@ import abc
 import bisect
 import dataclasses
 import functools
+import hashlib
 import itertools
 import os
 import re
@@ -469,8 +476,20 @@ class FileSinkWriter(SinkWriter):
         self._open: dict[str, _OpenPart] = {}
         self._rolled: list[PendingFile] = []
         self._last_sweep = clock()
+        self._mark = _sink_mark(task_info, sink.base_path)
         _make_dir(sink.base_path)
+        if restored_state is None:
+            self._remove_parts_of_earlier_attempts()
         self._remove_parts_of_failed_attempts(restored)
+
+    def _remove_parts_of_earlier_attempts(self) -> None:
+        """Contract 7: without state, the hidden parts of this subtask of this sink in this job (any counter)."""
+        if not self._mark:
+            return
+        pattern = re.compile(rf"^\..+-{self._subtask}-\d+{re.escape(self._suffix)}\.inprogress\."
+                             rf"{self._mark}-[0-9a-f-]+$")
+        for path in fsys.find_named(self._sink.base_path, lambda name: pattern.match(name) is not None):
+            fsys.remove_file(path)
 
     def _remove_parts_of_failed_attempts(self, restored: list[FileSinkWriterState]) -> None:
         """Contract 6: the hidden parts each restored state's subtask opened after its checkpoint."""
@@ -554,7 +573,8 @@ class FileSinkWriter(SinkWriter):
             final_path = fsys.join(directory, name)
             if not fsys.exists(final_path):  # a fixed prefix may meet files of an earlier run
                 break
-        in_progress = fsys.join(directory, f".{name}.inprogress.{uuid.uuid4()}")
+        marked = f"{self._mark}-{uuid.uuid4()}" if self._mark else str(uuid.uuid4())
+        in_progress = fsys.join(directory, f".{name}.inprogress.{marked}")
         file = fsys.open_for_new_file(in_progress)
         factory = self._sink.bulk_writer_factory
         bulk = None if factory is None else factory.create(file)
@@ -600,6 +620,15 @@ class FileSinkWriter(SinkWriter):
         for part in self._open.values():
             part.file.close()
         self._open.clear()
+
+
+def _sink_mark(task_info: TaskInfo, base_path: str) -> str:
+    """Contract 7's mark of a sink's hidden parts: the same for every attempt of this sink in this job; empty
+    (nothing is cleaned without state) when the writer is built outside a job's sink operator."""
+    if not task_info.operator_id:
+        return ""
+    identity = f"{task_info.job_id}/{task_info.operator_id}/{base_path}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
 def _make_dir(path: str) -> None:

@@ -8,10 +8,13 @@ when `receiver.write-ahead-log.enable` is on.
 
 Guarantees (docs/connectors/mqtt.md): with the write-ahead log and checkpoints, a TaskManager killed at any
 moment loses nothing (what was not in the log was not acknowledged, so the broker delivers it again to the
-persistent session), and what the log holds is emitted once. Messages that were in the log but whose
-acknowledgement had not reached the broker when the process died (usually the last batch) are delivered again
-and stored again: MQTT messages carry no identity a receiver could recognise across a crash, so the step
-broker -> log is at-least-once. QoS 0 messages are acknowledged by nobody and lost with a connection, as MQTT defines.
+persistent session), and what the log holds is emitted once. QoS 2 is exactly-once from the broker into the
+log: each block records the packet ids of the QoS 2 messages stored but not completed (mqtt_ledger.py), so a
+redelivery (DUP=1, same packet id) after a crash is acknowledged without being stored again. QoS 1 is
+at-least-once there: a message in the log whose PUBACK had not reached the broker when the process died
+(usually the last batch) comes again and is stored again — after PUBACK the broker may reuse its packet id at
+once, so a redelivery cannot be told from a new message. QoS 0 messages are acknowledged by nobody and lost
+with a connection, as MQTT defines.
 
 Protocol of the receiver's thread (`on_start`), numbered:
 1. Connect with `clean_session=False` and the fixed `client_id` (the broker keeps the subscription and queues
@@ -19,15 +22,17 @@ Protocol of the receiver's thread (`on_start`), numbered:
    fails (unreachable broker, refused credentials) stops the receiver with an error naming the address, which
    fails the job.
 2. Subscribe to every topic filter at `qos`. paho's network thread hands each message to a local queue.
-3. Loop: take the queued messages (at most `max_batch_size`), deserialize them, `store(list)` — which returns
-   only when the block is stored (and paced by `receiver.max-rate`) — then acknowledge each, in order.
+3. Loop: take the queued messages (at most `max_batch_size`), deserialize them, `store(list, position=...)`
+   — which returns only when the block is stored (and paced by `receiver.max-rate`), with the QoS 2 ledger's
+   position — then acknowledge each, in order, and send the PUBCOMPs the block's position made safe.
    While the loop waits (a slow log, the rate limit), unacknowledged messages hold the broker's in-flight
    window (`max_inflight_messages`), so the broker stops sending and queues: back pressure reaches the broker.
 4. A lost connection is re-established by paho; messages queued but not stored are dropped (the broker sends
    them again), and messages stored but not yet acknowledged are remembered so their redelivery (DUP, same
    packet id and content) is acknowledged without storing them twice.
 QoS 2: paho sends PUBREC before the application sees the message, which would let a crash lose it; the
-receiver's client defers PUBREC until the message is stored and answers PUBREL with PUBCOMP at once.
+receiver's client defers PUBREC until the message is stored, and PUBCOMP until a stored block no longer lists
+the message as pending (mqtt_ledger.py, step 3).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 
 from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.serialization import DeserializationSchema, SimpleStringSchema
+from fluvial.datastream.connectors.mqtt_ledger import Qos2Ledger, digest
 from fluvial.datastream.connectors.payloads import deserialize_batch
 from fluvial.datastream.connectors.receiver import Receiver, ReceiverStoppedError
 
@@ -49,6 +55,7 @@ __all__ = ["MqttConnectError", "MqttDeserializationError", "MqttReceiver"]
 logger = logging.getLogger(__name__)
 
 WAIT_SLICE_S = 0.05
+RELEASE_LINGER_S = 0.005  # PUBRELs with no message to carry them wait this long for more before an empty block
 
 
 class MqttConnectError(ResourceError, ConnectionError):
@@ -104,12 +111,16 @@ class MqttReceiver(Receiver):
         self._connected = threading.Event()
         self._connect_result: Any = None
         self._ever_connected = False
-        self._stored_unacked: dict[int, tuple[str, bytes]] = {}
+        self._stored_unacked: dict[int, tuple[str, bytes]] = {}  # QoS 1, stored on a connection now gone
+        self._ledger = Qos2Ledger(f"{self.client_id}@{self.host}:{self.port}")
+        self._pubrels: deque[tuple[int, int]] = deque()  # (packet id, connection generation) from paho's thread
+        self._session_lost_at = 0  # the generation of the latest connection the broker had no session for
+        self._ledger_from = 0  # the ledger holds nothing of connections before this generation
         self.stored_messages = 0
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        for name in ("_client", "_queue", "_arrived", "_stopping", "_connected"):
+        for name in ("_client", "_queue", "_arrived", "_stopping", "_connected", "_pubrels"):
             state.pop(name, None)
         return state
 
@@ -128,6 +139,11 @@ class MqttReceiver(Receiver):
 
     def on_start(self) -> None:
         self._reset_runtime()
+        if self.qos == 2:
+            pending = self._ledger.restore(self.last_stored_position())
+            if pending:
+                logger.info("MQTT receiver %s: %d QoS 2 messages are in the log but not completed with the broker; "
+                            "their redelivery is acknowledged without storing them again", self.client_id, pending)
         try:
             self._connect()
         except MqttConnectError as error:
@@ -160,6 +176,7 @@ class MqttReceiver(Receiver):
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
+        client.on_pubrel = self._on_pubrel
         self._client = client
         try:
             client.connect_async(self.host, self.port, self.keepalive)
@@ -188,6 +205,8 @@ class MqttReceiver(Receiver):
             self._connected.set()
             return
         self._generation += 1
+        if not flags.session_present:
+            self._session_lost_at = self._generation  # the store loop clears the QoS 2 ledger (step 4)
         self._connect_result = None
         client.subscribe([(topic, self.qos) for topic in self.topics])
         logger.info("MQTT receiver %s connected to %s (session present: %s)", self.client_id, self.address,
@@ -205,28 +224,43 @@ class MqttReceiver(Receiver):
                                     self._generation))
         self._arrived.set()
 
+    def _on_pubrel(self, mid: int) -> None:
+        self._pubrels.append((mid, self._generation))
+        self._arrived.set()
+
     # -- step 3 -------------------------------------------------------------------------------------------------
 
     def _store_loop(self) -> None:
         queue, arrived = self._queue, self._arrived
+        ledger = self._ledger
         while not self._stopping.is_set():
-            arrived.wait(WAIT_SLICE_S)
+            releasing = ledger.needs_flush() or bool(self._pubrels)
+            idle = not arrived.wait(RELEASE_LINGER_S if releasing else WAIT_SLICE_S)
             arrived.clear()
             while queue and not self._stopping.is_set():
                 batch = [queue.popleft() for _ in range(min(len(queue), self.max_batch_size))]
                 if not self._store_and_ack(batch):
                     return
+            if idle and releasing and not self._stopping.is_set() and not self._store_and_ack([]):
+                return  # (an empty block carries the releases no message came to carry: ledger step 3)
 
     def _store_and_ack(self, batch: list[_Arrived]) -> bool:
+        ledger = self._ledger
+        if self._session_lost_at > self._ledger_from:
+            self._ledger_from = self._session_lost_at
+            ledger.reset()
+        while self._pubrels:
+            ledger.release(*self._pubrels.popleft())
         fresh = [message for message in batch if not self._redelivered(message)]
-        if fresh:
+        released = dict(ledger.released)
+        if fresh or released:
             try:
                 values = self._deserialize(fresh)
             except MqttDeserializationError as error:
                 self.stop(str(error), error)
                 return False
             try:
-                self.store(values)
+                self.store(values, position=ledger.position() if self.qos == 2 else None)
             except ReceiverStoppedError:
                 return False  # never acknowledge what was not stored
             self.stored_messages += len(values)
@@ -237,12 +271,24 @@ class MqttReceiver(Receiver):
                 continue
             if message.generation == generation:
                 client.ack(message.mid, message.qos)
-                self._stored_unacked.pop(message.mid, None)
-            else:  # the connection it came on is gone: its redelivery is acknowledged when it comes (step 4)
+                if message.qos == 1:
+                    self._stored_unacked.pop(message.mid, None)
+            elif message.qos == 1:  # the connection it came on is gone: its redelivery is acknowledged when it comes
                 self._stored_unacked[message.mid] = (message.topic, message.payload)
+            # (QoS 2 stays in the ledger until its flow completes, across connections and restarts)
+        for mid in ledger.completed(released, generation):
+            client.complete(mid)
         return True
 
     def _redelivered(self, message: _Arrived) -> bool:
+        """A message already stored: acknowledge it, store nothing. QoS 2 by the ledger (also across restarts);
+        QoS 1 only within this run, for a message stored but never acknowledged (its packet id is not free)."""
+        if message.qos == 2 and message.generation >= self._ledger_from:
+            message_digest = digest(message.topic, message.payload)
+            if self._ledger.is_redelivery(message.mid, message.dup, message_digest):
+                return True
+            self._ledger.stored(message.mid, message_digest)  # (stored below, or the receiver stops)
+            return False
         if not message.dup:
             return False
         stored = self._stored_unacked.get(message.mid)

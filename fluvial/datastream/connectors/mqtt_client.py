@@ -6,7 +6,9 @@ the message loses it (paho's own comment in `_handle_pubrel`, eclipse/paho.mqtt.
 with `manual_ack=True`:
 1. hands a QoS 2 message to `on_message` when its PUBLISH arrives and sends no PUBREC;
 2. `ack(mid, 2)` sends PUBREC (the message is stored now);
-3. answers PUBREL with PUBCOMP at once.
+3. answers PUBREL with PUBCOMP at once, or, when `on_pubrel` is set, hands the packet id to it and sends
+   PUBCOMP only when `complete(mid)` is called (the receiver first stores that the flow is over: the broker
+   reuses a packet id only after PUBCOMP, see mqtt_ledger.py).
 A crash before step 2 leaves the broker to send the PUBLISH again (DUP), as for QoS 1. QoS 0 and 1 are paho's.
 It overrides three of paho's packet handlers, so `pyproject.toml` keeps paho-mqtt below its next major version.
 """
@@ -25,6 +27,7 @@ class StoreFirstClient(mqtt.Client):
         super().__init__(*args, **kwargs)
         self._deferring_pubrec = False
         self._deferred_mid: int | None = None
+        self.on_pubrel: Any = None  # called on paho's network thread with the packet id of each PUBREL
 
     def _handle_publish(self) -> MQTTErrorCode:
         qos = (self._in_packet["command"] & 0x06) >> 1
@@ -58,5 +61,12 @@ class StoreFirstClient(mqtt.Client):
         rc = super()._handle_pubrel()
         if self._manual_ack and rc == MQTTErrorCode.MQTT_ERR_SUCCESS:
             mid = struct.unpack("!H", self._in_packet["packet"][:2])[0]
+            if self.on_pubrel is not None:
+                self.on_pubrel(mid)
+                return rc
             return self._send_pubcomp(mid)  # step 3
         return rc
+
+    def complete(self, mid: int) -> MQTTErrorCode:
+        """PUBCOMP for a PUBREL handed to `on_pubrel` (step 3)."""
+        return self._send_pubcomp(mid)

@@ -64,15 +64,15 @@ class Receiver(abc.ABC):
 
     def store(self, data: Any, metadata: Any = None, position: Any = None) -> None:
         """Store one record, or a list of records reliably (returns once they are stored: acknowledge the
-        upstream after it). With a list, `position` may say where the upstream is after these records (an
-        offset, a sequence number: any picklable value); `last_stored_position()` gives it back after a restart
-        (see `last_stored_position`)."""
+        upstream after it). `position` may say where the upstream is after these records (an offset, a sequence
+        number: any picklable value); `last_stored_position()` gives it back after a restart (see
+        `last_stored_position`). A single record's position travels with the block that holds the record (the
+        newest position in a block wins) and counts once that block is stored: store(record) returns before."""
         supervisor = self._require_supervisor("store")
         if isinstance(data, list):
             supervisor.push_array(data, metadata, position)
         elif position is not None:
-            raise TypeError("store(record, position=...) is not supported: pass the position with a list of records "
-                            "(a reliable store), e.g. store([record], position=offset)")
+            supervisor.push_single_with_position(data, metadata, position)
         elif metadata is not None:
             supervisor.push_single_with_metadata(data, metadata)
         else:
@@ -86,7 +86,9 @@ class Receiver(abc.ABC):
         The promise: a receiver whose upstream can resume from a position, and that stores every batch with
         the position after it before acknowledging, gets each record into the stream once — a batch stored
         but not acknowledged when the receiver died is not re-sent. An upstream that cannot resume re-sends
-        what was not acknowledged: those records may come twice (at least once), as Spark's receivers do."""
+        what was not acknowledged: those records may come twice (at least once), as Spark's receivers do.
+        Records stored one by one with their positions need no acknowledgement: one still buffered when the
+        receiver died is lost together with its position, so the upstream resumed here sends it again."""
         return self._require_supervisor("last_stored_position").last_stored_position()
 
     def restart(self, message: str, error: BaseException | None = None, delay: float | None = None) -> None:

@@ -47,12 +47,12 @@ class SourceSplit(Protocol):
 class SourceReaderContext(TaskInfo):
     """What a reader is built with: who its subtask is (every TaskInfo field), and the services its TaskManager
     offers readers — `receivers`, the receiver streams of the job (for receiver sources), else None.
-    `operator_id` is the source operator's id (its uid, else its position in the job): what stays the same when
-    the job runs again, so what a reader keeps outside checkpoints is found again by a restored run.
-    `metric_group` is the source operator's metric group (None where a reader runs without a task)."""
+    Its `operator_id` (a TaskInfo field) is the source operator's id (its uid, else its position in the job):
+    what stays the same when the job runs again, so what a reader keeps outside checkpoints is found again by a
+    restored run. `metric_group` is the source operator's metric group (None where a reader runs without a
+    task)."""
 
     receivers: Any = None
-    operator_id: str = ""
     metric_group: Any = None  # the source operator's MetricGroup, for a reader's own metrics
 
 

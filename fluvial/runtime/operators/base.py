@@ -20,6 +20,8 @@ Failures are labelled with the operator's name where one operator hands a buffer
 
 from __future__ import annotations
 
+import linecache
+import re
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -56,12 +58,65 @@ def key_function(selector: Any) -> Callable[[Any], Any]:
     return user_method(selector, "get_key")
 
 
+def key_by_name(selector: Any) -> str:
+    """How a failure of a key selector is attributed: `key_by(<selector>)`, as the job was written."""
+    return f"key_by({described(selector)})"
+
+
+def described(function: Any) -> str:
+    own = getattr(function, "__qualname__", None)
+    return own if own is not None else type(function).__name__
+
+
+# keyed operators call their key selector through a local `key`, `key1`, `key2` or an attribute `self._key`...
+_KEY_CALL = re.compile(r"(self\._)?(key[12]?)\(")
+_OPERATORS_PACKAGE = __name__.rpartition(".")[0] + "."
+
+
+def called_key(error: BaseException) -> Any:
+    """The key function a runtime operator was calling when `error` escaped it (its selector raised, or the key
+    it returned cannot be hashed), else None. Read from the traceback once a failure happened, so the per-record
+    path pays nothing: the innermost frame of operator code and the call expression it was running."""
+    calling = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code is _EXPLAIN_UNHASHABLE:
+            return _UNHASHABLE
+        if frame.f_globals.get("__name__", "").startswith(_OPERATORS_PACKAGE):
+            calling = traceback
+        traceback = traceback.tb_next
+    if calling is None:
+        return None
+    frame = calling.tb_frame
+    positions = list(frame.f_code.co_positions())
+    index = calling.tb_lasti // 2
+    if index >= len(positions):
+        return None
+    line, end_line, start, end = positions[index]
+    if line is None or line != end_line or start is None:
+        return None
+    match = _KEY_CALL.match(linecache.getline(frame.f_code.co_filename, line)[start:end])
+    if match is None:
+        return None
+    if match.group(1):
+        owner = frame.f_locals.get("self")
+        return getattr(owner, "_" + match.group(2), None)
+    return frame.f_locals.get(match.group(2))
+
+
+_UNHASHABLE = object()  # called_key's answer for a key that cannot be hashed: the key_by's failure too
+
+
 def explain_unhashable_key(error: TypeError, key: Any) -> None:
     """Re-raise a TypeError from a state lookup as the clear key_by error when the key was unhashable."""
     from fluvial.common.key_groups import stable_hash
 
     stable_hash(key)  # raises InvalidJobError naming the key's type and the fix
     raise error
+
+
+_EXPLAIN_UNHASHABLE = explain_unhashable_key.__code__
 
 
 def is_checkpointed_function(function: Any) -> bool:
@@ -99,21 +154,22 @@ def failing_operator(error: BaseException) -> str | None:
     return getattr(error, _OPERATOR_LABEL, None)
 
 
-def labelled_input(call: Callable[[Any], None], operator_name: str) -> Callable[[Any], None]:
-    """`call` (an operator's input method) behind a boundary that labels what escapes it. One frame per buffer,
-    never per record; a `try` costs nothing until something raises."""
+def labelled_input(call: Callable[[Any], None], operator: Any) -> Callable[[Any], None]:
+    """`call` (an input method of `operator`) behind a boundary that labels what escapes it with
+    `operator.failure_name`. One frame per buffer, never per record; a `try` costs nothing until something
+    raises."""
 
     def push(item: Any) -> None:
         try:
             call(item)
         except BaseException as error:
-            label_failure(error, operator_name)
+            label_failure(error, operator.failure_name(error))
             raise
 
     return push
 
 
-def counted_input(call: Callable[[Any], None], operator_name: str, counter: Any) -> Callable[[Any], None]:
+def counted_input(call: Callable[[Any], None], operator: Any, counter: Any) -> Callable[[Any], None]:
     """`labelled_input` that also adds each buffer's length to `counter` (the operator's numRecordsIn)."""
 
     def push(batch: Any) -> None:
@@ -121,7 +177,7 @@ def counted_input(call: Callable[[Any], None], operator_name: str, counter: Any)
         try:
             call(batch)
         except BaseException as error:
-            label_failure(error, operator_name)
+            label_failure(error, operator.failure_name(error))
             raise
 
     return push
@@ -165,6 +221,25 @@ class StreamOperator:
         self.current_watermark = MIN_WATERMARK
         self.timers: Any = None  # an InternalTimerService once initialize_state ran, when the class uses timers
         self.function_state: Any = None  # an OperatorStateStore, when the user function is a CheckpointedFunction
+
+    # -- failures -----------------------------------------------------------------------------------------------
+
+    def failure_name(self, error: BaseException) -> str:
+        """Whose failure `error` is: the key_by's when it escaped this operator's call of a key selector (as when
+        the key is computed for partitioning, `writer.partitioning_name`), else this operator's."""
+        return self.key_failure_name(error) or self.name
+
+    def key_failure_name(self, error: BaseException) -> str | None:
+        selectors = [s for s in (self.spec.key_selector, self.spec.key_selector2) if s is not None]
+        if not selectors:
+            return None
+        callee = called_key(error)
+        if callee is None:
+            return None
+        for selector in selectors:
+            if callee == key_function(selector):
+                return key_by_name(selector)
+        return key_by_name(selectors[0])  # an unhashable key (or a key function the operator derived)
 
     # -- wiring -------------------------------------------------------------------------------------------------
 

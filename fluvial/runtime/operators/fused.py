@@ -21,6 +21,7 @@ from fluvial.runtime.operators.base import (
     close_each,
     failing_operator,
     is_checkpointed_function,
+    key_by_name,
     label_failure,
 )
 from fluvial.runtime.operators.basic import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
@@ -62,13 +63,14 @@ class FusedOperator(StreamOperator):
             member.open()  # opens the user function; binds the member's own functions
         tail = self.members[1:] if self._reduce is not None else self.members
         self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in tail]
-        self._run_tail = fused_loop(*(list(column) for column in zip(*self._steps)))
+        steps, functions, names = (list(column) for column in zip(*self._steps))
+        self._run_tail = fused_loop(steps, functions, names)
         self._run = self._run_tail
         reduce = self._reduce
         if reduce is not None and type(reduce._table) is dict:
-            steps, functions, names = (list(column) for column in zip(*self._steps))
             self._run = fused_loop([Step.REDUCE, *steps], [reduce._fn, *functions], [reduce.name, *names],
-                                   key=reduce._key, table=reduce._table)
+                                   key=reduce._key, table=reduce._table,
+                                   key_name=key_by_name(reduce.spec.key_selector))
         elif reduce is not None:
             self._run = lambda values: self._run_tail(reduce.aggregates(values))
         self._emit = self.output.collect
@@ -86,7 +88,8 @@ class FusedOperator(StreamOperator):
             else:
                 out, stamps = self._run(batch.values), None
         except BaseException as error:
-            label_failure(error, self._running if timestamped else self._member_that_raised(error))
+            key_by = self._reduce.key_failure_name(error) if self._reduce is not None else None
+            label_failure(error, key_by or (self._running if timestamped else self._member_that_raised(error)))
             raise
         if out:
             self._emit(RecordBatch(out, stamps))

@@ -9,6 +9,7 @@ input, so a bounded job's output is visible when `execute()` returns either way.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import deque
 from typing import Any
@@ -36,8 +37,8 @@ class SinkWriterOperator(StreamOperator):
     def open(self) -> None:
         sink = self.spec.function
         state = self._restored_state or {}
-        self._writer = sink.create_writer(self.context.task_info,
-                                          state.get("writer") if self._restored_state is not None else None)
+        info = dataclasses.replace(self.context.task_info, operator_id=self.context.operator_id)
+        self._writer = sink.create_writer(info, state.get("writer") if self._restored_state is not None else None)
         self._write_batch = self._writer.write_batch
         recovered = state.get("committables", [])
         if recovered:

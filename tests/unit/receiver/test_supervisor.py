@@ -108,6 +108,32 @@ def test_records_stored_one_by_one_reach_the_tracker_in_order_with_their_metadat
     assert harness.ends == [STREAM]
 
 
+def test_a_position_stored_with_single_records_travels_with_the_block_that_holds_the_newest_of_them():
+    def script(receiver, _start):
+        for i in range(2_000):
+            if i % 3 == 0:
+                receiver.store(i, {"offset": i}, position=i + 1)
+            elif i % 3 == 1:
+                receiver.store(i, position=i + 1)
+            else:
+                receiver.store(i)  # no position: the block's is that of the newest record that had one
+            if i % 400 == 0:
+                time.sleep(0.03)  # spread the records over several blocks
+        receiver.stop("done")
+
+    harness = Harness(ScriptedReceiver(script))
+    harness.run_to_end()
+    assert harness.records_at_end == list(range(2_000))
+    infos = harness.tracker.blocks_after(STREAM, -1)
+    assert len(infos) > 1, "the records should span several blocks"
+    for info in infos:
+        records = harness.handler.read_block(info.store_result)
+        newest = max(r for r in records if r % 3 != 2)
+        assert info.position == newest + 1, f"block {info.block_id} of {records[0]}..{records[-1]}"
+        assert [m["offset"] for m in info.metadata] == [r for r in records if r % 3 == 0]
+    assert harness.tracker.last_position(STREAM) == 2_000  # after record 1999, the last one, which had one
+
+
 def test_a_reliable_store_returns_once_the_block_is_in_the_wal_and_tracked(tmp_path):
     seen_after_store: list[Any] = []
     wal = WriteAheadLog(tmp_path / "wal")

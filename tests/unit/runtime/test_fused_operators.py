@@ -126,4 +126,15 @@ def test_an_unhashable_key_in_a_fused_reduce_is_the_key_by_error():
     operator, _ = fused(lambda s: s.key_by(lambda r: r[0]).reduce(add), lambda s: s.map(lambda r: r))
     with pytest.raises(InvalidJobError, match="unhashable key of type list") as failure:
         operator.process_batch(RecordBatch([(["x"], 1)]))
-    assert failing_operator(failure.value) == "op0"
+    assert failing_operator(failure.value).startswith("key_by("), "as where the key is computed to partition"
+
+
+@pytest.mark.parametrize("timestamps", [None, [5]])
+def test_a_failing_key_selector_in_a_fused_reduce_is_named_as_the_key_by(timestamps):
+    def no_such_field(record):
+        return record["missing"]
+
+    operator, _ = fused(lambda s: s.key_by(no_such_field).reduce(add), lambda s: s.map(lambda r: r))
+    with pytest.raises(TypeError) as failure:  # the generated loop, or the reduce's own (timestamped records)
+        operator.process_batch(RecordBatch([("a", 1)], timestamps))
+    assert failing_operator(failure.value).startswith("key_by(") and "no_such_field" in failing_operator(failure.value)

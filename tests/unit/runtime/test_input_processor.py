@@ -101,7 +101,7 @@ class Captured:
 
 
 def context(subtask: int = 1, parallelism: int = 2) -> SourceReaderContext:
-    return SourceReaderContext("job", "Source: test", subtask, parallelism, 128, 0, None)
+    return SourceReaderContext("job", "Source: test", subtask, parallelism, 128, 0, receivers=None)
 
 
 def test_a_fresh_source_takes_its_share_of_the_splits_and_a_restored_one_exactly_its_own() -> None:

@@ -288,3 +288,30 @@ def test_bad_configuration_is_rejected_early():
         RollingPolicy.default_rolling_policy(part_size=0)
     with pytest.raises(InvalidJobError, match="unknown charset"):
         Encoder.simple_string_encoder("klingon")
+
+
+@pytest.mark.parametrize("prefix", ["pre", None])
+def test_a_writer_without_state_removes_only_the_hidden_parts_of_its_own_earlier_attempts(tmp_path, prefix):
+    """Contract 7: a restart before the first completed checkpoint has no state, yet the hidden parts its subtask's
+    earlier attempts opened are removed; committed parts, other subtasks', other sinks' and other jobs' stay."""
+    def info(job="job", subtask=0, operator="sink-op"):
+        return TaskInfo(job, "Sink: File Sink", subtask, 2, 128, operator_id=operator)
+
+    sink = sink_at(tmp_path, prefix=prefix)
+    committed = sink.create_writer(info())
+    committed.write_batch(["committed"])
+    sink.commit(committed.prepare_commit())
+    for who in (info(), info(subtask=1), info(job="other job"), info(operator="other sink")):
+        writer = sink.create_writer(who)  # an attempt that failed before any checkpoint
+        writer.write_batch([f"left by {who.job_id} {who.subtask_index} {who.operator_id}"])
+        writer.flush(False)
+    assert len(hidden(tmp_path)) == 4
+    sink.create_writer(info(), [])  # restored, with no state of its own: contract 6 only, nothing of this kind
+    assert len(hidden(tmp_path)) == 4
+    restarted = sink.create_writer(info())  # the restarted attempt of subtask 0 of this sink in this job
+    left = sorted(Path(tmp_path, name).read_text() for name in hidden(tmp_path))
+    assert left == ["left by job 0 other sink\n", "left by job 1 sink-op\n", "left by other job 0 sink-op\n"]
+    assert list(visible(tmp_path).values()) == ["committed\n"]
+    restarted.write_batch(["again"])
+    sink.commit(restarted.prepare_commit())
+    assert sorted(visible(tmp_path).values()) == ["again\n", "committed\n"]

@@ -93,15 +93,25 @@ def test_an_mqtt_receiver_pickles_without_its_runtime():
 class FakeClient:
     def __init__(self) -> None:
         self.acks: list[tuple[int, int]] = []
+        self.completed: list[int] = []
 
     def ack(self, mid: int, qos: int) -> None:
         self.acks.append((mid, qos))
 
+    def complete(self, mid: int) -> None:
+        self.completed.append(mid)
 
-def receiver_with_fakes() -> tuple[MqttReceiver, list, FakeClient]:
-    receiver = MqttReceiver(topics=["t"], client_id="c")
+
+def receiver_with_fakes(qos: int = 1) -> tuple[MqttReceiver, list, FakeClient]:
+    receiver = MqttReceiver(topics=["t"], client_id="c", qos=qos)
     stored: list = []
-    receiver.store = lambda values, metadata=None: stored.extend(values)  # type: ignore[method-assign]
+    receiver.positions = []  # type: ignore[attr-defined]
+
+    def store(values, metadata=None, position=None):  # noqa: ANN001, ANN202
+        stored.extend(values)
+        receiver.positions.append(position)  # type: ignore[attr-defined]
+
+    receiver.store = store  # type: ignore[method-assign]
     receiver._client = FakeClient()
     receiver._generation = 1
     return receiver, stored, receiver._client
@@ -135,9 +145,67 @@ def test_a_message_that_cannot_be_stored_is_not_acknowledged():
 
     receiver, _, client = receiver_with_fakes()
 
-    def refuse(values, metadata=None):  # noqa: ANN001, ANN202
+    def refuse(values, metadata=None, position=None):  # noqa: ANN001, ANN202
         raise ReceiverStoppedError("stopped")
 
     receiver.store = refuse  # type: ignore[method-assign]
     assert not receiver._store_and_ack([arrived(1, b"a", 1)])
     assert client.acks == []
+
+
+def test_qos2_blocks_record_the_stored_packet_ids_until_pubcomp_and_pubcomp_waits_for_a_block_without_them():
+    receiver, stored, client = receiver_with_fakes(qos=2)
+    receiver._store_and_ack([arrived(1, b"a", 1, qos=2), arrived(2, b"b", 1, qos=2)])
+    assert stored == ["a", "b"] and client.acks == [(1, 2), (2, 2)]
+    assert set(receiver.positions[-1]["pending"]) == {1, 2} and receiver.positions[-1]["session"] == "c@127.0.0.1:1883"
+    receiver._on_pubrel(1)  # the broker has our PUBREC for 1: no PUBCOMP before a block forgets 1
+    assert client.completed == []
+    receiver._store_and_ack([arrived(3, b"c", 1, qos=2)])
+    assert set(receiver.positions[-1]["pending"]) == {2, 3} and client.completed == [1]
+    receiver._on_pubrel(2)
+    receiver._on_pubrel(3)
+    receiver._store_and_ack([])  # no message to carry the releases: an empty block does
+    assert stored == ["a", "b", "c"] and receiver.positions[-1]["pending"] == {} and client.completed == [1, 2, 3]
+
+
+def test_after_a_restart_a_qos2_redelivery_of_a_logged_message_is_acknowledged_and_not_stored_again():
+    before, _, _ = receiver_with_fakes(qos=2)
+    before._store_and_ack([arrived(5, b"x", 1, qos=2), arrived(6, b"y", 1, qos=2)])
+    logged = before.positions[-1]  # the process dies here, maybe before the PUBRECs reached the broker
+
+    receiver, stored, client = receiver_with_fakes(qos=2)
+    assert receiver._ledger.restore(logged) == 2
+    receiver._store_and_ack([arrived(5, b"x", 1, dup=True, qos=2), arrived(7, b"z", 1, qos=2)])
+    assert stored == ["z"] and client.acks == [(5, 2), (7, 2)]
+    assert set(receiver.positions[-1]["pending"]) == {5, 6, 7}  # 5 stays until its flow completes
+    # a DUP=1 PUBLISH with a pending id but other content, and a DUP=0 one on a pending id, are new messages
+    receiver._store_and_ack([arrived(6, b"other", 1, dup=True, qos=2)])
+    assert stored == ["z", "other"]
+    receiver._ledger.restore(logged)
+    receiver._store_and_ack([arrived(5, b"x", 1, qos=2)])
+    assert stored == ["z", "other", "x"]
+
+
+def test_a_position_of_another_session_or_a_session_the_broker_lost_is_not_used():
+    before, _, _ = receiver_with_fakes(qos=2)
+    before._store_and_ack([arrived(5, b"x", 1, qos=2)])
+    other = MqttReceiver(topics=["t"], client_id="other", qos=2)
+    assert other._ledger.restore(before.positions[-1]) == 0
+
+    receiver, stored, _ = receiver_with_fakes(qos=2)
+    receiver._ledger.restore(before.positions[-1])
+    receiver._session_lost_at = 1  # CONNACK said: no session present
+    receiver._store_and_ack([arrived(5, b"x", 1, dup=True, qos=2)])
+    assert stored == ["x"]
+
+
+def test_a_pubrel_from_a_connection_that_is_gone_gets_no_pubcomp():
+    receiver, _, client = receiver_with_fakes(qos=2)
+    receiver._store_and_ack([arrived(1, b"a", 1, qos=2)])
+    receiver._on_pubrel(1)
+    receiver._generation = 2  # reconnected: the broker sends PUBREL again on the new connection
+    receiver._store_and_ack([])
+    assert client.completed == [] and receiver.positions[-1]["pending"] == {}
+    receiver._on_pubrel(1)
+    receiver._store_and_ack([])
+    assert client.completed == [1]
