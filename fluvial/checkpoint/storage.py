@@ -51,6 +51,7 @@ from fluvial.checkpoint.metadata import (
 )
 from fluvial.checkpoint.metadata_format import METADATA_FILE_NAME, decode_metadata, encode_metadata
 from fluvial.common.errors import ConfigurationError, ResourceError
+from fluvial.common.file_paths import local_path
 from fluvial.common.private_files import check_trusted, fsync_directory, make_private_dirs, write_private_file
 from fluvial.datastream.checkpoint_storage import (
     CheckpointStorage,
@@ -113,7 +114,7 @@ def read_checkpoint_metadata(location: str) -> CheckpointMetadata:
     On a local disk the checkpoint must be trusted: `_metadata`, every local state file it names, and each
     directory above them writable by this user (or root) only — else UntrustedLocationError says why."""
     try:
-        fs, path = fsspec.core.url_to_fs(location)
+        fs, path = fsspec.core.url_to_fs(local_path(location))
     except (ValueError, ImportError) as error:
         raise CheckpointNotFoundError(f"cannot open checkpoint location {location!r}: {error}") from None
     if posixpath.basename(path.rstrip("/")) != METADATA_FILE_NAME:
@@ -213,7 +214,7 @@ class _FileLayout:
 
     def __init__(self, base_url: str, job_id: str) -> None:
         try:
-            self.fs, base = fsspec.core.url_to_fs(base_url)
+            self.fs, base = fsspec.core.url_to_fs(local_path(base_url))
         except (ValueError, ImportError) as error:
             raise ResourceError(
                 f"checkpoint directory {base_url!r} cannot be opened ({error}); use a local path, file:///... or "
@@ -326,7 +327,7 @@ def discard_checkpoint_at(location: str) -> None:
     reference counts."""
     if location.startswith(JOBMANAGER_SCHEME):
         return  # lives in the memory of the process that took it
-    fs, path = fsspec.core.url_to_fs(location)
+    fs, path = fsspec.core.url_to_fs(local_path(location))
     if posixpath.basename(path.rstrip("/")) == METADATA_FILE_NAME:
         path = posixpath.dirname(path.rstrip("/"))
     _remove_checkpoint_dir(fs, path, _is_local(fs))

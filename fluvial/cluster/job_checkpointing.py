@@ -5,6 +5,7 @@ subtasks."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +17,12 @@ from fluvial.checkpoint.restore import assign_restore
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
+from fluvial.common.job_status import JobStatus
 from fluvial.common.recovery_claim_mode import RecoveryClaimMode
+from fluvial.datastream.externalized_checkpoint_retention import ExternalizedCheckpointRetention
 from fluvial.graph.job_graph import JobGraph
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -93,10 +98,16 @@ class JobCheckpointing:
     def start(self) -> None:
         self.coordinator.start()
 
-    def shutdown(self) -> None:
-        """The job ended: no more triggers, and every pending checkpoint aborted."""
+    def shutdown(self, status: JobStatus | None = None) -> None:
+        """The job ended with `status`: no more triggers, every pending checkpoint aborted, and the retained
+        checkpoints of a job cancelled under DELETE_ON_CANCELLATION deleted (savepoints never are)."""
         self.coordinator.stop()
         self.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
+        if (status is JobStatus.CANCELED
+                and self.settings.externalized_retention is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION):
+            logger.info("job %s was cancelled: deleting its %d retained checkpoint(s) (DELETE_ON_CANCELLATION)",
+                        self.job_graph.job_id, len(self.store))
+            self.store.shutdown(discard=True)
 
     def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict,
                             metrics: Any = None) -> None:

@@ -304,7 +304,7 @@ class JobMaster:
         logger.info("job %s (%s) ended %s after %d restart(s)%s", self.job_graph.job_name, self.job_id,
                     status.name, self.scheduler.restarts, last)
         if self.checkpointing is not None:
-            self.checkpointing.shutdown()
+            self.checkpointing.shutdown(status)
         self._ended = True
         for task_manager in self._task_managers:
             task_manager.release_job(ReleaseJob(self.job_id))

@@ -171,10 +171,18 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
         ConfigOption("execution.savepoint.path", str, None, "restore from this savepoint"),
         ConfigOption("state.backend.type", _one_of("hashmap", "rocksdb"), "hashmap", "state backend"),
+        ConfigOption("state.backend.rocksdb.predefined-options",
+                     _one_of("default", "spinning_disk_optimized", "spinning_disk_optimized_high_mem",
+                             "flash_ssd_optimized"), "default",
+                     "the RocksDB option profile of state.backend.type: rocksdb (Flink's PredefinedOptions)"),
         ConfigOption("state.checkpoints.dir", str, None, "checkpoint directory"),
         ConfigOption("state.checkpoints.num-retained", _parse_positive_int, 1, "retained checkpoints"),
         ConfigOption("execution.checkpointing.mode", _one_of("exactly_once", "at_least_once"), "exactly_once",
                      "checkpointing mode"),
+        ConfigOption("execution.checkpointing.externalized-checkpoint-retention",
+                     _one_of("delete_on_cancellation", "retain_on_cancellation", "no_externalized_checkpoints"),
+                     "no_externalized_checkpoints",
+                     "whether a cancelled job's retained checkpoints are deleted (DELETE_ON_CANCELLATION) or kept"),
         ConfigOption("execution.checkpointing.timeout", _parse_duration_ms, 600_000, "checkpoint timeout"),
         ConfigOption("execution.checkpointing.min-pause", _parse_duration_ms, 0, "pause between checkpoints"),
         ConfigOption("execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1,
@@ -296,9 +304,6 @@ UNSUPPORTED: tuple[UnsupportedOption, ...] = (
     UnsupportedOption("metrics.", "fluvial's metrics take metrics.reporter.prom.port (Prometheus, the one "
                                   "reporter), metrics.reporter.prom.factory.class and "
                                   "metrics.fetcher.update-interval only; remove the key"),
-    UnsupportedOption("execution.checkpointing.externalized-checkpoint-retention",
-                      "fluvial keeps a job's retained checkpoints when the job ends, as RETAIN_ON_CANCELLATION "
-                      "does, and cannot delete them on cancellation yet. Remove the key"),
     UnsupportedOption("execution.checkpointing.unaligned.",
                       "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled, "
                       "execution.checkpointing.unaligned.forced and execution.checkpointing.aligned-checkpoint-timeout "

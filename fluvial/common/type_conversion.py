@@ -9,13 +9,20 @@ None when the type needs nothing (no type, `PICKLED_BYTE_ARRAY`, or types that k
 
 A converter raises `TypeMismatch` naming the field path; the caller adds the operator's name.
 `None` fits every type (Flink's fields are nullable).
+
+One exception, PyFlink's: `from_collection(type_info=...)` hands its elements to Java, which narrows an int
+outside a BYTE/SHORT/INT/LONG range the way Java's `Number.shortValue()` does, wrapping it around (43878
+declared SHORT arrives as -21658). `narrowing_converter_for` builds that converter; an operator's
+`output_type` keeps failing on such a value, as PyFlink's Cython coders raise OverflowError.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +44,8 @@ from fluvial.common.typeinfo import (
     TypeInformation,
 )
 
-__all__ = ["TypeMismatch", "converter_for", "describe_mismatch", "fits_expression"]
+__all__ = ["TypeMismatch", "converter_for", "describe_mismatch", "fits_expression", "java_narrowing",
+           "narrowing_converter_for"]
 
 Converter = Callable[[Any], Any]
 
@@ -71,6 +79,22 @@ def converter_for(type_info: Any, path: str = "") -> Converter | None:
     return None  # a type PyFlink keeps as any Python value (user-defined, Avro records, ...)
 
 
+@contextmanager
+def java_narrowing() -> Iterator[None]:
+    """Converters built inside wrap ints outside their declared range around, as Java narrows them."""
+    token = _NARROWING.set(True)
+    try:
+        yield
+    finally:
+        _NARROWING.reset(token)
+
+
+def narrowing_converter_for(type_info: Any) -> Converter | None:
+    """`converter_for`, except that ints outside their declared range wrap around as Java narrows them."""
+    with java_narrowing():
+        return converter_for(type_info)
+
+
 def fits_expression(type_info: Any, name: str = "v") -> str | None:
     """A Python expression over the variable `name` that is true exactly when the value fits `type_info` and
     its converter would hand it on unchanged; None when the type has no such test because it reshapes values
@@ -102,6 +126,8 @@ def fits_expression(type_info: Any, name: str = "v") -> str | None:
 
 # --- basic types -----------------------------------------------------------------------------------------
 
+_NARROWING: ContextVar[bool] = ContextVar("_NARROWING", default=False)  # read while a converter is built
+
 _INT_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
 _FLOAT32 = struct.Struct("<f")
 
@@ -109,6 +135,7 @@ _FLOAT32 = struct.Struct("<f")
 def _integer(type_info: BasicTypeInfo, path: str) -> Converter:
     bits = _INT_BITS[type_info.basic_type]
     low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    narrowing = _NARROWING.get()
 
     def convert(value: Any) -> Any:
         if type(value) is int and low <= value <= high:  # the common case first: one type check, one range
@@ -118,6 +145,8 @@ def _integer(type_info: BasicTypeInfo, path: str) -> Converter:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeMismatch(path, type_info, value, f"expected an int, got {type(value).__name__}")
         if not low <= value <= high:
+            if narrowing:  # two's complement, keeping the low `bits` bits (Java's narrowing conversion)
+                return ((value - low) % (1 << bits)) + low
             raise TypeMismatch(path, type_info, value, f"outside the {bits}-bit range [{low}, {high}]")
         return value
 

@@ -132,6 +132,8 @@ class CheckpointConfig:
         apply("state.checkpoints.num-retained", self.set_num_retained)
         apply("execution.checkpointing.mode", lambda mode: self.set_checkpointing_mode(
             CheckpointingMode.AT_LEAST_ONCE if mode == "at_least_once" else CheckpointingMode.EXACTLY_ONCE))
+        apply("execution.checkpointing.externalized-checkpoint-retention", lambda mode: (
+            self.set_externalized_checkpoint_retention(ExternalizedCheckpointRetention[mode.upper()])))
         apply("execution.checkpointing.timeout", self.set_checkpoint_timeout)
         apply("execution.checkpointing.min-pause", self.set_min_pause_between_checkpoints)
         apply("execution.checkpointing.max-concurrent-checkpoints", self.set_max_concurrent_checkpoints)
@@ -298,20 +300,14 @@ class CheckpointConfig:
     def set_externalized_checkpoint_retention(
         self, retention_mode: ExternalizedCheckpointRetention
     ) -> CheckpointConfig:
-        """fluvial never deletes a job's retained checkpoints when the job ends, however it ends: they stay in
-        the checkpoint directory, as RETAIN_ON_CANCELLATION promises. So RETAIN_ON_CANCELLATION (and the
-        default) are honoured, and DELETE_ON_CANCELLATION, which fluvial cannot do yet, is refused."""
+        """What happens to the job's retained checkpoints when the job is cancelled: DELETE_ON_CANCELLATION
+        deletes them (savepoints excepted), RETAIN_ON_CANCELLATION keeps them for a later restore. A failed job
+        keeps them in every mode, as in Flink. Flink also deletes them when the job finishes and, without
+        externalized checkpoints, when it is cancelled or fails; fluvial keeps them then (README, differences)."""
         if not isinstance(retention_mode, ExternalizedCheckpointRetention):
             raise InvalidJobError(
                 f"retention must be an ExternalizedCheckpointRetention (DELETE_ON_CANCELLATION, "
                 f"RETAIN_ON_CANCELLATION or NO_EXTERNALIZED_CHECKPOINTS), got {retention_mode!r}"
-            )
-        if retention_mode is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION:
-            raise InvalidJobError(
-                "ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION is not supported yet: fluvial keeps a "
-                "job's retained checkpoints in its checkpoint directory when the job is cancelled. Use "
-                "RETAIN_ON_CANCELLATION (what fluvial does) and delete the directory yourself when it is no "
-                "longer needed"
             )
         self._retention = retention_mode
         return self

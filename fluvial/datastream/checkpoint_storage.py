@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.file_paths import normalise_path
 
 __all__ = ["CheckpointStorage", "CustomCheckpointStorage", "FileSystemCheckpointStorage", "JobManagerCheckpointStorage"]
 
@@ -38,7 +39,7 @@ def _check_path(path: object, what: str) -> str:
         raise InvalidJobError(
             f"{what} must be a non-empty path or URL (e.g. 'file:///var/checkpoints'), got {path!r}"
         )
-    return path
+    return normalise_path(path)
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from fluvial.common.lazy_names import lazy_names
@@ -732,6 +732,43 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
     @abc.abstractmethod
     def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
         """The predicate deciding which results and exceptions are retried."""
+
+    # PyFlink's factories (the strategies live in async_retry_strategies, which imports this module).
+    @staticmethod
+    def no_restart() -> AsyncRetryStrategy:
+        """The strategy that never retries (PyFlink's name for it)."""
+        from fluvial.datastream.async_retry_strategies import NO_RETRY_STRATEGY
+
+        return NO_RETRY_STRATEGY
+
+    @staticmethod
+    def fixed_delay(max_attempts: int, backoff_time_millis: int, result_predicate: Callable[[list], bool] | None,
+                    exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
+        """A FixedDelayRetryStrategy.
+
+        Args:
+            max_attempts: Retries allowed after the first call.
+            backoff_time_millis: The wait before each retry.
+            result_predicate: Retry when it is true of a result list (None: never on results).
+            exception_predicate: Retry when it is true of an exception (None: never on exceptions).
+
+        Returns:
+            The strategy.
+        """
+        from fluvial.datastream.async_retry_strategies import FixedDelayRetryStrategy
+
+        return FixedDelayRetryStrategy(max_attempts, backoff_time_millis, result_predicate, exception_predicate)
+
+    @staticmethod
+    def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
+                            result_predicate: Callable[[list], bool] | None,
+                            exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
+        """An ExponentialBackoffDelayRetryStrategy: waits `initial_delay` ms, then `multiplier` times longer per
+        retry, at most `max_retry_delay` ms; `max_attempts` and the predicates as in `fixed_delay`."""
+        from fluvial.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy
+
+        return ExponentialBackoffDelayRetryStrategy(max_attempts, initial_delay, max_retry_delay, multiplier,
+                                                    result_predicate, exception_predicate)
 
 
 class AsyncFunctionDescriptor:

@@ -363,6 +363,22 @@ def _positive_ttl(ttl: Any) -> Duration:
     return ttl if isinstance(ttl, Duration) else Duration.of_millis(millis)
 
 
+_DEFAULT_PERIODIC_COMPACTION = Duration.of_days(30)
+
+
+def _periodic_compaction(value: Any) -> Duration:
+    """PyFlink's rule: any falsy argument (None, 0, False, '') means the 30-day default; a Duration is kept as
+    given (Duration.of_millis(0) turns periodic compaction off); anything else is an error."""
+    if isinstance(value, Duration):
+        return value
+    if not value:
+        return _DEFAULT_PERIODIC_COMPACTION
+    raise InvalidJobError(
+        f"cleanup_in_rocksdb_compact_filter needs a Duration as periodic_compaction_time, got {value!r}: pass e.g. "
+        "Duration.of_days(30), or Duration.of_millis(0) for none"
+    )
+
+
 def _expect(value: Any, kind: type, setter: str) -> Any:
     if not isinstance(value, kind):
         members = ", ".join(f"{kind.__qualname__}.{member.name}" for member in kind)  # type: ignore[attr-defined]
@@ -417,7 +433,11 @@ class StateTtlConfig:
         """Drop expired entries during RocksDB compaction (stored here; applied by the RocksDB backend)."""
 
         query_time_after_num_entries: int
-        periodic_compaction_time: Duration = Duration.of_days(30)
+        periodic_compaction_time: Duration = _DEFAULT_PERIODIC_COMPACTION
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "periodic_compaction_time",
+                               _periodic_compaction(self.periodic_compaction_time))
 
         def get_query_time_after_num_entries(self) -> int:
             return self.query_time_after_num_entries
@@ -538,17 +558,8 @@ class StateTtlConfig:
                     f"cleanup_in_rocksdb_compact_filter needs a number of entries >= 0, got "
                     f"{query_time_after_num_entries!r}: pass e.g. cleanup_in_rocksdb_compact_filter(1000)"
                 )
-            if periodic_compaction_time is None:
-                periodic = Duration.of_days(30)
-            elif isinstance(periodic_compaction_time, Duration):
-                periodic = periodic_compaction_time  # Duration 0 turns periodic compaction off
-            else:
-                raise InvalidJobError(
-                    f"cleanup_in_rocksdb_compact_filter needs a Duration as periodic_compaction_time, got "
-                    f"{periodic_compaction_time!r}: pass e.g. Duration.of_days(30), or Duration.of_millis(0) for none"
-                )
             self._compact_filter = StateTtlConfig.RocksdbCompactFilterCleanupStrategy(
-                query_time_after_num_entries, periodic
+                query_time_after_num_entries, _periodic_compaction(periodic_compaction_time)
             )
             return self
 
@@ -636,11 +647,66 @@ class StateTtlConfig:
     def __reduce__(self) -> tuple:
         return (StateTtlConfig, self._fields())
 
+    def _to_proto(self) -> dict[str, Any]:
+        """The config as PyFlink's StateTTLConfig message, as a plain dict with the message's field names
+        (fluvial sends no protobuf to a Java runtime); `_from_proto` reads it back."""
+        strategies = self._cleanup_strategies
+        message: dict[str, Any] = {
+            "update_type": self._update_type.name,
+            "state_visibility": self._state_visibility.name,
+            "ttl_time_characteristic": self._ttl_time_characteristic.name,
+            "ttl": self._ttl.millis,
+            "cleanup_strategies": {
+                "is_cleanup_in_background": strategies.cleanup_in_background,
+                "full_snapshot": strategies.full_snapshot,
+            },
+        }
+        if strategies.incremental is not None:
+            message["cleanup_strategies"]["incremental_cleanup_strategy"] = {
+                "cleanup_size": strategies.incremental.cleanup_size,
+                "run_cleanup_for_every_record": strategies.incremental.for_every_record,
+            }
+        if strategies.rocksdb_compact_filter is not None:
+            compact = strategies.rocksdb_compact_filter
+            message["cleanup_strategies"]["rocksdb_compact_filter_cleanup_strategy"] = {
+                "query_time_after_num_entries": compact.query_time_after_num_entries,
+                "periodic_compaction_time": compact.periodic_compaction_time.millis,
+            }
+        return message
+
+    @staticmethod
+    def _from_proto(message: dict[str, Any]) -> StateTtlConfig:
+        cleanup = message["cleanup_strategies"]
+        incremental = cleanup.get("incremental_cleanup_strategy")
+        compact = cleanup.get("rocksdb_compact_filter_cleanup_strategy")
+        strategies = StateTtlConfig.CleanupStrategies(
+            cleanup["full_snapshot"],
+            None if incremental is None else StateTtlConfig.IncrementalCleanupStrategy(
+                incremental["cleanup_size"], incremental["run_cleanup_for_every_record"]),
+            None if compact is None else StateTtlConfig.RocksdbCompactFilterCleanupStrategy(
+                compact["query_time_after_num_entries"], Duration.of_millis(compact["periodic_compaction_time"])),
+            cleanup["is_cleanup_in_background"],
+        )
+        return StateTtlConfig(
+            StateTtlConfig.UpdateType[message["update_type"]],
+            StateTtlConfig.StateVisibility[message["state_visibility"]],
+            StateTtlConfig.TtlTimeCharacteristic[message["ttl_time_characteristic"]],
+            Duration.of_millis(message["ttl"]),
+            strategies,
+        )
+
     def __repr__(self) -> str:
         return (
             f"StateTtlConfig(ttl={self._ttl.millis} ms, update_type={self._update_type.name}, "
             f"state_visibility={self._state_visibility.name}, cleanup={self._cleanup_strategies})"
         )
+
+
+# PyFlink nests the strategy classes in CleanupStrategies; both paths name the same classes.
+StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy = StateTtlConfig.IncrementalCleanupStrategy  # type: ignore[attr-defined]
+StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy = (  # type: ignore[attr-defined]
+    StateTtlConfig.RocksdbCompactFilterCleanupStrategy
+)
 
 
 # PyFlink keeps the broadcast and operator state interfaces in this module too; they live in `subtask_state`

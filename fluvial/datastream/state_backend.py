@@ -13,6 +13,7 @@ from typing import Any
 
 from fluvial.common.configuration import Configuration
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.file_paths import local_path, normalise_path
 
 __all__ = [
     "CustomStateBackend",
@@ -55,8 +56,8 @@ class HashMapStateBackend(StateBackend):
 
 
 class PredefinedOptions(enum.Enum):
-    """Flink's RocksDB option profiles. fluvial's RocksDB backend runs with rocksdict's defaults, which is
-    Flink's DEFAULT profile; the tuned profiles are refused until the backend applies them."""
+    """Flink's RocksDB option profiles: each sets the RocksDB options Flink's profile of the same name sets
+    (fluvial.state.rocksdb_options) when a subtask opens its database; DEFAULT keeps RocksDB's defaults."""
 
     DEFAULT = 0
     SPINNING_DISK_OPTIMIZED = 1
@@ -73,7 +74,8 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     per task). `number_of_transfer_threads`: threads uploading and downloading files.
     """
 
-    __slots__ = ("_db_storage_paths", "_enable_incremental_checkpointing", "_number_of_transfer_threads")
+    __slots__ = ("_db_storage_paths", "_enable_incremental_checkpointing", "_number_of_transfer_threads",
+                 "_predefined_options")
 
     DEFAULT_NUMBER_OF_TRANSFER_THREADS = 4
 
@@ -88,10 +90,11 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         self._enable_incremental_checkpointing = enable_incremental_checkpointing
         self._db_storage_paths: tuple[str, ...] = ()
         self._number_of_transfer_threads = self.DEFAULT_NUMBER_OF_TRANSFER_THREADS
+        self._predefined_options = PredefinedOptions.DEFAULT
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_rocksdb, (self._enable_incremental_checkpointing, self._db_storage_paths,
-                                   self._number_of_transfer_threads))
+                                   self._number_of_transfer_threads, self._predefined_options.name))
 
     def is_incremental_checkpointing_enabled(self) -> bool:
         """Whether checkpoints upload only the RocksDB files new since the last one."""
@@ -121,7 +124,7 @@ class EmbeddedRocksDBStateBackend(StateBackend):
                     f"RocksDB storage path {path!r} is not local: RocksDB works on a local disk; give a local "
                     "directory (checkpoints go to the checkpoint storage instead)"
                 )
-            cleaned.append(path.removeprefix("file://"))
+            cleaned.append(local_path(normalise_path(path)))
         self._db_storage_paths = tuple(cleaned)
 
     def get_db_storage_paths(self) -> list[str]:
@@ -149,28 +152,42 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         return self._number_of_transfer_threads
 
     def set_predefined_options(self, options: PredefinedOptions) -> None:
-        """Choose a RocksDB options profile. Only DEFAULT is supported.
+        """Choose the RocksDB options profile every subtask's database opens with (Flink's PredefinedOptions:
+        each sets the RocksDB options Flink's profile of that name sets, fluvial.state.rocksdb_options).
 
         Args:
             options: A PredefinedOptions.
 
         Raises:
             InvalidJobError: `options` is not a PredefinedOptions.
-            NotYetSupportedError: a profile other than DEFAULT.
         """
         if not isinstance(options, PredefinedOptions):
-            raise InvalidJobError(f"set_predefined_options takes a PredefinedOptions, got {options!r}")
-        if options is not PredefinedOptions.DEFAULT:
-            from fluvial.common.errors import NotYetSupportedError
-
-            raise NotYetSupportedError(
-                f"RocksDB profile {options.name} is not supported yet: fluvial's RocksDB backend runs with the "
-                "DEFAULT options; remove the call or pass PredefinedOptions.DEFAULT"
-            )
+            members = ", ".join(f"PredefinedOptions.{member.name}" for member in PredefinedOptions)
+            raise InvalidJobError(f"set_predefined_options takes one of {members}, got {options!r}")
+        self._predefined_options = options
 
     def get_predefined_options(self) -> PredefinedOptions:
-        """The RocksDB options profile: DEFAULT."""
-        return PredefinedOptions.DEFAULT
+        """The RocksDB options profile (DEFAULT unless set)."""
+        return self._predefined_options
+
+    def set_options(self, options_factory_class_name: str) -> None:
+        """PyFlink names a Java `RocksDBOptionsFactory` class here; fluvial runs no JVM, so there is no class to
+        load: refused rather than accepted and ignored.
+
+        Args:
+            options_factory_class_name: The Java class name PyFlink would load.
+
+        Raises:
+            InvalidJobError: always; use set_predefined_options.
+        """
+        raise InvalidJobError(
+            f"set_options({options_factory_class_name!r}) names a Java RocksDBOptionsFactory, and fluvial runs no "
+            "JVM: choose a profile with set_predefined_options(PredefinedOptions...) instead"
+        )
+
+    def get_options(self) -> str | None:
+        """The Java options factory's class name; always None in fluvial (see set_options)."""
+        return None
 
 
 class CustomStateBackend(StateBackend):
@@ -186,14 +203,22 @@ class CustomStateBackend(StateBackend):
         )
 
 
-def _rebuild_rocksdb(incremental: bool, paths: tuple[str, ...], threads: int) -> EmbeddedRocksDBStateBackend:
+def _rebuild_rocksdb(incremental: bool, paths: tuple[str, ...], threads: int,
+                     profile: str = "DEFAULT") -> EmbeddedRocksDBStateBackend:
     backend = EmbeddedRocksDBStateBackend(incremental)
     backend._db_storage_paths = tuple(paths)
     backend._number_of_transfer_threads = threads
+    backend._predefined_options = PredefinedOptions[profile]
     return backend
 
 
 def state_backend_from_configuration(configuration: Configuration) -> StateBackend:
-    """The backend named by `state.backend.type` (`hashmap`, the default, or `rocksdb`)."""
+    """The backend named by `state.backend.type` (`hashmap`, the default, or `rocksdb`, with its
+    `state.backend.rocksdb.predefined-options` profile)."""
     kind = configuration.get("state.backend.type")
-    return EmbeddedRocksDBStateBackend() if kind == "rocksdb" else HashMapStateBackend()
+    if kind != "rocksdb":
+        return HashMapStateBackend()
+    backend = EmbeddedRocksDBStateBackend()
+    backend.set_predefined_options(PredefinedOptions[configuration.get("state.backend.rocksdb.predefined-options")
+                                                     .upper()])
+    return backend

@@ -884,14 +884,16 @@ def _is_bounded(tr: t.Transformation) -> bool:
 def _shaped(elements: list, type_info: Any, operator: str) -> list:
     """The elements as the declared type shapes them (tuples to Rows, ...), once, when the job is built; a
     value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`).
-    Types that only check are checked in one generated loop (`fluvial.common.type_checks`)."""
+    Types that only check are checked in one generated loop (`fluvial.common.type_checks`). An int outside its
+    declared range wraps around, as PyFlink's Java side narrows it."""
     from fluvial.common.type_checks import batch_checker
-    from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch
+    from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, java_narrowing
 
-    check = batch_checker(type_info, operator)
+    with java_narrowing():
+        check = batch_checker(type_info, operator)
+        convert = converter_for(type_info)
     if check is not None:
         return check(elements if isinstance(elements, list) else list(elements))
-    convert = converter_for(type_info)
     if convert is None:
         return elements
     try:

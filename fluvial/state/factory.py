@@ -47,7 +47,8 @@ def create_rocksdb_backend(description: Any, max_parallelism: int, key_groups: r
         prefix=f"{operator_id}-{task_info.subtask_index}-{task_info.attempt_number}-",
         dir=job_working_directory(root, task_info.job_id))
     return RocksDBKeyedStateBackend(max_parallelism, key_groups, directory,
-                                    incremental=description.is_incremental_checkpointing_enabled())
+                                    incremental=description.is_incremental_checkpointing_enabled(),
+                                    profile=description.get_predefined_options().name)
 
 
 def job_working_directory(root: str, job_id: str) -> str:

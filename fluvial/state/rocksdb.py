@@ -74,6 +74,7 @@ from fluvial.state.rocksdb_native import (
     list_checkpoint_files,
     remove_database_directory,
 )
+from fluvial.state.rocksdb_options import apply_profile
 from fluvial.state.rocksdb_snapshot import CanonicalScan, IncrementalUpload, UploadedFiles, download_native
 from fluvial.state.snapshot import CANONICAL_HANDLES, IncrementalRocksDBStateHandle, SnapshotType
 from fluvial.state.ttl import TtlPolicy, layout_for
@@ -98,8 +99,10 @@ class _DisposedDatabase:
         self._fail()
 
 
-def _open_database(path: str, read_only: bool = False) -> Rdict:
+def _open_database(path: str, read_only: bool = False, profile: str = "DEFAULT") -> Rdict:
+    """`profile`: the name of a Flink option profile (fluvial.state.rocksdb_options)."""
     options = Options(raw_mode=True)
+    apply_profile(options, profile)
     options.create_if_missing(not read_only)
     if read_only:
         return Rdict(path, options, access_type=AccessType.read_only(False))
@@ -222,20 +225,22 @@ class RocksDBKeyedStateBackend:
     only the SST files that are new since the last confirmed checkpoint; when False every checkpoint is full.
     """
 
-    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "_db", "_get",
+    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "profile", "_db", "_get",
                  "_put", "_delete", "_serialize", "_group_prefixes", "_cached_key", "_cached_group", "_cached_bytes",
                  "_ids", "_kinds", "_by_sid", "_next_id", "_handles", "_tables", "_disposed", "_pending", "_base_id",
                  "_base_sst", "_uploads")
 
-    def __init__(self, max_parallelism: int, key_group_range: range, db_path: str, incremental: bool = True) -> None:
+    def __init__(self, max_parallelism: int, key_group_range: range, db_path: str, incremental: bool = True,
+                 profile: str = "DEFAULT") -> None:
         check_key_groups(max_parallelism, key_group_range)
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
         self.current_key: Any = NO_KEY
         self.db_path = os.fspath(db_path)
         self.incremental = incremental
+        self.profile = profile
         remove_database_directory(self.db_path)
-        self._use_database(_open_database(self.db_path))
+        self._use_database(_open_database(self.db_path, profile=profile))
         self._db.put(MAX_PARALLELISM_KEY, dump_value(max_parallelism, "meta"))
         self._serialize = KeySerializer()
         self._group_prefixes = [key_group_prefix(group) for group in range(max_parallelism)]
@@ -584,7 +589,7 @@ class RocksDBKeyedStateBackend:
         self._db.close()
         remove_database_directory(self.db_path)
         copy_checkpoint(directories[0], self.db_path)
-        self._use_database(_open_database(self.db_path))
+        self._use_database(_open_database(self.db_path, profile=self.profile))
         max_parallelism, restored = _read_meta(self._db)
         self._check_max_parallelism(max_parallelism, directories[0])
         if self.key_group_range.start > 0:

@@ -105,7 +105,7 @@ class Broken(AsyncFunction):
 @pytest.mark.parametrize("where, message", [
     ("invoke", "encountered an exception"),
     ("timeout", "encountered an exception in timeout"),
-    ("result", "must return a list of results"),
+    ("result", "The result of AsyncFunction should be of list type"),
 ])
 def test_failures_fail_the_job_naming_the_cause(mode, where, message):
     env = env_of(mode)

@@ -27,6 +27,7 @@ waits, without blocking its mailbox, until every record left (`is_quiescent`).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
@@ -189,13 +190,20 @@ class AsyncWaitOperator(StreamOperator):
         self._loop.start_all([self._call(entry)])
 
     def _checked(self, results: Any, entry: AsyncEntry, method: str) -> list:
+        """The results as a list. Any iterable is taken, as in PyFlink, except str and bytes, which PyFlink
+        would split into characters: a function returning one string forgot its brackets. The errors begin
+        with PyFlink's own sentences."""
         if isinstance(results, list):
             return results
-        if isinstance(results, tuple):
+        if isinstance(results, Iterable) and not isinstance(results, (str, bytes, bytearray)):
             return list(results)
+        fix = "return a list of results (e.g. [value], or [] for none)"
+        if results is None:
+            raise InvalidJobError(f"The result of AsyncFunction cannot be none: {method} of '{self.name}' returned "
+                                  f"None for {entry.value!r}; {fix}")
         raise InvalidJobError(
-            f"{method} of '{self.name}' must return a list of results (e.g. [value], or [] for none), got "
-            f"{type(results).__name__} {results!r} for {entry.value!r}")
+            f"The result of AsyncFunction should be of list type: {method} of '{self.name}' returned "
+            f"{type(results).__name__} {results!r} for {entry.value!r}; {fix}")
 
     def _complete(self, entry: AsyncEntry, results: list) -> None:
         entry.results = results

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from fluvial.common.configuration import Configuration
-from fluvial.common.errors import InvalidJobError
+from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.time import Duration
 from fluvial.datastream.checkpoint_config import (
     CheckpointConfig,
@@ -182,13 +182,25 @@ def test_externalized_retention_and_its_1x_names():
 
 
 @pytest.mark.parametrize("setter", ["set_externalized_checkpoint_retention", "enable_externalized_checkpoints"])
-def test_delete_on_cancellation_is_refused_until_fluvial_deletes_checkpoints(setter):
-    """fluvial keeps checkpoints when a job is cancelled (tests/integration/test_checkpoint_retention.py), so a
-    promise to delete them would be silently broken."""
+def test_delete_on_cancellation_is_accepted_and_reaches_the_runtime(setter):
+    """Deleting on cancellation is done (tests/integration/test_checkpoint_retention.py)."""
     config = CheckpointConfig()
-    with pytest.raises(InvalidJobError, match="DELETE_ON_CANCELLATION is not supported yet.*Use RETAIN_ON_CANCELLATION"):
-        getattr(config, setter)(ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION)
-    assert config.get_externalized_checkpoint_retention() is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
+    getattr(config, setter)(ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION)
+    assert config.settings().externalized_retention is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION
+
+
+@pytest.mark.parametrize("mode", list(ExternalizedCheckpointRetention))
+def test_the_retention_key_sets_the_mode(mode):
+    configuration = Configuration()
+    configuration.set_string("execution.checkpointing.externalized-checkpoint-retention", mode.name)
+    assert CheckpointConfig(configuration).get_externalized_checkpoint_retention() is mode
+
+
+def test_the_retention_key_refuses_an_unknown_mode():
+    configuration = Configuration()
+    configuration.set_string("execution.checkpointing.externalized-checkpoint-retention", "KEEP")
+    with pytest.raises(ConfigurationError, match="'KEEP'.*retain_on_cancellation"):
+        CheckpointConfig(configuration)
 
 
 def test_fail_on_checkpointing_errors_maps_to_the_tolerance():

@@ -25,7 +25,6 @@ from fluvial.common.errors import ConfigurationError
                               "rest.bind-address and rest.allowed-hosts only"),
         ("metrics.reporter.jmx.port", "fluvial's metrics take metrics.reporter.prom.port"),
         ("metrics.reporters", "fluvial's metrics take metrics.reporter.prom.port"),
-        ("execution.checkpointing.externalized-checkpoint-retention", "as RETAIN_ON_CANCELLATION does"),
         ("execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
          "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled"),
         ("state.backend.incremental", "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=...)"),

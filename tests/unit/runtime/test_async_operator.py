@@ -239,11 +239,41 @@ class NotAList(AsyncFunction):
         return value
 
 
+class Returns(AsyncFunction):
+    def __init__(self, result):
+        self.result = result
+
+    async def async_invoke(self, value):
+        return self.result
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("result, says", [
+    (None, "The result of AsyncFunction cannot be none: async_invoke of .* returned None for 7"),
+    ("text", "The result of AsyncFunction should be of list type: .* returned str 'text' for 7"),
+])
+def test_a_none_or_string_result_is_refused_with_pyflinks_sentence(result, says):
+    harness = harness_of(Returns(result))
+    harness.process_element(7)
+    with pytest.raises(InvalidJobError, match=says):
+        harness.run_mails_until(lambda h: False, timeout=10)
+    harness.close()
+
+
+@pytest.mark.timeout(30)
+def test_any_other_iterable_result_is_taken_as_pyflink_takes_it():
+    harness = harness_of(Returns(range(2)))
+    harness.process_element(7)
+    harness.run_mails_until(lambda h: len(h.output()) == 2, what="both results")
+    assert [value for value, _ in emitted(harness)] == [0, 1]
+    harness.close()
+
+
 @pytest.mark.timeout(30)
 def test_a_result_that_is_not_a_list_is_refused_clearly():
     harness = harness_of(NotAList())
     harness.process_element(7)
-    with pytest.raises(InvalidJobError, match="must return a list of results.*got int 7 for 7"):
+    with pytest.raises(InvalidJobError, match="The result of AsyncFunction should be of list type.*returned int 7 for 7"):
         harness.run_mails_until(lambda h: False, timeout=10)
     harness.close()
 

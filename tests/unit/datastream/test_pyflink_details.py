@@ -1,0 +1,116 @@
+"""Details PyFlink's own tests check: the AsyncRetryStrategy factories, StateTtlConfig's falsy periodic
+compaction and proto round-trip, and checkpoint paths as Flink's Path prints them."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from fluvial.common.errors import InvalidJobError
+from fluvial.common.file_paths import local_path, normalise_path
+from fluvial.common.time import Duration, Time
+from fluvial.datastream.async_retry_strategies import (
+    ExponentialBackoffDelayRetryStrategy,
+    FixedDelayRetryStrategy,
+    NoRetryStrategy,
+)
+from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage, JobManagerCheckpointStorage
+from fluvial.datastream.functions import AsyncRetryStrategy
+from fluvial.datastream.state import StateTtlConfig
+
+
+def test_async_retry_strategy_factories_build_the_strategies():
+    def on_empty(results):
+        return not results
+
+    fixed = AsyncRetryStrategy.fixed_delay(3, 100, on_empty, None)
+    assert isinstance(fixed, FixedDelayRetryStrategy)
+    assert fixed.can_retry(3) and not fixed.can_retry(4) and fixed.get_backoff_time_millis(1) == 100
+    assert fixed.get_retry_predicate().result_predicate() is on_empty
+    backoff = AsyncRetryStrategy.exponential_backoff(5, 10, 50, 2.0, None, None)
+    assert isinstance(backoff, ExponentialBackoffDelayRetryStrategy)
+    assert [backoff.get_backoff_time_millis(n) for n in (1, 2, 3, 4)] == [10, 20, 40, 50]
+    assert isinstance(AsyncRetryStrategy.no_restart(), NoRetryStrategy)
+    with pytest.raises(InvalidJobError, match="max_attempts"):
+        AsyncRetryStrategy.fixed_delay(0, 100, None, None)
+
+
+@pytest.mark.parametrize("arguments", [(), (None,), (0,), (False,), ("",)])
+def test_a_falsy_periodic_compaction_time_means_the_30_day_default(arguments):
+    config = StateTtlConfig.new_builder(Time.days(1)).cleanup_in_rocksdb_compact_filter(17, *arguments).build()
+    strategy = config.get_cleanup_strategies().get_rocksdb_compact_filter_cleanup_strategy()
+    assert strategy.get_query_time_after_num_entries() == 17
+    assert strategy.get_periodic_compaction_time() == Duration.of_days(30)
+
+
+@pytest.mark.parametrize("millis", [0, 3_600_000])
+def test_an_explicit_periodic_compaction_duration_is_kept_as_given(millis):
+    duration = Duration.of_millis(millis)
+    config = StateTtlConfig.new_builder(Time.days(1)).cleanup_in_rocksdb_compact_filter(17, duration).build()
+    assert config.get_cleanup_strategies().get_rocksdb_compact_filter_cleanup_strategy() \
+        .get_periodic_compaction_time() is duration
+    with pytest.raises(InvalidJobError, match="periodic_compaction_time"):
+        StateTtlConfig.new_builder(Time.days(1)).cleanup_in_rocksdb_compact_filter(17, 5)
+
+
+def test_the_nested_strategy_class_defaults_as_pyflinks():
+    strategy = StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(17)
+    assert strategy.get_periodic_compaction_time() == Duration.of_days(30)
+
+
+@pytest.mark.parametrize("serializer", ["pickle", "proto"])
+@pytest.mark.parametrize("explicit", [False, True])
+def test_ttl_config_round_trips(serializer, explicit):
+    builder = StateTtlConfig.new_builder(Time.days(1)).update_ttl_on_read_and_write().cleanup_incrementally(7, True)
+    if explicit:
+        builder.cleanup_in_rocksdb_compact_filter(17, Duration.of_hours(2)).cleanup_full_snapshot()
+    config = builder.build()
+    if serializer == "pickle":
+        restored = pickle.loads(pickle.dumps(config))
+    else:
+        restored = StateTtlConfig._from_proto(config._to_proto())
+    assert restored == config and restored.get_ttl() == Time.days(1)
+    strategy = restored.get_cleanup_strategies().get_rocksdb_compact_filter_cleanup_strategy()
+    assert strategy.get_query_time_after_num_entries() == (17 if explicit else 1000)
+
+
+@pytest.mark.parametrize(
+    "given, printed, local",
+    [
+        ("file://var/checkpoints/", "file://var/checkpoints", "/checkpoints"),
+        ("file:///var/checkpoints/", "file:///var/checkpoints", "/var/checkpoints"),
+        ("file://localhost/tmp/x", "file://localhost/tmp/x", "/tmp/x"),
+        ("/tmp//a/b/", "/tmp/a/b", "/tmp/a/b"),
+        ("/", "/", "/"),
+        ("s3://bucket/dir/", "s3://bucket/dir", "s3://bucket/dir"),
+    ],
+)
+def test_paths_are_normalised_as_flinks_path(given, printed, local):
+    assert normalise_path(given) == printed
+    assert local_path(printed) == local
+
+
+def test_checkpoint_storages_print_their_path_as_pyflink():
+    assert FileSystemCheckpointStorage("file://var/checkpoints/").get_checkpoint_path() == "file://var/checkpoints"
+    assert JobManagerCheckpointStorage("file://var/checkpoints/").get_checkpoint_path() == "file://var/checkpoints"
+
+
+def test_a_file_uri_authority_is_ignored_where_checkpoints_are_written(tmp_path):
+    """Flink's local file system ignores it; fsspec would read the path as relative to the working directory."""
+    from fluvial.checkpoint.storage import create_checkpoint_storage
+
+    storage = create_checkpoint_storage(FileSystemCheckpointStorage(f"file://localhost{tmp_path}/"), "job")
+    storage.write_state(1, "state", b"x" * 100_000)
+    assert list(tmp_path.glob("job/chk-1/*")), list(tmp_path.rglob("*"))
+
+
+def test_a_checkpoint_named_with_a_file_uri_authority_is_read_from_the_local_path(tmp_path):
+    from fluvial.checkpoint.metadata import CheckpointMetadata
+    from fluvial.checkpoint.storage import create_checkpoint_storage, read_checkpoint_metadata
+
+    storage = create_checkpoint_storage(FileSystemCheckpointStorage(tmp_path.as_uri()), "job")
+    location = storage.write_metadata(3, CheckpointMetadata(3, 1, "job"))
+    assert location.startswith("file://")
+    with_authority = "file://localhost" + location.removeprefix("file://")
+    assert read_checkpoint_metadata(with_authority).checkpoint_id == 3
