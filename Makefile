@@ -47,7 +47,7 @@ test: $(STAMP)
 # (strict on runtime, cluster, checkpoint, state), each package held to the errors it still has (.ci/typecheck.py).
 lint: $(STAMP)
 	$(BIN)/ruff check .
-# the lead enables this once the whole tree is formatted:	$(BIN)/ruff format --check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python .ci/typecheck.py
 
 # A Kafka broker in the foreground for trying the Kafka examples (prints its bootstrap address; Ctrl-C stops it).

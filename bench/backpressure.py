@@ -27,8 +27,11 @@ HERE = Path(__file__).resolve().parent.parent
 
 JOBS = {
     "J1": ("from bench.spine import run_j1_fluvial as run, J1_RECORDS as records", "run()"),
-    "J2": ("from bench.spine import run_j2_fluvial, zipf_words, to_pair, J2_RECORDS as records\n"
-           "pairs = [to_pair(w) for w in zipf_words(records)]\nrun = lambda: run_j2_fluvial(pairs)", "run()"),
+    "J2": (
+        "from bench.spine import run_j2_fluvial, zipf_words, to_pair, J2_RECORDS as records\n"
+        "pairs = [to_pair(w) for w in zipf_words(records)]\nrun = lambda: run_j2_fluvial(pairs)",
+        "run()",
+    ),
     "J3": ("from bench.event_time import run_fluvial as run, EVENTS as records", "run()"),
 }
 
@@ -60,8 +63,12 @@ def paced_job(mode: str, checkpoints: int) -> tuple[list[int], float]:
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(1000)
-    (env.from_source(NumberSequenceSource(0, 10**10), WatermarkStrategy.no_watermarks(), "numbers")
-        .rebalance().map(Paced(), output_type=Types.LONG()).add_sink(Count()))
+    (
+        env.from_source(NumberSequenceSource(0, 10**10), WatermarkStrategy.no_watermarks(), "numbers")
+        .rebalance()
+        .map(Paced(), output_type=Types.LONG())
+        .add_sink(Count())
+    )
     client = env.execute_async(f"paced, {mode}")
     started = time.monotonic()
     try:
@@ -86,31 +93,40 @@ def paced_loop(seconds: float = 2.0) -> float:
 
 def checkpoint_durations(checkpoints: int) -> None:
     loop = paced_loop()
-    print(f"Checkpoints under back pressure: a paced map ({PACE_S * 1000:.0f} ms per record) behind a fast source, "
-          "thread mode, a checkpoint every second")
+    print(
+        f"Checkpoints under back pressure: a paced map ({PACE_S * 1000:.0f} ms per record) behind a fast source, "
+        "thread mode, a checkpoint every second"
+    )
     print(f"  plain-Python loop of the same calls: {loop:,.0f} records/s")
     for mode in ("aligned", "aligned + debloating", "unaligned"):
         durations, rate = paced_job(mode, checkpoints)
         median = statistics.median(durations) if durations else float("nan")
-        print(f"  {mode:<21} checkpoints {', '.join(f'{d / 1000:.1f}' for d in durations)} s; median "
-              f"{median / 1000:.2f} s; paced map {rate:,.0f} records/s ({rate / loop:.2f}x the loop)")
+        print(
+            f"  {mode:<21} checkpoints {', '.join(f'{d / 1000:.1f}' for d in durations)} s; median "
+            f"{median / 1000:.2f} s; paced map {rate:,.0f} records/s ({rate / loop:.2f}x the loop)"
+        )
 
 
 def fresh_run(tree: Path, job: str) -> float:
     setup, call = JOBS[job]
-    code = (f"import sys, time\nsys.path.insert(0, {str(tree)!r})\n{setup}\nrun()\n"
-            f"start = time.perf_counter()\n{call}\nprint(records / (time.perf_counter() - start))")
+    code = (
+        f"import sys, time\nsys.path.insert(0, {str(tree)!r})\n{setup}\nrun()\n"
+        f"start = time.perf_counter()\n{call}\nprint(records / (time.perf_counter() - start))"
+    )
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     environment["PYTHONPATH"] = str(tree)
-    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
-                          env=environment, cwd=tree)
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=environment, cwd=tree
+    )
     return float(done.stdout.strip().splitlines()[-1])
 
 
 def j_jobs(baseline: Path | None, repeat: int) -> None:
     trees = [("this tree", HERE)] + ([("baseline", baseline)] if baseline is not None else [])
-    print(f"J1-J3 at parallelism 1, best of {repeat} fresh runs each, interleaved"
-          + ("" if baseline else " (no --baseline given: this tree only)"))
+    print(
+        f"J1-J3 at parallelism 1, best of {repeat} fresh runs each, interleaved"
+        + ("" if baseline else " (no --baseline given: this tree only)")
+    )
     for job in JOBS:
         best = {name: 0.0 for name, _ in trees}
         for _ in range(repeat):

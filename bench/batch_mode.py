@@ -18,7 +18,7 @@ WORDS_PER_LINE = 8
 
 def make_lines() -> list[str]:
     words = zipf_words(LINES * WORDS_PER_LINE, seed=7)
-    return [" ".join(words[i:i + WORDS_PER_LINE]) for i in range(0, len(words), WORDS_PER_LINE)]
+    return [" ".join(words[i : i + WORDS_PER_LINE]) for i in range(0, len(words), WORDS_PER_LINE)]
 
 
 def _sink_class():
@@ -67,8 +67,13 @@ def main() -> bool:
     same = word_count(lines, batch=True) == word_count(lines, batch=False)
     words = LINES * WORDS_PER_LINE
     batch, streaming = compare(words, lambda: word_count(lines, True), lambda: word_count(lines, False), repeat=5)
-    ok = report("Word count, 800k words: BATCH (one final count per word) vs STREAMING (a running count per word)",
-                batch, streaming, target=1.0, labels=("BATCH", "STREAMING"))
+    ok = report(
+        "Word count, 800k words: BATCH (one final count per word) vs STREAMING (a running count per word)",
+        batch,
+        streaming,
+        target=1.0,
+        labels=("BATCH", "STREAMING"),
+    )
     print(f"  both modes end with the same counts: {same}")
     return ok and same
 

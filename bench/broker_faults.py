@@ -46,15 +46,22 @@ class Tally:
         print(f"  {label}: lost {lost}, duplicated {duplicated}, out of order {disordered}", flush=True)
 
     def line(self) -> str:
-        return (f"{self.name}: {self.trials} trials, {self.faults} faults (TaskManager SIGKILL), {self.lost} lost, "
-                f"{self.duplicated} duplicated, {self.disordered} keys out of order, "
-                f"{len(self.failures)} failed trials")
+        return (
+            f"{self.name}: {self.trials} trials, {self.faults} faults (TaskManager SIGKILL), {self.lost} lost, "
+            f"{self.duplicated} duplicated, {self.disordered} keys out of order, "
+            f"{len(self.failures)} failed trials"
+        )
 
 
 def kill_at_random(client, checkpoints: Path, rng: random.Random) -> bool:  # noqa: ANN001
     at_least = rng.randint(1, 4)
-    wait_until(lambda: max(completed_checkpoints(checkpoints), default=0) >= at_least
-               or client.get_job_execution_result().done(), timeout=120, what=f"checkpoint {at_least}")
+    wait_until(
+        lambda: (
+            max(completed_checkpoints(checkpoints), default=0) >= at_least or client.get_job_execution_result().done()
+        ),
+        timeout=120,
+        what=f"checkpoint {at_least}",
+    )
     time.sleep(rng.uniform(0, 0.3))
     if client.get_job_execution_result().done():
         return False
@@ -101,20 +108,26 @@ def mqtt_trials(trials: int, seed: int, qos: int = 1) -> Tally:
                 client_id, topic, workdir = f"soak-{trial}", f"soak{trial}", Path(directory) / f"t{trial}"
                 workdir.mkdir()
                 mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], qos)
-                client = mqtt_job(server.port, client_id, topic, workdir, "process", qos=qos) \
-                    .execute_async(f"mqtt {trial}")
+                client = mqtt_job(server.port, client_id, topic, workdir, "process", qos=qos).execute_async(
+                    f"mqtt {trial}"
+                )
                 publisher = Publisher(server.port, topic, qos)
                 try:
                     publisher.start()
                     tally.faults += kill_at_random(client, workdir / "chk", rng)
                     publisher.join(120)
-                    wait_until(lambda workdir=workdir: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
-                               what="every message committed")
+                    wait_until(
+                        lambda workdir=workdir: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY,
+                        timeout=120,
+                        what="every message committed",
+                    )
                 except Exception as error:  # noqa: BLE001 - counted, the soak goes on
                     tally.failures.append(f"trial {trial}: {type(error).__name__}: {error}")
                 finally:
                     client.cancel()
-                    wait_until(lambda client=client: client.get_job_execution_result().done(), timeout=60, what="the cancel")
+                    wait_until(
+                        lambda client=client: client.get_job_execution_result().done(), timeout=60, what="the cancel"
+                    )
                 tally.record(f"mqtt trial {trial}", *mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY))
         finally:
             server.stop()
@@ -131,8 +144,10 @@ def mqtt_thread_trials(trials: int, seed: int, qos: int = 1) -> Tally:
     from tests import mqtt_helpers as mh
     from tests.faults.test_mqtt_faults import KEYS, PER_KEY, Publisher
 
-    tally, rng = Tally(f"MQTT receiver, QoS {qos}, thread mode (job process killed, restored from its checkpoint)"), \
-        random.Random(seed)
+    tally, rng = (
+        Tally(f"MQTT receiver, QoS {qos}, thread mode (job process killed, restored from its checkpoint)"),
+        random.Random(seed),
+    )
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as directory:
         server = start_mosquitto(Path(directory) / "broker")
@@ -141,35 +156,52 @@ def mqtt_thread_trials(trials: int, seed: int, qos: int = 1) -> Tally:
                 client_id, topic, workdir = f"thread-{trial}", f"thread{trial}", Path(directory) / f"t{trial}"
                 workdir.mkdir()
                 mh.make_session(LOOPBACK, server.port, client_id, [f"{topic}/#"], qos)
-                argv = [sys.executable, "-m", "bench.mqtt_job", str(server.port), client_id, topic, str(workdir),
-                        str(qos)]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "bench.mqtt_job",
+                    str(server.port),
+                    client_id,
+                    topic,
+                    str(workdir),
+                    str(qos),
+                ]
                 log = open(workdir / "job.log", "wb")  # noqa: SIM115 - closed below
                 job = subprocess.Popen(argv, cwd=root, stdout=log, stderr=subprocess.STDOUT)
                 publisher = Publisher(server.port, topic, qos)
                 try:
                     publisher.start()
                     at_least = rng.randint(1, 4)
-                    wait_until(lambda workdir=workdir, at_least=at_least: max(completed_checkpoints(workdir / "chk"), default=0)
-                               >= at_least,
-                               timeout=120, what=f"checkpoint {at_least}")
+                    wait_until(
+                        lambda workdir=workdir, at_least=at_least: (
+                            max(completed_checkpoints(workdir / "chk"), default=0) >= at_least
+                        ),
+                        timeout=120,
+                        what=f"checkpoint {at_least}",
+                    )
                     time.sleep(rng.uniform(0, 0.3))
                     job.kill()
                     job.wait(30)
                     tally.faults += 1
                     latest = completed_checkpoints(workdir / "chk")
-                    job = subprocess.Popen(argv + [str(latest[max(latest)])], cwd=root, stdout=log,
-                                           stderr=subprocess.STDOUT)
+                    job = subprocess.Popen(
+                        argv + [str(latest[max(latest)])], cwd=root, stdout=log, stderr=subprocess.STDOUT
+                    )
                     publisher.join(120)
-                    wait_until(lambda workdir=workdir: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY, timeout=120,
-                               what="every message committed")
+                    wait_until(
+                        lambda workdir=workdir: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY,
+                        timeout=120,
+                        what="every message committed",
+                    )
                 except Exception as error:  # noqa: BLE001 - counted, the soak goes on
                     tally.failures.append(f"trial {trial}: {type(error).__name__}: {error} (log {workdir}/job.log)")
                 finally:
                     job.kill()
                     job.wait(30)
                     log.close()
-                tally.record(f"mqtt thread-mode trial {trial}",
-                             *mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY))
+                tally.record(
+                    f"mqtt thread-mode trial {trial}", *mh.judge_lines(mh.committed(workdir / "out"), KEYS, PER_KEY)
+                )
         finally:
             server.stop()
     return tally
@@ -177,8 +209,13 @@ def mqtt_thread_trials(trials: int, seed: int, qos: int = 1) -> Tally:
 
 def main(argv: list[str] | None = None) -> bool:
     args = argv if argv is not None else sys.argv[1:]
-    which = [arg for arg in args if not arg.isdigit()] or ["nats", "mqtt", "mqtt-qos2", "mqtt-thread",
-                                                           "mqtt-thread-qos2"]
+    which = [arg for arg in args if not arg.isdigit()] or [
+        "nats",
+        "mqtt",
+        "mqtt-qos2",
+        "mqtt-thread",
+        "mqtt-thread-qos2",
+    ]
     trials = int(next((arg for arg in args if arg.isdigit()), "30"))
     tallies = []
     if "nats" in which:
@@ -195,8 +232,10 @@ def main(argv: list[str] | None = None) -> bool:
         print(tally.line())
         for failure in tally.failures:
             print(f"    {failure}")
-    return all(t.lost == 0 and t.disordered == 0 and not t.failures and (t.duplicated == 0 or "QoS 1" in t.name)
-               for t in tallies)
+    return all(
+        t.lost == 0 and t.disordered == 0 and not t.failures and (t.duplicated == 0 or "QoS 1" in t.name)
+        for t in tallies
+    )
 
 
 if __name__ == "__main__":

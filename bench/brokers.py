@@ -57,8 +57,15 @@ def nats_fluvial(url: str) -> float:
 
     env = _env()
     sink = CountingSink()
-    source = (NatsSource.builder().set_servers(url).set_stream("BENCH").set_consumer_name(f"fluvial{next(_runs)}")
-              .set_deserialization_schema(SimpleStringSchema()).set_bounded().build())
+    source = (
+        NatsSource.builder()
+        .set_servers(url)
+        .set_stream("BENCH")
+        .set_consumer_name(f"fluvial{next(_runs)}")
+        .set_deserialization_schema(SimpleStringSchema())
+        .set_bounded()
+        .build()
+    )
     env.from_source(source, WatermarkStrategy.no_watermarks(), "nats").add_sink(sink)
     started = time.perf_counter()
     env.execute("nats bench")
@@ -76,8 +83,7 @@ def nats_bare(url: str) -> float:
         client = await nats.connect(url)
         js = client.jetstream()
         name = f"bare{next(_runs)}"
-        await js.add_consumer("BENCH", ConsumerConfig(durable_name=name, ack_policy=AckPolicy.ALL,
-                                                      max_ack_pending=-1))
+        await js.add_consumer("BENCH", ConsumerConfig(durable_name=name, ack_policy=AckPolicy.ALL, max_ack_pending=-1))
         subscription = await js.pull_subscribe_bind(name, "BENCH")
         count = 0
         while count < NATS_RECORDS:
@@ -86,6 +92,7 @@ def nats_bare(url: str) -> float:
             count += len(values)
         await client.close()
         return time.perf_counter() - started
+
     return asyncio.run(go())
 
 
@@ -99,15 +106,20 @@ def bench_nats() -> bool:
             url = server.extra["url"]
             nh.create_stream(url, "BENCH", ["bench.>"])
             for start in range(0, NATS_RECORDS, 50_000):
-                nh.publish(url, [("bench.x", f"{i % 7},{i}".encode())
-                                 for i in range(start, min(NATS_RECORDS, start + 50_000))])
+                nh.publish(
+                    url, [("bench.x", f"{i % 7},{i}".encode()) for i in range(start, min(NATS_RECORDS, start + 50_000))]
+                )
             fluvial, bare = [], []
             for _ in range(REPEAT):
                 fluvial.append(nats_fluvial(url))
                 bare.append(nats_bare(url))
-            return report(f"NATS JetStream source, {NATS_RECORDS:,} records into a counting sink (load "
-                          f"{os.getloadavg()[0]:.1f})", Measurement("fluvial", NATS_RECORDS, _best(fluvial)),
-                          Measurement("nats-py", NATS_RECORDS, _best(bare)), TARGET, ("fluvial", "nats-py loop"))
+            return report(
+                f"NATS JetStream source, {NATS_RECORDS:,} records into a counting sink (load {os.getloadavg()[0]:.1f})",
+                Measurement("fluvial", NATS_RECORDS, _best(fluvial)),
+                Measurement("nats-py", NATS_RECORDS, _best(bare)),
+                TARGET,
+                ("fluvial", "nats-py loop"),
+            )
         finally:
             server.stop()
 
@@ -159,8 +171,7 @@ def mqtt_bare(port: int, qos: int = 1) -> float:
             done.set()
 
     started = time.perf_counter()
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False,
-                         manual_ack=True)
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False, manual_ack=True)
     client.on_message = on_message
     client.connect("127.0.0.1", port)
     client.loop_start()
@@ -183,11 +194,23 @@ def bench_mqtt() -> bool:
                 runs["on"].append(mqtt_fluvial(server.port, True, str(Path(directory) / "chk")))
                 runs["bare"].append(mqtt_bare(server.port))
             bare = Measurement("paho", MQTT_RECORDS, _best(runs["bare"]))
-            title = f"MQTT receiver, {MQTT_RECORDS:,} QoS 1 records into a counting sink (load {os.getloadavg()[0]:.1f})"
-            ok = report(f"{title}, write-ahead log off", Measurement("fluvial", MQTT_RECORDS, _best(runs["off"])),
-                        bare, TARGET, ("fluvial", "paho loop"))
-            ok &= report(f"{title}, write-ahead log on", Measurement("fluvial", MQTT_RECORDS, _best(runs["on"])),
-                         bare, TARGET, ("fluvial", "paho loop"))
+            title = (
+                f"MQTT receiver, {MQTT_RECORDS:,} QoS 1 records into a counting sink (load {os.getloadavg()[0]:.1f})"
+            )
+            ok = report(
+                f"{title}, write-ahead log off",
+                Measurement("fluvial", MQTT_RECORDS, _best(runs["off"])),
+                bare,
+                TARGET,
+                ("fluvial", "paho loop"),
+            )
+            ok &= report(
+                f"{title}, write-ahead log on",
+                Measurement("fluvial", MQTT_RECORDS, _best(runs["on"])),
+                bare,
+                TARGET,
+                ("fluvial", "paho loop"),
+            )
             return ok
         finally:
             server.stop()
@@ -203,10 +226,17 @@ def bench_mqtt_qos2() -> bool:
             for _ in range(REPEAT):
                 runs["on"].append(mqtt_fluvial(server.port, True, str(Path(directory) / "chk"), qos=2))
                 runs["bare"].append(mqtt_bare(server.port, qos=2))
-            title = (f"MQTT receiver, {MQTT_RECORDS:,} QoS 2 records into a counting sink "
-                     f"(load {os.getloadavg()[0]:.1f}), write-ahead log on (exactly-once)")
-            return report(title, Measurement("fluvial", MQTT_RECORDS, _best(runs["on"])),
-                          Measurement("paho", MQTT_RECORDS, _best(runs["bare"])), TARGET, ("fluvial", "paho loop"))
+            title = (
+                f"MQTT receiver, {MQTT_RECORDS:,} QoS 2 records into a counting sink "
+                f"(load {os.getloadavg()[0]:.1f}), write-ahead log on (exactly-once)"
+            )
+            return report(
+                title,
+                Measurement("fluvial", MQTT_RECORDS, _best(runs["on"])),
+                Measurement("paho", MQTT_RECORDS, _best(runs["bare"])),
+                TARGET,
+                ("fluvial", "paho loop"),
+            )
         finally:
             server.stop()
 

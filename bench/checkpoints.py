@@ -37,8 +37,9 @@ def run(words: list[str], checkpoint_dir: str | None, backend: object = None, pr
     if backend is not None:
         env.set_state_backend(backend)
     sink = CountingSink()
-    env.from_source(NumberSequenceSource(0, RECORDS - 1), source_name="words") \
-        .map(WordAt(words)).key_by(word_key).reduce(add_counts).add_sink(sink)
+    env.from_source(NumberSequenceSource(0, RECORDS - 1), source_name="words").map(WordAt(words)).key_by(
+        word_key
+    ).reduce(add_counts).add_sink(sink)
     env.execute("J2 checkpointed" if checkpoint_dir else "J2")
     assert sink.count == RECORDS
     return sink.count
@@ -52,8 +53,9 @@ def _run_in_processes(words: list[str], checkpoint_dir: str | None) -> int:
         if checkpoint_dir is not None:
             env.enable_checkpointing(1000)
             env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{checkpoint_dir}")
-        env.from_source(NumberSequenceSource(0, RECORDS - 1), source_name="words") \
-            .map(WordAt(words)).key_by(word_key).reduce(add_counts).add_sink(CountToFile(directory))
+        env.from_source(NumberSequenceSource(0, RECORDS - 1), source_name="words").map(WordAt(words)).key_by(
+            word_key
+        ).reduce(add_counts).add_sink(CountToFile(directory))
         env.execute("J2 checkpointed" if checkpoint_dir else "J2")
 
     count = _counted(job)
@@ -66,13 +68,19 @@ def main() -> bool:
     ok = True
     for processes, label in ((False, "thread mode, parallelism 1"), (True, "process mode, parallelism 2")):
         with tempfile.TemporaryDirectory() as directory:
-            checkpointed, plain = compare(RECORDS, lambda processes=processes: run(words, directory, processes=processes),
-                                          lambda processes=processes: run(words, None, processes=processes), repeat=3)
+            checkpointed, plain = compare(
+                RECORDS,
+                lambda processes=processes: run(words, directory, processes=processes),
+                lambda processes=processes: run(words, None, processes=processes),
+                repeat=3,
+            )
         ratio = checkpointed.rate / plain.rate
         print(f"J2 with checkpoints every 1 s (heap backend, file system storage) vs without, 4M records, {label}")
         print(f"  without      {plain.rate:>12,.0f} records/s")
-        print(f"  checkpointed {checkpointed.rate:>12,.0f} records/s  ratio {ratio:.2f}x (target >= 0.9x: "
-              f"{'meets' if ratio >= 0.9 else 'MISSES'})")
+        print(
+            f"  checkpointed {checkpointed.rate:>12,.0f} records/s  ratio {ratio:.2f}x (target >= 0.9x: "
+            f"{'meets' if ratio >= 0.9 else 'MISSES'})"
+        )
         ok &= ratio >= 0.9
     heap_state_figures()
     return ok
@@ -103,8 +111,10 @@ def heap_state_figures(keys: int = 1_000_000) -> None:
     fresh.restore([pickle.loads(blob)], read_state_handle, 1)
     restore = time.perf_counter() - start
     assert len(fresh.value_table("counts")) == keys
-    print(f"Heap backend, {keys:,} keys: synchronous part {sync:.2f} s, asynchronous part (serialize) {write:.2f} s, "
-          f"{len(blob) / 1e6:.1f} MB, restore {restore:.2f} s (target < 5 s)")
+    print(
+        f"Heap backend, {keys:,} keys: synchronous part {sync:.2f} s, asynchronous part (serialize) {write:.2f} s, "
+        f"{len(blob) / 1e6:.1f} MB, restore {restore:.2f} s (target < 5 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def run_fluvial(events: int = EVENTS, parallelism: int = 1) -> dict:
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(parallelism)
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(DISORDER_MS)) \
-        .with_timestamp_assigner(event_timestamp)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(DISORDER_MS)).with_timestamp_assigner(
+        event_timestamp
+    )
     results: dict = {}
     windows = (
         env.from_source(NumberSequenceSource(0, events - 1), source_name="events")
@@ -98,8 +99,10 @@ def run_loop(events: int = EVENTS) -> dict:
 
 
 def peak_rss_mb(events: int) -> float:
-    code = (f"import resource; from bench.event_time import run_fluvial; run_fluvial({events}); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        f"import resource; from bench.event_time import run_fluvial; run_fluvial({events}); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return int(out.stdout.strip().splitlines()[-1]) / 1024
 
@@ -118,5 +121,3 @@ def main() -> bool:
     small, large = peak_rss_mb(EVENTS), peak_rss_mb(4 * EVENTS)
     print(f"  peak RSS: {small:.0f} MB for 1M events, {large:.0f} MB for 4M ({large / small:.2f}x; must stay < 4x)")
     return ok and large / small < 4
-
-

@@ -33,8 +33,9 @@ def best_of(name: str, records: int, run: Callable[[], object], repeat: int = 5)
     return Measurement(name, records, best)
 
 
-def compare(records: int, fluvial: Callable[[], object], baseline: Callable[[], object],
-            repeat: int = 5) -> tuple[Measurement, Measurement]:
+def compare(
+    records: int, fluvial: Callable[[], object], baseline: Callable[[], object], repeat: int = 5
+) -> tuple[Measurement, Measurement]:
     """Best of `repeat` runs of each, interleaved (fluvial, baseline, fluvial, ...): this machine's speed drifts
     over seconds, and interleaving exposes both sides to the same drift, so the ratio stays honest."""
     best = {"fluvial": float("inf"), "baseline": float("inf")}
@@ -59,8 +60,13 @@ def compare_many(records: int, runs: dict[str, Callable[[], object]], repeat: in
     return {name: Measurement(name, records, seconds) for name, seconds in best.items()}
 
 
-def report(title: str, fluvial: Measurement, baseline: Measurement, target: float,
-           labels: tuple[str, str] = ("fluvial", "plain Python")) -> bool:
+def report(
+    title: str,
+    fluvial: Measurement,
+    baseline: Measurement,
+    target: float,
+    labels: tuple[str, str] = ("fluvial", "plain Python"),
+) -> bool:
     ratio = fluvial.rate / baseline.rate
     verdict = "meets" if ratio >= target else "MISSES"
     print(f"{title}")

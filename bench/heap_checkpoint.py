@@ -25,10 +25,14 @@ def measure(keys: int = KEYS, key_kind: str = "int", checkpoints: int = 3) -> li
     with tempfile.TemporaryDirectory() as directory:
         env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{directory}")
         as_key = (lambda i: i % keys) if key_kind == "int" else (lambda i: f"key-{i % keys}")
-        (env.from_source(NumberSequenceSource(0, 50 * keys), source_name="keys")
-            .map(lambda i: (as_key(i), 1)).key_by(lambda pair: pair[0])
+        (
+            env.from_source(NumberSequenceSource(0, 50 * keys), source_name="keys")
+            .map(lambda i: (as_key(i), 1))
+            .key_by(lambda pair: pair[0])
             .reduce(lambda a, b: (a[0], a[1] + b[1]))
-            .filter(lambda _: False).print())
+            .filter(lambda _: False)
+            .print()
+        )
         client = env.execute_async("heap checkpoint bench")
         stats = client._job_master.checkpointing.stats
         full: list[tuple[float, int]] = []
@@ -59,9 +63,11 @@ def main(argv: list[str] | None = None) -> bool:
         size = results[-1][1] if results else 0
         median = statistics.median(durations) if durations else float("inf")
         verdict = "meets" if median < GOAL_S else "MISSES"
-        print(f"Heap checkpoint of {KEYS:,} {kind} keys in a running job: "
-              f"{', '.join(f'{d:.2f}' for d in durations)} s (median {median:.2f} s, {size / 1e6:.1f} MB; "
-              f"goal < {GOAL_S} s: {verdict})")
+        print(
+            f"Heap checkpoint of {KEYS:,} {kind} keys in a running job: "
+            f"{', '.join(f'{d:.2f}' for d in durations)} s (median {median:.2f} s, {size / 1e6:.1f} MB; "
+            f"goal < {GOAL_S} s: {verdict})"
+        )
         ok &= median < GOAL_S
     return ok
 

@@ -61,8 +61,12 @@ def job(server, table: str, rows: int, exactly_once: bool) -> None:
     if exactly_once:
         env.enable_checkpointing(1000)
         sink = JdbcSink.exactly_once_sink(
-            statement, ROW, options, JdbcExecutionOptions.builder().with_batch_size(BATCH).with_max_retries(0).build(),
-            JdbcExactlyOnceOptions.builder().with_transaction_id_prefix("bench").build())
+            statement,
+            ROW,
+            options,
+            JdbcExecutionOptions.builder().with_batch_size(BATCH).with_max_retries(0).build(),
+            JdbcExactlyOnceOptions.builder().with_transaction_id_prefix("bench").build(),
+        )
     else:
         sink = JdbcSink.sink(statement, ROW, options, JdbcExecutionOptions.builder().with_batch_size(BATCH).build())
     env.from_source(NumberSequenceSource(1, rows), source_name="numbers").map(to_row, output_type=ROW).add_sink(sink)
@@ -105,8 +109,10 @@ def main() -> None:
         print(f"JDBC sink, {n:,} rows into PostgreSQL")
         executemany, execute_batch = runs[2].rate, runs[3].rate
         for run in runs:
-            print(f"  {run.name:<20} {run.rate:>12,.0f} records/s  ({run.seconds:.3f} s)  "
-                  f"{run.rate / executemany:5.2f}x executemany  {run.rate / execute_batch:5.2f}x execute_batch")
+            print(
+                f"  {run.name:<20} {run.rate:>12,.0f} records/s  ({run.seconds:.3f} s)  "
+                f"{run.rate / executemany:5.2f}x executemany  {run.rate / execute_batch:5.2f}x execute_batch"
+            )
     finally:
         server.close()
 

@@ -48,8 +48,9 @@ def fill(bootstrap: str, topic: str, records: int) -> None:
 def bare_consume(bootstrap: str, topic: str, records: int) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-bare", "enable.auto.commit": False,
-                         **_quiet()})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench-bare", "enable.auto.commit": False, **_quiet()}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     count = 0
     while count < records:
@@ -67,12 +68,19 @@ def fluvial_consume(bootstrap: str, topic: str, records: int) -> int:
     from fluvial.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
 
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", "thread"))
+        Configuration().set_string("local.taskmanager.mode", "thread")
+    )
     env.set_parallelism(1)
     sink = CountingSink()
-    source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(topic)
-              .set_bounded(KafkaOffsetsInitializer.latest()).set_property("log_level", "3")
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(topic)
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .set_property("log_level", "3")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").add_sink(sink)
     env.execute("kafka source bench")
     assert sink.count == records, sink.count
@@ -104,17 +112,28 @@ def fluvial_produce(bootstrap: str, topic: str, records: int, guarantee: str, ch
     from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", "thread"))
+        Configuration().set_string("local.taskmanager.mode", "thread")
+    )
     env.set_parallelism(1)
     if checkpoint_ms:
         env.enable_checkpointing(checkpoint_ms)
-    sink = (KafkaSink.builder().set_bootstrap_servers(bootstrap)
-            .set_delivery_guarantee(DeliveryGuarantee[guarantee]).set_transactional_id_prefix(f"bench-{topic}")
-            .set_property("log_level", "3")
-            .set_record_serializer(KafkaRecordSerializationSchema.builder().set_topic(topic)
-                                   .set_value_serialization_schema(SimpleStringSchema()).build()).build())
-    env.from_source(NumberSequenceSource(0, records - 1), source_name="numbers") \
-        .map(_record, output_type=Types.STRING()).sink_to(sink)
+    sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_delivery_guarantee(DeliveryGuarantee[guarantee])
+        .set_transactional_id_prefix(f"bench-{topic}")
+        .set_property("log_level", "3")
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(topic)
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        .build()
+    )
+    env.from_source(NumberSequenceSource(0, records - 1), source_name="numbers").map(
+        _record, output_type=Types.STRING()
+    ).sink_to(sink)
     env.execute("kafka sink bench")
     return records
 
@@ -151,29 +170,49 @@ def main(argv: list[str] | None = None) -> bool:
                 b = timed("bare loop", n, lambda: bare_consume(bootstrap, topic, n))
                 source = s if source is None or s.seconds < source.seconds else source
                 bare = b if bare is None or b.seconds < bare.seconds else bare
-            ok &= report(f"KafkaSource -> discarding sink, {n:,} records of 100 bytes", source, bare, 0.8,
-                         ("KafkaSource", "bare loop"))
+            ok &= report(
+                f"KafkaSource -> discarding sink, {n:,} records of 100 bytes",
+                source,
+                bare,
+                0.8,
+                ("KafkaSource", "bare loop"),
+            )
             sink, bare = None, None
             for _ in range(repeat):
-                s = timed("fluvial", n, lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n,
-                                                                "AT_LEAST_ONCE", None))
+                s = timed(
+                    "fluvial",
+                    n,
+                    lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n, "AT_LEAST_ONCE", None),
+                )
                 b = timed("bare loop", n, lambda: bare_produce(bootstrap, create_topic(bootstrap, 1), n))
                 sink = s if sink is None or s.seconds < sink.seconds else sink
                 bare = b if bare is None or b.seconds < bare.seconds else bare
-            ok &= report(f"KafkaSink AT_LEAST_ONCE, {n:,} records of 100 bytes", sink, bare, 0.8,
-                         ("KafkaSink", "bare loop"))
+            ok &= report(
+                f"KafkaSink AT_LEAST_ONCE, {n:,} records of 100 bytes", sink, bare, 0.8, ("KafkaSink", "bare loop")
+            )
             exactly, at_least = None, None
             # the broker creates its transaction-state topic on the first transaction: not the sink's cost
             fluvial_produce(bootstrap, create_topic(bootstrap, 1), 1000, "EXACTLY_ONCE", 1000)
             for _ in range(repeat):
-                e = timed("fluvial", n, lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n,
-                                                                "EXACTLY_ONCE", 1000))
-                a = timed("fluvial", n, lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n,
-                                                                "AT_LEAST_ONCE", 1000))
+                e = timed(
+                    "fluvial",
+                    n,
+                    lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n, "EXACTLY_ONCE", 1000),
+                )
+                a = timed(
+                    "fluvial",
+                    n,
+                    lambda: fluvial_produce(bootstrap, create_topic(bootstrap, 1), n, "AT_LEAST_ONCE", 1000),
+                )
                 exactly = e if exactly is None or e.seconds < exactly.seconds else exactly
                 at_least = a if at_least is None or a.seconds < at_least.seconds else at_least
-            ok &= report(f"KafkaSink EXACTLY_ONCE vs AT_LEAST_ONCE, checkpoint every 1 s, {n:,} records",
-                         exactly, at_least, 0.7, ("EXACTLY_ONCE", "AT_LEAST_ONCE"))
+            ok &= report(
+                f"KafkaSink EXACTLY_ONCE vs AT_LEAST_ONCE, checkpoint every 1 s, {n:,} records",
+                exactly,
+                at_least,
+                0.7,
+                ("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+            )
         finally:
             broker.stop()
     return ok

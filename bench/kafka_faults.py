@@ -22,8 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--kills", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--at-least-once-every", type=int, default=5,
-                        help="every Nth trial runs AT_LEAST_ONCE (the rest EXACTLY_ONCE)")
+    parser.add_argument(
+        "--at-least-once-every", type=int, default=5, help="every Nth trial runs AT_LEAST_ONCE (the rest EXACTLY_ONCE)"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
     from fluvial.testing.kafka_faults import run_kafka_trial
@@ -38,10 +39,16 @@ def main(argv: list[str] | None = None) -> int:
             for trial in range(args.trials):
                 guarantee = "AT_LEAST_ONCE" if (trial + 1) % args.at_least_once_every == 0 else "EXACTLY_ONCE"
                 seed = args.seed * 1_000_003 + trial
-                result = run_kafka_trial(broker.extra["bootstrap"], Path(tmp) / f"trial-{trial}", seed, guarantee,
-                                         kills=args.kills)
-                row = totals.setdefault(guarantee, dict.fromkeys(
-                    ("trials", "passed", "kills", "at_checkpoint", "records", "lost", "duplicated", "out_of_order"), 0))
+                result = run_kafka_trial(
+                    broker.extra["bootstrap"], Path(tmp) / f"trial-{trial}", seed, guarantee, kills=args.kills
+                )
+                row = totals.setdefault(
+                    guarantee,
+                    dict.fromkeys(
+                        ("trials", "passed", "kills", "at_checkpoint", "records", "lost", "duplicated", "out_of_order"),
+                        0,
+                    ),
+                )
                 row["trials"] += 1
                 row["passed"] += result.passed
                 row["kills"] += result.kills
@@ -52,18 +59,25 @@ def main(argv: list[str] | None = None) -> int:
                     row["duplicated"] += result.report.duplicated
                     row["out_of_order"] += result.report.out_of_order
                 status = "ok" if result.passed else f"FAILED ({result.outcome}; {result.report})"
-                print(f"trial {trial:3d} {guarantee:13s} kills {result.kills} ({result.kills_at_checkpoint} at a "
-                      f"checkpoint): {result.report} {status}", flush=True)
+                print(
+                    f"trial {trial:3d} {guarantee:13s} kills {result.kills} ({result.kills_at_checkpoint} at a "
+                    f"checkpoint): {result.report} {status}",
+                    flush=True,
+                )
                 if not result.passed:
                     failed.append((trial, result))
         finally:
             broker.stop()
     print(f"\n{args.trials} trials in {time.monotonic() - started:.0f} s")
-    print(f"{'guarantee':14s} {'trials':>6s} {'passed':>6s} {'kills':>6s} {'at chk':>6s} {'records':>8s} "
-          f"{'lost':>5s} {'dup':>6s} {'order':>6s}")
+    print(
+        f"{'guarantee':14s} {'trials':>6s} {'passed':>6s} {'kills':>6s} {'at chk':>6s} {'records':>8s} "
+        f"{'lost':>5s} {'dup':>6s} {'order':>6s}"
+    )
     for guarantee, row in totals.items():
-        print(f"{guarantee:14s} {row['trials']:6d} {row['passed']:6d} {row['kills']:6d} {row['at_checkpoint']:6d} "
-              f"{row['records']:8d} {row['lost']:5d} {row['duplicated']:6d} {row['out_of_order']:6d}")
+        print(
+            f"{guarantee:14s} {row['trials']:6d} {row['passed']:6d} {row['kills']:6d} {row['at_checkpoint']:6d} "
+            f"{row['records']:8d} {row['lost']:5d} {row['duplicated']:6d} {row['out_of_order']:6d}"
+        )
     for trial, result in failed:
         print(f"\ntrial {trial} failed: {result.outcome}\n{result.log}")
     return 1 if failed else 0

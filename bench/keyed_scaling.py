@@ -56,8 +56,9 @@ def j2(parallelism: int, words: list[str] | None = None, records: int = J2_RECOR
         if words is not None:
             pairs = env.from_collection(words, type_info=Types.STRING()).map(to_pair, output_type=pair)
         else:
-            pairs = env.from_source(NumberSequenceSource(0, records - 1), source_name="numbers") \
-                .map(word_pair, output_type=pair)
+            pairs = env.from_source(NumberSequenceSource(0, records - 1), source_name="numbers").map(
+                word_pair, output_type=pair
+            )
         pairs.key_by(word_key, key_type=Types.STRING()).reduce(add_counts).add_sink(CountToFile(directory))
         env.execute("J2 (PyFlink style)")
 
@@ -79,15 +80,15 @@ def j3(parallelism: int, events: list[tuple] | None = None, records: int = J3_EV
         if events is not None:
             stream = env.from_collection(events, type_info=event)
         else:
-            stream = env.from_source(NumberSequenceSource(0, records - 1), source_name="events") \
-                .map(make_event, output_type=event)
-        strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(DISORDER_MS)) \
-            .with_timestamp_assigner(_EventTimestamps())
-        stream.assign_timestamps_and_watermarks(strategy) \
-            .key_by(event_key, key_type=Types.INT()) \
-            .window(TumblingEventTimeWindows.of(Duration.of_millis(WINDOW_MS))) \
-            .reduce(add_values, output_type=event) \
-            .add_sink(CountToFile(directory))
+            stream = env.from_source(NumberSequenceSource(0, records - 1), source_name="events").map(
+                make_event, output_type=event
+            )
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+            Duration.of_millis(DISORDER_MS)
+        ).with_timestamp_assigner(_EventTimestamps())
+        stream.assign_timestamps_and_watermarks(strategy).key_by(event_key, key_type=Types.INT()).window(
+            TumblingEventTimeWindows.of(Duration.of_millis(WINDOW_MS))
+        ).reduce(add_values, output_type=event).add_sink(CountToFile(directory))
         env.execute("J3 (PyFlink style)")
 
     return _counted(run)
@@ -95,19 +96,41 @@ def j3(parallelism: int, events: list[tuple] | None = None, records: int = J3_EV
 
 def main() -> bool:
     capacity = parallel_capacity()
-    print(f"This machine now: two plain-Python processes do {capacity:.2f}x the work of one "
-          "(the bound of every speed-up below; 2.0 on two idle cores)")
-    ok = scaling(f"J2, parallel source: {J2_RECORDS:,} numbers -> Zipf words -> key_by -> reduce (typed)",
-                 J2_RECORDS, lambda: j2(1), lambda: j2(2), target=1.6)
+    print(
+        f"This machine now: two plain-Python processes do {capacity:.2f}x the work of one "
+        "(the bound of every speed-up below; 2.0 on two idle cores)"
+    )
+    ok = scaling(
+        f"J2, parallel source: {J2_RECORDS:,} numbers -> Zipf words -> key_by -> reduce (typed)",
+        J2_RECORDS,
+        lambda: j2(1),
+        lambda: j2(2),
+        target=1.6,
+    )
     assert j3(1) == j3(2), "J3's windows differ between parallelism 1 and 2"
-    ok &= scaling(f"J3, parallel source: {J3_EVENTS:,} numbers -> events -> 60 s tumbling windows (typed)",
-                  J3_EVENTS, lambda: j3(1), lambda: j3(2), target=1.6)
+    ok &= scaling(
+        f"J3, parallel source: {J3_EVENTS:,} numbers -> events -> 60 s tumbling windows (typed)",
+        J3_EVENTS,
+        lambda: j3(1),
+        lambda: j3(2),
+        target=1.6,
+    )
     words = zipf_words(J2_RECORDS)
-    ok &= scaling(f"J2 from from_collection (parallelism 1 source): {J2_RECORDS:,} Zipf words (typed)",
-                  J2_RECORDS, lambda: j2(1, words), lambda: j2(2, words), target=1.1)
+    ok &= scaling(
+        f"J2 from from_collection (parallelism 1 source): {J2_RECORDS:,} Zipf words (typed)",
+        J2_RECORDS,
+        lambda: j2(1, words),
+        lambda: j2(2, words),
+        target=1.1,
+    )
     events = [make_event(i) for i in range(J3_EVENTS)]
-    ok &= scaling(f"J3 from from_collection (parallelism 1 source): {J3_EVENTS:,} events (typed)",
-                  J3_EVENTS, lambda: j3(1, events), lambda: j3(2, events), target=1.1)
+    ok &= scaling(
+        f"J3 from from_collection (parallelism 1 source): {J3_EVENTS:,} events (typed)",
+        J3_EVENTS,
+        lambda: j3(1, events),
+        lambda: j3(2, events),
+        target=1.1,
+    )
     return ok
 
 

@@ -107,8 +107,10 @@ def _bytewax_flow(job: str, records: int, directory: str):
         out = op.stateful_map("count", keyed, running)
     else:
         keyed = op.key_on("key", op.map("events", numbers, make_event), lambda event: str(event_key(event)))
-        clock = win.EventClock(lambda event: EPOCH + timedelta(milliseconds=event[1]),
-                               wait_for_system_duration=timedelta(milliseconds=DISORDER_MS))
+        clock = win.EventClock(
+            lambda event: EPOCH + timedelta(milliseconds=event[1]),
+            wait_for_system_duration=timedelta(milliseconds=DISORDER_MS),
+        )
         windower = win.TumblingWindower(length=timedelta(milliseconds=WINDOW_MS), align_to=EPOCH)
         out = win.reduce_window("windows", keyed, clock, windower, add_values).down
     op.output("sink", out, CountToFiles())
@@ -143,8 +145,10 @@ def bytewax_run(job: str, parallelism: int) -> int:
             return
         addresses = [f"127.0.0.1:{port}" for port in _free_loopback_ports(parallelism)]
         context = multiprocessing.get_context("spawn")
-        processes = [context.Process(target=_bytewax_process, args=(job, records, directory, addresses, index))
-                     for index in range(parallelism)]
+        processes = [
+            context.Process(target=_bytewax_process, args=(job, records, directory, addresses, index))
+            for index in range(parallelism)
+        ]
         for process in processes:
             process.start()
         for process in processes:
@@ -173,8 +177,7 @@ def fluvial_run(job: str, parallelism: int) -> int:
             out = numbers.map(triple, output_type=long).filter(is_even).map(plus_one, output_type=long)
         else:
             pair = Types.TUPLE([Types.STRING(), Types.LONG()])
-            out = numbers.map(word_pair, output_type=pair).key_by(word_key, key_type=Types.STRING()) \
-                .reduce(add_counts)
+            out = numbers.map(word_pair, output_type=pair).key_by(word_key, key_type=Types.STRING()).reduce(add_counts)
         out.add_sink(CountToFile(directory))
         env.execute(job)
 
@@ -200,18 +203,27 @@ def main(repeat: int = 2) -> bool:
         return True
     import importlib.metadata
 
-    print(f"fluvial beside Bytewax {importlib.metadata.version('bytewax')}; two plain-Python processes do "
-          f"{parallel_capacity():.2f}x the work of one now (2.0 on two idle cores)")
+    print(
+        f"fluvial beside Bytewax {importlib.metadata.version('bytewax')}; two plain-Python processes do "
+        f"{parallel_capacity():.2f}x the work of one now (2.0 on two idle cores)"
+    )
     ok = True
     for job, records in RECORDS.items():
         for parallelism in (1, 2):
-            best = _best({"bytewax": lambda job=job, parallelism=parallelism: bytewax_run(job, parallelism),
-                          "fluvial": lambda job=job, parallelism=parallelism: fluvial_run(job, parallelism)}, repeat)
+            best = _best(
+                {
+                    "bytewax": lambda job=job, parallelism=parallelism: bytewax_run(job, parallelism),
+                    "fluvial": lambda job=job, parallelism=parallelism: fluvial_run(job, parallelism),
+                },
+                repeat,
+            )
             ratio = best["bytewax"] / best["fluvial"]
             ok &= ratio >= 2.0
-            print(f"{job} at parallelism {parallelism}, {records:,} records: fluvial "
-                  f"{records / best['fluvial']:>12,.0f} records/s, Bytewax {records / best['bytewax']:>12,.0f} "
-                  f"records/s: {ratio:.2f}x (target >= 2x: {'meets' if ratio >= 2.0 else 'MISSES'})")
+            print(
+                f"{job} at parallelism {parallelism}, {records:,} records: fluvial "
+                f"{records / best['fluvial']:>12,.0f} records/s, Bytewax {records / best['bytewax']:>12,.0f} "
+                f"records/s: {ratio:.2f}x (target >= 2x: {'meets' if ratio >= 2.0 else 'MISSES'})"
+            )
     return ok
 
 

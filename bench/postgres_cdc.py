@@ -54,8 +54,10 @@ def prepare(server, table: str, rows: int, slots: list[str]) -> None:
         for slot in slots:
             cursor.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
         for start in range(0, rows, 1000):
-            cursor.execute(f"INSERT INTO {table} SELECT g, 'value ' || g, mod(g, 1000)::int "
-                           f"FROM generate_series(%s, %s) g", (start, min(start + 1000, rows) - 1))
+            cursor.execute(
+                f"INSERT INTO {table} SELECT g, 'value ' || g, mod(g, 1000)::int FROM generate_series(%s, %s) g",
+                (start, min(start + 1000, rows) - 1),
+            )
     connection.close()
 
 
@@ -70,8 +72,9 @@ def drop_slots(server, slots: list[str]) -> None:
                 if found is None or not found[0]:
                     break
                 time.sleep(0.05)
-            cursor.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                           "WHERE slot_name = %s", (slot,))
+            cursor.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+            )
     connection.close()
 
 
@@ -83,8 +86,9 @@ def bare_loop(server, slot: str, publication: str, rows: int) -> float:
     started = time.perf_counter()
     connection = psycopg2.connect(server.dsn(), connection_factory=psycopg2.extras.LogicalReplicationConnection)
     cursor = connection.cursor()
-    cursor.start_replication(slot_name=slot, decode=False, options={"proto_version": "1",
-                                                                    "publication_names": publication})
+    cursor.start_replication(
+        slot_name=slot, decode=False, options={"proto_version": "1", "publication_names": publication}
+    )
     casters = {}
     int16, int32 = struct.Struct("!h").unpack_from, struct.Struct("!i").unpack_from
     types: list = []
@@ -109,7 +113,7 @@ def bare_loop(server, slot: str, publication: str, rows: int) -> float:
                 if kind == 116:
                     (length,) = int32(data, offset)
                     offset += 4
-                    text = data[offset:offset + length].decode()
+                    text = data[offset : offset + length].decode()
                     offset += length
                     caster = casters[i]
                     values.append(caster(text, None) if caster is not None else text)
@@ -138,9 +142,18 @@ def _relation_types(data: bytes) -> list[int]:
 def fluvial_job(server, slot: str, publication: str, table: str, rows: int) -> float:
     from fluvial.datastream.connectors.postgres import PostgresSource, StartupOptions
 
-    source = (PostgresSource.builder().hostname(server.host).port(server.port).database("postgres")
-              .username("postgres").table_list(table).slot_name(slot).publication_name(publication)
-              .startup_options(StartupOptions.latest()).build())
+    source = (
+        PostgresSource.builder()
+        .hostname(server.host)
+        .port(server.port)
+        .database("postgres")
+        .username("postgres")
+        .table_list(table)
+        .slot_name(slot)
+        .publication_name(publication)
+        .startup_options(StartupOptions.latest())
+        .build()
+    )
     env = StreamExecutionEnvironment.get_execution_environment(Configuration())
     env.set_parallelism(1)
     sink = CountUntil(rows)
@@ -173,9 +186,13 @@ def main() -> None:
             best["fluvial"] = min(best["fluvial"], fluvial_job(server, slots[0], f"{table}_pub", table, args.rows))
             best["bare"] = min(best["bare"], bare_loop(server, slots[1], f"{table}_pub", args.rows))
             drop_slots(server, slots)
-        report(f"PostgreSQL CDC, {args.rows:,} inserts from a pgoutput slot into a discarding sink",
-               Measurement("fluvial", args.rows, best["fluvial"]), Measurement("bare", args.rows, best["bare"]),
-               TARGET, labels=("fluvial", "bare psycopg2"))
+        report(
+            f"PostgreSQL CDC, {args.rows:,} inserts from a pgoutput slot into a discarding sink",
+            Measurement("fluvial", args.rows, best["fluvial"]),
+            Measurement("bare", args.rows, best["bare"]),
+            TARGET,
+            labels=("fluvial", "bare psycopg2"),
+        )
     finally:
         server.close()
 

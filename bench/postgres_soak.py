@@ -53,22 +53,32 @@ def main(argv: list[str] | None = None) -> int:
                 work = Path(tempfile.mkdtemp(prefix="pg-soak-"))
                 result = CONNECTORS[name](server, work, seed, plan_for(random.Random(seed), args.faults_per_trial))
                 faults.update(result.faults)
-                totals.update(expected=result.expected, lost=result.lost, duplicated=result.duplicated,
-                              out_of_order=result.out_of_order, restarts=result.restarts)
+                totals.update(
+                    expected=result.expected,
+                    lost=result.lost,
+                    duplicated=result.duplicated,
+                    out_of_order=result.out_of_order,
+                    restarts=result.restarts,
+                )
                 if result.passed:
                     shutil.rmtree(work, ignore_errors=True)
                 else:
                     failed.append(result)
-                print(f"{name} trial {trial + 1}/{args.trials} seed {seed}: {result.outcome}; lost {result.lost}, "
-                      f"duplicated {result.duplicated}, out of order {result.out_of_order} "
-                      f"(restarts {result.restarts})", flush=True)
+                print(
+                    f"{name} trial {trial + 1}/{args.trials} seed {seed}: {result.outcome}; lost {result.lost}, "
+                    f"duplicated {result.duplicated}, out of order {result.out_of_order} "
+                    f"(restarts {result.restarts})",
+                    flush=True,
+                )
             rows.append((name, args.trials, faults, totals))
     finally:
         server.close()
     print("\nconnector            trials  TM kills  server restarts  records    lost  duplicated  out of order")
     for name, trials, faults, totals in rows:
-        print(f"{name:<20} {trials:>6}  {faults[PgFault.KILL_TASKMANAGER]:>8}  {faults[PgFault.RESTART_SERVER]:>15}  "
-              f"{totals['expected']:>7}  {totals['lost']:>6}  {totals['duplicated']:>10}  {totals['out_of_order']:>12}")
+        print(
+            f"{name:<20} {trials:>6}  {faults[PgFault.KILL_TASKMANAGER]:>8}  {faults[PgFault.RESTART_SERVER]:>15}  "
+            f"{totals['expected']:>7}  {totals['lost']:>6}  {totals['duplicated']:>10}  {totals['out_of_order']:>12}"
+        )
     for result in failed:
         print(f"FAILED: {result.connector} seed {result.seed}: {result.outcome}")
     return 1 if failed else 0

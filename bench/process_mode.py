@@ -73,8 +73,9 @@ J1_SCALING_RECORDS = 10 * J1_RECORDS  # a job of about 1.5 s at parallelism 1: w
 def j1(parallelism: int, target: str = "local", records: int = J1_RECORDS) -> int:
     def run(directory: str) -> None:
         env = _environment(parallelism, target)
-        env.from_source(NumberSequenceSource(1, records), source_name="numbers") \
-            .map(triple).filter(is_even).map(plus_one).add_sink(CountToFile(directory))
+        env.from_source(NumberSequenceSource(1, records), source_name="numbers").map(triple).filter(is_even).map(
+            plus_one
+        ).add_sink(CountToFile(directory))
         env.execute("J1")
 
     count = _counted(run)
@@ -100,8 +101,9 @@ def j3(parallelism: int) -> None:
     assert run_fluvial(EVENTS, parallelism)
 
 
-def scaling(title: str, records: int, one: object, two: object, target: float | None, repeat: int = 3,
-            two_is: str = "processes") -> bool:
+def scaling(
+    title: str, records: int, one: object, two: object, target: float | None, repeat: int = 3, two_is: str = "processes"
+) -> bool:
     """Best of `repeat`, interleaved: parallelism 1 (thread) against 2 (processes, or what `two_is` says); with
     no `target`, the speed-up is reported, not judged."""
     best = {1: float("inf"), 2: float("inf")}
@@ -243,25 +245,49 @@ def parallel_capacity() -> float:
 
 def main() -> bool:
     capacity = parallel_capacity()
-    print(f"This machine now: two plain-Python processes do {capacity:.2f}x the work of one "
-          "(the bound of every speed-up below; 2.0 on two idle cores)")
-    ok = scaling(f"J1 at parallelism 2 in processes vs 1: {J1_SCALING_RECORDS:,} ints -> map -> filter -> map -> "
-                 "count", J1_SCALING_RECORDS, lambda: j1(1, records=J1_SCALING_RECORDS),
-                 lambda: j1(2, records=J1_SCALING_RECORDS), target=1.6)
-    scaling(f"J1 as bench.spine runs it: {J1_RECORDS:,} ints (a job of 0.15 s, most of it the start of the "
-            "TaskManager processes)", J1_RECORDS, lambda: j1(1), lambda: j1(2), target=None)
+    print(
+        f"This machine now: two plain-Python processes do {capacity:.2f}x the work of one "
+        "(the bound of every speed-up below; 2.0 on two idle cores)"
+    )
+    ok = scaling(
+        f"J1 at parallelism 2 in processes vs 1: {J1_SCALING_RECORDS:,} ints -> map -> filter -> map -> count",
+        J1_SCALING_RECORDS,
+        lambda: j1(1, records=J1_SCALING_RECORDS),
+        lambda: j1(2, records=J1_SCALING_RECORDS),
+        target=1.6,
+    )
+    scaling(
+        f"J1 as bench.spine runs it: {J1_RECORDS:,} ints (a job of 0.15 s, most of it the start of the "
+        "TaskManager processes)",
+        J1_RECORDS,
+        lambda: j1(1),
+        lambda: j1(2),
+        target=None,
+    )
     pairs = [to_pair(word) for word in zipf_words(J2_RECORDS)]
-    ok &= scaling(f"J2 at parallelism 2 in processes vs 1: {J2_RECORDS:,} Zipf words -> keyed running count",
-                  J2_RECORDS, lambda: j2(1, pairs), lambda: j2(2, pairs), target=1.2)
+    ok &= scaling(
+        f"J2 at parallelism 2 in processes vs 1: {J2_RECORDS:,} Zipf words -> keyed running count",
+        J2_RECORDS,
+        lambda: j2(1, pairs),
+        lambda: j2(2, pairs),
+        target=1.2,
+    )
     from bench.event_time import EVENTS
 
-    ok &= scaling(f"J3 at parallelism 2 in processes vs 1: {EVENTS:,} events -> 60 s tumbling windows",
-                  EVENTS, lambda: j3(1), lambda: j3(2), target=1.2)
+    ok &= scaling(
+        f"J3 at parallelism 2 in processes vs 1: {EVENTS:,} events -> 60 s tumbling windows",
+        EVENTS,
+        lambda: j3(1),
+        lambda: j3(2),
+        target=1.2,
+    )
     tcp, local = tcp_channel(), local_channel()
     print("One channel, 1024-record buffers")
     print(f"  LocalChannel (one process: buffers handed over, never copied) {local.rate:>16,.0f} records/s")
-    print(f"  TCP channel (two processes: pickled, framed, credited)     {tcp.rate:>16,.0f} records/s "
-          f"({tcp.rate / local.rate:.4f}x of local)")
+    print(
+        f"  TCP channel (two processes: pickled, framed, credited)     {tcp.rate:>16,.0f} records/s "
+        f"({tcp.rate / local.rate:.4f}x of local)"
+    )
     thread_start = empty_job_seconds("thread", 1)
     process_start = empty_job_seconds("process", 2)
     print("Empty job, fresh interpreter, imports included")

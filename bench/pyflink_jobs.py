@@ -50,8 +50,11 @@ def _types():
     input type, as in PyFlink); J3's events TUPLE(INT, LONG, INT)."""
     from fluvial.common import Types
 
-    return (Types.LONG(), Types.TUPLE([Types.STRING(), Types.LONG()]),
-            Types.TUPLE([Types.INT(), Types.LONG(), Types.INT()]))
+    return (
+        Types.LONG(),
+        Types.TUPLE([Types.STRING(), Types.LONG()]),
+        Types.TUPLE([Types.INT(), Types.LONG(), Types.INT()]),
+    )
 
 
 def _typed(typed: bool, declared: object) -> dict:
@@ -75,8 +78,9 @@ def run_j1_fluvial(records: int = J1_RECORDS, typed: bool = False) -> int:
     env = _env()
     counter = _flat_map_function_class()()
     long = _typed(typed, _types()[0])
-    env.from_source(NumberSequenceSource(1, records), source_name="numbers") \
-        .map(triple, **long).filter(is_even).map(plus_one, **long).flat_map(counter, **long).print()
+    env.from_source(NumberSequenceSource(1, records), source_name="numbers").map(triple, **long).filter(is_even).map(
+        plus_one, **long
+    ).flat_map(counter, **long).print()
     env.execute("J1 (PyFlink style)")
     assert counter.count == records // 2, counter.count
     return counter.count
@@ -103,8 +107,9 @@ def run_j2_fluvial(words: list[str], typed: bool = False) -> int:
     counter = _flat_map_function_class()()
     pair = _typed(typed, _types()[1])
     source = env.from_collection(words, type_info=Types.STRING()) if typed else env.from_collection(words)
-    source.map(to_pair, **pair).key_by(word_key, key_type=Types.STRING() if typed else None) \
-        .reduce(add_counts).flat_map(counter, **pair).print()
+    source.map(to_pair, **pair).key_by(word_key, key_type=Types.STRING() if typed else None).reduce(
+        add_counts
+    ).flat_map(counter, **pair).print()
     env.execute("J2 (PyFlink style)")
     assert counter.count == len(words), counter.count
     return counter.count
@@ -154,15 +159,18 @@ def run_j3_fluvial(events: int = J3_EVENTS, typed: bool = False) -> int:
     counter = _flat_map_function_class()()
     late = OutputTag("late")
     event = _typed(typed, _types()[2])
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(J3_DISORDER_MS)) \
-        .with_timestamp_assigner(_EventTimestamps())
-    windows = env.from_source(NumberSequenceSource(0, events - 1), source_name="events") \
-        .map(make_event, **event) \
-        .assign_timestamps_and_watermarks(strategy) \
-        .key_by(event_key, key_type=Types.INT() if typed else None) \
-        .window(TumblingEventTimeWindows.of(Duration.of_millis(J3_WINDOW_MS))) \
-        .side_output_late_data(late) \
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(J3_DISORDER_MS)
+    ).with_timestamp_assigner(_EventTimestamps())
+    windows = (
+        env.from_source(NumberSequenceSource(0, events - 1), source_name="events")
+        .map(make_event, **event)
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(event_key, key_type=Types.INT() if typed else None)
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(J3_WINDOW_MS)))
+        .side_output_late_data(late)
         .reduce(add_values, window_function=_window_function_class()(), **event)
+    )
     windows.flat_map(counter, **event).print()
     windows.get_side_output(late).print()
     env.execute("J3 (PyFlink style)")
@@ -228,8 +236,15 @@ class _LoopWindowContext:
         return self._window
 
 
-def _report_typed(title: str, records: int, typed: Callable[[], object], untyped: Callable[[], object],
-                  loop: Callable[[], object], target: float, repeat: int) -> bool:
+def _report_typed(
+    title: str,
+    records: int,
+    typed: Callable[[], object],
+    untyped: Callable[[], object],
+    loop: Callable[[], object],
+    target: float,
+    repeat: int,
+) -> bool:
     """Typed, untyped and the loop interleaved in one run: each form against the loop, and typed against untyped
     (goal: within 5%)."""
     best = compare_many(records, {"typed": typed, "untyped": untyped, "loop": loop}, repeat=repeat)
@@ -244,25 +259,44 @@ def _report_typed(title: str, records: int, typed: Callable[[], object], untyped
         print(f"  {name + ' / loop':<16} {ratio:>10.2f}x   (target >= {target}x: {verdict})")
     typed_ratio = best["typed"].rate / best["untyped"].rate
     ok &= typed_ratio >= 0.95
-    print(f"  {'typed / untyped':<16} {typed_ratio:>10.2f}x   (target >= 0.95x: "
-          f"{'meets' if typed_ratio >= 0.95 else 'MISSES'})")
+    print(
+        f"  {'typed / untyped':<16} {typed_ratio:>10.2f}x   (target >= 0.95x: "
+        f"{'meets' if typed_ratio >= 0.95 else 'MISSES'})"
+    )
     return ok
 
 
 def main() -> bool:
     ok = _report_typed(
         "J1 (PyFlink style): 2M ints -> map -> filter -> map -> flat_map(count, []) -> print (parallelism 1)",
-        J1_RECORDS, lambda: run_j1_fluvial(typed=True), run_j1_fluvial, run_j1_loop, target=1.0, repeat=5)
+        J1_RECORDS,
+        lambda: run_j1_fluvial(typed=True),
+        run_j1_fluvial,
+        run_j1_loop,
+        target=1.0,
+        repeat=5,
+    )
     words = zipf_words(J2_RECORDS)
     ok &= _report_typed(
         "J2 (PyFlink style): 1M Zipf words -> map -> key_by -> reduce -> flat_map(count, []) -> print",
-        J2_RECORDS, lambda: run_j2_fluvial(words, typed=True), lambda: run_j2_fluvial(words),
-        lambda: run_j2_loop(words), target=0.8, repeat=5)
+        J2_RECORDS,
+        lambda: run_j2_fluvial(words, typed=True),
+        lambda: run_j2_fluvial(words),
+        lambda: run_j2_loop(words),
+        target=0.8,
+        repeat=5,
+    )
     expected = run_j3_loop()
     assert run_j3_fluvial() == expected == run_j3_fluvial(typed=True), "J3's windows differ from the loop's"
     ok &= _report_typed(
         "J3 (PyFlink style): 1M events -> 60 s tumbling windows, reduce + ProcessWindowFunction, late side output",
-        J3_EVENTS, lambda: run_j3_fluvial(typed=True), run_j3_fluvial, run_j3_loop, target=0.5, repeat=3)
+        J3_EVENTS,
+        lambda: run_j3_fluvial(typed=True),
+        run_j3_fluvial,
+        run_j3_loop,
+        target=0.5,
+        repeat=3,
+    )
     return ok
 
 

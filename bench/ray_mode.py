@@ -61,7 +61,8 @@ def empty_job_in_client(repeat: int = 5) -> float:
         time.sleep(SETTLE_S)
         start = time.perf_counter()
         env = StreamExecutionEnvironment.get_execution_environment(
-            Configuration().set_string("execution.target", "ray"))
+            Configuration().set_string("execution.target", "ray")
+        )
         env.set_parallelism(2)
         env.from_collection([1]).map(lambda x: x).add_sink(lambda v: None)
         env.execute()
@@ -88,15 +89,32 @@ def main() -> bool:
         while sum(1 for node in ray.nodes() if node["Alive"]) < len(NODES):
             time.sleep(0.05)
         print(f"Two-node local Ray cluster ready in {time.perf_counter() - started:.1f} s (not counted below)")
-        ok = scaling(f"J1 at parallelism 2 on Ray vs 1 embedded: {J1_RECORDS:,} ints -> map -> filter -> map -> "
-                     "count", J1_RECORDS, lambda: j1(1), lambda: j1(2, "ray"), target=None, two_is="Ray actors")
+        ok = scaling(
+            f"J1 at parallelism 2 on Ray vs 1 embedded: {J1_RECORDS:,} ints -> map -> filter -> map -> count",
+            J1_RECORDS,
+            lambda: j1(1),
+            lambda: j1(2, "ray"),
+            target=None,
+            two_is="Ray actors",
+        )
         long = 10 * J1_RECORDS
-        scaling(f"J1 ten times longer: {long:,} ints (the job's start-up spread over more records)", long,
-                lambda: j1(1, records=long), lambda: j1(2, "ray", records=long), target=None, two_is="Ray actors")
+        scaling(
+            f"J1 ten times longer: {long:,} ints (the job's start-up spread over more records)",
+            long,
+            lambda: j1(1, records=long),
+            lambda: j1(2, "ray", records=long),
+            target=None,
+            two_is="Ray actors",
+        )
         pairs = [to_pair(word) for word in zipf_words(J2_RECORDS)]
-        ok &= scaling(f"J2 at parallelism 2 on Ray vs 1 embedded: {J2_RECORDS:,} Zipf words -> keyed running count",
-                      J2_RECORDS, lambda: j2(1, pairs), lambda: j2(2, pairs, "ray"), target=None,
-                      two_is="Ray actors")
+        ok &= scaling(
+            f"J2 at parallelism 2 on Ray vs 1 embedded: {J2_RECORDS:,} Zipf words -> keyed running count",
+            J2_RECORDS,
+            lambda: j2(1, pairs),
+            lambda: j2(2, pairs, "ray"),
+            target=None,
+            two_is="Ray actors",
+        )
         in_client = empty_job_in_client()
         fresh = empty_job_in_fresh_process(cluster.address)
         print("Empty job at parallelism 2 on a running Ray (two TaskManager actors)")

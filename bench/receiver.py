@@ -54,8 +54,9 @@ class CountingListener(BlockGeneratorListener):
         raise AssertionError(message) from error
 
 
-def ingest(records: Sequence[Any], listener: BlockGeneratorListener, name: str = "BlockGenerator",
-           **generator_options: Any) -> Measurement:
+def ingest(
+    records: Sequence[Any], listener: BlockGeneratorListener, name: str = "BlockGenerator", **generator_options: Any
+) -> Measurement:
     """Adds `records` from one producer thread to a fresh BlockGenerator, stops it, and times both."""
     generator = BlockGenerator(listener, 0, **generator_options)
     generator.start()
@@ -100,8 +101,10 @@ def generator_main(repeat: int = 3) -> bool:
     baseline = _best([plain_loop(records) for _ in range(repeat)])
     verdict = "meets" if fluvial.rate >= TARGET_RATE else "MISSES"
     print(f"Receiver ingest: {RECORDS:,} records, one producer thread, add_data, 200 ms blocks")
-    print(f"  BlockGenerator {fluvial.rate:>14,.0f} records/s  ({fluvial.seconds:.3f} s; target >= "
-          f"{TARGET_RATE:,}: {verdict})")
+    print(
+        f"  BlockGenerator {fluvial.rate:>14,.0f} records/s  ({fluvial.seconds:.3f} s; target >= "
+        f"{TARGET_RATE:,}: {verdict})"
+    )
     print(f"  plain Python   {baseline.rate:>14,.0f} records/s  ({baseline.seconds:.3f} s)")
     print(f"  ratio          {fluvial.rate / baseline.rate:>14.3f}x")
     return True
@@ -142,7 +145,9 @@ class FloodReceiver(Receiver):
         pass
 
 
-def job_ingest(batches: list[list[int]], one_by_one: bool, wal_directory: str | None) -> tuple[Measurement, Measurement]:
+def job_ingest(
+    batches: list[list[int]], one_by_one: bool, wal_directory: str | None
+) -> tuple[Measurement, Measurement]:
     """(stored, through the job) for one run: a FloodReceiver → counting sink, parallelism 1."""
     conf = Configuration()
     if wal_directory is not None:
@@ -163,7 +168,9 @@ def job_ingest(batches: list[list[int]], one_by_one: bool, wal_directory: str | 
     return stored, through
 
 
-def _best_job_ingest(batches: list[list[int]], one_by_one: bool, wal: bool, repeat: int) -> tuple[Measurement, Measurement]:
+def _best_job_ingest(
+    batches: list[list[int]], one_by_one: bool, wal: bool, repeat: int
+) -> tuple[Measurement, Measurement]:
     runs = []
     for _ in range(repeat):
         if wal:
@@ -176,24 +183,29 @@ def _best_job_ingest(batches: list[list[int]], one_by_one: bool, wal: bool, repe
 
 def job_main(repeat: int = 3) -> bool:
     records = list(range(JOB_RECORDS))
-    batches = [records[i:i + BATCH] for i in range(0, JOB_RECORDS, BATCH)]
+    batches = [records[i : i + BATCH] for i in range(0, JOB_RECORDS, BATCH)]
     ok = True
-    print(f"Receiver job ingest: {JOB_RECORDS:,} records, one receiver -> counting sink, parallelism 1, "
-          f"best of {repeat}")
+    print(
+        f"Receiver job ingest: {JOB_RECORDS:,} records, one receiver -> counting sink, parallelism 1, best of {repeat}"
+    )
     for label, one_by_one in ((f"store(list) of {BATCH:,}", False), ("store(record)", True)):
         off_stored, off_through = _best_job_ingest(batches, one_by_one, wal=False, repeat=repeat)
         on_stored, on_through = _best_job_ingest(batches, one_by_one, wal=True, repeat=repeat)
         print(f"  {label}")
         for what, off, on in (("stored", off_stored, on_stored), ("through the job", off_through, on_through)):
             ratio = on.rate / off.rate
-            print(f"    {what:<16} WAL off {off.rate:>12,.0f} records/s   WAL on {on.rate:>12,.0f} records/s   "
-                  f"on/off {ratio:.2f}x")
+            print(
+                f"    {what:<16} WAL off {off.rate:>12,.0f} records/s   WAL on {on.rate:>12,.0f} records/s   "
+                f"on/off {ratio:.2f}x"
+            )
         # the targets, on the end-to-end figures: every record stored and counted by the sink
         ratio = on_through.rate / off_through.rate
         meets_rate = off_through.rate >= TARGET_RATE
         meets_ratio = ratio >= WAL_RATIO_TARGET
-        print(f"    targets: WAL off >= {TARGET_RATE:,} records/s: {'meets' if meets_rate else 'MISSES'}; "
-              f"WAL on >= {WAL_RATIO_TARGET}x WAL off: {'meets' if meets_ratio else 'MISSES'}")
+        print(
+            f"    targets: WAL off >= {TARGET_RATE:,} records/s: {'meets' if meets_rate else 'MISSES'}; "
+            f"WAL on >= {WAL_RATIO_TARGET}x WAL off: {'meets' if meets_ratio else 'MISSES'}"
+        )
         ok &= meets_rate and meets_ratio
     return ok
 

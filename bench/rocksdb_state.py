@@ -77,23 +77,33 @@ def _run(root: str) -> bool:
     _, heap_restore_seconds = timed(lambda: heap.restore([snapshot]))
 
     incremental_ok = incremental_ratio < INCREMENTAL_TARGET
-    restore_ok = max(full_restore_seconds, native_restore_seconds) < RESTORE_TARGET_SECONDS and restored_counts == {KEYS}
+    restore_ok = max(full_restore_seconds, native_restore_seconds) < RESTORE_TARGET_SECONDS and restored_counts == {
+        KEYS
+    }
     mb = 1024 * 1024
     print(f"RocksDB keyed state, {KEYS:,} int keys in one ValueState (max parallelism {MAX_PARALLELISM})")
     print(f"  put (per-record handle update)   {put_seconds:8.2f} s  ({KEYS / put_seconds:,.0f} updates/s)")
     print(f"  full snapshot()                  {snapshot_seconds:8.2f} s  ({snapshot_bytes / mb:.1f} MB pickled)")
-    print(f"  native checkpoint 1 (sync part)  {first_seconds * 1000:8.1f} ms ({len(first.sst_files)} SST files, "
-          f"{first.total_sst_bytes / mb:.1f} MB)")
-    print(f"  native checkpoint 2 after {CHANGED:,} changed keys: {second_seconds * 1000:.1f} ms, "
-          f"new SST {second.new_sst_bytes / mb:.2f} MB of {second.total_sst_bytes / mb:.1f} MB "
-          f"({len(second.new_sst_files)} new, {len(second.reused_sst_files)} reused files)")
-    print(f"  incremental upload / full SST    {incremental_ratio:8.1%}   (target < {INCREMENTAL_TARGET:.0%}: "
-          f"{'meets' if incremental_ok else 'MISSES'})")
+    print(
+        f"  native checkpoint 1 (sync part)  {first_seconds * 1000:8.1f} ms ({len(first.sst_files)} SST files, "
+        f"{first.total_sst_bytes / mb:.1f} MB)"
+    )
+    print(
+        f"  native checkpoint 2 after {CHANGED:,} changed keys: {second_seconds * 1000:.1f} ms, "
+        f"new SST {second.new_sst_bytes / mb:.2f} MB of {second.total_sst_bytes / mb:.1f} MB "
+        f"({len(second.new_sst_files)} new, {len(second.reused_sst_files)} reused files)"
+    )
+    print(
+        f"  incremental upload / full SST    {incremental_ratio:8.1%}   (target < {INCREMENTAL_TARGET:.0%}: "
+        f"{'meets' if incremental_ok else 'MISSES'})"
+    )
     print(f"  restore(full snapshot)           {full_restore_seconds:8.2f} s")
     print(f"  restore_native(checkpoint 2)     {native_restore_seconds:8.2f} s")
     print(f"  heap restore(full snapshot)      {heap_restore_seconds:8.2f} s  (reference)")
-    print(f"  restores of {KEYS:,} keys          (target < {RESTORE_TARGET_SECONDS} s, all keys back: "
-          f"{'meets' if restore_ok else 'MISSES'})")
+    print(
+        f"  restores of {KEYS:,} keys          (target < {RESTORE_TARGET_SECONDS} s, all keys back: "
+        f"{'meets' if restore_ok else 'MISSES'})"
+    )
     for live in (backend, full_restore, native_restore):
         live.dispose()
     return incremental_ok and restore_ok

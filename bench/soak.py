@@ -32,10 +32,21 @@ from pathlib import Path
 from fluvial.testing.execution import ExecutionMode
 from fluvial.testing.faults import FaultKind, FaultUnavailable, TrialResult, TrialSettings, run_trial
 
-SHORT = {FaultKind.KILL: "kill", FaultKind.RAISE: "raise", FaultKind.FILL_DISK: "disk",
-         FaultKind.UNWRITABLE: "unwritable", FaultKind.CORRUPT: "corrupt", FaultKind.KILL_TASKMANAGER: "tm-kill"}
-WEIGHTS = {FaultKind.KILL: 4, FaultKind.KILL_TASKMANAGER: 2, FaultKind.RAISE: 2, FaultKind.FILL_DISK: 1,
-           FaultKind.UNWRITABLE: 1}
+SHORT = {
+    FaultKind.KILL: "kill",
+    FaultKind.RAISE: "raise",
+    FaultKind.FILL_DISK: "disk",
+    FaultKind.UNWRITABLE: "unwritable",
+    FaultKind.CORRUPT: "corrupt",
+    FaultKind.KILL_TASKMANAGER: "tm-kill",
+}
+WEIGHTS = {
+    FaultKind.KILL: 4,
+    FaultKind.KILL_TASKMANAGER: 2,
+    FaultKind.RAISE: 2,
+    FaultKind.FILL_DISK: 1,
+    FaultKind.UNWRITABLE: 1,
+}
 MODES = {"thread": ExecutionMode.THREADS, "process": ExecutionMode.PROCESSES}
 
 
@@ -56,11 +67,18 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def soak(backend: str, mode: ExecutionMode, args: argparse.Namespace, kinds: list[FaultKind],
-         root: Path) -> list[TrialResult]:
-    settings = TrialSettings(keys=args.keys, per_key=args.per_key, backend=backend, mode=mode.value,
-                             unaligned=args.unaligned, pace_us=args.pace_us if args.unaligned else 0,
-                             rate=args.rate)
+def soak(
+    backend: str, mode: ExecutionMode, args: argparse.Namespace, kinds: list[FaultKind], root: Path
+) -> list[TrialResult]:
+    settings = TrialSettings(
+        keys=args.keys,
+        per_key=args.per_key,
+        backend=backend,
+        mode=mode.value,
+        unaligned=args.unaligned,
+        pace_us=args.pace_us if args.unaligned else 0,
+        rate=args.rate,
+    )
     results = []
     for trial in range(args.trials):
         seed = args.seed + trial
@@ -80,8 +98,11 @@ def soak(backend: str, mode: ExecutionMode, args: argparse.Namespace, kinds: lis
         mark = "." if result.passed else "F"
         print(mark, end="", file=sys.stderr, flush=True)
         if not result.passed:
-            print(f"\n  trial {trial} (seed {seed}, {backend}) failed: {result.outcome}; {result.report}; "
-                  f"kept in {workdir}", file=sys.stderr)
+            print(
+                f"\n  trial {trial} (seed {seed}, {backend}) failed: {result.outcome}; {result.report}; "
+                f"kept in {workdir}",
+                file=sys.stderr,
+            )
     print(file=sys.stderr)
     return results
 
@@ -101,14 +122,19 @@ def row(backend: str, mode: ExecutionMode, results: list[TrialResult]) -> str:
     kinds = "/".join(SHORT[kind] for kind in SHORT if kind in faults)
     running = sum(len(result.left_running) for result in results)
     on_disk = sum(len(result.left_on_disk) for result in results)
-    return (f"| {backend} | {mode.value} | {len(results)} | {sum(faults.values())} ({injected} {kinds}) | {lost} | "
-            f"{duplicated} | {out_of_order} | {failed} | {percentile(recoveries, 0.5):.0f} ms | "
-            f"{percentile(recoveries, 0.99):.0f} ms | {running} | {on_disk} |")
+    return (
+        f"| {backend} | {mode.value} | {len(results)} | {sum(faults.values())} ({injected} {kinds}) | {lost} | "
+        f"{duplicated} | {out_of_order} | {failed} | {percentile(recoveries, 0.5):.0f} ms | "
+        f"{percentile(recoveries, 0.99):.0f} ms | {running} | {on_disk} |"
+    )
 
 
 def leftovers(backend: str, mode: ExecutionMode, results: list[TrialResult]) -> list[str]:
-    return [f"- {backend}/{mode.value} seed {result.seed}: {what}" for result in results
-            for what in [*result.left_running, *result.left_on_disk]]
+    return [
+        f"- {backend}/{mode.value} seed {result.seed}: {what}"
+        for result in results
+        for what in [*result.left_running, *result.left_on_disk]
+    ]
 
 
 def main(argv: list[str] | None = None) -> bool:
@@ -117,15 +143,21 @@ def main(argv: list[str] | None = None) -> bool:
     parser.add_argument("--faults-per-trial", type=int, default=4)
     parser.add_argument("--backends", default="hashmap,rocksdb")
     parser.add_argument("--modes", default="thread,process", help="execution modes: thread, process")
-    parser.add_argument("--faults", default="kill,kill_taskmanager,raise,fill_disk,unwritable,corrupt",
-                        help="kill_taskmanager is injected in process mode only")
+    parser.add_argument(
+        "--faults",
+        default="kill,kill_taskmanager,raise,fill_disk,unwritable,corrupt",
+        help="kill_taskmanager is injected in process mode only",
+    )
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--per-key", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--rate", type=int, default=4000, help="records per second per source subtask")
-    parser.add_argument("--unaligned", action="store_true",
-                        help="unaligned checkpoints, with the verifying task paced (--pace-us) so that its input "
-                             "channels stay full and every checkpoint carries in-flight data")
+    parser.add_argument(
+        "--unaligned",
+        action="store_true",
+        help="unaligned checkpoints, with the verifying task paced (--pace-us) so that its input "
+        "channels stay full and every checkpoint carries in-flight data",
+    )
     parser.add_argument("--pace-us", type=int, default=800, help="with --unaligned: microseconds per record")
     parser.add_argument("--workdir", help="where trials run (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -137,18 +169,25 @@ def main(argv: list[str] | None = None) -> bool:
     modes = [MODES[name.strip()] for name in args.modes.split(",") if name.strip()]
     for backend in args.backends.split(","):
         for mode in modes:
-            modal = [kind for kind in kinds  # a thread-mode job has no TaskManager process to kill
-                     if kind is not FaultKind.KILL_TASKMANAGER or mode is not ExecutionMode.THREADS]
+            modal = [
+                kind
+                for kind in kinds  # a thread-mode job has no TaskManager process to kill
+                if kind is not FaultKind.KILL_TASKMANAGER or mode is not ExecutionMode.THREADS
+            ]
             print(f"{backend} / {mode.value}: {args.trials} trials", file=sys.stderr)
             results = soak(backend, mode, args, modal, root)
             ok &= all(result.passed for result in results)
             rows.append(row(backend, mode, results))
             left += leftovers(backend, mode, results)
     checkpoints = "unaligned checkpoints, in-flight data persisted" if args.unaligned else "aligned checkpoints"
-    print(f"Soak: {args.trials} seeded trials per backend and mode, {args.faults_per_trial} faults each, "
-          f"{checkpoints} ({time.monotonic() - started:.0f} s)")
-    print("| backend | mode | trials | faults injected | lost | duplicated | out-of-order | failed trials | "
-          "recovery p50 | recovery p99 | left running | left on disk |")
+    print(
+        f"Soak: {args.trials} seeded trials per backend and mode, {args.faults_per_trial} faults each, "
+        f"{checkpoints} ({time.monotonic() - started:.0f} s)"
+    )
+    print(
+        "| backend | mode | trials | faults injected | lost | duplicated | out-of-order | failed trials | "
+        "recovery p50 | recovery p99 | left running | left on disk |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for line in rows:
         print(line)

@@ -64,8 +64,9 @@ def _env() -> StreamExecutionEnvironment:
 def run_j1_fluvial() -> int:
     env = _env()
     sink = CountingSink()
-    env.from_source(NumberSequenceSource(1, J1_RECORDS), source_name="numbers") \
-        .map(triple).filter(is_even).map(plus_one).add_sink(sink)
+    env.from_source(NumberSequenceSource(1, J1_RECORDS), source_name="numbers").map(triple).filter(is_even).map(
+        plus_one
+    ).add_sink(sink)
     env.execute("J1")
     assert sink.count == J1_RECORDS // 2, sink.count
     return sink.count
@@ -121,4 +122,3 @@ def main() -> bool:
         target=0.5,
     )
     return ok
-

@@ -26,8 +26,9 @@ def fluvial_job() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     t_env = StreamTableEnvironment.create(env)
-    events = env.from_source(NumberSequenceSource(1, ROWS), source_name="numbers") \
-        .map(lambda n: (n % KEYS, n), output_type=Types.ROW_NAMED(["k", "v"], [Types.LONG(), Types.LONG()]))
+    events = env.from_source(NumberSequenceSource(1, ROWS), source_name="numbers").map(
+        lambda n: (n % KEYS, n), output_type=Types.ROW_NAMED(["k", "v"], [Types.LONG(), Types.LONG()])
+    )
     t_env.create_temporary_view("events", t_env.from_data_stream(events))
     t_env.execute_sql("CREATE TABLE sink (k BIGINT, c BIGINT, s BIGINT) WITH ('connector' = 'blackhole')")
     t_env.execute_sql("INSERT INTO sink SELECT k, COUNT(*), SUM(v) FROM events GROUP BY k").wait()
@@ -39,7 +40,7 @@ def baseline() -> None:
     for n in range(1, ROWS + 1):
         k = n % KEYS
         previous = state.get(k)
-        count, total = (previous or (0, 0))
+        count, total = previous or (0, 0)
         current = (count + 1, total + n)
         state[k] = current
         if previous is None:
@@ -51,8 +52,9 @@ def baseline() -> None:
 
 def main() -> bool:
     fluvial, plain = compare(ROWS, fluvial_job, baseline, repeat=3)
-    return report(f"SQL GROUP BY with retractions, {ROWS:,} rows, {KEYS:,} keys, parallelism 1", fluvial, plain,
-                  target=0.0)
+    return report(
+        f"SQL GROUP BY with retractions, {ROWS:,} rows, {KEYS:,} keys, parallelism 1", fluvial, plain, target=0.0
+    )
 
 
 if __name__ == "__main__":

@@ -26,5 +26,7 @@ def main() -> bool:
     bare = min(wall_time("pass") for _ in range(5))
     job = min(wall_time(JOB) for _ in range(5))
     print("Empty job: one record through J1's pipeline, fresh interpreter")
-    print(f"  python -c pass {bare:.3f} s; fluvial job {job:.3f} s (target < 0.15 s: {'meets' if job < 0.15 else 'MISSES'})")
+    print(
+        f"  python -c pass {bare:.3f} s; fluvial job {job:.3f} s (target < 0.15 s: {'meets' if job < 0.15 else 'MISSES'})"
+    )
     return job < 0.15

@@ -80,24 +80,32 @@ def configuration_page() -> str:
     from fluvial.common.configuration import UNSUPPORTED
 
     lines = [
-        "# Configuration keys", "", GENERATED_NOTE,
+        "# Configuration keys",
+        "",
+        GENERATED_NOTE,
         "Set on a `Configuration` passed to `StreamExecutionEnvironment.get_execution_environment(config)` (or "
         "`env.configure(config)`), or as `-D key=value` on `fluvial run`. A malformed value fails when the "
         "environment is made; a key not listed here is refused when it is set (a near-miss names the key it "
         "resembles), so nothing is accepted and then ignored. Durations take Flink's forms (`500 ms`, `10 s`, "
         "`1 min`, or a number of milliseconds). `fluvial config [PREFIX]` lists the same keys from the command "
-        "line.", "",
-        "| Key | Type | Default | Meaning | In Flink |", "|---|---|---|---|---|",
+        "line.",
+        "",
+        "| Key | Type | Default | Meaning | In Flink |",
+        "|---|---|---|---|---|",
     ]
     for key, option in configuration_options().items():
         default = _default_text(option.default, _type_name(option.parse))
         flink = "yes" if is_flink_key(key) else "fluvial's own"
         lines.append(f"| `{key}` | {_type_name(option.parse)} | {default} | {_cell(option.description)} | {flink} |")
     lines += [
-        "", "## Flink keys fluvial refuses", "",
+        "",
+        "## Flink keys fluvial refuses",
+        "",
         "Setting one of these (a key, or every key under a namespace ending in `.`) is an error that says what "
-        "to do instead.", "",
-        "| Key | Instead |", "|---|---|",
+        "to do instead.",
+        "",
+        "| Key | Instead |",
+        "|---|---|",
     ]
     lines += [f"| `{option.key}` | {_cell(option.instead)} |" for option in UNSUPPORTED]
     return "\n".join(lines) + "\n"
@@ -132,9 +140,9 @@ METRIC_MEANINGS: dict[str, str] = {
     "numRestarts": "restarts of the job since it was submitted",
     "uptime": "ms the job has been running since its last restart",
     "debloatedBufferSize": "the size, in records, buffer debloating gives the task's input buffers (while "
-                           "`taskmanager.network.memory.buffer-debloat.enabled`)",
+    "`taskmanager.network.memory.buffer-debloat.enabled`)",
     "estimatedTimeToConsumeBuffersMs": "how long the task's queued input takes to drain, in ms, as buffer "
-                                       "debloating estimates it (while it is on)",
+    "debloating estimates it (while it is on)",
 }
 
 # Metrics reported only under a condition, so absent from the scope tuples of fluvial.metrics.names.
@@ -150,9 +158,11 @@ def metric_scopes() -> dict[str, list[str]]:
 
     scopes: dict[str, list[str]] = {}
     for metric in MetricName:
-        scopes[metric.value] = [scope for scope, members in
-                                (("job", JOB_METRICS), ("task", TASK_METRICS), ("operator", OPERATOR_METRICS))
-                                if metric in members] or CONDITIONAL_SCOPES.get(metric.value, [])
+        scopes[metric.value] = [
+            scope
+            for scope, members in (("job", JOB_METRICS), ("task", TASK_METRICS), ("operator", OPERATOR_METRICS))
+            if metric in members
+        ] or CONDITIONAL_SCOPES.get(metric.value, [])
     return scopes
 
 
@@ -165,21 +175,28 @@ def prometheus_names(name: str, scopes: list[str]) -> list[str]:
 
 def metrics_page() -> str:
     lines = [
-        "# Metrics", "", GENERATED_NOTE,
+        "# Metrics",
+        "",
+        GENERATED_NOTE,
         "fluvial's system metrics carry Flink's names (`MetricNames`) in Flink's scopes, so Flink's REST clients, "
         "Prometheus queries and Grafana dashboards find them where they look. The REST API serves them under "
         "`/jobs/:jobid/metrics` (job) and `/jobs/:jobid/vertices/:vid/metrics` (task and operator, prefixed by "
         "the subtask index, e.g. `0.numRecordsIn`); Prometheus' text format, with the scope's variables as labels "
         "(`job_id`, `job_name`, `task_name`, `subtask_index`, `operator_name`, ...), is served by `GET /metrics` "
         "and on `metrics.reporter.prom.port`. [Metrics and Grafana](../operations/metrics.md) says how to scrape "
-        "them.", "",
-        "| Flink name | Scopes | Meaning | Prometheus names |", "|---|---|---|---|",
+        "them.",
+        "",
+        "| Flink name | Scopes | Meaning | Prometheus names |",
+        "|---|---|---|---|",
     ]
     for name, scopes in metric_scopes().items():
         prom = "<br>".join(f"`{prom}`" for prom in prometheus_names(name, scopes))
         lines.append(f"| `{name}` | {', '.join(scopes)} | {METRIC_MEANINGS[name]} | {prom} |")
-    lines += ["", "User functions add their own metrics through `get_runtime_context().get_metrics_group()` "
-              "(counters, meters, distributions, gauges), reported in the operator's scope under their groups."]
+    lines += [
+        "",
+        "User functions add their own metrics through `get_runtime_context().get_metrics_group()` "
+        "(counters, meters, distributions, gauges), reported in the operator's scope under their groups.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -188,33 +205,59 @@ def grafana_dashboard() -> dict[str, Any]:
     panels = []
     for name, scopes in metric_scopes().items():
         for scope, prom in zip(scopes, prometheus_names(name, scopes)):
-            by = {"job": "job_name", "task": "job_name, task_name, subtask_index",
-                  "operator": "job_name, operator_name, subtask_index"}[scope]
-            legend = {"job": "{{job_name}}", "task": "{{task_name}} #{{subtask_index}}",
-                      "operator": "{{operator_name}} #{{subtask_index}}"}[scope]
+            by = {
+                "job": "job_name",
+                "task": "job_name, task_name, subtask_index",
+                "operator": "job_name, operator_name, subtask_index",
+            }[scope]
+            legend = {
+                "job": "{{job_name}}",
+                "task": "{{task_name}} #{{subtask_index}}",
+                "operator": "{{operator_name}} #{{subtask_index}}",
+            }[scope]
             index = len(panels)
-            panels.append({
-                "id": index + 1, "type": "timeseries", "title": f"{name} ({scope})",
-                "description": METRIC_MEANINGS[name],
-                "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 8 * (index // 2)},
-                "targets": [{"refId": "A", "expr": f'sum by ({by}) ({prom}{{job_name=~"$job"}})',
-                             "legendFormat": legend}],
-            })
+            panels.append(
+                {
+                    "id": index + 1,
+                    "type": "timeseries",
+                    "title": f"{name} ({scope})",
+                    "description": METRIC_MEANINGS[name],
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 8 * (index // 2)},
+                    "targets": [
+                        {"refId": "A", "expr": f'sum by ({by}) ({prom}{{job_name=~"$job"}})', "legendFormat": legend}
+                    ],
+                }
+            )
     return {
-        "title": "fluvial jobs", "uid": "fluvial-jobs", "schemaVersion": 39, "editable": True,
-        "time": {"from": "now-15m", "to": "now"}, "refresh": "5s", "tags": ["fluvial", "flink"],
-        "templating": {"list": [
-            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
-            {"name": "job", "type": "query", "label": "Job", "includeAll": True, "multi": True,
-             "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "query": "label_values(flink_jobmanager_job_uptime, job_name)", "refresh": 2},
-        ]},
+        "title": "fluvial jobs",
+        "uid": "fluvial-jobs",
+        "schemaVersion": 39,
+        "editable": True,
+        "time": {"from": "now-15m", "to": "now"},
+        "refresh": "5s",
+        "tags": ["fluvial", "flink"],
+        "templating": {
+            "list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
+                {
+                    "name": "job",
+                    "type": "query",
+                    "label": "Job",
+                    "includeAll": True,
+                    "multi": True,
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "query": "label_values(flink_jobmanager_job_uptime, job_name)",
+                    "refresh": 2,
+                },
+            ]
+        },
         "panels": panels,
     }
 
 
 # -- REST ------------------------------------------------------------------------------------------------------
+
 
 def rest_routes() -> list[tuple[str, str, str]]:
     """(method, path, description) of every route of the REST API, in the server's order."""
@@ -227,14 +270,18 @@ def rest_routes() -> list[tuple[str, str, str]]:
 
 def rest_page() -> str:
     lines = [
-        "# REST API", "", GENERATED_NOTE,
+        "# REST API",
+        "",
+        GENERATED_NOTE,
         "Flink's routes and JSON field names, served by a session cluster (`fluvial cluster start`), by a job "
         "run with `rest.port` set or `fluvial run --web`. GET routes only read. Every other method needs the "
         "server's token (401 without it): signed by fluvial's client, or `Authorization: Bearer <token>` from "
         "curl or a browser; see [Security](../operations/security.md). "
-        "Errors are Flink's: `{\"errors\": [\"...\"]}` with 400, 404, 409 or 500. The same routes as an OpenAPI 3 "
-        "document: `GET /openapi.json`.", "",
-        "| Method | Route | Token | What it does |", "|---|---|---|---|",
+        'Errors are Flink\'s: `{"errors": ["..."]}` with 400, 404, 409 or 500. The same routes as an OpenAPI 3 '
+        "document: `GET /openapi.json`.",
+        "",
+        "| Method | Route | Token | What it does |",
+        "|---|---|---|---|",
     ]
     for method, path, doc in rest_routes():
         token = "—" if method == "GET" else "needed"
@@ -243,6 +290,7 @@ def rest_page() -> str:
 
 
 # -- writing ---------------------------------------------------------------------------------------------------
+
 
 def generated_files() -> dict[Path, str]:
     """Every generated file under docs/ with its content."""

@@ -56,19 +56,25 @@ def main(seconds: int) -> None:
     env.enable_checkpointing(2_000)
     clicks = (
         env.from_source(NumberSequenceSource(1, 2 * CLICKS_PER_SECOND * seconds), source_name="clicks")
-        .map(Click(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()])).name("Click")
+        .map(Click(), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+        .name("Click")
         .assign_timestamps_and_watermarks(
-            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(200))
-            .with_timestamp_assigner(lambda click, _: click[1]))
+            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(200)).with_timestamp_assigner(
+                lambda click, _: click[1]
+            )
+        )
     )
     per_page = (
-        clicks.map(lambda click: (click[0], 1)).name("Page")
+        clicks.map(lambda click: (click[0], 1))
+        .name("Page")
         .key_by(lambda page_one: page_one[0])
         .window(TumblingEventTimeWindows.of(WINDOW))
-        .reduce(lambda a, b: (a[0], a[1] + b[1])).name("Clicks per page")
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .name("Clicks per page")
     )
-    per_page.window_all(TumblingEventTimeWindows.of(WINDOW)).process(Summary()).name("Summary") \
-        .print().set_parallelism(1)
+    per_page.window_all(TumblingEventTimeWindows.of(WINDOW)).process(Summary()).name("Summary").print().set_parallelism(
+        1
+    )
     env.execute("live clicks")
 
 

@@ -57,9 +57,10 @@ def main() -> None:
         env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{checkpoints}")
         open_session()
         receiver = MqttReceiver(HOST, PORT, TOPICS, client_id=CLIENT_ID, qos=1)
-        readings = (env.add_receiver(receiver, "sensors")
-                    .map(lambda line: (line.split(",")[0], int(line.split(",")[1])),
-                         output_type=Types.TUPLE([Types.STRING(), Types.INT()])))
+        readings = env.add_receiver(receiver, "sensors").map(
+            lambda line: (line.split(",")[0], int(line.split(",")[1])),
+            output_type=Types.TUPLE([Types.STRING(), Types.INT()]),
+        )
         threading.Thread(target=publish_readings, daemon=True).start()
         seen = 0
         with readings.execute_and_collect("sensor alerts") as results:

@@ -37,8 +37,9 @@ COPY = Types.ROW_NAMED(["id", "item", "qty", "deleted"], [Types.INT(), Types.STR
 
 def setup(connection) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                       (SLOT,))
+        cursor.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (SLOT,)
+        )
         cursor.execute("SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, %s)", (PREFIX,))
         for (gid,) in cursor.fetchall():  # it holds locks on orders_copy: roll it back before dropping the table
             cursor.execute(f"ROLLBACK PREPARED '{gid}'")
@@ -89,24 +90,40 @@ def main() -> int:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     env.enable_checkpointing(500)
-    source = (PostgresSource.builder().hostname(host).port(int(port)).database("postgres").username("postgres")
-              .table_list("public.orders").slot_name(SLOT).build())
+    source = (
+        PostgresSource.builder()
+        .hostname(host)
+        .port(int(port))
+        .database("postgres")
+        .username("postgres")
+        .table_list("public.orders")
+        .slot_name(SLOT)
+        .build()
+    )
     sink = JdbcSink.exactly_once_sink(
         "INSERT INTO orders_copy (id, item, qty, deleted) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET item = EXCLUDED.item, qty = EXCLUDED.qty, deleted = EXCLUDED.deleted",
         COPY,
         JdbcConnectionOptions.JdbcConnectionOptionsBuilder()
-        .with_url(f"jdbc:postgresql://{address}/postgres").with_user_name("postgres").build(),
+        .with_url(f"jdbc:postgresql://{address}/postgres")
+        .with_user_name("postgres")
+        .build(),
         JdbcExecutionOptions.builder().with_batch_size(1000).with_max_retries(0).build(),
-        JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(PREFIX).build())
-    (env.from_source(source, source_name="orders")
+        JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(PREFIX).build(),
+    )
+    (
+        env.from_source(source, source_name="orders")
         .filter(lambda row: row.get_row_kind() is not RowKind.UPDATE_BEFORE)
         .map(as_copy, output_type=COPY)
-        .add_sink(sink))
+        .add_sink(sink)
+    )
 
     client = env.execute_async("mirror orders")
-    changer = threading.Thread(target=change, args=(psycopg2.connect(host=host, port=int(port), dbname="postgres",
-                                                                     user="postgres"),), daemon=True)
+    changer = threading.Thread(
+        target=change,
+        args=(psycopg2.connect(host=host, port=int(port), dbname="postgres", user="postgres"),),
+        daemon=True,
+    )
     changer.start()
     time.sleep(args.seconds)
     client.cancel()
@@ -118,8 +135,10 @@ def main() -> int:
         cursor.execute("SELECT id, item, qty, deleted FROM orders_copy ORDER BY id")
         for row in cursor.fetchall():
             print(*row)
-        cursor.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                       "WHERE slot_name = %s AND NOT active", (SLOT,))
+        cursor.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
+            (SLOT,),
+        )
     connection.close()
     return 0
 

@@ -25,8 +25,10 @@ from services.server import LOOPBACK, RunningServer, ServerStartError, free_port
 KAFKA_VERSION = "4.1.1"  # the version in services/kafka/pom.xml
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 READY_LINE = "Kafka Server started"
-HOW_TO_GET_JAVA = ("the Kafka tests need Java 17+ and Maven: `apt-get install openjdk-17-jre-headless maven` "
-                   "(then `python -m services.kafka --fetch`), as .ci/run does")
+HOW_TO_GET_JAVA = (
+    "the Kafka tests need Java 17+ and Maven: `apt-get install openjdk-17-jre-headless maven` "
+    "(then `python -m services.kafka --fetch`), as .ci/run does"
+)
 
 
 class KafkaUnavailable(RuntimeError):
@@ -58,13 +60,25 @@ def ensure_jars() -> Path:
         raise KafkaUnavailable(f"no {' or '.join(missing)} on PATH: {HOW_TO_GET_JAVA}")
     libs.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="libs-", dir=libs.parent))
-    result = subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-                             "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            "mvn",
+            "-q",
+            "-B",
+            "-f",
+            str(POM),
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={staging}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0 or not _have_jars(staging):
         shutil.rmtree(staging, ignore_errors=True)
-        raise KafkaUnavailable(f"Maven could not fetch the Kafka {KAFKA_VERSION} jars ({POM}):\n"
-                               f"{(result.stdout + result.stderr)[-3000:]}")
+        raise KafkaUnavailable(
+            f"Maven could not fetch the Kafka {KAFKA_VERSION} jars ({POM}):\n{(result.stdout + result.stderr)[-3000:]}"
+        )
     if _have_jars(libs):  # another process fetched them meanwhile
         shutil.rmtree(staging, ignore_errors=True)
     else:
@@ -74,34 +88,45 @@ def ensure_jars() -> Path:
 
 
 def _properties(data_dir: Path, port: int, controller_port: int) -> str:
-    return "\n".join([
-        "process.roles=broker,controller",
-        "node.id=1",
-        f"controller.quorum.voters=1@{LOOPBACK}:{controller_port}",
-        f"listeners=PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
-        f"advertised.listeners=PLAINTEXT://{LOOPBACK}:{port}",
-        "controller.listener.names=CONTROLLER",
-        "inter.broker.listener.name=PLAINTEXT",
-        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        f"log.dirs={data_dir / 'log'}",
-        "num.partitions=1",
-        "auto.create.topics.enable=false",  # a job naming a missing topic gets a clear error, not a new topic
-        "offsets.topic.replication.factor=1",
-        "offsets.topic.num.partitions=4",
-        "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1",
-        "transaction.state.log.num.partitions=4",
-        "group.initial.rebalance.delay.ms=0",
-        "log.flush.interval.messages=9223372036854775807",
-        "",
-    ])
+    return "\n".join(
+        [
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@{LOOPBACK}:{controller_port}",
+            f"listeners=PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{LOOPBACK}:{port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={data_dir / 'log'}",
+            "num.partitions=1",
+            "auto.create.topics.enable=false",  # a job naming a missing topic gets a clear error, not a new topic
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=4",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "transaction.state.log.num.partitions=4",
+            "group.initial.rebalance.delay.ms=0",
+            "log.flush.interval.messages=9223372036854775807",
+            "",
+        ]
+    )
 
 
 def _java(libs: Path, main: str, *args: str, heap: str = "256m") -> list[str]:
-    return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
-            "-cp", f"{libs}/*", main, *args]
+    return [
+        "java",
+        f"-Xmx{heap}",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Djava.awt.headless=true",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info",
+        "-cp",
+        f"{libs}/*",
+        main,
+        *args,
+    ]
 
 
 def start_kafka(data_dir: Path, timeout: float = 90.0) -> RunningServer:
@@ -113,8 +138,11 @@ def start_kafka(data_dir: Path, timeout: float = 90.0) -> RunningServer:
     config = data_dir / "server.properties"
     config.write_text(_properties(data_dir, port, controller_port))
     cluster_id = uuid.uuid4().hex[:22]
-    result = subprocess.run(_java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         raise ServerStartError(f"formatting Kafka's log directory failed:\n{(result.stdout + result.stderr)[-2000:]}")
     return _launch(libs, data_dir, port, timeout)
@@ -131,8 +159,12 @@ def restart_kafka(server: RunningServer, timeout: float = 90.0) -> RunningServer
 def _launch(libs: Path, data_dir: Path, port: int, timeout: float) -> RunningServer:
     log = data_dir / "kafka.log"
     offset = log.stat().st_size if log.exists() else 0
-    server = start_process("kafka", _java(libs, "kafka.Kafka", str(data_dir / "server.properties"), heap="512m"),
-                           data_dir=data_dir, port=port)
+    server = start_process(
+        "kafka",
+        _java(libs, "kafka.Kafka", str(data_dir / "server.properties"), heap="512m"),
+        data_dir=data_dir,
+        port=port,
+    )
     server.stop_timeout = 20.0
     server.extra["bootstrap"] = server.address
     deadline = time.monotonic() + timeout
@@ -142,12 +174,15 @@ def _launch(libs: Path, data_dir: Path, port: int, timeout: float) -> RunningSer
             if READY_LINE.encode() in f.read():
                 break
         if server.process.poll() is not None:
-            raise ServerStartError(f"Kafka exited with {server.process.returncode} before it started; its log "
-                                   f"({log}) ends:\n{log_tail(log)}")
+            raise ServerStartError(
+                f"Kafka exited with {server.process.returncode} before it started; its log "
+                f"({log}) ends:\n{log_tail(log)}"
+            )
         if time.monotonic() > deadline:
             server.stop()
-            raise ServerStartError(f"Kafka did not start within {timeout:.0f} s; its log ({log}) ends:\n"
-                                   f"{log_tail(log)}")
+            raise ServerStartError(
+                f"Kafka did not start within {timeout:.0f} s; its log ({log}) ends:\n{log_tail(log)}"
+            )
         time.sleep(0.05)
     return server.wait_until_ready(timeout)
 

@@ -51,8 +51,14 @@ def write_config(data_dir: Path, port: int, password_file: Path | None = None) -
     return config
 
 
-def start_mosquitto(data_dir: Path, port: int | None = None, *, user: str | None = None,
-                    password: str | None = None, timeout: float = 30.0) -> RunningServer:
+def start_mosquitto(
+    data_dir: Path,
+    port: int | None = None,
+    *,
+    user: str | None = None,
+    password: str | None = None,
+    timeout: float = 30.0,
+) -> RunningServer:
     """Start mosquitto on 127.0.0.1:`port` (a free one by default) and wait until it accepts. `user`/`password`
     make it refuse anonymous clients."""
     binary = mosquitto_binary()
@@ -75,8 +81,6 @@ def start_mosquitto(data_dir: Path, port: int | None = None, *, user: str | None
     server = start_process("mosquitto", [binary, "-c", str(config)], data_dir=data_dir, port=port)
     server.extra["url"] = f"mqtt://{LOOPBACK}:{port}"
     return server.wait_until_ready(timeout)
-
-
 
 
 def serve() -> tuple[str, Callable[[], None]]:

@@ -24,8 +24,14 @@ def nats_server_binary() -> str | None:
     return shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
 
 
-def start_nats(data_dir: Path, port: int | None = None, *, user: str | None = None,
-               password: str | None = None, timeout: float = 30.0) -> RunningServer:
+def start_nats(
+    data_dir: Path,
+    port: int | None = None,
+    *,
+    user: str | None = None,
+    password: str | None = None,
+    timeout: float = 30.0,
+) -> RunningServer:
     """Start nats-server with JetStream on 127.0.0.1:`port` (a free one by default) and wait until it accepts.
     `user`/`password` make it require them. `server.extra["url"]` is the client URL."""
     binary = nats_server_binary()
@@ -39,8 +45,6 @@ def start_nats(data_dir: Path, port: int | None = None, *, user: str | None = No
     server = start_process("nats-server", argv, data_dir=data_dir, port=port)
     server.extra["url"] = f"nats://{LOOPBACK}:{port}"
     return server.wait_until_ready(timeout)
-
-
 
 
 def serve() -> tuple[str, Callable[[], None]]:

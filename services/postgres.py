@@ -34,8 +34,9 @@ def _binaries() -> Path:
         return Path(found).resolve().parent
     versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
     if not versions:
-        raise ServerStartError("PostgreSQL is not installed: `apt-get install postgresql` (Debian), which .ci/run "
-                               "does when it is missing")
+        raise ServerStartError(
+            "PostgreSQL is not installed: `apt-get install postgresql` (Debian), which .ci/run does when it is missing"
+        )
     return versions[-1].parent
 
 
@@ -114,10 +115,33 @@ class PostgresServer:
 
 
 def _launch(pgdata: Path, port: int) -> RunningServer:
-    argv = [str(_binaries() / "postgres"), "-D", str(pgdata), "-c", f"listen_addresses={LOOPBACK}", "-p", str(port),
-            "-c", "wal_level=logical", "-c", "max_prepared_transactions=20", "-c", "max_replication_slots=20",
-            "-c", "max_wal_senders=20", "-c", f"unix_socket_directories={pgdata}", "-c", "fsync=off",
-            "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"]
+    argv = [
+        str(_binaries() / "postgres"),
+        "-D",
+        str(pgdata),
+        "-c",
+        f"listen_addresses={LOOPBACK}",
+        "-p",
+        str(port),
+        "-c",
+        "wal_level=logical",
+        "-c",
+        "max_prepared_transactions=20",
+        "-c",
+        "max_replication_slots=20",
+        "-c",
+        "max_wal_senders=20",
+        "-c",
+        f"unix_socket_directories={pgdata}",
+        "-c",
+        "fsync=off",
+        "-c",
+        "synchronous_commit=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=200",
+    ]
     return start_process("postgres", argv, data_dir=pgdata, port=port, user=_user())
 
 
@@ -148,8 +172,9 @@ def _wait_accepting_queries(server: PostgresServer, timeout: float) -> None:
             return
         except psycopg2.OperationalError as error:
             if time.monotonic() > deadline:
-                raise ServerStartError(f"postgres on {server.running.address} accepted no query within "
-                                       f"{timeout:.0f} s: {error}") from None
+                raise ServerStartError(
+                    f"postgres on {server.running.address} accepted no query within {timeout:.0f} s: {error}"
+                ) from None
             time.sleep(0.05)
 
 
@@ -165,8 +190,18 @@ def start_postgres(password: str | None = None, timeout: float = 60.0) -> Postgr
         for path in (root, pgdata):
             os.chown(path, entry.pw_uid, entry.pw_gid)
         root.chmod(0o755)
-    argv = [str(_binaries() / "initdb"), "-D", str(pgdata), "-U", USER, "--auth=trust", "--no-sync", "-E", "UTF8",
-            "--locale=C"]
+    argv = [
+        str(_binaries() / "initdb"),
+        "-D",
+        str(pgdata),
+        "-U",
+        USER,
+        "--auth=trust",
+        "--no-sync",
+        "-E",
+        "UTF8",
+        "--locale=C",
+    ]
     if password is not None:
         pwfile = root / "pwfile"
         pwfile.write_text(password)
@@ -191,8 +226,10 @@ def start_postgres(password: str | None = None, timeout: float = 60.0) -> Postgr
 def serve() -> tuple[str, Callable[[], None]]:
     """For `make services`: a server, the line telling the examples where it is, and how to stop it."""
     server = start_postgres()
-    line = (f"PostgreSQL on {server.host}:{server.port} (user {USER}, database {DATABASE}, JDBC URL "
-            f"{server.jdbc_url}): export FLUVIAL_POSTGRES={server.host}:{server.port}")
+    line = (
+        f"PostgreSQL on {server.host}:{server.port} (user {USER}, database {DATABASE}, JDBC URL "
+        f"{server.jdbc_url}): export FLUVIAL_POSTGRES={server.host}:{server.port}"
+    )
     return line, server.close
 
 

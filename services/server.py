@@ -70,12 +70,16 @@ class RunningServer:
         deadline = time.monotonic() + timeout
         while not port_accepts(self.host, self.port):
             if self.process.poll() is not None:
-                raise ServerStartError(f"{self.name} exited with {self.process.returncode} before accepting on "
-                                       f"{self.address}; its log ({self.log_path}) ends:\n{log_tail(self.log_path)}")
+                raise ServerStartError(
+                    f"{self.name} exited with {self.process.returncode} before accepting on "
+                    f"{self.address}; its log ({self.log_path}) ends:\n{log_tail(self.log_path)}"
+                )
             if time.monotonic() > deadline:
                 self.stop()
-                raise ServerStartError(f"{self.name} did not accept on {self.address} within {timeout:.0f} s; its "
-                                       f"log ({self.log_path}) ends:\n{log_tail(self.log_path)}")
+                raise ServerStartError(
+                    f"{self.name} did not accept on {self.address} within {timeout:.0f} s; its "
+                    f"log ({self.log_path}) ends:\n{log_tail(self.log_path)}"
+                )
             time.sleep(0.05)
         logger.info("%s ready on %s (pid %d)", self.name, self.address, self.pid)
         return self
@@ -103,16 +107,31 @@ def _signal(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def start_process(name: str, argv: list[str], *, data_dir: Path, port: int, host: str = LOOPBACK,
-                  env: dict[str, str] | None = None, user: str | None = None) -> RunningServer:
+def start_process(
+    name: str,
+    argv: list[str],
+    *,
+    data_dir: Path,
+    port: int,
+    host: str = LOOPBACK,
+    env: dict[str, str] | None = None,
+    user: str | None = None,
+) -> RunningServer:
     """Start `argv` in a process group of its own with stdout and stderr in `data_dir/NAME.log`; the caller then
     calls `wait_until_ready`. `user` runs it as another user (PostgreSQL refuses to run as root)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / f"{name}.log"
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child; closed below once it holds its own copy
     try:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env={**os.environ, **(env or {})}, start_new_session=True, user=user)
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+            user=user,
+        )
     finally:
         log.close()
     return RunningServer(name, process, host, port, log_path, data_dir)

@@ -35,8 +35,9 @@ def ray_cluster():
     ray = pytest.importorskip("ray", reason="the Ray tests need the ray package: pip install 'fluvial[ray]'")
     from fluvial.cluster.ray.local_cluster import LocalRayCluster, NodeSpec
 
-    cluster = LocalRayCluster([NodeSpec(HEAD, CPUS_PER_NODE, {"head": 1}),
-                               NodeSpec(SECOND, CPUS_PER_NODE, {"node2": 1})]).start()
+    cluster = LocalRayCluster(
+        [NodeSpec(HEAD, CPUS_PER_NODE, {"head": 1}), NodeSpec(SECOND, CPUS_PER_NODE, {"node2": 1})]
+    ).start()
     try:
         ray.init(address=cluster.address, _node_ip_address=HEAD, logging_level="WARNING")
         deadline = time.monotonic() + 60

@@ -44,8 +44,9 @@ def publish(host: str, port: int, messages: list[tuple[str, bytes]], qos: int) -
 
 def keyed(keys: int, per_key: int, topic: str, first: int = 1) -> list[tuple[str, bytes]]:
     """`key,seq` payloads; key k on topic `{topic}/{k % 2}`."""
-    return [(f"{topic}/{key % 2}", f"{key},{seq}".encode())
-            for seq in range(first, first + per_key) for key in range(keys)]
+    return [
+        (f"{topic}/{key % 2}", f"{key},{seq}".encode()) for seq in range(first, first + per_key) for key in range(keys)
+    ]
 
 
 def judge_lines(lines: list[str], keys: int, per_key: int) -> tuple[int, int, list[str]]:
@@ -69,6 +70,8 @@ def committed(directory: Path) -> list[str]:
     """The visible lines of a one-subtask file sink, part files in the order they were written (by counter)."""
     if not directory.exists():
         return []
-    parts = sorted((path for path in directory.rglob("*") if path.is_file() and not path.name.startswith(".")),
-                   key=lambda path: int(path.name.rsplit("-", 1)[1]))
+    parts = sorted(
+        (path for path in directory.rglob("*") if path.is_file() and not path.name.startswith(".")),
+        key=lambda path: int(path.name.rsplit("-", 1)[1]),
+    )
     return [line for path in parts for line in path.read_text(encoding="utf-8").splitlines()]

@@ -19,10 +19,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fluvial"
 
 RANK = {
     "common": 0,
-    "datastream": 1, "metrics": 1,
-    "graph": 2, "state": 2, "checkpoint": 2, "receiver": 2, "table": 2,
+    "datastream": 1,
+    "metrics": 1,
+    "graph": 2,
+    "state": 2,
+    "checkpoint": 2,
+    "receiver": 2,
+    "table": 2,
     "runtime": 3,
-    "cluster": 4, "testing": 4,
+    "cluster": 4,
+    "testing": 4,
     "web": 5,
     "cli": 6,
 }
@@ -32,8 +38,7 @@ TOP_MODULES = {"__init__", "__main__"}  # fluvial/__init__.py and fluvial/__main
 SUBMITTING = {("fluvial.datastream.stream_execution_environment", "cluster")}
 
 # (importing module, imported module) -> why it is still here. Remove an entry with the import it names.
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-}
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,10 @@ def _upward_imports() -> list[Import]:
             if mine is None or theirs is None or mine in TOP_MODULES or mine == theirs:
                 continue
             if mine not in RANK or theirs not in RANK:
-                pytest.fail(f"{found.module} or {found.target} is in a package without a rank in DESIGN.md's "
-                            f"layer order: add it to RANK in {Path(__file__).name} (and to DESIGN.md)")
+                pytest.fail(
+                    f"{found.module} or {found.target} is in a package without a rank in DESIGN.md's "
+                    f"layer order: add it to RANK in {Path(__file__).name} (and to DESIGN.md)"
+                )
             if RANK[theirs] < RANK[mine] or (RANK[theirs] == RANK[mine] and mine != "common"):
                 continue
             if found.local and (found.module, theirs) in SUBMITTING:
@@ -100,11 +107,14 @@ def _upward_imports() -> list[Import]:
 
 
 def test_imports_point_down_the_layers():
-    unexpected = [f"{i.module}:{i.line} imports {i.target}" for i in _upward_imports()
-                  if (i.module, i.target) not in KNOWN_UPWARD]
-    assert not unexpected, ("imports that point up the layer order of DESIGN.md section 1 (common <- datastream, "
-                            "metrics <- graph, state, checkpoint, receiver, table <- runtime <- cluster, testing "
-                            "<- web <- cli):\n  " + "\n  ".join(unexpected))
+    unexpected = [
+        f"{i.module}:{i.line} imports {i.target}" for i in _upward_imports() if (i.module, i.target) not in KNOWN_UPWARD
+    ]
+    assert not unexpected, (
+        "imports that point up the layer order of DESIGN.md section 1 (common <- datastream, "
+        "metrics <- graph, state, checkpoint, receiver, table <- runtime <- cluster, testing "
+        "<- web <- cli):\n  " + "\n  ".join(unexpected)
+    )
 
 
 def test_the_list_of_known_upward_imports_is_exact():
@@ -115,7 +125,10 @@ def test_the_list_of_known_upward_imports_is_exact():
 
 def test_common_imports_nothing_else_of_fluvial():
     """DESIGN.md: `common` imports nothing else of fluvial (metrics has the same rank, but not this freedom)."""
-    offenders = [f"{i.module}:{i.line} imports {i.target}"
-                 for path in sorted((PACKAGE / "common").rglob("*.py")) for i in _imports(path)
-                 if _layer(i.target) not in (None, "common")]
+    offenders = [
+        f"{i.module}:{i.line} imports {i.target}"
+        for path in sorted((PACKAGE / "common").rglob("*.py"))
+        for i in _imports(path)
+        if _layer(i.target) not in (None, "common")
+    ]
     assert not offenders, "\n".join(offenders)

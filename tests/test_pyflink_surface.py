@@ -37,8 +37,9 @@ def _params():
     for module, name in surface():
         marks = []
         if (module, name) in PENDING:
-            marks.append(pytest.mark.xfail(strict=True, raises=(ImportError, AttributeError),
-                                           reason=PENDING[(module, name)]))
+            marks.append(
+                pytest.mark.xfail(strict=True, raises=(ImportError, AttributeError), reason=PENDING[(module, name)])
+            )
         yield pytest.param(module, name, marks=marks, id=f"{module}:{name}")
 
 

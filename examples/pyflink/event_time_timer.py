@@ -12,8 +12,16 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.functions import KeyedProcessFunction, RuntimeContext
 from fluvial.datastream.state import ValueStateDescriptor
 
-PAYMENTS = [(1000, "Alice", 110.1), (4000, "Bob", 30.2), (3000, "Alice", 20.0), (2000, "Bob", 53.1),
-            (5000, "Alice", 13.1), (3000, "Bob", 3.1), (7000, "Bob", 16.1), (10000, "Alice", 20.1)]
+PAYMENTS = [
+    (1000, "Alice", 110.1),
+    (4000, "Bob", 30.2),
+    (3000, "Alice", 20.0),
+    (2000, "Bob", 53.1),
+    (5000, "Alice", 13.1),
+    (3000, "Bob", 3.1),
+    (7000, "Bob", 16.1),
+    (10000, "Alice", 20.1),
+]
 
 
 class TotalAfterTwoSeconds(KeyedProcessFunction):
@@ -36,8 +44,8 @@ class PaymentTime(TimestampAssigner):
 def main():
     env = StreamExecutionEnvironment.get_execution_environment()
     payments = env.from_collection(PAYMENTS).assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(2))
-        .with_timestamp_assigner(PaymentTime()))
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(2)).with_timestamp_assigner(PaymentTime())
+    )
     payments.key_by(lambda payment: payment[1]).process(TotalAfterTwoSeconds()).print()
     env.execute()
 

@@ -27,31 +27,26 @@ def write_to_kafka(env, bootstrap_servers):
     row_type = Types.ROW([Types.INT(), Types.STRING()])
     rows = env.from_collection(ROWS, type_info=row_type)
     value_schema = JsonRowSerializationSchema.builder().with_type_info(row_type).build()
-    serializer = KafkaRecordSerializationSchema.builder() \
-        .set_topic(TOPIC) \
-        .set_value_serialization_schema(value_schema) \
-        .build()
-    sink = KafkaSink.builder() \
-        .set_bootstrap_servers(bootstrap_servers) \
-        .set_record_serializer(serializer) \
-        .build()
+    serializer = (
+        KafkaRecordSerializationSchema.builder().set_topic(TOPIC).set_value_serialization_schema(value_schema).build()
+    )
+    sink = KafkaSink.builder().set_bootstrap_servers(bootstrap_servers).set_record_serializer(serializer).build()
     rows.sink_to(sink)
     env.execute()
 
 
 def read_from_kafka(env, bootstrap_servers):
-    value_schema = JsonRowDeserializationSchema.builder() \
-        .type_info(Types.ROW([Types.INT(), Types.STRING()])) \
+    value_schema = JsonRowDeserializationSchema.builder().type_info(Types.ROW([Types.INT(), Types.STRING()])).build()
+    source = (
+        KafkaSource.builder()
+        .set_topics(TOPIC)
+        .set_value_only_deserializer(value_schema)
+        .set_properties({"bootstrap.servers": bootstrap_servers, "group.id": "test_group_1"})
+        .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+        .set_bounded(KafkaOffsetsInitializer.latest())
         .build()
-    source = KafkaSource.builder() \
-        .set_topics(TOPIC) \
-        .set_value_only_deserializer(value_schema) \
-        .set_properties({"bootstrap.servers": bootstrap_servers, "group.id": "test_group_1"}) \
-        .set_starting_offsets(KafkaOffsetsInitializer.earliest()) \
-        .set_bounded(KafkaOffsetsInitializer.latest()) \
-        .build()
-    env.from_source(source, watermark_strategy=WatermarkStrategy.no_watermarks(), source_name="kafka source") \
-        .print()
+    )
+    env.from_source(source, watermark_strategy=WatermarkStrategy.no_watermarks(), source_name="kafka source").print()
     env.execute()
 
 

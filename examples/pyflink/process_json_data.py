@@ -23,8 +23,7 @@ def parse_and_bump(pair):
 
 def main():
     env = StreamExecutionEnvironment.get_execution_environment()
-    env.from_collection(CONTACTS).map(parse_and_bump).filter(lambda pair: "China" in pair[1]["addr"]["country"]) \
-        .print()
+    env.from_collection(CONTACTS).map(parse_and_bump).filter(lambda pair: "China" in pair[1]["addr"]["country"]).print()
     env.execute()
 
 

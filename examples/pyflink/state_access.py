@@ -9,8 +9,16 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.functions import KeyedProcessFunction, RuntimeContext
 from fluvial.datastream.state import ValueStateDescriptor
 
-PAYMENTS = [("Alice", 110.1), ("Bob", 30.2), ("Alice", 20.0), ("Bob", 53.1),
-            ("Alice", 13.1), ("Bob", 3.1), ("Bob", 16.1), ("Alice", 20.1)]
+PAYMENTS = [
+    ("Alice", 110.1),
+    ("Bob", 30.2),
+    ("Alice", 20.0),
+    ("Bob", 53.1),
+    ("Alice", 13.1),
+    ("Bob", 3.1),
+    ("Bob", 16.1),
+    ("Alice", 20.1),
+]
 
 
 class RunningTotal(KeyedProcessFunction):

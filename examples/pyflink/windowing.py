@@ -45,10 +45,12 @@ class SumPerWindow(WindowFunction):
 
 def timed_windows(env, data, assigner, trigger=None):
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(SecondFieldIsTime())
-    windows = env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()])) \
-        .assign_timestamps_and_watermarks(strategy) \
-        .key_by(lambda pair: pair[0], key_type=Types.STRING()) \
+    windows = (
+        env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda pair: pair[0], key_type=Types.STRING())
         .window(assigner)
+    )
     if trigger is not None:
         windows = windows.trigger(trigger)
     return windows.process(CountPerWindow(), Types.TUPLE([Types.STRING(), Types.INT(), Types.INT(), Types.INT()]))
@@ -57,17 +59,24 @@ def timed_windows(env, data, assigner, trigger=None):
 VARIANTS = {
     "tumbling_time": lambda env: timed_windows(env, TIMED, TumblingEventTimeWindows.of(Time.milliseconds(5))),
     "sliding_time": lambda env: timed_windows(
-        env, TIMED, SlidingEventTimeWindows.of(Time.milliseconds(5), Time.milliseconds(2))),
+        env, TIMED, SlidingEventTimeWindows.of(Time.milliseconds(5), Time.milliseconds(2))
+    ),
     "session_gap": lambda env: timed_windows(env, SESSIONS, EventTimeSessionWindows.with_gap(Time.milliseconds(5))),
     "session_dynamic_gap": lambda env: timed_windows(
-        env, SESSIONS, EventTimeSessionWindows.with_dynamic_gap(GapIsTheTime())),
+        env, SESSIONS, EventTimeSessionWindows.with_dynamic_gap(GapIsTheTime())
+    ),
     "tumbling_time_continuous": lambda env: timed_windows(
-        env, TIMED, TumblingEventTimeWindows.of(Time.milliseconds(10)),
-        ContinuousEventTimeTrigger.of(Time.milliseconds(5))),
-    "tumbling_count": lambda env: env.from_collection(COUNTED, type_info=Types.TUPLE([Types.INT(), Types.STRING()]))
+        env,
+        TIMED,
+        TumblingEventTimeWindows.of(Time.milliseconds(10)),
+        ContinuousEventTimeTrigger.of(Time.milliseconds(5)),
+    ),
+    "tumbling_count": lambda env: (
+        env.from_collection(COUNTED, type_info=Types.TUPLE([Types.INT(), Types.STRING()]))
         .key_by(lambda pair: pair[1], key_type=Types.STRING())
         .count_window(2)
-        .apply(SumPerWindow(), Types.TUPLE([Types.STRING(), Types.INT()])),
+        .apply(SumPerWindow(), Types.TUPLE([Types.STRING(), Types.INT()]))
+    ),
 }
 
 

@@ -25,11 +25,9 @@ def main():
     env.set_parallelism(1)
     print("Executing word_count example with default input data set.")
     print("Use --input to specify file input.")
-    env.from_collection(LINES).flat_map(words) \
-        .map(lambda word: (word, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()])) \
-        .key_by(lambda pair: pair[0]) \
-        .reduce(lambda a, b: (a[0], a[1] + b[1])) \
-        .print()
+    env.from_collection(LINES).flat_map(words).map(
+        lambda word: (word, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()])
+    ).key_by(lambda pair: pair[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).print()
     env.execute()
 
 

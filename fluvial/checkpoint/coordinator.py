@@ -70,7 +70,9 @@ class CheckpointStats:
     last_size_bytes: int = 0
     last_failure: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
-    last_restored: dict[str, Any] | None = None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
+    last_restored: dict[str, Any] | None = (
+        None  # id, restore_timestamp, is_savepoint, external_path of the latest restore
+    )
 
 
 class CheckpointCoordinator:
@@ -128,9 +130,14 @@ class CheckpointCoordinator:
         """Begin periodic checkpoints (no-op when the interval is off): the first is due one interval from now."""
         if self.settings.interval_ms > 0 and not self._stopped:
             settings = self.settings
-            logger.info("job %s takes a checkpoint every %d ms (timeout %d ms, min pause %d ms, at most %d at once)",
-                        self.job_id, settings.interval_ms, settings.timeout_ms, settings.min_pause_ms,
-                        settings.max_concurrent)
+            logger.info(
+                "job %s takes a checkpoint every %d ms (timeout %d ms, min pause %d ms, at most %d at once)",
+                self.job_id,
+                settings.interval_ms,
+                settings.timeout_ms,
+                settings.min_pause_ms,
+                settings.max_concurrent,
+            )
             self._schedule_tick(settings.interval_ms)
 
     def request_checkpoint(self) -> None:
@@ -157,8 +164,13 @@ class CheckpointCoordinator:
             return
         held = self._held_back()
         if held is not None:
-            logger.debug("job %s: the periodic checkpoint waits %d ms (%d pending, %d finalizing)", self.job_id, held,
-                         len(self._pending), len(self._finalizing))
+            logger.debug(
+                "job %s: the periodic checkpoint waits %d ms (%d pending, %d finalizing)",
+                self.job_id,
+                held,
+                len(self._pending),
+                len(self._finalizing),
+            )
             self._trigger_due = True
             self._schedule_tick(held)
             return
@@ -179,9 +191,14 @@ class CheckpointCoordinator:
 
     # -- triggering ---------------------------------------------------------------------------------------------
 
-    def trigger_checkpoint(self, is_savepoint: bool = False, savepoint_storage: Any = None,
-                           savepoint_dir: str | None = None, notify_tasks: bool = True,
-                           drain: bool = False) -> CompletableFuture:
+    def trigger_checkpoint(
+        self,
+        is_savepoint: bool = False,
+        savepoint_storage: Any = None,
+        savepoint_dir: str | None = None,
+        notify_tasks: bool = True,
+        drain: bool = False,
+    ) -> CompletableFuture:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
         future completes with the CompletedCheckpoint, or with the error that stopped it. Without
         `notify_tasks` the tasks never hear that it completed (an intermediate savepoint: sinks must not commit
@@ -198,10 +215,16 @@ class CheckpointCoordinator:
             return self._refuse(future, plan, is_savepoint)
         checkpoint_id = self._next_id
         self._next_id += 1
-        pending = PendingCheckpoint(checkpoint_id, self._wall_clock_ms(), plan.tasks_to_wait_for,
-                                    is_savepoint=is_savepoint, job_id=self.job_id,
-                                    max_parallelism=self._max_parallelism, finished=plan.finished,
-                                    finished_parallelism=plan.finished_parallelism)
+        pending = PendingCheckpoint(
+            checkpoint_id,
+            self._wall_clock_ms(),
+            plan.tasks_to_wait_for,
+            is_savepoint=is_savepoint,
+            job_id=self.job_id,
+            max_parallelism=self._max_parallelism,
+            finished=plan.finished,
+            finished_parallelism=plan.finished_parallelism,
+        )
         self._pending[checkpoint_id] = pending
         self._futures[checkpoint_id] = future
         self._started_at[checkpoint_id] = self._clock()
@@ -210,21 +233,29 @@ class CheckpointCoordinator:
         if not notify_tasks:
             self._silent.add(checkpoint_id)
         self._timeouts[checkpoint_id] = self._timer.schedule(
-            self.settings.timeout_ms, lambda: self._expire(checkpoint_id))
+            self.settings.timeout_ms, lambda: self._expire(checkpoint_id)
+        )
         self.stats.triggered += 1
-        logger.info("triggering %s %d of job %s (%d subtasks to trigger, %d to acknowledge)",
-                    "savepoint" if is_savepoint else "checkpoint", checkpoint_id, self.job_id,
-                    len(plan.tasks_to_trigger), len(plan.tasks_to_wait_for))
+        logger.info(
+            "triggering %s %d of job %s (%d subtasks to trigger, %d to acknowledge)",
+            "savepoint" if is_savepoint else "checkpoint",
+            checkpoint_id,
+            self.job_id,
+            len(plan.tasks_to_trigger),
+            len(plan.tasks_to_wait_for),
+        )
         for task in plan.tasks_to_trigger:
             self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir, drain)
         return future
 
-    def _refuse(self, future: CompletableFuture, reason: CheckpointFailureReason,
-                is_savepoint: bool) -> CompletableFuture:
+    def _refuse(
+        self, future: CompletableFuture, reason: CheckpointFailureReason, is_savepoint: bool
+    ) -> CompletableFuture:
         what = "savepoint" if is_savepoint else "checkpoint"
         # a periodic checkpoint retries every RETRY_MS while tasks start: only a user's savepoint is worth INFO
-        (logger.info if is_savepoint else logger.debug)("%s of job %s not triggered: %s (%s)", what, self.job_id,
-                                                        reason.value, reason.name)
+        (logger.info if is_savepoint else logger.debug)(
+            "%s of job %s not triggered: %s (%s)", what, self.job_id, reason.value, reason.name
+        )
         future.set_exception(RuntimeError(f"{what} of job {self.job_id} not triggered: {reason.value}"))
         return future
 
@@ -236,20 +267,29 @@ class CheckpointCoordinator:
     def _expire(self, checkpoint_id: int) -> None:
         self._timeouts.pop(checkpoint_id, None)
         if checkpoint_id in self._pending:
-            self._abort(checkpoint_id, CheckpointFailureReason.TIMEOUT,
-                        f"it expired after {self.settings.timeout_ms} ms before every task acknowledged it")
+            self._abort(
+                checkpoint_id,
+                CheckpointFailureReason.TIMEOUT,
+                f"it expired after {self.settings.timeout_ms} ms before every task acknowledged it",
+            )
 
     # -- acknowledgements ---------------------------------------------------------------------------------------
 
-    def receive_acknowledge(self, task: Task, checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None) -> AckResult:
+    def receive_acknowledge(
+        self, task: Task, checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None
+    ) -> AckResult:
         """`metrics`: the subtask's CheckpointMetricsReport (alignment duration, persisted in-flight bytes,
         unaligned), summed up per checkpoint for its statistics."""
         pending = self._pending.get(checkpoint_id)
         if pending is None:
             if checkpoint_id >= self._next_id:
                 return AckResult.UNKNOWN
-            logger.debug("job %s: late acknowledgement of aborted checkpoint %d from subtask %s; discarding its state",
-                         self.job_id, checkpoint_id, task)
+            logger.debug(
+                "job %s: late acknowledgement of aborted checkpoint %d from subtask %s; discarding its state",
+                self.job_id,
+                checkpoint_id,
+                task,
+            )
             self._discard_late_state(checkpoint_id, states)
             return AckResult.DISCARDED
         result = pending.acknowledge(task, states)
@@ -266,8 +306,9 @@ class CheckpointCoordinator:
                 self._finalize(checkpoint_id)
         return result
 
-    def receive_decline(self, task: Task, checkpoint_id: int, reason: CheckpointFailureReason,
-                        detail: str = "") -> None:
+    def receive_decline(
+        self, task: Task, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = ""
+    ) -> None:
         if checkpoint_id not in self._pending:
             return  # it completed or was aborted already
         why = f"subtask {task} declined it: {reason.value}" + (f" ({detail})" if detail else "")
@@ -290,8 +331,9 @@ class CheckpointCoordinator:
         pending = self._pending.pop(checkpoint_id)
         self._cancel_timeout(checkpoint_id)
         self._finalizing.add(checkpoint_id)
-        job = _Finalizing(pending, self._futures.pop(checkpoint_id, None),
-                          self._savepoint_storage.pop(checkpoint_id, self.storage))
+        job = _Finalizing(
+            pending, self._futures.pop(checkpoint_id, None), self._savepoint_storage.pop(checkpoint_id, self.storage)
+        )
 
         def write() -> None:
             try:
@@ -314,9 +356,15 @@ class CheckpointCoordinator:
         self._last_completion = self._clock()
         self._failures.handle_success(checkpoint_id)
         self._record(completed, duration, size)
-        logger.info("completed %s %d of job %s in %d ms (%d bytes) at %s",
-                    "savepoint" if pending.is_savepoint else "checkpoint", checkpoint_id, self.job_id, duration,
-                    size, location)
+        logger.info(
+            "completed %s %d of job %s in %d ms (%d bytes) at %s",
+            "savepoint" if pending.is_savepoint else "checkpoint",
+            checkpoint_id,
+            self.job_id,
+            duration,
+            size,
+            location,
+        )
         tasks, future, timer = self._tasks, job.future, self._timer
         notify = checkpoint_id not in self._silent
         self._silent.discard(checkpoint_id)
@@ -344,8 +392,13 @@ class CheckpointCoordinator:
         pending.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
         self._started_at.pop(checkpoint_id, None)
         self._silent.discard(checkpoint_id)
-        logger.warning("checkpoint %d of job %s failed: writing its metadata raised %s: %s", checkpoint_id,
-                       self.job_id, type(error).__name__, error)
+        logger.warning(
+            "checkpoint %d of job %s failed: writing its metadata raised %s: %s",
+            checkpoint_id,
+            self.job_id,
+            type(error).__name__,
+            error,
+        )
         self._discard(checkpoint_id, job.storage)
         tasks = self._tasks
         self._io.execute(lambda: tasks.notify_aborted(checkpoint_id))
@@ -366,21 +419,47 @@ class CheckpointCoordinator:
         stats.last_duration_ms, stats.last_size_bytes = duration_ms, size
         alignment, persisted, unaligned = self._barrier_figures.pop(completed.checkpoint_id, (0, 0, 0))
         kind = "SAVEPOINT" if completed.is_savepoint else "UNALIGNED_CHECKPOINT" if unaligned else "CHECKPOINT"
-        self._history(completed.checkpoint_id, "COMPLETED", completed.timestamp, duration_ms, size,
-                      completed.is_savepoint, external_path=completed.metadata_location, checkpoint_type=kind,
-                      persisted_data=persisted, alignment_duration=alignment)
+        self._history(
+            completed.checkpoint_id,
+            "COMPLETED",
+            completed.timestamp,
+            duration_ms,
+            size,
+            completed.is_savepoint,
+            external_path=completed.metadata_location,
+            checkpoint_type=kind,
+            persisted_data=persisted,
+            alignment_duration=alignment,
+        )
 
-    def _history(self, checkpoint_id: int, status: str, timestamp: int, duration_ms: int, size: int,
-                 is_savepoint: bool, **details: object) -> None:
+    def _history(
+        self,
+        checkpoint_id: int,
+        status: str,
+        timestamp: int,
+        duration_ms: int,
+        size: int,
+        is_savepoint: bool,
+        **details: object,
+    ) -> None:
         """`details`: `external_path` of a completed one, `failure_message` of a failed one (Flink's names); a
         completed one's `checkpoint_type` (CHECKPOINT, UNALIGNED_CHECKPOINT or SAVEPOINT), `persisted_data` (bytes
         of in-flight data its subtasks persisted) and `alignment_duration` (ms, the longest of its subtasks')."""
         self._barrier_figures.pop(checkpoint_id, None)
         history = self.stats.history
-        history.append({"id": checkpoint_id, "status": status, "is_savepoint": is_savepoint,
-                        "trigger_timestamp": timestamp, "end_to_end_duration": duration_ms, "state_size": size,
-                        "latest_ack_timestamp": timestamp + duration_ms, **details})
-        del history[:-self.HISTORY_SIZE]
+        history.append(
+            {
+                "id": checkpoint_id,
+                "status": status,
+                "is_savepoint": is_savepoint,
+                "trigger_timestamp": timestamp,
+                "end_to_end_duration": duration_ms,
+                "state_size": size,
+                "latest_ack_timestamp": timestamp + duration_ms,
+                **details,
+            }
+        )
+        del history[: -self.HISTORY_SIZE]
 
     def in_progress(self) -> list[dict[str, Any]]:
         """The checkpoints triggered and not yet completed or failed, as the history lists them."""
@@ -388,17 +467,25 @@ class CheckpointCoordinator:
         entries = []
         for checkpoint_id, pending in sorted(self._pending.items()):
             started = self._started_at.get(checkpoint_id, now)
-            entries.append({"id": checkpoint_id, "status": "IN_PROGRESS", "is_savepoint": pending.is_savepoint,
-                            "trigger_timestamp": pending.timestamp, "end_to_end_duration": now - started,
-                            "state_size": 0, "num_subtasks": len(pending.tasks_to_ack),
-                            "num_acknowledged_subtasks": len(pending.tasks_to_ack)
-                            - len(pending.not_yet_acknowledged)})
+            entries.append(
+                {
+                    "id": checkpoint_id,
+                    "status": "IN_PROGRESS",
+                    "is_savepoint": pending.is_savepoint,
+                    "trigger_timestamp": pending.timestamp,
+                    "end_to_end_duration": now - started,
+                    "state_size": 0,
+                    "num_subtasks": len(pending.tasks_to_ack),
+                    "num_acknowledged_subtasks": len(pending.tasks_to_ack) - len(pending.not_yet_acknowledged),
+                }
+            )
         return entries
 
     # -- aborting -----------------------------------------------------------------------------------------------
 
-    def _abort(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str,
-               from_task: bool = False) -> None:
+    def _abort(
+        self, checkpoint_id: int, reason: CheckpointFailureReason, message: str, from_task: bool = False
+    ) -> None:
         pending = self._pending.pop(checkpoint_id, None)
         if pending is None:
             return
@@ -410,16 +497,24 @@ class CheckpointCoordinator:
         duration = self._clock() - self._started_at.pop(checkpoint_id, self._clock())
         what = "savepoint" if pending.is_savepoint else "checkpoint"
         log = logger.warning if reason.counts else logger.info
-        log("%s %d of job %s aborted (%s) after %d ms: %s", what, checkpoint_id, self.job_id, reason.name, duration,
-            message)
+        log(
+            "%s %d of job %s aborted (%s) after %d ms: %s",
+            what,
+            checkpoint_id,
+            self.job_id,
+            reason.name,
+            duration,
+            message,
+        )
         self._discard(checkpoint_id, storage)
         tasks = self._tasks
         self._io.execute(lambda: tasks.notify_aborted(checkpoint_id))
         error = RuntimeError(f"{what} {checkpoint_id} of job {self.job_id} failed: {message}")
         self.stats.failed += 1
         self.stats.last_failure = message
-        self._history(checkpoint_id, "FAILED", pending.timestamp, duration, 0, pending.is_savepoint,
-                      failure_message=message)
+        self._history(
+            checkpoint_id, "FAILED", pending.timestamp, duration, 0, pending.is_savepoint, failure_message=message
+        )
         if future is not None:
             future.set_exception(error)
         self._count_failure(reason, checkpoint_id, error, pending.is_savepoint, from_task)
@@ -436,26 +531,41 @@ class CheckpointCoordinator:
         if handle is not None:
             handle.cancel()
 
-    def _count_failure(self, reason: CheckpointFailureReason, checkpoint_id: int, error: BaseException,
-                       is_savepoint: bool, from_task: bool = False) -> None:
-        verdict = self._failures.handle_failure(reason, checkpoint_id, cause=error, from_task=from_task,
-                                                is_savepoint=is_savepoint)
+    def _count_failure(
+        self,
+        reason: CheckpointFailureReason,
+        checkpoint_id: int,
+        error: BaseException,
+        is_savepoint: bool,
+        from_task: bool = False,
+    ) -> None:
+        verdict = self._failures.handle_failure(
+            reason, checkpoint_id, cause=error, from_task=from_task, is_savepoint=is_savepoint
+        )
         if verdict is FailureVerdict.FAIL_JOB:
             logger.warning("job %s: %s", self.job_id, self._failures.job_failure)
             failure = self._failures.job_failure
             if failure is not None:  # FAIL_JOB always comes with the error
                 self._tasks.fail_job(failure)
         elif verdict is FailureVerdict.TOLERATED:
-            logger.info("job %s: checkpoint %d counts as failed (%d in a row, %d tolerated)", self.job_id,
-                        checkpoint_id, self._failures.consecutive_failures, self._failures.tolerable_failures)
+            logger.info(
+                "job %s: checkpoint %d counts as failed (%d in a row, %d tolerated)",
+                self.job_id,
+                checkpoint_id,
+                self._failures.consecutive_failures,
+                self._failures.tolerable_failures,
+            )
 
     def abort_pending_awaiting(self, task: Task) -> None:
         """`task` finished its input without acknowledging some pending checkpoints: they can never complete.
         Abort them now as DECLINED_END_OF_INPUT, which does not count as a checkpoint failure, rather than let
         them expire as a TIMEOUT, which would."""
         for checkpoint_id in [cid for cid, p in self._pending.items() if task in p.not_yet_acknowledged]:
-            self._abort(checkpoint_id, CheckpointFailureReason.DECLINED_END_OF_INPUT,
-                        f"subtask {task} ended before acknowledging it")
+            self._abort(
+                checkpoint_id,
+                CheckpointFailureReason.DECLINED_END_OF_INPUT,
+                f"subtask {task} ended before acknowledging it",
+            )
 
     def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
         """On failover or shutdown: every pending checkpoint is aborted (without counting towards failure)."""

@@ -92,7 +92,9 @@ class CheckpointFailureManager:
             count = self._consecutive
             self._reset()
             return self._fail(
-                reason, checkpoint_id, cause,
+                reason,
+                checkpoint_id,
+                cause,
                 f"{count} consecutive checkpoints failed and {self.tolerable_failures} are tolerated",
             )
         return FailureVerdict.TOLERATED

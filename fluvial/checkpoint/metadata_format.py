@@ -120,14 +120,18 @@ def _encode_subtask(index: int, subtask: SubtaskState, prefix: str | None, where
 
 def _encode_handle(handle: StateHandle, prefix: str | None) -> dict[str, Any]:
     if isinstance(handle, ByteStreamStateHandle):
-        return {"kind": "inline", "name": handle.name, "data": base64.b64encode(handle.data).decode("ascii"),
-                "checksum": handle.checksum}
+        return {
+            "kind": "inline",
+            "name": handle.name,
+            "data": base64.b64encode(handle.data).decode("ascii"),
+            "checksum": handle.checksum,
+        }
     if isinstance(handle, FileStateHandle):
-        relative = prefix is not None and handle.path.startswith(prefix) and _is_relative_path(
-            handle.path[len(prefix):])
-        path = handle.path[len(prefix):] if relative and prefix is not None else handle.path
-        return {"kind": "file", "path": path, "relative": relative, "size": handle.size,
-                "checksum": handle.checksum}
+        relative = (
+            prefix is not None and handle.path.startswith(prefix) and _is_relative_path(handle.path[len(prefix) :])
+        )
+        path = handle.path[len(prefix) :] if relative and prefix is not None else handle.path
+        return {"kind": "file", "path": path, "relative": relative, "size": handle.size, "checksum": handle.checksum}
     raise TypeError(f"not a state handle: {type(handle).__name__}")
 
 
@@ -156,8 +160,15 @@ def _require_json_value(value: Any, where: str) -> None:
 
 def _is_relative_path(path: str) -> bool:
     """A path that stays inside the directory it is relative to (what a forged file must not escape)."""
-    return (bool(path) and not path.startswith("/") and "://" not in path and "\\" not in path
-            and posixpath.normpath(path) == path and path != ".." and not path.startswith("../"))
+    return (
+        bool(path)
+        and not path.startswith("/")
+        and "://" not in path
+        and "\\" not in path
+        and posixpath.normpath(path) == path
+        and path != ".."
+        and not path.startswith("../")
+    )
 
 
 # -- decoding -----------------------------------------------------------------------------------------------------
@@ -182,9 +193,14 @@ class _Reader:
             raise self.corrupt(f"has {field} of type {_json_type(value)}, expected an object")
         if set(value) != keys:
             missing, unknown = sorted(keys - set(value)), sorted(set(value) - keys)
-            detail = "; ".join(part for part in (
-                f"missing {', '.join(missing)}" if missing else "",
-                f"unknown {', '.join(unknown)}" if unknown else "") if part)
+            detail = "; ".join(
+                part
+                for part in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"unknown {', '.join(unknown)}" if unknown else "",
+                )
+                if part
+            )
             raise self.corrupt(f"has {field} with the wrong keys ({detail})")
         return value
 
@@ -205,8 +221,11 @@ class _Reader:
                 data = base64.b64decode(self.typed(value["data"], str, f"{field}.data"), validate=True)
             except (binascii.Error, ValueError):
                 raise self.corrupt(f"has {field}.data that is not base64") from None
-            return ByteStreamStateHandle(self.typed(value["name"], str, f"{field}.name"), data,
-                                         self.checksum(value["checksum"], f"{field}.checksum"))
+            return ByteStreamStateHandle(
+                self.typed(value["name"], str, f"{field}.name"),
+                data,
+                self.checksum(value["checksum"], f"{field}.checksum"),
+            )
         if kind == "file":
             value = self.obj(value, _FILE_KEYS, field)
             path = self.typed(value["path"], str, f"{field}.path")
@@ -214,8 +233,11 @@ class _Reader:
                 path = self.resolve(path, field)
             elif "://" not in path:
                 raise self.corrupt(f"has {field}.path {path!r}, which is neither relative nor a full URL")
-            return FileStateHandle(path, self.typed(value["size"], int, f"{field}.size", 0),
-                                   self.checksum(value["checksum"], f"{field}.checksum"))
+            return FileStateHandle(
+                path,
+                self.typed(value["size"], int, f"{field}.size", 0),
+                self.checksum(value["checksum"], f"{field}.checksum"),
+            )
         raise self.corrupt(f"has {field}.kind {kind!r}, expected 'inline' or 'file'")
 
     def checksum(self, value: Any, field: str) -> int:
@@ -261,17 +283,21 @@ def _checked_payload(blob: bytes, reader: _Reader) -> memoryview:
     if version == PICKLE_METADATA_VERSION:
         raise reader.corrupt(
             f"has format version {version}, a pickle written by an older fluvial; it is never read, because "
-            f"unpickling a file can run any code (this fluvial reads version {METADATA_VERSION}, JSON)")
+            f"unpickling a file can run any code (this fluvial reads version {METADATA_VERSION}, JSON)"
+        )
     if version not in READABLE_VERSIONS:
-        raise reader.corrupt(f"has format version {version}, which this fluvial does not read "
-                             f"(it reads {' and '.join(map(str, READABLE_VERSIONS))})")
+        raise reader.corrupt(
+            f"has format version {version}, which this fluvial does not read "
+            f"(it reads {' and '.join(map(str, READABLE_VERSIONS))})"
+        )
     reader.version = version
-    payload = memoryview(blob)[METADATA_HEADER.size:]
+    payload = memoryview(blob)[METADATA_HEADER.size :]
     if len(payload) != length:
         raise reader.corrupt(f"is truncated: the header announces {length} bytes of payload, found {len(payload)}")
     if checksum(payload) != expected:
         raise reader.corrupt(
-            f"is corrupted: {CHECKSUM_ALGORITHM} {checksum(payload):08x} does not match {expected:08x}")
+            f"is corrupted: {CHECKSUM_ALGORITHM} {checksum(payload):08x} does not match {expected:08x}"
+        )
     return payload
 
 
@@ -288,8 +314,11 @@ def _decode_document(document: Any, reader: _Reader) -> CheckpointMetadata:
             raise reader.corrupt(f"names operator {operator_id!r} twice")
         subtasks = _decode_subtasks(operator["subtasks"], reader, field)
         operators[operator_id] = OperatorState(
-            operator_id, reader.typed(operator["parallelism"], int, f"{field}.parallelism", 1),
-            reader.typed(operator["max_parallelism"], int, f"{field}.max_parallelism", 1), subtasks)
+            operator_id,
+            reader.typed(operator["parallelism"], int, f"{field}.parallelism", 1),
+            reader.typed(operator["max_parallelism"], int, f"{field}.max_parallelism", 1),
+            subtasks,
+        )
     return CheckpointMetadata(
         reader.typed(top["checkpoint_id"], int, "checkpoint_id", 0),
         reader.typed(top["timestamp"], int, "timestamp"),
@@ -317,9 +346,14 @@ def _decode_subtasks(values: Any, reader: _Reader, field: str) -> dict[int, Subt
                 raise reader.corrupt(f"has {where}.{name} of type {_json_type(handles)}, expected an array")
             lists[name] = [reader.handle(handle, f"{where}.{name}[{i}]") for i, handle in enumerate(handles)]
         finished = reader.typed(subtask["finished"], bool, f"{where}.finished") if reader.version >= 3 else False
-        subtasks[index] = SubtaskState(keyed=lists["keyed"], operator=lists["operator"],
-                                       raw=reader.raw(subtask["raw"], f"{where}.raw"), shared=lists["shared"],
-                                       input_channel=lists["input_channel"], finished=finished)
+        subtasks[index] = SubtaskState(
+            keyed=lists["keyed"],
+            operator=lists["operator"],
+            raw=reader.raw(subtask["raw"], f"{where}.raw"),
+            shared=lists["shared"],
+            input_channel=lists["input_channel"],
+            finished=finished,
+        )
     return subtasks
 
 
@@ -327,10 +361,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
-_JSON_TYPES: dict[type, str] = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
-                                float: "number", type(None): "null"}
+_JSON_TYPES: dict[type, str] = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    type(None): "null",
+}
 
 
 def _json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
-

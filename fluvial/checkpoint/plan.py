@@ -32,8 +32,9 @@ class CheckpointTasks(Protocol):
         """The plan for a checkpoint now, or why none can be taken now (e.g. NOT_ALL_TASKS_RUNNING)."""
         ...
 
-    def trigger(self, task: Task, checkpoint_id: int, timestamp: int, savepoint_dir: str | None,
-                drain: bool = False) -> None:
+    def trigger(
+        self, task: Task, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+    ) -> None:
         """Start the checkpoint at source subtask `task` (`drain`: see messages.TriggerCheckpoint)."""
         ...
 

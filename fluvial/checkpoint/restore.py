@@ -23,16 +23,18 @@ def _overlaps(a: range, b: range) -> bool:
     return a.start < b.stop and b.start < a.stop
 
 
-def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool = False,
-                   location: str = "", owned: bool = False) -> dict[tuple[int, int], dict[str, RestoreAssignment]]:
+def assign_restore(
+    metadata: Any, job_graph: Any, allow_non_restored_state: bool = False, location: str = "", owned: bool = False
+) -> dict[tuple[int, int], dict[str, RestoreAssignment]]:
     """(vertex id, subtask index) → operator id → RestoreAssignment, for every subtask of `job_graph`.
     `owned`: the checkpoint is the job's own (a failover restores from it), so backends may build on its files.
 
     Raises StateError for state that matches no operator (unless allowed) and for a changed max parallelism of
     keyed state, naming the operator and the fix."""
     operator_states = dict(metadata.operator_states)
-    unaligned = any(state.input_channel for operator in operator_states.values()
-                    for state in operator.subtask_states.values())
+    unaligned = any(
+        state.input_channel for operator in operator_states.values() for state in operator.subtask_states.values()
+    )
     matched: set[str] = set()
     result: dict[tuple[int, int], dict[str, RestoreAssignment]] = {}
     for vertex in job_graph.vertices:
@@ -43,8 +45,12 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
                 continue
             matched.add(operator_id)
             if old.fully_finished:
-                logger.info("operator '%s' (%s) had finished when checkpoint %d was taken: it restores finished",
-                            node.name, operator_id, metadata.checkpoint_id)
+                logger.info(
+                    "operator '%s' (%s) had finished when checkpoint %d was taken: it restores finished",
+                    node.name,
+                    operator_id,
+                    metadata.checkpoint_id,
+                )
             has_keyed = any(state.keyed for state in old.subtask_states.values())
             if has_keyed and old.max_parallelism != node.max_parallelism:
                 raise StateError(
@@ -63,7 +69,8 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
                 )
             for index in range(vertex.parallelism):
                 result.setdefault((vertex.id, index), {})[operator_id] = subtask_assignment(
-                    old, metadata.checkpoint_id, vertex.parallelism, index, owned)
+                    old, metadata.checkpoint_id, vertex.parallelism, index, owned
+                )
     unmatched = sorted(set(operator_states) - matched)
     if unmatched and not allow_non_restored_state:
         raise StateError(
@@ -74,8 +81,9 @@ def assign_restore(metadata: Any, job_graph: Any, allow_non_restored_state: bool
     return result
 
 
-def share_of_operator_state(per_old_subtask: list[list[dict[str, list[Any]]]], old_parallelism: int,
-                            subtask_index: int, parallelism: int) -> dict[str, list[Any]]:
+def share_of_operator_state(
+    per_old_subtask: list[list[dict[str, list[Any]]]], old_parallelism: int, subtask_index: int, parallelism: int
+) -> dict[str, list[Any]]:
     """One new subtask's share of an operator's list state (Flink's round-robin redistribution).
 
     `per_old_subtask[j]`: the state dicts old subtask j wrote.
@@ -112,8 +120,9 @@ def share_of_operator_state(per_old_subtask: list[list[dict[str, list[Any]]]], o
     return shares
 
 
-def subtask_assignment(old: Any, checkpoint_id: int, parallelism: int, subtask_index: int,
-                       owned: bool = False) -> RestoreAssignment:
+def subtask_assignment(
+    old: Any, checkpoint_id: int, parallelism: int, subtask_index: int, owned: bool = False
+) -> RestoreAssignment:
     """What new subtask `subtask_index` of `parallelism` restores from an operator's stored state `old` (an
     OperatorState): the keyed state files of the old subtasks whose key groups overlap its own, and every old
     subtask's operator state files (the subtask takes its share when it loads them)."""
@@ -128,6 +137,5 @@ def subtask_assignment(old: Any, checkpoint_id: int, parallelism: int, subtask_i
         tuple(old.subtask_states[j].operator) if j in old.subtask_states else () for j in range(old.parallelism)
     )
     own_state = old.subtask_states.get(subtask_index)
-    channel_handles = tuple(own_state.input_channel) if own_state is not None and old.parallelism == parallelism \
-        else ()
+    channel_handles = tuple(own_state.input_channel) if own_state is not None and old.parallelism == parallelism else ()
     return RestoreAssignment(checkpoint_id, keyed, operator_handles, old.parallelism, owned, channel_handles)

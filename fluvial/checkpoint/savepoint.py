@@ -21,8 +21,7 @@ def savepoint_target(directory: str | None, configuration: Any = None) -> str:
     if configured:
         return configured
     raise ResourceError(
-        "no savepoint directory: pass one (client.trigger_savepoint('/path/to/savepoints')) or set "
-        "state.savepoints.dir"
+        "no savepoint directory: pass one (client.trigger_savepoint('/path/to/savepoints')) or set state.savepoints.dir"
     )
 
 
@@ -35,8 +34,9 @@ def savepoint_storage(directory: str, job_id: str, checkpoint_storage: Any = Non
     from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 
     if isinstance(checkpoint_storage, FileSystemCheckpointStorage):
-        description = FileSystemCheckpointStorage(directory, checkpoint_storage.file_state_size_threshold,
-                                                  checkpoint_storage.write_buffer_size)
+        description = FileSystemCheckpointStorage(
+            directory, checkpoint_storage.file_state_size_threshold, checkpoint_storage.write_buffer_size
+        )
     else:
         description = FileSystemCheckpointStorage(directory)
     return create_checkpoint_storage(description, f"savepoint-{job_id[:8]}")

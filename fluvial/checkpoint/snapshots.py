@@ -60,4 +60,6 @@ class RestoreAssignment:
     operator_handles: tuple[tuple[StateHandle, ...], ...]
     old_parallelism: int
     owned: bool = False
-    input_channel_handles: tuple[StateHandle, ...] = ()  # the in-flight data of an unaligned checkpoint (same parallelism only)
+    input_channel_handles: tuple[
+        StateHandle, ...
+    ] = ()  # the in-flight data of an unaligned checkpoint (same parallelism only)

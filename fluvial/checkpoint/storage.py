@@ -60,11 +60,27 @@ from fluvial.datastream.checkpoint_storage import (
 )
 
 __all__ = [  # the handles and metadata live in fluvial.checkpoint.metadata; importing them from here works too
-    "CHECKSUM_ALGORITHM", "ByteStreamStateHandle", "CheckpointMetadata", "CheckpointNotFoundError",
-    "CheckpointStorageAccess", "CorruptCheckpointError", "FileStateHandle", "FileSystemCheckpointStorageAccess",
-    "JobManagerCheckpointStorageAccess", "METADATA_FILE_NAME", "OperatorState", "StateHandle",
-    "StateTooLargeError", "SubtaskState", "checksum", "create_checkpoint_storage", "decode_metadata", "discard_checkpoint_at",
-    "encode_metadata", "read_checkpoint_metadata", "read_state_handle",
+    "CHECKSUM_ALGORITHM",
+    "ByteStreamStateHandle",
+    "CheckpointMetadata",
+    "CheckpointNotFoundError",
+    "CheckpointStorageAccess",
+    "CorruptCheckpointError",
+    "FileStateHandle",
+    "FileSystemCheckpointStorageAccess",
+    "JobManagerCheckpointStorageAccess",
+    "METADATA_FILE_NAME",
+    "OperatorState",
+    "StateHandle",
+    "StateTooLargeError",
+    "SubtaskState",
+    "checksum",
+    "create_checkpoint_storage",
+    "decode_metadata",
+    "discard_checkpoint_at",
+    "encode_metadata",
+    "read_checkpoint_metadata",
+    "read_state_handle",
 ]
 
 logger = logging.getLogger(__name__)
@@ -390,7 +406,7 @@ class JobManagerCheckpointStorageAccess:
     def read_metadata(self, location: str) -> CheckpointMetadata:
         if not location.startswith(JOBMANAGER_SCHEME):
             return read_checkpoint_metadata(location)
-        job_id, _, chk = location[len(JOBMANAGER_SCHEME):].partition("/chk-")
+        job_id, _, chk = location[len(JOBMANAGER_SCHEME) :].partition("/chk-")
         with self._lock:
             blob = self._metadata.get(int(chk)) if job_id == self.job_id and chk.isdigit() else None
         if blob is None:

@@ -107,13 +107,20 @@ class CompletedCheckpointStore:
         if checkpoint.claimed:
             from fluvial.checkpoint.storage import discard_checkpoint_at
 
-            logger.info("discarding checkpoint %d at %s: this job claimed it and newer checkpoints subsume it",
-                        checkpoint.checkpoint_id, checkpoint.metadata_location)
-            self._quietly(f"claimed checkpoint {checkpoint.metadata_location}", discard_checkpoint_at,
-                          checkpoint.metadata_location)
+            logger.info(
+                "discarding checkpoint %d at %s: this job claimed it and newer checkpoints subsume it",
+                checkpoint.checkpoint_id,
+                checkpoint.metadata_location,
+            )
+            self._quietly(
+                f"claimed checkpoint {checkpoint.metadata_location}",
+                discard_checkpoint_at,
+                checkpoint.metadata_location,
+            )
         elif not checkpoint.is_savepoint:
-            self._quietly(f"checkpoint {checkpoint.checkpoint_id}", self._storage.discard_checkpoint,
-                          checkpoint.checkpoint_id)
+            self._quietly(
+                f"checkpoint {checkpoint.checkpoint_id}", self._storage.discard_checkpoint, checkpoint.checkpoint_id
+            )
         self.release_shared(checkpoint.checkpoint_id)
 
     # -- shared state -------------------------------------------------------------------------------------------

@@ -51,22 +51,26 @@ ANSWER_TIMEOUT_SECONDS = 5.0  # from the JobManager recording its address to its
 STOP_TIMEOUT_SECONDS = 30.0  # the cluster cancels its jobs (10 s at most) and stops its processes (5 s)
 POLL_SECONDS = 0.05
 
-cluster_app = typer.Typer(name="cluster", help="Start or stop a session cluster on this machine.",
-                          no_args_is_help=True, add_completion=False)
+cluster_app = typer.Typer(
+    name="cluster", help="Start or stop a session cluster on this machine.", no_args_is_help=True, add_completion=False
+)
 
 
 @cluster_app.command()
 def start(
-    taskmanagers: Annotated[int | None, typer.Option("--taskmanagers", min=1, help="TaskManager processes (default: "
-                                                                                  "one per core).")] = None,
+    taskmanagers: Annotated[
+        int | None, typer.Option("--taskmanagers", min=1, help="TaskManager processes (default: one per core).")
+    ] = None,
     slots: Annotated[int, typer.Option("--slots", min=1, help="Slots per TaskManager.")] = 1,
-    port: Annotated[int, typer.Option("--port", min=0, max=65535,
-                                      help="REST port (0: any free port).")] = DEFAULT_PORT,
-    bind: Annotated[str, typer.Option("--bind", metavar="HOST",
-                                      help="The address the REST API listens on.")] = DEFAULT_BIND,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="REST port (0: any free port).")] = DEFAULT_PORT,
+    bind: Annotated[
+        str, typer.Option("--bind", metavar="HOST", help="The address the REST API listens on.")
+    ] = DEFAULT_BIND,
     foreground: Annotated[bool, typer.Option("--foreground", help="Run in this terminal until Ctrl-C.")] = False,
-    properties: Annotated[list[str] | None, typer.Option(
-        "-D", metavar="KEY=VALUE", help="A cluster setting, e.g. -D slot.request.timeout=60s.")] = None,
+    properties: Annotated[
+        list[str] | None,
+        typer.Option("-D", metavar="KEY=VALUE", help="A cluster setting, e.g. -D slot.request.timeout=60s."),
+    ] = None,
 ) -> None:
     """Start a session cluster: a JobManager (REST API and dashboard) and TaskManager processes."""
     try:
@@ -81,11 +85,15 @@ def start(
 
         raise typer.Exit(run(spec, foreground=True))
     record = _start_in_background(spec, list(properties or ()))
-    print(f"Session cluster started: {taskmanagers} TaskManager{'s' if taskmanagers > 1 else ''} with {spec.slots} "
-          f"slot{'s' if spec.slots > 1 else ''} each (JobManager pid {record.jobmanager.pid}).")
+    print(
+        f"Session cluster started: {taskmanagers} TaskManager{'s' if taskmanagers > 1 else ''} with {spec.slots} "
+        f"slot{'s' if spec.slots > 1 else ''} each (JobManager pid {record.jobmanager.pid})."
+    )
     print(f"Dashboard and REST API: {record.rest_url}")
-    print(f"  with its access token (to cancel, savepoint or stop from the dashboard): {record.rest_url}/#/?token="
-          f"{record.token}")
+    print(
+        f"  with its access token (to cancel, savepoint or stop from the dashboard): {record.rest_url}/#/?token="
+        f"{record.token}"
+    )
     print(f"Logs: {record.log_dir} (jobmanager.log; what jobs print: jobmanager.out)")
 
 
@@ -95,27 +103,46 @@ def _refuse_if_running() -> None:
     if record is None:
         return
     if record.jobmanager.alive():
-        error(f"a session cluster is already running (JobManager pid {record.jobmanager.pid}, dashboard "
-              f"{record.rest_url}): use it (fluvial run -m {record.address} JOB.py), or stop it first (fluvial "
-              "cluster stop)")
+        error(
+            f"a session cluster is already running (JobManager pid {record.jobmanager.pid}, dashboard "
+            f"{record.rest_url}): use it (fluvial run -m {record.address} JOB.py), or stop it first (fluvial "
+            "cluster stop)"
+        )
         exit_with(ExitCode.FAILURE)
     _clean_stale(record)
-    echo_err(f"note: removed {path}, left by a cluster that is no longer running (JobManager pid "
-             f"{record.jobmanager.pid})")
+    echo_err(
+        f"note: removed {path}, left by a cluster that is no longer running (JobManager pid {record.jobmanager.pid})"
+    )
 
 
 def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> ClusterRecord:
     from fluvial.cli.jobmanager import out_file
 
     private_directory(log_directory())
-    command = [*python_command("-m", "fluvial.cli.jobmanager"), "--taskmanagers", str(spec.task_managers),
-               "--slots", str(spec.slots), "--port", str(spec.port), "--bind", spec.bind]
+    command = [
+        *python_command("-m", "fluvial.cli.jobmanager"),
+        "--taskmanagers",
+        str(spec.task_managers),
+        "--slots",
+        str(spec.slots),
+        "--port",
+        str(spec.port),
+        "--bind",
+        spec.bind,
+    ]
     for pair in properties:
         command += ["-D", pair]
     environment = {**os.environ, CLUSTER_ID_VARIABLE: secrets.token_hex(16)}  # proves its processes the cluster's
     with open(out_file(), "ab") as out:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, close_fds=True, env=environment)
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=environment,
+        )
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     recorded_at: float | None = None
     while True:
@@ -128,8 +155,10 @@ def _start_in_background(spec: SessionClusterSpec, properties: list[str]) -> Clu
             if time.monotonic() - recorded_at > ANSWER_TIMEOUT_SECONDS:
                 _give_up(process, f"its REST API at {record.rest_url} fails ({problem})")
         if process.poll() is not None:
-            error(f"the session cluster did not start (its JobManager exited with code {process.returncode}); the "
-                  f"end of {out_file()}:\n{_tail(out_file())}")
+            error(
+                f"the session cluster did not start (its JobManager exited with code {process.returncode}); the "
+                f"end of {out_file()}:\n{_tail(out_file())}"
+            )
             exit_with(ExitCode.FAILURE)
         if time.monotonic() > deadline:
             _give_up(process, f"it did not answer within {START_TIMEOUT_SECONDS:.0f} s")
@@ -143,8 +172,10 @@ def _give_up(process: subprocess.Popen, why: str) -> NoReturn:
     process.kill()
     process.wait()
     first = _first_error(out_file())
-    error(f"the session cluster did not start: {why}; it was stopped." +
-          (f" Its first error, from {out_file()}:\n{first}" if first else f" See {log_directory()}"))
+    error(
+        f"the session cluster did not start: {why}; it was stopped."
+        + (f" Its first error, from {out_file()}:\n{first}" if first else f" See {log_directory()}")
+    )
     exit_with(ExitCode.FAILURE)
 
 
@@ -158,9 +189,11 @@ def _first_error(path: object, context: int = 3) -> str:
     start = next((index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call")), None)
     if start is None:
         return ""
-    end = next((index for index in range(start + 1, len(lines)) if lines[index] and not lines[index][0].isspace()),
-               len(lines) - 1)
-    return "\n".join(lines[max(start + 1, end - context):end + 1])
+    end = next(
+        (index for index in range(start + 1, len(lines)) if lines[index] and not lines[index][0].isspace()),
+        len(lines) - 1,
+    )
+    return "\n".join(lines[max(start + 1, end - context) : end + 1])
 
 
 def _answer_problem(record: ClusterRecord) -> str | None:
@@ -185,8 +218,9 @@ def stop_cluster() -> None:
         print(f"Removed {path}: the cluster it recorded (JobManager pid {record.jobmanager.pid}) is no longer running.")
         return
     print(f"Stopping the session cluster at {record.rest_url} (JobManager pid {record.jobmanager.pid}).")
-    client = RestClusterClient(ClusterAddress.parse(record.address),
-                               AccessToken(record.token, f"the token in {path} was refused"))
+    client = RestClusterClient(
+        ClusterAddress.parse(record.address), AccessToken(record.token, f"the token in {path} was refused")
+    )
     try:
         client.shutdown()
         accepted = True
@@ -203,11 +237,15 @@ def stop_cluster() -> None:
         time.sleep(POLL_SECONDS)
     for process in record.processes:
         if process.kill(record.cluster_id):
-            echo_err(f"warning: process {process.pid} of the cluster had not exited after "
-                     f"{STOP_TIMEOUT_SECONDS:.0f} s and was killed")
+            echo_err(
+                f"warning: process {process.pid} of the cluster had not exited after "
+                f"{STOP_TIMEOUT_SECONDS:.0f} s and was killed"
+            )
         elif process.alive():
-            echo_err(f"warning: process {process.pid}, named by {path}, still runs but is not provably the "
-                     "cluster's: it was not signalled")
+            echo_err(
+                f"warning: process {process.pid}, named by {path}, still runs but is not provably the "
+                "cluster's: it was not signalled"
+            )
     remove_cluster_file(record.jobmanager.pid)
     print("Session cluster stopped.")
 

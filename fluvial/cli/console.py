@@ -41,7 +41,9 @@ def fail_usage(message: str) -> NoReturn:
 
 VerboseOption = Annotated[
     bool,
-    typer.Option("--verbose", "-v", help="Show complete tracebacks, fluvial's own frames included, and fluvial's logs."),
+    typer.Option(
+        "--verbose", "-v", help="Show complete tracebacks, fluvial's own frames included, and fluvial's logs."
+    ),
 ]
 
 

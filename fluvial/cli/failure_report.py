@@ -76,7 +76,7 @@ def _drop_internal_frames_of_text(text: str) -> tuple[str, int]:
     skipping = False
     for line in text.splitlines():
         if line.startswith('  File "'):
-            skipping = is_internal_frame(line[len('  File "'):].split('"', 1)[0])
+            skipping = is_internal_frame(line[len('  File "') :].split('"', 1)[0])
             hidden += skipping
         elif not line.startswith("    "):
             skipping = False

@@ -71,8 +71,12 @@ def execute_job_file(job: Path, args: list[str], path_entries: list[str] | None 
     `path_entries` (-pyfs); restore both afterwards. Exceptions become the result; BaseExceptions other than
     SystemExit and KeyboardInterrupt (a closed pipe, a captured plan) propagate."""
     path = os.path.abspath(job)
-    return _execute(lambda: runpy.run_path(path, run_name="__main__"), str(job), args,
-                    [os.path.dirname(path), *(path_entries or ())])
+    return _execute(
+        lambda: runpy.run_path(path, run_name="__main__"),
+        str(job),
+        args,
+        [os.path.dirname(path), *(path_entries or ())],
+    )
 
 
 def execute_job_module(module: str, args: list[str], path_entries: list[str] | None = None) -> ScriptResult:
@@ -89,10 +93,13 @@ def execute_job_module(module: str, args: list[str], path_entries: list[str] | N
     finally:
         sys.path[:] = saved_path
     if found is None:
-        fail_usage(f"-pym: no module named '{module}' on -pyfs nor on the interpreter's path: add the directory "
-                   "that holds it with -pyfs DIR")
-    return _execute(lambda: runpy.run_module(module, run_name="__main__", alter_sys=True), module, args,
-                    list(path_entries or ()))
+        fail_usage(
+            f"-pym: no module named '{module}' on -pyfs nor on the interpreter's path: add the directory "
+            "that holds it with -pyfs DIR"
+        )
+    return _execute(
+        lambda: runpy.run_module(module, run_name="__main__", alter_sys=True), module, args, list(path_entries or ())
+    )
 
 
 def _execute(main: Callable[[], Any], argv0: str, args: list[str], path_entries: list[str]) -> ScriptResult:

@@ -50,10 +50,12 @@ def out_file() -> Path:
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
     import os
 
-    parser = argparse.ArgumentParser(prog="python -m fluvial.cli.jobmanager",
-                                     description="The JobManager of a fluvial session cluster.")
-    parser.add_argument("--taskmanagers", type=int, default=os.cpu_count() or 1,
-                        help="TaskManager processes (default: one per core)")
+    parser = argparse.ArgumentParser(
+        prog="python -m fluvial.cli.jobmanager", description="The JobManager of a fluvial session cluster."
+    )
+    parser.add_argument(
+        "--taskmanagers", type=int, default=os.cpu_count() or 1, help="TaskManager processes (default: one per core)"
+    )
     parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager (default 1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="REST port (default 8081; 0: any free port)")
     parser.add_argument("--bind", default=DEFAULT_BIND, help="REST bind address (default 127.0.0.1)")
@@ -84,8 +86,9 @@ def run(spec: SessionClusterSpec, foreground: bool) -> int:
         logger.error("the session cluster did not start: %s", error)
         print(f"error: the session cluster did not start: {error}", file=sys.stderr, flush=True)
         return 1
-    previous = {number: signal.signal(number, lambda *_: cluster.request_stop())
-                for number in (signal.SIGTERM, signal.SIGINT)}
+    previous = {
+        number: signal.signal(number, lambda *_: cluster.request_stop()) for number in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         print(f"Session cluster running: REST API and dashboard at {cluster.rest_url}", flush=True)
         cluster.run_until_stopped()

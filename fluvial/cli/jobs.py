@@ -76,8 +76,9 @@ def cancel(job_id: JobIdArgument, jobmanager: JobManagerOption = None) -> None:
 
 def savepoint(
     job_id: JobIdArgument,
-    directory: Annotated[str | None, typer.Argument(metavar="[DIR]", help="Where to write it (default: the job's "
-                                                                          "state.savepoints.dir).")] = None,
+    directory: Annotated[
+        str | None, typer.Argument(metavar="[DIR]", help="Where to write it (default: the job's state.savepoints.dir).")
+    ] = None,
     jobmanager: JobManagerOption = None,
 ) -> None:
     """Take a savepoint of a running job and print its path (Flink's `savepoint`)."""
@@ -90,16 +91,22 @@ def savepoint(
 
 def stop(
     job_id: JobIdArgument,
-    savepoint_path: Annotated[str | None, typer.Option("-p", "--savepointPath", metavar="DIR",
-                                                       help="Where to write the savepoint (default: the job's "
-                                                            "state.savepoints.dir).")] = None,
+    savepoint_path: Annotated[
+        str | None,
+        typer.Option(
+            "-p",
+            "--savepointPath",
+            metavar="DIR",
+            help="Where to write the savepoint (default: the job's state.savepoints.dir).",
+        ),
+    ] = None,
     drain: Annotated[bool, typer.Option("-d", "--drain", help="Emit MAX_WATERMARK before the savepoint.")] = False,
     jobmanager: JobManagerOption = None,
 ) -> None:
     """Stop a job with a savepoint and print its path (Flink's `stop`)."""
     job_id = _job_id(job_id)
     client = cluster_client(jobmanager)
-    print(f"{'Draining' if drain else 'Suspending'} job \"{job_id}\" with a savepoint.")
+    print(f'{"Draining" if drain else "Suspending"} job "{job_id}" with a savepoint.')
     _wait_for_savepoint(client, job_id, lambda: client.stop_with_savepoint(job_id, savepoint_path, drain))
 
 

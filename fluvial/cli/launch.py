@@ -28,7 +28,13 @@ ATTACHED_KEY = "execution.attached"
 
 ParallelismOption = Annotated[
     int | None,
-    typer.Option("-p", "--parallelism", min=1, show_envvar=False, help="Default parallelism of the job's operators (parallelism.default)."),
+    typer.Option(
+        "-p",
+        "--parallelism",
+        min=1,
+        show_envvar=False,
+        help="Default parallelism of the job's operators (parallelism.default).",
+    ),
 ]
 PropertyOption = Annotated[
     list[str] | None,
@@ -40,13 +46,20 @@ SavepointOption = Annotated[
 ]
 TargetOption = Annotated[
     str | None,
-    typer.Option("-t", "--target", metavar="TARGET",
-                 help="Where the job runs (execution.target): local (this machine) or ray (a Ray cluster)."),
+    typer.Option(
+        "-t",
+        "--target",
+        metavar="TARGET",
+        help="Where the job runs (execution.target): local (this machine) or ray (a Ray cluster).",
+    ),
 ]
 DetachedOption = Annotated[
     bool,
-    typer.Option("-d", "--detached",
-                 help="Submit each job and leave it running (execution.attached: false): with -m, or --target ray."),
+    typer.Option(
+        "-d",
+        "--detached",
+        help="Submit each job and leave it running (execution.attached: false): with -m, or --target ray.",
+    ),
 ]
 AllowNonRestoredOption = Annotated[
     bool,

@@ -25,8 +25,16 @@ from rich.text import Text
 
 from fluvial.cluster.session.remote_job_client import WAIT_REPORT_SECONDS, JobProgress
 
-STATE_STYLES = {"RUNNING": "green", "FINISHED": "bold green", "FAILED": "bold red", "FAILING": "red",
-                "CANCELED": "yellow", "CANCELLING": "yellow", "RESTARTING": "magenta", "CREATED": "cyan"}
+STATE_STYLES = {
+    "RUNNING": "green",
+    "FINISHED": "bold green",
+    "FAILED": "bold red",
+    "FAILING": "red",
+    "CANCELED": "yellow",
+    "CANCELLING": "yellow",
+    "RESTARTING": "magenta",
+    "CREATED": "cyan",
+}
 
 
 class ConsoleProgress:
@@ -69,16 +77,23 @@ class ConsoleProgress:
                     self._jobs.clear()
                     self._ended.clear()
             else:
-                self._line(progress, f"ended {progress.state} after {_duration(progress.duration_ms)}: "
-                                     f"{_figures(progress)}")
+                self._line(
+                    progress, f"ended {progress.state} after {_duration(progress.duration_ms)}: {_figures(progress)}"
+                )
 
     # -- rendering --------------------------------------------------------------------------------------------------
 
     def _redraw(self) -> None:
         view = Group(*(_job_table(progress) for progress in self._jobs.values()))
         if self._live is None:
-            self._live = Live(view, console=self._console, auto_refresh=False, redirect_stdout=False,
-                              redirect_stderr=False, transient=False)
+            self._live = Live(
+                view,
+                console=self._console,
+                auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+                transient=False,
+            )
             self._live.start(refresh=True)
         else:
             self._live.update(view, refresh=True)
@@ -91,10 +106,16 @@ class ConsoleProgress:
 
 def _job_table(progress: JobProgress) -> Table:
     state = Text(progress.state, style=STATE_STYLES.get(progress.state, ""))
-    title = Text.assemble(f"{progress.name} ", (progress.job_id, "dim"), "  ", state,
-                          f"  {_duration(progress.duration_ms)}  checkpoints: {progress.checkpoints_completed} "
-                          f"completed, {progress.checkpoints_failed} failed, {progress.checkpoints_in_progress} in "
-                          "progress", *((f"\n{progress.waiting_for_slots}",) if progress.waiting_for_slots else ()))
+    title = Text.assemble(
+        f"{progress.name} ",
+        (progress.job_id, "dim"),
+        "  ",
+        state,
+        f"  {_duration(progress.duration_ms)}  checkpoints: {progress.checkpoints_completed} "
+        f"completed, {progress.checkpoints_failed} failed, {progress.checkpoints_in_progress} in "
+        "progress",
+        *((f"\n{progress.waiting_for_slots}",) if progress.waiting_for_slots else ()),
+    )
     table = Table(title=title, title_justify="left", expand=False)
     table.add_column("vertex")
     table.add_column("parallelism", justify="right")

@@ -25,35 +25,58 @@ PYTHON_MODULE_OPTIONS = ("-pym", "--pyModule")
 
 PythonFileOption = Annotated[
     str | None,
-    typer.Option("-py", "--python", metavar="FILE",
-                 help="The job file (Flink's -py): the same as giving it as JOB; what follows it is the job's."),
+    typer.Option(
+        "-py",
+        "--python",
+        metavar="FILE",
+        help="The job file (Flink's -py): the same as giving it as JOB; what follows it is the job's.",
+    ),
 ]
 PythonModuleOption = Annotated[
     str | None,
-    typer.Option("-pym", "--pyModule", metavar="MODULE",
-                 help="Run this module as the job (Flink's -pym), found on -pyfs or the interpreter's path; what "
-                      "follows it is the job's."),
+    typer.Option(
+        "-pym",
+        "--pyModule",
+        metavar="MODULE",
+        help="Run this module as the job (Flink's -pym), found on -pyfs or the interpreter's path; what "
+        "follows it is the job's.",
+    ),
 ]
 PythonFilesOption = Annotated[
     str | None,
-    typer.Option("-pyfs", "--pyFiles", metavar="PATHS",
-                 help="Comma-separated .py files, directories, .zip/.whl/.egg archives on the job's path "
-                      "(python.files)."),
+    typer.Option(
+        "-pyfs",
+        "--pyFiles",
+        metavar="PATHS",
+        help="Comma-separated .py files, directories, .zip/.whl/.egg archives on the job's path (python.files).",
+    ),
 ]
 PythonRequirementsOption = Annotated[
     str | None,
-    typer.Option("-pyreq", "--pyRequirements", metavar="FILE[#CACHE_DIR]",
-                 help="A requirements file the job's TaskManagers install (python.requirements)."),
+    typer.Option(
+        "-pyreq",
+        "--pyRequirements",
+        metavar="FILE[#CACHE_DIR]",
+        help="A requirements file the job's TaskManagers install (python.requirements).",
+    ),
 ]
 PythonArchivesOption = Annotated[
     str | None,
-    typer.Option("-pyarch", "--pyArchives", metavar="ARCHIVE[#DIR],...",
-                 help="Archives extracted for the job's TaskManagers (python.archives)."),
+    typer.Option(
+        "-pyarch",
+        "--pyArchives",
+        metavar="ARCHIVE[#DIR],...",
+        help="Archives extracted for the job's TaskManagers (python.archives).",
+    ),
 ]
 PythonExecutableOption = Annotated[
     str | None,
-    typer.Option("-pyexec", "--pyExecutable", metavar="PYTHON",
-                 help="The interpreter of the job's TaskManagers (python.executable)."),
+    typer.Option(
+        "-pyexec",
+        "--pyExecutable",
+        metavar="PYTHON",
+        help="The interpreter of the job's TaskManagers (python.executable).",
+    ),
 ]
 
 
@@ -86,7 +109,7 @@ def flink_python_arguments(args: list[str], params: list[Any]) -> list[str]:
         elif name in PYTHON_MODULE_OPTIONS:
             module = [PYTHON_MODULE_OPTIONS[0], value or ""]
         else:
-            head.extend(args[index:index + step])
+            head.extend(args[index : index + step])
         index += step
     if script is None and not module:
         return args
@@ -113,6 +136,7 @@ def python_file_paths(value: str | None) -> list[str]:
     paths = [part.strip() for part in (value or "").split(",") if part.strip()]
     for path in paths:
         if not os.path.exists(path):
-            fail_usage(f"-pyfs: '{path}' does not exist; give existing files, directories or archives, separated by "
-                       "commas")
+            fail_usage(
+                f"-pyfs: '{path}' does not exist; give existing files, directories or archives, separated by commas"
+            )
     return [os.path.abspath(path) for path in paths]

@@ -70,16 +70,23 @@ from fluvial.datastream.python_dependencies import sys_path_entry
 
 RunJobManagerOption = Annotated[
     str | None,
-    typer.Option("-m", "--jobmanager", metavar="HOST:PORT",
-                 help="Submit the jobs to the session cluster at this REST address (without -m they run embedded)."),
+    typer.Option(
+        "-m",
+        "--jobmanager",
+        metavar="HOST:PORT",
+        help="Submit the jobs to the session cluster at this REST address (without -m they run embedded).",
+    ),
 ]
 RunJobArgument = Annotated[
     Path | None, typer.Argument(help="The job file: a Python program that calls env.execute() (or give it with -py).")
 ]
 WebOption = Annotated[
     bool,
-    typer.Option("--web", help="Serve the REST API and the dashboard while the jobs run (rest.port, default "
-                               "8081; -D rest.port=0 takes a free one) and print their address."),
+    typer.Option(
+        "--web",
+        help="Serve the REST API and the dashboard while the jobs run (rest.port, default "
+        "8081; -D rest.port=0 takes a free one) and print their address.",
+    ),
 ]
 
 CANCEL_WAIT_SECONDS = 10.0
@@ -115,24 +122,35 @@ def run(
     else:
         require_job_file(job)
     path_entries = python_file_paths(py_files)
-    python_settings = tuple((key, value, f"{option} {value}") for key, value, option in (
-        ("python.files", ",".join(path_entries), "-pyfs"), ("python.requirements", py_requirements, "-pyreq"),
-        ("python.archives", py_archives, "-pyarch"), ("python.executable", py_executable, "-pyexec"),
-    ) if value)
-    options = LaunchOptions(parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target,
-                            detached, python_settings)
+    python_settings = tuple(
+        (key, value, f"{option} {value}")
+        for key, value, option in (
+            ("python.files", ",".join(path_entries), "-pyfs"),
+            ("python.requirements", py_requirements, "-pyreq"),
+            ("python.archives", py_archives, "-pyarch"),
+            ("python.executable", py_executable, "-pyexec"),
+        )
+        if value
+    )
+    options = LaunchOptions(
+        parallelism, tuple(properties or ()), savepoint, allow_non_restored_state, target, detached, python_settings
+    )
     configuration = launch_configuration(options)
     if jobmanager is not None:
         if target is not None and target != "remote":
             fail_usage(f"-m submits to a session cluster, and --target {target} runs the jobs elsewhere: give one")
         _target_session_cluster(configuration, jobmanager, detached, web)
     elif detached and configuration.get("execution.target") != "ray":
-        fail_usage("-d (--detached) submits each job and leaves it running, on a session cluster (add -m HOST:PORT; "
-                   "`fluvial cluster start` starts one) or on Ray (add --target ray)")
+        fail_usage(
+            "-d (--detached) submits each job and leaves it running, on a session cluster (add -m HOST:PORT; "
+            "`fluvial cluster start` starts one) or on Ray (add --target ray)"
+        )
     target = configuration.get("execution.target")
     if configuration.contains_key("rest.address") and target != "remote":
-        fail_usage(f"-D rest.address names the session cluster to submit to, and the jobs run on execution.target "
-                   f"{target}: give the cluster with -m HOST:PORT")
+        fail_usage(
+            f"-D rest.address names the session cluster to submit to, and the jobs run on execution.target "
+            f"{target}: give the cluster with -m HOST:PORT"
+        )
     if web and not configuration.contains_key("rest.port"):
         configuration.set_string("rest.port", "8081")
     if web and not configuration.contains_key("local.rest.keep-serving"):
@@ -177,12 +195,17 @@ class FlinkLines:
         print(f"Job has been submitted with JobID {job_id}", file=self._stream, flush=True)
 
     def finished(self, result: Any) -> None:
-        print(f"Program execution finished\nJob with JobID {result.get_job_id()} has finished.\n"
-              f"Job Runtime: {result.get_net_runtime()} ms", file=self._stream, flush=True)
+        print(
+            f"Program execution finished\nJob with JobID {result.get_job_id()} has finished.\n"
+            f"Job Runtime: {result.get_net_runtime()} ms",
+            file=self._stream,
+            flush=True,
+        )
 
 
-def _run_watched(main: Callable[[], ScriptResult], configuration: Configuration, observer: Callable[..., Any],
-                 announce: FlinkLines) -> ScriptResult:
+def _run_watched(
+    main: Callable[[], ScriptResult], configuration: Configuration, observer: Callable[..., Any], announce: FlinkLines
+) -> ScriptResult:
     from fluvial.datastream.stream_execution_environment import execution_listener
 
     token = execution_listener.set(announce.finished)
@@ -198,8 +221,10 @@ def _run_watched(main: Callable[[], ScriptResult], configuration: Configuration,
 def _target_session_cluster(configuration: Configuration, jobmanager: str, detached: bool, web: bool) -> None:
     """The keys that send every job of the file to the session cluster at `jobmanager` (-m)."""
     if web:
-        fail_usage(f"--web serves the dashboard of an embedded job; the session cluster at {jobmanager} serves its "
-                   "own (its address is the dashboard's): drop --web")
+        fail_usage(
+            f"--web serves the dashboard of an embedded job; the session cluster at {jobmanager} serves its "
+            "own (its address is the dashboard's): drop --web"
+        )
     address = parse_address(jobmanager)
     configuration.set_string("execution.target", "remote")
     configuration.set_string("rest.address", address.host)
@@ -207,9 +232,14 @@ def _target_session_cluster(configuration: Configuration, jobmanager: str, detac
     configuration.set_string("execution.attached", "false" if detached else "true")
 
 
-def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progress: ConsoleProgress | None = None,
-                        detached: bool = False, announce: FlinkLines | None = None,
-                        ) -> Callable[[Any, Callable[[Any], Any]], Any]:
+def _keep_unless_closed(
+    jobs: SubmittedJobs,
+    watch: PipeWatch,
+    web: bool,
+    progress: ConsoleProgress | None = None,
+    detached: bool = False,
+    announce: FlinkLines | None = None,
+) -> Callable[[Any, Callable[[Any], Any]], Any]:
     """The submission observer of `run`: keep each job's client (with --web, say where its dashboard is; on a
     session cluster, show its progress unless detached); refuse new jobs once the output is gone."""
 
@@ -223,10 +253,13 @@ def _keep_unless_closed(jobs: SubmittedJobs, watch: PipeWatch, web: bool, progre
             client.add_progress_listener(progress)
         endpoint = getattr(client, "web", None)
         if web and endpoint is not None and endpoint.address:
-            print(f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}\n"
-                  f"  with its access token (to cancel, savepoint or stop from the dashboard): "
-                  f"{endpoint.address}/#/job/{client.get_job_id()}?token={endpoint.token}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"Dashboard and REST API of job {client.get_job_id()}: {endpoint.address}\n"
+                f"  with its access token (to cancel, savepoint or stop from the dashboard): "
+                f"{endpoint.address}/#/job/{client.get_job_id()}?token={endpoint.token}",
+                file=sys.stderr,
+                flush=True,
+            )
         return client
 
     return observe
@@ -242,8 +275,11 @@ def _keep_dashboard_until_interrupted(wait: bool) -> None:
     try:
         addresses = [endpoint.address for endpoint in kept_servers() if endpoint.address]
         if wait and addresses and sys.stdin is not None and sys.stdin.isatty():
-            print(f"The jobs have ended; the dashboard stays at {', '.join(addresses)} until you press Ctrl-C.",
-                  file=sys.stderr, flush=True)
+            print(
+                f"The jobs have ended; the dashboard stays at {', '.join(addresses)} until you press Ctrl-C.",
+                file=sys.stderr,
+                flush=True,
+            )
             while True:
                 time.sleep(3600)
     except KeyboardInterrupt:

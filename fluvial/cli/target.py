@@ -20,8 +20,12 @@ from fluvial.common.errors import FluvialError
 
 JobManagerOption = Annotated[
     str | None,
-    typer.Option("-m", "--jobmanager", metavar="HOST:PORT",
-                 help="The session cluster's REST address (default: the cluster in ~/.fluvial/cluster.json)."),
+    typer.Option(
+        "-m",
+        "--jobmanager",
+        metavar="HOST:PORT",
+        help="The session cluster's REST address (default: the cluster in ~/.fluvial/cluster.json).",
+    ),
 ]
 
 
@@ -42,8 +46,10 @@ def cluster_client(jobmanager: str | None) -> RestClusterClient:
     except ClusterFileError as problem:
         fail_usage(str(problem))
     if record is None:
-        fail_usage(f"no session cluster is recorded ({path} does not exist): start one (fluvial cluster start), or "
-                   "name one with -m HOST:PORT")
+        fail_usage(
+            f"no session cluster is recorded ({path} does not exist): start one (fluvial cluster start), or "
+            "name one with -m HOST:PORT"
+        )
     return RestClusterClient(ClusterAddress.parse(record.address))
 
 

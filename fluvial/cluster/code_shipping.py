@@ -48,6 +48,7 @@ _installed: set[bytes] = set()  # payloads this process has installed already (o
 
 # -- 1: the job's own modules ----------------------------------------------------------------------------------
 
+
 def job_modules(python_files: Sequence[str] = ()) -> list[ModuleType]:
     """The imported top-level modules and packages of the job file's directory and of `python_files`, other than
     the job file itself; none when `__main__` is no job file of the user's (an interactive session, a tool
@@ -118,8 +119,15 @@ def _file_of(module: ModuleType) -> str | None:
 
 def _installed_locations() -> list[str]:
     """Where installed code lives: site-packages, the interpreter's prefixes, the standard library, fluvial."""
-    places = [*site.getsitepackages(), site.getusersitepackages(), sys.prefix, sys.base_prefix, sys.exec_prefix,
-              sysconfig.get_paths()["stdlib"], os.path.dirname(fluvial.__file__)]
+    places = [
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sysconfig.get_paths()["stdlib"],
+        os.path.dirname(fluvial.__file__),
+    ]
     return [os.path.realpath(place) for place in places if place]
 
 
@@ -128,6 +136,7 @@ def _under(path: str, directories: list[str]) -> bool:
 
 
 # -- 2: the classes, captured ----------------------------------------------------------------------------------
+
 
 def prepare_for_shipping(job_graph: JobGraph, modules: Iterable[ModuleType] = ()) -> None:
     """Before a job goes to TaskManagers in other processes: check that its functions and files travel
@@ -163,8 +172,11 @@ def _shippable_classes(module: ModuleType, module_name: str) -> dict[str, type]:
     """The classes `module` defines at its top level that cloudpickle can ship."""
     from fluvial.common.wire import dumps_code
 
-    classes = {name: value for name, value in vars(module).items()
-               if isinstance(value, type) and value.__module__ == module_name and value.__qualname__ == name}
+    classes = {
+        name: value
+        for name, value in vars(module).items()
+        if isinstance(value, type) and value.__module__ == module_name and value.__qualname__ == name
+    }
     shippable = {}
     for name, cls in classes.items():
         try:
@@ -177,6 +189,7 @@ def _shippable_classes(module: ModuleType, module_name: str) -> dict[str, type]:
 
 
 # -- 3: the classes, installed ---------------------------------------------------------------------------------
+
 
 def install_classes(payload: bytes | None) -> None:
     """Put the script's classes into this TaskManager process's `__main__`, and the job's own modules' classes
@@ -196,8 +209,12 @@ def install_classes(payload: bytes | None) -> None:
         for name, cls in classes.items():
             previous = namespace.get(name)
             if isinstance(previous, type) and previous is not cls:
-                logger.warning("class %s.%s of a job replaces the one of an earlier job in this TaskManager: jobs "
-                               "that run at once should not define different classes of one name", module_name, name)
+                logger.warning(
+                    "class %s.%s of a job replaces the one of an earlier job in this TaskManager: jobs "
+                    "that run at once should not define different classes of one name",
+                    module_name,
+                    name,
+                )
             namespace[name] = cls
     _installed.add(payload)
 

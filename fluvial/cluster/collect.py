@@ -95,8 +95,13 @@ class CollectBuffer:
         when nothing came in time."""
         if self._ended:
             return False, self.END
-        item = self._items.get() if timeout is None else self._items.get(timeout=timeout) if timeout > 0 \
+        item = (
+            self._items.get()
+            if timeout is None
+            else self._items.get(timeout=timeout)
+            if timeout > 0
             else self._items.get_nowait()
+        )
         if item is self.END:
             self._ended = True
             return False, item

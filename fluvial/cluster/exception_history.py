@@ -26,8 +26,9 @@ class ExceptionEntry:
     concurrent: list[ExceptionEntry] = field(default_factory=list)
 
 
-def entry_of(error: BaseException, task_name: str | None = None, operator_name: str | None = None,
-             stacktrace: str | None = None) -> ExceptionEntry:
+def entry_of(
+    error: BaseException, task_name: str | None = None, operator_name: str | None = None, stacktrace: str | None = None
+) -> ExceptionEntry:
     text = stacktrace if stacktrace is not None else "".join(traceback.format_exception(error))
     return ExceptionEntry(type(error).__name__, str(error), text, current_millis(), task_name, operator_name)
 
@@ -45,7 +46,7 @@ class ExceptionHistory:
             return
         self._last_root_error = id(error)
         self.entries.append(entry)
-        del self.entries[:-self.size]
+        del self.entries[: -self.size]
 
     def add_concurrent(self, entry: ExceptionEntry) -> None:
         """A failure while the job was already restarting, failing or cancelling: a consequence of the latest

@@ -79,8 +79,9 @@ class ExecutionGraph:
         config = job_graph.execution_config
         self._auto_watermark_interval = config.get_auto_watermark_interval() if config is not None else 200
         configuration = job_graph.configuration
-        self._metrics_interval = configuration.get("metrics.fetcher.update-interval") \
-            if configuration is not None else 1000
+        self._metrics_interval = (
+            configuration.get("metrics.fetcher.update-interval") if configuration is not None else 1000
+        )
         self._cancellation = TaskCancellationSettings.of(job_graph.configuration)
         self._buffer_debloat = BufferDebloatSettings.of(job_graph.configuration)
         self.vertices: dict[ExecutionVertexId, ExecutionVertex] = {
@@ -127,16 +128,25 @@ class ExecutionGraph:
         producers = []
         for edge in vertex.inputs:
             producer = self._by_id[edge.source]
-            producers.extend(self.vertices[(producer.id, i)] for i in range(producer.parallelism)
-                             if index in consumers_of(edge, i, producer.parallelism, vertex.parallelism))
+            producers.extend(
+                self.vertices[(producer.id, i)]
+                for i in range(producer.parallelism)
+                if index in consumers_of(edge, i, producer.parallelism, vertex.parallelism)
+            )
         return producers
 
     def deployment_order(self) -> list[ExecutionVertex]:
         """Consumers before producers, so no producer's first buffer waits on a consumer not yet deployed."""
         return [self.vertices[(v.id, i)] for v in reversed(self.job_graph.vertices) for i in range(v.parallelism)]
 
-    def task_spec(self, execution: ExecutionVertex, checkpointing: Any = None, restore: dict | None = None,
-                  function_templates: dict | None = None, receiver_settings: Any = None) -> TaskSpec:
+    def task_spec(
+        self,
+        execution: ExecutionVertex,
+        checkpointing: Any = None,
+        restore: dict | None = None,
+        function_templates: dict | None = None,
+        receiver_settings: Any = None,
+    ) -> TaskSpec:
         vertex, index, attempt = execution.job_vertex, execution.subtask_index, execution.attempt
         return TaskSpec(
             job_id=self.job_id,
@@ -188,8 +198,9 @@ class ExecutionGraph:
             producer = self._by_id[edge.source]
             for i in range(producer.parallelism):
                 if consumer_index in consumers_of(edge, i, producer.parallelism, vertex.parallelism):
-                    inputs.append(InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt, self.job_id),
-                                              edge.type_number))
+                    inputs.append(
+                        InputSpec(ChannelId(edge.edge_id, i, consumer_index, attempt, self.job_id), edge.type_number)
+                    )
         return inputs
 
 

@@ -36,8 +36,15 @@ class CheckpointingSetup:
 
 
 class JobCheckpointing:
-    def __init__(self, job_graph: JobGraph, tasks: CheckpointTasks, timer: ScheduledExecutor, io: Executor,
-                 clock: Callable[[], int], restored_from: Any = None) -> None:
+    def __init__(
+        self,
+        job_graph: JobGraph,
+        tasks: CheckpointTasks,
+        timer: ScheduledExecutor,
+        io: Executor,
+        clock: Callable[[], int],
+        restored_from: Any = None,
+    ) -> None:
         """`restored_from`: the RestoredSnapshot the job starts from, if any: checkpoint ids go on from its id, as
         in Flink, so the newest chk-<n> of a directory is always the newest checkpoint; a claimed one joins the
         retained checkpoints."""
@@ -72,8 +79,11 @@ class JobCheckpointing:
         location = restored.location.rstrip("/")
         if location.endswith("/_metadata"):
             location = location[: -len("/_metadata")]
-        self.store.add(CompletedCheckpoint(metadata.checkpoint_id, metadata.timestamp, location, metadata,
-                                           is_savepoint=False, claimed=True))
+        self.store.add(
+            CompletedCheckpoint(
+                metadata.checkpoint_id, metadata.timestamp, location, metadata, is_savepoint=False, claimed=True
+            )
+        )
 
     def latest_restore(self) -> dict | None:
         """Restore assignments from the latest completed checkpoint; None when there is none yet."""
@@ -82,7 +92,6 @@ class JobCheckpointing:
             return None
         self._count_restore(latest.checkpoint_id, False, latest.metadata_location)
         return assign_restore(latest.metadata, self.job_graph, False, latest.metadata_location, owned=True)
-
 
     # -- what the scheduler and the JobMaster ask of it (the coordinator stays inside) ---------------------------
 
@@ -103,18 +112,23 @@ class JobCheckpointing:
         checkpoints of a job cancelled under DELETE_ON_CANCELLATION deleted (savepoints never are)."""
         self.coordinator.stop()
         self.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
-        if (status is JobStatus.CANCELED
-                and self.settings.externalized_retention is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION):
-            logger.info("job %s was cancelled: deleting its %d retained checkpoint(s) (DELETE_ON_CANCELLATION)",
-                        self.job_graph.job_id, len(self.store))
+        if (
+            status is JobStatus.CANCELED
+            and self.settings.externalized_retention is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION
+        ):
+            logger.info(
+                "job %s was cancelled: deleting its %d retained checkpoint(s) (DELETE_ON_CANCELLATION)",
+                self.job_graph.job_id,
+                len(self.store),
+            )
             self.store.shutdown(discard=True)
 
-    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict,
-                            metrics: Any = None) -> None:
+    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict, metrics: Any = None) -> None:
         self.coordinator.receive_acknowledge(task, checkpoint_id, states, metrics)
 
-    def receive_decline(self, task: tuple[int, int], checkpoint_id: int, reason: CheckpointFailureReason,
-                        detail: str) -> None:
+    def receive_decline(
+        self, task: tuple[int, int], checkpoint_id: int, reason: CheckpointFailureReason, detail: str
+    ) -> None:
         self.coordinator.receive_decline(task, checkpoint_id, reason, detail)
 
     def request_checkpoint(self) -> None:
@@ -132,18 +146,27 @@ class JobCheckpointing:
         from fluvial.checkpoint.savepoint import savepoint_storage
 
         return self.coordinator.trigger_checkpoint(
-            is_savepoint=True, savepoint_storage=savepoint_storage(directory, job_id, self.settings.storage),
-            savepoint_dir=directory, notify_tasks=terminal, drain=drain)
+            is_savepoint=True,
+            savepoint_storage=savepoint_storage(directory, job_id, self.settings.storage),
+            savepoint_dir=directory,
+            notify_tasks=terminal,
+            drain=drain,
+        )
 
     def _count_restore(self, checkpoint_id: int, is_savepoint: bool, location: str | None) -> None:
         from fluvial.common.time import current_millis
 
         stats = self.coordinator.stats
         stats.restored += 1
-        stats.last_restored = {"id": checkpoint_id, "restore_timestamp": current_millis(),
-                               "is_savepoint": is_savepoint, "external_path": location}
+        stats.last_restored = {
+            "id": checkpoint_id,
+            "restore_timestamp": current_millis(),
+            "is_savepoint": is_savepoint,
+            "external_path": location,
+        }
 
 
-def restore_from(metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False,
-                 location: str = "") -> dict[tuple[int, int], dict]:
+def restore_from(
+    metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False, location: str = ""
+) -> dict[tuple[int, int], dict]:
     return assign_restore(metadata, job_graph, allow_non_restored_state, location)

@@ -37,16 +37,20 @@ class MiniClusterJobClient(JobClient):
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future:
         return _map(self._job_master.trigger_savepoint(savepoint_directory), lambda done: done.metadata_location)
 
-    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
-                            savepoint_directory: str | None = None) -> Future:
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
+    ) -> Future:
         """A savepoint, then the job stops; `advance_to_end_of_event_time` (Flink's --drain) first sends
         MAX_WATERMARK through the job, so every window and event-time timer fires."""
+
         def stop(completed: Any) -> str:
             self._job_master.stop_after_savepoint()
             return completed.metadata_location
 
-        return _map(self._job_master.trigger_savepoint(savepoint_directory, terminal=True,
-                                                       drain=advance_to_end_of_event_time), stop)
+        return _map(
+            self._job_master.trigger_savepoint(savepoint_directory, terminal=True, drain=advance_to_end_of_event_time),
+            stop,
+        )
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> Future:
         return self._job_master.result

@@ -107,11 +107,14 @@ class SlotWait:
     timeout_ms: int  # its slot.request.timeout
 
     def describe(self, now: int) -> str:
-        ahead = f", {self.jobs_ahead} job{'s' if self.jobs_ahead != 1 else ''} waiting before it" \
-            if self.jobs_ahead else ""
-        return (f"waiting for {self.needed} task slot{'s' if self.needed != 1 else ''} ({self.free} of the "
-                f"cluster's {self.total} free{ahead}) for {max(0, now - self.since) / 1000:.0f} s of its "
-                f"slot.request.timeout ({self.timeout_ms / 1000:.0f} s)")
+        ahead = (
+            f", {self.jobs_ahead} job{'s' if self.jobs_ahead != 1 else ''} waiting before it" if self.jobs_ahead else ""
+        )
+        return (
+            f"waiting for {self.needed} task slot{'s' if self.needed != 1 else ''} ({self.free} of the "
+            f"cluster's {self.total} free{ahead}) for {max(0, now - self.since) / 1000:.0f} s of its "
+            f"slot.request.timeout ({self.timeout_ms / 1000:.0f} s)"
+        )
 
 
 @dataclass(slots=True)
@@ -204,19 +207,32 @@ def build_job_details(job_master: JobMaster, timeline: JobTimeline) -> JobDetail
             attempt, start, end = timeline.subtasks.get(execution.id, (execution.attempt, -1, -1))
             if attempt != execution.attempt:
                 start, end = -1, -1
-            subtasks.append(SubtaskDetails(index, execution.attempt, execution.state, slot.task_manager,
-                                           slot.index, start, end))
+            subtasks.append(
+                SubtaskDetails(index, execution.attempt, execution.state, slot.task_manager, slot.index, start, end)
+            )
         return subtasks
 
-    return JobDetails(job_graph.job_id, job_graph.job_name, scheduler.status, dict(timeline.status_timestamps),
-                      _vertices(job_graph, subtasks_of), _edges(job_graph),
-                      _checkpoint_details(job_master.checkpointing), _copy_exceptions(scheduler.exceptions.entries),
-                      scheduler.restarts, current_millis(), timeline.running_since, scheduler.failures,
-                      scheduler.last_failure_info, execution_config_of(job_graph))
+    return JobDetails(
+        job_graph.job_id,
+        job_graph.job_name,
+        scheduler.status,
+        dict(timeline.status_timestamps),
+        _vertices(job_graph, subtasks_of),
+        _edges(job_graph),
+        _checkpoint_details(job_master.checkpointing),
+        _copy_exceptions(scheduler.exceptions.entries),
+        scheduler.restarts,
+        current_millis(),
+        timeline.running_since,
+        scheduler.failures,
+        scheduler.last_failure_info,
+        execution_config_of(job_graph),
+    )
 
 
-def unscheduled_job_details(job_graph: Any, status: JobStatus, status_timestamps: dict[str, int],
-                            exceptions: list[ExceptionEntry]) -> JobDetails:
+def unscheduled_job_details(
+    job_graph: Any, status: JobStatus, status_timestamps: dict[str, int], exceptions: list[ExceptionEntry]
+) -> JobDetails:
     """The details of a job no JobMaster runs: one waiting for slots (CREATED), or one that ended before it got
     them (CANCELED, FAILED). Its subtasks are in no slot (TaskManager and slot -1): CREATED while it waits,
     CANCELED once it has ended, as Flink cancels the subtasks of a job that ends."""
@@ -225,9 +241,19 @@ def unscheduled_job_details(job_graph: Any, status: JobStatus, status_timestamps
     def subtasks_of(vertex: Any) -> list[SubtaskDetails]:
         return [SubtaskDetails(index, 0, state, -1, -1) for index in range(vertex.parallelism)]
 
-    return JobDetails(job_graph.job_id, job_graph.job_name, status, dict(status_timestamps),
-                      _vertices(job_graph, subtasks_of), _edges(job_graph), CheckpointDetails(enabled=False),
-                      list(exceptions), 0, current_millis(), execution_config=execution_config_of(job_graph))
+    return JobDetails(
+        job_graph.job_id,
+        job_graph.job_name,
+        status,
+        dict(status_timestamps),
+        _vertices(job_graph, subtasks_of),
+        _edges(job_graph),
+        CheckpointDetails(enabled=False),
+        list(exceptions),
+        0,
+        current_millis(),
+        execution_config=execution_config_of(job_graph),
+    )
 
 
 def execution_config_of(job_graph: Any) -> dict[str, Any]:
@@ -240,7 +266,8 @@ def execution_config_of(job_graph: Any) -> dict[str, Any]:
     return {
         "execution-mode": "BATCH" if getattr(job_graph, "batch", False) else "PIPELINED",
         "restart-strategy": (restart.get_description() if hasattr(restart, "get_description") else str(restart))
-                            if restart is not None else "default (from the cluster's configuration)",
+        if restart is not None
+        else "default (from the cluster's configuration)",
         "job-parallelism": max((vertex.parallelism for vertex in job_graph.vertices), default=1),
         "object-reuse-mode": bool(execution_config.is_object_reuse_enabled()) if execution_config else False,
         "user-config": execution_config.get_global_job_parameters() if execution_config else {},
@@ -249,16 +276,35 @@ def execution_config_of(job_graph: Any) -> dict[str, Any]:
 
 
 def _vertices(job_graph: Any, subtasks_of: Any) -> list[VertexDetails]:
-    return [VertexDetails(vertex.id, vertex.name, [node.operator_id for node in vertex.nodes],
-                          list(vertex.operator_names), vertex.parallelism, vertex.max_parallelism,
-                          vertex.slot_sharing_group, vertex.co_location_group, vertex.is_source, subtasks_of(vertex))
-            for vertex in job_graph.vertices]
+    return [
+        VertexDetails(
+            vertex.id,
+            vertex.name,
+            [node.operator_id for node in vertex.nodes],
+            list(vertex.operator_names),
+            vertex.parallelism,
+            vertex.max_parallelism,
+            vertex.slot_sharing_group,
+            vertex.co_location_group,
+            vertex.is_source,
+            subtasks_of(vertex),
+        )
+        for vertex in job_graph.vertices
+    ]
 
 
 def _edges(job_graph: Any) -> list[EdgeDetails]:
-    return [EdgeDetails(edge.source, edge.target, edge.ship_strategy, edge.distribution_pattern.value,
-                        edge.type_number, edge.output_tag.tag_id if edge.output_tag is not None else None)
-            for edge in job_graph.edges]
+    return [
+        EdgeDetails(
+            edge.source,
+            edge.target,
+            edge.ship_strategy,
+            edge.distribution_pattern.value,
+            edge.type_number,
+            edge.output_tag.tag_id if edge.output_tag is not None else None,
+        )
+        for edge in job_graph.edges
+    ]
 
 
 def _checkpoint_details(checkpointing: Any) -> CheckpointDetails:
@@ -267,20 +313,34 @@ def _checkpoint_details(checkpointing: Any) -> CheckpointDetails:
     stats = checkpointing.stats
     settings = checkpointing.settings
     return CheckpointDetails(
-        enabled=True, triggered=stats.triggered, completed=stats.completed, failed=stats.failed,
-        restored=stats.restored, last_duration_ms=stats.last_duration_ms, last_size_bytes=stats.last_size_bytes,
+        enabled=True,
+        triggered=stats.triggered,
+        completed=stats.completed,
+        failed=stats.failed,
+        restored=stats.restored,
+        last_duration_ms=stats.last_duration_ms,
+        last_size_bytes=stats.last_size_bytes,
         history=[dict(entry) for entry in stats.history] + checkpointing.in_progress(),
         last_restored=dict(stats.last_restored) if stats.last_restored else None,
-        settings={"interval": settings.interval_ms, "timeout": settings.timeout_ms,
-                  "min_pause": settings.min_pause_ms, "max_concurrent": settings.max_concurrent,
-                  "tolerable_failed_checkpoints": settings.tolerable_failures,
-                  "mode": "EXACTLY_ONCE" if settings.exactly_once else "AT_LEAST_ONCE",
-                  "num_retained": settings.num_retained,
-                  "unaligned_checkpoints": settings.unaligned,
-                  "aligned_checkpoint_timeout": settings.aligned_checkpoint_timeout_ms,
-                  "checkpoint_storage": type(settings.storage).__name__})
+        settings={
+            "interval": settings.interval_ms,
+            "timeout": settings.timeout_ms,
+            "min_pause": settings.min_pause_ms,
+            "max_concurrent": settings.max_concurrent,
+            "tolerable_failed_checkpoints": settings.tolerable_failures,
+            "mode": "EXACTLY_ONCE" if settings.exactly_once else "AT_LEAST_ONCE",
+            "num_retained": settings.num_retained,
+            "unaligned_checkpoints": settings.unaligned,
+            "aligned_checkpoint_timeout": settings.aligned_checkpoint_timeout_ms,
+            "checkpoint_storage": type(settings.storage).__name__,
+        },
+    )
 
 
 def _copy_exceptions(entries: list[ExceptionEntry]) -> list[ExceptionEntry]:
-    return [ExceptionEntry(e.exception_name, e.message, e.stacktrace, e.timestamp, e.task_name, e.operator_name,
-                           list(e.concurrent)) for e in entries]
+    return [
+        ExceptionEntry(
+            e.exception_name, e.message, e.stacktrace, e.timestamp, e.task_name, e.operator_name, list(e.concurrent)
+        )
+        for e in entries
+    ]

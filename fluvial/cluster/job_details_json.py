@@ -71,8 +71,11 @@ def _decode(data: Any, kind: Any, where: str) -> Any:
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         _expect(data, dict, where)
         hints = _hints(kind)
-        values = {field.name: _decode(data[field.name], hints[field.name], f"{where}.{field.name}")
-                  for field in dataclasses.fields(kind) if field.init and field.name in data}
+        values = {
+            field.name: _decode(data[field.name], hints[field.name], f"{where}.{field.name}")
+            for field in dataclasses.fields(kind)
+            if field.init and field.name in data
+        }
         try:
             return kind(**values)
         except TypeError as error:

@@ -62,9 +62,17 @@ class JobMaster:
     """Implements JobMasterGateway for its TaskManagers; its other public methods serve the JobClient. All of
     them may be called from any thread: they post a mail and return."""
 
-    def __init__(self, job_graph: JobGraph, task_managers: Sequence[TaskManagerGateway], free_slots: list[SlotId],
-                 *, main_thread: ScheduledExecutor | None = None, io: Executor | None = None,
-                 clock: Callable[[], int] = _monotonic_ms, resources: Any = None) -> None:
+    def __init__(
+        self,
+        job_graph: JobGraph,
+        task_managers: Sequence[TaskManagerGateway],
+        free_slots: list[SlotId],
+        *,
+        main_thread: ScheduledExecutor | None = None,
+        io: Executor | None = None,
+        clock: Callable[[], int] = _monotonic_ms,
+        resources: Any = None,
+    ) -> None:
         """`resources`: whether every TaskManager is up (ResourceAvailability; None: they always are)."""
         self.job_graph = job_graph
         self.result: Future = Future()
@@ -88,8 +96,11 @@ class JobMaster:
             from fluvial.runtime.deployment import TaskCheckpointSettings
 
             task_settings = TaskCheckpointSettings(
-                checkpoints.exactly_once, checkpoints.storage, checkpoints.checkpoints_after_tasks_finish,
-                checkpoints.aligned_checkpoint_timeout_ms if checkpoints.unaligned else None)
+                checkpoints.exactly_once,
+                checkpoints.storage,
+                checkpoints.checkpoints_after_tasks_finish,
+                checkpoints.aligned_checkpoint_timeout_ms if checkpoints.unaligned else None,
+            )
         setup = None
         if checkpointing_on:
             from fluvial.cluster.job_checkpointing import CheckpointingSetup
@@ -97,10 +108,19 @@ class JobMaster:
             io = io or self._thread(f"fluvial-checkpoint-io-{job_graph.job_id[:8]}", None)
             setup = CheckpointingSetup(io, clock, restored_from)
         self.scheduler = Scheduler(
-            ExecutionGraph(job_graph, _job_parameters(job_graph)), slots, self._task_managers, self._main,
-            _backoff_strategy(job_graph, checkpointing_on), self, task_settings=task_settings,
-            templates=_templates(job_graph, tolerance), receiver_settings=_receiver_settings(job_graph, checkpoints),
-            resources=resources, restore_source=self, checkpointing=setup)
+            ExecutionGraph(job_graph, _job_parameters(job_graph)),
+            slots,
+            self._task_managers,
+            self._main,
+            _backoff_strategy(job_graph, checkpointing_on),
+            self,
+            task_settings=task_settings,
+            templates=_templates(job_graph, tolerance),
+            receiver_settings=_receiver_settings(job_graph, checkpoints),
+            resources=resources,
+            restore_source=self,
+            checkpointing=setup,
+        )
         self.checkpointing = self.scheduler.checkpointing  # the scheduler's JobCheckpointing, or None
 
     def _thread(self, name: str, on_error: Callable[[BaseException], None] | None) -> SingleThreadExecutor:
@@ -127,8 +147,13 @@ class JobMaster:
 
     def _start(self) -> None:
         self._started_at = time.monotonic()
-        logger.info("starting job %s (%s): %d subtasks in %d slots", self.job_graph.job_name, self.job_id,
-                    len(self.scheduler.graph.vertices), len(set(self.scheduler._slots.values())))
+        logger.info(
+            "starting job %s (%s): %d subtasks in %d slots",
+            self.job_graph.job_name,
+            self.job_id,
+            len(self.scheduler.graph.vertices),
+            len(set(self.scheduler._slots.values())),
+        )
         self.scheduler.start(self._initial_restore)
         if self.checkpointing is not None:
             self.checkpointing.start()
@@ -144,11 +169,21 @@ class JobMaster:
 
         claim = tolerance.claim_mode or RecoveryClaimMode.NO_CLAIM
         metadata = read_savepoint(tolerance.savepoint_path)
-        logger.info("job %s restores from %s %s (checkpoint %d) in %s mode", self.job_graph.job_id,
-                    "savepoint" if metadata.is_savepoint else "checkpoint", tolerance.savepoint_path,
-                    metadata.checkpoint_id, claim.value)
-        assignments = assign_restore(metadata, self.job_graph, tolerance.allow_non_restored_state,
-                                     tolerance.savepoint_path, owned=claim is RecoveryClaimMode.CLAIM)
+        logger.info(
+            "job %s restores from %s %s (checkpoint %d) in %s mode",
+            self.job_graph.job_id,
+            "savepoint" if metadata.is_savepoint else "checkpoint",
+            tolerance.savepoint_path,
+            metadata.checkpoint_id,
+            claim.value,
+        )
+        assignments = assign_restore(
+            metadata,
+            self.job_graph,
+            tolerance.allow_non_restored_state,
+            tolerance.savepoint_path,
+            owned=claim is RecoveryClaimMode.CLAIM,
+        )
         return RestoredSnapshot(metadata, tolerance.savepoint_path, claim), assignments
 
     def restore_for_restart(self) -> dict | None:
@@ -234,7 +269,9 @@ class JobMaster:
                 started.add_done_callback(self._after_drain_savepoint)
 
         if not self._main.execute(trigger):
-            answer.set_exception(RuntimeError(f"cannot take a savepoint of job {self.job_id}: it is {self.status.name}"))
+            answer.set_exception(
+                RuntimeError(f"cannot take a savepoint of job {self.job_id}: it is {self.status.name}")
+            )
         return answer
 
     def _after_drain_savepoint(self, done: Future) -> None:
@@ -242,8 +279,10 @@ class JobMaster:
         and fails over (its restart strategy decides), resuming from its latest checkpoint."""
         error = done.exception()
         if error is not None:
-            failure = RuntimeError(f"stop-with-savepoint with drain failed, and the drained sources emit nothing "
-                                   f"more: {type(error).__name__}: {error}")
+            failure = RuntimeError(
+                f"stop-with-savepoint with drain failed, and the drained sources emit nothing "
+                f"more: {type(error).__name__}: {error}"
+            )
             self._main.execute(lambda: self.scheduler.handle_global_failure(failure))
 
     def _savepoint_refusal(self) -> str | None:
@@ -301,8 +340,14 @@ class JobMaster:
     def _finish_job(self, status: JobStatus, error: BaseException | None) -> None:
         failure = self.scheduler.last_failure_info  # (not the whole JobDetails: nobody may ever ask for them)
         last = f"; last failure: {failure.summary()}" if failure is not None else ""
-        logger.info("job %s (%s) ended %s after %d restart(s)%s", self.job_graph.job_name, self.job_id,
-                    status.name, self.scheduler.restarts, last)
+        logger.info(
+            "job %s (%s) ended %s after %d restart(s)%s",
+            self.job_graph.job_name,
+            self.job_id,
+            status.name,
+            self.scheduler.restarts,
+            last,
+        )
         if self.checkpointing is not None:
             self.checkpointing.shutdown(status)
         self._ended = True
@@ -317,8 +362,15 @@ class JobMaster:
             return
         name = self.job_graph.job_name
         runtime_ms = int((time.monotonic() - self._started_at) * 1000)
-        logger.info("job %s (%s) ended %s after %d ms and %d restarts%s", name, self.job_id, status.name, runtime_ms,
-                    self.restarts, f": {type(error).__name__}: {error}" if error is not None else "")
+        logger.info(
+            "job %s (%s) ended %s after %d ms and %d restarts%s",
+            name,
+            self.job_id,
+            status.name,
+            runtime_ms,
+            self.restarts,
+            f": {type(error).__name__}: {error}" if error is not None else "",
+        )
         if status is JobStatus.FINISHED:
             self.result.set_result(JobExecutionResult(JobID(self.job_id), runtime_ms))
         elif status is JobStatus.CANCELED:
@@ -331,7 +383,9 @@ class JobMaster:
         if self.scheduler.fatal is None and failure is not None:
             wrapped = JobExecutionException(
                 f"Job '{name}' ({self.job_id}) failed: operator '{failure.operator_name}' in task "
-                f"{failure.task_name} raised {type(failure.error).__name__}: {failure.error}", self.job_id)
+                f"{failure.task_name} raised {type(failure.error).__name__}: {failure.error}",
+                self.job_id,
+            )
             wrapped.__cause__ = failure.error
             return wrapped
         wrapped = JobExecutionException(f"Job '{name}' ({self.job_id}) failed: {error}", self.job_id)
@@ -347,8 +401,10 @@ class JobMaster:
         finally:
             self._ended = True
             if not self.result.done():
-                wrapped = JobExecutionException(f"Job '{self.job_graph.job_name}' failed inside the JobMaster: "
-                                                f"{type(error).__name__}: {error}", self.job_id)
+                wrapped = JobExecutionException(
+                    f"Job '{self.job_graph.job_name}' failed inside the JobMaster: {type(error).__name__}: {error}",
+                    self.job_id,
+                )
                 wrapped.__cause__ = error
                 self.result.set_exception(wrapped)
                 for task_manager in self._task_managers:
@@ -393,8 +449,11 @@ def _templates(job_graph: JobGraph, tolerance: Any) -> dict | None:
 
 def _receiver_settings(job_graph: JobGraph, checkpoints: Any) -> Any:
     """The receiver settings (validated now, so a bad one fails the submission), when the job has receivers."""
-    if not any(node.is_source and getattr(node.operator.function, "uses_receivers", False)  # duck-typed sources
-               for vertex in job_graph.vertices for node in vertex.nodes):
+    if not any(
+        node.is_source and getattr(node.operator.function, "uses_receivers", False)  # duck-typed sources
+        for vertex in job_graph.vertices
+        for node in vertex.nodes
+    ):
         return None
     from fluvial.receiver.services import receiver_settings
 

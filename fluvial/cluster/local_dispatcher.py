@@ -136,8 +136,9 @@ class LocalDispatcher:
 
         with self._lock:
             if job_graph.job_id in self._clusters:
-                raise JobSubmissionError(f"a job with id {job_graph.job_id} was already submitted: give the job a new "
-                                         "id")
+                raise JobSubmissionError(
+                    f"a job with id {job_graph.job_id} was already submitted: give the job a new id"
+                )
         cluster = MiniCluster(job_graph.configuration or Configuration())
         cluster.submit(job_graph)
         self.add(cluster)
@@ -151,14 +152,19 @@ class LocalDispatcher:
 
     def job(self, job_id: str) -> JobView:
         cluster = self._cluster(job_id)
-        return JobView(self._details(cluster), cluster.job_master.metrics.tasks(),
-                       [task_manager.resource_id for task_manager in cluster.task_managers])
+        return JobView(
+            self._details(cluster),
+            cluster.job_master.metrics.tasks(),
+            [task_manager.resource_id for task_manager in cluster.task_managers],
+        )
 
     def metrics(self) -> list[JobMetricsSnapshot]:
         """Every job's metrics, for Prometheus."""
         now = current_millis()
-        return [job_metrics(self._details(cluster), cluster.job_master.metrics.tasks(), now)
-                for cluster in self._cluster_list()]
+        return [
+            job_metrics(self._details(cluster), cluster.job_master.metrics.tasks(), now)
+            for cluster in self._cluster_list()
+        ]
 
     def task_managers(self) -> list[TaskManagerDetails]:
         cores, memory = host_details()
@@ -171,10 +177,18 @@ class LocalDispatcher:
             for task_manager in cluster.task_managers:
                 slots = task_manager.number_of_slots
                 pid = pids[task_manager.index] if task_manager.index < len(pids) else os.getpid()
-                managers.append(TaskManagerDetails(task_manager.resource_id, slots,
-                                                   slots - len(used.get(task_manager.index, ())),
-                                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now,
-                                                   pid=pid, log_file=log_file))
+                managers.append(
+                    TaskManagerDetails(
+                        task_manager.resource_id,
+                        slots,
+                        slots - len(used.get(task_manager.index, ())),
+                        cpu_cores=cores,
+                        physical_memory=memory,
+                        last_heartbeat=now,
+                        pid=pid,
+                        log_file=log_file,
+                    )
+                )
         return managers
 
     def overview(self) -> ClusterOverview:
@@ -211,8 +225,10 @@ class LocalDispatcher:
         raise RequestRefused(f"the records job {job_id} collects go to the program that runs it, not to the REST API")
 
     def shutdown_cluster(self) -> None:
-        raise RequestRefused("this REST API serves embedded jobs, which end with the program that runs them: cancel "
-                             "the jobs instead (PATCH /jobs/:jobid)")
+        raise RequestRefused(
+            "this REST API serves embedded jobs, which end with the program that runs them: cancel "
+            "the jobs instead (PATCH /jobs/:jobid)"
+        )
 
     def _client(self, job_id: str) -> MiniClusterJobClient:
         cluster = self._cluster(job_id)
@@ -225,11 +241,14 @@ class LocalDispatcher:
 def cluster_overview(jobs: list[JobDetails], managers: list[TaskManagerDetails]) -> ClusterOverview:
     statuses = [details.status for details in jobs]
     return ClusterOverview(
-        task_managers=len(managers), slots_total=sum(m.slots for m in managers),
+        task_managers=len(managers),
+        slots_total=sum(m.slots for m in managers),
         slots_available=sum(m.free_slots for m in managers),
         jobs_running=sum(not status.is_globally_terminal for status in statuses),
-        jobs_finished=statuses.count(JobStatus.FINISHED), jobs_cancelled=statuses.count(JobStatus.CANCELED),
-        jobs_failed=statuses.count(JobStatus.FAILED))
+        jobs_finished=statuses.count(JobStatus.FINISHED),
+        jobs_cancelled=statuses.count(JobStatus.CANCELED),
+        jobs_failed=statuses.count(JobStatus.FAILED),
+    )
 
 
 def job_metrics(details: JobDetails, tasks: list[TaskMetricsSnapshot], now: int) -> JobMetricsSnapshot:

@@ -23,6 +23,7 @@ class LocalExecutor:
             raise ConfigurationError(
                 "execution.attached false asks for a job that runs on after this process ends, but on "
                 "execution.target local the job's cluster is this process: set execution.target: ray, or remove "
-                "execution.attached")
+                "execution.attached"
+            )
         job_graph = job_graph_of(pipeline)
         return MiniCluster(self._configuration).submit(job_graph)

@@ -71,8 +71,9 @@ class MiniCluster:
         self._job_log = logs.open_job_log(job_graph.job_id, self.configuration)
         try:
             count, slots_each = self._start_task_managers(job_graph)
-            job_master = JobMaster(job_graph, self.task_managers, offered_slots(count, slots_each),
-                                   resources=self.processes)
+            job_master = JobMaster(
+                job_graph, self.task_managers, offered_slots(count, slots_each), resources=self.processes
+            )
         except BaseException:
             self.shutdown()
             raise
@@ -121,8 +122,13 @@ class MiniCluster:
 
         config = self.configuration
         self.processes = TaskManagerProcesses(
-            count, slots_each, self, bind_host=config.get("taskmanager.bind-host"),
-            heartbeat_interval_ms=config.get("heartbeat.interval"), heartbeat_timeout_ms=config.get("heartbeat.timeout"))
+            count,
+            slots_each,
+            self,
+            bind_host=config.get("taskmanager.bind-host"),
+            heartbeat_interval_ms=config.get("heartbeat.interval"),
+            heartbeat_timeout_ms=config.get("heartbeat.timeout"),
+        )
         self.task_managers = self.processes.gateways
         self.processes.start()
 

@@ -82,12 +82,22 @@ class RestoreSource(Protocol):
 
 
 class Scheduler:
-    def __init__(self, graph: ExecutionGraph, slots: dict[tuple[int, int], SlotId],
-                 task_managers: Sequence[TaskManagerGateway], timer: ScheduledExecutor, backoff: Any,
-                 listener: JobStatusListener, task_settings: Any = None, templates: dict | None = None,
-                 receiver_settings: Any = None, clock: Callable[[], int] | None = None,
-                 resources: ResourceAvailability | None = None, restore_source: RestoreSource | None = None,
-                 checkpointing: CheckpointingSetup | None = None) -> None:
+    def __init__(
+        self,
+        graph: ExecutionGraph,
+        slots: dict[tuple[int, int], SlotId],
+        task_managers: Sequence[TaskManagerGateway],
+        timer: ScheduledExecutor,
+        backoff: Any,
+        listener: JobStatusListener,
+        task_settings: Any = None,
+        templates: dict | None = None,
+        receiver_settings: Any = None,
+        clock: Callable[[], int] | None = None,
+        resources: ResourceAvailability | None = None,
+        restore_source: RestoreSource | None = None,
+        checkpointing: CheckpointingSetup | None = None,
+    ) -> None:
         self.graph = graph
         self._stopping = False  # cancel(stopping=True): stop-with-savepoint, which ends the job FINISHED
         self._slots = slots
@@ -114,8 +124,9 @@ class Scheduler:
         self._pending_restart: Cancellable | None = None
         self._end_of_data: set[tuple[tuple[int, int], int]] = set()  # (subtask, attempt) awaiting a final checkpoint
         if checkpointing is not None:
-            self.checkpointing = JobCheckpointing(graph.job_graph, self, timer, checkpointing.io, checkpointing.clock,
-                                                  checkpointing.restored_from)
+            self.checkpointing = JobCheckpointing(
+                graph.job_graph, self, timer, checkpointing.io, checkpointing.clock, checkpointing.restored_from
+            )
 
     @property
     def job_id(self) -> str:
@@ -128,15 +139,27 @@ class Scheduler:
         self._deploy_all(restore)
 
     def _deploy_all(self, restore: dict | None) -> None:
-        logger.info("job %s: deploying %d subtasks (restart %d)%s", self.job_id, len(self.graph.vertices),
-                    self.restarts, ", restoring their state" if restore else "")
+        logger.info(
+            "job %s: deploying %d subtasks (restart %d)%s",
+            self.job_id,
+            len(self.graph.vertices),
+            self.restarts,
+            ", restoring their state" if restore else "",
+        )
         for execution in self.graph.deployment_order():
             execution.transition(ExecutionState.DEPLOYING)
         for execution in self.graph.deployment_order():
-            spec = self.graph.task_spec(execution, self._task_settings, (restore or {}).get(execution.id),
-                                        self._templates, self._receiver_settings)
-            spec.channel_peers = {channel_id: self._slots[peer].task_manager
-                                  for channel_id, peer in self.graph.channel_peers(spec).items()}
+            spec = self.graph.task_spec(
+                execution,
+                self._task_settings,
+                (restore or {}).get(execution.id),
+                self._templates,
+                self._receiver_settings,
+            )
+            spec.channel_peers = {
+                channel_id: self._slots[peer].task_manager
+                for channel_id, peer in self.graph.channel_peers(spec).items()
+            }
             slot = self._slots[execution.id]
             self._task_managers[slot.task_manager].submit_task(DeployTask(spec, slot.index))
 
@@ -173,10 +196,17 @@ class Scheduler:
     def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None) -> None:
         error = failure.error if failure is not None else RuntimeError(f"subtask {execution.name} failed")
         self.last_failure = error
-        where = (f"operator '{failure.operator_name}' in {failure.task_name} (attempt {execution.attempt})"
-                 if failure is not None else f"{execution.name} (attempt {execution.attempt})")
-        entry = entry_of(error, execution.name, failure.operator_name if failure is not None else None,
-                         failure.traceback_text if failure is not None else None)
+        where = (
+            f"operator '{failure.operator_name}' in {failure.task_name} (attempt {execution.attempt})"
+            if failure is not None
+            else f"{execution.name} (attempt {execution.attempt})"
+        )
+        entry = entry_of(
+            error,
+            execution.name,
+            failure.operator_name if failure is not None else None,
+            failure.traceback_text if failure is not None else None,
+        )
         if self.status is not JobStatus.RUNNING:
             self.exceptions.add_concurrent(entry)
             return  # already restarting, failing or cancelling: a consequence (its TaskManager logged it)
@@ -184,12 +214,25 @@ class Scheduler:
         result = self._handle_failure(error)
         self._record_failure(error, where, failure.traceback_text if failure is not None else None)
         if result.can_restart:
-            logger.warning("job %s: %s failed with %s: %s; restarting (restart %d)", self.job_id, where,
-                           type(error).__name__, error, self.restarts + 1)
+            logger.warning(
+                "job %s: %s failed with %s: %s; restarting (restart %d)",
+                self.job_id,
+                where,
+                type(error).__name__,
+                error,
+                self.restarts + 1,
+            )
             self._move(JobStatus.RESTARTING)
         else:
-            logger.error("job %s: %s failed with %s: %s; %s", self.job_id, where, type(error).__name__, error,
-                         result.reason, extra=RAISED_TO_CALLER)  # the caller gets it as JobExecutionException
+            logger.error(
+                "job %s: %s failed with %s: %s; %s",
+                self.job_id,
+                where,
+                type(error).__name__,
+                error,
+                result.reason,
+                extra=RAISED_TO_CALLER,
+            )  # the caller gets it as JobExecutionException
             self.failure = failure
             self._move(JobStatus.FAILING)
         self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)
@@ -199,13 +242,15 @@ class Scheduler:
         """Whether the job restarts after `error`, by the restart strategy (told of the failure here)."""
         if is_non_recoverable(error):
             return FailureHandlingResult.unrecoverable(
-                error, "no restart can fix this, so the job fails without restarting")
+                error, "no restart can fix this, so the job fails without restarting"
+            )
         if self._backoff is None:
             return FailureHandlingResult.unrecoverable(error, "the restart strategy allows no restart")
         self._backoff.notify_failure(error, self._clock() if self._clock is not None else None)
         if not self._backoff.can_restart():
             return FailureHandlingResult.unrecoverable(
-                error, f"the restart strategy allows no more restarts after {self.restarts}")
+                error, f"the restart strategy allows no more restarts after {self.restarts}"
+            )
         return FailureHandlingResult.restartable(error)
 
     def _record_failure(self, error: BaseException, where: str, traceback_text: str | None = None) -> None:
@@ -213,8 +258,9 @@ class Scheduler:
 
         self.failures += 1
         self.last_failure = error
-        self.last_failure_info = FailureInfo.of(error, where, current_millis(), not is_non_recoverable(error),
-                                                traceback_text)
+        self.last_failure_info = FailureInfo.of(
+            error, where, current_millis(), not is_non_recoverable(error), traceback_text
+        )
 
     def _on_all_terminal(self) -> None:
         status = self.status
@@ -242,8 +288,12 @@ class Scheduler:
             return
         if self._resources is not None and not self._resources.ready():
             if self._waited_for_resources_ms >= RESOURCE_WAIT_MS:
-                self.fail(RuntimeError(f"the job cannot restart: its TaskManagers did not all come back within "
-                                       f"{RESOURCE_WAIT_MS // 1000} s"))
+                self.fail(
+                    RuntimeError(
+                        f"the job cannot restart: its TaskManagers did not all come back within "
+                        f"{RESOURCE_WAIT_MS // 1000} s"
+                    )
+                )
                 return
             self._waited_for_resources_ms += RESOURCE_POLL_MS
             self._pending_restart = self._timer.schedule(RESOURCE_POLL_MS, self._restart)
@@ -275,8 +325,9 @@ class Scheduler:
             self.fail(error, result.reason)
             return
         self._record_failure(error, "job")
-        logger.warning("job %s: %s: %s; restarting (restart %d)", self.job_id, type(error).__name__, error,
-                       self.restarts + 1)
+        logger.warning(
+            "job %s: %s: %s; restarting (restart %d)", self.job_id, type(error).__name__, error, self.restarts + 1
+        )
         self._move(JobStatus.RESTARTING)
         self._abort_checkpoints(CheckpointFailureReason.JOB_FAILOVER)
         self._cancel_running()
@@ -327,8 +378,7 @@ class Scheduler:
                 continue
             execution.transition(ExecutionState.CANCELING)
             slot = self._slots[execution.id]
-            self._task_managers[slot.task_manager].cancel_task(
-                CancelTask(self.graph.attempt_id(execution)))
+            self._task_managers[slot.task_manager].cancel_task(CancelTask(self.graph.attempt_id(execution)))
 
     def _abort_checkpoints(self, reason: CheckpointFailureReason) -> None:
         if self.checkpointing is not None:
@@ -337,8 +387,13 @@ class Scheduler:
     def _move(self, status: JobStatus) -> None:
         previous = self.status
         self.status = checked_move(previous, status, self.job_id)
-        logger.info("job %s (%s) switched from %s to %s", self.graph.job_graph.job_name, self.job_id,
-                    previous.value, status.value)
+        logger.info(
+            "job %s (%s) switched from %s to %s",
+            self.graph.job_graph.job_name,
+            self.job_id,
+            previous.value,
+            status.value,
+        )
         error = None
         if status is JobStatus.FAILED:
             error = self.fatal if self.fatal is not None else (self.failure.error if self.failure else None)
@@ -351,8 +406,9 @@ class Scheduler:
         Some FINISHED (FLIP-147, unless checkpoints-after-tasks-finish is off): trigger each running subtask
         whose producers have all finished (no barrier can reach it through its channels any more), wait for the
         running ones, and count the finished ones as acknowledged with the state of finished operators."""
-        if self.status is not JobStatus.RUNNING or not self.graph.all_in(ExecutionState.RUNNING,
-                                                                         ExecutionState.FINISHED):
+        if self.status is not JobStatus.RUNNING or not self.graph.all_in(
+            ExecutionState.RUNNING, ExecutionState.FINISHED
+        ):
             return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
         executions = list(self.graph)
         finished = [e for e in executions if e.state is ExecutionState.FINISHED]
@@ -362,11 +418,13 @@ class Scheduler:
         if not running or self._task_settings is None or not self._task_settings.final_checkpoint:
             return CheckpointFailureReason.NOT_ALL_TASKS_RUNNING
         graph = self.graph
-        trigger = [e.id for e in running
-                   if all(p.state is ExecutionState.FINISHED for p in graph.producers_of(e))]
-        return CheckpointPlan(trigger, {e.id for e in running},
-                              {e.id: tuple(node.operator_id for node in e.job_vertex.nodes) for e in finished},
-                              {e.job_vertex.id: e.job_vertex.parallelism for e in finished})
+        trigger = [e.id for e in running if all(p.state is ExecutionState.FINISHED for p in graph.producers_of(e))]
+        return CheckpointPlan(
+            trigger,
+            {e.id for e in running},
+            {e.id: tuple(node.operator_id for node in e.job_vertex.nodes) for e in finished},
+            {e.job_vertex.id: e.job_vertex.parallelism for e in finished},
+        )
 
     def on_end_of_data(self, message: TaskEndOfData) -> None:
         """A subtask waits for its final checkpoint. Once every subtask of the job does (or has finished), one is
@@ -376,28 +434,33 @@ class Scheduler:
             return
         self._end_of_data.add((execution.id, execution.attempt))
         if all(e.state is ExecutionState.FINISHED or (e.id, e.attempt) in self._end_of_data for e in self.graph):
-            logger.info("job %s: every subtask reached the end of its data; triggering the final checkpoint",
-                        self.job_id)
+            logger.info(
+                "job %s: every subtask reached the end of its data; triggering the final checkpoint", self.job_id
+            )
             self.checkpointing.request_checkpoint()
 
     def on_acknowledge(self, message: AcknowledgeCheckpoint) -> None:
         """A subtask's state for a checkpoint, if it comes from the subtask's current attempt."""
         if self.checkpointing is not None and self.graph.current(message.attempt_id) is not None:
-            self.checkpointing.receive_acknowledge(message.attempt_id.execution_vertex_id, message.checkpoint_id,
-                                                   message.states, message.metrics)
+            self.checkpointing.receive_acknowledge(
+                message.attempt_id.execution_vertex_id, message.checkpoint_id, message.states, message.metrics
+            )
 
     def on_decline(self, message: DeclineCheckpoint) -> None:
         """A subtask's refusal of a checkpoint, if it comes from the subtask's current attempt."""
         if self.checkpointing is not None and self.graph.current(message.attempt_id) is not None:
-            self.checkpointing.receive_decline(message.attempt_id.execution_vertex_id, message.checkpoint_id,
-                                               message.reason, message.detail)
+            self.checkpointing.receive_decline(
+                message.attempt_id.execution_vertex_id, message.checkpoint_id, message.reason, message.detail
+            )
 
-    def trigger(self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None,
-                drain: bool = False) -> None:
+    def trigger(
+        self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+    ) -> None:
         execution = self.graph.vertices[task]
         slot = self._slots[task]
-        self._task_managers[slot.task_manager].trigger_checkpoint(TriggerCheckpoint(
-            self.graph.attempt_id(execution), checkpoint_id, timestamp, savepoint_dir, drain))
+        self._task_managers[slot.task_manager].trigger_checkpoint(
+            TriggerCheckpoint(self.graph.attempt_id(execution), checkpoint_id, timestamp, savepoint_dir, drain)
+        )
 
     def notify_complete(self, checkpoint_id: int) -> None:
         for task_manager in self._task_managers:
@@ -412,8 +475,12 @@ class Scheduler:
 
     def starting_subtasks(self) -> list[ExecutionVertex]:
         """Subtasks deployed and not yet running."""
-        return [e for e in self.graph if e.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED,
-                                                       ExecutionState.DEPLOYING, ExecutionState.INITIALIZING)]
+        return [
+            e
+            for e in self.graph
+            if e.state
+            in (ExecutionState.CREATED, ExecutionState.SCHEDULED, ExecutionState.DEPLOYING, ExecutionState.INITIALIZING)
+        ]
 
     def slot_of(self, execution_id: tuple[int, int]) -> SlotId:
         """The slot the subtask `execution_id` (vertex id, subtask index) is deployed into."""

@@ -24,7 +24,8 @@ def check_locations_reach_task_managers(job_graph: Any) -> None:
                 f"{what} '{location}' is in memory://, a file system inside one process, and this job's "
                 "TaskManagers are other processes: files there would not be shared between them and this one, and "
                 "would be lost with their process. Use a local path or an object store URL (or, for a job on this "
-                "machine alone, TaskManagers as threads of this process: local.taskmanager.mode: thread)")
+                "machine alone, TaskManagers as threads of this process: local.taskmanager.mode: thread)"
+            )
 
 
 def storage_locations(job_graph: Any) -> list[tuple[str, str]]:
@@ -99,8 +100,9 @@ def unpicklable_part(value: Any, depth: int = 0) -> str | None:
 def _function_part(function: FunctionType, depth: int) -> str:
     code = function.__code__
     where = f"{function.__qualname__} ({code.co_filename}, line {code.co_firstlineno})"
-    cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in function.__closure__ or ()
-                                        if _has_contents(cell))))
+    cells = dict(
+        zip(code.co_freevars, (cell.cell_contents for cell in function.__closure__ or () if _has_contents(cell)))
+    )
     used_globals = {name: function.__globals__[name] for name in code.co_names if name in function.__globals__}
     for name, captured in (*cells.items(), *used_globals.items()):
         if isinstance(captured, ModuleType):
@@ -145,7 +147,9 @@ def _is_fluvials(value: Any) -> bool:
 
 def _type_name(value: Any) -> str:
     kind = type(value)
-    return kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+    return (
+        kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+    )
 
 
 def _object(value: Any) -> str:

@@ -43,7 +43,6 @@ from fluvial.state.factory import release_job_directories
 logger = logging.getLogger(__name__)
 
 
-
 class TaskCheckpointResponder:
     """A task's CheckpointResponder: acknowledgements and declines as messages to its job's JobMaster."""
 
@@ -101,9 +100,14 @@ class JobCheckpointStorage:
 
 
 class TaskManager:
-    def __init__(self, index: int, number_of_slots: int, channels: Channels,
-                 collect_target: Callable[[str], CollectTarget] | None = None,
-                 on_stuck_task: Callable[[Task, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        number_of_slots: int,
+        channels: Channels,
+        collect_target: Callable[[str], CollectTarget] | None = None,
+        on_stuck_task: Callable[[Task, int], None] | None = None,
+    ) -> None:
         """`on_stuck_task(task, timeout_ms)`: what a TaskManager process does with a task that did not cancel
         within task.cancellation.timeout (it ends the process); None: abandon its thread (thread mode)."""
         self.index = index
@@ -146,12 +150,17 @@ class TaskManager:
 
             install_classes(spec.main_classes)
         if spec.attempt > 0:
-            self._channels.release_attempts_before(spec.job_id, spec.attempt)  # the failed attempt's channels are garbage
+            self._channels.release_attempts_before(
+                spec.job_id, spec.attempt
+            )  # the failed attempt's channels are garbage
         task = Task(spec, self._services(spec))
         attempt_id = spec.attempt_id
         with self._lock:
-            for older in [key for key in self._tasks if key.execution_vertex_id == attempt_id.execution_vertex_id
-                          and key.job_id == attempt_id.job_id]:
+            for older in [
+                key
+                for key in self._tasks
+                if key.execution_vertex_id == attempt_id.execution_vertex_id and key.job_id == attempt_id.job_id
+            ]:
                 del self._tasks[older]  # a later attempt of the same subtask replaces it (its reports are stale)
             self._tasks[attempt_id] = task
         task.executor.submit(task)
@@ -160,14 +169,21 @@ class TaskManager:
         gateway = self._job_masters[spec.job_id]
         with self._lock:
             executor = self._executor
-        services = TaskServices(self._channels, executor, self, self._collect_target,
-                                metrics_reporter=TaskMetricsReporter(gateway, spec), task_manager_id=self.resource_id)
+        services = TaskServices(
+            self._channels,
+            executor,
+            self,
+            self._collect_target,
+            metrics_reporter=TaskMetricsReporter(gateway, spec),
+            task_manager_id=self.resource_id,
+        )
         if spec.checkpointing is not None:
             with self._lock:
                 storage = self._storages.get(spec.job_id)
                 if storage is None:
                     storage = self._storages[spec.job_id] = JobCheckpointStorage(
-                        spec.job_id, spec.checkpointing.storage)
+                        spec.job_id, spec.checkpointing.storage
+                    )
                 if self._checkpoint_io is None:
                     self._checkpoint_io = SingleThreadExecutor(f"fluvial-checkpoint-io-tm{self.index}")
             services.checkpoint_storage = storage
@@ -200,9 +216,15 @@ class TaskManager:
                 self._abandoned.append(stuck)
                 self._executor = TaskExecutor(f"fluvial-taskmanager-{self.index}-{len(self._abandoned)}")
         stuck.shutdown(timeout=0)
-        logger.error("%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread %s is "
-                     "stuck in user code and is abandoned; the task is CANCELED and this TaskManager runs its "
-                     "other tasks on a new thread", task.name, task.spec.attempt, timeout_ms, stuck.name)
+        logger.error(
+            "%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread %s is "
+            "stuck in user code and is abandoned; the task is CANCELED and this TaskManager runs its "
+            "other tasks on a new thread",
+            task.name,
+            task.spec.attempt,
+            timeout_ms,
+            stuck.name,
+        )
 
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
         task = self._task(message.attempt_id)
@@ -211,9 +233,14 @@ class TaskManager:
             return
         gateway = self._job_masters.get(message.job_id)
         if gateway is not None:  # it ended (a trigger raced its end): not ready, which is no checkpoint failure
-            gateway.decline_checkpoint(DeclineCheckpoint(
-                message.attempt_id, message.checkpoint_id, CheckpointFailureReason.DECLINED_TASK_CLOSING,
-                "the subtask is no longer running here"))
+            gateway.decline_checkpoint(
+                DeclineCheckpoint(
+                    message.attempt_id,
+                    message.checkpoint_id,
+                    CheckpointFailureReason.DECLINED_TASK_CLOSING,
+                    "the subtask is no longer running here",
+                )
+            )
 
     def notify_checkpoint_complete(self, message: NotifyCheckpointComplete) -> None:
         for task in self._tasks_of(message.job_id):
@@ -247,8 +274,13 @@ class TaskManager:
                 del self._tasks[key]
             gateway = self._job_masters.get(spec.job_id)
         if state is ExecutionState.FAILED:  # the JobMaster logs the failure with what it decided
-            logger.info("%s (attempt %d) failed in operator '%s': %s", task.name, spec.attempt,
-                           failure.operator_name if failure else "?", failure.error if failure else "")
+            logger.info(
+                "%s (attempt %d) failed in operator '%s': %s",
+                task.name,
+                spec.attempt,
+                failure.operator_name if failure else "?",
+                failure.error if failure else "",
+            )
         if gateway is not None:
             gateway.update_task_execution_state(TaskExecutionState(spec.attempt_id, state, failure))
 

@@ -129,7 +129,9 @@ class ConfigOption(Generic[T]):
         try:
             return self._parse(raw)
         except ValueError as error:
-            raise ValueError(f"configuration '{self._key}' has the value {raw!r}, which is not valid: {error}") from None
+            raise ValueError(
+                f"configuration '{self._key}' has the value {raw!r}, which is not valid: {error}"
+            ) from None
 
     def __str__(self) -> str:
         return f"Key: '{self._key}' , default: {self._default} (fallback keys: {list(self._fallback_keys)})"

@@ -81,15 +81,19 @@ def _parse_host_list(raw: str | list | tuple) -> tuple[str, ...]:
     return tuple(_parse_host(str(name)) for name in names if str(name).strip())
 
 
-_PROMETHEUS_FACTORIES = ("org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
-                         "org.apache.flink.metrics.prometheus.PrometheusReporter")
+_PROMETHEUS_FACTORIES = (
+    "org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
+    "org.apache.flink.metrics.prometheus.PrometheusReporter",
+)
 
 
 def _prometheus_factory(raw: str) -> str:
     value = raw.strip()
     if value not in _PROMETHEUS_FACTORIES:
-        raise ValueError(f"fluvial has the Prometheus reporter only ({_PROMETHEUS_FACTORIES[0]}); remove the key "
-                         "or name that factory, and set metrics.reporter.prom.port")
+        raise ValueError(
+            f"fluvial has the Prometheus reporter only ({_PROMETHEUS_FACTORIES[0]}); remove the key "
+            "or name that factory, and set metrics.reporter.prom.port"
+        )
     return value
 
 
@@ -149,128 +153,284 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
-        ConfigOption("jobmanager.archive.fs.dir", str, None,
-                     "directory (or file system URL) where finished jobs are archived for the history server"),
-        ConfigOption("historyserver.archive.fs.dir", str, None,
-                     "comma-separated directories the history server reads job archives from"),
-        ConfigOption("historyserver.archive.fs.refresh-interval", _parse_positive_duration_ms, 10_000,
-                     "how often the history server looks for new archives"),
+        ConfigOption(
+            "jobmanager.archive.fs.dir",
+            str,
+            None,
+            "directory (or file system URL) where finished jobs are archived for the history server",
+        ),
+        ConfigOption(
+            "historyserver.archive.fs.dir",
+            str,
+            None,
+            "comma-separated directories the history server reads job archives from",
+        ),
+        ConfigOption(
+            "historyserver.archive.fs.refresh-interval",
+            _parse_positive_duration_ms,
+            10_000,
+            "how often the history server looks for new archives",
+        ),
         ConfigOption("historyserver.web.port", _parse_port, 8082, "the history server's port (0: any free port)"),
-        ConfigOption("historyserver.web.address", _parse_host, "127.0.0.1", "the address the history server "
-                     "listens on"),
-        ConfigOption("env.log.dir", str, None, "directory of fluvial's log files (default: $FLUVIAL_LOG_DIR, else "
-                     "~/.fluvial/log)"),
+        ConfigOption(
+            "historyserver.web.address", _parse_host, "127.0.0.1", "the address the history server listens on"
+        ),
+        ConfigOption(
+            "env.log.dir",
+            str,
+            None,
+            "directory of fluvial's log files (default: $FLUVIAL_LOG_DIR, else ~/.fluvial/log)",
+        ),
         ConfigOption("env.log.max", _parse_positive_int, 10, "rotated log files kept per log (each up to 100 MB)"),
-        ConfigOption("execution.target", _one_of("local", "embedded", "remote", "ray"), "local",
-                     "where jobs run: local (embedded), remote (a session cluster at rest.address:rest.port), ray"),
-        ConfigOption("execution.attached", _parse_bool, True,
-                     "execute() waits for the job's end; false (`fluvial run -d`): it returns once the job is "
-                     "submitted (execution.target remote, or ray: its JobMaster a detached Ray actor)"),
-        ConfigOption("execution.buffer-timeout", lambda raw: check_buffer_timeout(_parse_duration_ms(raw)), 100,
-                     "longest wait of a record in a partly filled buffer (always met: batches go out at once)"),
+        ConfigOption(
+            "execution.target",
+            _one_of("local", "embedded", "remote", "ray"),
+            "local",
+            "where jobs run: local (embedded), remote (a session cluster at rest.address:rest.port), ray",
+        ),
+        ConfigOption(
+            "execution.attached",
+            _parse_bool,
+            True,
+            "execute() waits for the job's end; false (`fluvial run -d`): it returns once the job is "
+            "submitted (execution.target remote, or ray: its JobMaster a detached Ray actor)",
+        ),
+        ConfigOption(
+            "execution.buffer-timeout",
+            lambda raw: check_buffer_timeout(_parse_duration_ms(raw)),
+            100,
+            "longest wait of a record in a partly filled buffer (always met: batches go out at once)",
+        ),
         ConfigOption("execution.checkpointing.interval", _parse_duration_ms, None, "checkpoint interval"),
         ConfigOption("execution.savepoint.path", str, None, "restore from this savepoint"),
         ConfigOption("state.backend.type", _one_of("hashmap", "rocksdb"), "hashmap", "state backend"),
-        ConfigOption("state.backend.rocksdb.predefined-options",
-                     _one_of("default", "spinning_disk_optimized", "spinning_disk_optimized_high_mem",
-                             "flash_ssd_optimized"), "default",
-                     "the RocksDB option profile of state.backend.type: rocksdb (Flink's PredefinedOptions)"),
+        ConfigOption(
+            "state.backend.rocksdb.predefined-options",
+            _one_of("default", "spinning_disk_optimized", "spinning_disk_optimized_high_mem", "flash_ssd_optimized"),
+            "default",
+            "the RocksDB option profile of state.backend.type: rocksdb (Flink's PredefinedOptions)",
+        ),
         ConfigOption("state.checkpoints.dir", str, None, "checkpoint directory"),
         ConfigOption("state.checkpoints.num-retained", _parse_positive_int, 1, "retained checkpoints"),
-        ConfigOption("execution.checkpointing.mode", _one_of("exactly_once", "at_least_once"), "exactly_once",
-                     "checkpointing mode"),
-        ConfigOption("execution.checkpointing.externalized-checkpoint-retention",
-                     _one_of("delete_on_cancellation", "retain_on_cancellation", "no_externalized_checkpoints"),
-                     "no_externalized_checkpoints",
-                     "whether a cancelled job's retained checkpoints are deleted (DELETE_ON_CANCELLATION) or kept"),
+        ConfigOption(
+            "execution.checkpointing.mode",
+            _one_of("exactly_once", "at_least_once"),
+            "exactly_once",
+            "checkpointing mode",
+        ),
+        ConfigOption(
+            "execution.checkpointing.externalized-checkpoint-retention",
+            _one_of("delete_on_cancellation", "retain_on_cancellation", "no_externalized_checkpoints"),
+            "no_externalized_checkpoints",
+            "whether a cancelled job's retained checkpoints are deleted (DELETE_ON_CANCELLATION) or kept",
+        ),
         ConfigOption("execution.checkpointing.timeout", _parse_duration_ms, 600_000, "checkpoint timeout"),
         ConfigOption("execution.checkpointing.min-pause", _parse_duration_ms, 0, "pause between checkpoints"),
-        ConfigOption("execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1,
-                     "checkpoints in flight"),
+        ConfigOption(
+            "execution.checkpointing.max-concurrent-checkpoints", _parse_positive_int, 1, "checkpoints in flight"
+        ),
         ConfigOption("execution.checkpointing.tolerable-failed-checkpoints", int, 0, "tolerated failures"),
-        ConfigOption("execution.checkpointing.checkpoints-after-tasks-finish", _parse_bool, True,
-                     "checkpoints go on after tasks finish; a bounded job commits through a final checkpoint"),
-        ConfigOption("execution.checkpointing.checkpoints-after-tasks-finish.enabled", _parse_bool, None,
-                     "Flink 1.x name of execution.checkpointing.checkpoints-after-tasks-finish"),
-        ConfigOption("execution.checkpointing.unaligned.enabled", _parse_bool, False,
-                     "unaligned checkpoints: barriers overtake queued buffers, which are persisted (FLIP-76)"),
-        ConfigOption("execution.checkpointing.unaligned", _parse_bool, None,
-                     "Flink 1.x name of execution.checkpointing.unaligned.enabled"),
-        ConfigOption("execution.checkpointing.unaligned.forced", _parse_bool, False,
-                     "turn unaligned checkpoints on where they would be refused (fluvial has no such jobs)"),
-        ConfigOption("execution.checkpointing.aligned-checkpoint-timeout", _parse_duration_ms, 0,
-                     "with unaligned checkpoints: start aligned, turn unaligned after this (0: unaligned at once)"),
-        ConfigOption("execution.checkpointing.alignment-timeout", _parse_duration_ms, None,
-                     "Flink 1.x name of execution.checkpointing.aligned-checkpoint-timeout"),
+        ConfigOption(
+            "execution.checkpointing.checkpoints-after-tasks-finish",
+            _parse_bool,
+            True,
+            "checkpoints go on after tasks finish; a bounded job commits through a final checkpoint",
+        ),
+        ConfigOption(
+            "execution.checkpointing.checkpoints-after-tasks-finish.enabled",
+            _parse_bool,
+            None,
+            "Flink 1.x name of execution.checkpointing.checkpoints-after-tasks-finish",
+        ),
+        ConfigOption(
+            "execution.checkpointing.unaligned.enabled",
+            _parse_bool,
+            False,
+            "unaligned checkpoints: barriers overtake queued buffers, which are persisted (FLIP-76)",
+        ),
+        ConfigOption(
+            "execution.checkpointing.unaligned",
+            _parse_bool,
+            None,
+            "Flink 1.x name of execution.checkpointing.unaligned.enabled",
+        ),
+        ConfigOption(
+            "execution.checkpointing.unaligned.forced",
+            _parse_bool,
+            False,
+            "turn unaligned checkpoints on where they would be refused (fluvial has no such jobs)",
+        ),
+        ConfigOption(
+            "execution.checkpointing.aligned-checkpoint-timeout",
+            _parse_duration_ms,
+            0,
+            "with unaligned checkpoints: start aligned, turn unaligned after this (0: unaligned at once)",
+        ),
+        ConfigOption(
+            "execution.checkpointing.alignment-timeout",
+            _parse_duration_ms,
+            None,
+            "Flink 1.x name of execution.checkpointing.aligned-checkpoint-timeout",
+        ),
         ConfigOption("state.savepoints.dir", str, None, "default savepoint directory"),
-        ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False,
-                     "allow_non_restored_state"),
-        ConfigOption("execution.state-recovery.claim-mode", _claim_mode, None,
-                     "NO_CLAIM (default) or CLAIM: who owns the snapshot a job starts from"),
-        ConfigOption("execution.savepoint-restore-mode", _claim_mode, None,
-                     "deprecated name of execution.state-recovery.claim-mode"),
+        ConfigOption("execution.savepoint.ignore-unclaimed-state", _parse_bool, False, "allow_non_restored_state"),
+        ConfigOption(
+            "execution.state-recovery.claim-mode",
+            _claim_mode,
+            None,
+            "NO_CLAIM (default) or CLAIM: who owns the snapshot a job starts from",
+        ),
+        ConfigOption(
+            "execution.savepoint-restore-mode",
+            _claim_mode,
+            None,
+            "deprecated name of execution.state-recovery.claim-mode",
+        ),
         ConfigOption("taskmanager.numberOfTaskSlots", _parse_positive_int, None, "slots per TaskManager"),
-        ConfigOption("task.cancellation.interval", _parse_duration_ms, 30_000,
-                     "time between interrupts of a task that does not cancel"),
-        ConfigOption("task.cancellation.timeout", _parse_duration_ms, 180_000,
-                     "time after which a task that does not cancel is given up (0: never)"),
-        ConfigOption("taskmanager.network.memory.buffer-debloat.enabled", _parse_bool, False,
-                     "adapt the records per network buffer so queued input takes about the target time (FLIP-183)"),
-        ConfigOption("taskmanager.network.memory.buffer-debloat.target", _parse_positive_duration_ms, 1000,
-                     "how long the data queued on a task's input channels should take it to process"),
-        ConfigOption("taskmanager.network.memory.buffer-debloat.period", _parse_positive_duration_ms, 200,
-                     "how often the debloated buffer size is recomputed"),
+        ConfigOption(
+            "task.cancellation.interval",
+            _parse_duration_ms,
+            30_000,
+            "time between interrupts of a task that does not cancel",
+        ),
+        ConfigOption(
+            "task.cancellation.timeout",
+            _parse_duration_ms,
+            180_000,
+            "time after which a task that does not cancel is given up (0: never)",
+        ),
+        ConfigOption(
+            "taskmanager.network.memory.buffer-debloat.enabled",
+            _parse_bool,
+            False,
+            "adapt the records per network buffer so queued input takes about the target time (FLIP-183)",
+        ),
+        ConfigOption(
+            "taskmanager.network.memory.buffer-debloat.target",
+            _parse_positive_duration_ms,
+            1000,
+            "how long the data queued on a task's input channels should take it to process",
+        ),
+        ConfigOption(
+            "taskmanager.network.memory.buffer-debloat.period",
+            _parse_positive_duration_ms,
+            200,
+            "how often the debloated buffer size is recomputed",
+        ),
         ConfigOption("local.number-taskmanager", _parse_positive_int, 1, "TaskManagers of the MiniCluster"),
-        ConfigOption("local.taskmanager.mode", _one_of("thread", "process", "auto"), "auto",
-                     "TaskManagers as threads of this process, as processes, or auto: processes when the job's "
-                     "highest parallelism is above 1"),
-        ConfigOption("local.rest.keep-serving", _parse_bool, False,
-                     "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
-                     "exits (`fluvial run --web` sets it, and waits for Ctrl-C)"),
+        ConfigOption(
+            "local.taskmanager.mode",
+            _one_of("thread", "process", "auto"),
+            "auto",
+            "TaskManagers as threads of this process, as processes, or auto: processes when the job's "
+            "highest parallelism is above 1",
+        ),
+        ConfigOption(
+            "local.rest.keep-serving",
+            _parse_bool,
+            False,
+            "an embedded job's REST API and dashboard keep serving after the job ends, until the program "
+            "exits (`fluvial run --web` sets it, and waits for Ctrl-C)",
+        ),
         ConfigOption("taskmanager.bind-host", str, "127.0.0.1", "the address TaskManager listeners bind to"),
         ConfigOption("heartbeat.interval", _parse_duration_ms, 10_000, "TaskManager heartbeat interval"),
-        ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000,
-                     "a TaskManager silent this long is lost"),
-        ConfigOption("rest.port", _parse_port, 8081,
-                     "embedded jobs: serve their REST API and dashboard on this port while they run (0: any free "
-                     "port); execution.target remote: the port of the session cluster's REST API"),
-        ConfigOption("rest.address", _parse_host, "127.0.0.1",
-                     "execution.target remote: the host of the session cluster's REST API (`fluvial run -m`)"),
-        ConfigOption("slot.request.timeout", _parse_positive_duration_ms, 300_000,
-                     "how long a job submitted to a session cluster waits for free task slots before it fails"),
-        ConfigOption("rest.bind-address", _parse_host, "127.0.0.1",
-                     "the address the REST API, the dashboard and the Prometheus endpoint listen on"),
-        ConfigOption("rest.allowed-hosts", _parse_host_list, (),
-                     "Host names the REST API answers to besides its bind address and the loopback names "
-                     "(comma-separated; '*': any). Other Host headers are refused (DNS rebinding)"),
-        ConfigOption("metrics.reporter.prom.port", _parse_port_range, None,
-                     "serve the job's metrics in Prometheus' text format on this port (or the first free one of a "
-                     "range 'from-to') while it runs"),
-        ConfigOption("metrics.reporter.prom.factory.class", _prometheus_factory, None,
-                     "Flink's reporter class; only the Prometheus (pull) reporter is available"),
-        ConfigOption("metrics.fetcher.update-interval", _parse_positive_duration_ms, 1000,
-                     "how often running tasks report their metrics: how fresh the REST API, the dashboard and "
-                     "Prometheus figures are"),
-        ConfigOption("ray.address", str, None,
-                     "the Ray cluster of execution.target ray: host:port of its head, auto, or local (a cluster "
-                     "of this process's own); unset: the cluster ray is initialised with, else auto, else local"),
-        ConfigOption("ray.placement-strategy", _one_of("pack", "spread", "strict_pack", "strict_spread"), "spread",
-                     "how Ray places the job's TaskManagers (one placement-group bundle each) over its nodes"),
-        ConfigOption("ray.placement-timeout", _parse_duration_ms, 60_000,
-                     "how long a job waits for Ray to reserve its slots before it fails"),
-        ConfigOption("ray.working-dir", str, None,
-                     "a directory shipped to every TaskManager actor as its working directory (Ray's runtime_env "
-                     "working_dir)"),
-        ConfigOption("ray.shared-filesystem", _parse_bool, False,
-                     "local paths (checkpoints, savepoints) name one filesystem shared by every Ray node"),
+        ConfigOption("heartbeat.timeout", _parse_duration_ms, 50_000, "a TaskManager silent this long is lost"),
+        ConfigOption(
+            "rest.port",
+            _parse_port,
+            8081,
+            "embedded jobs: serve their REST API and dashboard on this port while they run (0: any free "
+            "port); execution.target remote: the port of the session cluster's REST API",
+        ),
+        ConfigOption(
+            "rest.address",
+            _parse_host,
+            "127.0.0.1",
+            "execution.target remote: the host of the session cluster's REST API (`fluvial run -m`)",
+        ),
+        ConfigOption(
+            "slot.request.timeout",
+            _parse_positive_duration_ms,
+            300_000,
+            "how long a job submitted to a session cluster waits for free task slots before it fails",
+        ),
+        ConfigOption(
+            "rest.bind-address",
+            _parse_host,
+            "127.0.0.1",
+            "the address the REST API, the dashboard and the Prometheus endpoint listen on",
+        ),
+        ConfigOption(
+            "rest.allowed-hosts",
+            _parse_host_list,
+            (),
+            "Host names the REST API answers to besides its bind address and the loopback names "
+            "(comma-separated; '*': any). Other Host headers are refused (DNS rebinding)",
+        ),
+        ConfigOption(
+            "metrics.reporter.prom.port",
+            _parse_port_range,
+            None,
+            "serve the job's metrics in Prometheus' text format on this port (or the first free one of a "
+            "range 'from-to') while it runs",
+        ),
+        ConfigOption(
+            "metrics.reporter.prom.factory.class",
+            _prometheus_factory,
+            None,
+            "Flink's reporter class; only the Prometheus (pull) reporter is available",
+        ),
+        ConfigOption(
+            "metrics.fetcher.update-interval",
+            _parse_positive_duration_ms,
+            1000,
+            "how often running tasks report their metrics: how fresh the REST API, the dashboard and "
+            "Prometheus figures are",
+        ),
+        ConfigOption(
+            "ray.address",
+            str,
+            None,
+            "the Ray cluster of execution.target ray: host:port of its head, auto, or local (a cluster "
+            "of this process's own); unset: the cluster ray is initialised with, else auto, else local",
+        ),
+        ConfigOption(
+            "ray.placement-strategy",
+            _one_of("pack", "spread", "strict_pack", "strict_spread"),
+            "spread",
+            "how Ray places the job's TaskManagers (one placement-group bundle each) over its nodes",
+        ),
+        ConfigOption(
+            "ray.placement-timeout",
+            _parse_duration_ms,
+            60_000,
+            "how long a job waits for Ray to reserve its slots before it fails",
+        ),
+        ConfigOption(
+            "ray.working-dir",
+            str,
+            None,
+            "a directory shipped to every TaskManager actor as its working directory (Ray's runtime_env working_dir)",
+        ),
+        ConfigOption(
+            "ray.shared-filesystem",
+            _parse_bool,
+            False,
+            "local paths (checkpoints, savepoints) name one filesystem shared by every Ray node",
+        ),
         ConfigOption("receiver.block-interval", _parse_duration_ms, 200, "receiver block interval"),
         ConfigOption("receiver.block-queue-size", _parse_positive_int, 10, "receiver block queue"),
         ConfigOption("receiver.write-ahead-log.enable", _parse_bool, False, "receiver WAL"),
         ConfigOption("receiver.max-rate", int, 0, "receiver records per second (0: unlimited)"),
-        ConfigOption("receiver.block-store-timeout", _parse_duration_ms, 30_000,
-                     "how long storing a block (store and write-ahead log) may take"),
+        ConfigOption(
+            "receiver.block-store-timeout",
+            _parse_duration_ms,
+            30_000,
+            "how long storing a block (store and write-ahead log) may take",
+        ),
     )
 }
+
 
 def _register_restart_strategy_keys() -> None:
     """The restart-strategy keys are parsed by `restart_strategy.py` (durations, aliases); here they are only
@@ -294,30 +454,43 @@ class UnsupportedOption:
         return key == self.key or key.startswith(namespace)
 
 
-_NO_WEB = ("fluvial's REST API and dashboard take rest.port, rest.address, rest.bind-address and "
-           "rest.allowed-hosts only; remove the key (`fluvial run --web JOB.py` serves them for a job)")
+_NO_WEB = (
+    "fluvial's REST API and dashboard take rest.port, rest.address, rest.bind-address and "
+    "rest.allowed-hosts only; remove the key (`fluvial run --web JOB.py` serves them for a job)"
+)
 _NO_JVM = "fluvial runs no JVM, so the key has nothing to act on. Remove it"
 
 UNSUPPORTED: tuple[UnsupportedOption, ...] = (
     UnsupportedOption("rest.", _NO_WEB),
     UnsupportedOption("web.", _NO_WEB),
-    UnsupportedOption("metrics.", "fluvial's metrics take metrics.reporter.prom.port (Prometheus, the one "
-                                  "reporter), metrics.reporter.prom.factory.class and "
-                                  "metrics.fetcher.update-interval only; remove the key"),
-    UnsupportedOption("execution.checkpointing.unaligned.",
-                      "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled, "
-                      "execution.checkpointing.unaligned.forced and execution.checkpointing.aligned-checkpoint-timeout "
-                      "only. Remove the key"),
-    UnsupportedOption("state.backend.incremental",
-                      "set it in code: env.set_state_backend(EmbeddedRocksDBStateBackend("
-                      "enable_incremental_checkpointing=...)); incremental is that backend's default"),
-    UnsupportedOption("state.backend.rocksdb.",
-                      "configure EmbeddedRocksDBStateBackend in code (e.g. set_db_storage_paths) and pass it to "
-                      "env.set_state_backend"),
+    UnsupportedOption(
+        "metrics.",
+        "fluvial's metrics take metrics.reporter.prom.port (Prometheus, the one "
+        "reporter), metrics.reporter.prom.factory.class and "
+        "metrics.fetcher.update-interval only; remove the key",
+    ),
+    UnsupportedOption(
+        "execution.checkpointing.unaligned.",
+        "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled, "
+        "execution.checkpointing.unaligned.forced and execution.checkpointing.aligned-checkpoint-timeout "
+        "only. Remove the key",
+    ),
+    UnsupportedOption(
+        "state.backend.incremental",
+        "set it in code: env.set_state_backend(EmbeddedRocksDBStateBackend("
+        "enable_incremental_checkpointing=...)); incremental is that backend's default",
+    ),
+    UnsupportedOption(
+        "state.backend.rocksdb.",
+        "configure EmbeddedRocksDBStateBackend in code (e.g. set_db_storage_paths) and pass it to "
+        "env.set_state_backend",
+    ),
     UnsupportedOption("taskmanager.memory.", "fluvial does not size TaskManager memory yet. Remove the key"),
     UnsupportedOption("jobmanager.memory.", "fluvial does not size JobManager memory yet. Remove the key"),
-    UnsupportedOption("python.", "fluvial runs Python functions in its own tasks, with no separate Python worker "
-                                 "to tune. Remove the key"),
+    UnsupportedOption(
+        "python.",
+        "fluvial runs Python functions in its own tasks, with no separate Python worker to tune. Remove the key",
+    ),
     UnsupportedOption("pipeline.jars", _NO_JVM),
     UnsupportedOption("pipeline.classpaths", _NO_JVM),
 )
@@ -336,10 +509,41 @@ _OWN_NAMESPACES = ("local.", "receiver.", "ray.")
 # nothing here, so it is refused. A key outside them (`my-app.threshold`) is the program's own, kept for its
 # code to read through get_configuration(), as Flink's Configuration keeps it.
 _ENGINE_NAMESPACES = (
-    "parallelism.", "pipeline.", "execution.", "state.", "taskmanager.", "jobmanager.", "restart-strategy",
-    "rest.", "web.", "metrics.", "python.", "heartbeat.", "local.", "receiver.", "high-availability.", "cluster.",
-    "akka.", "pekko.", "blob.", "io.", "security.", "table.", "env.", "kubernetes.", "yarn.", "fs.", "s3.",
-    "checkpointing.", "savepoint.", "resourcemanager.", "slot.", "slotmanager.", "process.", "client.", "ray.",
+    "parallelism.",
+    "pipeline.",
+    "execution.",
+    "state.",
+    "taskmanager.",
+    "jobmanager.",
+    "restart-strategy",
+    "rest.",
+    "web.",
+    "metrics.",
+    "python.",
+    "heartbeat.",
+    "local.",
+    "receiver.",
+    "high-availability.",
+    "cluster.",
+    "akka.",
+    "pekko.",
+    "blob.",
+    "io.",
+    "security.",
+    "table.",
+    "env.",
+    "kubernetes.",
+    "yarn.",
+    "fs.",
+    "s3.",
+    "checkpointing.",
+    "savepoint.",
+    "resourcemanager.",
+    "slot.",
+    "slotmanager.",
+    "process.",
+    "client.",
+    "ray.",
 )
 
 
@@ -593,5 +797,7 @@ def _unknown_key_hint(key: str) -> str:
         return f"did you mean '{close[0]}'?"
     if key.startswith(_OWN_NAMESPACES):
         return "known keys: " + ", ".join(k for k in OPTIONS if k.startswith(_OWN_NAMESPACES))
-    return ("fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists the keys fluvial "
-            "knows, with their defaults (`fluvial config PREFIX` those starting with PREFIX)")
+    return (
+        "fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists the keys fluvial "
+        "knows, with their defaults (`fluvial config PREFIX` those starting with PREFIX)"
+    )

@@ -9,6 +9,7 @@ from fluvial.common.errors import InvalidJobError
 
 class ExecutionConfig:
     """Settings of a job's execution (PyFlink's `ExecutionConfig`): `env.get_config()`."""
+
     def __init__(self) -> None:
         self._parallelism: int | None = None
         self._max_parallelism: int | None = None
@@ -138,9 +139,7 @@ class ExecutionConfig:
         from fluvial.common.input_dependency_constraint import InputDependencyConstraint
 
         if not isinstance(constraint, InputDependencyConstraint):
-            raise InvalidJobError(
-                f"expected InputDependencyConstraint.ANY or .ALL, got {constraint!r}"
-            )
+            raise InvalidJobError(f"expected InputDependencyConstraint.ANY or .ALL, got {constraint!r}")
         self._input_dependency_constraint = constraint
         return self
 

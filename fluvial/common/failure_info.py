@@ -20,8 +20,9 @@ class FailureInfo:
     restartable: bool  # False when no restart could fix it (a NonRecoverableError)
 
     @staticmethod
-    def of(error: BaseException, location: str, timestamp_ms: int, restartable: bool,
-           traceback_text: str | None = None) -> FailureInfo:
+    def of(
+        error: BaseException, location: str, timestamp_ms: int, restartable: bool, traceback_text: str | None = None
+    ) -> FailureInfo:
         text = traceback_text if traceback_text is not None else "".join(traceback.format_exception(error))
         return FailureInfo(type(error).__name__, str(error), location, timestamp_ms, text, restartable)
 

@@ -12,6 +12,7 @@ class CompletableFuture:
     """The result of an asynchronous operation (PyFlink's `CompletableFuture`): a job's result, a savepoint's
     path, a job's status. `result()` waits for it.
     """
+
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()

@@ -14,5 +14,6 @@ class InputDependencyConstraint(enum.Enum):
     """Flink 1.x's batch scheduling constraint (ANY or ALL inputs ready); kept for PyFlink programs, with
     nothing to act on here.
     """
+
     ANY = 0
     ALL = 1

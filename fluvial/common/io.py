@@ -16,6 +16,7 @@ __all__ = ["InputFormat"]
 
 class InputFormat(abc.ABC):
     """A legacy input format (PyFlink's `InputFormat`), read with `env.create_input(format)`."""
+
     @abc.abstractmethod
     def create_source(self) -> Any:
         """The bounded Source reading this format's input."""

@@ -29,6 +29,7 @@ class JobClient(abc.ABC):
         savepoint = client.stop_with_savepoint(False, "/var/savepoints").result()
         ```
     """
+
     detached = False  # True: the job runs on when its client goes away (`execution.attached: false`)
 
     @abc.abstractmethod
@@ -54,8 +55,9 @@ class JobClient(abc.ABC):
         """A future of the savepoint's path (pass it as execution.savepoint.path to restore from it)."""
 
     @abc.abstractmethod
-    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
-                            savepoint_directory: str | None = None) -> CompletableFuture:
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
+    ) -> CompletableFuture:
         """Take a savepoint, then stop the job; a future of the savepoint's path."""
 
     @abc.abstractmethod

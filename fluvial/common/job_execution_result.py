@@ -9,6 +9,7 @@ class JobExecutionResult:
     """What a finished job returns from `execute()` (PyFlink's `JobExecutionResult`): its id, its net runtime
     and its accumulators.
     """
+
     def __init__(self, job_id: Any, net_runtime_ms: int, accumulators: dict[str, Any] | None = None) -> None:
         """`job_id`: the JobID (PyFlink's get_job_id returns one)."""
         self._job_id = job_id
@@ -54,9 +55,11 @@ class DetachedJobExecutionResult(JobExecutionResult):
     """What `execute()` returns for a job submitted detached (`fluvial run -d`): the job runs on in its cluster,
     so only its id is known (Flink's DetachedJobExecutionResult)."""
 
-    _DETACHED = ("Job was submitted in detached mode. Results of job execution, such as accumulators, runtime, "
-                 "etc. are not available: run without -d (--detached) to wait for them, or ask the cluster "
-                 "(fluvial list, the REST API)")
+    _DETACHED = (
+        "Job was submitted in detached mode. Results of job execution, such as accumulators, runtime, "
+        "etc. are not available: run without -d (--detached) to wait for them, or ask the cluster "
+        "(fluvial list, the REST API)"
+    )
 
     def __init__(self, job_id: Any) -> None:
         super().__init__(job_id, -1)

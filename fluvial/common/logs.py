@@ -99,8 +99,9 @@ def log_directory(configuration: Any = None) -> Path:
 def rotating_handler(path: Path, backups: int) -> logging.Handler:
     """A handler writing Flink-formatted records to `path`, rotated at MAX_BYTES with `backups` older files."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=backups, encoding="utf-8",
-                                                   delay=True)
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=MAX_BYTES, backupCount=backups, encoding="utf-8", delay=True
+    )
     handler.setFormatter(logging.Formatter(FORMAT))
     return handler
 

@@ -38,8 +38,11 @@ def executor_for(target: str, configuration: Any) -> PipelineExecutor:
         raise ConfigurationError(
             f"execution.target '{target}' is not available in this version; use one of: {', '.join(_EXECUTORS)}"
         )
-    if location.endswith(":LocalExecutor") and configuration is not None \
-            and any(configuration.contains_key(key) for key in _WEB_KEYS):
+    if (
+        location.endswith(":LocalExecutor")
+        and configuration is not None
+        and any(configuration.contains_key(key) for key in _WEB_KEYS)
+    ):
         location = _LOCAL_WITH_WEB
     module_name, _, class_name = location.partition(":")
     return getattr(importlib.import_module(module_name), class_name)(configuration)

@@ -59,14 +59,15 @@ def open_private(path: str | os.PathLike[str], flags: int = _WRITE_FLAGS) -> int
     return os.open(path, flags, PRIVATE_FILE_MODE)
 
 
-def write_private_file(path: str | os.PathLike[str], data: bytes | bytearray | memoryview, *,
-                       fsync: bool = False) -> None:
+def write_private_file(
+    path: str | os.PathLike[str], data: bytes | bytearray | memoryview, *, fsync: bool = False
+) -> None:
     """Write `data` to a new or truncated 0600 file; with `fsync`, durable when this returns."""
     fd = open_private(path)
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if fsync:
             os.fsync(fd)
     finally:
@@ -102,8 +103,11 @@ def untrusted_reason(path: str | os.PathLike[str]) -> str | None:
             writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
             sticky_ancestor = not is_target and stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
             if writable and not sticky_ancestor:
-                who = "group and others" if writable == stat.S_IWGRP | stat.S_IWOTH else (
-                    "its group" if writable == stat.S_IWGRP else "others")
+                who = (
+                    "group and others"
+                    if writable == stat.S_IWGRP | stat.S_IWOTH
+                    else ("its group" if writable == stat.S_IWGRP else "others")
+                )
                 return f"{kind} {current} is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
         parent = os.path.dirname(current)
         if parent == current:

@@ -39,14 +39,15 @@ def environment_value(pid: int, name: str) -> str | None:
     prefix = name.encode() + b"="
     for entry in entries:
         if entry.startswith(prefix):
-            return entry[len(prefix):].decode(errors="replace")
+            return entry[len(prefix) :].decode(errors="replace")
     return None
 
 
 def processes_with(name: str, value: str) -> list[int]:
     """The living processes of this user that were started with `name=value` in their environment."""
-    return sorted(pid for pid in _pids() if pid != os.getpid() and environment_value(pid, name) == value
-                  and pid_running(pid))
+    return sorted(
+        pid for pid in _pids() if pid != os.getpid() and environment_value(pid, name) == value and pid_running(pid)
+    )
 
 
 def _pids() -> list[int]:

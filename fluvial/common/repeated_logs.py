@@ -35,8 +35,9 @@ class _Kind:
 
 
 class RepeatedMessages(logging.Filter):
-    def __init__(self, first: int = FIRST, window_s: float = WINDOW_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, first: int = FIRST, window_s: float = WINDOW_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__()
         self._first = first
         self._window_s = window_s

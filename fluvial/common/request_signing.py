@@ -94,8 +94,10 @@ class RequestVerifier:
             raise SignatureError("the request is not signed with this cluster's access token")
         now = int(time.time() * 1000)
         if abs(now - request.timestamp_ms) > self._max_skew_ms:
-            raise SignatureError(f"the request was signed {abs(now - request.timestamp_ms) // 1000} s away from the "
-                                 "cluster's clock: check both machines' clocks")
+            raise SignatureError(
+                f"the request was signed {abs(now - request.timestamp_ms) // 1000} s away from the "
+                "cluster's clock: check both machines' clocks"
+            )
         with self._lock:
             while self._seen and next(iter(self._seen.values())) < now - self._max_skew_ms:
                 self._seen.popitem(last=False)
@@ -106,8 +108,16 @@ class RequestVerifier:
 
 
 def _request_mac(token: str, method: str, target: str, timestamp_ms: int, nonce: str, body: bytes) -> str:
-    message = b"\n".join([b"request", method.upper().encode(), target.encode(), str(timestamp_ms).encode(),
-                          nonce.encode(), hashlib.sha256(body).hexdigest().encode()])
+    message = b"\n".join(
+        [
+            b"request",
+            method.upper().encode(),
+            target.encode(),
+            str(timestamp_ms).encode(),
+            nonce.encode(),
+            hashlib.sha256(body).hexdigest().encode(),
+        ]
+    )
     return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 

@@ -25,7 +25,6 @@ from fluvial.common.time import current_millis
 Clock = Callable[[], int]
 
 
-
 class FailureOutcome(Enum):
     """What `notify_failure` made of a failure."""
 
@@ -94,8 +93,10 @@ class FixedDelayRestartBackoffTimeStrategy:
         return self._backoff_ms
 
     def __repr__(self) -> str:
-        return (f"FixedDelayRestartBackoffTimeStrategy(failures={self._failures}, "
-                f"max_attempts={self._max_attempts}, backoff_ms={self._backoff_ms})")
+        return (
+            f"FixedDelayRestartBackoffTimeStrategy(failures={self._failures}, "
+            f"max_attempts={self._max_attempts}, backoff_ms={self._backoff_ms})"
+        )
 
 
 class FailureRateRestartBackoffTimeStrategy:
@@ -109,8 +110,7 @@ class FailureRateRestartBackoffTimeStrategy:
 
     __slots__ = ("_backoff_ms", "_clock", "_failure_times", "_interval_ms", "_max_failures")
 
-    def __init__(self, configuration: FailureRateRestartStrategyConfiguration,
-                 clock: Clock = current_millis) -> None:
+    def __init__(self, configuration: FailureRateRestartStrategyConfiguration, clock: Clock = current_millis) -> None:
         self._max_failures = configuration.max_failure_rate
         self._interval_ms = configuration.failure_interval_ms
         self._backoff_ms = configuration.delay_between_attempts_ms
@@ -130,9 +130,11 @@ class FailureRateRestartBackoffTimeStrategy:
         return self._backoff_ms
 
     def __repr__(self) -> str:
-        return (f"FailureRateRestartBackoffTimeStrategy(max_failures={self._max_failures}, "
-                f"interval_ms={self._interval_ms}, backoff_ms={self._backoff_ms}, "
-                f"recent_failures={list(self._failure_times)})")
+        return (
+            f"FailureRateRestartBackoffTimeStrategy(max_failures={self._max_failures}, "
+            f"interval_ms={self._interval_ms}, backoff_ms={self._backoff_ms}, "
+            f"recent_failures={list(self._failure_times)})"
+        )
 
 
 class ExponentialDelayRestartBackoffTimeStrategy:
@@ -154,8 +156,12 @@ class ExponentialDelayRestartBackoffTimeStrategy:
 
     __slots__ = ("_attempt", "_clock", "_config", "_next_restart_ms", "_rng")
 
-    def __init__(self, configuration: ExponentialDelayRestartStrategyConfiguration,
-                 clock: Clock = current_millis, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        configuration: ExponentialDelayRestartStrategyConfiguration,
+        clock: Clock = current_millis,
+        rng: random.Random | None = None,
+    ) -> None:
         self._config = configuration
         self._clock = clock
         self._rng = rng if rng is not None else random.Random()
@@ -183,8 +189,10 @@ class ExponentialDelayRestartBackoffTimeStrategy:
 
     def get_backoff_time(self) -> int:
         if self._next_restart_ms is None:
-            raise RuntimeError("get_backoff_time() was called in state NO_FAILURE_YET: no restart is pending; "
-                               "call notify_failure() first")
+            raise RuntimeError(
+                "get_backoff_time() was called in state NO_FAILURE_YET: no restart is pending; "
+                "call notify_failure() first"
+            )
         return max(0, self._next_restart_ms - self._clock())
 
     def _delay_for(self, attempt: int) -> int:
@@ -201,12 +209,15 @@ class ExponentialDelayRestartBackoffTimeStrategy:
         return max(config.initial_backoff_ms, min(jittered, config.max_backoff_ms))
 
     def __repr__(self) -> str:
-        return (f"ExponentialDelayRestartBackoffTimeStrategy(attempt={self._attempt}, "
-                f"next_restart_ms={self._next_restart_ms}, configuration={self._config!r})")
+        return (
+            f"ExponentialDelayRestartBackoffTimeStrategy(attempt={self._attempt}, "
+            f"next_restart_ms={self._next_restart_ms}, configuration={self._config!r})"
+        )
 
 
-def create_backoff_strategy(configuration: RestartStrategyConfiguration, clock: Clock = current_millis,
-                            rng: random.Random | None = None) -> RestartBackoffTimeStrategy:
+def create_backoff_strategy(
+    configuration: RestartStrategyConfiguration, clock: Clock = current_millis, rng: random.Random | None = None
+) -> RestartBackoffTimeStrategy:
     """A fresh runtime strategy for one job. `clock` returns milliseconds; `rng` feeds the exponential
     strategy's jitter. A Fallback configuration must first be resolved with `resolve_restart_strategy`."""
     match configuration:
@@ -221,6 +232,9 @@ def create_backoff_strategy(configuration: RestartStrategyConfiguration, clock: 
         case FallbackRestartStrategyConfiguration():
             raise InvalidJobError(
                 "fall_back_restart() defers to the cluster and names no strategy to build; resolve it first "
-                "with resolve_restart_strategy(job_strategy, configuration, checkpointing_enabled)")
-    raise TypeError(f"expected a RestartStrategyConfiguration, got {configuration!r}; "
-                    "build one with RestartStrategies, e.g. RestartStrategies.fixed_delay_restart(3, 10_000)")
+                "with resolve_restart_strategy(job_strategy, configuration, checkpointing_enabled)"
+            )
+    raise TypeError(
+        f"expected a RestartStrategyConfiguration, got {configuration!r}; "
+        "build one with RestartStrategies, e.g. RestartStrategies.fixed_delay_restart(3, 10_000)"
+    )

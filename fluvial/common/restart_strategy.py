@@ -40,10 +40,18 @@ from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.time import Duration
 
 __all__ = [
-    "MAX_RESTART_ATTEMPTS", "RESTART_STRATEGY_KEYS", "ExponentialDelayRestartStrategyConfiguration",
-    "FailureRateRestartStrategyConfiguration", "FallbackRestartStrategyConfiguration",
-    "FixedDelayRestartStrategyConfiguration", "NoRestartStrategyConfiguration", "RestartStrategies",
-    "RestartStrategyConfiguration", "RestartStrategyType", "default_restart_strategy", "resolve_restart_strategy",
+    "MAX_RESTART_ATTEMPTS",
+    "RESTART_STRATEGY_KEYS",
+    "ExponentialDelayRestartStrategyConfiguration",
+    "FailureRateRestartStrategyConfiguration",
+    "FallbackRestartStrategyConfiguration",
+    "FixedDelayRestartStrategyConfiguration",
+    "NoRestartStrategyConfiguration",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
+    "RestartStrategyType",
+    "default_restart_strategy",
+    "resolve_restart_strategy",
     "restart_strategy_from_configuration",
 ]
 
@@ -145,10 +153,20 @@ class FixedDelayRestartStrategyConfiguration(RestartStrategyConfiguration):
     def __post_init__(self) -> None:
         attempts = _whole_number("restart_attempts", self.restart_attempts)
         delay = _interval_ms("delay_between_attempts", self.delay_between_attempts_ms)
-        _require(attempts >= 0, "restart_attempts", attempts, "must be at least 0",
-                 "pass 0 to never restart, or the number of restarts to allow")
-        _require(delay >= 0, "delay_between_attempts", delay, "must be at least 0 ms",
-                 "pass 0 to restart at once, or a positive delay")
+        _require(
+            attempts >= 0,
+            "restart_attempts",
+            attempts,
+            "must be at least 0",
+            "pass 0 to never restart, or the number of restarts to allow",
+        )
+        _require(
+            delay >= 0,
+            "delay_between_attempts",
+            delay,
+            "must be at least 0 ms",
+            "pass 0 to restart at once, or a positive delay",
+        )
         object.__setattr__(self, "restart_attempts", attempts)
         object.__setattr__(self, "delay_between_attempts_ms", delay)
 
@@ -160,8 +178,10 @@ class FixedDelayRestartStrategyConfiguration(RestartStrategyConfiguration):
         return timedelta(milliseconds=self.delay_between_attempts_ms)
 
     def get_description(self) -> str:
-        return (f"Restart after a fixed delay of {self.delay_between_attempts_ms} ms, "
-                f"at most {self.restart_attempts} times.")
+        return (
+            f"Restart after a fixed delay of {self.delay_between_attempts_ms} ms, "
+            f"at most {self.restart_attempts} times."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +197,27 @@ class FailureRateRestartStrategyConfiguration(RestartStrategyConfiguration):
         rate = _whole_number("failure_rate", self.max_failure_rate)
         interval = _interval_ms("failure_interval", self.failure_interval_ms)
         delay = _interval_ms("delay_interval", self.delay_between_attempts_ms)
-        _require(rate >= 1, "failure_rate", rate, "must be at least 1",
-                 "pass the number of failures to tolerate per interval, or use no_restart()")
-        _require(interval >= 1, "failure_interval", interval, "must be at least 1 ms",
-                 "pass the window over which failures are counted, e.g. Duration.of_minutes(5)")
-        _require(delay >= 0, "delay_interval", delay, "must be at least 0 ms",
-                 "pass 0 to restart at once, or a positive delay")
+        _require(
+            rate >= 1,
+            "failure_rate",
+            rate,
+            "must be at least 1",
+            "pass the number of failures to tolerate per interval, or use no_restart()",
+        )
+        _require(
+            interval >= 1,
+            "failure_interval",
+            interval,
+            "must be at least 1 ms",
+            "pass the window over which failures are counted, e.g. Duration.of_minutes(5)",
+        )
+        _require(
+            delay >= 0,
+            "delay_interval",
+            delay,
+            "must be at least 0 ms",
+            "pass 0 to restart at once, or a positive delay",
+        )
         object.__setattr__(self, "max_failure_rate", rate)
         object.__setattr__(self, "failure_interval_ms", interval)
         object.__setattr__(self, "delay_between_attempts_ms", delay)
@@ -197,8 +232,10 @@ class FailureRateRestartStrategyConfiguration(RestartStrategyConfiguration):
         return timedelta(milliseconds=self.delay_between_attempts_ms)
 
     def get_description(self) -> str:
-        return (f"Restart after {self.delay_between_attempts_ms} ms unless more than "
-                f"{self.max_failure_rate} failures happen within {self.failure_interval_ms} ms.")
+        return (
+            f"Restart after {self.delay_between_attempts_ms} ms unless more than "
+            f"{self.max_failure_rate} failures happen within {self.failure_interval_ms} ms."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,21 +259,56 @@ class ExponentialDelayRestartStrategyConfiguration(RestartStrategyConfiguration)
         threshold = _interval_ms("reset_backoff_threshold", self.reset_backoff_threshold_ms)
         jitter = _real_number("jitter_factor", self.jitter_factor)
         attempts = _whole_number("attempts_before_reset_backoff", self.attempts_before_reset_backoff)
-        _require(initial >= 1, "initial_backoff", initial, "must be at least 1 ms",
-                 "pass the first delay, e.g. Duration.of_seconds(1)")
-        _require(maximum >= initial, "max_backoff", maximum, f"must be at least initial_backoff ({initial} ms)",
-                 "raise max_backoff or lower initial_backoff")
-        _require(math.isfinite(multiplier) and multiplier >= 1, "backoff_multiplier", multiplier,
-                 "must be a finite number >= 1", "pass e.g. 2.0 (1.0 keeps the delay constant)")
-        _require(threshold >= 1, "reset_backoff_threshold", threshold, "must be at least 1 ms",
-                 "pass how long the job must run without failing to reset, e.g. Duration.of_hours(1)")
-        _require(math.isfinite(jitter) and 0 <= jitter <= 1, "jitter_factor", jitter,
-                 "must be within [0, 1]", "pass e.g. 0.1 for +/-10 %, or 0 for no jitter")
-        _require(attempts >= 1, "attempts_before_reset_backoff", attempts, "must be at least 1",
-                 f"pass the restarts to allow between resets, or {MAX_RESTART_ATTEMPTS} for no limit")
-        for name, value in (("initial_backoff_ms", initial), ("max_backoff_ms", maximum),
-                            ("backoff_multiplier", multiplier), ("reset_backoff_threshold_ms", threshold),
-                            ("jitter_factor", jitter), ("attempts_before_reset_backoff", attempts)):
+        _require(
+            initial >= 1,
+            "initial_backoff",
+            initial,
+            "must be at least 1 ms",
+            "pass the first delay, e.g. Duration.of_seconds(1)",
+        )
+        _require(
+            maximum >= initial,
+            "max_backoff",
+            maximum,
+            f"must be at least initial_backoff ({initial} ms)",
+            "raise max_backoff or lower initial_backoff",
+        )
+        _require(
+            math.isfinite(multiplier) and multiplier >= 1,
+            "backoff_multiplier",
+            multiplier,
+            "must be a finite number >= 1",
+            "pass e.g. 2.0 (1.0 keeps the delay constant)",
+        )
+        _require(
+            threshold >= 1,
+            "reset_backoff_threshold",
+            threshold,
+            "must be at least 1 ms",
+            "pass how long the job must run without failing to reset, e.g. Duration.of_hours(1)",
+        )
+        _require(
+            math.isfinite(jitter) and 0 <= jitter <= 1,
+            "jitter_factor",
+            jitter,
+            "must be within [0, 1]",
+            "pass e.g. 0.1 for +/-10 %, or 0 for no jitter",
+        )
+        _require(
+            attempts >= 1,
+            "attempts_before_reset_backoff",
+            attempts,
+            "must be at least 1",
+            f"pass the restarts to allow between resets, or {MAX_RESTART_ATTEMPTS} for no limit",
+        )
+        for name, value in (
+            ("initial_backoff_ms", initial),
+            ("max_backoff_ms", maximum),
+            ("backoff_multiplier", multiplier),
+            ("reset_backoff_threshold_ms", threshold),
+            ("jitter_factor", jitter),
+            ("attempts_before_reset_backoff", attempts),
+        ):
             object.__setattr__(self, name, value)
 
     def get_initial_backoff(self) -> timedelta:
@@ -258,10 +330,12 @@ class ExponentialDelayRestartStrategyConfiguration(RestartStrategyConfiguration)
         return self.attempts_before_reset_backoff
 
     def get_description(self) -> str:
-        return (f"Restart with a delay from {self.initial_backoff_ms} ms growing x{self.backoff_multiplier} "
-                f"to at most {self.max_backoff_ms} ms (jitter {self.jitter_factor}), reset after "
-                f"{self.reset_backoff_threshold_ms} ms without failure; at most "
-                f"{self.attempts_before_reset_backoff} restarts between resets.")
+        return (
+            f"Restart with a delay from {self.initial_backoff_ms} ms growing x{self.backoff_multiplier} "
+            f"to at most {self.max_backoff_ms} ms (jitter {self.jitter_factor}), reset after "
+            f"{self.reset_backoff_threshold_ms} ms without failure; at most "
+            f"{self.attempts_before_reset_backoff} restarts between resets."
+        )
 
 
 class RestartStrategies:
@@ -293,8 +367,9 @@ class RestartStrategies:
         return FallbackRestartStrategyConfiguration()
 
     @staticmethod
-    def fixed_delay_restart(restart_attempts: int, delay_between_attempts: Interval
-                            ) -> FixedDelayRestartStrategyConfiguration:
+    def fixed_delay_restart(
+        restart_attempts: int, delay_between_attempts: Interval
+    ) -> FixedDelayRestartStrategyConfiguration:
         """Restart up to `restart_attempts` times, `delay_between_attempts` apart.
 
         Args:
@@ -313,8 +388,9 @@ class RestartStrategies:
         return FixedDelayRestartStrategyConfiguration(restart_attempts, delay)
 
     @staticmethod
-    def failure_rate_restart(failure_rate: int, failure_interval: Interval, delay_interval: Interval
-                             ) -> FailureRateRestartStrategyConfiguration:
+    def failure_rate_restart(
+        failure_rate: int, failure_interval: Interval, delay_interval: Interval
+    ) -> FailureRateRestartStrategyConfiguration:
         """Restart while there are at most `failure_rate` failures within `failure_interval`.
 
         Args:
@@ -330,15 +406,19 @@ class RestartStrategies:
         return FailureRateRestartStrategyConfiguration(failure_rate, interval, delay)
 
     @staticmethod
-    def exponential_delay_restart(initial_backoff: Interval, max_backoff: Interval, backoff_multiplier: float,
-                                  reset_backoff_threshold: Interval, jitter_factor: float,
-                                  attempts_before_reset_backoff: int = MAX_RESTART_ATTEMPTS,
-                                  ) -> ExponentialDelayRestartStrategyConfiguration:
+    def exponential_delay_restart(
+        initial_backoff: Interval,
+        max_backoff: Interval,
+        backoff_multiplier: float,
+        reset_backoff_threshold: Interval,
+        jitter_factor: float,
+        attempts_before_reset_backoff: int = MAX_RESTART_ATTEMPTS,
+    ) -> ExponentialDelayRestartStrategyConfiguration:
         """Flink Java's `exponentialDelayRestart`; `attempts_before_reset_backoff` is Flink 1.19's addition."""
         intervals: tuple[Any, Any, Any] = (initial_backoff, max_backoff, reset_backoff_threshold)
         return ExponentialDelayRestartStrategyConfiguration(
-            intervals[0], intervals[1], backoff_multiplier, intervals[2], jitter_factor,
-            attempts_before_reset_backoff)
+            intervals[0], intervals[1], backoff_multiplier, intervals[2], jitter_factor, attempts_before_reset_backoff
+        )
 
 
 # --- From configuration keys ---
@@ -358,11 +438,19 @@ EXPONENTIAL_JITTER = "restart-strategy.exponential-delay.jitter-factor"
 EXPONENTIAL_ATTEMPTS = "restart-strategy.exponential-delay.attempts-before-reset-backoff"
 
 RESTART_STRATEGY_KEYS: tuple[str, ...] = (
-    TYPE_KEY, DEPRECATED_TYPE_KEY,
-    FIXED_DELAY_ATTEMPTS, FIXED_DELAY_DELAY,
-    FAILURE_RATE_MAX_FAILURES, FAILURE_RATE_INTERVAL, FAILURE_RATE_DELAY,
-    EXPONENTIAL_INITIAL_BACKOFF, EXPONENTIAL_MAX_BACKOFF, EXPONENTIAL_MULTIPLIER,
-    EXPONENTIAL_RESET_THRESHOLD, EXPONENTIAL_JITTER, EXPONENTIAL_ATTEMPTS,
+    TYPE_KEY,
+    DEPRECATED_TYPE_KEY,
+    FIXED_DELAY_ATTEMPTS,
+    FIXED_DELAY_DELAY,
+    FAILURE_RATE_MAX_FAILURES,
+    FAILURE_RATE_INTERVAL,
+    FAILURE_RATE_DELAY,
+    EXPONENTIAL_INITIAL_BACKOFF,
+    EXPONENTIAL_MAX_BACKOFF,
+    EXPONENTIAL_MULTIPLIER,
+    EXPONENTIAL_RESET_THRESHOLD,
+    EXPONENTIAL_JITTER,
+    EXPONENTIAL_ATTEMPTS,
 )
 """Every key `restart_strategy_from_configuration` reads, for the configuration's table of known keys."""
 
@@ -386,8 +474,9 @@ class RestartStrategyType(Enum):
             if name in strategy_type.value:
                 return strategy_type
         valid = ", ".join(name for strategy_type in cls for name in strategy_type.value)
-        raise ConfigurationError(f"configuration '{key}' has the value {raw!r}, which is not a restart "
-                                 f"strategy; use one of: {valid}")
+        raise ConfigurationError(
+            f"configuration '{key}' has the value {raw!r}, which is not a restart strategy; use one of: {valid}"
+        )
 
 
 class _ConfigSource(Protocol):
@@ -417,7 +506,8 @@ def _parse_duration_ms(key: str, raw: str) -> int:
     if match is None or match["unit"] not in _UNIT_MS:
         raise ConfigurationError(
             f"configuration '{key}' has the value {raw!r}, which is not a duration; "
-            "write a number and a unit, e.g. '500 ms', '10 s', '1 min', '2 h', '1 d'")
+            "write a number and a unit, e.g. '500 ms', '10 s', '1 min', '2 h', '1 d'"
+        )
     return int(Decimal(match["number"]) * _UNIT_MS[match["unit"]])
 
 
@@ -431,8 +521,7 @@ class _Setting(NamedTuple):
     raw: str | None
 
 
-def _read(config: _ConfigSource, key: str, parameter: str, default: Any,
-          parse: Callable[[str], Any]) -> _Setting:
+def _read(config: _ConfigSource, key: str, parameter: str, default: Any, parse: Callable[[str], Any]) -> _Setting:
     raw = config.get_string(key, None)
     if raw is None:
         return _Setting(key, parameter, default, None)
@@ -442,16 +531,16 @@ def _read(config: _ConfigSource, key: str, parameter: str, default: Any,
         raise  # the parser's own message is more precise
     except (ValueError, InvalidOperation):
         kind = "an integer" if parse is int else "a number"
-        raise ConfigurationError(f"configuration '{key}' has the value {raw!r}, which is not {kind}; "
-                                 "fix the value") from None
+        raise ConfigurationError(
+            f"configuration '{key}' has the value {raw!r}, which is not {kind}; fix the value"
+        ) from None
 
 
 def _read_duration(config: _ConfigSource, key: str, parameter: str, default_ms: int) -> _Setting:
     return _read(config, key, parameter, default_ms, lambda raw: _parse_duration_ms(key, raw))
 
 
-def _build(cls: Callable[..., RestartStrategyConfiguration], *settings: _Setting
-           ) -> RestartStrategyConfiguration:
+def _build(cls: Callable[..., RestartStrategyConfiguration], *settings: _Setting) -> RestartStrategyConfiguration:
     """`cls(*values)` in field order; a value the class rejects becomes a ConfigurationError naming its key."""
     try:
         return cls(*(setting.value for setting in settings))
@@ -510,8 +599,9 @@ def default_restart_strategy(checkpointing_enabled: bool) -> RestartStrategyConf
     return NoRestartStrategyConfiguration()
 
 
-def resolve_restart_strategy(job_strategy: RestartStrategyConfiguration | None, config: _ConfigSource | None,
-                             checkpointing_enabled: bool) -> RestartStrategyConfiguration:
+def resolve_restart_strategy(
+    job_strategy: RestartStrategyConfiguration | None, config: _ConfigSource | None, checkpointing_enabled: bool
+) -> RestartStrategyConfiguration:
     """The strategy a job runs with, in Flink's order: the job's own unless absent or fall_back_restart();
     then the configuration; then `default_restart_strategy`. Never returns a Fallback configuration."""
     if job_strategy is not None and not isinstance(job_strategy, FallbackRestartStrategyConfiguration):

@@ -107,7 +107,8 @@ class SimpleStringSchema(SerializationSchema, DeserializationSchema):
         if not isinstance(element, str):
             raise InvalidJobError(
                 f"SimpleStringSchema serializes strings, got {type(element).__name__} {element!r}; "
-                "map records to str first")
+                "map records to str first"
+            )
         return element.encode(self._charset)
 
     def deserialize(self, message: bytes) -> str:
@@ -149,7 +150,8 @@ class ByteArraySchema(SerializationSchema, DeserializationSchema):
         if not isinstance(element, (bytes, bytearray, memoryview)):
             raise InvalidJobError(
                 f"ByteArraySchema serializes bytes, got {type(element).__name__} {element!r}; "
-                "use SimpleStringSchema for strings")
+                "use SimpleStringSchema for strings"
+            )
         return bytes(element)
 
     def deserialize(self, message: bytes) -> bytes:
@@ -205,13 +207,15 @@ class RowFieldExtractorSchema(SerializationSchema):
         except IndexError:
             raise InvalidJobError(
                 f"RowFieldExtractorSchema: field index {self._field_index} is out of range for {element!r} "
-                f"({len(element)} fields)") from None
+                f"({len(element)} fields)"
+            ) from None
         if value is None:
             return b""
         if not isinstance(value, (bytes, bytearray)):
             raise InvalidJobError(
                 f"RowFieldExtractorSchema: field {self._field_index} must be of type bytes, got "
-                f"{type(value).__name__} {value!r}; encode it in the program (e.g. value.encode('utf-8'))")
+                f"{type(value).__name__} {value!r}; encode it in the program (e.g. value.encode('utf-8'))"
+            )
         return bytes(value)
 
 

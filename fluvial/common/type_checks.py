@@ -49,15 +49,17 @@ def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
             raise InvalidJobError(describe_mismatch(error, operator, type_info)) from None
 
     builtins = "type=type, len=len, tuple=tuple, int=int, str=str, bool=bool, set=set, map=map, min=min, max=max"
-    source = "\n".join([
-        # the builtins the test names are parameters with defaults: locals are the fastest lookups there are;
-        # the reshaping pass is a function of its own, so the fast loop has no closure cells
-        f"def reshape(values, shape=shape, {builtins}):",
-        f"    return [v if ({fits}) else shape(v) for v in values]",
-        f"def check(values, reshape=reshape, {builtins}):",
-        *_fast_test(type_info, fits),
-        "    return values",
-    ])
+    source = "\n".join(
+        [
+            # the builtins the test names are parameters with defaults: locals are the fastest lookups there are;
+            # the reshaping pass is a function of its own, so the fast loop has no closure cells
+            f"def reshape(values, shape=shape, {builtins}):",
+            f"    return [v if ({fits}) else shape(v) for v in values]",
+            f"def check(values, reshape=reshape, {builtins}):",
+            *_fast_test(type_info, fits),
+            "    return values",
+        ]
+    )
     namespace: dict[str, Any] = {"shape": shape}
     exec(source, namespace)  # noqa: S102 - the source is built here from the declared type, not from input
     return namespace["check"]
@@ -74,12 +76,14 @@ def _fast_test(type_info: Any, fits: str) -> list[str]:
     fields = [fits_expression(field, f"f{index}") for index, field in enumerate(type_info.get_field_types())]
     names = ", ".join(f"f{index}" if field != "True" else "_" for index, field in enumerate(fields))
     tests = " and ".join(f"({field})" for field in fields if field != "True") or "True"
-    return ["    for v in values:",
-            f"        if type(v) is not tuple or len(v) != {len(fields)}:",
-            "            return reshape(values)",
-            f"        {names}{',' if len(fields) == 1 else ''} = v",
-            f"        if not ({tests}):",
-            "            return reshape(values)"]
+    return [
+        "    for v in values:",
+        f"        if type(v) is not tuple or len(v) != {len(fields)}:",
+        "            return reshape(values)",
+        f"        {names}{',' if len(fields) == 1 else ''} = v",
+        f"        if not ({tests}):",
+        "            return reshape(values)",
+    ]
 
 
 def _bulk_test(type_info: Any) -> str | None:

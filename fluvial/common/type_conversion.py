@@ -44,8 +44,14 @@ from fluvial.common.typeinfo import (
     TypeInformation,
 )
 
-__all__ = ["TypeMismatch", "converter_for", "describe_mismatch", "fits_expression", "java_narrowing",
-           "narrowing_converter_for"]
+__all__ = [
+    "TypeMismatch",
+    "converter_for",
+    "describe_mismatch",
+    "fits_expression",
+    "java_narrowing",
+    "narrowing_converter_for",
+]
 
 Converter = Callable[[Any], Any]
 
@@ -65,8 +71,10 @@ def describe_mismatch(error: TypeMismatch, operator: str, declared: TypeInformat
     shown = shown if len(shown) <= 120 else shown[:117] + "..."
     expected = repr(error.type_info)
     article = "an" if expected[:1] in "AEIOU" else "a"
-    return (f"'{operator}' produced {what} fit its declared type {declared!r}: {shown} is not {article} "
-            f"{expected} ({error.reason}); fix the function's result or its output_type / type_info")
+    return (
+        f"'{operator}' produced {what} fit its declared type {declared!r}: {shown} is not {article} "
+        f"{expected} ({error.reason}); fix the function's result or its output_type / type_info"
+    )
 
 
 def converter_for(type_info: Any, path: str = "") -> Converter | None:
@@ -171,8 +179,9 @@ def _floating(type_info: BasicTypeInfo, path: str) -> Converter:
     return convert
 
 
-def _instance_check(type_info: TypeInformation, path: str, kinds: tuple[type, ...], what: str,
-                    exclude: tuple[type, ...] = ()) -> Converter:
+def _instance_check(
+    type_info: TypeInformation, path: str, kinds: tuple[type, ...], what: str, exclude: tuple[type, ...] = ()
+) -> Converter:
     exact = kinds[0]
 
     def convert(value: Any) -> Any:

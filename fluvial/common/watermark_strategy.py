@@ -256,18 +256,23 @@ class WatermarksWithIdleness(WatermarkGenerator):
 
 def _non_negative_bound(millis: Any) -> int:
     if isinstance(millis, bool) or not isinstance(millis, numbers.Integral):
-        raise InvalidJobError(f"max out-of-orderness must be whole milliseconds, got {millis!r}; "
-                              "pass e.g. Duration.of_seconds(5)")
+        raise InvalidJobError(
+            f"max out-of-orderness must be whole milliseconds, got {millis!r}; pass e.g. Duration.of_seconds(5)"
+        )
     if millis < 0:
-        raise InvalidJobError(f"max out-of-orderness must be >= 0, got {int(millis)} ms; pass e.g. "
-                              "Duration.of_seconds(5), or use for_monotonous_timestamps() for ordered timestamps")
+        raise InvalidJobError(
+            f"max out-of-orderness must be >= 0, got {int(millis)} ms; pass e.g. "
+            "Duration.of_seconds(5), or use for_monotonous_timestamps() for ordered timestamps"
+        )
     return int(millis)
 
 
 def _positive_idle_timeout(millis: Any) -> int:
     if isinstance(millis, bool) or not isinstance(millis, numbers.Integral) or millis <= 0:
-        raise InvalidJobError(f"idle timeout must be > 0 ms, got {millis!r} ms; pass a positive Duration such as "
-                              "Duration.of_seconds(30), or leave out with_idleness() if no source goes quiet")
+        raise InvalidJobError(
+            f"idle timeout must be > 0 ms, got {millis!r} ms; pass a positive Duration such as "
+            "Duration.of_seconds(30), or leave out with_idleness() if no source goes quiet"
+        )
     return int(millis)
 
 
@@ -311,7 +316,8 @@ def checked_timestamp(value: Any, timestamp: Any) -> int:
         return int(timestamp)
     raise InvalidJobError(
         f"timestamp assigner returned {_short_repr(timestamp)} ({type(timestamp).__name__}) for record "
-        f"{_short_repr(value)}; return an int of milliseconds since the epoch, e.g. int(value.ts_seconds * 1000)")
+        f"{_short_repr(value)}; return an int of milliseconds since the epoch, e.g. int(value.ts_seconds * 1000)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -378,14 +384,16 @@ class _UserFactory:
             if target is None or not callable(target):
                 raise InvalidJobError(
                     f"for_generator() needs a callable returning a WatermarkGenerator, got {_short_repr(supplier)}; "
-                    "pass e.g. lambda context: MyGenerator() or the class MyGenerator")
+                    "pass e.g. lambda context: MyGenerator() or the class MyGenerator"
+                )
         if _accepts_positional(target, 1):
             return _UserFactory(supplier, True)
         if _accepts_positional(target, 0) is not False:  # zero arguments, or Python cannot tell
             return _UserFactory(supplier, False)
         raise InvalidJobError(
             f"for_generator() factory {_short_repr(supplier)} must take no argument or one (the context); "
-            "pass e.g. lambda context: MyGenerator()")
+            "pass e.g. lambda context: MyGenerator()"
+        )
 
 
 def _check_generator(generator: Any, source: Any) -> WatermarkGenerator:
@@ -393,7 +401,8 @@ def _check_generator(generator: Any, source: Any) -> WatermarkGenerator:
         raise InvalidJobError(
             f"watermark generator factory {_short_repr(source)} returned {_short_repr(generator)}, which is not a "
             "WatermarkGenerator; return an object with on_event(event, timestamp, output) and "
-            "on_periodic_emit(output)")
+            "on_periodic_emit(output)"
+        )
     return generator
 
 
@@ -498,11 +507,13 @@ def _validate_assigner(assigner: Any) -> None:
     if not callable(function):
         raise InvalidJobError(
             f"with_timestamp_assigner() needs a TimestampAssigner or a function (value, record_timestamp) -> int, "
-            f"got {_short_repr(assigner)}")
+            f"got {_short_repr(assigner)}"
+        )
     if _accepts_positional(function, 2) is False:
         raise InvalidJobError(
             f"timestamp assigner {_short_repr(assigner)} must accept two arguments (value, record_timestamp); "
-            "write e.g. lambda value, record_timestamp: value[1]")
+            "write e.g. lambda value, record_timestamp: value[1]"
+        )
 
 
 __all__ = [
@@ -547,9 +558,11 @@ class AssignerWithPeriodicWatermarksWrapper:
             if not callable(getattr(assigner, method, None)):
                 raise InvalidJobError(
                     f"AssignerWithPeriodicWatermarksWrapper needs an assigner with extract_timestamp(value, "
-                    f"previous_timestamp) and get_current_watermark(); {_short_repr(assigner)} has no {method}()")
-        self._strategy = WatermarkStrategy.for_generator(lambda: _PeriodicAssignerGenerator(assigner)) \
-            .with_timestamp_assigner(assigner)
+                    f"previous_timestamp) and get_current_watermark(); {_short_repr(assigner)} has no {method}()"
+                )
+        self._strategy = WatermarkStrategy.for_generator(
+            lambda: _PeriodicAssignerGenerator(assigner)
+        ).with_timestamp_assigner(assigner)
 
     def create_watermark_generator(self, context: WatermarkGeneratorContext | None = None) -> WatermarkGenerator:
         """A generator that asks the wrapped assigner for its current watermark at every periodic emit.

@@ -75,31 +75,33 @@ _LATE = {
     "MemorySize": "fluvial.datastream.slot_sharing_group",
 }
 
-__all__ = sorted([
-    "AggregateFunction",
-    "CoFlatMapFunction",
-    "CoMapFunction",
-    "CoProcessFunction",
-    "ConnectedStreams",
-    "DataStream",
-    "DataStreamSink",
-    "FilterFunction",
-    "FlatMapFunction",
-    "KeySelector",
-    "KeyedCoProcessFunction",
-    "KeyedProcessFunction",
-    "KeyedStream",
-    "MapFunction",
-    "OutputTag",
-    "Partitioner",
-    "ProcessFunction",
-    "ReduceFunction",
-    "RuntimeContext",
-    "SinkFunction",
-    "SlotSharingGroup",
-    "StreamExecutionEnvironment",
-    *_LATE,
-])
+__all__ = sorted(
+    [
+        "AggregateFunction",
+        "CoFlatMapFunction",
+        "CoMapFunction",
+        "CoProcessFunction",
+        "ConnectedStreams",
+        "DataStream",
+        "DataStreamSink",
+        "FilterFunction",
+        "FlatMapFunction",
+        "KeySelector",
+        "KeyedCoProcessFunction",
+        "KeyedProcessFunction",
+        "KeyedStream",
+        "MapFunction",
+        "OutputTag",
+        "Partitioner",
+        "ProcessFunction",
+        "ReduceFunction",
+        "RuntimeContext",
+        "SinkFunction",
+        "SlotSharingGroup",
+        "StreamExecutionEnvironment",
+        *_LATE,
+    ]
+)
 
 
 __getattr__ = lazy_names(__name__, _LATE, globals())

@@ -18,15 +18,22 @@ from fluvial.datastream.functions import AsyncFunction, AsyncRetryStrategy
 __all__ = ["AsyncDataStream"]
 
 
-def _wait(data_stream: DataStream, async_function: Any, timeout: Duration | int, capacity: int,
-          output_type: Any, ordered: bool, retry_strategy: Any) -> DataStream:
+def _wait(
+    data_stream: DataStream,
+    async_function: Any,
+    timeout: Duration | int,
+    capacity: int,
+    output_type: Any,
+    ordered: bool,
+    retry_strategy: Any,
+) -> DataStream:
     if not isinstance(data_stream, DataStream):
         raise InvalidJobError(f"AsyncDataStream expects a DataStream first, got {data_stream!r}")
     invoke = getattr(async_function, "async_invoke", None)
     if not isinstance(async_function, AsyncFunction) or not inspect.iscoroutinefunction(invoke):
         raise InvalidJobError(
-            f"AsyncDataStream needs an AsyncFunction whose async_invoke is declared 'async def', got "
-            f"{async_function!r}")
+            f"AsyncDataStream needs an AsyncFunction whose async_invoke is declared 'async def', got {async_function!r}"
+        )
     timeout_ms = to_millis(timeout)
     if timeout_ms <= 0:
         raise InvalidJobError(f"the async timeout must be positive, got {timeout_ms} ms")
@@ -42,8 +49,13 @@ class AsyncDataStream:
     """Helpers applying an AsyncFunction to a stream, keeping input order (`ordered_wait`) or not."""
 
     @staticmethod
-    def unordered_wait(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
-                       capacity: int = 100, output_type: Any = None) -> DataStream:
+    def unordered_wait(
+        data_stream: DataStream,
+        async_function: AsyncFunction,
+        timeout: Duration | int,
+        capacity: int = 100,
+        output_type: Any = None,
+    ) -> DataStream:
         """As `ordered_wait`, emitting each result as soon as it is ready (in order only relative to
         watermarks).
 
@@ -60,8 +72,13 @@ class AsyncDataStream:
         return _wait(data_stream, async_function, timeout, capacity, output_type, False, None)
 
     @staticmethod
-    def ordered_wait(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
-                     capacity: int = 100, output_type: Any = None) -> DataStream:
+    def ordered_wait(
+        data_stream: DataStream,
+        async_function: AsyncFunction,
+        timeout: Duration | int,
+        capacity: int = 100,
+        output_type: Any = None,
+    ) -> DataStream:
         """Apply an AsyncFunction to every record, at most `capacity` calls at once, emitting results in input
         order (no watermark overtakes a pending result).
 
@@ -78,9 +95,14 @@ class AsyncDataStream:
         return _wait(data_stream, async_function, timeout, capacity, output_type, True, None)
 
     @staticmethod
-    def unordered_wait_with_retry(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
-                                  async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
-                                  output_type: Any = None) -> DataStream:
+    def unordered_wait_with_retry(
+        data_stream: DataStream,
+        async_function: AsyncFunction,
+        timeout: Duration | int,
+        async_retry_strategy: AsyncRetryStrategy,
+        capacity: int = 100,
+        output_type: Any = None,
+    ) -> DataStream:
         """As `unordered_wait`, retrying calls by a retry strategy.
 
         Args:
@@ -97,9 +119,14 @@ class AsyncDataStream:
         return _wait(data_stream, async_function, timeout, capacity, output_type, False, async_retry_strategy)
 
     @staticmethod
-    def ordered_wait_with_retry(data_stream: DataStream, async_function: AsyncFunction, timeout: Duration | int,
-                                async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
-                                output_type: Any = None) -> DataStream:
+    def ordered_wait_with_retry(
+        data_stream: DataStream,
+        async_function: AsyncFunction,
+        timeout: Duration | int,
+        async_retry_strategy: AsyncRetryStrategy,
+        capacity: int = 100,
+        output_type: Any = None,
+    ) -> DataStream:
         """As `ordered_wait`, retrying calls by a retry strategy.
 
         Args:

@@ -29,6 +29,7 @@ def _positive(value: Any, what: str) -> Any:
 
 class RetryPredicate(AsyncRetryPredicate, Generic[OUT]):
     """A pair of predicates: on a result (retry when it returns True) and on an exception."""
+
     def __init__(self, result_predicate: ResultPredicate, exception_predicate: ExceptionPredicate) -> None:
         self._result_predicate = result_predicate
         self._exception_predicate = exception_predicate
@@ -44,6 +45,7 @@ class RetryPredicate(AsyncRetryPredicate, Generic[OUT]):
 
 class NoRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
     """Never retry (the default of `*_wait_with_retry`)."""
+
     def can_retry(self, current_attempts: int) -> bool:
         """False."""
         return False
@@ -61,8 +63,14 @@ class FixedDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
     """Retry up to a number of attempts, a fixed delay apart (PyFlink's `FixedDelayRetryStrategy`);
     built with `AsyncRetryStrategies.FixedDelayRetryStrategyBuilder`.
     """
-    def __init__(self, max_attempts: int, backoff_time_millis: int, result_predicate: ResultPredicate = None,
-                 exception_predicate: ExceptionPredicate = None) -> None:
+
+    def __init__(
+        self,
+        max_attempts: int,
+        backoff_time_millis: int,
+        result_predicate: ResultPredicate = None,
+        exception_predicate: ExceptionPredicate = None,
+    ) -> None:
         self._max_attempts = _positive(max_attempts, "max_attempts")
         self._backoff_time_millis = _positive(backoff_time_millis, "backoff_time_millis")
         self._predicate = RetryPredicate(result_predicate, exception_predicate)
@@ -98,8 +106,16 @@ class ExponentialBackoffDelayRetryStrategy(AsyncRetryStrategy, Generic[OUT]):
     """Retry up to a number of attempts with a delay that grows by a multiplier up to a maximum (PyFlink's
     `ExponentialBackoffDelayRetryStrategy`).
     """
-    def __init__(self, max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
-                 result_predicate: ResultPredicate = None, exception_predicate: ExceptionPredicate = None) -> None:
+
+    def __init__(
+        self,
+        max_attempts: int,
+        initial_delay: int,
+        max_retry_delay: int,
+        multiplier: float,
+        result_predicate: ResultPredicate = None,
+        exception_predicate: ExceptionPredicate = None,
+    ) -> None:
         self._max_attempts = _positive(max_attempts, "max_attempts")
         self._initial_delay = _positive(initial_delay, "initial_delay")
         self._max_retry_delay = _positive(max_retry_delay, "max_retry_delay")

@@ -62,10 +62,12 @@ class BroadcastConnectedStream:
         key = self.non_broadcast_stream._key()
         if key is not None and not isinstance(func, KeyedBroadcastProcessFunction):
             raise InvalidJobError(
-                "a keyed stream connected with a broadcast stream needs a KeyedBroadcastProcessFunction")
+                "a keyed stream connected with a broadcast stream needs a KeyedBroadcastProcessFunction"
+            )
         if key is None and not isinstance(func, BroadcastProcessFunction):
             raise InvalidJobError(
-                "a non-keyed stream connected with a broadcast stream needs a BroadcastProcessFunction")
+                "a non-keyed stream connected with a broadcast stream needs a BroadcastProcessFunction"
+            )
         env = self.non_broadcast_stream._env
         name = "Co-Process-Broadcast-Keyed" if key is not None else "Co-Process-Broadcast"
         spec = t.BroadcastProcessSpec(func, key, None, self.broadcast_stream.descriptors)

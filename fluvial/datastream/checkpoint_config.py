@@ -130,10 +130,16 @@ class CheckpointConfig:
         apply("execution.checkpointing.interval", self.set_checkpoint_interval)
         apply("state.checkpoints.dir", lambda directory: directory and self.set_checkpoint_storage_dir(directory))
         apply("state.checkpoints.num-retained", self.set_num_retained)
-        apply("execution.checkpointing.mode", lambda mode: self.set_checkpointing_mode(
-            CheckpointingMode.AT_LEAST_ONCE if mode == "at_least_once" else CheckpointingMode.EXACTLY_ONCE))
-        apply("execution.checkpointing.externalized-checkpoint-retention", lambda mode: (
-            self.set_externalized_checkpoint_retention(ExternalizedCheckpointRetention[mode.upper()])))
+        apply(
+            "execution.checkpointing.mode",
+            lambda mode: self.set_checkpointing_mode(
+                CheckpointingMode.AT_LEAST_ONCE if mode == "at_least_once" else CheckpointingMode.EXACTLY_ONCE
+            ),
+        )
+        apply(
+            "execution.checkpointing.externalized-checkpoint-retention",
+            lambda mode: self.set_externalized_checkpoint_retention(ExternalizedCheckpointRetention[mode.upper()]),
+        )
         apply("execution.checkpointing.timeout", self.set_checkpoint_timeout)
         apply("execution.checkpointing.min-pause", self.set_min_pause_between_checkpoints)
         apply("execution.checkpointing.max-concurrent-checkpoints", self.set_max_concurrent_checkpoints)
@@ -148,8 +154,10 @@ class CheckpointConfig:
                 self.set_aligned_checkpoint_timeout(Duration.of_millis(configuration.get(key)))
                 break
         # Flink 2's key, then its older name (which Flink still reads)
-        for key in ("execution.checkpointing.checkpoints-after-tasks-finish",
-                    "execution.checkpointing.checkpoints-after-tasks-finish.enabled"):
+        for key in (
+            "execution.checkpointing.checkpoints-after-tasks-finish",
+            "execution.checkpointing.checkpoints-after-tasks-finish.enabled",
+        ):
             if key in keys:
                 self._checkpoints_after_tasks_finish = bool(configuration.get(key))
                 break
@@ -245,7 +253,9 @@ class CheckpointConfig:
     def set_tolerable_checkpoint_failure_number(self, tolerable_checkpoint_failure_number: int) -> CheckpointConfig:
         """Consecutive checkpoint failures tolerated before the job fails over (0: the first one fails it)."""
         self._tolerable_failures = _count(
-            tolerable_checkpoint_failure_number, "the tolerable checkpoint failure number", 0,
+            tolerable_checkpoint_failure_number,
+            "the tolerable checkpoint failure number",
+            0,
             "use 0 to fail the job on the first checkpoint failure",
         )
         return self
@@ -363,8 +373,10 @@ class CheckpointConfig:
         if isinstance(alignment_timeout, int) and not isinstance(alignment_timeout, bool):
             alignment_timeout = Duration.of_millis(alignment_timeout)
         if not isinstance(alignment_timeout, Duration) or alignment_timeout.millis < 0:
-            raise InvalidJobError(f"the aligned checkpoint timeout must be a Duration >= 0 (e.g. "
-                                  f"Duration.of_seconds(1)), got {alignment_timeout!r}")
+            raise InvalidJobError(
+                f"the aligned checkpoint timeout must be a Duration >= 0 (e.g. "
+                f"Duration.of_seconds(1)), got {alignment_timeout!r}"
+            )
         self._aligned_checkpoint_timeout = alignment_timeout
         return self
 

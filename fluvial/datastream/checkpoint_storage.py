@@ -36,9 +36,7 @@ def _check_path(path: object, what: str) -> str:
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str) or not path.strip():
-        raise InvalidJobError(
-            f"{what} must be a non-empty path or URL (e.g. 'file:///var/checkpoints'), got {path!r}"
-        )
+        raise InvalidJobError(f"{what} must be a non-empty path or URL (e.g. 'file:///var/checkpoints'), got {path!r}")
     return normalise_path(path)
 
 

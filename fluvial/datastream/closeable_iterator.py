@@ -141,8 +141,10 @@ class _InterruptGuard:
             self._open.discard(iterator)
             if self._open or self._previous is None:
                 return
-            if threading.current_thread() is threading.main_thread() \
-                    and signal.getsignal(signal.SIGINT) == self._on_interrupt:
+            if (
+                threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) == self._on_interrupt
+            ):
                 signal.signal(signal.SIGINT, self._previous)
                 self._previous = None
 

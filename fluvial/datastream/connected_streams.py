@@ -13,6 +13,7 @@ class ConnectedStreams:
     """Two streams connected for one operator that sees both (PyFlink's `ConnectedStreams`), made by
     `DataStream.connect`. The inputs may have different types and share state.
     """
+
     def __init__(self, stream1: DataStream, stream2: DataStream) -> None:
         self.stream1 = stream1
         self.stream2 = stream2

@@ -99,9 +99,7 @@ class _TransformationHandle:
         elif isinstance(slot_sharing_group, str) and slot_sharing_group:
             name = slot_sharing_group
         else:
-            raise InvalidJobError(
-                f"slot_sharing_group takes a name or a SlotSharingGroup, got {slot_sharing_group!r}"
-            )
+            raise InvalidJobError(f"slot_sharing_group takes a name or a SlotSharingGroup, got {slot_sharing_group!r}")
         self._update(slot_sharing_group=name)
         return self
 
@@ -340,7 +338,8 @@ class DataStream(_TransformationHandle):
         if not isinstance(type_info, TupleTypeInfo):
             raise InvalidJobError(
                 "Only Tuple DataStreams can be projected: give the stream a Types.TUPLE([...]) type "
-                f"(output_type=... or type_info=...); its type is {type_info!r}")
+                f"(output_type=... or type_info=...); its type is {type_info!r}"
+            )
         arity = type_info.get_arity()
         for index in field_indexes:
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < arity:

@@ -16,6 +16,7 @@ class RuntimeExecutionMode(enum.Enum):
     """How a job runs (PyFlink's `RuntimeExecutionMode`): STREAMING, BATCH (bounded input, final results
     only, no checkpoints) or AUTOMATIC (BATCH when every source is bounded).
     """
+
     STREAMING = 0
     BATCH = 1
     AUTOMATIC = 2

@@ -46,8 +46,7 @@ class RuntimeContext(abc.ABC):
     def get_task_name_with_subtasks(self) -> str:
         """The task's name with its subtask, as Flink prints it: `name (2/4)#0`."""
         return (
-            f"{self.get_task_name()} ({self.get_index_of_this_subtask() + 1}/"
-            f"{self.get_number_of_parallel_subtasks()})"
+            f"{self.get_task_name()} ({self.get_index_of_this_subtask() + 1}/{self.get_number_of_parallel_subtasks()})"
         )
 
     @abc.abstractmethod
@@ -141,6 +140,7 @@ class MapFunction(Function, Generic[IN, OUT]):
 
     Subclass it when the function needs `open()`/`close()` or a runtime context; else a plain callable does.
     """
+
     @abc.abstractmethod
     def map(self, value: IN) -> OUT:
         """Transform one record.
@@ -155,6 +155,7 @@ class MapFunction(Function, Generic[IN, OUT]):
 
 class FlatMapFunction(Function, Generic[IN, OUT]):
     """A function applied to every record, emitting any number of records (PyFlink's `FlatMapFunction`)."""
+
     @abc.abstractmethod
     def flat_map(self, value: IN) -> Iterable[OUT]:
         """Transform one record into any number.
@@ -169,6 +170,7 @@ class FlatMapFunction(Function, Generic[IN, OUT]):
 
 class FilterFunction(Function, Generic[IN]):
     """A predicate deciding which records a `filter` keeps (PyFlink's `FilterFunction`)."""
+
     @abc.abstractmethod
     def filter(self, value: IN) -> bool:
         """Whether to keep `value`.
@@ -185,6 +187,7 @@ class ReduceFunction(Function, Generic[IN]):
     """Combines two records of one type into one (PyFlink's `ReduceFunction`), for `reduce` on keyed streams
     and windows.
     """
+
     @abc.abstractmethod
     def reduce(self, value1: IN, value2: IN) -> IN:
         """Combine two records.
@@ -247,6 +250,7 @@ class AggregateFunction(Function, Generic[IN, ACC, OUT]):
 
 class KeySelector(Function, Generic[IN, KEY]):
     """Extracts the key of a record (PyFlink's `KeySelector`), for `key_by` and `partition_custom`."""
+
     @abc.abstractmethod
     def get_key(self, value: IN) -> KEY:
         """The key of `value`.
@@ -354,6 +358,7 @@ class CoMapFunction(Function, Generic[IN, OUT]):
     """A map over two connected streams (PyFlink's `CoMapFunction`): `map1` for the first input's records,
     `map2` for the second's.
     """
+
     @abc.abstractmethod
     def map1(self, value: Any) -> OUT:
         """Transform a record of the first input.
@@ -379,6 +384,7 @@ class CoMapFunction(Function, Generic[IN, OUT]):
 
 class CoFlatMapFunction(Function, Generic[IN, OUT]):
     """A flat map over two connected streams (PyFlink's `CoFlatMapFunction`)."""
+
     @abc.abstractmethod
     def flat_map1(self, value: Any) -> Iterable[OUT]:
         """Transform a record of the first input into any number.
@@ -406,6 +412,7 @@ class CoProcessFunction(Function, Generic[IN, OUT]):
     """A process function over two connected streams (PyFlink's `CoProcessFunction`): per record, with a
     context (timestamp, timer service, side outputs).
     """
+
     class Context(BaseContext):
         pass
 
@@ -438,6 +445,7 @@ class KeyedCoProcessFunction(Function, Generic[KEY, IN, OUT]):
     """A process function over two connected keyed streams (PyFlink's `KeyedCoProcessFunction`), with keyed
     state and timers shared by both inputs for each key.
     """
+
     class Context(BaseContext):
         @abc.abstractmethod
         def get_current_key(self) -> Any: ...
@@ -619,9 +627,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
         def time_domain(self) -> Any: ...
 
     @abc.abstractmethod
-    def process_element(
-        self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext
-    ) -> Iterable[OUT] | None:
+    def process_element(self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext) -> Iterable[OUT] | None:
         """Process a record of the keyed input, with its key's state; broadcast state is read-only here.
 
         Args:
@@ -633,9 +639,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, I
         """
 
     @abc.abstractmethod
-    def process_broadcast_element(
-        self, value: Any, ctx: KeyedBroadcastProcessFunction.Context
-    ) -> Iterable[OUT] | None:
+    def process_broadcast_element(self, value: Any, ctx: KeyedBroadcastProcessFunction.Context) -> Iterable[OUT] | None:
         """Process a record of the broadcast input; may update the broadcast state, and visit every key's
         state with `ctx.apply_to_keyed_state(descriptor, function)`.
 
@@ -742,8 +746,12 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
         return NO_RETRY_STRATEGY
 
     @staticmethod
-    def fixed_delay(max_attempts: int, backoff_time_millis: int, result_predicate: Callable[[list], bool] | None,
-                    exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
+    def fixed_delay(
+        max_attempts: int,
+        backoff_time_millis: int,
+        result_predicate: Callable[[list], bool] | None,
+        exception_predicate: Callable[[BaseException], bool] | None,
+    ) -> AsyncRetryStrategy:
         """A FixedDelayRetryStrategy.
 
         Args:
@@ -760,15 +768,21 @@ class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
         return FixedDelayRetryStrategy(max_attempts, backoff_time_millis, result_predicate, exception_predicate)
 
     @staticmethod
-    def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
-                            result_predicate: Callable[[list], bool] | None,
-                            exception_predicate: Callable[[BaseException], bool] | None) -> AsyncRetryStrategy:
+    def exponential_backoff(
+        max_attempts: int,
+        initial_delay: int,
+        max_retry_delay: int,
+        multiplier: float,
+        result_predicate: Callable[[list], bool] | None,
+        exception_predicate: Callable[[BaseException], bool] | None,
+    ) -> AsyncRetryStrategy:
         """An ExponentialBackoffDelayRetryStrategy: waits `initial_delay` ms, then `multiplier` times longer per
         retry, at most `max_retry_delay` ms; `max_attempts` and the predicates as in `fixed_delay`."""
         from fluvial.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy
 
-        return ExponentialBackoffDelayRetryStrategy(max_attempts, initial_delay, max_retry_delay, multiplier,
-                                                    result_predicate, exception_predicate)
+        return ExponentialBackoffDelayRetryStrategy(
+            max_attempts, initial_delay, max_retry_delay, multiplier, result_predicate, exception_predicate
+        )
 
 
 class AsyncFunctionDescriptor:
@@ -779,8 +793,14 @@ class AsyncFunctionDescriptor:
         ORDERED = 0
         UNORDERED = 1
 
-    def __init__(self, async_function: AsyncFunction, timeout: Any, capacity: int,
-                 async_retry_strategy: AsyncRetryStrategy | None, output_mode: AsyncFunctionDescriptor.OutputMode) -> None:
+    def __init__(
+        self,
+        async_function: AsyncFunction,
+        timeout: Any,
+        capacity: int,
+        async_retry_strategy: AsyncRetryStrategy | None,
+        output_mode: AsyncFunctionDescriptor.OutputMode,
+    ) -> None:
         self.async_function = async_function
         self.timeout = timeout
         self.capacity = capacity

@@ -25,6 +25,7 @@ class KeyedStream(DataStream):
     is a partitioning, not an operator: settings of operators (parallelism, name, uid, ...) belong to the
     operator after it, and repartitioning it is refused.
     """
+
     def __init__(
         self, env: StreamExecutionEnvironment, transformation_id: int, key_selector: Any, origin: DataStream
     ) -> None:

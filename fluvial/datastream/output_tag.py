@@ -16,6 +16,7 @@ class OutputTag:
         late = OutputTag("late", Types.STRING())
         ```
     """
+
     tag_id: str
     type_info: Any = field(default=None, compare=False)
 

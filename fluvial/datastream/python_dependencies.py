@@ -25,7 +25,12 @@ from fluvial.common.errors import InvalidJobError, NotYetSupportedError
 
 logger = logging.getLogger(__name__)
 
-FILES, REQUIREMENTS, ARCHIVES, EXECUTABLE = "python.files", "python.requirements", "python.archives", "python.executable"
+FILES, REQUIREMENTS, ARCHIVES, EXECUTABLE = (
+    "python.files",
+    "python.requirements",
+    "python.archives",
+    "python.executable",
+)
 FILE_DELIMITER, PARAM_DELIMITER = ",", "#"
 _ARCHIVE_SUFFIXES = (".zip", ".whl", ".egg")
 _LOCK = threading.Lock()
@@ -90,17 +95,20 @@ def check_supported(config: Configuration, this_machine: bool) -> None:
         if config.get_string(key):
             raise NotYetSupportedError(
                 f"'{key}' is not supported yet: installing requirements and extracting archives needs Python "
-                "worker processes, which fluvial does not start; install them into this interpreter instead")
+                "worker processes, which fluvial does not start; install them into this interpreter instead"
+            )
     executable = config.get_string(EXECUTABLE)
     if executable and not _same_interpreter(executable):
         raise NotYetSupportedError(
             f"'{EXECUTABLE}' = {executable!r} is not supported yet: the job's TaskManagers run in {sys.executable}; "
-            "remove set_python_executable or run the program with that interpreter")
+            "remove set_python_executable or run the program with that interpreter"
+        )
     if config.get_string(FILES) and not this_machine:
         raise NotYetSupportedError(
             f"'{FILES}' is not supported yet when TaskManagers run on other machines (Ray): modules the job file "
             "imports from its own directory are shipped to Ray workers by themselves; set ray.working-dir to ship "
-            "a directory, or install the files as a package")
+            "a directory, or install the files as a package"
+        )
 
 
 def apply(config: Configuration) -> Callable[[], None]:

@@ -18,11 +18,20 @@ from fluvial.common.errors import InvalidJobError
 __all__ = ["MemorySize", "SlotSharingGroup", "SlotSharingGroupBuilder"]
 
 _UNITS = {
-    "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+    "b": 1,
+    "bytes": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kibibytes": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mebibytes": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gibibytes": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tebibytes": 1 << 40,
 }
 
 
@@ -54,7 +63,7 @@ class MemorySize:
         """Flink's syntax: a number and an optional unit (`512`, `64 kb`, `100m`, `1 gb`)."""
         raw = str(text).strip().lower()
         digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
-        unit = raw[len(digits):].strip() or "b"
+        unit = raw[len(digits) :].strip() or "b"
         if not digits.isdigit() or unit not in _UNITS:
             raise InvalidJobError(f"cannot read {text!r} as a memory size; write e.g. '512 mb' or '1g'")
         return MemorySize(int(digits) * _UNITS[unit])
@@ -127,6 +136,7 @@ class SlotSharingGroup:
     one group may share task slots; a job needs, per group, as many slots as its highest parallelism. The
     resources are recorded and shown, not enforced.
     """
+
     name: str
     cpu_cores: float | None = None
     task_heap_memory: MemorySize | None = None
@@ -245,8 +255,14 @@ class SlotSharingGroupBuilder:
         """A group with unknown resources when none were set; with resources, CPU cores and task heap memory
         are required (Flink's rule)."""
         if self._cpu is not None and self._heap is not None:
-            return SlotSharingGroup(self._name, self._cpu, self._heap, self._off_heap or MemorySize(0),
-                                    self._managed or MemorySize(0), dict(self._external))
+            return SlotSharingGroup(
+                self._name,
+                self._cpu,
+                self._heap,
+                self._off_heap or MemorySize(0),
+                self._managed or MemorySize(0),
+                dict(self._external),
+            )
         if any(v is not None for v in (self._cpu, self._heap, self._off_heap, self._managed)) or self._external:
             raise InvalidJobError(
                 f"slot sharing group {self._name!r}: the cpu cores and task heap memory are required when "

@@ -238,6 +238,7 @@ class ValueStateDescriptor(StateDescriptor):
         runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
         ```
     """
+
     __slots__ = ()
     kind = StateKind.VALUE
 
@@ -252,6 +253,7 @@ class ListStateDescriptor(StateDescriptor):
         name: The state's name, unique in its operator.
         elem_type_info: The elements' type.
     """
+
     __slots__ = ()
     kind = StateKind.LIST
 
@@ -273,6 +275,7 @@ class MapStateDescriptor(StateDescriptor):
         key_type_info: The map keys' type.
         value_type_info: The map values' type.
     """
+
     __slots__ = ("key_type_info", "value_type_info")
     kind = StateKind.MAP
 
@@ -436,8 +439,7 @@ class StateTtlConfig:
         periodic_compaction_time: Duration = _DEFAULT_PERIODIC_COMPACTION
 
         def __post_init__(self) -> None:
-            object.__setattr__(self, "periodic_compaction_time",
-                               _periodic_compaction(self.periodic_compaction_time))
+            object.__setattr__(self, "periodic_compaction_time", _periodic_compaction(self.periodic_compaction_time))
 
         def get_query_time_after_num_entries(self) -> int:
             return self.query_time_after_num_entries
@@ -476,8 +478,16 @@ class StateTtlConfig:
     class Builder:
         """Mutable; every setter returns the builder. Values are checked as they are set."""
 
-        __slots__ = ("_ttl", "_update_type", "_visibility", "_characteristic", "_full_snapshot", "_incremental",
-                     "_compact_filter", "_in_background")
+        __slots__ = (
+            "_ttl",
+            "_update_type",
+            "_visibility",
+            "_characteristic",
+            "_full_snapshot",
+            "_incremental",
+            "_compact_filter",
+            "_in_background",
+        )
 
         def __init__(self, ttl: Duration) -> None:
             self._ttl = _positive_ttl(ttl)
@@ -635,8 +645,13 @@ class StateTtlConfig:
         return self._cleanup_strategies
 
     def _fields(self) -> tuple:
-        return (self._update_type, self._state_visibility, self._ttl_time_characteristic, self._ttl,
-                self._cleanup_strategies)
+        return (
+            self._update_type,
+            self._state_visibility,
+            self._ttl_time_characteristic,
+            self._ttl,
+            self._cleanup_strategies,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StateTtlConfig) and other._fields() == self._fields()
@@ -681,10 +696,16 @@ class StateTtlConfig:
         compact = cleanup.get("rocksdb_compact_filter_cleanup_strategy")
         strategies = StateTtlConfig.CleanupStrategies(
             cleanup["full_snapshot"],
-            None if incremental is None else StateTtlConfig.IncrementalCleanupStrategy(
-                incremental["cleanup_size"], incremental["run_cleanup_for_every_record"]),
-            None if compact is None else StateTtlConfig.RocksdbCompactFilterCleanupStrategy(
-                compact["query_time_after_num_entries"], Duration.of_millis(compact["periodic_compaction_time"])),
+            None
+            if incremental is None
+            else StateTtlConfig.IncrementalCleanupStrategy(
+                incremental["cleanup_size"], incremental["run_cleanup_for_every_record"]
+            ),
+            None
+            if compact is None
+            else StateTtlConfig.RocksdbCompactFilterCleanupStrategy(
+                compact["query_time_after_num_entries"], Duration.of_millis(compact["periodic_compaction_time"])
+            ),
             cleanup["is_cleanup_in_background"],
         )
         return StateTtlConfig(
@@ -711,5 +732,11 @@ StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy = (  # type
 
 # PyFlink keeps the broadcast and operator state interfaces in this module too; they live in `subtask_state`
 # (state of a parallel subtask, not of a key), which imports this module.
-__getattr__ = lazy_names(__name__, {name: "fluvial.datastream.subtask_state" for name in (
-    "ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore")}, globals())
+__getattr__ = lazy_names(
+    __name__,
+    {
+        name: "fluvial.datastream.subtask_state"
+        for name in ("ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore")
+    },
+    globals(),
+)

@@ -74,8 +74,12 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     per task). `number_of_transfer_threads`: threads uploading and downloading files.
     """
 
-    __slots__ = ("_db_storage_paths", "_enable_incremental_checkpointing", "_number_of_transfer_threads",
-                 "_predefined_options")
+    __slots__ = (
+        "_db_storage_paths",
+        "_enable_incremental_checkpointing",
+        "_number_of_transfer_threads",
+        "_predefined_options",
+    )
 
     DEFAULT_NUMBER_OF_TRANSFER_THREADS = 4
 
@@ -93,8 +97,15 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         self._predefined_options = PredefinedOptions.DEFAULT
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_rocksdb, (self._enable_incremental_checkpointing, self._db_storage_paths,
-                                   self._number_of_transfer_threads, self._predefined_options.name))
+        return (
+            _rebuild_rocksdb,
+            (
+                self._enable_incremental_checkpointing,
+                self._db_storage_paths,
+                self._number_of_transfer_threads,
+                self._predefined_options.name,
+            ),
+        )
 
     def is_incremental_checkpointing_enabled(self) -> bool:
         """Whether checkpoints upload only the RocksDB files new since the last one."""
@@ -203,8 +214,9 @@ class CustomStateBackend(StateBackend):
         )
 
 
-def _rebuild_rocksdb(incremental: bool, paths: tuple[str, ...], threads: int,
-                     profile: str = "DEFAULT") -> EmbeddedRocksDBStateBackend:
+def _rebuild_rocksdb(
+    incremental: bool, paths: tuple[str, ...], threads: int, profile: str = "DEFAULT"
+) -> EmbeddedRocksDBStateBackend:
     backend = EmbeddedRocksDBStateBackend(incremental)
     backend._db_storage_paths = tuple(paths)
     backend._number_of_transfer_threads = threads
@@ -219,6 +231,7 @@ def state_backend_from_configuration(configuration: Configuration) -> StateBacke
     if kind != "rocksdb":
         return HashMapStateBackend()
     backend = EmbeddedRocksDBStateBackend()
-    backend.set_predefined_options(PredefinedOptions[configuration.get("state.backend.rocksdb.predefined-options")
-                                                     .upper()])
+    backend.set_predefined_options(
+        PredefinedOptions[configuration.get("state.backend.rocksdb.predefined-options").upper()]
+    )
     return backend

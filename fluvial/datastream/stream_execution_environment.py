@@ -62,6 +62,7 @@ class StreamExecutionEnvironment:
         env.execute("add one")
         ```
     """
+
     _default_local_parallelism: int | None = None  # Flink's static default for local environments
 
     def __init__(self, configuration: Configuration | None = None) -> None:
@@ -181,7 +182,8 @@ class StreamExecutionEnvironment:
 
         if not isinstance(execution_mode, RuntimeExecutionMode):
             raise InvalidJobError(
-                f"set_runtime_mode takes RuntimeExecutionMode.STREAMING, BATCH or AUTOMATIC, got {execution_mode!r}")
+                f"set_runtime_mode takes RuntimeExecutionMode.STREAMING, BATCH or AUTOMATIC, got {execution_mode!r}"
+            )
         self._configuration.set_string("execution.runtime-mode", execution_mode.config_value)
         return self
 
@@ -319,7 +321,8 @@ class StreamExecutionEnvironment:
         """
         raise InvalidJobError(
             "add_jars loads Java connectors and formats into the JVM, and fluvial runs no JVM; use fluvial's "
-            "Python connectors and fluvial.datastream.formats instead")
+            "Python connectors and fluvial.datastream.formats instead"
+        )
 
     def add_classpaths(self, *classpaths: str) -> None:
         """Refused: there is no JVM class path to extend.
@@ -344,7 +347,8 @@ class StreamExecutionEnvironment:
 
         raise NotYetSupportedError(
             "the distributed cache (register_cached_file) is not supported yet; open the file by its path (any "
-            "fsspec URL works with FileSource), or ship Python code with add_python_file")
+            "fsspec URL works with FileSource), or ship Python code with add_python_file"
+        )
 
     def close(self) -> None:
         """PyFlink releases its JVM-side environment here; this environment holds nothing to release."""
@@ -405,7 +409,8 @@ class StreamExecutionEnvironment:
 
             raise NotYetSupportedError(
                 "the changelog state backend is not supported yet; incremental checkpoints come from "
-                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)")
+                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)"
+            )
         return self
 
     def is_changelog_state_backend_enabled(self) -> bool:
@@ -495,11 +500,15 @@ class StreamExecutionEnvironment:
 
         keys = self._configuration.keys()
         checkpoints = None
-        if self._checkpoint_config is not None or any(k.startswith(("execution.checkpointing", "state.")) for k in keys):
+        if self._checkpoint_config is not None or any(
+            k.startswith(("execution.checkpointing", "state.")) for k in keys
+        ):
             checkpoints = self.get_checkpoint_config().settings()
             if batch and checkpoints.enabled:
-                logger.info("checkpointing is disabled: a job in BATCH execution mode takes no checkpoints (a "
-                            "failed batch job runs again from its bounded input)")
+                logger.info(
+                    "checkpointing is disabled: a job in BATCH execution mode takes no checkpoints (a "
+                    "failed batch job runs again from its bounded input)"
+                )
                 checkpoints = dataclasses.replace(checkpoints, interval_ms=-1)
         backend = self._state_backend
         if backend is None and "state.backend.type" in keys:
@@ -511,8 +520,10 @@ class StreamExecutionEnvironment:
             savepoint_path=self._configuration.get("execution.savepoint.path"),
             allow_non_restored_state=bool(self._configuration.get("execution.savepoint.ignore-unclaimed-state")),
             restart_configured=any(k.startswith("restart-strategy") for k in keys),
-            claim_mode=(self._configuration.get("execution.state-recovery.claim-mode")
-                        or self._configuration.get("execution.savepoint-restore-mode")),
+            claim_mode=(
+                self._configuration.get("execution.state-recovery.claim-mode")
+                or self._configuration.get("execution.savepoint-restore-mode")
+            ),
         )
 
     def set_stream_time_characteristic(self, characteristic: Any) -> StreamExecutionEnvironment:
@@ -606,18 +617,32 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, tid)
 
-    def socket_text_stream(self, host: str, port: int, delimiter: str = "\n", max_retries: int = 3, *,
-                           max_record_size: int | None = None, on_peer_close: Any = None,
-                           on_peer_reset: Any = None) -> DataStream:
+    def socket_text_stream(
+        self,
+        host: str,
+        port: int,
+        delimiter: str = "\n",
+        max_retries: int = 3,
+        *,
+        max_record_size: int | None = None,
+        on_peer_close: Any = None,
+        on_peer_reset: Any = None,
+    ) -> DataStream:
         """Lines read from a TCP socket, strict UTF-8. The stream ends when the peer closes the connection and
         reconnects when it is reset; `on_peer_close` / `on_peer_reset` (a `fluvial.datastream.connectors.socket.
         DisconnectAction`) change that. A line longer than `max_record_size` bytes (default 1 MiB) fails the
         job. See fluvial.datastream.connectors.socket for the whole contract."""
         from fluvial.datastream.connectors.socket import SocketTextReceiver
 
-        options = {name: value for name, value in (("max_record_size", max_record_size),
-                                                   ("on_peer_close", on_peer_close),
-                                                   ("on_peer_reset", on_peer_reset)) if value is not None}
+        options = {
+            name: value
+            for name, value in (
+                ("max_record_size", max_record_size),
+                ("on_peer_close", on_peer_close),
+                ("on_peer_reset", on_peer_reset),
+            )
+            if value is not None
+        }
         receiver = SocketTextReceiver(host, port, delimiter, max_retries, **options)
         return self.add_receiver(receiver, f"Socket Stream {host}:{port}")
 
@@ -631,7 +656,8 @@ class StreamExecutionEnvironment:
         if isinstance(source_func, str) or not callable(getattr(source_func, "run", None)):
             raise InvalidJobError(
                 f"add_source takes a SourceFunction with run(ctx) and cancel(), got {source_func!r}; PyFlink's "
-                "Java source functions need a JVM: use from_source with a fluvial Source instead")
+                "Java source functions need a JVM: use from_source with a fluvial Source instead"
+            )
         return self.from_source(SourceFunctionSource(source_func), source_name=source_name, type_info=type_info)
 
     def create_input(self, input_format: Any, type_info: Any = None) -> DataStream:
@@ -781,12 +807,14 @@ class StreamExecutionEnvironment:
             raise ConfigurationError(
                 f"execution.attached: false needs a cluster that outlives this program: a session cluster "
                 f"(execution.target: remote, as `fluvial run -m HOST:PORT -d` sets it) or Ray (execution.target: "
-                f"ray); a job on execution.target {target} runs in this program and ends with it: remove the key")
+                f"ray); a job on execution.target {target} runs in this program and ends with it: remove the key"
+            )
         if self._configuration.contains_key("rest.address") and target != "remote":
             raise ConfigurationError(
                 f"rest.address names the session cluster execution.target remote submits to; on execution.target "
                 f"{target} it would do nothing: remove it (rest.bind-address chooses where an embedded job's REST "
-                "API listens), or set execution.target: remote")
+                "API listens), or set execution.target: remote"
+            )
         # a session cluster on this machine gets the job's python.files modules by value (user_modules.py)
         this_machine = target in ("local", "embedded", "remote")
         python_dependencies.check_supported(self._configuration, this_machine)
@@ -798,14 +826,17 @@ class StreamExecutionEnvironment:
         mode = self._configuration.get("execution.runtime-mode")
         if mode == "STREAMING":
             return False
-        unbounded = sorted(tr.name for tr in reachable
-                           if isinstance(tr, t.SourceTransformation) and not _is_bounded(tr))
+        unbounded = sorted(
+            tr.name for tr in reachable if isinstance(tr, t.SourceTransformation) and not _is_bounded(tr)
+        )
         if mode == "BATCH" and unbounded:
             raise InvalidJobError(
                 f"execution.runtime-mode BATCH needs bounded sources, and {', '.join(repr(n) for n in unbounded)} "
                 f"{'is' if len(unbounded) == 1 else 'are'} unbounded: run the job with RuntimeExecutionMode."
-                "STREAMING (or AUTOMATIC, which picks STREAMING here), or read a bounded input")
+                "STREAMING (or AUTOMATIC, which picks STREAMING here), or read a bounded input"
+            )
         return not unbounded
+
     def _reachable(self, roots: list[int]) -> list[t.Transformation]:
         seen: dict[int, t.Transformation] = {}
         stack = list(roots)
@@ -822,15 +853,19 @@ class StreamExecutionEnvironment:
         if declared:
             logger.warning(
                 "slot sharing groups %s declare resources (CPU, memory); fluvial's slots are uniform (Flink's "
-                "coarse-grained mode), so the resources are recorded but not enforced", declared)
+                "coarse-grained mode), so the resources are recorded but not enforced",
+                declared,
+            )
 
     def _execute_and_collect(self, stream: DataStream, job_name: str | None, limit: int | None) -> Any:
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidJobError(f"execute_and_collect limit must be an integer >= 1, got {limit!r}")
         if not self._configuration.get("execution.attached"):
-            raise InvalidJobError("execute_and_collect brings the records to this program, which a detached "
-                                  "submission lets go: run without -d (remove execution.attached: false), or end "
-                                  "the stream in a sink")
+            raise InvalidJobError(
+                "execute_and_collect brings the records to this program, which a detached "
+                "submission lets go: run without -d (remove execution.attached: false), or end "
+                "the stream in a sink"
+            )
         self._check_runtime_support([*self._pending_sinks, stream._id])
         collect_id = os.urandom(16).hex()
         self._add_collect_sink(stream, collect_id)
@@ -863,8 +898,13 @@ class StreamExecutionEnvironment:
     def _add_collect_sink(self, stream: DataStream, collect_id: str) -> int:
         """One collect sink subtask, as Flink's: what one upstream subtask sends arrives in the order it was
         sent, so a job at parallelism 1 (or a source of parallelism 1 chained to it) returns source order."""
-        tid = self._add_transformation(t.SinkTransformation, name="Collect Sink", input_id=stream._id,
-                                       operator=t.CollectSpec(collect_id=collect_id), parallelism=1)
+        tid = self._add_transformation(
+            t.SinkTransformation,
+            name="Collect Sink",
+            input_id=stream._id,
+            operator=t.CollectSpec(collect_id=collect_id),
+            parallelism=1,
+        )
         self._pending_sinks.append(tid)
         return tid
 

@@ -14,6 +14,7 @@ class TimerService(abc.ABC):
     """Time and timers of a process function (PyFlink's `TimerService`): `ctx.timer_service()`. Timers
     are per key (keyed functions only), deduplicated per timestamp, and checkpointed.
     """
+
     @abc.abstractmethod
     def current_processing_time(self) -> int:
         """The wall clock in ms since the epoch."""

@@ -554,6 +554,7 @@ class DynamicEventTimeSessionWindows(_DynamicGapSessionWindows[T]):
     """Event-time session windows whose gap each record decides (made by
     `EventTimeSessionWindows.with_dynamic_gap(extractor)`).
     """
+
     def assign_windows(self, element: T, timestamp: int | None, context: Any) -> list[TimeWindow]:
         """The windows a record belongs to: a window from the record's timestamp to timestamp + the gap its extractor
         gives.
@@ -583,6 +584,7 @@ class DynamicProcessingTimeSessionWindows(_DynamicGapSessionWindows[T]):
     """Processing-time session windows whose gap each record decides (made by
     `ProcessingTimeSessionWindows.with_dynamic_gap(extractor)`).
     """
+
     def assign_windows(self, element: T, timestamp: int | None, context: WindowAssignerContext) -> list[TimeWindow]:
         """The windows a record belongs to: a window from the processing time to that + the gap its extractor gives.
 

@@ -31,6 +31,7 @@ def _read(stream: BytesIO, size: int, what: str) -> bytes:
 
 class TimeWindowSerializer(TypeSerializer[TimeWindow]):
     """Serializes TimeWindows (PyFlink's `TimeWindowSerializer`), for state keyed by window."""
+
     def serialize(self, element: TimeWindow, stream: BytesIO) -> None:
         """Write a TimeWindow to a stream.
 
@@ -58,6 +59,7 @@ class TimeWindowSerializer(TypeSerializer[TimeWindow]):
 
 class CountWindowSerializer(TypeSerializer[CountWindow]):
     """Serializes CountWindows (PyFlink's `CountWindowSerializer`), for state keyed by window."""
+
     def serialize(self, element: CountWindow, stream: BytesIO) -> None:
         """Write a CountWindow to a stream.
 
@@ -81,6 +83,7 @@ class CountWindowSerializer(TypeSerializer[CountWindow]):
 
 class GlobalWindowSerializer(TypeSerializer[GlobalWindow]):
     """Serializes GlobalWindows (PyFlink's `GlobalWindowSerializer`), for state keyed by window."""
+
     def serialize(self, element: GlobalWindow, stream: BytesIO) -> None:
         """Write a GlobalWindow to a stream.
 

@@ -174,8 +174,7 @@ def _positive_interval(value: Any, owner: str) -> int:
         millis = value
     else:
         raise InvalidJobError(
-            f"{owner} interval must be a Duration or an int of milliseconds, got {value!r}: "
-            "pass e.g. Time.seconds(5)"
+            f"{owner} interval must be a Duration or an int of milliseconds, got {value!r}: pass e.g. Time.seconds(5)"
         )
     if millis <= 0:
         raise InvalidJobError(f"{owner} interval must be > 0, got {millis} ms: pass e.g. Time.seconds(5)")

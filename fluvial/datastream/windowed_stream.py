@@ -25,8 +25,9 @@ class _Windowed:
 
     def __init__(self, stream: DataStream, assigner: Any) -> None:
         if not hasattr(assigner, "assign_windows"):
-            raise InvalidJobError(f"window(...) expects a WindowAssigner (e.g. TumblingEventTimeWindows.of(...)), "
-                                  f"got {assigner!r}")
+            raise InvalidJobError(
+                f"window(...) expects a WindowAssigner (e.g. TumblingEventTimeWindows.of(...)), got {assigner!r}"
+            )
         self._stream = stream
         self._spec = t.WindowSpec(assigner=assigner)
 
@@ -65,11 +66,22 @@ class _Windowed:
 
     # -- ending the windowed stream -----------------------------------------------------------------------------
 
-    def _finish(self, function: Any, aggregation: t.WindowAggregation, window_function: Any,
-                kind: t.WindowFunctionKind, output_type: Any, label: str) -> DataStream:
+    def _finish(
+        self,
+        function: Any,
+        aggregation: t.WindowAggregation,
+        window_function: Any,
+        kind: t.WindowFunctionKind,
+        output_type: Any,
+        label: str,
+    ) -> DataStream:
         spec = dataclasses.replace(
-            self._spec, function=function, aggregation=aggregation, window_function=window_function,
-            window_function_kind=kind, key_selector=self._key_selector(),
+            self._spec,
+            function=function,
+            aggregation=aggregation,
+            window_function=window_function,
+            window_function_kind=kind,
+            key_selector=self._key_selector(),
         )
         name = f"Window({self._spec.assigner!r}, {label})"
         result = self._source()._one_input(name, spec, output_type, type_name="Window")
@@ -91,8 +103,13 @@ class _Windowed:
             output_type = self._stream.get_type()  # a reduce keeps its input's type
         return self._finish(reduce_function, _A.REDUCE, window_function, kind, output_type, "reduce")
 
-    def aggregate(self, aggregate_function: Any, window_function: Any = None, accumulator_type: Any = None,
-                  output_type: Any = None) -> DataStream:
+    def aggregate(
+        self,
+        aggregate_function: Any,
+        window_function: Any = None,
+        accumulator_type: Any = None,
+        output_type: Any = None,
+    ) -> DataStream:
         if not hasattr(aggregate_function, "create_accumulator"):
             raise InvalidJobError(f"aggregate expects an AggregateFunction, got {aggregate_function!r}")
         kind = self._function_kind(window_function)

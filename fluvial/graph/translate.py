@@ -31,8 +31,13 @@ class UpstreamRef:
 
 
 class _Translator:
-    def __init__(self, transformations: dict[int, t.Transformation], default_parallelism: int,
-                 default_max_parallelism: int | None, batch: bool = False) -> None:
+    def __init__(
+        self,
+        transformations: dict[int, t.Transformation],
+        default_parallelism: int,
+        default_max_parallelism: int | None,
+        batch: bool = False,
+    ) -> None:
         self._transformations = transformations
         self._default_parallelism = default_parallelism
         self._default_max_parallelism = default_max_parallelism
@@ -44,8 +49,10 @@ class _Translator:
         if tid not in self._refs:
             tr = self._transformations[tid]
             if isinstance(tr, t.PartitionTransformation):
-                refs = [replace(ref, partitioner=tr.partitioner, exchange_mode=tr.exchange_mode)
-                        for ref in self.translate(tr.input_id)]
+                refs = [
+                    replace(ref, partitioner=tr.partitioner, exchange_mode=tr.exchange_mode)
+                    for ref in self.translate(tr.input_id)
+                ]
             elif isinstance(tr, t.UnionTransformation):
                 refs = [ref for input_id in tr.inputs for ref in self.translate(input_id)]
             elif isinstance(tr, t.SideOutputTransformation):

@@ -72,10 +72,12 @@ def _checked(convert: Callable[[Any], Any], operator: str, declared: Any) -> Cal
     return shape
 
 
-def _shaped_value(target: Callable[..., Any], convert: Callable[[Any], Any], operator: str, declared: Any,
-                  single: bool) -> Callable[..., Any]:
+def _shaped_value(
+    target: Callable[..., Any], convert: Callable[[Any], Any], operator: str, declared: Any, single: bool
+) -> Callable[..., Any]:
     """`target` then `convert`, in one call (the per-record path of every typed map)."""
     if single:
+
         def call_one(value: Any) -> Any:
             try:
                 return convert(target(value))
@@ -123,26 +125,37 @@ class TypedFunction:
     """A user function whose results are shaped by a declared type. Holds only picklable, copyable data (the
     function, the shapes, the converters), so per-subtask copies of it are independent like the function's."""
 
-    def __init__(self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any] | None, operator: str,
-                 declared: Any) -> None:
+    def __init__(
+        self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any] | None, operator: str, declared: Any
+    ) -> None:
         """`convert` None: main records are checked at the chain's boundary, only side outputs are shaped here."""
         self._inner = inner
         self._methods = methods
         self._convert = convert
         self._operator = operator
         self._declared = declared
-        self._records_shape = _RecordsShaper(None if convert is None else _checked(convert, operator, declared),
-                                             operator)
+        self._records_shape = _RecordsShaper(
+            None if convert is None else _checked(convert, operator, declared), operator
+        )
 
     def __getstate__(self) -> dict:
         """The converters are built from the declared type, not pickled: they are closures over module state
         (struct formats) that only the receiving process's own build gets right."""
-        return {"_inner": self._inner, "_methods": self._methods, "_operator": self._operator,
-                "_declared": self._declared}
+        return {
+            "_inner": self._inner,
+            "_methods": self._methods,
+            "_operator": self._operator,
+            "_declared": self._declared,
+        }
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["_inner"], state["_methods"], _main_converter(state["_declared"]), state["_operator"],
-                      state["_declared"])
+        self.__init__(
+            state["_inner"],
+            state["_methods"],
+            _main_converter(state["_declared"]),
+            state["_operator"],
+            state["_declared"],
+        )
 
     @property
     def wrapped_function(self) -> Any:
@@ -168,10 +181,12 @@ class TypedFunction:
         if shape is Shape.VALUE:
             if state["_convert"] is None:
                 return target
-            return _shaped_value(target, state["_convert"], state["_operator"], state["_declared"],
-                                 name in _SINGLE_ARGUMENT)
+            return _shaped_value(
+                target, state["_convert"], state["_operator"], state["_declared"], name in _SINGLE_ARGUMENT
+            )
         post = state["_records_shape"]
         if shape is Shape.AWAITED_RECORDS:
+
             async def shaped(*args: Any) -> Any:
                 results = await target(*args)  # anything but a list is the operator's to refuse, unshaped
                 return post(results) if isinstance(results, (list, tuple)) else results
@@ -212,8 +227,11 @@ def apply_output_type(spec: t.OperatorSpec, output_type: Any, operator: str) -> 
             return dataclasses.replace(spec, window_function=wrapped)
         if at_boundary:
             return spec
-        methods = {"get_result": Shape.VALUE} if spec.aggregation is t.WindowAggregation.AGGREGATE \
+        methods = (
+            {"get_result": Shape.VALUE}
+            if spec.aggregation is t.WindowAggregation.AGGREGATE
             else {"reduce": Shape.VALUE}
+        )
         return dataclasses.replace(spec, function=_wrap(spec.function, methods, output_type, operator))
     methods = _METHODS.get(type(spec))
     if methods is None or (at_boundary and isinstance(spec, _MAIN_ONLY)):

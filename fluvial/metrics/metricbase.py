@@ -66,10 +66,14 @@ class Meter(Metric):
     __slots__ = ("count", "time_span_in_seconds", "rate")
 
     def __init__(self, time_span_in_seconds: int = 60) -> None:
-        if isinstance(time_span_in_seconds, bool) or not isinstance(time_span_in_seconds, int) \
-                or time_span_in_seconds < 1:
-            raise InvalidJobError(f"a meter's time span must be an integer number of seconds >= 1, got "
-                                  f"{time_span_in_seconds!r}")
+        if (
+            isinstance(time_span_in_seconds, bool)
+            or not isinstance(time_span_in_seconds, int)
+            or time_span_in_seconds < 1
+        ):
+            raise InvalidJobError(
+                f"a meter's time span must be an integer number of seconds >= 1, got {time_span_in_seconds!r}"
+            )
         self.count = 0
         self.time_span_in_seconds = time_span_in_seconds
         self.rate = 0.0
@@ -162,8 +166,12 @@ class MetricKind(enum.Enum):
     GAUGE = "gauge"
 
 
-_KIND_OF = {Counter: MetricKind.COUNTER, Meter: MetricKind.METER, Distribution: MetricKind.DISTRIBUTION,
-            Gauge: MetricKind.GAUGE}
+_KIND_OF = {
+    Counter: MetricKind.COUNTER,
+    Meter: MetricKind.METER,
+    Distribution: MetricKind.DISTRIBUTION,
+    Gauge: MetricKind.GAUGE,
+}
 
 
 class UserMetricKey:
@@ -175,8 +183,9 @@ class UserMetricKey:
 
     __slots__ = ("path", "logical_path", "variables", "name")
 
-    def __init__(self, path: tuple[str, ...], logical_path: tuple[str, ...], variables: tuple[tuple[str, str], ...],
-                 name: str) -> None:
+    def __init__(
+        self, path: tuple[str, ...], logical_path: tuple[str, ...], variables: tuple[tuple[str, str], ...], name: str
+    ) -> None:
         self.path = path
         self.logical_path = logical_path
         self.variables = variables
@@ -206,7 +215,8 @@ class UserMetrics:
         if type(previous) is not type(metric):
             raise InvalidJobError(
                 f"metric '{key.identifier}' is already registered as a {_KIND_OF[type(previous)].value}; it cannot "
-                f"also be a {_KIND_OF[type(metric)].value}: give the new metric another name")
+                f"also be a {_KIND_OF[type(metric)].value}: give the new metric another name"
+            )
         if isinstance(metric, Gauge):
             previous.function = metric.function  # type: ignore[union-attr]  # the newest function is read
         return previous
@@ -291,9 +301,15 @@ class GenericMetricGroup(MetricGroup):
     """A group below an operator's scope; every metric registered through it lands in the operator's
     UserMetrics. `scope` and `variables` are the operator's (see the module docstring)."""
 
-    def __init__(self, registry: UserMetrics, scope: tuple[str, ...], variables: dict[str, str],
-                 path: tuple[str, ...] = (), logical_path: tuple[str, ...] = (),
-                 user_variables: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self,
+        registry: UserMetrics,
+        scope: tuple[str, ...],
+        variables: dict[str, str],
+        path: tuple[str, ...] = (),
+        logical_path: tuple[str, ...] = (),
+        user_variables: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self._registry = registry
         self._scope = scope
         self._variables = variables
@@ -314,11 +330,23 @@ class GenericMetricGroup(MetricGroup):
         if child is None:
             if kind is _GroupType.VALUE:
                 key = self._path[-1]
-                child = GenericMetricGroup(self._registry, self._scope, self._variables, (*self._path, name),
-                                           self._logical_path, (*self._user_variables, (f"<{key}>", name)))
+                child = GenericMetricGroup(
+                    self._registry,
+                    self._scope,
+                    self._variables,
+                    (*self._path, name),
+                    self._logical_path,
+                    (*self._user_variables, (f"<{key}>", name)),
+                )
             else:
-                child = GenericMetricGroup(self._registry, self._scope, self._variables, (*self._path, name),
-                                           (*self._logical_path, name), self._user_variables)
+                child = GenericMetricGroup(
+                    self._registry,
+                    self._scope,
+                    self._variables,
+                    (*self._path, name),
+                    (*self._logical_path, name),
+                    self._user_variables,
+                )
             self._children[(name, kind)] = child
         return child
 

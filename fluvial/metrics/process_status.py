@@ -29,8 +29,11 @@ class ProcessStatus:
     def metrics(self) -> dict[str, float]:
         """Flink's Status.JVM.* names, with Python for JVM."""
         values: dict[str, float] = {
-            "Status.Python.CPU.Time": self.cpu_time_ms, "Status.Python.CPU.Load": round(self.cpu_load, 4),
-            "Status.Python.Memory.RSS": self.rss_bytes, "Status.Python.Threads.Count": self.threads}
+            "Status.Python.CPU.Time": self.cpu_time_ms,
+            "Status.Python.CPU.Load": round(self.cpu_load, 4),
+            "Status.Python.Memory.RSS": self.rss_bytes,
+            "Status.Python.Threads.Count": self.threads,
+        }
         for generation, count in enumerate(self.gc_collections):
             values[f"Status.Python.GarbageCollector.Gen{generation}.Count"] = count
         return values

@@ -91,23 +91,41 @@ def render(jobs: Iterable[JobMetricsSnapshot], host: str | None = None) -> bytes
 
 
 def _add_task(add, task: TaskMetricsSnapshot) -> None:  # noqa: ANN001 - the closure of `render`
-    labels = {"host": task.host, "tm_id": task.task_manager_id, "job_id": task.job_id, "job_name": task.job_name,
-              "task_id": vertex_hex_id(task.job_id, task.vertex_id), "task_name": task.task_name,
-              "task_attempt_id": _attempt_id(task), "task_attempt_num": str(task.attempt),
-              "subtask_index": str(task.subtask_index)}
+    labels = {
+        "host": task.host,
+        "tm_id": task.task_manager_id,
+        "job_id": task.job_id,
+        "job_name": task.job_name,
+        "task_id": vertex_hex_id(task.job_id, task.vertex_id),
+        "task_name": task.task_name,
+        "task_attempt_id": _attempt_id(task),
+        "task_attempt_num": str(task.attempt),
+        "subtask_index": str(task.subtask_index),
+    }
     for name, value in task.task.items():
         add(TASK_SCOPE, name, "taskmanager.job.task", labels, value)
     for operator_id, values in task.operators.items():
-        operator_labels = {**labels, "operator_id": operator_id,
-                           "operator_name": task.operator_names.get(operator_id, operator_id)}
+        operator_labels = {
+            **labels,
+            "operator_id": operator_id,
+            "operator_name": task.operator_names.get(operator_id, operator_id),
+        }
         for name, value in values.items():
             add(OPERATOR_SCOPE, name, "taskmanager.job.task.operator", operator_labels, value)
     for sample in task.user:
-        user_labels = {**labels, "operator_id": sample.operator_id,
-                       "operator_name": task.operator_names.get(sample.operator_id, sample.operator_id),
-                       **{key.strip("<>"): value for key, value in sample.variables.items()}}
-        add(OPERATOR_SCOPE, sample.logical_name.replace(".", "_"), "taskmanager.job.task.operator", user_labels,
-            sample.value)
+        user_labels = {
+            **labels,
+            "operator_id": sample.operator_id,
+            "operator_name": task.operator_names.get(sample.operator_id, sample.operator_id),
+            **{key.strip("<>"): value for key, value in sample.variables.items()},
+        }
+        add(
+            OPERATOR_SCOPE,
+            sample.logical_name.replace(".", "_"),
+            "taskmanager.job.task.operator",
+            user_labels,
+            sample.value,
+        )
 
 
 def _attempt_id(task: TaskMetricsSnapshot) -> str:

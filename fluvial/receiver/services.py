@@ -89,11 +89,20 @@ class ReceiverServices:
         if receiver is None or settings is None or old.stop_error is None or old.state is not ReceiverState.STOPPED:
             return False  # (a reader without its receiver only reads a stream that runs: unit tests)
         if not old.finished.wait(settings.block_store_timeout_s):
-            _log.warning("receiver stream %s: the stopped receiver has not finished storing its blocks after "
-                         "%.0f s; it is not restarted yet", stream_id, settings.block_store_timeout_s)
+            _log.warning(
+                "receiver stream %s: the stopped receiver has not finished storing its blocks after "
+                "%.0f s; it is not restarted yet",
+                stream_id,
+                settings.block_store_timeout_s,
+            )
             return False
-        _log.info("receiver %s (stream %s) stopped with an error (%s); the restored task starts it again with a "
-                  "fresh restart budget", receiver.name(), stream_id, old.stop_message)
+        _log.info(
+            "receiver %s (stream %s) stopped with an error (%s); the restored task starts it again with a "
+            "fresh restart budget",
+            receiver.name(),
+            stream_id,
+            old.stop_message,
+        )
         with self.lock:
             self.ended.discard(stream_id)
         supervisor = self.supervisors[stream_id] = new_supervisor(self, stream_id, receiver, settings)
@@ -120,13 +129,22 @@ class TaskManagerReceivers:
     def for_job(self, job_id: str, settings: ReceiverSettings) -> JobReceivers:
         return JobReceivers(self, job_id, settings)
 
-    def stream(self, job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings, operator_id: str = "",
-               log_directory: str | None = None, upstream_position: Any = None) -> ReceiverServices:
+    def stream(
+        self,
+        job_id: str,
+        stream_id: int,
+        receiver: Any,
+        settings: ReceiverSettings,
+        operator_id: str = "",
+        log_directory: str | None = None,
+        upstream_position: Any = None,
+    ) -> ReceiverServices:
         with self._lock:
             services = self._streams.get((job_id, stream_id))
             if services is None:
                 services = self._streams[(job_id, stream_id)] = start_receiver_stream(
-                    job_id, stream_id, receiver, settings, operator_id, log_directory, upstream_position)
+                    job_id, stream_id, receiver, settings, operator_id, log_directory, upstream_position
+                )
             else:
                 services.revive(stream_id, receiver, settings)
             return services
@@ -160,10 +178,17 @@ class JobReceivers:
         self._job_id = job_id
         self._settings = settings
 
-    def stream(self, stream_id: int, receiver: Any, operator_id: str = "",
-               log_directory: str | None = None, upstream_position: Any = None) -> ReceiverServices:
-        return self._receivers.stream(self._job_id, stream_id, receiver, self._settings, operator_id, log_directory,
-                                      upstream_position)
+    def stream(
+        self,
+        stream_id: int,
+        receiver: Any,
+        operator_id: str = "",
+        log_directory: str | None = None,
+        upstream_position: Any = None,
+    ) -> ReceiverServices:
+        return self._receivers.stream(
+            self._job_id, stream_id, receiver, self._settings, operator_id, log_directory, upstream_position
+        )
 
 
 def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id: str) -> str:
@@ -174,17 +199,26 @@ def stream_log_directory(wal_root: str, operator_id: str, stream_id: int, job_id
     return os.path.join(wal_root, "receivers", f"{name}-{stream_id}", job_id)
 
 
-def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: ReceiverSettings,
-                          operator_id: str = "", log_directory: str | None = None,
-                          upstream_position: Any = None) -> ReceiverServices:
+def start_receiver_stream(
+    job_id: str,
+    stream_id: int,
+    receiver: Any,
+    settings: ReceiverSettings,
+    operator_id: str = "",
+    log_directory: str | None = None,
+    upstream_position: Any = None,
+) -> ReceiverServices:
     """Create the stream's tracker, block handler and supervisor, and start its receiver. With the write-ahead
     log on, its logs live in `log_directory` — the one a restored checkpoint names — or in a new generation
     directory of this run; the tracker recovers the blocks an earlier run logged there."""
     wal_root = settings.wal_directory
     if log_directory is not None and not wal_root:
-        _log.warning("stream %s does not read the write-ahead log %s that its checkpoint names: the log is off "
-                     "(receiver.write-ahead-log.enable); blocks stored after that checkpoint are not replayed",
-                     stream_id, log_directory)
+        _log.warning(
+            "stream %s does not read the write-ahead log %s that its checkpoint names: the log is off "
+            "(receiver.write-ahead-log.enable); blocks stored after that checkpoint are not replayed",
+            stream_id,
+            log_directory,
+        )
         log_directory = None
     if wal_root and log_directory is None:
         log_directory = stream_log_directory(wal_root, operator_id, stream_id, job_id)
@@ -193,8 +227,7 @@ def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: 
     if tracker.wal_enabled:
         recovered = tracker.recover()  # the blocks an earlier run of this stream logged (none for a new one)
         if recovered:
-            _log.info("stream %s recovered %d blocks from its write-ahead log %s", stream_id, recovered,
-                      log_directory)
+            _log.info("stream %s recovered %d blocks from its write-ahead log %s", stream_id, recovered, log_directory)
     if upstream_position is not None:  # before the receiver starts: its on_start may ask for it at once
         tracker.seed_position(stream_id, upstream_position)
     services = ReceiverServices(tracker, {}, {}, settings.checkpointing, log_directory=log_directory)
@@ -211,11 +244,20 @@ def start_receiver_stream(job_id: str, stream_id: int, receiver: Any, settings: 
     return services
 
 
-def new_supervisor(services: ReceiverServices, stream_id: int, receiver: Any,
-                   settings: ReceiverSettings) -> ReceiverSupervisor:
-    return ReceiverSupervisor(receiver, stream_id, services.handlers[stream_id], services.tracker.add_block,
-                              services._mark_ended, settings.block_interval_s, settings.block_queue_size,
-                              settings.max_rate, lambda: services.tracker.last_position(stream_id))
+def new_supervisor(
+    services: ReceiverServices, stream_id: int, receiver: Any, settings: ReceiverSettings
+) -> ReceiverSupervisor:
+    return ReceiverSupervisor(
+        receiver,
+        stream_id,
+        services.handlers[stream_id],
+        services.tracker.add_block,
+        services._mark_ended,
+        settings.block_interval_s,
+        settings.block_queue_size,
+        settings.max_rate,
+        lambda: services.tracker.last_position(stream_id),
+    )
 
 
 def receiver_settings(configuration: Any, checkpoints: Any) -> ReceiverSettings:

@@ -68,9 +68,18 @@ class ReceiverState(enum.Enum):
 
 
 class ReceiverSupervisor(BlockGeneratorListener):
-    def __init__(self, receiver: Any, stream_id: int, handler: Any, report_block: Callable[[ReceivedBlockInfo], bool],
-                 on_stream_end: Callable[[int], None], block_interval: float, block_queue_size: int,
-                 max_rate: float = 0, stored_position: Callable[[], Any] = lambda: None) -> None:
+    def __init__(
+        self,
+        receiver: Any,
+        stream_id: int,
+        handler: Any,
+        report_block: Callable[[ReceivedBlockInfo], bool],
+        on_stream_end: Callable[[int], None],
+        block_interval: float,
+        block_queue_size: int,
+        max_rate: float = 0,
+        stored_position: Callable[[], Any] = lambda: None,
+    ) -> None:
         self.last_stored_position = stored_position  # the newest position stored with a block (or None)
         self.receiver = receiver
         self.stream_id = stream_id
@@ -114,8 +123,12 @@ class ReceiverSupervisor(BlockGeneratorListener):
             self._state = ReceiverState.STARTED
             self._generation += 1
             generation = self._generation
-        thread = threading.Thread(target=self._run_receiver, args=(generation,),
-                                  name=f"receiver-{self.stream_id}-{self.receiver.name()}", daemon=True)
+        thread = threading.Thread(
+            target=self._run_receiver,
+            args=(generation,),
+            name=f"receiver-{self.stream_id}-{self.receiver.name()}",
+            daemon=True,
+        )
         thread.start()
 
     def _run_receiver(self, generation: int) -> None:
@@ -125,8 +138,12 @@ class ReceiverSupervisor(BlockGeneratorListener):
             with self._lock:
                 current = generation == self._generation and self._state is ReceiverState.STARTED
             if current:
-                self.restart_receiver(f"receiver '{self.receiver.name()}' (stream {self.stream_id}) crashed: "
-                                      f"{type(error).__name__}: {error}", error, 0)
+                self.restart_receiver(
+                    f"receiver '{self.receiver.name()}' (stream {self.stream_id}) crashed: "
+                    f"{type(error).__name__}: {error}",
+                    error,
+                    0,
+                )
 
     def restart_receiver(self, message: str, error: BaseException | None, delay: float) -> None:
         """Restart after at least `delay` seconds, or stop with `error` when the restart strategy says no more."""
@@ -141,12 +158,15 @@ class ReceiverSupervisor(BlockGeneratorListener):
             wait_s = max(delay, (self._backoff.get_backoff_time() + 1) / 1000) if allowed else 0.0
         self.report_error(message, error, f" (restart {self.restarts}, in {wait_s:.3f} s)" if allowed else "")
         if not allowed:
-            self.stop(f"{message}; gave up after {self.restarts - 1} restart(s), as the receiver's restart "
-                      f"strategy allows no more ({type(self.receiver).__name__}.restart_strategy)",
-                      error if error is not None else ReceiverStoppedError(message))
+            self.stop(
+                f"{message}; gave up after {self.restarts - 1} restart(s), as the receiver's restart "
+                f"strategy allows no more ({type(self.receiver).__name__}.restart_strategy)",
+                error if error is not None else ReceiverStoppedError(message),
+            )
             return
-        threading.Thread(target=self._restart_after, args=(wait_s,), name=f"receiver-restart-{self.stream_id}",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._restart_after, args=(wait_s,), name=f"receiver-restart-{self.stream_id}", daemon=True
+        ).start()
 
     def _restart_after(self, delay: float) -> None:
         self._call_on_stop()
@@ -198,8 +218,9 @@ class ReceiverSupervisor(BlockGeneratorListener):
         self.errors.append((message, error))
         if len(self.errors) > MAX_KEPT_ERRORS:
             del self.errors[0]
-        _log.warning("receiver %s (stream %s): %s%s", self.receiver.name(), self.stream_id, message, detail,
-                     exc_info=error)
+        _log.warning(
+            "receiver %s (stream %s): %s%s", self.receiver.name(), self.stream_id, message, detail, exc_info=error
+        )
 
     # -- data ---------------------------------------------------------------------------------------------------
 
@@ -222,7 +243,8 @@ class ReceiverSupervisor(BlockGeneratorListener):
             if self._state is ReceiverState.STOPPED:
                 raise ReceiverStoppedError(
                     f"receiver '{self.receiver.name()}' (stream {self.stream_id}) is stopped "
-                    f"({self.stop_message}); store(list) accepts nothing after stop - do not acknowledge")
+                    f"({self.stop_message}); store(list) accepts nothing after stop - do not acknowledge"
+                )
             self._reliable_in_flight += 1
         try:
             block_id = StreamBlockId(self.stream_id, -1 - next(self._unique))  # negative: never a generator id
@@ -249,8 +271,9 @@ class ReceiverSupervisor(BlockGeneratorListener):
             self._block_position[block_id], self._pending_position = self._pending_position, None
 
     def on_push_block(self, block_id: StreamBlockId, records: list) -> None:
-        self._push_block(block_id, records, self._block_metadata.pop(block_id, None),
-                         self._block_position.pop(block_id, None))
+        self._push_block(
+            block_id, records, self._block_metadata.pop(block_id, None), self._block_position.pop(block_id, None)
+        )
 
     def on_error(self, message: str, error: BaseException) -> None:
         self.report_error(message, error)
@@ -260,14 +283,16 @@ class ReceiverSupervisor(BlockGeneratorListener):
         if self._store_failure is not None:
             raise ReceiverStoppedError(
                 f"block {block_id} of stream {self.stream_id} is not stored: an earlier block could not be stored "
-                f"durably ({self._store_failure}), so the stream stopped there") from self._store_failure
+                f"durably ({self._store_failure}), so the stream stopped there"
+            ) from self._store_failure
         try:
             result = self._handler.store_block(block_id, records)
             info = ReceivedBlockInfo(self.stream_id, len(records), metadata, block_id, result, position)
             if not self._report_block(info):
                 raise ReceiverStoppedError(
                     f"the receiver tracker did not accept block {block_id} of stream {self.stream_id}: its "
-                    "write-ahead log could not record it (the tracker logged why)")
+                    "write-ahead log could not record it (the tracker logged why)"
+                )
         except BaseException as error:
             self._fail_storage(block_id, len(records), error)
             raise
@@ -278,9 +303,11 @@ class ReceiverSupervisor(BlockGeneratorListener):
                 return
             self._store_failure = error
             stopped = self._state is ReceiverState.STOPPED
-            message = (f"receiver '{self.receiver.name()}' (stream {self.stream_id}): block {block_id} of {count} "
-                       f"record(s) could not be stored, so the stream stops with this error instead of going on "
-                       f"without it: {type(error).__name__}: {error}")
+            message = (
+                f"receiver '{self.receiver.name()}' (stream {self.stream_id}): block {block_id} of {count} "
+                f"record(s) could not be stored, so the stream stops with this error instead of going on "
+                f"without it: {type(error).__name__}: {error}"
+            )
             if stopped and self.stop_error is None:  # stopping already: end with the error, not as if complete
                 self.stop_message, self.stop_error = message, error
         if stopped:

@@ -226,13 +226,19 @@ class ReceiverTracker:
                 return
             logged_at_ms = self._clock()
             if self._wal is not None:
-                self._wal.write(dumps_records(BlockCleanupEvent(stream_id, position, logged_at_ms, logged_at_ms)),
-                                logged_at_ms)
+                self._wal.write(
+                    dumps_records(BlockCleanupEvent(stream_id, position, logged_at_ms, logged_at_ms)), logged_at_ms
+                )
             _log.warning(
                 "stream %s resumes after block %d, which its tracker never numbered (%s): the blocks stored "
                 "after the checkpoint by the run that took it are not here; numbering goes on from %d",
-                stream_id, position, "its write-ahead log holds no such block" if self._wal is not None
-                else "the write-ahead log is off: receiver.write-ahead-log.enable", position + 1)
+                stream_id,
+                position,
+                "its write-ahead log holds no such block"
+                if self._wal is not None
+                else "the write-ahead log is off: receiver.write-ahead-log.enable",
+                position + 1,
+            )
             stream.drop_through(position)
             stream.cleanup_logged_at_ms = logged_at_ms
 

@@ -130,7 +130,7 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _list_segments(directory: Path) -> list[WalSegment]:
@@ -283,9 +283,16 @@ class WriteAheadLog:
                             f"Check the disk under {self._directory} (space, permissions, errors)"
                         ) from error
                     delay = self._retry_backoff_s * 2 ** (attempt - 1)
-                    logger.warning("write-ahead log %s: write attempt %d of %d failed (%s: %s); retrying in a new "
-                                   "segment in %.3f s", self._directory, attempt, self._max_write_attempts,
-                                   type(error).__name__, error, delay)
+                    logger.warning(
+                        "write-ahead log %s: write attempt %d of %d failed (%s: %s); retrying in a new "
+                        "segment in %.3f s",
+                        self._directory,
+                        attempt,
+                        self._max_write_attempts,
+                        type(error).__name__,
+                        error,
+                        delay,
+                    )
                     self._sleep(delay)
                     attempt += 1
 
@@ -392,8 +399,7 @@ class WriteAheadLog:
             raise WalError(f"the write-ahead log in {self._directory} is closed; cannot write to it")
         if self._failure is not None:
             raise WalDurabilityError(
-                f"the write-ahead log in {self._directory} failed earlier and takes no more records: "
-                f"{self._failure}"
+                f"the write-ahead log in {self._directory} failed earlier and takes no more records: {self._failure}"
             )
 
     def _check_segments(self) -> None:
@@ -440,13 +446,15 @@ class WriteAheadLog:
             self._close_active()
             self._failure = WalDurabilityError(
                 f"write-ahead log segment {path} was deleted while open and could not be restored ({error}); the "
-                "records in it are no longer durable")
+                "records in it are no longer durable"
+            )
             logger.error("%s", self._failure)
             raise self._failure from error
         os.close(old_fd)
         self._active_fd = new_fd
-        logger.warning("write-ahead log segment %s was deleted while open; restored its %d bytes from the open "
-                       "file", path, size)
+        logger.warning(
+            "write-ahead log segment %s was deleted while open; restored its %d bytes from the open file", path, size
+        )
 
     def _segment_for(self, time_ms: int, frame_length: int) -> tuple[WalSegment, int]:
         active = self._active
@@ -486,7 +494,8 @@ class WriteAheadLog:
         except OSError as undo_error:
             self._failure = WalDurabilityError(
                 f"writing to a segment of the write-ahead log in {self._directory} failed ({error}) and the partial "
-                f"record could not be removed ({undo_error}); reopen the log to recover")
+                f"record could not be removed ({undo_error}); reopen the log to recover"
+            )
             self._close_active()
             raise self._failure from error
 

@@ -122,10 +122,16 @@ class BarrierHandler:
     is no checkpoint failure); `checkpoints.channel_state_complete(...)` when an unaligned checkpoint's in-flight
     data is complete. `schedule(due_ms)` asks for a `look_ahead()` at that time (the alignment timeout)."""
 
-    def __init__(self, num_channels: int, exactly_once: bool, checkpoints: AlignedCheckpoints,
-                 unaligned: UnalignedSettings | None = None, inputs: InputChannels | None = None,
-                 schedule: Callable[[int], None] | None = None,
-                 clock: Callable[[], int] = current_millis) -> None:
+    def __init__(
+        self,
+        num_channels: int,
+        exactly_once: bool,
+        checkpoints: AlignedCheckpoints,
+        unaligned: UnalignedSettings | None = None,
+        inputs: InputChannels | None = None,
+        schedule: Callable[[int], None] | None = None,
+        clock: Callable[[], int] = current_millis,
+    ) -> None:
         self.num_channels = num_channels
         self.exactly_once = exactly_once
         self._checkpoints = checkpoints
@@ -200,14 +206,19 @@ class BarrierHandler:
         if self._unaligned is None or inputs is None:
             self._checkpoints.checkpoint_state(barrier)
             return
-        channels = {channel: [item for item in inputs.pending(channel) if type(item) in IN_FLIGHT_TYPES]
-                    for channel in range(self.num_channels) if channel not in self._ended}
+        channels = {
+            channel: [item for item in inputs.pending(channel) if type(item) in IN_FLIGHT_TYPES]
+            for channel in range(self.num_channels)
+            if channel not in self._ended
+        }
         if not any(channels.values()):
             self._checkpoints.checkpoint_state(barrier)
         elif barrier.savepoint_dir is not None:
-            self._checkpoints.abort_checkpoint(barrier.checkpoint_id, CheckpointFailureReason.DECLINED_TASK_NOT_READY,
-                                               "records of finished producers are still queued here, and a "
-                                               "savepoint holds no in-flight data")
+            self._checkpoints.abort_checkpoint(
+                barrier.checkpoint_id,
+                CheckpointFailureReason.DECLINED_TASK_NOT_READY,
+                "records of finished producers are still queued here, and a savepoint holds no in-flight data",
+            )
         else:
             self._checkpoints.checkpoint_state(barrier, BarrierStats(0, unaligned=True))
             self._checkpoints.channel_state_complete(barrier.checkpoint_id, channels)
@@ -263,8 +274,12 @@ class BarrierHandler:
     def _arm_timer(self, barrier: CheckpointBarrier) -> None:
         """Aligned for now: ask for a look at the moment the alignment times out."""
         settings = self._unaligned
-        if settings is None or self._schedule is None or barrier.savepoint_dir is not None \
-                or self._timer_for >= barrier.checkpoint_id:
+        if (
+            settings is None
+            or self._schedule is None
+            or barrier.savepoint_dir is not None
+            or self._timer_for >= barrier.checkpoint_id
+        ):
             return
         self._timer_for = barrier.checkpoint_id
         self._schedule(barrier.timestamp + settings.aligned_timeout_ms)
@@ -289,7 +304,8 @@ class BarrierHandler:
         current = self._current = _Unaligned(barrier, channels, waiting)
         self.blocked = frozenset()
         self._checkpoints.checkpoint_state(
-            barrier, BarrierStats((time.perf_counter_ns() - started_ns) // 1_000_000, unaligned=True))
+            barrier, BarrierStats((time.perf_counter_ns() - started_ns) // 1_000_000, unaligned=True)
+        )
         if not waiting and self._current is current:
             self._complete(current)
 
@@ -316,7 +332,8 @@ class BarrierHandler:
             self._current = None
             self.blocked = frozenset()
             self._checkpoints.checkpoint_state(
-                current.barrier, BarrierStats((time.perf_counter_ns() - current.started_ns) // 1_000_000))
+                current.barrier, BarrierStats((time.perf_counter_ns() - current.started_ns) // 1_000_000)
+            )
 
     def _cancel(self, current: _Alignment | _Unaligned) -> None:
         self._current = None
@@ -324,5 +341,8 @@ class BarrierHandler:
         if type(current) is _Unaligned:
             for channel in current.waiting:
                 self._inputs.record(channel, None)
-        self._checkpoints.abort_checkpoint(current.barrier.checkpoint_id, CheckpointFailureReason.DECLINED_SUBSUMED,
-                                           "the barrier of a newer checkpoint arrived before this one aligned")
+        self._checkpoints.abort_checkpoint(
+            current.barrier.checkpoint_id,
+            CheckpointFailureReason.DECLINED_SUBSUMED,
+            "the barrier of a newer checkpoint arrived before this one aligned",
+        )

@@ -125,8 +125,7 @@ def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
     of the first attempt keeps the original object, so a job in thread mode runs the very object the user
     passed; Sink descriptions only build writers and are never copied."""
     spec = node.operator
-    if (info.subtask_index == 0 and info.attempt_number == 0) or spec.function is None \
-            or isinstance(spec, t.SinkSpec):
+    if (info.subtask_index == 0 and info.attempt_number == 0) or spec.function is None or isinstance(spec, t.SinkSpec):
         return spec
     source = template if template is not None else spec.function
     thaw = getattr(source, "thaw", None)  # a PickledFunction: unpickle a fresh copy
@@ -143,6 +142,7 @@ def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
 
 def _checked_push(push: Callable[[RecordBatch], None], check: BatchCheck) -> Callable[[RecordBatch], None]:
     """`push` behind a declared type's per-buffer check; the buffer itself goes on when all its values fit."""
+
     def checked(batch: RecordBatch) -> None:
         values = batch.values
         fitted = check(values)
@@ -155,12 +155,18 @@ class OperatorChain:
     """Operators in depth-first order (head first), fused runs replacing their members; `writers` maps JobEdge
     dataset id → RecordWriter."""
 
-    def __init__(self, vertex: JobVertex, make_context: Callable[[StreamNode], OperatorContext],
-                 writers: dict[str, Any], templates: dict[int, Any] | None = None) -> None:
+    def __init__(
+        self,
+        vertex: JobVertex,
+        make_context: Callable[[StreamNode], OperatorContext],
+        writers: dict[str, Any],
+        templates: dict[int, Any] | None = None,
+    ) -> None:
         self.vertex = vertex
         self._nodes = {node.id: node for node in vertex.nodes}
-        built = {node.id: build_operator(node, make_context(node), (templates or {}).get(node.id))
-                 for node in vertex.nodes}
+        built = {
+            node.id: build_operator(node, make_context(node), (templates or {}).get(node.id)) for node in vertex.nodes
+        }
         self._metrics = {node_id: operator.context.metrics for node_id, operator in built.items()}
         self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
         self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs

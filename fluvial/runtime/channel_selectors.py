@@ -146,9 +146,7 @@ def _callable(function: Any, method: str) -> Callable[..., Any]:
     return getattr(function, method, function)
 
 
-def build_selector(
-    spec: PartitionerSpec, n: int, max_parallelism: int, producer_index: int = 0
-) -> ChannelSelector:
+def build_selector(spec: PartitionerSpec, n: int, max_parallelism: int, producer_index: int = 0) -> ChannelSelector:
     """Build the live selector of one producing subtask. `max_parallelism` is the consumer's (key groups).
     Round robin starts at a different channel in each producer, so small inputs spread evenly."""
     kind = spec.kind
@@ -165,5 +163,7 @@ def build_selector(
     if kind is PartitionerKind.GLOBAL:
         return GlobalSelector(n)
     if kind is PartitionerKind.CUSTOM:
-        return CustomSelector(n, _callable(spec.key_selector, "get_key"), _callable(spec.custom_partitioner, "partition"))
+        return CustomSelector(
+            n, _callable(spec.key_selector, "get_key"), _callable(spec.custom_partitioner, "partition")
+        )
     raise InvalidJobError(f"unknown partitioner {kind}")

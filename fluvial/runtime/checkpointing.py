@@ -43,8 +43,7 @@ class CheckpointResponder(Protocol):
     """How a subtask answers the CheckpointCoordinator (Flink's CheckpointResponder); the TaskManager turns each
     call into an AcknowledgeCheckpoint or DeclineCheckpoint message to the JobMaster."""
 
-    def acknowledge(self, checkpoint_id: int, states: dict, metrics: CheckpointMetricsReport | None = None) -> None:
-        ...
+    def acknowledge(self, checkpoint_id: int, states: dict, metrics: CheckpointMetricsReport | None = None) -> None: ...
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
 
@@ -86,8 +85,16 @@ class _SubtaskStateWriter:
 
 
 class SubtaskCheckpointCoordinator:
-    def __init__(self, chain: Any, writers: list[Any], source_input: Any, storage: CheckpointStorageProvider,
-                 io: Executor, responder: CheckpointResponder, task_info: TaskInfo) -> None:
+    def __init__(
+        self,
+        chain: Any,
+        writers: list[Any],
+        source_input: Any,
+        storage: CheckpointStorageProvider,
+        io: Executor,
+        responder: CheckpointResponder,
+        task_info: TaskInfo,
+    ) -> None:
         self._chain = chain
         self._writers = writers
         self._source = source_input  # the SourceInput of a source subtask, else None
@@ -133,8 +140,11 @@ class SubtaskCheckpointCoordinator:
         except BaseException:
             _discard(snapshots)
             raise
-        storage = (self._storage.checkpoint_storage() if barrier.savepoint_dir is None
-                   else self._storage.savepoint_storage(barrier.savepoint_dir))
+        storage = (
+            self._storage.checkpoint_storage()
+            if barrier.savepoint_dir is None
+            else self._storage.savepoint_storage(barrier.savepoint_dir)
+        )
         if stats.unaligned:
             self._awaiting_channels[checkpoint_id] = (snapshots, storage, stats)
             return
@@ -158,8 +168,14 @@ class SubtaskCheckpointCoordinator:
             snapshots.insert(0, head)
         head.operator_state[SOURCE_SPLITS] = self._source.snapshot_splits(checkpoint_id)
 
-    def _persist(self, checkpoint_id: int, snapshots: list[OperatorSnapshot], storage: Any,
-                 stats: BarrierStats = BarrierStats(), in_flight: dict[str, list] | None = None) -> None:
+    def _persist(
+        self,
+        checkpoint_id: int,
+        snapshots: list[OperatorSnapshot],
+        storage: Any,
+        stats: BarrierStats = BarrierStats(),
+        in_flight: dict[str, list] | None = None,
+    ) -> None:
         from fluvial.checkpoint.storage import SubtaskState
 
         index = self._info.subtask_index
@@ -190,17 +206,25 @@ class SubtaskCheckpointCoordinator:
                     data = pickle.dumps(snapshot.operator_state, protocol=5)
                     operator.append(storage.write_state(checkpoint_id, f"{name}-op", data))
                 channels = channel_handles if snapshot.operator_id == head_id else []
-                states[snapshot.operator_id] = SubtaskState(keyed=keyed, operator=operator, raw={}, shared=shared,
-                                                            input_channel=channels)
+                states[snapshot.operator_id] = SubtaskState(
+                    keyed=keyed, operator=operator, raw={}, shared=shared, input_channel=channels
+                )
         except BaseException as error:  # noqa: BLE001 - a failed write declines the checkpoint, not the job
             _discard(snapshots)
-            logger.warning("%s could not write its state for checkpoint %d: %s: %s",
-                           self._info.task_name_with_subtasks, checkpoint_id, type(error).__name__, error)
-            self._responder.decline(checkpoint_id, CheckpointFailureReason.ASYNC_ERROR,
-                                    f"{type(error).__name__}: {error}")
+            logger.warning(
+                "%s could not write its state for checkpoint %d: %s: %s",
+                self._info.task_name_with_subtasks,
+                checkpoint_id,
+                type(error).__name__,
+                error,
+            )
+            self._responder.decline(
+                checkpoint_id, CheckpointFailureReason.ASYNC_ERROR, f"{type(error).__name__}: {error}"
+            )
             return
-        self._responder.acknowledge(checkpoint_id, states, CheckpointMetricsReport(
-            stats.alignment_duration_ms, persisted, stats.unaligned))
+        self._responder.acknowledge(
+            checkpoint_id, states, CheckpointMetricsReport(stats.alignment_duration_ms, persisted, stats.unaligned)
+        )
 
     def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None:
         """This subtask takes no part in `checkpoint_id` (a newer barrier overtook it, or it was not running)."""
@@ -224,8 +248,9 @@ class SubtaskCheckpointCoordinator:
         from fluvial.checkpoint.restore import share_of_operator_state
         from fluvial.checkpoint.storage import read_state_handle
 
-        restore = OperatorRestore(operator_id, checkpoint_id=assignment.checkpoint_id, owned=assignment.owned,
-                                  reader=read_state_handle)
+        restore = OperatorRestore(
+            operator_id, checkpoint_id=assignment.checkpoint_id, owned=assignment.owned, reader=read_state_handle
+        )
         for blob in assignment.keyed_handles:
             keyed, timers = _unpickle(read_state_handle(blob), blob, operator_id)
             restore.sources.append(_where(blob))
@@ -238,10 +263,13 @@ class SubtaskCheckpointCoordinator:
         for handle in assignment.input_channel_handles:
             for key, items in _unpickle(read_state_handle(handle), handle, operator_id).items():
                 restore.channel_state.setdefault(key, []).extend(items)
-        per_old_subtask = [[_unpickle(read_state_handle(handle), handle, operator_id) for handle in handles]
-                           for handles in assignment.operator_handles]
-        restore.operator_state = share_of_operator_state(per_old_subtask, assignment.old_parallelism,
-                                                         info.subtask_index, info.parallelism)
+        per_old_subtask = [
+            [_unpickle(read_state_handle(handle), handle, operator_id) for handle in handles]
+            for handles in assignment.operator_handles
+        ]
+        restore.operator_state = share_of_operator_state(
+            per_old_subtask, assignment.old_parallelism, info.subtask_index, info.parallelism
+        )
         return restore
 
 

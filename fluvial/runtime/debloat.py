@@ -48,8 +48,9 @@ class BufferDebloater:
         self._last_ms, self._last_records = now_ms, records_in
         previous = self._throughput
         # a slowdown counts at once (queued data would take longer than the target), a speed-up smoothed
-        throughput = self._throughput = sample if previous is None or sample < previous \
-            else SMOOTHING * sample + (1 - SMOOTHING) * previous
+        throughput = self._throughput = (
+            sample if previous is None or sample < previous else SMOOTHING * sample + (1 - SMOOTHING) * previous
+        )
         wanted = int(throughput * self._settings.target_ms / 1000 / self._buffers)
         wanted = max(1, min(MAX_BUFFER_SIZE, wanted))
         queued = self._buffers * self.buffer_size

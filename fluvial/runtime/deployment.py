@@ -89,8 +89,9 @@ class TaskCancellationSettings:
     def of(configuration: Any) -> TaskCancellationSettings:
         if configuration is None:
             return TaskCancellationSettings()
-        return TaskCancellationSettings(configuration.get("task.cancellation.interval"),
-                                        configuration.get("task.cancellation.timeout"))
+        return TaskCancellationSettings(
+            configuration.get("task.cancellation.interval"), configuration.get("task.cancellation.timeout")
+        )
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,10 @@ class BufferDebloatSettings:
     def of(configuration: Any) -> BufferDebloatSettings | None:
         if configuration is None or not configuration.get("taskmanager.network.memory.buffer-debloat.enabled"):
             return None
-        return BufferDebloatSettings(configuration.get("taskmanager.network.memory.buffer-debloat.target"),
-                                     configuration.get("taskmanager.network.memory.buffer-debloat.period"))
+        return BufferDebloatSettings(
+            configuration.get("taskmanager.network.memory.buffer-debloat.target"),
+            configuration.get("taskmanager.network.memory.buffer-debloat.period"),
+        )
 
 
 @dataclass

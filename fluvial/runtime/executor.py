@@ -106,8 +106,13 @@ class TaskExecutor:
         self.detached = [executor for executor in self.detached if executor._thread.is_alive()] + [solo]
         task.move_to(solo)
         solo._adopt(task)
-        logger.info("%s blocked its thread for more than %d ms in user code: it runs on a thread of its own now, "
-                    "so the other tasks of %s go on", task.name, BLOCKING_STEP_NS // 1_000_000, self.name)
+        logger.info(
+            "%s blocked its thread for more than %d ms in user code: it runs on a thread of its own now, "
+            "so the other tasks of %s go on",
+            task.name,
+            BLOCKING_STEP_NS // 1_000_000,
+            self.name,
+        )
 
     def _adopt(self, task: Any) -> None:
         """A running task moved here from another executor (already open)."""

@@ -41,14 +41,21 @@ _MISSING = object()
 
 
 def returned_none(operator: str, value: Any) -> None:
-    error = InvalidJobError(f"the flat_map function of '{operator}' returned None for {value!r}: return an "
-                            "iterable or yield")
+    error = InvalidJobError(
+        f"the flat_map function of '{operator}' returned None for {value!r}: return an iterable or yield"
+    )
     label_failure(error, operator)
     raise error
 
 
-def fused_loop(steps: list[Step], functions: list[Callable[..., Any]], names: list[str], key: Any = None,
-               table: Any = None, key_name: str | None = None) -> Callable[[Any], list]:
+def fused_loop(
+    steps: list[Step],
+    functions: list[Callable[..., Any]],
+    names: list[str],
+    key: Any = None,
+    table: Any = None,
+    key_name: str | None = None,
+) -> Callable[[Any], list]:
     """`run(values) -> list` applying the steps in order (see the module docstring). A REDUCE step, first only,
     needs the reduce's `key` function and its state `table` (a dict: the loop touches it per record), and
     `key_name`: whose failure a failing key is (the key_by's)."""
@@ -60,8 +67,13 @@ def fused_loop(steps: list[Step], functions: list[Callable[..., Any]], names: li
             if index != 0 or table is None:
                 raise ValueError("a fused reduce must head its run and come with its state table")
             defaults.update(key=key, get=table.get, table=table, missing=_MISSING)
-            lines += [f"{indent}k = key(v)", f"{indent}p = get(k, missing)", f"{indent}if p is not missing:",
-                      f"{indent}    v = f0(p, v)", f"{indent}table[k] = v"]
+            lines += [
+                f"{indent}k = key(v)",
+                f"{indent}p = get(k, missing)",
+                f"{indent}if p is not missing:",
+                f"{indent}    v = f0(p, v)",
+                f"{indent}table[k] = v",
+            ]
         elif step is Step.MAP:
             lines.append(f"{indent}v = f{index}(v)")
         elif step is Step.FILTER:
@@ -108,8 +120,9 @@ def _member_at_line(lines: list[str], names: list[str], key_name: str) -> dict[i
     return at_line
 
 
-def explain_loop_failure(error: TypeError, code: Any, lines: list[str], steps: list[Step], names: list[str],
-                         key_name: str) -> None:
+def explain_loop_failure(
+    error: TypeError, code: Any, lines: list[str], steps: list[Step], names: list[str], key_name: str
+) -> None:
     """A TypeError raised by the generated loop itself (not by a user function it called): a flat_map result
     that cannot be iterated (labelled with that flat_map; None gets the error naming operator and value), or a
     reduce key that cannot be hashed (the key_by error, labelled as the key_by)."""

@@ -40,8 +40,16 @@ class SourceInput:
     timestamps and the subtask emits watermarks (per event, and periodically every `auto_watermark_interval`
     ms through the processing-time service); at the end, the final watermark."""
 
-    def __init__(self, source: Any, reader_context: Any, output: Any, watermark_strategy: Any = None,
-                 auto_watermark_interval: int = 200, processing_time: Any = None, metric_group: Any = None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        reader_context: Any,
+        output: Any,
+        watermark_strategy: Any = None,
+        auto_watermark_interval: int = 200,
+        processing_time: Any = None,
+        metric_group: Any = None,
+    ) -> None:
         self._source = source
         self._context = reader_context
         self._output = output
@@ -62,8 +70,7 @@ class SourceInput:
         if restored_splits is not None:
             splits = list(restored_splits)
         else:
-            splits = assign_splits(self._source.create_splits(info.parallelism), info.parallelism,
-                                   info.subtask_index)
+            splits = assign_splits(self._source.create_splits(info.parallelism), info.parallelism, info.subtask_index)
         self.reader = self._source.create_reader(info)
         self.reader.add_splits(splits)
         # a reader whose records carry timestamps of their own (Kafka's) says so through current_timestamps()
@@ -71,9 +78,13 @@ class SourceInput:
         if self._strategy is not None:
             from fluvial.runtime.source_watermarks import SourceWatermarks
 
-            self._watermarks = SourceWatermarks(self._strategy, self._output.emit_watermark,
-                                                self._output.emit_watermark_status, self._metric_group,
-                                                interleaved=getattr(self.reader, "interleaves_splits", False))
+            self._watermarks = SourceWatermarks(
+                self._strategy,
+                self._output.emit_watermark,
+                self._output.emit_watermark_status,
+                self._metric_group,
+                interleaved=getattr(self.reader, "interleaves_splits", False),
+            )
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
@@ -241,9 +252,15 @@ class NetworkInput:
     never changes the order in which the channels' buffers are processed).
     """
 
-    def __init__(self, channels: list[Channel], dispatch: list[Callable[[RecordBatch], None]],
-                 watermarks: InputWatermarks | None = None, writable: Callable[[], bool] | None = None,
-                 barriers: Any = None, records_in: Any = None) -> None:
+    def __init__(
+        self,
+        channels: list[Channel],
+        dispatch: list[Callable[[RecordBatch], None]],
+        watermarks: InputWatermarks | None = None,
+        writable: Callable[[], bool] | None = None,
+        barriers: Any = None,
+        records_in: Any = None,
+    ) -> None:
         """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
         `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
         self._channels: list[Any] = list(channels)

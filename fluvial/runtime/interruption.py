@@ -52,8 +52,9 @@ class InterruptibleSection:
             thread = self._thread
             if thread is None:
                 return False
-            changed = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread),
-                                                                 ctypes.py_object(TaskInterrupted))
+            changed = ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread), ctypes.py_object(TaskInterrupted)
+            )
             if changed > 1:  # never expected: undo rather than interrupt threads that are not ours
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), None)
                 return False

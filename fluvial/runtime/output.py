@@ -81,8 +81,9 @@ class Output:
             target(status)
 
 
-def split_side_outputs(results: list[Any], stamps: list | None = None
-                       ) -> tuple[RecordBatch, dict[OutputTag, RecordBatch]]:
+def split_side_outputs(
+    results: list[Any], stamps: list | None = None
+) -> tuple[RecordBatch, dict[OutputTag, RecordBatch]]:
     """PyFlink's convention: a yielded `(output_tag, value)` pair goes to that side output. Returns the main
     batch and one batch per tag, each keeping its records' timestamps (`stamps`, aligned with `results`)."""
     main = RecordBatch([], [] if stamps is not None else None)

@@ -42,9 +42,14 @@ class SplitWatermarkOutput(WatermarkOutput):
 
 
 class SourceWatermarks:
-    def __init__(self, strategy: Any, emit_watermark: Callable[[Watermark], None],
-                 emit_status: Callable[[WatermarkStatus], None], metric_group: Any = None,
-                 interleaved: bool = False) -> None:
+    def __init__(
+        self,
+        strategy: Any,
+        emit_watermark: Callable[[Watermark], None],
+        emit_status: Callable[[WatermarkStatus], None],
+        metric_group: Any = None,
+        interleaved: bool = False,
+    ) -> None:
         """`metric_group`: what a generator's context offers (`context.get_metric_group()`): the operator's.
         `interleaved`: the reader's splits take turns, so a split is never finished by another's records."""
         self._interleaved = interleaved
@@ -64,8 +69,10 @@ class SourceWatermarks:
             if self._current_split != split_id and (not self._interleaved or self._current_split is None):
                 # sequential reader: that split is finished (or it was the placeholder of on_periodic_emit)
                 self._splits.pop(self._current_split, None)
-            entry = self._splits[split_id] = (self._strategy.create_watermark_generator(self._context),
-                                              SplitWatermarkOutput())
+            entry = self._splits[split_id] = (
+                self._strategy.create_watermark_generator(self._context),
+                SplitWatermarkOutput(),
+            )
         self._current_split = split_id
         return entry
 
@@ -83,8 +90,13 @@ class SourceWatermarks:
             stamps = [checked_timestamp(value, ts) for value, ts in zip(values, stamps)]
         return stamps
 
-    def process(self, split_id: Any, values: list, collect: Callable[[RecordBatch], None],
-                previous_timestamps: list | None = None) -> None:
+    def process(
+        self,
+        split_id: Any,
+        values: list,
+        collect: Callable[[RecordBatch], None],
+        previous_timestamps: list | None = None,
+    ) -> None:
         timestamps = self.timestamps_of(values, previous_timestamps)
         generator, output = self._split(split_id)
         batch_max = getattr(generator, "on_batch_max", None)
@@ -101,7 +113,11 @@ class SourceWatermarks:
             before = output.watermark
             on_event(value, timestamp, output)
             if output.watermark != before and self._combined() > self._emitted:
-                collect(RecordBatch(values[start:index + 1], None if timestamps is None else timestamps[start:index + 1]))
+                collect(
+                    RecordBatch(
+                        values[start : index + 1], None if timestamps is None else timestamps[start : index + 1]
+                    )
+                )
                 start = index + 1
                 self._refresh_status(output)  # ACTIVE before the watermark: idle channels ignore watermarks
                 self._advance()

@@ -106,8 +106,9 @@ class Task:
         self._executor = services.executor
         self.mailbox = Mailbox(self._executor.wake)
         vertex = spec.vertex
-        self.info = TaskInfo(spec.job_id, vertex.name, spec.subtask_index, vertex.parallelism,
-                             vertex.max_parallelism, spec.attempt)
+        self.info = TaskInfo(
+            spec.job_id, vertex.name, spec.subtask_index, vertex.parallelism, vertex.max_parallelism, spec.attempt
+        )
         self.chain: OperatorChain | None = None
         self.writers: list[RecordWriter] = []
         self.input: Any = None
@@ -168,23 +169,38 @@ class Task:
         if spec.vertex.is_source:
             source_spec = spec.vertex.head.operator
             info = self.info
-            reader_context = SourceReaderContext(info.job_id, info.task_name, info.subtask_index, info.parallelism,
-                                                 info.max_parallelism, info.attempt_number,
-                                                 operator_id=spec.vertex.head.operator_id,
-                                                 receivers=services.receivers,
-                                                 metric_group=head.context.metrics.group)
+            reader_context = SourceReaderContext(
+                info.job_id,
+                info.task_name,
+                info.subtask_index,
+                info.parallelism,
+                info.max_parallelism,
+                info.attempt_number,
+                operator_id=spec.vertex.head.operator_id,
+                receivers=services.receivers,
+                metric_group=head.context.metrics.group,
+            )
             self.input = source_input = SourceInput(
-                source_spec.function, reader_context, head.output, source_spec.watermark_strategy,
-                spec.auto_watermark_interval, self._processing_time(head.name), head.context.metrics.group)
+                source_spec.function,
+                reader_context,
+                head.output,
+                source_spec.watermark_strategy,
+                spec.auto_watermark_interval,
+                self._processing_time(head.name),
+                head.context.metrics.group,
+            )
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
             storage, responder = services.checkpoint_storage, services.checkpoint_responder
             if storage is None or responder is None:
-                raise RuntimeError(f"task {self.info.task_name_with_subtasks} takes checkpoints, and its TaskManager "
-                                   "gave it no checkpoint storage or no responder to the JobMaster")
+                raise RuntimeError(
+                    f"task {self.info.task_name_with_subtasks} takes checkpoints, and its TaskManager "
+                    "gave it no checkpoint storage or no responder to the JobMaster"
+                )
             self.checkpointer = SubtaskCheckpointCoordinator(
-                self.chain, self.writers, source_input, storage, services.checkpoint_io, responder, self.info)
+                self.chain, self.writers, source_input, storage, services.checkpoint_io, responder, self.info
+            )
         if source_input is None:
             self.input = self._network_input(head)
 
@@ -193,16 +209,18 @@ class Task:
         channels: list[Channel] = []
         dispatch, type_numbers = [], []
         for input_spec in spec.inputs:
-            channel = self._services.channels.input_channel(input_spec.channel_id,
-                                                            spec.channel_peers.get(input_spec.channel_id, -1))
+            channel = self._services.channels.input_channel(
+                input_spec.channel_id, spec.channel_peers.get(input_spec.channel_id, -1)
+            )
             channel.set_consumer_waker(self._executor.wake)
             channels.append(channel)
             dispatch.append(head.input(input_spec.type_number).process_batch)
             type_numbers.append(input_spec.type_number)
         writers = self.writers
         writable = (lambda: all(writer.writable() for writer in writers)) if writers else None
-        network_input = NetworkInput(channels, dispatch, InputWatermarks(head, type_numbers), writable, None,
-                                     self.metrics.records_in)
+        network_input = NetworkInput(
+            channels, dispatch, InputWatermarks(head, type_numbers), writable, None, self.metrics.records_in
+        )
         if self.checkpointer is not None:
             from fluvial.runtime.alignment import BarrierHandler, UnalignedSettings
 
@@ -213,9 +231,17 @@ class Task:
                 for channel in channels:
                     channel.set_barrier_listener(network_input.announce_barrier)
                 self._unaligned_input = network_input
-            network_input.attach_barriers(BarrierHandler(
-                len(channels), settings.exactly_once, self.checkpointer, unaligned, network_input,
-                self._schedule_look_ahead, self._executor.clock))
+            network_input.attach_barriers(
+                BarrierHandler(
+                    len(channels),
+                    settings.exactly_once,
+                    self.checkpointer,
+                    unaligned,
+                    network_input,
+                    self._schedule_look_ahead,
+                    self._executor.clock,
+                )
+            )
             self.checkpointer.channel_keys = [channel_state_key(input_spec.channel_id) for input_spec in spec.inputs]
         self.metrics.input_channels = channels
         self._input_channels = channels
@@ -233,11 +259,19 @@ class Task:
 
     def _operator_context(self, node: StreamNode) -> OperatorContext:
         checkpointing = self.spec.checkpointing
-        return OperatorContext(self.info, node.name, node.max_parallelism, self.spec.job_parameters,
-                               self._services.collect_target, self._processing_time(node.name),
-                               self.spec.auto_watermark_interval, node.operator_id, self.spec.state_backend,
-                               self.metrics.operator(node.operator_id, node.name),
-                               checkpointing is not None and checkpointing.final_checkpoint)
+        return OperatorContext(
+            self.info,
+            node.name,
+            node.max_parallelism,
+            self.spec.job_parameters,
+            self._services.collect_target,
+            self._processing_time(node.name),
+            self.spec.auto_watermark_interval,
+            node.operator_id,
+            self.spec.state_backend,
+            self.metrics.operator(node.operator_id, node.name),
+            checkpointing is not None and checkpointing.final_checkpoint,
+        )
 
     def _load_restores(self) -> dict[str, Any]:
         """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
@@ -246,8 +280,10 @@ class Task:
             return {}
         from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
-        return {operator_id: SubtaskCheckpointCoordinator.load(assignment, operator_id, self.info)
-                for operator_id, assignment in restore.items()}
+        return {
+            operator_id: SubtaskCheckpointCoordinator.load(assignment, operator_id, self.info)
+            for operator_id, assignment in restore.items()
+        }
 
     def _replay_channel_state(self, restores: dict[str, Any]) -> None:
         """The in-flight data of the unaligned checkpoint this task restores from goes in front of its channels.
@@ -255,13 +291,16 @@ class Task:
         head = restores.get(self.chain.head.context.operator_id)
         if head is None or not head.channel_state:
             return
-        positions = {channel_state_key(input_spec.channel_id): index
-                     for index, input_spec in enumerate(self.spec.inputs)}
+        positions = {
+            channel_state_key(input_spec.channel_id): index for index, input_spec in enumerate(self.spec.inputs)
+        }
         unknown = sorted(set(head.channel_state) - set(positions))
         if unknown or not isinstance(self.input, NetworkInput):
-            raise StateError(f"{self.name} restores in-flight data of input channels it does not have "
-                             f"({', '.join(unknown) or 'a source has no input channels'}): restore the unaligned "
-                             "checkpoint with the job's original topology and parallelism, or restore a savepoint")
+            raise StateError(
+                f"{self.name} restores in-flight data of input channels it does not have "
+                f"({', '.join(unknown) or 'a source has no input channels'}): restore the unaligned "
+                "checkpoint with the job's original topology and parallelism, or restore a savepoint"
+            )
         for key, items in head.channel_state.items():
             self.input.replay(positions[key], items)
         logger.debug("%s replays the in-flight data of %d channel(s)", self.name, len(head.channel_state))
@@ -279,17 +318,22 @@ class Task:
 
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None,
-                           drain: bool = False) -> None:
+    def trigger_checkpoint(
+        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None, drain: bool = False
+    ) -> None:
         self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir, drain))
 
-    def _trigger_checkpoint(self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None,
-                            drain: bool = False) -> None:
+    def _trigger_checkpoint(
+        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+    ) -> None:
         if self.checkpointer is None:
             return
         if self.state is not ExecutionState.RUNNING:
-            reason = (CheckpointFailureReason.DECLINED_TASK_CLOSING if self.state.is_terminal
-                      else CheckpointFailureReason.DECLINED_TASK_NOT_READY)
+            reason = (
+                CheckpointFailureReason.DECLINED_TASK_CLOSING
+                if self.state.is_terminal
+                else CheckpointFailureReason.DECLINED_TASK_NOT_READY
+            )
             self.checkpointer.abort_checkpoint(checkpoint_id, reason, f"{self.name} is {self.state.value}")
             return
         try:
@@ -394,8 +438,9 @@ class Task:
         self._schedule_debloat(settings.period_ms)
 
     def _schedule_debloat(self, period_ms: int) -> None:
-        self._executor.schedule(self._executor.clock() + period_ms, self,
-                                lambda now: self._debloat(now, period_ms), "buffer debloating")
+        self._executor.schedule(
+            self._executor.clock() + period_ms, self, lambda now: self._debloat(now, period_ms), "buffer debloating"
+        )
 
     def _debloat(self, now: int, period_ms: int) -> None:
         """Each period: the input side sizes its channels' buffers to its throughput; a source reads no more per
@@ -412,8 +457,9 @@ class Task:
     # -- metrics ------------------------------------------------------------------------------------------------
 
     def _schedule_metrics_report(self) -> None:
-        self._executor.schedule(self._executor.clock() + self.spec.metrics_interval_ms, self,
-                                self._report_metrics, "metrics")
+        self._executor.schedule(
+            self._executor.clock() + self.spec.metrics_interval_ms, self, self._report_metrics, "metrics"
+        )
 
     def _report_metrics(self, now: int) -> None:
         self._send_metrics(final=False)

@@ -97,8 +97,9 @@ def detached_operator_metrics(name: str, operator_id: str = "") -> OperatorMetri
 
 
 class TaskMetrics:
-    def __init__(self, info: TaskInfo, vertex_id: int, job_name: str, task_manager_id: str = "",
-                 is_source: bool = False) -> None:
+    def __init__(
+        self, info: TaskInfo, vertex_id: int, job_name: str, task_manager_id: str = "", is_source: bool = False
+    ) -> None:
         self.info = info
         self.vertex_id = vertex_id
         self.job_name = job_name
@@ -123,10 +124,16 @@ class TaskMetrics:
             info = self.info
             scope = (HOST, "taskmanager", self.task_manager_id, self.job_name, name, str(info.subtask_index))
             variables = {
-                "<host>": HOST, "<tm_id>": self.task_manager_id, "<job_id>": info.job_id,
-                "<job_name>": self.job_name, "<task_id>": vertex_hex_id(info.job_id, self.vertex_id),
-                "<task_name>": info.task_name, "<task_attempt_num>": str(info.attempt_number),
-                "<subtask_index>": str(info.subtask_index), "<operator_id>": operator_id, "<operator_name>": name,
+                "<host>": HOST,
+                "<tm_id>": self.task_manager_id,
+                "<job_id>": info.job_id,
+                "<job_name>": self.job_name,
+                "<task_id>": vertex_hex_id(info.job_id, self.vertex_id),
+                "<task_name>": info.task_name,
+                "<task_attempt_num>": str(info.attempt_number),
+                "<subtask_index>": str(info.subtask_index),
+                "<operator_id>": operator_id,
+                "<operator_name>": name,
             }
             metrics = self.operators[operator_id] = OperatorMetrics(operator_id, name, scope, variables)
         return metrics
@@ -158,9 +165,18 @@ class TaskMetrics:
     def snapshot(self, final: bool = False) -> TaskMetricsSnapshot:
         now = time.perf_counter_ns()
         info = self.info
-        snapshot = TaskMetricsSnapshot(info.job_id, self.job_name, self.vertex_id, info.task_name,
-                                       info.subtask_index, info.attempt_number, self.task_manager_id, HOST,
-                                       current_millis(), final=final)
+        snapshot = TaskMetricsSnapshot(
+            info.job_id,
+            self.job_name,
+            self.vertex_id,
+            info.task_name,
+            info.subtask_index,
+            info.attempt_number,
+            self.task_manager_id,
+            HOST,
+            current_millis(),
+            final=final,
+        )
         self._task_values(snapshot.task, now)
         counts = self._operator_counts()
         for operator_id, metrics in self.operators.items():
@@ -181,10 +197,12 @@ class TaskMetrics:
         records_out = sum(writer.records_out for writer in self._writers)
         bytes_in = sum(serialized_bytes(channel) for channel in self.input_channels)
         bytes_out = sum(serialized_bytes(channel) for writer in self._writers for channel in writer.channels)
-        for name, rate, total in ((M.NUM_RECORDS_IN, M.NUM_RECORDS_IN_RATE, records_in),
-                                  (M.NUM_RECORDS_OUT, M.NUM_RECORDS_OUT_RATE, records_out),
-                                  (M.NUM_BYTES_IN, M.NUM_BYTES_IN_RATE, bytes_in),
-                                  (M.NUM_BYTES_OUT, M.NUM_BYTES_OUT_RATE, bytes_out)):
+        for name, rate, total in (
+            (M.NUM_RECORDS_IN, M.NUM_RECORDS_IN_RATE, records_in),
+            (M.NUM_RECORDS_OUT, M.NUM_RECORDS_OUT_RATE, records_out),
+            (M.NUM_BYTES_IN, M.NUM_BYTES_IN_RATE, bytes_in),
+            (M.NUM_BYTES_OUT, M.NUM_BYTES_OUT_RATE, bytes_out),
+        ):
             values[name.value] = total
             values[rate.value] = self._rate("", name.value, METER_SPAN_MS, now, total)
         debloater = self.debloater
@@ -192,12 +210,15 @@ class TaskMetrics:
             values[M.DEBLOATED_BUFFER_SIZE.value] = debloater.buffer_size
             values[M.ESTIMATED_TIME_TO_CONSUME_BUFFERS.value] = debloater.estimated_time_to_consume_ms
         head = self._head.operator if self._head is not None else None
-        values[M.CURRENT_INPUT_WATERMARK.value] = getattr(head, "current_watermark", MIN_WATERMARK) \
-            if not self.is_source else MIN_WATERMARK
+        values[M.CURRENT_INPUT_WATERMARK.value] = (
+            getattr(head, "current_watermark", MIN_WATERMARK) if not self.is_source else MIN_WATERMARK
+        )
         busy, backpressured, idle = self.time.totals_ms(now)
-        for total_name, rate_name, total in ((M.ACC_BUSY_TIME, M.BUSY_TIME, busy),
-                                             (M.ACC_BACK_PRESSURED_TIME, M.BACK_PRESSURED_TIME, backpressured),
-                                             (M.ACC_IDLE_TIME, M.IDLE_TIME, idle)):
+        for total_name, rate_name, total in (
+            (M.ACC_BUSY_TIME, M.BUSY_TIME, busy),
+            (M.ACC_BACK_PRESSURED_TIME, M.BACK_PRESSURED_TIME, backpressured),
+            (M.ACC_IDLE_TIME, M.IDLE_TIME, idle),
+        ):
             values[total_name.value] = round(total)
             per_second = self._rate("", total_name.value, TIME_GAUGE_SPAN_MS, now, total)  # ms per second
             values[rate_name.value] = min(1000.0, max(0.0, per_second))
@@ -215,12 +236,15 @@ class TaskMetrics:
                 counts[member.operator_id] = pair
         return counts
 
-    def _operator_values(self, metrics: OperatorMetrics, counts: tuple[int | None, int | None] | None,
-                         now: int) -> dict[str, float]:
+    def _operator_values(
+        self, metrics: OperatorMetrics, counts: tuple[int | None, int | None] | None, now: int
+    ) -> dict[str, float]:
         values: dict[str, float] = {}
         records_in, records_out = counts if counts is not None else (None, None)
-        for name, rate, total in ((M.NUM_RECORDS_IN, M.NUM_RECORDS_IN_RATE, records_in),
-                                  (M.NUM_RECORDS_OUT, M.NUM_RECORDS_OUT_RATE, records_out)):
+        for name, rate, total in (
+            (M.NUM_RECORDS_IN, M.NUM_RECORDS_IN_RATE, records_in),
+            (M.NUM_RECORDS_OUT, M.NUM_RECORDS_OUT_RATE, records_out),
+        ):
             if total is not None:
                 values[name.value] = total
                 values[rate.value] = self._rate(metrics.operator_id, name.value, METER_SPAN_MS, now, total)
@@ -235,20 +259,30 @@ class TaskMetrics:
         for identifier, (key, metric) in metrics.user.entries.items():
             variables = dict(key.variables)
             for suffix, value in self._user_metric_values(metrics, identifier, metric, now):
-                samples.append(UserMetricSample(metrics.operator_id, identifier + suffix,
-                                                key.logical_name + suffix, variables, value))
+                samples.append(
+                    UserMetricSample(
+                        metrics.operator_id, identifier + suffix, key.logical_name + suffix, variables, value
+                    )
+                )
 
-    def _user_metric_values(self, metrics: OperatorMetrics, identifier: str, metric: Any,
-                            now: int) -> list[tuple[str, float]]:
+    def _user_metric_values(
+        self, metrics: OperatorMetrics, identifier: str, metric: Any, now: int
+    ) -> list[tuple[str, float]]:
         if isinstance(metric, Counter):
             return [("", metric.count)]
         if isinstance(metric, Meter):
-            metric.rate = self._rate(metrics.operator_id, identifier, metric.time_span_in_seconds * 1000, now,
-                                     metric.count)
+            metric.rate = self._rate(
+                metrics.operator_id, identifier, metric.time_span_in_seconds * 1000, now, metric.count
+            )
             return [("", metric.rate)]
         if isinstance(metric, Distribution):
-            pairs = [("_count", metric.count), ("_sum", metric.sum), ("_min", metric.min), ("_max", metric.max),
-                     ("_mean", metric.get_mean())]
+            pairs = [
+                ("_count", metric.count),
+                ("_sum", metric.sum),
+                ("_min", metric.min),
+                ("_max", metric.max),
+                ("_mean", metric.get_mean()),
+            ]
             return [(suffix, value) for suffix, value in pairs if value is not None]
         if isinstance(metric, Gauge):
             return self._gauge_value(metrics, identifier, metric)
@@ -270,8 +304,13 @@ class TaskMetrics:
     def _warn_gauge(self, metrics: OperatorMetrics, identifier: str, problem: str) -> None:
         if (metrics.operator_id, identifier) not in self._broken_gauges:
             self._broken_gauges.add((metrics.operator_id, identifier))
-            logger.warning("gauge '%s' of operator '%s' in %s %s; it is not reported until it returns a number",
-                           identifier, metrics.name, self.info.task_name_with_subtasks, problem)
+            logger.warning(
+                "gauge '%s' of operator '%s' in %s %s; it is not reported until it returns a number",
+                identifier,
+                metrics.name,
+                self.info.task_name_with_subtasks,
+                problem,
+            )
 
 
 def fused_member_counts(records_in: int, records_out: int, is_map: list[bool]) -> list[tuple[int | None, int | None]]:

@@ -101,8 +101,13 @@ class InternalTimerService:
     processing-time timer, and from then on the processing-time clock reads the end of time (a timer registered
     relative to it never fires, so an `on_timer` that re-registers itself cannot loop forever)."""
 
-    def __init__(self, backend: Any, triggerable: Triggerable, processing_time: ProcessingTimeService,
-                 end_of_input_only: bool = False) -> None:
+    def __init__(
+        self,
+        backend: Any,
+        triggerable: Triggerable,
+        processing_time: ProcessingTimeService,
+        end_of_input_only: bool = False,
+    ) -> None:
         self._backend = backend
         self._triggerable = triggerable
         self._processing_time = processing_time

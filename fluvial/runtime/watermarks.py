@@ -121,8 +121,9 @@ class WatermarkValve:
 
     def _channel(self, channel: int) -> _ChannelStatus:
         if not 0 <= channel < len(self._channels):
-            raise IndexError(f"input channel {channel} does not exist: this valve has channels "
-                             f"0..{len(self._channels) - 1}")
+            raise IndexError(
+                f"input channel {channel} does not exist: this valve has channels 0..{len(self._channels) - 1}"
+            )
         return self._channels[channel]
 
     def _advance_to_aligned_minimum(self) -> int | None:

@@ -78,8 +78,9 @@ class RecordWriter:
             spec = self.spec.partitioner
             if spec.key_selector is not None:
                 key = getattr(spec.key_selector, "get_key", spec.key_selector)
-                spec = PartitionerSpec(spec.kind, key_selector=lambda pair: key(pair[0]),
-                                       custom_partitioner=spec.custom_partitioner)
+                spec = PartitionerSpec(
+                    spec.kind, key_selector=lambda pair: key(pair[0]), custom_partitioner=spec.custom_partitioner
+                )
             self._pair_selector = build_selector(spec, len(self.channels), self.spec.consumer_max_parallelism)
         return self._pair_selector
 

@@ -119,8 +119,9 @@ class KeyedStateBackend(Protocol):
         """The synchronous part of a checkpoint: a PendingKeyedSnapshot (fluvial.state.snapshot)."""
         ...
 
-    def restore(self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None,
-                owned: bool = False) -> None:
+    def restore(
+        self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None, owned: bool = False
+    ) -> None:
         """Restore from KeyedStateHandles. `owned`: the handles belong to this job's own checkpoint (a
         failover), so an incremental backend may build its next checkpoint on their files; a checkpoint or
         savepoint of another run is never owned (Flink's NO_CLAIM restore)."""
@@ -145,7 +146,9 @@ def no_key_error(state_name: str) -> StateError:
     )
 
 
-def build_state_handle(descriptor: Any, handle_classes: Mapping[StateKind, Callable[..., State]], *common: Any) -> State:
+def build_state_handle(
+    descriptor: Any, handle_classes: Mapping[StateKind, Callable[..., State]], *common: Any
+) -> State:
     """The handle a backend gives for `descriptor`: `handle_classes[kind](*common, name, *function)`, where a
     reducing state's class also receives the reduce function and an aggregating state's the AggregateFunction."""
     kind = getattr(descriptor, "kind", None)

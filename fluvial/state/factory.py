@@ -37,18 +37,24 @@ _lock = threading.Lock()
 _OWNED_NAME = re.compile(r"^fluvial-.+-p(\d+)\.(-?\d+)-[^-]+$")
 
 
-def create_rocksdb_backend(description: Any, max_parallelism: int, key_groups: range, task_info: Any,
-                           operator_id: str) -> Any:
+def create_rocksdb_backend(
+    description: Any, max_parallelism: int, key_groups: range, task_info: Any, operator_id: str
+) -> Any:
     from fluvial.state.rocksdb import RocksDBKeyedStateBackend
 
     roots = description.get_db_storage_paths() or (tempfile.gettempdir(),)
     root = roots[task_info.subtask_index % len(roots)]
     directory = tempfile.mkdtemp(
         prefix=f"{operator_id}-{task_info.subtask_index}-{task_info.attempt_number}-",
-        dir=job_working_directory(root, task_info.job_id))
-    return RocksDBKeyedStateBackend(max_parallelism, key_groups, directory,
-                                    incremental=description.is_incremental_checkpointing_enabled(),
-                                    profile=description.get_predefined_options().name)
+        dir=job_working_directory(root, task_info.job_id),
+    )
+    return RocksDBKeyedStateBackend(
+        max_parallelism,
+        key_groups,
+        directory,
+        incremental=description.is_incremental_checkpointing_enabled(),
+        profile=description.get_predefined_options().name,
+    )
 
 
 def job_working_directory(root: str, job_id: str) -> str:
@@ -91,8 +97,12 @@ def sweep_dead_directories(root: str) -> list[str]:
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(entry.path)
     if removed:
-        logger.info("removed %d RocksDB working director%s left by killed processes under %s", len(removed),
-                    "y" if len(removed) == 1 else "ies", root)
+        logger.info(
+            "removed %d RocksDB working director%s left by killed processes under %s",
+            len(removed),
+            "y" if len(removed) == 1 else "ies",
+            root,
+        )
     return removed
 
 

@@ -211,8 +211,9 @@ class HeapMapState(_HeapState[dict[Any, Any]], MapState[Any, Any]):
 class HeapReducingState(_HeapState[Any], ReducingState[Any]):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: HeapKeyedStateBackend, table: dict[Any, Any], name: str,
-                 reduce: Callable[[Any, Any], Any]) -> None:
+    def __init__(
+        self, backend: HeapKeyedStateBackend, table: dict[Any, Any], name: str, reduce: Callable[[Any, Any], Any]
+    ) -> None:
         _HeapState.__init__(self, backend, table, name)
         self._reduce = reduce
 
@@ -271,8 +272,20 @@ class HeapKeyedStateBackend:
     assign a manual one.
     """
 
-    __slots__ = ("max_parallelism", "key_group_range", "current_key", "ttl_clock", "_tables", "_kinds", "_handles",
-                 "_disposed", "_ttl", "_ttl_layout", "_cleanups", "_record_cleanups")
+    __slots__ = (
+        "max_parallelism",
+        "key_group_range",
+        "current_key",
+        "ttl_clock",
+        "_tables",
+        "_kinds",
+        "_handles",
+        "_disposed",
+        "_ttl",
+        "_ttl_layout",
+        "_cleanups",
+        "_record_cleanups",
+    )
 
     def __init__(
         self, max_parallelism: int, key_group_range: range, ttl_clock: Callable[[], int] = current_millis
@@ -415,8 +428,9 @@ class HeapKeyedStateBackend:
         frozen.by_key_group = snapshot_type is SnapshotType.SAVEPOINT
         return frozen
 
-    def restore(self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None,
-                owned: bool = False) -> None:
+    def restore(
+        self, handles: Sequence[Any], reader: StateReader, checkpoint_id: int | None = None, owned: bool = False
+    ) -> None:
         """Restore from the keyed state handles of any number of old subtasks (heap tables, canonical or native
         RocksDB), keeping the key groups of this subtask's range. Tables whose key groups all lie in that range
         (a restore at the same parallelism) are taken whole, without computing a single key group, and no table

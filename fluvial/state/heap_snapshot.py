@@ -15,8 +15,9 @@ class FrozenHeapState:
 
     __slots__ = ("max_parallelism", "key_group_range", "by_key_group", "_tables", "_kinds")
 
-    def __init__(self, max_parallelism: int, key_group_range: range, tables: dict[str, dict[Any, Any]],
-                 kinds: dict[str, str]) -> None:
+    def __init__(
+        self, max_parallelism: int, key_group_range: range, tables: dict[str, dict[Any, Any]], kinds: dict[str, str]
+    ) -> None:
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
         self.by_key_group = False

@@ -215,7 +215,15 @@ class TtlValueState(_TtlState, ValueState[Any]):
 class TtlReducingState(_TtlState, ReducingState[Any]):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: Any, table: dict[Any, Any], name: str, policy: TtlPolicy, cleanup: Any, reduce: Callable[[Any, Any], Any]):
+    def __init__(
+        self,
+        backend: Any,
+        table: dict[Any, Any],
+        name: str,
+        policy: TtlPolicy,
+        cleanup: Any,
+        reduce: Callable[[Any, Any], Any],
+    ):
         _TtlState.__init__(self, backend, table, name, policy, cleanup)
         self._reduce = reduce
 
@@ -235,7 +243,9 @@ class TtlReducingState(_TtlState, ReducingState[Any]):
 class TtlAggregatingState(_TtlState, AggregatingState[Any, Any]):
     __slots__ = ("_agg",)
 
-    def __init__(self, backend: Any, table: dict[Any, Any], name: str, policy: TtlPolicy, cleanup: Any, agg: Any) -> None:
+    def __init__(
+        self, backend: Any, table: dict[Any, Any], name: str, policy: TtlPolicy, cleanup: Any, agg: Any
+    ) -> None:
         _TtlState.__init__(self, backend, table, name, policy, cleanup)
         self._agg = agg
 
@@ -436,5 +446,7 @@ def build_ttl_handle(
     if kind is StateKind.AGGREGATING:
         agg = descriptor.get_agg_function()  # type: ignore[attr-defined]
         return TtlAggregatingState(backend, table, name, policy, cleanup, agg)
-    raise StateError(f"state {name!r} of kind {kind!r} cannot have a TTL: use a Value-, List-, Map-, Reducing- or "
-                     "AggregatingStateDescriptor")
+    raise StateError(
+        f"state {name!r} of kind {kind!r} cannot have a TTL: use a Value-, List-, Map-, Reducing- or "
+        "AggregatingStateDescriptor"
+    )

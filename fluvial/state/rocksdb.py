@@ -151,7 +151,7 @@ def _group_map_entries(pairs: Iterator[tuple[bytes, bytes]], values: bool) -> It
             key, end = split_key(raw_key, PREFIX_BYTES)
             prefix, mapping = raw_key[:end], {}
         if values:
-            mapping[load(raw_key[len(prefix):])] = load(raw_value)
+            mapping[load(raw_key[len(prefix) :])] = load(raw_value)
     if prefix is not None:
         yield key, mapping
 
@@ -165,8 +165,9 @@ _ROCKSDB_HANDLES = {
 }
 
 
-def scan_key_groups(db: Any, max_parallelism: int, by_sid: dict[bytes, tuple[str, StateKind]],
-                    kinds: dict[str, str]) -> KeyedStateSnapshot:
+def scan_key_groups(
+    db: Any, max_parallelism: int, by_sid: dict[bytes, tuple[str, StateKind]], kinds: dict[str, str]
+) -> KeyedStateSnapshot:
     """Every entry of `db`, decoded and grouped by key group: one ordered scan.
 
     Entries arrive sorted by (key group, state id, key), so the target dict changes only when the 4-byte
@@ -192,7 +193,7 @@ def scan_key_groups(db: Any, max_parallelism: int, by_sid: dict[bytes, tuple[str
             key, end = split_key(raw_key, PREFIX_BYTES)
             map_prefix = raw_key[:end]
             mapping = entries[key] = {}
-        mapping[load(raw_key[len(map_prefix):])] = load(raw_value)
+        mapping[load(raw_key[len(map_prefix) :])] = load(raw_value)
     return KeyedStateSnapshot(max_parallelism, groups, kinds)
 
 
@@ -225,13 +226,43 @@ class RocksDBKeyedStateBackend:
     only the SST files that are new since the last confirmed checkpoint; when False every checkpoint is full.
     """
 
-    __slots__ = ("max_parallelism", "key_group_range", "current_key", "db_path", "incremental", "profile", "_db", "_get",
-                 "_put", "_delete", "_serialize", "_group_prefixes", "_cached_key", "_cached_group", "_cached_bytes",
-                 "_ids", "_kinds", "_by_sid", "_next_id", "_handles", "_tables", "_disposed", "_pending", "_base_id",
-                 "_base_sst", "_uploads")
+    __slots__ = (
+        "max_parallelism",
+        "key_group_range",
+        "current_key",
+        "db_path",
+        "incremental",
+        "profile",
+        "_db",
+        "_get",
+        "_put",
+        "_delete",
+        "_serialize",
+        "_group_prefixes",
+        "_cached_key",
+        "_cached_group",
+        "_cached_bytes",
+        "_ids",
+        "_kinds",
+        "_by_sid",
+        "_next_id",
+        "_handles",
+        "_tables",
+        "_disposed",
+        "_pending",
+        "_base_id",
+        "_base_sst",
+        "_uploads",
+    )
 
-    def __init__(self, max_parallelism: int, key_group_range: range, db_path: str, incremental: bool = True,
-                 profile: str = "DEFAULT") -> None:
+    def __init__(
+        self,
+        max_parallelism: int,
+        key_group_range: range,
+        db_path: str,
+        incremental: bool = True,
+        profile: str = "DEFAULT",
+    ) -> None:
         check_key_groups(max_parallelism, key_group_range)
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
@@ -434,8 +465,13 @@ class RocksDBKeyedStateBackend:
         native = self.checkpoint_native(checkpoint_id, f"{self.db_path}.chk-{checkpoint_id}", as_base=incremental)
         return IncrementalUpload(native, self._uploads) if incremental else CanonicalScan(native)
 
-    def restore(self, handles: Sequence[Any], reader: Callable[[Any], bytes], checkpoint_id: int | None = None,
-                owned: bool = False) -> None:
+    def restore(
+        self,
+        handles: Sequence[Any],
+        reader: Callable[[Any], bytes],
+        checkpoint_id: int | None = None,
+        owned: bool = False,
+    ) -> None:
         """Restore from canonical and native handles. A native checkpoint of this job's own (`owned`) with exactly
         this subtask's key groups becomes the base of the next incremental checkpoint; any other is copied in
         and the next checkpoint uploads everything (Flink's NO_CLAIM: never build on files the job does not own)."""
@@ -444,8 +480,12 @@ class RocksDBKeyedStateBackend:
         if natives:
             directories = [download_native(handle, reader) for handle in natives]
             try:
-                as_base = (owned and checkpoint_id is not None and len(natives) == 1
-                           and natives[0].key_group_range == self.key_group_range)
+                as_base = (
+                    owned
+                    and checkpoint_id is not None
+                    and len(natives) == 1
+                    and natives[0].key_group_range == self.key_group_range
+                )
                 self.restore_native(directories, checkpoint_id if as_base else None)
                 if as_base and checkpoint_id is not None:
                     self._uploads.record(checkpoint_id, natives[0].sst_files)
@@ -483,8 +523,9 @@ class RocksDBKeyedStateBackend:
                 if key_group not in self.key_group_range:
                     continue
                 for name, entries in states.items():
-                    batch = self._restore_entries(batch, key_group_prefix(key_group) + self._ids[name], name,
-                                                  entries, replace_maps)
+                    batch = self._restore_entries(
+                        batch, key_group_prefix(key_group) + self._ids[name], name, entries, replace_maps
+                    )
             self._db.write(batch)
 
     def _restore_entries(
@@ -542,8 +583,9 @@ class RocksDBKeyedStateBackend:
             base_id, new = None, list(sst_files)
         if as_base:  # once confirmed complete, the next incremental checkpoint diffs against it
             self._pending[checkpoint_id] = frozenset(sst_files)
-        return RocksDBSnapshot(checkpoint_id, target_dir, sst_files, other_files, new, base_id,
-                               self.max_parallelism, self.key_group_range)
+        return RocksDBSnapshot(
+            checkpoint_id, target_dir, sst_files, other_files, new, base_id, self.max_parallelism, self.key_group_range
+        )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint `checkpoint_id` is complete (all its files stored): later checkpoints reuse its SST files.
@@ -575,8 +617,11 @@ class RocksDBKeyedStateBackend:
         are stored already); without it the next checkpoint uploads everything. The backend must hold no
         state yet (a native restore replaces the database).
         """
-        directories = [os.fspath(snapshot_dirs)] if isinstance(snapshot_dirs, (str, os.PathLike)) else [
-            os.fspath(d) for d in snapshot_dirs]
+        directories = (
+            [os.fspath(snapshot_dirs)]
+            if isinstance(snapshot_dirs, (str, os.PathLike))
+            else [os.fspath(d) for d in snapshot_dirs]
+        )
         if not directories:
             raise StateError("restore_native needs at least one checkpoint directory")
         if self._disposed:
@@ -639,8 +684,9 @@ class RocksDBKeyedStateBackend:
         try:
             max_parallelism, states = _read_meta(source)
             self._check_max_parallelism(max_parallelism, directory)
-            renumber = {state_id_bytes(state_id): self._register(name, kind)
-                        for name, (state_id, kind) in states.items()}
+            renumber = {
+                state_id_bytes(state_id): self._register(name, kind) for name, (state_id, kind) in states.items()
+            }
             batch = WriteBatch(raw_mode=True)
             lower = key_group_prefix(self.key_group_range.start)
             for raw_key, raw_value in _scan(source, lower, key_group_prefix(self.key_group_range.stop)):

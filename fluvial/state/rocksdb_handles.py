@@ -162,7 +162,9 @@ class RocksDBMapState(_RocksDBState, MapState[Any, Any]):
 class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str, reduce: Callable[[Any, Any], Any]) -> None:
+    def __init__(
+        self, backend: RocksDBKeyedStateBackend, sid: bytes, name: str, reduce: Callable[[Any, Any], Any]
+    ) -> None:
         _RocksDBState.__init__(self, backend, sid, name)
         self._reduce = reduce
 

@@ -50,8 +50,11 @@ PROFILES: dict[str, dict[str, Any]] = {
 _BLOOM_BITS_PER_KEY = 10  # Flink's state.backend.rocksdb.bloom-filter.bits-per-key default
 _BLOOM_BLOCK_BASED = False  # Flink's state.backend.rocksdb.bloom-filter.block-based-mode default
 
-_COMPACTION_STYLES = {"LEVEL": DBCompactionStyle.level, "UNIVERSAL": DBCompactionStyle.universal,
-                      "FIFO": DBCompactionStyle.fifo}
+_COMPACTION_STYLES = {
+    "LEVEL": DBCompactionStyle.level,
+    "UNIVERSAL": DBCompactionStyle.universal,
+    "FIFO": DBCompactionStyle.fifo,
+}
 
 _DB_SETTERS: dict[str, Callable[[Options, Any], None]] = {
     "compaction.style": lambda options, value: options.set_compaction_style(_COMPACTION_STYLES[value]()),

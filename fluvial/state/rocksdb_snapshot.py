@@ -68,10 +68,15 @@ class IncrementalUpload:
             sst: dict[str, Any] = {}
             for file_name in snapshot.sst_files:
                 reused = base.get(file_name) if file_name not in new else None
-                sst[file_name] = reused if reused is not None else writer.write_shared(
-                    file_name, _read(snapshot.directory, file_name))
-            other = {file_name: writer.write(file_name, _read(snapshot.directory, file_name))
-                     for file_name in snapshot.other_files}
+                sst[file_name] = (
+                    reused
+                    if reused is not None
+                    else writer.write_shared(file_name, _read(snapshot.directory, file_name))
+                )
+            other = {
+                file_name: writer.write(file_name, _read(snapshot.directory, file_name))
+                for file_name in snapshot.other_files
+            }
             self._uploads.record(snapshot.checkpoint_id, sst)
             return IncrementalRocksDBStateHandle(sst, other, snapshot.max_parallelism, snapshot.key_group_range)
         finally:
@@ -112,8 +117,9 @@ def download_native(handle: IncrementalRocksDBStateHandle, reader: StateReader) 
     return directory
 
 
-def native_to_key_groups(handle: IncrementalRocksDBStateHandle, reader: StateReader,
-                         key_group_range: range) -> KeyedStateSnapshot:
+def native_to_key_groups(
+    handle: IncrementalRocksDBStateHandle, reader: StateReader, key_group_range: range
+) -> KeyedStateSnapshot:
     """The canonical form of a native checkpoint's key groups in `key_group_range` (how a heap backend restores
     RocksDB state)."""
     from fluvial.state.rocksdb import scan_checkpoint

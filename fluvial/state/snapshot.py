@@ -90,8 +90,11 @@ class KeyGroupsStateHandle:
 
     def to_snapshot(self, key_group_range: range | None = None) -> KeyedStateSnapshot:
         """The key groups of `key_group_range` (all by default), unpickled: only those are paid for."""
-        groups = {group: _loads(data, f"key group {group}") for group, data in self.key_groups.items()
-                  if key_group_range is None or group in key_group_range}
+        groups = {
+            group: _loads(data, f"key group {group}")
+            for group, data in self.key_groups.items()
+            if key_group_range is None or group in key_group_range
+        }
         return KeyedStateSnapshot(self.max_parallelism, groups, dict(self.state_kinds))
 
     def shared_handles(self) -> list[Any]:
@@ -109,10 +112,15 @@ class KeyedTablesStateHandle:
     tables: dict[str, list[bytes]]
 
     @staticmethod
-    def of(max_parallelism: int, key_group_range: range, state_kinds: dict[str, str],
-           tables: dict[str, dict[Any, Any]]) -> KeyedTablesStateHandle:
-        return KeyedTablesStateHandle(max_parallelism, key_group_range, dict(state_kinds),
-                                      {name: _pickle_chunks(table) for name, table in tables.items()})
+    def of(
+        max_parallelism: int, key_group_range: range, state_kinds: dict[str, str], tables: dict[str, dict[Any, Any]]
+    ) -> KeyedTablesStateHandle:
+        return KeyedTablesStateHandle(
+            max_parallelism,
+            key_group_range,
+            dict(state_kinds),
+            {name: _pickle_chunks(table) for name, table in tables.items()},
+        )
 
     def covered_by(self, key_group_range: range) -> bool:
         """Whether every key group of this handle lies in `key_group_range` (then every entry belongs there)."""
@@ -131,9 +139,12 @@ class KeyedTablesStateHandle:
             return tables
         wanted = set(key_group_range)
         mp = self.max_parallelism
-        return {name: {key: value for (key, value), group in zip(table.items(), key_groups_of(table, mp))
-                       if group in wanted}
-                for name, table in tables.items()}
+        return {
+            name: {
+                key: value for (key, value), group in zip(table.items(), key_groups_of(table, mp)) if group in wanted
+            }
+            for name, table in tables.items()
+        }
 
     def to_snapshot(self, key_group_range: range | None = None) -> KeyedStateSnapshot:
         """The key groups of `key_group_range` (all by default): every entry is unpickled and partitioned."""
@@ -188,8 +199,9 @@ def key_groups_of(keys: Any, max_parallelism: int) -> list[int]:
     return groups
 
 
-def partition_by_key_group(tables: dict[str, dict[Any, Any]], max_parallelism: int,
-                           state_kinds: dict[str, str]) -> KeyedStateSnapshot:
+def partition_by_key_group(
+    tables: dict[str, dict[Any, Any]], max_parallelism: int, state_kinds: dict[str, str]
+) -> KeyedStateSnapshot:
     """Tables split by key group (the canonical in-memory form)."""
     groups: dict[int, dict[str, dict[Any, Any]]] = {}
     for name, table in tables.items():

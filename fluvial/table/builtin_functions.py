@@ -64,15 +64,19 @@ def round_to(value: Any, places: int = 0) -> Any:
 def truncate(value: Any, places: int = 0) -> Any:
     if isinstance(value, int):
         return value
-    unit = 10 ** places
+    unit = 10**places
     return math.trunc(value * unit) / unit
 
 
 def time_unit_floor(value: Any, unit: str, ceil: bool = False) -> Any:
     if isinstance(value, (int, float, Decimal)):
         return math.ceil(value) if ceil else math.floor(value)
-    fields = {"SECOND": dict(microsecond=0), "MINUTE": dict(second=0, microsecond=0),
-              "HOUR": dict(minute=0, second=0, microsecond=0), "DAY": dict(hour=0, minute=0, second=0, microsecond=0)}
+    fields = {
+        "SECOND": dict(microsecond=0),
+        "MINUTE": dict(second=0, microsecond=0),
+        "HOUR": dict(minute=0, second=0, microsecond=0),
+        "DAY": dict(hour=0, minute=0, second=0, microsecond=0),
+    }
     if unit in fields:
         floored = value.replace(**fields[unit])
         if ceil and floored != value:
@@ -88,15 +92,29 @@ def time_unit_floor(value: Any, unit: str, ceil: bool = False) -> Any:
 
 def floor(value: Any, unit: str | None = None) -> Any:
     if unit is None:
-        return value if isinstance(value, int) else (
-            value.to_integral_value(rounding="ROUND_FLOOR") if isinstance(value, Decimal) else float(math.floor(value)))
+        return (
+            value
+            if isinstance(value, int)
+            else (
+                value.to_integral_value(rounding="ROUND_FLOOR")
+                if isinstance(value, Decimal)
+                else float(math.floor(value))
+            )
+        )
     return time_unit_floor(value, unit)
 
 
 def ceil(value: Any, unit: str | None = None) -> Any:
     if unit is None:
-        return value if isinstance(value, int) else (
-            value.to_integral_value(rounding="ROUND_CEILING") if isinstance(value, Decimal) else float(math.ceil(value)))
+        return (
+            value
+            if isinstance(value, int)
+            else (
+                value.to_integral_value(rounding="ROUND_CEILING")
+                if isinstance(value, Decimal)
+                else float(math.ceil(value))
+            )
+        )
     return time_unit_floor(value, unit, ceil=True)
 
 
@@ -107,7 +125,7 @@ def substring(s: str, start: int, length: int | None = None) -> str:
         return s[begin:]
     if length < 0:
         raise ValueError("SUBSTRING length must not be negative")
-    return s[begin:begin + length]
+    return s[begin : begin + length]
 
 
 def trim(s: str, chars: str = " ") -> str:
@@ -215,8 +233,16 @@ def least(*values: Any) -> Any:
     return None if any(v is None for v in values) else min(values)
 
 
-_JAVA_DATE_FORMAT = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
-                     ("ss", "%S"), ("SSS", "%f")]
+_JAVA_DATE_FORMAT = [
+    ("yyyy", "%Y"),
+    ("yy", "%y"),
+    ("MM", "%m"),
+    ("dd", "%d"),
+    ("HH", "%H"),
+    ("mm", "%M"),
+    ("ss", "%S"),
+    ("SSS", "%f"),
+]
 
 
 def java_format(fmt: str) -> str:
@@ -346,6 +372,7 @@ def hash_hex(algorithm: str) -> Callable[[Any], str]:
     def run(value: Any) -> str:
         data = value.encode() if isinstance(value, str) else bytes(value)
         return hashlib.new(algorithm, data).hexdigest()
+
     return run
 
 

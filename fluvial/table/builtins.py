@@ -50,12 +50,34 @@ class Builtin:
 
 
 BUILTINS: dict[str, Builtin] = {}
-AGGREGATES = frozenset({"count", "count_star", "sum", "sum0", "avg", "min", "max", "first_value", "last_value",
-                        "listagg", "stddev_pop", "stddev_samp", "var_pop", "var_samp", "collect"})
+AGGREGATES = frozenset(
+    {
+        "count",
+        "count_star",
+        "sum",
+        "sum0",
+        "avg",
+        "min",
+        "max",
+        "first_value",
+        "last_value",
+        "listagg",
+        "stddev_pop",
+        "stddev_samp",
+        "var_pop",
+        "var_samp",
+        "collect",
+    }
+)
 
 
-def _register(names: str, infer: Callable[[list[DataType]], DataType], impl: Callable[..., Any] | None,
-              strict: bool = True, deterministic: bool = True) -> None:
+def _register(
+    names: str,
+    infer: Callable[[list[DataType]], DataType],
+    impl: Callable[..., Any] | None,
+    strict: bool = True,
+    deterministic: bool = True,
+) -> None:
     for name in names.split():
         BUILTINS[name] = Builtin(name, infer, impl, strict, deterministic)
 
@@ -74,6 +96,7 @@ def _sig(name: str, types: list[DataType], form: str) -> SignatureError:
 
 
 # -- type rules ---------------------------------------------------------------------------------------------------
+
 
 def _with_null(t: DataType, operands: list[DataType]) -> DataType:
     from dataclasses import replace
@@ -132,7 +155,9 @@ def _arith(symbol: str) -> Callable[[list[DataType]], DataType]:
             return _with_null(a, types)
         raise SignatureError(
             f"Cannot apply '{symbol}' to arguments of type '<{a.summary(False)}> {symbol} <{b.summary(False)}>'. "
-            f"Supported form(s): '<NUMERIC> {symbol} <NUMERIC>'")
+            f"Supported form(s): '<NUMERIC> {symbol} <NUMERIC>'"
+        )
+
     return infer
 
 
@@ -150,8 +175,10 @@ def _comparison(symbol: str) -> Callable[[list[DataType]], DataType]:
         if not _comparable(a, b):
             raise SignatureError(
                 f"Cannot apply '{symbol}' to arguments of type '<{a.summary(False)}> {symbol} "
-                f"<{b.summary(False)}>'. Supported form(s): '<COMPARABLE_TYPE> {symbol} <COMPARABLE_TYPE>'")
+                f"<{b.summary(False)}>'. Supported form(s): '<COMPARABLE_TYPE> {symbol} <COMPARABLE_TYPE>'"
+            )
         return DataTypes.BOOLEAN(_nullable(types))
+
     return infer
 
 
@@ -160,9 +187,12 @@ def _boolean_op(name: str) -> Callable[[list[DataType]], DataType]:
         for t in types:
             if t.name not in ("BOOLEAN", "NULL"):
                 shown = f" {name} ".join(f"<{x.summary(False)}>" for x in types)
-                raise SignatureError(f"Cannot apply '{name}' to arguments of type '{shown}'. "
-                                     f"Supported form(s): '<BOOLEAN> {name} <BOOLEAN>'")
+                raise SignatureError(
+                    f"Cannot apply '{name}' to arguments of type '{shown}'. "
+                    f"Supported form(s): '<BOOLEAN> {name} <BOOLEAN>'"
+                )
         return DataTypes.BOOLEAN(_nullable(types))
+
     return infer
 
 
@@ -171,6 +201,7 @@ def _fixed(result: DataType, nullable_from_operands: bool = True) -> Callable[[l
         from dataclasses import replace
 
         return replace(result, nullable=_nullable(types) if nullable_from_operands else result.nullable)
+
     return infer
 
 
@@ -181,15 +212,18 @@ def _strings(name: str, result: DataType) -> Callable[[list[DataType]], DataType
         from dataclasses import replace
 
         return replace(result, nullable=_nullable(types))
+
     return infer
 
 
 def _same_string(name: str) -> Callable[[list[DataType]], DataType]:
     """UPPER, LOWER, INITCAP: the argument's own character type (CHAR(1) stays CHAR(1))."""
+
     def infer(types: list[DataType]) -> DataType:
         if not types or not (types[0].is_string() or types[0].name == "NULL"):
             raise _sig(name.upper(), types, f"'{name.upper()}(<CHARACTER>)'")
         return _with_null(types[0] if types[0].is_string() else DataTypes.STRING(), types)
+
     return infer
 
 
@@ -229,10 +263,14 @@ def _register_all() -> None:
     _register("mod", _arith("%"), impl.mod)
     _register("minus_prefix", _first, lambda a: -a)
     _register("plus_prefix", _first, lambda a: a)
-    for name, symbol, op in (("equals", "=", lambda a, b: a == b), ("not_equals", "<>", lambda a, b: a != b),
-                             ("less_than", "<", lambda a, b: a < b), ("less_than_or_equal", "<=", lambda a, b: a <= b),
-                             ("greater_than", ">", lambda a, b: a > b),
-                             ("greater_than_or_equal", ">=", lambda a, b: a >= b)):
+    for name, symbol, op in (
+        ("equals", "=", lambda a, b: a == b),
+        ("not_equals", "<>", lambda a, b: a != b),
+        ("less_than", "<", lambda a, b: a < b),
+        ("less_than_or_equal", "<=", lambda a, b: a <= b),
+        ("greater_than", ">", lambda a, b: a > b),
+        ("greater_than_or_equal", ">=", lambda a, b: a >= b),
+    ):
         _register(name, _comparison(symbol), op)
     _register("and", _boolean_op("AND"), None, strict=False)
     _register("or", _boolean_op("OR"), None, strict=False)
@@ -286,8 +324,8 @@ def _register_all() -> None:
     _register("rpad", _strings("rpad", S), impl.rpad)
     _register("repeat", _strings("repeat", S), lambda s, n: s * max(n, 0))
     _register("reverse", _strings("reverse", S), lambda s: s[::-1])
-    _register("left", _strings("left", S), lambda s, n: s[:max(n, 0)])
-    _register("right", _strings("right", S), lambda s, n: s[len(s) - n:] if n > 0 else "")
+    _register("left", _strings("left", S), lambda s, n: s[: max(n, 0)])
+    _register("right", _strings("right", S), lambda s, n: s[len(s) - n :] if n > 0 else "")
     _register("split_index", _strings("split_index", S), impl.split_index)
     _register("regexp_replace", _strings("regexp_replace", S), impl.regexp_replace)
     _register("regexp_extract", _strings("regexp_extract", S), impl.regexp_extract)
@@ -304,13 +342,24 @@ def _register_all() -> None:
     _register("uuid", _fixed(DataTypes.STRING(False)), lambda: str(_uuid.uuid4()), deterministic=False)
     # time
     ts3 = DataTypes.TIMESTAMP_LTZ(3, False)
-    _register("current_timestamp now current_row_timestamp", lambda ts: ts3, impl.current_timestamp, deterministic=False)
-    _register("localtimestamp", lambda ts: DataTypes.TIMESTAMP(3, False),
-              lambda: _dt.datetime.now(_dt.UTC).replace(tzinfo=None), deterministic=False)
-    _register("current_date", lambda ts: DataTypes.DATE(False), lambda: _dt.datetime.now(_dt.UTC).date(),
-              deterministic=False)
-    _register("current_time localtime", lambda ts: DataTypes.TIME(0, False),
-              lambda: _dt.datetime.now(_dt.UTC).time().replace(microsecond=0), deterministic=False)
+    _register(
+        "current_timestamp now current_row_timestamp", lambda ts: ts3, impl.current_timestamp, deterministic=False
+    )
+    _register(
+        "localtimestamp",
+        lambda ts: DataTypes.TIMESTAMP(3, False),
+        lambda: _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
+        deterministic=False,
+    )
+    _register(
+        "current_date", lambda ts: DataTypes.DATE(False), lambda: _dt.datetime.now(_dt.UTC).date(), deterministic=False
+    )
+    _register(
+        "current_time localtime",
+        lambda ts: DataTypes.TIME(0, False),
+        lambda: _dt.datetime.now(_dt.UTC).time().replace(microsecond=0),
+        deterministic=False,
+    )
     _register("date_format", _fixed(S), impl.date_format)
     _register("to_timestamp", lambda ts: DataTypes.TIMESTAMP(3), impl.to_timestamp)
     _register("to_date", lambda ts: DataTypes.DATE(), impl.to_date)
@@ -329,13 +378,21 @@ def _register_all() -> None:
     _register("json_query", lambda ts: DataTypes.STRING(), impl.json_query)
     _register("is_json", lambda ts: DataTypes.BOOLEAN(False), impl.is_json)
     # constructors
-    _register("row", lambda ts: DataTypes.ROW([DataTypes.FIELD(f"EXPR${i}", t) for i, t in enumerate(ts)], False),
-              None, strict=False)
+    _register(
+        "row",
+        lambda ts: DataTypes.ROW([DataTypes.FIELD(f"EXPR${i}", t) for i, t in enumerate(ts)], False),
+        None,
+        strict=False,
+    )
     _register("array", lambda ts: DataTypes.ARRAY(_common(ts), False), lambda *vs: list(vs), strict=False)
-    _register("map", lambda ts: DataTypes.MAP(_common(ts[0::2]), _common(ts[1::2]), False),
-              lambda *vs: dict(zip(vs[0::2], vs[1::2])), strict=False)
+    _register(
+        "map",
+        lambda ts: DataTypes.MAP(_common(ts[0::2]), _common(ts[1::2]), False),
+        lambda *vs: dict(zip(vs[0::2], vs[1::2])),
+        strict=False,
+    )
     _register("cardinality", lambda ts: DataTypes.INT(_nullable(ts)), len)
-    _register("element_at item", lambda ts: (ts[0].element_type or DataTypes.NULL()), None, strict=False)
+    _register("element_at item", lambda ts: ts[0].element_type or DataTypes.NULL(), None, strict=False)
 
 
 _register_all()

@@ -47,7 +47,8 @@ class ConnectorSource:
 
         options = dict(self.options)
         return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options))
+            env, ConnectorContext(self.table_name, self.columns, options)
+        )
 
 
 def _expression_of(value: Any) -> Expression:
@@ -58,13 +59,14 @@ def _expression_of(value: Any) -> Expression:
     return parse_expression(str(value))
 
 
-def resolve_schema(schema: Schema, physical: list[Column] | None = None) -> tuple[list[Column], list[Column],
-                                                                                   tuple[Rex, ...],
-                                                                                   WatermarkSpec | None]:
+def resolve_schema(
+    schema: Schema, physical: list[Column] | None = None
+) -> tuple[list[Column], list[Column], tuple[Rex, ...], WatermarkSpec | None]:
     """(physical columns, all columns, the projection from physical to all, the watermark)."""
     if physical is None:
-        physical = [Column(c.name, c.data_type) for c in schema.columns
-                    if c.data_type is not None and c.expression is None]
+        physical = [
+            Column(c.name, c.data_type) for c in schema.columns if c.data_type is not None and c.expression is None
+        ]
     resolver = Resolver(physical)
     columns: list[Column] = []
     projection: list[Rex] = []
@@ -77,8 +79,9 @@ def resolve_schema(schema: Schema, physical: list[Column] | None = None) -> tupl
             projection.append(rex)
         else:
             if c.name not in physical_names:
-                raise ValidationException(f"the schema declares column '{c.name}', which the input does not have "
-                                          f"(it has {physical_names})")
+                raise ValidationException(
+                    f"the schema declares column '{c.name}', which the input does not have (it has {physical_names})"
+                )
             index = physical_names.index(c.name)
             data_type = c.data_type if c.data_type is not None else physical[index].type
             columns.append(Column(c.name, data_type))
@@ -90,22 +93,36 @@ def resolve_schema(schema: Schema, physical: list[Column] | None = None) -> tupl
     if schema.watermark_column is not None:
         names = [c.name for c in columns]
         if schema.watermark_column not in names:
-            raise ValidationException(at(schema.watermark_position, f"Invalid column name '{schema.watermark_column}' "
-                                         f"for rowtime attribute in watermark declaration. Available columns are: "
-                                         f"[{', '.join(names)}]"))
+            raise ValidationException(
+                at(
+                    schema.watermark_position,
+                    f"Invalid column name '{schema.watermark_column}' "
+                    f"for rowtime attribute in watermark declaration. Available columns are: "
+                    f"[{', '.join(names)}]",
+                )
+            )
         index = names.index(schema.watermark_column)
         rowtime_type = columns[index].type
         if rowtime_type.name not in ("TIMESTAMP", "TIMESTAMP_LTZ") or (rowtime_type.precision or 0) > 3:
-            raise ValidationException(at(schema.watermark_position,
-                                         f"Invalid data type of time field for watermark definition. The field must "
-                                         f"be of type TIMESTAMP(p) or TIMESTAMP_LTZ(p), the supported precision 'p' "
-                                         f"is from 0 to 3, but the time field type is {rowtime_type}"))
+            raise ValidationException(
+                at(
+                    schema.watermark_position,
+                    f"Invalid data type of time field for watermark definition. The field must "
+                    f"be of type TIMESTAMP(p) or TIMESTAMP_LTZ(p), the supported precision 'p' "
+                    f"is from 0 to 3, but the time field type is {rowtime_type}",
+                )
+            )
         columns[index] = Column(columns[index].name, replace(rowtime_type, time_attribute="ROWTIME"))
         expression = _expression_of(schema.watermark_expression)
         rex = Resolver(columns).resolve(expression)
         if rex.type.name not in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-            raise ValidationException(at(schema.watermark_position, f"Watermark strategy {expression.to_string()} must "
-                                         f"be of type TIMESTAMP or TIMESTAMP_LTZ but is of type '{rex.type}'"))
+            raise ValidationException(
+                at(
+                    schema.watermark_position,
+                    f"Watermark strategy {expression.to_string()} must "
+                    f"be of type TIMESTAMP or TIMESTAMP_LTZ but is of type '{rex.type}'",
+                )
+            )
         watermark = WatermarkSpec(index, rex, str(schema.watermark_expression))
     return physical, columns, tuple(projection), watermark
 
@@ -113,8 +130,9 @@ def resolve_schema(schema: Schema, physical: list[Column] | None = None) -> tupl
 def resolve_connector_table(table: CatalogTable) -> Scan:
     assert table.schema is not None and table.options is not None
     physical, columns, projection, watermark = resolve_schema(table.schema)
-    identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and \
-        len(projection) == len(physical)
+    identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
+        projection
+    ) == len(physical)
     source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()))
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
@@ -138,16 +156,18 @@ class Catalog:
         if name in self.tables:
             if if_not_exists:
                 return
-            raise ValidationException(f"Temporary table '{self.current_catalog}.{self.current_database}.{name}' "
-                                      "already exists")
+            raise ValidationException(
+                f"Temporary table '{self.current_catalog}.{self.current_database}.{name}' already exists"
+            )
         self.tables[name] = replace(table, name=name)
 
     def get(self, path: str, position: tuple[int, int] | None = None) -> CatalogTable:
         name = self._short(path)
         table = self.tables.get(name)
         if table is None:
-            raise ValidationException(at(position, f"Object '{name}' not found within "
-                                                   f"'{self.current_catalog}.{self.current_database}'"))
+            raise ValidationException(
+                at(position, f"Object '{name}' not found within '{self.current_catalog}.{self.current_database}'")
+            )
         return table
 
     def drop(self, path: str, if_exists: bool = False) -> bool:
@@ -155,8 +175,10 @@ class Catalog:
         if name not in self.tables:
             if if_exists:
                 return False
-            raise ValidationException(f"Temporary table with identifier '`{self.current_catalog}`."
-                                      f"`{self.current_database}`.`{name}`' does not exist.")
+            raise ValidationException(
+                f"Temporary table with identifier '`{self.current_catalog}`."
+                f"`{self.current_database}`.`{name}`' does not exist."
+            )
         del self.tables[name]
         return True
 

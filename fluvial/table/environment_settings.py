@@ -76,9 +76,26 @@ def parse_duration_millis(text: str) -> int:
     if match is None:
         raise ValidationException(f"Could not parse value '{text}' as a duration: use e.g. '10 s', '5 min', '1 h'")
     number, unit = int(match.group(1)), match.group(2)
-    units = {"": 1, "ms": 1, "milli": 1, "millis": 1, "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000,
-             "min": 60_000, "m": 60_000, "minute": 60_000, "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000,
-             "hours": 3_600_000, "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+    units = {
+        "": 1,
+        "ms": 1,
+        "milli": 1,
+        "millis": 1,
+        "s": 1000,
+        "sec": 1000,
+        "second": 1000,
+        "seconds": 1000,
+        "min": 60_000,
+        "m": 60_000,
+        "minute": 60_000,
+        "minutes": 60_000,
+        "h": 3_600_000,
+        "hour": 3_600_000,
+        "hours": 3_600_000,
+        "d": 86_400_000,
+        "day": 86_400_000,
+        "days": 86_400_000,
+    }
     if unit not in units:
         raise ValidationException(f"Could not parse value '{text}' as a duration: unknown unit '{unit}'")
     return number * units[unit]
@@ -98,7 +115,8 @@ class TableConfig:
             if key not in TABLE_OPTIONS:
                 raise ValidationException(
                     f"unknown or unsupported table option '{key}': fluvial implements "
-                    f"{', '.join(sorted(TABLE_OPTIONS))}; remove it")
+                    f"{', '.join(sorted(TABLE_OPTIONS))}; remove it"
+                )
             if key == "table.local-time-zone" and value not in ("UTC", "Z", "+00:00", "GMT"):
                 raise ValidationException(f"table.local-time-zone '{value}' is not supported: fluvial runs with UTC")
             if key == "table.exec.state.ttl":
@@ -130,8 +148,10 @@ class TableConfig:
         return self._table.get("table.local-time-zone", "UTC")
 
     def set_idle_state_retention_time(self, min_time: Any, max_time: Any = None) -> None:
-        self.set("table.exec.state.ttl", str(min_time.to_milliseconds() if hasattr(min_time, "to_milliseconds")
-                                             else int(min_time)))
+        self.set(
+            "table.exec.state.ttl",
+            str(min_time.to_milliseconds() if hasattr(min_time, "to_milliseconds") else int(min_time)),
+        )
 
     def state_ttl_millis(self) -> int:
         value = self._table.get("table.exec.state.ttl")

@@ -58,8 +58,7 @@ class JsonValueOnEmptyOrError(Enum):
 
 SqlPosition = tuple[int, int]  # (line, column), both from 1, of SQL text
 
-_MILLIS = {"milli": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000,
-           "week": 7 * 86_400_000}
+_MILLIS = {"milli": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
 _MONTHS = {"month": 1, "quarter": 3, "year": 12}
 
 
@@ -69,9 +68,16 @@ class Expression:
 
     __slots__ = ("kind", "name", "args", "value", "data_type", "aliases", "sql_position")
 
-    def __init__(self, kind: str, name: str | None = None, args: tuple[Expression, ...] = (), value: Any = None,
-                 data_type: DataType | None = None, aliases: tuple[str, ...] = (),
-                 sql_position: SqlPosition | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        name: str | None = None,
+        args: tuple[Expression, ...] = (),
+        value: Any = None,
+        data_type: DataType | None = None,
+        aliases: tuple[str, ...] = (),
+        sql_position: SqlPosition | None = None,
+    ) -> None:
         self.kind = kind
         self.name = name
         self.args = args
@@ -444,8 +450,15 @@ class Expression:
     def sha256(self) -> Expression:
         return self._call("sha256")
 
-    def json_value(self, path: str, returning_type: DataType | None = None, on_empty: Any = None,
-                   default_on_empty: Any = None, on_error: Any = None, default_on_error: Any = None) -> Expression:
+    def json_value(
+        self,
+        path: str,
+        returning_type: DataType | None = None,
+        on_empty: Any = None,
+        default_on_empty: Any = None,
+        on_error: Any = None,
+        default_on_error: Any = None,
+    ) -> Expression:
         expr = self._call("json_value", path)
         return expr if returning_type is None else expr.cast(returning_type)
 
@@ -468,8 +481,9 @@ class Expression:
 
 
 def _unit(unit: Any) -> Expression:
-    return Expression("literal", value=unit.name if isinstance(unit, Enum) else str(unit).upper(),
-                      data_type=DataType("SYMBOL"))
+    return Expression(
+        "literal", value=unit.name if isinstance(unit, Enum) else str(unit).upper(), data_type=DataType("SYMBOL")
+    )
 
 
 def _expr(value: Any) -> Expression:
@@ -491,7 +505,7 @@ def _literal_type(value: Any) -> DataType:
     if isinstance(value, bool):
         return DataTypes.BOOLEAN(False)
     if isinstance(value, int):
-        return DataTypes.INT(False) if -2**31 <= value < 2**31 else DataTypes.BIGINT(False)
+        return DataTypes.INT(False) if -(2**31) <= value < 2**31 else DataTypes.BIGINT(False)
     if isinstance(value, float):
         return DataTypes.DOUBLE(False)
     if isinstance(value, str):

@@ -7,10 +7,40 @@ from typing import Any
 from fluvial.table.expression import Expression, _expr, literal
 from fluvial.table.types import DataType
 
-__all__ = ["col", "lit", "call", "and_", "or_", "not_", "if_then_else", "coalesce", "concat", "concat_ws",
-           "current_timestamp", "current_date", "current_time", "local_timestamp", "now", "null_of", "row",
-           "array", "map_", "uuid", "rand", "pi", "e", "with_columns", "without_columns", "range_",
-           "call_sql", "to_timestamp_ltz", "CURRENT_ROW", "UNBOUNDED_ROW", "UNBOUNDED_RANGE", "CURRENT_RANGE"]
+__all__ = [
+    "col",
+    "lit",
+    "call",
+    "and_",
+    "or_",
+    "not_",
+    "if_then_else",
+    "coalesce",
+    "concat",
+    "concat_ws",
+    "current_timestamp",
+    "current_date",
+    "current_time",
+    "local_timestamp",
+    "now",
+    "null_of",
+    "row",
+    "array",
+    "map_",
+    "uuid",
+    "rand",
+    "pi",
+    "e",
+    "with_columns",
+    "without_columns",
+    "range_",
+    "call_sql",
+    "to_timestamp_ltz",
+    "CURRENT_ROW",
+    "UNBOUNDED_ROW",
+    "UNBOUNDED_RANGE",
+    "CURRENT_RANGE",
+]
 
 
 def col(name: str) -> Expression:

@@ -87,16 +87,18 @@ class Schema:
             self._columns.append(UnresolvedColumn(column_name, expression=expr))
             return self
 
-        def column_by_metadata(self, column_name: str, data_type: DataType, metadata_key: str | None = None,
-                               is_virtual: bool = False) -> Schema.Builder:
+        def column_by_metadata(
+            self, column_name: str, data_type: DataType, metadata_key: str | None = None, is_virtual: bool = False
+        ) -> Schema.Builder:
             self._columns.append(UnresolvedColumn(column_name, data_type, metadata_key=metadata_key or column_name))
             return self
 
         def with_comment(self, comment: str) -> Schema.Builder:
             if self._columns:
                 last = self._columns[-1]
-                self._columns[-1] = UnresolvedColumn(last.name, last.data_type, last.expression, last.metadata_key,
-                                                     comment)
+                self._columns[-1] = UnresolvedColumn(
+                    last.name, last.data_type, last.expression, last.metadata_key, comment
+                )
             return self
 
         def watermark(self, column_name: str, watermark_expr: Any) -> Schema.Builder:

@@ -47,9 +47,11 @@ class SqlSession:
             return True
         if result.get_job_client() is not None:
             self.jobs.append(result)
-            self.out.write("[INFO] Submitting SQL update statement to the cluster...\n"
-                           "[INFO] SQL update statement has been successfully submitted to the cluster:\n"
-                           f"Job ID: {result.get_job_client().get_job_id()}\n\n")
+            self.out.write(
+                "[INFO] Submitting SQL update statement to the cluster...\n"
+                "[INFO] SQL update statement has been successfully submitted to the cluster:\n"
+                f"Job ID: {result.get_job_client().get_job_id()}\n\n"
+            )
             return True
         if upper.startswith("SET ") or upper.startswith("RESET"):
             self.out.write("[INFO] Execute statement succeeded.\n\n")
@@ -65,8 +67,9 @@ class SqlSession:
 
         match = re.match(r"SET\s+'([^']+)'\s*=\s*'([^']*)'", text, re.IGNORECASE)
         if match is None or match.group(1) != "sql-client.execution.result-mode":
-            self.out.write(f"[ERROR] fluvial's SQL client knows the option 'sql-client.execution.result-mode' "
-                           f"only: {text}\n")
+            self.out.write(
+                f"[ERROR] fluvial's SQL client knows the option 'sql-client.execution.result-mode' only: {text}\n"
+            )
             return
         mode = match.group(2).lower()
         if mode not in RESULT_MODES:
@@ -85,8 +88,12 @@ class SqlSession:
         elif self.result_mode == "changelog":
             with result.collect() as rows:
                 for row in rows:
-                    self.out.write(row.get_row_kind().short_string() + "[" + ", ".join(
-                        row_string(v, c.type) for v, c in zip(row, columns)) + "]\n")
+                    self.out.write(
+                        row.get_row_kind().short_string()
+                        + "["
+                        + ", ".join(row_string(v, c.type) for v, c in zip(row, columns))
+                        + "]\n"
+                    )
                     self.out.flush()
         else:
             from fluvial.table.table_environment import _materialize

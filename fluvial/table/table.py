@@ -82,8 +82,10 @@ class Table:
     def alias(self, field: str, *fields: str) -> Table:
         names = [field, *fields]
         if len(names) != len(self._node.schema):
-            raise ValidationException(f"Aliasing more fields than we actually have: the table has "
-                                      f"{len(self._node.schema)} columns {self._node.names}, got {names}")
+            raise ValidationException(
+                f"Aliasing more fields than we actually have: the table has "
+                f"{len(self._node.schema)} columns {self._node.names}, got {names}"
+            )
         return self._rename(names)
 
     def _rename(self, names: list[str]) -> Table:
@@ -138,8 +140,9 @@ class Table:
             if e.kind != "alias" or e.args[0].kind != "field":
                 raise ValidationException(f"rename_columns takes col('old').alias('new'), got {e.to_string()}")
             if e.args[0].name not in self._node.names:
-                raise ValidationException(f"Field reference expression expected: {e.args[0].name} is not a column "
-                                          f"of {self._node.names}")
+                raise ValidationException(
+                    f"Field reference expression expected: {e.args[0].name} is not a column of {self._node.names}"
+                )
             renames[e.args[0].name or ""] = e.aliases[0]
         return self._rename([renames.get(n, n) for n in self._node.names])
 
@@ -147,8 +150,9 @@ class Table:
         dropped = set()
         for e in _exprs(fields):
             if e.kind != "field" or e.name not in self._node.names:
-                raise ValidationException(f"drop_columns takes columns of the table {self._node.names}, got "
-                                          f"{e.to_string()}")
+                raise ValidationException(
+                    f"drop_columns takes columns of the table {self._node.names}, got {e.to_string()}"
+                )
             dropped.add(e.name)
         return self._new(project(self._node, [col(n) for n in self._node.names if n not in dropped]))
 
@@ -170,8 +174,10 @@ class Table:
 
         clash = set(self._node.names) & set(right._node.names)
         if clash:
-            raise ValidationException(f"join of tables with the same column names {sorted(clash)}: rename them "
-                                      "first (rename_columns(col('id').alias('r_id')))")
+            raise ValidationException(
+                f"join of tables with the same column names {sorted(clash)}: rename them "
+                "first (rename_columns(col('id').alias('r_id')))"
+            )
         condition = _exprs([predicate])[0] if predicate is not None else None
         return self._new(plan_join(self._node, right._node, join_type, condition))
 
@@ -184,8 +190,9 @@ class Table:
         return self._new(self._correlate(table_function_call, keep_input=True, condition=join_predicate))
 
     def left_outer_join_lateral(self, table_function_call: Any, join_predicate: Any = None) -> Table:
-        return self._new(self._correlate(table_function_call, keep_input=True, left_outer=True,
-                                         condition=join_predicate))
+        return self._new(
+            self._correlate(table_function_call, keep_input=True, left_outer=True, condition=join_predicate)
+        )
 
     def _correlate(self, call: Any, keep_input: bool, left_outer: bool = False, condition: Any = None) -> RelNode:
         from fluvial.table.planner.logical import Correlate
@@ -205,14 +212,18 @@ class Table:
         else:
             raise ValidationException(f"expected a table function made by udtf(...), got {call!r}")
         if function._kind != "table":
-            raise ValidationException(f"{function._name} is a scalar function; flat_map and join_lateral take a "
-                                      "table function (udtf)")
+            raise ValidationException(
+                f"{function._name} is a scalar function; flat_map and join_lateral take a table function (udtf)"
+            )
         names = list(aliases or function._alias_names) or [f"f{i}" for i in range(len(function._result_types))]
         if len(names) != len(function._result_types):
-            raise ValidationException(f"the table function {function._name} has {len(function._result_types)} "
-                                      f"columns but {len(names)} aliases")
+            raise ValidationException(
+                f"the table function {function._name} has {len(function._result_types)} "
+                f"columns but {len(names)} aliases"
+            )
         columns = (list(node.schema) if keep_input else []) + [
-            Column(n, t) for n, t in zip(names, function._result_types)]
+            Column(n, t) for n, t in zip(names, function._result_types)
+        ]
         check_unique([c.name for c in columns])
         rex = None
         if condition is not None:
@@ -223,8 +234,10 @@ class Table:
         return GroupWindowedTable(self, window)
 
     def order_by(self, *fields: Any) -> Table:
-        raise ValidationException("Sort on a non-time-attribute field is not supported in streaming mode; "
-                                  "order_by is supported with fetch/limit in batch mode only (not yet in fluvial)")
+        raise ValidationException(
+            "Sort on a non-time-attribute field is not supported in streaming mode; "
+            "order_by is supported with fetch/limit in batch mode only (not yet in fluvial)"
+        )
 
     # -- running and conversion ---------------------------------------------------------------------------------
 
@@ -262,8 +275,9 @@ class Table:
 
 def _union(left: RelNode, right: RelNode) -> RelNode:
     if len(left.schema) != len(right.schema):
-        raise ValidationException(f"Union two tables of different column sizes: {len(left.schema)} and "
-                                  f"{len(right.schema)}")
+        raise ValidationException(
+            f"Union two tables of different column sizes: {len(left.schema)} and {len(right.schema)}"
+        )
     columns = []
     for a, b in zip(left.schema, right.schema):
         try:
@@ -314,6 +328,7 @@ class WindowGroupedTable:
         if node.schema[index].type.time_attribute != "ROWTIME":
             raise ValidationException(
                 f"A group window expects a time attribute for grouping in a stream environment: column "
-                f"'{time_name}' has no watermark; declare one (Schema.watermark / WATERMARK FOR {time_name})")
+                f"'{time_name}' has no watermark; declare one (Schema.watermark / WATERMARK FOR {time_name})"
+            )
         spec = WindowSpec(WindowKind(window.kind), index, window.size, window.slide)
         return self._table._new(plan_aggregate(node, keys, _exprs(fields), window=spec, window_alias=alias))

@@ -78,8 +78,11 @@ class TableEnvironment:
         return self._settings.streaming
 
     def create_temporary_table(self, path: str, descriptor: TableDescriptor) -> None:
-        self._catalog.add(CatalogTable(path, descriptor.schema or Schema(), dict(descriptor.options),
-                                       partition_keys=descriptor.partition_keys))
+        self._catalog.add(
+            CatalogTable(
+                path, descriptor.schema or Schema(), dict(descriptor.options), partition_keys=descriptor.partition_keys
+            )
+        )
 
     def create_table(self, path: str, descriptor: TableDescriptor) -> None:
         self.create_temporary_table(path, descriptor)
@@ -140,15 +143,18 @@ class TableEnvironment:
         from fluvial.table.udf import UserDefinedFunctionWrapper
 
         if not isinstance(function, UserDefinedFunctionWrapper):
-            raise ValidationException(f"create_temporary_function takes a function made by udf(...) or udtf(...), "
-                                      f"got {function!r}")
+            raise ValidationException(
+                f"create_temporary_function takes a function made by udf(...) or udtf(...), got {function!r}"
+            )
         self._catalog.functions[path.split(".")[-1].lower()] = function
 
     create_temporary_system_function = create_temporary_function
 
     def create_java_temporary_function(self, path: str, function_class_name: str) -> None:
-        raise ValidationException(f"Java functions ({function_class_name}) need a JVM; write the function in Python "
-                                  "with fluvial.table.udf.udf and create_temporary_function")
+        raise ValidationException(
+            f"Java functions ({function_class_name}) need a JVM; write the function in Python "
+            "with fluvial.table.udf.udf and create_temporary_function"
+        )
 
     def drop_temporary_function(self, path: str) -> bool:
         return self._catalog.functions.pop(path.split(".")[-1].lower(), None) is not None
@@ -173,8 +179,9 @@ class TableEnvironment:
             names = list(schema) if schema else _default_names(elements, width)
             types = [_column_type([r[i] for r in rows if i < len(r)]) for i in range(width)]
         columns = tuple(Column(n, t) for n, t in zip(names, types))
-        converted = tuple(tuple(cast_value(v, t) if v is not None and not _fits(v, t) else v
-                                for v, t in zip(r, types)) for r in rows)
+        converted = tuple(
+            tuple(cast_value(v, t) if v is not None and not _fits(v, t) else v for v, t in zip(r, types)) for r in rows
+        )
         if verify_schema:
             for r in converted:
                 for v, c in zip(r, columns):
@@ -252,8 +259,10 @@ class TableEnvironment:
         from fluvial.table.planner.sink import conform_to_sink
 
         if not inserts:
-            raise ValidationException("No operators defined in streaming topology: the statement set is empty; "
-                                      "add an INSERT with add_insert_sql or add_insert")
+            raise ValidationException(
+                "No operators defined in streaming topology: the statement set is empty; "
+                "add an INSERT with add_insert_sql or add_insert"
+            )
         names = []
         with _own_job(self._env):
             translator = self._translator()
@@ -266,12 +275,14 @@ class TableEnvironment:
                 stream = translator.translate(query)
                 options = dict(table.options)
                 sink_factory(options, name).create_sink(
-                    stream, ConnectorContext(name, tuple(physical), options), query.changelog_mode)
+                    stream, ConnectorContext(name, tuple(physical), options), query.changelog_mode
+                )
                 names.append(f"default_catalog.default_database.{table.name}")
             client = self._env.execute_async("insert-into_" + ",".join(names))
         columns = [Column(n, DataTypes.BIGINT(False)) for n in names]
-        result = TableResult(ResultKind.SUCCESS_WITH_CONTENT, columns, rows=[Row(*[-1] * len(names))],
-                             job_client=client)
+        result = TableResult(
+            ResultKind.SUCCESS_WITH_CONTENT, columns, rows=[Row(*[-1] * len(names))], job_client=client
+        )
         if self._config.get("table.dml-sync", "false") == "true":
             result.wait()
         return result
@@ -280,8 +291,10 @@ class TableEnvironment:
         """Flink's three sections (fluvial's logical plan is its physical plan: no cost-based rewrites yet),
         then the JobGraph the plan runs as: its chains, their parallelism, and why each edge is not chained."""
         tree = "\n".join(explain_tree(node))
-        return (f"== Abstract Syntax Tree ==\n{tree}\n\n== Optimized Physical Plan ==\n{tree}\n\n"
-                f"== Optimized Execution Plan ==\n{tree}\n\n== fluvial JobGraph ==\n{self._job_graph_text(node)}")
+        return (
+            f"== Abstract Syntax Tree ==\n{tree}\n\n== Optimized Physical Plan ==\n{tree}\n\n"
+            f"== Optimized Execution Plan ==\n{tree}\n\n== fluvial JobGraph ==\n{self._job_graph_text(node)}"
+        )
 
     def _job_graph_text(self, node: RelNode) -> str:
         from fluvial.table.connectors.blackhole import _Discard
@@ -295,8 +308,10 @@ class TableEnvironment:
         for edge in job_graph.edges:
             strategy = getattr(edge.ship_strategy, "value", edge.ship_strategy)
             verdict = getattr(edge.chain_break, "value", edge.chain_break)
-            lines.append(f"[{edge.source}] {names[edge.source]} -> [{edge.target}] {names[edge.target]}: "
-                         f"{strategy}, not chained: {verdict}")
+            lines.append(
+                f"[{edge.source}] {names[edge.source]} -> [{edge.target}] {names[edge.target]}: "
+                f"{strategy}, not chained: {verdict}"
+            )
         return "\n".join(lines) + "\n"
 
     def execute(self, job_name: str | None = None) -> Any:
@@ -318,8 +333,7 @@ class StreamTableEnvironment(TableEnvironment):
         from fluvial.table.planner.datastream_source import DataStreamSource, stream_columns
 
         physical, atomic, converters = stream_columns(data_stream)
-        schema = fields_or_schema[0] if len(fields_or_schema) == 1 and isinstance(fields_or_schema[0], Schema) \
-            else None
+        schema = fields_or_schema[0] if len(fields_or_schema) == 1 and isinstance(fields_or_schema[0], Schema) else None
         source = DataStreamSource(data_stream, tuple(c.name for c in physical), atomic, converters)
         if schema is not None:
             _, columns, projection, watermark = resolve_schema(schema, list(physical))
@@ -340,7 +354,8 @@ class StreamTableEnvironment(TableEnvironment):
         if node.changelog_mode is not ChangelogMode.INSERT_ONLY:
             raise ValidationException(
                 "Table sink 'default_catalog.default_database.Unregistered_DataStream_Sink_1' doesn't support "
-                "consuming update changes which is produced by a GROUP BY aggregation: use to_changelog_stream")
+                "consuming update changes which is produced by a GROUP BY aggregation: use to_changelog_stream"
+            )
         return self._to_stream(node)
 
     def to_changelog_stream(self, table: Table, target_schema: Any = None, changelog_mode: Any = None) -> Any:
@@ -407,8 +422,9 @@ def _column_type(values: list[Any]) -> DataType:
     try:
         return common_type(known)
     except TypeError as error:
-        raise ValidationException(f"from_elements: a column holds values of different types ({error}); give a "
-                                  "schema with DataTypes") from None
+        raise ValidationException(
+            f"from_elements: a column holds values of different types ({error}); give a schema with DataTypes"
+        ) from None
 
 
 def _fits(value: Any, data_type: DataType) -> bool:

@@ -113,8 +113,15 @@ class CloseableIterator:
 class TableResult:
     """A statement's result: OK for DDL; rows for a query; a job for INSERT (`wait()` for it to end)."""
 
-    def __init__(self, kind: ResultKind, columns: Sequence[Column], rows: Sequence[Row] | None = None,
-                 iterator_factory: Any = None, job_client: Any = None, streaming: bool = True) -> None:
+    def __init__(
+        self,
+        kind: ResultKind,
+        columns: Sequence[Column],
+        rows: Sequence[Row] | None = None,
+        iterator_factory: Any = None,
+        job_client: Any = None,
+        streaming: bool = True,
+    ) -> None:
         self._kind = kind
         self._columns = list(columns)
         self._rows = list(rows) if rows is not None else None
@@ -144,8 +151,10 @@ class TableResult:
         if self._rows is not None:
             return CloseableIterator(iter(_Wrapped(r) for r in self._rows), [c.name for c in self._columns])
         if self._consumed:
-            raise RuntimeError("the result of this TableResult was already collected or printed; run the query "
-                               "again to read its rows once more")
+            raise RuntimeError(
+                "the result of this TableResult was already collected or printed; run the query "
+                "again to read its rows once more"
+            )
         self._consumed = True
         return CloseableIterator(self._iterator_factory(), [c.name for c in self._columns])
 
@@ -170,8 +179,7 @@ def print_tableau(rows: Any, columns: Sequence[Column], out: Any, with_op: bool 
     widths = [column_width(c) for c in columns]
     if not with_op:
         materialized = list(rows)
-        widths = [max(len(c.name), *(len(cell(r[i], c.type)) for r in materialized))
-                  for i, c in enumerate(columns)]
+        widths = [max(len(c.name), *(len(cell(r[i], c.type)) for r in materialized)) for i, c in enumerate(columns)]
         widths = [min(w, MAX_COLUMN_WIDTH) for w in widths]
         rows = materialized
     border = "+" + ("----+" if with_op else "") + "".join("-" * (w + 2) + "+" for w in widths)

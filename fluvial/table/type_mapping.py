@@ -21,9 +21,15 @@ from fluvial.table.types import DataType, DataTypes
 __all__ = ["to_data_type", "to_type_info"]
 
 _BASIC = {
-    BasicType.STRING: DataTypes.STRING, BasicType.BOOLEAN: DataTypes.BOOLEAN, BasicType.BYTE: DataTypes.TINYINT,
-    BasicType.SHORT: DataTypes.SMALLINT, BasicType.INT: DataTypes.INT, BasicType.LONG: DataTypes.BIGINT,
-    BasicType.FLOAT: DataTypes.FLOAT, BasicType.DOUBLE: DataTypes.DOUBLE, BasicType.CHAR: DataTypes.STRING,
+    BasicType.STRING: DataTypes.STRING,
+    BasicType.BOOLEAN: DataTypes.BOOLEAN,
+    BasicType.BYTE: DataTypes.TINYINT,
+    BasicType.SHORT: DataTypes.SMALLINT,
+    BasicType.INT: DataTypes.INT,
+    BasicType.LONG: DataTypes.BIGINT,
+    BasicType.FLOAT: DataTypes.FLOAT,
+    BasicType.DOUBLE: DataTypes.DOUBLE,
+    BasicType.CHAR: DataTypes.STRING,
 }
 
 
@@ -49,8 +55,11 @@ def to_data_type(type_info: Any) -> DataType | None:
         k, v = to_data_type(type_info.key_type_info), to_data_type(type_info.value_type_info)
         return DataTypes.MAP(k, v) if k and v else None
     if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
-        names = type_info.get_field_names() if isinstance(type_info, RowTypeInfo) else \
-            [f"f{i}" for i in range(len(type_info.get_field_types()))]
+        names = (
+            type_info.get_field_names()
+            if isinstance(type_info, RowTypeInfo)
+            else [f"f{i}" for i in range(len(type_info.get_field_types()))]
+        )
         fields = []
         for n, t in zip(names, type_info.get_field_types()):
             dt = to_data_type(t)
@@ -61,10 +70,22 @@ def to_data_type(type_info: Any) -> DataType | None:
 
 def to_type_info(data_type: DataType) -> Any:
     name = data_type.name
-    simple = {"TINYINT": Types.BYTE, "SMALLINT": Types.SHORT, "INT": Types.INT, "BIGINT": Types.LONG,
-              "FLOAT": Types.FLOAT, "DOUBLE": Types.DOUBLE, "BOOLEAN": Types.BOOLEAN, "VARCHAR": Types.STRING,
-              "CHAR": Types.STRING, "DATE": Types.SQL_DATE, "TIME": Types.SQL_TIME, "TIMESTAMP": Types.SQL_TIMESTAMP,
-              "TIMESTAMP_LTZ": Types.INSTANT, "DECIMAL": Types.BIG_DEC}
+    simple = {
+        "TINYINT": Types.BYTE,
+        "SMALLINT": Types.SHORT,
+        "INT": Types.INT,
+        "BIGINT": Types.LONG,
+        "FLOAT": Types.FLOAT,
+        "DOUBLE": Types.DOUBLE,
+        "BOOLEAN": Types.BOOLEAN,
+        "VARCHAR": Types.STRING,
+        "CHAR": Types.STRING,
+        "DATE": Types.SQL_DATE,
+        "TIME": Types.SQL_TIME,
+        "TIMESTAMP": Types.SQL_TIMESTAMP,
+        "TIMESTAMP_LTZ": Types.INSTANT,
+        "DECIMAL": Types.BIG_DEC,
+    }
     if name in simple:
         return simple[name]()
     if name in ("VARBINARY", "BINARY"):

@@ -36,14 +36,25 @@ class TypeFamily(Enum):
 _NUMERIC_RANK = {"TINYINT": 1, "SMALLINT": 2, "INT": 3, "BIGINT": 4, "DECIMAL": 5, "FLOAT": 6, "DOUBLE": 7}
 _FAMILIES = {
     **{name: TypeFamily.NUMERIC for name in _NUMERIC_RANK},
-    "CHAR": TypeFamily.CHARACTER, "VARCHAR": TypeFamily.CHARACTER, "STRING": TypeFamily.CHARACTER,
-    "BINARY": TypeFamily.BINARY, "VARBINARY": TypeFamily.BINARY, "BYTES": TypeFamily.BINARY,
+    "CHAR": TypeFamily.CHARACTER,
+    "VARCHAR": TypeFamily.CHARACTER,
+    "STRING": TypeFamily.CHARACTER,
+    "BINARY": TypeFamily.BINARY,
+    "VARBINARY": TypeFamily.BINARY,
+    "BYTES": TypeFamily.BINARY,
     "BOOLEAN": TypeFamily.BOOLEAN,
-    "DATE": TypeFamily.DATETIME, "TIME": TypeFamily.DATETIME, "TIMESTAMP": TypeFamily.DATETIME,
+    "DATE": TypeFamily.DATETIME,
+    "TIME": TypeFamily.DATETIME,
+    "TIMESTAMP": TypeFamily.DATETIME,
     "TIMESTAMP_LTZ": TypeFamily.DATETIME,
-    "INTERVAL_DAY_TIME": TypeFamily.INTERVAL, "INTERVAL_YEAR_MONTH": TypeFamily.INTERVAL,
-    "ARRAY": TypeFamily.COLLECTION, "MAP": TypeFamily.COLLECTION, "MULTISET": TypeFamily.COLLECTION,
-    "ROW": TypeFamily.ROW, "NULL": TypeFamily.NULL, "RAW": TypeFamily.RAW,
+    "INTERVAL_DAY_TIME": TypeFamily.INTERVAL,
+    "INTERVAL_YEAR_MONTH": TypeFamily.INTERVAL,
+    "ARRAY": TypeFamily.COLLECTION,
+    "MAP": TypeFamily.COLLECTION,
+    "MULTISET": TypeFamily.COLLECTION,
+    "ROW": TypeFamily.ROW,
+    "NULL": TypeFamily.NULL,
+    "RAW": TypeFamily.RAW,
 }
 MAX_LENGTH = 2147483647
 
@@ -283,6 +294,7 @@ class DataTypes:
 
 # -- Python values ----------------------------------------------------------------------------------------------
 
+
 def infer_type(value: Any) -> DataType:
     """The type PyFlink's `from_elements` infers for a Python value (int → BIGINT, float → DOUBLE, ...)."""
     if value is None:
@@ -353,6 +365,9 @@ def _widen(a: DataType, b: DataType) -> DataType:
         return DataTypes.VARCHAR(max(a.precision or 1, b.precision or 1), nullable)
     if a.family is b.family and a.family in (TypeFamily.DATETIME, TypeFamily.BINARY, TypeFamily.BOOLEAN):
         if a.name == b.name:
-            return replace(a.without_time_attribute(), precision=max(a.precision or 0, b.precision or 0) or a.precision,
-                           nullable=nullable)
+            return replace(
+                a.without_time_attribute(),
+                precision=max(a.precision or 0, b.precision or 0) or a.precision,
+                nullable=nullable,
+            )
     raise TypeError(f"{a.summary(False)} and {b.summary(False)}")

@@ -70,8 +70,15 @@ class UserDefinedFunctionWrapper:
     """A Python function or UserDefinedFunction with its declared types; calling it with expressions gives an
     Expression (`length(col("data"))`)."""
 
-    def __init__(self, func: Any, input_types: Any, result_types: list[DataType], kind: str,
-                 deterministic: bool | None, name: str | None) -> None:
+    def __init__(
+        self,
+        func: Any,
+        input_types: Any,
+        result_types: list[DataType],
+        kind: str,
+        deterministic: bool | None,
+        name: str | None,
+    ) -> None:
         self._func = func
         self._input_types = input_types
         self._result_types = result_types
@@ -83,12 +90,14 @@ class UserDefinedFunctionWrapper:
         self._opened = False
 
     def __call__(self, *args: Any) -> Expression:
-        return Expression("call", "__udf__" if self._kind == "scalar" else "__udtf__",
-                          tuple(_expr(a) for a in args), value=self)
+        return Expression(
+            "call", "__udf__" if self._kind == "scalar" else "__udtf__", tuple(_expr(a) for a in args), value=self
+        )
 
     def alias(self, *names: str) -> UserDefinedFunctionWrapper:
-        copy = UserDefinedFunctionWrapper(self._func, self._input_types, self._result_types, self._kind,
-                                          self._deterministic, self._name)
+        copy = UserDefinedFunctionWrapper(
+            self._func, self._input_types, self._result_types, self._kind, self._deterministic, self._name
+        )
         copy._alias_names = tuple(names)
         return copy
 
@@ -108,16 +117,22 @@ class UserDefinedFunctionWrapper:
         return state
 
 
-def _wrap(kind: str, f: Any, input_types: Any, result_types: list[DataType], deterministic: Any,
-          name: Any) -> Any:
+def _wrap(kind: str, f: Any, input_types: Any, result_types: list[DataType], deterministic: Any, name: Any) -> Any:
     if f is None:
-        return functools.partial(_wrap, kind, input_types=input_types, result_types=result_types,
-                                 deterministic=deterministic, name=name)
+        return functools.partial(
+            _wrap, kind, input_types=input_types, result_types=result_types, deterministic=deterministic, name=name
+        )
     return UserDefinedFunctionWrapper(f, input_types, result_types, kind, deterministic, name)
 
 
-def udf(f: Callable | ScalarFunction | None = None, input_types: Any = None, result_type: Any = None,
-        deterministic: bool | None = None, name: str | None = None, func_type: str = "general") -> Any:
+def udf(
+    f: Callable | ScalarFunction | None = None,
+    input_types: Any = None,
+    result_type: Any = None,
+    deterministic: bool | None = None,
+    name: str | None = None,
+    func_type: str = "general",
+) -> Any:
     """A scalar function: `@udf(result_type=DataTypes.BIGINT())`. `func_type="pandas"` (vectorized) is not
     supported yet."""
     if func_type != "general":
@@ -127,8 +142,13 @@ def udf(f: Callable | ScalarFunction | None = None, input_types: Any = None, res
     return _wrap("scalar", f, input_types, [_type(result_type)], deterministic, name)
 
 
-def udtf(f: Callable | TableFunction | None = None, input_types: Any = None, result_types: Any = None,
-         deterministic: bool | None = None, name: str | None = None) -> Any:
+def udtf(
+    f: Callable | TableFunction | None = None,
+    input_types: Any = None,
+    result_types: Any = None,
+    deterministic: bool | None = None,
+    name: str | None = None,
+) -> Any:
     """A table function: `@udtf(result_types=[DataTypes.STRING()])`, yielding rows."""
     if result_types is None:
         raise TypeError("udtf needs result_types, e.g. @udtf(result_types=[DataTypes.STRING()])")

@@ -110,8 +110,9 @@ def row_string(value: Any, data_type: DataType | None = None) -> str:
         return sql_string(value, data_type)
     if isinstance(value, Row):
         types = data_type.field_types() if data_type is not None and data_type.fields else [None] * len(value)
-        return value.get_row_kind().short_string() + "[" + ", ".join(
-            row_string(v, t) for v, t in zip(value, types)) + "]"
+        return (
+            value.get_row_kind().short_string() + "[" + ", ".join(row_string(v, t) for v, t in zip(value, types)) + "]"
+        )
     if isinstance(value, (list, tuple)):
         element = data_type.element_type if data_type is not None else None
         return "[" + ", ".join(row_string(v, element) for v in value) + "]"
@@ -146,6 +147,7 @@ def _java_local_date_time(value: _dt.datetime) -> str:
 
 
 # -- CAST ---------------------------------------------------------------------------------------------------------
+
 
 class CastError(ValueError):
     """A value that CAST cannot convert (a string that is no number): the job fails, as Flink's does."""
@@ -183,8 +185,13 @@ def _cast(value: Any, target: DataType, source: DataType | None) -> Any:
         number = float(value.strip()) if isinstance(value, str) else float(value)
         return float32(number) if name == "FLOAT" else number
     if name == "DECIMAL":
-        number = Decimal(value.strip()) if isinstance(value, str) else Decimal(str(value)) \
-            if isinstance(value, float) else Decimal(value)
+        number = (
+            Decimal(value.strip())
+            if isinstance(value, str)
+            else Decimal(str(value))
+            if isinstance(value, float)
+            else Decimal(value)
+        )
         return number.quantize(Decimal(1).scaleb(-(target.scale or 0)), rounding=ROUND_HALF_UP)
     if name in ("VARCHAR", "CHAR"):
         text = value if isinstance(value, str) else sql_string(value, source)

@@ -59,8 +59,9 @@ __all__ = [
 ]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "the condition",
-               interval: float = 0.005) -> None:
+def wait_until(
+    condition: Callable[[], bool], timeout: float = 30.0, what: str = "the condition", interval: float = 0.005
+) -> None:
     """Poll `condition` until it holds; AssertionError naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():

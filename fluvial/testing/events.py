@@ -33,6 +33,7 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class EventLog:
     """A log of named events that processes of a job append to and a test reads (module docstring)."""
+
     path: str
 
     def __init__(self, path: str | os.PathLike) -> None:

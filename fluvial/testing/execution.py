@@ -18,6 +18,7 @@ from fluvial.common.configuration import Configuration
 
 class ExecutionMode(enum.Enum):
     """Where a test job's TaskManagers run: THREADS, PROCESSES or RAY (`run_job(..., mode=...)`)."""
+
     THREADS = "thread"  # TaskManagers as threads of this process
     PROCESSES = "process"  # TaskManagers as processes of this machine
     RAY = "ray"  # TaskManagers as Ray actors
@@ -46,8 +47,10 @@ def environment(mode: ExecutionMode | None, configuration: Configuration | None 
     from fluvial.datastream import StreamExecutionEnvironment
 
     if mode is not None and mode not in AVAILABLE:
-        raise ValueError(f"execution mode {mode.value!r} is not available in this version; use one of "
-                         f"{', '.join(m.value for m in AVAILABLE)}")
+        raise ValueError(
+            f"execution mode {mode.value!r} is not available in this version; use one of "
+            f"{', '.join(m.value for m in AVAILABLE)}"
+        )
     configuration = Configuration(configuration) if configuration is not None else Configuration()
     if mode is ExecutionMode.RAY:  # the Ray cluster ray is initialised with, else one found or started
         configuration.set_string("execution.target", "ray")
@@ -56,8 +59,13 @@ def environment(mode: ExecutionMode | None, configuration: Configuration | None 
     return StreamExecutionEnvironment.get_execution_environment(configuration)
 
 
-def run_job(build: Callable[[Any], None], mode: ExecutionMode, configuration: Configuration | None = None,
-            job_name: str | None = None, timeout: float = 120.0) -> Any:
+def run_job(
+    build: Callable[[Any], None],
+    mode: ExecutionMode,
+    configuration: Configuration | None = None,
+    job_name: str | None = None,
+    timeout: float = 120.0,
+) -> Any:
     """Build the job on an environment of `mode` (`build(env)` adds sources, operators and sinks), run it to its
     end and return its JobExecutionResult; a failed job raises JobExecutionException."""
     env = environment(mode, configuration)
@@ -65,8 +73,9 @@ def run_job(build: Callable[[Any], None], mode: ExecutionMode, configuration: Co
     return env.execute_async(job_name).get_job_execution_result().result(timeout=timeout)
 
 
-def collect_job(build: Callable[[Any], Any], mode: ExecutionMode, configuration: Configuration | None = None,
-                timeout: float = 120.0) -> list:
+def collect_job(
+    build: Callable[[Any], Any], mode: ExecutionMode, configuration: Configuration | None = None, timeout: float = 120.0
+) -> list:
     """Every record of the stream `build(env)` returns, collected to the client (execute_and_collect)."""
     env = environment(mode, configuration)
     stream = build(env)

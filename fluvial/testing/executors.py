@@ -26,6 +26,7 @@ class ManualScheduledExecutor:
     """An executor whose delayed mails run only when the test advances its ManualClock: time-dependent code
     tested without waiting.
     """
+
     def __init__(self, clock: ManualClock | None = None) -> None:
         self.clock = clock or ManualClock(0)
         self._mails: deque[Callable[[], None]] = deque()

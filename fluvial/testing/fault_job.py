@@ -52,8 +52,9 @@ class FaultInjector(MapFunction):
             if not name.startswith(TRIGGER_PREFIX):
                 continue
             try:
-                os.rename(os.path.join(self.directory, name),
-                          os.path.join(self.directory, f"claimed-{name}-{self._subtask}"))
+                os.rename(
+                    os.path.join(self.directory, name), os.path.join(self.directory, f"claimed-{name}-{self._subtask}")
+                )
             except FileNotFoundError:
                 continue  # another subtask claimed it
             raise InjectedFault(f"injected failure {name} in subtask {self._subtask}")
@@ -75,16 +76,22 @@ def build(env: Any, args: argparse.Namespace) -> None:
     from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, OutputFileConfig, RollingPolicy
     from fluvial.testing.sequences import KeySequenceSource, SequenceVerifier
 
-    sink = (FileSink.for_row_format(args.out, Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
-            .with_output_file_config(OutputFileConfig("part", ".txt"))
-            .build())
-    verified = (env.from_source(KeySequenceSource(args.keys, args.per_key, args.rate), source_name="sequences")
-                .uid("sequences")
-                .map(FaultInjector(args.triggers)).uid("faults")
-                .key_by(lambda record: record[0])
-                .process(SequenceVerifier()).uid("verifier"))
+    sink = (
+        FileSink.for_row_format(args.out, Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .with_output_file_config(OutputFileConfig("part", ".txt"))
+        .build()
+    )
+    verified = (
+        env.from_source(KeySequenceSource(args.keys, args.per_key, args.rate), source_name="sequences")
+        .uid("sequences")
+        .map(FaultInjector(args.triggers))
+        .uid("faults")
+        .key_by(lambda record: record[0])
+        .process(SequenceVerifier())
+        .uid("verifier")
+    )
     if args.pace_us > 0:
         verified = verified.map(Pacer(args.pace_us)).uid("pacer")
     verified.sink_to(sink).uid("sink")
@@ -108,8 +115,9 @@ def environment(args: argparse.Namespace) -> Any:
     config = env.get_checkpoint_config()
     if args.unaligned:
         config.enable_unaligned_checkpoints()
-    config.set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{args.checkpoints}",
-                                                              file_state_size_threshold=0))
+    config.set_checkpoint_storage(
+        FileSystemCheckpointStorage(f"file://{args.checkpoints}", file_state_size_threshold=0)
+    )
     config.set_num_retained(2)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(1_000_000, 50))
     return env
@@ -126,8 +134,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=5000, help="records per second per source subtask")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--backend", choices=("hashmap", "rocksdb"), default="hashmap")
-    parser.add_argument("--mode", choices=("thread", "process", "auto"), default="thread",
-                        help="local.taskmanager.mode: TaskManagers as threads of this process or as processes")
+    parser.add_argument(
+        "--mode",
+        choices=("thread", "process", "auto"),
+        default="thread",
+        help="local.taskmanager.mode: TaskManagers as threads of this process or as processes",
+    )
     parser.add_argument("--interval-ms", type=int, default=100)
     parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
     parser.add_argument("--pace-us", type=int, default=0, help="microseconds the verifying task spends per record")

@@ -59,6 +59,7 @@ class FaultKind(enum.Enum):
     """The faults a fault trial injects: a process kill, an exception in user code, a corrupted checkpoint,
     a full or unwritable checkpoint disk, a TaskManager process kill.
     """
+
     KILL = "kill the job's process"
     RAISE = "raise in user code"
     CORRUPT = "corrupt the latest checkpoint"
@@ -93,6 +94,7 @@ class TrialSettings:
     """The job of a fault trial: keys, records per key, rate, parallelism, state backend, TaskManager mode,
     checkpoint interval, disk size and timeout.
     """
+
     keys: int = 20
     per_key: int = 1000
     rate: int = 4000  # records per second per source subtask
@@ -111,6 +113,7 @@ class TrialResult:
     """What a fault trial found: the faults injected, recovery times, the exactly-once report, its outcome,
     and anything it left running or on disk.
     """
+
     seed: int
     settings: TrialSettings
     faults: Counter = field(default_factory=Counter)
@@ -132,8 +135,12 @@ class TrialResult:
         duplicated) and nothing left behind.
         """
         if self.outcome.startswith("failed as expected"):
-            return self.report is not None and self.report.duplicated == 0 and self.report.out_of_order == 0 \
+            return (
+                self.report is not None
+                and self.report.duplicated == 0
+                and self.report.out_of_order == 0
                 and not self.left_running
+            )
         return self.outcome == "ok" and self.report is not None and self.report.exactly_once and self.left_nothing
 
 
@@ -150,15 +157,22 @@ def completed_checkpoints(directory: Path) -> dict[int, Path]:
 class FaultTrial:
     """One seeded trial (module docstring) in `workdir`, injecting `plan` (fault kinds, in order)."""
 
-    def __init__(self, workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),
-                 task_managers: TaskManagerProcesses | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        seed: int,
+        plan: list[FaultKind],
+        settings: TrialSettings = TrialSettings(),
+        task_managers: TaskManagerProcesses | None = None,
+    ) -> None:
         self.workdir = Path(workdir)
         self.random = random.Random(seed)
         self.plan = list(plan)
         self.settings = settings
         self.result = TrialResult(seed, settings)
-        self._task_managers = task_managers or (ForkedTaskManagers(lambda: self._process.pid)
-                                                if settings.mode == "process" else None)
+        self._task_managers = task_managers or (
+            ForkedTaskManagers(lambda: self._process.pid) if settings.mode == "process" else None
+        )
         self.checkpoints = self.workdir / "checkpoints"
         self.out = self.workdir / "out"
         self.triggers = self.workdir / "triggers"
@@ -216,8 +230,9 @@ class FaultTrial:
         for path in temporary.iterdir():
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
         if not self.result.outcome.startswith("failed as expected"):  # a failed job may leave what it may commit
-            self.result.left_on_disk += sorted(str(p.relative_to(self.workdir)) for p in self.out.rglob(".*")
-                                               if p.is_file())
+            self.result.left_on_disk += sorted(
+                str(p.relative_to(self.workdir)) for p in self.out.rglob(".*") if p.is_file()
+            )
 
     def _judge(self) -> TrialResult:
         self.result.report = verify_sequences(self.out, self.settings.keys, self.settings.per_key)
@@ -225,11 +240,31 @@ class FaultTrial:
 
     def _start(self, restore: Path | None = None) -> None:
         s = self.settings
-        args = [*python_command("-m", "fluvial.testing.fault_job"), "--checkpoints", str(self.checkpoints),
-                "--out", str(self.out), "--triggers", str(self.triggers), "--keys", str(s.keys),
-                "--per-key", str(s.per_key), "--rate", str(s.rate), "--parallelism", str(s.parallelism),
-                "--backend", s.backend, "--mode", s.mode, "--interval-ms", str(s.interval_ms),
-                "--pace-us", str(s.pace_us)]
+        args = [
+            *python_command("-m", "fluvial.testing.fault_job"),
+            "--checkpoints",
+            str(self.checkpoints),
+            "--out",
+            str(self.out),
+            "--triggers",
+            str(self.triggers),
+            "--keys",
+            str(s.keys),
+            "--per-key",
+            str(s.per_key),
+            "--rate",
+            str(s.rate),
+            "--parallelism",
+            str(s.parallelism),
+            "--backend",
+            s.backend,
+            "--mode",
+            s.mode,
+            "--interval-ms",
+            str(s.interval_ms),
+            "--pace-us",
+            str(s.pace_us),
+        ]
         if s.unaligned:
             args.append("--unaligned")
         if restore is not None:
@@ -261,8 +296,10 @@ class FaultTrial:
         deadline = time.monotonic() + (timeout or self.settings.timeout_s)
         while not condition():
             if self._process is not None and self._process.poll() not in (None, 0):
-                raise RuntimeError(f"the job ended (exit {self._process.returncode}) while waiting for {what}; "
-                                   f"see {self.workdir}/run-{self._runs}.log")
+                raise RuntimeError(
+                    f"the job ended (exit {self._process.returncode}) while waiting for {what}; "
+                    f"see {self.workdir}/run-{self._runs}.log"
+                )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no {what} within {timeout or self.settings.timeout_s} s")
             time.sleep(0.005)
@@ -318,8 +355,12 @@ class FaultTrial:
             return 0
         if metadata is None:
             return 0
-        return sum(handle.size for operator in metadata.operator_states.values()
-                   for state in operator.subtask_states.values() for handle in state.input_channel)
+        return sum(
+            handle.size
+            for operator in metadata.operator_states.values()
+            for state in operator.subtask_states.values()
+            for handle in state.input_channel
+        )
 
     def _trigger(self) -> None:
         self._triggered += 1
@@ -351,11 +392,16 @@ class FaultTrial:
         return False
 
     def _mount_tmpfs(self, directory: Path) -> None:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.settings.disk_bytes},mode=0700", "tmpfs",
-                               str(directory)], capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={self.settings.disk_bytes},mode=0700", "tmpfs", str(directory)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
-            raise FaultUnavailable(f"{FaultKind.FILL_DISK.value} needs a small tmpfs, and mounting one failed "
-                                   f"({done.stderr.strip() or done.returncode}): run as root or with CAP_SYS_ADMIN")
+            raise FaultUnavailable(
+                f"{FaultKind.FILL_DISK.value} needs a small tmpfs, and mounting one failed "
+                f"({done.stderr.strip() or done.returncode}): run as root or with CAP_SYS_ADMIN"
+            )
         self._mounts.append(directory)
 
     def _fill_disk_for(self, seconds: float) -> None:
@@ -375,18 +421,23 @@ class FaultTrial:
         if os.geteuid() == 0:
             done = subprocess.run(["mount", "--bind", str(job_dir), str(job_dir)], capture_output=True, text=True)
             if done.returncode != 0:
-                raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and a bind "
-                                       f"mount failed ({done.stderr.strip()})")
+                raise FaultUnavailable(
+                    f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and a bind "
+                    f"mount failed ({done.stderr.strip()})"
+                )
             try:
                 for _ in range(200):  # a mount cannot turn read-only while a file on it is open for writing
-                    done = subprocess.run(["mount", "-o", "remount,ro,bind", str(job_dir)], capture_output=True,
-                                          text=True)
+                    done = subprocess.run(
+                        ["mount", "-o", "remount,ro,bind", str(job_dir)], capture_output=True, text=True
+                    )
                     if done.returncode == 0 or "busy" not in done.stderr:
                         break
                     time.sleep(0.005)
                 if done.returncode != 0:
-                    raise FaultUnavailable(f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and "
-                                           f"remounting read-only failed ({done.stderr.strip()})")
+                    raise FaultUnavailable(
+                        f"{FaultKind.UNWRITABLE.value}: file modes do not stop root and "
+                        f"remounting read-only failed ({done.stderr.strip()})"
+                    )
                 time.sleep(seconds)
             finally:
                 subprocess.run(["umount", "-l", str(job_dir)], check=True, capture_output=True)
@@ -399,8 +450,10 @@ class FaultTrial:
     def _kill_task_manager(self) -> bool:
         """SIGKILL one TaskManager process of the job; False when the job finished first."""
         if self._task_managers is None:
-            raise FaultUnavailable(f"{FaultKind.KILL_TASKMANAGER.value} needs TaskManager processes: run the trial "
-                                   "in process mode (TrialSettings(mode='process'))")
+            raise FaultUnavailable(
+                f"{FaultKind.KILL_TASKMANAGER.value} needs TaskManager processes: run the trial "
+                "in process mode (TrialSettings(mode='process'))"
+            )
         task_managers, pids = self._task_managers, []
 
         def started() -> bool:
@@ -422,8 +475,9 @@ def _command_line(pid: int) -> str:
         return "?"
 
 
-def run_trial(workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(),
-              keep: bool = False) -> TrialResult:
+def run_trial(
+    workdir: Path, seed: int, plan: list[FaultKind], settings: TrialSettings = TrialSettings(), keep: bool = False
+) -> TrialResult:
     """One trial in `workdir` (removed afterwards unless `keep`, or unless the trial failed)."""
     result = FaultTrial(workdir, seed, plan, settings).run()
     if not keep and result.passed:

@@ -79,8 +79,7 @@ class ManualProcessingTime:
     def wait_for_registration(self, timeout: float) -> None:
         """Wait until some callback is due now (at most `timeout` seconds)."""
         with self._registered:
-            self._registered.wait_for(lambda: bool(self._callbacks) and self._callbacks[0][0] <= self.clock(),
-                                      timeout)
+            self._registered.wait_for(lambda: bool(self._callbacks) and self._callbacks[0][0] <= self.clock(), timeout)
 
     def pending(self) -> int:
         """How many callbacks wait for the clock."""
@@ -129,15 +128,28 @@ class OperatorHarness:
         assert harness.values() == [42]
         ```
     """
-    def __init__(self, spec: Any, name: str = "Operator", *, parallelism: int = 1, subtask_index: int = 0,
-                 max_parallelism: int = DEFAULT_MAX_PARALLELISM, attempt: int = 0, state_backend: Any = None,
-                 clock: ManualClock | None = None, job_parameters: dict[str, str] | None = None,
-                 batch: bool = False) -> None:
+
+    def __init__(
+        self,
+        spec: Any,
+        name: str = "Operator",
+        *,
+        parallelism: int = 1,
+        subtask_index: int = 0,
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+        attempt: int = 0,
+        state_backend: Any = None,
+        clock: ManualClock | None = None,
+        job_parameters: dict[str, str] | None = None,
+        batch: bool = False,
+    ) -> None:
         """`batch`: run the operator as a job in BATCH execution mode would (`fluvial.graph.batch_mode`)."""
         builder = OPERATOR_BUILDERS.get(type(spec))
         if builder is None:
-            raise TypeError(f"no runtime operator for {type(spec).__name__}: build the harness with "
-                            "OperatorHarness.of(lambda stream: stream.<operator>(...))")
+            raise TypeError(
+                f"no runtime operator for {type(spec).__name__}: build the harness with "
+                "OperatorHarness.of(lambda stream: stream.<operator>(...))"
+            )
         if batch:
             from fluvial.graph.batch_mode import for_batch
 
@@ -145,9 +157,15 @@ class OperatorHarness:
         self.clock = clock or ManualClock(0)
         self.processing_time = ManualProcessingTime(self.clock)
         self.info = TaskInfo(HARNESS_JOB_ID, name, subtask_index, parallelism, max_parallelism, attempt)
-        context = OperatorContext(self.info, name, max_parallelism, job_parameters or {},
-                                  processing_time_service=self.processing_time, operator_id=HARNESS_OPERATOR_ID,
-                                  state_backend=state_backend)
+        context = OperatorContext(
+            self.info,
+            name,
+            max_parallelism,
+            job_parameters or {},
+            processing_time_service=self.processing_time,
+            operator_id=HARNESS_OPERATOR_ID,
+            state_backend=state_backend,
+        )
         self.operator = builder(spec, context)
         self._records: list[StreamRecord] = []
         self._side: dict[str, list[StreamRecord]] = {}
@@ -179,8 +197,10 @@ class OperatorHarness:
         result = describe(*streams)
         transformation = result._transformation
         if transformation.operator is None or transformation.id in {s.get_transformation_id() for s in streams}:
-            raise TypeError("the function given to OperatorHarness.of must add an operator to the stream, e.g. "
-                            "lambda stream: stream.map(MyMapFunction())")
+            raise TypeError(
+                "the function given to OperatorHarness.of must add an operator to the stream, e.g. "
+                "lambda stream: stream.map(MyMapFunction())"
+            )
         return OperatorHarness(transformation.operator, transformation.name, **options)
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
@@ -227,8 +247,9 @@ class OperatorHarness:
 
     def process_elements(self, values: list, timestamps: list[int] | None = None, input: int = 0) -> OperatorHarness:
         """One buffer of records (on input 1 or 2 of a two-input operator)."""
-        self.operator.input(input).process_batch(RecordBatch(list(values), None if timestamps is None
-                                                             else list(timestamps)))
+        self.operator.input(input).process_batch(
+            RecordBatch(list(values), None if timestamps is None else list(timestamps))
+        )
         return self
 
     def process_element1(self, value: Any, timestamp: int | None = None) -> OperatorHarness:
@@ -314,8 +335,9 @@ class OperatorHarness:
         self.processing_time.advance_to(self.clock())
         return self
 
-    def run_mails_until(self, condition: Callable[[OperatorHarness], bool], timeout: float = 10.0,
-                        what: str = "the condition") -> OperatorHarness:
+    def run_mails_until(
+        self, condition: Callable[[OperatorHarness], bool], timeout: float = 10.0, what: str = "the condition"
+    ) -> OperatorHarness:
         """Run mails as they arrive until `condition(harness)` holds; AssertionError naming `what` after
         `timeout` seconds. For operators whose results come from another thread (async I/O)."""
         deadline = time.monotonic() + timeout
@@ -396,12 +418,18 @@ class OperatorHarness:
         inline), as a checkpoint — or a self-contained savepoint — would take it."""
         from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
-        checkpointer = SubtaskCheckpointCoordinator(_SingleOperatorChain(self.operator), [], None, self, _Inline(),
-                                                    self, self.info)
+        checkpointer = SubtaskCheckpointCoordinator(
+            _SingleOperatorChain(self.operator), [], None, self, _Inline(), self, self.info
+        )
         checkpointer.checkpoint_state(CheckpointBarrier(checkpoint_id, self.clock(), "harness" if savepoint else None))
         states = self._acknowledged.pop(checkpoint_id)
-        return OperatorSubtaskSnapshot(checkpoint_id, self.info.subtask_index, self.info.parallelism,
-                                       self.info.max_parallelism, states.get(HARNESS_OPERATOR_ID))
+        return OperatorSubtaskSnapshot(
+            checkpoint_id,
+            self.info.subtask_index,
+            self.info.parallelism,
+            self.info.max_parallelism,
+            states.get(HARNESS_OPERATOR_ID),
+        )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> OperatorHarness:
         """Tell the operator a checkpoint completed (two-phase-commit sinks commit here).
@@ -434,10 +462,16 @@ class OperatorHarness:
 
         first = snapshots[0]
         if first.max_parallelism != self.info.max_parallelism:
-            raise ValueError(f"the snapshots were taken with max parallelism {first.max_parallelism}; restore them "
-                             f"into harnesses with that max parallelism, not {self.info.max_parallelism}")
-        old = OperatorState(HARNESS_OPERATOR_ID, first.parallelism, first.max_parallelism,
-                            {s.subtask_index: s.state for s in snapshots if s.state is not None})
+            raise ValueError(
+                f"the snapshots were taken with max parallelism {first.max_parallelism}; restore them "
+                f"into harnesses with that max parallelism, not {self.info.max_parallelism}"
+            )
+        old = OperatorState(
+            HARNESS_OPERATOR_ID,
+            first.parallelism,
+            first.max_parallelism,
+            {s.subtask_index: s.state for s in snapshots if s.state is not None},
+        )
         assignment = subtask_assignment(old, first.checkpoint_id, self.info.parallelism, self.info.subtask_index)
         return SubtaskCheckpointCoordinator.load(assignment, HARNESS_OPERATOR_ID, self.info)
 

@@ -37,9 +37,15 @@ def delete_topic(bootstrap: str, name: str, timeout: float = 30.0) -> None:
         future.result(timeout)
 
 
-def produce(bootstrap: str, topic: str, values: Iterable[str | bytes], partition: int | None = None,
-            partitions: int | None = None, timestamps: Iterable[int] | None = None,
-            keys: Iterable[str | bytes | None] | None = None) -> int:
+def produce(
+    bootstrap: str,
+    topic: str,
+    values: Iterable[str | bytes],
+    partition: int | None = None,
+    partitions: int | None = None,
+    timestamps: Iterable[int] | None = None,
+    keys: Iterable[str | bytes | None] | None = None,
+) -> int:
     """Write `values` (round robin over `partitions` when given); returns how many, once all are acknowledged."""
     from confluent_kafka import Producer
 
@@ -69,15 +75,23 @@ def produce(bootstrap: str, topic: str, values: Iterable[str | bytes], partition
     return count
 
 
-def read_committed(bootstrap: str, topic: str, expected: int | None = None, timeout: float = 30.0,
-                   idle: float = 1.0) -> list[str]:
+def read_committed(
+    bootstrap: str, topic: str, expected: int | None = None, timeout: float = 30.0, idle: float = 1.0
+) -> list[str]:
     """Every committed record of `topic` (decoded as UTF-8), read from the start by a `read_committed`
     consumer: until `expected` records arrived (then `idle` seconds more, so extra ones would show), or until
     the end offsets are reached and nothing came for `idle` seconds."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False, **_QUIET})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            **_QUIET,
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
         consumer.assign([TopicPartition(topic, p, 0) for p in metadata.partitions])
@@ -116,8 +130,10 @@ class SequenceReport:
         return self.lost == 0
 
     def __str__(self) -> str:
-        return (f"{self.read} read for {self.expected} expected: {self.lost} lost, {self.duplicated} duplicated, "
-                f"{self.out_of_order} out of order")
+        return (
+            f"{self.read} read for {self.expected} expected: {self.lost} lost, {self.duplicated} duplicated, "
+            f"{self.out_of_order} out of order"
+        )
 
 
 def check_sequences(values: list[str], keys: int, per_key: int) -> SequenceReport:

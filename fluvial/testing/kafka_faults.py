@@ -44,8 +44,17 @@ class KafkaTrialResult:
         return self.report.at_least_once
 
 
-def run_kafka_trial(bootstrap: str, workdir: Path, seed: int, guarantee: str = "EXACTLY_ONCE", kills: int = 2,
-                    keys: int = 16, per_key: int = 250, rate: int = 1500, timeout_s: float = 120.0) -> KafkaTrialResult:
+def run_kafka_trial(
+    bootstrap: str,
+    workdir: Path,
+    seed: int,
+    guarantee: str = "EXACTLY_ONCE",
+    kills: int = 2,
+    keys: int = 16,
+    per_key: int = 250,
+    rate: int = 1500,
+    timeout_s: float = 120.0,
+) -> KafkaTrialResult:
     rng = random.Random(seed)
     result = KafkaTrialResult(seed, guarantee)
     source = create_topic(bootstrap, 4)
@@ -55,9 +64,25 @@ def run_kafka_trial(bootstrap: str, workdir: Path, seed: int, guarantee: str = "
     workdir.mkdir(parents=True, exist_ok=True)
     checkpoints = workdir / "checkpoints"
     log_path = workdir / "job.log"
-    argv = [sys.executable, "-m", "fluvial.testing.kafka_fault_job", "--bootstrap", bootstrap, "--input", source,
-            "--output", sink, "--guarantee", guarantee, "--prefix", f"trial-{uuid.uuid4().hex[:8]}",
-            "--checkpoints", str(checkpoints), "--rate", str(rate)]
+    argv = [
+        sys.executable,
+        "-m",
+        "fluvial.testing.kafka_fault_job",
+        "--bootstrap",
+        bootstrap,
+        "--input",
+        source,
+        "--output",
+        sink,
+        "--guarantee",
+        guarantee,
+        "--prefix",
+        f"trial-{uuid.uuid4().hex[:8]}",
+        "--checkpoints",
+        str(checkpoints),
+        "--rate",
+        str(rate),
+    ]
     with open(log_path, "wb") as log:
         job = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout_s

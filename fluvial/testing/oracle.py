@@ -26,6 +26,7 @@ class ExactlyOnceReport:
     """What the exactly-once oracle found in a FileSink's committed output: expected and committed records,
     lost, duplicated and out-of-order ones, and hidden (uncommitted) part files.
     """
+
     expected: int
     committed: int
     lost: int
@@ -39,8 +40,10 @@ class ExactlyOnceReport:
         return self.lost == 0 and self.duplicated == 0 and self.out_of_order == 0
 
     def __str__(self) -> str:
-        return (f"{self.committed}/{self.expected} committed: {self.lost} lost, {self.duplicated} duplicated, "
-                f"{self.out_of_order} out of order")
+        return (
+            f"{self.committed}/{self.expected} committed: {self.lost} lost, {self.duplicated} duplicated, "
+            f"{self.out_of_order} out of order"
+        )
 
 
 def committed_lines(directory: str | os.PathLike[str]) -> tuple[list[str], int]:

@@ -86,7 +86,8 @@ def _environment(checkpoints: Path, parallelism: int) -> Any:
     from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", "process"))
+        Configuration().set_string("local.taskmanager.mode", "process")
+    )
     env.set_parallelism(parallelism)
     env.enable_checkpointing(100)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{checkpoints}"))
@@ -114,21 +115,31 @@ def _sink(server: Any, table: str, exactly_once: bool) -> Any:
     options = JdbcConnectionOptions(server.jdbc_url, user_name="postgres", connection_check_timeout_seconds=10)
     if exactly_once:
         return JdbcSink.exactly_once_sink(
-            f"INSERT INTO {table} VALUES (?, ?, ?)", row, options,
+            f"INSERT INTO {table} VALUES (?, ?, ?)",
+            row,
+            options,
             JdbcExecutionOptions.builder().with_batch_size(200).with_max_retries(0).build(),
-            JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(table).build())
-    return JdbcSink.sink(f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT (key, seq) DO UPDATE SET verdict = "
-                         f"EXCLUDED.verdict", row, options,
-                         JdbcExecutionOptions.builder().with_batch_size(200).with_max_retries(10).build())
+            JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(table).build(),
+        )
+    return JdbcSink.sink(
+        f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT (key, seq) DO UPDATE SET verdict = EXCLUDED.verdict",
+        row,
+        options,
+        JdbcExecutionOptions.builder().with_batch_size(200).with_max_retries(10).build(),
+    )
 
 
 def _verified(stream: Any) -> Any:
     from fluvial.common import Types
     from fluvial.testing.sequences import SequenceVerifier
 
-    return (stream.key_by(lambda record: record[0], key_type=Types.INT())
-            .process(SequenceVerifier(), output_type=Types.STRING()).uid("verifier")
-            .map(_verdict_row, output_type=Types.ROW([Types.INT(), Types.INT(), Types.STRING()])).uid("rows"))
+    return (
+        stream.key_by(lambda record: record[0], key_type=Types.INT())
+        .process(SequenceVerifier(), output_type=Types.STRING())
+        .uid("verifier")
+        .map(_verdict_row, output_type=Types.ROW([Types.INT(), Types.INT(), Types.STRING()]))
+        .uid("rows")
+    )
 
 
 class _Trial:
@@ -175,8 +186,16 @@ class _Trial:
             self.wait(lambda after=after: self.latest() > after, "checkpoint after the fault", timeout=120)
 
 
-def run_jdbc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], exactly_once: bool = True,
-                   keys: int = 10, per_key: int = 300, rate: int = 500) -> PgTrialResult:
+def run_jdbc_trial(
+    server: Any,
+    workdir: Path,
+    seed: int,
+    faults: list[PgFault],
+    exactly_once: bool = True,
+    keys: int = 10,
+    per_key: int = 300,
+    rate: int = 500,
+) -> PgTrialResult:
     from fluvial.testing.sequences import KeySequenceSource
 
     trial = _Trial(server, workdir, seed, faults, "jdbc " + ("exactly once" if exactly_once else "at least once"))
@@ -215,7 +234,7 @@ class _Writer(threading.Thread):
             connection = None
             while i < len(records):
                 size = self.random.randint(1, 5)
-                chunk = records[i:i + size]
+                chunk = records[i : i + size]
                 try:
                     if connection is None or connection.closed:
                         connection = self.server.connect()
@@ -240,25 +259,43 @@ class _Writer(threading.Thread):
             self.error = error
 
 
-def run_cdc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], keys: int = 10,
-                  per_key: int = 300) -> PgTrialResult:
+def run_cdc_trial(
+    server: Any, workdir: Path, seed: int, faults: list[PgFault], keys: int = 10, per_key: int = 300
+) -> PgTrialResult:
     from fluvial.common import Types
     from fluvial.datastream.connectors.postgres import PostgresSource
 
     trial = _Trial(server, workdir, seed, faults, "postgres cdc")
     events = f"ev_{uuid.uuid4().hex[:10]}"
-    run_sql(server, f"CREATE TABLE {events} (id BIGSERIAL PRIMARY KEY, key INT NOT NULL, seq INT NOT NULL)",
-         f"ALTER TABLE {events} REPLICA IDENTITY FULL",
-         f"CREATE TABLE {trial.table} (key INT NOT NULL, seq INT NOT NULL, verdict TEXT)")
+    run_sql(
+        server,
+        f"CREATE TABLE {events} (id BIGSERIAL PRIMARY KEY, key INT NOT NULL, seq INT NOT NULL)",
+        f"ALTER TABLE {events} REPLICA IDENTITY FULL",
+        f"CREATE TABLE {trial.table} (key INT NOT NULL, seq INT NOT NULL, verdict TEXT)",
+    )
     slot = f"s_{events}"
-    source = PostgresSource.builder().hostname(server.host).port(server.port).database("postgres") \
-        .username("postgres").table_list(events).slot_name(slot).connect_timeout(20).build()
+    source = (
+        PostgresSource.builder()
+        .hostname(server.host)
+        .port(server.port)
+        .database("postgres")
+        .username("postgres")
+        .table_list(events)
+        .slot_name(slot)
+        .connect_timeout(20)
+        .build()
+    )
     writer = _Writer(server, events, keys, per_key, seed)
     expected = keys * per_key
     try:
         env = _environment(trial.checkpoints, 2)
-        stream = env.from_source(source, source_name="cdc").uid("cdc").set_parallelism(1) \
-            .map(lambda row: (row[1], row[2]), output_type=Types.TUPLE([Types.INT(), Types.INT()])).uid("pairs")
+        stream = (
+            env.from_source(source, source_name="cdc")
+            .uid("cdc")
+            .set_parallelism(1)
+            .map(lambda row: (row[1], row[2]), output_type=Types.TUPLE([Types.INT(), Types.INT()]))
+            .uid("pairs")
+        )
         _verified(stream).add_sink(_sink(server, trial.table, True)).uid("sink")
         trial.client = env.execute_async("cdc fault trial")
         writer.start()
@@ -266,8 +303,11 @@ def run_cdc_trial(server: Any, workdir: Path, seed: int, faults: list[PgFault], 
         writer.join(120)
         if writer.error is not None:
             raise writer.error
-        trial.wait(lambda: run_sql(server, f"SELECT count(*) FROM {trial.table}")[0][0] >= expected,
-                   "complete copy", timeout=120)
+        trial.wait(
+            lambda: run_sql(server, f"SELECT count(*) FROM {trial.table}")[0][0] >= expected,
+            "complete copy",
+            timeout=120,
+        )
         last = trial.latest()
         trial.wait(lambda: trial.latest() > last + 1, "two more checkpoints")  # anything late would show
         trial.result.restarts = trial.client._job_master.restarts
@@ -295,8 +335,11 @@ def drop_slot(server: Any, slot: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            run_sql(server, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                            f"WHERE slot_name = '{slot}' AND NOT active")
+            run_sql(
+                server,
+                f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                f"WHERE slot_name = '{slot}' AND NOT active",
+            )
             if not run_sql(server, f"SELECT 1 FROM pg_replication_slots WHERE slot_name = '{slot}'"):
                 return
         except Exception:  # noqa: BLE001 - the server may be restarting

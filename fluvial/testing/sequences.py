@@ -57,8 +57,10 @@ class KeySequenceSource(Source[KeySequenceSplit]):
 
     def __post_init__(self) -> None:
         if self.keys < 1 or self.per_key < 1 or self.records_per_second < 0:
-            raise InvalidJobError(f"KeySequenceSource needs keys >= 1, per_key >= 1 and records_per_second >= 0, "
-                                  f"got {self.keys}, {self.per_key}, {self.records_per_second}")
+            raise InvalidJobError(
+                f"KeySequenceSource needs keys >= 1, per_key >= 1 and records_per_second >= 0, "
+                f"got {self.keys}, {self.per_key}, {self.records_per_second}"
+            )
 
     def get_boundedness(self) -> Boundedness:
         """BOUNDED, or CONTINUOUS_UNBOUNDED for a script that never ends."""

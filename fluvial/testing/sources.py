@@ -52,6 +52,7 @@ class ScriptedSource(Source[ScriptSplit]):
     """A source that plays a script: records, and markers to pause, crash or end (see
     [Testing your jobs](../testing.md)).
     """
+
     def __init__(self, script: list, unbounded: bool = False) -> None:
         """`unbounded`: after the script, emit nothing and never end (a job that runs until cancelled)."""
         self.script = list(script)

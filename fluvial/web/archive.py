@@ -89,8 +89,13 @@ class JobArchivist:
         try:
             location = write_archive(self._dispatcher.job(job_id), self._file_system, self._root)
         except Exception as error:  # noqa: BLE001 - a job's end must not fail because its archive could not be written
-            logger.warning("job %s could not be archived in %s (%s: %s): the history server will not show it",
-                           job_id, self._directory, type(error).__name__, error)
+            logger.warning(
+                "job %s could not be archived in %s (%s: %s): the history server will not show it",
+                job_id,
+                self._directory,
+                type(error).__name__,
+                error,
+            )
         else:
             logger.info("job %s archived at %s", job_id, location)
         finally:

@@ -60,18 +60,29 @@ class RequestGuard:
             return
         headers = dict(scope.get("headers", ()))
         if not self._host_allowed(headers.get(b"host", b"").decode("latin-1")):
-            await _refuse(scope, receive, send, 421, f"this server does not answer to the Host "
-                          f"'{headers.get(b'host', b'').decode('latin-1')}': use its address, or add the name to "
-                          "rest.allowed-hosts")
+            await _refuse(
+                scope,
+                receive,
+                send,
+                421,
+                f"this server does not answer to the Host "
+                f"'{headers.get(b'host', b'').decode('latin-1')}': use its address, or add the name to "
+                "rest.allowed-hosts",
+            )
             return
         given = headers.get(b"authorization", b"")
         if given.startswith(SCHEME.encode() + b" "):
             await self._signed(scope, receive, send, given.decode("latin-1"))
             return
         if scope["method"] not in READ_METHODS and not hmac.compare_digest(given, self._bearer):
-            await _refuse(scope, receive, send, 401,
-                          f"{scope['method']} {scope['path']} changes the cluster and needs its access token: send "
-                          "the header 'Authorization: Bearer <token>'")
+            await _refuse(
+                scope,
+                receive,
+                send,
+                401,
+                f"{scope['method']} {scope['path']} changes the cluster and needs its access token: send "
+                "the header 'Authorization: Bearer <token>'",
+            )
             return
         await self._app(scope, receive, send)
 
@@ -119,8 +130,10 @@ class RequestGuard:
             answer = b"".join(chunks)
             signature = answer_signature(self._token, request.nonce, start["status"], answer)
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-            headers += [(SIGNATURE_HEADER.lower().encode(), signature.encode()),
-                        (b"content-length", str(len(answer)).encode())]
+            headers += [
+                (SIGNATURE_HEADER.lower().encode(), signature.encode()),
+                (b"content-length", str(len(answer)).encode()),
+            ]
             await send({**start, "headers": headers})
             await send({"type": "http.response.body", "body": answer, "more_body": False})
 

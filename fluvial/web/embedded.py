@@ -43,8 +43,9 @@ class WebEndpoint:
     stop: Callable[[], None] | None = field(default=None, compare=False, repr=False)  # stops the servers
 
 
-def web_configuration(port: int = 8081, bind_address: str = "127.0.0.1",
-                      prometheus_port: int | None = None) -> Configuration:
+def web_configuration(
+    port: int = 8081, bind_address: str = "127.0.0.1", prometheus_port: int | None = None
+) -> Configuration:
     """The configuration that serves a job's REST API and dashboard on `port` (and its metrics for Prometheus on
     `prometheus_port`): what `fluvial run --web` adds to the jobs it runs."""
     configuration = Configuration()
@@ -74,8 +75,13 @@ class EmbeddedWeb:
         try:
             if config.contains_key("rest.port"):
                 port = config.get("rest.port")
-                app = create_app(self.dispatcher, self.token, config.get("metrics.fetcher.update-interval"),
-                                 host, config.get("rest.allowed-hosts"))
+                app = create_app(
+                    self.dispatcher,
+                    self.token,
+                    config.get("metrics.fetcher.update-interval"),
+                    host,
+                    config.get("rest.allowed-hosts"),
+                )
                 self._rest = WebServer(app, host, (port, port), "REST API and dashboard").start()
             if config.contains_key("metrics.reporter.prom.port"):
                 ports = config.get("metrics.reporter.prom.port")
@@ -95,8 +101,12 @@ class EmbeddedWeb:
 
     @property
     def endpoint(self) -> WebEndpoint:
-        return WebEndpoint(self._rest.address if self._rest else None, self.token,
-                           self._prometheus.address if self._prometheus else None, self.stop)
+        return WebEndpoint(
+            self._rest.address if self._rest else None,
+            self.token,
+            self._prometheus.address if self._prometheus else None,
+            self.stop,
+        )
 
     def _stop_in_background(self) -> None:
         """The last job ended (on its JobMaster's thread, which must not wait for a server to wind down)."""

@@ -88,10 +88,20 @@ def create_history_app(store: ArchiveStore, refresh_interval_ms: int) -> Any:
     def overview(request: Request) -> Response:
         jobs = store.overviews()
         count = lambda state: sum(job["state"] == state for job in jobs)  # noqa: E731
-        return JSONResponse({"taskmanagers": 0, "slots-total": 0, "slots-available": 0, "jobs-running": 0,
-                             "jobs-finished": count("FINISHED"), "jobs-cancelled": count("CANCELED"),
-                             "jobs-failed": count("FAILED"), "flink-version": views.config_json(0)["flink-version"],
-                             "flink-commit": "", "history": True})
+        return JSONResponse(
+            {
+                "taskmanagers": 0,
+                "slots-total": 0,
+                "slots-available": 0,
+                "jobs-running": 0,
+                "jobs-finished": count("FINISHED"),
+                "jobs-cancelled": count("CANCELED"),
+                "jobs-failed": count("FAILED"),
+                "flink-version": views.config_json(0)["flink-version"],
+                "flink-commit": "",
+                "history": True,
+            }
+        )
 
     def jobs_overview(request: Request) -> Response:
         return JSONResponse({"jobs": store.overviews()})
@@ -105,21 +115,29 @@ def create_history_app(store: ArchiveStore, refresh_interval_ms: int) -> Any:
     def archived(request: Request) -> Response:
         answer = store.answer(request.url.path)
         if answer is None:
-            return JSONResponse({"errors": [f"nothing archived at {request.url.path}: the history server shows the "
-                                            "jobs in historyserver.archive.fs.dir (GET /jobs/overview lists them)"]},
-                                status_code=404)
+            return JSONResponse(
+                {
+                    "errors": [
+                        f"nothing archived at {request.url.path}: the history server shows the "
+                        "jobs in historyserver.archive.fs.dir (GET /jobs/overview lists them)"
+                    ]
+                },
+                status_code=404,
+            )
         return Response(answer, media_type="application/json")
 
-    return Starlette(routes=[
-        Route("/", index, methods=["GET"]),
-        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
-        Route("/config", config, methods=["GET"]),
-        Route("/overview", overview, methods=["GET"]),
-        Route("/jobs", jobs, methods=["GET"]),
-        Route("/jobs/overview", jobs_overview, methods=["GET"]),
-        Route("/taskmanagers", task_managers, methods=["GET"]),
-        Route("/jobs/{rest:path}", archived, methods=["GET"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/", index, methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+            Route("/config", config, methods=["GET"]),
+            Route("/overview", overview, methods=["GET"]),
+            Route("/jobs", jobs, methods=["GET"]),
+            Route("/jobs/overview", jobs_overview, methods=["GET"]),
+            Route("/taskmanagers", task_managers, methods=["GET"]),
+            Route("/jobs/{rest:path}", archived, methods=["GET"]),
+        ]
+    )
 
 
 class HistoryServer:

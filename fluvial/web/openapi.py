@@ -34,18 +34,24 @@ def openapi_document(routes: Iterable[Any]) -> dict[str, Any]:
     for method, path, doc in route_table(routes):
         summary, _, rest = doc.partition("\n")
         operation: dict[str, Any] = {
-            "summary": summary.strip(), "description": " ".join(doc.split()),
-            "parameters": [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                           for name in re.findall(r"{(\w+)}", path)],
-            "responses": {"default": {"description": "Flink's JSON answer, or {\"errors\": [...]} on failure"}},
+            "summary": summary.strip(),
+            "description": " ".join(doc.split()),
+            "parameters": [
+                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                for name in re.findall(r"{(\w+)}", path)
+            ],
+            "responses": {"default": {"description": 'Flink\'s JSON answer, or {"errors": [...]} on failure'}},
         }
         if method not in READ_METHODS:
             operation["security"] = [{"token": []}]
         paths.setdefault(path, {})[method.lower()] = operation
     return {
         "openapi": "3.0.3",
-        "info": {"title": "fluvial REST API", "version": fluvial.__version__,
-                 "description": "Flink's REST routes and JSON field names, served by fluvial."},
+        "info": {
+            "title": "fluvial REST API",
+            "version": fluvial.__version__,
+            "description": "Flink's REST routes and JSON field names, served by fluvial.",
+        },
         "components": {"securitySchemes": {"token": {"type": "http", "scheme": "bearer"}}},
         "paths": paths,
     }

@@ -1,10 +1,10 @@
 """The REST routes behind the dashboard's job configuration and TaskManager pages (Flink's routes and fields):
 
-  GET /jobs/:jobid/config              {"jid", "name", "execution-config": {execution-mode, restart-strategy,
-                                        job-parallelism, object-reuse-mode, user-config, configuration}}
-  GET /taskmanagers/:tmid              the TaskManager (slots, hardware) and its process's Status.* metrics
-  GET /taskmanagers/:tmid/log          the end of the log its records go to (text)
-  GET /taskmanagers/:tmid/stdout       the end of the file what its jobs print goes to (text)
+GET /jobs/:jobid/config              {"jid", "name", "execution-config": {execution-mode, restart-strategy,
+                                      job-parallelism, object-reuse-mode, user-config, configuration}}
+GET /taskmanagers/:tmid              the TaskManager (slots, hardware) and its process's Status.* metrics
+GET /taskmanagers/:tmid/log          the end of the log its records go to (text)
+GET /taskmanagers/:tmid/stdout       the end of the file what its jobs print goes to (text)
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ class _Pages:
         job-parallelism, user-config, configuration}}`.
         """
         details = self._dispatcher.job(request.path_params["job_id"]).details
-        return JSONResponse({"jid": details.job_id, "name": details.name,
-                             "execution-config": details.execution_config})
+        return JSONResponse({"jid": details.job_id, "name": details.name, "execution-config": details.execution_config})
 
     def task_manager(self, request: Request) -> Response:
         """One TaskManager: slots, hardware, and its process's `Status.Python.*` metrics (CPU, memory, threads,
@@ -51,13 +50,21 @@ class _Pages:
         """
         manager = self._manager(request)
         status = process_status(manager.pid) if manager.pid else None
-        return JSONResponse({
-            "id": manager.id, "path": manager.path, "dataPort": manager.data_port, "pid": manager.pid,
-            "timeSinceLastHeartbeat": manager.last_heartbeat, "slotsNumber": manager.slots,
-            "freeSlots": manager.free_slots,
-            "hardware": {"cpuCores": manager.cpu_cores, "physicalMemory": manager.physical_memory},
-            "metrics": status.metrics() if status is not None else {},
-            "logFile": manager.log_file, "stdoutFile": manager.stdout_file})
+        return JSONResponse(
+            {
+                "id": manager.id,
+                "path": manager.path,
+                "dataPort": manager.data_port,
+                "pid": manager.pid,
+                "timeSinceLastHeartbeat": manager.last_heartbeat,
+                "slotsNumber": manager.slots,
+                "freeSlots": manager.free_slots,
+                "hardware": {"cpuCores": manager.cpu_cores, "physicalMemory": manager.physical_memory},
+                "metrics": status.metrics() if status is not None else {},
+                "logFile": manager.log_file,
+                "stdoutFile": manager.stdout_file,
+            }
+        )
 
     def log(self, request: Request) -> Response:
         """The end (the last MiB) of the log file the TaskManager's records go to, as text."""
@@ -70,8 +77,10 @@ class _Pages:
         """
         manager = self._manager(request)
         if not manager.stdout_file:
-            return PlainTextResponse("What this TaskManager's jobs print goes to the terminal of the program that "
-                                     "runs them (an embedded job): see there.\n")
+            return PlainTextResponse(
+                "What this TaskManager's jobs print goes to the terminal of the program that "
+                "runs them (an embedded job): see there.\n"
+            )
         return PlainTextResponse(_tail(manager.stdout_file, "what its jobs print"))
 
     def _manager(self, request: Request) -> Any:

@@ -118,21 +118,37 @@ class SavepointOperations:
         with self._lock:
             future = self._operations.get((job_id, trigger_id))
         if future is None:
-            raise RequestError(404, f"there is no savepoint operation {trigger_id} of job {job_id}: use the "
-                                    "request-id that POST /jobs/:jobid/savepoints (or /stop) returned")
+            raise RequestError(
+                404,
+                f"there is no savepoint operation {trigger_id} of job {job_id}: use the "
+                "request-id that POST /jobs/:jobid/savepoints (or /stop) returned",
+            )
         if not future.done():
             return {"status": {"id": "IN_PROGRESS"}}
         error = future.exception()
         if error is None:
             return {"status": {"id": "COMPLETED"}, "operation": {"location": future.result()}}
-        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
-            "class": type(error).__name__, "message": str(error),
-            "stack-trace": "".join(traceback.format_exception(error)), "serialized-throwable": ""}}}
+        return {
+            "status": {"id": "COMPLETED"},
+            "operation": {
+                "failure-cause": {
+                    "class": type(error).__name__,
+                    "message": str(error),
+                    "stack-trace": "".join(traceback.format_exception(error)),
+                    "serialized-throwable": "",
+                }
+            },
+        }
 
 
-def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int = 1000,
-               bind_host: str | None = None, extra_hosts: Iterable[str] = (),
-               archive_directory: str | None = None) -> Any:
+def create_app(
+    dispatcher: DispatcherView,
+    token: str,
+    refresh_interval_ms: int = 1000,
+    bind_host: str | None = None,
+    extra_hosts: Iterable[str] = (),
+    archive_directory: str | None = None,
+) -> Any:
     """The ASGI app: the REST API and the dashboard over `dispatcher`, mutations guarded by `token`. Given the
     address it is served on, it answers only to the Host names that address and `extra_hosts`
     (rest.allowed-hosts) allow (`fluvial.web.auth.allowed_hosts`); else to any. With `archive_directory`
@@ -174,9 +190,16 @@ def create_app(dispatcher: DispatcherView, token: str, refresh_interval_ms: int 
         Route("/cluster", api.shutdown, methods=["DELETE"]),
     ]
     routes.append(Route("/openapi.json", _openapi_endpoint(routes), methods=["GET"]))
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, RequestError: _request_error,
-                                                       UnknownJobError: _unknown_job, RequestRefused: _refused,
-                                                       Exception: _server_error})
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            HTTPException: _http_error,
+            RequestError: _request_error,
+            UnknownJobError: _unknown_job,
+            RequestRefused: _refused,
+            Exception: _server_error,
+        },
+    )
     hosts = allowed_hosts(bind_host, extra_hosts) if bind_host is not None else frozenset({ANY_HOST})
     return RequestGuard(app, token, hosts)
 
@@ -194,9 +217,10 @@ def create_prometheus_app(dispatcher: DispatcherView) -> Any:
     """The app of `metrics.reporter.prom.port`: the Prometheus text at `/` and `/metrics`, as Flink's
     reporter serves it."""
     api = _Api(dispatcher, 1000)
-    return Starlette(routes=[Route("/", api.prometheus, methods=["GET"]),
-                             Route("/metrics", api.prometheus, methods=["GET"])],
-                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
+    return Starlette(
+        routes=[Route("/", api.prometheus, methods=["GET"]), Route("/metrics", api.prometheus, methods=["GET"])],
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )
 
 
 class _Api:
@@ -259,8 +283,9 @@ class _Api:
         limit = request.query_params.get("maxExceptions")
         if limit is not None and not limit.isdigit():
             raise RequestError(400, f"maxExceptions must be a number >= 0, got {limit!r}")
-        return JSONResponse(views.exceptions_json(self._view(request).details,
-                                                  int(limit) if limit is not None else None))
+        return JSONResponse(
+            views.exceptions_json(self._view(request).details, int(limit) if limit is not None else None)
+        )
 
     def checkpoints(self, request: Request) -> Response:
         """The job's checkpoints: counts, the latest completed/failed/restored, history and a summary."""
@@ -298,8 +323,11 @@ class _Api:
         view = self._view(request)
         vertex = views.vertex_by_rest_id(view.details, request.path_params["vertex_id"])
         if vertex is None:
-            raise RequestError(404, f"job {view.details.job_id} has no vertex {request.path_params['vertex_id']}: "
-                                    "GET /jobs/:jobid lists its vertices and their ids")
+            raise RequestError(
+                404,
+                f"job {view.details.job_id} has no vertex {request.path_params['vertex_id']}: "
+                "GET /jobs/:jobid lists its vertices and their ids",
+            )
         return view, vertex
 
     # -- mutations (token-guarded) --------------------------------------------------------------------------------
@@ -315,8 +343,11 @@ class _Api:
         try:
             job_graph = pickle.loads(body)  # noqa: S301 - only a holder of the cluster's token gets here
         except Exception as error:  # noqa: BLE001 - any undecodable body is the client's mistake
-            raise RequestError(400, f"the request body is not a pickled JobGraph ({type(error).__name__}: {error}); "
-                                    f"send cloudpickle.dumps(job_graph) as {JOB_GRAPH_MEDIA_TYPE}") from None
+            raise RequestError(
+                400,
+                f"the request body is not a pickled JobGraph ({type(error).__name__}: {error}); "
+                f"send cloudpickle.dumps(job_graph) as {JOB_GRAPH_MEDIA_TYPE}",
+            ) from None
         if not isinstance(job_graph, JobGraph):
             raise RequestError(400, f"the request body holds a {type(job_graph).__name__}, not a JobGraph")
         try:
@@ -329,8 +360,9 @@ class _Api:
         """`?mode=cancel`: cancel the job; answers 202."""
         mode = request.query_params.get("mode", "cancel").lower()
         if mode == "stop":
-            raise RequestError(400, "mode=stop is not supported: stop a job with a savepoint through "
-                                    "POST /jobs/:jobid/stop")
+            raise RequestError(
+                400, "mode=stop is not supported: stop a job with a savepoint through POST /jobs/:jobid/stop"
+            )
         if mode != "cancel":
             raise RequestError(400, f"mode must be 'cancel', got {mode!r}")
         self._dispatcher.cancel_job(request.path_params["job_id"])
@@ -338,15 +370,21 @@ class _Api:
 
     async def savepoint(self, request: Request) -> Response:
         """Trigger a savepoint. Flink's body: `{"target-directory", "cancel-job"}`; answers 202 `{"request-id"}`."""
-        return await self._start_operation(request, "target-directory", "cancel-job",
-                                           self._dispatcher.trigger_savepoint)
+        return await self._start_operation(
+            request, "target-directory", "cancel-job", self._dispatcher.trigger_savepoint
+        )
 
     async def stop(self, request: Request) -> Response:
         """Stop the job with a savepoint. Flink's body: `{"targetDirectory", "drain"}`; answers 202 `{"request-id"}`."""
         return await self._start_operation(request, "targetDirectory", "drain", self._dispatcher.stop_with_savepoint)
 
-    async def _start_operation(self, request: Request, directory_key: str, flag_key: str,
-                               start: Callable[[str, str | None, bool], CompletableFuture]) -> Response:
+    async def _start_operation(
+        self,
+        request: Request,
+        directory_key: str,
+        flag_key: str,
+        start: Callable[[str, str | None, bool], CompletableFuture],
+    ) -> Response:
         body = await _json_body(request)
         directory = _optional_text(body, directory_key)
         flag = _optional_flag(body, flag_key)
@@ -372,14 +410,17 @@ class _Api:
         body = await _json_body(request)
         wait_ms = body.get("timeout-ms", 1000)
         if isinstance(wait_ms, bool) or not isinstance(wait_ms, int) or not 0 <= wait_ms <= COLLECT_MAX_WAIT_MS:
-            raise RequestError(400, f"'timeout-ms' must be a number of milliseconds from 0 to {COLLECT_MAX_WAIT_MS}, "
-                                    f"got {wait_ms!r}")
+            raise RequestError(
+                400, f"'timeout-ms' must be a number of milliseconds from 0 to {COLLECT_MAX_WAIT_MS}, got {wait_ms!r}"
+            )
         close = _optional_flag(body, "close")
         job_id, collect_id = request.path_params["job_id"], request.path_params["collect_id"]
         buffers, ended = await _in_thread(
-            lambda: self._dispatcher.take_results(job_id, collect_id, wait_ms / 1000, close))
-        return JSONResponse({"buffers": [base64.b64encode(buffer).decode("ascii") for buffer in buffers],
-                             "ended": ended})
+            lambda: self._dispatcher.take_results(job_id, collect_id, wait_ms / 1000, close)
+        )
+        return JSONResponse(
+            {"buffers": [base64.b64encode(buffer).decode("ascii") for buffer in buffers], "ended": ended}
+        )
 
     def shutdown(self, request: Request) -> Response:
         """Shut the cluster down (Flink's DELETE /cluster): answers 200 `{}`, then every process exits."""
@@ -422,8 +463,10 @@ def _optional_flag(body: dict, key: str) -> bool:
 
 async def _http_error(request: Request, error: Exception) -> Response:
     status = getattr(error, "status_code", 500)
-    detail = {404: f"no such route: {request.method} {request.url.path}",
-              405: f"{request.method} is not allowed on {request.url.path}"}.get(status, str(error))
+    detail = {
+        404: f"no such route: {request.method} {request.url.path}",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(status, str(error))
     return JSONResponse({"errors": [detail]}, status_code=status)
 
 

@@ -55,8 +55,14 @@ def _deadline_protocol(deadline: float) -> Any:
 
 
 class WebServer:
-    def __init__(self, app: Any, host: str = "127.0.0.1", ports: tuple[int, int] = (0, 0), name: str = "web",
-                 request_deadline: float = REQUEST_DEADLINE_SECONDS) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        ports: tuple[int, int] = (0, 0),
+        name: str = "web",
+        request_deadline: float = REQUEST_DEADLINE_SECONDS,
+    ) -> None:
         """`ports`: the first free port of the range [first, last] is taken (first == last: that port; 0: any)."""
         self._request_deadline = request_deadline
         self._app = app
@@ -77,11 +83,17 @@ class WebServer:
 
         sock = self._bind()
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app, log_level="warning", access_log=False, lifespan="off",
-                                http=_deadline_protocol(self._request_deadline))
+        config = uvicorn.Config(
+            self._app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            http=_deadline_protocol(self._request_deadline),
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._serve, args=(sock,), name=f"fluvial-{self.name}-{self.port}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._serve, args=(sock,), name=f"fluvial-{self.name}-{self.port}", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -108,12 +120,16 @@ class WebServer:
                     return socket.create_server((self.host, port), family=family, backlog=128)
                 except OSError as error:
                     if error.errno != errno.EADDRINUSE:
-                        raise ResourceError(f"the {self.name} server cannot listen on {self.host}:{port}: {error}; "
-                                            "check the bind address") from None
+                        raise ResourceError(
+                            f"the {self.name} server cannot listen on {self.host}:{port}: {error}; "
+                            "check the bind address"
+                        ) from None
             if time.monotonic() > deadline:
                 wanted = str(first) if first == last else f"{first}-{last}"
-                raise ResourceError(f"the {self.name} server cannot listen on {self.host}:{wanted}: the port is in "
-                                    "use; choose another port (0 takes any free one)")
+                raise ResourceError(
+                    f"the {self.name} server cannot listen on {self.host}:{wanted}: the port is in "
+                    "use; choose another port (0 takes any free one)"
+                )
             time.sleep(0.1)
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -10,10 +10,16 @@ from fluvial.web.rest import create_app
 from fluvial.web.server import WebServer
 
 
-def serve_session(dispatcher: SessionDispatcher, token: str, configuration: Configuration, bind: str,
-                  port: int) -> WebServer:
+def serve_session(
+    dispatcher: SessionDispatcher, token: str, configuration: Configuration, bind: str, port: int
+) -> WebServer:
     """The REST API and dashboard of `dispatcher`, started on `bind:port` (port 0: any free port)."""
-    app = create_app(dispatcher, token, configuration.get("metrics.fetcher.update-interval"), bind,
-                     configuration.get("rest.allowed-hosts"),
-                     archive_directory=configuration.get("jobmanager.archive.fs.dir"))
+    app = create_app(
+        dispatcher,
+        token,
+        configuration.get("metrics.fetcher.update-interval"),
+        bind,
+        configuration.get("rest.allowed-hosts"),
+        archive_directory=configuration.get("jobmanager.archive.fs.dir"),
+    )
     return WebServer(app, bind, (port, port), "REST API and dashboard").start()

@@ -454,8 +454,9 @@ def test_empty_backend_snapshot_is_empty(backend: Any) -> None:
 
 
 PAIRS = [
-    pytest.param(source, target, id=f"{source}-to-{target}",
-                 marks=[_NEEDS_ROCKSDB] if "rocksdb" in (source, target) else [])
+    pytest.param(
+        source, target, id=f"{source}-to-{target}", marks=[_NEEDS_ROCKSDB] if "rocksdb" in (source, target) else []
+    )
     for source, target in itertools.product(["heap", "rocksdb"], repeat=2)
 ]
 
@@ -474,8 +475,9 @@ def test_restore_round_trip(factory: Factory, source: str, target: str) -> None:
     maps = new.get_state(MapStateDescriptor("m"))
     maps.put("after", 1)
     assert dict(maps.items()) == {"k": "user-3", ("nested", "user-3"): ["user-3"], "after": 1}
-    assert _entries(snapshot)["m"]["user-3"] == {"k": "user-3", ("nested", "user-3"): ["user-3"]}, \
+    assert _entries(snapshot)["m"]["user-3"] == {"k": "user-3", ("nested", "user-3"): ["user-3"]}, (
         "restore must not alias the snapshot's values"
+    )
 
 
 @pytest.mark.parametrize("source, target", PAIRS)
@@ -544,8 +546,9 @@ def _through_handles(old: list[Any], new: list[Any], snapshot_type: Any) -> None
 @pytest.mark.parametrize("snapshot_type", ["CHECKPOINT", "SAVEPOINT"])
 @pytest.mark.parametrize("before, after", [(1, 1), (1, 3), (3, 2), (2, 1)])
 @pytest.mark.parametrize("source, target", PAIRS)
-def test_written_snapshots_restore_at_any_parallelism(factory: Factory, source: str, target: str, before: int,
-                                                      after: int, snapshot_type: str) -> None:
+def test_written_snapshots_restore_at_any_parallelism(
+    factory: Factory, source: str, target: str, before: int, after: int, snapshot_type: str
+) -> None:
     """The asynchronous part's handles (heap tables or key groups, RocksDB files or key groups) restore into
     every backend at the same and at another parallelism: each key lands in exactly the subtask owning it."""
     from fluvial.state.snapshot import SnapshotType
@@ -619,8 +622,11 @@ def test_restore_replaces_a_keys_entry(backend: Any, factory: Factory, kind: str
 def test_restore_with_other_max_parallelism_is_an_error(backend: Any, factory: Factory, kind: str) -> None:
     old = factory(kind, range(256), max_parallelism=256)
     _fill(old, ["a"])
-    with pytest.raises(StateError, match="max parallelism 256 into an operator with max parallelism 128: max "
-                                          "parallelism cannot change between a savepoint and its restore"):
+    with pytest.raises(
+        StateError,
+        match="max parallelism 256 into an operator with max parallelism 128: max "
+        "parallelism cannot change between a savepoint and its restore",
+    ):
         backend.restore_key_groups([old.snapshot_key_groups()])
 
 

@@ -59,8 +59,15 @@ class CountPerKey(KeyedProcessFunction):
         yield f"{subtask}|{residue}|{seq}|{count}"
 
 
-def main(checkpoint_dir: str, output_dir: str, parallelism: int, n: int, threshold: int, backend: str,
-         restore_path: str | None = None) -> None:
+def main(
+    checkpoint_dir: str,
+    output_dir: str,
+    parallelism: int,
+    n: int,
+    threshold: int,
+    backend: str,
+    restore_path: str | None = None,
+) -> None:
     configuration = Configuration()
     if restore_path:
         configuration.set_string("execution.savepoint.path", restore_path)
@@ -78,11 +85,15 @@ def main(checkpoint_dir: str, output_dir: str, parallelism: int, n: int, thresho
         .build()
     )
     (
-        env.from_source(NumberSequenceSource(1, n), source_name="numbers").uid("numbers")
-        .map(Tag(output_dir.rstrip("/") + (".first-seen-restored" if restore_path else ".first-seen"))).uid("tag")
+        env.from_source(NumberSequenceSource(1, n), source_name="numbers")
+        .uid("numbers")
+        .map(Tag(output_dir.rstrip("/") + (".first-seen-restored" if restore_path else ".first-seen")))
+        .uid("tag")
         .key_by(lambda record: record[0])
-        .process(CountPerKey()).uid("count")
-        .sink_to(sink).uid("sink")
+        .process(CountPerKey())
+        .uid("count")
+        .sink_to(sink)
+        .uid("sink")
     )
     env.execute("fault-test job")
     with open(output_dir.rstrip("/") + ".done", "w") as done:

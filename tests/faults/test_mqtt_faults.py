@@ -35,11 +35,13 @@ KEYS, PER_KEY, BATCH = 3, 600, 100
 INFLIGHT = 1000
 
 
-def mqtt_job(port: int, client_id: str, topic: str, workdir: Path, mode: str,
-             restore: str | None = None, qos: int = 1) -> StreamExecutionEnvironment:
+def mqtt_job(
+    port: int, client_id: str, topic: str, workdir: Path, mode: str, restore: str | None = None, qos: int = 1
+) -> StreamExecutionEnvironment:
     """The receiver (write-ahead log on) into an exactly-once file sink; `restore`: a checkpoint to start from."""
-    configuration = (Configuration().set_string("local.taskmanager.mode", mode)
-                     .set_string("receiver.write-ahead-log.enable", "true"))
+    configuration = (
+        Configuration().set_string("local.taskmanager.mode", mode).set_string("receiver.write-ahead-log.enable", "true")
+    )
     if restore:
         configuration.set_string("execution.savepoint.path", restore)
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
@@ -47,9 +49,12 @@ def mqtt_job(port: int, client_id: str, topic: str, workdir: Path, mode: str,
     env.enable_checkpointing(100)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{workdir / 'chk'}"))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(5, 200))
-    sink = (FileSink.for_row_format(str(workdir / "out"), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
+    sink = (
+        FileSink.for_row_format(str(workdir / "out"), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
     receiver = MqttReceiver(LOOPBACK, port, [f"{topic}/#"], client_id=client_id, qos=qos, max_batch_size=BATCH)
     env.add_receiver(receiver, "mqtt in").uid("mqtt-in").sink_to(sink).uid("out")
     return env
@@ -71,24 +76,35 @@ class Publisher(threading.Thread):
         try:
             for start in range(0, len(messages), 150):
                 with self.lock:
-                    mh.publish(LOOPBACK, self.port, messages[start:start + 150], self.qos)
+                    mh.publish(LOOPBACK, self.port, messages[start : start + 150], self.qos)
                 time.sleep(0.05)
         except BaseException as error:  # noqa: BLE001 - reported by the test
             self.error = error
 
 
-def run_with_fault(env, workdir: Path, publisher: Publisher, fault,  # noqa: ANN001
-                   checkpoints: int = 2) -> tuple[int, int, list[str]]:
+def run_with_fault(
+    env,
+    workdir: Path,
+    publisher: Publisher,
+    fault,  # noqa: ANN001
+    checkpoints: int = 2,
+) -> tuple[int, int, list[str]]:
     client = env.execute_async("mqtt under faults")
     try:
         publisher.start()
-        wait_until(lambda: max(completed_checkpoints(workdir / "chk"), default=0) >= checkpoints, timeout=60,
-                   what=f"{checkpoints} checkpoints")
+        wait_until(
+            lambda: max(completed_checkpoints(workdir / "chk"), default=0) >= checkpoints,
+            timeout=60,
+            what=f"{checkpoints} checkpoints",
+        )
         fault(client)
         publisher.join(90)
         assert publisher.error is None, publisher.error
-        wait_until(lambda: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY
-                   or client.get_job_execution_result().done(), timeout=60, what="every message committed")
+        wait_until(
+            lambda: len({*mh.committed(workdir / "out")}) >= KEYS * PER_KEY or client.get_job_execution_result().done(),
+            timeout=60,
+            what="every message committed",
+        )
     finally:
         if not client.get_job_execution_result().done():
             client.cancel()

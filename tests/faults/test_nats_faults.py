@@ -44,20 +44,40 @@ class SlowTag(MapFunction):
 
 def nats_job(url: str, name: str, checkpoints: Path, mode: str) -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", mode))
+        Configuration().set_string("local.taskmanager.mode", mode)
+    )
     env.set_parallelism(2)
     env.enable_checkpointing(100)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{checkpoints}"))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(5, 200))
-    source = (NatsSource.builder().set_servers(url).set_stream(f"IN{name}")
-              .set_subjects(f"in{name}.0", f"in{name}.1").set_consumer_name(f"faults{name}").set_bounded()
-              .set_deserialization_schema(SimpleStringSchema()).set_request_timeout(3).build())
-    sink = (NatsSink.builder().set_servers(url).set_subject(f"out{name}").set_request_timeout(3)
-            .set_serialization_schema(SimpleStringSchema())
-            .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).build())
-    (env.from_source(source, WatermarkStrategy.no_watermarks(), "keyed input").uid("nats-in")
-        .map(SlowTag()).uid("slow")
-        .sink_to(sink).uid("nats-out"))
+    source = (
+        NatsSource.builder()
+        .set_servers(url)
+        .set_stream(f"IN{name}")
+        .set_subjects(f"in{name}.0", f"in{name}.1")
+        .set_consumer_name(f"faults{name}")
+        .set_bounded()
+        .set_deserialization_schema(SimpleStringSchema())
+        .set_request_timeout(3)
+        .build()
+    )
+    sink = (
+        NatsSink.builder()
+        .set_servers(url)
+        .set_subject(f"out{name}")
+        .set_request_timeout(3)
+        .set_serialization_schema(SimpleStringSchema())
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .build()
+    )
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "keyed input")
+        .uid("nats-in")
+        .map(SlowTag())
+        .uid("slow")
+        .sink_to(sink)
+        .uid("nats-out")
+    )
     return env
 
 
@@ -81,8 +101,13 @@ def judge(url: str, name: str, per_key: int = PER_KEY) -> tuple[int, int, list[s
 
 
 def after_checkpoints(client, checkpoints: Path, at_least: int) -> None:
-    wait_until(lambda: max(completed_checkpoints(checkpoints), default=0) >= at_least
-               or client.get_job_execution_result().done(), timeout=60, what=f"checkpoint {at_least}")
+    wait_until(
+        lambda: (
+            max(completed_checkpoints(checkpoints), default=0) >= at_least or client.get_job_execution_result().done()
+        ),
+        timeout=60,
+        what=f"checkpoint {at_least}",
+    )
     assert not client.get_job_execution_result().done(), "the job ended before the fault"
 
 

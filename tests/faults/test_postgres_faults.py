@@ -13,8 +13,10 @@ KILL, RESTART = PgFault.KILL_TASKMANAGER, PgFault.RESTART_SERVER
 
 
 def assert_passed(result) -> None:
-    assert result.passed, (f"{result.connector} seed {result.seed}: {result.outcome}; {result.lost} lost, "
-                           f"{result.duplicated} duplicated, {result.out_of_order} out of order of {result.expected}")
+    assert result.passed, (
+        f"{result.connector} seed {result.seed}: {result.outcome}; {result.lost} lost, "
+        f"{result.duplicated} duplicated, {result.out_of_order} out of order of {result.expected}"
+    )
     assert result.restarts >= 1
 
 
@@ -25,5 +27,6 @@ def test_the_exactly_once_jdbc_sink_across_a_killed_task_manager_and_a_server_re
 
 @pytest.mark.timeout(180)
 def test_change_capture_into_the_exactly_once_sink_across_a_killed_task_manager_and_a_server_restart(
-        postgres, tmp_path):
+    postgres, tmp_path
+):
     assert_passed(run_cdc_trial(postgres, tmp_path, seed=3, faults=[KILL, RESTART]))

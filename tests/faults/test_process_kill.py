@@ -30,10 +30,19 @@ JOB = Path(__file__).with_name("checkpointed_job.py")
 KEYS = 7
 
 
-def start_job(checkpoints: Path, out: Path, parallelism: int, n: int, threshold: int, backend: str,
-              restore: str | None = None) -> subprocess.Popen:
-    args = [sys.executable, str(JOB), f"file://{checkpoints}", str(out), str(parallelism), str(n), str(threshold),
-            backend]
+def start_job(
+    checkpoints: Path, out: Path, parallelism: int, n: int, threshold: int, backend: str, restore: str | None = None
+) -> subprocess.Popen:
+    args = [
+        sys.executable,
+        str(JOB),
+        f"file://{checkpoints}",
+        str(out),
+        str(parallelism),
+        str(n),
+        str(threshold),
+        backend,
+    ]
     if restore:
         args.append(restore)
     log = open(out.parent / f"{out.name}-{'restore' if restore else 'first'}.log", "wb")
@@ -54,8 +63,11 @@ def kill_after_checkpoints(process: subprocess.Popen, checkpoints: Path, at_leas
     family = descendants(process.pid)
     process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=30) == -signal.SIGKILL
-    wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
-               what=f"every process of the killed job to end ({sorted(family)})")
+    wait_until(
+        lambda: not any(alive(pid) for pid in family),
+        timeout=20,
+        what=f"every process of the killed job to end ({sorted(family)})",
+    )
 
 
 def committed_records(out: Path) -> tuple[list[tuple[tuple[int, int], int, int]], list[Path]]:

@@ -86,6 +86,7 @@ def test_local_checkpoint_storage_on_several_nodes_is_refused_at_submission(tmp_
 
 # -- no connection leaves the loopback range ----------------------------------------------------------------------
 
+
 def _descendants(roots: list[int]) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -122,7 +123,7 @@ def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     host = bytes.fromhex(hex_address.split(":")[0])
     if len(host) == 4:
         return ipaddress.IPv4Address(host[::-1])
-    words = b"".join(host[i:i + 4][::-1] for i in range(0, 16, 4))  # /proc prints each 32-bit word host-order
+    words = b"".join(host[i : i + 4][::-1] for i in range(0, 16, 4))  # /proc prints each 32-bit word host-order
     address = ipaddress.IPv6Address(words)
     return address.ipv4_mapped or address
 
@@ -144,8 +145,9 @@ def remote_peers(pids: set[int]) -> set[tuple[str, str]]:
 @pytest.mark.timeout(60)
 def test_no_connection_of_the_cluster_or_the_client_leaves_the_loopback_range_while_a_job_runs(ray_cluster):
     env = ray_environment()
-    env.from_source(NumberSequenceSource(1, 300_000)).map(lambda v: (v % 7, v)).key_by(lambda r: r[0]) \
-        .reduce(lambda a, b: (a[0], a[1] + b[1])).add_sink(lambda value: None)
+    env.from_source(NumberSequenceSource(1, 300_000)).map(lambda v: (v % 7, v)).key_by(lambda r: r[0]).reduce(
+        lambda a, b: (a[0], a[1] + b[1])
+    ).add_sink(lambda value: None)
     client = env.execute_async("loopback only")
     seen: set[tuple[str, str]] = set()
     samples = 0

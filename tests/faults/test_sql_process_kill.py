@@ -27,8 +27,12 @@ def start(checkpoints: Path, out: Path, query: str = "window", restore: str | No
 
 
 def committed_lines(out: Path) -> list[list[str]]:
-    return [line.split(",") for path in out.rglob("*") if path.is_file() and not path.name.startswith(".")
-            for line in path.read_text().splitlines()]
+    return [
+        line.split(",")
+        for path in out.rglob("*")
+        if path.is_file() and not path.name.startswith(".")
+        for line in path.read_text().splitlines()
+    ]
 
 
 def kill_and_restore(tmp_path: Path, query: str) -> Path:

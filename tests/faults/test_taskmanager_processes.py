@@ -53,29 +53,45 @@ def process_environment(**keys: str) -> StreamExecutionEnvironment:
     return env
 
 
-def checkpointed_job(tmp_path: Path, n: int, backend: str, restarts: bool,
-                     env: StreamExecutionEnvironment | None = None) -> StreamExecutionEnvironment:
+def checkpointed_job(
+    tmp_path: Path, n: int, backend: str, restarts: bool, env: StreamExecutionEnvironment | None = None
+) -> StreamExecutionEnvironment:
     """The job on `env` (default: TaskManager processes; the Ray fault tests pass theirs)."""
     env = env or process_environment()
     env.set_state_backend(EmbeddedRocksDBStateBackend() if backend == "rocksdb" else HashMapStateBackend())
     env.enable_checkpointing(50)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}"))
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 100) if restarts
-                             else RestartStrategies.no_restart())
-    sink = (FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-    (env.from_source(NumberSequenceSource(1, n), source_name="numbers").uid("numbers")
-        .map(Tag()).uid("tag")
+    env.set_restart_strategy(
+        RestartStrategies.fixed_delay_restart(3, 100) if restarts else RestartStrategies.no_restart()
+    )
+    sink = (
+        FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    (
+        env.from_source(NumberSequenceSource(1, n), source_name="numbers")
+        .uid("numbers")
+        .map(Tag())
+        .uid("tag")
         .key_by(lambda record: record[0])
-        .process(CountPerKey()).uid("count")
-        .sink_to(sink).uid("sink"))
+        .process(CountPerKey())
+        .uid("count")
+        .sink_to(sink)
+        .uid("sink")
+    )
     return env
 
 
 def kill_a_task_manager_after_checkpoints(client, checkpoints: Path, at_least: int = 2) -> int:
-    wait_until(lambda: max(completed_checkpoints(checkpoints), default=0) >= at_least
-               or client.get_job_execution_result().done(), timeout=60, what=f"checkpoint {at_least}")
+    wait_until(
+        lambda: (
+            max(completed_checkpoints(checkpoints), default=0) >= at_least or client.get_job_execution_result().done()
+        ),
+        timeout=60,
+        what=f"checkpoint {at_least}",
+    )
     assert not client.get_job_execution_result().done(), "the job ended before a TaskManager was killed"
     victim = client.cluster.processes.pids[1]
     os.kill(victim, signal.SIGKILL)
@@ -120,8 +136,9 @@ class SlowOnce(MapFunction):
 def test_a_stopped_task_manager_is_found_by_its_missing_heartbeats_and_replaced():
     env = process_environment(**{"heartbeat.interval": "100 ms", "heartbeat.timeout": "1 s"})
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 100))
-    stream = env.from_source(NumberSequenceSource(1, 200_000)).map(SlowOnce()).key_by(lambda v: v % 5) \
-        .map(lambda v: v * 2)
+    stream = (
+        env.from_source(NumberSequenceSource(1, 200_000)).map(SlowOnce()).key_by(lambda v: v % 5).map(lambda v: v * 2)
+    )
     with stream.execute_and_collect() as results:
         first = next(results)
         pids = results._client.cluster.processes.pids
@@ -160,9 +177,15 @@ def test_a_consumer_process_that_stops_reading_keeps_its_producers_memory_bounde
     release = tmp_path / "release"
     env = process_environment()
     n = 3_000_000
-    results = (env.from_source(NumberSequenceSource(1, n)).set_parallelism(1)
-               .rebalance().map(BlockSubtaskOne(str(release))).map(lambda v: 1)
-               .key_by(lambda v: 0).reduce(lambda a, b: a + b))
+    results = (
+        env.from_source(NumberSequenceSource(1, n))
+        .set_parallelism(1)
+        .rebalance()
+        .map(BlockSubtaskOne(str(release)))
+        .map(lambda v: 1)
+        .key_by(lambda v: 0)
+        .reduce(lambda a, b: a + b)
+    )
     with results.execute_and_collect() as counts:
         pids = counts._client.cluster.processes.pids
         time.sleep(1.0)  # let the producer run into the stopped consumer
@@ -187,8 +210,9 @@ def test_strangers_at_every_listening_port_unpickle_nothing_and_the_job_is_intac
             return (os.system, (f"touch {marker}",))
 
     env = process_environment()
-    stream = env.from_source(NumberSequenceSource(1, 300_000)).map(SlowOnce()).key_by(lambda v: v % 3) \
-        .map(lambda v: v + 1)
+    stream = (
+        env.from_source(NumberSequenceSource(1, 300_000)).map(SlowOnce()).key_by(lambda v: v % 3).map(lambda v: v + 1)
+    )
     with stream.execute_and_collect() as results:
         got = [next(results)]
         pool = results._client.cluster.processes
@@ -239,8 +263,14 @@ def running_client(tmp_path):
     pids, every process below it). Whatever of it is left is killed afterwards (only after a failure)."""
     script = tmp_path / "client.py"
     script.write_text(CLIENT)
-    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True, cwd=Path(__file__).parents[2])
+    client = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=Path(__file__).parents[2],
+    )
     family: set[int] = set()
     try:
         line = client.stdout.readline()
@@ -263,8 +293,11 @@ def test_ctrl_c_of_the_client_leaves_no_process_behind(running_client):
     client, _, family = running_client
     os.killpg(client.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
     client.wait(timeout=30)
-    wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
-               what=f"every process of the client to end ({sorted(family)})")
+    wait_until(
+        lambda: not any(alive(pid) for pid in family),
+        timeout=20,
+        what=f"every process of the client to end ({sorted(family)})",
+    )
 
 
 @pytest.mark.timeout(60)
@@ -275,5 +308,8 @@ def test_stopped_task_managers_and_their_launcher_die_with_a_killed_client(runni
         os.kill(pid, signal.SIGSTOP)  # stopped: they read no closed pipe, notice no closed connection
     client.kill()
     client.wait(timeout=30)
-    wait_until(lambda: not any(alive(pid) for pid in family), timeout=20,
-               what=f"the stopped processes of the killed client to end ({sorted(family)})")
+    wait_until(
+        lambda: not any(alive(pid) for pid in family),
+        timeout=20,
+        what=f"the stopped processes of the killed client to end ({sorted(family)})",
+    )

@@ -15,10 +15,13 @@ UNALIGNED = dict(keys=10, per_key=600, rate=3000, unaligned=True, pace_us=800)
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("backend,mode,plan", [
-    ("hashmap", "thread", [FaultKind.RAISE, FaultKind.KILL]),
-    ("rocksdb", "process", [FaultKind.KILL_TASKMANAGER, FaultKind.RAISE]),
-])
+@pytest.mark.parametrize(
+    "backend,mode,plan",
+    [
+        ("hashmap", "thread", [FaultKind.RAISE, FaultKind.KILL]),
+        ("rocksdb", "process", [FaultKind.KILL_TASKMANAGER, FaultKind.RAISE]),
+    ],
+)
 def test_faults_while_in_flight_data_is_persisted_lose_and_duplicate_nothing(tmp_path, backend, mode, plan):
     settings = TrialSettings(backend=backend, mode=mode, **UNALIGNED)
     result = run_trial(tmp_path / "trial", 11, plan, settings)

@@ -25,10 +25,25 @@ class Browser:
 
         assert CHROMIUM is not None
         self._process = subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
-             f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-quic",
+                f"--user-data-dir={profile}",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):
@@ -40,7 +55,8 @@ class Browser:
             pages = [target for target in json.load(answer) if target["type"] == "page"]
         self._stack = contextlib.ExitStack()
         self._socket = self._stack.enter_context(
-            connect(pages[0]["webSocketDebuggerUrl"], max_size=None, open_timeout=10))
+            connect(pages[0]["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        )
         self._ids = count(1)
 
     def call(self, method: str, **params: Any) -> dict:

@@ -23,8 +23,14 @@ class Reply:
     headers: dict  # by lower-case name
 
 
-def http(method: str, url: str, token: str | None = None, body: Any = None, raw: bytes | None = None,
-         content_type: str = "application/json") -> Reply:
+def http(
+    method: str,
+    url: str,
+    token: str | None = None,
+    body: Any = None,
+    raw: bytes | None = None,
+    content_type: str = "application/json",
+) -> Reply:
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
@@ -100,8 +106,16 @@ class ServedJob:
             self.client.web.stop()
 
 
-def serve_job(mode: Any, directory: str, name: str, records: int = 200, crash_first: bool = False,
-              checkpoint_interval: str = "1 h", then: int = 0, **config: str) -> ServedJob:
+def serve_job(
+    mode: Any,
+    directory: str,
+    name: str,
+    records: int = 200,
+    crash_first: bool = False,
+    checkpoint_interval: str = "1 h",
+    then: int = 0,
+    **config: str,
+) -> ServedJob:
     """A job that reads `records` numbers, then waits for its release file, then reads `then` more, and never
     ends on its own: Source →
     map (counting 'records.seen') → key_by → reduce → sink, with event time (each number is its timestamp) and
@@ -116,18 +130,24 @@ def serve_job(mode: Any, directory: str, name: str, records: int = 200, crash_fi
     env.set_parallelism(2)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
     release = os.path.join(directory, f"{name}-release")
-    script = ([Crash(os.path.join(directory, f"{name}-crashed"))] if crash_first else []) \
-        + list(range(1, records + 1)) + [Pause(release)] + list(range(records + 1, records + then + 1))
+    script = (
+        ([Crash(os.path.join(directory, f"{name}-crashed"))] if crash_first else [])
+        + list(range(1, records + 1))
+        + [Pause(release)]
+        + list(range(records + 1, records + then + 1))
+    )
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ValueAsTimestamp())
-    env.from_source(ScriptedSource(script, unbounded=True), strategy, "numbers") \
-        .map(CountRecords()).name("double") \
-        .key_by(lambda value: value % 5).reduce(lambda a, b: a + b).name("sum") \
-        .add_sink(Discard()).name("discard")
+    env.from_source(ScriptedSource(script, unbounded=True), strategy, "numbers").map(CountRecords()).name(
+        "double"
+    ).key_by(lambda value: value % 5).reduce(lambda a, b: a + b).name("sum").add_sink(Discard()).name("discard")
     client = env.execute_async(name)
     job = ServedJob(client, client.web.address, client.web.token, release)
     restarts = 1 if crash_first else 0
-    wait_until(lambda: _all_running(job, restarts), timeout=30,
-               what=f"every subtask of '{name}' running after {restarts} restarts")
+    wait_until(
+        lambda: _all_running(job, restarts),
+        timeout=30,
+        what=f"every subtask of '{name}' running after {restarts} restarts",
+    )
     return job
 
 

@@ -102,11 +102,14 @@ class Broken(AsyncFunction):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("mode", execution_modes())
-@pytest.mark.parametrize("where, message", [
-    ("invoke", "encountered an exception"),
-    ("timeout", "encountered an exception in timeout"),
-    ("result", "The result of AsyncFunction should be of list type"),
-])
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("invoke", "encountered an exception"),
+        ("timeout", "encountered an exception in timeout"),
+        ("result", "The result of AsyncFunction should be of list type"),
+    ],
+)
 def test_failures_fail_the_job_naming_the_cause(mode, where, message):
     env = env_of(mode)
     AsyncDataStream.unordered_wait(env.from_collection(PAIRS, type_info=ROW), Broken(where), 200, 2).print()
@@ -154,9 +157,12 @@ def test_records_in_flight_at_a_checkpoint_are_issued_again_after_a_failover_exa
     env = env_of(mode, 2)
     env.enable_checkpointing(50)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
-    sink = FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder()) \
-        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()) \
-        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()
+    sink = (
+        FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
     numbers = env.from_source(NumberSequenceSource(1, N)).uid("numbers")
     echoed = AsyncDataStream.ordered_wait(numbers, Echo(), 10_000, 40).uid("echo")
     echoed.map(FailOnce(str(tmp_path / "failed"))).uid("fail").sink_to(sink).uid("sink")

@@ -52,8 +52,9 @@ class ChannelProbe:
             return channel
 
         monkeypatch.setattr(LocalChannel, "push", push)
-        monkeypatch.setattr(LocalChannel, "push_event",
-                            lambda channel, event: push(channel, event, original_push_event))
+        monkeypatch.setattr(
+            LocalChannel, "push_event", lambda channel, event: push(channel, event, original_push_event)
+        )
         monkeypatch.setattr(ChannelRegistry, "get", get)
 
     def worst_overflow(self) -> int:

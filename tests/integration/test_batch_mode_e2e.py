@@ -29,8 +29,7 @@ def batch_env(mode, parallelism: int = 2):
 @pytest.mark.parametrize("mode", execution_modes())
 def test_batch_word_count_emits_each_word_once(mode):
     env = batch_env(mode)
-    counts = env.from_collection(LINES).flat_map(str.split).map(lambda w: (w, 1)) \
-        .key_by(lambda pair: pair[0]).sum(1)
+    counts = env.from_collection(LINES).flat_map(str.split).map(lambda w: (w, 1)).key_by(lambda pair: pair[0]).sum(1)
     expected = collections.Counter(word for line in LINES for word in line.split())
     assert sorted(counts.execute_and_collect()) == sorted(expected.items())
 
@@ -56,9 +55,14 @@ class EveryEvent(WatermarkGenerator):
 
 def _windowed(env, events):
     strategy = WatermarkStrategy.for_generator(EveryEvent).with_timestamp_assigner(lambda event, previous: event[2])
-    windows = env.from_collection(events).assign_timestamps_and_watermarks(strategy) \
-        .key_by(lambda event: event[0]).window(TumblingEventTimeWindows.of(Duration.of_millis(100))) \
-        .side_output_late_data(LATE).process(Describe())
+    windows = (
+        env.from_collection(events)
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda event: event[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(100)))
+        .side_output_late_data(LATE)
+        .process(Describe())
+    )
     windows.get_side_output(LATE).map(lambda event: ("late", event)).print()
     return windows
 

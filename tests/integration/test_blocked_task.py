@@ -38,14 +38,22 @@ class Count(SinkFunction):
 def throughput(with_blocking_task: bool, window_s: float = 2.5) -> float:
     COUNTS.clear()
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", "thread"))
+        Configuration().set_string("local.taskmanager.mode", "thread")
+    )
     env.set_parallelism(1)
-    (env.from_source(NumberSequenceSource(0, 10**10), WatermarkStrategy.no_watermarks(), "busy")
-        .map(lambda v: v * 3 + 1, output_type=Types.LONG()).filter(lambda v: v % 7 != 0)
-        .add_sink(Count("busy")))
+    (
+        env.from_source(NumberSequenceSource(0, 10**10), WatermarkStrategy.no_watermarks(), "busy")
+        .map(lambda v: v * 3 + 1, output_type=Types.LONG())
+        .filter(lambda v: v % 7 != 0)
+        .add_sink(Count("busy"))
+    )
     if with_blocking_task:
-        (env.from_source(NumberSequenceSource(0, 10**6), WatermarkStrategy.no_watermarks(), "slow")
-            .rebalance().map(Blocking(), output_type=Types.LONG()).add_sink(Count("slow")))
+        (
+            env.from_source(NumberSequenceSource(0, 10**6), WatermarkStrategy.no_watermarks(), "slow")
+            .rebalance()
+            .map(Blocking(), output_type=Types.LONG())
+            .add_sink(Count("slow"))
+        )
     client = env.execute_async("busy and blocked")
     try:
         deadline = time.monotonic() + 30

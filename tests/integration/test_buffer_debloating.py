@@ -19,9 +19,14 @@ CHECKPOINTS = 4
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_debloated_buffers_keep_aligned_checkpoints_of_a_back_pressured_job_under_two_seconds(mode):
-    client = start_paced_job(mode, **{"taskmanager.network.memory.buffer-debloat.enabled": "true",
-                                      "taskmanager.network.memory.buffer-debloat.target": "500 ms",
-                                      "metrics.fetcher.update-interval": "200 ms"})
+    client = start_paced_job(
+        mode,
+        **{
+            "taskmanager.network.memory.buffer-debloat.enabled": "true",
+            "taskmanager.network.memory.buffer-debloat.target": "500 ms",
+            "metrics.fetcher.update-interval": "200 ms",
+        },
+    )
     try:
         done = completed_checkpoints(client, CHECKPOINTS)
         sizes = [snapshot.task.get("debloatedBufferSize") for snapshot in client._job_master.metrics.tasks()]

@@ -89,8 +89,9 @@ class CountPerKey(KeyedProcessFunction):
         yield f"{value}|{count}"
 
 
-def counting_job(tmp_path, base, function: MapFunction, configuration: Configuration | None = None,
-                 n: int = 40_000) -> StreamExecutionEnvironment:
+def counting_job(
+    tmp_path, base, function: MapFunction, configuration: Configuration | None = None, n: int = 40_000
+) -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(50)
@@ -105,11 +106,15 @@ def counting_job(tmp_path, base, function: MapFunction, configuration: Configura
         .build()
     )
     (
-        env.from_source(NumberSequenceSource(1, n)).uid("numbers")
-        .map(function).uid("map")
+        env.from_source(NumberSequenceSource(1, n))
+        .uid("numbers")
+        .map(function)
+        .uid("map")
         .key_by(lambda v: v % 3)
-        .process(CountPerKey()).uid("count")
-        .sink_to(sink).uid("sink")
+        .process(CountPerKey())
+        .uid("count")
+        .sink_to(sink)
+        .uid("sink")
     )
     return env
 
@@ -145,8 +150,7 @@ def completed_checkpoint_dir(tmp_path) -> str:
     base = tmp_path / "checkpoints"
     marker = tmp_path / "never"
     marker.write_text("")  # not the first attempt: the function never damages or fails
-    env = counting_job(tmp_path, base, CorruptLatestCheckpointAndFail(str(base), str(marker), "flipped"),
-                       n=10_000)
+    env = counting_job(tmp_path, base, CorruptLatestCheckpointAndFail(str(base), str(marker), "flipped"), n=10_000)
     env.execute("leaves checkpoints behind")
     chks = sorted(glob.glob(str(base / "*" / "chk-*" / "_metadata")), key=os.path.getmtime)
     assert chks, "the job completed no checkpoint"
@@ -159,8 +163,12 @@ def test_damaged_metadata_as_savepoint_path_fails_at_submission_naming_it(tmp_pa
     chk = completed_checkpoint_dir(tmp_path)
     corrupt(os.path.join(chk, "_metadata"), how)
     configuration = Configuration().set_string("execution.savepoint.path", chk)
-    env = counting_job(tmp_path / "second", tmp_path / "second-checkpoints",
-                       CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"), configuration)
+    env = counting_job(
+        tmp_path / "second",
+        tmp_path / "second-checkpoints",
+        CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"),
+        configuration,
+    )
     with pytest.raises(CorruptCheckpointError) as info:
         env.execute_async("restore from damaged metadata")
     assert os.path.join(chk, "_metadata") in str(info.value)
@@ -170,8 +178,12 @@ def test_damaged_metadata_as_savepoint_path_fails_at_submission_naming_it(tmp_pa
 def test_savepoint_path_that_does_not_exist_fails_at_submission_naming_it(tmp_path):
     missing = tmp_path / "no-such-savepoint"
     configuration = Configuration().set_string("execution.savepoint.path", str(missing))
-    env = counting_job(tmp_path, tmp_path / "checkpoints",
-                       CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"), configuration)
+    env = counting_job(
+        tmp_path,
+        tmp_path / "checkpoints",
+        CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"),
+        configuration,
+    )
     with pytest.raises(ResourceError) as info:
         env.execute_async("restore from nothing")
     assert str(missing) in str(info.value)
@@ -183,8 +195,12 @@ def test_directory_without_metadata_as_savepoint_path_fails_naming_it(tmp_path):
     empty = tmp_path / "chk-7"
     empty.mkdir()
     configuration = Configuration().set_string("execution.savepoint.path", f"file://{empty}")
-    env = counting_job(tmp_path, tmp_path / "checkpoints",
-                       CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"), configuration)
+    env = counting_job(
+        tmp_path,
+        tmp_path / "checkpoints",
+        CorruptLatestCheckpointAndFail("", str(tmp_path / "never"), "flipped"),
+        configuration,
+    )
     with pytest.raises(ResourceError) as info:
         env.execute("restore from an empty directory")
     assert str(empty) in str(info.value)

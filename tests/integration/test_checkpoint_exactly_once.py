@@ -130,9 +130,7 @@ def assert_exactly_once(records, n: int) -> None:
         items.sort()
         counts = [count for _, count in items]
         wrong = [(seq, count, position) for position, (seq, count) in enumerate(items, 1) if count != position]
-        assert not wrong, (
-            f"key {key}: the state did not count each record once; (seq, count, expected) {wrong[:5]}"
-        )
+        assert not wrong, f"key {key}: the state did not count each record once; (seq, count, expected) {wrong[:5]}"
         assert counts == list(range(1, len(items) + 1))
 
 
@@ -142,8 +140,9 @@ def storage_for(kind: str, tmp_path):
     return FileSystemCheckpointStorage(f"file://{tmp_path / 'checkpoints'}")
 
 
-def run_oracle_job(tmp_path, *, execution: ExecutionMode, parallelism: int, storage: str,
-                   checkpointing: CheckpointingMode, backend) -> dict:
+def run_oracle_job(
+    tmp_path, *, execution: ExecutionMode, parallelism: int, storage: str, checkpointing: CheckpointingMode, backend
+) -> dict:
     out = tmp_path / "out"
     marker = tmp_path / "failed-once"
     first_seen = tmp_path / "first-seen-after-restore"
@@ -178,7 +177,8 @@ def run_oracle_job(tmp_path, *, execution: ExecutionMode, parallelism: int, stor
         "hidden": hidden,
         "failed_after": int(marker.read_text()) if marker.exists() else None,
         "first_seen": [tuple(map(int, line.split())) for line in first_seen.read_text().splitlines()]
-        if first_seen.exists() else [],
+        if first_seen.exists()
+        else [],
         "restarts": client._job_master.restarts,
     }
 
@@ -205,8 +205,14 @@ BACKENDS = [
 @pytest.mark.parametrize("storage", ["jobmanager", "filesystem"])
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_failure_and_restore_keep_output_and_state_exactly_once(tmp_path, parallelism, mode, storage, backend):
-    result = run_oracle_job(tmp_path, execution=mode, parallelism=parallelism, storage=storage,
-                            checkpointing=CheckpointingMode.EXACTLY_ONCE, backend=backend())
+    result = run_oracle_job(
+        tmp_path,
+        execution=mode,
+        parallelism=parallelism,
+        storage=storage,
+        checkpointing=CheckpointingMode.EXACTLY_ONCE,
+        backend=backend(),
+    )
     assert_failed_once_and_resumed(result, parallelism)
     assert_exactly_once(result["records"], N)
     if storage == "filesystem":
@@ -217,8 +223,14 @@ def test_failure_and_restore_keep_output_and_state_exactly_once(tmp_path, parall
 
 @pytest.mark.timeout(120)
 def test_at_least_once_loses_nothing(tmp_path, mode):
-    result = run_oracle_job(tmp_path, execution=mode, parallelism=2, storage="filesystem",
-                            checkpointing=CheckpointingMode.AT_LEAST_ONCE, backend=HashMapStateBackend())
+    result = run_oracle_job(
+        tmp_path,
+        execution=mode,
+        parallelism=2,
+        storage="filesystem",
+        checkpointing=CheckpointingMode.AT_LEAST_ONCE,
+        backend=HashMapStateBackend(),
+    )
     assert_failed_once_and_resumed(result, 2)
     seqs = {seq for _, seq, _ in result["records"]}
     assert seqs == set(range(1, N + 1))

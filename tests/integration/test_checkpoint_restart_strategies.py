@@ -44,8 +44,16 @@ def attempts_failed(counter) -> int:
     return len(counter.read_text()) if counter.exists() else 0
 
 
-def run(tmp_path, times: int, *, strategy=None, configuration: Configuration | None = None,
-        checkpointing: bool = False, mode: ExecutionMode | None = None, parallelism: int = 1):
+def run(
+    tmp_path,
+    times: int,
+    *,
+    strategy=None,
+    configuration: Configuration | None = None,
+    checkpointing: bool = False,
+    mode: ExecutionMode | None = None,
+    parallelism: int = 1,
+):
     """`mode` None: the default (auto)."""
     counter = tmp_path / "failures"
     env = environment(mode, configuration)
@@ -73,16 +81,18 @@ def assert_failed_with_user_error(error, failure_number: int) -> None:
 
 @pytest.mark.timeout(60)
 def test_fixed_delay_with_one_attempt_gives_up_on_the_second_failure(tmp_path, mode):
-    error, failures, _ = run(tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(1, 10), mode=mode,
-                             parallelism=2)
+    error, failures, _ = run(
+        tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(1, 10), mode=mode, parallelism=2
+    )
     assert failures == 2  # restarted once, then the second failure was final
     assert_failed_with_user_error(error, 2)
 
 
 @pytest.mark.timeout(60)
 def test_fixed_delay_with_enough_attempts_finishes_and_waits_between_attempts(tmp_path, mode):
-    error, failures, elapsed = run(tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(2, 250), mode=mode,
-                                   parallelism=2)
+    error, failures, elapsed = run(
+        tmp_path, 2, strategy=RestartStrategies.fixed_delay_restart(2, 250), mode=mode, parallelism=2
+    )
     assert error is None
     assert failures == 2
     assert elapsed >= 0.5  # two restarts, each after a 250 ms delay
@@ -139,11 +149,13 @@ def restart_configuration(**keys: str) -> Configuration:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("attempts, finishes", [("1", False), ("2", True)])
 def test_fixed_delay_from_configuration_keys(tmp_path, attempts, finishes):
-    configuration = restart_configuration(**{
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": attempts,
-        "restart-strategy.fixed-delay.delay": "10 ms",
-    })
+    configuration = restart_configuration(
+        **{
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": attempts,
+            "restart-strategy.fixed-delay.delay": "10 ms",
+        }
+    )
     error, failures, _ = run(tmp_path, 2, configuration=configuration)
     assert failures == 2
     if finishes:
@@ -162,12 +174,14 @@ def test_none_from_configuration_overrides_the_checkpointing_default(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_failure_rate_from_configuration_keys(tmp_path):
-    configuration = restart_configuration(**{
-        "restart-strategy.type": "failure-rate",
-        "restart-strategy.failure-rate.max-failures-per-interval": "1",
-        "restart-strategy.failure-rate.failure-rate-interval": "1 min",
-        "restart-strategy.failure-rate.delay": "10 ms",
-    })
+    configuration = restart_configuration(
+        **{
+            "restart-strategy.type": "failure-rate",
+            "restart-strategy.failure-rate.max-failures-per-interval": "1",
+            "restart-strategy.failure-rate.failure-rate-interval": "1 min",
+            "restart-strategy.failure-rate.delay": "10 ms",
+        }
+    )
     error, failures, _ = run(tmp_path, 5, configuration=configuration)
     assert failures == 2
     assert_failed_with_user_error(error, 2)
@@ -176,7 +190,8 @@ def test_failure_rate_from_configuration_keys(tmp_path):
 @pytest.mark.timeout(60)
 def test_the_job_strategy_wins_over_the_configuration(tmp_path):
     configuration = restart_configuration(**{"restart-strategy.type": "none"})
-    error, failures, _ = run(tmp_path, 1, configuration=configuration,
-                             strategy=RestartStrategies.fixed_delay_restart(1, 10))
+    error, failures, _ = run(
+        tmp_path, 1, configuration=configuration, strategy=RestartStrategies.fixed_delay_restart(1, 10)
+    )
     assert error is None
     assert failures == 1

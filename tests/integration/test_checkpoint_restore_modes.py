@@ -75,16 +75,22 @@ def environment(base: Path, restore: str | None = None, claim: str | None = None
     env.set_parallelism(1)
     env.set_state_backend(EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True))
     env.enable_checkpointing(40)
-    env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{base}",
-                                                                                   file_state_size_threshold=0))
+    env.get_checkpoint_config().set_checkpoint_storage(
+        FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0)
+    )
     return env
 
 
 def build(env: StreamExecutionEnvironment, script: list, reached: str):
-    return (env.from_source(ScriptedSource(script), source_name="script").uid("script")
-            .map(SlowNoteFirst(reached)).uid("slow")
-            .key_by(lambda v: v % KEYS)
-            .process(CountPerKey()).uid("count"))
+    return (
+        env.from_source(ScriptedSource(script), source_name="script")
+        .uid("script")
+        .map(SlowNoteFirst(reached))
+        .uid("slow")
+        .key_by(lambda v: v % KEYS)
+        .process(CountPerKey())
+        .uid("count")
+    )
 
 
 def checkpoint_of_a_paused_run(tmp_path: Path) -> tuple[str, int]:
@@ -97,8 +103,10 @@ def checkpoint_of_a_paused_run(tmp_path: Path) -> tuple[str, int]:
     store = client._job_master.checkpointing.store
     wait_until(reached.exists, what="run A to reach its pause")
     first = store.latest().checkpoint_id if store.latest() else 0
-    wait_until(lambda: store.latest() is not None and store.latest().checkpoint_id >= first + 2,
-               what="two checkpoints of run A after its pause")
+    wait_until(
+        lambda: store.latest() is not None and store.latest().checkpoint_id >= first + 2,
+        what="two checkpoints of run A after its pause",
+    )
     latest = store.latest()
     client.cancel()
     with pytest.raises(JobCancelledException):
@@ -128,8 +136,11 @@ def assert_counts_complete(records: list) -> None:
 
 
 def checkpoint_ids(base: Path) -> list[int]:
-    return sorted(int(m.group(1)) for path in base.glob("*/chk-*/_metadata")
-                  if (m := re.fullmatch(r"chk-(\d+)", path.parent.name)))
+    return sorted(
+        int(m.group(1))
+        for path in base.glob("*/chk-*/_metadata")
+        if (m := re.fullmatch(r"chk-(\d+)", path.parent.name))
+    )
 
 
 def shared_files(location: str) -> list[Path]:
@@ -163,10 +174,12 @@ def test_claim_takes_ownership_and_deletes_the_checkpoint_once_subsumed(tmp_path
     assert ids and min(ids) > restored_id
     assert not Path(location.removeprefix("file://")).exists(), "the claimed checkpoint outlived its subsumption"
     latest = [path.parent for path in base.glob(f"*/chk-{ids[-1]}/_metadata")][0]
-    referenced = {Path(handle.path.removeprefix("file://"))
-                  for handle in read_checkpoint_metadata(str(latest)).shared_handles()}
-    assert set(shared_files(location)) == shared_before & referenced, \
+    referenced = {
+        Path(handle.path.removeprefix("file://")) for handle in read_checkpoint_metadata(str(latest)).shared_handles()
+    }
+    assert set(shared_files(location)) == shared_before & referenced, (
         "the claimed checkpoint's SST files are not exactly those run B's latest checkpoint still refers to"
+    )
     again = environment(tmp_path / "c", location)
     again.from_collection([1]).print()
     with pytest.raises(FluvialError, match="holds no savepoint"):
@@ -176,8 +189,9 @@ def test_claim_takes_ownership_and_deletes_the_checkpoint_once_subsumed(tmp_path
     records, _ = restored_run(tmp_path, "d", str(latest))
     expected = Counter(v % KEYS for v in range(TOTAL))
     assert all(count <= expected[key] for key, count in records)
-    assert {key: max(c for k, c in records if k == key) for key, _ in records} == \
-        {key: expected[key] for key, _ in records}
+    assert {key: max(c for k, c in records if k == key) for key, _ in records} == {
+        key: expected[key] for key, _ in records
+    }
 
 
 def test_an_unknown_claim_mode_is_rejected_naming_the_choices():

@@ -24,8 +24,13 @@ def _cancel_after_a_checkpoint(tmp_path, retention: ExternalizedCheckpointRetent
     config = env.get_checkpoint_config()
     config.set_checkpoint_storage_dir(tmp_path.as_uri())
     config.set_externalized_checkpoint_retention(retention)
-    (env.from_source(NumberSequenceSource(0, 10**12)).key_by(lambda x: x % 4)
-        .reduce(lambda a, b: a + b).filter(lambda x: False).print())
+    (
+        env.from_source(NumberSequenceSource(0, 10**12))
+        .key_by(lambda x: x % 4)
+        .reduce(lambda a, b: a + b)
+        .filter(lambda x: False)
+        .print()
+    )
     client = env.execute_async("endless")
 
     deadline = time.monotonic() + 30

@@ -72,9 +72,18 @@ class CountPerKey(KeyedProcessFunction):
         yield f"{value % KEYS}|{value}|{count}"
 
 
-def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None, count_uid: str = "count",
-          ignore_unclaimed: bool = False, backend=HashMapStateBackend, mode: ExecutionMode | None = None,
-          file_state_threshold: int | None = None) -> StreamExecutionEnvironment:
+def build(
+    tmp_path,
+    run: str,
+    parallelism: int,
+    *,
+    savepoint: str | None = None,
+    count_uid: str = "count",
+    ignore_unclaimed: bool = False,
+    backend=HashMapStateBackend,
+    mode: ExecutionMode | None = None,
+    file_state_threshold: int | None = None,
+) -> StreamExecutionEnvironment:
     """The job of run `run`, in execution `mode` (None: the default, auto). `file_state_threshold`: checkpoints
     (and so savepoints) go to file-system storage that writes every state of at least this size to a file."""
     configuration = Configuration()
@@ -87,8 +96,11 @@ def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None,
     env.set_state_backend(backend())
     env.enable_checkpointing(3_600_000)  # savepoints need checkpointing; no periodic checkpoint interferes
     if file_state_threshold is not None:
-        env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(
-            f"file://{tmp_path / 'checkpoints'}", file_state_size_threshold=file_state_threshold))
+        env.get_checkpoint_config().set_checkpoint_storage(
+            FileSystemCheckpointStorage(
+                f"file://{tmp_path / 'checkpoints'}", file_state_size_threshold=file_state_threshold
+            )
+        )
     sink = (
         FileSink.for_row_format(str(tmp_path / run), Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
@@ -96,11 +108,15 @@ def build(tmp_path, run: str, parallelism: int, *, savepoint: str | None = None,
         .build()
     )
     (
-        env.from_source(NumberSequenceSource(1, N), source_name="numbers").uid("numbers")
-        .map(SlowWithProgress(str(tmp_path / f"{run}.progress"))).uid("slow")
+        env.from_source(NumberSequenceSource(1, N), source_name="numbers")
+        .uid("numbers")
+        .map(SlowWithProgress(str(tmp_path / f"{run}.progress")))
+        .uid("slow")
         .key_by(lambda v: v % KEYS)
-        .process(CountPerKey()).uid(count_uid)
-        .sink_to(sink).uid("sink")
+        .process(CountPerKey())
+        .uid(count_uid)
+        .sink_to(sink)
+        .uid("sink")
     )
     return env
 
@@ -123,8 +139,14 @@ def wait_for(path, client, timeout: float = 30) -> None:
         time.sleep(0.005)
 
 
-def savepoint_mid_stream(tmp_path, parallelism: int, stop: bool = False, backend=HashMapStateBackend,
-                         mode: ExecutionMode | None = None, file_state_threshold: int | None = None) -> str:
+def savepoint_mid_stream(
+    tmp_path,
+    parallelism: int,
+    stop: bool = False,
+    backend=HashMapStateBackend,
+    mode: ExecutionMode | None = None,
+    file_state_threshold: int | None = None,
+) -> str:
     """Run 1 at `parallelism`; once records flow, take a savepoint and end the job; return its path."""
     env = build(tmp_path, "run1", parallelism, backend=backend, mode=mode, file_state_threshold=file_state_threshold)
     client = env.execute_async("savepoint run 1")
@@ -162,15 +184,18 @@ THREADS, PROCESSES = ExecutionMode.THREADS, ExecutionMode.PROCESSES
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("before, after, mode, backend", [
-    # pairwise: each rescaling in both execution modes, each backend in both modes (a full product costs twice)
-    pytest.param(2, 3, THREADS, HashMapStateBackend, id="2-3-thread-hashmap"),
-    pytest.param(2, 3, PROCESSES, EmbeddedRocksDBStateBackend, id="2-3-process-rocksdb"),
-    pytest.param(3, 1, THREADS, EmbeddedRocksDBStateBackend, id="3-1-thread-rocksdb"),
-    pytest.param(3, 1, PROCESSES, HashMapStateBackend, id="3-1-process-hashmap"),
-    pytest.param(2, 2, THREADS, EmbeddedRocksDBStateBackend, id="2-2-thread-rocksdb"),
-    pytest.param(2, 2, PROCESSES, HashMapStateBackend, id="2-2-process-hashmap"),
-])
+@pytest.mark.parametrize(
+    "before, after, mode, backend",
+    [
+        # pairwise: each rescaling in both execution modes, each backend in both modes (a full product costs twice)
+        pytest.param(2, 3, THREADS, HashMapStateBackend, id="2-3-thread-hashmap"),
+        pytest.param(2, 3, PROCESSES, EmbeddedRocksDBStateBackend, id="2-3-process-rocksdb"),
+        pytest.param(3, 1, THREADS, EmbeddedRocksDBStateBackend, id="3-1-thread-rocksdb"),
+        pytest.param(3, 1, PROCESSES, HashMapStateBackend, id="3-1-process-hashmap"),
+        pytest.param(2, 2, THREADS, EmbeddedRocksDBStateBackend, id="2-2-thread-rocksdb"),
+        pytest.param(2, 2, PROCESSES, HashMapStateBackend, id="2-2-process-hashmap"),
+    ],
+)
 def test_savepoint_restores_at_another_parallelism(tmp_path, before, after, mode, backend):
     path = savepoint_mid_stream(tmp_path, before, backend=backend, mode=mode)
     assert not committed(tmp_path / "run1"), "an intermediate savepoint committed output"
@@ -180,10 +205,13 @@ def test_savepoint_restores_at_another_parallelism(tmp_path, before, after, mode
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode, backend", [
-    pytest.param(THREADS, HashMapStateBackend, id="thread-hashmap"),
-    pytest.param(PROCESSES, EmbeddedRocksDBStateBackend, id="process-rocksdb"),
-])
+@pytest.mark.parametrize(
+    "mode, backend",
+    [
+        pytest.param(THREADS, HashMapStateBackend, id="thread-hashmap"),
+        pytest.param(PROCESSES, EmbeddedRocksDBStateBackend, id="process-rocksdb"),
+    ],
+)
 def test_a_moved_savepoint_restores_from_its_new_place(tmp_path, mode, backend):
     """Savepoints are relocatable (issue 13, defect 10): `_metadata` names its own files relatively."""
     path = savepoint_mid_stream(tmp_path, 2, backend=backend, mode=mode, file_state_threshold=0)  # all in files
@@ -231,10 +259,13 @@ def test_state_of_no_operator_fails_naming_it_unless_unclaimed_state_is_ignored(
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("before, after, mode", [
-    pytest.param(HashMapStateBackend, EmbeddedRocksDBStateBackend, THREADS, id="hashmap-to-rocksdb-thread"),
-    pytest.param(EmbeddedRocksDBStateBackend, HashMapStateBackend, PROCESSES, id="rocksdb-to-hashmap-process"),
-])
+@pytest.mark.parametrize(
+    "before, after, mode",
+    [
+        pytest.param(HashMapStateBackend, EmbeddedRocksDBStateBackend, THREADS, id="hashmap-to-rocksdb-thread"),
+        pytest.param(EmbeddedRocksDBStateBackend, HashMapStateBackend, PROCESSES, id="rocksdb-to-hashmap-process"),
+    ],
+)
 def test_savepoint_restores_with_the_other_state_backend(tmp_path, before, after, mode):
     path = savepoint_mid_stream(tmp_path, 2, backend=before, mode=mode)
     build(tmp_path, "run2", 3, savepoint=path, backend=after, mode=mode).execute("switched state backend")

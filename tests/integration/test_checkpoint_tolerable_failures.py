@@ -71,8 +71,18 @@ def without_final_checkpoint():
     return Configuration().set_string("execution.checkpointing.checkpoints-after-tasks-finish", "false")
 
 
-def build_job(tmp_path, n: int, slow: MapFunction, *, tolerable: int, storage, mode: ExecutionMode,
-              timeout_ms: int | None = None, slow_after_shuffle: bool = False, configuration=None):
+def build_job(
+    tmp_path,
+    n: int,
+    slow: MapFunction,
+    *,
+    tolerable: int,
+    storage,
+    mode: ExecutionMode,
+    timeout_ms: int | None = None,
+    slow_after_shuffle: bool = False,
+    configuration=None,
+):
     env = environment(mode, configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(50)
@@ -129,18 +139,27 @@ def assert_fails_on_consecutive_checkpoint_failures(env, *needles: str) -> None:
 
 # -- state too large for the JobManager ---------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_state_over_max_state_size_fails_the_job_when_nothing_is_tolerated(tmp_path, mode):
-    env = build_job(tmp_path, 20_000, Slow(20), tolerable=0, storage=JobManagerCheckpointStorage(max_state_size=8),
-                    mode=mode)
+    env = build_job(
+        tmp_path, 20_000, Slow(20), tolerable=0, storage=JobManagerCheckpointStorage(max_state_size=8), mode=mode
+    )
     assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size", "ASYNC_ERROR")
 
 
 @pytest.mark.timeout(60)
 def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path, mode):
     n = 8_000
-    env = build_job(tmp_path, n, Slow(20), tolerable=1_000_000, storage=JobManagerCheckpointStorage(max_state_size=8),
-                    mode=mode, configuration=without_final_checkpoint())
+    env = build_job(
+        tmp_path,
+        n,
+        Slow(20),
+        tolerable=1_000_000,
+        storage=JobManagerCheckpointStorage(max_state_size=8),
+        mode=mode,
+        configuration=without_final_checkpoint(),
+    )
     client = env.execute_async("tolerated checkpoint failures")
     client.get_job_execution_result().result(timeout=50)
     assert client._job_master.checkpointing.store.latest() is None, "a checkpoint completed: nothing failed"
@@ -148,6 +167,7 @@ def test_state_over_max_state_size_is_tolerated_and_the_job_completes(tmp_path, 
 
 
 # -- the checkpoint directory stops being a directory mid-run -----------------------------------------------------
+
 
 def break_checkpoint_dir_after_first_checkpoint(base, client, broken: threading.Event) -> None:
     """Wait until a checkpoint completed, then replace the job's checkpoint directory by a plain file."""
@@ -165,8 +185,9 @@ def break_checkpoint_dir_after_first_checkpoint(base, client, broken: threading.
 def start_with_breaking_dir(tmp_path, n: int, tolerable: int, mode: ExecutionMode):
     base = tmp_path / "checkpoints"
     storage = FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0)
-    env = build_job(tmp_path, n, Slow(10), tolerable=tolerable, storage=storage, mode=mode,
-                    configuration=without_final_checkpoint())
+    env = build_job(
+        tmp_path, n, Slow(10), tolerable=tolerable, storage=storage, mode=mode, configuration=without_final_checkpoint()
+    )
     client = env.execute_async("breaking checkpoint dir")
     broken = threading.Event()
     breaker = threading.Thread(target=break_checkpoint_dir_after_first_checkpoint, args=(base, client, broken))
@@ -199,26 +220,44 @@ def test_checkpoint_dir_lost_mid_run_is_tolerated_and_the_job_completes(tmp_path
 
 # -- checkpoints that time out ------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_checkpoint_timeout_fails_the_job_when_nothing_is_tolerated(tmp_path, mode):
     """A shuffle and an operator that sleeps 30 ms per 100 records: its input channel is always full, so a
     barrier queues behind buffers and needs far more than the 10 ms timeout to reach the end of the job."""
-    env = build_job(tmp_path, 1_000_000, Slow(100, 30), tolerable=0, storage=JobManagerCheckpointStorage(), mode=mode,
-                    timeout_ms=10, slow_after_shuffle=True)
+    env = build_job(
+        tmp_path,
+        1_000_000,
+        Slow(100, 30),
+        tolerable=0,
+        storage=JobManagerCheckpointStorage(),
+        mode=mode,
+        timeout_ms=10,
+        slow_after_shuffle=True,
+    )
     assert_fails_on_consecutive_checkpoint_failures(env, "TIMEOUT", "expired")
 
 
 @pytest.mark.timeout(60)
 def test_checkpoint_timeouts_are_tolerated_and_the_job_completes(tmp_path, mode):
     n = 6_000
-    env = build_job(tmp_path, n, Slow(100, 30), tolerable=1_000_000, storage=JobManagerCheckpointStorage(), mode=mode,
-                    timeout_ms=10, slow_after_shuffle=True)
+    env = build_job(
+        tmp_path,
+        n,
+        Slow(100, 30),
+        tolerable=1_000_000,
+        storage=JobManagerCheckpointStorage(),
+        mode=mode,
+        timeout_ms=10,
+        slow_after_shuffle=True,
+    )
     client = env.execute_async("tolerated timeouts")
     client.get_job_execution_result().result(timeout=50)
     assert_complete_output(tmp_path, n)
 
 
 # -- what is not a checkpoint failure -----------------------------------------------------------------------------
+
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
@@ -251,8 +290,9 @@ def test_tolerable_failures_from_configuration_key(tmp_path, tolerated):
     checkpoints (state over max_state_size) fail the job."""
 
     n = 8_000
-    configuration = without_final_checkpoint().set_string("execution.checkpointing.tolerable-failed-checkpoints",
-                                                          tolerated)
+    configuration = without_final_checkpoint().set_string(
+        "execution.checkpointing.tolerable-failed-checkpoints", tolerated
+    )
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     assert env.get_checkpoint_config().get_tolerable_checkpoint_failure_number() == int(tolerated)
     env.set_parallelism(1)
@@ -260,8 +300,9 @@ def test_tolerable_failures_from_configuration_key(tmp_path, tolerated):
     env.get_checkpoint_config().set_checkpoint_storage(JobManagerCheckpointStorage(max_state_size=8))
     env.set_restart_strategy(RestartStrategies.no_restart())
     results = []
-    env.from_source(NumberSequenceSource(1, n)).map(Slow(20)).key_by(lambda v: v % KEYS) \
-        .process(CountPerKey()).add_sink(results.append)
+    env.from_source(NumberSequenceSource(1, n)).map(Slow(20)).key_by(lambda v: v % KEYS).process(
+        CountPerKey()
+    ).add_sink(results.append)
     if tolerated == "0":
         assert_fails_on_consecutive_checkpoint_failures(env, "max_state_size")
     else:

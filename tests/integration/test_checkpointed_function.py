@@ -52,12 +52,15 @@ def test_operator_state_survives_a_savepoint_and_is_redistributed(tmp_path, mode
     env.enable_checkpointing(60_000)
     env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{tmp_path}/chk")
     progress = str(tmp_path / "progress")
-    env.from_source(NumberSequenceSource(1, 10_000_000), source_name="n").uid("n") \
-        .map(CountingMap(progress)).uid("counting").add_sink(lambda value: None)
+    env.from_source(NumberSequenceSource(1, 10_000_000), source_name="n").uid("n").map(CountingMap(progress)).uid(
+        "counting"
+    ).add_sink(lambda value: None)
     client = env.execute_async("first run")
     try:
-        wait_until(lambda: all(os.path.exists(f"{progress}-{i}") for i in range(2)),
-                   what=f"both subtasks of the first run to map {PROGRESS_AT} records")
+        wait_until(
+            lambda: all(os.path.exists(f"{progress}-{i}") for i in range(2)),
+            what=f"both subtasks of the first run to map {PROGRESS_AT} records",
+        )
         path = client.trigger_savepoint(str(tmp_path / "sp")).result(30)
     finally:
         client.cancel()
@@ -65,8 +68,13 @@ def test_operator_state_survives_a_savepoint_and_is_redistributed(tmp_path, mode
     configuration = Configuration().set_string("execution.savepoint.path", path)
     env2 = environment(mode, configuration)
     env2.set_parallelism(1)
-    first = env2.from_source(NumberSequenceSource(1, 10_000_000), source_name="n").uid("n") \
-        .map(CountingMap()).uid("counting").execute_and_collect(limit=1)[0]
+    first = (
+        env2.from_source(NumberSequenceSource(1, 10_000_000), source_name="n")
+        .uid("n")
+        .map(CountingMap())
+        .uid("counting")
+        .execute_and_collect(limit=1)[0]
+    )
     subtask, count, restored, markers = first
     assert restored is True
     # at parallelism 1 the only subtask gets both old subtasks' counts, and the union list from both

@@ -34,8 +34,9 @@ def run_like_head(job: Path, lines: int) -> tuple[list[str], int, str]:
 
 def without_submission_lines(err: str) -> str:
     """stderr without Flink's `Job has been submitted with JobID ...` line, which `run` prints for each job."""
-    return "".join(line for line in err.splitlines(keepends=True)
-                   if not line.startswith("Job has been submitted with JobID "))
+    return "".join(
+        line for line in err.splitlines(keepends=True) if not line.startswith("Job has been submitted with JobID ")
+    )
 
 
 def finish(process: subprocess.Popen, timeout: float = 30) -> tuple[str, str]:
@@ -109,7 +110,10 @@ except Exception:  # a job file's catch-all does not keep it writing into nothin
 def test_ctrl_c_cancels_the_running_job_and_exits_130(tmp_path):
     job = job_file(tmp_path, ENDLESS.format(setup="", pipeline=""))
     process = fluvial_process(
-        "run", job, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        "run",
+        job,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background child may inherit SIG_IGN
     )
     assert process.stdout is not None

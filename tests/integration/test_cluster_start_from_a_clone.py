@@ -20,8 +20,15 @@ def fluvial(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """`python -P -m fluvial ARGS...` as an installed fluvial runs (no PYTHONPATH), in `cwd`, with HOME=`home`."""
     environment = {key: value for key, value in os.environ.items() if key not in ("FLUVIAL_TOKEN", "PYTHONPATH")}
     environment["HOME"] = str(home)
-    return subprocess.run([sys.executable, "-P", "-m", "fluvial", *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "fluvial", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 @pytest.mark.timeout(60)
@@ -47,8 +54,9 @@ def test_a_jobmanager_whose_rest_api_fails_is_stopped_and_says_why(tmp_path, mon
     log = tmp_path / ".fluvial" / "log"
     log.mkdir(parents=True)
     (log / "jobmanager.out").write_text(
-        "Session cluster running\nTraceback (most recent call last):\n  File \"rest.py\", line 9, in overview\n"
-        "    fluvial.__version__\nAttributeError: module 'fluvial' has no attribute '__version__'\n")
+        'Session cluster running\nTraceback (most recent call last):\n  File "rest.py", line 9, in overview\n'
+        "    fluvial.__version__\nAttributeError: module 'fluvial' has no attribute '__version__'\n"
+    )
     jobmanager = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     record = ClusterRecord("127.0.0.1:9", "http://127.0.0.1:9", "token", ProcessRecord.of(jobmanager.pid))
     monkeypatch.setattr(cluster_command, "ANSWER_TIMEOUT_SECONDS", 0.5)

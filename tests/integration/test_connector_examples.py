@@ -16,8 +16,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run_example(name: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=90,
-                          env={**os.environ, **env}, cwd=EXAMPLES.parent)
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, **env},
+        cwd=EXAMPLES.parent,
+    )
 
 
 @pytest.mark.timeout(120)

@@ -15,15 +15,27 @@ from tests.integration.rest_client import serve_job
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="Debian's chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium; .ci/run installs it)"
+)
 
 
 def render(url: str, profile: str) -> str:
     """The DOM of `url` once its scripts have fetched and drawn (Chromium's virtual time waits for them)."""
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
-               f"--user-data-dir={profile}", "--virtual-time-budget=8000", "--dump-dom", url]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=8000",
+        "--dump-dom",
+        url,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
@@ -75,37 +87,57 @@ def test_the_dashboards_actions_and_pages_clicked_in_a_browser(tmp_path):
         browser.goto(cancelled.url(f"#/job/{cancelled.job_id}?token={cancelled.token}"))
         browser.wait_for("!location.hash.includes('token=')", what="the token taken out of the address")
         browser.click("#cancel-job")
-        browser.wait_for("document.querySelector('.job-header .badge').textContent === 'CANCELED'", timeout=30,
-                         what="the cancelled job CANCELED")
+        browser.wait_for(
+            "document.querySelector('.job-header .badge').textContent === 'CANCELED'",
+            timeout=30,
+            what="the cancelled job CANCELED",
+        )
 
         browser.goto(stopped.url(f"#/job/{stopped.job_id}?token={stopped.token}"))
-        names = browser.wait_for("document.querySelectorAll('section.subtasks').length === 3 && "
-                                 "[...document.querySelectorAll('section.subtasks')].map(s => s.dataset.vertexName)",
-                                 what="a subtasks panel per vertex")
+        names = browser.wait_for(
+            "document.querySelectorAll('section.subtasks').length === 3 && "
+            "[...document.querySelectorAll('section.subtasks')].map(s => s.dataset.vertexName)",
+            what="a subtasks panel per vertex",
+        )
         assert sorted(names) == ["Source: numbers", "double", "sum -> discard"]
         assert browser.evaluate("document.querySelectorAll('g.vertex.state-RUNNING').length") == 3
         assert "Execution mode" in browser.text("#job-config") and "state.savepoints.dir" in browser.text("#job-config")
         browser.click("#trigger-savepoint")
-        browser.wait_for("((document.getElementById('action-result') || {}).textContent || '').includes('Savepoint completed')",
-                         timeout=30, what="the savepoint's location")
+        browser.wait_for(
+            "((document.getElementById('action-result') || {}).textContent || '').includes('Savepoint completed')",
+            timeout=30,
+            what="the savepoint's location",
+        )
         assert (tmp_path / "savepoints").exists()
 
         browser.goto(stopped.url("#/taskmanagers"))
         browser.click(".taskmanager-link")
         browser.wait_for("(document.getElementById('taskmanager-metrics') || {}).textContent", what="the metrics")
-        assert "Memory (RSS)" in browser.text("#taskmanager-metrics") and "Threads" in browser.text("#taskmanager-metrics")
+        assert "Memory (RSS)" in browser.text("#taskmanager-metrics") and "Threads" in browser.text(
+            "#taskmanager-metrics"
+        )
         browser.click("#tab-log")
-        browser.wait_for("((document.getElementById('taskmanager-log') || {}).textContent || '').includes('to stop')",
-                         what="the job's log records")
+        browser.wait_for(
+            "((document.getElementById('taskmanager-log') || {}).textContent || '').includes('to stop')",
+            what="the job's log records",
+        )
 
         browser.goto(stopped.url(f"#/job/{stopped.job_id}"))
         browser.click("#stop-job")
-        browser.wait_for("document.querySelector('.job-header .badge').textContent === 'FINISHED'", timeout=30,
-                         what="the stopped job FINISHED")
-        browser.wait_for("((document.getElementById('action-result') || {}).textContent || '')"
-                         ".includes('Stop with a savepoint completed')", what="the stop's savepoint location")
-        assert browser.evaluate("getComputedStyle(document.querySelector('g.vertex rect.busy-fill')).fill") \
-            == "rgb(59, 111, 216)"  # busy is blue, never the orange of back pressure or the red of failure
+        browser.wait_for(
+            "document.querySelector('.job-header .badge').textContent === 'FINISHED'",
+            timeout=30,
+            what="the stopped job FINISHED",
+        )
+        browser.wait_for(
+            "((document.getElementById('action-result') || {}).textContent || '')"
+            ".includes('Stop with a savepoint completed')",
+            what="the stop's savepoint location",
+        )
+        assert (
+            browser.evaluate("getComputedStyle(document.querySelector('g.vertex rect.busy-fill')).fill")
+            == "rgb(59, 111, 216)"
+        )  # busy is blue, never the orange of back pressure or the red of failure
     finally:
         browser.close()
         stopped.stop()

@@ -131,16 +131,24 @@ def test_timestamp_assigner_returning_a_float_is_truncated_and_nan_refused():
     env = env1()
     stream = env.from_collection([("a", float("nan"))]).assign_timestamps_and_watermarks(strategy)
     with pytest.raises(FluvialError) as info:
-        list(stream.key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000)).reduce(lambda a, b: a)
-             .execute_and_collect())
+        list(
+            stream.key_by(lambda e: e[0])
+            .window(TumblingEventTimeWindows.of(1000))
+            .reduce(lambda a, b: a)
+            .execute_and_collect()
+        )
     assert "timestamp assigner returned nan" in failure_text(info.value)
 
 
 @pytest.mark.timeout(60)
 def test_event_time_window_over_records_without_timestamps_fails_the_job_clearly():
     env = env1()
-    job = env.from_collection([("a", 1)]).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000)) \
+    job = (
+        env.from_collection([("a", 1)])
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(1000))
         .reduce(lambda a, b: a)
+    )
     with pytest.raises(FluvialError) as info:
         list(job.execute_and_collect())
     text = failure_text(info.value)
@@ -151,9 +159,13 @@ def test_event_time_window_over_records_without_timestamps_fails_the_job_clearly
 def test_dynamic_gap_of_zero_fails_the_job_clearly():
     env = env1()
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: e[1])
-    job = env.from_collection([("a", 10, 100), ("a", 20, 0)]).assign_timestamps_and_watermarks(strategy) \
-        .key_by(lambda e: e[0]).window(EventTimeSessionWindows.with_dynamic_gap(lambda e: e[2])) \
+    job = (
+        env.from_collection([("a", 10, 100), ("a", 20, 0)])
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda e: e[0])
+        .window(EventTimeSessionWindows.with_dynamic_gap(lambda e: e[2]))
         .reduce(lambda a, b: a)
+    )
     with pytest.raises(FluvialError) as info:
         list(job.execute_and_collect())
     text = failure_text(info.value)

@@ -79,15 +79,17 @@ class SumProcess(ProcessWindowFunction):
 LATE = OutputTag("late")
 
 
-def run_job(events, window, function: str, parallelism: int, lateness: int = 0,
-            mode: ExecutionMode = ExecutionMode.THREADS):
+def run_job(
+    events, window, function: str, parallelism: int, lateness: int = 0, mode: ExecutionMode = ExecutionMode.THREADS
+):
     """Returns (main, late): per key the list of (sum, timestamp) results, and the late records with their
     timestamps. Main results and late records travel in one union to a single collect."""
     env = environment(mode)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(0)  # only the generator's per-event watermarks
-    strategy = WatermarkStrategy.for_generator(lambda context: EmitTimestampMinusOne()) \
-        .with_timestamp_assigner(lambda event, _: event[2])
+    strategy = WatermarkStrategy.for_generator(lambda context: EmitTimestampMinusOne()).with_timestamp_assigner(
+        lambda event, _: event[2]
+    )
     stream = env.from_collection(events).assign_timestamps_and_watermarks(strategy).set_parallelism(1)
     windowed = stream.key_by(lambda e: e[0]).window(window).side_output_late_data(LATE)
     if lateness:
@@ -194,9 +196,14 @@ def test_without_a_side_output_late_records_are_dropped_and_on_time_ones_kept():
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     strategy = WatermarkStrategy.for_generator(EmitTimestampMinusOne).with_timestamp_assigner(lambda e, _: e[2])
-    results = list(env.from_collection(events).assign_timestamps_and_watermarks(strategy)
-                   .key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000))
-                   .reduce(add_values).execute_and_collect())
+    results = list(
+        env.from_collection(events)
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(1000))
+        .reduce(add_values)
+        .execute_and_collect()
+    )
     assert results == [("a", 1, 100), ("a", 6, 1500)]
 
 

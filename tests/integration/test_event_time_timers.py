@@ -60,8 +60,14 @@ class TimerScript(KeyedProcessFunction):
         yield "element", ctx.get_current_key(), ts, ctx.timer_service().current_watermark()
 
     def on_timer(self, timestamp, ctx):
-        yield ("timer", ctx.get_current_key(), timestamp, ctx.time_domain(), ctx.timestamp(),
-               ctx.timer_service().current_watermark())
+        yield (
+            "timer",
+            ctx.get_current_key(),
+            timestamp,
+            ctx.time_domain(),
+            ctx.timestamp(),
+            ctx.timer_service().current_watermark(),
+        )
 
 
 class AttachTimestamp(ProcessFunction):
@@ -102,7 +108,10 @@ def test_event_time_timers_fire_in_order_once_and_not_after_deletion(parallelism
     assert dict(fired) == EXPECTED_TIMERS
     # timers due before the end fired at the watermark that passed them, not at the final watermark
     assert {key: [t for (_, k, t, _, _, wm), _ in timers if k == key and wm != MAX_WATERMARK] for key in "abc"} == {
-        "a": [100, 250, 260, 300], "b": [50, 150], "c": []}
+        "a": [100, 250, 260, 300],
+        "b": [50, 150],
+        "c": [],
+    }
     elements = [value for value, _ in out if value[0] == "element"]
     assert len(elements) == len(SCRIPT)
 
@@ -115,11 +124,21 @@ def test_timers_fire_between_the_records_that_move_the_watermark_past_them():
     sequence = [(kind, key, ts) for kind, key, ts, *_ in out]
     # a timer fires right after the record whose watermark passes it; due together, in timestamp order
     assert sequence == [
-        ("element", "a", 10), ("element", "b", 20), ("element", "a", 30), ("element", "b", 40),
-        ("element", "c", 50), ("element", "a", 60), ("timer", "b", 50),
-        ("element", "b", 160), ("timer", "a", 100), ("timer", "b", 150),
-        ("element", "a", 260), ("timer", "a", 250),
-        ("element", "c", 500), ("timer", "a", 260), ("timer", "a", 300),
+        ("element", "a", 10),
+        ("element", "b", 20),
+        ("element", "a", 30),
+        ("element", "b", 40),
+        ("element", "c", 50),
+        ("element", "a", 60),
+        ("timer", "b", 50),
+        ("element", "b", 160),
+        ("timer", "a", 100),
+        ("timer", "b", 150),
+        ("element", "a", 260),
+        ("timer", "a", 250),
+        ("element", "c", 500),
+        ("timer", "a", 260),
+        ("timer", "a", 300),
         ("timer", "c", 700),
     ]
     # each record sees the watermark left by the record before it
@@ -182,8 +201,13 @@ class ProcessingTimeTimers(KeyedProcessFunction):
         yield "registered", value, now + 50
 
     def on_timer(self, timestamp, ctx):
-        yield ("fired", ctx.get_current_key(), timestamp, ctx.time_domain(),
-               ctx.timer_service().current_processing_time())
+        yield (
+            "fired",
+            ctx.get_current_key(),
+            timestamp,
+            ctx.time_domain(),
+            ctx.timer_service().current_processing_time(),
+        )
 
 
 @pytest.mark.timeout(60)

@@ -157,8 +157,13 @@ def test_windows_over_a_union_with_a_slow_source_lose_nothing(parallelism, mode)
     env = environment(mode)
     env.set_parallelism(parallelism)
     fast, slow = two_sources(env)
-    results = list(fast.union(slow).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000))
-                   .process(CountPerWindow()).execute_and_collect())
+    results = list(
+        fast.union(slow)
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(1000))
+        .process(CountPerWindow())
+        .execute_and_collect()
+    )
     expected = Counter((key, ts // 1000 * 1000) for key, ts in FAST + SLOW)
     assert Counter({(key, start): count for key, start, count, _ in results}) == expected
     assert len(results) == len(expected)
@@ -170,16 +175,18 @@ BOUNDED = [("a", ts) for ts in range(0, 5000, 7)]
 BOUNDED_WINDOWS = Counter((key, ts // 1000 * 1000) for key, ts in BOUNDED)
 
 
-def idle_job(idle_source: ScriptedSource, idleness: bool, parallelism: int = 1,
-             mode: ExecutionMode = ExecutionMode.THREADS):
+def idle_job(
+    idle_source: ScriptedSource, idleness: bool, parallelism: int = 1, mode: ExecutionMode = ExecutionMode.THREADS
+):
     env = environment(mode)
     env.set_parallelism(parallelism)
     env.get_config().set_auto_watermark_interval(10)
     active = env.from_source(CollectionSource(BOUNDED), per_event(), "bounded")
     quiet_strategy = per_event().with_idleness(Duration.of_millis(50)) if idleness else per_event()
     quiet = env.from_source(idle_source, quiet_strategy, "quiet")
-    return (active.union(quiet).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000))
-            .process(CountPerWindow()))
+    return (
+        active.union(quiet).key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(1000)).process(CountPerWindow())
+    )
 
 
 @pytest.mark.timeout(60)

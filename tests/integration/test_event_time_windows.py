@@ -71,7 +71,7 @@ EVENTS_B = make_events(11)
 
 def test_generated_input_is_out_of_order_but_within_the_bound():
     for events in (EVENTS, EVENTS_B):
-        running_max = max_disorder = -10**9
+        running_max = max_disorder = -(10**9)
         inversions = 0
         for _, _, ts in events:
             if ts < running_max:
@@ -156,7 +156,8 @@ def strategy(kind: str, assigner) -> WatermarkStrategy:
 def timestamped_events(env, events, source: str, generator: str):
     if source == "collection":
         return env.from_collection(events).assign_timestamps_and_watermarks(
-            strategy(generator, lambda event, _: event[2]))
+            strategy(generator, lambda event, _: event[2])
+        )
     # a parallel source assigning timestamps itself: each subtask reads a contiguous part of the input
     seq = NumberSequenceSource(0, len(events) - 1)
     numbers = env.from_source(seq, strategy(generator, lambda i, _: events[i][2]), "indices")
@@ -231,18 +232,20 @@ class DynamicGap(SessionWindowTimeGapExtractor):
         return dynamic_gap(element)
 
 
-SOURCES = [("collection", "periodic"), ("collection", "per_event"), ("sequence", "per_event"),
-           ("sequence", "periodic")]
+SOURCES = [("collection", "periodic"), ("collection", "per_event"), ("sequence", "per_event"), ("sequence", "periodic")]
 
 
 def expect_pane_descriptions(panes) -> Counter:
-    return Counter(((key, start, end, tuple(sorted(e[1] for e in items))), end - 1)
-                   for (key, start, end), items in panes.items())
+    return Counter(
+        ((key, start, end, tuple(sorted(e[1] for e in items))), end - 1) for (key, start, end), items in panes.items()
+    )
 
 
 def expect_sums_with_max(panes) -> Counter:
-    return Counter(((key, sum(e[1] for e in items), max(e[2] for e in items)), end - 1)
-                   for (key, start, end), items in panes.items())
+    return Counter(
+        ((key, sum(e[1] for e in items), max(e[2] for e in items)), end - 1)
+        for (key, start, end), items in panes.items()
+    )
 
 
 # -- the tests ----------------------------------------------------------------------------------------------------
@@ -253,8 +256,11 @@ def expect_sums_with_max(panes) -> Counter:
 @pytest.mark.parametrize("source,generator", SOURCES)
 def test_tumbling_reduce_matches_batch(parallelism, source, generator, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
-        TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+    windowed = (
+        timestamped_events(env, EVENTS, source, generator)
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+    )
     results = run(windowed.reduce(add_values))
     assert Counter(results) == expect_sums_with_max(batch_panes(EVENTS, SIZE, SIZE))
 
@@ -263,8 +269,11 @@ def test_tumbling_reduce_matches_batch(parallelism, source, generator, mode):
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_tumbling_with_offset_process_matches_batch(parallelism, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, "collection", "per_event").key_by(lambda e: e[0]).window(
-        TumblingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(OFFSET)))
+    windowed = (
+        timestamped_events(env, EVENTS, "collection", "per_event")
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(OFFSET)))
+    )
     results = run(windowed.process(DescribePane()))
     assert Counter(results) == expect_pane_descriptions(batch_panes(EVENTS, SIZE, SIZE, OFFSET))
     assert all((start - OFFSET) % SIZE == 0 for (_, start, _, _), _ in results)
@@ -275,8 +284,11 @@ def test_tumbling_with_offset_process_matches_batch(parallelism, mode):
 @pytest.mark.parametrize("source,generator", SOURCES[1:3])
 def test_sliding_reduce_matches_batch(parallelism, source, generator, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
-        SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE)))
+    windowed = (
+        timestamped_events(env, EVENTS, source, generator)
+        .key_by(lambda e: e[0])
+        .window(SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE)))
+    )
     results = run(windowed.reduce(add_values))
     expected = expect_sums_with_max(batch_panes(EVENTS, SIZE, SLIDE))
     assert Counter(results) == expected
@@ -287,12 +299,18 @@ def test_sliding_reduce_matches_batch(parallelism, source, generator, mode):
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_sliding_aggregate_matches_batch(parallelism, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS_B, "sequence", "per_event").key_by(lambda e: e[0]).window(
-        SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE), Duration.of_millis(100)))
+    windowed = (
+        timestamped_events(env, EVENTS_B, "sequence", "per_event")
+        .key_by(lambda e: e[0])
+        .window(
+            SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE), Duration.of_millis(100))
+        )
+    )
     results = run(windowed.aggregate(CountAndSum()))
     panes = batch_panes(EVENTS_B, SIZE, SLIDE, 100)
-    expected = Counter(((key, len(items), sum(e[1] for e in items)), end - 1)
-                       for (key, start, end), items in panes.items())
+    expected = Counter(
+        ((key, len(items), sum(e[1] for e in items)), end - 1) for (key, start, end), items in panes.items()
+    )
     assert Counter(results) == expected
 
 
@@ -300,11 +318,16 @@ def test_sliding_aggregate_matches_batch(parallelism, mode):
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_tumbling_aggregate_with_process_window_function_matches_batch(parallelism, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, "collection", "periodic").key_by(lambda e: e[0]).window(
-        TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+    windowed = (
+        timestamped_events(env, EVENTS, "collection", "periodic")
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+    )
     results = run(windowed.aggregate(CountAndSum(), window_function=DescribeAggregate()))
-    expected = Counter(((key, start, end, len(items), sum(e[1] for e in items)), end - 1)
-                       for (key, start, end), items in batch_panes(EVENTS, SIZE, SIZE).items())
+    expected = Counter(
+        ((key, start, end, len(items), sum(e[1] for e in items)), end - 1)
+        for (key, start, end), items in batch_panes(EVENTS, SIZE, SIZE).items()
+    )
     assert Counter(results) == expected
 
 
@@ -313,8 +336,11 @@ def test_tumbling_aggregate_with_process_window_function_matches_batch(paralleli
 @pytest.mark.parametrize("source,generator", SOURCES[:3])
 def test_tumbling_process_window_function_matches_batch(parallelism, source, generator, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
-        TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+    windowed = (
+        timestamped_events(env, EVENTS, source, generator)
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+    )
     results = run(windowed.process(DescribePane()))
     assert Counter(results) == expect_pane_descriptions(batch_panes(EVENTS, SIZE, SIZE))
 
@@ -323,8 +349,11 @@ def test_tumbling_process_window_function_matches_batch(parallelism, source, gen
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_sliding_apply_matches_batch(parallelism, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS_B, "collection", "per_event").key_by(lambda e: e[0]).window(
-        SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE)))
+    windowed = (
+        timestamped_events(env, EVENTS_B, "collection", "per_event")
+        .key_by(lambda e: e[0])
+        .window(SlidingEventTimeWindows.of(Duration.of_millis(SIZE), Duration.of_millis(SLIDE)))
+    )
     results = run(windowed.apply(ApplyPane()))
     assert Counter(results) == expect_pane_descriptions(batch_panes(EVENTS_B, SIZE, SLIDE))
 
@@ -343,8 +372,9 @@ def test_reduce_with_process_window_function_matches_batch(parallelism, assigner
         window, panes = EventTimeSessionWindows.with_gap(Duration.of_millis(GAP)), batch_sessions(EVENTS, lambda e: GAP)
     windowed = timestamped_events(env, EVENTS, "sequence", "per_event").key_by(lambda e: e[0]).window(window)
     results = run(windowed.reduce(add_values, window_function=DescribeReduced()))
-    expected = Counter(((key, start, end, sum(e[1] for e in items)), end - 1)
-                       for (key, start, end), items in panes.items())
+    expected = Counter(
+        ((key, start, end, sum(e[1] for e in items)), end - 1) for (key, start, end), items in panes.items()
+    )
     assert Counter(results) == expected
 
 
@@ -353,8 +383,11 @@ def test_reduce_with_process_window_function_matches_batch(parallelism, assigner
 @pytest.mark.parametrize("source,generator", SOURCES[:3])
 def test_session_process_matches_batch(parallelism, source, generator, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, source, generator).key_by(lambda e: e[0]).window(
-        EventTimeSessionWindows.with_gap(Duration.of_millis(GAP)))
+    windowed = (
+        timestamped_events(env, EVENTS, source, generator)
+        .key_by(lambda e: e[0])
+        .window(EventTimeSessionWindows.with_gap(Duration.of_millis(GAP)))
+    )
     results = run(windowed.process(DescribePane()))
     panes = batch_sessions(EVENTS, lambda e: GAP)
     assert Counter(results) == expect_pane_descriptions(panes)
@@ -376,8 +409,9 @@ def test_session_reduce_and_aggregate_match_batch(parallelism, mode):
     env = env_with(parallelism, mode)
     keyed = timestamped_events(env, EVENTS_B, "sequence", "per_event").key_by(lambda e: e[0])
     aggregated = keyed.window(EventTimeSessionWindows.with_gap(Duration.of_millis(GAP))).aggregate(CountAndSum())
-    expected = Counter(((key, len(items), sum(e[1] for e in items)), end - 1)
-                       for (key, start, end), items in panes.items())
+    expected = Counter(
+        ((key, len(items), sum(e[1] for e in items)), end - 1) for (key, start, end), items in panes.items()
+    )
     assert Counter(run(aggregated)) == expected
 
 
@@ -386,8 +420,11 @@ def test_session_reduce_and_aggregate_match_batch(parallelism, mode):
 @pytest.mark.parametrize("function", ["apply", "process"])
 def test_dynamic_gap_sessions_match_batch(parallelism, function, mode):
     env = env_with(parallelism, mode)
-    windowed = timestamped_events(env, EVENTS, "sequence", "per_event").key_by(lambda e: e[0]).window(
-        EventTimeSessionWindows.with_dynamic_gap(DynamicGap()))
+    windowed = (
+        timestamped_events(env, EVENTS, "sequence", "per_event")
+        .key_by(lambda e: e[0])
+        .window(EventTimeSessionWindows.with_dynamic_gap(DynamicGap()))
+    )
     results = run(windowed.apply(ApplyPane()) if function == "apply" else windowed.process(DescribePane()))
     panes = batch_sessions(EVENTS, dynamic_gap)
     assert Counter(results) == expect_pane_descriptions(panes)
@@ -425,8 +462,9 @@ def test_window_all_matches_batch(parallelism, mode):
     env = env_with(parallelism, mode)
     stream = timestamped_events(env, EVENTS, "collection", "periodic").map(lambda e: ("all", e[1], e[2]))
     results = run(stream.window_all(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).reduce(add_values))
-    expected = Counter((("all", sum(x[1] for x in items), max(x[2] for x in items)), e - 1)
-                       for (s, e), items in all_panes.items())
+    expected = Counter(
+        (("all", sum(x[1] for x in items), max(x[2] for x in items)), e - 1) for (s, e), items in all_panes.items()
+    )
     assert Counter(results) == expected
 
 
@@ -461,7 +499,7 @@ def batch_count_windows(events, size: int, slide: int) -> Counter:
     for key, values in by_key.items():
         i = 0
         while i * slide + size <= len(values):
-            out[(key, tuple(values[i * slide:i * slide + size]))] += 1
+            out[(key, tuple(values[i * slide : i * slide + size]))] += 1
             i += 1
     return out
 
@@ -502,8 +540,9 @@ def test_count_window_reduce_matches_batch(parallelism, mode):
 def test_global_windows_with_purging_count_trigger_equal_tumbling_count_windows(parallelism, mode):
     env = env_with(parallelism, mode)
     keyed = env.from_collection(EVENTS).key_by(lambda e: e[0])
-    results = run(keyed.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(6)))
-                  .apply(CountPane()))
+    results = run(
+        keyed.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(6))).apply(CountPane())
+    )
     assert Counter(value for value, _ in results) == batch_count_windows(EVENTS, 6, 6)
 
 
@@ -511,12 +550,21 @@ def test_global_windows_with_purging_count_trigger_equal_tumbling_count_windows(
 @pytest.mark.parametrize("parallelism, mode", PARALLELISM_AND_MODE)
 def test_count_evictor_keeps_the_last_arrivals_of_each_pane(parallelism, mode):
     env = env_with(parallelism, mode)
-    keyed = env.from_collection(EVENTS).assign_timestamps_and_watermarks(
-        strategy("per_event", lambda event, _: event[2])).set_parallelism(1).key_by(lambda e: e[0])
-    results = run(keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE))).evictor(CountEvictor.of(3))
-                  .apply(ApplyPaneInArrivalOrder()))
-    expected = Counter(((key, start, end, tuple(e[1] for e in items[-3:])), end - 1)
-                       for (key, start, end), items in batch_panes(EVENTS, SIZE, SIZE).items())
+    keyed = (
+        env.from_collection(EVENTS)
+        .assign_timestamps_and_watermarks(strategy("per_event", lambda event, _: event[2]))
+        .set_parallelism(1)
+        .key_by(lambda e: e[0])
+    )
+    results = run(
+        keyed.window(TumblingEventTimeWindows.of(Duration.of_millis(SIZE)))
+        .evictor(CountEvictor.of(3))
+        .apply(ApplyPaneInArrivalOrder())
+    )
+    expected = Counter(
+        ((key, start, end, tuple(e[1] for e in items[-3:])), end - 1)
+        for (key, start, end), items in batch_panes(EVENTS, SIZE, SIZE).items()
+    )
     assert Counter(results) == expected
 
 
@@ -574,8 +622,11 @@ class ProcessingPane(ProcessWindowFunction):
 def test_processing_time_windows_fire_on_the_wall_clock(parallelism, mode):
     env = env_with(parallelism, mode)
     stream = env.from_source(LingeringSource(EVENTS, linger_ms=1200), None, "lingering")
-    results = run(stream.key_by(lambda e: e[0]).window(TumblingProcessingTimeWindows.of(Duration.of_millis(200)))
-                  .process(ProcessingPane()))
+    results = run(
+        stream.key_by(lambda e: e[0])
+        .window(TumblingProcessingTimeWindows.of(Duration.of_millis(200)))
+        .process(ProcessingPane())
+    )
     totals = Counter()
     for (key, start, end, total, fired_at), ts in results:
         totals[key] += total

@@ -138,7 +138,12 @@ def test_live_clicks_prints_one_line_per_window_with_every_click_counted_and_its
     """`make demo`'s live job, for 3 seconds: every click lands in exactly one window's line."""
     done = subprocess.run(
         [sys.executable, "-m", "fluvial", "run", "--web", "-D", "rest.port=0", str(EXAMPLES / "live_clicks.py"), "3"],
-        cwd=tmp_path, check=False, capture_output=True, text=True, timeout=80)
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=80,
+    )
     assert done.returncode == 0, done.stderr
     assert re.search(r"Dashboard and REST API of job [0-9a-f]{32}: http://127\.0\.0\.1:\d+", done.stderr)
     lines = [line for line in done.stdout.splitlines() if "+2s" in line]

@@ -39,10 +39,13 @@ def test_every_failure_and_restart_is_logged_at_warning_with_its_cause_and_attem
         client.get_job_execution_result().result(timeout=30)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     for restart in (1, 2):
-        assert any("ValueError: bad record 7" in m and f"restarting (restart {restart})" in m
-                   and "(attempt" in m for m in warnings), warnings
-        assert any(f"restart {restart}: redeploying every subtask after ValueError: bad record 7" in m
-                   for m in warnings), warnings
+        assert any(
+            "ValueError: bad record 7" in m and f"restarting (restart {restart})" in m and "(attempt" in m
+            for m in warnings
+        ), warnings
+        assert any(
+            f"restart {restart}: redeploying every subtask after ValueError: bad record 7" in m for m in warnings
+        ), warnings
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any("bad record 7" in m and "allows no more restarts after 2" in m for m in errors), errors
     details = client.get_job_details().result(timeout=5)
@@ -102,12 +105,12 @@ def test_state_that_cannot_be_unpickled_fails_the_job_at_once_naming_the_file(tm
     env = StreamExecutionEnvironment.get_execution_environment()
     env.enable_checkpointing(30)
     env.get_checkpoint_config().set_checkpoint_storage(
-        FileSystemCheckpointStorage(f"file://{tmp_path / 'checkpoints'}", file_state_size_threshold=0))
+        FileSystemCheckpointStorage(f"file://{tmp_path / 'checkpoints'}", file_state_size_threshold=0)
+    )
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(100, 10))
     marker = tmp_path / "crashed"
     script = list(range(20)) + [Pause(str(tmp_path / "go")), Crash(str(marker)), 99]
-    (env.from_source(ScriptedSource(script)).uid("script")
-        .key_by(lambda v: v % 3).process(Keep()).uid("keep").print())
+    (env.from_source(ScriptedSource(script)).uid("script").key_by(lambda v: v % 3).process(Keep()).uid("keep").print())
     client = env.execute_async("unpicklable state")
     store = client._job_master.checkpointing.store
     wait_until(lambda: store.latest() is not None and store.latest().checkpoint_id >= 2, what="two checkpoints")
@@ -129,13 +132,15 @@ def test_a_failing_key_selector_is_named_as_the_key_by(mode):
 
     env = environment(mode)
     env.set_parallelism(2)
-    env.from_collection([1, 2, 3], type_info=Types.INT()).map(lambda v: v + 1, output_type=Types.INT()) \
-        .key_by(broken_key).reduce(lambda a, b: a + b).print()
+    env.from_collection([1, 2, 3], type_info=Types.INT()).map(lambda v: v + 1, output_type=Types.INT()).key_by(
+        broken_key
+    ).reduce(lambda a, b: a + b).print()
     with pytest.raises(JobExecutionException) as raised:
         env.execute("a broken key selector")
     message = str(raised.value)
-    assert "operator 'key_by(test_a_failing_key_selector_is_named_as_the_key_by.<locals>.broken_key)'" in message, \
+    assert "operator 'key_by(test_a_failing_key_selector_is_named_as_the_key_by.<locals>.broken_key)'" in message, (
         message
+    )
     assert "TypeError" in message and "operator 'Map'" not in message
 
 
@@ -168,14 +173,20 @@ def test_a_failing_key_selector_is_named_as_the_key_by_where_the_keyed_operator_
     selector = FieldKey() if consumer == "process" else broken_key
     env = environment(mode)
     env.set_parallelism(1)
-    keyed = env.from_collection([1, 2, 3], type_info=Types.INT()).map(lambda v: v + 1, output_type=Types.INT()) \
+    keyed = (
+        env.from_collection([1, 2, 3], type_info=Types.INT())
+        .map(lambda v: v + 1, output_type=Types.INT())
         .key_by(selector, key_type=Types.INT())
+    )
     KEYED_CONSUMERS[consumer](keyed).print()
     with pytest.raises(JobExecutionException) as raised:
         env.execute("a broken key selector at parallelism 1")
     message = str(raised.value)
-    named = "FieldKey" if consumer == "process" else \
-        "test_a_failing_key_selector_is_named_as_the_key_by_where_the_keyed_operator_computes_the_key.<locals>." \
+    named = (
+        "FieldKey"
+        if consumer == "process"
+        else "test_a_failing_key_selector_is_named_as_the_key_by_where_the_keyed_operator_computes_the_key.<locals>."
         "broken_key"
+    )
     assert f"operator 'key_by({named})'" in message, message
     assert "TypeError" in message

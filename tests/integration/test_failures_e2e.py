@@ -144,12 +144,7 @@ def test_failure_downstream_of_a_shuffle_cancels_a_blocked_upstream(mode):
     """The consumer dies; the producer's channel to it fills up (out of credit, in process mode). The producer
     must still be cancelled."""
     env = _env(mode)
-    (
-        env.from_source(NumberSequenceSource(1, 5_000_000))
-        .rebalance()
-        .map(DivideBy())
-        .add_sink(lambda v: None)
-    )
+    (env.from_source(NumberSequenceSource(1, 5_000_000)).rebalance().map(DivideBy()).add_sink(lambda v: None))
     with pytest.raises(JobExecutionException) as info:
         env.execute()
     assert isinstance(info.value.__cause__, ZeroDivisionError)

@@ -83,7 +83,9 @@ def test_transformed_lines_rolled_into_small_parts(tmp_path, mode):
         .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=2048))
         .build()
     )
-    env.from_source(_source(tmp_path / "in")).map(str.upper).filter(lambda line: not line.endswith("7 ÜNÏCØDÉ")).sink_to(sink)
+    env.from_source(_source(tmp_path / "in")).map(str.upper).filter(
+        lambda line: not line.endswith("7 ÜNÏCØDÉ")
+    ).sink_to(sink)
     env.execute()
     written, hidden = _committed(out)
     assert hidden == []

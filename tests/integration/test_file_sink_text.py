@@ -12,11 +12,15 @@ from fluvial.testing.oracle import committed_lines
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("output_type, expected", [
-    (Types.TUPLE([Types.STRING(), Types.INT()]), ["(while,999)", "(river,1)"]),
-    (Types.ROW([Types.STRING(), Types.INT()]), ["+I[while, 999]", "+I[river, 1]"]),
-    (None, ["('while', 999)", "('river', 1)"]),
-], ids=["tuple", "row", "untyped"])
+@pytest.mark.parametrize(
+    "output_type, expected",
+    [
+        (Types.TUPLE([Types.STRING(), Types.INT()]), ["(while,999)", "(river,1)"]),
+        (Types.ROW([Types.STRING(), Types.INT()]), ["+I[while, 999]", "+I[river, 1]"]),
+        (None, ["('while', 999)", "('river', 1)"]),
+    ],
+    ids=["tuple", "row", "untyped"],
+)
 def test_file_sink_writes_records_as_print_shows_them(output_type, expected, tmp_path):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)

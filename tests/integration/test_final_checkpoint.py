@@ -34,10 +34,12 @@ pytestmark = pytest.mark.timeout(90)
 
 
 def file_sink(out: Path) -> FileSink:
-    return (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
-            .build())
+    return (
+        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
 
 
 def committed(out: Path) -> list[str]:
@@ -74,12 +76,16 @@ def test_a_failure_after_some_subtasks_finished_commits_nothing_twice(tmp_path, 
     env = checkpointed(mode)
     env.set_parallelism(parallelism)
     numbers = [f"a{n}" for n in range(1, 2001)]
-    (env.from_source(NumberSequenceSource(1, 2000), source_name="short").map(lambda n: f"a{n}")
-        .sink_to(file_sink(tmp_path / "a")))
+    (
+        env.from_source(NumberSequenceSource(1, 2000), source_name="short")
+        .map(lambda n: f"a{n}")
+        .sink_to(file_sink(tmp_path / "a"))
+    )
     script = list(range(100)) + [Pause(str(tmp_path / "go")), Crash(str(tmp_path / "crashed"))]
     script += list(range(100, 300)) + [End()]
-    env.from_source(ScriptedSource(script), source_name="scripted").map(Slow()).map(lambda n: f"b{n}") \
-        .sink_to(file_sink(tmp_path / "b"))
+    env.from_source(ScriptedSource(script), source_name="scripted").map(Slow()).map(lambda n: f"b{n}").sink_to(
+        file_sink(tmp_path / "b")
+    )
     client = env.execute_async("a failure after some subtasks finished")
     graph = client._job_master.scheduler.graph
     short = [e for e in graph if "short" in e.job_vertex.name]
@@ -117,8 +123,13 @@ def test_a_close_that_raises_once_after_end_of_input_commits_nothing_twice(tmp_p
     env = checkpointed(mode)
     env.set_parallelism(2)
     expected = [str(n) for n in range(1, 5001)]
-    (env.from_source(NumberSequenceSource(1, 5000)).map(Slow()).map(RaiseOnceInClose(str(tmp_path / "raised")))
-        .map(str).sink_to(file_sink(tmp_path / "out")))
+    (
+        env.from_source(NumberSequenceSource(1, 5000))
+        .map(Slow())
+        .map(RaiseOnceInClose(str(tmp_path / "raised")))
+        .map(str)
+        .sink_to(file_sink(tmp_path / "out"))
+    )
     client = env.execute_async("close raises once")
     client.get_job_execution_result().result(timeout=60)
     assert (tmp_path / "raised").exists()
@@ -148,8 +159,9 @@ def test_an_intermediate_savepoint_commits_nothing_a_failover_would_replay(tmp_p
 def test_a_bounded_job_triggers_its_final_checkpoint_at_the_end_of_its_data(tmp_path, mode):
     env = checkpointed(mode, interval_ms=3_600_000)
     env.set_parallelism(2)
-    env.from_source(NumberSequenceSource(1, 3000)).map(str).rebalance().map(lambda s: s) \
-        .sink_to(file_sink(tmp_path / "out"))
+    env.from_source(NumberSequenceSource(1, 3000)).map(str).rebalance().map(lambda s: s).sink_to(
+        file_sink(tmp_path / "out")
+    )
     client = env.execute_async("bounded, checkpoints an hour apart")
     client.get_job_execution_result().result(timeout=30)  # an hour's interval never passes: the end triggered it
     stats = client._job_master.checkpointing.stats

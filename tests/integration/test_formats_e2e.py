@@ -23,8 +23,9 @@ from fluvial.datastream.formats.parquet import (
 )
 from fluvial.testing import ExecutionMode, environment
 
-ROW = Types.ROW_NAMED(["id", "name", "price", "tags"],
-                      [Types.INT(), Types.STRING(), Types.DOUBLE(), Types.LIST(Types.STRING())])
+ROW = Types.ROW_NAMED(
+    ["id", "name", "price", "tags"], [Types.INT(), Types.STRING(), Types.DOUBLE(), Types.LIST(Types.STRING())]
+)
 RECORDS = [(i, f"item-{i}", i * 1.5, [f"t{i % 3}"]) for i in range(500)]
 AVRO = AvroSchema.parse_string("""{"type": "record", "name": "Item", "fields": [
     {"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}""")
@@ -40,8 +41,11 @@ def env_of(mode: ExecutionMode, parallelism: int = 2, checkpoint_ms: int | None 
 
 def write(mode: ExecutionMode, out, factory, records=RECORDS, type_info=ROW) -> list[str]:
     env = env_of(mode)
-    sink = FileSink.for_bulk_format(str(out), factory) \
-        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build()
+    sink = (
+        FileSink.for_bulk_format(str(out), factory)
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
     env.from_collection(records, type_info=type_info).map(lambda r: r, output_type=type_info).sink_to(sink)
     env.execute()
     names = sorted(os.listdir(out))
@@ -58,8 +62,9 @@ def read(mode: ExecutionMode, source) -> list:
 def test_parquet_rows_written_on_checkpoints_read_back_exactly_once(tmp_path, mode):
     files = write(mode, tmp_path / "out", ParquetBulkWriters.for_row_type(ROW))
     assert all(f.endswith(".parquet") for f in files)
-    source = FileSource.for_bulk_file_format(ParquetColumnarRowInputFormat(ROW, batch_size=64),
-                                             str(tmp_path / "out")).build()
+    source = FileSource.for_bulk_file_format(
+        ParquetColumnarRowInputFormat(ROW, batch_size=64), str(tmp_path / "out")
+    ).build()
     rows = read(mode, source)
     assert sorted(tuple(r) for r in rows) == sorted(RECORDS)
     assert all(isinstance(r, Row) and r.name.startswith("item-") for r in rows)
@@ -88,16 +93,23 @@ def test_avro_container_files_written_and_read_with_create_input(tmp_path, mode)
 def test_avro_records_in_parquet(tmp_path, mode):
     records = [{"id": i, "name": f"n{i}"} for i in range(50)]
     write(mode, tmp_path / "out", AvroParquetWriters.for_generic_record(AVRO), records, None)
-    source = FileSource.for_record_stream_format(AvroParquetReaders.for_generic_record(AVRO),
-                                                 str(tmp_path / "out")).build()
+    source = FileSource.for_record_stream_format(
+        AvroParquetReaders.for_generic_record(AVRO), str(tmp_path / "out")
+    ).build()
     assert sorted(read(mode, source), key=lambda r: r["id"]) == records
 
 
 @pytest.mark.timeout(90)
 def test_csv_written_with_header_and_read_back_typed(tmp_path, mode):
-    schema = (CsvSchema.builder().add_number_column("id", Types.INT()).add_string_column("name")
-              .add_number_column("price", Types.BIG_DEC()).add_array_column("tags", separator="|")
-              .set_use_header().build())
+    schema = (
+        CsvSchema.builder()
+        .add_number_column("id", Types.INT())
+        .add_string_column("name")
+        .add_number_column("price", Types.BIG_DEC())
+        .add_array_column("tags", separator="|")
+        .set_use_header()
+        .build()
+    )
     records = [(i, f"x,{i}", Decimal(i) / 4, ["a", "b"]) for i in range(200)]
     write(mode, tmp_path / "out", CsvBulkWriters.for_schema(schema), records, schema.get_type_info())
     source = FileSource.for_record_stream_format(CsvReaderFormat.for_schema(schema), str(tmp_path / "out")).build()

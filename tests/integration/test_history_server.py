@@ -39,8 +39,13 @@ def test_the_history_server_serves_an_archived_job_after_its_program_exited(tmp_
     assert ran.returncode == 0, ran.stderr
     (archived,) = [path.name for path in archive.iterdir()]
 
-    server = subprocess.Popen([sys.executable, "-m", "fluvial", "history-server", "--dir", str(archive), "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "fluvial", "history-server", "--dir", str(archive), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
     try:
         url = read_until(server.stdout, r"http://127\.0\.0\.1:\d+")
         jobs = http("GET", f"{url}/jobs/overview").body["jobs"]

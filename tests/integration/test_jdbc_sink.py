@@ -50,8 +50,12 @@ def prepared(postgres, prefix: str) -> list[str]:
 
 
 def options(postgres, **extra) -> JdbcConnectionOptions:
-    builder = JdbcConnectionOptions.JdbcConnectionOptionsBuilder().with_url(postgres.jdbc_url) \
-        .with_driver_name("org.postgresql.Driver").with_user_name("postgres")
+    builder = (
+        JdbcConnectionOptions.JdbcConnectionOptionsBuilder()
+        .with_url(postgres.jdbc_url)
+        .with_driver_name("org.postgresql.Driver")
+        .with_user_name("postgres")
+    )
     for name, value in extra.items():
         getattr(builder, f"with_{name}")(value)
     return builder.build()
@@ -62,17 +66,25 @@ def task(subtask: int = 0) -> TaskInfo:
 
 
 def test_placeholders_become_pyformat_outside_quotes_and_comments():
-    assert to_pyformat("INSERT INTO t VALUES (?, '?%', \"a?\") -- ?\n") == \
-        ("INSERT INTO t VALUES (%s, '?%%', \"a?\") -- ?\n", 1)
+    assert to_pyformat("INSERT INTO t VALUES (?, '?%', \"a?\") -- ?\n") == (
+        "INSERT INTO t VALUES (%s, '?%%', \"a?\") -- ?\n",
+        1,
+    )
     with pytest.raises(InvalidJobError, match="2 '\\?' placeholders but the type info has 1"):
-        JdbcSink.sink("INSERT INTO t VALUES (?, ?)", Types.ROW([Types.INT()]),
-                      JdbcConnectionOptions("jdbc:postgresql://127.0.0.1/db"))
+        JdbcSink.sink(
+            "INSERT INTO t VALUES (?, ?)",
+            Types.ROW([Types.INT()]),
+            JdbcConnectionOptions("jdbc:postgresql://127.0.0.1/db"),
+        )
     with pytest.raises(InvalidJobError, match="not a PostgreSQL URL"):
         JdbcConnectionOptions("jdbc:mysql://127.0.0.1/db")
     with pytest.raises(InvalidJobError, match="with_max_retries\\(0\\)"):
-        JdbcSink.exactly_once_sink("INSERT INTO t VALUES (?)", Types.ROW([Types.INT()]),
-                                   JdbcConnectionOptions("jdbc:postgresql://127.0.0.1/db"),
-                                   JdbcExecutionOptions.defaults())
+        JdbcSink.exactly_once_sink(
+            "INSERT INTO t VALUES (?)",
+            Types.ROW([Types.INT()]),
+            JdbcConnectionOptions("jdbc:postgresql://127.0.0.1/db"),
+            JdbcExecutionOptions.defaults(),
+        )
 
 
 @pytest.mark.timeout(60)
@@ -82,9 +94,14 @@ def test_at_least_once_upserts_every_record_of_a_job(postgres):
     env.set_parallelism(2)
     env.enable_checkpointing(50)
     records = [Row(k % 300, f"v{k}") for k in range(1000)]
-    env.from_collection(records, type_info=ROW).add_sink(JdbcSink.sink(
-        f"INSERT INTO {table} (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", ROW,
-        options(postgres), JdbcExecutionOptions.builder().with_batch_size(64).with_max_retries(2).build()))
+    env.from_collection(records, type_info=ROW).add_sink(
+        JdbcSink.sink(
+            f"INSERT INTO {table} (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+            ROW,
+            options(postgres),
+            JdbcExecutionOptions.builder().with_batch_size(64).with_max_retries(2).build(),
+        )
+    )
     env.execute("jdbc at least once")
     got = dict(rows_of(postgres, table))
     assert len(got) == 300 and all(got[k].startswith("v") and int(got[k][1:]) % 300 == k for k in got)
@@ -97,12 +114,17 @@ def test_exactly_once_commits_each_checkpoints_transaction_and_leaves_none_prepa
     env.set_parallelism(2)
     env.enable_checkpointing(30)
     prefix = f"eo{uuid.uuid4().hex[:8]}"
-    env.from_collection([(k, f"v{k}") for k in range(2000)], type_info=Types.TUPLE([Types.INT(), Types.STRING()])) \
-        .map(lambda kv: kv, output_type=Types.TUPLE([Types.INT(), Types.STRING()])) \
-        .add_sink(JdbcSink.exactly_once_sink(
-            f"INSERT INTO {table} VALUES (?, ?)", ROW, options(postgres),
+    env.from_collection([(k, f"v{k}") for k in range(2000)], type_info=Types.TUPLE([Types.INT(), Types.STRING()])).map(
+        lambda kv: kv, output_type=Types.TUPLE([Types.INT(), Types.STRING()])
+    ).add_sink(
+        JdbcSink.exactly_once_sink(
+            f"INSERT INTO {table} VALUES (?, ?)",
+            ROW,
+            options(postgres),
             JdbcExecutionOptions.builder().with_batch_size(100).with_max_retries(0).build(),
-            JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(prefix).build()))
+            JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(prefix).build(),
+        )
+    )
     env.execute("jdbc exactly once")
     assert rows_of(postgres, table) == sorted((k, f"v{k}") for k in range(2000))
     assert prepared(postgres, prefix) == []
@@ -111,8 +133,12 @@ def test_exactly_once_commits_each_checkpoints_transaction_and_leaves_none_prepa
 def test_a_restored_writer_commits_what_its_checkpoint_recorded_and_rolls_back_the_rest(postgres):
     table = new_table(postgres, "k INT NOT NULL, v TEXT NOT NULL")
     prefix = f"rc{uuid.uuid4().hex[:8]}"
-    sink = JdbcSink.exactly_once_sink(f"INSERT INTO {table} VALUES (?, ?)", ROW, options(postgres),
-                                      jdbc_exactly_once_options=JdbcExactlyOnceOptions(prefix))
+    sink = JdbcSink.exactly_once_sink(
+        f"INSERT INTO {table} VALUES (?, ?)",
+        ROW,
+        options(postgres),
+        jdbc_exactly_once_options=JdbcExactlyOnceOptions(prefix),
+    )
     crashed = sink.create_writer(task())
     crashed.write_batch([Row(1, "a"), Row(2, "b")])
     recorded = crashed.prepare_commit()  # checkpoint 1: completed, but its commit never ran
@@ -136,8 +162,12 @@ def test_a_restored_writer_commits_what_its_checkpoint_recorded_and_rolls_back_t
 
 def test_the_batch_interval_writes_records_without_a_checkpoint(postgres):
     table = new_table(postgres)
-    sink = JdbcSink.sink(f"INSERT INTO {table} VALUES (?, ?)", ROW, options(postgres),
-                         JdbcExecutionOptions.builder().with_batch_interval_ms(50).build())
+    sink = JdbcSink.sink(
+        f"INSERT INTO {table} VALUES (?, ?)",
+        ROW,
+        options(postgres),
+        JdbcExecutionOptions.builder().with_batch_interval_ms(50).build(),
+    )
     writer = sink.create_writer(task())
     try:
         writer.write_batch([Row(1, "a")])
@@ -149,8 +179,12 @@ def test_the_batch_interval_writes_records_without_a_checkpoint(postgres):
 @pytest.mark.timeout(60)
 def test_a_batch_is_retried_across_a_server_restart(postgres):
     table = new_table(postgres)
-    sink = JdbcSink.sink(f"INSERT INTO {table} VALUES (?, ?) ON CONFLICT (k) DO NOTHING", ROW, options(postgres),
-                         JdbcExecutionOptions.builder().with_max_retries(5).build())
+    sink = JdbcSink.sink(
+        f"INSERT INTO {table} VALUES (?, ?) ON CONFLICT (k) DO NOTHING",
+        ROW,
+        options(postgres),
+        JdbcExecutionOptions.builder().with_max_retries(5).build(),
+    )
     writer = sink.create_writer(task())
     try:
         writer.write_batch([Row(1, "a")])
@@ -168,7 +202,8 @@ def test_a_record_the_statement_rejects_is_named(postgres):
     table = new_table(postgres)
     env = StreamExecutionEnvironment.get_execution_environment()
     env.from_collection([Row(1, "a"), Row(2, None), Row(3, "c")], type_info=ROW).add_sink(
-        JdbcSink.sink(f"INSERT INTO {table} VALUES (?, ?)", ROW, options(postgres)))
+        JdbcSink.sink(f"INSERT INTO {table} VALUES (?, ?)", ROW, options(postgres))
+    )
     with pytest.raises(JobExecutionException) as info:
         env.execute("bad record")
     cause = info.value.__cause__
@@ -178,11 +213,11 @@ def test_a_record_the_statement_rejects_is_named(postgres):
 
 
 @pytest.mark.timeout(30)
-def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_naming_the_address(
-        postgres_with_password):
+def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_naming_the_address(postgres_with_password):
     guarded = postgres_with_password
-    sink = JdbcSink.sink("INSERT INTO nowhere VALUES (?, ?)", ROW,
-                         options(guarded, password="wrong", connection_check_timeout_seconds=3))
+    sink = JdbcSink.sink(
+        "INSERT INTO nowhere VALUES (?, ?)", ROW, options(guarded, password="wrong", connection_check_timeout_seconds=3)
+    )
     writer = sink.create_writer(task())
     started = time.monotonic()
     with pytest.raises(ResourceError, match=f"127.0.0.1:{guarded.port}.*password authentication failed"):
@@ -191,10 +226,14 @@ def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_nam
     assert time.monotonic() - started < 30  # at once (no retries for a refused login), not after a minute
     writer.close()
     port = free_port()
-    sink = JdbcSink.sink("INSERT INTO nowhere VALUES (?, ?)", ROW,
-                         JdbcConnectionOptions(f"jdbc:postgresql://127.0.0.1:{port}/postgres", user_name="postgres",
-                                               connection_check_timeout_seconds=2),
-                         JdbcExecutionOptions.builder().with_max_retries(1).build())
+    sink = JdbcSink.sink(
+        "INSERT INTO nowhere VALUES (?, ?)",
+        ROW,
+        JdbcConnectionOptions(
+            f"jdbc:postgresql://127.0.0.1:{port}/postgres", user_name="postgres", connection_check_timeout_seconds=2
+        ),
+        JdbcExecutionOptions.builder().with_max_retries(1).build(),
+    )
     writer = sink.create_writer(task())
     started = time.monotonic()
     with pytest.raises(ResourceError, match=f"127.0.0.1:{port}/postgres.*failed 2 times"):

@@ -200,8 +200,9 @@ def test_too_few_slots_fails_naming_both_numbers(mode, seen):
 def test_slot_sharing_groups_add_up(mode, seen):
     """Groups "default" and "other" each need 2 slots; one TaskManager of 3 slots cannot hold them."""
     env = _env(mode, 2, **{"taskmanager_numberOfTaskSlots": "3", "local_number-taskmanager": "1"})
-    env.from_source(NumberSequenceSource(1, 10)).map(lambda x: x).slot_sharing_group("other") \
-        .add_sink(Remember(seen, "y"))
+    env.from_source(NumberSequenceSource(1, 10)).map(lambda x: x).slot_sharing_group("other").add_sink(
+        Remember(seen, "y")
+    )
     with pytest.raises(ResourceError, match="needs 4 task slots"):
         env.execute()
 
@@ -241,9 +242,7 @@ def test_three_task_managers_run_a_shuffling_job_across_them(mode):
 def test_three_task_managers_keyed_counts_are_exact(mode):
     env = _env(mode, 3, **{"local_number-taskmanager": "3"})
     words = [f"w{(i * 17) % 29}" for i in range(9000)]
-    counts = list(
-        env.from_collection(words).map(lambda w: (w, 1)).key_by(lambda p: p[0]).sum(1).execute_and_collect()
-    )
+    counts = list(env.from_collection(words).map(lambda w: (w, 1)).key_by(lambda p: p[0]).sum(1).execute_and_collect())
     final: dict = {}
     for word, count in counts:
         final[word] = max(final.get(word, 0), count)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-PROGRAM = textwrap.dedent('''
+PROGRAM = textwrap.dedent("""
     import sys, time
     from fluvial.common.job_status import JobStatus
     from fluvial.datastream import StreamExecutionEnvironment
@@ -50,7 +50,7 @@ PROGRAM = textwrap.dedent('''
         status = clients[0].get_job_status().result()
         time.sleep(0.5)
         print(f"status={status.name} more={seen[0] - at_interrupt}", flush=True)
-''')
+""")
 
 
 @pytest.mark.timeout(60)
@@ -59,8 +59,13 @@ def test_keyboard_interrupt_cancels_the_job_before_it_propagates(tmp_path: Path,
     program = tmp_path / "endless.py"
     program.write_text(PROGRAM)
     started = tmp_path / "started"
-    process = subprocess.Popen([sys.executable, str(program), how, str(started)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    process = subprocess.Popen(
+        [sys.executable, str(program), how, str(started)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+    )
     try:
         deadline = time.monotonic() + 30
         while not started.exists():

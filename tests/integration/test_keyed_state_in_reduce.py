@@ -36,7 +36,6 @@ def test_keyed_state_in_a_reduce_function_follows_the_records_key(backend, batch
         env.get_configuration().set_string("state.checkpoints.dir", f"file://{tmp_path}")
     if batch:
         env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    results = list(env.from_collection(RECORDS).key_by(lambda r: r[0]).reduce(CountingReduce())
-                   .execute_and_collect())
+    results = list(env.from_collection(RECORDS).key_by(lambda r: r[0]).reduce(CountingReduce()).execute_and_collect())
     finals = {key: (total, count) for key, total, count in results}
     assert finals == {"a": (6, 2), "b": (30, 1)}

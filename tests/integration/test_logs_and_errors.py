@@ -46,8 +46,15 @@ def run(tmp_path: Path, body: str, *command: str, **env: str) -> subprocess.Comp
     job = tmp_path / "job.py"
     job.write_text(textwrap.dedent(body))
     environment = user_environment(FLUVIAL_LOG_DIR=str(tmp_path / "log"), PYTHONPATH=str(ROOT), **env)
-    return subprocess.run([sys.executable, *command, str(job)], capture_output=True, text=True, timeout=60,
-                          check=False, env=environment, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, *command, str(job)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
+        cwd=tmp_path,
+    )
 
 
 def job_logs(tmp_path: Path) -> str:

@@ -21,23 +21,35 @@ def scrape(address: str) -> dict[str, list]:
 
 
 def total(samples: dict[str, list], name: str, **labels: str) -> float:
-    return sum(sample.value for sample in samples.get(name, [])
-               if all(sample.labels.get(key) == value for key, value in labels.items()))
+    return sum(
+        sample.value
+        for sample in samples.get(name, [])
+        if all(sample.labels.get(key) == value for key, value in labels.items())
+    )
 
 
 @pytest.mark.parametrize("mode", execution_modes(), ids=lambda mode: mode.value)
 def test_prometheus_figures_match_the_records_and_grow(mode, tmp_path):
-    served = serve_job(mode, str(tmp_path), "metrics job", records=FIRST, then=SECOND, checkpoint_interval="100 ms",
-                       **{"metrics.reporter.prom.port": "0", "metrics.fetcher.update-interval": "100 ms"})
+    served = serve_job(
+        mode,
+        str(tmp_path),
+        "metrics job",
+        records=FIRST,
+        then=SECOND,
+        checkpoint_interval="100 ms",
+        **{"metrics.reporter.prom.port": "0", "metrics.fetcher.update-interval": "100 ms"},
+    )
     address = served.client.web.prometheus_address
     try:
+
         def figures() -> dict[str, float]:
             samples = scrape(address)
             return {
                 "source out": total(samples, "flink_taskmanager_job_task_numRecordsOut", task_name="Source:_numbers"),
                 "double in": total(samples, "flink_taskmanager_job_task_numRecordsIn", task_name="double"),
-                "double op in": total(samples, "flink_taskmanager_job_task_operator_numRecordsIn",
-                                      operator_name="double"),
+                "double op in": total(
+                    samples, "flink_taskmanager_job_task_operator_numRecordsIn", operator_name="double"
+                ),
                 "user seen": total(samples, "flink_taskmanager_job_task_operator_records_seen", operator_name="double"),
                 "sum in": total(samples, "flink_taskmanager_job_task_operator_numRecordsIn", operator_name="sum"),
                 "sink in": total(samples, "flink_taskmanager_job_task_operator_numRecordsIn", operator_name="discard"),
@@ -46,21 +58,29 @@ def test_prometheus_figures_match_the_records_and_grow(mode, tmp_path):
             }
 
         first = {"source out", "double in", "double op in", "user seen", "sum in", "sink in"}
-        wait_until(lambda: all(figures()[name] == FIRST for name in first) and figures()["checkpoints"] >= 1,
-                   timeout=30, what=f"every figure at {FIRST} records")
+        wait_until(
+            lambda: all(figures()[name] == FIRST for name in first) and figures()["checkpoints"] >= 1,
+            timeout=30,
+            what=f"every figure at {FIRST} records",
+        )
         before = figures()
         samples = scrape(address)
         assert samples["flink_taskmanager_job_task_busyTimeMsPerSecond"], "task time gauges are reported"
-        assert {s.labels["subtask_index"] for s in samples["flink_taskmanager_job_task_operator_numRecordsIn"]
-                if s.labels["operator_name"] == "double"} == {"0", "1"}
+        assert {
+            s.labels["subtask_index"]
+            for s in samples["flink_taskmanager_job_task_operator_numRecordsIn"]
+            if s.labels["operator_name"] == "double"
+        } == {"0", "1"}
         served.release()  # the source reads SECOND more records
-        wait_until(lambda: all(figures()[name] == FIRST + SECOND for name in first), timeout=30,
-                   what=f"every figure at {FIRST + SECOND} records")
+        wait_until(
+            lambda: all(figures()[name] == FIRST + SECOND for name in first),
+            timeout=30,
+            what=f"every figure at {FIRST + SECOND} records",
+        )
         after = figures()
         assert after["checkpoints"] > before["checkpoints"] and after["uptime"] > before["uptime"]
     finally:
         served.stop()
-
 
 
 @pytest.mark.timeout(90)
@@ -68,8 +88,13 @@ def test_prometheus_figures_match_the_records_and_grow(mode, tmp_path):
 def test_bytes_are_counted_between_processes_and_not_within_one(mode, tmp_path):
     """numBytesIn/Out count what remote channels serialize (Source -> double rebalances, double -> sum is keyed:
     across the two TaskManager processes some of it crosses); in one process nothing is serialized: 0."""
-    served = serve_job(mode, str(tmp_path), "bytes job", records=FIRST,
-                       **{"metrics.reporter.prom.port": "0", "metrics.fetcher.update-interval": "100 ms"})
+    served = serve_job(
+        mode,
+        str(tmp_path),
+        "bytes job",
+        records=FIRST,
+        **{"metrics.reporter.prom.port": "0", "metrics.fetcher.update-interval": "100 ms"},
+    )
     address = served.client.web.prometheus_address
     remote = mode.value == "process"
     try:
@@ -81,12 +106,17 @@ def test_bytes_are_counted_between_processes_and_not_within_one(mode, tmp_path):
             return sum(int(float(entry["value"])) for entry in body)
 
         def counted() -> bool:
-            return total(scrape(address), "flink_taskmanager_job_task_operator_numRecordsIn", operator_name="sum") == FIRST
+            return (
+                total(scrape(address), "flink_taskmanager_job_task_operator_numRecordsIn", operator_name="sum") == FIRST
+            )
 
         wait_until(counted, timeout=30, what=f"sum at {FIRST} records")
         if remote:
-            wait_until(lambda: rest(double, "numBytesOut") > 0 and rest(total_sum, "numBytesIn") > 0, timeout=30,
-                       what="bytes counted across processes through REST")
+            wait_until(
+                lambda: rest(double, "numBytesOut") > 0 and rest(total_sum, "numBytesIn") > 0,
+                timeout=30,
+                what="bytes counted across processes through REST",
+            )
             samples = scrape(address)
             assert total(samples, "flink_taskmanager_job_task_numBytesOut", task_name="double") > 0
             assert total(samples, "flink_taskmanager_job_task_numBytesIn", task_name="sum____discard") > 0

@@ -41,16 +41,22 @@ def receiver_env(tmp_path: Path, wal: bool = True, mode: str = "thread", **keys:
 
 
 def file_sink(out: Path) -> FileSink:
-    return (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
+    return (
+        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
 
 
 def run_until(env: StreamExecutionEnvironment, out: Path, count: int, timeout: float = 40) -> list[str]:
     client = env.execute_async("mqtt")
     try:
-        wait_until(lambda: len(mh.committed(out)) >= count or client.get_job_execution_result().done(),
-                   timeout=timeout, what=f"{count} committed lines")
+        wait_until(
+            lambda: len(mh.committed(out)) >= count or client.get_job_execution_result().done(),
+            timeout=timeout,
+            what=f"{count} committed lines",
+        )
         if client.get_job_execution_result().done():
             client.get_job_execution_result().result()
     finally:
@@ -69,7 +75,8 @@ def test_a_persistent_session_flows_through_the_log_into_the_sink_once(mosquitto
     mh.publish(host, port, mh.keyed(3, 200, topic), qos)  # queued by the broker while nobody is connected
     env = receiver_env(tmp_path)
     env.add_receiver(MqttReceiver(host, port, [f"{topic}/#"], client_id=client_id, qos=qos)).sink_to(
-        file_sink(tmp_path / "out"))
+        file_sink(tmp_path / "out")
+    )
     threading.Timer(0.5, mh.publish, (host, port, mh.keyed(3, 100, topic, first=201), qos)).start()
     lines = run_until(env, tmp_path / "out", 900)
     assert mh.judge_lines(lines, 3, 300) == (0, 0, [])
@@ -137,7 +144,8 @@ def test_the_rate_limit_holds_the_broker_back(mosquitto_server, tmp_path):  # no
     mh.publish(host, port, [(topic, f"0,{seq}".encode()) for seq in range(1, 601)], 1)
     env = receiver_env(tmp_path, **{"receiver.max-rate": "200"})
     env.add_receiver(MqttReceiver(host, port, [topic], client_id=client_id, max_batch_size=50)).sink_to(
-        file_sink(tmp_path / "out"))
+        file_sink(tmp_path / "out")
+    )
     started = time.monotonic()
     lines = run_until(env, tmp_path / "out", 600)
     # a burst of at most one second's worth, then 200 records/s: 600 records need at least 2 s
@@ -165,14 +173,16 @@ def test_a_payload_that_fails_to_deserialize_names_the_topic(mosquitto_server, t
 def test_an_unreachable_broker_or_refused_credentials_fail_within_the_timeout_naming_the_address(problem, tmp_path):
     from services.mosquitto import start_mosquitto
 
-    server = start_mosquitto(tmp_path / "broker", user="fluvial", password="right") if problem == "credentials" \
-        else None
+    server = (
+        start_mosquitto(tmp_path / "broker", user="fluvial", password="right") if problem == "credentials" else None
+    )
     try:
         port = server.port if server else free_port()
         env = receiver_env(tmp_path, wal=False)
         env.set_restart_strategy(RestartStrategies.no_restart())
-        env.add_receiver(MqttReceiver(LOOPBACK, port, ["t"], client_id="c", username="fluvial", password="wrong",
-                                      connect_timeout=2)).print()
+        env.add_receiver(
+            MqttReceiver(LOOPBACK, port, ["t"], client_id="c", username="fluvial", password="wrong", connect_timeout=2)
+        ).print()
         started = time.monotonic()
         with pytest.raises(JobExecutionException) as info:
             env.execute("cannot connect")
@@ -184,4 +194,3 @@ def test_an_unreachable_broker_or_refused_credentials_fail_within_the_timeout_na
     finally:
         if server:
             server.stop()
-

@@ -37,9 +37,15 @@ def streams(nats_server):  # noqa: F811
 
 
 def source(url: str, stream: str, prefix: str, consumer: str, **options) -> NatsSource:
-    builder = (NatsSource.builder().set_servers(url).set_stream(stream)
-               .set_subjects(f"{prefix}.0", f"{prefix}.1").set_consumer_name(consumer)
-               .set_deserialization_schema(SimpleStringSchema()).set_connect_timeout(3))
+    builder = (
+        NatsSource.builder()
+        .set_servers(url)
+        .set_stream(stream)
+        .set_subjects(f"{prefix}.0", f"{prefix}.1")
+        .set_consumer_name(consumer)
+        .set_deserialization_schema(SimpleStringSchema())
+        .set_connect_timeout(3)
+    )
     if options.get("bounded", True):
         builder.set_bounded()
     if "start" in options:
@@ -48,13 +54,21 @@ def source(url: str, stream: str, prefix: str, consumer: str, **options) -> Nats
 
 
 def sink(url: str, subject: str, guarantee=DeliveryGuarantee.EXACTLY_ONCE) -> NatsSink:
-    return (NatsSink.builder().set_servers(url).set_subject(subject).set_connect_timeout(3)
-            .set_serialization_schema(SimpleStringSchema()).set_delivery_guarantee(guarantee).build())
+    return (
+        NatsSink.builder()
+        .set_servers(url)
+        .set_subject(subject)
+        .set_connect_timeout(3)
+        .set_serialization_schema(SimpleStringSchema())
+        .set_delivery_guarantee(guarantee)
+        .build()
+    )
 
 
 def env(parallelism: int = 2, interval: int = 100) -> StreamExecutionEnvironment:
     environment = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", "thread"))
+        Configuration().set_string("local.taskmanager.mode", "thread")
+    )
     environment.set_parallelism(parallelism)
     if interval:
         environment.enable_checkpointing(interval)
@@ -72,9 +86,11 @@ def test_a_stream_flows_through_a_job_into_a_stream_once(streams, guarantee):
     messages = nh.keyed_messages(keys=4, per_key=200, subject=prefix + ".{key}")
     nh.publish(url, messages)
     job = env()
-    (job.from_source(source(url, stream_in, prefix, "flow"), WatermarkStrategy.no_watermarks(), "nats in")
+    (
+        job.from_source(source(url, stream_in, prefix, "flow"), WatermarkStrategy.no_watermarks(), "nats in")
         .map(lambda line: line.upper(), output_type=None)
-        .sink_to(sink(url, f"out{stream_out[3:]}", guarantee)))
+        .sink_to(sink(url, f"out{stream_out[3:]}", guarantee))
+    )
     job.execute("nats to nats")
     out = payloads(url, stream_out)
     assert sorted(out) == sorted(data.decode().upper() for _, data in messages)
@@ -99,8 +115,14 @@ def test_messages_are_acknowledged_only_when_a_checkpoint_covering_them_complete
         assert sorted(split.position for split in splits) == [99, 100]
         assert nh.consumer_ack_floor(url, stream_in, "acks-0") == 0  # a snapshot alone acknowledges nothing
         reader.notify_checkpoint_complete(1)
-        wait_until(lambda: nh.consumer_ack_floor(url, stream_in, "acks-0") == 99
-                   and nh.consumer_ack_floor(url, stream_in, "acks-1") == 100, timeout=10, what="the acks")
+        wait_until(
+            lambda: (
+                nh.consumer_ack_floor(url, stream_in, "acks-0") == 99
+                and nh.consumer_ack_floor(url, stream_in, "acks-1") == 100
+            ),
+            timeout=10,
+            what="the acks",
+        )
     finally:
         reader.close()
     # a reader restored from those positions starts after them: nothing is read twice
@@ -153,8 +175,9 @@ def test_starting_positions_latest_sequence_and_committed(streams):
         reader.add_splits(settings.create_splits(1)[:1])
         got: list = []
         try:
-            wait_until(lambda: got.extend(reader.poll(1000) or []) or len(got) >= expect, timeout=20,
-                       what=f"{expect} messages")
+            wait_until(
+                lambda: got.extend(reader.poll(1000) or []) or len(got) >= expect, timeout=20, what=f"{expect} messages"
+            )
             reader.on_snapshot(1)
             reader.notify_checkpoint_complete(1)
             time.sleep(0.2)
@@ -188,8 +211,14 @@ def test_an_unreachable_server_or_wrong_credentials_fail_within_the_timeout_nami
     server = start_nats(tmp_path, user="fluvial", password="right") if problem == "credentials" else None
     try:
         url = server.extra["url"] if server else f"nats://127.0.0.1:{free_port()}"
-        builder = (NatsSource.builder().set_servers(url).set_stream("S").set_consumer_name("c").set_connect_timeout(2)
-                   .set_deserialization_schema(SimpleStringSchema()))
+        builder = (
+            NatsSource.builder()
+            .set_servers(url)
+            .set_stream("S")
+            .set_consumer_name("c")
+            .set_connect_timeout(2)
+            .set_deserialization_schema(SimpleStringSchema())
+        )
         if server:
             builder.set_credentials("fluvial", "wrong")
         job = env(parallelism=1, interval=0)
@@ -211,12 +240,18 @@ def test_an_unreachable_server_or_wrong_credentials_fail_within_the_timeout_nami
 def test_a_missing_stream_is_named(nats_server):  # noqa: F811
     url = nats_server.extra["url"]
     job = env(parallelism=1, interval=0)
-    job.from_source(NatsSource.builder().set_servers(url).set_stream("NOPE").set_consumer_name("c")
-                    .set_deserialization_schema(SimpleStringSchema()).build(), WatermarkStrategy.no_watermarks()).print()
+    job.from_source(
+        NatsSource.builder()
+        .set_servers(url)
+        .set_stream("NOPE")
+        .set_consumer_name("c")
+        .set_deserialization_schema(SimpleStringSchema())
+        .build(),
+        WatermarkStrategy.no_watermarks(),
+    ).print()
     with pytest.raises(JobExecutionException) as info:
         job.execute("missing stream")
     assert "stream NOPE does not exist" in error_chain(info.value)
-
 
 
 @pytest.mark.timeout(60)

@@ -32,9 +32,11 @@ def test_rocksdb_working_directories_are_removed_when_the_job_ends(tmp_path, mod
     backend = EmbeddedRocksDBStateBackend()
     backend.set_db_storage_paths(str(root))
     env.set_state_backend(backend)
-    stream = (env.from_collection(list(range(100)), type_info=Types.INT())
-              .key_by(lambda value: value % 5, key_type=Types.INT())
-              .reduce(lambda a, b: a + b))
+    stream = (
+        env.from_collection(list(range(100)), type_info=Types.INT())
+        .key_by(lambda value: value % 5, key_type=Types.INT())
+        .reduce(lambda a, b: a + b)
+    )
     with stream.execute_and_collect() as results:
         assert len(list(results)) == 100
     assert root.is_dir(), "the job made no RocksDB working directory"
@@ -65,19 +67,21 @@ def test_a_failed_attempts_hidden_part_files_are_removed_on_restore(tmp_path, mo
     env.enable_checkpointing(30)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{checkpoints}"))
     _fails_once_then_writes_each_record_once_leaving_nothing_hidden(
-        env, out, KeySequenceSource(4, 500, 1000), FailOnceAfterCheckpoints(str(checkpoints)))
+        env, out, KeySequenceSource(4, 500, 1000), FailOnceAfterCheckpoints(str(checkpoints))
+    )
 
 
 def _fails_once_then_writes_each_record_once_leaving_nothing_hidden(env, out, source, fails_once) -> None:
     """Runs source → `fails_once` → a FileSink into `out` (rolling on checkpoints), restarting after the one
     failure: every record is committed once and no hidden part file is left."""
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 50))
-    sink = (FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-    (env.from_source(source, source_name="sequences")
-        .map(fails_once, output_type=Types.STRING())
-        .sink_to(sink))
+    sink = (
+        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    (env.from_source(source, source_name="sequences").map(fails_once, output_type=Types.STRING()).sink_to(sink))
     client = env.execute_async("fails once")
     client.get_job_execution_result().result(timeout=50)
     assert client._job_master.restarts == 1
@@ -97,8 +101,11 @@ class FailOnceBeforeAnyCheckpoint(MapFunction):
 
     def map(self, record):
         key, seq = record
-        if self.attempt == 0 and seq >= 100 and any(name.startswith(".") for _, _, names in os.walk(self.out)
-                                                    for name in names):
+        if (
+            self.attempt == 0
+            and seq >= 100
+            and any(name.startswith(".") for _, _, names in os.walk(self.out) for name in names)
+        ):
             raise RuntimeError("the first attempt fails before its first checkpoint")
         return f"{key}|{seq}"
 
@@ -108,4 +115,5 @@ def test_hidden_part_files_of_an_attempt_that_failed_before_any_checkpoint_are_r
     env = environment(mode)
     env.set_parallelism(2)
     _fails_once_then_writes_each_record_once_leaving_nothing_hidden(  # no checkpoints: its restart has no state
-        env, out, KeySequenceSource(4, 300, 2000), FailOnceBeforeAnyCheckpoint(str(out)))
+        env, out, KeySequenceSource(4, 300, 2000), FailOnceBeforeAnyCheckpoint(str(out))
+    )

@@ -38,8 +38,15 @@ def new_table(postgres, columns: str = "k INT PRIMARY KEY, v TEXT", full: bool =
 
 
 def source_for(postgres, table: str, slot: str | None = None, **options) -> PostgresSource:
-    builder = PostgresSource.builder().hostname(postgres.host).port(postgres.port).database("postgres") \
-        .username("postgres").table_list(table).slot_name(slot or f"s_{uuid.uuid4().hex[:10]}")
+    builder = (
+        PostgresSource.builder()
+        .hostname(postgres.host)
+        .port(postgres.port)
+        .database("postgres")
+        .username("postgres")
+        .table_list(table)
+        .slot_name(slot or f"s_{uuid.uuid4().hex[:10]}")
+    )
     for name, value in options.items():
         getattr(builder, name)(*([value] if not isinstance(value, tuple) else value))
     return builder.build()
@@ -79,8 +86,12 @@ def test_a_job_emits_the_snapshot_then_the_changelog(postgres, mode):
     try:
         with env.from_source(source, source_name="cdc").map(lambda row: row).execute_and_collect() as results:
             snapshot = [next(results), next(results)]
-            sql(postgres, f"UPDATE {table} SET v = 'bb' WHERE k = 2", f"DELETE FROM {table} WHERE k = 1",
-                f"INSERT INTO {table} VALUES (3, 'c')")
+            sql(
+                postgres,
+                f"UPDATE {table} SET v = 'bb' WHERE k = 2",
+                f"DELETE FROM {table} WHERE k = 1",
+                f"INSERT INTO {table} VALUES (3, 'c')",
+            )
             changes = [next(results) for _ in range(4)]
     finally:
         drop_slot(postgres, source.slot_name)
@@ -89,15 +100,17 @@ def test_a_job_emits_the_snapshot_then_the_changelog(postgres, mode):
     assert changes[0]._fields == ["k", "v"]
 
 
-def test_a_restore_inside_a_transaction_resumes_exactly_and_the_slot_moves_only_when_a_checkpoint_completes(
-        postgres):
+def test_a_restore_inside_a_transaction_resumes_exactly_and_the_slot_moves_only_when_a_checkpoint_completes(postgres):
     table = new_table(postgres)
     source = source_for(postgres, table)
     first = reader_for(source)
     try:
         assert read(first, 0) == [] and first.poll(10) == []  # the (empty) snapshot, then streaming
-        sql(postgres, f"INSERT INTO {table} SELECT g, 'v' || g FROM generate_series(1, 10) g",
-            f"INSERT INTO {table} SELECT g, 'w' || g FROM generate_series(11, 20) g")
+        sql(
+            postgres,
+            f"INSERT INTO {table} SELECT g, 'v' || g FROM generate_series(1, 10) g",
+            f"INSERT INTO {table} SELECT g, 'w' || g FROM generate_series(11, 20) g",
+        )
         head = read(first, 14, max_records=7)  # the first transaction and 4 changes of the second
         before = confirmed(postgres, source.slot_name)
         state = first.snapshot_state()
@@ -107,8 +120,11 @@ def test_a_restore_inside_a_transaction_resumes_exactly_and_the_slot_moves_only_
         time.sleep(0.3)
         assert confirmed(postgres, source.slot_name) == before  # nothing confirmed before the checkpoint completes
         first.notify_checkpoint_complete(1)
-        wait_until(lambda: confirmed(postgres, source.slot_name) == format_lsn(state[0].lsn), timeout=10,
-                   what="the checkpoint's LSN confirmed")
+        wait_until(
+            lambda: confirmed(postgres, source.slot_name) == format_lsn(state[0].lsn),
+            timeout=10,
+            what="the checkpoint's LSN confirmed",
+        )
     finally:
         first.close()
     second = reader_for(source, state)
@@ -222,8 +238,7 @@ def test_without_replica_identity_full_the_all_mode_refuses_and_the_upsert_mode_
     reader = reader_for(source)
     try:
         reader.poll(10)
-        sql(postgres, f"INSERT INTO {table} VALUES (1, 'a')", f"UPDATE {table} SET v = 'b'",
-            f"DELETE FROM {table}")
+        sql(postgres, f"INSERT INTO {table} VALUES (1, 'a')", f"UPDATE {table} SET v = 'b'", f"DELETE FROM {table}")
         assert kinds(read(reader, 3)) == [("+I", 1, "a"), ("+U", 1, "b"), ("-D", 1, None)]
     finally:
         reader.close()
@@ -231,16 +246,32 @@ def test_without_replica_identity_full_the_all_mode_refuses_and_the_upsert_mode_
 
 
 @pytest.mark.timeout(30)
-def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_naming_the_address(
-        postgres_with_password):
+def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_naming_the_address(postgres_with_password):
     guarded = postgres_with_password
-    source = PostgresSource.builder().hostname(guarded.host).port(guarded.port).database("postgres") \
-        .username("postgres").password("wrong").table_list("t").connect_timeout(3).build()
+    source = (
+        PostgresSource.builder()
+        .hostname(guarded.host)
+        .port(guarded.port)
+        .database("postgres")
+        .username("postgres")
+        .password("wrong")
+        .table_list("t")
+        .connect_timeout(3)
+        .build()
+    )
     with pytest.raises(ResourceError, match=f"at 127.0.0.1:{guarded.port}/postgres: .*password authentication"):
         reader_for(source).poll(10)
     port = free_port()
-    source = PostgresSource.builder().hostname("127.0.0.1").port(port).database("postgres").username("postgres") \
-        .table_list("t").connect_timeout(2).build()
+    source = (
+        PostgresSource.builder()
+        .hostname("127.0.0.1")
+        .port(port)
+        .database("postgres")
+        .username("postgres")
+        .table_list("t")
+        .connect_timeout(2)
+        .build()
+    )
     started = time.monotonic()
     with pytest.raises(ResourceError, match=f"at 127.0.0.1:{port}/postgres"):
         reader_for(source).poll(10)
@@ -255,9 +286,13 @@ def test_the_mirror_example_runs_against_a_server_as_the_docs_say(postgres):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "examples" / "postgres_mirror.py"), "--seconds", "4"],
-                          env={**os.environ, "FLUVIAL_POSTGRES": f"{postgres.host}:{postgres.port}"},
-                          capture_output=True, text=True, timeout=80)
+    done = subprocess.run(
+        [sys.executable, str(root / "examples" / "postgres_mirror.py"), "--seconds", "4"],
+        env={**os.environ, "FLUVIAL_POSTGRES": f"{postgres.host}:{postgres.port}"},
+        capture_output=True,
+        text=True,
+        timeout=80,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == ["1 apples 5 False", "2 pears 1 True", "3 plums 12 False", "4 figs 7 False"]
 
@@ -283,8 +318,11 @@ class Changelog:
 
 def test_a_restore_mid_snapshot_resumes_it_without_repeating_or_losing_a_row(postgres):
     first_table, second_table = new_table(postgres), new_table(postgres)
-    sql(postgres, f"INSERT INTO {first_table} SELECT g, 'a' || g FROM generate_series(1, 50) g",
-        f"INSERT INTO {second_table} SELECT g, 'b' || g FROM generate_series(1, 30) g")
+    sql(
+        postgres,
+        f"INSERT INTO {first_table} SELECT g, 'a' || g FROM generate_series(1, 50) g",
+        f"INSERT INTO {second_table} SELECT g, 'b' || g FROM generate_series(1, 30) g",
+    )
     source = source_for(postgres, first_table, table_list=(first_table, second_table))
     changelog = Changelog()
     first = reader_for(source)
@@ -294,12 +332,18 @@ def test_a_restore_mid_snapshot_resumes_it_without_repeating_or_losing_a_row(pos
         assert state[0].progress == (0, (20,))
         first.on_snapshot(1)
         first.notify_checkpoint_complete(1)  # nothing to confirm during the snapshot
-        sql(postgres,  # changes to rows emitted and not yet emitted, keys moving in and out of the emitted range
-            f"UPDATE {first_table} SET v = 'x5' WHERE k = 5", f"UPDATE {first_table} SET v = 'x30' WHERE k = 30",
-            f"DELETE FROM {first_table} WHERE k = 10", f"DELETE FROM {first_table} WHERE k = 40",
+        sql(
+            postgres,  # changes to rows emitted and not yet emitted, keys moving in and out of the emitted range
+            f"UPDATE {first_table} SET v = 'x5' WHERE k = 5",
+            f"UPDATE {first_table} SET v = 'x30' WHERE k = 30",
+            f"DELETE FROM {first_table} WHERE k = 10",
+            f"DELETE FROM {first_table} WHERE k = 40",
             f"INSERT INTO {first_table} VALUES (60, 'new'), (0, 'zero')",
-            f"UPDATE {first_table} SET k = 145 WHERE k = 15", f"UPDATE {first_table} SET k = -1 WHERE k = 35",
-            f"UPDATE {second_table} SET v = 'y1' WHERE k = 1", f"DELETE FROM {second_table} WHERE k = 2")
+            f"UPDATE {first_table} SET k = 145 WHERE k = 15",
+            f"UPDATE {first_table} SET k = -1 WHERE k = 35",
+            f"UPDATE {second_table} SET v = 'y1' WHERE k = 1",
+            f"DELETE FROM {second_table} WHERE k = 2",
+        )
         read(first, 5)  # emitted after the checkpoint: lost with the crash, read again by the restore
     finally:
         first.close()
@@ -310,8 +354,11 @@ def test_a_restore_mid_snapshot_resumes_it_without_repeating_or_losing_a_row(pos
         while second._snapshot is not None or not second._started or len(rows) == 0:
             assert time.monotonic() < deadline
             rows.extend(second.poll(1000) or [])
-        sql(postgres, f"UPDATE {second_table} SET v = 'after' WHERE k = 3", f"INSERT INTO {first_table} "
-            f"VALUES (99, 'last')")
+        sql(
+            postgres,
+            f"UPDATE {second_table} SET v = 'after' WHERE k = 3",
+            f"INSERT INTO {first_table} VALUES (99, 'last')",
+        )
         deadline = time.monotonic() + 20
         while not any(tuple(row) == (99, "last") for row in rows):
             assert time.monotonic() < deadline, rows

@@ -60,7 +60,9 @@ def test_map_with_row_output_type_prints_plus_i(capsys, mode):
 @pytest.mark.timeout(60)
 def test_tuple_type_prints_without_spaces(capsys, mode):
     env = _env(mode, 1)
-    env.from_collection([("a", 1), ("b", True)], type_info=Types.TUPLE([Types.STRING(), Types.PICKLED_BYTE_ARRAY()])).print()
+    env.from_collection(
+        [("a", 1), ("b", True)], type_info=Types.TUPLE([Types.STRING(), Types.PICKLED_BYTE_ARRAY()])
+    ).print()
     env.execute()
     assert _lines(capsys) == ["(a,1)", "(b,True)"]
 

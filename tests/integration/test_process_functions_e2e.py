@@ -89,7 +89,9 @@ class DistinctWithMapState(KeyedProcessFunction):
 def test_map_state_tracks_distinct_items_per_key(mode):
     events = [(f"u{i % 7}", f"item{(i * 13) % 11}") for i in range(700)]
     env = _env(mode)
-    results = list(env.from_collection(events).key_by(lambda e: e[0]).process(DistinctWithMapState()).execute_and_collect())
+    results = list(
+        env.from_collection(events).key_by(lambda e: e[0]).process(DistinctWithMapState()).execute_and_collect()
+    )
     expected_pairs = {(u, it) for u, it in events}
     assert {(u, it) for u, it, _ in results} == expected_pairs
     assert len(results) == len(expected_pairs)
@@ -107,7 +109,9 @@ class KeyEcho(KeyedProcessFunction):
 @pytest.mark.timeout(60)
 def test_get_current_key_is_the_key_of_each_record(mode):
     env = _env(mode)
-    results = list(env.from_collection(list(range(200))).key_by(lambda x: f"mod{x % 3}").process(KeyEcho()).execute_and_collect())
+    results = list(
+        env.from_collection(list(range(200))).key_by(lambda x: f"mod{x % 3}").process(KeyEcho()).execute_and_collect()
+    )
     assert sorted(results, key=lambda p: p[1]) == [(f"mod{x % 3}", x) for x in range(200)]
 
 

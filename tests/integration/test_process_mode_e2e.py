@@ -65,7 +65,9 @@ def test_print_in_a_task_manager_process_appears_on_the_clients_stdout_and_stder
     pids = {int(line.rsplit(" ", 1)[1]) for line in opened}
     assert os.getpid() not in pids and len(pids) == 2  # printed by two other processes, shown here
     assert sorted(line for line in captured.err.splitlines() if line.startswith("warning from")) == [
-        "warning from subtask 0", "warning from subtask 1"]
+        "warning from subtask 0",
+        "warning from subtask 1",
+    ]
 
 
 def test_logs_of_task_manager_processes_reach_the_clients_logging(caplog):
@@ -78,8 +80,10 @@ def test_logs_of_task_manager_processes_reach_the_clients_logging(caplog):
     assert all(found), [r.getMessage() for r in records]
     assert sorted(match[2] for match in found) == ["0", "1"]  # each subtask's record, once
     assert {match[1] for match in found} == {"0", "1"}  # from both TaskManagers, each named
-    assert all(record.levelno == logging.WARNING and record.process == int(match[3]) != os.getpid()
-               for record, match in zip(records, found))
+    assert all(
+        record.levelno == logging.WARNING and record.process == int(match[3]) != os.getpid()
+        for record, match in zip(records, found)
+    )
     assert not [r for r in caplog.records if "never sent" in r.getMessage()]
 
 
@@ -154,8 +158,11 @@ def test_no_task_manager_process_outlives_its_job(outcome):
         client.cancel()
     expected = {"finished": type(None), "failed": JobExecutionException, "cancelled": JobCancelledException}
     assert isinstance(client.get_job_execution_result().exception(timeout=30), expected[outcome])
-    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=15,
-               what=f"the TaskManager processes {pids} to end with their {outcome} job")
+    wait_until(
+        lambda: not any(alive(pid) for pid in pids),
+        timeout=15,
+        what=f"the TaskManager processes {pids} to end with their {outcome} job",
+    )
 
 
 # -- the client's sys.path travels --------------------------------------------------------------------------------
@@ -186,8 +193,14 @@ def test_modules_of_the_jobs_own_directory_are_importable_in_task_manager_proces
     (job_dir / "job.py").write_text(JOB_WITH_A_LOCAL_MODULE)
     pythonpath = os.pathsep.join(p for p in [str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH")] if p)
     # run from another directory: the script's directory is on the client's sys.path, not the working one
-    result = subprocess.run([sys.executable, str(job_dir / "job.py")], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=50, env={**os.environ, "PYTHONPATH": pythonpath})
+    result = subprocess.run(
+        [sys.executable, str(job_dir / "job.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env={**os.environ, "PYTHONPATH": pythonpath},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["A!", "B!", "C!", "D!"]
 
@@ -229,12 +242,15 @@ def pids_of_subtasks(env: StreamExecutionEnvironment, n: int = 3_000) -> tuple[d
     return where, cluster_pids
 
 
-@pytest.mark.parametrize("parallelism, taskmanagers, slots, expected_processes", [
-    (3, "3", "1", 3),  # one subtask per process
-    (2, "1", "2", 1),  # one process with two slots runs both
-    (4, None, None, min(os.cpu_count() or 1, 4)),  # default: a process per core, never more than slots needed
-    (1, None, None, 1),
-])
+@pytest.mark.parametrize(
+    "parallelism, taskmanagers, slots, expected_processes",
+    [
+        (3, "3", "1", 3),  # one subtask per process
+        (2, "1", "2", 1),  # one process with two slots runs both
+        (4, None, None, min(os.cpu_count() or 1, 4)),  # default: a process per core, never more than slots needed
+        (1, None, None, 1),
+    ],
+)
 def test_number_of_task_managers_and_slots_keep_their_meaning(parallelism, taskmanagers, slots, expected_processes):
     keys = {}
     if taskmanagers is not None:

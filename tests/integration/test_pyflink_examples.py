@@ -23,8 +23,9 @@ def run(*args: str) -> subprocess.CompletedProcess:
     """`python ARGS...` as a user runs it: fluvial's records reach the program's logging only from WARNING on (the
     suite forwards all of them to pytest's capture), so the examples' logging.basicConfig(stream=sys.stdout,
     level=INFO) — PyFlink's — adds nothing to their output."""
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=90, check=False,
-                          env=user_environment())
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=90, check=False, env=user_environment()
+    )
 
 
 def printed(*args: str) -> list[str]:
@@ -34,15 +35,29 @@ def printed(*args: str) -> list[str]:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("variant, expected", [
-    ("tumbling_time", ["(hi,0,5,4)", "(hi,5,10,3)", "(hi,15,20,1)"]),
-    ("sliding_time", ["(hi,-2,3,2)", "(hi,0,5,4)", "(hi,2,7,4)", "(hi,4,9,3)", "(hi,6,11,2)", "(hi,8,13,2)",
-                      "(hi,12,17,1)", "(hi,14,19,1)"]),
-    ("session_gap", ["(hi,1,14,6)", "(hi,15,20,1)"]),
-    ("session_dynamic_gap", ["(hi,1,30,7)"]),
-    ("tumbling_time_continuous", ["(hi,0,10,7)", "(hi,0,10,7)", "(hi,10,20,1)"]),
-    ("tumbling_count", ["(hi,4)", "(hello,6)", "(hello,12)"]),
-])
+@pytest.mark.parametrize(
+    "variant, expected",
+    [
+        ("tumbling_time", ["(hi,0,5,4)", "(hi,5,10,3)", "(hi,15,20,1)"]),
+        (
+            "sliding_time",
+            [
+                "(hi,-2,3,2)",
+                "(hi,0,5,4)",
+                "(hi,2,7,4)",
+                "(hi,4,9,3)",
+                "(hi,6,11,2)",
+                "(hi,8,13,2)",
+                "(hi,12,17,1)",
+                "(hi,14,19,1)",
+            ],
+        ),
+        ("session_gap", ["(hi,1,14,6)", "(hi,15,20,1)"]),
+        ("session_dynamic_gap", ["(hi,1,30,7)"]),
+        ("tumbling_time_continuous", ["(hi,0,10,7)", "(hi,0,10,7)", "(hi,10,20,1)"]),
+        ("tumbling_count", ["(hi,4)", "(hello,6)", "(hello,12)"]),
+    ],
+)
 def test_windowing_examples(variant, expected):
     assert printed(str(EXAMPLES / "windowing.py"), variant) == [BANNER, *expected]
 
@@ -55,7 +70,10 @@ def test_basic_operations_example():
         """(3, '{"name": "world", "tel": 125, "addr": {"country": "USA", "city": "NewYork"}}')""",
         """(4, '{"name": "PyFlink", "tel": 33, "addr": {"country": "China", "city": "Hangzhou"}}')""",
         """(1, '{"name": "Flink", "tel": 124, "addr": {"country": "Germany", "city": "Berlin"}}')""",
-        "('Germany', 123)", "('China', 135)", "('USA', 124)", "('China', 167)",
+        "('Germany', 123)",
+        "('China', 135)",
+        "('USA', 124)",
+        "('China', 167)",
     ]
 
 
@@ -80,15 +98,25 @@ def test_word_count_example_counts_each_word_once():
 
 @pytest.mark.timeout(120)
 def test_state_access_example():
-    assert sorted(printed(str(EXAMPLES / "state_access.py"))) == sorted([
-        "('Alice', 110.1)", "('Alice', 130.1)", "('Alice', 143.2)", "('Alice', 163.29999999999998)",
-        "('Bob', 30.2)", "('Bob', 83.3)", "('Bob', 86.39999999999999)", "('Bob', 102.5)",
-    ])
+    assert sorted(printed(str(EXAMPLES / "state_access.py"))) == sorted(
+        [
+            "('Alice', 110.1)",
+            "('Alice', 130.1)",
+            "('Alice', 143.2)",
+            "('Alice', 163.29999999999998)",
+            "('Bob', 30.2)",
+            "('Bob', 83.3)",
+            "('Bob', 86.39999999999999)",
+            "('Bob', 102.5)",
+        ]
+    )
 
 
 @pytest.mark.timeout(120)
 def test_event_time_timer_example_fires_each_timer_once_with_the_total():
     """Every record arrives before the first watermark, so each distinct timer (four per person) fires at the
     end of input and sees the final total."""
-    assert sorted(printed(str(EXAMPLES / "event_time_timer.py"))) == \
-        ["('Alice', 163.29999999999998)"] * 4 + ["('Bob', 102.5)"] * 4
+    assert (
+        sorted(printed(str(EXAMPLES / "event_time_timer.py")))
+        == ["('Alice', 163.29999999999998)"] * 4 + ["('Bob', 102.5)"] * 4
+    )

@@ -65,8 +65,17 @@ def test_fluvial_run_detached_leaves_the_job_running_and_another_client_gets_its
     out.mkdir()
     job = tmp_path / "job.py"
     job.write_text(JOB.format(out=str(out)))
-    process = fluvial_process("run", "-d", "--target", "ray", "-D", f"ray.address={ray_cluster.address}", job,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = fluvial_process(
+        "run",
+        "-d",
+        "--target",
+        "ray",
+        "-D",
+        f"ray.address={ray_cluster.address}",
+        job,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr
     assert "execute returned DetachedJobExecutionResult(job_id=" in stdout
@@ -86,7 +95,8 @@ def test_fluvial_run_detached_leaves_the_job_running_and_another_client_gets_its
 
 def detached_environment() -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("execution.target", "ray").set_string("execution.attached", "false"))
+        Configuration().set_string("execution.target", "ray").set_string("execution.attached", "false")
+    )
     env.set_parallelism(2)
     return env
 
@@ -134,15 +144,21 @@ def test_a_detached_job_is_cancelled_through_its_client(monkeypatch):
 def job_master_actors() -> set[str]:
     import ray
 
-    return {actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
-            if actor["name"].startswith("fluvial-job-")}
+    return {
+        actor["name"]
+        for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["name"].startswith("fluvial-job-")
+    }
 
 
 def test_a_detached_job_that_cannot_start_fails_its_submission_as_an_attached_one_would():
     before = job_master_actors()
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("execution.target", "ray").set_string("execution.attached", "false")
-        .set_string("ray.placement-timeout", "1 s"))
+        Configuration()
+        .set_string("execution.target", "ray")
+        .set_string("execution.attached", "false")
+        .set_string("ray.placement-timeout", "1 s")
+    )
     env.set_parallelism(2 * CPUS_PER_NODE + 1)
     env.from_collection([1]).print()
     with pytest.raises(ResourceError, match=f"needs {2 * CPUS_PER_NODE + 1} task slots"):

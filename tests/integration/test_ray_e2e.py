@@ -32,9 +32,11 @@ WORDS = [f"w{i % 17}" for i in range(3_000)]
 
 def keyed_counts(env):
     env.set_parallelism(2)
-    return (env.from_collection([(word, 1) for word in WORDS])
-            .key_by(lambda pair: pair[0])
-            .reduce(lambda a, b: (a[0], a[1] + b[1])))
+    return (
+        env.from_collection([(word, 1) for word in WORDS])
+        .key_by(lambda pair: pair[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
 
 
 class EventTime(TimestampAssigner):
@@ -45,12 +47,16 @@ class EventTime(TimestampAssigner):
 def windowed_sums(env):
     env.set_parallelism(2)
     events = [(f"k{i % 5}", i * 10, i) for i in range(2_000)]  # (key, timestamp ms, value)
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(50))
-                .with_timestamp_assigner(EventTime()))
-    return (env.from_collection(events).assign_timestamps_and_watermarks(strategy)
-            .key_by(lambda event: event[0])
-            .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
-            .reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2])))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(50)).with_timestamp_assigner(
+        EventTime()
+    )
+    return (
+        env.from_collection(events)
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda event: event[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
+        .reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2]))
+    )
 
 
 @pytest.mark.parametrize("build", [keyed_counts, windowed_sums], ids=["keyed", "windowed"])
@@ -74,8 +80,12 @@ class WhereAmI(MapFunction):
     def open(self, runtime_context):
         import ray
 
-        self.tag = (self.vertex, runtime_context.get_index_of_this_subtask(), os.getpid(),
-                    ray.util.get_node_ip_address())
+        self.tag = (
+            self.vertex,
+            runtime_context.get_index_of_this_subtask(),
+            os.getpid(),
+            ray.util.get_node_ip_address(),
+        )
 
     def map(self, value):
         return value + (self.tag,) if isinstance(value, tuple) else (self.tag,)
@@ -83,8 +93,7 @@ class WhereAmI(MapFunction):
 
 def placement_of(second_group: str | None) -> tuple[dict, list[int]]:
     """{(vertex, subtask): (pid, node)} of a source+A chain and a B after a rebalance, and the actors' pids."""
-    env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("execution.target", "ray"))
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration().set_string("execution.target", "ray"))
     env.set_parallelism(2)
     b = env.from_source(NumberSequenceSource(1, 400)).map(WhereAmI("A")).rebalance().map(WhereAmI("B"))
     if second_group is not None:
@@ -119,8 +128,7 @@ class Shout(MapFunction):
 
 
 def test_print_and_logs_of_actors_reach_the_clients_console(capsys, caplog):
-    env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("execution.target", "ray"))
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration().set_string("execution.target", "ray"))
     env.set_parallelism(2)
     env.from_collection(["a", "b", "c"]).map(Shout()).print()
     with caplog.at_level(logging.WARNING, logger="tests.ray.job"):
@@ -138,16 +146,19 @@ def test_a_job_files_own_module_reaches_the_actors_through_the_runtime_environme
     Ray ships it to the actors as a py_modules package (under the cluster's runtime_resources). (On this one
     machine Ray also puts the driver's script directory on the workers' path, which is why the test looks for
     the shipped copy rather than at where `shout` was loaded from.)"""
-    (tmp_path / "shout.py").write_text(textwrap.dedent("""\
+    (tmp_path / "shout.py").write_text(
+        textwrap.dedent("""\
         def shout(value):
             return f"{value.upper()}!"
 
         def shipped(_):
             import os, sys
             return ",".join(p for p in sys.path if "runtime_resources" in p and os.path.isfile(os.path.join(p, "shout.py")))
-        """))
+        """)
+    )
     job = tmp_path / "job.py"
-    job.write_text(textwrap.dedent("""\
+    job.write_text(
+        textwrap.dedent("""\
         from fluvial.datastream import StreamExecutionEnvironment
         from shout import shipped, shout
 
@@ -156,9 +167,19 @@ def test_a_job_files_own_module_reaches_the_actors_through_the_runtime_environme
         env.from_collection(["a", "b"]).map(shout).print()
         env.from_collection(["x"]).map(shipped).set_parallelism(1).map(lambda paths: f"shipped to {paths}").print()
         env.execute("shipped")
-        """))
-    process = fluvial_process("run", "--target", "ray", "-D", f"ray.address={ray_cluster.address}", job,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path.parent)
+        """)
+    )
+    process = fluvial_process(
+        "run",
+        "--target",
+        "ray",
+        "-D",
+        f"ray.address={ray_cluster.address}",
+        job,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path.parent,
+    )
     out, err = process.communicate(timeout=90)
     assert process.returncode == 0, err
     lines = out.splitlines()
@@ -188,7 +209,8 @@ def test_a_local_cluster_of_the_jobs_own_is_quiet_and_ends_with_its_process(tmp_
     cluster; here the session's cluster is running, and `auto` would find it): nothing of Ray's on the console;
     and when the client is SIGKILLed — no exit handler runs — the processes of its cluster still end."""
     job = tmp_path / "job.py"
-    job.write_text(textwrap.dedent("""\
+    job.write_text(
+        textwrap.dedent("""\
         import sys, time
         from fluvial.common import Configuration
         from fluvial.datastream import StreamExecutionEnvironment
@@ -200,11 +222,18 @@ def test_a_local_cluster_of_the_jobs_own_is_quiet_and_ends_with_its_process(tmp_
         env.execute("local start")
         print("ready", flush=True)
         time.sleep(600)
-        """))
+        """)
+    )
     before = _ray_processes()
     environment = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
-    client = subprocess.Popen([sys.executable, str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=tmp_path, env=environment)
+    client = subprocess.Popen(
+        [sys.executable, str(job)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+    )
     try:
         lines = []
         while (line := client.stdout.readline()) and line != "ready\n":
@@ -239,8 +268,9 @@ def _temp_dirs(pids: set[int]) -> set[str]:
     return found
 
 
-def test_a_function_from_a_module_the_actors_cannot_import_fails_the_job_naming_the_module(tmp_path, monkeypatch,
-                                                                                          caplog):
+def test_a_function_from_a_module_the_actors_cannot_import_fails_the_job_naming_the_module(
+    tmp_path, monkeypatch, caplog
+):
     """The module is importable here only (put on this process's path after it connected to Ray, and not beside
     a job file): each deployment fails on the actor, which fails the job with the actor's ImportError."""
     (tmp_path / "only_here.py").write_text("def double(value):\n    return 2 * value\n")
@@ -248,8 +278,7 @@ def test_a_function_from_a_module_the_actors_cannot_import_fails_the_job_naming_
     monkeypatch.delitem(sys.modules, "only_here", raising=False)
     import only_here
 
-    env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("execution.target", "ray"))
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration().set_string("execution.target", "ray"))
     env.set_parallelism(2)
     env.from_collection([1, 2, 3]).map(only_here.double).add_sink(lambda value: None)
     with pytest.raises(JobExecutionException) as info:

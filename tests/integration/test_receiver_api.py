@@ -246,8 +246,11 @@ def test_the_write_ahead_log_without_a_local_checkpoint_directory_is_a_clear_err
     if checkpointing == "remote-dir":
         env.get_checkpoint_config().set_checkpoint_storage_dir("memory://receiver-wal-test")  # not a local path
     env.socket_text_stream("127.0.0.1", closed_port(), max_retries=0).print()
-    with pytest.raises(ConfigurationError, match=r"receiver.write-ahead-log.enable is true but the job has no "
-                                                 r"checkpoint directory: set state.checkpoints.dir"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"receiver.write-ahead-log.enable is true but the job has no "
+        r"checkpoint directory: set state.checkpoints.dir",
+    ):
         env.execute_async("wal without a directory")
 
 
@@ -267,8 +270,9 @@ class CountingReceiver(Receiver):
 
 def test_the_write_ahead_log_under_state_checkpoints_dir_is_written(tmp_path, mode):
     directory = tmp_path / "checkpoints"
-    env = environment(mode, **{"receiver.write-ahead-log.enable": "true",
-                               "state.checkpoints.dir": f"file://{directory}"})
+    env = environment(
+        mode, **{"receiver.write-ahead-log.enable": "true", "state.checkpoints.dir": f"file://{directory}"}
+    )
     output = list(env.add_receiver(CountingReceiver(1_000), "counting").execute_and_collect())
     assert output == list(range(1_000))
     data_logs = [root for root, _, names in os.walk(directory) if "receivedData" in root and names]

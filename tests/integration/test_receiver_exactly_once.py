@@ -107,7 +107,7 @@ class LineServer:
 
     def _stream(self, connection: socket.socket) -> None:
         while self.cursor < len(self.lines) and not self._closing.is_set():
-            batch = self.lines[self.cursor:self.cursor + self.chunk]
+            batch = self.lines[self.cursor : self.cursor + self.chunk]
             connection.sendall("".join(f"{text}\n" for text in batch).encode())
             self.cursor += len(batch)
             time.sleep(self.pause_s)
@@ -128,7 +128,7 @@ class LineServer:
             while self.hold_at is not None and self.cursor >= self.hold_at and not self.resume.is_set():
                 if self._closing.wait(0.01):
                     return
-            batch = self.lines[self.cursor:self.cursor + self.chunk]
+            batch = self.lines[self.cursor : self.cursor + self.chunk]
             connection.sendall("".join(f"{text}\n" for text in batch).encode() + b"END\n")
             if reader.readline() != "ACK\n":
                 self.unacknowledged_drops += 1

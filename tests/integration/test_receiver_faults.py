@@ -26,10 +26,13 @@ BATCHES, BATCH = 30, 50
 
 
 def environment(checkpoints: Path, mode: ExecutionMode) -> StreamExecutionEnvironment:
-    conf = (Configuration().set_string("receiver.block-interval", "20 ms")
-            .set_string("receiver.write-ahead-log.enable", "true")
-            .set_string("state.checkpoints.dir", f"file://{checkpoints}")
-            .set_string("local.taskmanager.mode", mode.value))
+    conf = (
+        Configuration()
+        .set_string("receiver.block-interval", "20 ms")
+        .set_string("receiver.write-ahead-log.enable", "true")
+        .set_string("state.checkpoints.dir", f"file://{checkpoints}")
+        .set_string("local.taskmanager.mode", mode.value)
+    )
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.enable_checkpointing(40)
@@ -101,7 +104,8 @@ def test_a_log_that_cannot_be_written_fails_the_job_naming_the_log(tmp_path, mon
 
 class NeverStarts(Receiver):
     restart_strategy = RestartStrategies.exponential_delay_restart(
-        timedelta(milliseconds=10), timedelta(milliseconds=40), 2.0, timedelta(minutes=1), 0.0, 4)
+        timedelta(milliseconds=10), timedelta(milliseconds=40), 2.0, timedelta(minutes=1), 0.0, 4
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -115,7 +119,8 @@ class NeverStarts(Receiver):
 
 def test_a_receiver_that_never_starts_fails_the_job_with_its_error(mode):
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", mode.value))
+        Configuration().set_string("local.taskmanager.mode", mode.value)
+    )
     env.set_parallelism(1)
     env.add_receiver(NeverStarts(), "never starts").add_sink(lambda value: None)
     with pytest.raises(JobExecutionException) as raised:

@@ -40,8 +40,11 @@ class Slow(MapFunction):
 
 
 def run(tmp_path, port: int, out: str, restore: str | None = None) -> StreamExecutionEnvironment:
-    conf = (Configuration().set_string("receiver.write-ahead-log.enable", "true")
-            .set_string("receiver.block-interval", "50 ms"))
+    conf = (
+        Configuration()
+        .set_string("receiver.write-ahead-log.enable", "true")
+        .set_string("receiver.block-interval", "50 ms")
+    )
     if restore is not None:
         conf.set_string("execution.savepoint.path", restore)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
@@ -50,9 +53,14 @@ def run(tmp_path, port: int, out: str, restore: str | None = None) -> StreamExec
     env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{tmp_path / 'checkpoints'}")
     env.set_restart_strategy(RestartStrategies.no_restart())
     receiver = BatchAckReceiver(port, str(tmp_path / "never-crashes"), crash_after=10**9)
-    (env.add_receiver(receiver, "acked lines").uid("lines")
-        .map(Slow()).uid("slow")
-        .sink_to(file_sink(tmp_path / out)).uid("sink"))
+    (
+        env.add_receiver(receiver, "acked lines")
+        .uid("lines")
+        .map(Slow())
+        .uid("slow")
+        .sink_to(file_sink(tmp_path / out))
+        .uid("sink")
+    )
     return env
 
 
@@ -63,8 +71,9 @@ def test_a_new_run_restored_from_a_checkpoint_replays_the_receivers_log_exactly_
     try:
         first = run(tmp_path, server.port, "a").execute_async("receiver run A")
         store = first._job_master.checkpointing.store
-        wait_until(lambda: store.latest() is not None and store.latest().checkpoint_id >= 2,
-                   what="two checkpoints of run A")
+        wait_until(
+            lambda: store.latest() is not None and store.latest().checkpoint_id >= 2, what="two checkpoints of run A"
+        )
         checkpoint = store.latest()
         first.cancel()
         with pytest.raises(JobCancelledException):

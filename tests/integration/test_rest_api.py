@@ -23,8 +23,11 @@ def job(request, tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("rest"))
     served = serve_job(request.param, directory, "rest api job", records=RECORDS, crash_first=True)
     served.client.trigger_savepoint(os.path.join(directory, "first-savepoint")).result(30)
-    wait_until(lambda: _vertex_records(served, 0, "write-records") == RECORDS, timeout=30,
-               what="the source's records in the job details")
+    wait_until(
+        lambda: _vertex_records(served, 0, "write-records") == RECORDS,
+        timeout=30,
+        what="the source's records in the job details",
+    )
     yield served
     served.stop()
 
@@ -70,9 +73,14 @@ def test_job_details_name_vertices_by_their_chains_with_records(job):
     assert details["plan"]["nodes"][2]["inputs"][0]["ship_strategy"] == "HASH"
     plan = job.get(f"jobs/{job.job_id}/plan").body["plan"]
     assert [node["description"] for node in plan["nodes"]] == names
-    assert plan["nodes"][1]["inputs"][0] == {"num": 0, "id": source["id"], "ship_strategy": "REBALANCE",
-                                             "exchange": "pipelined_bounded", "distribution_pattern": "ALL_TO_ALL",
-                                             "side_output": None}
+    assert plan["nodes"][1]["inputs"][0] == {
+        "num": 0,
+        "id": source["id"],
+        "ship_strategy": "REBALANCE",
+        "exchange": "pipelined_bounded",
+        "distribution_pattern": "ALL_TO_ALL",
+        "side_output": None,
+    }
 
 
 def test_a_vertex_lists_its_subtasks_with_attempt_taskmanager_and_records(job):
@@ -95,8 +103,10 @@ def test_watermarks_and_backpressure_of_a_vertex(job):
         return [int(entry["value"]) for entry in job.get(f"jobs/{job.job_id}/vertices/{double_id}/watermarks").body]
 
     wait_until(lambda: min(watermarks()) == RECORDS - 1, timeout=15, what="the input watermarks of 'double'")
-    assert [entry["id"] for entry in job.get(f"jobs/{job.job_id}/vertices/{double_id}/watermarks").body] == \
-        ["0.currentInputWatermark", "1.currentInputWatermark"]
+    assert [entry["id"] for entry in job.get(f"jobs/{job.job_id}/vertices/{double_id}/watermarks").body] == [
+        "0.currentInputWatermark",
+        "1.currentInputWatermark",
+    ]
     pressure = job.get(f"jobs/{job.job_id}/vertices/{double_id}/backpressure").body
     assert pressure["status"] == "ok" and pressure["backpressure-level"] in ("ok", "low", "high")
     assert [s["subtask"] for s in pressure["subtasks"]] == [0, 1]
@@ -123,8 +133,14 @@ def test_checkpoints_count_the_savepoint_and_the_restart_shows_in_exceptions(job
 
 def test_job_and_vertex_metrics_by_flinks_names(job):
     ids = {entry["id"] for entry in job.get(f"jobs/{job.job_id}/metrics").body}
-    assert {"uptime", "numRestarts", "lastCheckpointDuration", "lastCheckpointSize",
-            "numberOfCompletedCheckpoints", "numberOfFailedCheckpoints"} <= ids
+    assert {
+        "uptime",
+        "numRestarts",
+        "lastCheckpointDuration",
+        "lastCheckpointSize",
+        "numberOfCompletedCheckpoints",
+        "numberOfFailedCheckpoints",
+    } <= ids
     values = {e["id"]: e["value"] for e in job.get(f"jobs/{job.job_id}/metrics?get=numRestarts,uptime").body}
     assert values["numRestarts"] == "1" and int(values["uptime"]) > 0
     _, double_id, _ = _vertex_ids(job)
@@ -144,8 +160,12 @@ def test_the_dashboard_and_prometheus_are_served(job):
 
 
 def test_unknown_jobs_vertices_and_routes_are_404_with_flinks_errors(job):
-    for path in (f"jobs/{'0' * 32}", f"jobs/{job.job_id}/vertices/{'f' * 32}", "nope",
-                 f"jobs/{job.job_id}/savepoints/{'a' * 32}"):
+    for path in (
+        f"jobs/{'0' * 32}",
+        f"jobs/{job.job_id}/vertices/{'f' * 32}",
+        "nope",
+        f"jobs/{job.job_id}/savepoints/{'a' * 32}",
+    ):
         reply = job.get(path)
         assert reply.status == 404 and reply.body["errors"], path
     reply = http("GET", job.url(f"jobs/{job.job_id}/exceptions?maxExceptions=lots"))
@@ -154,9 +174,14 @@ def test_unknown_jobs_vertices_and_routes_are_404_with_flinks_errors(job):
 
 # -- the token, and reading changes nothing ------------------------------------------------------------------------
 
-MUTATIONS = [("PATCH", "jobs/{job}?mode=cancel", None), ("POST", "jobs/{job}/savepoints", {"cancel-job": True}),
-             ("POST", "jobs/{job}/stop", {}), ("POST", "jobs", None), ("POST", "jobs/{job}/coordinators/c", {}),
-             ("DELETE", "cluster", None)]
+MUTATIONS = [
+    ("PATCH", "jobs/{job}?mode=cancel", None),
+    ("POST", "jobs/{job}/savepoints", {"cancel-job": True}),
+    ("POST", "jobs/{job}/stop", {}),
+    ("POST", "jobs", None),
+    ("POST", "jobs/{job}/coordinators/c", {}),
+    ("DELETE", "cluster", None),
+]
 
 
 @pytest.mark.parametrize("method, path, body", MUTATIONS, ids=[f"{m} {p}" for m, p, _ in MUTATIONS])
@@ -172,13 +197,31 @@ def test_get_routes_never_change_the_job(job):
     before = job.get(f"jobs/{job.job_id}").body
     before_checkpoints = job.get(f"jobs/{job.job_id}/checkpoints").body["counts"]
     vertex = before["vertices"][1]["id"]
-    paths = ["", "config", "overview", "jobs", "jobs/overview", "taskmanagers", "metrics", f"jobs/{job.job_id}",
-             f"jobs/{job.job_id}/plan", f"jobs/{job.job_id}/metrics", f"jobs/{job.job_id}/exceptions",
-             f"jobs/{job.job_id}/checkpoints", f"jobs/{job.job_id}/checkpoints/config",
-             f"jobs/{job.job_id}/vertices/{vertex}", f"jobs/{job.job_id}/vertices/{vertex}/metrics",
-             f"jobs/{job.job_id}/vertices/{vertex}/watermarks", f"jobs/{job.job_id}/vertices/{vertex}/backpressure",
-             f"jobs/{job.job_id}/savepoints/{'b' * 32}", f"jobs/{job.job_id}/stop", f"jobs/{job.job_id}/savepoints",
-             f"jobs/{job.job_id}?mode=cancel", "cluster", f"jobs/{job.job_id}/coordinators/c"]
+    paths = [
+        "",
+        "config",
+        "overview",
+        "jobs",
+        "jobs/overview",
+        "taskmanagers",
+        "metrics",
+        f"jobs/{job.job_id}",
+        f"jobs/{job.job_id}/plan",
+        f"jobs/{job.job_id}/metrics",
+        f"jobs/{job.job_id}/exceptions",
+        f"jobs/{job.job_id}/checkpoints",
+        f"jobs/{job.job_id}/checkpoints/config",
+        f"jobs/{job.job_id}/vertices/{vertex}",
+        f"jobs/{job.job_id}/vertices/{vertex}/metrics",
+        f"jobs/{job.job_id}/vertices/{vertex}/watermarks",
+        f"jobs/{job.job_id}/vertices/{vertex}/backpressure",
+        f"jobs/{job.job_id}/savepoints/{'b' * 32}",
+        f"jobs/{job.job_id}/stop",
+        f"jobs/{job.job_id}/savepoints",
+        f"jobs/{job.job_id}?mode=cancel",
+        "cluster",
+        f"jobs/{job.job_id}/coordinators/c",
+    ]
     for path in paths:
         assert job.get(path).status in (200, 404, 405), path
     for mutating in (f"jobs/{job.job_id}/stop", "cluster", f"jobs/{job.job_id}/coordinators/c"):
@@ -188,8 +231,9 @@ def test_get_routes_never_change_the_job(job):
     assert after["state"] == "RUNNING" and job.get("jobs").body["jobs"] == [{"id": job.job_id, "status": "RUNNING"}]
     assert job.get(f"jobs/{job.job_id}/checkpoints").body["counts"] == before_checkpoints
     assert [v["tasks"] for v in after["vertices"]] == [v["tasks"] for v in before["vertices"]]
-    assert {e["id"]: e["value"] for e in job.get(f"jobs/{job.job_id}/metrics?get=numRestarts").body} == \
-        {"numRestarts": "1"}
+    assert {e["id"]: e["value"] for e in job.get(f"jobs/{job.job_id}/metrics?get=numRestarts").body} == {
+        "numRestarts": "1"
+    }
 
 
 # -- mutating, with the token --------------------------------------------------------------------------------------
@@ -209,12 +253,19 @@ def test_savepoint_then_cancel_through_the_api(mode, tmp_path):
     served = serve_job(mode, str(tmp_path), "savepoint job")
     try:
         target = str(tmp_path / "by-rest")
-        reply = http("POST", served.url(f"jobs/{served.job_id}/savepoints"), served.token,
-                     {"target-directory": target, "cancel-job": False})
+        reply = http(
+            "POST",
+            served.url(f"jobs/{served.job_id}/savepoints"),
+            served.token,
+            {"target-directory": target, "cancel-job": False},
+        )
         assert reply.status == 202 and len(reply.body["request-id"]) == 32
         status_path = f"jobs/{served.job_id}/savepoints/{reply.body['request-id']}"
-        wait_until(lambda: served.get(status_path).body["status"]["id"] == "COMPLETED", timeout=30,
-                   what="the savepoint operation")
+        wait_until(
+            lambda: served.get(status_path).body["status"]["id"] == "COMPLETED",
+            timeout=30,
+            what="the savepoint operation",
+        )
         location = served.get(status_path).body["operation"]["location"]
         path = location.removeprefix("file://")
         assert path.startswith(target) and os.path.exists(os.path.join(path, "_metadata"))
@@ -222,8 +273,9 @@ def test_savepoint_then_cancel_through_the_api(mode, tmp_path):
         bad = http("POST", served.url(f"jobs/{served.job_id}/savepoints"), served.token, {"cancel-job": "yes"})
         assert bad.status == 400 and "'cancel-job' must be true or false" in bad.body["errors"][0]
         assert http("PATCH", served.url(f"jobs/{served.job_id}?mode=cancel"), served.token).status == 202
-        wait_until(lambda: served.client.get_job_status().result().name == "CANCELED", timeout=30,
-                   what="the job cancelled")
+        wait_until(
+            lambda: served.client.get_job_status().result().name == "CANCELED", timeout=30, what="the job cancelled"
+        )
     finally:
         served.stop()
 
@@ -236,30 +288,53 @@ def test_stop_with_a_savepoint_and_submit_a_job_through_the_api(mode, tmp_path):
         env.set_parallelism(1)
         env.from_source(NumberSequenceSource(1, 50), source_name="submitted numbers").add_sink(Discard())
         job_graph = env.get_job_graph("submitted job")
-        refused = http("POST", served.url("jobs"), served.token, raw=b"not a pickle",
-                       content_type="application/x-fluvial-job-graph")
+        refused = http(
+            "POST",
+            served.url("jobs"),
+            served.token,
+            raw=b"not a pickle",
+            content_type="application/x-fluvial-job-graph",
+        )
         assert refused.status == 400 and "not a pickled JobGraph" in refused.body["errors"][0]
-        submitted = http("POST", served.url("jobs"), served.token, raw=cloudpickle.dumps(job_graph),
-                         content_type="application/x-fluvial-job-graph")
-        assert submitted.status == 202 and submitted.body == {"jobid": job_graph.job_id,
-                                                              "jobUrl": f"/jobs/{job_graph.job_id}"}
-        wait_until(lambda: served.get(f"jobs/{job_graph.job_id}").body["state"] == "FINISHED", timeout=30,
-                   what="the submitted job finished")
+        submitted = http(
+            "POST",
+            served.url("jobs"),
+            served.token,
+            raw=cloudpickle.dumps(job_graph),
+            content_type="application/x-fluvial-job-graph",
+        )
+        assert submitted.status == 202 and submitted.body == {
+            "jobid": job_graph.job_id,
+            "jobUrl": f"/jobs/{job_graph.job_id}",
+        }
+        wait_until(
+            lambda: served.get(f"jobs/{job_graph.job_id}").body["state"] == "FINISHED",
+            timeout=30,
+            what="the submitted job finished",
+        )
         vertex = served.get(f"jobs/{job_graph.job_id}").body["vertices"][0]["id"]
-        emitted = served.get(f"jobs/{job_graph.job_id}/vertices/{vertex}/metrics"
-                             "?get=0.Source%3A%20submitted%20numbers.numRecordsOut").body
+        emitted = served.get(
+            f"jobs/{job_graph.job_id}/vertices/{vertex}/metrics?get=0.Source%3A%20submitted%20numbers.numRecordsOut"
+        ).body
         assert emitted == [{"id": "0.Source: submitted numbers.numRecordsOut", "value": "50"}]
         assert {job["id"] for job in served.get("jobs").body["jobs"]} == {served.job_id, job_graph.job_id}
         assert served.get("overview").body["jobs-finished"] == 1
 
-        reply = http("POST", served.url(f"jobs/{served.job_id}/stop"), served.token,
-                     {"targetDirectory": str(tmp_path / "stopped")})
+        reply = http(
+            "POST",
+            served.url(f"jobs/{served.job_id}/stop"),
+            served.token,
+            {"targetDirectory": str(tmp_path / "stopped")},
+        )
         assert reply.status == 202
         assert reply.body["request-id"]
         # the job ends once its savepoint is complete, and with it this embedded server: the savepoint is read
         # from disk, not polled from a server on its way out (GET .../savepoints/:id is tested above)
-        wait_until(lambda: served.client.get_job_status().result().name in ("CANCELED", "FINISHED"), timeout=30,
-                   what="the stopped job ending")
+        wait_until(
+            lambda: served.client.get_job_status().result().name in ("CANCELED", "FINISHED"),
+            timeout=30,
+            what="the stopped job ending",
+        )
         assert list((tmp_path / "stopped").glob("savepoint-*/chk-*/_metadata"))
     finally:
         served.stop()
@@ -280,8 +355,9 @@ def test_back_pressure_shows_where_a_slow_operator_holds_up_its_producer(mode):
     configuration.set_string("metrics.fetcher.update-interval", "200 ms")
     env = environment(mode, configuration)
     env.set_parallelism(1)
-    env.from_source(NumberSequenceSource(1, 10**9), source_name="numbers") \
-        .map(_slow).name("slow").slot_sharing_group("slow").add_sink(Discard())
+    env.from_source(NumberSequenceSource(1, 10**9), source_name="numbers").map(_slow).name("slow").slot_sharing_group(
+        "slow"
+    ).add_sink(Discard())
     client = env.execute_async("back pressure job")
     try:
         address = client.web.address
@@ -290,8 +366,11 @@ def test_back_pressure_shows_where_a_slow_operator_holds_up_its_producer(mode):
         def pressure(vertex: int) -> dict:
             return http("GET", f"{address}/jobs/{job_id}/vertices/{vertex}/backpressure").body
 
-        wait_until(lambda: pressure(1)["backpressure-level"] == "high" and pressure(2)["subtasks"][0]["busyRatio"] > 0.5,
-                   timeout=30, what="the source back-pressured and the slow map busy")
+        wait_until(
+            lambda: pressure(1)["backpressure-level"] == "high" and pressure(2)["subtasks"][0]["busyRatio"] > 0.5,
+            timeout=30,
+            what="the source back-pressured and the slow map busy",
+        )
         assert pressure(2)["backpressure-level"] == "ok", "the slow map itself is not held up"
     finally:
         client.cancel()

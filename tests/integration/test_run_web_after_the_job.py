@@ -39,8 +39,17 @@ def read_until(stream, pattern: str, timeout: float = 30) -> str:
 def test_run_web_keeps_the_dashboard_of_an_ended_job_until_ctrl_c(tmp_path):
     job = job_file(tmp_path, "env.from_collection([1, 2]).print()\nenv.execute('short')\n")
     controller, terminal = pty.openpty()
-    process = fluvial_process("run", "--web", "-D", "rest.port=0", job, stdin=terminal, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = fluvial_process(
+        "run",
+        "--web",
+        "-D",
+        "rest.port=0",
+        job,
+        stdin=terminal,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     os.close(terminal)
     try:
         address = read_until(process.stderr, r"the dashboard stays at (http://127\.0\.0\.1:\d+)")

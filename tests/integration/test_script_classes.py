@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     from dataclasses import dataclass
     from enum import Enum
 
@@ -45,15 +45,16 @@ SCRIPT = textwrap.dedent('''
             assert type(event) is Event and type(event.kind) is Kind, type(event)
             final[event.key] = event
     print(sorted((e.key, e.n, e.kind.name) for e in final.values()))
-''')
+""")
 
 
 def test_classes_of_the_script_reach_every_task_manager_and_come_back(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=100,
-                         cwd=tmp_path)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=100, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    expected = sorted((key, i + (i + 10) + (i + 20), "BIG" if i + (i + 10) + (i + 20) > 50 else "SMALL")
-                      for i, key in enumerate("abcdefghij"))
+    expected = sorted(
+        (key, i + (i + 10) + (i + 20), "BIG" if i + (i + 10) + (i + 20) > 50 else "SMALL")
+        for i, key in enumerate("abcdefghij")
+    )
     assert run.stdout.strip().splitlines()[-1] == str(expected)

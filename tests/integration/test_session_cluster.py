@@ -31,13 +31,21 @@ JOB_ID = re.compile(r"Job has been submitted with JobID ([0-9a-f]{32})")
 pytestmark = pytest.mark.timeout(90)
 
 
-def fluvial(home: Path, *args: object, cwd: Path | None = None, timeout: float = 60, **env: str
-            ) -> subprocess.CompletedProcess:
+def fluvial(
+    home: Path, *args: object, cwd: Path | None = None, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess:
     """`python -m fluvial ARGS...` with HOME=`home` (and `env` on top), its output captured."""
     environment = {key: value for key, value in os.environ.items() if key != "FLUVIAL_TOKEN"}
     environment.update(HOME=str(home), PYTHONPATH=str(ROOT), **env)
-    return subprocess.run([sys.executable, "-m", "fluvial", *map(str, args)], cwd=cwd or home, env=environment,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "fluvial", *map(str, args)],
+        cwd=cwd or home,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def job_file(directory: Path, name: str, body: str) -> Path:
@@ -150,8 +158,11 @@ def test_start_run_detached_list_savepoint_cancel_and_stop_leave_no_process_behi
 
     cancelled = fluvial(home, "cancel", job_id)
     assert cancelled.returncode == 0 and f"Cancelled job {job_id}." in cancelled.stdout
-    wait_until(lambda: f"{job_id} : endless (CANCELED)" in fluvial(home, "list", "-a").stdout, timeout=30,
-               what="the job listed as cancelled")
+    wait_until(
+        lambda: f"{job_id} : endless (CANCELED)" in fluvial(home, "list", "-a").stdout,
+        timeout=30,
+        what="the job listed as cancelled",
+    )
 
     restored = cluster.run("-d", "-s", path, job_file(tmp_path, "endless.py", ENDLESS))  # -s travels with the job
     assert restored.returncode == 0, restored.stderr
@@ -176,7 +187,10 @@ def _all_running(cluster: Cluster, job_id: str) -> bool:
 
 
 def test_an_attached_job_shows_its_progress_and_returns_its_result(cluster, tmp_path):
-    job = job_file(tmp_path, "counting.py", """\
+    job = job_file(
+        tmp_path,
+        "counting.py",
+        """\
         import time
         from fluvial.datastream import StreamExecutionEnvironment
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -188,19 +202,25 @@ def test_an_attached_job_shows_its_progress_and_returns_its_result(cluster, tmp_
             .map(lambda v: v).name("same").print()
         result = env.execute("counting")
         print("result:", result.get_job_id(), result.get_net_runtime() > 0)
-        """)
+        """,
+    )
     done = cluster.run(job)
     assert done.returncode == 0, done.stderr
     job_id = JOB_ID.search(done.stdout).group(1)
     assert f"result: {job_id} True" in done.stdout
     assert f"Job counting ({job_id}) is RUNNING" in done.stderr  # a line per state change: stderr is no terminal
-    assert re.search(rf"Job counting \({job_id}\) ended FINISHED after [\d.]+ s: Source: Collection Source -> slow: "
-                     r"0 in, 2,000 out; same -> Print to Std\. Out: 2,000 in, 0 out; checkpoints 0 completed",
-                     done.stderr), done.stderr
+    assert re.search(
+        rf"Job counting \({job_id}\) ended FINISHED after [\d.]+ s: Source: Collection Source -> slow: "
+        r"0 in, 2,000 out; same -> Print to Std\. Out: 2,000 in, 0 out; checkpoints 0 completed",
+        done.stderr,
+    ), done.stderr
 
 
 def test_an_attached_job_that_fails_exits_1_with_the_users_frames(cluster, tmp_path):
-    job = job_file(tmp_path, "failing.py", """\
+    job = job_file(
+        tmp_path,
+        "failing.py",
+        """\
         from fluvial.datastream import StreamExecutionEnvironment
         env = StreamExecutionEnvironment.get_execution_environment()
         def boom(value):
@@ -209,7 +229,8 @@ def test_an_attached_job_that_fails_exits_1_with_the_users_frames(cluster, tmp_p
             return value
         env.from_collection([1, 2, 3, 4]).map(boom).name("boom").print()
         env.execute("failing")
-        """)
+        """,
+    )
     done = cluster.run("-p", "1", job)
     assert done.returncode == 1
     assert "error: Job 'failing' (" in done.stderr and "operator 'boom'" in done.stderr
@@ -219,7 +240,10 @@ def test_an_attached_job_that_fails_exits_1_with_the_users_frames(cluster, tmp_p
 
 
 def test_a_job_importing_a_module_next_to_it_collects_its_records(cluster, tmp_path):
-    job_file(tmp_path, "shapes.py", """\
+    job_file(
+        tmp_path,
+        "shapes.py",
+        """\
         from dataclasses import dataclass
 
         @dataclass(frozen=True)
@@ -229,8 +253,12 @@ def test_a_job_importing_a_module_next_to_it_collects_its_records(cluster, tmp_p
 
         def point(value):
             return Point(value, value * value)
-        """)
-    job = job_file(tmp_path, "geometry.py", """\
+        """,
+    )
+    job = job_file(
+        tmp_path,
+        "geometry.py",
+        """\
         from fluvial.datastream import StreamExecutionEnvironment
         from shapes import Point, point
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -239,19 +267,24 @@ def test_a_job_importing_a_module_next_to_it_collects_its_records(cluster, tmp_p
             .map(lambda p: (type(p).__module__, isinstance(p, Point), p.x, p.y))
         rows = sorted(points.execute_and_collect(), key=lambda row: row[2])
         print("rows:", len(rows), all(r[:2] == ("shapes", True) for r in rows), sum(r[3] for r in rows))
-        """)
+        """,
+    )
     done = cluster.run(job)
     assert done.returncode == 0, done.stderr
     assert f"rows: 40 True {sum(v * v for v in range(40))}" in done.stdout
 
 
 def test_without_the_token_a_submission_gets_401_naming_where_tokens_come_from(cluster, tmp_path):
-    job = job_file(tmp_path, "tiny.py", """\
+    job = job_file(
+        tmp_path,
+        "tiny.py",
+        """\
         from fluvial.datastream import StreamExecutionEnvironment
         env = StreamExecutionEnvironment.get_execution_environment()
         env.from_collection([1]).print()
         env.execute("tiny")
-        """)
+        """,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     refused = fluvial(elsewhere, "run", "-m", cluster.address, job)
@@ -265,12 +298,16 @@ def test_without_the_token_a_submission_gets_401_naming_where_tokens_come_from(c
 
 
 def test_a_job_that_can_never_fit_is_refused_naming_both_numbers(cluster, tmp_path):
-    job = job_file(tmp_path, "wide.py", """\
+    job = job_file(
+        tmp_path,
+        "wide.py",
+        """\
         from fluvial.datastream import StreamExecutionEnvironment
         env = StreamExecutionEnvironment.get_execution_environment()
         env.from_collection([1]).print()
         env.execute("wide")
-        """)
+        """,
+    )
     done = cluster.run("-p", "9", job)
     assert done.returncode == 1
     assert "job 'wide' needs 9 task slots" in done.stderr
@@ -289,12 +326,16 @@ def test_a_task_manager_killed_under_a_checkpointed_job_is_replaced_and_the_outp
     assert cluster.get(f"jobs/{job_id}")["state"] == "RUNNING", "the job ended before a TaskManager was killed"
     victim = cluster.record.taskmanagers[1]
     os.kill(victim.pid, signal.SIGKILL)
-    wait_until(lambda: cluster.get(f"jobs/{job_id}")["state"] in ("FINISHED", "FAILED", "CANCELED"), timeout=120,
-               what="the job's end")
+    wait_until(
+        lambda: cluster.get(f"jobs/{job_id}")["state"] in ("FINISHED", "FAILED", "CANCELED"),
+        timeout=120,
+        what="the job's end",
+    )
     assert cluster.get(f"jobs/{job_id}")["state"] == "FINISHED"
     assert cluster.get(f"jobs/{job_id}/metrics?get=numRestarts") == [{"id": "numRestarts", "value": "1"}]
     assert_exactly_once(committed_records(out)[0], n)
     cluster_file = cluster.home / ".fluvial" / "cluster.json"
+
     def recorded_pids() -> list[int]:
         return [process.pid for process in ClusterRecord.from_json(cluster_file.read_text()).taskmanagers]
 

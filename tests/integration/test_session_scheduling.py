@@ -35,8 +35,9 @@ def cluster(tmp_path_factory):
     saved = os.environ.get("HOME")
     os.environ["HOME"] = str(tmp_path_factory.mktemp("home"))  # the cluster file goes there
     configuration = Configuration().set_string("slot.request.timeout", "30 s")
-    session = SessionCluster(SessionClusterSpec(task_managers=1, slots=2, port=0, configuration=configuration),
-                             serve_session)
+    session = SessionCluster(
+        SessionClusterSpec(task_managers=1, slots=2, port=0, configuration=configuration), serve_session
+    )
     try:
         yield session.start()
     finally:
@@ -62,8 +63,9 @@ def paused_job(cluster, tmp_path, name: str, parallelism: int, **keys: str):
     """A job of `parallelism` subtasks that reads 3 numbers, then waits for its release file, then ends."""
     release = tmp_path / f"{name}-release"
     env = environment(cluster, parallelism, **keys)
-    env.from_source(ScriptedSource([1, 2, 3, Pause(str(release))]), source_name="numbers") \
-        .map(lambda value: value * 2).add_sink(Discard())
+    env.from_source(ScriptedSource([1, 2, 3, Pause(str(release))]), source_name="numbers").map(
+        lambda value: value * 2
+    ).add_sink(Discard())
     return env.execute_async(name), release
 
 
@@ -141,10 +143,18 @@ def test_a_job_whose_jobmaster_cannot_be_built_is_refused_whole(cluster, tmp_pat
 
 
 def test_two_jobs_run_at_once_on_the_same_task_managers_each_with_its_own_records(cluster):
-    left = environment(cluster, 1).from_collection(list(range(0, 500))).map(lambda v: ("left", v * 2)) \
+    left = (
+        environment(cluster, 1)
+        .from_collection(list(range(0, 500)))
+        .map(lambda v: ("left", v * 2))
         .execute_and_collect()
-    right = environment(cluster, 1).from_collection(list(range(1000, 1300))).map(lambda v: ("right", v + 1)) \
+    )
+    right = (
+        environment(cluster, 1)
+        .from_collection(list(range(1000, 1300)))
+        .map(lambda v: ("right", v + 1))
         .execute_and_collect()
+    )
     got_left, got_right = [], []
     with left, right:
         for _ in range(250):  # read both while both run
@@ -173,8 +183,7 @@ def test_a_client_that_stops_reading_holds_back_its_own_job_only(cluster):
     stalled = environment(cluster, 1).from_collection(list(range(200_000))).execute_and_collect()
     with stalled:
         assert next(stalled) == 0  # then read no more while the other job runs
-        other = environment(cluster, 1).from_collection(list(range(5_000))).map(lambda v: v + 1) \
-            .execute_and_collect()
+        other = environment(cluster, 1).from_collection(list(range(5_000))).map(lambda v: v + 1).execute_and_collect()
         with other:
             assert list(other) == list(range(1, 5_001))
 
@@ -202,11 +211,15 @@ def test_a_waiting_job_says_what_it_waits_for_in_the_client_and_the_rest_api(clu
         # a client without a console says it on stderr
         quiet, release_quiet = paused_job(cluster, tmp_path, "quiet", 1)
         release_quiet.touch()
-        said = (f"Job 'quiet' ({quiet.get_job_id()}) is waiting for 1 task slot (0 of the cluster's 2 free, 1 job "
-                "waiting before it) for ")
+        said = (
+            f"Job 'quiet' ({quiet.get_job_id()}) is waiting for 1 task slot (0 of the cluster's 2 free, 1 job "
+            "waiting before it) for "
+        )
         printed = io.StringIO()
-        wait_until(lambda: printed.write(capsys.readouterr().err) is None or printed.getvalue().count(said) >= 2,
-                   what="the client saying twice on stderr what the job waits for")
+        wait_until(
+            lambda: printed.write(capsys.readouterr().err) is None or printed.getvalue().count(said) >= 2,
+            what="the client saying twice on stderr what the job waits for",
+        )
         assert "Job 'holder'" not in printed.getvalue()
     finally:
         release.touch()
@@ -219,7 +232,8 @@ def test_a_waiting_job_says_what_it_waits_for_in_the_client_and_the_rest_api(clu
 
 
 def test_a_session_cluster_has_a_task_manager_per_core_with_one_slot_and_jobs_default_to_parallelism_1(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     spec = SessionClusterSpec(port=0)
     assert (spec.task_managers, spec.slots) == (os.cpu_count(), 1)
     session = SessionCluster(spec, serve_session, cluster_file=tmp_path / "cluster.json").start()
@@ -228,8 +242,11 @@ def test_a_session_cluster_has_a_task_manager_per_core_with_one_slot_and_jobs_de
         managers = session.dispatcher.task_managers()
         assert len(managers) == os.cpu_count() and {manager.slots for manager in managers} == {1}
         assert len(set(session.task_manager_pids)) == os.cpu_count()
-        configuration = Configuration().set_string("execution.target", "remote") \
+        configuration = (
+            Configuration()
+            .set_string("execution.target", "remote")
             .set_string("rest.port", session.address.rpartition(":")[2])
+        )
         env = StreamExecutionEnvironment.get_execution_environment(configuration)
         assert env.get_parallelism() == 1
         env.from_collection([1, 2, 3]).map(lambda value: value * 2).add_sink(Discard())

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.timeout(60)
 
 def environment(mode: ExecutionMode) -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("receiver.block-interval", "20 ms").set_string("local.taskmanager.mode", mode.value))
+        Configuration().set_string("receiver.block-interval", "20 ms").set_string("local.taskmanager.mode", mode.value)
+    )
     env.set_parallelism(1)
     return env
 
@@ -78,8 +79,9 @@ def test_a_line_without_a_delimiter_is_bounded(mode):
     peer = Peer(([b"short\n", b"x" * 3000], "close"))
     env = environment(mode)
     message = failure_of(env, env.socket_text_stream("127.0.0.1", peer.port, max_record_size=1000))
-    assert "the record starting at byte offset 6 of the connection is longer than max_record_size (1000 bytes)" \
-        in message, message
+    assert (
+        "the record starting at byte offset 6 of the connection is longer than max_record_size (1000 bytes)" in message
+    ), message
 
 
 def test_a_reset_reconnects_and_a_clean_close_ends_the_stream(mode):
@@ -99,18 +101,27 @@ def test_on_peer_reset_fail_fails_the_job(mode):
 def test_on_peer_close_reconnect_reads_the_next_connection_too(mode):
     peer = Peer(([b"one\n"], "close"), ([b"two\n"], "reset"))
     env = environment(mode)
-    receiver = SocketTextReceiver("127.0.0.1", peer.port, max_retries=0, on_peer_close=DisconnectAction.RECONNECT,
-                                  on_peer_reset=DisconnectAction.END_STREAM)
+    receiver = SocketTextReceiver(
+        "127.0.0.1",
+        peer.port,
+        max_retries=0,
+        on_peer_close=DisconnectAction.RECONNECT,
+        on_peer_reset=DisconnectAction.END_STREAM,
+    )
     receiver.restart_strategy = RestartStrategies.exponential_delay_restart(
-        timedelta(milliseconds=10), timedelta(milliseconds=10), 1.0, timedelta(minutes=1), 0.0, 5)
+        timedelta(milliseconds=10), timedelta(milliseconds=10), 1.0, timedelta(minutes=1), 0.0, 5
+    )
     assert run(env, env.add_receiver(receiver, "reconnecting")) == ["one", "two"]
 
 
-@pytest.mark.parametrize("options, problem", [
-    ({"encoding": "utf-16"}, "reads utf-8, ascii or latin-1"),
-    ({"max_record_size": 0}, "max_record_size must be a positive number of bytes"),
-    ({"on_peer_close": "reconnect"}, "on_peer_close must be a DisconnectAction"),
-])
+@pytest.mark.parametrize(
+    "options, problem",
+    [
+        ({"encoding": "utf-16"}, "reads utf-8, ascii or latin-1"),
+        ({"max_record_size": 0}, "max_record_size must be a positive number of bytes"),
+        ({"on_peer_close": "reconnect"}, "on_peer_close must be a DisconnectAction"),
+    ],
+)
 def test_bad_options_are_clear_errors(options, problem):
     with pytest.raises(ValueError, match=problem):
         SocketTextReceiver("127.0.0.1", 1, **options)

@@ -32,12 +32,17 @@ def start(tmp_path, mode):
     env = environment(mode)
     env.set_parallelism(2)
     env.enable_checkpointing(HOUR_MS)  # savepoints need checkpointing; no periodic checkpoint interferes
-    sink = (FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build())
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)) \
-        .with_timestamp_assigner(MillisecondsAreTheNumber())
-    (env.from_source(NumberSequenceSource(0, 10**9), source_name="numbers")
+    sink = (
+        FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(
+        MillisecondsAreTheNumber()
+    )
+    (
+        env.from_source(NumberSequenceSource(0, 10**9), source_name="numbers")
         .map(SlowWithProgress(str(tmp_path / "progress")), output_type=Types.LONG())
         .assign_timestamps_and_watermarks(strategy)
         .map(lambda n: (n % KEYS, 1))
@@ -45,7 +50,8 @@ def start(tmp_path, mode):
         .window(TumblingEventTimeWindows.of(Time.hours(1)))
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
         .map(lambda pair: f"{pair[0]}|{pair[1]}")
-        .sink_to(sink))
+        .sink_to(sink)
+    )
     client = env.execute_async("endless hour windows")
     deadline = time.monotonic() + 60
     while not (tmp_path / "progress").exists():

@@ -68,8 +68,11 @@ class BlockOnFirstAttempt(MapFunction):
 
 
 def cancellation(timeout: str) -> Configuration:
-    return (Configuration().set_string("task.cancellation.timeout", timeout)
-            .set_string("task.cancellation.interval", "100 ms"))
+    return (
+        Configuration()
+        .set_string("task.cancellation.timeout", timeout)
+        .set_string("task.cancellation.interval", "100 ms")
+    )
 
 
 def test_a_user_function_looping_in_python_is_interrupted_by_the_cancel():
@@ -106,8 +109,13 @@ def test_a_checkpoint_timeout_behind_a_stuck_function_does_not_leave_the_job_res
     env.from_source(NumberSequenceSource(1, 1000)).map(BlockOnFirstAttempt()).add_sink(keep)
     client = env.execute_async("a checkpoint times out behind a stuck function")
     assert STARTED.wait(10)
-    wait_until(lambda: client.get_job_status().result() is not JobStatus.RUNNING
-               or client.get_job_details().result().restarts > 0, what="the failover", timeout=20)
+    wait_until(
+        lambda: (
+            client.get_job_status().result() is not JobStatus.RUNNING or client.get_job_details().result().restarts > 0
+        ),
+        what="the failover",
+        timeout=20,
+    )
     client.get_job_execution_result().result(timeout=30)
     details = client.get_job_details().result(timeout=5)
     assert details.status is JobStatus.FINISHED and details.restarts == 1

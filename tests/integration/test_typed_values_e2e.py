@@ -33,23 +33,33 @@ def test_from_collection_with_named_row_type_hands_rows_to_the_next_function(mod
 def test_map_output_type_turns_returned_tuples_into_rows(capsys, mode):
     env = _env(mode)
     ds = env.from_collection(["a b", "c"])
-    rows = ds.map(lambda line: (line, len(line.split())), output_type=Types.ROW_NAMED(["line", "words"],
-                                                                                       [Types.STRING(), Types.INT()]))
+    rows = ds.map(
+        lambda line: (line, len(line.split())),
+        output_type=Types.ROW_NAMED(["line", "words"], [Types.STRING(), Types.INT()]),
+    )
     assert list(rows.map(lambda r: r.words * 10).execute_and_collect()) == [20, 10]
-    assert [r.as_dict() for r in _env(mode).from_collection([("x", 1)], type_info=Types.ROW_NAMED(
-        ["line", "words"], [Types.STRING(), Types.INT()])).execute_and_collect()] == [{"line": "x", "words": 1}]
+    assert [
+        r.as_dict()
+        for r in _env(mode)
+        .from_collection([("x", 1)], type_info=Types.ROW_NAMED(["line", "words"], [Types.STRING(), Types.INT()]))
+        .execute_and_collect()
+    ] == [{"line": "x", "words": 1}]
 
 
 @pytest.mark.timeout(60)
 def test_aggregations_by_field_name_on_named_rows(mode):
     env = _env(mode)
-    ds = env.from_collection([("a", 1, 5.0), ("b", 2, 1.0), ("a", 3, 2.0)],
-                             type_info=Types.ROW_NAMED(["k", "n", "v"], [Types.STRING(), Types.INT(), Types.DOUBLE()]))
+    ds = env.from_collection(
+        [("a", 1, 5.0), ("b", 2, 1.0), ("a", 3, 2.0)],
+        type_info=Types.ROW_NAMED(["k", "n", "v"], [Types.STRING(), Types.INT(), Types.DOUBLE()]),
+    )
     keyed = ds.key_by(lambda r: r.k)
     assert [tuple(r) for r in keyed.sum("n").execute_and_collect()] == [("a", 1, 5.0), ("b", 2, 1.0), ("a", 4, 5.0)]
     env = _env(mode)
-    ds = env.from_collection([("a", 1, 5.0), ("a", 3, 2.0)],
-                             type_info=Types.ROW_NAMED(["k", "n", "v"], [Types.STRING(), Types.INT(), Types.DOUBLE()]))
+    ds = env.from_collection(
+        [("a", 1, 5.0), ("a", 3, 2.0)],
+        type_info=Types.ROW_NAMED(["k", "n", "v"], [Types.STRING(), Types.INT(), Types.DOUBLE()]),
+    )
     assert [r.n for r in ds.key_by(lambda r: r.k).min_by("v").execute_and_collect()] == [1, 3]
 
 
@@ -66,8 +76,9 @@ def test_float_values_print_as_pyflink_prints_them(capsys, mode):
 @pytest.mark.timeout(60)
 def test_a_value_that_does_not_fit_fails_the_job_naming_operator_and_field(mode):
     env = _env(mode)
-    env.from_collection([1, 2]).map(lambda n: (n, "x" * n), output_type=RECORD).name("to record") \
-        .filter(lambda r: True).map(lambda r: (r.id, r.id), output_type=RECORD).name("broken").print()
+    env.from_collection([1, 2]).map(lambda n: (n, "x" * n), output_type=RECORD).name("to record").filter(
+        lambda r: True
+    ).map(lambda r: (r.id, r.id), output_type=RECORD).name("broken").print()
     with pytest.raises(JobExecutionException) as caught:
         env.execute()
     message = str(caught.value.__cause__)
@@ -94,7 +105,8 @@ class Split(ProcessFunction):
 def test_process_results_and_side_outputs_are_shaped_by_their_own_types(mode):
     env = _env(mode)
     main = env.from_collection(["ab", "river", "c"]).process(
-        Split(), output_type=Types.ROW_NAMED(["word", "length"], [Types.STRING(), Types.INT()]))
+        Split(), output_type=Types.ROW_NAMED(["word", "length"], [Types.STRING(), Types.INT()])
+    )
     side = main.get_side_output(Split.TAG)
     results = main.map(lambda r: r.length).union(side.map(lambda r: r.word.upper())).execute_and_collect()
     assert sorted(map(str, results)) == ["1", "2", "RIVER"]
@@ -121,11 +133,13 @@ def _word_counts(env: StreamExecutionEnvironment, typed: bool) -> list:
     pair = {"output_type": Types.TUPLE([Types.STRING(), Types.LONG()])} if typed else {}
     words = ["river", "lake", "river", "sea", "lake", "river"]
     source = env.from_collection(words, type_info=Types.STRING()) if typed else env.from_collection(words)
-    return list(source.map(lambda word: (word, 1), **pair)
-                .key_by(lambda p: p[0], key_type=Types.STRING() if typed else None)
-                .reduce(lambda a, b: (a[0], a[1] + b[1]))
-                .map(lambda p: [p[0], p[1] * 10], **pair)  # a list declared TUPLE arrives as a tuple
-                .execute_and_collect())
+    return list(
+        source.map(lambda word: (word, 1), **pair)
+        .key_by(lambda p: p[0], key_type=Types.STRING() if typed else None)
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .map(lambda p: [p[0], p[1] * 10], **pair)  # a list declared TUPLE arrives as a tuple
+        .execute_and_collect()
+    )
 
 
 @pytest.mark.timeout(60)
@@ -140,8 +154,11 @@ def test_a_typed_chain_and_an_untyped_one_give_the_same_records(mode):
 @pytest.mark.parametrize("boundary", ["network edge", "sink"])
 def test_a_misfit_is_caught_where_the_stream_leaves_the_chain(mode, boundary):
     env = _env(mode)
-    counted = env.from_collection([1, 2, 3]).map(lambda n: (f"w{n}", "one" if n == 2 else 1),
-                                                 output_type=Types.TUPLE([Types.STRING(), Types.LONG()])).name("pairs")
+    counted = (
+        env.from_collection([1, 2, 3])
+        .map(lambda n: (f"w{n}", "one" if n == 2 else 1), output_type=Types.TUPLE([Types.STRING(), Types.LONG()]))
+        .name("pairs")
+    )
     if boundary == "network edge":
         counted.key_by(lambda p: p[0]).map(lambda p: p).print()
     else:
@@ -149,14 +166,20 @@ def test_a_misfit_is_caught_where_the_stream_leaves_the_chain(mode, boundary):
     with pytest.raises(JobExecutionException) as caught:
         env.execute()
     message = str(caught.value.__cause__)
-    assert message == ("'pairs' produced a record whose field 'f1' does not fit its declared type "
-                       "TupleTypeInfo(String, Long): 'one' is not a Long (expected an int, got str); fix the "
-                       "function's result or its output_type / type_info")
+    assert message == (
+        "'pairs' produced a record whose field 'f1' does not fit its declared type "
+        "TupleTypeInfo(String, Long): 'one' is not a Long (expected an int, got str); fix the "
+        "function's result or its output_type / type_info"
+    )
 
 
 @pytest.mark.timeout(60)
 def test_between_chained_functions_values_pass_as_they_are_as_in_pyflink(mode):
     env = _env(mode)
-    got = env.from_collection(["a", "b"]).map(lambda s: s * 2, output_type=Types.INT()) \
-        .map(lambda s: s.upper()).execute_and_collect()
+    got = (
+        env.from_collection(["a", "b"])
+        .map(lambda s: s * 2, output_type=Types.INT())
+        .map(lambda s: s.upper())
+        .execute_and_collect()
+    )
     assert sorted(got) == ["AA", "BB"]

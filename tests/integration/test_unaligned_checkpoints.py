@@ -52,8 +52,12 @@ def start_paced_job(mode: str, **config: str):
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(500)
-    (env.from_source(NumberSequenceSource(0, 10**9), WatermarkStrategy.no_watermarks(), "numbers")
-        .rebalance().map(Paced(), output_type=Types.LONG()).add_sink(Discard()))
+    (
+        env.from_source(NumberSequenceSource(0, 10**9), WatermarkStrategy.no_watermarks(), "numbers")
+        .rebalance()
+        .map(Paced(), output_type=Types.LONG())
+        .add_sink(Discard())
+    )
     return env.execute_async("paced")
 
 

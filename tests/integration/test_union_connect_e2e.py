@@ -75,7 +75,10 @@ class Explode(CoFlatMapFunction):
 def test_connect_co_flat_map(mode):
     env = _env(mode)
     results = list(
-        env.from_collection(list(range(10))).connect(env.from_collection(["a,b", "c"])).flat_map(Explode()).execute_and_collect()
+        env.from_collection(list(range(10)))
+        .connect(env.from_collection(["a,b", "c"]))
+        .flat_map(Explode())
+        .execute_and_collect()
     )
     expected = [v for v in range(10) for _ in range(v % 3)] + ["a", "b", "c"]
     assert Counter(map(str, results)) == Counter(map(str, expected))
@@ -97,7 +100,9 @@ def test_connect_co_process(mode):
     right = env.from_source(NumberSequenceSource(100, 109))
     results = list(left.connect(right).process(Tagger()).execute_and_collect())
     assert sorted(v for t, v in results if t == "left") == list(range(1, 51))
-    assert sorted(v for t, v in results if t == "right") == sorted(list(range(100, 110)) + [-v for v in range(100, 110)])
+    assert sorted(v for t, v in results if t == "right") == sorted(
+        list(range(100, 110)) + [-v for v in range(100, 110)]
+    )
 
 
 class JoinOrdersWithPayments(KeyedCoProcessFunction):
@@ -157,7 +162,9 @@ def test_keyed_co_map_counts_both_inputs_per_key(mode):
     env = _env(mode)
     left = env.from_collection([(k, "l") for k in "aabbc"])
     right = env.from_collection([(k, "r") for k in "abccc"])
-    results = list(left.connect(right).key_by(lambda x: x[0], lambda x: x[0]).map(KeyedCoMapCounter()).execute_and_collect())
+    results = list(
+        left.connect(right).key_by(lambda x: x[0], lambda x: x[0]).map(KeyedCoMapCounter()).execute_and_collect()
+    )
     final = {}
     for key, n in results:
         final[key] = max(final.get(key, 0), n)

@@ -23,14 +23,14 @@ class CountingTrigger(EventTimeTrigger):
 class CountingGenerator(WatermarkGenerator):
     def __init__(self, context):
         self.events = context.get_metric_group().counter("generator_events")
-        self.max_ts = -(2 ** 63)
+        self.max_ts = -(2**63)
 
     def on_event(self, event, event_timestamp, output):
         self.events.inc()
         self.max_ts = max(self.max_ts, event_timestamp)
 
     def on_periodic_emit(self, output):
-        if self.max_ts > -(2 ** 63):
+        if self.max_ts > -(2**63):
             output.emit_watermark(Watermark(self.max_ts - 1))
 
 
@@ -53,15 +53,18 @@ def test_metrics_of_functions_triggers_and_generators_are_reported(mode):
     env = environment(mode)
     env.set_parallelism(1)
     strategy = WatermarkStrategy.for_generator(CountingGenerator).with_timestamp_assigner(Second())
-    env.from_collection(EVENTS).assign_timestamps_and_watermarks(strategy).name("stamp") \
-        .map(Tagging()).name("tag") \
-        .key_by(lambda event: event[0]).window(TumblingEventTimeWindows.of(Duration.of_seconds(1))) \
-        .trigger(CountingTrigger()).reduce(lambda a, b: (a[0], max(a[1], b[1]))).name("window") \
-        .print()
+    env.from_collection(EVENTS).assign_timestamps_and_watermarks(strategy).name("stamp").map(Tagging()).name(
+        "tag"
+    ).key_by(lambda event: event[0]).window(TumblingEventTimeWindows.of(Duration.of_seconds(1))).trigger(
+        CountingTrigger()
+    ).reduce(lambda a, b: (a[0], max(a[1], b[1]))).name("window").print()
     client = env.execute_async("user metrics")
     client.get_job_execution_result().result(60)
-    samples = {(task.operator_names[s.operator_id], s.identifier): (s.value, s.variables)
-               for task in client.cluster.job_master.metrics.tasks() for s in task.user}
+    samples = {
+        (task.operator_names[s.operator_id], s.identifier): (s.value, s.variables)
+        for task in client.cluster.job_master.metrics.tasks()
+        for s in task.user
+    }
     assert samples[("stamp", "generator_events")] == (len(EVENTS), {})
     assert samples[("window", "trigger_elements")] == (len(EVENTS), {})
     assert samples[("tag", "key.all.ts_count")] == (len(EVENTS), {"<key>": "all"})

@@ -7,8 +7,9 @@ from fluvial.table.udf import udf
 
 def main():
     t_env = TableEnvironment.create(EnvironmentSettings.new_instance().in_streaming_mode().build())
-    table = t_env.from_elements(elements=[(1, "Hello"), (2, "World"), (3, "Flink"), (4, "PyFlink")],
-                                schema=["id", "data"])
+    table = t_env.from_elements(
+        elements=[(1, "Hello"), (2, "World"), (3, "Flink"), (4, "PyFlink")], schema=["id", "data"]
+    )
     for name in ("first_sink", "second_sink"):
         t_env.execute_sql(f"CREATE TABLE {name} (id BIGINT, data VARCHAR) WITH ('connector' = 'print')")
 

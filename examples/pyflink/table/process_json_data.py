@@ -15,12 +15,13 @@ DOCUMENTS = [
 def main():
     t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     table = t_env.from_elements(elements=DOCUMENTS, schema=["id", "data"])
-    sink = TableDescriptor.for_connector("print").schema(
-        Schema.new_builder().column("id", DataTypes.BIGINT()).column("data", DataTypes.STRING()).build()).build()
+    sink = (
+        TableDescriptor.for_connector("print")
+        .schema(Schema.new_builder().column("id", DataTypes.BIGINT()).column("data", DataTypes.STRING()).build())
+        .build()
+    )
     t_env.create_temporary_table("sink", sink)
-    table.select(col("id"), col("data").json_value("$.addr.country", DataTypes.STRING())) \
-        .execute_insert("sink") \
-        .wait()
+    table.select(col("id"), col("data").json_value("$.addr.country", DataTypes.STRING())).execute_insert("sink").wait()
 
 
 if __name__ == "__main__":

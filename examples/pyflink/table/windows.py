@@ -10,36 +10,51 @@ from fluvial.table import DataTypes, Schema, StreamTableEnvironment, TableDescri
 from fluvial.table.expressions import col, lit
 from fluvial.table.window import Slide, Tumble
 
-SALES = [(1000, "Alice", 110.1), (4000, "Bob", 30.2), (3000, "Alice", 20.0), (2000, "Bob", 53.1),
-         (5000, "Alice", 13.1), (3000, "Bob", 3.1), (7000, "Bob", 16.1), (10000, "Alice", 20.1)]
+SALES = [
+    (1000, "Alice", 110.1),
+    (4000, "Bob", 30.2),
+    (3000, "Alice", 20.0),
+    (2000, "Bob", 53.1),
+    (5000, "Alice", 13.1),
+    (3000, "Bob", 3.1),
+    (7000, "Bob", 16.1),
+    (10000, "Alice", 20.1),
+]
 
 
 def main(kind):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     t_env = StreamTableEnvironment.create(stream_execution_environment=env)
-    ds = env.from_collection([(Instant.of_epoch_milli(ms), name, price) for ms, name, price in SALES],
-                             type_info=Types.ROW([Types.INSTANT(), Types.STRING(), Types.FLOAT()]))
-    schema = Schema.new_builder() \
-        .column_by_expression("ts", "CAST(f0 AS TIMESTAMP(3))") \
-        .column("f1", DataTypes.STRING()) \
-        .column("f2", DataTypes.FLOAT()) \
-        .watermark("ts", "ts - INTERVAL '3' SECOND") \
+    ds = env.from_collection(
+        [(Instant.of_epoch_milli(ms), name, price) for ms, name, price in SALES],
+        type_info=Types.ROW([Types.INSTANT(), Types.STRING(), Types.FLOAT()]),
+    )
+    schema = (
+        Schema.new_builder()
+        .column_by_expression("ts", "CAST(f0 AS TIMESTAMP(3))")
+        .column("f1", DataTypes.STRING())
+        .column("f2", DataTypes.FLOAT())
+        .watermark("ts", "ts - INTERVAL '3' SECOND")
         .build()
+    )
     table = t_env.from_data_stream(ds, schema).alias("ts", "name", "price")
-    sink_schema = Schema.new_builder() \
-        .column("name", DataTypes.STRING()).column("total_price", DataTypes.FLOAT()) \
-        .column("w_start", DataTypes.TIMESTAMP_LTZ()).column("w_end", DataTypes.TIMESTAMP_LTZ()).build()
+    sink_schema = (
+        Schema.new_builder()
+        .column("name", DataTypes.STRING())
+        .column("total_price", DataTypes.FLOAT())
+        .column("w_start", DataTypes.TIMESTAMP_LTZ())
+        .column("w_end", DataTypes.TIMESTAMP_LTZ())
+        .build()
+    )
     t_env.create_temporary_table("sink", TableDescriptor.for_connector("print").schema(sink_schema).build())
     if kind == "tumble":
         window = Tumble.over(lit(5).seconds).on(col("ts")).alias("w")
     else:
         window = Slide.over(lit(5).seconds).every(lit(2).seconds).on(col("ts")).alias("w")
-    table.window(window) \
-        .group_by(col("name"), col("w")) \
-        .select(col("name"), col("price").sum, col("w").start, col("w").end) \
-        .execute_insert("sink") \
-        .wait()
+    table.window(window).group_by(col("name"), col("w")).select(
+        col("name"), col("price").sum, col("w").start, col("w").end
+    ).execute_insert("sink").wait()
 
 
 if __name__ == "__main__":

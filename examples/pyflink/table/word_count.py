@@ -17,19 +17,18 @@ LINES = [
 def main():
     t_env = TableEnvironment.create(EnvironmentSettings.new_instance().in_streaming_mode().build())
     t_env.get_config().get_configuration().set_string("parallelism.default", "1")
-    lines = t_env.from_elements([(line,) for line in LINES],
-                                DataTypes.ROW([DataTypes.FIELD("line", DataTypes.STRING())]))
+    lines = t_env.from_elements(
+        [(line,) for line in LINES], DataTypes.ROW([DataTypes.FIELD("line", DataTypes.STRING())])
+    )
     t_env.execute_sql("CREATE TABLE sink (word STRING, `count` BIGINT) WITH ('connector' = 'print')")
 
     @udtf(result_types=[DataTypes.STRING()])
     def split(line: Row):
         yield from line[0].split()
 
-    lines.flat_map(split).alias("word") \
-        .group_by(col("word")) \
-        .select(col("word"), lit(1).count) \
-        .execute_insert("sink") \
-        .wait()
+    lines.flat_map(split).alias("word").group_by(col("word")).select(col("word"), lit(1).count).execute_insert(
+        "sink"
+    ).wait()
 
 
 if __name__ == "__main__":

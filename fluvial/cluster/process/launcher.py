@@ -54,10 +54,16 @@ class Launcher:
 
         def parent() -> None:
             try:
-                started.append(subprocess.Popen(
-                    python_command("-m", "fluvial.cluster.process.zygote"), stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, close_fds=True, start_new_session=False,
-                    env={**os.environ, PARENT_VARIABLE: str(os.getpid())}))
+                started.append(
+                    subprocess.Popen(
+                        python_command("-m", "fluvial.cluster.process.zygote"),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        close_fds=True,
+                        start_new_session=False,
+                        env={**os.environ, PARENT_VARIABLE: str(os.getpid())},
+                    )
+                )
             except BaseException as error:  # noqa: BLE001 - raised on the caller's thread below
                 started.append(error)
             ready.set()

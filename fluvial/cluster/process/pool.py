@@ -159,9 +159,16 @@ class _Member:
 
 
 class TaskManagerProcesses:
-    def __init__(self, count: int, slots_each: int, listener: TaskManagerPoolListener, *,
-                 bind_host: str = "127.0.0.1", heartbeat_interval_ms: int = 1000,
-                 heartbeat_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        count: int,
+        slots_each: int,
+        listener: TaskManagerPoolListener,
+        *,
+        bind_host: str = "127.0.0.1",
+        heartbeat_interval_ms: int = 1000,
+        heartbeat_timeout_ms: int = 10_000,
+    ) -> None:
         self.count = count
         self.slots_each = slots_each
         self._listener = listener
@@ -185,20 +192,31 @@ class TaskManagerProcesses:
         for member in self._members:
             self._spawn(member)
         self._await_registration(timeout)
-        self._monitor = threading.Thread(target=self._watch_heartbeats, name="fluvial-heartbeat-monitor",
-                                         daemon=True)
+        self._monitor = threading.Thread(target=self._watch_heartbeats, name="fluvial-heartbeat-monitor", daemon=True)
         self._monitor.start()
-        logger.info("%d TaskManager processes with %d slots each ready in %.0f ms (pids %s)", self.count,
-                    self.slots_each, (time.monotonic() - started) * 1000,
-                    ", ".join(str(member.pid) for member in self._members))
+        logger.info(
+            "%d TaskManager processes with %d slots each ready in %.0f ms (pids %s)",
+            self.count,
+            self.slots_each,
+            (time.monotonic() - started) * 1000,
+            ", ".join(str(member.pid) for member in self._members),
+        )
 
     def _spawn(self, member: _Member) -> None:
         from fluvial.cluster.process.launcher import launcher
 
         config = TaskManagerProcessConfig(
-            member.index, self.slots_each, self._control.address, self._secret, self._bind_host,
-            logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(), self._heartbeat_interval_ms, list(sys.path), os.getcwd(),
-            dict(os.environ))
+            member.index,
+            self.slots_each,
+            self._control.address,
+            self._secret,
+            self._bind_host,
+            logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(),
+            self._heartbeat_interval_ms,
+            list(sys.path),
+            os.getcwd(),
+            dict(os.environ),
+        )
         member.connection, member.data_address, member.ended, member.lost = None, None, None, False
         member.last_seen = time.monotonic()
         member.pid = launcher().start(config, self._on_exit)
@@ -210,8 +228,10 @@ class TaskManagerProcesses:
                 dead = [m for m in self._members if m.ended is not None and m.connection is None]
                 if dead:
                     member = dead[0]
-                    raise ResourceError(f"TaskManager process {member.index} (pid {member.pid}) {member.ended} "
-                                        "before it registered; see the error above")
+                    raise ResourceError(
+                        f"TaskManager process {member.index} (pid {member.pid}) {member.ended} "
+                        "before it registered; see the error above"
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     missing = [m.index for m in self._members if m.connection is None]
@@ -259,8 +279,9 @@ class TaskManagerProcesses:
             if all_known:
                 self._announce(TaskManagerDirectory({m.index: m.data_address for m in self._members}))
             self._registered.notify_all()
-        logger.info("TaskManager %d registered (pid %d, data plane %s:%d)", member.index, member.pid,
-                    *member.data_address)
+        logger.info(
+            "TaskManager %d registered (pid %d, data plane %s:%d)", member.index, member.pid, *member.data_address
+        )
         if all_known:
             for other in self._members:
                 self.gateways[other.index].attach(other.connection)
@@ -318,8 +339,9 @@ class TaskManagerProcesses:
         """Process `pid`'s control connection ended: it died (the zygote will say how) or cut us off — unless it
         was replaced already."""
         deadline = time.monotonic() + EXIT_STATUS_WAIT_S
-        while member.pid == pid and member.ended is None and time.monotonic() < deadline \
-                and not self._stopping.is_set():
+        while (
+            member.pid == pid and member.ended is None and time.monotonic() < deadline and not self._stopping.is_set()
+        ):
             time.sleep(0.01)
         if member.pid == pid:
             self._lost(member, f"its process (pid {pid}) {member.ended or 'closed its control connection'}")
@@ -332,8 +354,11 @@ class TaskManagerProcesses:
                 silent = now - member.last_seen
                 if member.connection is not None and not member.lost and silent > self._heartbeat_timeout_s:
                     self._kill_member(member)
-                    self._lost(member, f"it sent no heartbeat for {silent:.1f} s (heartbeat.timeout is "
-                                       f"{self._heartbeat_timeout_s:.1f} s); its process (pid {member.pid}) was killed")
+                    self._lost(
+                        member,
+                        f"it sent no heartbeat for {silent:.1f} s (heartbeat.timeout is "
+                        f"{self._heartbeat_timeout_s:.1f} s); its process (pid {member.pid}) was killed",
+                    )
 
     def _kill_member(self, member: _Member) -> None:
         """End member's current process, however it is stuck."""
@@ -351,8 +376,7 @@ class TaskManagerProcesses:
             member.connection.close()
         error = TaskManagerLostError(f"TaskManager {member.index} was lost: {how}")
         if member.early_deaths >= MAX_EARLY_DEATHS:
-            logger.error("%s; %d replacements in a row died before registering, giving up", error,
-                         member.early_deaths)
+            logger.error("%s; %d replacements in a row died before registering, giving up", error, member.early_deaths)
             self._listener.task_manager_lost(member.index, error)
             return
         logger.warning("%s; starting a replacement", error)

@@ -186,11 +186,19 @@ class LogForwarder(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             fields = {
-                "name": record.name, "levelno": record.levelno, "levelname": record.levelname,
-                "msg": f"[TaskManager {self._index}] {record.getMessage()}", "args": None,
-                "exc_text": self.format(record) if record.exc_info else None, "created": record.created,
-                "threadName": record.threadName, "process": record.process, "processName": record.processName,
-                "pathname": record.pathname, "lineno": record.lineno, "funcName": record.funcName,
+                "name": record.name,
+                "levelno": record.levelno,
+                "levelname": record.levelname,
+                "msg": f"[TaskManager {self._index}] {record.getMessage()}",
+                "args": None,
+                "exc_text": self.format(record) if record.exc_info else None,
+                "created": record.created,
+                "threadName": record.threadName,
+                "process": record.process,
+                "processName": record.processName,
+                "pathname": record.pathname,
+                "lineno": record.lineno,
+                "funcName": record.funcName,
             }
             self._connection.send(FrameKind.LOG, pickle.dumps(fields, protocol=5))
         except Exception:  # noqa: BLE001 - logging must never fail the caller
@@ -235,9 +243,16 @@ class TaskManagerEndpoint:
         self.data_plane.close()
 
 
-def start_task_manager(index: int, number_of_slots: int, connection: Connection, secret: bytes, bind_host: str,
-                       log_level: int, heartbeat_interval_ms: int,
-                       on_stuck_task: Callable[[Any, int], None] | None = None) -> TaskManagerEndpoint:
+def start_task_manager(
+    index: int,
+    number_of_slots: int,
+    connection: Connection,
+    secret: bytes,
+    bind_host: str,
+    log_level: int,
+    heartbeat_interval_ms: int,
+    on_stuck_task: Callable[[Any, int], None] | None = None,
+) -> TaskManagerEndpoint:
     """Step 2 on an authenticated control connection: this process's output and logs go over it, the data plane
     listens on `bind_host`, the TaskManager registers and heartbeats start. Shared by TaskManager processes and
     Ray TaskManager actors (`fluvial.cluster.ray.actor`)."""
@@ -255,15 +270,23 @@ def start_task_manager(index: int, number_of_slots: int, connection: Connection,
     channels = ProcessChannels(data_plane, index)
     task_manager = TaskManager(index, number_of_slots, channels, link.collect_target, on_stuck_task)
     link.send(RegisterTaskManager(index, data_plane.address, os.getpid(), task_manager.resource_id))
-    threading.Thread(target=_heartbeat, args=(connection, heartbeat_interval_ms / 1000), name="fluvial-heartbeat",
-                     daemon=True).start()
+    threading.Thread(
+        target=_heartbeat, args=(connection, heartbeat_interval_ms / 1000), name="fluvial-heartbeat", daemon=True
+    ).start()
     return TaskManagerEndpoint(task_manager, channels, link, data_plane)
 
 
 def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
-    endpoint = start_task_manager(config.index, config.number_of_slots, connection, config.secret,  # 2
-                                  config.bind_host, config.log_level, config.heartbeat_interval_ms,
-                                  _end_process_for_stuck_task)
+    endpoint = start_task_manager(
+        config.index,
+        config.number_of_slots,
+        connection,
+        config.secret,  # 2
+        config.bind_host,
+        config.log_level,
+        config.heartbeat_interval_ms,
+        _end_process_for_stuck_task,
+    )
     try:
         while (frame := connection.read()) is not None:  # 3
             kind, payload = frame
@@ -287,9 +310,13 @@ def _end_process_for_stuck_task(task: Any, timeout_ms: int) -> None:
     function never returns."""
     from fluvial.state.factory import remove_job_directories
 
-    logger.error("%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread is stuck in "
-                 "user code; this TaskManager process ends so that a new one replaces it", task.name,
-                 task.spec.attempt, timeout_ms)
+    logger.error(
+        "%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread is stuck in "
+        "user code; this TaskManager process ends so that a new one replaces it",
+        task.name,
+        task.spec.attempt,
+        timeout_ms,
+    )
     try:
         remove_job_directories()
     finally:
@@ -320,14 +347,15 @@ _CONTROL_HANDLERS: dict[type, Callable[[Any, Any, Any, ControlLink], None]] = {
     DeployTask: _deploy,
     CancelTask: lambda message, task_manager, channels, link: task_manager.cancel_task(message),
     TriggerCheckpoint: lambda message, task_manager, channels, link: task_manager.trigger_checkpoint(message),
-    NotifyCheckpointComplete:
-        lambda message, task_manager, channels, link: task_manager.notify_checkpoint_complete(message),
-    NotifyCheckpointAborted:
-        lambda message, task_manager, channels, link: task_manager.notify_checkpoint_aborted(message),
+    NotifyCheckpointComplete: lambda message, task_manager, channels, link: task_manager.notify_checkpoint_complete(
+        message
+    ),
+    NotifyCheckpointAborted: lambda message, task_manager, channels, link: task_manager.notify_checkpoint_aborted(
+        message
+    ),
     ReleaseJob: lambda message, task_manager, channels, link: task_manager.release_job(message),
     TaskManagerDirectory: lambda message, task_manager, channels, link: channels.directory.update(message.addresses),
-    CollectCredit: lambda message, task_manager, channels, link: link.grant_collect(message.count,
-                                                                                    message.collect_id),
+    CollectCredit: lambda message, task_manager, channels, link: link.grant_collect(message.count, message.collect_id),
 }
 
 
@@ -343,7 +371,8 @@ def _open(envelope: DeploymentEnvelope, index: int) -> DeployTask | TaskFailure:
             f"{type(error).__name__}: {error}. Every module the job's functions come from must be importable in "
             "TaskManager processes: put its directory on sys.path before the job is submitted (the client's "
             "sys.path travels), add it with env.add_python_file(...), or install it; or run the job in one "
-            "process (local.taskmanager.mode: thread)")
+            "process (local.taskmanager.mode: thread)"
+        )
         failure.__cause__ = error
         return TaskFailure(failure, envelope.vertex_name, envelope.task_name, traceback.format_exc())
 

@@ -30,8 +30,14 @@ PID = struct.Struct(">q")
 EXIT = struct.Struct(">qi")
 STARTED, EXITED = b"P", b"X"
 PARENT_VARIABLE = "FLUVIAL_ZYGOTE_PARENT"  # the client's pid: the zygote checks it was not orphaned already
-PRELOAD = ("fluvial.cluster.process.worker", "fluvial.cluster.task_manager", "fluvial.runtime.task",
-           "fluvial.runtime.network.data_plane", "fluvial.runtime.chain", "cloudpickle")
+PRELOAD = (
+    "fluvial.cluster.process.worker",
+    "fluvial.cluster.task_manager",
+    "fluvial.runtime.task",
+    "fluvial.runtime.network.data_plane",
+    "fluvial.runtime.chain",
+    "cloudpickle",
+)
 
 
 def _read_exactly(fd: int, count: int) -> bytes | None:

@@ -51,8 +51,15 @@ class TaskManagerActor:
 
         node_ip = ray.util.get_node_ip_address()
         connection = connect(config.control_address, config.secret)
-        self._endpoint = start_task_manager(config.index, config.number_of_slots, connection, config.secret,
-                                            node_ip, config.log_level, config.heartbeat_interval_ms)
+        self._endpoint = start_task_manager(
+            config.index,
+            config.number_of_slots,
+            connection,
+            config.secret,
+            node_ip,
+            config.log_level,
+            config.heartbeat_interval_ms,
+        )
         return os.getpid(), node_ip
 
     def control(self, payload: bytes) -> None:

@@ -22,8 +22,9 @@ from fluvial.graph.job_graph import JobGraph
 
 
 class RayCluster(MiniCluster):
-    def __init__(self, configuration: Any, settings: RaySettings, connection: RayConnection,
-                 runtime_env: dict[str, Any]) -> None:
+    def __init__(
+        self, configuration: Any, settings: RaySettings, connection: RayConnection, runtime_env: dict[str, Any]
+    ) -> None:
         """`runtime_env`: the TaskManager actors' Ray runtime environment (`runtime_environment.runtime_environment`,
         made where the job was submitted: that is where its files are)."""
         super().__init__(configuration)
@@ -40,14 +41,22 @@ class RayCluster(MiniCluster):
         prepare_for_shipping(job_graph)  # 1
         check_storage_is_shared(job_graph, alive_nodes(), settings.shared_filesystem)
         layout = TaskManagerLayout.for_job(job_graph.required_slots(), config.get("taskmanager.numberOfTaskSlots"))
-        group = reserve_slots(layout, settings.placement_strategy, settings.placement_timeout_s,  # 2
-                              f"fluvial-{job_graph.job_id}")
+        group = reserve_slots(
+            layout,
+            settings.placement_strategy,
+            settings.placement_timeout_s,  # 2
+            f"fluvial-{job_graph.job_id}",
+        )
         try:
             self.processes = RayTaskManagers(
-                layout, group, self, node_ip=self._connection.node_ip,
+                layout,
+                group,
+                self,
+                node_ip=self._connection.node_ip,
                 runtime_env=self._runtime_env,
                 heartbeat_interval_ms=config.get("heartbeat.interval"),
-                heartbeat_timeout_ms=config.get("heartbeat.timeout"))
+                heartbeat_timeout_ms=config.get("heartbeat.timeout"),
+            )
         except BaseException:
             from ray.util.placement_group import remove_placement_group
 

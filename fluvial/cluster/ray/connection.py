@@ -45,8 +45,10 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ImportError("execution.target 'ray' needs the 'ray' package, which is not installed: pip install "
-                          "'fluvial[ray]' (or run the job with execution.target: local)") from None
+        raise ImportError(
+            "execution.target 'ray' needs the 'ray' package, which is not installed: pip install "
+            "'fluvial[ray]' (or run the job with execution.target: local)"
+        ) from None
     return ray
 
 
@@ -97,7 +99,8 @@ def _refuse_detached_on_local_cluster() -> None:
         "a detached job (execution.attached: false, fluvial run -d) runs on after this program ends, but no Ray "
         "cluster is running to hold it: the local Ray instance this program would start ends with it, and the job "
         "with it. Start a Ray cluster first (ray start --head) and run again (or set ray.address to its head), or "
-        "drop -d to run the job attached on a local Ray instance")
+        "drop -d to run the job attached on a local Ray instance"
+    )
 
 
 def _init(ray: Any, address: str) -> None:
@@ -126,7 +129,8 @@ def _check_same_cluster(ray: Any, address: str | None) -> None:
     if connected != expected:
         raise ConfigurationError(
             f"ray.address is {address}, but this process is connected to the Ray cluster at {connected} (one "
-            "process talks to one Ray cluster): remove ray.address, or call ray.shutdown() before the job")
+            "process talks to one Ray cluster): remove ray.address, or call ray.shutdown() before the job"
+        )
 
 
 def _start_local_cluster(ray: Any) -> None:

@@ -69,8 +69,9 @@ class JobMasterActor:
         self._outcome: JobOutcome | None = None
         self._ended = threading.Event()
 
-    def start(self, job_graph_payload: bytes, configuration: dict[str, str], runtime_env: dict[str, Any],
-              retention_s: float) -> None:
+    def start(
+        self, job_graph_payload: bytes, configuration: dict[str, str], runtime_env: dict[str, Any], retention_s: float
+    ) -> None:
         from fluvial.cluster.ray.cluster import RayCluster
         from fluvial.cluster.ray.connection import connect
         from fluvial.cluster.ray.settings import RaySettings
@@ -115,8 +116,12 @@ class JobMasterActor:
             sendable = sendable_failure(JobOutcome(status.name, 0, str(error), cause, text))
             self._outcome = sendable
         self._ended.set()
-        logger.info("detached job %s ended %s; its JobMaster actor leaves in %.0f s", self._client.get_job_id(),
-                    status.name, retention_s)
+        logger.info(
+            "detached job %s ended %s; its JobMaster actor leaves in %.0f s",
+            self._client.get_job_id(),
+            status.name,
+            retention_s,
+        )
         threading.Timer(retention_s, _leave).start()
 
 
@@ -127,8 +132,9 @@ def _leave() -> None:
     ray.get_runtime_context().current_actor.__ray_terminate__.remote()
 
 
-def submit_detached(job_graph: Any, configuration: Any, runtime_env: dict[str, Any],
-                    retention_s: float | None = None) -> DetachedJobClient:
+def submit_detached(
+    job_graph: Any, configuration: Any, runtime_env: dict[str, Any], retention_s: float | None = None
+) -> DetachedJobClient:
     """Step 1: the job's JobMaster actor, started; its client. Raises what kept the job from starting."""
     import ray
 
@@ -137,18 +143,38 @@ def submit_detached(job_graph: Any, configuration: Any, runtime_env: dict[str, A
     from fluvial.common.wire import dumps_code
 
     prepare_for_shipping(job_graph)
-    actor = actor_class(JobMasterActor).options(
-        name=actor_name(job_graph.job_id), namespace=NAMESPACE, lifetime="detached", num_cpus=0,
-        max_concurrency=CONCURRENT_CALLS, runtime_env=runtime_env or None).remote()
+    actor = (
+        actor_class(JobMasterActor)
+        .options(
+            name=actor_name(job_graph.job_id),
+            namespace=NAMESPACE,
+            lifetime="detached",
+            num_cpus=0,
+            max_concurrency=CONCURRENT_CALLS,
+            runtime_env=runtime_env or None,
+        )
+        .remote()
+    )
     try:
-        ray.get(actor.start.remote(dumps_code(job_graph), configuration.to_dict(), runtime_env,
-                                   RESULT_RETENTION_S if retention_s is None else retention_s))
+        ray.get(
+            actor.start.remote(
+                dumps_code(job_graph),
+                configuration.to_dict(),
+                runtime_env,
+                RESULT_RETENTION_S if retention_s is None else retention_s,
+            )
+        )
     except ray.exceptions.RayTaskError as error:
         ray.kill(actor, no_restart=True)
         raise error.cause from None  # as an attached submission would raise it
     print(f"Job has been submitted with JobID {job_graph.job_id}", flush=True)  # Flink's line
-    logger.info("job %s (%s) submitted detached: its JobMaster is the Ray actor %s in namespace %s",
-                job_graph.job_name, job_graph.job_id, actor_name(job_graph.job_id), NAMESPACE)
+    logger.info(
+        "job %s (%s) submitted detached: its JobMaster is the Ray actor %s in namespace %s",
+        job_graph.job_name,
+        job_graph.job_id,
+        actor_name(job_graph.job_id),
+        NAMESPACE,
+    )
     return DetachedJobClient(actor, job_graph.job_id)
 
 
@@ -172,8 +198,10 @@ class DetachedJobClient(JobClient):
         try:
             return cls(ray.get_actor(actor_name(job_id), namespace=NAMESPACE), job_id)
         except ValueError:
-            raise LookupError(f"no detached job {job_id} on this Ray cluster: it never ran here, or it ended more "
-                              "than its result retention ago") from None
+            raise LookupError(
+                f"no detached job {job_id} on this Ray cluster: it never ran here, or it ended more "
+                "than its result retention ago"
+            ) from None
 
     def get_job_id(self) -> JobID:
         return JobID(self._job_id)
@@ -190,8 +218,9 @@ class DetachedJobClient(JobClient):
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
         return self._call(lambda: self._remote("savepoint", savepoint_directory, False))
 
-    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
-                            savepoint_directory: str | None = None) -> CompletableFuture:
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
+    ) -> CompletableFuture:
         return self._call(lambda: self._remote("savepoint", savepoint_directory, True, advance_to_end_of_event_time))
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture:
@@ -215,8 +244,10 @@ class DetachedJobClient(JobClient):
 
     def _remote(self, method: str, *args: Any) -> Any:
         """The answer of the JobMaster actor's `method(*args)` (while this process is connected to Ray)."""
-        require_connection(f"{method} of detached job {self._job_id} (it runs on; DetachedJobClient.of(job_id) "
-                           "reaches it again after ray.init)")
+        require_connection(
+            f"{method} of detached job {self._job_id} (it runs on; DetachedJobClient.of(job_id) "
+            "reaches it again after ray.init)"
+        )
         return self._get(getattr(self._actor, method).remote(*args))
 
     def _get(self, reference: Any) -> Any:
@@ -225,8 +256,9 @@ class DetachedJobClient(JobClient):
         try:
             return ray.get(reference)
         except ray.exceptions.RayActorError as error:
-            raise JobExecutionException(f"the JobMaster actor of detached job {self._job_id} is gone: {error}",
-                                        self._job_id) from None
+            raise JobExecutionException(
+                f"the JobMaster actor of detached job {self._job_id} is gone: {error}", self._job_id
+            ) from None
         except ray.exceptions.RayTaskError as error:
             raise error.cause from None
 

@@ -41,8 +41,13 @@ class ControlCallListener(Protocol):
 
 
 class RayTaskManagerGateway(RemoteTaskManagerGateway):
-    def __init__(self, index: int, listener: ControlCallListener, number_of_slots: int = 1,
-                 connected: Callable[[], bool] = ray_connected) -> None:
+    def __init__(
+        self,
+        index: int,
+        listener: ControlCallListener,
+        number_of_slots: int = 1,
+        connected: Callable[[], bool] = ray_connected,
+    ) -> None:
         """`connected`: whether this process may call Ray now (checked before every call)."""
         super().__init__(index, number_of_slots)
         self._listener = listener
@@ -118,8 +123,9 @@ class RayTaskManagerGateway(RemoteTaskManagerGateway):
                 continue
             future.add_done_callback(functools.partial(self._answered, message, actor, generation))
 
-    def _answered(self, message: Any, actor: Any, generation: int, future: Any, error: BaseException | None = None
-                  ) -> None:
+    def _answered(
+        self, message: Any, actor: Any, generation: int, future: Any, error: BaseException | None = None
+    ) -> None:
         with self._changed:
             if generation == self._generation:
                 self._in_flight -= 1

@@ -63,14 +63,19 @@ def _free_port() -> int:
 class LocalRayCluster:
     """`start()` the nodes (the first is the head), `address` to connect to, `stop()` them."""
 
-    def __init__(self, nodes: Sequence[NodeSpec] = (NodeSpec(HEAD_IP, os.cpu_count() or 1),),
-                 object_store_bytes: int = 80_000_000) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[NodeSpec] = (NodeSpec(HEAD_IP, os.cpu_count() or 1),),
+        object_store_bytes: int = 80_000_000,
+    ) -> None:
         if not nodes:
             raise ValueError("a Ray cluster needs at least one node")
         for node in nodes:
             if not node.ip.startswith("127.") or node.ip == "127.0.0.1":
-                raise ValueError(f"node address {node.ip} is not a loopback address other than 127.0.0.1 (Ray "
-                                 "rewrites 127.0.0.1 to the network interface): use 127.0.0.2, 127.0.0.3, ...")
+                raise ValueError(
+                    f"node address {node.ip} is not a loopback address other than 127.0.0.1 (Ray "
+                    "rewrites 127.0.0.1 to the network interface): use 127.0.0.2, 127.0.0.3, ..."
+                )
         self.nodes = list(nodes)
         self._object_store_bytes = object_store_bytes
         self.directory = ""  # made by start(): Ray's temporary directory, the stub HOME and the log
@@ -116,41 +121,68 @@ class LocalRayCluster:
         except BaseException:
             self.stop()
             raise
-        logger.info("started a local Ray cluster at %s: %d node(s), %s CPUs, in %.1f s (logs: %s)", self.address,
-                    len(self.nodes), "+".join(str(n.cpus) for n in self.nodes), time.monotonic() - started,
-                    self.log_path)
+        logger.info(
+            "started a local Ray cluster at %s: %d node(s), %s CPUs, in %.1f s (logs: %s)",
+            self.address,
+            len(self.nodes),
+            "+".join(str(n.cpus) for n in self.nodes),
+            time.monotonic() - started,
+            self.log_path,
+        )
         return self
 
     def _start_node(self, node: NodeSpec, head: bool) -> None:
-        arguments = [f"--node-ip-address={node.ip}", f"--num-cpus={node.cpus}", "--num-gpus=0",
-                     f"--object-store-memory={self._object_store_bytes}", "--disable-usage-stats",
-                     f"--dashboard-agent-listen-port={_free_port()}", f"--resources={json.dumps(node.resources)}"]
+        arguments = [
+            f"--node-ip-address={node.ip}",
+            f"--num-cpus={node.cpus}",
+            "--num-gpus=0",
+            f"--object-store-memory={self._object_store_bytes}",
+            "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--resources={json.dumps(node.resources)}",
+        ]
         if head:
-            arguments += ["--head", f"--port={self._port}", "--include-dashboard=false",
-                          f"--dashboard-port={_free_port()}", f"--temp-dir={self.directory}"]
+            arguments += [
+                "--head",
+                f"--port={self._port}",
+                "--include-dashboard=false",
+                f"--dashboard-port={_free_port()}",
+                f"--temp-dir={self.directory}",
+            ]
             if _has_ray_client():
                 arguments.append(f"--ray-client-server-port={_free_port()}")
         else:
             arguments.append(f"--address={self.address}")
         environment = dict(os.environ, HOME=self._home, RAY_USAGE_STATS_ENABLED="0")
         environment.pop("RAY_ADDRESS", None)
-        self._launchers.append(subprocess.Popen(
-            python_command("-m", "fluvial.cluster.ray.local_node", *arguments), stdin=subprocess.PIPE,
-            stdout=self._log, stderr=subprocess.STDOUT, env=environment, close_fds=True))
+        self._launchers.append(
+            subprocess.Popen(
+                python_command("-m", "fluvial.cluster.ray.local_node", *arguments),
+                stdin=subprocess.PIPE,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                close_fds=True,
+            )
+        )
 
     def _await_ready(self, count: int, deadline: float) -> None:
         """Until `count` nodes printed that they started; a node that ended is an error with the log's tail."""
         while True:
             for launcher in self._launchers:
                 if launcher.poll() is not None:
-                    raise ResourceError(f"a local Ray node failed to start (exit {launcher.returncode}); the end of "
-                                        f"{self.log_path}:\n{self._log_tail()}")
+                    raise ResourceError(
+                        f"a local Ray node failed to start (exit {launcher.returncode}); the end of "
+                        f"{self.log_path}:\n{self._log_tail()}"
+                    )
             with open(self.log_path, "rb") as log:
                 if log.read().decode(errors="replace").count(READY_LINE) >= count:
                     return
             if time.monotonic() > deadline:
-                raise ResourceError(f"the local Ray cluster did not start within {START_TIMEOUT_S:.0f} s; the end "
-                                    f"of {self.log_path}:\n{self._log_tail()}")
+                raise ResourceError(
+                    f"the local Ray cluster did not start within {START_TIMEOUT_S:.0f} s; the end "
+                    f"of {self.log_path}:\n{self._log_tail()}"
+                )
             time.sleep(0.05)
 
     def _log_tail(self, lines: int = 30) -> str:
@@ -169,8 +201,9 @@ class LocalRayCluster:
             try:
                 launcher.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                logger.warning("local Ray node process %d did not stop within %.0f s; killing it", launcher.pid,
-                               timeout)
+                logger.warning(
+                    "local Ray node process %d did not stop within %.0f s; killing it", launcher.pid, timeout
+                )
                 launcher.kill()  # its `ray start` gets SIGTERM as it dies (PR_SET_PDEATHSIG)
                 launcher.wait()
         self._launchers.clear()

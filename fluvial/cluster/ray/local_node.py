@@ -39,8 +39,11 @@ def _die_with_parent() -> None:
 
 
 def main(arguments: list[str]) -> None:
-    node = subprocess.Popen(python_command("-c", RAY_MAIN, "start", "--block", *arguments),
-                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    node = subprocess.Popen(
+        python_command("-c", RAY_MAIN, "start", "--block", *arguments),
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
+    )
     stopping = threading.Event()
 
     def follow_node() -> None:

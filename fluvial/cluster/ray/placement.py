@@ -40,9 +40,11 @@ class TaskManagerLayout:
         return [{"CPU": float(self.slots_each)} for _ in range(self.count)]
 
     def describe(self) -> str:
-        return (f"{self.count} TaskManager{'s' if self.count != 1 else ''} of {self.slots_each} "
-                f"slot{'s' if self.slots_each != 1 else ''}, each a placement-group bundle of {self.slots_each} "
-                f"CPU{'s' if self.slots_each != 1 else ''}")
+        return (
+            f"{self.count} TaskManager{'s' if self.count != 1 else ''} of {self.slots_each} "
+            f"slot{'s' if self.slots_each != 1 else ''}, each a placement-group bundle of {self.slots_each} "
+            f"CPU{'s' if self.slots_each != 1 else ''}"
+        )
 
 
 def reserve_slots(layout: TaskManagerLayout, strategy: str, timeout_s: float, name: str) -> Any:
@@ -60,7 +62,8 @@ def reserve_slots(layout: TaskManagerLayout, strategy: str, timeout_s: float, na
     raise ResourceError(
         f"the job needs {layout.slots} task slot{'s' if layout.slots != 1 else ''} on Ray ({layout.describe()}, "
         f"strategy {strategy}), but Ray did not reserve them within {timeout_s:g} s: {_cpus_of_ray(ray)}. Lower "
-        "the parallelism, add CPUs or nodes to the Ray cluster, or raise ray.placement-timeout")
+        "the parallelism, add CPUs or nodes to the Ray cluster, or raise ray.placement-timeout"
+    )
 
 
 def _cpus_of_ray(ray: Any) -> str:
@@ -91,4 +94,5 @@ def check_storage_is_shared(job_graph: Any, nodes: int, shared_filesystem: bool)
                 f"{what} '{path}' is a local path, and the Ray cluster has {nodes} nodes: a TaskManager on another "
                 "node could neither write there nor restore from it after a failover. Use storage every node "
                 "reaches (an fsspec URL such as s3://bucket/checkpoints), or, if the path is on a filesystem "
-                "every node mounts (NFS), set ray.shared-filesystem: true")
+                "every node mounts (NFS), set ray.shared-filesystem: true"
+            )

@@ -46,6 +46,7 @@ def _uploaded(environment: dict[str, Any]) -> dict[str, Any]:
     from ray._private.worker import global_worker
 
     scratch_dir = global_worker.node.get_runtime_env_dir_path()
-    environment = upload_py_modules_if_needed(environment, include_gitignore=True, scratch_dir=scratch_dir,
-                                              logger=logger)
+    environment = upload_py_modules_if_needed(
+        environment, include_gitignore=True, scratch_dir=scratch_dir, logger=logger
+    )
     return upload_working_dir_if_needed(environment, include_gitignore=True, scratch_dir=scratch_dir, logger=logger)

@@ -18,7 +18,7 @@ RAY_PREFIX = "ray."
 _NOT_ON_RAY = {
     "taskmanager.bind-host": "each TaskManager actor listens on the address of its Ray node",
     "local.number-taskmanager": "on Ray a job gets as many TaskManager actors as its slots need "
-                                "(taskmanager.numberOfTaskSlots each)",
+    "(taskmanager.numberOfTaskSlots each)",
     "local.taskmanager.mode": "on Ray every TaskManager is a Ray actor",
 }
 
@@ -43,21 +43,31 @@ class RaySettings:
             raise ConfigurationError(
                 f"ray.address '{address}' is a Ray Client address; fluvial's TaskManagers connect back to the "
                 "JobMaster, which must run on a node of the cluster: run the job on a node and set ray.address "
-                "to the head's host:port (or auto)")
+                "to the head's host:port (or auto)"
+            )
         working_dir = configuration.get("ray.working-dir")
         if working_dir is not None:
             working_dir = os.path.abspath(working_dir)
             if not os.path.isdir(working_dir):
-                raise ConfigurationError(f"ray.working-dir '{working_dir}' is not a directory; give the directory "
-                                         "to ship to the TaskManager actors, or remove the key")
-        return cls(address or None, configuration.get("ray.placement-strategy").upper(),
-                   configuration.get("ray.placement-timeout") / 1000, working_dir,
-                   configuration.get("ray.shared-filesystem"), configuration.get("execution.attached"))
+                raise ConfigurationError(
+                    f"ray.working-dir '{working_dir}' is not a directory; give the directory "
+                    "to ship to the TaskManager actors, or remove the key"
+                )
+        return cls(
+            address or None,
+            configuration.get("ray.placement-strategy").upper(),
+            configuration.get("ray.placement-timeout") / 1000,
+            working_dir,
+            configuration.get("ray.shared-filesystem"),
+            configuration.get("execution.attached"),
+        )
 
 
 def refuse_ray_keys(configuration: Any, target: str) -> None:
     """For executors of other targets: a `ray.*` key would do nothing there."""
     keys = sorted(key for key in configuration.keys() if key.startswith(RAY_PREFIX))
     if keys:
-        raise ConfigurationError(f"{', '.join(keys)} only apply with execution.target ray, and this job runs on "
-                                 f"'{target}': set execution.target: ray, or remove them")
+        raise ConfigurationError(
+            f"{', '.join(keys)} only apply with execution.target ray, and this job runs on "
+            f"'{target}': set execution.target: ray, or remove them"
+        )

@@ -42,17 +42,33 @@ from fluvial.runtime.network.connection import Connection
 logger = logging.getLogger(__name__)
 
 PING_TIMEOUT_S = 10.0  # how long a ping may take before an actor whose connection closed counts as hung
-_IMPORT_HINT = (" — a module the job's functions use is not importable on that Ray node: modules imported from the "
-                "job file's directory are shipped by themselves; ship others with ray.working-dir, or install them "
-                "on every node (docs/ray.md, Shipping code)")
+_IMPORT_HINT = (
+    " — a module the job's functions use is not importable on that Ray node: modules imported from the "
+    "job file's directory are shipped by themselves; ship others with ray.working-dir, or install them "
+    "on every node (docs/ray.md, Shipping code)"
+)
 
 
 class RayTaskManagers(TaskManagerProcesses):
-    def __init__(self, layout: TaskManagerLayout, placement_group: Any, listener: TaskManagerPoolListener, *,
-                 node_ip: str, runtime_env: dict[str, Any], heartbeat_interval_ms: int,
-                 heartbeat_timeout_ms: int) -> None:
-        super().__init__(layout.count, layout.slots_each, listener, bind_host=node_ip,
-                         heartbeat_interval_ms=heartbeat_interval_ms, heartbeat_timeout_ms=heartbeat_timeout_ms)
+    def __init__(
+        self,
+        layout: TaskManagerLayout,
+        placement_group: Any,
+        listener: TaskManagerPoolListener,
+        *,
+        node_ip: str,
+        runtime_env: dict[str, Any],
+        heartbeat_interval_ms: int,
+        heartbeat_timeout_ms: int,
+    ) -> None:
+        super().__init__(
+            layout.count,
+            layout.slots_each,
+            listener,
+            bind_host=node_ip,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            heartbeat_timeout_ms=heartbeat_timeout_ms,
+        )
         self.gateways = [RayTaskManagerGateway(index, self, layout.slots_each) for index in range(layout.count)]
         self._group = placement_group
         self._runtime_env = runtime_env
@@ -77,16 +93,30 @@ class RayTaskManagers(TaskManagerProcesses):
         member.connection, member.data_address, member.ended, member.lost = None, None, None, False
         member.last_seen, member.pid = time.monotonic(), 0
         self.nodes[member.index] = None
-        actor = actor_class(TaskManagerActor).options(
-            num_cpus=self.slots_each, runtime_env=self._runtime_env or None,
-            scheduling_strategy=PlacementGroupSchedulingStrategy(self._group, placement_group_bundle_index=member.index),
-        ).remote()
+        actor = (
+            actor_class(TaskManagerActor)
+            .options(
+                num_cpus=self.slots_each,
+                runtime_env=self._runtime_env or None,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    self._group, placement_group_bundle_index=member.index
+                ),
+            )
+            .remote()
+        )
         self._actors[member.index] = actor
         self.gateways[member.index].bind(actor)
-        config = RayTaskManagerConfig(member.index, self.slots_each, self._control.address, self._secret,
-                                      logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(), self._heartbeat_interval_ms)
+        config = RayTaskManagerConfig(
+            member.index,
+            self.slots_each,
+            self._control.address,
+            self._secret,
+            logging.getLogger(ENGINE_LOGGER).getEffectiveLevel(),
+            self._heartbeat_interval_ms,
+        )
         actor.start.remote(config).future().add_done_callback(
-            lambda answer: self._answers.execute(functools.partial(self._start_answered, member, actor, answer)))
+            lambda answer: self._answers.execute(functools.partial(self._start_answered, member, actor, answer))
+        )
 
     def _answer_failed(self, error: BaseException) -> None:
         logger.error("handling a Ray actor's answer failed", exc_info=error)
@@ -173,8 +203,14 @@ class RayTaskManagers(TaskManagerProcesses):
         spec = message.spec
         cause = error.cause if isinstance(error, ray.exceptions.RayTaskError) else error  # the actor's exception
         task_name = f"{spec.vertex.name} ({spec.subtask_index + 1}/{spec.vertex.parallelism})"
-        logger.warning("TaskManager %d could not deploy %s: %s: %s%s", index, task_name, type(cause).__name__, cause,
-                       _IMPORT_HINT if isinstance(cause, ImportError) else "")
+        logger.warning(
+            "TaskManager %d could not deploy %s: %s: %s%s",
+            index,
+            task_name,
+            type(cause).__name__,
+            cause,
+            _IMPORT_HINT if isinstance(cause, ImportError) else "",
+        )
         job_master = self._listener.job_master_gateway(spec.job_id)
         if job_master is not None:
             failure = TaskFailure(cause, spec.vertex.name, task_name, str(error))

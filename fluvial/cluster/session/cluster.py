@@ -47,8 +47,15 @@ JOB_END_WAIT_SECONDS = 10.0  # at shutdown, how long the cancelled jobs get to e
 FILE_REFRESH_SECONDS = 0.5  # how often a replaced TaskManager's PID is looked for
 
 # The keys a session cluster takes (`fluvial cluster start -D KEY=VALUE`); each does what it says.
-CLUSTER_KEYS = ("slot.request.timeout", "heartbeat.interval", "heartbeat.timeout", "taskmanager.bind-host",
-                "metrics.fetcher.update-interval", "rest.allowed-hosts", "jobmanager.archive.fs.dir")
+CLUSTER_KEYS = (
+    "slot.request.timeout",
+    "heartbeat.interval",
+    "heartbeat.timeout",
+    "taskmanager.bind-host",
+    "metrics.fetcher.update-interval",
+    "rest.allowed-hosts",
+    "jobmanager.archive.fs.dir",
+)
 
 
 def cluster_configuration(pairs: list[str]) -> Configuration:
@@ -61,8 +68,10 @@ def cluster_configuration(pairs: list[str]) -> Configuration:
         if not separator or not key:
             raise ConfigurationError(f"-D expects KEY=VALUE, e.g. -D slot.request.timeout=60s; got '{pair}'")
         if key not in CLUSTER_KEYS:
-            raise ConfigurationError(f"-D {key}: a session cluster takes {', '.join(CLUSTER_KEYS)}; set job "
-                                     "settings in the job (or `fluvial run -D`), not on the cluster")
+            raise ConfigurationError(
+                f"-D {key}: a session cluster takes {', '.join(CLUSTER_KEYS)}; set job "
+                "settings in the job (or `fluvial run -D`), not on the cluster"
+            )
         configuration.set_string(key, value.strip())
     configuration.validate()
     return configuration
@@ -94,8 +103,9 @@ class WebFront(Protocol):
     """What serves the cluster's REST API and dashboard over its dispatcher (`fluvial.web.session.serve_session`).
     The web layer sits above the cluster, so the composition root (`fluvial.cli.jobmanager`) passes it in."""
 
-    def __call__(self, dispatcher: SessionDispatcher, token: str, configuration: Configuration, bind: str,
-                 port: int) -> ServedWeb: ...
+    def __call__(
+        self, dispatcher: SessionDispatcher, token: str, configuration: Configuration, bind: str, port: int
+    ) -> ServedWeb: ...
 
 
 class SessionCluster:
@@ -108,8 +118,9 @@ class SessionCluster:
         # process with it; the launcher and TaskManagers started from here inherit it.
         self.cluster_id = os.environ.get(CLUSTER_ID_VARIABLE) or secrets.token_hex(16)
         os.environ[CLUSTER_ID_VARIABLE] = self.cluster_id
-        self.dispatcher = SessionDispatcher(SlotPool(spec.task_managers, spec.slots), spec.configuration,
-                                            on_shutdown=self.request_stop)
+        self.dispatcher = SessionDispatcher(
+            SlotPool(spec.task_managers, spec.slots), spec.configuration, on_shutdown=self.request_stop
+        )
         self._processes: Any = None  # TaskManagerProcesses
         self._web: ServedWeb | None = None
         self._stop = threading.Event()
@@ -126,8 +137,12 @@ class SessionCluster:
         except BaseException:
             self.shutdown()
             raise
-        logger.info("session cluster ready: %d TaskManagers with %d slots each, REST API and dashboard at %s",
-                    self.spec.task_managers, self.spec.slots, self.rest_url)
+        logger.info(
+            "session cluster ready: %d TaskManagers with %d slots each, REST API and dashboard at %s",
+            self.spec.task_managers,
+            self.spec.slots,
+            self.rest_url,
+        )
         return self
 
     def _start_task_managers(self) -> None:
@@ -135,15 +150,20 @@ class SessionCluster:
 
         config = self.spec.configuration
         self._processes = TaskManagerProcesses(
-            self.spec.task_managers, self.spec.slots, self.dispatcher, bind_host=config.get("taskmanager.bind-host"),
+            self.spec.task_managers,
+            self.spec.slots,
+            self.dispatcher,
+            bind_host=config.get("taskmanager.bind-host"),
             heartbeat_interval_ms=config.get("heartbeat.interval"),
-            heartbeat_timeout_ms=config.get("heartbeat.timeout"))
+            heartbeat_timeout_ms=config.get("heartbeat.timeout"),
+        )
         self._processes.start()
         self.dispatcher.serve(self._processes)
 
     def _start_web(self) -> None:
-        self._web = self._web_front(self.dispatcher, self.token, self.spec.configuration, self.spec.bind,
-                                    self.spec.port)
+        self._web = self._web_front(
+            self.dispatcher, self.token, self.spec.configuration, self.spec.bind, self.spec.port
+        )
 
     @property
     def address(self) -> str:
@@ -163,10 +183,15 @@ class SessionCluster:
 
     def _write_file(self) -> None:
         record = ClusterRecord(
-            address=self.address, rest_url=self.rest_url, token=self.token, jobmanager=ProcessRecord.of(os.getpid()),
+            address=self.address,
+            rest_url=self.rest_url,
+            token=self.token,
+            jobmanager=ProcessRecord.of(os.getpid()),
             taskmanagers=tuple(ProcessRecord.of(pid) for pid in self.task_manager_pids),
-            log_dir=str(log_directory()), started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            cluster_id=self.cluster_id)
+            log_dir=str(log_directory()),
+            started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            cluster_id=self.cluster_id,
+        )
         write_cluster_file(record, self._file)
         self._recorded = record
 
@@ -206,9 +231,12 @@ def refuse_if_running(path: Path | None = None) -> None:
     if record is None:
         return
     if record.jobmanager.alive():
-        raise ResourceError(f"a session cluster is already running (JobManager pid {record.jobmanager.pid}, "
-                            f"dashboard {record.rest_url}, recorded in {path}): use it (fluvial run -m "
-                            f"{record.address} ...), or stop it first (fluvial cluster stop)")
-    logger.warning("removing %s: the cluster it records (JobManager pid %d) is no longer running", path,
-                   record.jobmanager.pid)
+        raise ResourceError(
+            f"a session cluster is already running (JobManager pid {record.jobmanager.pid}, "
+            f"dashboard {record.rest_url}, recorded in {path}): use it (fluvial run -m "
+            f"{record.address} ...), or stop it first (fluvial cluster stop)"
+        )
+    logger.warning(
+        "removing %s: the cluster it records (JobManager pid %d) is no longer running", path, record.jobmanager.pid
+    )
     path.unlink(missing_ok=True)

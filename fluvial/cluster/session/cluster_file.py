@@ -76,8 +76,12 @@ class ProcessRecord:
 
     def belongs_to(self, cluster_id: str) -> bool:
         """This very process runs and was started as a process of the cluster `cluster_id` (module docstring)."""
-        return bool(cluster_id) and self.start_ticks >= 0 and self.alive() and \
-            environment_value(self.pid, CLUSTER_ID_VARIABLE) == cluster_id
+        return (
+            bool(cluster_id)
+            and self.start_ticks >= 0
+            and self.alive()
+            and environment_value(self.pid, CLUSTER_ID_VARIABLE) == cluster_id
+        )
 
     def kill(self, cluster_id: str, number: int = signal.SIGKILL) -> bool:
         """Signal it (SIGKILL by default) if it is proven to be the cluster's; whether a signal was sent."""
@@ -106,11 +110,15 @@ class ClusterRecord:
     def from_json(text: str) -> ClusterRecord:
         document = json.loads(text)
         return ClusterRecord(
-            address=str(document["address"]), rest_url=str(document["rest_url"]), token=str(document["token"]),
+            address=str(document["address"]),
+            rest_url=str(document["rest_url"]),
+            token=str(document["token"]),
             jobmanager=ProcessRecord(**document["jobmanager"]),
             taskmanagers=tuple(ProcessRecord(**record) for record in document.get("taskmanagers", ())),
-            log_dir=str(document.get("log_dir", "")), started_at=str(document.get("started_at", "")),
-            cluster_id=str(document.get("cluster_id", "")))
+            log_dir=str(document.get("log_dir", "")),
+            started_at=str(document.get("started_at", "")),
+            cluster_id=str(document.get("cluster_id", "")),
+        )
 
 
 def write_cluster_file(record: ClusterRecord, path: Path | None = None) -> Path:
@@ -119,8 +127,10 @@ def write_cluster_file(record: ClusterRecord, path: Path | None = None) -> Path:
     private_directory(path.parent)
     reason = untrusted_reason(path.parent)
     if reason is not None:
-        raise ClusterFileError(f"refusing to write the cluster's token into {path.parent}: {reason}. Another user "
-                               f"could read or replace it: `chmod 700 {path.parent}` (and `chown` it to this user)")
+        raise ClusterFileError(
+            f"refusing to write the cluster's token into {path.parent}: {reason}. Another user "
+            f"could read or replace it: `chmod 700 {path.parent}` (and `chown` it to this user)"
+        )
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
@@ -149,8 +159,10 @@ def read_cluster_file(path: Path | None = None) -> ClusterRecord | None:
     try:
         return ClusterRecord.from_json(text)
     except (ValueError, KeyError, TypeError) as error:
-        raise ClusterFileError(f"{path} is not a cluster file fluvial can read ({type(error).__name__}: {error}); "
-                               "if no cluster runs, delete it") from None
+        raise ClusterFileError(
+            f"{path} is not a cluster file fluvial can read ({type(error).__name__}: {error}); "
+            "if no cluster runs, delete it"
+        ) from None
 
 
 def check_trusted_file(path: Path, info: os.stat_result) -> None:
@@ -159,10 +171,12 @@ def check_trusted_file(path: Path, info: os.stat_result) -> None:
     if reason is None and stat.S_IMODE(info.st_mode) & 0o077:
         reason = f"file {path} can be read by other users (mode {stat.S_IMODE(info.st_mode):04o}): its token is theirs"
     if reason is not None:
-        raise ClusterFileError(f"refusing to use {path}: {reason}. A cluster file is trusted as a checkpoint is: "
-                               "owned by this user, mode 0600, in directories only this user can write. If this "
-                               "machine's cluster wrote it, `chmod 600` the file and `chmod 700` its directory; "
-                               "otherwise delete it")
+        raise ClusterFileError(
+            f"refusing to use {path}: {reason}. A cluster file is trusted as a checkpoint is: "
+            "owned by this user, mode 0600, in directories only this user can write. If this "
+            "machine's cluster wrote it, `chmod 600` the file and `chmod 700` its directory; "
+            "otherwise delete it"
+        )
 
 
 def remove_cluster_file(owner_pid: int, path: Path | None = None) -> bool:

@@ -46,7 +46,8 @@ def check_remote_configuration(configuration: Configuration) -> None:
             raise ConfigurationError(
                 f"'{key}' configures an embedded cluster, and this job goes to a session cluster "
                 f"(execution.target: remote), which takes it from {_CLUSTER_KEYS[key]}: remove it from the job, or "
-                "run the job embedded (without -m)")
+                "run the job embedded (without -m)"
+            )
 
 
 class RemoteExecutor:
@@ -78,4 +79,3 @@ def ship(job_graph: Any, configuration: Configuration) -> bytes:
     with pickled_by_value(modules):
         prepare_for_shipping(job_graph, modules)
         return dumps_code(job_graph)
-

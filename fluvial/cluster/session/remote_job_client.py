@@ -67,11 +67,23 @@ class JobProgress:
     @staticmethod
     def of(job: dict[str, Any], checkpoints: dict[str, Any]) -> JobProgress:
         counts = checkpoints.get("counts", {})
-        vertices = tuple(VertexProgress(v["name"], v["parallelism"], v["status"], v["metrics"]["read-records"],
-                                        v["metrics"]["write-records"]) for v in job["vertices"])
-        return JobProgress(job["jid"], job["name"], job["state"], job["duration"], vertices,
-                           counts.get("completed", 0), counts.get("failed", 0), counts.get("in_progress", 0),
-                           slot_wait_of(job))
+        vertices = tuple(
+            VertexProgress(
+                v["name"], v["parallelism"], v["status"], v["metrics"]["read-records"], v["metrics"]["write-records"]
+            )
+            for v in job["vertices"]
+        )
+        return JobProgress(
+            job["jid"],
+            job["name"],
+            job["state"],
+            job["duration"],
+            vertices,
+            counts.get("completed", 0),
+            counts.get("failed", 0),
+            counts.get("in_progress", 0),
+            slot_wait_of(job),
+        )
 
 
 def slot_wait_of(job: dict[str, Any]) -> str | None:
@@ -123,13 +135,15 @@ class RemoteJobClient(JobClient):
 
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
         def take() -> str:
-            return self._rest.savepoint_path(self._job_id, self._rest.trigger_savepoint(self._job_id,
-                                                                                        savepoint_directory))
+            return self._rest.savepoint_path(
+                self._job_id, self._rest.trigger_savepoint(self._job_id, savepoint_directory)
+            )
 
         return _in_background(take, "savepoint")
 
-    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
-                            savepoint_directory: str | None = None) -> CompletableFuture:
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
+    ) -> CompletableFuture:
         def stop() -> str:
             trigger = self._rest.stop_with_savepoint(self._job_id, savepoint_directory, advance_to_end_of_event_time)
             return self._rest.savepoint_path(self._job_id, trigger)
@@ -146,8 +160,10 @@ class RemoteJobClient(JobClient):
 
     def collect_results(self, collect_id: str) -> CloseableIterator:
         if not self.attached:
-            raise InvalidJobError("execute_and_collect needs an attached submission (its records come back to this "
-                                  "program): run without -d / --detached")
+            raise InvalidJobError(
+                "execute_and_collect needs an attached submission (its records come back to this "
+                "program): run without -d / --detached"
+            )
         return CloseableIterator(self, RemoteResultBuffer(self._rest, self._job_id, collect_id))
 
     # -- the watcher ---------------------------------------------------------------------------------------------
@@ -156,8 +172,9 @@ class RemoteJobClient(JobClient):
         with self._lock:
             if self._watcher is not None:
                 return
-            self._watcher = threading.Thread(target=self._watch, name=f"fluvial-job-watch-{self._job_id[:8]}",
-                                             daemon=True)
+            self._watcher = threading.Thread(
+                target=self._watch, name=f"fluvial-job-watch-{self._job_id[:8]}", daemon=True
+            )
         self._watcher.start()
 
     def _watch(self) -> None:
@@ -211,8 +228,9 @@ class RemoteJobClient(JobClient):
         try:
             outcome = self._outcome(job, status)
         except (ClusterUnreachable, ClusterRequestError) as error:
-            outcome = JobExecutionException(f"job {self._job_id} ended {status.name}; its failure could not be read: "
-                                            f"{error}", self._job_id)
+            outcome = JobExecutionException(
+                f"job {self._job_id} ended {status.name}; its failure could not be read: {error}", self._job_id
+            )
         self._tell(progress, final=True)
         if isinstance(outcome, BaseException):
             self._result.set_exception(outcome)

@@ -77,8 +77,7 @@ class ClusterAddress:
         host, separator, port = value.rpartition(":")
         host = host.strip("[]")
         if not separator or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"'{text}' is not an address of a cluster's REST API: give HOST:PORT, e.g. "
-                             "localhost:8081")
+            raise ValueError(f"'{text}' is not an address of a cluster's REST API: give HOST:PORT, e.g. localhost:8081")
         return ClusterAddress(host, int(port))
 
     @property
@@ -160,8 +159,11 @@ class RestClusterClient:
         try:
             return details_from_json(self._json("GET", f"/jobs/{job_id}/details"))
         except ValueError as error:
-            raise ClusterRequestError(f"the cluster at {self.address} answered job details that do not read as "
-                                      f"fluvial's ({error}): is the client's fluvial version the cluster's?", 502) from None
+            raise ClusterRequestError(
+                f"the cluster at {self.address} answered job details that do not read as "
+                f"fluvial's ({error}): is the client's fluvial version the cluster's?",
+                502,
+            ) from None
 
     # -- changing (token-guarded) --------------------------------------------------------------------------------
 
@@ -180,7 +182,8 @@ class RestClusterClient:
 
     def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool = False) -> str:
         return self._json("POST", f"/jobs/{job_id}/stop", {"targetDirectory": target_directory, "drain": drain})[
-            "request-id"]
+            "request-id"
+        ]
 
     def savepoint_path(self, job_id: str, trigger_id: str, timeout: float | None = None) -> str:
         """Wait for the savepoint operation `trigger_id`; its path, or ClusterRequestError with its failure."""
@@ -201,11 +204,21 @@ class RestClusterClient:
         """The next collected buffers, each a list of records, and whether the end came: the collect route of
         `fluvial.web.rest`. The buffers are unpickled only from an answer signed with the cluster's token."""
         if not self.token.value:
-            raise AccessTokenError(f"reading collected records from the cluster at {self.address} needs its access "
-                                   f"token, and {self.token.source}", 401)
+            raise AccessTokenError(
+                f"reading collected records from the cluster at {self.address} needs its access "
+                f"token, and {self.token.source}",
+                401,
+            )
         body = json.dumps({"timeout-ms": wait_ms, "close": close}).encode()
-        answer = json.loads(self._request("POST", f"/jobs/{job_id}/coordinators/{collect_id}", body,
-                                          "application/json", timeout=wait_ms / 1000 + REQUEST_TIMEOUT_SECONDS))
+        answer = json.loads(
+            self._request(
+                "POST",
+                f"/jobs/{job_id}/coordinators/{collect_id}",
+                body,
+                "application/json",
+                timeout=wait_ms / 1000 + REQUEST_TIMEOUT_SECONDS,
+            )
+        )
         # The answer's signature was checked in _request: these bytes come from the cluster's TaskManagers.
         buffers = [pickle.loads(base64.b64decode(buffer)) for buffer in answer["buffers"]]  # noqa: S301
         return buffers, bool(answer["ended"])
@@ -220,8 +233,9 @@ class RestClusterClient:
         answer = self._request(method, path, data, "application/json")
         return json.loads(answer) if answer else None
 
-    def _request(self, method: str, path: str, data: bytes | None, content_type: str,
-                 timeout: float = REQUEST_TIMEOUT_SECONDS) -> bytes:
+    def _request(
+        self, method: str, path: str, data: bytes | None, content_type: str, timeout: float = REQUEST_TIMEOUT_SECONDS
+    ) -> bytes:
         request = urllib.request.Request(self.address.url + path, data=data, method=method)
         if data is not None:
             request.add_header("Content-Type", content_type)
@@ -236,13 +250,17 @@ class RestClusterClient:
             raise self._error(method, path, error) from None
         except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
-            raise ClusterUnreachable(f"no session cluster answers at {self.address.url} ({reason}): start one "
-                                     "(fluvial cluster start), or check the address (-m HOST:PORT)") from None
+            raise ClusterUnreachable(
+                f"no session cluster answers at {self.address.url} ({reason}): start one "
+                "(fluvial cluster start), or check the address (-m HOST:PORT)"
+            ) from None
         if signed is not None and not answer_is_signed(self.token.value, signed.nonce, status, answer, signature):
-            raise UntrustedAnswer(f"the answer to {method} {path.split('?')[0]} from {self.address} is not signed with "
-                                  "the cluster's access token: something other than the cluster answers at this "
-                                  "address (a stopped cluster's port taken by another process?); check the address",
-                                  502)
+            raise UntrustedAnswer(
+                f"the answer to {method} {path.split('?')[0]} from {self.address} is not signed with "
+                "the cluster's access token: something other than the cluster answers at this "
+                "address (a stopped cluster's port taken by another process?); check the address",
+                502,
+            )
         return answer
 
     def _error(self, method: str, path: str, error: urllib.error.HTTPError) -> ClusterRequestError:
@@ -255,5 +273,7 @@ class RestClusterClient:
             return AccessTokenError(
                 f"the cluster at {self.address} refused {method} {path.split('?')[0]}: it needs the cluster's access "
                 f"token, and {self.token.source}. The token is in ~/.fluvial/cluster.json on the machine that runs "
-                f"the cluster: run there, or set {TOKEN_VARIABLE} to it", 401)
+                f"the cluster: run there, or set {TOKEN_VARIABLE} to it",
+                401,
+            )
         return ClusterRequestError(message, error.code)

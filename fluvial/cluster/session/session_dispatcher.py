@@ -75,9 +75,15 @@ class TaskManagerSet(Protocol):
 
 
 class SessionDispatcher:
-    def __init__(self, slot_pool: SlotPool, configuration: Configuration | None = None, *,
-                 timer: ScheduledExecutor | None = None, on_shutdown: Callable[[], None] | None = None,
-                 request_timeout: float = REQUEST_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        slot_pool: SlotPool,
+        configuration: Configuration | None = None,
+        *,
+        timer: ScheduledExecutor | None = None,
+        on_shutdown: Callable[[], None] | None = None,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+    ) -> None:
         """`configuration`: the cluster's (its slot.request.timeout is the default of every job);
         `on_shutdown`: what DELETE /cluster calls (the JobManager's stop)."""
         self._slots = slot_pool
@@ -135,7 +141,8 @@ class SessionDispatcher:
                     f"job '{job.name}' needs {required} task slots (per slot sharing group, its highest "
                     f"parallelism) but the cluster has {self._slots.total} ({self._slots.task_managers} TaskManagers "
                     f"with {self._slots.slots_per_task_manager} slots each): lower the job's parallelism, or start "
-                    "the cluster with more (fluvial cluster start --taskmanagers N --slots S)")
+                    "the cluster with more (fluvial cluster start --taskmanagers N --slots S)"
+                )
             self._jobs[job.job_id] = job
             for collect_id in job.collect_ids:
                 self._collect[collect_id] = CollectBuffer(collect_id)
@@ -153,9 +160,16 @@ class SessionDispatcher:
             with self._lock:
                 if job.phase is JobPhase.WAITING:
                     job.slot_timeout = self._timer.schedule(timeout_ms, lambda: self._slot_request_timed_out(job))
-            logger.info("job %s (%s) waits for %d task slots (%d of %d free; jobs waiting before it: %d), at most "
-                        "%d ms", job.name, job.job_id, required, self._slots.free, self._slots.total,
-                        len(self._slots.waiting()) - 1, timeout_ms)
+            logger.info(
+                "job %s (%s) waits for %d task slots (%d of %d free; jobs waiting before it: %d), at most %d ms",
+                job.name,
+                job.job_id,
+                required,
+                self._slots.free,
+                self._slots.total,
+                len(self._slots.waiting()) - 1,
+                timeout_ms,
+            )
         return job.job_id
 
     def _start(self, job: SessionJob, grant: SlotGrant) -> BaseException | None:
@@ -190,14 +204,18 @@ class SessionDispatcher:
         with self._lock:
             if job.phase is not JobPhase.WAITING:
                 return
-            holders = [f"{other.job_id} ({len(self._slots.slots_of(other.job_id))})" for other in self._jobs.values()
-                       if self._slots.slots_of(other.job_id)]
+            holders = [
+                f"{other.job_id} ({len(self._slots.slots_of(other.job_id))})"
+                for other in self._jobs.values()
+                if self._slots.slots_of(other.job_id)
+            ]
             error = ResourceError(
                 f"job '{job.name}' could not get the {job.required_slots} task slots it needs within "
                 f"{SLOT_REQUEST_TIMEOUT_KEY} ({self._slot_request_timeout(job.job_graph)} ms): {self._slots.free} "
                 f"of the cluster's {self._slots.total} slots were free; jobs holding slots: "
                 f"{', '.join(holders) or 'none'}. Cancel one (fluvial cancel JOBID), wait until some end and submit "
-                f"again, or raise {SLOT_REQUEST_TIMEOUT_KEY}")
+                f"again, or raise {SLOT_REQUEST_TIMEOUT_KEY}"
+            )
             grants = self._slots.withdraw(job.job_id)
             job.slot_timeout = None
             job.end_unstarted(JobStatus.FAILED, error)
@@ -246,16 +264,22 @@ class SessionDispatcher:
         with self._lock:
             if job.phase is not JobPhase.WAITING or job.job_id not in self._slots.waiting():
                 return details
-            wait = SlotWait(job.required_slots, self._slots.free, self._slots.total,
-                            self._slots.waiting().index(job.job_id), job.submitted_at,
-                            self._slot_request_timeout(job.job_graph))
+            wait = SlotWait(
+                job.required_slots,
+                self._slots.free,
+                self._slots.total,
+                self._slots.waiting().index(job.job_id),
+                job.submitted_at,
+                self._slot_request_timeout(job.job_graph),
+            )
         return dataclasses.replace(details, waiting_for_slots=wait)
 
     def metrics(self) -> list[JobMetricsSnapshot]:
         now = current_millis()
-        return [job_metrics(self._details(job),
-                            job.job_master.metrics.tasks() if job.job_master is not None else [], now)
-                for job in self._job_list()]
+        return [
+            job_metrics(self._details(job), job.job_master.metrics.tasks() if job.job_master is not None else [], now)
+            for job in self._job_list()
+        ]
 
     def task_managers(self) -> list[TaskManagerDetails]:
         if self._task_managers is None:
@@ -268,12 +292,21 @@ class SessionDispatcher:
         from fluvial.cluster.session.cluster_file import log_directory
 
         log_file, stdout_file = str(log_directory() / "jobmanager.log"), str(log_directory() / "jobmanager.out")
-        return [TaskManagerDetails(gateway.resource_id, gateway.number_of_slots, free[index],
-                                   path=f"pid {pids[index]}" if index < len(pids) else "starting",
-                                   cpu_cores=cores, physical_memory=memory, last_heartbeat=now,
-                                   pid=pids[index] if index < len(pids) else 0, log_file=log_file,
-                                   stdout_file=stdout_file)
-                for index, gateway in enumerate(self._task_managers.gateways)]
+        return [
+            TaskManagerDetails(
+                gateway.resource_id,
+                gateway.number_of_slots,
+                free[index],
+                path=f"pid {pids[index]}" if index < len(pids) else "starting",
+                cpu_cores=cores,
+                physical_memory=memory,
+                last_heartbeat=now,
+                pid=pids[index] if index < len(pids) else 0,
+                log_file=log_file,
+                stdout_file=stdout_file,
+            )
+            for index, gateway in enumerate(self._task_managers.gateways)
+        ]
 
     def overview(self) -> ClusterOverview:
         return cluster_overview(self.jobs(), self.task_managers())
@@ -289,8 +322,10 @@ class SessionDispatcher:
         with self._lock:
             job = self._jobs.get(job_id)
         if job is None:
-            raise UnknownJobError(f"job {job_id} is not known to this cluster; `fluvial list -a` (GET /jobs) lists "
-                                  "the jobs it runs and ran")
+            raise UnknownJobError(
+                f"job {job_id} is not known to this cluster; `fluvial list -a` (GET /jobs) lists "
+                "the jobs it runs and ran"
+            )
         return job
 
     # -- what the REST API asks for ------------------------------------------------------------------------------
@@ -320,15 +355,17 @@ class SessionDispatcher:
         job = self._job(job_id)
         if job.job_master is None:
             state = {JobPhase.WAITING: "it waits for task slots", JobPhase.STARTING: "it is starting"}.get(
-                job.phase) or f"it ended {job.details(self._request_timeout).status.name} before it ran"
+                job.phase
+            ) or f"it ended {job.details(self._request_timeout).status.name} before it ran"
             raise RequestRefused(f"job {job_id} has no state to take a savepoint of: {state}")
         return MiniClusterJobClient(job.job_master, None)
 
     def take_results(self, job_id: str, collect_id: str, timeout: float, close: bool) -> tuple[list[bytes], bool]:
         job = self._job(job_id)
         if collect_id not in job.collect_ids:
-            raise RequestRefused(f"job {job_id} has no collect sink {collect_id}: use the id execute_and_collect "
-                                 "gave the job")
+            raise RequestRefused(
+                f"job {job_id} has no collect sink {collect_id}: use the id execute_and_collect gave the job"
+            )
         with self._lock:
             buffer = self._collect.get(collect_id)
         if buffer is None:
@@ -366,8 +403,7 @@ class SessionDispatcher:
             try:
                 job.result.exception(timeout=timeout)
             except TimeoutError:
-                logger.warning("job %s (%s) has not ended %.0f s after it was cancelled", job.name, job.job_id,
-                               timeout)
+                logger.warning("job %s (%s) has not ended %.0f s after it was cancelled", job.name, job.job_id, timeout)
         if self._own_timer:
             self._timer.shutdown()
 

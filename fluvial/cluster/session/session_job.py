@@ -65,8 +65,9 @@ class SessionJob:
             return self.job_master.request_job().result(timeout)
         if self._archive is not None:
             return self._archive
-        return unscheduled_job_details(self.job_graph, JobStatus.CREATED,
-                                       {JobStatus.CREATED.name: self.submitted_at}, [])
+        return unscheduled_job_details(
+            self.job_graph, JobStatus.CREATED, {JobStatus.CREATED.name: self.submitted_at}, []
+        )
 
     def starting(self) -> None:
         """It has its slots; its JobMaster is being built."""
@@ -86,11 +87,15 @@ class SessionJob:
         self._cancel_slot_timeout()
         exceptions = [entry_of(error)] if error is not None else []
         self._archive = unscheduled_job_details(
-            self.job_graph, status, {JobStatus.CREATED.name: self.submitted_at, status.name: current_millis()},
-            exceptions)
+            self.job_graph,
+            status,
+            {JobStatus.CREATED.name: self.submitted_at, status.name: current_millis()},
+            exceptions,
+        )
         if status is JobStatus.CANCELED:
-            self.result.set_exception(JobCancelledException(f"Job '{self.name}' ({self.job_id}) was cancelled",
-                                                            self.job_id))
+            self.result.set_exception(
+                JobCancelledException(f"Job '{self.name}' ({self.job_id}) was cancelled", self.job_id)
+            )
             return
         failure = JobExecutionException(f"Job '{self.name}' ({self.job_id}) failed: {error}", self.job_id)
         failure.__cause__ = error
@@ -104,5 +109,9 @@ class SessionJob:
 
 def collect_ids_of(job_graph: Any) -> list[str]:
     """The collect ids of the job's collect sinks (one per `execute_and_collect`)."""
-    return [node.operator.collect_id for vertex in job_graph.vertices for node in vertex.nodes
-            if isinstance(node.operator, CollectSpec)]
+    return [
+        node.operator.collect_id
+        for vertex in job_graph.vertices
+        for node in vertex.nodes
+        if isinstance(node.operator, CollectSpec)
+    ]

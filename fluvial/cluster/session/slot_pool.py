@@ -38,8 +38,10 @@ class SlotGrant:
 class SlotPool:
     def __init__(self, task_managers: int, slots_per_task_manager: int) -> None:
         if task_managers < 1 or slots_per_task_manager < 1:
-            raise ValueError(f"a session cluster needs at least one TaskManager with one slot, got "
-                             f"{task_managers} TaskManagers with {slots_per_task_manager} slots each")
+            raise ValueError(
+                f"a session cluster needs at least one TaskManager with one slot, got "
+                f"{task_managers} TaskManagers with {slots_per_task_manager} slots each"
+            )
         self.task_managers = task_managers
         self.slots_per_task_manager = slots_per_task_manager
         self._order = offered_slots(task_managers, slots_per_task_manager)

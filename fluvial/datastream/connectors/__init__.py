@@ -15,11 +15,24 @@ _EXPORTS = {
     "HybridSource": "fluvial.datastream.connectors.hybrid_source",
     "FlinkKafkaConsumer": "fluvial.datastream.connectors.kafka",
     "FlinkKafkaProducer": "fluvial.datastream.connectors.kafka",
-    **{name: _FILES for name in (
-        "OutputFileConfig", "FileSource", "FileSourceBuilder", "FileSink", "StreamingFileSink", "StreamFormat",
-        "BulkFormat", "FileEnumeratorProvider", "FileSplitAssignerProvider", "RollingPolicy", "BucketAssigner",
-        "FileCompactor", "FileCompactStrategy",
-    )},
+    **{
+        name: _FILES
+        for name in (
+            "OutputFileConfig",
+            "FileSource",
+            "FileSourceBuilder",
+            "FileSink",
+            "StreamingFileSink",
+            "StreamFormat",
+            "BulkFormat",
+            "FileEnumeratorProvider",
+            "FileSplitAssignerProvider",
+            "RollingPolicy",
+            "BucketAssigner",
+            "FileCompactor",
+            "FileCompactStrategy",
+        )
+    },
 }
 
 __all__ = sorted(_EXPORTS)

@@ -48,8 +48,11 @@ class PickledElements(Sequence):
 
     @classmethod
     def of(cls, elements: tuple, chunk_size: int = CHUNK_ELEMENTS) -> PickledElements:
-        return cls([_dumps_values(elements[i:i + chunk_size]) for i in range(0, len(elements), chunk_size)],
-                   len(elements), chunk_size)
+        return cls(
+            [_dumps_values(elements[i : i + chunk_size]) for i in range(0, len(elements), chunk_size)],
+            len(elements),
+            chunk_size,
+        )
 
     def __reduce__(self) -> tuple:
         return (PickledElements, (self.chunks, self.size, self.chunk_size))
@@ -72,7 +75,7 @@ class PickledElements(Sequence):
             parts = []
             while start < stop:
                 chunk_index, offset = divmod(start, self.chunk_size)
-                part = self._chunk_at(chunk_index)[offset:offset + stop - start]
+                part = self._chunk_at(chunk_index)[offset : offset + stop - start]
                 parts.append(part)
                 start += len(part)
             return parts[0] if len(parts) == 1 else tuple(v for part in parts for v in part)

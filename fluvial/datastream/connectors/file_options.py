@@ -20,6 +20,7 @@ __all__ = ["FileCompactStrategy", "FileCompactor", "FileEnumeratorProvider", "Fi
 
 class FileEnumeratorProvider(enum.Enum):
     """How a FileSource lists files into splits (PyFlink's `FileEnumeratorProvider`)."""
+
     NON_SPLITTING = "non-splitting"
     BLOCK_SPLITTING = "block-splitting"
 
@@ -40,11 +41,13 @@ def check_enumerator(provider: object) -> None:
     if provider is FileEnumeratorProvider.BLOCK_SPLITTING:
         raise NotYetSupportedError(
             "splitting files into blocks is not supported yet: files are read whole, one split per file; use "
-            "FileEnumeratorProvider.default_non_splitting_file_enumerator()")
+            "FileEnumeratorProvider.default_non_splitting_file_enumerator()"
+        )
 
 
 class FileSplitAssignerProvider(enum.Enum):
     """How a FileSource hands splits to its readers (PyFlink's `FileSplitAssignerProvider`)."""
+
     LOCALITY_AWARE = "locality-aware"
 
     @staticmethod
@@ -86,6 +89,7 @@ class FileCompactor:
 @dataclass(frozen=True, slots=True)
 class FileCompactStrategy:
     """When FileSink compacts small part files (PyFlink's `FileCompactStrategy`)."""
+
     size_threshold: int = -1
     num_checkpoints_before_compaction: int = 1
     num_compact_threads: int = 1
@@ -121,4 +125,5 @@ class FileCompactStrategyBuilder:
 def refuse_compaction() -> None:
     raise NotYetSupportedError(
         "compaction of part files (enable_compact) is not supported yet; roll larger parts instead "
-        "(RollingPolicy.default_rolling_policy(part_size=...), longer checkpoint intervals)")
+        "(RollingPolicy.default_rolling_policy(part_size=...), longer checkpoint intervals)"
+    )

@@ -321,7 +321,9 @@ class FileSink(Sink):
             ```
         """
         if not isinstance(encoder, Encoder):
-            raise InvalidJobError(f"for_row_format takes an Encoder (e.g. Encoder.simple_string_encoder()), got {encoder!r}")
+            raise InvalidJobError(
+                f"for_row_format takes an Encoder (e.g. Encoder.simple_string_encoder()), got {encoder!r}"
+            )
         return RowFormatBuilder(base_path, encoder)
 
     @staticmethod
@@ -330,7 +332,8 @@ class FileSink(Sink):
         if not isinstance(writer_factory, BulkWriterFactory):
             raise InvalidJobError(
                 f"for_bulk_format takes a BulkWriterFactory (e.g. ParquetBulkWriters.for_row_type(...)), got "
-                f"{writer_factory!r}")
+                f"{writer_factory!r}"
+            )
         return BulkFormatBuilder(base_path, writer_factory)
 
     def create_writer(self, task_info: TaskInfo, restored_state: list[Any] | None = None) -> FileSinkWriter:
@@ -377,14 +380,21 @@ class FileSink(Sink):
 class RowFormatBuilder:
     """`FileSink.for_row_format(path, encoder).with_...(...).build()`."""
 
-    def __init__(self, base_path: str | os.PathLike, encoder: Encoder | None,
-                 bulk_writer_factory: BulkWriterFactory | None = None) -> None:
+    def __init__(
+        self,
+        base_path: str | os.PathLike,
+        encoder: Encoder | None,
+        bulk_writer_factory: BulkWriterFactory | None = None,
+    ) -> None:
         self._base_path = fsys.resolve_path(base_path)
         self._encoder = encoder
         self._bulk = bulk_writer_factory
         self._assigner: BucketAssigner = DateTimeBucketAssigner()
-        self._policy = RollingPolicy.default_rolling_policy() if bulk_writer_factory is None \
+        self._policy = (
+            RollingPolicy.default_rolling_policy()
+            if bulk_writer_factory is None
             else RollingPolicy.on_checkpoint_rolling_policy()
+        )
         suffix = "" if bulk_writer_factory is None else bulk_writer_factory.file_suffix()
         self._config = OutputFileConfig(part_suffix=suffix)
         self._check_interval = 60_000
@@ -416,7 +426,12 @@ class RowFormatBuilder:
 
     def build(self) -> FileSink:
         return FileSink(
-            self._base_path, self._encoder, self._assigner, self._policy, self._config, self._check_interval,
+            self._base_path,
+            self._encoder,
+            self._assigner,
+            self._policy,
+            self._config,
+            self._check_interval,
             self._bulk,
         )
 
@@ -486,8 +501,10 @@ class FileSinkWriter(SinkWriter):
         """Contract 7: without state, the hidden parts of this subtask of this sink in this job (any counter)."""
         if not self._mark:
             return
-        pattern = re.compile(rf"^\..+-{self._subtask}-\d+{re.escape(self._suffix)}\.inprogress\."
-                             rf"{self._mark}-[0-9a-f-]+$")
+        pattern = re.compile(
+            rf"^\..+-{self._subtask}-\d+{re.escape(self._suffix)}\.inprogress\."
+            rf"{self._mark}-[0-9a-f-]+$"
+        )
         for path in fsys.find_named(self._sink.base_path, lambda name: pattern.match(name) is not None):
             fsys.remove_file(path)
 
@@ -497,8 +514,10 @@ class FileSinkWriter(SinkWriter):
             prefix = getattr(state, "part_prefix", None)
             if prefix is None:
                 continue
-            pattern = re.compile(rf"^\.{re.escape(prefix)}-{state.subtask_index}-(\d+)"
-                                 rf"{re.escape(self._suffix)}\.inprogress\.[0-9a-f-]+$")
+            pattern = re.compile(
+                rf"^\.{re.escape(prefix)}-{state.subtask_index}-(\d+)"
+                rf"{re.escape(self._suffix)}\.inprogress\.[0-9a-f-]+$"
+            )
 
             def after_checkpoint(name: str, pattern: re.Pattern = pattern, counter: int = state.part_counter) -> bool:
                 match = pattern.match(name)

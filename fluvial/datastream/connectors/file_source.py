@@ -240,7 +240,8 @@ class FileSource(Source[Any]):
         if not isinstance(stream_format, StreamFormat):
             raise InvalidJobError(
                 f"for_record_stream_format takes a StreamFormat (e.g. StreamFormat.text_line_format(), "
-                f"CsvReaderFormat.for_schema(...)), got {stream_format!r}")
+                f"CsvReaderFormat.for_schema(...)), got {stream_format!r}"
+            )
         return FileSourceBuilder(stream_format, paths)
 
     @staticmethod
@@ -257,7 +258,8 @@ class FileSource(Source[Any]):
         if not isinstance(bulk_format, BulkFormat):
             raise InvalidJobError(
                 f"for_bulk_file_format takes a BulkFormat (e.g. ParquetColumnarRowInputFormat(...)), got "
-                f"{bulk_format!r}")
+                f"{bulk_format!r}"
+            )
         return FileSourceBuilder(bulk_format, paths)
 
     def get_boundedness(self) -> Boundedness:

@@ -50,11 +50,13 @@ def resolve_path(path: str | os.PathLike) -> str:
     except ValueError:
         raise InvalidJobError(
             f"path {text!r}: fsspec knows no filesystem for the scheme {parsed.scheme!r}; use a local path, "
-            "file://, memory://, or an object store URL (s3://, gs://, abfs://, ...)") from None
+            "file://, memory://, or an object store URL (s3://, gs://, abfs://, ...)"
+        ) from None
     except ImportError as error:
         raise InvalidJobError(
             f"path {text!r}: the scheme {parsed.scheme!r} needs a package that is not installed ({error}); "
-            "install it next to fluvial") from None
+            "install it next to fluvial"
+        ) from None
     fs, inner = filesystem(text)
     return fs.unstrip_protocol(inner.rstrip("/") or inner)
 
@@ -140,7 +142,7 @@ def list_files(path: str, is_hidden: Any) -> list[str] | None:
     root = inner.rstrip("/")
     visible = []
     for file in fs.find(inner, withdirs=False, detail=False):
-        relative = file[len(root):].lstrip("/")
+        relative = file[len(root) :].lstrip("/")
         if not any(is_hidden(part) for part in relative.split("/")):
             visible.append(qualify(fs, file, path))
     return sorted(visible)
@@ -156,8 +158,11 @@ def find_named(path: str, wanted: Any) -> list[str]:
     fs, inner = filesystem(path)
     if not fs.isdir(inner):
         return []
-    return sorted(qualify(fs, file, path) for file in fs.find(inner, withdirs=False, detail=False)
-                  if wanted(file.rsplit("/", 1)[-1]))
+    return sorted(
+        qualify(fs, file, path)
+        for file in fs.find(inner, withdirs=False, detail=False)
+        if wanted(file.rsplit("/", 1)[-1])
+    )
 
 
 def remove_file(path: str) -> None:

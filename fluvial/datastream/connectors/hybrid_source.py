@@ -49,12 +49,14 @@ class HybridSource(Source[HybridSplit]):
     """Sources read one after another: the next starts when the previous ends (PyFlink's `HybridSource`),
     e.g. files of the past, then Kafka.
     """
+
     def __init__(self, sources: tuple[Any, ...]) -> None:
         for source in sources[:-1]:
             if source.get_boundedness() is not Boundedness.BOUNDED:
                 raise InvalidJobError(
                     f"every source of a HybridSource but the last must be bounded; {source!r} is not "
-                    "(a continuously monitored FileSource can only come last)")
+                    "(a continuously monitored FileSource can only come last)"
+                )
         self.sources = tuple(sources)
 
     @staticmethod
@@ -115,6 +117,7 @@ class HybridSource(Source[HybridSplit]):
 
 class HybridSourceBuilder:
     """Builds a HybridSource: `add_source` each next source, then `build()`."""
+
     def __init__(self, first_source: Any) -> None:
         self._sources = [_check_source(first_source)]
 

@@ -48,11 +48,14 @@ class JdbcConnectionOptions:
     def __post_init__(self) -> None:
         parse_jdbc_url(self.url)
         if self.driver_name not in (None, POSTGRES_DRIVER):
-            raise InvalidJobError(f"JDBC driver {self.driver_name!r} is not supported: fluvial's JDBC sink speaks "
-                                  f"to PostgreSQL; use {POSTGRES_DRIVER!r} or leave the driver name unset")
+            raise InvalidJobError(
+                f"JDBC driver {self.driver_name!r} is not supported: fluvial's JDBC sink speaks "
+                f"to PostgreSQL; use {POSTGRES_DRIVER!r} or leave the driver name unset"
+            )
         if self.connection_check_timeout_seconds <= 0:
-            raise InvalidJobError(f"connection check timeout must be positive, got "
-                                  f"{self.connection_check_timeout_seconds} s")
+            raise InvalidJobError(
+                f"connection check timeout must be positive, got {self.connection_check_timeout_seconds} s"
+            )
 
     def get_db_url(self) -> str:
         return self.url
@@ -96,8 +99,9 @@ class JdbcConnectionOptions:
             self._password = password
             return self
 
-        def with_connection_check_timeout_seconds(self, seconds: int) \
-                -> JdbcConnectionOptions.JdbcConnectionOptionsBuilder:
+        def with_connection_check_timeout_seconds(
+            self, seconds: int
+        ) -> JdbcConnectionOptions.JdbcConnectionOptionsBuilder:
             self._timeout = seconds
             return self
 
@@ -121,8 +125,10 @@ class JdbcExecutionOptions:
         if self.batch_size < 1:
             raise InvalidJobError(f"JDBC batch size must be at least 1, got {self.batch_size}")
         if self.batch_interval_ms < 0 or self.max_retries < 0:
-            raise InvalidJobError(f"JDBC batch interval and max retries must not be negative, got "
-                                  f"{self.batch_interval_ms} ms and {self.max_retries}")
+            raise InvalidJobError(
+                f"JDBC batch interval and max retries must not be negative, got "
+                f"{self.batch_interval_ms} ms and {self.max_retries}"
+            )
 
     def get_batch_interval_ms(self) -> int:
         return self.batch_interval_ms
@@ -178,10 +184,12 @@ class JdbcExactlyOnceOptions:
     def __post_init__(self) -> None:
         if self.max_commit_attempts < 1:
             raise InvalidJobError(f"max commit attempts must be at least 1, got {self.max_commit_attempts}")
-        if self.transaction_id_prefix is not None and not re.fullmatch(r"[A-Za-z0-9_.:]{1,100}",
-                                                                       self.transaction_id_prefix):
-            raise InvalidJobError(f"transaction id prefix {self.transaction_id_prefix!r} must be 1-100 letters, "
-                                  f"digits, '_', '.' or ':'")
+        if self.transaction_id_prefix is not None and not re.fullmatch(
+            r"[A-Za-z0-9_.:]{1,100}", self.transaction_id_prefix
+        ):
+            raise InvalidJobError(
+                f"transaction id prefix {self.transaction_id_prefix!r} must be 1-100 letters, digits, '_', '.' or ':'"
+            )
 
     def is_recovered_and_rollback(self) -> bool:
         return self.recover_and_rollback
@@ -224,8 +232,9 @@ def to_pyformat(sql: str) -> tuple[str, int]:
     placeholders; `?` inside quoted literals, quoted identifiers and comments stays as it is."""
     out: list[str] = []
     count = 0
-    for token in re.finditer(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?|%|[^'\"?%/-]+|.", sql,
-                             re.DOTALL):
+    for token in re.finditer(
+        r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|\?|%|[^'\"?%/-]+|.", sql, re.DOTALL
+    ):
         text = token.group(0)
         if text == "?":
             out.append("%s")
@@ -239,24 +248,36 @@ class JdbcSink(Sink):
     """A PostgreSQL sink (module docstring); build it with `JdbcSink.sink(...)` or `JdbcSink.exactly_once_sink(...)`
     and attach it with `add_sink` (as in PyFlink) or `sink_to`."""
 
-    def __init__(self, sql: str, type_info: Any, connection_options: JdbcConnectionOptions,
-                 execution_options: JdbcExecutionOptions, guarantee: DeliveryGuarantee,
-                 exactly_once_options: JdbcExactlyOnceOptions | None = None) -> None:
+    def __init__(
+        self,
+        sql: str,
+        type_info: Any,
+        connection_options: JdbcConnectionOptions,
+        execution_options: JdbcExecutionOptions,
+        guarantee: DeliveryGuarantee,
+        exactly_once_options: JdbcExactlyOnceOptions | None = None,
+    ) -> None:
         from fluvial.common.typeinfo import RowTypeInfo
 
         if not isinstance(connection_options, JdbcConnectionOptions):
-            raise InvalidJobError(f"JdbcSink needs JdbcConnectionOptions (JdbcConnectionOptions."
-                                  f"JdbcConnectionOptionsBuilder().with_url(...).build()), got {connection_options!r}")
+            raise InvalidJobError(
+                f"JdbcSink needs JdbcConnectionOptions (JdbcConnectionOptions."
+                f"JdbcConnectionOptionsBuilder().with_url(...).build()), got {connection_options!r}"
+            )
         if not isinstance(execution_options, JdbcExecutionOptions):
-            raise InvalidJobError(f"JdbcSink's execution options must be JdbcExecutionOptions, got "
-                                  f"{execution_options!r}")
+            raise InvalidJobError(
+                f"JdbcSink's execution options must be JdbcExecutionOptions, got {execution_options!r}"
+            )
         if not isinstance(type_info, RowTypeInfo):
-            raise InvalidJobError(f"JdbcSink needs the statement's field types as a RowTypeInfo "
-                                  f"(Types.ROW([...])), got {type_info!r}")
+            raise InvalidJobError(
+                f"JdbcSink needs the statement's field types as a RowTypeInfo (Types.ROW([...])), got {type_info!r}"
+            )
         statement, placeholders = to_pyformat(sql)
         if placeholders != type_info.get_arity():
-            raise InvalidJobError(f"the JDBC statement has {placeholders} '?' placeholders but the type info has "
-                                  f"{type_info.get_arity()} fields; give one field per placeholder: {sql!r}")
+            raise InvalidJobError(
+                f"the JDBC statement has {placeholders} '?' placeholders but the type info has "
+                f"{type_info.get_arity()} fields; give one field per placeholder: {sql!r}"
+            )
         self.sql = sql
         self.statement = statement
         self.type_info = type_info
@@ -269,27 +290,43 @@ class JdbcSink(Sink):
     # -- PyFlink's factory methods ---------------------------------------------------------------------------------
 
     @staticmethod
-    def sink(sql: str, type_info: Any, jdbc_connection_options: JdbcConnectionOptions,
-             jdbc_execution_options: JdbcExecutionOptions | None = None) -> JdbcSink:
+    def sink(
+        sql: str,
+        type_info: Any,
+        jdbc_connection_options: JdbcConnectionOptions,
+        jdbc_execution_options: JdbcExecutionOptions | None = None,
+    ) -> JdbcSink:
         """At-least-once: batches committed at least at every checkpoint (PyFlink's `JdbcSink.sink`)."""
-        return JdbcSink(sql, type_info, jdbc_connection_options,
-                        jdbc_execution_options or JdbcExecutionOptions.defaults(), DeliveryGuarantee.AT_LEAST_ONCE)
+        return JdbcSink(
+            sql,
+            type_info,
+            jdbc_connection_options,
+            jdbc_execution_options or JdbcExecutionOptions.defaults(),
+            DeliveryGuarantee.AT_LEAST_ONCE,
+        )
 
     @staticmethod
-    def exactly_once_sink(sql: str, type_info: Any, jdbc_connection_options: JdbcConnectionOptions,
-                          jdbc_execution_options: JdbcExecutionOptions | None = None,
-                          jdbc_exactly_once_options: JdbcExactlyOnceOptions | None = None) -> JdbcSink:
+    def exactly_once_sink(
+        sql: str,
+        type_info: Any,
+        jdbc_connection_options: JdbcConnectionOptions,
+        jdbc_execution_options: JdbcExecutionOptions | None = None,
+        jdbc_exactly_once_options: JdbcExactlyOnceOptions | None = None,
+    ) -> JdbcSink:
         """Exactly-once: one transaction per checkpoint, prepared at the checkpoint and committed when it
         completes (Flink's `JdbcSink.exactlyOnceSink`). As in Flink, `max_retries` must be 0: a statement that
         failed aborted the checkpoint's transaction, so the job fails over and writes it again instead."""
         options = jdbc_execution_options or JdbcExecutionOptions(max_retries=0)
         if options.max_retries != 0:
-            raise InvalidJobError(f"the exactly-once JDBC sink cannot retry a statement inside its checkpoint's "
-                                  f"transaction (max_retries={options.max_retries}); set "
-                                  f"JdbcExecutionOptions.builder().with_max_retries(0): a failure makes the job "
-                                  f"fail over and write the checkpoint's records again")
-        return JdbcSink(sql, type_info, jdbc_connection_options, options, DeliveryGuarantee.EXACTLY_ONCE,
-                        jdbc_exactly_once_options)
+            raise InvalidJobError(
+                f"the exactly-once JDBC sink cannot retry a statement inside its checkpoint's "
+                f"transaction (max_retries={options.max_retries}); set "
+                f"JdbcExecutionOptions.builder().with_max_retries(0): a failure makes the job "
+                f"fail over and write the checkpoint's records again"
+            )
+        return JdbcSink(
+            sql, type_info, jdbc_connection_options, options, DeliveryGuarantee.EXACTLY_ONCE, jdbc_exactly_once_options
+        )
 
     # -- the Sink contract -----------------------------------------------------------------------------------------
 

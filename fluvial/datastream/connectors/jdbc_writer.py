@@ -108,8 +108,10 @@ def _statement_error(session: _Session, sink: Any, rows: list, error: Exception)
         pass
     record = f"record {tuple(culprit)!r}" if culprit is not None else f"a record of a batch of {len(rows)}"
     detail = str(error).strip().splitlines()[0]
-    return JdbcStatementError(f"JDBC sink: {sink.sql!r} failed for {record} at {session.address}: {detail}; fix "
-                              f"the record upstream or the statement (its '?' fields are {sink.type_info!r})")
+    return JdbcStatementError(
+        f"JDBC sink: {sink.sql!r} failed for {record} at {session.address}: {detail}; fix "
+        f"the record upstream or the statement (its '?' fields are {sink.type_info!r})"
+    )
 
 
 def _roll_back(connection: Any, cursor: Any) -> None:
@@ -135,8 +137,12 @@ class BatchingJdbcWriter(SinkWriter):
         self._closed = threading.Event()
         self._timer: threading.Thread | None = None
         if options.batch_interval_ms > 0:
-            self._timer = threading.Thread(target=self._flush_periodically, args=(options.batch_interval_ms / 1000,),
-                                           name=f"jdbc-flush-{task_info.subtask_index}", daemon=True)
+            self._timer = threading.Thread(
+                target=self._flush_periodically,
+                args=(options.batch_interval_ms / 1000,),
+                name=f"jdbc-flush-{task_info.subtask_index}",
+                daemon=True,
+            )
             self._timer.start()
 
     def write_batch(self, values: list) -> None:
@@ -175,18 +181,25 @@ class BatchingJdbcWriter(SinkWriter):
             except JdbcStatementError:
                 raise
             except Exception as error:  # noqa: BLE001 - transient errors are retried, others re-raised
-                if isinstance(error, PostgresLoginError) or not (isinstance(error, ResourceError)
-                                                                  or _is_transient(error)):
+                if isinstance(error, PostgresLoginError) or not (
+                    isinstance(error, ResourceError) or _is_transient(error)
+                ):
                     raise
                 if attempt >= self._max_retries:
-                    raise ResourceError(f"JDBC sink: writing a batch of {len(rows)} records to "
-                                        f"{self._session.address} failed {attempt + 1} times, last with: "
-                                        f"{str(error).strip()}; check the server (max_retries="
-                                        f"{self._max_retries})") from error
+                    raise ResourceError(
+                        f"JDBC sink: writing a batch of {len(rows)} records to "
+                        f"{self._session.address} failed {attempt + 1} times, last with: "
+                        f"{str(error).strip()}; check the server (max_retries="
+                        f"{self._max_retries})"
+                    ) from error
                 attempt += 1
-                logger.warning("JDBC sink: batch to %s failed (%s); retry %d of %d", self._session.address,
-                               str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
-                               attempt, self._max_retries)
+                logger.warning(
+                    "JDBC sink: batch to %s failed (%s); retry %d of %d",
+                    self._session.address,
+                    str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
+                    attempt,
+                    self._max_retries,
+                )
                 self._session.discard()
                 time.sleep(min(attempt, 5))
         self._buffer.clear()
@@ -252,9 +265,11 @@ class TransactionalJdbcWriter(SinkWriter):
         except Exception as error:
             self._session.discard()
             self._in_transaction = False
-            raise ResourceError(f"JDBC sink (exactly once): writing to {self._session.address} failed: "
-                                f"{str(error).strip()}; the checkpoint's transaction is rolled back and the job "
-                                f"fails over to write it again") from error
+            raise ResourceError(
+                f"JDBC sink (exactly once): writing to {self._session.address} failed: "
+                f"{str(error).strip()}; the checkpoint's transaction is rolled back and the job "
+                f"fails over to write it again"
+            ) from error
         self._buffer.clear()
 
     def flush(self, end_of_input: bool) -> None:
@@ -272,9 +287,11 @@ class TransactionalJdbcWriter(SinkWriter):
             self._session.cursor().execute(f"PREPARE TRANSACTION {quote_literal(gid)}")
         except Exception as error:
             self._session.discard()
-            raise ResourceError(f"JDBC sink (exactly once): preparing transaction {gid!r} at "
-                                f"{self._session.address} failed: {str(error).strip()}; the server needs "
-                                f"max_prepared_transactions > 0") from error
+            raise ResourceError(
+                f"JDBC sink (exactly once): preparing transaction {gid!r} at "
+                f"{self._session.address} failed: {str(error).strip()}; the server needs "
+                f"max_prepared_transactions > 0"
+            ) from error
         finally:
             self._in_transaction = False
         self._pending.add(gid)
@@ -293,14 +310,19 @@ class TransactionalJdbcWriter(SinkWriter):
         if not self._sink.exactly_once_options.recover_and_rollback:
             return
         cursor = self._session.cursor()
-        cursor.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
-                       "AND left(gid, %s) = %s", (len(self._prefix), self._prefix))
+        cursor.execute(
+            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, %s) = %s",
+            (len(self._prefix), self._prefix),
+        )
         strays = [gid for (gid,) in cursor.fetchall() if gid not in self._keep and gid not in self._pending]
         for gid in strays:
             PreparedTransactions.finish(cursor, gid, "ROLLBACK")
         if strays:
-            logger.info("JDBC sink: rolled back %d prepared transactions of checkpoints that never completed: %s",
-                        len(strays), strays)
+            logger.info(
+                "JDBC sink: rolled back %d prepared transactions of checkpoints that never completed: %s",
+                len(strays),
+                strays,
+            )
 
     def close(self) -> None:
         self._session.discard()  # an open (unprepared) transaction is rolled back by the server
@@ -325,12 +347,15 @@ class PreparedTransactions:
                     break
                 except Exception as error:  # noqa: BLE001 - a lost connection is retried, others raised
                     self._session.discard()
-                    lost = (isinstance(error, ResourceError) and not isinstance(error, PostgresLoginError)) \
-                        or is_connection_lost(error)
+                    lost = (
+                        isinstance(error, ResourceError) and not isinstance(error, PostgresLoginError)
+                    ) or is_connection_lost(error)
                     if not lost or attempt == self._attempts:
-                        raise ResourceError(f"JDBC sink (exactly once): committing prepared transaction {gid!r} at "
-                                            f"{self._session.address} failed: {str(error).strip()}; it stays "
-                                            f"prepared and a restored job commits it") from error
+                        raise ResourceError(
+                            f"JDBC sink (exactly once): committing prepared transaction {gid!r} at "
+                            f"{self._session.address} failed: {str(error).strip()}; it stays "
+                            f"prepared and a restored job commits it"
+                        ) from error
                     time.sleep(attempt)
 
     @staticmethod

@@ -80,10 +80,22 @@ class MqttReceiver(Receiver):
     """One MQTT client: several topic filters, one persistent session. Run several receivers (each with its
     own `client_id`) for several topic groups and union their streams."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 1883, topics: Sequence[str] = ("#",), *,
-                 client_id: str, qos: int = 1, username: str | None = None, password: str | None = None,
-                 deserializer: DeserializationSchema | None = None, keepalive: int = 30,
-                 connect_timeout: float = 10.0, max_batch_size: int = 1000, storage_level: Any = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 1883,
+        topics: Sequence[str] = ("#",),
+        *,
+        client_id: str,
+        qos: int = 1,
+        username: str | None = None,
+        password: str | None = None,
+        deserializer: DeserializationSchema | None = None,
+        keepalive: int = 30,
+        connect_timeout: float = 10.0,
+        max_batch_size: int = 1000,
+        storage_level: Any = None,
+    ) -> None:
         super().__init__(storage_level)
         if isinstance(topics, str):
             topics = (topics,)
@@ -92,8 +104,10 @@ class MqttReceiver(Receiver):
         if qos not in (0, 1, 2):
             raise InvalidJobError(f"MQTT QoS is 0, 1 or 2, got {qos!r}; use 1 or 2 to lose nothing")
         if not client_id or not isinstance(client_id, str):
-            raise InvalidJobError("MqttReceiver needs a client_id: the broker keeps the persistent session under it, "
-                                  "so keep it when the job runs again")
+            raise InvalidJobError(
+                "MqttReceiver needs a client_id: the broker keeps the persistent session under it, "
+                "so keep it when the job runs again"
+            )
         if not connect_timeout > 0 or max_batch_size < 1:
             raise InvalidJobError("MqttReceiver needs connect_timeout > 0 s and max_batch_size >= 1")
         self.host, self.port, self.topics, self.qos = host, int(port), tuple(topics), qos
@@ -142,8 +156,12 @@ class MqttReceiver(Receiver):
         if self.qos == 2:
             pending = self._ledger.restore(self.last_stored_position())
             if pending:
-                logger.info("MQTT receiver %s: %d QoS 2 messages are in the log but not completed with the broker; "
-                            "their redelivery is acknowledged without storing them again", self.client_id, pending)
+                logger.info(
+                    "MQTT receiver %s: %d QoS 2 messages are in the log but not completed with the broker; "
+                    "their redelivery is acknowledged without storing them again",
+                    self.client_id,
+                    pending,
+                )
         try:
             self._connect()
         except MqttConnectError as error:
@@ -168,8 +186,9 @@ class MqttReceiver(Receiver):
 
         from fluvial.datastream.connectors.mqtt_client import StoreFirstClient
 
-        client = StoreFirstClient(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id, clean_session=False,
-                                  manual_ack=True)
+        client = StoreFirstClient(
+            mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id, clean_session=False, manual_ack=True
+        )
         if self.username is not None:
             client.username_pw_set(self.username, self.password)
         client.reconnect_delay_set(0.1, 2)
@@ -193,7 +212,8 @@ class MqttReceiver(Receiver):
         return MqttConnectError(
             f"MQTT receiver '{self.client_id}' cannot connect to the broker at {self.address} within "
             f"{self.connect_timeout:g} s: {reason}; check that the broker runs there and that the credentials are "
-            f"right")
+            f"right"
+        )
 
     # -- paho's network thread --------------------------------------------------------------------------------
 
@@ -209,19 +229,25 @@ class MqttReceiver(Receiver):
             self._session_lost_at = self._generation  # the store loop clears the QoS 2 ledger (step 4)
         self._connect_result = None
         client.subscribe([(topic, self.qos) for topic in self.topics])
-        logger.info("MQTT receiver %s connected to %s (session present: %s)", self.client_id, self.address,
-                    flags.session_present)
+        logger.info(
+            "MQTT receiver %s connected to %s (session present: %s)",
+            self.client_id,
+            self.address,
+            flags.session_present,
+        )
         self._connected.set()
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any = None) -> None:
         self._queue.clear()  # step 4: the broker sends what we had not stored again
         if not self._stopping.is_set():
-            logger.warning("MQTT receiver %s lost its connection to %s (%s); reconnecting", self.client_id,
-                           self.address, reason)
+            logger.warning(
+                "MQTT receiver %s lost its connection to %s (%s); reconnecting", self.client_id, self.address, reason
+            )
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
-        self._queue.append(_Arrived(message.topic, message.payload, message.mid, message.qos, bool(message.dup),
-                                    self._generation))
+        self._queue.append(
+            _Arrived(message.topic, message.payload, message.mid, message.qos, bool(message.dup), self._generation)
+        )
         self._arrived.set()
 
     def _on_pubrel(self, mid: int) -> None:
@@ -300,7 +326,8 @@ class MqttReceiver(Receiver):
                 f"MQTT receiver '{self.client_id}': the payload of a message on topic {message.topic!r} (packet id "
                 f"{message.mid}, after {self.stored_messages} stored messages) cannot be deserialized by "
                 f"{type(self.deserializer).__name__}: {type(error).__name__}: {error}; it stays unacknowledged at "
-                f"the broker: remove it (e.g. publish to another topic) or use a deserializer that accepts it")
+                f"the broker: remove it (e.g. publish to another topic) or use a deserializer that accepts it"
+            )
 
         return deserialize_batch(self.deserializer.deserialize, messages, _payload, failure)
 

@@ -73,8 +73,7 @@ class Qos2Ledger:
     def position(self) -> dict:
         """Step 1 and 3: what a block stored now records — the pending ids, without the released ones."""
         released = self.released
-        return {"session": self.session,
-                "pending": {mid: d for mid, d in self.pending.items() if mid not in released}}
+        return {"session": self.session, "pending": {mid: d for mid, d in self.pending.items() if mid not in released}}
 
     def completed(self, released: dict[int, int], generation: int) -> list[int]:
         """Step 3, after a block whose position left out `released` is stored: the ids to PUBCOMP now (those

@@ -43,8 +43,18 @@ from fluvial.datastream.connectors.nats_connection import NatsConnectError, Nats
 from fluvial.datastream.connectors.sink import Sink, SinkWriter
 from fluvial.datastream.connectors.source import Boundedness, Source, SourceReader
 
-__all__ = ["DeliveryGuarantee", "NatsConnectError", "NatsConnectionOptions", "NatsDeserializationError", "NatsSink",
-           "NatsSinkBuilder", "NatsSource", "NatsSourceBuilder", "NatsSplit", "NatsStartingPosition"]
+__all__ = [
+    "DeliveryGuarantee",
+    "NatsConnectError",
+    "NatsConnectionOptions",
+    "NatsDeserializationError",
+    "NatsSink",
+    "NatsSinkBuilder",
+    "NatsSource",
+    "NatsSourceBuilder",
+    "NatsSplit",
+    "NatsStartingPosition",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")  # JetStream stream and consumer names: no '.', '*', '>', spaces
 
@@ -141,8 +151,10 @@ class NatsSource(Source[NatsSplit]):
 
     def create_splits(self, parallelism: int) -> list[NatsSplit]:
         filters = self.subjects or ("",)
-        return [NatsSplit(f"{self.settings.stream}:{subject or '>'}", index, subject)
-                for index, subject in enumerate(filters)]
+        return [
+            NatsSplit(f"{self.settings.stream}:{subject or '>'}", index, subject)
+            for index, subject in enumerate(filters)
+        ]
 
     def create_reader(self, task_info: TaskInfo) -> SourceReader[NatsSplit]:
         from fluvial.datastream.connectors.nats_reader import NatsSourceReader
@@ -154,8 +166,15 @@ class NatsSource(Source[NatsSplit]):
 
 
 def _connection_fields() -> dict[str, Any]:
-    return {"servers": ("nats://127.0.0.1:4222",), "user": None, "password": None, "token": None,
-            "credentials": None, "connect_timeout": 10.0, "request_timeout": 10.0}
+    return {
+        "servers": ("nats://127.0.0.1:4222",),
+        "user": None,
+        "password": None,
+        "token": None,
+        "credentials": None,
+        "connect_timeout": 10.0,
+        "request_timeout": 10.0,
+    }
 
 
 class _ConnectionBuilder:
@@ -256,8 +275,10 @@ class NatsSourceBuilder(_ConnectionBuilder):
         if not _NAME.match(self._stream):
             raise InvalidJobError(f"NATS stream name {self._stream!r} may hold only letters, digits, '-' and '_'")
         if not self._consumer:
-            raise InvalidJobError("NatsSource needs a consumer name (the prefix of its durable consumers, kept when "
-                                  "the job runs again): set_consumer_name('my-job')")
+            raise InvalidJobError(
+                "NatsSource needs a consumer name (the prefix of its durable consumers, kept when "
+                "the job runs again): set_consumer_name('my-job')"
+            )
         if not _NAME.match(self._consumer):
             raise InvalidJobError(f"NATS consumer name {self._consumer!r} may hold only letters, digits, '-' and '_'")
         if self._deserializer is None:
@@ -266,8 +287,9 @@ class NatsSourceBuilder(_ConnectionBuilder):
             raise InvalidJobError(f"NatsSource subjects {self._subjects} name a filter twice")
         if self._tuning.get("fetch_batch", 1) < 1:
             raise ConfigurationError("the fetch batch size must be at least 1 message")
-        settings = NatsSourceSettings(self._options(), self._stream, self._consumer, self._start, self._deserializer,
-                                      self._bounded)
+        settings = NatsSourceSettings(
+            self._options(), self._stream, self._consumer, self._start, self._deserializer, self._bounded
+        )
         return NatsSource(replace(settings, **self._tuning), self._subjects)
 
 
@@ -357,5 +379,6 @@ class NatsSinkBuilder(_ConnectionBuilder):
             raise InvalidJobError("NatsSink needs a serializer: set_serialization_schema(SimpleStringSchema())")
         if not isinstance(self._guarantee, DeliveryGuarantee):
             raise InvalidJobError(f"set_delivery_guarantee takes a DeliveryGuarantee, got {self._guarantee!r}")
-        return NatsSink(NatsSinkSettings(self._options(), self._subject, self._selector, self._serializer,
-                                         self._guarantee))
+        return NatsSink(
+            NatsSinkSettings(self._options(), self._subject, self._selector, self._serializer, self._guarantee)
+        )

@@ -102,10 +102,19 @@ class NatsConnection:
 
         async def connect() -> Any:
             return await nats.connect(
-                list(options.servers), user=options.user, password=options.password, token=options.token,
-                user_credentials=options.credentials, connect_timeout=max(1, int(options.connect_timeout)),
-                allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=0.25,
-                error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect)
+                list(options.servers),
+                user=options.user,
+                password=options.password,
+                token=options.token,
+                user_credentials=options.credentials,
+                connect_timeout=max(1, int(options.connect_timeout)),
+                allow_reconnect=True,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.25,
+                error_cb=on_error,
+                disconnected_cb=on_disconnect,
+                reconnected_cb=on_reconnect,
+            )
 
         timeout = options.connect_timeout
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(connect(), timeout), self._loop)
@@ -116,7 +125,8 @@ class NatsConnection:
             raise NatsConnectError(
                 f"{self._what} cannot connect to NATS at {options.address} within {timeout:g} s: "
                 f"{_describe(reason)}; check that the server runs there and that the credentials are right "
-                f"(set_servers, set_credentials)") from None
+                f"(set_servers, set_credentials)"
+            ) from None
         self.jetstream = self.client.jetstream(timeout=options.request_timeout)
 
     def submit(self, factory: Callable[[], Awaitable[T]]) -> Future:

@@ -125,10 +125,12 @@ class NatsSourceReader(SourceReader[NatsSplit]):
                 self._handle(item)
         self._partial = None
         if len(batch.values) > max_records:  # the rest waits for the next poll
-            self._partial = _Batch(batch.split_id, batch.values[max_records:], batch.sequences[max_records:],
-                                   batch.replies[max_records:])
-            batch = _Batch(batch.split_id, batch.values[:max_records], batch.sequences[:max_records],
-                           batch.replies[:max_records])
+            self._partial = _Batch(
+                batch.split_id, batch.values[max_records:], batch.sequences[max_records:], batch.replies[max_records:]
+            )
+            batch = _Batch(
+                batch.split_id, batch.values[:max_records], batch.sequences[:max_records], batch.replies[:max_records]
+            )
         split_id = batch.split_id
         self._splits[split_id] = replace(self._splits[split_id], position=batch.sequences[-1])
         if split_id in self._explicit:
@@ -142,8 +144,9 @@ class NatsSourceReader(SourceReader[NatsSplit]):
         if isinstance(item, _Failure):
             raise item.error
         if isinstance(item, _Resolved):
-            self._splits[item.split_id] = replace(self._splits[item.split_id], position=item.position,
-                                                  stop_sequence=item.stop_sequence)
+            self._splits[item.split_id] = replace(
+                self._splits[item.split_id], position=item.position, stop_sequence=item.stop_sequence
+            )
             if item.explicit_acks:
                 self._explicit.add(item.split_id)
         elif isinstance(item, _SplitEnd):
@@ -185,8 +188,9 @@ class NatsSourceReader(SourceReader[NatsSplit]):
 class _SplitFetcher:
     """Steps 1-4 of the module docstring for one split, on the connection's loop."""
 
-    def __init__(self, settings: NatsSourceSettings, connection: NatsConnection, split: NatsSplit, ready: deque,
-                 what: str) -> None:
+    def __init__(
+        self, settings: NatsSourceSettings, connection: NatsConnection, split: NatsSplit, ready: deque, what: str
+    ) -> None:
         self._settings = settings
         self._connection = connection
         self._split = split
@@ -222,7 +226,8 @@ class _SplitFetcher:
         if retention == "interest":
             raise ResourceError(
                 f"{self._what}: stream {settings.stream} has interest retention, which deletes messages when the "
-                f"source recreates its consumer on a restore; use limits or workqueue retention")
+                f"source recreates its consumer on a restore; use limits or workqueue retention"
+            )
         if self._last < 0:
             self._last = await self._resolve_start(stream_info)
         if settings.bounded and self._stop is None:
@@ -255,8 +260,13 @@ class _SplitFetcher:
         js = self._connection.jetstream
         settings = self._settings
         policy = AckPolicy.EXPLICIT if self._explicit_acks else AckPolicy.ALL
-        config = ConsumerConfig(durable_name=self._consumer, filter_subject=self._split.subject_filter or None,
-                                ack_policy=policy, max_ack_pending=-1, ack_wait=settings.ack_wait)
+        config = ConsumerConfig(
+            durable_name=self._consumer,
+            filter_subject=self._split.subject_filter or None,
+            ack_policy=policy,
+            max_ack_pending=-1,
+            ack_wait=settings.ack_wait,
+        )
         start = self._settings.starting_position
         if self._last >= 0:
             config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_SEQUENCE, self._last + 1
@@ -287,7 +297,8 @@ class _SplitFetcher:
             if type(error).__name__ == "NotFoundError":
                 raise ResourceError(
                     f"{self._what} cannot {action}: stream {self._settings.stream} does not exist on NATS at "
-                    f"{self._settings.connection.address}; create it first (e.g. `nats stream add`)") from error
+                    f"{self._settings.connection.address}; create it first (e.g. `nats stream add`)"
+                ) from error
             raise
 
     def _bounded_done(self) -> bool:
@@ -307,12 +318,18 @@ class _SplitFetcher:
                 messages = await self._subscription.fetch(settings.fetch_batch, timeout=settings.fetch_timeout)
             except (TimeoutError, nats.errors.TimeoutError):
                 messages = []  # nothing within the fetch timeout
-            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError,
-                    nats.errors.NoRespondersError, nats.errors.BadSubscriptionError, nats.errors.Error) as error:
+            except (
+                nats.errors.ConnectionClosedError,
+                nats.errors.ConnectionReconnectingError,
+                nats.errors.NoRespondersError,
+                nats.errors.BadSubscriptionError,
+                nats.errors.Error,
+            ) as error:
                 if self._connection.closing:
                     return  # the reader is closing: nothing to retry
-                logger.warning("%s: fetching from split %s failed (%s); retrying", self._what,
-                               self._split.split_id, error)
+                logger.warning(
+                    "%s: fetching from split %s failed (%s); retrying", self._what, self._split.split_id, error
+                )
                 await asyncio.sleep(RETRY_DELAY_S)
                 await self._resync(f"fetch failed: {error}")
                 continue
@@ -334,8 +351,7 @@ class _SplitFetcher:
                 await self._recreate_consumer()
                 return
             except Exception as error:  # noqa: BLE001 - the server may still be restarting
-                logger.warning("%s: recreating consumer %s failed (%s); retrying", self._what, self._consumer,
-                               error)
+                logger.warning("%s: recreating consumer %s failed (%s); retrying", self._what, self._consumer, error)
                 await asyncio.sleep(RETRY_DELAY_S)
 
     async def _caught_up(self) -> bool:
@@ -387,7 +403,8 @@ class _SplitFetcher:
                 f"{self._what}: the payload of the message on subject {message.subject!r} at stream sequence "
                 f"{position[id(message)]} of stream {settings.stream} cannot be deserialized by "
                 f"{type(settings.deserializer).__name__}: {type(error).__name__}: {error}; fix or delete that "
-                f"message, or use a deserializer that accepts it")
+                f"message, or use a deserializer that accepts it"
+            )
 
         return deserialize_batch(settings.deserializer.deserialize, messages, _payload, failure)
 

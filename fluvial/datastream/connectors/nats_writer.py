@@ -46,8 +46,13 @@ class NatsWriterState:
 
 
 class NatsSinkWriter(SinkWriter):
-    def __init__(self, settings: NatsSinkSettings, task_info: TaskInfo, restored_state: list[Any] | None,
-                 sink: NatsSink | None = None) -> None:
+    def __init__(
+        self,
+        settings: NatsSinkSettings,
+        task_info: TaskInfo,
+        restored_state: list[Any] | None,
+        sink: NatsSink | None = None,
+    ) -> None:
         self._settings = settings
         self._prefix = f"{task_info.job_id}-{task_info.subtask_index}"
         self._subtask = task_info.subtask_index
@@ -116,8 +121,9 @@ def publish_committables(sink: NatsSink, committables: list[NatsCommittable]) ->
     if not committables:
         return
     writer = _WRITERS.get(id(sink))
-    connection = writer.connection if writer is not None else NatsConnection.open(sink.settings.connection,
-                                                                                   "NATS sink commit")
+    connection = (
+        writer.connection if writer is not None else NatsConnection.open(sink.settings.connection, "NATS sink commit")
+    )
     try:
         for committable in committables:
             _commit_one(connection, sink.settings, committable)
@@ -132,8 +138,9 @@ def _commit_one(connection: NatsConnection, settings: NatsSinkSettings, committa
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         started = time.monotonic()
         try:
-            acks = connection.call(lambda: _publish_async(js, committable.messages, committable.msg_id_prefix),
-                                   timeout * 2)
+            acks = connection.call(
+                lambda: _publish_async(js, committable.messages, committable.msg_id_prefix), timeout * 2
+            )
             connection.call(lambda acks=acks: _await_acks(acks, settings, timeout), timeout * 2)
             return
         except ResourceError:
@@ -143,17 +150,21 @@ def _commit_one(connection: NatsConnection, settings: NatsSinkSettings, committa
                 raise ResourceError(
                     f"NATS sink could not publish checkpoint {committable.msg_id_prefix} "
                     f"({len(committable.messages)} messages) to {settings.connection.address} after {attempt} "
-                    f"attempts: {type(error).__name__}: {error}") from error
-            logger.warning("NATS sink: publishing %r failed (%s: %s); retrying", committable, type(error).__name__,
-                           error)
+                    f"attempts: {type(error).__name__}: {error}"
+                ) from error
+            logger.warning(
+                "NATS sink: publishing %r failed (%s: %s); retrying", committable, type(error).__name__, error
+            )
             time.sleep(max(0.0, 0.5 - (time.monotonic() - started)))
 
 
 async def _publish_async(js: Any, messages: Any, msg_id_prefix: str | None) -> list[asyncio.Future]:
     if msg_id_prefix is None:
         return [await js.publish_async(subject, payload) for subject, payload in messages]
-    return [await js.publish_async(subject, payload, headers={MSG_ID: f"{msg_id_prefix}-{position}"})
-            for position, (subject, payload) in enumerate(messages)]
+    return [
+        await js.publish_async(subject, payload, headers={MSG_ID: f"{msg_id_prefix}-{position}"})
+        for position, (subject, payload) in enumerate(messages)
+    ]
 
 
 async def _await_acks(acks: list[asyncio.Future], settings: NatsSinkSettings, timeout: float) -> None:
@@ -165,7 +176,8 @@ async def _await_acks(acks: list[asyncio.Future], settings: NatsSinkSettings, ti
     except (nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError) as error:
         raise ResourceError(
             f"NATS sink: no JetStream stream on {settings.connection.address} stores subject "
-            f"{settings.subject or '(selected)'!r}; create a stream whose subjects include it") from error
+            f"{settings.subject or '(selected)'!r}; create a stream whose subjects include it"
+        ) from error
     finally:
         for ack in acks:
             if not ack.done():

@@ -8,8 +8,12 @@ from typing import Any, TypeVar
 M = TypeVar("M")
 
 
-def deserialize_batch(deserialize: Callable[[bytes], Any], messages: Sequence[M], payload: Callable[[M], bytes],
-                      failure: Callable[[M, Exception], Exception]) -> list:
+def deserialize_batch(
+    deserialize: Callable[[bytes], Any],
+    messages: Sequence[M],
+    payload: Callable[[M], bytes],
+    failure: Callable[[M, Exception], Exception],
+) -> list:
     """`deserialize` each message's payload in one comprehension; when one fails, raise `failure(message, error)`
     for the first message that fails (chained to the deserializer's error), so the job names it."""
     try:

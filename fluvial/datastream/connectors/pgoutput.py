@@ -91,7 +91,7 @@ def _tuple(data: bytes, offset: int) -> tuple[list, int]:
         if kind == 116:  # 't': text
             (length,) = _INT32(data, offset)
             offset += 4
-            append(data[offset:offset + length].decode())
+            append(data[offset : offset + length].decode())
             offset += length
         elif kind == 110:  # 'n': null
             append(None)

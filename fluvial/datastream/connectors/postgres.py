@@ -108,7 +108,9 @@ class PostgresSource(Source[PostgresSplit]):
 
     def create_splits(self, parallelism: int) -> list[PostgresSplit]:
         initial = self.startup_options.startup_mode is StartupMode.INITIAL
-        return [PostgresSplit(f"postgres:{self.slot_name}", SnapshotPhase.SNAPSHOT if initial else SnapshotPhase.STREAM)]
+        return [
+            PostgresSplit(f"postgres:{self.slot_name}", SnapshotPhase.SNAPSHOT if initial else SnapshotPhase.STREAM)
+        ]
 
     def create_reader(self, task_info: TaskInfo) -> SourceReader[PostgresSplit]:
         from fluvial.datastream.connectors.postgres_reader import PostgresChangeReader
@@ -208,8 +210,10 @@ class PostgresSourceBuilder:
 
     def build(self) -> PostgresSource:
         if self._plugin != "pgoutput":
-            raise InvalidJobError(f"decoding plugin {self._plugin!r} is not supported; the source reads 'pgoutput', "
-                                  f"PostgreSQL's built-in plugin")
+            raise InvalidJobError(
+                f"decoding plugin {self._plugin!r} is not supported; the source reads 'pgoutput', "
+                f"PostgreSQL's built-in plugin"
+            )
         if not self._database:
             raise InvalidJobError("PostgresSource needs a database: .database('name')")
         if not self._tables:
@@ -224,10 +228,20 @@ class PostgresSourceBuilder:
             tables.append(f"{schema}.{name}")
         for what, name in (("slot", self._slot), ("publication", self._publication or self._slot)):
             if not re.fullmatch(r"[a-z0-9_]{1,63}", name):
-                raise InvalidJobError(f"{what} name {name!r} must be 1-63 lower-case letters, digits or '_' "
-                                      f"(PostgreSQL's rule for replication slots)")
+                raise InvalidJobError(
+                    f"{what} name {name!r} must be 1-63 lower-case letters, digits or '_' "
+                    f"(PostgreSQL's rule for replication slots)"
+                )
         if self._timeout <= 0:
             raise InvalidJobError(f"connect timeout must be positive, got {self._timeout}")
         address = PostgresAddress(self._host, int(self._port), self._database, self._user, self._password)
-        return PostgresSource(address, tuple(tables), self._slot, self._publication or f"{self._slot}_publication",
-                              self._startup, self._changelog_mode, float(self._timeout), self._fail_on_schema_change)
+        return PostgresSource(
+            address,
+            tuple(tables),
+            self._slot,
+            self._publication or f"{self._slot}_publication",
+            self._startup,
+            self._changelog_mode,
+            float(self._timeout),
+            self._fail_on_schema_change,
+        )

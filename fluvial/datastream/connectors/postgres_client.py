@@ -18,9 +18,15 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 5432
 # JDBC URL parameters (pgJDBC's names) → libpq's; any other parameter is refused, never ignored
-_URL_PARAMETERS = {"user": "user", "password": "password", "sslmode": "sslmode", "connectTimeout": "connect_timeout",
-                   "ApplicationName": "application_name", "applicationName": "application_name"}
-_AUTH_FAILURES = ("password authentication failed", "no password supplied", "role \"", "no pg_hba.conf entry")
+_URL_PARAMETERS = {
+    "user": "user",
+    "password": "password",
+    "sslmode": "sslmode",
+    "connectTimeout": "connect_timeout",
+    "ApplicationName": "application_name",
+    "applicationName": "application_name",
+}
+_AUTH_FAILURES = ("password authentication failed", "no password supplied", 'role "', "no pg_hba.conf entry")
 
 
 def psycopg2_module() -> Any:
@@ -28,8 +34,9 @@ def psycopg2_module() -> Any:
         import psycopg2
         import psycopg2.extras
     except ImportError:
-        raise InvalidJobError("the PostgreSQL connectors need psycopg2: pip install 'fluvial[postgres]' "
-                              "(or psycopg2-binary)") from None
+        raise InvalidJobError(
+            "the PostgreSQL connectors need psycopg2: pip install 'fluvial[postgres]' (or psycopg2-binary)"
+        ) from None
     return psycopg2
 
 
@@ -50,8 +57,14 @@ class PostgresAddress:
 
     def with_login(self, user: str | None, password: str | None) -> PostgresAddress:
         """The same server with `user`/`password` where given (options take precedence over the URL)."""
-        return PostgresAddress(self.host, self.port, self.database, user if user is not None else self.user,
-                               password if password is not None else self.password, self.options)
+        return PostgresAddress(
+            self.host,
+            self.port,
+            self.database,
+            user if user is not None else self.user,
+            password if password is not None else self.password,
+            self.options,
+        )
 
     def libpq_parameters(self) -> dict[str, Any]:
         parameters: dict[str, Any] = {"host": self.host, "port": self.port, "dbname": self.database}
@@ -66,24 +79,29 @@ class PostgresAddress:
 def parse_jdbc_url(url: str) -> PostgresAddress:
     """`jdbc:postgresql://host[:port]/database[?user=..&password=..&sslmode=..]` (pgJDBC's form)."""
     if not isinstance(url, str) or not url.startswith("jdbc:postgresql://"):
-        raise InvalidJobError(f"JDBC URL {url!r} is not a PostgreSQL URL; fluvial's JDBC connectors speak to "
-                              f"PostgreSQL: use jdbc:postgresql://host:port/database")
-    parts = urlsplit(url[len("jdbc:"):])
+        raise InvalidJobError(
+            f"JDBC URL {url!r} is not a PostgreSQL URL; fluvial's JDBC connectors speak to "
+            f"PostgreSQL: use jdbc:postgresql://host:port/database"
+        )
+    parts = urlsplit(url[len("jdbc:") :])
     database = unquote(parts.path.lstrip("/"))
     if not parts.hostname or not database:
-        raise InvalidJobError(f"JDBC URL {url!r} names no host or no database; use "
-                              f"jdbc:postgresql://host:port/database")
+        raise InvalidJobError(
+            f"JDBC URL {url!r} names no host or no database; use jdbc:postgresql://host:port/database"
+        )
     try:
         port = parts.port or DEFAULT_PORT
     except ValueError:
-        raise InvalidJobError(f"JDBC URL {url!r} has a malformed port; use jdbc:postgresql://host:5432/database") \
-            from None
+        raise InvalidJobError(
+            f"JDBC URL {url!r} has a malformed port; use jdbc:postgresql://host:5432/database"
+        ) from None
     user, password, options = None, None, []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         name = _URL_PARAMETERS.get(key)
         if name is None:
-            raise InvalidJobError(f"JDBC URL parameter {key!r} is not supported; the supported ones are "
-                                  f"{sorted(set(_URL_PARAMETERS))}")
+            raise InvalidJobError(
+                f"JDBC URL parameter {key!r} is not supported; the supported ones are {sorted(set(_URL_PARAMETERS))}"
+            )
         if name == "user":
             user = value
         elif name == "password":
@@ -97,8 +115,9 @@ def parse_jdbc_url(url: str) -> PostgresAddress:
     return PostgresAddress(parts.hostname, port, database, user, password, tuple(options))
 
 
-def connect(address: PostgresAddress, timeout_s: float, *, replication: bool = False,
-            what: str = "PostgreSQL connector") -> Any:
+def connect(
+    address: PostgresAddress, timeout_s: float, *, replication: bool = False, what: str = "PostgreSQL connector"
+) -> Any:
     """A psycopg2 connection (a LogicalReplicationConnection when `replication`), or a ResourceError within about
     `timeout_s` seconds naming the address: wrong credentials and unreachable servers say so."""
     psycopg2 = psycopg2_module()
@@ -119,14 +138,16 @@ class PostgresLoginError(ResourceError):
 def connect_error(address: PostgresAddress, error: BaseException, what: str) -> ResourceError:
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     login = True
-    if "database \"" in text and "does not exist" in text:
+    if 'database "' in text and "does not exist" in text:
         hint = f"check the database name ({address.database!r})"
     elif any(marker in str(error) for marker in _AUTH_FAILURES):
         hint = f"check the user name and password (user {address.user!r})"
     else:
         login = False
         hint = "check that the server runs and listens there (make services starts one)"
-    return (PostgresLoginError if login else ResourceError)(f"{what} cannot connect to PostgreSQL at {address.address}: {text}; {hint}")
+    return (PostgresLoginError if login else ResourceError)(
+        f"{what} cannot connect to PostgreSQL at {address.address}: {text}; {hint}"
+    )
 
 
 def is_connection_lost(error: BaseException) -> bool:

@@ -124,8 +124,12 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 self._replication = self._cursor = None
             if len(self._passes) > 1:
                 self._filter = ChangeFilter(self._passes)
-            logger.info("PostgreSQL CDC: snapshot of %s done; following slot %s from %s", list(self._source.tables),
-                        self._source.slot_name, pgoutput.format_lsn(self._lsn))
+            logger.info(
+                "PostgreSQL CDC: snapshot of %s done; following slot %s from %s",
+                list(self._source.tables),
+                self._source.slot_name,
+                pgoutput.format_lsn(self._lsn),
+            )
             self._start_streaming()
             return []
         try:
@@ -135,9 +139,11 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         except psycopg2_module().Error as error:  # the stream runs no statements: any error is the connection's
             self._reconnects += 1
             if self._reconnects > _MAX_RECONNECTS:
-                raise ResourceError(f"PostgreSQL CDC: replication from {self._source.address.address} failed "
-                                    f"{self._reconnects} times in a row without a successful read in between, last with: "
-                                    f"{str(error).strip()}; check the server's log") from error
+                raise ResourceError(
+                    f"PostgreSQL CDC: replication from {self._source.address.address} failed "
+                    f"{self._reconnects} times in a row without a successful read in between, last with: "
+                    f"{str(error).strip()}; check the server's log"
+                ) from error
             self._reconnect(error)
             return []
 
@@ -147,8 +153,16 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         if not self._started:
             return [self._split]
         if self._snapshot is not None:
-            return [PostgresSplit(self._split.split_id, SnapshotPhase.SNAPSHOT, self._lsn, slot_created=True,
-                                  passes=tuple(self._passes), progress=self._snapshot.position)]
+            return [
+                PostgresSplit(
+                    self._split.split_id,
+                    SnapshotPhase.SNAPSHOT,
+                    self._lsn,
+                    slot_created=True,
+                    passes=tuple(self._passes),
+                    progress=self._snapshot.position,
+                )
+            ]
         xact, skip = (self._xact_lsn, self._emitted_in_xact) if self._in_xact else (0, 0)
         passes = tuple(self._passes) if self._filter is not None else ()
         return [PostgresSplit(self._split.split_id, SnapshotPhase.STREAM, self._lsn, xact, skip, True, passes)]
@@ -167,8 +181,11 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 self._cursor.send_feedback(flush_lsn=lsn, force=True)
                 self._confirmed = lsn
             except Exception as error:  # noqa: BLE001 - confirmed again with the next checkpoint after reconnecting
-                logger.warning("PostgreSQL CDC: confirming LSN %s failed (%s); the next checkpoint confirms it",
-                               pgoutput.format_lsn(lsn), error)
+                logger.warning(
+                    "PostgreSQL CDC: confirming LSN %s failed (%s); the next checkpoint confirms it",
+                    pgoutput.format_lsn(lsn),
+                    error,
+                )
 
     def close(self) -> None:
         if self._snapshot is not None:
@@ -182,8 +199,12 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
     # -- starting ---------------------------------------------------------------------------------------------------
 
     def _connect(self, replication: bool = False) -> Any:
-        return connect(self._source.address, self._source.connect_timeout_s, replication=replication,
-                       what=f"PostgreSQL CDC source (slot {self._source.slot_name!r})")
+        return connect(
+            self._source.address,
+            self._source.connect_timeout_s,
+            replication=replication,
+            what=f"PostgreSQL CDC source (slot {self._source.slot_name!r})",
+        )
 
     def _start(self) -> None:
         self._started = True
@@ -194,8 +215,10 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 self._check_tables(cursor)
                 self._keys = primary_keys(cursor, source.tables)
                 self._ensure_publication(cursor)
-                cursor.execute("SELECT confirmed_flush_lsn, plugin, database FROM pg_replication_slots "
-                               "WHERE slot_name = %s", (source.slot_name,))
+                cursor.execute(
+                    "SELECT confirmed_flush_lsn, plugin, database FROM pg_replication_slots WHERE slot_name = %s",
+                    (source.slot_name,),
+                )
                 slot = cursor.fetchone()
         meta.close()
         snapshot_phase = self._split.phase is SnapshotPhase.SNAPSHOT
@@ -207,44 +230,58 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
 
     def _check_tables(self, cursor: Any) -> None:
         source = self._source
-        cursor.execute("SELECT n.nspname || '.' || c.relname, c.relreplident FROM pg_class c JOIN pg_namespace n "
-                       "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname || '.' || c.relname "
-                       "= ANY(%s)", (list(source.tables),))
+        cursor.execute(
+            "SELECT n.nspname || '.' || c.relname, c.relreplident FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname || '.' || c.relname "
+            "= ANY(%s)",
+            (list(source.tables),),
+        )
         found = dict(cursor.fetchall())
         missing = [t for t in source.tables if t not in found]
         if missing:
-            raise ResourceError(f"PostgreSQL CDC: tables {missing} do not exist in {source.address.address}; check "
-                                f"table_list (schema.table)")
+            raise ResourceError(
+                f"PostgreSQL CDC: tables {missing} do not exist in {source.address.address}; check "
+                f"table_list (schema.table)"
+            )
         if source.changelog_mode is ChangelogMode.ALL:
             partial = [t for t in source.tables if found[t] != "f"]
             if partial:
                 raise ResourceError(
                     f"PostgreSQL CDC: tables {partial} do not have REPLICA IDENTITY FULL, so PostgreSQL does not send "
                     f"their old values and -U/-D rows cannot be whole; run ALTER TABLE ... REPLICA IDENTITY FULL for "
-                    f"each, or use .changelog_mode('upsert') (+U and -D by key)")
+                    f"each, or use .changelog_mode('upsert') (+U and -D by key)"
+                )
 
     def _ensure_publication(self, cursor: Any) -> None:
         source = self._source
-        cursor.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
-                       (source.publication_name,))
+        cursor.execute(
+            "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
+            (source.publication_name,),
+        )
         published = {name for (name,) in cursor.fetchall()}
         cursor.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (source.publication_name,))
         if cursor.fetchone() is None:
-            cursor.execute(f"CREATE PUBLICATION {source.publication_name} FOR TABLE "
-                           + ", ".join(ident(t) for t in source.tables))
+            cursor.execute(
+                f"CREATE PUBLICATION {source.publication_name} FOR TABLE " + ", ".join(ident(t) for t in source.tables)
+            )
             logger.info("PostgreSQL CDC: created publication %s for %s", source.publication_name, list(source.tables))
             return
         missing = [t for t in source.tables if t not in published]
         if missing:
-            raise ResourceError(f"PostgreSQL CDC: publication {source.publication_name!r} does not publish {missing}; "
-                                f"ALTER PUBLICATION {source.publication_name} ADD TABLE ... or choose another "
-                                f"publication_name")
+            raise ResourceError(
+                f"PostgreSQL CDC: publication {source.publication_name!r} does not publish {missing}; "
+                f"ALTER PUBLICATION {source.publication_name} ADD TABLE ... or choose another "
+                f"publication_name"
+            )
 
     def _start_snapshot(self, slot: Any) -> None:
         source = self._source
         if slot is not None and not self._slot_owned and self._later_attempt:
-            logger.info("PostgreSQL CDC: slot %s was created by an earlier attempt after this attempt's starting "
-                        "point; taking the snapshot again with a new slot", source.slot_name)
+            logger.info(
+                "PostgreSQL CDC: slot %s was created by an earlier attempt after this attempt's starting "
+                "point; taking the snapshot again with a new slot",
+                source.slot_name,
+            )
             self._passes = []
             self._slot_owned = True  # dropped below
         elif slot is not None and not self._slot_owned:
@@ -252,7 +289,8 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 f"PostgreSQL CDC: replication slot {source.slot_name!r} already exists on "
                 f"{source.address.address}: another job reads it, or an earlier run left it without a "
                 f"checkpoint to restore from. Restore that job from its checkpoint, or drop the slot "
-                f"(SELECT pg_drop_replication_slot('{source.slot_name}')) to take a new snapshot")
+                f"(SELECT pg_drop_replication_slot('{source.slot_name}')) to take a new snapshot"
+            )
         resumable = all(self._keys.get(table) is not None for table in source.tables)
         self._replication = self._connect(replication=True)
         self._cursor = self._replication.cursor()
@@ -266,25 +304,38 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             start_table, start_key = self._split.progress
             self._passes.append(SnapshotPass(start_table, start_key, pgoutput.parse_lsn(point)))
             self._temporary_pass = True
-            logger.info("PostgreSQL CDC: resuming the snapshot at %s after key %s (pass %d at %s)",
-                        source.tables[start_table], start_key, len(self._passes), point)
+            logger.info(
+                "PostgreSQL CDC: resuming the snapshot at %s after key %s (pass %d at %s)",
+                source.tables[start_table],
+                start_key,
+                len(self._passes),
+                point,
+            )
         else:
             if slot is not None and not resumable:  # a restore mid-snapshot that cannot resume it
-                logger.warning("PostgreSQL CDC: the job failed during the initial snapshot and a table without a "
-                               "primary key cannot resume it; dropping slot %s and taking the snapshot again (its "
-                               "rows are emitted again)", source.slot_name)
+                logger.warning(
+                    "PostgreSQL CDC: the job failed during the initial snapshot and a table without a "
+                    "primary key cannot resume it; dropping slot %s and taking the snapshot again (its "
+                    "rows are emitted again)",
+                    source.slot_name,
+                )
             if slot is not None:
                 self._cursor.drop_replication_slot(source.slot_name)
             self._cursor.execute(f"CREATE_REPLICATION_SLOT {source.slot_name} LOGICAL pgoutput EXPORT_SNAPSHOT")
             _, point, snapshot_name, _ = self._cursor.fetchone()
             self._passes = [SnapshotPass(0, None, pgoutput.parse_lsn(point))]
             start_table, start_key = 0, None
-            logger.info("PostgreSQL CDC: created slot %s at %s; reading the snapshot of %s", source.slot_name,
-                        point, list(source.tables))
+            logger.info(
+                "PostgreSQL CDC: created slot %s at %s; reading the snapshot of %s",
+                source.slot_name,
+                point,
+                list(source.tables),
+            )
         self._slot_owned = True
         self._lsn = self._passes[0].lsn
-        self._snapshot = TableSnapshot(self._connect(), snapshot_name, source.tables, self._keys, start_table,
-                                       start_key)
+        self._snapshot = TableSnapshot(
+            self._connect(), snapshot_name, source.tables, self._keys, start_table, start_key
+        )
 
     def _slot_gone(self) -> ReplicationSlotError:
         source = self._source
@@ -292,7 +343,8 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             f"PostgreSQL CDC: replication slot {source.slot_name!r} on {source.address.address} no longer exists, "
             f"so the changes after LSN {pgoutput.format_lsn(self._lsn)} that this checkpoint needs are gone; "
             f"the source will not silently start from now. Start the job without its checkpoint to take a new "
-            f"snapshot")
+            f"snapshot"
+        )
 
     def _resume(self, slot: Any) -> None:
         source = self._source
@@ -309,17 +361,24 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             raise self._slot_gone()
         confirmed, plugin, database = slot
         if plugin != "pgoutput" or database != source.address.database:
-            raise ReplicationSlotError(f"PostgreSQL CDC: replication slot {source.slot_name!r} decodes {database!r} "
-                                       f"with {plugin!r}; the source needs a pgoutput slot of "
-                                       f"{source.address.database!r}: choose another slot_name")
+            raise ReplicationSlotError(
+                f"PostgreSQL CDC: replication slot {source.slot_name!r} decodes {database!r} "
+                f"with {plugin!r}; the source needs a pgoutput slot of "
+                f"{source.address.database!r}: choose another slot_name"
+            )
         confirmed_lsn = pgoutput.parse_lsn(confirmed) if confirmed else 0
         self._slot_owned = True
         if self._lsn == 0:
             self._lsn = confirmed_lsn  # LATEST_OFFSET on an existing slot: go on from where it was confirmed
         elif confirmed_lsn > self._lsn:
-            logger.warning("PostgreSQL CDC: slot %s was confirmed up to %s, past this checkpoint's %s (by a later "
-                           "checkpoint, or while idle); the server sends changes after %s only",
-                           source.slot_name, confirmed, pgoutput.format_lsn(self._lsn), confirmed)
+            logger.warning(
+                "PostgreSQL CDC: slot %s was confirmed up to %s, past this checkpoint's %s (by a later "
+                "checkpoint, or while idle); the server sends changes after %s only",
+                source.slot_name,
+                confirmed,
+                pgoutput.format_lsn(self._lsn),
+                confirmed,
+            )
         self._confirmed = confirmed_lsn
 
     def _start_streaming(self) -> None:
@@ -327,17 +386,24 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         if self._replication is None or self._replication.closed:
             self._replication = self._connect(replication=True)
             self._cursor = self._replication.cursor()
-        self._cursor.start_replication(slot_name=source.slot_name, decode=False, start_lsn=self._lsn,
-                                       options={"proto_version": "1", "publication_names": source.publication_name},
-                                       status_interval=source.status_interval_s)
+        self._cursor.start_replication(
+            slot_name=source.slot_name,
+            decode=False,
+            start_lsn=self._lsn,
+            options={"proto_version": "1", "publication_names": source.publication_name},
+            status_interval=source.status_interval_s,
+        )
         self._relations.clear()
         self._in_xact = False
 
     def _reconnect(self, error: BaseException) -> None:
         source = self._source
-        logger.warning("PostgreSQL CDC: lost the replication connection to %s (%s); reconnecting for up to %.0f s",
-                       source.address.address, str(error).strip().splitlines()[0] if str(error).strip() else error,
-                       source.connect_timeout_s)
+        logger.warning(
+            "PostgreSQL CDC: lost the replication connection to %s (%s); reconnecting for up to %.0f s",
+            source.address.address,
+            str(error).strip().splitlines()[0] if str(error).strip() else error,
+            source.connect_timeout_s,
+        )
         self.close()
         self._replication = self._cursor = None
         if self._in_xact:  # resume inside the transaction: skip what was emitted of it
@@ -346,8 +412,10 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         while True:
             try:
                 with self._connect() as meta, meta.cursor() as cursor:
-                    cursor.execute("SELECT confirmed_flush_lsn, plugin, database FROM pg_replication_slots "
-                                   "WHERE slot_name = %s", (source.slot_name,))
+                    cursor.execute(
+                        "SELECT confirmed_flush_lsn, plugin, database FROM pg_replication_slots WHERE slot_name = %s",
+                        (source.slot_name,),
+                    )
                     slot = cursor.fetchone()
                 meta.close()
                 if slot is None:
@@ -436,8 +504,11 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             self._relation(event, lsn)
         elif kind is Truncate:
             names = [self._relations[oid].qualified_name for oid in event.relation_oids if oid in self._relations]
-            logger.warning("PostgreSQL CDC: TRUNCATE of %s at %s is not emitted: a changelog has no row for it",
-                           names, pgoutput.format_lsn(lsn))
+            logger.warning(
+                "PostgreSQL CDC: TRUNCATE of %s at %s is not emitted: a changelog has no row for it",
+                names,
+                pgoutput.format_lsn(lsn),
+            )
 
     def _begin(self, event: Begin) -> None:
         self._in_xact = True
@@ -474,11 +545,13 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         self._known_shapes[relation.qualified_name] = shape
         if before is not None and before != shape:
             old, new = dict(before), dict(shape)
-            message = (f"PostgreSQL CDC: the schema of {relation.qualified_name} changed at LSN "
-                       f"{pgoutput.format_lsn(lsn)}: added {[c for c in new if c not in old]}, dropped "
-                       f"{[c for c in old if c not in new]}, retyped "
-                       f"{[c for c in new if c in old and old[c] != new[c]]}; rows from here on have columns "
-                       f"{relation.columns}")
+            message = (
+                f"PostgreSQL CDC: the schema of {relation.qualified_name} changed at LSN "
+                f"{pgoutput.format_lsn(lsn)}: added {[c for c in new if c not in old]}, dropped "
+                f"{[c for c in old if c not in new]}, retyped "
+                f"{[c for c in new if c in old and old[c] != new[c]]}; rows from here on have columns "
+                f"{relation.columns}"
+            )
             if self._source.fail_on_schema_change:
                 raise NonRecoverableError(message + " (fail_on_schema_change is set)")
             logger.warning(message)
@@ -512,9 +585,14 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         def key_of(texts: list | None) -> tuple | None:
             if texts is None:
                 return None
-            values = self._row(relation, [texts[i] for i in relation.key_indexes], RowKind.INSERT, lsn,
-                               [relation.casters[i] for i in relation.key_indexes],
-                               [relation.columns[i] for i in relation.key_indexes])
+            values = self._row(
+                relation,
+                [texts[i] for i in relation.key_indexes],
+                RowKind.INSERT,
+                lsn,
+                [relation.casters[i] for i in relation.key_indexes],
+                [relation.columns[i] for i in relation.key_indexes],
+            )
             return tuple(values)
 
         new_key = key_of(change.new)
@@ -523,9 +601,17 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
         if new is not None and UNCHANGED in new:
             new = self._fill_unchanged(relation, change, lsn)
         old = change.old if change.old is not None else new
-        return filtered(change.kind, lambda kind: self._row(relation, old, kind, lsn),
-                        lambda kind: self._row(relation, new, kind, lsn), old_key, new_key, table,
-                        self._xact_lsn, self._filter, self._upsert)
+        return filtered(
+            change.kind,
+            lambda kind: self._row(relation, old, kind, lsn),
+            lambda kind: self._row(relation, new, kind, lsn),
+            old_key,
+            new_key,
+            table,
+            self._xact_lsn,
+            self._filter,
+            self._upsert,
+        )
 
     def _fill_unchanged(self, relation: Relation, change: Change, lsn: int) -> list:
         if change.old is None or change.old_is_key_only:
@@ -533,11 +619,19 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
             raise ChangeConversionError(
                 f"PostgreSQL CDC: an update of {relation.qualified_name} at LSN {pgoutput.format_lsn(lsn)} left the "
                 f"large (TOASTed) column {column!r} unchanged, and PostgreSQL sends its value only with REPLICA "
-                f"IDENTITY FULL; run ALTER TABLE {relation.qualified_name} REPLICA IDENTITY FULL")
+                f"IDENTITY FULL; run ALTER TABLE {relation.qualified_name} REPLICA IDENTITY FULL"
+            )
         return [o if n is UNCHANGED else n for o, n in zip(change.old, change.new)]
 
-    def _row(self, relation: Relation, texts: list, kind: RowKind, lsn: int, casters: list | None = None,
-             columns: list | None = None) -> Any:
+    def _row(
+        self,
+        relation: Relation,
+        texts: list,
+        kind: RowKind,
+        lsn: int,
+        casters: list | None = None,
+        columns: list | None = None,
+    ) -> Any:
         values = []
         append = values.append
         columns = relation.columns if columns is None else columns
@@ -551,5 +645,6 @@ class PostgresChangeReader(SourceReader[PostgresSplit]):
                 raise ChangeConversionError(
                     f"PostgreSQL CDC: cannot convert column {column!r} of {relation.qualified_name} (value "
                     f"{text[:80]!r}) at LSN {pgoutput.format_lsn(lsn)}: {error}; change the column's type or the "
-                    f"value") from None
+                    f"value"
+                ) from None
         return _create_row(columns, values, kind)

@@ -58,12 +58,17 @@ def primary_keys(cursor: Any, tables: tuple[str, ...]) -> dict[str, TableKey | N
         "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position) ON true "
         "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
         "WHERE i.indisprimary AND n.nspname || '.' || c.relname = ANY(%s) ORDER BY 1, k.position",
-        (list(tables),))
+        (list(tables),),
+    )
     found: dict[str, list] = {}
     for table, column, collatable in cursor.fetchall():
         found.setdefault(table, []).append((column, collatable))
-    return {table: TableKey(table, tuple(c for c, _ in found[table]), tuple(k for _, k in found[table]))
-            if table in found else None for table in tables}
+    return {
+        table: TableKey(table, tuple(c for c, _ in found[table]), tuple(k for _, k in found[table]))
+        if table in found
+        else None
+        for table in tables
+    }
 
 
 def _after(table: int, key: tuple, start_table: int, start_key: tuple | None) -> bool:
@@ -88,8 +93,17 @@ class ChangeFilter:
         return final_lsn >= lsn
 
 
-def filtered(kind: str, before: Any, after: Any, old_key: tuple | None, new_key: tuple | None, table: int,
-             final_lsn: int, change_filter: ChangeFilter, upsert: bool) -> list:
+def filtered(
+    kind: str,
+    before: Any,
+    after: Any,
+    old_key: tuple | None,
+    new_key: tuple | None,
+    table: int,
+    final_lsn: int,
+    change_filter: ChangeFilter,
+    upsert: bool,
+) -> list:
     """The rows to emit for a change during the replay: `before`/`after` are the change's old and new rows
     (built lazily by the callers: callables), emitted only for the keys downstream lacks the change at."""
     leaves = old_key is not None and change_filter.lacks(table, old_key, final_lsn)
@@ -99,8 +113,7 @@ def filtered(kind: str, before: Any, after: Any, old_key: tuple | None, new_key:
     if kind == "D":
         return [before(RowKind.DELETE)] if leaves else []
     if leaves and appears:
-        return [after(RowKind.UPDATE_AFTER)] if upsert else [before(RowKind.UPDATE_BEFORE),
-                                                              after(RowKind.UPDATE_AFTER)]
+        return [after(RowKind.UPDATE_AFTER)] if upsert else [before(RowKind.UPDATE_BEFORE), after(RowKind.UPDATE_AFTER)]
     if leaves:
         return [before(RowKind.DELETE)]
     if appears:
@@ -112,8 +125,15 @@ class TableSnapshot:
     """Reads the tables from a position on, in an exported snapshot, each in key order, as +I rows;
     `position` is (table index, last key emitted of it)."""
 
-    def __init__(self, connection: Any, snapshot_name: str, tables: tuple[str, ...],
-                 keys: dict[str, TableKey | None], start_table: int = 0, start_key: tuple | None = None) -> None:
+    def __init__(
+        self,
+        connection: Any,
+        snapshot_name: str,
+        tables: tuple[str, ...],
+        keys: dict[str, TableKey | None],
+        start_table: int = 0,
+        start_key: tuple | None = None,
+    ) -> None:
         psycopg2 = psycopg2_module()
         self._connection = connection
         connection.set_session(isolation_level=psycopg2.extensions.ISOLATION_LEVEL_REPEATABLE_READ, readonly=True)
@@ -139,8 +159,9 @@ class TableSnapshot:
         self.position = (index, start_key)
         query, parameters = f"SELECT * FROM {ident(table)}", None
         if key is not None:
-            columns = [f'"{c}"' + (' COLLATE "C"' if collate else "") for c, collate in zip(key.columns,
-                                                                                              key.collatable)]
+            columns = [
+                f'"{c}"' + (' COLLATE "C"' if collate else "") for c, collate in zip(key.columns, key.collatable)
+            ]
             if start_key is not None:
                 query += f" WHERE ({', '.join(columns)}) > ({', '.join(['%s'] * len(columns))})"
                 parameters = start_key
@@ -164,7 +185,8 @@ class TableSnapshot:
 
                 raise ChangeConversionError(
                     f"PostgreSQL CDC: cannot convert a row of {table} in the initial snapshot (after {self._read} "
-                    f"rows): {error}; change the column's type or the value") from None
+                    f"rows): {error}; change the column's type or the value"
+                ) from None
             if batch:
                 if not self._key_indexes:
                     self._fields = [column.name for column in self._cursor.description]

@@ -35,8 +35,13 @@ from fluvial.datastream.connectors.source import Boundedness, Source, SourceRead
 
 DEFAULT_RESTART_DELAY_S = 2.0
 DEFAULT_RESTART_STRATEGY: RestartStrategyConfiguration = RestartStrategies.exponential_delay_restart(
-    initial_backoff=timedelta(milliseconds=100), max_backoff=timedelta(seconds=10), backoff_multiplier=2.0,
-    reset_backoff_threshold=timedelta(minutes=1), jitter_factor=0.1, attempts_before_reset_backoff=10)
+    initial_backoff=timedelta(milliseconds=100),
+    max_backoff=timedelta(seconds=10),
+    backoff_multiplier=2.0,
+    reset_backoff_threshold=timedelta(minutes=1),
+    jitter_factor=0.1,
+    attempts_before_reset_backoff=10,
+)
 
 
 class ReceiverStoppedError(FluvialError, RuntimeError):
@@ -93,7 +98,8 @@ class Receiver(abc.ABC):
 
     def restart(self, message: str, error: BaseException | None = None, delay: float | None = None) -> None:
         self._require_supervisor("restart").restart_receiver(
-            message, error, DEFAULT_RESTART_DELAY_S if delay is None else delay)
+            message, error, DEFAULT_RESTART_DELAY_S if delay is None else delay
+        )
 
     def stop(self, message: str, error: BaseException | None = None) -> None:
         self._require_supervisor("stop").stop(message, error)
@@ -175,8 +181,14 @@ class ReceiverSource(Source[ReceiverSplit]):
 class ReceiverStreams(Protocol):
     """A TaskManager's receivers of one job, as a receiver source reader sees them."""
 
-    def stream(self, stream_id: int, receiver: Receiver, operator_id: str = "",
-               log_directory: str | None = None, upstream_position: Any = None) -> Any:
+    def stream(
+        self,
+        stream_id: int,
+        receiver: Receiver,
+        operator_id: str = "",
+        log_directory: str | None = None,
+        upstream_position: Any = None,
+    ) -> Any:
         """The services (tracker, block handler, supervisor) of stream `stream_id`, its receiver started on
         first use and kept running across failovers of the job's tasks. With the write-ahead log on, a new
         stream's logs live in `log_directory` (what a restored checkpoint names), else in a new directory keyed
@@ -185,8 +197,7 @@ class ReceiverStreams(Protocol):
 
 
 class ReceiverSourceReader(SourceReader[ReceiverSplit]):
-    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: Receiver,
-                 operator_id: str = "") -> None:
+    def __init__(self, receivers: ReceiverStreams, stream_id: int, receiver: Receiver, operator_id: str = "") -> None:
         self._receivers = receivers
         self._stream_id = stream_id
         self._receiver = receiver
@@ -205,9 +216,13 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         there: the tracker numbers on from its position, and the split records where the stream's log lives."""
         if self._services is None:
             split = self._split
-            services = self._receivers.stream(self._stream_id, self._receiver, self._operator_id,
-                                              split.log if split is not None else None,
-                                              split.upstream_position if split is not None else None)
+            services = self._receivers.stream(
+                self._stream_id,
+                self._receiver,
+                self._operator_id,
+                split.log if split is not None else None,
+                split.upstream_position if split is not None else None,
+            )
             if split is not None:
                 if split.position >= 0:
                     services.tracker.resume_after(split.stream_id, split.position)
@@ -230,8 +245,11 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         info = blocks[0]
         records = services.handlers[split.stream_id].read_block(info.store_result)
         position = getattr(info, "position", None)
-        self._split = replace(split, position=split.position + 1,
-                              upstream_position=split.upstream_position if position is None else position)
+        self._split = replace(
+            split,
+            position=split.position + 1,
+            upstream_position=split.upstream_position if position is None else position,
+        )
         if not services.checkpointing:
             now = current_millis()
             if now - self._last_release >= RELEASE_INTERVAL_MS:  # batched: each release logs to the tracker WAL
@@ -247,8 +265,9 @@ class ReceiverSourceReader(SourceReader[ReceiverSplit]):
         if failure is not None:
             message, error = failure
             name = services.supervisors[stream_id].receiver.name()
-            raise ReceiverStoppedError(f"receiver '{name}' (stream {stream_id}) stopped with an error: {message}") \
-                from error
+            raise ReceiverStoppedError(
+                f"receiver '{name}' (stream {stream_id}) stopped with an error: {message}"
+            ) from error
 
     def snapshot_state(self) -> list[ReceiverSplit]:
         return [self._split] if self._split is not None else []

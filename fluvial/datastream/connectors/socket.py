@@ -49,10 +49,18 @@ class DisconnectAction(enum.Enum):
 
 
 class SocketTextReceiver(Receiver):
-    def __init__(self, host: str, port: int, delimiter: str = "\n", max_retries: int = CONNECT_RETRIES,
-                 encoding: str = "utf-8", *, max_record_size: int = DEFAULT_MAX_RECORD_SIZE,
-                 on_peer_close: DisconnectAction = DisconnectAction.END_STREAM,
-                 on_peer_reset: DisconnectAction = DisconnectAction.RECONNECT) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        delimiter: str = "\n",
+        max_retries: int = CONNECT_RETRIES,
+        encoding: str = "utf-8",
+        *,
+        max_record_size: int = DEFAULT_MAX_RECORD_SIZE,
+        on_peer_close: DisconnectAction = DisconnectAction.END_STREAM,
+        on_peer_reset: DisconnectAction = DisconnectAction.RECONNECT,
+    ) -> None:
         super().__init__()
         if not isinstance(delimiter, str) or not delimiter:
             raise ValueError("socket_text_stream needs a non-empty delimiter, e.g. '\\n'")
@@ -62,15 +70,20 @@ class SocketTextReceiver(Receiver):
             codec = None
         name = {"iso8859-1": "latin-1"}.get(codec, codec)
         if name not in _CUTTABLE_ENCODINGS:
-            raise ValueError(f"socket_text_stream reads utf-8, ascii or latin-1, got encoding {encoding!r}; "
-                             "convert the stream to UTF-8 at the sender")
+            raise ValueError(
+                f"socket_text_stream reads utf-8, ascii or latin-1, got encoding {encoding!r}; "
+                "convert the stream to UTF-8 at the sender"
+            )
         if isinstance(max_record_size, bool) or not isinstance(max_record_size, int) or max_record_size < 1:
-            raise ValueError(f"socket_text_stream max_record_size must be a positive number of bytes, got "
-                             f"{max_record_size!r}")
+            raise ValueError(
+                f"socket_text_stream max_record_size must be a positive number of bytes, got {max_record_size!r}"
+            )
         for option, action in (("on_peer_close", on_peer_close), ("on_peer_reset", on_peer_reset)):
             if not isinstance(action, DisconnectAction):
-                raise ValueError(f"socket_text_stream {option} must be a DisconnectAction (END_STREAM, RECONNECT "
-                                 f"or FAIL from fluvial.datastream.connectors.socket), got {action!r}")
+                raise ValueError(
+                    f"socket_text_stream {option} must be a DisconnectAction (END_STREAM, RECONNECT "
+                    f"or FAIL from fluvial.datastream.connectors.socket), got {action!r}"
+                )
         self.host, self.port, self.delimiter = host, port, delimiter
         self.max_retries = max_retries
         self.encoding = name
@@ -107,13 +120,18 @@ class SocketTextReceiver(Receiver):
     def _store(self, line: str) -> None:
         self.store(line[:-1] if self.delimiter == "\n" and line.endswith("\r") else line)
 
-    def _disconnected(self, action: DisconnectAction, how: str, reader: _RecordReader,
-                      error: BaseException | None) -> None:
+    def _disconnected(
+        self, action: DisconnectAction, how: str, reader: _RecordReader, error: BaseException | None
+    ) -> None:
         where = f"the connection to {self.host}:{self.port} {how}"
         if action is DisconnectAction.RECONNECT:
             if reader.pending:
-                logger.warning("%s: dropped the %d byte(s) of an incomplete record at offset %d", where,
-                               reader.pending, reader.record_offset)
+                logger.warning(
+                    "%s: dropped the %d byte(s) of an incomplete record at offset %d",
+                    where,
+                    reader.pending,
+                    reader.record_offset,
+                )
             self.restart(f"{where}; reconnecting", error, delay=0)
             return
         if action is DisconnectAction.FAIL:
@@ -186,7 +204,7 @@ class _RecordReader:
         if len(complete) > self._max_size:
             self._check_each_size(complete)
         text = self._decode(complete)
-        del buffer[:cut + len(delimiter)]
+        del buffer[: cut + len(delimiter)]
         self.record_offset += cut + len(delimiter)
         self._searched = max(0, len(buffer) - len(delimiter) + 1)
         self._check_size(len(buffer), self.record_offset)

@@ -45,12 +45,14 @@ class SourceContext:
     def collect_with_timestamp(self, element: Any, timestamp: int) -> None:
         raise NotYetSupportedError(
             "SourceContext.collect_with_timestamp is not supported yet; collect(element) and give the stream "
-            "timestamps with assign_timestamps_and_watermarks(WatermarkStrategy...with_timestamp_assigner(...))")
+            "timestamps with assign_timestamps_and_watermarks(WatermarkStrategy...with_timestamp_assigner(...))"
+        )
 
     def emit_watermark(self, watermark: Any) -> None:
         raise NotYetSupportedError(
             "SourceContext.emit_watermark is not supported yet; generate watermarks with "
-            "assign_timestamps_and_watermarks(WatermarkStrategy...)")
+            "assign_timestamps_and_watermarks(WatermarkStrategy...)"
+        )
 
     def get_checkpoint_lock(self) -> Any:
         return threading.Lock()  # the source keeps no checkpointed position, so there is nothing to guard

@@ -35,9 +35,16 @@ from fluvial.datastream.formats.row_files import require_extra, row_values
 pa = require_extra("pyarrow", "parquet", "Parquet/ORC")
 
 _BASIC = {
-    BasicType.STRING: pa.string, BasicType.CHAR: pa.string, BasicType.BOOLEAN: pa.bool_, BasicType.BYTE: pa.int8,
-    BasicType.SHORT: pa.int16, BasicType.INT: pa.int32, BasicType.LONG: pa.int64, BasicType.FLOAT: pa.float32,
-    BasicType.DOUBLE: pa.float64, BasicType.BIG_DEC: lambda: pa.decimal128(38, 18),
+    BasicType.STRING: pa.string,
+    BasicType.CHAR: pa.string,
+    BasicType.BOOLEAN: pa.bool_,
+    BasicType.BYTE: pa.int8,
+    BasicType.SHORT: pa.int16,
+    BasicType.INT: pa.int32,
+    BasicType.LONG: pa.int64,
+    BasicType.FLOAT: pa.float32,
+    BasicType.DOUBLE: pa.float64,
+    BasicType.BIG_DEC: lambda: pa.decimal128(38, 18),
 }
 _ARRAYS = (ListTypeInfo, BasicArrayTypeInfo, ObjectArrayTypeInfo, PrimitiveArrayTypeInfo)
 
@@ -50,28 +57,43 @@ def arrow_type(type_info: TypeInformation, utc_timestamp: bool = False) -> Any:
     if isinstance(type_info, _ARRAYS):
         return pa.list_(arrow_type(type_info.element_type, utc_timestamp))
     if isinstance(type_info, MapTypeInfo):
-        return pa.map_(arrow_type(type_info.key_type_info, utc_timestamp),
-                       arrow_type(type_info.value_type_info, utc_timestamp))
+        return pa.map_(
+            arrow_type(type_info.key_type_info, utc_timestamp), arrow_type(type_info.value_type_info, utc_timestamp)
+        )
     if isinstance(type_info, RowTypeInfo):
-        return pa.struct([(n, arrow_type(t, utc_timestamp))
-                          for n, t in zip(type_info.get_field_names(), type_info.get_field_types())])
+        return pa.struct(
+            [
+                (n, arrow_type(t, utc_timestamp))
+                for n, t in zip(type_info.get_field_names(), type_info.get_field_types())
+            ]
+        )
     if isinstance(type_info, DateTypeInfo):
         return pa.date32()
     if isinstance(type_info, TimeTypeInfo):
         return pa.time64("us")
     if isinstance(type_info, TimestampTypeInfo):
         return pa.timestamp("us", tz="UTC" if utc_timestamp else None)
-    raise InvalidJobError(f"type {type_info!r} has no Parquet/ORC column type; use basic types, arrays, maps, rows "
-                          "and SQL time types")
+    raise InvalidJobError(
+        f"type {type_info!r} has no Parquet/ORC column type; use basic types, arrays, maps, rows and SQL time types"
+    )
 
 
 def arrow_schema(row_type: RowTypeInfo, utc_timestamp: bool = False) -> Any:
-    return pa.schema([(n, arrow_type(t, utc_timestamp))
-                      for n, t in zip(row_type.get_field_names(), row_type.get_field_types())])
+    return pa.schema(
+        [(n, arrow_type(t, utc_timestamp)) for n, t in zip(row_type.get_field_names(), row_type.get_field_types())]
+    )
 
 
-_AVRO_PRIMITIVES = {"string": pa.string, "int": pa.int32, "long": pa.int64, "float": pa.float32,
-                    "double": pa.float64, "boolean": pa.bool_, "bytes": pa.binary, "enum": pa.string}
+_AVRO_PRIMITIVES = {
+    "string": pa.string,
+    "int": pa.int32,
+    "long": pa.int64,
+    "float": pa.float32,
+    "double": pa.float64,
+    "boolean": pa.bool_,
+    "bytes": pa.binary,
+    "enum": pa.string,
+}
 
 
 def arrow_type_from_avro(schema: Any) -> Any:
@@ -115,8 +137,11 @@ def rows_converter(row_type: RowTypeInfo) -> Callable[[dict], Row]:
         if isinstance(type_info, RowTypeInfo):
             names = type_info.get_field_names()
             fields = [build(t) for t in type_info.get_field_types()]
-            return lambda v: None if v is None else _create_row(
-                names, [v.get(n) if f is None else f(v.get(n)) for n, f in zip(names, fields)])
+            return lambda v: (
+                None
+                if v is None
+                else _create_row(names, [v.get(n) if f is None else f(v.get(n)) for n, f in zip(names, fields)])
+            )
         if isinstance(type_info, _ARRAYS) and not isinstance(type_info, PrimitiveArrayTypeInfo):
             element = build(type_info.element_type)
             return None if element is None else (lambda v: None if v is None else [element(x) for x in v])
@@ -132,8 +157,9 @@ def rows_converter(row_type: RowTypeInfo) -> Callable[[dict], Row]:
 class ArrowTableWriter(BulkWriter):
     """Buffers a part's records as Arrow batches; `finish` writes the whole file (Parquet or ORC) to the stream."""
 
-    def __init__(self, stream: BinaryIO, schema: Any, to_record: Callable[[Any], dict],
-                 write_file: Callable[[Any, Any], None]) -> None:
+    def __init__(
+        self, stream: BinaryIO, schema: Any, to_record: Callable[[Any], dict], write_file: Callable[[Any, Any], None]
+    ) -> None:
         self._stream = stream
         self._schema = schema
         self._to_record = to_record
@@ -147,8 +173,9 @@ class ArrowTableWriter(BulkWriter):
         try:
             self._batches.append(pa.RecordBatch.from_pylist([self._to_record(e) for e in elements], self._schema))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as error:
-            raise InvalidJobError(f"cannot write records such as {elements[0]!r} with the schema {self._schema}: "
-                                  f"{error}") from None
+            raise InvalidJobError(
+                f"cannot write records such as {elements[0]!r} with the schema {self._schema}: {error}"
+            ) from None
 
     def finish(self) -> None:
         table = pa.Table.from_batches(self._batches, self._schema)

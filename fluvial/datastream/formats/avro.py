@@ -202,6 +202,7 @@ class _AvroWriterFactory(BulkWriterFactory):
 
 class AvroBulkWriters:
     """FileSink bulk writers of Avro container files (PyFlink's `AvroBulkWriters`)."""
+
     @staticmethod
     def for_generic_record(schema: AvroSchema) -> BulkWriterFactory:
         """A FileSink bulk-writer factory writing records (dicts) of `schema` to Avro files.
@@ -263,8 +264,9 @@ def _positional_record(schema: AvroSchema, element: Any) -> Any:
 
 def _no_record_class(record_class: Any, avro_schema_string: Any, what: str) -> AvroSchema:
     if record_class is not None:
-        raise InvalidJobError(f"{what}: record_class names a Java class, and fluvial runs no JVM; pass "
-                              "avro_schema_string")
+        raise InvalidJobError(
+            f"{what}: record_class names a Java class, and fluvial runs no JVM; pass avro_schema_string"
+        )
     if avro_schema_string is None:
         raise InvalidJobError(f"{what} needs avro_schema_string")
     return AvroSchema(avro_schema_string)
@@ -272,6 +274,7 @@ def _no_record_class(record_class: Any, avro_schema_string: Any, what: str) -> A
 
 class AvroRowSerializationSchema(SerializationSchema):
     """Writes Rows as Avro-encoded messages (PyFlink's `AvroRowSerializationSchema`)."""
+
     def __init__(self, record_class: str | None = None, avro_schema_string: str | None = None) -> None:
         self._schema = _no_record_class(record_class, avro_schema_string, "AvroRowSerializationSchema")
         self._schema.field_names()
@@ -298,6 +301,7 @@ class AvroRowSerializationSchema(SerializationSchema):
 
 class AvroRowDeserializationSchema(DeserializationSchema):
     """Reads Avro-encoded messages as Rows (PyFlink's `AvroRowDeserializationSchema`)."""
+
     def __init__(self, record_class: str | None = None, avro_schema_string: str | None = None) -> None:
         self._schema = _no_record_class(record_class, avro_schema_string, "AvroRowDeserializationSchema")
         self._schema.field_names()

@@ -25,8 +25,11 @@ from fluvial.common.errors import InvalidJobError, ResourceError
 from fluvial.common.serialization import DeserializationSchema, SerializationSchema
 from fluvial.datastream.formats.avro import AvroSchema, _positional_record, _row_converter, fastavro
 
-__all__ = ["ConfluentRegistryAvroDeserializationSchema", "ConfluentRegistryAvroSerializationSchema",
-           "MockSchemaRegistry"]
+__all__ = [
+    "ConfluentRegistryAvroDeserializationSchema",
+    "ConfluentRegistryAvroSerializationSchema",
+    "MockSchemaRegistry",
+]
 
 MAGIC = 0
 _HEADER = struct.Struct(">bI")
@@ -82,8 +85,12 @@ class HttpSchemaRegistry:
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self._url}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+        request = urllib.request.Request(
+            f"{self._url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310 - the user's URL
                 return json.loads(response.read())
@@ -155,7 +162,8 @@ class ConfluentRegistryAvroDeserializationSchema(DeserializationSchema):
         parsed = self._writers.get(schema_id)
         if parsed is None:
             parsed = self._writers[schema_id] = fastavro.parse_schema(
-                json.loads(registry_for(self.url).schema(schema_id)))
+                json.loads(registry_for(self.url).schema(schema_id))
+            )
         return parsed
 
     def deserialize(self, message: bytes) -> Any:
@@ -164,8 +172,9 @@ class ConfluentRegistryAvroDeserializationSchema(DeserializationSchema):
         if len(message) < _HEADER.size or message[0] != MAGIC:
             raise ValueError("not in the Confluent wire format (no zero magic byte and schema id in front)")
         _, schema_id = _HEADER.unpack_from(message)
-        record = fastavro.schemaless_reader(io.BytesIO(message[_HEADER.size:]), self._writer_schema(schema_id),
-                                            self._schema.parsed)
+        record = fastavro.schemaless_reader(
+            io.BytesIO(message[_HEADER.size :]), self._writer_schema(schema_id), self._schema.parsed
+        )
         return self._to_row(record)
 
     def __reduce__(self) -> tuple:

@@ -86,7 +86,8 @@ def _scalar_parser(type_info: TypeInformation, column: str) -> Callable[[str], A
         return _SCALAR_PARSERS[type_info.basic_type]
     raise InvalidJobError(
         f"CSV column {column!r} has type {type_info!r}; CSV columns hold strings, numbers, booleans, decimals "
-        "or arrays of those")
+        "or arrays of those"
+    )
 
 
 def _format_value(value: Any, separator: str) -> str:
@@ -213,8 +214,9 @@ class CsvSchema:
         if self.use_header or self.skip_first_data_row:
             header = next(reader, None)
             if self.strict_headers and header is not None and header != [c.name for c in self.columns]:
-                raise InvalidJobError(f"CSV header {header} does not match the schema's columns "
-                                      f"{[c.name for c in self.columns]}")
+                raise InvalidJobError(
+                    f"CSV header {header} does not match the schema's columns {[c.name for c in self.columns]}"
+                )
         for fields in reader:
             if fields:
                 yield self.parse_fields(fields, parsers)
@@ -231,8 +233,10 @@ class CsvSchema:
         writer = csv.writer(out, **self._dialect())
         null = self.null_value
         writer.writerows(
-            [null if v is None else _format_value(v, sep)
-             for v, sep in zip(row_values(record, names, "CSV"), separators)]
+            [
+                null if v is None else _format_value(v, sep)
+                for v, sep in zip(row_values(record, names, "CSV"), separators)
+            ]
             for record in records
         )
 
@@ -245,6 +249,7 @@ class CsvSchemaBuilder:
     """Builds a CsvSchema column by column, with Jackson's CSV options (PyFlink's `CsvSchemaBuilder`):
     `CsvSchema.builder()`.
     """
+
     def __init__(self) -> None:
         self._schema = CsvSchema()
 
@@ -291,9 +296,20 @@ class CsvSchemaBuilder:
             This builder.
         """
         number = number_type or Types.LONG()
-        if not (isinstance(number, BasicTypeInfo) and number.basic_type in (
-                BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.BIG_INT,
-                BasicType.FLOAT, BasicType.DOUBLE, BasicType.BIG_DEC)):
+        if not (
+            isinstance(number, BasicTypeInfo)
+            and number.basic_type
+            in (
+                BasicType.BYTE,
+                BasicType.SHORT,
+                BasicType.INT,
+                BasicType.LONG,
+                BasicType.BIG_INT,
+                BasicType.FLOAT,
+                BasicType.DOUBLE,
+                BasicType.BIG_DEC,
+            )
+        ):
             raise InvalidJobError(f"add_number_column takes a numeric type (e.g. Types.INT()), got {number!r}")
         return self._add(_Column(name, number))
 
@@ -547,7 +563,8 @@ class CsvReaderFormat(BulkFormat):
         """
         schema, charset = self.schema, self.charset
         return RecordFileReader(
-            path, offset, lambda binary: schema.records(io.TextIOWrapper(binary, encoding=charset, newline="")))
+            path, offset, lambda binary: schema.records(io.TextIOWrapper(binary, encoding=charset, newline=""))
+        )
 
 
 class _CsvWriter(BulkWriter):
@@ -582,6 +599,7 @@ class _CsvWriterFactory(BulkWriterFactory):
 
 class CsvBulkWriters:
     """FileSink bulk writers of CSV files (PyFlink's `CsvBulkWriters`)."""
+
     @staticmethod
     def for_schema(schema: CsvSchema) -> BulkWriterFactory:
         """A FileSink bulk-writer factory writing Rows of `schema` as CSV.
@@ -605,8 +623,9 @@ def _schema_for(type_info: Any, what: str) -> CsvSchema:
     columns = []
     for name, field_type in zip(row_type.get_field_names(), row_type.get_field_types()):
         column = _Column(name, field_type)
-        _scalar_parser(field_type.element_type, name) if isinstance(field_type, _ARRAYS) \
-            else _scalar_parser(field_type, name)
+        _scalar_parser(field_type.element_type, name) if isinstance(field_type, _ARRAYS) else _scalar_parser(
+            field_type, name
+        )
         columns.append(column)
     return CsvSchema(tuple(columns))
 

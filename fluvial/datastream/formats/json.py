@@ -111,8 +111,9 @@ def _from_json_schema(node: dict[str, Any]) -> TypeInformation:
         return Types.OBJECT_ARRAY(_from_json_schema(node.get("items", {"type": "string"})))
     if kind in _JSON_SCHEMA_TYPES:
         return _JSON_SCHEMA_TYPES[kind]()
-    raise InvalidJobError(f"JSON schema type {kind!r} is not supported; use object, array, string, number, "
-                          "integer or boolean")
+    raise InvalidJobError(
+        f"JSON schema type {kind!r} is not supported; use object, array, string, number, integer or boolean"
+    )
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class JsonRowDeserializationSchema(DeserializationSchema):
     """Reads JSON objects as Rows of a declared type (PyFlink's `JsonRowDeserializationSchema`); built with
     `builder().type_info(...).build()`.
     """
+
     type_info: RowTypeInfo
     fail_on_missing_field: bool = False
     ignore_parse_errors: bool = False
@@ -197,6 +199,7 @@ class JsonRowSerializationSchema(SerializationSchema):
     """Writes Rows as JSON objects (PyFlink's `JsonRowSerializationSchema`); built with
     `builder().with_type_info(...).build()`.
     """
+
     type_info: RowTypeInfo
 
     @staticmethod

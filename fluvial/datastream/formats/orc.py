@@ -22,9 +22,19 @@ from fluvial.datastream.formats import arrow_rows  # noqa: E402
 
 __all__ = ["OrcBulkWriters"]
 
-_WRITER_OPTIONS = ("file_version", "batch_size", "stripe_size", "compression", "compression_block_size",
-                   "compression_strategy", "row_index_stride", "padding_tolerance", "dictionary_key_size_threshold",
-                   "bloom_filter_columns", "bloom_filter_fpp")
+_WRITER_OPTIONS = (
+    "file_version",
+    "batch_size",
+    "stripe_size",
+    "compression",
+    "compression_block_size",
+    "compression_strategy",
+    "row_index_stride",
+    "padding_tolerance",
+    "dictionary_key_size_threshold",
+    "bloom_filter_columns",
+    "bloom_filter_fpp",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +45,11 @@ class _OrcWriterFactory(BulkWriterFactory):
     def create(self, stream: BinaryIO) -> BulkWriter:
         options = self.options
         return arrow_rows.ArrowTableWriter(
-            stream, arrow_rows.arrow_schema(self.row_type), arrow_rows.row_record(self.row_type),
-            lambda table, sink: orc.write_table(table, sink, **options))
+            stream,
+            arrow_rows.arrow_schema(self.row_type),
+            arrow_rows.row_record(self.row_type),
+            lambda table, sink: orc.write_table(table, sink, **options),
+        )
 
     def file_suffix(self) -> str:
         return ".orc"
@@ -54,9 +67,11 @@ def _options(writer_properties: Any) -> dict[str, Any]:
 
 class OrcBulkWriters:
     """FileSink bulk writers of ORC files (PyFlink's `OrcBulkWriters`), with pyarrow."""
+
     @staticmethod
-    def for_row_type(row_type: RowTypeInfo, writer_properties: Any = None, hadoop_config: Any = None
-                     ) -> BulkWriterFactory:
+    def for_row_type(
+        row_type: RowTypeInfo, writer_properties: Any = None, hadoop_config: Any = None
+    ) -> BulkWriterFactory:
         """A FileSink bulk-writer factory writing Rows of `row_type` to ORC files.
 
         Args:
@@ -68,8 +83,10 @@ class OrcBulkWriters:
             The factory.
         """
         if hadoop_config is not None and getattr(hadoop_config, "keys", lambda: [])():
-            raise InvalidJobError("hadoop_config is not supported: fluvial writes through fsspec; put the "
-                                  "filesystem in the path's URL instead")
+            raise InvalidJobError(
+                "hadoop_config is not supported: fluvial writes through fsspec; put the "
+                "filesystem in the path's URL instead"
+            )
         row_type = row_type_of(row_type, "OrcBulkWriters.for_row_type")
         arrow_rows.arrow_schema(row_type)
         return _OrcWriterFactory(row_type, _options(writer_properties))

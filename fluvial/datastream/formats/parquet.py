@@ -30,8 +30,10 @@ __all__ = ["AvroParquetReaders", "AvroParquetWriters", "ParquetBulkWriters", "Pa
 
 def _no_hadoop(hadoop_config: Any) -> None:
     if hadoop_config is not None and getattr(hadoop_config, "keys", lambda: [])():
-        raise InvalidJobError("hadoop_config is not supported: fluvial reads and writes through fsspec; put the "
-                              "filesystem in the path's URL (s3://, gs://, ...) instead")
+        raise InvalidJobError(
+            "hadoop_config is not supported: fluvial reads and writes through fsspec; put the "
+            "filesystem in the path's URL (s3://, gs://, ...) instead"
+        )
 
 
 def _parquet_records(binary: Any, columns: list[str] | None, batch_size: int) -> Iterator[dict]:
@@ -43,6 +45,7 @@ def _parquet_records(binary: Any, columns: list[str] | None, batch_size: int) ->
 @dataclass(frozen=True, slots=True)
 class ParquetColumnarRowInputFormat(BulkFormat):
     """Reads Parquet files as Rows (PyFlink's `ParquetColumnarRowInputFormat`), with pyarrow."""
+
     row_type: RowTypeInfo
     hadoop_config: Any = None
     batch_size: int = 2048
@@ -95,9 +98,11 @@ class _ParquetWriterFactory(BulkWriterFactory):
 
 class ParquetBulkWriters:
     """FileSink bulk writers of Parquet files (PyFlink's `ParquetBulkWriters`), with pyarrow."""
+
     @staticmethod
-    def for_row_type(row_type: RowTypeInfo, hadoop_config: Any = None, utc_timestamp: bool = False
-                     ) -> BulkWriterFactory:
+    def for_row_type(
+        row_type: RowTypeInfo, hadoop_config: Any = None, utc_timestamp: bool = False
+    ) -> BulkWriterFactory:
         """A FileSink bulk-writer factory writing Rows of `row_type` to Parquet files.
 
         Args:
@@ -133,6 +138,7 @@ class _AvroParquetFormat(StreamFormat):
 
 class AvroParquetReaders:
     """Reads Parquet files as Avro generic records (PyFlink's `AvroParquetReaders`)."""
+
     @staticmethod
     def for_generic_record(schema: Any) -> StreamFormat:
         """A FileSource format reading Parquet files as records (dicts) of an Avro schema.
@@ -148,6 +154,7 @@ class AvroParquetReaders:
 
 class AvroParquetWriters:
     """Writes Avro generic records to Parquet files (PyFlink's `AvroParquetWriters`)."""
+
     @staticmethod
     def for_generic_record(schema: Any) -> BulkWriterFactory:
         """A FileSink bulk-writer factory writing records (dicts) of an Avro schema to Parquet.

@@ -24,14 +24,16 @@ def require_extra(module: str, extra: str, fmt: str) -> Any:
     except ImportError:
         raise ImportError(
             f"the {fmt} format needs the '{module.split('.')[0]}' package, which is not installed: "
-            f"pip install 'fluvial[{extra}]'") from None
+            f"pip install 'fluvial[{extra}]'"
+        ) from None
 
 
 def row_type_of(row_type: Any, what: str) -> RowTypeInfo:
     if not isinstance(row_type, RowTypeInfo):
         raise InvalidJobError(
             f"{what} takes a row type such as Types.ROW_NAMED(['a', 'b'], [Types.INT(), Types.STRING()]) "
-            f"(PyFlink's DataTypes.ROW), got {row_type!r}")
+            f"(PyFlink's DataTypes.ROW), got {row_type!r}"
+        )
     return row_type
 
 
@@ -39,8 +41,11 @@ def row_values(record: Any, names: list[str], what: str) -> list:
     """A record's values in field order: a Row or tuple by position, a dict or a named Row by name."""
     if isinstance(record, dict):
         return [record.get(name) for name in names]
-    if isinstance(record, Row) and getattr(record, "_fields", None) is not None and \
-            all(name in record._fields for name in names):
+    if (
+        isinstance(record, Row)
+        and getattr(record, "_fields", None) is not None
+        and all(name in record._fields for name in names)
+    ):
         return [record[name] for name in names]
     if isinstance(record, (Row, tuple, list)):
         if len(record) != len(names):

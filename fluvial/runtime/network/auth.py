@@ -74,9 +74,9 @@ def connect_handshake(sock: socket.socket, secret: bytes, timeout: float = HANDS
     """The connecting side's steps 2 and 4: answer, then make the accepting side prove itself too."""
     with _handshake(sock, secret, timeout):
         header = read_exactly(sock, len(MAGIC) + CHALLENGE_BYTES)
-        if header[:len(MAGIC)] != MAGIC:
+        if header[: len(MAGIC)] != MAGIC:
             raise AuthenticationError("the peer is not a fluvial endpoint (wrong magic bytes)")
-        sock.sendall(_digest(secret, b"client", header[len(MAGIC):]))
+        sock.sendall(_digest(secret, b"client", header[len(MAGIC) :]))
         challenge = os.urandom(CHALLENGE_BYTES)
         sock.sendall(challenge)
         answer = read_exactly(sock, DIGEST_BYTES)

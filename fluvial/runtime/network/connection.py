@@ -84,9 +84,16 @@ class Listener:
     """Accepts authenticated connections on (host, port) — port 0: any free port — and hands each to
     `on_connection` (on the connection's handshake thread)."""
 
-    def __init__(self, secret: bytes, on_connection: Callable[[Connection], None], name: str,
-                 host: str = DEFAULT_BIND_HOST, port: int = 0, max_handshakes: int = MAX_HANDSHAKES,
-                 handshake_deadline: float = HANDSHAKE_DEADLINE_S) -> None:
+    def __init__(
+        self,
+        secret: bytes,
+        on_connection: Callable[[Connection], None],
+        name: str,
+        host: str = DEFAULT_BIND_HOST,
+        port: int = 0,
+        max_handshakes: int = MAX_HANDSHAKES,
+        handshake_deadline: float = HANDSHAKE_DEADLINE_S,
+    ) -> None:
         self._secret = secret
         self._on_connection = on_connection
         self.name = name
@@ -132,8 +139,9 @@ class Listener:
             _shut(evicted)  # its thread sees the socket fail and drops it
         try:
             sock.settimeout(self._deadline)
-            threading.Thread(target=self._authenticate, args=(sock, peer), name=f"{self.name}-handshake",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._authenticate, args=(sock, peer), name=f"{self.name}-handshake", daemon=True
+            ).start()
         except BaseException:
             with self._lock:
                 self._handshaking.pop(sock, None)

@@ -27,8 +27,9 @@ logger = logging.getLogger(__name__)
 
 
 class DataPlane:
-    def __init__(self, secret: bytes, name: str, bind_host: str = DEFAULT_BIND_HOST,
-                 capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, secret: bytes, name: str, bind_host: str = DEFAULT_BIND_HOST, capacity: int = DEFAULT_CAPACITY
+    ) -> None:
         self._secret = secret
         self.name = name
         self.capacity = capacity
@@ -53,7 +54,8 @@ class DataPlane:
         channel = self._outputs.get(channel_id)
         if channel is None:
             channel = self._outputs.setdefault(
-                channel_id, RemoteOutputChannel(channel_id, self._connection_to(address), self.capacity))
+                channel_id, RemoteOutputChannel(channel_id, self._connection_to(address), self.capacity)
+            )
         return channel
 
     def release_attempts_before(self, job_id: str, attempt: int) -> None:
@@ -72,8 +74,9 @@ class DataPlane:
             if connection is not None and not connection.closed:
                 return connection
             connection = self._connections[address] = connect(address, self._secret)
-        threading.Thread(target=self._read_credits, args=(connection,), name=f"{self.name}-credits",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._read_credits, args=(connection,), name=f"{self.name}-credits", daemon=True
+        ).start()
         return connection
 
     def _read_credits(self, connection: Connection) -> None:

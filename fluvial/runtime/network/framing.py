@@ -48,8 +48,9 @@ class FrameReader:
             if not chunk:
                 if not buffer:
                     return False
-                raise ConnectionError(f"the peer closed the connection inside a frame ({len(buffer)} of "
-                                      f"{needed} bytes read)")
+                raise ConnectionError(
+                    f"the peer closed the connection inside a frame ({len(buffer)} of {needed} bytes read)"
+                )
             buffer += chunk
         return True
 
@@ -66,7 +67,7 @@ class FrameReader:
             raise BadFrameError(f"a frame of {length} bytes is over the limit of {MAX_FRAME_BYTES}")
         end = HEADER.size + length
         self._fill(end)
-        payload = bytes(self._buffer[HEADER.size:end])
+        payload = bytes(self._buffer[HEADER.size : end])
         del self._buffer[:end]
         return frame_kind, payload
 

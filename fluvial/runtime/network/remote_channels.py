@@ -35,8 +35,16 @@ def _noop() -> None:
 class RemoteOutputChannel:
     """The producing end: pushes over `connection`; `writable()` while it holds credit."""
 
-    __slots__ = ("channel_id", "_connection", "capacity", "_sent", "_granted", "_wake_producer", "buffer_size",
-                 "serialized_bytes")
+    __slots__ = (
+        "channel_id",
+        "_connection",
+        "capacity",
+        "_sent",
+        "_granted",
+        "_wake_producer",
+        "buffer_size",
+        "serialized_bytes",
+    )
 
     def __init__(self, channel_id: Any, connection: Any, capacity: int) -> None:
         self.channel_id = channel_id
@@ -63,8 +71,10 @@ class RemoteOutputChannel:
         try:
             self._connection.send(FrameKind.DATA, payload)
         except OSError as error:
-            raise ConnectionError(f"the data connection to {self._connection.peer} (the consumer of channel "
-                                  f"{self.channel_id.dataset_id}) is gone: {error}") from error
+            raise ConnectionError(
+                f"the data connection to {self._connection.peer} (the consumer of channel "
+                f"{self.channel_id.dataset_id}) is gone: {error}"
+            ) from error
         self._sent += 1
         self.serialized_bytes += len(payload)
 
@@ -86,8 +96,19 @@ class RemoteOutputChannel:
 class RemoteInputChannel:
     """The consuming end: items arrive from the connection's reader thread; the task polls them."""
 
-    __slots__ = ("channel_id", "_queue", "capacity", "_connection", "_ungranted", "_grant_batch",
-                 "_wake_consumer", "ended", "_on_barrier", "_buffer_size", "serialized_bytes")
+    __slots__ = (
+        "channel_id",
+        "_queue",
+        "capacity",
+        "_connection",
+        "_ungranted",
+        "_grant_batch",
+        "_wake_consumer",
+        "ended",
+        "_on_barrier",
+        "_buffer_size",
+        "serialized_bytes",
+    )
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id

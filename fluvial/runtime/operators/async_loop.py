@@ -90,5 +90,8 @@ class AsyncLoop:
         if threading.current_thread() is not self._thread:
             self._thread.join(STOP_TIMEOUT_SECONDS)
             if self._thread.is_alive():
-                logger.warning("the asyncio loop %s did not stop within %.0f s: a coroutine ignores "
-                               "cancellation", self._thread.name, STOP_TIMEOUT_SECONDS)
+                logger.warning(
+                    "the asyncio loop %s did not stop within %.0f s: a coroutine ignores cancellation",
+                    self._thread.name,
+                    STOP_TIMEOUT_SECONDS,
+                )

@@ -199,11 +199,14 @@ class AsyncWaitOperator(StreamOperator):
             return list(results)
         fix = "return a list of results (e.g. [value], or [] for none)"
         if results is None:
-            raise InvalidJobError(f"The result of AsyncFunction cannot be none: {method} of '{self.name}' returned "
-                                  f"None for {entry.value!r}; {fix}")
+            raise InvalidJobError(
+                f"The result of AsyncFunction cannot be none: {method} of '{self.name}' returned "
+                f"None for {entry.value!r}; {fix}"
+            )
         raise InvalidJobError(
             f"The result of AsyncFunction should be of list type: {method} of '{self.name}' returned "
-            f"{type(results).__name__} {results!r} for {entry.value!r}; {fix}")
+            f"{type(results).__name__} {results!r} for {entry.value!r}; {fix}"
+        )
 
     def _complete(self, entry: AsyncEntry, results: list) -> None:
         entry.results = results

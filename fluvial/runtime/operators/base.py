@@ -123,8 +123,11 @@ def is_checkpointed_function(function: Any) -> bool:
     """A user function with operator state of its own (Flink's CheckpointedFunction): it has both
     `initialize_state(context)` and `snapshot_state(context)`. PyFlink has no such base class, so the methods
     are what declares it."""
-    return (callable(getattr(function, "initialize_state", None))
-            and callable(getattr(function, "snapshot_state", None)) and not isinstance(function, type))
+    return (
+        callable(getattr(function, "initialize_state", None))
+        and callable(getattr(function, "snapshot_state", None))
+        and not isinstance(function, type)
+    )
 
 
 def label_failure(error: BaseException, operator_name: str) -> None:
@@ -188,8 +191,12 @@ class OperatorInput:
 
     __slots__ = ("process_batch", "process_watermark", "process_status")
 
-    def __init__(self, process_batch: Callable[[RecordBatch], None], process_watermark: Callable[[Watermark], None],
-                 process_status: Callable[[WatermarkStatus], None]) -> None:
+    def __init__(
+        self,
+        process_batch: Callable[[RecordBatch], None],
+        process_watermark: Callable[[Watermark], None],
+        process_status: Callable[[WatermarkStatus], None],
+    ) -> None:
         self.process_batch = process_batch
         self.process_watermark = process_watermark
         self.process_status = process_status
@@ -263,12 +270,14 @@ class StreamOperator:
             except UnreadableStateError as error:
                 raise UnreadableStateError(
                     f"operator '{self.name}' cannot restore its keyed state of checkpoint {restore.checkpoint_id} "
-                    f"from {', '.join(restore.sources) or 'its state handles'}: {error}") from error
+                    f"from {', '.join(restore.sources) or 'its state handles'}: {error}"
+                ) from error
         if self.uses_timers and self.keyed_backend is not None:
             from fluvial.runtime.timers import InternalTimerService
 
-            self.timers = InternalTimerService(self.keyed_backend, self, self.context.processing_time_service,
-                                               end_of_input_only=self.spec.batch)
+            self.timers = InternalTimerService(
+                self.keyed_backend, self, self.context.processing_time_service, end_of_input_only=self.spec.batch
+            )
             if restore is not None and restore.timers:
                 self.timers.restore_key_groups(restore.timers, self.context.key_group_range())
         function = self.spec.function

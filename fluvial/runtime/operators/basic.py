@@ -24,6 +24,7 @@ from fluvial.runtime.records import RecordBatch, Watermark
 
 class MapOperator(StreamOperator):
     one_output_per_input = True
+
     def open(self) -> None:
         super().open()
         self._fn = user_method(self.spec.function, "map")
@@ -88,8 +89,11 @@ class FlatMapOperator(StreamOperator):
 
     def process_batch(self, batch: RecordBatch) -> None:
         if batch.timestamps is None:
-            out = self._run(batch.values) if self._run is not None else \
-                [item for value in batch.values for item in self._results(value)]
+            out = (
+                self._run(batch.values)
+                if self._run is not None
+                else [item for value in batch.values for item in self._results(value)]
+            )
             if out:
                 self._emit(RecordBatch(out))
             return
@@ -249,13 +253,18 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def open(self) -> None:
         from fluvial.runtime.source_watermarks import SourceWatermarks
 
-        self._watermarks = SourceWatermarks(self.spec.function, self.output.emit_watermark,
-                                            self.output.emit_watermark_status, self.context.metrics.group)
+        self._watermarks = SourceWatermarks(
+            self.spec.function,
+            self.output.emit_watermark,
+            self.output.emit_watermark_status,
+            self.context.metrics.group,
+        )
         self._processing_time = self.context.processing_time_service
         self._interval = self.context.auto_watermark_interval
         if self._interval > 0 and self._processing_time is not None:
             self._processing_time.register_timer(
-                self._processing_time.current_processing_time() + self._interval, self._on_periodic)
+                self._processing_time.current_processing_time() + self._interval, self._on_periodic
+            )
 
     def _on_periodic(self, now: int) -> None:
         if self._watermarks is not None:

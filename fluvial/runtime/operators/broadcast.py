@@ -52,16 +52,19 @@ class BroadcastStates:
         view = views.get(name)
         if view is None:
             declared = ", ".join(repr(n) for n in self._maps) or "none"
-            raise StateError(f"broadcast state {name!r} was not declared on this stream (declared: {declared}): "
-                             "pass its MapStateDescriptor to broadcast(...)")
+            raise StateError(
+                f"broadcast state {name!r} was not declared on this stream (declared: {declared}): "
+                "pass its MapStateDescriptor to broadcast(...)"
+            )
         return view
 
     def snapshot(self) -> dict[str, list]:
         return {BROADCAST_PREFIX + name: list(entries.items()) for name, entries in self._maps.items()}
 
 
-class DataSideContext(ProcessContext, f.BroadcastProcessFunction.ReadOnlyContext,
-                      f.KeyedBroadcastProcessFunction.OnTimerContext):
+class DataSideContext(
+    ProcessContext, f.BroadcastProcessFunction.ReadOnlyContext, f.KeyedBroadcastProcessFunction.OnTimerContext
+):
     """The data side's context (and `on_timer`'s): the record's timestamp, the clocks, read-only broadcast
     state; on a keyed stream also the current key and the timer service."""
 
@@ -117,8 +120,11 @@ class BroadcastProcessOperator(TwoInputStreamOperator, _PerRecordOperator):
     def initialize_state(self, restore: Any) -> None:
         restored = None
         if restore is not None:  # the broadcast maps leave the operator state a CheckpointedFunction would see
-            restored = {name: restore.operator_state.pop(name) for name in list(restore.operator_state)
-                        if name.startswith(BROADCAST_PREFIX)}
+            restored = {
+                name: restore.operator_state.pop(name)
+                for name in list(restore.operator_state)
+                if name.startswith(BROADCAST_PREFIX)
+            }
         super().initialize_state(restore)
         self.broadcast_states = BroadcastStates(self.spec.descriptors, restored)
         self._waiting_data: list[RecordBatch] | None = [] if self.spec.batch else None  # BATCH: broadcast first

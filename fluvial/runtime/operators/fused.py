@@ -33,8 +33,11 @@ _STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator:
 def is_fusable(operator: StreamOperator) -> bool:
     """Unkeyed map, filter and flat_map operators without operator state of their own (a CheckpointedFunction
     keeps its own state under its own operator id, so it stays a separate operator)."""
-    return (type(operator) in _STEP_OF and operator.spec.key_selector is None
-            and not is_checkpointed_function(operator.spec.function))
+    return (
+        type(operator) in _STEP_OF
+        and operator.spec.key_selector is None
+        and not is_checkpointed_function(operator.spec.function)
+    )
 
 
 def can_head_a_run(operator: StreamOperator) -> bool:
@@ -68,9 +71,14 @@ class FusedOperator(StreamOperator):
         self._run = self._run_tail
         reduce = self._reduce
         if reduce is not None and type(reduce._table) is dict:
-            self._run = fused_loop([Step.REDUCE, *steps], [reduce._fn, *functions], [reduce.name, *names],
-                                   key=reduce._key, table=reduce._table,
-                                   key_name=key_by_name(reduce.spec.key_selector))
+            self._run = fused_loop(
+                [Step.REDUCE, *steps],
+                [reduce._fn, *functions],
+                [reduce.name, *names],
+                key=reduce._key,
+                table=reduce._table,
+                key_name=key_by_name(reduce.spec.key_selector),
+            )
         elif reduce is not None:
             self._run = lambda values: self._run_tail(reduce.aggregates(values))
         self._emit = self.output.collect
@@ -141,8 +149,7 @@ class FusedOperator(StreamOperator):
         """The member that was running when `error` was raised in the generated loop (one frame runs them all):
         the line the loop's innermost frame was on names it; else the innermost frame of a member's own
         function."""
-        loops = {run.loop_code: run.member_at_line for run in (self._run, self._run_tail)
-                 if hasattr(run, "loop_code")}
+        loops = {run.loop_code: run.member_at_line for run in (self._run, self._run_tail) if hasattr(run, "loop_code")}
         codes = {}
         for member in self.members:
             function = member._fn

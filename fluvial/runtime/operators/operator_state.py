@@ -71,9 +71,11 @@ class ReadOnlyBroadcastView(api_state.ReadOnlyBroadcastState):
         return iter(list(self._entries))
 
     def _refuse_write(self, *_: Any) -> None:
-        raise StateError(f"broadcast state {self._name!r} is read-only on the data side of a broadcast process "
-                         "function: change it in process_broadcast_element, where every subtask sees the same "
-                         "records")
+        raise StateError(
+            f"broadcast state {self._name!r} is read-only on the data side of a broadcast process "
+            "function: change it in process_broadcast_element, where every subtask sees the same "
+            "records"
+        )
 
     clear = put = put_all = remove = _refuse_write
 
@@ -98,10 +100,14 @@ class WritableBroadcastView(ReadOnlyBroadcastView, api_state.BroadcastState):
 
 class OperatorStateStore(api_state.OperatorStateStore):
     def __init__(self, restored: dict[str, list] | None) -> None:
-        self._lists: dict[str, list] = {name: list(items) for name, items in (restored or {}).items()
-                                        if not name.startswith(BROADCAST_PREFIX)}
-        self._maps: dict[str, dict] = {name[len(BROADCAST_PREFIX):]: dict(items)
-                                       for name, items in (restored or {}).items() if name.startswith(BROADCAST_PREFIX)}
+        self._lists: dict[str, list] = {
+            name: list(items) for name, items in (restored or {}).items() if not name.startswith(BROADCAST_PREFIX)
+        }
+        self._maps: dict[str, dict] = {
+            name[len(BROADCAST_PREFIX) :]: dict(items)
+            for name, items in (restored or {}).items()
+            if name.startswith(BROADCAST_PREFIX)
+        }
         self.restored = restored is not None
 
     def _state(self, name: str) -> OperatorListState:

@@ -60,8 +60,9 @@ class _PerRecordOperator(StreamOperator):
         if self.timers is not None:
             timer_service: Any = KeyedTimerService(self.timers)
         else:
-            timer_service = NonKeyedTimerService(self.context.processing_time_service,
-                                                 lambda: self.current_watermark, self.name)
+            timer_service = NonKeyedTimerService(
+                self.context.processing_time_service, lambda: self.current_watermark, self.name
+            )
         self.ctx = ProcessContext(self.keyed_backend, timer_service)
         self._emit = self.output.collect
 

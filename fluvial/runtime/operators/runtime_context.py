@@ -58,8 +58,9 @@ class OperatorContext:
         if isinstance(self.state_backend, EmbeddedRocksDBStateBackend):
             from fluvial.state.factory import create_rocksdb_backend
 
-            return create_rocksdb_backend(self.state_backend, self.max_parallelism, self.key_group_range(),
-                                          self.task_info, self.operator_id)
+            return create_rocksdb_backend(
+                self.state_backend, self.max_parallelism, self.key_group_range(), self.task_info, self.operator_id
+            )
         from fluvial.state.heap import HeapKeyedStateBackend
 
         return HeapKeyedStateBackend(self.max_parallelism, self.key_group_range())

@@ -89,9 +89,7 @@ class WindowOperator(StreamOperator):
             self._window_slide = params.get("slide", params["size"])
             self._window_offset = params["offset"]
             self._window_cache: dict[int, Any] = {}
-            self._reduce_function = (
-                user_method(spec.function, "reduce") if spec.aggregation is _A.REDUCE else None
-            )
+            self._reduce_function = user_method(spec.function, "reduce") if spec.aggregation is _A.REDUCE else None
             # without lateness a pane fires and is cleared by one timer at its max timestamp: `_fire_fast`
             self._fire_fast_ok = self.lateness == 0
             self._clear_function = _overridden_clear(spec)
@@ -121,6 +119,7 @@ class WindowOperator(StreamOperator):
 
             return add, function.merge
         if self.evictor is not None:
+
             def add_element(prev: Any, value: Any, ts: Any) -> list:
                 item = TimestampedValue(value, ts)
                 if prev is _ABSENT:
@@ -128,11 +127,13 @@ class WindowOperator(StreamOperator):
                 prev.append(item)
                 return prev
         else:
+
             def add_element(prev: Any, value: Any, ts: Any) -> list:
                 if prev is _ABSENT:
                     return [value]
                 prev.append(value)
                 return prev
+
         return add_element, lambda a, b: a + b
 
     # -- records ------------------------------------------------------------------------------------------------
@@ -216,7 +217,9 @@ class WindowOperator(StreamOperator):
                         if lateness:
                             register(self._cleanup_time(window), window)
                     else:
-                        cell[window] = reduce(previous, value) if reduce is not None else add(previous, value, timestamp)
+                        cell[window] = (
+                            reduce(previous, value) if reduce is not None else add(previous, value, timestamp)
+                        )
                     if write_back:
                         table[k] = cell
                     if max_timestamp <= watermark:
@@ -407,19 +410,24 @@ class WindowOperator(StreamOperator):
             def inputs(pane: Any) -> list:
                 return [get_result(pane)]
         elif aggregation is _A.REDUCE:
+
             def inputs(pane: Any) -> list:
                 return [pane]
         else:
+
             def inputs(pane: Any) -> list:
                 return list(pane)
+
         backend, ctx = self.keyed_backend, self._process_ctx
         if kind is _F.PASS_THROUGH:
             return lambda window, pane: inputs(pane)
         if kind is _F.PROCESS:
+
             def call(window: Any, elements: list) -> Any:
                 ctx.current_window = window
                 return function.process(backend.current_key, ctx, elements)
         elif kind is _F.ALL_PROCESS:
+
             def call(window: Any, elements: list) -> Any:
                 ctx.current_window = window
                 return function.process(ctx, elements)

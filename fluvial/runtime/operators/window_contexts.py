@@ -70,6 +70,7 @@ class WindowTriggerContext(OnMergeContext):
         elif kind is StateKind.AGGREGATING:
             merge = state_descriptor.get_agg_function().merge
         elif kind is StateKind.LIST:
+
             def merge(a: list, b: list) -> list:
                 return a + b
         else:

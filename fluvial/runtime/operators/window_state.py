@@ -77,7 +77,9 @@ class NamespacedStateStore:
         name = descriptor.name
         known = self._kinds.get(name)
         if known is not None and known is not descriptor.kind:
-            raise StateError(f"window state '{name}' is {known.value} state; it was asked for as {descriptor.kind.value}")
+            raise StateError(
+                f"window state '{name}' is {known.value} state; it was asked for as {descriptor.kind.value}"
+            )
         handle = self._handles.get(name)
         if handle is None:
             handle = _HANDLES[descriptor.kind](self, descriptor)

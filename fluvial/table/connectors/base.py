@@ -8,8 +8,14 @@ from typing import Any, Protocol
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode, Column
 
-__all__ = ["ConnectorContext", "TableSourceFactory", "TableSinkFactory", "source_factory", "sink_factory",
-           "check_options"]
+__all__ = [
+    "ConnectorContext",
+    "TableSourceFactory",
+    "TableSinkFactory",
+    "source_factory",
+    "sink_factory",
+    "check_options",
+]
 
 
 @dataclass(frozen=True)
@@ -38,14 +44,20 @@ class TableSinkFactory(Protocol):
     def create_sink(self, stream: Any, context: ConnectorContext, mode: ChangelogMode) -> Any: ...
 
 
-def check_options(connector: str, options: dict[str, str], allowed: set[str], prefixes: tuple[str, ...] = (),
-                  required: tuple[str, ...] = ()) -> None:
+def check_options(
+    connector: str,
+    options: dict[str, str],
+    allowed: set[str],
+    prefixes: tuple[str, ...] = (),
+    required: tuple[str, ...] = (),
+) -> None:
     """Flink's option validation: every key known, every required key present."""
     unknown = sorted(k for k in options if k != "connector" and k not in allowed and not k.startswith(prefixes))
     if unknown:
         raise ValidationException(
             f"Unsupported options found for '{connector}': {', '.join(unknown)}. Supported options: "
-            f"{', '.join(sorted(allowed | {'connector'}))}")
+            f"{', '.join(sorted(allowed | {'connector'}))}"
+        )
     missing = [k for k in required if k not in options]
     if missing:
         raise ValidationException(f"One or more required options are missing for '{connector}': {', '.join(missing)}")
@@ -67,14 +79,16 @@ def _factory(options: dict[str, str], table_name: str, role: str) -> Any:
     if name is None:
         raise ValidationException(
             f"Table options do not contain an option key 'connector' for table '{table_name}'; add "
-            "WITH ('connector' = '...')")
+            "WITH ('connector' = '...')"
+        )
     factory = _factories().get(name)
     if factory is None or not hasattr(factory, role):
         kinds = sorted(k for k, f in _factories().items() if hasattr(f, role))
         what = "source" if role == "create_source" else "sink"
         raise ValidationException(
             f"Could not find any factory for identifier '{name}' that implements a table {what}; available "
-            f"factories: {', '.join(kinds)}")
+            f"factories: {', '.join(kinds)}"
+        )
     return factory
 
 

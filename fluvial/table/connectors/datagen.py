@@ -80,8 +80,7 @@ class _FieldSpec:
 class DataGenRow(MapFunction):
     """Sequence number → row; throttled to `rows_per_second` per subtask."""
 
-    def __init__(self, names: Sequence[str], fields: Sequence[_FieldSpec], rows_per_second: float,
-                 seed: int) -> None:
+    def __init__(self, names: Sequence[str], fields: Sequence[_FieldSpec], rows_per_second: float, seed: int) -> None:
         self.names = list(names)
         self.fields = list(fields)
         self.rows_per_second = rows_per_second
@@ -110,12 +109,14 @@ class DataGenFactory:
         from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 
         options = context.options
-        check_options("datagen", options, {"number-of-rows", "rows-per-second", "scan.parallelism"},
-                      prefixes=("fields.",))
+        check_options(
+            "datagen", options, {"number-of-rows", "rows-per-second", "scan.parallelism"}, prefixes=("fields.",)
+        )
         for key in options:
             if key.startswith("fields.") and key.split(".")[1] not in context.names:
-                raise ValidationException(f"Unsupported options found for 'datagen': {key}; the table has no "
-                                          f"column {key.split('.')[1]}")
+                raise ValidationException(
+                    f"Unsupported options found for 'datagen': {key}; the table has no column {key.split('.')[1]}"
+                )
         fields = [_FieldSpec(c.name, c.type, options) for c in context.columns]
         rows = int(options["number-of-rows"]) if "number-of-rows" in options else None
         for f in fields:

@@ -23,9 +23,19 @@ from fluvial.table.planner.logical import ChangelogMode
 from fluvial.table.types import DataType
 from fluvial.table.values import cast_value, sql_string
 
-_OPTIONS = {"path", "format", "csv.field-delimiter", "csv.ignore-parse-errors", "csv.null-literal",
-            "csv.quote-character", "json.ignore-parse-errors", "sink.rolling-policy.file-size",
-            "sink.rolling-policy.rollover-interval", "source.monitor-interval", "partition.default-name"}
+_OPTIONS = {
+    "path",
+    "format",
+    "csv.field-delimiter",
+    "csv.ignore-parse-errors",
+    "csv.null-literal",
+    "csv.quote-character",
+    "json.ignore-parse-errors",
+    "sink.rolling-policy.file-size",
+    "sink.rolling-policy.rollover-interval",
+    "source.monitor-interval",
+    "partition.default-name",
+}
 
 
 def _format(options: dict[str, str]) -> str:
@@ -33,8 +43,9 @@ def _format(options: dict[str, str]) -> str:
     if fmt is None:
         raise ValidationException("One or more required options are missing for 'filesystem': format")
     if fmt not in ("csv", "json"):
-        raise ValidationException(f"the filesystem connector reads and writes 'csv' and 'json'; format '{fmt}' "
-                                  "is not supported yet")
+        raise ValidationException(
+            f"the filesystem connector reads and writes 'csv' and 'json'; format '{fmt}' is not supported yet"
+        )
     return fmt
 
 
@@ -55,8 +66,10 @@ class ParseLine(FlatMapFunction):
         except (ValueError, TypeError) as error:
             if self.ignore_errors:
                 return ()
-            raise ValueError(f"Failed to deserialize {self.fmt.upper()} row '{line}': {error}; set "
-                             f"'{self.fmt}.ignore-parse-errors' = 'true' to skip such lines") from None
+            raise ValueError(
+                f"Failed to deserialize {self.fmt.upper()} row '{line}': {error}; set "
+                f"'{self.fmt}.ignore-parse-errors' = 'true' to skip such lines"
+            ) from None
         return (_create_row(self.names, values, RowKind.INSERT),)
 
     def _csv(self, line: str) -> list:
@@ -75,8 +88,7 @@ class ParseLine(FlatMapFunction):
         document = json.loads(line)
         if not isinstance(document, dict):
             raise ValueError("a JSON row is an object")
-        return [None if document.get(n) is None else cast_value(document[n], t)
-                for n, t in zip(self.names, self.types)]
+        return [None if document.get(n) is None else cast_value(document[n], t) for n, t in zip(self.names, self.types)]
 
 
 class FormatRow(MapFunction):
@@ -88,12 +100,18 @@ class FormatRow(MapFunction):
 
     def map(self, row: Row) -> str:
         if self.fmt == "json":
-            return json.dumps({n: _json_value(v, t) for n, v, t in zip(self.names, row._values, self.types)},
-                              separators=(",", ":"), ensure_ascii=False)
+            return json.dumps(
+                {n: _json_value(v, t) for n, v, t in zip(self.names, row._values, self.types)},
+                separators=(",", ":"),
+                ensure_ascii=False,
+            )
         buffer = io.StringIO()
         csv.writer(buffer, delimiter=self.delimiter, lineterminator="").writerow(
-            ["" if v is None else (v if isinstance(v, str) else _csv_text(v, t))
-             for v, t in zip(row._values, self.types)])
+            [
+                "" if v is None else (v if isinstance(v, str) else _csv_text(v, t))
+                for v, t in zip(row._values, self.types)
+            ]
+        )
         return buffer.getvalue()
 
 
@@ -132,9 +150,14 @@ class FileSystemFactory:
             raise ValidationException(
                 f"Table sink '{context.table_name}' doesn't support consuming update and delete changes which is "
                 "produced by a GROUP BY aggregation: the filesystem sink takes inserts only; aggregate in a "
-                "window (TUMBLE/HOP/CUMULATE) or write to a sink that takes updates (print)")
-        text = stream.map(FormatRow(context.names, [c.type for c in context.columns], fmt,
-                                    options.get("csv.field-delimiter", ",")))
-        sink = FileSink.for_row_format(options["path"], Encoder.simple_string_encoder()) \
-            .with_bucket_assigner(BasePathBucketAssigner()).build()
+                "window (TUMBLE/HOP/CUMULATE) or write to a sink that takes updates (print)"
+            )
+        text = stream.map(
+            FormatRow(context.names, [c.type for c in context.columns], fmt, options.get("csv.field-delimiter", ","))
+        )
+        sink = (
+            FileSink.for_row_format(options["path"], Encoder.simple_string_encoder())
+            .with_bucket_assigner(BasePathBucketAssigner())
+            .build()
+        )
         return text.sink_to(sink)

@@ -20,8 +20,12 @@ class RowToText(MapFunction):
         self.types = list(types)
 
     def map(self, value: Row) -> str:
-        return value._row_kind.short_string() + "[" + ", ".join(
-            row_string(v, t) for v, t in zip(value._values, self.types)) + "]"
+        return (
+            value._row_kind.short_string()
+            + "["
+            + ", ".join(row_string(v, t) for v, t in zip(value._values, self.types))
+            + "]"
+        )
 
 
 class PrintFactory:

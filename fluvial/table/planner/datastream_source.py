@@ -31,14 +31,17 @@ def stream_columns(data_stream: Any) -> tuple[tuple[Column, ...], bool, tuple[An
     if data_type is None:
         raise ValidationException(
             "from_data_stream needs the stream's type: declare it (output_type=Types.ROW_NAMED([...], [...]) or "
-            "type_info=Types.ROW([...]) on the stream's last operation); an untyped stream has no columns")
+            "type_info=Types.ROW([...]) on the stream's last operation); an untyped stream has no columns"
+        )
     if data_type.name != "ROW":
         return (Column("f0", data_type),), True, None
     columns = tuple(Column(f.name, f.data_type) for f in data_type.fields)
     from fluvial.table.values import float32
 
-    converters = tuple(_instant_to_datetime if c.type.name == "TIMESTAMP_LTZ" else float32 if c.type.name == "FLOAT"
-                       else None for c in columns)
+    converters = tuple(
+        _instant_to_datetime if c.type.name == "TIMESTAMP_LTZ" else float32 if c.type.name == "FLOAT" else None
+        for c in columns
+    )
     return columns, False, converters if any(converters) else None
 
 
@@ -53,8 +56,10 @@ class DataStreamSource:
         from fluvial.table.runtime.functions import ToRowFunction
 
         if self.stream.get_execution_environment() is not env:
-            raise ValidationException("the DataStream belongs to another StreamExecutionEnvironment than the table "
-                                      "environment's: create the StreamTableEnvironment from the stream's env")
+            raise ValidationException(
+                "the DataStream belongs to another StreamExecutionEnvironment than the table "
+                "environment's: create the StreamTableEnvironment from the stream's env"
+            )
         return self.stream.map(ToRowFunction(self.names, self.atomic, self.converters))
 
 

@@ -14,8 +14,26 @@ from typing import Any
 from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.types import DataType
 
-__all__ = ["Column", "RelNode", "Scan", "Calc", "Aggregate", "WindowAggregate", "WindowSpec", "WindowKind",
-           "Union", "Limit", "Values", "ChangelogMode", "WatermarkSpec", "Deduplicate", "Correlate", "Join", "TopN", "OverAggregate"]
+__all__ = [
+    "Column",
+    "RelNode",
+    "Scan",
+    "Calc",
+    "Aggregate",
+    "WindowAggregate",
+    "WindowSpec",
+    "WindowKind",
+    "Union",
+    "Limit",
+    "Values",
+    "ChangelogMode",
+    "WatermarkSpec",
+    "Deduplicate",
+    "Correlate",
+    "Join",
+    "TopN",
+    "OverAggregate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +99,6 @@ class SingleRel(RelNode):
         return (self.input,)
 
 
-
 @dataclass(frozen=True)
 class Scan(RelNode):
     """A table's source: a connector's (`source` is a `fluvial.table.connectors` TableSource), a DataStream's,
@@ -93,8 +110,10 @@ class Scan(RelNode):
     computed: tuple[Rex | None, ...] = ()
 
     def explain_terms(self) -> str:
-        return f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], " \
-               f"fields=[{', '.join(self.names)}])"
+        return (
+            f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], "
+            f"fields=[{', '.join(self.names)}])"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,10 +157,12 @@ class Aggregate(SingleRel):
     def explain_terms(self) -> str:
         names = self.input.names
         group = ", ".join(names[g] for g in self.group)
-        select = [names[g] for g in self.group] + [
-            f"{a.describe(names)} AS {a.name}" for a in self.aggs]
-        return f"GroupAggregate(groupBy=[{group}], select=[{', '.join(select)}])" if self.group else \
-            f"GroupAggregate(select=[{', '.join(select)}])"
+        select = [names[g] for g in self.group] + [f"{a.describe(names)} AS {a.name}" for a in self.aggs]
+        return (
+            f"GroupAggregate(groupBy=[{group}], select=[{', '.join(select)}])"
+            if self.group
+            else f"GroupAggregate(select=[{', '.join(select)}])"
+        )
 
 
 class WindowKind(Enum):
@@ -195,8 +216,11 @@ class WindowAggregate(SingleRel):
 
     def explain_terms(self) -> str:
         names = self.input.names
-        select = [names[g] for g in self.group] + [f"{a.describe(names)} AS {a.name}" for a in self.aggs] + [
-            "start('w$) AS window_start", "end('w$) AS window_end", "rowtime('w$) AS window_time"]
+        select = (
+            [names[g] for g in self.group]
+            + [f"{a.describe(names)} AS {a.name}" for a in self.aggs]
+            + ["start('w$) AS window_start", "end('w$) AS window_end", "rowtime('w$) AS window_time"]
+        )
         group = f"groupBy=[{', '.join(names[g] for g in self.group)}], " if self.group else ""
         return f"GroupWindowAggregate({group}window=[{self.window.describe(names)}], select=[{', '.join(select)}])"
 
@@ -255,8 +279,10 @@ class Correlate(SingleRel):
 
     def explain_terms(self) -> str:
         name = getattr(self.function, "_name", "udtf")
-        return f"Correlate(invocation=[{name}], select=[{', '.join(self.names)}], " \
-               f"joinType=[{'LEFT' if self.left_outer else 'INNER'}])"
+        return (
+            f"Correlate(invocation=[{name}], select=[{', '.join(self.names)}], "
+            f"joinType=[{'LEFT' if self.left_outer else 'INNER'}])"
+        )
 
 
 @dataclass(frozen=True)
@@ -284,8 +310,9 @@ class Join(RelNode):
 
     def explain_terms(self) -> str:
         kind = {"INNER": "InnerJoin", "LEFT": "LeftOuterJoin", "RIGHT": "RightOuterJoin", "FULL": "FullOuterJoin"}
-        return f"Join(joinType=[{kind[self.join_type]}], where=[{self.condition_text}], " \
-               f"select=[{', '.join(self.names)}])"
+        return (
+            f"Join(joinType=[{kind[self.join_type]}], where=[{self.condition_text}], select=[{', '.join(self.names)}])"
+        )
 
 
 @dataclass(frozen=True)
@@ -307,8 +334,10 @@ class TopN(SingleRel):
         names = self.input.names
         order = ", ".join(f"{names[i]} {'DESC' if d else 'ASC'}" for i, d in self.sort)
         keys = ", ".join(names[k] for k in self.keys)
-        return f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={self.limit}], " \
-               f"partitionBy=[{keys}], orderBy=[{order}], select=[{', '.join(self.names)}])"
+        return (
+            f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={self.limit}], "
+            f"partitionBy=[{keys}], orderBy=[{order}], select=[{', '.join(self.names)}])"
+        )
 
 
 @dataclass(frozen=True)
@@ -327,8 +356,10 @@ class OverAggregate(SingleRel):
         keys = ", ".join(names[k] for k in self.keys)
         frame = "ROWS" if self.rows_frame else "RANGE"
         aggs = ", ".join(f"{a.describe(names)} AS {a.name}" for a in self.aggs)
-        return f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN " \
-               f"UNBOUNDED PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
+        return (
+            f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN "
+            f"UNBOUNDED PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
+        )
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

@@ -26,7 +26,15 @@ registered_functions: ContextVar[dict[str, Any]] = ContextVar("registered_functi
 qualified_columns: ContextVar[dict[tuple[str, str], int]] = ContextVar("qualified_columns", default={})  # noqa: B039 - read only
 qualified_names: ContextVar[list[str]] = ContextVar("qualified_names", default=[])  # noqa: B039 - read only
 
-__all__ = ["Resolver", "registered_functions", "resolve", "output_name", "plan_aggregate", "project", "contains_aggregate"]
+__all__ = [
+    "Resolver",
+    "registered_functions",
+    "resolve",
+    "output_name",
+    "plan_aggregate",
+    "project",
+    "contains_aggregate",
+]
 
 
 def _case_insensitive_index(names: Sequence[str], name: str) -> int | None:
@@ -40,8 +48,9 @@ class Resolver:
     """Resolves expressions against one schema; `extra` maps whole expressions (by their text) to columns,
     which is how a grouped query's select list reaches its group keys and aggregates."""
 
-    def __init__(self, schema: Sequence[Column], extra: dict[str, int] | None = None,
-                 ungrouped: Sequence[str] = ()) -> None:
+    def __init__(
+        self, schema: Sequence[Column], extra: dict[str, int] | None = None, ungrouped: Sequence[str] = ()
+    ) -> None:
         self.schema = list(schema)
         self.names = [c.name for c in self.schema]
         self.extra = extra or {}
@@ -62,8 +71,13 @@ class Resolver:
             operand = self.resolve(e.args[0])
             target = e.data_type
             if not operand.type.nullable and target is not None:
-                target = replace(target, nullable=e.name == "try_cast" or target.nullable and operand.type.name == "NULL"
-                                 or (target.nullable and False))
+                target = replace(
+                    target,
+                    nullable=e.name == "try_cast"
+                    or target.nullable
+                    and operand.type.name == "NULL"
+                    or (target.nullable and False),
+                )
             return Call(e.name or "cast", (operand,), target)  # type: ignore[arg-type]
         if e.kind == "sql":
             from fluvial.table.sql.convert import parse_expression
@@ -85,49 +99,95 @@ class Resolver:
         if index is None:
             if name in self.ungrouped:
                 raise ValidationException(at(e.sql_position, f"Expression '{name}' is not being grouped"))
-            raise ValidationException(at(
-                e.sql_position, f"Column '{name}' not found in any table; the input has columns "
-                            f"[{', '.join(self.names)}]"))
+            raise ValidationException(
+                at(
+                    e.sql_position,
+                    f"Column '{name}' not found in any table; the input has columns [{', '.join(self.names)}]",
+                )
+            )
         return InputRef(index, self.schema[index].type, name)
 
     def _call(self, e: Expression) -> Rex:
         name = e.name or ""
         if name in AGGREGATES or name == "distinct":
-            raise ValidationException(at(
-                e.sql_position, f"Aggregate function {name.upper()} is not allowed here: aggregates belong in the select "
-                            "list of a grouped query (group_by(...).select(...)) or a GROUP BY query"))
+            raise ValidationException(
+                at(
+                    e.sql_position,
+                    f"Aggregate function {name.upper()} is not allowed here: aggregates belong in the select "
+                    "list of a grouped query (group_by(...).select(...)) or a GROUP BY query",
+                )
+            )
         if name in ("window_start", "window_end", "window_rowtime"):
-            raise ValidationException(at(e.sql_position, f"{name} refers to a window: use it in the select list of "
-                                                     "window(...).group_by(..., w).select(...)"))
+            raise ValidationException(
+                at(
+                    e.sql_position,
+                    f"{name} refers to a window: use it in the select list of window(...).group_by(..., w).select(...)",
+                )
+            )
         operands = tuple(self.resolve(a) for a in e.args)
         function = e.value if name == "__udf__" else registered_functions.get().get(name)
         if name == "__udtf__" or getattr(function, "_kind", "scalar") == "table":
-            raise ValidationException(at(e.sql_position, "a table function (udtf) is called by flat_map, "
-                                                         "join_lateral or LATERAL TABLE, not in a select list"))
+            raise ValidationException(
+                at(
+                    e.sql_position,
+                    "a table function (udtf) is called by flat_map, "
+                    "join_lateral or LATERAL TABLE, not in a select list",
+                )
+            )
         if function is not None:
             result_type = getattr(function, "_result_type", None) or DataTypes.STRING()
             return Call("__udf__", operands, result_type, function)
         builtin = BUILTINS.get(name)
         if builtin is None:
-            raise ValidationException(at(e.sql_position, f"No match found for function signature {name}("
-                                                     f"{', '.join('<' + o.type.summary(False) + '>' for o in operands)})"))
+            raise ValidationException(
+                at(
+                    e.sql_position,
+                    f"No match found for function signature {name}("
+                    f"{', '.join('<' + o.type.summary(False) + '>' for o in operands)})",
+                )
+            )
         try:
             result = builtin.infer([o.type for o in operands])
         except SignatureError as error:
             raise ValidationException(at(e.sql_position, str(error))) from None
         if name in _NUMERIC_OPERATORS:
             operands = _coerce_numeric(operands)
-        if name in ("floor", "ceil", "extract") and operands and isinstance(operands[-1], Literal) \
-                and operands[-1].type.name == "SYMBOL" and name != "extract":
+        if (
+            name in ("floor", "ceil", "extract")
+            and operands
+            and isinstance(operands[-1], Literal)
+            and operands[-1].type.name == "SYMBOL"
+            and name != "extract"
+        ):
             result = operands[0].type
         if name == "extract":
             operands = (Literal(e.args[1].value, DataTypes.STRING()), operands[0]) if False else operands
         return Call(name, operands, result)
 
 
-_NUMERIC_OPERATORS = frozenset({"plus", "minus", "times", "divide", "mod", "equals", "not_equals", "less_than",
-                                "less_than_or_equal", "greater_than", "greater_than_or_equal", "between",
-                                "not_between", "greatest", "least", "coalesce", "if", "case", "in"})
+_NUMERIC_OPERATORS = frozenset(
+    {
+        "plus",
+        "minus",
+        "times",
+        "divide",
+        "mod",
+        "equals",
+        "not_equals",
+        "less_than",
+        "less_than_or_equal",
+        "greater_than",
+        "greater_than_or_equal",
+        "between",
+        "not_between",
+        "greatest",
+        "least",
+        "coalesce",
+        "if",
+        "case",
+        "in",
+    }
+)
 
 
 def _coerce_numeric(operands: tuple[Rex, ...]) -> tuple[Rex, ...]:
@@ -135,8 +195,10 @@ def _coerce_numeric(operands: tuple[Rex, ...]) -> tuple[Rex, ...]:
     one, the DECIMAL is cast to DOUBLE, as Flink's type coercion widens DECIMAL to DOUBLE."""
     if not any(o.type.name in ("FLOAT", "DOUBLE") for o in operands):
         return operands
-    return tuple(Call("cast", (o,), replace(DataTypes.DOUBLE(), nullable=o.type.nullable))
-                 if o.type.name == "DECIMAL" else o for o in operands)
+    return tuple(
+        Call("cast", (o,), replace(DataTypes.DOUBLE(), nullable=o.type.nullable)) if o.type.name == "DECIMAL" else o
+        for o in operands
+    )
 
 
 def expression_key(e: Expression) -> str:
@@ -150,8 +212,11 @@ def expression_key(e: Expression) -> str:
         return f"l:{e.value!r}:{e.data_type}"
     if e.kind == "cast":
         return f"c:{e.name}:{e.data_type}({expression_key(e.args[0])})"
-    return f"{e.kind}:{e.name}:{id(e.value) if e.name == '__udf__' else ''}(" + ",".join(
-        expression_key(a) for a in e.args) + ")"
+    return (
+        f"{e.kind}:{e.name}:{id(e.value) if e.name == '__udf__' else ''}("
+        + ",".join(expression_key(a) for a in e.args)
+        + ")"
+    )
 
 
 def resolve(e: Expression, schema: Sequence[Column]) -> Rex:
@@ -168,8 +233,9 @@ def output_name(e: Expression, position: int, sql: bool = False) -> str:
     return f"EXPR${position}" if sql else f"_c{position}"
 
 
-def project(input: RelNode, items: Sequence[Expression], sql: bool = False,
-            condition: Expression | None = None) -> Calc:
+def project(
+    input: RelNode, items: Sequence[Expression], sql: bool = False, condition: Expression | None = None
+) -> Calc:
     """A Calc of `items` over `input` (a select list: `*` expands), with an optional filter."""
     resolver = Resolver(input.schema)
     rexes: list[Rex] = []
@@ -188,8 +254,12 @@ def project(input: RelNode, items: Sequence[Expression], sql: bool = False,
 def resolve_condition(condition: Expression, resolver: Resolver) -> Rex:
     rex = resolver.resolve(condition)
     if rex.type.name not in ("BOOLEAN", "NULL"):
-        raise ValidationException(at(condition.sql_position, f"A filter condition must be BOOLEAN, but "
-                                                         f"'{condition.to_string()}' is {rex.type.summary(False)}"))
+        raise ValidationException(
+            at(
+                condition.sql_position,
+                f"A filter condition must be BOOLEAN, but '{condition.to_string()}' is {rex.type.summary(False)}",
+            )
+        )
     return rex
 
 
@@ -223,7 +293,7 @@ def _select_range(args: Sequence[Expression], names: list[str]) -> list[Expressi
             start, end = a.value
             lo = start if isinstance(start, int) else names.index(start) + 1
             hi = end if isinstance(end, int) else names.index(end) + 1
-            out.extend(Expression("field", n) for n in names[lo - 1:hi])
+            out.extend(Expression("field", n) for n in names[lo - 1 : hi])
         elif a.kind == "literal" and isinstance(a.value, int):
             out.append(Expression("field", names[a.value - 1]))
         else:
@@ -294,10 +364,18 @@ def _aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = 
     if not arg_types:
         raise ValidationException(at(position, f"{kind} takes one argument"))
     t = arg_types[0]
-    if kind in ("SUM", "SUM0", "AVG", "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP") and not t.is_numeric() \
-            and t.name != "NULL":
-        raise ValidationException(at(position, f"Cannot apply '{kind}' to arguments of type '{kind}(<"
-                                               f"{t.summary(False)}>)'. Supported form(s): '{kind}(<NUMERIC>)'"))
+    if (
+        kind in ("SUM", "SUM0", "AVG", "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
+        and not t.is_numeric()
+        and t.name != "NULL"
+    ):
+        raise ValidationException(
+            at(
+                position,
+                f"Cannot apply '{kind}' to arguments of type '{kind}(<"
+                f"{t.summary(False)}>)'. Supported form(s): '{kind}(<NUMERIC>)'",
+            )
+        )
     if kind == "SUM0":
         return replace(t, nullable=False)
     if kind in ("SUM", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE"):
@@ -317,8 +395,13 @@ def _aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = 
     raise ValidationException(at(position, f"unknown aggregate function {kind}"))
 
 
-def plan_join(left: RelNode, right: RelNode, join_type: str, condition: Expression | None,
-              right_names: Sequence[str] | None = None) -> RelNode:
+def plan_join(
+    left: RelNode,
+    right: RelNode,
+    join_type: str,
+    condition: Expression | None,
+    right_names: Sequence[str] | None = None,
+) -> RelNode:
     """A regular join of `left` and `right`: its schema is left's columns then right's (a right name that
     repeats a left one gets a `0` suffix, as Flink's), keyed on the equalities between a left and a right
     column among the condition's conjuncts; the rest of the condition is checked per joined row."""
@@ -332,19 +415,27 @@ def plan_join(left: RelNode, right: RelNode, join_type: str, condition: Expressi
         names.append(unique)
     nullable_left = join_type in ("RIGHT", "FULL")
     nullable_right = join_type in ("LEFT", "FULL")
-    columns = [Column(n, replace(c.type, nullable=True) if nullable_left else c.type)
-               for n, c in zip(names, left.schema)]
-    columns += [Column(n, replace(c.type, nullable=True) if nullable_right else c.type)
-                for n, c in zip(names[len(left.schema):], right.schema)]
+    columns = [
+        Column(n, replace(c.type, nullable=True) if nullable_left else c.type) for n, c in zip(names, left.schema)
+    ]
+    columns += [
+        Column(n, replace(c.type, nullable=True) if nullable_right else c.type)
+        for n, c in zip(names[len(left.schema) :], right.schema)
+    ]
     if condition is None:
-        raise ValidationException("a streaming join needs a condition with an equality between the two tables' "
-                                  "columns (ON a.k = b.k); a cross join is not supported")
+        raise ValidationException(
+            "a streaming join needs a condition with an equality between the two tables' "
+            "columns (ON a.k = b.k); a cross join is not supported"
+        )
     rex = resolve_condition(condition, Resolver(columns))
     width = len(left.schema)
     left_keys, right_keys, rest = [], [], []
     for conjunct in _conjuncts(rex):
-        if isinstance(conjunct, Call) and conjunct.op == "equals" and all(
-                isinstance(o, InputRef) for o in conjunct.operands):
+        if (
+            isinstance(conjunct, Call)
+            and conjunct.op == "equals"
+            and all(isinstance(o, InputRef) for o in conjunct.operands)
+        ):
             a, b = conjunct.operands
             if a.index < width <= b.index:
                 left_keys.append(a.index)
@@ -356,13 +447,16 @@ def plan_join(left: RelNode, right: RelNode, join_type: str, condition: Expressi
                 continue
         rest.append(conjunct)
     if not left_keys:
-        raise ValidationException(at(condition.sql_position, "a streaming join needs an equality between a column "
-                                                             "of each table (ON a.k = b.k) to key its state by"))
+        raise ValidationException(
+            at(
+                condition.sql_position,
+                "a streaming join needs an equality between a column of each table (ON a.k = b.k) to key its state by",
+            )
+        )
     remainder: Rex | None = None
     for r in rest:
         remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
-    return Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder,
-                rex.describe())
+    return Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
 
 
 def _conjuncts(rex: Rex) -> list[Rex]:
@@ -371,23 +465,33 @@ def _conjuncts(rex: Rex) -> list[Rex]:
     return [rex]
 
 
-def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_items: Sequence[Expression],
-                   sql: bool = False, having: Expression | None = None, window: WindowSpec | None = None,
-                   window_alias: str | None = None) -> RelNode:
+def plan_aggregate(
+    input: RelNode,
+    group_items: Sequence[Expression],
+    select_items: Sequence[Expression],
+    sql: bool = False,
+    having: Expression | None = None,
+    window: WindowSpec | None = None,
+    window_alias: str | None = None,
+) -> RelNode:
     """GROUP BY `group_items`, then the select list over the keys and aggregates (Flink's plan: a Calc that
     computes the keys and aggregate arguments, the (window) aggregate, a Calc for the select list)."""
     resolver = Resolver(input.schema)
     key_rexes = [resolver.resolve(g) for g in group_items]
     collector = _AggCollector(resolver, [], [], sql)
     collector.grouped = bool(group_items) or window is not None
-    select_items = expand_star(select_items, input) if not any(s.kind == "star" for s in select_items) else \
-        _grouped_star(select_items, group_items)
+    select_items = (
+        expand_star(select_items, input)
+        if not any(s.kind == "star" for s in select_items)
+        else _grouped_star(select_items, group_items)
+    )
     for item in select_items:
         collector.collect(item, len(key_rexes))
     if having is not None:
         collector.collect(having, len(key_rexes))
     pre_columns = [Column(_key_name(g, i, input), r.type) for i, (g, r) in enumerate(zip(group_items, key_rexes))] + [
-        Column(f"$f{len(key_rexes) + i}", r.type) for i, r in enumerate(collector.arg_rexes)]
+        Column(f"$f{len(key_rexes) + i}", r.type) for i, r in enumerate(collector.arg_rexes)
+    ]
     rowtime = None
     if window is not None:
         rowtime_rex = InputRef(window.time_index, input.schema[window.time_index].type, input.names[window.time_index])
@@ -408,10 +512,14 @@ def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_ite
     if window is not None:
         ts_type = DataTypes.TIMESTAMP(3, False)
         rowtime_type = replace(input.schema[window.time_index].type, nullable=False)
-        columns = key_columns + agg_columns + [Column("window_start", ts_type), Column("window_end", ts_type),
-                                               Column("window_time", rowtime_type)]
-        agg: RelNode = WindowAggregate(tuple(columns), pre, replace(window, time_index=rowtime), group,
-                                       tuple(agg_calls))
+        columns = (
+            key_columns
+            + agg_columns
+            + [Column("window_start", ts_type), Column("window_end", ts_type), Column("window_time", rowtime_type)]
+        )
+        agg: RelNode = WindowAggregate(
+            tuple(columns), pre, replace(window, time_index=rowtime), group, tuple(agg_calls)
+        )
     else:
         agg = Aggregate(tuple(key_columns + agg_columns), pre, group, tuple(agg_calls))
     extra = {expression_key(g): i for i, g in enumerate(group_items)}
@@ -423,8 +531,10 @@ def plan_aggregate(input: RelNode, group_items: Sequence[Expression], select_ite
             extra[expression_key(Expression("call", prop, (Expression("field", window_alias),)))] = base + offset
     post_resolver = Resolver(agg.schema, extra, ungrouped=input.names)
     key_count, agg_count = len(key_rexes), len(agg_calls)
-    post_resolver.names = [c.name if i < key_count or window is not None and i >= key_count + agg_count else ""
-                           for i, c in enumerate(agg.schema)]
+    post_resolver.names = [
+        c.name if i < key_count or window is not None and i >= key_count + agg_count else ""
+        for i, c in enumerate(agg.schema)
+    ]
     rexes, columns = [], []
     agg_counter = 0
     for position, item in enumerate(select_items):

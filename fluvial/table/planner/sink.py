@@ -27,20 +27,25 @@ def conform_to_sink(node: RelNode, sink_columns: Sequence[Column], sink_name: st
         raise ValidationException(
             f"Column types of query result and sink for 'default_catalog.default_database.{sink_name}' do not match.\n"
             f"Cause: Different number of columns.\n\nQuery schema: [{_show(node.schema)}]\n"
-            f"Sink schema:  [{_show(sink_columns)}]")
+            f"Sink schema:  [{_show(sink_columns)}]"
+        )
     rexes: list[Rex] = []
     changed = False
     for i, (q, s) in enumerate(zip(node.schema, sink_columns)):
         ref = InputRef(i, q.type, q.name)
-        if q.type.without_time_attribute().summary(False) == s.type.summary(False) or \
-                q.type.is_string() and s.type.is_string():  # no length enforcement (Flink's default: IGNORE)
+        if (
+            q.type.without_time_attribute().summary(False) == s.type.summary(False)
+            or q.type.is_string()
+            and s.type.is_string()
+        ):  # no length enforcement (Flink's default: IGNORE)
             rexes.append(ref)
             continue
         if not _assignable(q.type, s.type):
             raise ValidationException(
                 f"Column types of query result and sink for 'default_catalog.default_database.{sink_name}' do not "
                 f"match.\nCause: Incompatible types for sink column '{s.name}' at position {i}.\n\n"
-                f"Query schema: [{_show(node.schema)}]\nSink schema:  [{_show(sink_columns)}]")
+                f"Query schema: [{_show(node.schema)}]\nSink schema:  [{_show(sink_columns)}]"
+            )
         rexes.append(Call("cast", (ref,), s.type))
         changed = True
     if not changed and [c.name for c in node.schema] == [c.name for c in sink_columns]:

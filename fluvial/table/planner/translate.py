@@ -70,27 +70,47 @@ class Translator:
             stream = self.env.from_collection(list(node.rows))
             return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
         if isinstance(node, Calc):
-            return self.translate(node.input).flat_map(
-                CalcFunction(node.names, node.projections, node.condition)).name(node.explain_terms())
+            return (
+                self.translate(node.input)
+                .flat_map(CalcFunction(node.names, node.projections, node.condition))
+                .name(node.explain_terms())
+            )
         if isinstance(node, Aggregate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
-            return keyed.process(GroupAggFunction(node.names, len(node.group), node.aggs, True, self.state_ttl_millis,
-                                                final_only=self.batch)).name(node.explain_terms())
+            return keyed.process(
+                GroupAggFunction(
+                    node.names, len(node.group), node.aggs, True, self.state_ttl_millis, final_only=self.batch
+                )
+            ).name(node.explain_terms())
         if isinstance(node, WindowAggregate):
             return self._window(node)
         if isinstance(node, Correlate):
-            function = CorrelateFunction(node.names, node.function, node.operands, node.keep_input,
-                                         len(node.schema) - (len(node.input.schema) if node.keep_input else 0),
-                                         node.left_outer, node.condition, node.input.names)
+            function = CorrelateFunction(
+                node.names,
+                node.function,
+                node.operands,
+                node.keep_input,
+                len(node.schema) - (len(node.input.schema) if node.keep_input else 0),
+                node.left_outer,
+                node.condition,
+                node.input.names,
+            )
             return self.translate(node.input).flat_map(function).name(node.explain_terms())
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 
             left, right = self.translate(node.left), self.translate(node.right)
             connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
-            return connected.process(JoinFunction(node.names, len(node.left.schema), len(node.right.schema),
-                                                  node.join_type, node.condition, self.state_ttl_millis)
-                                     ).name(node.explain_terms())
+            return connected.process(
+                JoinFunction(
+                    node.names,
+                    len(node.left.schema),
+                    len(node.right.schema),
+                    node.join_type,
+                    node.condition,
+                    self.state_ttl_millis,
+                )
+            ).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first
@@ -101,30 +121,36 @@ class Translator:
             from fluvial.table.runtime.windows import OverAggFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
-            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)
-                                 ).name(node.explain_terms())
+            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)).name(
+                node.explain_terms()
+            )
         if isinstance(node, TopN):
             from fluvial.table.runtime.functions import TopNFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
-            return keyed.process(TopNFunction(node.names, node.sort, node.limit, node.rank_output,
-                                              self.state_ttl_millis)).name(node.explain_terms())
+            return keyed.process(
+                TopNFunction(node.names, node.sort, node.limit, node.rank_output, self.state_ttl_millis)
+            ).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
-            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(node.explain_terms())
+            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(
+                node.explain_terms()
+            )
         raise TableException(f"no translation for {type(node).__name__}")
 
     def _scan(self, node: Scan) -> Any:
         stream = node.source.create_stream(self.env)
         if node.computed:
             stream = stream.flat_map(CalcFunction(node.names, node.computed, None)).name(
-                f"Calc(select=[{', '.join(node.names)}])")
+                f"Calc(select=[{', '.join(node.names)}])"
+            )
         if node.watermark is not None:
-            strategy = WatermarkStrategy.for_generator(SqlWatermarkSupplier(node.watermark.expression)) \
-                .with_timestamp_assigner(RowtimeAssigner(node.watermark.rowtime))
+            strategy = WatermarkStrategy.for_generator(
+                SqlWatermarkSupplier(node.watermark.expression)
+            ).with_timestamp_assigner(RowtimeAssigner(node.watermark.rowtime))
             stream = stream.assign_timestamps_and_watermarks(strategy).name(
-                f"WatermarkAssigner(rowtime=[{node.names[node.watermark.rowtime]}], "
-                f"watermark=[{node.watermark.text}])")
+                f"WatermarkAssigner(rowtime=[{node.names[node.watermark.rowtime]}], watermark=[{node.watermark.text}])"
+            )
         return stream
 
     def _window(self, node: WindowAggregate) -> Any:
@@ -139,12 +165,16 @@ class Translator:
         if spec.kind is WindowKind.TUMBLE:
             assigner: Any = TumblingEventTimeWindows.of(Time.milliseconds(spec.size), Time.milliseconds(spec.offset))
         elif spec.kind is WindowKind.HOP:
-            assigner = SlidingEventTimeWindows.of(Time.milliseconds(spec.size), Time.milliseconds(spec.slide),
-                                                  Time.milliseconds(spec.offset))
+            assigner = SlidingEventTimeWindows.of(
+                Time.milliseconds(spec.size), Time.milliseconds(spec.slide), Time.milliseconds(spec.offset)
+            )
         elif spec.kind is WindowKind.CUMULATE:
             assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
         else:
             assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(spec.size))
         keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
-        return keyed.window(assigner).aggregate(
-            WindowAggAccumulate(node.aggs), WindowAggResult(node.names, len(node.group))).name(node.explain_terms())
+        return (
+            keyed.window(assigner)
+            .aggregate(WindowAggAccumulate(node.aggs), WindowAggResult(node.names, len(node.group)))
+            .name(node.explain_terms())
+        )

@@ -197,9 +197,19 @@ class _ListAgg(_FirstLast):
 
 
 _KINDS: dict[str, type[Aggregator]] = {
-    "COUNT": _Count, "SUM": _Sum, "SUM0": _Sum, "AVG": _Avg, "MIN": _MinMax, "MAX": _MinMax,
-    "FIRST_VALUE": _FirstLast, "LAST_VALUE": _FirstLast, "STDDEV_POP": _Variance, "STDDEV_SAMP": _Variance,
-    "VAR_POP": _Variance, "VAR_SAMP": _Variance, "LISTAGG": _ListAgg,
+    "COUNT": _Count,
+    "SUM": _Sum,
+    "SUM0": _Sum,
+    "AVG": _Avg,
+    "MIN": _MinMax,
+    "MAX": _MinMax,
+    "FIRST_VALUE": _FirstLast,
+    "LAST_VALUE": _FirstLast,
+    "STDDEV_POP": _Variance,
+    "STDDEV_SAMP": _Variance,
+    "VAR_POP": _Variance,
+    "VAR_SAMP": _Variance,
+    "LISTAGG": _ListAgg,
 }
 
 

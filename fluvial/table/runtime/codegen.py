@@ -105,12 +105,14 @@ def _decimal_rounder(scale: int) -> Callable[[Any], Any]:
         if value is None:
             return None
         return Decimal(value).quantize(unit, rounding=ROUND_HALF_UP)
+
     return run
 
 
 def _strict1(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def run(a: Any) -> Any:
         return None if a is None else function(a)
+
     return run
 
 
@@ -120,6 +122,7 @@ def _strict(function: Callable[..., Any]) -> Callable[..., Any]:
             if a is None:
                 return None
         return function(*args)
+
     return run
 
 

@@ -20,8 +20,15 @@ from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.runtime.codegen import compile_calc, compile_expression
 
-__all__ = ["CalcFunction", "RowKeySelector", "GroupAggFunction", "LimitFunction", "ToRowFunction",
-           "ToValuesFunction", "DeduplicateFunction"]
+__all__ = [
+    "CalcFunction",
+    "RowKeySelector",
+    "GroupAggFunction",
+    "LimitFunction",
+    "ToRowFunction",
+    "ToValuesFunction",
+    "DeduplicateFunction",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +63,17 @@ class CorrelateFunction(FlatMapFunction):
     """A table function's rows for each input row (join_lateral, flat_map); a left outer correlate keeps an
     input row the function gives nothing for, with NULLs."""
 
-    def __init__(self, names: Sequence[str], function: Any, operands: Sequence[Rex] | None, keep_input: bool,
-                 width: int, left_outer: bool, condition: Rex | None, input_names: Sequence[str]) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        function: Any,
+        operands: Sequence[Rex] | None,
+        keep_input: bool,
+        width: int,
+        left_outer: bool,
+        condition: Rex | None,
+        input_names: Sequence[str],
+    ) -> None:
         self.names = list(names)
         self.function = function
         self.operands = None if operands is None else tuple(operands)
@@ -116,8 +132,7 @@ class ToRowFunction(MapFunction):
             kind = RowKind.INSERT
         elif isinstance(value, Row):
             fields = getattr(value, "_fields", None)
-            values = [value[n] for n in self.names] if fields and all(n in fields for n in self.names) \
-                else list(value)
+            values = [value[n] for n in self.names] if fields and all(n in fields for n in self.names) else list(value)
             kind = value.get_row_kind()
         elif isinstance(value, dict):
             values = [value.get(n) for n in self.names]
@@ -172,8 +187,15 @@ class GroupAggFunction(KeyedProcessFunction):
     3. when the last row of a key is retracted, `-D[previous]` and the key's state is cleared.
     """
 
-    def __init__(self, names: Sequence[str], key_count: int, calls: Sequence[AggCall],
-                 generate_update_before: bool = True, state_ttl_millis: int = 0, final_only: bool = False) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        key_count: int,
+        calls: Sequence[AggCall],
+        generate_update_before: bool = True,
+        state_ttl_millis: int = 0,
+        final_only: bool = False,
+    ) -> None:
         self.names = list(names)
         self.state_ttl_millis = state_ttl_millis
         self.final_only = final_only
@@ -226,8 +248,10 @@ class GroupAggFunction(KeyedProcessFunction):
         if current == previous:
             return ()
         if self.generate_update_before:
-            return (_create_row(self.names, keys + previous, RowKind.UPDATE_BEFORE),
-                    _create_row(self.names, keys + current, RowKind.UPDATE_AFTER))
+            return (
+                _create_row(self.names, keys + previous, RowKind.UPDATE_BEFORE),
+                _create_row(self.names, keys + current, RowKind.UPDATE_AFTER),
+            )
         return (_create_row(self.names, keys + current, RowKind.UPDATE_AFTER),)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Row]:
@@ -299,8 +323,10 @@ class DeduplicateFunction(KeyedProcessFunction):
         self._row.update(values)
         if previous is None:
             return (_create_row(value._fields, values, RowKind.INSERT),)
-        return (_create_row(value._fields, previous, RowKind.UPDATE_BEFORE),
-                _create_row(value._fields, values, RowKind.UPDATE_AFTER))
+        return (
+            _create_row(value._fields, previous, RowKind.UPDATE_BEFORE),
+            _create_row(value._fields, values, RowKind.UPDATE_AFTER),
+        )
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -316,8 +342,14 @@ class TopNFunction(KeyedProcessFunction):
     rank filled for the first time is inserted. Rows equal in the sort columns keep their arrival order.
     """
 
-    def __init__(self, names: Sequence[str], sort: Sequence[tuple[int, bool]], limit: int, rank_output: bool,
-                 state_ttl_millis: int = 0) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        sort: Sequence[tuple[int, bool]],
+        limit: int,
+        rank_output: bool,
+        state_ttl_millis: int = 0,
+    ) -> None:
         self.names = list(names)
         self.sort = tuple(sort)
         self.limit = limit
@@ -341,8 +373,10 @@ class TopNFunction(KeyedProcessFunction):
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         if value._row_kind not in (RowKind.INSERT, RowKind.UPDATE_AFTER):
-            raise ValueError("Top-N takes an insert-only input here; its input emits updates (a Top-N over "
-                             "an aggregation is not supported yet)")
+            raise ValueError(
+                "Top-N takes an insert-only input here; its input emits updates (a Top-N over "
+                "an aggregation is not supported yet)"
+            )
         rows = self._rows.value() or []
         values = list(value._values)
         position = len(rows)
@@ -352,7 +386,7 @@ class TopNFunction(KeyedProcessFunction):
             return ()
         previous = list(rows[: self.limit])
         rows.insert(position, values)
-        del rows[self.limit:]
+        del rows[self.limit :]
         self._rows.update(rows)
         if not self.rank_output:
             out = [_create_row(self.names, values, RowKind.INSERT)]

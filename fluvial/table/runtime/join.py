@@ -27,8 +27,15 @@ _ACCUMULATE = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 
 
 class JoinFunction(KeyedCoProcessFunction):
-    def __init__(self, names: Sequence[str], left_width: int, right_width: int, join_type: str,
-                 condition: Rex | None, state_ttl_millis: int = 0) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        left_width: int,
+        right_width: int,
+        join_type: str,
+        condition: Rex | None,
+        state_ttl_millis: int = 0,
+    ) -> None:
         self.names = list(names)
         self.left_width = left_width
         self.right_width = right_width
@@ -41,9 +48,10 @@ class JoinFunction(KeyedCoProcessFunction):
     def open(self, runtime_context: Any) -> None:
         from fluvial.table.runtime.functions import _with_ttl
 
-        self._states = tuple(runtime_context.get_map_state(_with_ttl(MapStateDescriptor(f"join-{side}"),
-                                                                      self.state_ttl_millis))
-                             for side in ("left", "right"))
+        self._states = tuple(
+            runtime_context.get_map_state(_with_ttl(MapStateDescriptor(f"join-{side}"), self.state_ttl_millis))
+            for side in ("left", "right")
+        )
         self._condition = compile_expression(self.condition) if self.condition is not None else None
 
     def process_element1(self, value: Row, ctx: Any) -> Iterable[Row]:
@@ -53,8 +61,11 @@ class JoinFunction(KeyedCoProcessFunction):
         return self._process(value, 1)
 
     def _outer(self, side: int) -> bool:
-        return self.join_type == "FULL" or (self.join_type == "LEFT" and side == 0) or \
-            (self.join_type == "RIGHT" and side == 1)
+        return (
+            self.join_type == "FULL"
+            or (self.join_type == "LEFT" and side == 0)
+            or (self.join_type == "RIGHT" and side == 1)
+        )
 
     def _joined(self, mine: tuple, other: tuple, side: int) -> list:
         return list(mine) + list(other) if side == 0 else list(other) + list(mine)

@@ -17,8 +17,14 @@ from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.runtime.functions import ExpressionEvaluator
 from fluvial.table.values import epoch_millis, from_epoch_millis
 
-__all__ = ["RowtimeAssigner", "SqlWatermarkGenerator", "CumulativeEventTimeWindows", "WindowAggAccumulate",
-           "WindowAggResult", "OverAggFunction"]
+__all__ = [
+    "RowtimeAssigner",
+    "SqlWatermarkGenerator",
+    "CumulativeEventTimeWindows",
+    "WindowAggAccumulate",
+    "WindowAggResult",
+    "OverAggFunction",
+]
 
 
 class RowtimeAssigner(TimestampAssigner):
@@ -30,8 +36,9 @@ class RowtimeAssigner(TimestampAssigner):
     def extract_timestamp(self, value: Row, record_timestamp: int | None) -> int:
         stamp = value._values[self.index]
         if stamp is None:
-            raise ValueError(f"RowTime field should not be null, please convert it to a non-null long value; "
-                             f"the row was {value}")
+            raise ValueError(
+                f"RowTime field should not be null, please convert it to a non-null long value; the row was {value}"
+            )
         return epoch_millis(stamp)
 
 
@@ -143,8 +150,11 @@ class WindowAggResult(ProcessWindowFunction):
             keys = list(key)
         start, end = window.start, window.end
         for values in elements:
-            yield _create_row(self.names, keys + list(values) + [
-                from_epoch_millis(start), from_epoch_millis(end), from_epoch_millis(end - 1)], RowKind.INSERT)
+            yield _create_row(
+                self.names,
+                keys + list(values) + [from_epoch_millis(start), from_epoch_millis(end), from_epoch_millis(end - 1)],
+                RowKind.INSERT,
+            )
 
 
 class OverAggFunction(KeyedProcessFunction):

@@ -22,27 +22,75 @@ from fluvial.table.types import DataType, DataTypes
 __all__ = ["Converter", "parse_expression", "parse_expression_list", "parse_error"]
 
 _BINARY = {
-    exp.Add: "plus", exp.Sub: "minus", exp.Mul: "times", exp.Div: "divide", exp.Mod: "mod",
-    exp.EQ: "equals", exp.NEQ: "not_equals", exp.LT: "less_than", exp.LTE: "less_than_or_equal",
-    exp.GT: "greater_than", exp.GTE: "greater_than_or_equal", exp.And: "and", exp.Or: "or",
+    exp.Add: "plus",
+    exp.Sub: "minus",
+    exp.Mul: "times",
+    exp.Div: "divide",
+    exp.Mod: "mod",
+    exp.EQ: "equals",
+    exp.NEQ: "not_equals",
+    exp.LT: "less_than",
+    exp.LTE: "less_than_or_equal",
+    exp.GT: "greater_than",
+    exp.GTE: "greater_than_or_equal",
+    exp.And: "and",
+    exp.Or: "or",
     exp.DPipe: "concat",
 }
-_AGGREGATES = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max", exp.Count: "count",
-               exp.Stddev: "stddev_samp", exp.StddevPop: "stddev_pop", exp.StddevSamp: "stddev_samp",
-               exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.FirstValue: "first_value",
-               exp.LastValue: "last_value"}
-_UNIT_MILLIS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000,
-                "WEEK": 7 * 86_400_000}
+_AGGREGATES = {
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+    exp.Count: "count",
+    exp.Stddev: "stddev_samp",
+    exp.StddevPop: "stddev_pop",
+    exp.StddevSamp: "stddev_samp",
+    exp.Variance: "var_samp",
+    exp.VariancePop: "var_pop",
+    exp.FirstValue: "first_value",
+    exp.LastValue: "last_value",
+}
+_UNIT_MILLIS = {
+    "MILLISECOND": 1,
+    "SECOND": 1000,
+    "MINUTE": 60_000,
+    "HOUR": 3_600_000,
+    "DAY": 86_400_000,
+    "WEEK": 7 * 86_400_000,
+}
 _UNIT_MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
-_RENAMED = {"length": "char_length", "char_length": "char_length", "ceiling": "ceil", "pow": "power",
-            "currenttimestamp": "current_timestamp", "currentdate": "current_date", "currenttime": "current_time",
-            "stddev": "stddev_samp", "variance": "var_samp", "regexpreplace": "regexp_replace",
-            "regexpextract": "regexp_extract", "datetostr": "date_format", "timetostr": "date_format",
-            "strtotime": "to_timestamp", "strtodate": "to_date", "initcap": "initcap", "nullif": "nullif",
-            "jsonextractscalar": "json_value", "jsonvalue": "json_value", "sha2": "sha256", "lpad": "lpad",
-            "rpad": "rpad", "splitpart": "split_index", "unixtotime": "to_timestamp_ltz", "tobase64": "to_base64",
-            "frombase64": "from_base64", "concatws": "concat_ws", "dayofmonth": "dayofmonth",
-            "trycast": "try_cast"}
+_RENAMED = {
+    "length": "char_length",
+    "char_length": "char_length",
+    "ceiling": "ceil",
+    "pow": "power",
+    "currenttimestamp": "current_timestamp",
+    "currentdate": "current_date",
+    "currenttime": "current_time",
+    "stddev": "stddev_samp",
+    "variance": "var_samp",
+    "regexpreplace": "regexp_replace",
+    "regexpextract": "regexp_extract",
+    "datetostr": "date_format",
+    "timetostr": "date_format",
+    "strtotime": "to_timestamp",
+    "strtodate": "to_date",
+    "initcap": "initcap",
+    "nullif": "nullif",
+    "jsonextractscalar": "json_value",
+    "jsonvalue": "json_value",
+    "sha2": "sha256",
+    "lpad": "lpad",
+    "rpad": "rpad",
+    "splitpart": "split_index",
+    "unixtotime": "to_timestamp_ltz",
+    "tobase64": "to_base64",
+    "frombase64": "from_base64",
+    "concatws": "concat_ws",
+    "dayofmonth": "dayofmonth",
+    "trycast": "try_cast",
+}
 
 
 def parse_error(error: sqlglot.ParseError, text: str) -> SqlParserException:
@@ -132,8 +180,11 @@ class Converter:
             e = self._call("like", like.this, like.expression, node.expression)
             return self._call("not", e) if like.args.get("negate") else e
         if isinstance(node, (exp.Like, exp.ILike)):
-            e = self._call("like", node.this if not isinstance(node, exp.ILike) else exp.Upper(this=node.this),
-                           node.expression if not isinstance(node, exp.ILike) else exp.Upper(this=node.expression))
+            e = self._call(
+                "like",
+                node.this if not isinstance(node, exp.ILike) else exp.Upper(this=node.this),
+                node.expression if not isinstance(node, exp.ILike) else exp.Upper(this=node.expression),
+            )
             return self._call("not", e) if node.args.get("negate") else e
         if isinstance(node, exp.Case):
             return self._case(node)
@@ -173,7 +224,9 @@ class Converter:
         except ArithmeticError:
             raise self.error(node, f"Illegal interval literal '{text}'") from None
         if unit in _UNIT_MONTHS:
-            return Expression("literal", value=int(amount) * _UNIT_MONTHS[unit], data_type=DataType("INTERVAL_YEAR_MONTH"))
+            return Expression(
+                "literal", value=int(amount) * _UNIT_MONTHS[unit], data_type=DataType("INTERVAL_YEAR_MONTH")
+            )
         if unit not in _UNIT_MILLIS:
             raise self.error(node, f"unsupported interval unit {unit}")
         return Expression("literal", value=int(amount * _UNIT_MILLIS[unit]), data_type=DataType("INTERVAL_DAY_TIME"))
@@ -181,12 +234,17 @@ class Converter:
     def _cast(self, node: exp.Cast) -> Expression:
         to = node.args["to"]
         operand = node.this
-        if isinstance(operand, exp.Literal) and operand.is_string and not to.expressions and \
-                to.this in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATE, exp.DataType.Type.TIME):
+        if (
+            isinstance(operand, exp.Literal)
+            and operand.is_string
+            and not to.expressions
+            and to.this in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATE, exp.DataType.Type.TIME)
+        ):
             return self._typed_literal(operand.this, to.this, node)
         target = to_data_type(to)
-        return Expression("cast", "try_cast" if isinstance(node, exp.TryCast) else "cast", (self.expr(operand),),
-                          data_type=target)
+        return Expression(
+            "cast", "try_cast" if isinstance(node, exp.TryCast) else "cast", (self.expr(operand),), data_type=target
+        )
 
     def _typed_literal(self, text: str, kind: Any, node: exp.Expression) -> Expression:
         try:
@@ -205,7 +263,9 @@ class Converter:
         if isinstance(target, exp.Null):
             return self._call("is_not_null" if negate else "is_null", node.this)
         if isinstance(target, exp.Boolean):
-            name = ("is_not_true" if negate else "is_true") if target.this else ("is_not_false" if negate else "is_false")
+            name = (
+                ("is_not_true" if negate else "is_true") if target.this else ("is_not_false" if negate else "is_false")
+            )
             return self._call(name, node.this)
         raise self.error(node, "IS takes NULL, TRUE or FALSE")
 
@@ -248,7 +308,8 @@ class Converter:
             args = self._function_args(node)
         if isinstance(node, exp.Substring):
             args = [node.this, node.args.get("start") or exp.Literal.number(1)] + (
-                [node.args["length"]] if node.args.get("length") is not None else [])
+                [node.args["length"]] if node.args.get("length") is not None else []
+            )
             name = "substring"
         elif isinstance(node, exp.Trim):
             position = str(node.args.get("position") or "BOTH").upper()
@@ -260,14 +321,18 @@ class Converter:
             args = [node.args["substr"], node.this]
         elif isinstance(node, exp.Extract):
             unit = node.this.name.upper()
-            return Expression("call", "extract", (Expression("literal", value=unit, data_type=DataType("SYMBOL")),
-                                                  self.expr(node.expression)))
+            return Expression(
+                "call",
+                "extract",
+                (Expression("literal", value=unit, data_type=DataType("SYMBOL")), self.expr(node.expression)),
+            )
         elif isinstance(node, exp.Round):
             args = [node.this] + ([node.args["decimals"]] if node.args.get("decimals") is not None else [])
         elif isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
             unit = node.args["to"].name.upper()
-            return Expression("call", name, (self.expr(node.this),
-                                             Expression("literal", value=unit, data_type=DataType("SYMBOL"))))
+            return Expression(
+                "call", name, (self.expr(node.this), Expression("literal", value=unit, data_type=DataType("SYMBOL")))
+            )
         elif isinstance(node, exp.Coalesce):
             args = [node.this, *node.expressions]
         elif isinstance(node, exp.ConcatWs):
@@ -322,8 +387,11 @@ def parse_expression(text: str) -> Expression:
     from fluvial.table.sql.dialect import Flink
 
     try:
-        node = sqlglot.parse_one(text, dialect=Flink, into=exp.Expression) if False else \
-            sqlglot.parse_one(f"SELECT {text}", dialect=Flink).expressions[0]
+        node = (
+            sqlglot.parse_one(text, dialect=Flink, into=exp.Expression)
+            if False
+            else sqlglot.parse_one(f"SELECT {text}", dialect=Flink).expressions[0]
+        )
     except sqlglot.ParseError as error:
         raise parse_error(error, text) from None
     return Converter(f"SELECT {text}").expr(node)

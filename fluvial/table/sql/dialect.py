@@ -40,8 +40,13 @@ def _drop_table_argument_keywords(tokens: list[Token]) -> list[Token]:
     """`f(TABLE t, ...)` → `f(t, ...)`: a TABLE keyword right after `(` or `,` and before a name."""
     out: list[Token] = []
     for i, token in enumerate(tokens):
-        if (token.token_type is TokenType.TABLE and out and out[-1].token_type in (TokenType.L_PAREN, TokenType.COMMA)
-                and i + 1 < len(tokens) and tokens[i + 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)):
+        if (
+            token.token_type is TokenType.TABLE
+            and out
+            and out[-1].token_type in (TokenType.L_PAREN, TokenType.COMMA)
+            and i + 1 < len(tokens)
+            and tokens[i + 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+        ):
             continue
         out.append(token)
     return out

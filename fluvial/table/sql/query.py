@@ -72,9 +72,12 @@ class QueryPlanner:
         result = self._source(node)
         if columns is not None and not isinstance(result, _WindowedInput):
             if len(columns) != len(result.schema):
-                raise self.convert.error(node, f"List of column aliases must have same degree as table; table has "
-                                               f"{len(result.schema)} columns {result.names}, whereas alias list has "
-                                               f"{len(columns)} columns")
+                raise self.convert.error(
+                    node,
+                    f"List of column aliases must have same degree as table; table has "
+                    f"{len(result.schema)} columns {result.names}, whereas alias list has "
+                    f"{len(columns)} columns",
+                )
             rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(result.schema))
             result = Calc(tuple(Column(n, c.type) for n, c in zip(columns, result.schema)), result, rexes, None)
         return result
@@ -100,8 +103,9 @@ class QueryPlanner:
         name = str(call.this).upper()
         args = list(call.expressions)
         if name not in ("TUMBLE", "HOP", "CUMULATE", "SESSION"):
-            raise self.convert.error(call, f"unknown table function {name}; Flink's window functions are TUMBLE, "
-                                           "HOP, CUMULATE and SESSION")
+            raise self.convert.error(
+                call, f"unknown table function {name}; Flink's window functions are TUMBLE, HOP, CUMULATE and SESSION"
+            )
         if len(args) < 3 or not isinstance(args[1], exp.Anonymous) or str(args[1].this).upper() != "DESCRIPTOR":
             raise self.convert.error(call, f"{name}(TABLE t, DESCRIPTOR(time_col), INTERVAL ...) expected")
         table_arg = args[0]
@@ -111,15 +115,18 @@ class QueryPlanner:
         time_column = args[1].expressions[0]
         time_name = time_column.name
         if time_name not in input_node.names:
-            raise self.convert.error(time_column, f"Column '{time_name}' not found in table; its columns are "
-                                                  f"[{', '.join(input_node.names)}]")
+            raise self.convert.error(
+                time_column, f"Column '{time_name}' not found in table; its columns are [{', '.join(input_node.names)}]"
+            )
         index = input_node.names.index(time_name)
         time_type = input_node.schema[index].type
         if time_type.time_attribute != "ROWTIME":
             raise self.convert.error(
-                time_column, f"The window function {name}(TABLE table_name, DESCRIPTOR(timecol), datetime "
-                             f"interval) requires the timecol to be a time attribute type, but is {time_type}: declare "
-                             f"a watermark on it (WATERMARK FOR {time_name} AS ...)")
+                time_column,
+                f"The window function {name}(TABLE table_name, DESCRIPTOR(timecol), datetime "
+                f"interval) requires the timecol to be a time attribute type, but is {time_type}: declare "
+                f"a watermark on it (WATERMARK FOR {time_name} AS ...)",
+            )
         intervals = [self._interval_millis(a) for a in args[2:]]
         if name == "TUMBLE":
             spec = WindowSpec(WindowKind.TUMBLE, index, intervals[0], 0, intervals[1] if len(intervals) > 1 else 0)
@@ -128,18 +135,24 @@ class QueryPlanner:
                 raise self.convert.error(call, "HOP takes a slide and a size")
             slide, size = intervals[0], intervals[1]
             if size % slide != 0:
-                raise self.convert.error(call, f"HOP table function based aggregate requires size must be an "
-                                               f"integral multiple of slide, but got size {size} ms and slide "
-                                               f"{slide} ms")
+                raise self.convert.error(
+                    call,
+                    f"HOP table function based aggregate requires size must be an "
+                    f"integral multiple of slide, but got size {size} ms and slide "
+                    f"{slide} ms",
+                )
             spec = WindowSpec(WindowKind.HOP, index, size, slide, intervals[2] if len(intervals) > 2 else 0)
         elif name == "CUMULATE":
             if len(intervals) < 2:
                 raise self.convert.error(call, "CUMULATE takes a step and a max size")
             step, size = intervals[0], intervals[1]
             if size % step != 0:
-                raise self.convert.error(call, f"CUMULATE table function based aggregate requires maxSize must be "
-                                               f"an integral multiple of step, but got maxSize {size} ms and step "
-                                               f"{step} ms")
+                raise self.convert.error(
+                    call,
+                    f"CUMULATE table function based aggregate requires maxSize must be "
+                    f"an integral multiple of step, but got maxSize {size} ms and step "
+                    f"{step} ms",
+                )
             spec = WindowSpec(WindowKind.CUMULATE, index, size, step)
         else:
             spec = WindowSpec(WindowKind.SESSION, index, intervals[0])
@@ -182,8 +195,11 @@ class QueryPlanner:
             side = str(join.args.get("side") or "").upper()
             kind = str(join.args.get("kind") or "").upper()
             if kind == "CROSS" or join.args.get("on") is None:
-                raise self.convert.error(join, "a streaming join needs ON with an equality between the tables' "
-                                               "columns; CROSS JOIN and USING are not supported yet")
+                raise self.convert.error(
+                    join,
+                    "a streaming join needs ON with an equality between the tables' "
+                    "columns; CROSS JOIN and USING are not supported yet",
+                )
             join_type = side if side in ("LEFT", "RIGHT", "FULL") else "INNER"
             offset = len(left.schema)
             combined = dict(qualifiers)
@@ -220,16 +236,21 @@ class QueryPlanner:
         inner = from_.this.this
         if not isinstance(inner, exp.Select):
             return None
-        ranked = [e for e in inner.expressions if isinstance(e, exp.Alias) and isinstance(e.this, exp.Window)
-                  and isinstance(e.this.this, exp.RowNumber)]
+        ranked = [
+            e
+            for e in inner.expressions
+            if isinstance(e, exp.Alias) and isinstance(e.this, exp.Window) and isinstance(e.this.this, exp.RowNumber)
+        ]
         if not ranked:
             return None
         rank, condition = ranked[0], where.this
         rn = rank.alias
         limit = _rank_limit(condition, rn)
         if limit is None:
-            raise self.convert.error(condition, f"fluvial plans ROW_NUMBER() with WHERE {rn} = 1, {rn} <= N or "
-                                                f"{rn} < N (deduplication and Top-N) only")
+            raise self.convert.error(
+                condition,
+                f"fluvial plans ROW_NUMBER() with WHERE {rn} = 1, {rn} <= N or {rn} < N (deduplication and Top-N) only",
+            )
         window = rank.this
         others = [e for e in inner.expressions if e is not rank]
         inner_source = self.source((inner.args.get("from_") or inner.args.get("from")).this)
@@ -255,15 +276,18 @@ class QueryPlanner:
         is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute == "ROWTIME"
         rank_column = Column(rn, DataTypes.BIGINT(False))
         if limit == 1 and len(order.expressions) == 1 and is_time:
-            dedup = Deduplicate(base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")),
-                                names.index(time_name))
+            dedup = Deduplicate(
+                base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")), names.index(time_name)
+            )
             rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(dedup.schema)) + (
-                Literal(1, DataTypes.BIGINT(False)),)
+                Literal(1, DataTypes.BIGINT(False)),
+            )
             with_rank = Calc(dedup.schema + (rank_column,), dedup, rexes, None)
         else:
             if base.changelog_mode.value != "[I]":
-                raise self.convert.error(window, "Top-N over an input that emits updates (an aggregation) is not "
-                                                 "supported yet")
+                raise self.convert.error(
+                    window, "Top-N over an input that emits updates (an aggregation) is not supported yet"
+                )
             sort = []
             for o in order.expressions:
                 e = self.convert.expr(o.this)
@@ -274,7 +298,8 @@ class QueryPlanner:
             if not _selects(node, rn):
                 with_rank = TopN(base.schema, base, tuple(key_indexes), tuple(sort), limit, False)
                 rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(with_rank.schema)) + (
-                    Literal(None, DataTypes.BIGINT()),)
+                    Literal(None, DataTypes.BIGINT()),
+                )
                 with_rank = Calc(with_rank.schema + (rank_column,), with_rank, rexes, None)
         node = node.copy()
         node.set("where", None)
@@ -308,8 +333,11 @@ class QueryPlanner:
 
             result = Aggregate(result.schema, result, tuple(range(len(result.schema))), ())
         if node.args.get("order"):
-            raise self.convert.error(node.args["order"], "ORDER BY is not supported yet in fluvial's streaming "
-                                                         "SQL (Top-N comes with ROW_NUMBER() in a later release)")
+            raise self.convert.error(
+                node.args["order"],
+                "ORDER BY is not supported yet in fluvial's streaming "
+                "SQL (Top-N comes with ROW_NUMBER() in a later release)",
+            )
         limit = node.args.get("limit")
         offset = node.args.get("offset")
         if limit is not None or offset is not None:
@@ -328,24 +356,34 @@ class QueryPlanner:
         calls: list[Expression] = []
         _collect_over(items, calls)
         window = calls[0].value
-        frames = {(str(c.value.args.get("partition_by")), str(c.value.args.get("order")), str(c.value.args.get("spec")))
-                  for c in calls}
+        frames = {
+            (str(c.value.args.get("partition_by")), str(c.value.args.get("order")), str(c.value.args.get("spec")))
+            for c in calls
+        }
         if len(frames) > 1:
             raise self.convert.error(window, "all OVER aggregates of a query must use the same window yet")
         spec = window.args.get("spec")
         rows_frame = spec is not None and str(spec.args.get("kind", "")).upper() == "ROWS"
-        if spec is not None and not (str(spec.args.get("start", "")).upper() == "UNBOUNDED"
-                                     and str(spec.args.get("end", "CURRENT ROW")).upper() == "CURRENT ROW"):
-            raise self.convert.error(window, "fluvial supports OVER windows from UNBOUNDED PRECEDING to CURRENT ROW "
-                                             "only yet (bounded PRECEDING frames are not supported)")
+        if spec is not None and not (
+            str(spec.args.get("start", "")).upper() == "UNBOUNDED"
+            and str(spec.args.get("end", "CURRENT ROW")).upper() == "CURRENT ROW"
+        ):
+            raise self.convert.error(
+                window,
+                "fluvial supports OVER windows from UNBOUNDED PRECEDING to CURRENT ROW "
+                "only yet (bounded PRECEDING frames are not supported)",
+            )
         order = window.args.get("order")
         if order is None or len(order.expressions) != 1 or order.expressions[0].args.get("desc"):
             raise self.convert.error(window, "OVER windows must be ordered by one time attribute, ascending")
         time_name = order.expressions[0].this.name
         names = input_node.names
         if time_name not in names or input_node.schema[names.index(time_name)].type.time_attribute != "ROWTIME":
-            raise self.convert.error(order, f"OVER windows can only be ordered by a time attribute; '{time_name}' "
-                                            "is none (declare a watermark on it)")
+            raise self.convert.error(
+                order,
+                f"OVER windows can only be ordered by a time attribute; '{time_name}' "
+                "is none (declare a watermark on it)",
+            )
         resolver = Resolver(input_node.schema)
         keys = []
         for p in window.args.get("partition_by") or []:
@@ -369,14 +407,29 @@ class QueryPlanner:
                 arg_rexes.append(resolver.resolve(a))
                 indexes.append(len(names) + len(arg_rexes) - 1)
             arg_types = tuple(arg_rexes[j - len(names)].type for j in indexes)
-            agg_calls.append(AggCall(kind, tuple(indexes), aggregate_type(kind, arg_types, call.sql_position),
-                                     f"w0$o{i}", distinct, arg_types))
+            agg_calls.append(
+                AggCall(
+                    kind,
+                    tuple(indexes),
+                    aggregate_type(kind, arg_types, call.sql_position),
+                    f"w0$o{i}",
+                    distinct,
+                    arg_types,
+                )
+            )
         pre_rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(input_node.schema)) + tuple(arg_rexes)
-        pre_columns = tuple(input_node.schema) + tuple(Column(f"$f{len(names) + j}", r.type)
-                                                       for j, r in enumerate(arg_rexes))
+        pre_columns = tuple(input_node.schema) + tuple(
+            Column(f"$f{len(names) + j}", r.type) for j, r in enumerate(arg_rexes)
+        )
         pre = Calc(pre_columns, input_node, pre_rexes, None)
-        over = OverAggregate(pre_columns + tuple(Column(a.name, a.type) for a in agg_calls), pre, tuple(keys),
-                             names.index(time_name), rows_frame, tuple(agg_calls))
+        over = OverAggregate(
+            pre_columns + tuple(Column(a.name, a.type) for a in agg_calls),
+            pre,
+            tuple(keys),
+            names.index(time_name),
+            rows_frame,
+            tuple(agg_calls),
+        )
         extra = {expression_key(c): len(pre_columns) + i for i, c in enumerate(calls)}
         post = Resolver(over.schema, extra)
         post.names = list(names) + [""] * (len(over.schema) - len(names))
@@ -387,14 +440,23 @@ class QueryPlanner:
             rexes.append(rex)
         return Calc(tuple(columns), over, tuple(rexes), None)
 
-    def _window_aggregate(self, source: _WindowedInput, input_node: RelNode, group_items: list[Expression],
-                          items: list[Expression], having: Expression | None, node: exp.Select) -> RelNode:
+    def _window_aggregate(
+        self,
+        source: _WindowedInput,
+        input_node: RelNode,
+        group_items: list[Expression],
+        items: list[Expression],
+        having: Expression | None,
+        node: exp.Select,
+    ) -> RelNode:
         keys = [g for g in group_items if not (g.kind == "field" and g.name in _WINDOW_COLUMNS)]
         window_keys = {g.name for g in group_items if g.kind == "field" and g.name in _WINDOW_COLUMNS}
         if not {"window_start", "window_end"} <= window_keys:
             raise self.convert.error(
-                node, "fluvial plans a window table function with an aggregation that groups by window_start and "
-                      "window_end; add both to GROUP BY (plain window TVF queries are not supported yet)")
+                node,
+                "fluvial plans a window table function with an aggregation that groups by window_start and "
+                "window_end; add both to GROUP BY (plain window TVF queries are not supported yet)",
+            )
         for item in items:
             _check_window_refs(item, window_keys, self.convert)
         return plan_aggregate(input_node, keys, items, sql=True, having=having, window=source.spec)
@@ -413,17 +475,21 @@ class QueryPlanner:
             types.append([r.type for r in rexes])
         width = len(types[0])
         if any(len(t) != width for t in types):
-            raise self.convert.error(node, "Values passed to VALUES operator must have compatible types: rows have "
-                                           "different numbers of columns")
+            raise self.convert.error(
+                node,
+                "Values passed to VALUES operator must have compatible types: rows have different numbers of columns",
+            )
         try:
             column_types = [common_type([t[i] for t in types]) for i in range(width)]
         except TypeError as error:
-            raise self.convert.error(node, f"Values passed to VALUES operator must have compatible types: "
-                                           f"{error}") from None
+            raise self.convert.error(
+                node, f"Values passed to VALUES operator must have compatible types: {error}"
+            ) from None
         from fluvial.table.values import cast_value
 
-        converted = tuple(tuple(cast_value(v, ct) if v is not None else None for v, ct in zip(r, column_types))
-                          for r in rows)
+        converted = tuple(
+            tuple(cast_value(v, ct) if v is not None else None for v, ct in zip(r, column_types)) for r in rows
+        )
         columns = tuple(Column(f"EXPR${i}", ct) for i, ct in enumerate(column_types))
         return Values(columns, converted)
 
@@ -442,8 +508,12 @@ def _collect_over(items: list[Expression], out: list[Expression]) -> None:
 
 def _rank_limit(condition: exp.Expression, rn: str) -> int | None:
     """N of `rn = 1`, `rn <= N`, `rn < N + 1`; None for any other condition."""
-    if not (isinstance(condition, (exp.EQ, exp.LTE, exp.LT)) and isinstance(condition.this, exp.Column)
-            and condition.this.name == rn and isinstance(condition.expression, exp.Literal)):
+    if not (
+        isinstance(condition, (exp.EQ, exp.LTE, exp.LT))
+        and isinstance(condition.this, exp.Column)
+        and condition.this.name == rn
+        and isinstance(condition.expression, exp.Literal)
+    ):
         return None
     value = int(str(condition.expression.this))
     if isinstance(condition, exp.EQ):
@@ -453,15 +523,20 @@ def _rank_limit(condition: exp.Expression, rn: str) -> int | None:
 
 def _selects(node: exp.Select, name: str) -> bool:
     """Whether the outer select list reads column `name` (then the rank number is computed, as Flink's)."""
-    return any(isinstance(e, exp.Star) or isinstance(c, exp.Column) and c.name == name
-               for e in node.expressions for c in ([e] if isinstance(e, exp.Star) else e.find_all(exp.Column)))
+    return any(
+        isinstance(e, exp.Star) or isinstance(c, exp.Column) and c.name == name
+        for e in node.expressions
+        for c in ([e] if isinstance(e, exp.Star) else e.find_all(exp.Column))
+    )
 
 
 def _check_window_refs(item: Expression, window_keys: set[str], convert: Converter) -> None:
-    if item.kind == "field" and item.name in _WINDOW_COLUMNS and item.name not in window_keys \
-            and item.name != "window_time":
+    if (
+        item.kind == "field"
+        and item.name in _WINDOW_COLUMNS
+        and item.name not in window_keys
+        and item.name != "window_time"
+    ):
         raise ValidationException(f"Expression '{item.name}' is not being grouped")
     for a in item.args:
         _check_window_refs(a, window_keys, convert)
-
-

@@ -43,8 +43,9 @@ def _parse(text: str) -> exp.Expression:
         raise parse_error(error, stripped) from None
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
-        raise SqlParserException("execute_sql takes one statement; run several with a StatementSet or one "
-                                 "execute_sql call each")
+        raise SqlParserException(
+            "execute_sql takes one statement; run several with a StatementSet or one execute_sql call each"
+        )
     return statements[0]
 
 
@@ -108,8 +109,9 @@ def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str],
     assert table.schema is not None
     physical, _, _, _ = resolve_schema(table.schema)
     if len(columns) != len(node.schema):
-        raise ValidationException(f"INSERT INTO {name} names {len(columns)} columns but the query has "
-                                  f"{len(node.schema)}")
+        raise ValidationException(
+            f"INSERT INTO {name} names {len(columns)} columns but the query has {len(node.schema)}"
+        )
     rexes: list[Any] = []
     for c in physical:
         if c.name in columns:
@@ -186,8 +188,11 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         if isinstance(item, exp.ColumnDef):
             computed = [c for c in item.constraints if isinstance(c.kind, exp.ComputedColumnConstraint)]
             if computed:
-                columns.append(UnresolvedColumn(item.name, expression=convert.expr(computed[0].kind.this),
-                                                position=convert.position(item)))
+                columns.append(
+                    UnresolvedColumn(
+                        item.name, expression=convert.expr(computed[0].kind.this), position=convert.position(item)
+                    )
+                )
                 continue
             kind_node = item.args.get("kind")
             if kind_node is None:
@@ -218,8 +223,13 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
                 options[str(key)] = str(value.this if isinstance(value, exp.Literal) else value.sql())
             elif isinstance(p, exp.TemporaryProperty):
                 continue
-    schema = Schema(tuple(columns), watermark[0] if watermark else None, watermark[1] if watermark else None,
-                    primary_key, watermark[2] if watermark else None)
+    schema = Schema(
+        tuple(columns),
+        watermark[0] if watermark else None,
+        watermark[1] if watermark else None,
+        primary_key,
+        watermark[2] if watermark else None,
+    )
     resolve_schema(schema)  # errors in computed columns and the watermark surface at CREATE, as in Flink
     t_env._catalog.add(CatalogTable(name, schema, options), if_not_exists=exists)
     return _ok()
@@ -231,25 +241,35 @@ def _set(t_env: TableEnvironment, statement: exp.Set) -> TableResult:
         if not isinstance(assignment, exp.EQ):
             raise ValidationException("SET takes 'key' = 'value'")
         key = assignment.this.this if isinstance(assignment.this, exp.Literal) else assignment.this.sql()
-        value = assignment.expression.this if isinstance(assignment.expression, exp.Literal) else \
-            assignment.expression.sql()
+        value = (
+            assignment.expression.this
+            if isinstance(assignment.expression, exp.Literal)
+            else assignment.expression.sql()
+        )
         t_env.get_config().set(str(key), str(value))
     return _ok()
 
 
 def _show(t_env: TableEnvironment, upper: str) -> TableResult:
-    what = upper[len("SHOW "):].strip()
-    lists = {"TABLES": ("table name", t_env.list_tables()), "VIEWS": ("view name", t_env.list_views()),
-             "CATALOGS": ("catalog name", t_env.list_catalogs()),
-             "DATABASES": ("database name", t_env.list_databases()),
-             "FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
-             "CURRENT CATALOG": ("current catalog name", [t_env.get_current_catalog()]),
-             "CURRENT DATABASE": ("current database name", [t_env.get_current_database()])}
+    what = upper[len("SHOW ") :].strip()
+    lists = {
+        "TABLES": ("table name", t_env.list_tables()),
+        "VIEWS": ("view name", t_env.list_views()),
+        "CATALOGS": ("catalog name", t_env.list_catalogs()),
+        "DATABASES": ("database name", t_env.list_databases()),
+        "FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
+        "CURRENT CATALOG": ("current catalog name", [t_env.get_current_catalog()]),
+        "CURRENT DATABASE": ("current database name", [t_env.get_current_database()]),
+    }
     if what not in lists:
         raise ValidationException(f"SHOW {what} is not supported; fluvial shows {', '.join(sorted(lists))}")
     header, names = lists[what]
-    return TableResult(ResultKind.SUCCESS_WITH_CONTENT, [Column(header, DataTypes.STRING())],
-                       rows=[Row(n) for n in names], streaming=False)
+    return TableResult(
+        ResultKind.SUCCESS_WITH_CONTENT,
+        [Column(header, DataTypes.STRING())],
+        rows=[Row(n) for n in names],
+        streaming=False,
+    )
 
 
 def _describe(t_env: TableEnvironment, name: str) -> TableResult:
@@ -262,12 +282,24 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
     rows = []
     for c in node.schema:
         type_text = c.type.summary(with_time_attribute=True).replace(" NOT NULL", "")
-        rows.append(Row(c.name, type_text, c.type.nullable and c.name not in primary,
-                        f"PRI({', '.join(sorted(primary))})" if c.name in primary else "", "",
-                        _watermark_text(watermark) if watermark and watermark[0] == c.name else ""))
-    columns = [Column("name", DataTypes.STRING()), Column("type", DataTypes.STRING()),
-               Column("null", DataTypes.BOOLEAN()), Column("key", DataTypes.STRING()),
-               Column("extras", DataTypes.STRING()), Column("watermark", DataTypes.STRING())]
+        rows.append(
+            Row(
+                c.name,
+                type_text,
+                c.type.nullable and c.name not in primary,
+                f"PRI({', '.join(sorted(primary))})" if c.name in primary else "",
+                "",
+                _watermark_text(watermark) if watermark and watermark[0] == c.name else "",
+            )
+        )
+    columns = [
+        Column("name", DataTypes.STRING()),
+        Column("type", DataTypes.STRING()),
+        Column("null", DataTypes.BOOLEAN()),
+        Column("key", DataTypes.STRING()),
+        Column("extras", DataTypes.STRING()),
+        Column("watermark", DataTypes.STRING()),
+    ]
     return TableResult(ResultKind.SUCCESS_WITH_CONTENT, columns, rows=rows, streaming=False)
 
 

@@ -27,9 +27,15 @@ def to_data_type(node: exp.DataType) -> DataType:
     params = _params(node)
     not_null = False
     simple = {
-        _T.TINYINT: DataTypes.TINYINT, _T.SMALLINT: DataTypes.SMALLINT, _T.INT: DataTypes.INT,
-        _T.BIGINT: DataTypes.BIGINT, _T.FLOAT: DataTypes.FLOAT, _T.DOUBLE: DataTypes.DOUBLE,
-        _T.BOOLEAN: DataTypes.BOOLEAN, _T.DATE: DataTypes.DATE, _T.TEXT: DataTypes.STRING,
+        _T.TINYINT: DataTypes.TINYINT,
+        _T.SMALLINT: DataTypes.SMALLINT,
+        _T.INT: DataTypes.INT,
+        _T.BIGINT: DataTypes.BIGINT,
+        _T.FLOAT: DataTypes.FLOAT,
+        _T.DOUBLE: DataTypes.DOUBLE,
+        _T.BOOLEAN: DataTypes.BOOLEAN,
+        _T.DATE: DataTypes.DATE,
+        _T.TEXT: DataTypes.STRING,
     }
     if t in simple:
         result = simple[t]()
@@ -56,14 +62,19 @@ def to_data_type(node: exp.DataType) -> DataType:
     elif t == _T.STRUCT:
         fields = []
         for f in node.expressions:
-            fields.append(DataTypes.FIELD(f.this.name if isinstance(f.this, exp.Identifier) else f.name,
-                                          to_data_type(f.args["kind"])))
+            fields.append(
+                DataTypes.FIELD(
+                    f.this.name if isinstance(f.this, exp.Identifier) else f.name, to_data_type(f.args["kind"])
+                )
+            )
         result = DataTypes.ROW(fields)
     elif t == _T.USERDEFINED and str(node.args.get("kind", "")).upper() in ("STRING",):
         result = DataTypes.STRING()
     else:
-        raise ValidationException(f"the SQL type {node.sql()} is not supported; use one of Flink's types "
-                                  "(INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, BOOLEAN, DATE, TIMESTAMP(p), ...)")
+        raise ValidationException(
+            f"the SQL type {node.sql()} is not supported; use one of Flink's types "
+            "(INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, BOOLEAN, DATE, TIMESTAMP(p), ...)"
+        )
     return result.not_null() if not_null else result
 
 
@@ -77,7 +88,7 @@ def parse_type(text: str) -> DataType:
         stripped = stripped[: -len("NOT NULL")].strip()
     upper = stripped.upper()
     if upper.startswith("TIMESTAMP_LTZ"):
-        precision = upper[len("TIMESTAMP_LTZ"):].strip("() ") or "6"
+        precision = upper[len("TIMESTAMP_LTZ") :].strip("() ") or "6"
         result = DataTypes.TIMESTAMP_LTZ(int(precision))
     else:
         try:

@@ -26,7 +26,8 @@ from tests.integration.kafka.helpers import messages
 
 def _env(parallelism: int = 1) -> StreamExecutionEnvironment:
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("local.taskmanager.mode", "thread"))
+        Configuration().set_string("local.taskmanager.mode", "thread")
+    )
     env.set_parallelism(parallelism)
     return env
 
@@ -43,16 +44,34 @@ def test_a_broker_restart_mid_job_loses_and_duplicates_nothing(kafka_broker):
     env = _env()
     env.enable_checkpointing(200)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(5, 500))
-    source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(source_topic)
-              .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(SimpleStringSchema())
-              .set_property("reconnect.backoff.max.ms", "250").build())  # the client looks again soon
-    serializer = (KafkaRecordSerializationSchema.builder().set_topic(out).set_key_serialization_schema(_KeyOf())
-                  .set_value_serialization_schema(SimpleStringSchema()).build())
-    sink = (KafkaSink.builder().set_bootstrap_servers(bootstrap).set_record_serializer(serializer)
-            .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).set_transactional_id_prefix(f"restart-{out}")
-            .set_property("reconnect.backoff.max.ms", "250").build())
-    env.from_source(source, WatermarkStrategy.no_watermarks(), "in").map(Throttle(400), output_type=Types.STRING()) \
-        .sink_to(sink)
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(source_topic)
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_property("reconnect.backoff.max.ms", "250")
+        .build()
+    )  # the client looks again soon
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic(out)
+        .set_key_serialization_schema(_KeyOf())
+        .set_value_serialization_schema(SimpleStringSchema())
+        .build()
+    )
+    sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_record_serializer(serializer)
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(f"restart-{out}")
+        .set_property("reconnect.backoff.max.ms", "250")
+        .build()
+    )
+    env.from_source(source, WatermarkStrategy.no_watermarks(), "in").map(
+        Throttle(400), output_type=Types.STRING()
+    ).sink_to(sink)
     client = env.execute_async("through a broker restart")
     time.sleep(1.0)  # the job is under way
     assert not client.get_job_execution_result().done()
@@ -72,9 +91,14 @@ def test_a_topic_deleted_under_a_running_job_fails_it_naming_the_topic(bootstrap
     produce(bootstrap, topic, ["a", "b"])
     env = _env()
     env.set_restart_strategy(RestartStrategies.no_restart())
-    source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(topic)
-              .set_property("partition.discovery.interval.ms", "200")
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(topic)
+        .set_property("partition.discovery.interval.ms", "200")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     seen = threading.Event()
 
     def mark(value):
@@ -90,4 +114,3 @@ def test_a_topic_deleted_under_a_running_job_fails_it_naming_the_topic(bootstrap
     delete_topic(bootstrap, topic)
     error = client.get_job_execution_result().exception(timeout=40)
     assert error is not None and topic in messages(error) and "exist" in messages(error)
-

@@ -24,11 +24,18 @@ def test_current_and_committed_offsets_and_lag_per_partition(bootstrap):
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(1)
     env.enable_checkpointing(200)
-    source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(topic).set_group_id(f"g-{topic}")
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(topic)
+        .set_group_id(f"g-{topic}")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").filter(lambda v: False).print()
     client = env.execute_async("kafka metrics")
     try:
+
         def figures() -> dict[str, float]:
             with urllib.request.urlopen(f"{client.web.address}/metrics", timeout=10) as response:  # noqa: S310
                 text = response.read().decode()
@@ -41,8 +48,11 @@ def test_current_and_committed_offsets_and_lag_per_partition(bootstrap):
                     found[f"{metric}/{partition}"] = float(value)
             return found
 
-        wait_until(lambda: figures().get("committedOffset/0") == 20 and figures().get("committedOffset/1") == 20,
-                   timeout=30, what="offsets 20 committed for both partitions")
+        wait_until(
+            lambda: figures().get("committedOffset/0") == 20 and figures().get("committedOffset/1") == 20,
+            timeout=30,
+            what="offsets 20 committed for both partitions",
+        )
         seen = figures()
         assert seen["currentOffset/0"] == seen["currentOffset/1"] == 19  # the last offset emitted
         assert seen["lag/0"] == seen["lag/1"] == 0

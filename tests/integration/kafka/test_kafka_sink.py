@@ -28,8 +28,14 @@ def _sink(bootstrap: str, guarantee: DeliveryGuarantee, topic: str | None = None
     serializer = KafkaRecordSerializationSchema.builder()
     serializer = serializer.set_topic(topic) if topic else serializer.set_topic_selector(selector)
     serializer = serializer.set_value_serialization_schema(SimpleStringSchema()).build()
-    return (KafkaSink.builder().set_bootstrap_servers(bootstrap).set_delivery_guarantee(guarantee)
-            .set_transactional_id_prefix(prefix).set_record_serializer(serializer).build())
+    return (
+        KafkaSink.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_delivery_guarantee(guarantee)
+        .set_transactional_id_prefix(prefix)
+        .set_record_serializer(serializer)
+        .build()
+    )
 
 
 @pytest.mark.parametrize("guarantee", list(DeliveryGuarantee))
@@ -39,11 +45,19 @@ def test_every_guarantee_writes_each_record_of_a_bounded_job(bootstrap, guarante
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.enable_checkpointing(200)
-    source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(source_topic)
-              .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(SimpleStringSchema()).build())
-    (env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(source_topic)
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "in")
         .map(str.upper, output_type=Types.STRING())
-        .sink_to(_sink(bootstrap, guarantee, out, prefix=f"every-{out}")))
+        .sink_to(_sink(bootstrap, guarantee, out, prefix=f"every-{out}"))
+    )
     env.execute(f"kafka sink {guarantee.name}")
     assert sorted(read_committed(bootstrap, out, 500)) == sorted(f"R{i}" for i in range(500))
 
@@ -53,7 +67,8 @@ def test_a_topic_selector_routes_each_record(bootstrap):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     env.from_collection([str(i) for i in range(10)], Types.STRING()).sink_to(
-        _sink(bootstrap, DeliveryGuarantee.AT_LEAST_ONCE, selector=lambda v: evens if int(v) % 2 == 0 else odds))
+        _sink(bootstrap, DeliveryGuarantee.AT_LEAST_ONCE, selector=lambda v: evens if int(v) % 2 == 0 else odds)
+    )
     env.execute("selector")
     assert read_committed(bootstrap, evens, 5) == ["0", "2", "4", "6", "8"]
     assert read_committed(bootstrap, odds, 5) == ["1", "3", "5", "7", "9"]
@@ -102,29 +117,47 @@ def test_rows_travel_through_kafka_as_avro_with_a_schema_registry_and_as_csv(boo
     )
     from fluvial.datastream.formats.csv import CsvRowDeserializationSchema, CsvRowSerializationSchema
 
-    schema = json.dumps({"type": "record", "name": "Reading", "fields": [
-        {"name": "sensor", "type": "string"}, {"name": "value", "type": "double"}]})
+    schema = json.dumps(
+        {
+            "type": "record",
+            "name": "Reading",
+            "fields": [{"name": "sensor", "type": "string"}, {"name": "value", "type": "double"}],
+        }
+    )
     row_type = Types.ROW_NAMED(["sensor", "value"], [Types.STRING(), Types.DOUBLE()])
     registry = f"mock://{uuid.uuid4().hex}"  # in this process: the job runs its TaskManagers as threads
     rows = [Row(sensor=f"s{i % 3}", value=i / 2) for i in range(12)]
     formats = {
-        "avro": (ConfluentRegistryAvroSerializationSchema.for_generic("readings-value", schema, registry),
-                 ConfluentRegistryAvroDeserializationSchema.for_generic(schema, registry)),
-        "csv": (CsvRowSerializationSchema.Builder(row_type).build(),
-                CsvRowDeserializationSchema.Builder(row_type).build()),
+        "avro": (
+            ConfluentRegistryAvroSerializationSchema.for_generic("readings-value", schema, registry),
+            ConfluentRegistryAvroDeserializationSchema.for_generic(schema, registry),
+        ),
+        "csv": (
+            CsvRowSerializationSchema.Builder(row_type).build(),
+            CsvRowDeserializationSchema.Builder(row_type).build(),
+        ),
     }
     for name, (writer, reader) in formats.items():
         topic = create_topic(bootstrap, 1)
         env = StreamExecutionEnvironment.get_execution_environment(
-            Configuration().set_string("local.taskmanager.mode", "thread"))
+            Configuration().set_string("local.taskmanager.mode", "thread")
+        )
         env.set_parallelism(1)
-        serializer = (KafkaRecordSerializationSchema.builder().set_topic(topic)
-                      .set_value_serialization_schema(writer).build())
+        serializer = (
+            KafkaRecordSerializationSchema.builder().set_topic(topic).set_value_serialization_schema(writer).build()
+        )
         env.from_collection(rows, row_type).sink_to(
-            KafkaSink.builder().set_bootstrap_servers(bootstrap).set_record_serializer(serializer).build())
+            KafkaSink.builder().set_bootstrap_servers(bootstrap).set_record_serializer(serializer).build()
+        )
         env.execute(f"write {name}")
-        source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(topic)
-                  .set_bounded(KafkaOffsetsInitializer.latest()).set_value_only_deserializer(reader).build())
+        source = (
+            KafkaSource.builder()
+            .set_bootstrap_servers(bootstrap)
+            .set_topics(topic)
+            .set_bounded(KafkaOffsetsInitializer.latest())
+            .set_value_only_deserializer(reader)
+            .build()
+        )
         read = list(env.from_source(source, WatermarkStrategy.no_watermarks(), "in").execute_and_collect())
         assert [(r.sensor, r.value) for r in read] == [(r.sensor, r.value) for r in rows], name
 
@@ -136,11 +169,13 @@ def test_the_legacy_flink_kafka_consumer_and_producer_run_as_the_new_connector(b
     produce(bootstrap, source_topic, ["a", "b", "c"])
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
-    consumer = FlinkKafkaConsumer(source_topic, SimpleStringSchema(), {"bootstrap.servers": bootstrap,
-                                                                       "group.id": f"legacy-{source_topic}"})
+    consumer = FlinkKafkaConsumer(
+        source_topic, SimpleStringSchema(), {"bootstrap.servers": bootstrap, "group.id": f"legacy-{source_topic}"}
+    )
     consumer.set_start_from_earliest()
     consumer.stopping_offsets, consumer.bounded = KafkaOffsetsInitializer.latest(), True  # so the job ends
     env.add_source(consumer).map(str.upper, output_type=Types.STRING()).add_sink(
-        FlinkKafkaProducer(out, SimpleStringSchema(), {"bootstrap.servers": bootstrap}))
+        FlinkKafkaProducer(out, SimpleStringSchema(), {"bootstrap.servers": bootstrap})
+    )
     env.execute("legacy")
     assert read_committed(bootstrap, out, 3) == ["A", "B", "C"]

@@ -28,8 +28,12 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _source(bootstrap: str, topic: str, **settings):
-    builder = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topics(topic)
-               .set_value_only_deserializer(settings.pop("schema", SimpleStringSchema())))
+    builder = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topics(topic)
+        .set_value_only_deserializer(settings.pop("schema", SimpleStringSchema()))
+    )
     for name, value in settings.items():
         getattr(builder, name)(value)
     return builder.build()
@@ -78,19 +82,28 @@ def test_starting_offsets_explicit_timestamp_committed_and_latest(bootstrap):
     got = _run_bounded(_source(bootstrap, topic, set_starting_offsets=by_time, set_bounded=bounded))
     assert sorted(got) == sorted(f"r{i}" for i in range(14, 20))
 
-    latest = _run_bounded(_source(bootstrap, topic, set_starting_offsets=KafkaOffsetsInitializer.latest(),
-                                  set_bounded=bounded))
+    latest = _run_bounded(
+        _source(bootstrap, topic, set_starting_offsets=KafkaOffsetsInitializer.latest(), set_bounded=bounded)
+    )
     assert latest == []
 
     group = f"g-{topic}"
     committed = KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST)
-    got = _run_bounded(_source(bootstrap, topic, set_group_id=group, set_starting_offsets=committed,
-                               set_bounded=bounded))
+    got = _run_bounded(
+        _source(bootstrap, topic, set_group_id=group, set_starting_offsets=committed, set_bounded=bounded)
+    )
     assert sorted(got) == sorted(f"r{i}" for i in range(20))  # no committed offsets yet: the reset strategy
 
     with pytest.raises(Exception, match="reset strategy is NONE"):
-        _run_bounded(_source(bootstrap, topic, set_group_id=f"other-{group}", set_bounded=bounded,
-                             set_starting_offsets=KafkaOffsetsInitializer.committed_offsets()))
+        _run_bounded(
+            _source(
+                bootstrap,
+                topic,
+                set_group_id=f"other-{group}",
+                set_bounded=bounded,
+                set_starting_offsets=KafkaOffsetsInitializer.committed_offsets(),
+            )
+        )
 
 
 def test_a_restored_reader_resumes_exactly_after_the_last_record_it_returned(bootstrap):
@@ -139,9 +152,14 @@ def test_pattern_subscription_finds_a_topic_created_while_running(bootstrap):
     prefix = f"pat{time.monotonic_ns()}"
     first = create_topic(bootstrap, 1, name=f"{prefix}-a")
     produce(bootstrap, first, ["a0", "a1"])
-    source = (KafkaSource.builder().set_bootstrap_servers(bootstrap).set_topic_pattern(f"{prefix}-.*")
-              .set_property("partition.discovery.interval.ms", "100")
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(bootstrap)
+        .set_topic_pattern(f"{prefix}-.*")
+        .set_property("partition.discovery.interval.ms", "100")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     reader = source.create_reader(_info())
     reader.add_splits(source.create_splits(1))
     assert sorted(_poll_until(reader, 2)) == ["a0", "a1"]
@@ -170,11 +188,13 @@ def test_per_partition_watermarks_an_idle_partition_does_not_stop_event_time(boo
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_millis(300))
-    counts = (env.from_source(_source(bootstrap, topic), strategy, "kafka")
-              .map(lambda v: (v[:4], 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
-              .key_by(lambda t: t[0])
-              .window(TumblingEventTimeWindows.of(Duration.of_seconds(10)))
-              .reduce(lambda a, b: (a[0], a[1] + b[1])))
+    counts = (
+        env.from_source(_source(bootstrap, topic), strategy, "kafka")
+        .map(lambda v: (v[:4], 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda t: t[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(10)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
     try:
         with counts.execute_and_collect() as results:
             # window [0,10s) closes only when the watermark passes 10 s: partition 0 carries it there, and
@@ -195,8 +215,12 @@ def test_a_record_that_cannot_be_deserialized_fails_the_job_naming_topic_partiti
         _run_bounded(source, parallelism=1)
     assert f"offset 1 of partition 0 of topic '{topic}'" in messages(failure.value)
 
-    lenient = JsonRowDeserializationSchema.builder().type_info(Types.ROW_NAMED(["id"], [Types.INT()])) \
-        .ignore_parse_errors().build()
+    lenient = (
+        JsonRowDeserializationSchema.builder()
+        .type_info(Types.ROW_NAMED(["id"], [Types.INT()]))
+        .ignore_parse_errors()
+        .build()
+    )
     got = _run_bounded(_source(bootstrap, topic, schema=lenient, set_bounded=KafkaOffsetsInitializer.latest()), 1)
     assert [row[0] for row in got] == [1, 3]  # the bad record is skipped when the schema is asked to
 
@@ -205,9 +229,15 @@ def test_an_unreachable_bootstrap_server_fails_within_the_timeout_naming_it():
     from services.server import free_port
 
     address = f"127.0.0.1:{free_port()}"
-    source = (KafkaSource.builder().set_bootstrap_servers(address).set_topics("t")
-              .set_property("default.api.timeout.ms", "1500").set_property("log_level", "0")
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(address)
+        .set_topics("t")
+        .set_property("default.api.timeout.ms", "1500")
+        .set_property("log_level", "0")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     reader = source.create_reader(_info())
     reader.add_splits(source.create_splits(1))
     started = time.monotonic()
@@ -215,7 +245,6 @@ def test_an_unreachable_bootstrap_server_fails_within_the_timeout_naming_it():
         reader.poll(10)
     assert time.monotonic() - started < 10
     reader.close()
-
 
 
 def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):
@@ -229,15 +258,28 @@ def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):
     example = Path(__file__).resolve().parents[3] / "examples" / "pyflink" / "kafka_json_format.py"
     create_topic(bootstrap, 1, name="test_json_topic")
     try:
-        done = subprocess.run([sys.executable, str(example), "--bootstrap-servers", bootstrap], capture_output=True,
-                              text=True, timeout=90, check=False, env=user_environment())
+        done = subprocess.run(
+            [sys.executable, str(example), "--bootstrap-servers", bootstrap],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+            env=user_environment(),
+        )
     finally:
         delete_topic(bootstrap, "test_json_topic")
     assert done.returncode == 0, done.stderr
     lines = [line.split("> ", 1)[-1] for line in done.stdout.splitlines()]
     assert lines[0] == "start writing data to kafka" and "start reading data from kafka" in lines
-    assert sorted(lines[lines.index("start reading data from kafka") + 1:]) == [
-        "+I[1, hi]", "+I[2, hello]", "+I[3, hi]", "+I[4, hello]", "+I[5, hi]", "+I[6, hello]", "+I[6, hello]"]
+    assert sorted(lines[lines.index("start reading data from kafka") + 1 :]) == [
+        "+I[1, hi]",
+        "+I[2, hello]",
+        "+I[3, hi]",
+        "+I[4, hello]",
+        "+I[5, hi]",
+        "+I[6, hello]",
+        "+I[6, hello]",
+    ]
 
 
 def test_a_bounded_kafka_source_runs_as_a_batch_job(bootstrap):
@@ -248,8 +290,14 @@ def test_a_bounded_kafka_source_runs_as_a_batch_job(bootstrap):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.set_parallelism(2)
-    counts = (env.from_source(_source(bootstrap, topic, set_bounded=KafkaOffsetsInitializer.latest()),
-                              WatermarkStrategy.no_watermarks(), "kafka")
-              .map(lambda v: (v, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
-              .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
+    counts = (
+        env.from_source(
+            _source(bootstrap, topic, set_bounded=KafkaOffsetsInitializer.latest()),
+            WatermarkStrategy.no_watermarks(),
+            "kafka",
+        )
+        .map(lambda v: (v, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
     assert sorted(counts.execute_and_collect()) == [("k0", 20), ("k1", 20), ("k2", 20)]  # one final result per key

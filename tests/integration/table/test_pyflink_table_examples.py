@@ -31,25 +31,65 @@ def unprefixed(lines: list[str]) -> list[str]:
 @pytest.mark.timeout(100)
 def test_word_count():
     assert printed(str(EXAMPLES / "word_count.py")) == [
-        "+I[To, 1]", "+I[be,, 1]", "+I[or, 1]", "+I[not, 1]", "+I[to, 1]", "+I[be,--that, 1]", "+I[is, 1]",
-        "+I[the, 1]", "+I[question:--, 1]", "+I[Whether, 1]", "+I['tis, 1]", "+I[nobler, 1]", "+I[in, 1]",
-        "-U[the, 1]", "+U[the, 2]", "+I[mind, 1]", "-U[to, 1]", "+U[to, 2]", "+I[suffer, 1]", "+I[The, 1]",
-        "+I[slings, 1]", "+I[and, 1]", "+I[arrows, 1]", "+I[of, 1]", "+I[outrageous, 1]", "+I[fortune, 1]",
-        "+I[Or, 1]", "-U[to, 2]", "+U[to, 3]", "+I[take, 1]", "+I[arms, 1]", "+I[against, 1]", "+I[a, 1]",
-        "+I[sea, 1]", "-U[of, 1]", "+U[of, 2]", "+I[troubles,, 1]",
+        "+I[To, 1]",
+        "+I[be,, 1]",
+        "+I[or, 1]",
+        "+I[not, 1]",
+        "+I[to, 1]",
+        "+I[be,--that, 1]",
+        "+I[is, 1]",
+        "+I[the, 1]",
+        "+I[question:--, 1]",
+        "+I[Whether, 1]",
+        "+I['tis, 1]",
+        "+I[nobler, 1]",
+        "+I[in, 1]",
+        "-U[the, 1]",
+        "+U[the, 2]",
+        "+I[mind, 1]",
+        "-U[to, 1]",
+        "+U[to, 2]",
+        "+I[suffer, 1]",
+        "+I[The, 1]",
+        "+I[slings, 1]",
+        "+I[and, 1]",
+        "+I[arrows, 1]",
+        "+I[of, 1]",
+        "+I[outrageous, 1]",
+        "+I[fortune, 1]",
+        "+I[Or, 1]",
+        "-U[to, 2]",
+        "+U[to, 3]",
+        "+I[take, 1]",
+        "+I[arms, 1]",
+        "+I[against, 1]",
+        "+I[a, 1]",
+        "+I[sea, 1]",
+        "-U[of, 1]",
+        "+U[of, 2]",
+        "+I[troubles,, 1]",
     ]
 
 
 @pytest.mark.timeout(100)
 def test_process_json_data():
     assert unprefixed(printed(str(EXAMPLES / "process_json_data.py"))) == [
-        "+I[1, Germany]", "+I[2, China]", "+I[3, USA]", "+I[4, China]"]
+        "+I[1, Germany]",
+        "+I[2, China]",
+        "+I[3, USA]",
+        "+I[4, China]",
+    ]
 
 
 @pytest.mark.timeout(100)
 def test_multi_sink():
     assert unprefixed(printed(str(EXAMPLES / "multi_sink.py"))) == [
-        "+I[1, Hello]", "+I[2, World]", "+I[3, Flink]", "+I[3, Flink]", "+I[4, PyFlink]"]
+        "+I[1, Hello]",
+        "+I[2, World]",
+        "+I[3, Flink]",
+        "+I[3, Flink]",
+        "+I[4, PyFlink]",
+    ]
 
 
 @pytest.mark.timeout(100)
@@ -58,27 +98,38 @@ def test_datastream_and_table():
 
 
 @pytest.mark.timeout(100)
-@pytest.mark.parametrize("kind, expected", [
-    ("tumble", [
-        "+I[Alice, 130.1, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
-        "+I[Bob, 86.4, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
-        "+I[Bob, 16.1, 1970-01-01T00:00:05Z, 1970-01-01T00:00:10Z]",
-        "+I[Alice, 13.1, 1970-01-01T00:00:05Z, 1970-01-01T00:00:10Z]",
-        "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]"]),
-    ("slide", [
-        "+I[Alice, 110.1, 1969-12-31T23:59:58Z, 1970-01-01T00:00:03Z]",
-        "+I[Bob, 53.1, 1969-12-31T23:59:58Z, 1970-01-01T00:00:03Z]",
-        "+I[Alice, 130.1, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
-        "+I[Bob, 86.399994, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
-        "+I[Bob, 86.399994, 1970-01-01T00:00:02Z, 1970-01-01T00:00:07Z]",
-        "+I[Alice, 33.1, 1970-01-01T00:00:02Z, 1970-01-01T00:00:07Z]",
-        "+I[Alice, 13.1, 1970-01-01T00:00:04Z, 1970-01-01T00:00:09Z]",
-        "+I[Bob, 46.300003, 1970-01-01T00:00:04Z, 1970-01-01T00:00:09Z]",
-        "+I[Bob, 16.1, 1970-01-01T00:00:06Z, 1970-01-01T00:00:11Z]",
-        "+I[Alice, 20.1, 1970-01-01T00:00:06Z, 1970-01-01T00:00:11Z]",
-        "+I[Alice, 20.1, 1970-01-01T00:00:08Z, 1970-01-01T00:00:13Z]",
-        "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]"]),
-])
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        (
+            "tumble",
+            [
+                "+I[Alice, 130.1, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
+                "+I[Bob, 86.4, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
+                "+I[Bob, 16.1, 1970-01-01T00:00:05Z, 1970-01-01T00:00:10Z]",
+                "+I[Alice, 13.1, 1970-01-01T00:00:05Z, 1970-01-01T00:00:10Z]",
+                "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]",
+            ],
+        ),
+        (
+            "slide",
+            [
+                "+I[Alice, 110.1, 1969-12-31T23:59:58Z, 1970-01-01T00:00:03Z]",
+                "+I[Bob, 53.1, 1969-12-31T23:59:58Z, 1970-01-01T00:00:03Z]",
+                "+I[Alice, 130.1, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
+                "+I[Bob, 86.399994, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
+                "+I[Bob, 86.399994, 1970-01-01T00:00:02Z, 1970-01-01T00:00:07Z]",
+                "+I[Alice, 33.1, 1970-01-01T00:00:02Z, 1970-01-01T00:00:07Z]",
+                "+I[Alice, 13.1, 1970-01-01T00:00:04Z, 1970-01-01T00:00:09Z]",
+                "+I[Bob, 46.300003, 1970-01-01T00:00:04Z, 1970-01-01T00:00:09Z]",
+                "+I[Bob, 16.1, 1970-01-01T00:00:06Z, 1970-01-01T00:00:11Z]",
+                "+I[Alice, 20.1, 1970-01-01T00:00:06Z, 1970-01-01T00:00:11Z]",
+                "+I[Alice, 20.1, 1970-01-01T00:00:08Z, 1970-01-01T00:00:13Z]",
+                "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]",
+            ],
+        ),
+    ],
+)
 def test_group_windows(kind, expected):
     # A FLOAT sum depends on the order of its additions: Flink adds a sliding window's slices in time order,
     # fluvial a window's rows in arrival order (86.399994 against 86.4). Sums compare to 4 decimals.

@@ -55,15 +55,19 @@ def test_group_by_counts_every_row_once_across_a_failure(tmp_path, mode):
     t_env = StreamTableEnvironment.create(env)
     t_env.execute_sql(f"""CREATE TABLE ids (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '3000',
         'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '{N}')""")
-    t_env.create_temporary_function("key_of", udf(KeyOrFailOnce(str(tmp_path / "failed")),
-                                                  result_type=DataTypes.BIGINT()))
+    t_env.create_temporary_function(
+        "key_of", udf(KeyOrFailOnce(str(tmp_path / "failed")), result_type=DataTypes.BIGINT())
+    )
     counts = t_env.sql_query("SELECT key_of(id) AS k, COUNT(*) AS c, SUM(id) AS s FROM ids GROUP BY key_of(id)")
     out = tmp_path / "out"
-    sink = FileSink.for_row_format(str(out), Encoder.simple_string_encoder()) \
-        .with_bucket_assigner(BasePathBucketAssigner()).build()
-    t_env.to_changelog_stream(counts) \
-        .map(lambda r: f"{r.get_row_kind().short_string()},{r[0]},{r[1]},{r[2]}") \
-        .sink_to(sink)
+    sink = (
+        FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BasePathBucketAssigner())
+        .build()
+    )
+    t_env.to_changelog_stream(counts).map(lambda r: f"{r.get_row_kind().short_string()},{r[0]},{r[1]},{r[2]}").sink_to(
+        sink
+    )
     env.execute("sql exactly once")
 
     assert (tmp_path / "failed").exists(), "the injected failure did not happen"

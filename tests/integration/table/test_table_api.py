@@ -40,8 +40,12 @@ def people(t_env):
 
 
 def test_add_rename_and_drop_columns(t_env):
-    table = people(t_env).add_columns(concat(col("name"), lit("!")).alias("loud")) \
-        .rename_columns(col("age").alias("years")).drop_columns(col("id"))
+    table = (
+        people(t_env)
+        .add_columns(concat(col("name"), lit("!")).alias("loud"))
+        .rename_columns(col("age").alias("years"))
+        .drop_columns(col("id"))
+    )
     assert table.get_schema().get_field_names() == ["name", "years", "loud"]
     assert rows(table) == [("+I", "ann", 30, "ann!"), ("+I", "bob", 25, "bob!"), ("+I", "cid", 30, "cid!")]
 
@@ -68,7 +72,10 @@ def test_group_by_emits_retractions(t_env):
 def test_string_select_list_and_sql_over_a_view(t_env):
     t_env.create_temporary_view("people", people(t_env))
     assert rows(t_env.from_path("people").select("name, age + 1 AS next")) == [
-        ("+I", "ann", 31), ("+I", "bob", 26), ("+I", "cid", 31)]
+        ("+I", "ann", 31),
+        ("+I", "bob", 26),
+        ("+I", "cid", 31),
+    ]
     assert rows(t_env.sql_query("SELECT name FROM people WHERE age < 30")) == [("+I", "bob")]
 
 
@@ -76,8 +83,9 @@ def test_datastream_conversions_keep_names_types_and_kinds():
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     t_env = StreamTableEnvironment.create(env)
-    ds = env.from_collection([("a", 1), ("b", 2), ("a", 3)],
-                             type_info=Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()]))
+    ds = env.from_collection(
+        [("a", 1), ("b", 2), ("a", 3)], type_info=Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()])
+    )
     table = t_env.from_data_stream(ds)
     assert [str(t) for t in table.get_schema().get_field_data_types()] == ["STRING", "INT"]
     inserts = t_env.to_data_stream(table.where(col("n") > 1)).execute_and_collect()
@@ -87,33 +95,56 @@ def test_datastream_conversions_keep_names_types_and_kinds():
         t_env.to_data_stream(sums)
     changes = list(t_env.to_changelog_stream(sums).execute_and_collect())
     assert [(r.get_row_kind(), r["word"], r["total"]) for r in changes] == [
-        (RowKind.INSERT, "a", 1), (RowKind.INSERT, "b", 2), (RowKind.UPDATE_BEFORE, "a", 1),
-        (RowKind.UPDATE_AFTER, "a", 4)]
+        (RowKind.INSERT, "a", 1),
+        (RowKind.INSERT, "b", 2),
+        (RowKind.UPDATE_BEFORE, "a", 1),
+        (RowKind.UPDATE_AFTER, "a", 4),
+    ]
 
 
 def test_statement_set_writes_two_filesystem_sinks_in_one_job(t_env, tmp_path):
     for name, fmt in (("as_csv", "csv"), ("as_json", "json")):
-        t_env.create_temporary_table(name, TableDescriptor.for_connector("filesystem").schema(
-            Schema.new_builder().column("id", DataTypes.BIGINT()).column("name", DataTypes.STRING()).build())
-            .option("path", str(tmp_path / name)).format(fmt).build())
+        t_env.create_temporary_table(
+            name,
+            TableDescriptor.for_connector("filesystem")
+            .schema(Schema.new_builder().column("id", DataTypes.BIGINT()).column("name", DataTypes.STRING()).build())
+            .option("path", str(tmp_path / name))
+            .format(fmt)
+            .build(),
+        )
     statements = t_env.create_statement_set()
     statements.add_insert("as_csv", people(t_env).select(col("id"), col("name")))
     statements.add_insert_sql(f"INSERT INTO as_json SELECT id, UPPER(name) FROM {people(t_env)} WHERE age = 30")
     statements.execute().wait()
-    csv_lines = sorted(line for f in (tmp_path / "as_csv").iterdir() if not f.name.startswith(".")
-                       for line in f.read_text().splitlines())
+    csv_lines = sorted(
+        line
+        for f in (tmp_path / "as_csv").iterdir()
+        if not f.name.startswith(".")
+        for line in f.read_text().splitlines()
+    )
     assert csv_lines == ["1,ann", "2,bob", "3,cid"]
-    json_rows = sorted((json.loads(line) for f in (tmp_path / "as_json").iterdir() if not f.name.startswith(".")
-                        for line in f.read_text().splitlines()), key=lambda r: r["id"])
+    json_rows = sorted(
+        (
+            json.loads(line)
+            for f in (tmp_path / "as_json").iterdir()
+            if not f.name.startswith(".")
+            for line in f.read_text().splitlines()
+        ),
+        key=lambda r: r["id"],
+    )
     assert json_rows == [{"id": 1, "name": "ANN"}, {"id": 3, "name": "CID"}]
-    t_env.execute_sql(f"CREATE TABLE back (id BIGINT, name STRING) WITH ('connector' = 'filesystem', "
-                      f"'path' = '{tmp_path / 'as_json'}', 'format' = 'json')")
+    t_env.execute_sql(
+        f"CREATE TABLE back (id BIGINT, name STRING) WITH ('connector' = 'filesystem', "
+        f"'path' = '{tmp_path / 'as_json'}', 'format' = 'json')"
+    )
     assert sorted(r[1:] for r in rows(t_env.sql_query("SELECT * FROM back"))) == [(1, "ANN"), (3, "CID")]
 
 
 def test_the_filesystem_sink_refuses_an_updating_query(t_env, tmp_path):
-    t_env.execute_sql(f"CREATE TABLE out (age BIGINT, n BIGINT) WITH ('connector' = 'filesystem', "
-                      f"'path' = '{tmp_path}', 'format' = 'csv')")
+    t_env.execute_sql(
+        f"CREATE TABLE out (age BIGINT, n BIGINT) WITH ('connector' = 'filesystem', "
+        f"'path' = '{tmp_path}', 'format' = 'csv')"
+    )
     counted = people(t_env).group_by(col("age")).select(col("age"), lit(1).count)
     with pytest.raises(ValidationException, match="doesn't support consuming update and delete changes"):
         counted.execute_insert("out")
@@ -133,8 +164,9 @@ def test_batch_mode_returns_the_final_table():
 
 
 def test_ddl_prints_ok_and_describe_lists_columns(t_env, capsys):
-    t_env.execute_sql("CREATE TABLE g (a INT NOT NULL, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) "
-                      "WITH ('connector' = 'datagen')").print()
+    t_env.execute_sql(
+        "CREATE TABLE g (a INT NOT NULL, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'datagen')"
+    ).print()
     described = [tuple(r)[:3] for r in t_env.execute_sql("DESCRIBE g").collect()]
     assert described == [("a", "INT", False), ("ts", "TIMESTAMP(3) *ROWTIME*", True)]
     assert capsys.readouterr().out == "OK\n"
@@ -146,8 +178,10 @@ def test_explain_shows_the_plan(t_env):
 
 
 def test_datagen_sequence_is_bounded(t_env):
-    t_env.execute_sql("CREATE TABLE seq (n BIGINT) WITH ('connector' = 'datagen', 'fields.n.kind' = 'sequence', "
-                      "'fields.n.start' = '5', 'fields.n.end' = '9', 'scan.parallelism' = '1')")
+    t_env.execute_sql(
+        "CREATE TABLE seq (n BIGINT) WITH ('connector' = 'datagen', 'fields.n.kind' = 'sequence', "
+        "'fields.n.start' = '5', 'fields.n.end' = '9', 'scan.parallelism' = '1')"
+    )
     assert [r[1] for r in rows(t_env.from_path("seq"))] == [5, 6, 7, 8, 9]
 
 

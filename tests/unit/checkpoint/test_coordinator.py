@@ -97,21 +97,46 @@ class RecordingStorage:
 class Rig:
     """A coordinator with everything around it manual."""
 
-    def __init__(self, *, interval: int = INTERVAL, timeout: int = TIMEOUT, min_pause: int = 0, concurrent: int = 1,
-                 tolerable: int = 0, retained: int = 1, first_id: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        interval: int = INTERVAL,
+        timeout: int = TIMEOUT,
+        min_pause: int = 0,
+        concurrent: int = 1,
+        tolerable: int = 0,
+        retained: int = 1,
+        first_id: int = 1,
+    ) -> None:
         self.clock = ManualClock(0)
         self.timer = ManualScheduledExecutor(self.clock)
         self.io = ManualScheduledExecutor(self.clock)
         self.tasks = Tasks()
         self.storage = RecordingStorage()
         self.store = CompletedCheckpointStore(retained, self.storage)
-        self.settings = CheckpointSettings(interval, CheckpointingMode.EXACTLY_ONCE, timeout, min_pause, concurrent,
-                                           tolerable, retained, JobManagerCheckpointStorage(),
-                                           ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
+        self.settings = CheckpointSettings(
+            interval,
+            CheckpointingMode.EXACTLY_ONCE,
+            timeout,
+            min_pause,
+            concurrent,
+            tolerable,
+            retained,
+            JobManagerCheckpointStorage(),
+            ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS,
+        )
         self.coordinator = CheckpointCoordinator(
-            job_id=JOB, settings=self.settings, storage=self.storage, store=self.store, tasks=self.tasks,
-            max_parallelism={1: 128, 2: 128}, clock=self.clock, timer=self.timer, io=self.io,
-            first_checkpoint_id=first_id)
+            job_id=JOB,
+            settings=self.settings,
+            storage=self.storage,
+            store=self.store,
+            tasks=self.tasks,
+            max_parallelism={1: 128, 2: 128},
+            clock=self.clock,
+            timer=self.timer,
+            io=self.io,
+            first_checkpoint_id=first_id,
+        )
 
     def settle(self) -> None:
         """Run the mails of both threads that are due now, and those they lead to, until neither has any."""
@@ -287,8 +312,9 @@ def test_a_newer_completed_checkpoint_subsumes_older_pending_ones_without_counti
 
 def test_a_completing_checkpoint_does_not_subsume_a_pending_savepoint(tmp_path) -> None:
     rig = Rig(concurrent=2)
-    savepoint = rig.trigger(is_savepoint=True, savepoint_storage=RecordingStorage("savepoint"),
-                            savepoint_dir=str(tmp_path))
+    savepoint = rig.trigger(
+        is_savepoint=True, savepoint_storage=RecordingStorage("savepoint"), savepoint_dir=str(tmp_path)
+    )
     rig.trigger()
     rig.ack_all(2)
     assert rig.pending == [1]
@@ -335,9 +361,16 @@ def test_a_completed_checkpoint_cancels_its_timeout() -> None:
 
 # Flink's rule, written out rather than read from the enum: what says something about checkpointing counts; a task
 # that was not ready, was closing, had ended or saw a newer barrier says nothing about it.
-COUNTING = {Reason.DECLINED: True, Reason.ASYNC_ERROR: True, Reason.IO_ERROR: True,
-            Reason.DECLINED_TASK_NOT_READY: False, Reason.DECLINED_TASK_CLOSING: False,
-            Reason.DECLINED_END_OF_INPUT: False, Reason.DECLINED_SUBSUMED: False, Reason.TASK_FAILURE: False}
+COUNTING = {
+    Reason.DECLINED: True,
+    Reason.ASYNC_ERROR: True,
+    Reason.IO_ERROR: True,
+    Reason.DECLINED_TASK_NOT_READY: False,
+    Reason.DECLINED_TASK_CLOSING: False,
+    Reason.DECLINED_END_OF_INPUT: False,
+    Reason.DECLINED_SUBSUMED: False,
+    Reason.TASK_FAILURE: False,
+}
 
 
 @pytest.mark.parametrize("reason, counts", COUNTING.items(), ids=[r.name for r in COUNTING])
@@ -482,8 +515,7 @@ def test_stats_count_outcomes_with_duration_and_size() -> None:
     assert stats.last_completed.checkpoint_id == 1
     assert stats.last_duration_ms == 30 and stats.last_size_bytes == 100
     assert "declined it" in stats.last_failure
-    assert [(h["id"], h["status"], h["state_size"]) for h in stats.history] == [(1, "COMPLETED", 100),
-                                                                                 (2, "FAILED", 0)]
+    assert [(h["id"], h["status"], h["state_size"]) for h in stats.history] == [(1, "COMPLETED", 100), (2, "FAILED", 0)]
 
 
 def test_the_history_sums_up_the_subtasks_alignment_and_in_flight_data() -> None:
@@ -502,9 +534,11 @@ def test_the_history_sums_up_the_subtasks_alignment_and_in_flight_data() -> None
     rig.settle()
     first, second = rig.coordinator.stats.history
     assert (first["checkpoint_type"], first["persisted_data"], first["alignment_duration"]) == (
-        "UNALIGNED_CHECKPOINT", 1500, 70)
-    assert (second["checkpoint_type"], second["persisted_data"], second["alignment_duration"]) == (
-        "CHECKPOINT", 0, 15)
+        "UNALIGNED_CHECKPOINT",
+        1500,
+        70,
+    )
+    assert (second["checkpoint_type"], second["persisted_data"], second["alignment_duration"]) == ("CHECKPOINT", 0, 15)
 
 
 def test_history_keeps_only_the_newest_entries() -> None:

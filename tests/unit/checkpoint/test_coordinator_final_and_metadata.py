@@ -62,9 +62,21 @@ class Storage:
 
 def coordinator(storage: Storage) -> tuple[CheckpointCoordinator, Tasks, ManualScheduledExecutor]:
     tasks, timer = Tasks(), ManualScheduledExecutor()
-    return CheckpointCoordinator(job_id="job", settings=Settings(), storage=storage,
-                                 store=CompletedCheckpointStore(1, storage), tasks=tasks, max_parallelism={1: 128},
-                                 clock=timer.clock, timer=timer, io=timer), tasks, timer
+    return (
+        CheckpointCoordinator(
+            job_id="job",
+            settings=Settings(),
+            storage=storage,
+            store=CompletedCheckpointStore(1, storage),
+            tasks=tasks,
+            max_parallelism={1: 128},
+            clock=timer.clock,
+            timer=timer,
+            io=timer,
+        ),
+        tasks,
+        timer,
+    )
 
 
 def test_a_metadata_write_that_fails_aborts_the_checkpoint_and_the_coordinator_goes_on():

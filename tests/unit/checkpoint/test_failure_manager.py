@@ -99,9 +99,7 @@ def test_savepoint_failures_outside_tasks_are_ignored():
 
 def test_a_task_failure_of_a_synchronous_savepoint_always_fails_the_job():
     manager = CheckpointFailureManager(10)
-    verdict = manager.handle_failure(
-        Reason.DECLINED, 1, from_task=True, is_savepoint=True, synchronous_savepoint=True
-    )
+    verdict = manager.handle_failure(Reason.DECLINED, 1, from_task=True, is_savepoint=True, synchronous_savepoint=True)
     assert verdict is FailureVerdict.FAIL_JOB
     assert "stop-with-savepoint" in str(manager.job_failure)
 

@@ -37,13 +37,12 @@ def _blob(payload: bytes, version: int = METADATA_VERSION) -> bytes:
 
 
 def _document(metadata: CheckpointMetadata) -> dict:
-    return json.loads(encode_metadata(metadata, DIRECTORY)[METADATA_HEADER.size:])
+    return json.loads(encode_metadata(metadata, DIRECTORY)[METADATA_HEADER.size :])
 
 
 def _sample(*handles, raw=None) -> CheckpointMetadata:
     subtask = SubtaskState(keyed=list(handles), operator=[], raw=raw or {"offset": 42}, shared=[])
-    return CheckpointMetadata(3, 1_700_000_000_000, "job", False,
-                              {"op": OperatorState("op", 2, 128, {1: subtask})})
+    return CheckpointMetadata(3, 1_700_000_000_000, "job", False, {"op": OperatorState("op", 2, 128, {1: subtask})})
 
 
 class _Planted:
@@ -72,9 +71,12 @@ def test_files_inside_the_checkpoint_directory_are_written_relative_and_resolved
     outside = FileStateHandle("file:///ckpt/job/shared/abc-op-1.sst", 20, 8)
     lookalike = FileStateHandle(f"{DIRECTORY}-old/x", 5, 9)  # a sibling whose name starts the same
     blob = encode_metadata(_sample(inside, outside, lookalike), DIRECTORY)
-    written = json.loads(blob[METADATA_HEADER.size:])["operators"][0]["subtasks"][0]["keyed"]
+    written = json.loads(blob[METADATA_HEADER.size :])["operators"][0]["subtasks"][0]["keyed"]
     assert [(h["path"], h["relative"]) for h in written] == [
-        ("op-1-keyed", True), (outside.path, False), (lookalike.path, False)]
+        ("op-1-keyed", True),
+        (outside.path, False),
+        (lookalike.path, False),
+    ]
     moved = decode_metadata(blob, "file:///elsewhere/sp/chk-3/_metadata")
     paths = [h.path for h in moved.operator_states["op"].subtask_states[1].keyed]
     assert paths == ["file:///elsewhere/sp/chk-3/op-1-keyed", outside.path, lookalike.path]
@@ -100,13 +102,19 @@ _MUTATIONS = {
     "bool for an int": (lambda d: d.update(checkpoint_id=True), "checkpoint_id of type boolean, expected int"),
     "negative parallelism": (lambda d: d["operators"][0].update(parallelism=0), "at least 1"),
     "string for the operators": (lambda d: d.update(operators="x"), "operators of type string"),
-    "unknown handle kind": (lambda d: d["operators"][0]["subtasks"][0]["keyed"][0].update(kind="pickle"),
-                            "kind 'pickle'"),
+    "unknown handle kind": (
+        lambda d: d["operators"][0]["subtasks"][0]["keyed"][0].update(kind="pickle"),
+        "kind 'pickle'",
+    ),
     "bad base64": (lambda d: d["operators"][0]["subtasks"][0]["keyed"][0].update(data="!!"), "not base64"),
-    "checksum too large": (lambda d: d["operators"][0]["subtasks"][0]["keyed"][0].update(checksum=2**40),
-                           "not a crc32"),
-    "a subtask twice": (lambda d: d["operators"][0]["subtasks"].append(d["operators"][0]["subtasks"][0]),
-                        "subtask 1 twice"),
+    "checksum too large": (
+        lambda d: d["operators"][0]["subtasks"][0]["keyed"][0].update(checksum=2**40),
+        "not a crc32",
+    ),
+    "a subtask twice": (
+        lambda d: d["operators"][0]["subtasks"].append(d["operators"][0]["subtasks"][0]),
+        "subtask 1 twice",
+    ),
     "raw not an object": (lambda d: d["operators"][0]["subtasks"][0].update(raw=[1]), "raw of type array"),
 }
 
@@ -122,7 +130,7 @@ def test_anything_off_schema_is_corrupt_and_named(mutation):
 
 
 def test_nan_in_the_payload_is_corrupt():
-    payload = encode_metadata(_sample(raw={"x": 1}))[METADATA_HEADER.size:].replace(b'"x":1', b'"x":NaN')
+    payload = encode_metadata(_sample(raw={"x": 1}))[METADATA_HEADER.size :].replace(b'"x":1', b'"x":NaN')
     with pytest.raises(CorruptCheckpointError, match="not valid JSON"):
         decode_metadata(_blob(payload), "here")
 
@@ -149,12 +157,16 @@ _json_values = st.recursive(
 _checksums = st.integers(0, 0xFFFFFFFF)
 _inline = st.builds(ByteStreamStateHandle, st.text(min_size=1), st.binary(max_size=64), _checksums)
 _names = st.text("abcdefgh-_.0123456789", min_size=1, max_size=12).filter(lambda n: n not in (".", ".."))
-_file = st.builds(FileStateHandle, st.one_of(
-    _names.map(lambda n: f"{DIRECTORY}/{n}"), _names.map(lambda n: f"memory:///other/{n}")),
-    st.integers(0, 2**40), _checksums)
+_file = st.builds(
+    FileStateHandle,
+    st.one_of(_names.map(lambda n: f"{DIRECTORY}/{n}"), _names.map(lambda n: f"memory:///other/{n}")),
+    st.integers(0, 2**40),
+    _checksums,
+)
 _handles = st.lists(_inline | _file, max_size=3)
-_subtasks = st.builds(SubtaskState, _handles, _handles, st.dictionaries(st.text(), _json_values, max_size=3), _handles,
-                      st.booleans())
+_subtasks = st.builds(
+    SubtaskState, _handles, _handles, st.dictionaries(st.text(), _json_values, max_size=3), _handles, st.booleans()
+)
 
 
 @st.composite
@@ -164,8 +176,9 @@ def _metadata(draw) -> CheckpointMetadata:
         parallelism = draw(st.integers(1, 4))
         subtasks = draw(st.dictionaries(st.integers(0, parallelism - 1), _subtasks, max_size=parallelism))
         operators[operator_id] = OperatorState(operator_id, parallelism, draw(st.integers(1, 1024)), subtasks)
-    return CheckpointMetadata(draw(st.integers(0, 2**62)), draw(st.integers(-(2**62), 2**62)), draw(st.text()),
-                              draw(st.booleans()), operators)
+    return CheckpointMetadata(
+        draw(st.integers(0, 2**62)), draw(st.integers(-(2**62), 2**62)), draw(st.text()), draw(st.booleans()), operators
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -199,7 +212,8 @@ def test_version_3_files_still_read_with_no_in_flight_data():
 
 def test_in_flight_data_handles_round_trip():
     handle = ByteStreamStateHandle("c", b"y", checksum(b"y"))
-    metadata = CheckpointMetadata(3, 0, "job", operator_states={"op": OperatorState(
-        "op", 1, 128, {0: SubtaskState(input_channel=[handle])})})
+    metadata = CheckpointMetadata(
+        3, 0, "job", operator_states={"op": OperatorState("op", 1, 128, {0: SubtaskState(input_channel=[handle])})}
+    )
     decoded = decode_metadata(encode_metadata(metadata), f"{DIRECTORY}/_metadata")
     assert decoded.operator_states["op"].subtask_states[0].input_channel == [handle]

@@ -19,12 +19,21 @@ from fluvial.datastream import StreamExecutionEnvironment
 FAST = settings(max_examples=150, deadline=None)
 
 
-def keyed_state(operator_id: str, parallelism: int, max_parallelism: int = 128, with_operator: bool = False
-                ) -> OperatorState:
+def keyed_state(
+    operator_id: str, parallelism: int, max_parallelism: int = 128, with_operator: bool = False
+) -> OperatorState:
     """Old subtask j wrote keyed file `<op>-keyed-j` (and operator file `<op>-op-j`)."""
-    return OperatorState(operator_id, parallelism, max_parallelism, {
-        j: SubtaskState(keyed=[f"{operator_id}-keyed-{j}"], operator=[f"{operator_id}-op-{j}"] if with_operator else [])
-        for j in range(parallelism)})
+    return OperatorState(
+        operator_id,
+        parallelism,
+        max_parallelism,
+        {
+            j: SubtaskState(
+                keyed=[f"{operator_id}-keyed-{j}"], operator=[f"{operator_id}-op-{j}"] if with_operator else []
+            )
+            for j in range(parallelism)
+        },
+    )
 
 
 def metadata(*operators: OperatorState, checkpoint_id: int = 7) -> CheckpointMetadata:
@@ -36,8 +45,9 @@ def job(parallelism: int = 2, max_parallelism: int | None = None):
     env.set_parallelism(parallelism)
     if max_parallelism is not None:
         env.set_max_parallelism(max_parallelism)
-    env.from_collection([("a", 1)]).uid("source").key_by(lambda v: v[0]).reduce(lambda a, b: b).uid("reduce") \
-        .add_sink(lambda v: None).uid("sink")
+    env.from_collection([("a", 1)]).uid("source").key_by(lambda v: v[0]).reduce(lambda a, b: b).uid("reduce").add_sink(
+        lambda v: None
+    ).uid("sink")
     graph = env.get_job_graph()
     reduce_vertex = next(v for v in graph.vertices if "reduce" in [n.operator_id for n in v.nodes])
     return graph, reduce_vertex
@@ -66,8 +76,9 @@ def test_state_that_matches_no_operator_is_refused_naming_it_and_the_fix() -> No
 
 def test_unmatched_state_is_dropped_when_allowed() -> None:
     graph, vertex = job()
-    assignments = assign_restore(metadata(keyed_state("reduce", 2), keyed_state("gone", 1)), graph,
-                                 allow_non_restored_state=True)
+    assignments = assign_restore(
+        metadata(keyed_state("reduce", 2), keyed_state("gone", 1)), graph, allow_non_restored_state=True
+    )
     assert {operator for per_subtask in assignments.values() for operator in per_subtask} == {"reduce"}
 
 
@@ -150,9 +161,15 @@ def test_rescaled_lists_are_dealt_out_evenly_and_union_lists_given_whole(per_old
 
 def unaligned_state(operator_id: str, parallelism: int) -> OperatorState:
     """Old subtask j wrote keyed file `<op>-keyed-j` and in-flight data `<op>-channel-j`."""
-    return OperatorState(operator_id, parallelism, 128, {
-        j: SubtaskState(keyed=[f"{operator_id}-keyed-{j}"], input_channel=[f"{operator_id}-channel-{j}"])
-        for j in range(parallelism)})
+    return OperatorState(
+        operator_id,
+        parallelism,
+        128,
+        {
+            j: SubtaskState(keyed=[f"{operator_id}-keyed-{j}"], input_channel=[f"{operator_id}-channel-{j}"])
+            for j in range(parallelism)
+        },
+    )
 
 
 def test_in_flight_data_goes_to_the_subtask_that_wrote_it_at_the_same_parallelism() -> None:
@@ -164,8 +181,9 @@ def test_in_flight_data_goes_to_the_subtask_that_wrote_it_at_the_same_parallelis
 
 def test_an_unaligned_checkpoint_at_another_parallelism_is_refused_naming_a_savepoint() -> None:
     graph, _ = job(parallelism=3)
-    with pytest.raises(StateError, match="checkpoint 7 is an unaligned checkpoint.*parallelism 2 then but at 3 "
-                                         "now.*take a savepoint"):
+    with pytest.raises(
+        StateError, match="checkpoint 7 is an unaligned checkpoint.*parallelism 2 then but at 3 now.*take a savepoint"
+    ):
         assign_restore(metadata(unaligned_state("reduce", 2), keyed_state("sink", 2)), graph)
     graph, _ = job(parallelism=3)  # another operator rescaled: its producers' channels change too
     with pytest.raises(StateError, match="unaligned checkpoint"):

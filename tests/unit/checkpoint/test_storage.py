@@ -374,7 +374,10 @@ def test_a_file_as_parent_fails_at_creation(tmp_path):
         create_checkpoint_storage(FileSystemCheckpointStorage(str(tmp_path / "file" / "checkpoints")), JOB)
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root user: as root, chmod cannot make a directory unwritable (root writes anywhere)")
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0,
+    reason="needs a non-root user: as root, chmod cannot make a directory unwritable (root writes anywhere)",
+)
 def test_an_unwritable_directory_fails_at_creation(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -422,12 +425,15 @@ def test_the_access_classes_match_the_descriptions(tmp_path):
     assert isinstance(make_storage("jobmanager", tmp_path), JobManagerCheckpointStorageAccess)
 
 
-@pytest.mark.parametrize("job_storage, threshold", [
-    (FileSystemCheckpointStorage("file:///elsewhere", file_state_size_threshold=0), 0),
-    (FileSystemCheckpointStorage("file:///elsewhere", file_state_size_threshold=4096), 4096),
-    (JobManagerCheckpointStorage(), FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD),
-    (None, FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD),
-])
+@pytest.mark.parametrize(
+    "job_storage, threshold",
+    [
+        (FileSystemCheckpointStorage("file:///elsewhere", file_state_size_threshold=0), 0),
+        (FileSystemCheckpointStorage("file:///elsewhere", file_state_size_threshold=4096), 4096),
+        (JobManagerCheckpointStorage(), FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD),
+        (None, FileSystemCheckpointStorage.DEFAULT_FILE_STATE_THRESHOLD),
+    ],
+)
 def test_savepoints_keep_the_file_state_threshold_of_the_jobs_file_storage(tmp_path, job_storage, threshold):
     """As Flink's file-system storage: a savepoint writes states below the job's threshold inline, the rest to
     files — in its own directory, whatever directory the job's checkpoints go to."""

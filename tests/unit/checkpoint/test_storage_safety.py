@@ -46,8 +46,15 @@ def mode(path) -> int:
 # -- defect 9: discard -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [file_storage, lambda tmp_path: create_checkpoint_storage(
-    JobManagerCheckpointStorage(checkpoint_path=f"file://{tmp_path}/checkpoints"), JOB)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        file_storage,
+        lambda tmp_path: create_checkpoint_storage(
+            JobManagerCheckpointStorage(checkpoint_path=f"file://{tmp_path}/checkpoints"), JOB
+        ),
+    ],
+)
 def test_a_discard_killed_after_its_first_step_leaves_no_metadata(tmp_path, monkeypatch, make):
     storage = make(tmp_path)
     location = complete_checkpoint(storage)
@@ -87,8 +94,9 @@ def test_shared_files_keep_their_full_url(tmp_path):
     storage = file_storage(tmp_path)
     shared = storage.write_shared("op-0-000001.sst", b"sst")
     subtask = SubtaskState(shared=[shared])
-    location = storage.write_metadata(1, CheckpointMetadata(1, 1, JOB, False,
-                                                            {"op": OperatorState("op", 1, 128, {0: subtask})}))
+    location = storage.write_metadata(
+        1, CheckpointMetadata(1, 1, JOB, False, {"op": OperatorState("op", 1, 128, {0: subtask})})
+    )
     [read] = read_checkpoint_metadata(location).operator_states["op"].subtask_states[0].shared
     assert isinstance(read, FileStateHandle) and read.path == shared.path
 
@@ -113,8 +121,9 @@ def test_a_checkpoint_others_can_write_is_refused_with_the_reason(tmp_path, targ
     storage = file_storage(tmp_path)
     location = complete_checkpoint(storage)
     chk = location.removeprefix("file://")
-    path = {"chk": chk, "metadata": f"{chk}/_metadata", "state": f"{chk}/op-0-keyed",
-            "job": os.path.dirname(chk)}[target]
+    path = {"chk": chk, "metadata": f"{chk}/_metadata", "state": f"{chk}/op-0-keyed", "job": os.path.dirname(chk)}[
+        target
+    ]
     os.chmod(path, mode(path) | stat.S_IWOTH)
     with pytest.raises(UntrustedLocationError) as caught:
         read_checkpoint_metadata(location)

@@ -184,13 +184,13 @@ def test_a_failing_discard_is_logged_not_raised(caplog):
 def test_a_claimed_checkpoint_of_another_run_is_discarded_at_its_location_once_subsumed(tmp_path):
     """RecoveryClaimMode.CLAIM: the other run's checkpoint joins the store; once subsumed, its directory goes,
     and so do its shared files — except those a newer checkpoint of this job still refers to."""
-    other = create_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path}", file_state_size_threshold=0),
-                                      "other-run")
+    other = create_checkpoint_storage(
+        FileSystemCheckpointStorage(f"file://{tmp_path}", file_state_size_threshold=0), "other-run"
+    )
     kept, dropped = other.write_shared("sst-kept", b"k" * 32), other.write_shared("sst-dropped", b"d" * 32)
     claimed = complete(other, 7, shared=[kept, dropped])
     claimed = CompletedCheckpoint(7, claimed.timestamp, claimed.metadata_location, claimed.metadata, claimed=True)
-    own = create_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path}", file_state_size_threshold=0),
-                                    JOB)
+    own = create_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path}", file_state_size_threshold=0), JOB)
     store = CompletedCheckpointStore(1, own)
     store.add(claimed)
     store.register_shared(8, [kept])  # this job's first incremental checkpoint builds on one of its files

@@ -39,5 +39,8 @@ def fluvial_process(*args: object, **popen: object) -> subprocess.Popen:
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     return subprocess.Popen(
-        [sys.executable, "-m", "fluvial", *(str(arg) for arg in args)], env=env, text=True, **popen  # type: ignore[arg-type]
+        [sys.executable, "-m", "fluvial", *(str(arg) for arg in args)],
+        env=env,
+        text=True,
+        **popen,  # type: ignore[arg-type]
     )

@@ -145,8 +145,6 @@ def test_run_restores_submission_after_the_job(tmp_path):
     assert execution_interceptor.get() is None
 
 
-
-
 def test_run_leaves_the_interceptor_and_launch_configuration_as_it_found_them(tmp_path):
     invoke("run", "-p", "2", job_file(tmp_path, "env.from_collection([1]).print()\nenv.execute()\n"))
     assert execution_interceptor.get() is None
@@ -168,9 +166,7 @@ env.from_collection([1]).print()
 env.execute()
 """
     missing = tmp_path / "no-savepoint-here"
-    result = invoke(
-        "run", "-p", "3", "-D", "state.backend.type=rocksdb", "-s", missing, "-n", job_file(tmp_path, body)
-    )
+    result = invoke("run", "-p", "3", "-D", "state.backend.type=rocksdb", "-s", missing, "-n", job_file(tmp_path, body))
     assert "parallelism: 3 3" in result.stdout
     assert "backend: EmbeddedRocksDBStateBackend" in result.stdout
     assert f"savepoint: {missing} True" in result.stdout
@@ -204,8 +200,10 @@ env.execute()
     ("options", "message"),
     [
         (["-D", "rest.address=h"], "-D rest.address names the session cluster to submit to"),
-        (["-D", "rest.server.numThreads=4"], "-D rest.server.numThreads=4: configuration key 'rest.server.numThreads' "
-                                            "is not supported by fluvial"),
+        (
+            ["-D", "rest.server.numThreads=4"],
+            "-D rest.server.numThreads=4: configuration key 'rest.server.numThreads' is not supported by fluvial",
+        ),
         (["-D", "metrics.reporter.jmx.port=9249"], "not supported by fluvial yet: fluvial's metrics take"),
         (["-D", "rest.port=http"], "-D rest.port=http: configuration 'rest.port' has"),
         (["-D", "parallelism.defualt=2"], "did you mean 'parallelism.default'?"),

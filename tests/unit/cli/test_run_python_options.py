@@ -37,8 +37,9 @@ def test_dash_pym_runs_a_module_found_on_dash_pyfs(tmp_path):
     package = tmp_path / "lib" / "jobs"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "count.py").write_text(HEADER + "print('module argv:', sys.argv[1:], __name__)\n"
-                                      "env.from_collection([7]).print()\nenv.execute()\n")
+    (package / "count.py").write_text(
+        HEADER + "print('module argv:', sys.argv[1:], __name__)\nenv.from_collection([7]).print()\nenv.execute()\n"
+    )
     result = invoke("run", "-pyfs", tmp_path / "lib", "-pym", "jobs.count", "--flag", "v")
     assert result.exit_code == 0, result.output
     assert "module argv: ['--flag', 'v'] __main__" in result.stdout

@@ -38,8 +38,9 @@ CLUSTER_ID = "c1" * 16
 
 
 def recorded(jobmanager: ProcessRecord, taskmanagers: tuple[ProcessRecord, ...] = ()) -> ClusterRecord:
-    record = ClusterRecord("127.0.0.1:1", "http://127.0.0.1:1", "token", jobmanager, taskmanagers,
-                           cluster_id=CLUSTER_ID)
+    record = ClusterRecord(
+        "127.0.0.1:1", "http://127.0.0.1:1", "token", jobmanager, taskmanagers, cluster_id=CLUSTER_ID
+    )
     write_cluster_file(record)
     return record
 
@@ -148,9 +149,16 @@ def test_job_commands_without_a_cluster_or_with_a_bad_id_are_usage_errors(comman
 
 
 def progress(state: str, out: int) -> JobProgress:
-    return JobProgress("ab" * 16, "counting", state, 1500,
-                       (VertexProgress("Source: numbers", 2, state, 0, out), VertexProgress("sum", 2, state, out, 0)),
-                       3, 1, 0)
+    return JobProgress(
+        "ab" * 16,
+        "counting",
+        state,
+        1500,
+        (VertexProgress("Source: numbers", 2, state, 0, out), VertexProgress("sum", 2, state, out, 0)),
+        3,
+        1,
+        0,
+    )
 
 
 def test_without_a_terminal_progress_is_a_line_per_state_change_and_a_summary():
@@ -162,8 +170,10 @@ def test_without_a_terminal_progress_is_a_line_per_state_change_and_a_summary():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2
     assert lines[0].endswith(f"Job counting ({'ab' * 16}) is RUNNING")
-    assert lines[1].endswith("ended FINISHED after 1.5 s: Source: numbers: 0 in, 30 out; sum: 30 in, 0 out; "
-                             "checkpoints 3 completed, 1 failed")
+    assert lines[1].endswith(
+        "ended FINISHED after 1.5 s: Source: numbers: 0 in, 30 out; sum: 30 in, 0 out; "
+        "checkpoints 3 completed, 1 failed"
+    )
 
 
 def test_on_a_terminal_progress_is_a_live_table_left_on_screen():

@@ -29,15 +29,26 @@ def scheduler(final_checkpoint: bool = True) -> tuple[Scheduler, dict[str, int]]
     """source (2) -forward-> map (2) -rebalance-> sink (3): vertex ids by name."""
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    env.from_source(NumberSequenceSource(1, 10), source_name="source").uid("source").disable_chaining() \
-        .map(lambda v: v).name("map").uid("map").disable_chaining() \
-        .rebalance().map(lambda v: v).name("sink").uid("sink").set_parallelism(3).print()
+    env.from_source(NumberSequenceSource(1, 10), source_name="source").uid("source").disable_chaining().map(
+        lambda v: v
+    ).name("map").uid("map").disable_chaining().rebalance().map(lambda v: v).name("sink").uid("sink").set_parallelism(
+        3
+    ).print()
     graph = ExecutionGraph(env.get_job_graph())
-    plan_of = Scheduler(graph, {}, [], ManualScheduledExecutor(), None, Listener(),
-                        task_settings=TaskCheckpointSettings(True, None, final_checkpoint))
+    plan_of = Scheduler(
+        graph,
+        {},
+        [],
+        ManualScheduledExecutor(),
+        None,
+        Listener(),
+        task_settings=TaskCheckpointSettings(True, None, final_checkpoint),
+    )
     plan_of.status = JobStatus.RUNNING
-    ids = {name: next(v.id for v in graph.job_graph.vertices if v.name.startswith(name) or name in v.name)
-           for name in ("source", "map", "sink")}
+    ids = {
+        name: next(v.id for v in graph.job_graph.vertices if v.name.startswith(name) or name in v.name)
+        for name in ("source", "map", "sink")
+    }
     for execution in graph:
         execution.state = S.RUNNING
     return plan_of, ids
@@ -90,8 +101,9 @@ def test_finished_subtasks_are_recorded_as_finished_and_a_vertex_of_them_as_full
     set_state(plan_of, ids["source"], 1, S.FINISHED)
     set_state(plan_of, ids["map"], 0, S.FINISHED)
     plan = plan_of.checkpoint_plan()
-    pending = PendingCheckpoint(5, 0, plan.tasks_to_wait_for, finished=plan.finished,
-                                finished_parallelism=plan.finished_parallelism)
+    pending = PendingCheckpoint(
+        5, 0, plan.tasks_to_wait_for, finished=plan.finished, finished_parallelism=plan.finished_parallelism
+    )
     for task in plan.tasks_to_wait_for:
         pending.acknowledge(task, {})
     states = pending.metadata().operator_states

@@ -30,9 +30,14 @@ def job_dir(tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "other.py").write_text("")
-    for name, path in [("__main__", job_dir / "job.py"), ("helpers", job_dir / "helpers.py"),
-                       ("pkg", job_dir / "pkg" / "__init__.py"), ("pkg.inner", job_dir / "pkg" / "inner.py"),
-                       ("other", elsewhere / "other.py"), ("job", job_dir / "job.py")]:
+    for name, path in [
+        ("__main__", job_dir / "job.py"),
+        ("helpers", job_dir / "helpers.py"),
+        ("pkg", job_dir / "pkg" / "__init__.py"),
+        ("pkg.inner", job_dir / "pkg" / "inner.py"),
+        ("other", elsewhere / "other.py"),
+        ("job", job_dir / "job.py"),
+    ]:
         monkeypatch.setitem(sys.modules, name, module(name, str(path)))
     return job_dir
 

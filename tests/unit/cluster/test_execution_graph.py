@@ -26,8 +26,9 @@ def numbers(env, parallelism: int):
 
 
 def source_rebalance_map(env) -> None:
-    env.from_collection([1]).set_parallelism(1).name("src").rebalance().map(lambda v: v).set_parallelism(3) \
-        .name("map").add_sink(lambda v: None).set_parallelism(3)
+    env.from_collection([1]).set_parallelism(1).name("src").rebalance().map(lambda v: v).set_parallelism(3).name(
+        "map"
+    ).add_sink(lambda v: None).set_parallelism(3)
 
 
 def test_one_execution_vertex_per_subtask_starting_created() -> None:
@@ -71,8 +72,11 @@ def test_consumers_are_deployed_before_their_producers() -> None:
 
 
 def test_all_to_all_specs_connect_every_producer_with_every_consumer() -> None:
-    graph = graph_of(lambda env: numbers(env, 2).rebalance().map(lambda v: v).set_parallelism(3)
-                     .add_sink(lambda v: None).set_parallelism(3))
+    graph = graph_of(
+        lambda env: (
+            numbers(env, 2).rebalance().map(lambda v: v).set_parallelism(3).add_sink(lambda v: None).set_parallelism(3)
+        )
+    )
     source, mapper = graph.job_graph.vertices
     (edge,) = source.outputs
     producer_spec = graph.task_spec(graph.vertex(source.id, 1))
@@ -86,14 +90,19 @@ def test_all_to_all_specs_connect_every_producer_with_every_consumer() -> None:
 
 
 def test_rescale_connects_each_producer_to_its_own_block_of_consumers() -> None:
-    graph = graph_of(lambda env: numbers(env, 2).rescale().map(lambda v: v).set_parallelism(4)
-                     .add_sink(lambda v: None).set_parallelism(4))
+    graph = graph_of(
+        lambda env: (
+            numbers(env, 2).rescale().map(lambda v: v).set_parallelism(4).add_sink(lambda v: None).set_parallelism(4)
+        )
+    )
     source, mapper = graph.job_graph.vertices
-    targets = [[c.consumer_index for c in graph.task_spec(graph.vertex(source.id, p)).outputs[0].channel_ids]
-               for p in range(2)]
+    targets = [
+        [c.consumer_index for c in graph.task_spec(graph.vertex(source.id, p)).outputs[0].channel_ids] for p in range(2)
+    ]
     assert targets == [[0, 1], [2, 3]]
-    sources_of = [[i.channel_id.producer_index for i in graph.task_spec(graph.vertex(mapper.id, c)).inputs]
-                  for c in range(4)]
+    sources_of = [
+        [i.channel_id.producer_index for i in graph.task_spec(graph.vertex(mapper.id, c)).inputs] for c in range(4)
+    ]
     assert sources_of == [[0], [0], [1], [1]]
 
 
@@ -118,5 +127,6 @@ def test_a_task_spec_carries_what_its_task_needs() -> None:
     assert spec.job_parameters == {"threshold": "7"} and spec.auto_watermark_interval == 50
     assert (spec.checkpointing, spec.restore, spec.function_templates) == (settings, restore, templates)
     assert spec.receiver_settings == "receiver settings" and spec.execution_key == (source.id, 0)
-    assert graph.task_spec(graph.vertex(mapper.id, 0), receiver_settings="x").receiver_settings is None, \
+    assert graph.task_spec(graph.vertex(mapper.id, 0), receiver_settings="x").receiver_settings is None, (
         "only source subtasks read receivers"
+    )

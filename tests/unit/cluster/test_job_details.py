@@ -12,16 +12,19 @@ from fluvial.common.job_status import JobStatus
 from fluvial.runtime.execution_state import ExecutionState as S
 
 
-@pytest.mark.parametrize("states, expected", [
-    ([S.RUNNING, S.RUNNING], S.RUNNING),
-    ([S.FINISHED, S.FINISHED], S.FINISHED),
-    ([S.FINISHED, S.RUNNING], S.RUNNING),
-    ([S.RUNNING, S.FAILED, S.CANCELING], S.FAILED),
-    ([S.CANCELED, S.CANCELING], S.CANCELING),
-    ([S.DEPLOYING, S.RUNNING], S.RUNNING),
-    ([S.CREATED, S.DEPLOYING], S.DEPLOYING),
-    ([], S.CREATED),
-])
+@pytest.mark.parametrize(
+    "states, expected",
+    [
+        ([S.RUNNING, S.RUNNING], S.RUNNING),
+        ([S.FINISHED, S.FINISHED], S.FINISHED),
+        ([S.FINISHED, S.RUNNING], S.RUNNING),
+        ([S.RUNNING, S.FAILED, S.CANCELING], S.FAILED),
+        ([S.CANCELED, S.CANCELING], S.CANCELING),
+        ([S.DEPLOYING, S.RUNNING], S.RUNNING),
+        ([S.CREATED, S.DEPLOYING], S.DEPLOYING),
+        ([], S.CREATED),
+    ],
+)
 def test_a_vertex_state_follows_flinks_aggregation(states, expected):
     assert aggregate_state(states) is expected
 
@@ -44,17 +47,23 @@ def test_the_timeline_keeps_first_entries_and_each_attempts_own_times():
 
 
 def _details(status: JobStatus, running_since: int = 1_000) -> JobDetails:
-    checkpoints = CheckpointDetails(enabled=True, triggered=5, completed=3, failed=1, last_duration_ms=12,
-                                    last_size_bytes=2048)
-    return JobDetails("j" * 32, "job", status, {"CREATED": 900, status.name: 1_000}, [], [], checkpoints, [], 2,
-                      5_000, running_since)
+    checkpoints = CheckpointDetails(
+        enabled=True, triggered=5, completed=3, failed=1, last_duration_ms=12, last_size_bytes=2048
+    )
+    return JobDetails(
+        "j" * 32, "job", status, {"CREATED": 900, status.name: 1_000}, [], [], checkpoints, [], 2, 5_000, running_since
+    )
 
 
 def test_the_jobs_own_metrics_have_flinks_names_and_meanings():
     values = _details(JobStatus.RUNNING).metric_values(now=4_000)
     assert values["uptime"] == 3_000 and values["numRestarts"] == 2
-    assert (values["numberOfCompletedCheckpoints"], values["numberOfFailedCheckpoints"],
-            values["numberOfInProgressCheckpoints"], values["totalNumberOfCheckpoints"]) == (3, 1, 1, 5)
+    assert (
+        values["numberOfCompletedCheckpoints"],
+        values["numberOfFailedCheckpoints"],
+        values["numberOfInProgressCheckpoints"],
+        values["totalNumberOfCheckpoints"],
+    ) == (3, 1, 1, 5)
     assert (values["lastCheckpointDuration"], values["lastCheckpointSize"]) == (12, 2048)
     assert _details(JobStatus.RESTARTING).metric_values(now=4_000)["uptime"] == 0, "not running: no uptime"
     assert _details(JobStatus.FINISHED).metric_values(now=4_000)["uptime"] == -1, "ended: -1, as in Flink"

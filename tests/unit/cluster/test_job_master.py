@@ -42,8 +42,14 @@ class Rig:
         self.clock = ManualClock(0)
         self.main = ManualScheduledExecutor(self.clock) if manual else None
         self.io = ManualScheduledExecutor(self.clock) if manual else None
-        self.master = JobMaster(self.job_graph, [self.gateway], offered_slots(1, self.job_graph.required_slots()),
-                                main_thread=self.main, io=self.io, clock=self.clock)
+        self.master = JobMaster(
+            self.job_graph,
+            [self.gateway],
+            offered_slots(1, self.job_graph.required_slots()),
+            main_thread=self.main,
+            io=self.io,
+            clock=self.clock,
+        )
         self.job_id = self.job_graph.job_id
         self.tasks = [(vertex.id, index) for vertex in self.job_graph.vertices for index in range(vertex.parallelism)]
 
@@ -52,7 +58,9 @@ class Rig:
             pass
 
     def report(self, task, state: ExecutionState, failure: TaskFailure | None = None) -> None:
-        self.master.update_task_execution_state(TaskExecutionState(ExecutionAttemptId(self.job_id, task[0], task[1], 0), state, failure))
+        self.master.update_task_execution_state(
+            TaskExecutionState(ExecutionAttemptId(self.job_id, task[0], task[1], 0), state, failure)
+        )
 
     def report_all(self, state: ExecutionState, tasks=None) -> None:
         for task in tasks if tasks is not None else self.tasks:
@@ -165,7 +173,9 @@ def test_a_savepoint_goes_to_the_sources_and_completes_with_every_ack(tmp_path) 
     (trigger,) = rig.gateway.take("trigger")
     assert trigger.savepoint_dir == str(tmp_path) and trigger.checkpoint_id == 1
     for vertex_id, index in rig.tasks:
-        rig.master.acknowledge_checkpoint(AcknowledgeCheckpoint(ExecutionAttemptId(rig.job_id, vertex_id, index, 0), 1, {}))
+        rig.master.acknowledge_checkpoint(
+            AcknowledgeCheckpoint(ExecutionAttemptId(rig.job_id, vertex_id, index, 0), 1, {})
+        )
     rig.settle()
     completed = answer.result(0)
     assert completed.is_savepoint and completed.metadata_location.startswith(f"file://{tmp_path}/savepoint-")
@@ -184,8 +194,14 @@ def test_a_drain_savepoint_tells_the_sources_and_one_that_fails_fails_the_job_ov
     (trigger,) = rig.gateway.take("trigger")
     assert trigger.drain and trigger.savepoint_dir == str(tmp_path)
     vertex_id, index = rig.tasks[0]
-    rig.master.decline_checkpoint(DeclineCheckpoint(ExecutionAttemptId(rig.job_id, vertex_id, index, 0), trigger.checkpoint_id,
-                                                    CheckpointFailureReason.DECLINED, "disk full"))
+    rig.master.decline_checkpoint(
+        DeclineCheckpoint(
+            ExecutionAttemptId(rig.job_id, vertex_id, index, 0),
+            trigger.checkpoint_id,
+            CheckpointFailureReason.DECLINED,
+            "disk full",
+        )
+    )
     rig.settle()
     with pytest.raises(Exception, match="disk full"):
         answer.result(0)
@@ -199,8 +215,14 @@ def test_periodic_checkpoints_and_declines_travel_as_mails(caplog) -> None:
     rig.main.advance(INTERVAL)
     rig.settle()
     (trigger,) = rig.gateway.take("trigger")
-    rig.master.decline_checkpoint(DeclineCheckpoint(ExecutionAttemptId(rig.job_id, *rig.tasks[0], 0), trigger.checkpoint_id,
-                                                    CheckpointFailureReason.DECLINED_TASK_NOT_READY, "starting"))
+    rig.master.decline_checkpoint(
+        DeclineCheckpoint(
+            ExecutionAttemptId(rig.job_id, *rig.tasks[0], 0),
+            trigger.checkpoint_id,
+            CheckpointFailureReason.DECLINED_TASK_NOT_READY,
+            "starting",
+        )
+    )
     assert rig.gateway.of("aborted") == [], "the decline waits for the main thread"
     rig.settle()
     assert [m.checkpoint_id for m in rig.gateway.of("aborted")] == [trigger.checkpoint_id]

@@ -38,7 +38,9 @@ class FakeTaskManager:
         self.deployed.append(key)
         if len(self.deployed) == 1:
             failure = TaskFailure(ZeroDivisionError("boom"), "Map", "Map (1/2)", "")
-            update = TaskExecutionState(ExecutionAttemptId(spec.job_id, key[0], key[1], 0), ExecutionState.FAILED, failure)
+            update = TaskExecutionState(
+                ExecutionAttemptId(spec.job_id, key[0], key[1], 0), ExecutionState.FAILED, failure
+            )
             reporter = threading.Thread(target=self.job_master.update_task_execution_state, args=(update,))
             reporter.start()
             reporter.join(0.3)  # give the report every chance to land before the next deploy
@@ -80,7 +82,8 @@ def test_failure_reported_during_deployment_cancels_every_later_subtask():
     assert not master.result.done(), "the job ended while some of its subtasks had not even been deployed"
     for vertex_id, index in others:
         master.update_task_execution_state(
-            TaskExecutionState(ExecutionAttemptId(job_graph.job_id, vertex_id, index, 0), ExecutionState.CANCELED))
+            TaskExecutionState(ExecutionAttemptId(job_graph.job_id, vertex_id, index, 0), ExecutionState.CANCELED)
+        )
     with pytest.raises(JobExecutionException) as info:
         master.result.result(timeout=5)
     assert isinstance(info.value.__cause__, ZeroDivisionError)

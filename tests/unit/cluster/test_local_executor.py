@@ -49,15 +49,20 @@ def test_an_unknown_target_names_the_ones_there_are() -> None:
 def test_ray_keys_are_refused_on_this_machine_naming_the_target_they_need() -> None:
     pipeline = pipeline_with_collect()
     configuration = Configuration().set_string("ray.address", "auto").set_string("ray.placement-timeout", "5 s")
-    with pytest.raises(ConfigurationError, match="ray.address, ray.placement-timeout only apply with "
-                                                 "execution.target ray.*set execution.target: ray, or remove them"):
+    with pytest.raises(
+        ConfigurationError,
+        match="ray.address, ray.placement-timeout only apply with "
+        "execution.target ray.*set execution.target: ray, or remove them",
+    ):
         LocalExecutor(configuration).execute(pipeline)
 
 
 def test_a_detached_job_is_refused_on_this_machine_naming_the_target_it_needs() -> None:
     configuration = Configuration().set_string("execution.attached", "false")
-    with pytest.raises(ConfigurationError, match="execution.attached false asks for a job that runs on after this "
-                                                 "process ends.*set execution.target: ray"):
+    with pytest.raises(
+        ConfigurationError,
+        match="execution.attached false asks for a job that runs on after this process ends.*set execution.target: ray",
+    ):
         LocalExecutor(configuration).execute(pipeline_with_collect())
 
 
@@ -65,6 +70,7 @@ def test_execute_and_collect_needs_an_attached_job() -> None:
     from fluvial.common.errors import InvalidJobError
 
     env = StreamExecutionEnvironment.get_execution_environment(
-        Configuration().set_string("execution.target", "ray").set_string("execution.attached", "false"))
+        Configuration().set_string("execution.target", "ray").set_string("execution.attached", "false")
+    )
     with pytest.raises(InvalidJobError, match="execute_and_collect brings the records to this program"):
         env.from_collection([1]).execute_and_collect()

@@ -38,28 +38,37 @@ class Listener:
 class Rig:
     def __init__(self, restarts: int | None = 2) -> None:
         env = StreamExecutionEnvironment.get_execution_environment()
-        env.from_collection([1]).name("src").rebalance().map(lambda v: v).set_parallelism(2).name("map") \
-            .add_sink(lambda v: None).set_parallelism(2)
+        env.from_collection([1]).name("src").rebalance().map(lambda v: v).set_parallelism(2).name("map").add_sink(
+            lambda v: None
+        ).set_parallelism(2)
         self.job_graph = env.get_job_graph()
         self.clock = ManualClock(0)
         self.timer = ManualScheduledExecutor(self.clock)
         self.gateway = TaskManagerGateway()
         self.listener = Listener()
-        backoff = None if restarts is None else create_backoff_strategy(
-            RestartStrategies.fixed_delay_restart(restarts, DELAY), clock=self.clock)
+        backoff = (
+            None
+            if restarts is None
+            else create_backoff_strategy(RestartStrategies.fixed_delay_restart(restarts, DELAY), clock=self.clock)
+        )
         graph = ExecutionGraph(self.job_graph)
         slots = assign_slots(self.job_graph, offered_slots(1, self.job_graph.required_slots()))
-        self.scheduler = Scheduler(graph, slots, [self.gateway], self.timer, backoff, self.listener,
-                                   clock=self.clock)
+        self.scheduler = Scheduler(graph, slots, [self.gateway], self.timer, backoff, self.listener, clock=self.clock)
         self.source = self.job_graph.vertices[0].id
         self.map = self.job_graph.vertices[1].id
         self.ids = [(self.source, 0), (self.map, 0), (self.map, 1)]
 
     def report(self, task, state: ExecutionState, attempt: int | None = None, failure: TaskFailure | None = None):
         execution = self.scheduler.graph.vertices[task]
-        self.scheduler.on_task_state(TaskExecutionState(
-            ExecutionAttemptId(self.job_graph.job_id, task[0], task[1], execution.attempt if attempt is None else attempt), state,
-            failure))
+        self.scheduler.on_task_state(
+            TaskExecutionState(
+                ExecutionAttemptId(
+                    self.job_graph.job_id, task[0], task[1], execution.attempt if attempt is None else attempt
+                ),
+                state,
+                failure,
+            )
+        )
 
     def report_all(self, state: ExecutionState, tasks=None) -> None:
         for task in tasks if tasks is not None else self.ids:
@@ -116,7 +125,9 @@ def test_a_failure_restarts_every_subtask_after_the_back_off(caplog) -> None:
     rig.gateway.take("deploy")
     rig.fail((rig.map, 0))
     assert rig.scheduler.status is JobStatus.RESTARTING
-    cancelled = [(m.attempt_id.vertex_id, m.attempt_id.subtask_index, m.attempt_id.attempt) for m in rig.gateway.take("cancel")]
+    cancelled = [
+        (m.attempt_id.vertex_id, m.attempt_id.subtask_index, m.attempt_id.attempt) for m in rig.gateway.take("cancel")
+    ]
     assert cancelled == [(rig.source, 0, 0), (rig.map, 1, 0)], "the others are cancelled, attempt 0"
     assert rig.timer.scheduled_delays() == [], "the delay starts once every subtask is down"
     rig.report_all(S.CANCELED, [rig.ids[0], rig.ids[2]])
@@ -230,7 +241,13 @@ def test_checkpoint_messages_name_the_current_attempt() -> None:
     rig.scheduler.notify_complete(4)
     rig.scheduler.notify_aborted(5)
     (trigger,) = rig.gateway.of("trigger")
-    assert (trigger.attempt_id.vertex_id, trigger.attempt_id.subtask_index, trigger.attempt_id.attempt, trigger.checkpoint_id, trigger.timestamp,
-            trigger.savepoint_dir) == (rig.source, 0, 1, 4, 1234, "/savepoints")
+    assert (
+        trigger.attempt_id.vertex_id,
+        trigger.attempt_id.subtask_index,
+        trigger.attempt_id.attempt,
+        trigger.checkpoint_id,
+        trigger.timestamp,
+        trigger.savepoint_dir,
+    ) == (rig.source, 0, 1, 4, 1234, "/savepoints")
     assert [m.checkpoint_id for m in rig.gateway.of("complete")] == [4]
     assert [m.checkpoint_id for m in rig.gateway.of("aborted")] == [5]

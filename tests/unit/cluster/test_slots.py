@@ -28,9 +28,7 @@ def thirty_slot_job():
 
 
 def test_offered_slots_go_round_robin_over_task_managers() -> None:
-    assert offered_slots(2, 3) == [
-        SlotId(0, 0), SlotId(1, 0), SlotId(0, 1), SlotId(1, 1), SlotId(0, 2), SlotId(1, 2)
-    ]
+    assert offered_slots(2, 3) == [SlotId(0, 0), SlotId(1, 0), SlotId(0, 1), SlotId(1, 1), SlotId(0, 2), SlotId(1, 2)]
     assert str(SlotId(1, 2)) == "TM1/slot2"
 
 
@@ -78,9 +76,11 @@ def test_seed_002_runs_in_three_slots() -> None:
     (
         env.from_collection(["a"])
         .map(identity)
-        .filter(keep).slot_sharing_group("group_03")
+        .filter(keep)
+        .slot_sharing_group("group_03")
         .map(identity)
-        .filter(keep).slot_sharing_group("group_04")
+        .filter(keep)
+        .slot_sharing_group("group_04")
         .map(identity)
         .print()
     )

@@ -183,8 +183,12 @@ def test_each_task_reports_its_final_metrics_just_before_it_ends(task_manager_an
         final = events[-2]
         assert isinstance(final, MetricsSnapshot) and final.metrics.final, "the final figures come first"
         assert final.metrics.task_manager_id == task_manager.resource_id
-    source_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.attempt_id.vertex_id == source.id][-1]
-    sink_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.attempt_id.vertex_id == sink.id][-1]
+    source_metrics = [
+        e for e in reports.events if isinstance(e, MetricsSnapshot) and e.attempt_id.vertex_id == source.id
+    ][-1]
+    sink_metrics = [e for e in reports.events if isinstance(e, MetricsSnapshot) and e.attempt_id.vertex_id == sink.id][
+        -1
+    ]
     assert source_metrics.metrics.task["numRecordsOut"] == 20_000 and source_metrics.metrics.task["numRecordsIn"] == 0
     assert sink_metrics.metrics.task["numRecordsIn"] == 20_000 and sink_metrics.metrics.task["numRecordsOut"] == 0
     map_id, sink_id = (node.operator_id for node in sink.nodes)
@@ -207,7 +211,9 @@ def test_cancel_turns_a_running_task_canceled_and_closes_everything(task_manager
     reports.wait_for(_terminal(reports, 1))
     assert reports.states() == ["RUNNING", "CANCELED"]
     assert LOG.count("close") == 1 and LOG.count("reader-close") == 1
-    task_manager.cancel_task(CancelTask(ExecutionAttemptId(job_graph.job_id, vertex.id, 0, 0)))  # cancelling again: nothing more
+    task_manager.cancel_task(
+        CancelTask(ExecutionAttemptId(job_graph.job_id, vertex.id, 0, 0))
+    )  # cancelling again: nothing more
     time.sleep(0.05)
     assert reports.states() == ["RUNNING", "CANCELED"]
 
@@ -276,7 +282,9 @@ def test_a_checkpoint_is_acknowledged_by_every_task_as_messages_naming_it(task_m
     source, mapper = job_graph.vertices
     task_manager.trigger_checkpoint(TriggerCheckpoint(ExecutionAttemptId(job_graph.job_id, source.id, 0, 0), 1, 1234))
     reports.wait_for(lambda r: len(r.acks) == 2)
-    acks = sorted((a.job_id, *a.attempt_id.execution_vertex_id, a.attempt_id.attempt, a.checkpoint_id) for a in reports.acks)
+    acks = sorted(
+        (a.job_id, *a.attempt_id.execution_vertex_id, a.attempt_id.attempt, a.checkpoint_id) for a in reports.acks
+    )
     assert acks == sorted([(job_graph.job_id, source.id, 0, 0, 1), (job_graph.job_id, mapper.id, 0, 0, 1)])
     source_ack = next(a for a in reports.acks if a.attempt_id.vertex_id == source.id)
     assert source_ack.states, "the source acknowledges its split positions"
@@ -295,7 +303,9 @@ def test_a_trigger_for_a_task_not_running_here_is_declined_as_closing(task_manag
     (decline,) = reports.declines
     assert (decline.job_id, decline.attempt_id.vertex_id, decline.checkpoint_id) == ("job-x", 3, 9)
     assert decline.reason is CheckpointFailureReason.DECLINED_TASK_CLOSING
-    task_manager.trigger_checkpoint(TriggerCheckpoint(ExecutionAttemptId("unknown-job", 3, 0, 0), 9, 0))  # nobody to tell: nothing
+    task_manager.trigger_checkpoint(
+        TriggerCheckpoint(ExecutionAttemptId("unknown-job", 3, 0, 0), 9, 0)
+    )  # nobody to tell: nothing
     assert len(reports.declines) == 1
 
 
@@ -312,10 +322,20 @@ def test_the_responder_speaks_for_its_task_attempt():
     responder.acknowledge(5, {"op": "state"})
     responder.decline(6, CheckpointFailureReason.ASYNC_ERROR, "disk full")
     (ack,), (decline,) = reports.acks, reports.declines
-    assert (ack.job_id, *ack.attempt_id.execution_vertex_id, ack.attempt_id.attempt, ack.checkpoint_id, ack.states) == \
-        (spec.job_id, spec.vertex.id, 0, 1, 5, {"op": "state"})
-    assert (decline.attempt_id.attempt, decline.checkpoint_id, decline.reason, decline.detail) == \
-        (1, 6, CheckpointFailureReason.ASYNC_ERROR, "disk full")
+    assert (ack.job_id, *ack.attempt_id.execution_vertex_id, ack.attempt_id.attempt, ack.checkpoint_id, ack.states) == (
+        spec.job_id,
+        spec.vertex.id,
+        0,
+        1,
+        5,
+        {"op": "state"},
+    )
+    assert (decline.attempt_id.attempt, decline.checkpoint_id, decline.reason, decline.detail) == (
+        1,
+        6,
+        CheckpointFailureReason.ASYNC_ERROR,
+        "disk full",
+    )
 
 
 def test_release_job_drops_what_the_task_manager_keeps_for_that_job_only(task_manager_and_reports):

@@ -19,14 +19,22 @@ from fluvial.common.errors import ConfigurationError
 @pytest.mark.parametrize(
     ("key", "says"),
     [
-        ("rest.client.max-content-length", "fluvial's REST API and dashboard take rest.port, rest.address, "
-                                           "rest.bind-address and rest.allowed-hosts only"),
-        ("web.submit.enable", "fluvial's REST API and dashboard take rest.port, rest.address, "
-                              "rest.bind-address and rest.allowed-hosts only"),
+        (
+            "rest.client.max-content-length",
+            "fluvial's REST API and dashboard take rest.port, rest.address, "
+            "rest.bind-address and rest.allowed-hosts only",
+        ),
+        (
+            "web.submit.enable",
+            "fluvial's REST API and dashboard take rest.port, rest.address, "
+            "rest.bind-address and rest.allowed-hosts only",
+        ),
         ("metrics.reporter.jmx.port", "fluvial's metrics take metrics.reporter.prom.port"),
         ("metrics.reporters", "fluvial's metrics take metrics.reporter.prom.port"),
-        ("execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
-         "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled"),
+        (
+            "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
+            "fluvial's unaligned checkpoints take execution.checkpointing.unaligned.enabled",
+        ),
         ("state.backend.incremental", "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=...)"),
         ("state.backend.rocksdb.localdir", "set_db_storage_paths"),
         ("taskmanager.memory.process.size", "does not size TaskManager memory yet"),
@@ -46,7 +54,9 @@ def test_unknown_keys_are_refused_with_the_closest_known_one_or_the_list():
         check_key("parallelism.defualt")
     with pytest.raises(ConfigurationError, match="known keys: local.number-taskmanager"):
         check_key("local.unknown")
-    with pytest.raises(ConfigurationError, match="fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists"):
+    with pytest.raises(
+        ConfigurationError, match="fluvial does not know it, so it would do nothing: remove it. `fluvial config` lists"
+    ):
         check_key("execution.some-flink-key-we-never-heard-of")
 
 

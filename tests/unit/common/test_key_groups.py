@@ -262,8 +262,12 @@ def test_validate_parallelism_accepts_and_returns_effective_max() -> None:
     [
         (0, None, r"parallelism of 'Map' is 0: set_parallelism\(...\) to 1 or more"),
         (-1, 128, r"parallelism of 'Map' is -1"),
-        (8, 4, r"set_max_parallelism\(...\) of 'Map' is 4, below its parallelism 8: raise max parallelism to at "
-         r"least 8"),
+        (
+            8,
+            4,
+            r"set_max_parallelism\(...\) of 'Map' is 4, below its parallelism 8: raise max parallelism to at "
+            r"least 8",
+        ),
         (1, 0, r"set_max_parallelism\(...\) of 'Map' is 0: use a value from 1 to 32768"),
         (1, 40000, r"is 40000, above the upper bound 32768: use at most 32768"),
         (40000, None, r"parallelism of 'Map' is 40000, above the largest supported max parallelism 32768"),

@@ -35,8 +35,10 @@ def test_a_private_file_is_0600_and_truncated_when_rewritten(tmp_path):
     assert mode(target) == 0o600 and target.read_bytes() == b"short"
 
 
-@pytest.mark.parametrize("bits, who", [(stat.S_IWGRP, "its group"), (stat.S_IWOTH, "others"),
-                                       (stat.S_IWGRP | stat.S_IWOTH, "group and others")])
+@pytest.mark.parametrize(
+    "bits, who",
+    [(stat.S_IWGRP, "its group"), (stat.S_IWOTH, "others"), (stat.S_IWGRP | stat.S_IWOTH, "group and others")],
+)
 def test_writable_by_anyone_else_is_untrusted_and_says_by_whom(tmp_path, bits, who):
     target = tmp_path / "state"
     target.write_bytes(b"x")

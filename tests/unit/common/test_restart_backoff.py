@@ -23,17 +23,26 @@ from fluvial.common.restart_strategy import MAX_RESTART_ATTEMPTS, RestartStrateg
 from fluvial.common.time import ManualClock
 
 
-def exponential(initial: int = 100, maximum: int = 1_000, multiplier: float = 2.0, threshold: int = 10_000,
-                jitter: float = 0.0, attempts: int = MAX_RESTART_ATTEMPTS):
+def exponential(
+    initial: int = 100,
+    maximum: int = 1_000,
+    multiplier: float = 2.0,
+    threshold: int = 10_000,
+    jitter: float = 0.0,
+    attempts: int = MAX_RESTART_ATTEMPTS,
+):
     return RestartStrategies.exponential_delay_restart(initial, maximum, multiplier, threshold, jitter, attempts)
 
 
-@pytest.mark.parametrize("configuration, expected", [
-    (RestartStrategies.no_restart(), NoRestartBackoffTimeStrategy),
-    (RestartStrategies.fixed_delay_restart(1, 0), FixedDelayRestartBackoffTimeStrategy),
-    (RestartStrategies.failure_rate_restart(1, 1, 0), FailureRateRestartBackoffTimeStrategy),
-    (exponential(), ExponentialDelayRestartBackoffTimeStrategy),
-])
+@pytest.mark.parametrize(
+    "configuration, expected",
+    [
+        (RestartStrategies.no_restart(), NoRestartBackoffTimeStrategy),
+        (RestartStrategies.fixed_delay_restart(1, 0), FixedDelayRestartBackoffTimeStrategy),
+        (RestartStrategies.failure_rate_restart(1, 1, 0), FailureRateRestartBackoffTimeStrategy),
+        (exponential(), ExponentialDelayRestartBackoffTimeStrategy),
+    ],
+)
 def test_create_backoff_strategy_builds_the_matching_strategy(configuration: Any, expected: type) -> None:
     assert type(create_backoff_strategy(configuration, clock=ManualClock())) is expected
 
@@ -115,8 +124,7 @@ def test_failure_rate_matches_counting_failures_in_the_window(
     max_failures: int, interval: int, gaps: list[int], wait: int
 ) -> None:
     clock = ManualClock()
-    strategy = create_backoff_strategy(
-        RestartStrategies.failure_rate_restart(max_failures, interval, 0), clock=clock)
+    strategy = create_backoff_strategy(RestartStrategies.failure_rate_restart(max_failures, interval, 0), clock=clock)
     history: list[int] = []
     for gap in gaps:
         clock.advance(gap)
@@ -209,8 +217,9 @@ def test_exponential_with_multiplier_one_keeps_the_delay() -> None:
 
 def test_exponential_survives_thousands_of_growths_without_overflow() -> None:
     clock = ManualClock()
-    strategy = create_backoff_strategy(exponential(1, 60_000, 10.0, 10**12, jitter=0.5), clock=clock,
-                                       rng=random.Random(3))
+    strategy = create_backoff_strategy(
+        exponential(1, 60_000, 10.0, 10**12, jitter=0.5), clock=clock, rng=random.Random(3)
+    )
     delays = [drive_to_restart(strategy, clock) for _ in range(2_000)]
     assert max(delays) == 60_000 and delays[-1] == 60_000
 
@@ -218,8 +227,9 @@ def test_exponential_survives_thousands_of_growths_without_overflow() -> None:
 def test_exponential_jitter_is_reproducible_with_a_seeded_rng_and_varies() -> None:
     def delays(seed: int) -> list[int]:
         clock = ManualClock()
-        strategy = create_backoff_strategy(exponential(1_000, 1_000_000, 1.0, 10**9, jitter=0.5), clock=clock,
-                                           rng=random.Random(seed))
+        strategy = create_backoff_strategy(
+            exponential(1_000, 1_000_000, 1.0, 10**9, jitter=0.5), clock=clock, rng=random.Random(seed)
+        )
         return [drive_to_restart(strategy, clock) for _ in range(30)]
 
     assert delays(7) == delays(7)
@@ -240,8 +250,9 @@ def test_exponential_delays_stay_within_the_jitter_band_and_the_bounds(
 ) -> None:
     maximum = initial + extra
     clock = ManualClock()
-    strategy = create_backoff_strategy(exponential(initial, maximum, multiplier, 10**12, jitter), clock=clock,
-                                       rng=random.Random(seed))
+    strategy = create_backoff_strategy(
+        exponential(initial, maximum, multiplier, 10**12, jitter), clock=clock, rng=random.Random(seed)
+    )
     for attempt in range(failures):
         delay = drive_to_restart(strategy, clock)
         base = int(initial * multiplier**attempt)

@@ -53,8 +53,14 @@ def config(pairs: dict[str, str]) -> Configuration:
     return conf
 
 
-def exponential(initial: int = 100, maximum: int = 1_000, multiplier: float = 2.0, threshold: int = 10_000,
-                jitter: float = 0.0, attempts: int = MAX_RESTART_ATTEMPTS):
+def exponential(
+    initial: int = 100,
+    maximum: int = 1_000,
+    multiplier: float = 2.0,
+    threshold: int = 10_000,
+    jitter: float = 0.0,
+    attempts: int = MAX_RESTART_ATTEMPTS,
+):
     return RestartStrategies.exponential_delay_restart(initial, maximum, multiplier, threshold, jitter, attempts)
 
 
@@ -89,7 +95,8 @@ def test_failure_rate_getters() -> None:
 
 def test_exponential_getters_and_unlimited_attempts_by_default() -> None:
     strategy = RestartStrategies.exponential_delay_restart(
-        Duration.of_seconds(1), timedelta(minutes=1), 1.5, 3_600_000, 0.1)
+        Duration.of_seconds(1), timedelta(minutes=1), 1.5, 3_600_000, 0.1
+    )
     assert strategy.get_initial_backoff() == timedelta(seconds=1)
     assert strategy.get_max_backoff() == timedelta(minutes=1)
     assert strategy.get_backoff_multiplier() == 1.5
@@ -103,8 +110,9 @@ def test_nested_names_match_pyflink() -> None:
     assert RestartStrategies.FixedDelayRestartStrategyConfiguration is FixedDelayRestartStrategyConfiguration
     assert RestartStrategies.FailureRateRestartStrategyConfiguration is FailureRateRestartStrategyConfiguration
     assert RestartStrategies.FallbackRestartStrategyConfiguration is FallbackRestartStrategyConfiguration
-    assert (RestartStrategies.ExponentialDelayRestartStrategyConfiguration
-            is ExponentialDelayRestartStrategyConfiguration)
+    assert (
+        RestartStrategies.ExponentialDelayRestartStrategyConfiguration is ExponentialDelayRestartStrategyConfiguration
+    )
 
 
 @pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads), (cloudpickle.dumps, pickle.loads)])
@@ -156,9 +164,7 @@ INVALID = [
 
 
 @pytest.mark.parametrize("build, parameter, value", INVALID, ids=[f"{p}={v}" for _, p, v in INVALID])
-def test_invalid_values_name_the_parameter_the_value_and_the_fix(
-    build: Callable, parameter: str, value: str
-) -> None:
+def test_invalid_values_name_the_parameter_the_value_and_the_fix(build: Callable, parameter: str, value: str) -> None:
     with pytest.raises(InvalidJobError) as info:
         build()
     message = str(info.value)
@@ -166,14 +172,17 @@ def test_invalid_values_name_the_parameter_the_value_and_the_fix(
     assert re.search(r"; (pass|raise) ", message), message  # the fix
 
 
-@pytest.mark.parametrize("build", [
-    lambda: RestartStrategies.fixed_delay_restart("3", 1_000),
-    lambda: RestartStrategies.fixed_delay_restart(True, 1_000),
-    lambda: RestartStrategies.fixed_delay_restart(3.0, 1_000),
-    lambda: RestartStrategies.fixed_delay_restart(3, "10 s"),
-    lambda: RestartStrategies.failure_rate_restart(1, None, 0),
-    lambda: exponential(jitter="0.1"),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: RestartStrategies.fixed_delay_restart("3", 1_000),
+        lambda: RestartStrategies.fixed_delay_restart(True, 1_000),
+        lambda: RestartStrategies.fixed_delay_restart(3.0, 1_000),
+        lambda: RestartStrategies.fixed_delay_restart(3, "10 s"),
+        lambda: RestartStrategies.failure_rate_restart(1, None, 0),
+        lambda: exponential(jitter="0.1"),
+    ],
+)
 def test_wrong_types_are_type_errors_with_an_example(build: Callable) -> None:
     with pytest.raises(TypeError, match="pass e.g."):
         build()
@@ -204,17 +213,22 @@ def test_no_type_means_fallback() -> None:
     assert restart_strategy_from_configuration(conf) == FallbackRestartStrategyConfiguration()
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("none", NoRestartStrategyConfiguration), ("off", NoRestartStrategyConfiguration),
-    ("disable", NoRestartStrategyConfiguration), (" NONE ", NoRestartStrategyConfiguration),
-    ("fixed-delay", FixedDelayRestartStrategyConfiguration),
-    ("fixeddelay", FixedDelayRestartStrategyConfiguration),
-    ("Fixed-Delay", FixedDelayRestartStrategyConfiguration),
-    ("failure-rate", FailureRateRestartStrategyConfiguration),
-    ("failurerate", FailureRateRestartStrategyConfiguration),
-    ("exponential-delay", ExponentialDelayRestartStrategyConfiguration),
-    ("exponentialdelay", ExponentialDelayRestartStrategyConfiguration),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("none", NoRestartStrategyConfiguration),
+        ("off", NoRestartStrategyConfiguration),
+        ("disable", NoRestartStrategyConfiguration),
+        (" NONE ", NoRestartStrategyConfiguration),
+        ("fixed-delay", FixedDelayRestartStrategyConfiguration),
+        ("fixeddelay", FixedDelayRestartStrategyConfiguration),
+        ("Fixed-Delay", FixedDelayRestartStrategyConfiguration),
+        ("failure-rate", FailureRateRestartStrategyConfiguration),
+        ("failurerate", FailureRateRestartStrategyConfiguration),
+        ("exponential-delay", ExponentialDelayRestartStrategyConfiguration),
+        ("exponentialdelay", ExponentialDelayRestartStrategyConfiguration),
+    ],
+)
 def test_type_names_and_aliases(value: str, expected: type) -> None:
     assert type(restart_strategy_from_configuration(config({"restart-strategy.type": value}))) is expected
 
@@ -230,20 +244,43 @@ def test_unknown_type_names_the_value_and_every_valid_one() -> None:
 
 
 def test_deprecated_key_is_read_when_the_new_one_is_absent() -> None:
-    assert restart_strategy_from_configuration(DictConfig(**{"restart-strategy": "none"})) == \
-        NoRestartStrategyConfiguration()
+    assert (
+        restart_strategy_from_configuration(DictConfig(**{"restart-strategy": "none"}))
+        == NoRestartStrategyConfiguration()
+    )
     both = DictConfig(**{"restart-strategy": "none", "restart-strategy.type": "fixed-delay"})
     assert isinstance(restart_strategy_from_configuration(both), FixedDelayRestartStrategyConfiguration)
     with pytest.raises(ConfigurationError, match="'restart-strategy' has the value 'bogus'"):
         restart_strategy_from_configuration(DictConfig(**{"restart-strategy": "bogus"}))
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("10 s", 10_000), ("10s", 10_000), ("500 ms", 500), ("1 min", 60_000), ("1m", 60_000), ("2 h", 7_200_000),
-    ("2 hours", 7_200_000), ("1 d", 86_400_000), ("3 days", 259_200_000), ("250", 250), (" 3 s ", 3_000),
-    ("1.5 s", 1_500), ("10 seconds", 10_000), ("5 SEC", 5_000), ("2 minutes", 120_000), ("7 millis", 7),
-    ("1500 µs", 1), ("1500 us", 1), ("2000000 ns", 2), ("0", 0), ("0.1 s", 100), ("4.35 s", 4_350),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("10 s", 10_000),
+        ("10s", 10_000),
+        ("500 ms", 500),
+        ("1 min", 60_000),
+        ("1m", 60_000),
+        ("2 h", 7_200_000),
+        ("2 hours", 7_200_000),
+        ("1 d", 86_400_000),
+        ("3 days", 259_200_000),
+        ("250", 250),
+        (" 3 s ", 3_000),
+        ("1.5 s", 1_500),
+        ("10 seconds", 10_000),
+        ("5 SEC", 5_000),
+        ("2 minutes", 120_000),
+        ("7 millis", 7),
+        ("1500 µs", 1),
+        ("1500 us", 1),
+        ("2000000 ns", 2),
+        ("0", 0),
+        ("0.1 s", 100),
+        ("4.35 s", 4_350),
+    ],
+)
 def test_duration_strings(value: str, expected: int) -> None:
     conf = config({"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": value})
     assert restart_strategy_from_configuration(conf).delay_between_attempts_ms == expected
@@ -258,10 +295,13 @@ def test_malformed_durations_name_the_key_and_the_value(value: str) -> None:
     assert repr(value) in str(info.value) and "'10 s'" in str(info.value)  # an example of the syntax
 
 
-@pytest.mark.parametrize("key, value", [
-    ("restart-strategy.fixed-delay.attempts", "three"),
-    ("restart-strategy.fixed-delay.attempts", "1.5"),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("restart-strategy.fixed-delay.attempts", "three"),
+        ("restart-strategy.fixed-delay.attempts", "1.5"),
+    ],
+)
 def test_malformed_integers_name_the_key(key: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=f"'{key}' has the value '{value}', which is not an integer"):
         restart_strategy_from_configuration(config({"restart-strategy.type": "fixed-delay", key: value}))
@@ -273,17 +313,20 @@ def test_malformed_floats_name_the_key() -> None:
         restart_strategy_from_configuration(config({"restart-strategy.type": "exponential-delay", key: "lots"}))
 
 
-@pytest.mark.parametrize("strategy_type, key, value", [
-    ("fixed-delay", "restart-strategy.fixed-delay.attempts", "-1"),
-    ("failure-rate", "restart-strategy.failure-rate.max-failures-per-interval", "0"),
-    ("failure-rate", "restart-strategy.failure-rate.failure-rate-interval", "0 ms"),
-    ("exponential-delay", "restart-strategy.exponential-delay.backoff-multiplier", "0.5"),
-    ("exponential-delay", "restart-strategy.exponential-delay.jitter-factor", "2"),
-    ("exponential-delay", "restart-strategy.exponential-delay.max-backoff", "10 ms"),  # below the 1 s default
-    ("exponential-delay", "restart-strategy.exponential-delay.initial-backoff", "0 s"),
-    ("exponential-delay", "restart-strategy.exponential-delay.reset-backoff-threshold", "0"),
-    ("exponential-delay", "restart-strategy.exponential-delay.attempts-before-reset-backoff", "0"),
-])
+@pytest.mark.parametrize(
+    "strategy_type, key, value",
+    [
+        ("fixed-delay", "restart-strategy.fixed-delay.attempts", "-1"),
+        ("failure-rate", "restart-strategy.failure-rate.max-failures-per-interval", "0"),
+        ("failure-rate", "restart-strategy.failure-rate.failure-rate-interval", "0 ms"),
+        ("exponential-delay", "restart-strategy.exponential-delay.backoff-multiplier", "0.5"),
+        ("exponential-delay", "restart-strategy.exponential-delay.jitter-factor", "2"),
+        ("exponential-delay", "restart-strategy.exponential-delay.max-backoff", "10 ms"),  # below the 1 s default
+        ("exponential-delay", "restart-strategy.exponential-delay.initial-backoff", "0 s"),
+        ("exponential-delay", "restart-strategy.exponential-delay.reset-backoff-threshold", "0"),
+        ("exponential-delay", "restart-strategy.exponential-delay.attempts-before-reset-backoff", "0"),
+    ],
+)
 def test_out_of_range_values_name_the_key_they_came_from(strategy_type: str, key: str, value: str) -> None:
     with pytest.raises(ConfigurationError) as info:
         restart_strategy_from_configuration(config({"restart-strategy.type": strategy_type, key: value}))
@@ -291,46 +334,62 @@ def test_out_of_range_values_name_the_key_they_came_from(strategy_type: str, key
 
 
 def test_a_default_that_conflicts_with_a_set_value_names_the_default() -> None:
-    conf = config({"restart-strategy.type": "exponential-delay",
-                   "restart-strategy.exponential-delay.initial-backoff": "2 min"})  # above the 1 min max default
+    conf = config(
+        {"restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.initial-backoff": "2 min"}
+    )  # above the 1 min max default
     key = "restart-strategy.exponential-delay.max-backoff"
     with pytest.raises(ConfigurationError, match=rf"'{key}' \(its default 60000\)"):
         restart_strategy_from_configuration(conf)
 
 
 def test_fixed_delay_keys_and_defaults() -> None:
-    assert restart_strategy_from_configuration(config({
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": "5",
-        "restart-strategy.fixed-delay.delay": "10 s",
-    })) == RestartStrategies.fixed_delay_restart(5, 10_000)
-    assert restart_strategy_from_configuration(config({"restart-strategy.type": "fixed-delay"})) == \
-        RestartStrategies.fixed_delay_restart(1, 1_000)
+    assert restart_strategy_from_configuration(
+        config(
+            {
+                "restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": "5",
+                "restart-strategy.fixed-delay.delay": "10 s",
+            }
+        )
+    ) == RestartStrategies.fixed_delay_restart(5, 10_000)
+    assert restart_strategy_from_configuration(
+        config({"restart-strategy.type": "fixed-delay"})
+    ) == RestartStrategies.fixed_delay_restart(1, 1_000)
 
 
 def test_failure_rate_keys_and_defaults() -> None:
-    assert restart_strategy_from_configuration(config({
-        "restart-strategy.type": "failure-rate",
-        "restart-strategy.failure-rate.max-failures-per-interval": "3",
-        "restart-strategy.failure-rate.failure-rate-interval": "5 min",
-        "restart-strategy.failure-rate.delay": "500 ms",
-    })) == RestartStrategies.failure_rate_restart(3, 300_000, 500)
-    assert restart_strategy_from_configuration(config({"restart-strategy.type": "failure-rate"})) == \
-        RestartStrategies.failure_rate_restart(1, 60_000, 1_000)
+    assert restart_strategy_from_configuration(
+        config(
+            {
+                "restart-strategy.type": "failure-rate",
+                "restart-strategy.failure-rate.max-failures-per-interval": "3",
+                "restart-strategy.failure-rate.failure-rate-interval": "5 min",
+                "restart-strategy.failure-rate.delay": "500 ms",
+            }
+        )
+    ) == RestartStrategies.failure_rate_restart(3, 300_000, 500)
+    assert restart_strategy_from_configuration(
+        config({"restart-strategy.type": "failure-rate"})
+    ) == RestartStrategies.failure_rate_restart(1, 60_000, 1_000)
 
 
 def test_exponential_delay_keys_and_defaults() -> None:
-    assert restart_strategy_from_configuration(config({
-        "restart-strategy.type": "exponential-delay",
-        "restart-strategy.exponential-delay.initial-backoff": "10 s",
-        "restart-strategy.exponential-delay.max-backoff": "2 min",
-        "restart-strategy.exponential-delay.backoff-multiplier": "1.4",
-        "restart-strategy.exponential-delay.reset-backoff-threshold": "10 min",
-        "restart-strategy.exponential-delay.jitter-factor": "0.2",
-        "restart-strategy.exponential-delay.attempts-before-reset-backoff": "10",
-    })) == RestartStrategies.exponential_delay_restart(10_000, 120_000, 1.4, 600_000, 0.2, 10)
-    assert restart_strategy_from_configuration(config({"restart-strategy.type": "exponential-delay"})) == \
-        RestartStrategies.exponential_delay_restart(1_000, 60_000, 1.5, 3_600_000, 0.1, MAX_RESTART_ATTEMPTS)
+    assert restart_strategy_from_configuration(
+        config(
+            {
+                "restart-strategy.type": "exponential-delay",
+                "restart-strategy.exponential-delay.initial-backoff": "10 s",
+                "restart-strategy.exponential-delay.max-backoff": "2 min",
+                "restart-strategy.exponential-delay.backoff-multiplier": "1.4",
+                "restart-strategy.exponential-delay.reset-backoff-threshold": "10 min",
+                "restart-strategy.exponential-delay.jitter-factor": "0.2",
+                "restart-strategy.exponential-delay.attempts-before-reset-backoff": "10",
+            }
+        )
+    ) == RestartStrategies.exponential_delay_restart(10_000, 120_000, 1.4, 600_000, 0.2, 10)
+    assert restart_strategy_from_configuration(
+        config({"restart-strategy.type": "exponential-delay"})
+    ) == RestartStrategies.exponential_delay_restart(1_000, 60_000, 1.5, 3_600_000, 0.1, MAX_RESTART_ATTEMPTS)
 
 
 def test_keys_of_other_strategies_are_ignored() -> None:
@@ -363,9 +422,12 @@ def test_resolution_order_job_then_configuration_then_default() -> None:
     job = RestartStrategies.fixed_delay_restart(2, 5)
     configured = config({"restart-strategy.type": "none"})
     assert resolve_restart_strategy(job, configured, True) is job
-    assert resolve_restart_strategy(RestartStrategies.fall_back_restart(), configured, True) == \
-        RestartStrategies.no_restart()
+    assert (
+        resolve_restart_strategy(RestartStrategies.fall_back_restart(), configured, True)
+        == RestartStrategies.no_restart()
+    )
     assert resolve_restart_strategy(None, configured, True) == RestartStrategies.no_restart()
     assert resolve_restart_strategy(None, Configuration(), True) == default_restart_strategy(True)
-    assert resolve_restart_strategy(RestartStrategies.fall_back_restart(), None, False) == \
-        RestartStrategies.no_restart()
+    assert (
+        resolve_restart_strategy(RestartStrategies.fall_back_restart(), None, False) == RestartStrategies.no_restart()
+    )

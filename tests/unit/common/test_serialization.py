@@ -112,5 +112,7 @@ def test_input_dependency_constraint_is_kept_by_the_execution_config():
     assert config.get_default_input_dependency_constraint() is InputDependencyConstraint.ANY
     config.set_default_input_dependency_constraint(InputDependencyConstraint.ALL)
     assert config.get_default_input_dependency_constraint() is InputDependencyConstraint.ALL
-    assert cloudpickle.loads(cloudpickle.dumps(config)).get_default_input_dependency_constraint() \
+    assert (
+        cloudpickle.loads(cloudpickle.dumps(config)).get_default_input_dependency_constraint()
         is InputDependencyConstraint.ALL
+    )

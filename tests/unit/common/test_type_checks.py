@@ -14,9 +14,19 @@ from fluvial.common.type_checks import batch_checker, checked_at_boundary
 from fluvial.common.type_conversion import TypeMismatch, converter_for
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
-CHECKED = [Types.LONG(), Types.INT(), Types.SHORT(), Types.BYTE(), Types.STRING(), Types.BOOLEAN(), Types.CHAR(),
-           Types.BIG_INT(), PAIR, Types.TUPLE([Types.INT(), Types.TUPLE([Types.STRING(), Types.BOOLEAN()])]),
-           Types.TUPLE([Types.PICKLED_BYTE_ARRAY(), Types.INT()])]
+CHECKED = [
+    Types.LONG(),
+    Types.INT(),
+    Types.SHORT(),
+    Types.BYTE(),
+    Types.STRING(),
+    Types.BOOLEAN(),
+    Types.CHAR(),
+    Types.BIG_INT(),
+    PAIR,
+    Types.TUPLE([Types.INT(), Types.TUPLE([Types.STRING(), Types.BOOLEAN()])]),
+    Types.TUPLE([Types.PICKLED_BYTE_ARRAY(), Types.INT()]),
+]
 
 
 @pytest.mark.parametrize("declared", CHECKED, ids=repr)
@@ -24,9 +34,19 @@ def test_check_only_types_are_checked_at_the_boundary(declared):
     assert checked_at_boundary(declared) and batch_checker(declared, "op") is not None
 
 
-@pytest.mark.parametrize("declared", [None, Types.PICKLED_BYTE_ARRAY(), Types.FLOAT(), Types.DOUBLE(),
-                                      Types.ROW([Types.INT()]), Types.TUPLE([Types.STRING(), Types.FLOAT()]),
-                                      Types.LIST(Types.INT())], ids=repr)
+@pytest.mark.parametrize(
+    "declared",
+    [
+        None,
+        Types.PICKLED_BYTE_ARRAY(),
+        Types.FLOAT(),
+        Types.DOUBLE(),
+        Types.ROW([Types.INT()]),
+        Types.TUPLE([Types.STRING(), Types.FLOAT()]),
+        Types.LIST(Types.INT()),
+    ],
+    ids=repr,
+)
 def test_types_that_reshape_or_take_anything_have_no_boundary_check(declared):
     assert not checked_at_boundary(declared) and batch_checker(declared, "op") is None
 
@@ -41,13 +61,16 @@ def test_values_that_need_shaping_are_shaped_and_the_rest_kept():
     assert batch_checker(PAIR, "op")([("a", 1), ["b", 2]]) == [("a", 1), ("b", 2)]
 
 
-@pytest.mark.parametrize(("declared", "value", "where"), [
-    (PAIR, ("a", "b"), "field 'f1'"),
-    (PAIR, ("a", 2**63), "field 'f1'"),
-    (PAIR, ("a",), "it has 1 fields, the type 2"),
-    (Types.INT(), 2**31, "a value that does not fit"),
-    (Types.STRING(), 1, "a value that does not fit"),
-])
+@pytest.mark.parametrize(
+    ("declared", "value", "where"),
+    [
+        (PAIR, ("a", "b"), "field 'f1'"),
+        (PAIR, ("a", 2**63), "field 'f1'"),
+        (PAIR, ("a",), "it has 1 fields, the type 2"),
+        (Types.INT(), 2**31, "a value that does not fit"),
+        (Types.STRING(), 1, "a value that does not fit"),
+    ],
+)
 def test_a_misfit_is_one_sentence_naming_operator_and_field(declared, value, where):
     with pytest.raises(InvalidJobError) as refused:
         batch_checker(declared, "to pairs")([value])
@@ -57,10 +80,14 @@ def test_a_misfit_is_one_sentence_naming_operator_and_field(declared, value, whe
 
 
 _VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text(max_size=3)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.text(max_size=3)
     | st.floats(allow_nan=False),
     lambda inner: st.tuples(inner, inner) | st.lists(inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 
 
 @settings(max_examples=150, deadline=None)

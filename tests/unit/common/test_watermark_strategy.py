@@ -239,8 +239,9 @@ def test_idleness_generator_rejects_a_non_positive_timeout(timeout: int) -> None
 
 def test_strategies_build_the_matching_generators() -> None:
     assert isinstance(WatermarkStrategy.no_watermarks().create_watermark_generator(), NoWatermarksGenerator)
-    assert isinstance(WatermarkStrategy.for_monotonous_timestamps().create_watermark_generator(),
-                      AscendingTimestampsWatermarks)
+    assert isinstance(
+        WatermarkStrategy.for_monotonous_timestamps().create_watermark_generator(), AscendingTimestampsWatermarks
+    )
     bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(2)).create_watermark_generator()
     assert type(bounded) is BoundedOutOfOrdernessWatermarks
     assert bounded.max_out_of_orderness_ms == 2_000
@@ -396,8 +397,11 @@ def test_checked_timestamp_rejects_non_numbers_with_a_clear_message(bad: Any) ->
 
 
 def test_checked_timestamp_message_for_a_string() -> None:
-    with pytest.raises(InvalidJobError, match=r"^timestamp assigner returned 'abc' \(str\) for record 'row-1'; "
-                                              r"return an int of milliseconds"):
+    with pytest.raises(
+        InvalidJobError,
+        match=r"^timestamp assigner returned 'abc' \(str\) for record 'row-1'; "
+        r"return an int of milliseconds",
+    ):
         checked_timestamp("row-1", "abc")
 
 
@@ -427,8 +431,9 @@ def test_built_in_strategies_pickle_with_plain_pickle() -> None:
 
 
 def test_lambda_strategies_ship_with_cloudpickle() -> None:
-    strategy = (WatermarkStrategy.for_generator(lambda context: PunctuatedGenerator())
-                .with_timestamp_assigner(lambda value, ts: value[1]))
+    strategy = WatermarkStrategy.for_generator(lambda context: PunctuatedGenerator()).with_timestamp_assigner(
+        lambda value, ts: value[1]
+    )
     copy = cloudpickle.loads(cloudpickle.dumps(strategy))
     assert isinstance(copy.create_watermark_generator(), PunctuatedGenerator)
     assert copy.create_timestamp_assigner()(("a", 5), None) == 5

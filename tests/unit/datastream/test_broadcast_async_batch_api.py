@@ -114,8 +114,12 @@ def test_ordered_async_wait_keeps_input_order():
 def test_batch_mode_emits_one_final_result_per_key():
     env = env_of()
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    counts = env.from_collection(["a", "b", "a"]).map(lambda w: (w, 1)).key_by(lambda p: p[0]) \
+    counts = (
+        env.from_collection(["a", "b", "a"])
+        .map(lambda w: (w, 1))
+        .key_by(lambda p: p[0])
         .reduce(lambda x, y: (x[0], x[1] + y[1]))
+    )
     assert sorted(counts.execute_and_collect()) == [("a", 2), ("b", 1)]
 
 

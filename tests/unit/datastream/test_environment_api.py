@@ -105,10 +105,12 @@ def test_add_source_refuses_java_source_functions():
 def test_add_python_file_puts_the_file_on_sys_path_for_the_job_only(tmp_path):
     module = tmp_path / "deps" / "river_helpers.py"
     module.parent.mkdir()
-    module.write_text(textwrap.dedent("""
+    module.write_text(
+        textwrap.dedent("""
         def shout(text):
             return text.upper() + "!"
-    """))
+    """)
+    )
 
     def use_helper(value):
         import river_helpers
@@ -173,11 +175,21 @@ def test_missing_dependency_paths_and_jvm_only_calls_are_refused(tmp_path):
 
 def test_slot_sharing_group_with_resources():
     heap, off_heap, managed = (MemorySize.of_mebi_bytes(n) for n in (100, 200, 300))
-    group = (SlotSharingGroup.builder("ssg").set_cpu_cores(1.0).set_task_heap_memory(heap)
-             .set_task_off_heap_memory(off_heap).set_managed_memory(managed).set_external_resource("gpu", 1.0).build())
+    group = (
+        SlotSharingGroup.builder("ssg")
+        .set_cpu_cores(1.0)
+        .set_task_heap_memory(heap)
+        .set_task_off_heap_memory(off_heap)
+        .set_managed_memory(managed)
+        .set_external_resource("gpu", 1.0)
+        .build()
+    )
     assert group.get_name() == "ssg" and group.get_cpu_cores() == 1.0
-    assert (group.get_task_heap_memory(), group.get_task_off_heap_memory(), group.get_managed_memory()) == \
-        (heap, off_heap, managed)
+    assert (group.get_task_heap_memory(), group.get_task_off_heap_memory(), group.get_managed_memory()) == (
+        heap,
+        off_heap,
+        managed,
+    )
     assert group.get_external_resources() == {"gpu": 1.0}
 
 
@@ -214,22 +226,39 @@ def test_registered_group_resources_are_kept_and_their_non_enforcement_logged(ca
 # -- what PyFlink refuses on a KeyedStream --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", [
-    lambda k: k.shuffle(), lambda k: k.rebalance(), lambda k: k.rescale(), lambda k: k.forward(),
-    lambda k: k.broadcast(), lambda k: k.partition_custom(lambda key, n: 0, lambda v: v),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda k: k.shuffle(),
+        lambda k: k.rebalance(),
+        lambda k: k.rescale(),
+        lambda k: k.forward(),
+        lambda k: k.broadcast(),
+        lambda k: k.partition_custom(lambda key, n: 0, lambda v: v),
+    ],
+)
 def test_keyed_stream_partitioning_cannot_be_overridden(call):
     keyed = env_of().from_collection([1]).key_by(lambda v: v)
     with pytest.raises(InvalidJobError, match="Cannot override partitioning for KeyedStream"):
         call(keyed)
 
 
-@pytest.mark.parametrize("call", [
-    lambda k: k.name("x"), lambda k: k.get_name(), lambda k: k.uid("x"), lambda k: k.set_uid_hash("x"),
-    lambda k: k.set_parallelism(2), lambda k: k.set_max_parallelism(2), lambda k: k.force_non_parallel(),
-    lambda k: k.set_buffer_timeout(1), lambda k: k.start_new_chain(), lambda k: k.disable_chaining(),
-    lambda k: k.slot_sharing_group("g"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda k: k.name("x"),
+        lambda k: k.get_name(),
+        lambda k: k.uid("x"),
+        lambda k: k.set_uid_hash("x"),
+        lambda k: k.set_parallelism(2),
+        lambda k: k.set_max_parallelism(2),
+        lambda k: k.force_non_parallel(),
+        lambda k: k.set_buffer_timeout(1),
+        lambda k: k.start_new_chain(),
+        lambda k: k.disable_chaining(),
+        lambda k: k.slot_sharing_group("g"),
+    ],
+)
 def test_keyed_stream_is_not_an_operator(call):
     keyed = env_of().from_collection([1]).key_by(lambda v: v)
     with pytest.raises(InvalidJobError, match="for KeyedStream is not supported"):

@@ -48,8 +48,10 @@ def test_a_falsy_periodic_compaction_time_means_the_30_day_default(arguments):
 def test_an_explicit_periodic_compaction_duration_is_kept_as_given(millis):
     duration = Duration.of_millis(millis)
     config = StateTtlConfig.new_builder(Time.days(1)).cleanup_in_rocksdb_compact_filter(17, duration).build()
-    assert config.get_cleanup_strategies().get_rocksdb_compact_filter_cleanup_strategy() \
-        .get_periodic_compaction_time() is duration
+    assert (
+        config.get_cleanup_strategies().get_rocksdb_compact_filter_cleanup_strategy().get_periodic_compaction_time()
+        is duration
+    )
     with pytest.raises(InvalidJobError, match="periodic_compaction_time"):
         StateTtlConfig.new_builder(Time.days(1)).cleanup_in_rocksdb_compact_filter(17, 5)
 

@@ -31,8 +31,9 @@ def _fields(transformation: t.Transformation) -> dict:
 
 @pytest.mark.parametrize("target", ["stream", "sink"])
 @pytest.mark.parametrize("setter, arguments, changed", SETTERS, ids=[s[0] for s in SETTERS])
-def test_every_setter_replaces_the_transformation_and_leaves_the_old_one_as_it_was(target, setter, arguments,
-                                                                                     changed) -> None:
+def test_every_setter_replaces_the_transformation_and_leaves_the_old_one_as_it_was(
+    target, setter, arguments, changed
+) -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     stream = env.from_collection([1, 2, 3]).map(lambda v: v)
     handle = stream if target == "stream" else stream.print()

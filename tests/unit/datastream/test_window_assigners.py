@@ -208,7 +208,9 @@ def test_sliding_event_time_size_over_slide_windows_each_containing_the_timestam
 ) -> None:
     size = slide * factor
     offset = data.draw(st.integers(-(slide - 1), slide - 1))
-    assigner = SlidingEventTimeWindows.of(Duration.of_millis(size), Duration.of_millis(slide), Duration.of_millis(offset))
+    assigner = SlidingEventTimeWindows.of(
+        Duration.of_millis(size), Duration.of_millis(slide), Duration.of_millis(offset)
+    )
     windows = assigner.assign_windows("element", timestamp, CTX)
     assert len(windows) == factor
     assert len(set(windows)) == factor
@@ -525,8 +527,11 @@ def test_window_serializers_use_flinks_byte_layouts_and_round_trip():
         TimeWindowSerializer,
     )
 
-    cases = [(TimeWindowSerializer(), TimeWindow(-5, 1_000), 16), (CountWindowSerializer(), CountWindow(7), 8),
-             (GlobalWindowSerializer(), GlobalWindow.get(), 1)]
+    cases = [
+        (TimeWindowSerializer(), TimeWindow(-5, 1_000), 16),
+        (CountWindowSerializer(), CountWindow(7), 8),
+        (GlobalWindowSerializer(), GlobalWindow.get(), 1),
+    ]
     for serializer, window, size in cases:
         stream = io.BytesIO()
         serializer.serialize(window, stream)

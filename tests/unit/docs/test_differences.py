@@ -72,9 +72,17 @@ def test_the_changelog_state_backend_is_refused() -> None:
         StreamExecutionEnvironment.get_execution_environment().enable_changelog_state_backend(True)
 
 
-@pytest.mark.parametrize("key", ["python.fn-execution.bundle.size", "taskmanager.memory.process.size",
-                                 "jobmanager.memory.process.size", "pipeline.jars", "pipeline.classpaths",
-                                 "web.submit.enable"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "python.fn-execution.bundle.size",
+        "taskmanager.memory.process.size",
+        "jobmanager.memory.process.size",
+        "pipeline.jars",
+        "pipeline.classpaths",
+        "web.submit.enable",
+    ],
+)
 def test_the_refused_keys_are_refused(key: str) -> None:
     assert f"`{key.split('.')[0]}" in PAGE or f"`{key}`" in PAGE
     with pytest.raises(ConfigurationError):

@@ -27,5 +27,6 @@ def test_every_new_public_name_has_a_docstring() -> None:
 
 def test_the_list_of_undocumented_names_only_shrinks() -> None:
     documented_since = sorted(_known() - set(undocumented()))
-    assert not documented_since, ("these have a docstring now (or are gone): remove them from "
-                                  f"{KNOWN.name}: {', '.join(documented_since)}")
+    assert not documented_since, (
+        f"these have a docstring now (or are gone): remove them from {KNOWN.name}: {', '.join(documented_since)}"
+    )

@@ -14,8 +14,7 @@ from fluvial.web.rest import create_app
 
 
 def test_every_configuration_key_has_a_description() -> None:
-    undocumented = [key for key, option in references.configuration_options().items()
-                    if not option.description.strip()]
+    undocumented = [key for key, option in references.configuration_options().items() if not option.description.strip()]
     assert not undocumented, f"give these keys a description in fluvial.common.configuration: {undocumented}"
 
 
@@ -35,7 +34,8 @@ def test_every_rest_route_says_what_it_does() -> None:
 @pytest.mark.parametrize("path", list(references.generated_files()), ids=lambda path: path.name)
 def test_the_generated_pages_are_current(path) -> None:
     assert path.exists() and path.read_text() == references.generated_files()[path], (
-        f"{path} is out of date with the code: run `python -m docsite` and commit the result")
+        f"{path} is out of date with the code: run `python -m docsite` and commit the result"
+    )
 
 
 def test_the_grafana_dashboard_has_a_panel_per_metric_and_scope() -> None:
@@ -57,9 +57,19 @@ def _get(app, path: str) -> tuple[int, bytes]:
     async def send(message: dict) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
-             "headers": [(b"host", b"127.0.0.1")], "scheme": "http", "server": ("127.0.0.1", 8081),
-             "client": ("127.0.0.1", 5000), "root_path": "", "http_version": "1.1"}
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1")],
+        "scheme": "http",
+        "server": ("127.0.0.1", 8081),
+        "client": ("127.0.0.1", 5000),
+        "root_path": "",
+        "http_version": "1.1",
+    }
     asyncio.run(app(scope, receive, send))
     return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
 
@@ -73,5 +83,7 @@ def test_the_server_serves_its_routes_as_an_openapi_document() -> None:
     assert served == {(method, path) for method, path, _ in references.rest_routes()}
     assert document["paths"]["/jobs/{job_id}"]["patch"]["security"] == [{"token": []}]
     assert "security" not in document["paths"]["/jobs"]["get"]
-    assert [p["name"] for p in document["paths"]["/jobs/{job_id}/vertices/{vertex_id}"]["get"]["parameters"]] \
-        == ["job_id", "vertex_id"]
+    assert [p["name"] for p in document["paths"]["/jobs/{job_id}/vertices/{vertex_id}"]["get"]["parameters"]] == [
+        "job_id",
+        "vertex_id",
+    ]

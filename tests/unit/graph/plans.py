@@ -62,9 +62,7 @@ def stream_edge(graph: StreamGraph, source: Any, target: Any) -> StreamEdge:
 
 
 def job_edge(job_graph: JobGraph, source: Any, target: Any) -> JobEdge:
-    (edge,) = [
-        e for e in job_graph.edges if e.source_node_id == nid(source) and e.target_node_id == nid(target)
-    ]
+    (edge,) = [e for e in job_graph.edges if e.source_node_id == nid(source) and e.target_node_id == nid(target)]
     return edge
 
 
@@ -97,13 +95,16 @@ def hand_built(
     `extra_input`, a second source (3) also feeds `down`."""
     up = StreamNode(1, "up", "up", up_operator, up_parallelism, 128, up_group, up_strategy, is_source=up_is_source)
     down = StreamNode(2, "down", "Map", down_operator, down_parallelism, 128, down_group, down_strategy)
-    edge = StreamEdge(source_id=1, target_id=2, type_number=0, partitioner=PartitionerSpec(kind), exchange_mode=exchange)
+    edge = StreamEdge(
+        source_id=1, target_id=2, type_number=0, partitioner=PartitionerSpec(kind), exchange_mode=exchange
+    )
     up.out_edges.append(edge)
     down.in_edges.append(edge)
     nodes = {1: up, 2: down}
     if extra_input:
-        other = StreamNode(3, "other", "other", SourceSpec(), down_parallelism, 128, down_group,
-                           ChainingStrategy.HEAD, is_source=True)
+        other = StreamNode(
+            3, "other", "other", SourceSpec(), down_parallelism, 128, down_group, ChainingStrategy.HEAD, is_source=True
+        )
         other_edge = StreamEdge(source_id=3, target_id=2, type_number=0, partitioner=PartitionerSpec(kind))
         other.out_edges.append(other_edge)
         down.in_edges.append(other_edge)
@@ -111,8 +112,19 @@ def hand_built(
     return StreamGraph("hand-built", nodes, chaining_enabled), edge
 
 
-STEP_KINDS = ("map", "map_p", "filter_group", "new_chain", "disable", "rebalance", "rescale", "key_by", "union",
-              "connect", "source")
+STEP_KINDS = (
+    "map",
+    "map_p",
+    "filter_group",
+    "new_chain",
+    "disable",
+    "rebalance",
+    "rescale",
+    "key_by",
+    "union",
+    "connect",
+    "source",
+)
 
 
 @st.composite

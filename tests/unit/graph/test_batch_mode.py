@@ -30,8 +30,11 @@ class Output:
 
 
 def test_a_batch_strategy_keeps_the_assigner_and_drops_the_generator():
-    strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_seconds(1)) \
+    strategy = (
+        WatermarkStrategy.for_monotonous_timestamps()
+        .with_idleness(Duration.of_seconds(1))
         .with_timestamp_assigner(lambda value, previous: value * 10)
+    )
     batch = BatchTimestamps(strategy)
     generator, output = batch.create_watermark_generator(), Output()
     generator.on_event("x", 100, output)

@@ -114,6 +114,7 @@ SCENARIOS: dict[ChainVerdict, Scenario] = {
     ChainVerdict.DIFFERENT_PARALLELISM: _different_parallelism,
 }
 
+
 @pytest.mark.parametrize("verdict", list(ChainVerdict), ids=lambda v: v.name)
 def test_each_verdict_names_the_one_broken_rule(verdict: ChainVerdict) -> None:
     graph, edge = SCENARIOS[verdict]()
@@ -140,7 +141,9 @@ def test_union_edges_do_not_chain_and_become_forward_job_edges() -> None:
         assert chain_verdict(stream_edge(graph, source, mapped), graph) is ChainVerdict.DOWNSTREAM_HAS_SEVERAL_INPUTS
     job_graph = env.get_job_graph()
     assert [v.operator_names for v in job_graph.vertices] == [
-        ["Source: a"], ["Source: b"], ["Map", "Print to Std. Out"]
+        ["Source: a"],
+        ["Source: b"],
+        ["Map", "Print to Std. Out"],
     ]
     for source in (first, second):
         edge = job_edge(job_graph, source, mapped)
@@ -200,7 +203,10 @@ def test_disabled_chaining_breaks_every_edge() -> None:
     assert graph.chaining_enabled is False
     assert {chain_verdict(e, graph) for e in graph.edges} == {ChainVerdict.CHAINING_DISABLED}
     assert [v.operator_names for v in env.get_job_graph().vertices] == [
-        ["Source: numbers"], ["Map"], ["Filter"], ["Print to Std. Out"]
+        ["Source: numbers"],
+        ["Map"],
+        ["Filter"],
+        ["Print to Std. Out"],
     ]
 
 
@@ -234,7 +240,8 @@ def test_start_new_chain_breaks_the_edge_into_it_but_not_out_of_it() -> None:
     assert chain_verdict(stream_edge(graph, source, mapped), graph) is ChainVerdict.CHAINING_STRATEGY
     assert chain_verdict(stream_edge(graph, mapped, filtered), graph) is ChainVerdict.CHAINABLE
     assert [v.operator_names for v in env.get_job_graph().vertices] == [
-        ["Source: numbers"], ["Map", "Filter", "Print to Std. Out"]
+        ["Source: numbers"],
+        ["Map", "Filter", "Print to Std. Out"],
     ]
 
 
@@ -434,13 +441,30 @@ def test_self_union_edges_both_count_as_inputs() -> None:
     extra_input=st.booleans(),
 )
 def test_chainable_iff_every_design_condition_holds(
-    up_p, down_p, up_group, down_group, up_strategy, down_strategy, up_is_source, kind, exchange, enabled,
+    up_p,
+    down_p,
+    up_group,
+    down_group,
+    up_strategy,
+    down_strategy,
+    up_is_source,
+    kind,
+    exchange,
+    enabled,
     extra_input,
 ) -> None:
     graph, edge = hand_built(
-        up_parallelism=up_p, down_parallelism=down_p, up_group=up_group, down_group=down_group,
-        up_strategy=up_strategy, down_strategy=down_strategy, up_is_source=up_is_source, kind=kind,
-        exchange=exchange, chaining_enabled=enabled, extra_input=extra_input,
+        up_parallelism=up_p,
+        down_parallelism=down_p,
+        up_group=up_group,
+        down_group=down_group,
+        up_strategy=up_strategy,
+        down_strategy=down_strategy,
+        up_is_source=up_is_source,
+        kind=kind,
+        exchange=exchange,
+        chaining_enabled=enabled,
+        extra_input=extra_input,
     )
     never = ChainingStrategy.NEVER in (up_strategy, down_strategy)
     down_ok = down_strategy is ChainingStrategy.ALWAYS or (

@@ -80,9 +80,11 @@ def seed_002_env():
     (
         env.from_collection(["a", "b"])
         .map(identity)
-        .filter(keep).slot_sharing_group("group_03")
+        .filter(keep)
+        .slot_sharing_group("group_03")
         .map(identity)
-        .filter(keep).slot_sharing_group("group_04")
+        .filter(keep)
+        .slot_sharing_group("group_04")
         .map(identity)
         .print()
     )
@@ -116,7 +118,9 @@ def test_slots_are_summed_over_groups_of_their_highest_parallelism() -> None:
     assert job_graph.slot_sharing_groups() == {"default": 10, "test": 20}
     assert job_graph.required_slots() == 30
     assert [(v.slot_sharing_group, v.parallelism) for v in job_graph.vertices] == [
-        ("default", 10), ("test", 20), ("test", 10)
+        ("default", 10),
+        ("test", 20),
+        ("test", 10),
     ]
 
 
@@ -273,8 +277,11 @@ def test_two_co_location_groups_in_one_chain_are_refused() -> None:
         (lambda s: s.broadcast().map(identity), "BROADCAST", DistributionPattern.ALL_TO_ALL),
         (lambda s: s.shuffle().map(identity), "SHUFFLE", DistributionPattern.ALL_TO_ALL),
         (lambda s: s.global_().map(identity), "GLOBAL", DistributionPattern.ALL_TO_ALL),
-        (lambda s: s.partition_custom(lambda k, n: 0, identity).map(identity), "CUSTOM",
-         DistributionPattern.ALL_TO_ALL),
+        (
+            lambda s: s.partition_custom(lambda k, n: 0, identity).map(identity),
+            "CUSTOM",
+            DistributionPattern.ALL_TO_ALL,
+        ),
     ],
     ids=["forward", "hash", "rebalance", "rescale", "broadcast", "shuffle", "global", "custom"],
 )
@@ -325,7 +332,12 @@ def test_vertices_are_topologically_ordered_even_when_built_out_of_order() -> No
     position = {v.id: i for i, v in enumerate(job_graph.vertices)}
     assert all(position[e.source] < position[e.target] for e in job_graph.edges)
     assert [v.operator_names[0] for v in job_graph.vertices] == [
-        "Source: Collection Source", "Source: Collection Source", "widened", "widest", "merged", "Print to Std. Out"
+        "Source: Collection Source",
+        "Source: Collection Source",
+        "widened",
+        "widest",
+        "merged",
+        "Print to Std. Out",
     ]
 
 
@@ -369,8 +381,9 @@ def test_side_output_edges_carry_their_tag() -> None:
     assert nid(chained_side) in vertex.operator_ids
     tags = {(e.source_id, e.target_id): e.output_tag for e in vertex.chained_edges}
     assert tags[(nid(main), nid(chained_side))] == tag
-    assert [e.output_tag for e in vertex.chained_edges if e.source_id == nid(main) and e.target_id != nid(
-        chained_side)] == [None]
+    assert [
+        e.output_tag for e in vertex.chained_edges if e.source_id == nid(main) and e.target_id != nid(chained_side)
+    ] == [None]
 
 
 def test_main_and_side_output_into_one_union_are_two_edges() -> None:

@@ -49,7 +49,11 @@ def test_virtual_transformations_produce_no_nodes() -> None:
     graph = env.get_stream_graph()
     assert sorted(graph.nodes) == sorted(nid(h) for h in (source, processed, keyed, merged, sink))
     assert [n.name for n in graph.nodes.values()] == [
-        "Source: numbers", "Process", "Keyed Reduce", "Map", "Print to Std. Out"
+        "Source: numbers",
+        "Process",
+        "Keyed Reduce",
+        "Map",
+        "Print to Std. Out",
     ]
     assert stream_edge(graph, source, processed).partitioner.kind is PartitionerKind.REBALANCE
     assert stream_edge(graph, processed, keyed).partitioner.kind is PartitionerKind.HASH
@@ -138,7 +142,9 @@ def test_flags_of_sources_and_sinks() -> None:
     sink = mapped.print()
     graph = env.get_stream_graph()
     assert [(graph.node(nid(h)).is_source, graph.node(nid(h)).is_sink) for h in (source, mapped, sink)] == [
-        (True, False), (False, False), (False, True)
+        (True, False),
+        (False, False),
+        (False, True),
     ]
     assert graph.node(nid(source)).chaining_strategy is ChainingStrategy.HEAD
     assert graph.node(nid(mapped)).chaining_strategy is ChainingStrategy.ALWAYS
@@ -181,7 +187,11 @@ def test_job_name_and_chaining_flag() -> None:
 def test_build_stream_graph_refuses_a_default_parallelism_of_zero() -> None:
     with pytest.raises(InvalidJobError, match="got 0"):
         build_stream_graph(
-            transformations={}, sink_ids=[], job_name="j", default_parallelism=0, default_max_parallelism=None,
+            transformations={},
+            sink_ids=[],
+            job_name="j",
+            default_parallelism=0,
+            default_max_parallelism=None,
             chaining_enabled=True,
         )
 
@@ -199,7 +209,10 @@ def test_execution_plan_json_fields() -> None:
     plan = plan_of(env)
     assert list(plan) == [nid(h) for h in (source, doubled, keyed, rebalanced, sink)]
     assert plan[nid(source)] == {
-        "id": nid(source), "type": "Source: numbers", "pact": "Data Source", "contents": "Source: numbers",
+        "id": nid(source),
+        "type": "Source: numbers",
+        "pact": "Data Source",
+        "contents": "Source: numbers",
         "parallelism": 4,
     }
     assert "predecessors" not in plan[nid(source)]
@@ -230,7 +243,8 @@ def test_execution_plan_lists_every_input() -> None:
     assert [p["id"] for p in plan[nid(unioned)]["predecessors"]] == [nid(first), nid(second)]
     predecessors = plan[nid(co_mapped)]["predecessors"]
     assert [(p["id"], p["ship_strategy"]) for p in predecessors] == [
-        (nid(unioned), "FORWARD"), (nid(third), "BROADCAST")
+        (nid(unioned), "FORWARD"),
+        (nid(third), "BROADCAST"),
     ]
     assert plan[nid(co_mapped)]["type"] == "Co-Map"
     # Flink's JSONGenerator adds the input before asking the array's size, so every side reads "second".

@@ -33,7 +33,7 @@ def test_a_key_value_group_defines_a_variable_and_names_metrics_by_the_key_only(
     assert value_group.get_all_variables() == {"<host>": "host-7", "<my_key>": "my_value"}
     assert value_group.get_scope_components() == [*SCOPE, "my_key", "my_value"]
     value_group.counter("hits").inc()
-    (key, _), = registry.entries.values()
+    ((key, _),) = registry.entries.values()
     assert key.identifier == "my_key.my_value.hits"
     assert key.logical_name == "my_key.hits"
     assert key.variables == (("<my_key>", "my_value"),)
@@ -53,7 +53,12 @@ def test_counter_meter_distribution_and_gauge_count_what_they_are_told():
     distribution = group.distribution("d")
     for value in (4, 1, 7):
         distribution.update(value)
-    assert (distribution.get_count(), distribution.get_sum(), distribution.get_min(), distribution.get_max()) == (3, 12, 1, 7)
+    assert (distribution.get_count(), distribution.get_sum(), distribution.get_min(), distribution.get_max()) == (
+        3,
+        12,
+        1,
+        7,
+    )
     assert distribution.get_mean() == 4
     group.gauge("g", lambda: 42)
     assert [key.name for key, _ in registry.entries.values()] == ["c", "m", "d", "g"]
@@ -63,7 +68,9 @@ def test_a_name_registered_again_returns_the_first_metric_and_another_kind_is_re
     group, _ = _group()
     first = group.counter("records")
     assert group.counter("records") is first
-    with pytest.raises(InvalidJobError, match="'records' is already registered as a counter; it cannot also be a meter"):
+    with pytest.raises(
+        InvalidJobError, match="'records' is already registered as a counter; it cannot also be a meter"
+    ):
         group.meter("records")
     assert group.add_group("a").counter("records") is not first, "another group is another place"
 

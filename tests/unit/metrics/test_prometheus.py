@@ -11,11 +11,20 @@ from fluvial.metrics.snapshot import JobMetricsSnapshot, TaskMetricsSnapshot, Us
 
 def _job() -> JobMetricsSnapshot:
     task = TaskMetricsSnapshot(
-        "a" * 32, "word count", 2, "Source: numbers -> Map", 1, 0, "tm-0", "host-1", 0,
+        "a" * 32,
+        "word count",
+        2,
+        "Source: numbers -> Map",
+        1,
+        0,
+        "tm-0",
+        "host-1",
+        0,
         task={"numRecordsOut": 10, "busyTimeMsPerSecond": 250.0},
         operators={"node-1": {"numRecordsOut": 10}, "node-2": {"numRecordsIn": 10, "currentOutputWatermark": 5}},
         operator_names={"node-1": "Source: numbers", "node-2": "Map"},
-        user=[UserMetricSample("node-2", "my_key.my_value.hits", "my_key.hits", {"<my_key>": "my_value"}, 3)])
+        user=[UserMetricSample("node-2", "my_key.my_value.hits", "my_key.hits", {"<my_key>": "my_value"}, 3)],
+    )
     return JobMetricsSnapshot("a" * 32, "word count", {"numRestarts": 1, "uptime": 1500}, [task])
 
 

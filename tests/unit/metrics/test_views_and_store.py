@@ -40,8 +40,9 @@ def test_a_steady_count_gives_its_rate_whatever_the_span(steps):
 
 
 def _snapshot(attempt: int, final: bool = False, count: int = 0) -> TaskMetricsSnapshot:
-    return TaskMetricsSnapshot("job", "name", 1, "Map", 0, attempt, "tm", "host", 0, task={"numRecordsIn": count},
-                               final=final)
+    return TaskMetricsSnapshot(
+        "job", "name", 1, "Map", 0, attempt, "tm", "host", 0, task={"numRecordsIn": count}, final=final
+    )
 
 
 def test_the_store_keeps_the_latest_of_the_newest_attempt():

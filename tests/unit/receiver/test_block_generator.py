@@ -154,7 +154,9 @@ def test_ids_are_tick_minus_interval_and_empty_ticks_make_no_block(make: Callabl
     clock.set(1_400)
     wait_until(lambda: len(recorder.pushed) == 3, what="the block of tick 1400")
     assert [(b.unique_id, records) for b, records in recorder.pushed] == [
-        (1_000, [1_100]), (1_100, [1_200]), (1_300, ["late"])
+        (1_000, [1_100]),
+        (1_100, [1_200]),
+        (1_300, ["late"]),
     ]
     assert [str(b) for b, _ in recorder.pushed] == ["input-7-1000", "input-7-1100", "input-7-1300"]
 
@@ -174,7 +176,11 @@ def test_ids_stay_unique_and_increasing_when_the_clock_jumps_back(make: Callable
     generator.add_data("c")
     clock.set(700)
     wait_until(lambda: len(recorder.pushed) == 3, what="a second block after the jump")
-    assert [(b.unique_id, records) for b, records in recorder.pushed] == [(1_000, ["a"]), (1_001, ["b"]), (1_002, ["c"])]
+    assert [(b.unique_id, records) for b, records in recorder.pushed] == [
+        (1_000, ["a"]),
+        (1_001, ["b"]),
+        (1_002, ["c"]),
+    ]
 
 
 @pytest.mark.timeout(30)
@@ -250,7 +256,7 @@ def run_producers_and_stop(
         try:
             if mode == "multiple":
                 for start in range(0, len(records), chunk):
-                    batch = records[start:start + chunk]
+                    batch = records[start : start + chunk]
                     generator.add_multiple_data_with_callback(iter(batch), producer)
                     accepted[producer].extend(batch)
             else:

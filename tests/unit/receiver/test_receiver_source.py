@@ -62,8 +62,9 @@ def job(request, tmp_path):
     """start(wal=..., checkpointing=...) -> (job id, receiver); every job started is stopped afterwards."""
     started: list[str] = []
 
-    def start(*, wal: bool = False, checkpointing: bool = True, job_id: str | None = None,
-              receiver: Receiver | None = None) -> tuple[str, Receiver]:
+    def start(
+        *, wal: bool = False, checkpointing: bool = True, job_id: str | None = None, receiver: Receiver | None = None
+    ) -> tuple[str, Receiver]:
         job_id = job_id or f"source-test-{next(_job_ids)}"
         receiver = receiver or IdleReceiver()
         settings = ReceiverSettings(0.02, 10, 0, str(tmp_path / "checkpoints") if wal else None, checkpointing)

@@ -23,9 +23,11 @@ def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(st.characters(blacklist_characters=";\n€", blacklist_categories=("Cs",)), max_size=8),
-                max_size=8),
-       st.sampled_from(["\n", ";", "\n;", "€"]), st.lists(st.integers(0, 200), max_size=10))
+@given(
+    st.lists(st.text(st.characters(blacklist_characters=";\n€", blacklist_categories=("Cs",)), max_size=8), max_size=8),
+    st.sampled_from(["\n", ";", "\n;", "€"]),
+    st.lists(st.integers(0, 200), max_size=10),
+)
 def test_chunking_never_changes_the_records(lines, delimiter, cuts):
     text = delimiter.join(lines)
     expected = text.split(delimiter)

@@ -57,16 +57,23 @@ class Harness:
     """A supervisor over a real block store (or WAL) handler and tracker; records when the stream ended and
     what the tracker held at that moment."""
 
-    def __init__(self, receiver: Receiver, handler: Any = None,
-                 report_block: Callable[[Any], bool] | None = None) -> None:
+    def __init__(
+        self, receiver: Receiver, handler: Any = None, report_block: Callable[[Any], bool] | None = None
+    ) -> None:
         self.tracker = ReceiverTracker([STREAM])
         self.handler = handler or BlockManagerBasedBlockHandler(BlockStore())
         self.ended = threading.Event()
         self.ends: list[int] = []
         self.records_at_end: list[Any] | None = None
         self.supervisor = ReceiverSupervisor(
-            receiver, STREAM, self.handler, report_block or self.tracker.add_block, self._on_end,
-            block_interval=0.02, block_queue_size=4)
+            receiver,
+            STREAM,
+            self.handler,
+            report_block or self.tracker.add_block,
+            self._on_end,
+            block_interval=0.02,
+            block_queue_size=4,
+        )
 
     def _on_end(self, stream_id: int) -> None:
         self.ends.append(stream_id)

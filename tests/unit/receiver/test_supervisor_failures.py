@@ -31,7 +31,8 @@ def always_fail(receiver, start):
 def test_a_receiver_that_never_starts_backs_off_then_stops_with_its_error():
     receiver = ScriptedReceiver(always_fail)
     receiver.restart_strategy = RestartStrategies.exponential_delay_restart(
-        timedelta(milliseconds=20), timedelta(milliseconds=80), 2.0, timedelta(minutes=1), 0.0, 3)
+        timedelta(milliseconds=20), timedelta(milliseconds=80), 2.0, timedelta(minutes=1), 0.0, 3
+    )
     harness = Harness(receiver)
     harness.run_to_end()
     assert len(receiver.starts) == 4  # the first start and 3 restarts
@@ -59,8 +60,10 @@ def test_the_errors_kept_are_bounded():
     harness.run_to_end()
     assert len(receiver.starts) == MAX_KEPT_ERRORS + 21
     assert len(harness.supervisor.errors) == MAX_KEPT_ERRORS
-    assert harness.supervisor.errors[-1][0].endswith("gave up after 120 restart(s), as the receiver's restart "
-                                                     "strategy allows no more (ScriptedReceiver.restart_strategy)")
+    assert harness.supervisor.errors[-1][0].endswith(
+        "gave up after 120 restart(s), as the receiver's restart "
+        "strategy allows no more (ScriptedReceiver.restart_strategy)"
+    )
 
 
 def test_an_unusable_restart_strategy_is_a_clear_error():

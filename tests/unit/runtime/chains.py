@@ -63,12 +63,14 @@ def job_graph(describe: Callable[[StreamExecutionEnvironment], Any], parallelism
     return env.get_job_graph()
 
 
-def context_factory(subtask_index: int = 0, state_backend: Any = None,
-                    processing_time: Any = None) -> Callable[[Any], OperatorContext]:
+def context_factory(
+    subtask_index: int = 0, state_backend: Any = None, processing_time: Any = None
+) -> Callable[[Any], OperatorContext]:
     def make(node: Any) -> OperatorContext:
         info = TaskInfo(JOB, node.name, subtask_index, node.parallelism, node.max_parallelism)
-        return OperatorContext(info, node.name, node.max_parallelism, {}, None, processing_time, 200,
-                               node.operator_id, state_backend)
+        return OperatorContext(
+            info, node.name, node.max_parallelism, {}, None, processing_time, 200, node.operator_id, state_backend
+        )
 
     return make
 

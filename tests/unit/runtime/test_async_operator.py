@@ -50,8 +50,9 @@ class Gated(AsyncFunction):
         return [("timed out", value)]
 
 
-def harness_of(function, ordered=True, timeout=60_000, capacity=100, retry=None, restore=None,
-               **options) -> OperatorHarness:
+def harness_of(
+    function, ordered=True, timeout=60_000, capacity=100, retry=None, restore=None, **options
+) -> OperatorHarness:
     def describe(stream):
         if retry is not None:
             wait = AsyncDataStream.ordered_wait_with_retry if ordered else AsyncDataStream.unordered_wait_with_retry
@@ -201,10 +202,13 @@ class Flaky(AsyncFunction):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("how, strategy", [
-    ("raise", FixedDelayRetryStrategy(3, 100, exception_predicate=has_exception_predicate)),
-    ("empty", FixedDelayRetryStrategy(3, 100, result_predicate=empty_result_predicate)),
-])
+@pytest.mark.parametrize(
+    "how, strategy",
+    [
+        ("raise", FixedDelayRetryStrategy(3, 100, exception_predicate=has_exception_predicate)),
+        ("empty", FixedDelayRetryStrategy(3, 100, result_predicate=empty_result_predicate)),
+    ],
+)
 def test_retries_follow_the_strategy_back_off_on_the_processing_time_clock(how, strategy):
     flaky = Flaky(2, how)
     harness = harness_of(flaky, retry=strategy)
@@ -248,10 +252,13 @@ class Returns(AsyncFunction):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("result, says", [
-    (None, "The result of AsyncFunction cannot be none: async_invoke of .* returned None for 7"),
-    ("text", "The result of AsyncFunction should be of list type: .* returned str 'text' for 7"),
-])
+@pytest.mark.parametrize(
+    "result, says",
+    [
+        (None, "The result of AsyncFunction cannot be none: async_invoke of .* returned None for 7"),
+        ("text", "The result of AsyncFunction should be of list type: .* returned str 'text' for 7"),
+    ],
+)
 def test_a_none_or_string_result_is_refused_with_pyflinks_sentence(result, says):
     harness = harness_of(Returns(result))
     harness.process_element(7)
@@ -273,7 +280,9 @@ def test_any_other_iterable_result_is_taken_as_pyflink_takes_it():
 def test_a_result_that_is_not_a_list_is_refused_clearly():
     harness = harness_of(NotAList())
     harness.process_element(7)
-    with pytest.raises(InvalidJobError, match="The result of AsyncFunction should be of list type.*returned int 7 for 7"):
+    with pytest.raises(
+        InvalidJobError, match="The result of AsyncFunction should be of list type.*returned int 7 for 7"
+    ):
         harness.run_mails_until(lambda h: False, timeout=10)
     harness.close()
 

@@ -137,8 +137,12 @@ def test_a_one_input_operator_has_only_input_zero() -> None:
 def test_keyed_reduce_emits_the_running_aggregate_of_each_key() -> None:
     harness = OperatorHarness.of(lambda s: s.key_by(key_of).reduce(add_counts)).open()
     harness.process_elements([("a", 1), ("b", 5), ("a", 2), ("a", 3)], timestamps=[1, 2, 3, 4])
-    assert [(r.value, r.timestamp) for r in harness.output()] == [(("a", 1), 1), (("b", 5), 2), (("a", 3), 3),
-                                                                  (("a", 6), 4)]
+    assert [(r.value, r.timestamp) for r in harness.output()] == [
+        (("a", 1), 1),
+        (("b", 5), 2),
+        (("a", 3), 3),
+        (("a", 6), 4),
+    ]
     assert harness.keyed_state_entries() == {"_keyed_reduce": 2}
 
 
@@ -164,8 +168,12 @@ def test_keyed_state_is_split_by_key_group_when_restored_at_another_parallelism(
     old = OperatorHarness.of(lambda s: s.key_by(key_of).reduce(add_counts)).open()
     old.process_elements([(key, 1) for key in keys])
     snapshot = old.snapshot(checkpoint_id=3)
-    harnesses = [OperatorHarness.of(lambda s: s.key_by(key_of).reduce(add_counts), parallelism=2,
-                                    subtask_index=index).open(restore=[snapshot]) for index in range(2)]
+    harnesses = [
+        OperatorHarness.of(lambda s: s.key_by(key_of).reduce(add_counts), parallelism=2, subtask_index=index).open(
+            restore=[snapshot]
+        )
+        for index in range(2)
+    ]
     entries = [harness.keyed_state_entries().get("_keyed_reduce", 0) for harness in harnesses]
     assert sum(entries) == 40 and min(entries) > 0, "each key lives in exactly one new subtask"
     for harness in harnesses:  # a key restored in subtask i continues there
@@ -179,8 +187,7 @@ def test_keyed_state_is_split_by_key_group_when_restored_at_another_parallelism(
 
 
 def test_timestamps_are_assigned_and_watermarks_emitted_periodically_and_at_the_end() -> None:
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(10)) \
-        .with_timestamp_assigner(Stamp())
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(10)).with_timestamp_assigner(Stamp())
     harness = OperatorHarness.of(lambda s: s.assign_timestamps_and_watermarks(strategy)).open()
     harness.process_elements([("a", 100), ("b", 150), ("c", 120)])
     assert [(r.value[0], r.timestamp) for r in harness.output()] == [("a", 100), ("b", 150), ("c", 120)]
@@ -267,8 +274,7 @@ def test_lifecycle_runs_in_the_contracts_order() -> None:
     harness.end_input()
     harness.close()
     harness.close()  # closing twice closes once
-    assert EVENTS == ["initialize_state restored=False", "open", "map 1", "snapshot_state 4", "complete 4",
-                      "close"]
+    assert EVENTS == ["initialize_state restored=False", "open", "map 1", "snapshot_state 4", "complete 4", "close"]
 
 
 def test_a_restored_checkpointed_function_is_told_so() -> None:
@@ -297,7 +303,7 @@ def test_operator_lists_are_dealt_out_and_union_lists_given_whole_on_rescaling()
     for index in range(2):
         new = OperatorHarness.of(lambda s: s.map(Counting()), parallelism=2, subtask_index=index)
         new.open(restore=snapshots).process_element("x")
-        (counts, markers), = new.values()
+        ((counts, markers),) = new.values()
         shares.append(counts)
         assert markers == ["subtask-0", "subtask-1", "subtask-2"], "union state goes whole to every subtask"
     assert sorted(shares[0] + shares[1]) == [1, 2, 3] and all(shares), "list items are dealt round robin"

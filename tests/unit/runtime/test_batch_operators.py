@@ -19,7 +19,10 @@ def test_a_batch_reduce_emits_one_final_result_per_key_at_the_final_watermark():
     assert harness.output() == [] and harness.watermarks() == [100]
     harness.process_final_watermark()
     assert [(r.value, r.timestamp) for r in harness.output()] == [
-        (("a", 5), MAX_WATERMARK), (("b", 2), MAX_WATERMARK), (("c", 1), MAX_WATERMARK)]
+        (("a", 5), MAX_WATERMARK),
+        (("b", 2), MAX_WATERMARK),
+        (("c", 1), MAX_WATERMARK),
+    ]
     assert harness.watermarks() == [100, MAX_WATERMARK]
     harness.end_input()
     assert len(harness.output()) == 3  # emitted once
@@ -60,8 +63,12 @@ def test_batch_timers_of_both_clocks_fire_at_the_end_of_input_only():
     harness.advance_processing_time(1_000)
     assert harness.values() == []  # processing time does not fire timers before the end
     harness.process_final_watermark()
-    assert harness.values() == [("b", "EVENT_TIME", 3), ("a", "EVENT_TIME", 5),
-                                ("a", "PROCESSING_TIME", 10), ("b", "PROCESSING_TIME", 10)]
+    assert harness.values() == [
+        ("b", "EVENT_TIME", 3),
+        ("a", "EVENT_TIME", 5),
+        ("a", "PROCESSING_TIME", 10),
+        ("b", "PROCESSING_TIME", 10),
+    ]
     assert harness.timer_count() == 2  # the re-registered ones, at the end of time + 10: never due
 
 

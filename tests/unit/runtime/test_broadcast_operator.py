@@ -40,8 +40,9 @@ class Suffix(BroadcastProcessFunction):
 
 
 def suffix_harness(**options) -> OperatorHarness:
-    return OperatorHarness.of_two_inputs(lambda data, rules: data.connect(rules.broadcast(RULES, LIMITS))
-                                         .process(Suffix()), **options)
+    return OperatorHarness.of_two_inputs(
+        lambda data, rules: data.connect(rules.broadcast(RULES, LIMITS)).process(Suffix()), **options
+    )
 
 
 def test_the_data_side_reads_what_the_broadcast_side_wrote():
@@ -52,7 +53,10 @@ def test_the_data_side_reads_what_the_broadcast_side_wrote():
     harness.process_element2("suffix=", timestamp=4)
     harness.process_element1("c", timestamp=5)
     assert [(r.value, r.timestamp) for r in harness.output()] == [
-        ("rule suffix=! at 2", 2), ("b!", 3), ("rule suffix= at 4", 4)]
+        ("rule suffix=! at 2", 2),
+        ("b!", 3),
+        ("rule suffix= at 4", 4),
+    ]
     assert [(r.value, r.timestamp) for r in harness.side_output(REJECTED)] == [("a", 1), ("c", 5)]
 
 
@@ -68,13 +72,17 @@ class Meddler(BroadcastProcessFunction):
         ctx.get_broadcast_state(self.descriptor).put("x", value)
 
 
-@pytest.mark.parametrize("descriptor, side, message", [
-    (RULES, "data", "read-only on the data side"),
-    (UNDECLARED, "broadcast", "'undeclared' was not declared.*'rules'"),
-])
+@pytest.mark.parametrize(
+    "descriptor, side, message",
+    [
+        (RULES, "data", "read-only on the data side"),
+        (UNDECLARED, "broadcast", "'undeclared' was not declared.*'rules'"),
+    ],
+)
 def test_writing_from_the_data_side_or_an_undeclared_state_is_refused(descriptor, side, message):
     harness = OperatorHarness.of_two_inputs(
-        lambda data, rules: data.connect(rules.broadcast(RULES)).process(Meddler(descriptor, side))).open()
+        lambda data, rules: data.connect(rules.broadcast(RULES)).process(Meddler(descriptor, side))
+    ).open()
     with pytest.raises(StateError, match=message):
         (harness.process_element1 if side == "data" else harness.process_element2)("v")
 
@@ -99,8 +107,9 @@ class Thresholds(KeyedBroadcastProcessFunction):
     def process_broadcast_element(self, value, ctx):
         if value == "reset":
             cleared = []
-            ctx.apply_to_keyed_state(self.SEEN, lambda key, state: (cleared.append((key, sorted(state.get()))),
-                                                                    state.clear()))
+            ctx.apply_to_keyed_state(
+                self.SEEN, lambda key, state: (cleared.append((key, sorted(state.get()))), state.clear())
+            )
             yield ("cleared", sorted(cleared))
         elif value == "peek":
             self.seen.get()  # no key on the broadcast side
@@ -114,8 +123,10 @@ class Thresholds(KeyedBroadcastProcessFunction):
 
 
 def thresholds_harness(**options) -> OperatorHarness:
-    return OperatorHarness.of_two_inputs(lambda data, limits: data.key_by(lambda v: v[0])
-                                         .connect(limits.broadcast(LIMITS)).process(Thresholds()), **options)
+    return OperatorHarness.of_two_inputs(
+        lambda data, limits: data.key_by(lambda v: v[0]).connect(limits.broadcast(LIMITS)).process(Thresholds()),
+        **options,
+    )
 
 
 def test_keyed_state_timers_and_apply_to_keyed_state():
@@ -194,13 +205,16 @@ class CountInBroadcastState:
 
 
 def test_a_checkpointed_functions_broadcast_state_is_copied_to_every_subtask():
-    old = [OperatorHarness.of(lambda s: s.map(CountInBroadcastState()), parallelism=2, subtask_index=i).open()
-           for i in range(2)]
+    old = [
+        OperatorHarness.of(lambda s: s.map(CountInBroadcastState()), parallelism=2, subtask_index=i).open()
+        for i in range(2)
+    ]
     for harness in old:
         harness.process_elements(["x", "x"])
     snapshots = [harness.snapshot() for harness in old]
     for index in range(3):
-        restored = OperatorHarness.of(lambda s: s.map(CountInBroadcastState()), parallelism=3,
-                                      subtask_index=index).open(restore=snapshots)
+        restored = OperatorHarness.of(
+            lambda s: s.map(CountInBroadcastState()), parallelism=3, subtask_index=index
+        ).open(restore=snapshots)
         restored.process_element("x")
         assert restored.values() == [("x", 3)]

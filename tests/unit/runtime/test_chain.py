@@ -89,23 +89,36 @@ def kinds(chain) -> list[type]:
 
 def test_a_stateless_run_becomes_one_fused_operator_between_source_and_sink() -> None:
     out: list = []
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("inc", lambda v: v + 1)).name("A")
-                           .filter(Even()).name("B").map(Tracked("double", lambda v: v * 2)).name("C")
-                           .add_sink(Collect(out)))
+    vertex = single_vertex(
+        lambda env: (
+            env.from_collection([0])
+            .map(Tracked("inc", lambda v: v + 1))
+            .name("A")
+            .filter(Even())
+            .name("B")
+            .map(Tracked("double", lambda v: v * 2))
+            .name("C")
+            .add_sink(Collect(out))
+        )
+    )
     chain, _ = build_chain(vertex)
     assert kinds(chain) == [SourceOperator, FusedOperator, SinkFunctionOperator]
     assert chain.head is chain.order[0]
     fused = chain.order[1]
-    assert fused.name == "A -> B -> C" and [type(m) for m in fused.members] == [MapOperator, FilterOperator,
-                                                                                 MapOperator]
+    assert fused.name == "A -> B -> C" and [type(m) for m in fused.members] == [
+        MapOperator,
+        FilterOperator,
+        MapOperator,
+    ]
     open_chain(chain)
     chain.head.process_batch(RecordBatch([1, 2, 3, 4]))
     assert out == [4, 8]
 
 
 def test_fusion_is_decided_before_wiring_so_members_get_no_output_of_their_own() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a")).map(Tracked("b"))
-                           .add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: env.from_collection([0]).map(Tracked("a")).map(Tracked("b")).add_sink(Collect([]))
+    )
     chain, _ = build_chain(vertex)
     fused = chain.order[1]
     assert all(operator.output is not None for operator in chain.order)
@@ -114,16 +127,26 @@ def test_fusion_is_decided_before_wiring_so_members_get_no_output_of_their_own()
     assert all(member.output is fused.output for member in fused.members)
 
 
-@pytest.mark.parametrize("describe, expected", [
-    # an operator that is not a plain map/filter ends the run; runs of one are left as they are
-    (lambda s: s.map(Tracked("a")).map(Tracked("b")).process(PassOn()).map(Tracked("c")).filter(Even()),
-     [SourceOperator, FusedOperator, ProcessOperator, FusedOperator]),
-    (lambda s: s.map(Tracked("a")).process(PassOn()).map(Tracked("b")),
-     [SourceOperator, MapOperator, ProcessOperator, MapOperator]),
-    # a CheckpointedFunction keeps state under its own operator id
-    (lambda s: s.map(Tracked("a")).map(Remembers()).map(Tracked("b")),
-     [SourceOperator, MapOperator, MapOperator, MapOperator]),
-], ids=["process-splits-runs", "runs-of-one", "checkpointed-function"])
+@pytest.mark.parametrize(
+    "describe, expected",
+    [
+        # an operator that is not a plain map/filter ends the run; runs of one are left as they are
+        (
+            lambda s: s.map(Tracked("a")).map(Tracked("b")).process(PassOn()).map(Tracked("c")).filter(Even()),
+            [SourceOperator, FusedOperator, ProcessOperator, FusedOperator],
+        ),
+        (
+            lambda s: s.map(Tracked("a")).process(PassOn()).map(Tracked("b")),
+            [SourceOperator, MapOperator, ProcessOperator, MapOperator],
+        ),
+        # a CheckpointedFunction keeps state under its own operator id
+        (
+            lambda s: s.map(Tracked("a")).map(Remembers()).map(Tracked("b")),
+            [SourceOperator, MapOperator, MapOperator, MapOperator],
+        ),
+    ],
+    ids=["process-splits-runs", "runs-of-one", "checkpointed-function"],
+)
 def test_what_ends_a_fused_run(describe, expected) -> None:
     vertex = single_vertex(lambda env: describe(env.from_collection([0])).add_sink(Collect([])))
     chain, _ = build_chain(vertex)
@@ -199,8 +222,16 @@ def test_watermarks_reach_every_chained_operator_and_writer_and_idleness_only_wr
 
 
 def test_a_failure_names_the_chained_operator_that_raised() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("parse")).name("Parse")
-                           .process(PassOn(fail_on=3)).name("Enrich").add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: (
+            env.from_collection([0])
+            .map(Tracked("parse"))
+            .name("Parse")
+            .process(PassOn(fail_on=3))
+            .name("Enrich")
+            .add_sink(Collect([]))
+        )
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     with pytest.raises(KeyError) as info:
@@ -211,9 +242,20 @@ def test_a_failure_names_the_chained_operator_that_raised() -> None:
 @pytest.mark.parametrize("timestamps", [None, [10, 20]], ids=["plain", "timestamped"])
 def test_a_failure_inside_a_fused_run_names_the_member_that_raised(timestamps) -> None:
     """The members run the same function class, so only the step that raised can tell them apart."""
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a")).name("First")
-                           .filter(lambda v: True).name("Keep").map(Tracked("b", fail_on=2)).name("Second")
-                           .map(Tracked("c")).name("Third").add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: (
+            env.from_collection([0])
+            .map(Tracked("a"))
+            .name("First")
+            .filter(lambda v: True)
+            .name("Keep")
+            .map(Tracked("b", fail_on=2))
+            .name("Second")
+            .map(Tracked("c"))
+            .name("Third")
+            .add_sink(Collect([]))
+        )
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     with pytest.raises(ValueError, match="b cannot take 2") as info:
@@ -226,8 +268,9 @@ def test_a_failure_keeps_the_innermost_label_on_its_way_up() -> None:
         def invoke(self, value, context):
             raise ZeroDivisionError("sink")
 
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn())
-                           .add_sink(Boom([])).name("Fragile Sink"))
+    vertex = single_vertex(
+        lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn()).add_sink(Boom([])).name("Fragile Sink")
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     with pytest.raises(ZeroDivisionError) as info:
@@ -239,16 +282,18 @@ def test_a_failure_keeps_the_innermost_label_on_its_way_up() -> None:
 
 
 def test_open_runs_tail_first_so_a_head_emitting_while_opening_finds_the_rest_ready() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn())
-                           .map(Tracked("b")).add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn()).map(Tracked("b")).add_sink(Collect([]))
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     assert EVENTS == ["open b", "open a"]
 
 
 def test_finish_runs_head_to_tail() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn())
-                           .add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn()).add_sink(Collect([]))
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     finished = []
@@ -259,9 +304,17 @@ def test_finish_runs_head_to_tail() -> None:
 
 
 def test_close_closes_every_operator_and_returns_every_error() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a", fail_close=True))
-                           .process(PassOn()).map(Tracked("b")).process(PassOn())
-                           .map(Tracked("c", fail_close=True)).add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: (
+            env.from_collection([0])
+            .map(Tracked("a", fail_close=True))
+            .process(PassOn())
+            .map(Tracked("b"))
+            .process(PassOn())
+            .map(Tracked("c", fail_close=True))
+            .add_sink(Collect([]))
+        )
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     EVENTS.clear()
@@ -271,8 +324,15 @@ def test_close_closes_every_operator_and_returns_every_error() -> None:
 
 
 def test_closing_a_fused_run_closes_every_member_even_if_one_fails() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a", fail_close=True))
-                           .map(Tracked("b")).map(Tracked("c", fail_close=True)).add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: (
+            env.from_collection([0])
+            .map(Tracked("a", fail_close=True))
+            .map(Tracked("b"))
+            .map(Tracked("c", fail_close=True))
+            .add_sink(Collect([]))
+        )
+    )
     chain, _ = build_chain(vertex)
     assert kinds(chain)[1] is FusedOperator
     open_chain(chain)
@@ -293,19 +353,34 @@ def test_checkpoint_notifications_reach_every_operator_fused_or_not() -> None:
         def notify_checkpoint_aborted(self, checkpoint_id):
             heard.append((self.name, "aborted", checkpoint_id))
 
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Listens("a")).map(Listens("b"))
-                           .process(PassOn()).map(Listens("c")).add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: (
+            env.from_collection([0])
+            .map(Listens("a"))
+            .map(Listens("b"))
+            .process(PassOn())
+            .map(Listens("c"))
+            .add_sink(Collect([]))
+        )
+    )
     chain, _ = build_chain(vertex)
     open_chain(chain)
     chain.notify_checkpoint_complete(3)
     chain.notify_checkpoint_aborted(4)
-    assert heard == [("a", "complete", 3), ("b", "complete", 3), ("c", "complete", 3),
-                     ("a", "aborted", 4), ("b", "aborted", 4), ("c", "aborted", 4)]
+    assert heard == [
+        ("a", "complete", 3),
+        ("b", "complete", 3),
+        ("c", "complete", 3),
+        ("a", "aborted", 4),
+        ("b", "aborted", 4),
+        ("c", "aborted", 4),
+    ]
 
 
 def test_initialize_state_asks_for_each_operators_restore_by_its_id() -> None:
-    vertex = single_vertex(lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn())
-                           .add_sink(Collect([])))
+    vertex = single_vertex(
+        lambda env: env.from_collection([0]).map(Tracked("a")).process(PassOn()).add_sink(Collect([]))
+    )
     chain, _ = build_chain(vertex)
     asked = []
     chain.initialize_state(lambda operator_id: asked.append(operator_id))

@@ -43,16 +43,18 @@ class Storages:
     """A CheckpointStorageProvider: the job's storage, and one storage per savepoint directory asked for."""
 
     def __init__(self, failing: bool = False) -> None:
-        self.checkpoints = FailingStorage() if failing else create_checkpoint_storage(JobManagerCheckpointStorage(),
-                                                                                      "job")
+        self.checkpoints = (
+            FailingStorage() if failing else create_checkpoint_storage(JobManagerCheckpointStorage(), "job")
+        )
         self.savepoints: dict[str, Any] = {}
 
     def checkpoint_storage(self) -> Any:
         return self.checkpoints
 
     def savepoint_storage(self, directory: str) -> Any:
-        return self.savepoints.setdefault(directory, create_checkpoint_storage(JobManagerCheckpointStorage(),
-                                                                               f"savepoint-{len(self.savepoints)}"))
+        return self.savepoints.setdefault(
+            directory, create_checkpoint_storage(JobManagerCheckpointStorage(), f"savepoint-{len(self.savepoints)}")
+        )
 
 
 class FailingStorage:
@@ -97,15 +99,23 @@ class Chain:
         self.head = operators[0]
 
 
-def checkpointer(chain: Any, writers: list, storages: Storages, io: ManualScheduledExecutor,
-                 responder: Responder, source: Any = None) -> SubtaskCheckpointCoordinator:
+def checkpointer(
+    chain: Any, writers: list, storages: Storages, io: ManualScheduledExecutor, responder: Responder, source: Any = None
+) -> SubtaskCheckpointCoordinator:
     return SubtaskCheckpointCoordinator(chain, writers, source, storages, io, responder, INFO)
 
 
 def keyed_chain(records: list):
     """The keyed vertex of `source -> key_by -> reduce -> sink`, opened, with `records` reduced."""
-    graph = job_graph(lambda env: env.from_collection([("x", 0)]).key_by(lambda v: v[0])
-                      .reduce(lambda a, b: (a[0], a[1] + b[1])).uid("reduce").add_sink(lambda v: None))
+    graph = job_graph(
+        lambda env: (
+            env.from_collection([("x", 0)])
+            .key_by(lambda v: v[0])
+            .reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .uid("reduce")
+            .add_sink(lambda v: None)
+        )
+    )
     chain, _ = build_chain(graph.vertices[1])
     open_chain(chain)
     chain.head.process_batch(RecordBatch(records))
@@ -121,8 +131,12 @@ def test_the_barrier_goes_out_on_every_output_before_any_operator_snapshots() ->
     chain = Chain([Logged(log, "head"), Logged(log, "tail")])
     barrier = CheckpointBarrier(3, 1234)
     checkpointer(chain, writers, Storages(), ManualScheduledExecutor(), Responder()).checkpoint_state(barrier)
-    assert log == [("writer-1", "event", barrier), ("writer-2", "event", barrier), ("head", "snapshot", 3),
-                   ("tail", "snapshot", 3)]
+    assert log == [
+        ("writer-1", "event", barrier),
+        ("writer-2", "event", barrier),
+        ("head", "snapshot", 3),
+        ("tail", "snapshot", 3),
+    ]
     assert chain.head.snapshot_types == [SnapshotType.CHECKPOINT]
 
 
@@ -160,8 +174,9 @@ def test_a_failing_write_declines_with_async_error_and_discards_the_frozen_state
 
 def test_a_failing_synchronous_part_raises_and_discards_what_was_already_frozen() -> None:
     pending = PendingKeyed()
-    chain = Chain([Logged([], "first", snapshot=OperatorSnapshot("op-1", keyed=pending)),
-                   Logged([], "second", fail=True)])
+    chain = Chain(
+        [Logged([], "first", snapshot=OperatorSnapshot("op-1", keyed=pending)), Logged([], "second", fail=True)]
+    )
     io = ManualScheduledExecutor()
     with pytest.raises(RuntimeError, match="second cannot freeze"):
         checkpointer(chain, [], Storages(), io, Responder()).checkpoint_state(CheckpointBarrier(1, 0))
@@ -172,7 +187,8 @@ def test_a_savepoint_is_canonical_and_written_to_its_own_directory() -> None:
     operator = Logged([], "op", snapshot=OperatorSnapshot("op-1", operator_state={"items": [1, 2]}))
     storages, io, responder = Storages(), ManualScheduledExecutor(), Responder()
     checkpointer(Chain([operator]), [], storages, io, responder).checkpoint_state(
-        CheckpointBarrier(5, 0, savepoint_dir="/savepoints/here"))
+        CheckpointBarrier(5, 0, savepoint_dir="/savepoints/here")
+    )
     io.run_all()
     assert operator.snapshot_types == [SnapshotType.SAVEPOINT]
     (handle,) = responder.acks[5]["op-1"].operator
@@ -198,8 +214,7 @@ class HeadStub(Logged):
 def test_a_source_adds_its_split_positions_to_the_heads_operator_state() -> None:
     source = SourceInputStub()
     io, responder = ManualScheduledExecutor(), Responder()
-    checkpointer(Chain([HeadStub()]), [], Storages(), io, responder, source).checkpoint_state(
-        CheckpointBarrier(7, 0))
+    checkpointer(Chain([HeadStub()]), [], Storages(), io, responder, source).checkpoint_state(CheckpointBarrier(7, 0))
     io.run_all()
     assert source.snapshots == [7]
     (handle,) = responder.acks[7]["source-id"].operator
@@ -211,7 +226,8 @@ def test_a_source_adds_its_split_positions_to_the_heads_operator_state() -> None
 def test_abort_declines_with_the_reason_given() -> None:
     responder = Responder()
     checkpointer(Chain([HeadStub()]), [], Storages(), ManualScheduledExecutor(), responder).abort_checkpoint(
-        9, CheckpointFailureReason.DECLINED_SUBSUMED, "overtaken")
+        9, CheckpointFailureReason.DECLINED_SUBSUMED, "overtaken"
+    )
     assert responder.declines == [(9, CheckpointFailureReason.DECLINED_SUBSUMED, "overtaken")]
 
 
@@ -225,10 +241,16 @@ def _assignment(operator_id: str, states: dict, checkpoint_id: int, parallelism:
 
 def test_load_merges_timers_of_every_handle_and_deals_out_operator_lists() -> None:
     storage = create_checkpoint_storage(JobManagerCheckpointStorage(), "job")
-    keyed = [storage.write_state(1, f"k{i}", pickle.dumps((None, timers), protocol=5)) for i, timers in enumerate([
-        {3: {"event": ["t1"]}}, {3: {"event": ["t2"], "processing": ["p"]}, 4: {"event": ["t3"]}}])]
-    operator = [(storage.write_state(1, f"o{j}", pickle.dumps({"items": items, "union:all": [j]}, protocol=5)),)
-                for j, items in enumerate([[1, 2], [3]])]
+    keyed = [
+        storage.write_state(1, f"k{i}", pickle.dumps((None, timers), protocol=5))
+        for i, timers in enumerate(
+            [{3: {"event": ["t1"]}}, {3: {"event": ["t2"], "processing": ["p"]}, 4: {"event": ["t3"]}}]
+        )
+    ]
+    operator = [
+        (storage.write_state(1, f"o{j}", pickle.dumps({"items": items, "union:all": [j]}, protocol=5)),)
+        for j, items in enumerate([[1, 2], [3]])
+    ]
     assignment = RestoreAssignment(1, tuple(keyed), tuple(operator), old_parallelism=2, owned=True)
     share = SubtaskCheckpointCoordinator.load(assignment, "op", TaskInfo("job", "T", 0, 3, 128))
     assert share.timers == {3: {"event": ["t1", "t2"], "processing": ["p"]}, 4: {"event": ["t3"]}}
@@ -255,7 +277,8 @@ def test_an_unaligned_checkpoint_waits_for_its_in_flight_data_then_writes_it_on_
     assert len(states[reduce_id].input_channel) == 1
     restore = SubtaskCheckpointCoordinator.load(_assignment(reduce_id, states, 1), reduce_id, INFO)
     assert {key: [batch.values for batch in items] for key, items in restore.channel_state.items()} == {
-        "edge/0": [[("a", 2)], [("b", 3)]]}
+        "edge/0": [[("a", 2)], [("b", 3)]]
+    }
 
 
 def test_an_aborted_unaligned_checkpoint_gives_back_its_frozen_state_and_is_never_acknowledged() -> None:

@@ -25,8 +25,11 @@ def gate(channels: int):
     received: list = []
     checkpoints = Checkpoints()
     queues = [LocalChannel(64) for _ in range(channels)]
-    network = NetworkInput(queues, [lambda batch: received.extend(batch.values)] * channels,
-                           barriers=BarrierHandler(channels, True, checkpoints))
+    network = NetworkInput(
+        queues,
+        [lambda batch: received.extend(batch.values)] * channels,
+        barriers=BarrierHandler(channels, True, checkpoints),
+    )
     return network, queues, received, checkpoints
 
 

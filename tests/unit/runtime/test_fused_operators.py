@@ -18,11 +18,15 @@ from fluvial.runtime.operators.fused import FusedOperator
 from fluvial.runtime.records import RecordBatch
 from fluvial.testing import OperatorHarness
 
-STEPS = st.lists(st.one_of(
-    st.tuples(st.just(Step.MAP), st.integers(-3, 3)),
-    st.tuples(st.just(Step.FILTER), st.integers(2, 4)),
-    st.tuples(st.just(Step.FLAT_MAP), st.integers(0, 2)),
-), min_size=1, max_size=6)
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just(Step.MAP), st.integers(-3, 3)),
+        st.tuples(st.just(Step.FILTER), st.integers(2, 4)),
+        st.tuples(st.just(Step.FLAT_MAP), st.integers(0, 2)),
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 def function_of(step: Step, parameter: int):
@@ -57,8 +61,10 @@ def test_a_fused_loop_equals_the_operators_one_after_another(steps, values):
 def fused(*describe, restore=None, state_backend=None) -> tuple[FusedOperator, OperatorHarness]:
     """The members as harnessed operators, fused as a chain fuses them; output captured by the first member's
     harness."""
-    harnesses = [OperatorHarness.of(lambda s, d=d, i=i: d(s).name(f"op{i}"), state_backend=state_backend)
-                 for i, d in enumerate(describe)]
+    harnesses = [
+        OperatorHarness.of(lambda s, d=d, i=i: d(s).name(f"op{i}"), state_backend=state_backend)
+        for i, d in enumerate(describe)
+    ]
     operator = FusedOperator([h.operator for h in harnesses])
     operator.setup(harnesses[0].operator.output)
     state = harnesses[0]._restore_from(restore) if restore else None
@@ -68,19 +74,26 @@ def fused(*describe, restore=None, state_backend=None) -> tuple[FusedOperator, O
 
 
 def test_timestamps_follow_their_values_through_flat_maps_and_filters():
-    operator, harness = fused(lambda s: s.flat_map(lambda v: [v, v + 1]), lambda s: s.filter(lambda v: v % 3),
-                              lambda s: s.map(lambda v: v * 10))
+    operator, harness = fused(
+        lambda s: s.flat_map(lambda v: [v, v + 1]),
+        lambda s: s.filter(lambda v: v % 3),
+        lambda s: s.map(lambda v: v * 10),
+    )
     operator.process_batch(RecordBatch([1, 5], [100, 500]))
     assert [(r.value, r.timestamp) for r in harness.output()] == [(10, 100), (20, 100), (50, 500)]
 
 
-@pytest.mark.parametrize("result, error, message", [
-    (None, InvalidJobError, "the flat_map function of 'op1' returned None for 4"),
-    (7, TypeError, "not iterable"),
-])
+@pytest.mark.parametrize(
+    "result, error, message",
+    [
+        (None, InvalidJobError, "the flat_map function of 'op1' returned None for 4"),
+        (7, TypeError, "not iterable"),
+    ],
+)
 def test_a_flat_map_result_that_cannot_be_iterated_names_its_operator(result, error, message):
-    operator, _ = fused(lambda s: s.map(lambda v: v * 2), lambda s: s.flat_map(lambda v: result),
-                        lambda s: s.map(lambda v: v))
+    operator, _ = fused(
+        lambda s: s.map(lambda v: v * 2), lambda s: s.flat_map(lambda v: result), lambda s: s.map(lambda v: v)
+    )
     with pytest.raises(error, match=message) as failure:
         operator.process_batch(RecordBatch([2]))
     assert failing_operator(failure.value) == "op1"
@@ -106,14 +119,21 @@ def test_a_reduce_headed_run_emits_what_the_operators_would_and_restores_its_sta
     if backend == "rocksdb":
         backend = EmbeddedRocksDBStateBackend()
         backend.set_db_storage_paths(str(tmp_path))
-    members = (lambda s: s.key_by(lambda r: r[0]).reduce(add), lambda s: s.filter(lambda r: r[1] % 2),
-               lambda s: s.flat_map(lambda r: [r, (r[0].upper(), r[1])]))
+    members = (
+        lambda s: s.key_by(lambda r: r[0]).reduce(add),
+        lambda s: s.filter(lambda r: r[1] % 2),
+        lambda s: s.flat_map(lambda r: [r, (r[0].upper(), r[1])]),
+    )
     operator, harness = fused(*members, state_backend=backend)
     operator.process_batch(RecordBatch(KEYED[:4]))
     operator.process_batch(RecordBatch(KEYED[4:], [50, 60]))
     # running sums a1 b2 a4 c4 | b7 a10; the odd ones pass, each twice
     assert [(r.value, r.timestamp) for r in harness.output()] == [
-        (("a", 1), None), (("A", 1), None), (("b", 7), 50), (("B", 7), 50)]
+        (("a", 1), None),
+        (("A", 1), None),
+        (("b", 7), 50),
+        (("B", 7), 50),
+    ]
     harness.operator = operator  # the harness snapshots the fused operator through the real checkpoint path
     snapshot = harness.snapshot()
     operator.close()

@@ -92,12 +92,19 @@ class Captured:
         self.batches: list[RecordBatch] = []
         self.watermarks: list[int] = []
         self.statuses: list[bool] = []
-        self.output = Output([self.batches.append], {}, [lambda w: self.watermarks.append(w.timestamp)],
-                             [lambda s: self.statuses.append(s.idle)])
+        self.output = Output(
+            [self.batches.append],
+            {},
+            [lambda w: self.watermarks.append(w.timestamp)],
+            [lambda s: self.statuses.append(s.idle)],
+        )
 
     def records(self) -> list:
-        return [(value, None if batch.timestamps is None else batch.timestamps[i])
-                for batch in self.batches for i, value in enumerate(batch.values)]
+        return [
+            (value, None if batch.timestamps is None else batch.timestamps[i])
+            for batch in self.batches
+            for i, value in enumerate(batch.values)
+        ]
 
 
 def context(subtask: int = 1, parallelism: int = 2) -> SourceReaderContext:
@@ -133,10 +140,17 @@ class SecondField(TimestampAssigner):
 def test_with_a_strategy_records_get_timestamps_and_watermarks_follow_processing_time() -> None:
     captured = Captured()
     time_service = ManualProcessingTime(ManualClock(1_000))
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)) \
-        .with_timestamp_assigner(SecondField())
-    source_input = SourceInput(ScriptedSource([[("a", 10), ("b", 30)], [("c", 20)]]), context(), captured.output,
-                               strategy, auto_watermark_interval=50, processing_time=time_service)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)).with_timestamp_assigner(
+        SecondField()
+    )
+    source_input = SourceInput(
+        ScriptedSource([[("a", 10), ("b", 30)], [("c", 20)]]),
+        context(),
+        captured.output,
+        strategy,
+        auto_watermark_interval=50,
+        processing_time=time_service,
+    )
     source_input.open()
     assert time_service.pending_timestamps() == [1_050]
     source_input.step()
@@ -156,10 +170,17 @@ def test_drain_sends_the_final_watermark_once_and_then_the_source_emits_nothing_
     reader (its position is what the savepoint records), and no second final watermark comes at any end."""
     captured = Captured()
     time_service = ManualProcessingTime(ManualClock(1_000))
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)) \
-        .with_timestamp_assigner(SecondField())
-    source_input = SourceInput(ScriptedSource([[("a", 10)], [("b", 30)]]), context(), captured.output, strategy,
-                               auto_watermark_interval=50, processing_time=time_service)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5)).with_timestamp_assigner(
+        SecondField()
+    )
+    source_input = SourceInput(
+        ScriptedSource([[("a", 10)], [("b", 30)]]),
+        context(),
+        captured.output,
+        strategy,
+        auto_watermark_interval=50,
+        processing_time=time_service,
+    )
     source_input.open()
     assert source_input.step() is StepResult.PROGRESS
     source_input.advance_to_end_of_event_time()
@@ -250,7 +271,6 @@ def test_channels_are_polled_round_robin() -> None:
     assert head.seen[0] == ["c0-0", "c1-0", "c2-0", "c0-1", "c1-1", "c2-1", "c0-2", "c1-2", "c2-2"]
 
 
-
 def test_a_sliced_buffer_is_finished_before_the_next_channel_is_polled() -> None:
     # the first buffer goes in a one-record slice: its rest must come before the other channel's buffer
     gate, channels, head = network_input([0, 0])
@@ -258,6 +278,7 @@ def test_a_sliced_buffer_is_finished_before_the_next_channel_is_polled() -> None
     channels[1].push(batch("books", "games"))
     drain(gate)
     assert head.seen[0] == ["alice", "bob", "carol", "books", "games"]
+
 
 def test_a_step_moves_a_bounded_number_of_items() -> None:
     gate, (channel,), head = network_input([0])

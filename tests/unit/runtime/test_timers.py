@@ -183,8 +183,10 @@ def test_a_timestamp_that_is_not_an_int_is_refused(bad):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(-50, 50), st.booleans()), max_size=40),
-       st.lists(st.integers(-60, 60), max_size=5))
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(-50, 50), st.booleans()), max_size=40),
+    st.lists(st.integers(-60, 60), max_size=5),
+)
 def test_fires_exactly_the_live_timers_in_order_like_a_sorted_set(operations, watermarks):
     """Model: a set of live (key, ts); register adds, delete removes; each advance fires the due ones, in
     timestamp order (the order among equal timestamps is not part of the contract)."""
@@ -255,7 +257,6 @@ def test_current_processing_time_reads_the_service():
     assert service.current_processing_time() == 1234
     clock.clock.set(2000)
     assert KeyedTimerService(service).current_processing_time() == 2000
-
 
 
 def test_in_batch_mode_processing_time_stands_still_until_the_end_of_input():
@@ -330,8 +331,15 @@ def test_snapshot_works_for_keys_that_cannot_be_ordered():
     restored, _, recorder, _ = make_service()
     restored.restore(snapshot)
     restored.advance_watermark(100)
-    assert [t.key for _, t, _ in recorder.fired] == [UnorderedKey("a"), UnorderedKey("b"), 1, "one", None,
-                                                    (1, None), (1, "x")]
+    assert [t.key for _, t, _ in recorder.fired] == [
+        UnorderedKey("a"),
+        UnorderedKey("b"),
+        1,
+        "one",
+        None,
+        (1, None),
+        (1, "x"),
+    ]
 
 
 def test_restore_is_random_order_insensitive():
@@ -367,8 +375,12 @@ def test_non_keyed_timer_service_refuses_timers_naming_the_operator_and_the_fix(
     clock = ManualProcessingTime(ManualClock(77))
     service = NonKeyedTimerService(clock, lambda: 5, "My Process")
     assert service.current_processing_time() == 77 and service.current_watermark() == 5
-    for method in (service.register_event_time_timer, service.register_processing_time_timer,
-                   service.delete_event_time_timer, service.delete_processing_time_timer):
+    for method in (
+        service.register_event_time_timer,
+        service.register_processing_time_timer,
+        service.delete_event_time_timer,
+        service.delete_processing_time_timer,
+    ):
         with pytest.raises(StateError) as info:
             method(10)
         assert "'My Process'" in str(info.value) and "key_by" in str(info.value) and "keyed" in str(info.value)

@@ -31,8 +31,9 @@ class Checkpoints:
         self.aborted.append(checkpoint_id)
 
     def channel_state_complete(self, checkpoint_id: int, channels: dict[int, list]) -> None:
-        self.channel_state[checkpoint_id] = {index: [_values(item) for item in items]
-                                             for index, items in channels.items()}
+        self.channel_state[checkpoint_id] = {
+            index: [_values(item) for item in items] for index, items in channels.items()
+        }
 
 
 def _values(item: Any) -> Any:
@@ -49,8 +50,9 @@ class Gate:
         self.channels = [LocalChannel(64) for _ in range(n)]
         self.timers: list[int] = []
         self.input = NetworkInput(self.channels, [self._process] * n)
-        self.handler = BarrierHandler(n, True, self.checkpoints, UnalignedSettings(timeout_ms), self.input,
-                                      self.timers.append, lambda: self.now)
+        self.handler = BarrierHandler(
+            n, True, self.checkpoints, UnalignedSettings(timeout_ms), self.input, self.timers.append, lambda: self.now
+        )
         self.input.attach_barriers(self.handler)
         for channel in self.channels:
             channel.set_barrier_listener(self.input.announce_barrier)
@@ -193,8 +195,7 @@ def test_with_a_timeout_a_checkpoint_starts_aligned_and_turns_unaligned_when_it_
     gate.drain()
     # channel 0's barrier had arrived: nothing of it is in flight; channel 1's items ahead of its barrier are
     assert gate.checkpoints.channel_state[1] == {0: [], 1: [["ahead-2"]]}
-    assert sorted(gate.seen) == sorted(
-        ["ahead-1", "after-barrier", "ahead-2"])
+    assert sorted(gate.seen) == sorted(["ahead-1", "after-barrier", "ahead-2"])
 
 
 def test_an_alignment_within_the_timeout_stays_aligned():
@@ -232,7 +233,10 @@ def test_a_task_triggered_after_its_producers_finished_keeps_what_is_still_queue
     assert gate.checkpoints.aborted == [5]  # a savepoint holds no in-flight data
     gate.drain()
     gate.input.checkpoint_triggered(CheckpointBarrier(6, 1_000))
-    assert [checkpoint for checkpoint, _ in gate.checkpoints.taken] == [4, 6] and 6 not in gate.checkpoints.channel_state
+    assert [checkpoint for checkpoint, _ in gate.checkpoints.taken] == [
+        4,
+        6,
+    ] and 6 not in gate.checkpoints.channel_state
 
 
 def test_buffers_smaller_than_the_slice_go_whole_and_several_per_step():

@@ -237,8 +237,11 @@ def test_valve_outputs_rise_and_equal_the_minimum_over_counted_channels(case: tu
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 6).flatmap(
-    lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 100)), max_size=50))))
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 100)), max_size=50))
+    )
+)
 def test_without_idleness_the_clock_is_the_plain_minimum(case: tuple[int, list[tuple[int, int]]]) -> None:
     """DESIGN 2.4 literally: the minimum over every channel's highest watermark, emitted whenever it rises."""
     n, updates = case

@@ -39,11 +39,32 @@ class Harness:
     """The window operator in fluvial.testing's OperatorHarness, with this file's shorthand: records as
     (key, value, ts), results as (value, ts) pairs, late records captured."""
 
-    def __init__(self, assigner, *, function=None, aggregation=_A.REDUCE, window_function=None,
-                 kind=_F.PASS_THROUGH, trigger=None, evictor=None, lateness=0, now=0, restore=None) -> None:
-        spec = t.WindowSpec(function=function, key_selector=lambda v: v[0], assigner=assigner, trigger=trigger,
-                            evictor=evictor, allowed_lateness=lateness, late_data_tag=LATE,
-                            aggregation=aggregation, window_function=window_function, window_function_kind=kind)
+    def __init__(
+        self,
+        assigner,
+        *,
+        function=None,
+        aggregation=_A.REDUCE,
+        window_function=None,
+        kind=_F.PASS_THROUGH,
+        trigger=None,
+        evictor=None,
+        lateness=0,
+        now=0,
+        restore=None,
+    ) -> None:
+        spec = t.WindowSpec(
+            function=function,
+            key_selector=lambda v: v[0],
+            assigner=assigner,
+            trigger=trigger,
+            evictor=evictor,
+            allowed_lateness=lateness,
+            late_data_tag=LATE,
+            aggregation=aggregation,
+            window_function=window_function,
+            window_function_kind=kind,
+        )
         self.harness = OperatorHarness(spec, "Window", clock=ManualClock(now)).open(restore=restore)
         self.op = self.harness.operator
         self.clock = self.harness.clock
@@ -95,8 +116,12 @@ def test_tumbling_fires_when_the_watermark_reaches_the_max_timestamp_and_leaves_
     if aggregation == "reduce":
         h = Harness(TumblingEventTimeWindows.of(1000), function=add)
     else:
-        h = Harness(TumblingEventTimeWindows.of(1000), aggregation=_A.ELEMENTS, kind=_F.APPLY,
-                    window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), window.end)])
+        h = Harness(
+            TumblingEventTimeWindows.of(1000),
+            aggregation=_A.ELEMENTS,
+            kind=_F.APPLY,
+            window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), window.end)],
+        )
     h.elements(("a", 1, 10), ("b", 2, 500), ("a", 3, 999), ("a", 4, 1000))
     assert h.watermark(998) == []
     fired = h.watermark(999)
@@ -140,8 +165,13 @@ class CountingProcess(ProcessWindowFunction):
 
 def test_process_window_function_window_state_is_per_window_and_cleared_with_it():
     function = CountingProcess()
-    h = Harness(TumblingEventTimeWindows.of(1000), aggregation=_A.ELEMENTS, kind=_F.PROCESS,
-                window_function=function, lateness=1000)
+    h = Harness(
+        TumblingEventTimeWindows.of(1000),
+        aggregation=_A.ELEMENTS,
+        kind=_F.PROCESS,
+        window_function=function,
+        lateness=1000,
+    )
     h.elements(("a", 1, 100), ("a", 2, 1100))
     assert [v for v, _ in h.watermark(999)] == [("a", 0, 1, [1])]
     h.elements(("a", 3, 200))
@@ -156,8 +186,12 @@ def test_process_window_function_window_state_is_per_window_and_cleared_with_it(
 def test_pre_aggregated_tumbling_panes_fire_once_clear_their_window_state_and_leave_nothing():
     # the fast path (reduce, EventTimeTrigger, no lateness): a pane fires and is dropped by one timer
     function = CountingProcess()
-    h = Harness(TumblingEventTimeWindows.of(1000), function=lambda a, b: (a[0], a[1] + b[1], b[2]),
-                kind=_F.PROCESS, window_function=function)
+    h = Harness(
+        TumblingEventTimeWindows.of(1000),
+        function=lambda a, b: (a[0], a[1] + b[1], b[2]),
+        kind=_F.PROCESS,
+        window_function=function,
+    )
     h.elements(("a", 1, 100), ("b", 2, 200), ("a", 3, 1100), ("a", 4, 300))
     assert [v for v, _ in h.watermark(999)] == [("a", 0, 1, [5]), ("b", 0, 1, [2])]
     assert sorted(function.cleared) == [0, 0]
@@ -226,9 +260,13 @@ def test_count_evictor_keeps_the_last_elements():
 
 
 def test_time_evictor_keeps_elements_within_the_span_of_the_newest():
-    h = Harness(TumblingEventTimeWindows.of(1000), aggregation=_A.ELEMENTS, kind=_F.APPLY,
-                window_function=lambda key, window, inputs: [(key, sorted(v[1] for v in inputs))],
-                evictor=TimeEvictor.of(100))
+    h = Harness(
+        TumblingEventTimeWindows.of(1000),
+        aggregation=_A.ELEMENTS,
+        kind=_F.APPLY,
+        window_function=lambda key, window, inputs: [(key, sorted(v[1] for v in inputs))],
+        evictor=TimeEvictor.of(100),
+    )
     h.elements(("a", 1, 10), ("a", 2, 850), ("a", 3, 900), ("a", 4, 950))
     assert [v for v, _ in h.watermark(999)] == [("a", [3, 4])]  # kept: ts > 950 - 100 (850 is evicted)
 
@@ -263,14 +301,24 @@ def restore_into(make, old: Harness, watermark: int) -> Harness:
     return fresh
 
 
-@pytest.mark.parametrize("make", [
-    lambda **kw: Harness(TumblingEventTimeWindows.of(1000), function=add, **kw),
-    lambda **kw: Harness(SlidingEventTimeWindows.of(1000, 250), aggregation=_A.ELEMENTS, kind=_F.APPLY,
-                         window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), 0)], **kw),
-    lambda **kw: Harness(EventTimeSessionWindows.with_gap(300), function=add, **kw),
-    lambda **kw: Harness(TumblingEventTimeWindows.of(1000), function=add, trigger=CountTrigger.of(3), lateness=200,
-                         **kw),
-], ids=["tumbling", "sliding", "sessions", "count-trigger"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: Harness(TumblingEventTimeWindows.of(1000), function=add, **kw),
+        lambda **kw: Harness(
+            SlidingEventTimeWindows.of(1000, 250),
+            aggregation=_A.ELEMENTS,
+            kind=_F.APPLY,
+            window_function=lambda key, window, inputs: [(key, sum(v[1] for v in inputs), 0)],
+            **kw,
+        ),
+        lambda **kw: Harness(EventTimeSessionWindows.with_gap(300), function=add, **kw),
+        lambda **kw: Harness(
+            TumblingEventTimeWindows.of(1000), function=add, trigger=CountTrigger.of(3), lateness=200, **kw
+        ),
+    ],
+    ids=["tumbling", "sliding", "sessions", "count-trigger"],
+)
 def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
     records = [(f"k{i % 3}", i, (i * 137) % 2500) for i in range(60)]
     first, second = records[:30], records[30:]

@@ -294,8 +294,11 @@ def test_restore_merges_snapshots_of_several_old_subtasks() -> None:
 def test_restore_with_other_max_parallelism_is_an_error() -> None:
     old = HeapKeyedStateBackend(256, range(0, 256))
     _fill(old, ["a"])
-    with pytest.raises(StateError, match="max parallelism 256 into an operator with max parallelism 128: max "
-                                          "parallelism cannot change between a savepoint and its restore"):
+    with pytest.raises(
+        StateError,
+        match="max parallelism 256 into an operator with max parallelism 128: max "
+        "parallelism cannot change between a savepoint and its restore",
+    ):
         HeapKeyedStateBackend(128, range(0, 128)).restore_key_groups([old.snapshot_key_groups()])
 
 

@@ -551,9 +551,7 @@ def test_without_background_cleanup_untouched_keys_stay(backend: HeapKeyedStateB
     assert len(list(backend.keys("v"))) == 10
 
 
-def test_cleanup_for_every_record_runs_when_the_key_changes(
-    backend: HeapKeyedStateBackend, clock: ManualClock
-) -> None:
+def test_cleanup_for_every_record_runs_when_the_key_changes(backend: HeapKeyedStateBackend, clock: ManualClock) -> None:
     plain = HeapKeyedStateBackend(128, range(128), ttl_clock=clock)
     _fill_values(plain, with_ttl(ValueStateDescriptor("v"), builder().cleanup_incrementally(5, False)), range(10))
     assert type(plain) is HeapKeyedStateBackend, "without per-record cleanup, current_key stays a plain slot"

@@ -50,8 +50,9 @@ class Backends:
         self.root = root
         self.created: list[RocksDBKeyedStateBackend] = []
 
-    def new(self, key_group_range: range = EVERYTHING, incremental: bool = True,
-            max_parallelism: int = MAX_PARALLELISM) -> RocksDBKeyedStateBackend:
+    def new(
+        self, key_group_range: range = EVERYTHING, incremental: bool = True, max_parallelism: int = MAX_PARALLELISM
+    ) -> RocksDBKeyedStateBackend:
         path = self.root / f"db-{len(self.created)}"
         backend = RocksDBKeyedStateBackend(max_parallelism, key_group_range, str(path), incremental)
         self.created.append(backend)
@@ -211,7 +212,11 @@ def test_restore_native_rescales_one_to_two_and_back(backends: Backends) -> None
     merged.restore_native([part.directory for part in parts])
     assert _values(merged) == {k: k for k in keys}
     assert list(merged.keys("only-in-first")) == [halves[0].current_key]
-    assert merged.snapshot_key_groups().state_kinds == {"v": "value", "only-in-first": "list", "registered-first": "map"}
+    assert merged.snapshot_key_groups().state_kinds == {
+        "v": "value",
+        "only-in-first": "list",
+        "registered-first": "map",
+    }
 
 
 def test_restore_native_keeps_handles_taken_before_it(backends: Backends) -> None:
@@ -311,6 +316,7 @@ def test_values_and_keys_must_pickle(backends: Backends) -> None:
     backend.current_key = "k"
     with pytest.raises(StateError, match="cannot be stored in RocksDB state 'v': pickling it failed"):
         backend.get_state(ValueStateDescriptor("v")).update(lambda: 1)
+
     class LocalStr(str):  # hashes like a str, but a local class does not pickle
         pass
 

@@ -23,14 +23,28 @@ def _written_options(db_path: str) -> dict[str, str]:
     "profile, expected",
     [
         (PredefinedOptions.DEFAULT, {"max_background_jobs": "2", "block_size": "4096", "filter_policy": "nullptr"}),
-        (PredefinedOptions.SPINNING_DISK_OPTIMIZED, {"max_background_jobs": "4", "max_open_files": "-1",
-                                                     "compaction_style": "kCompactionStyleLevel",
-                                                     "level_compaction_dynamic_level_bytes": "true"}),
-        (PredefinedOptions.SPINNING_DISK_OPTIMIZED_HIGH_MEM, {
-            "max_background_jobs": "4", "block_size": "131072", "filter_policy": "bloomfilter",
-            "max_write_buffer_number": "4", "min_write_buffer_number_to_merge": "3",
-            "target_file_size_base": str(256 << 20), "max_bytes_for_level_base": str(1 << 30),
-            "write_buffer_size": str(64 << 20)}),
+        (
+            PredefinedOptions.SPINNING_DISK_OPTIMIZED,
+            {
+                "max_background_jobs": "4",
+                "max_open_files": "-1",
+                "compaction_style": "kCompactionStyleLevel",
+                "level_compaction_dynamic_level_bytes": "true",
+            },
+        ),
+        (
+            PredefinedOptions.SPINNING_DISK_OPTIMIZED_HIGH_MEM,
+            {
+                "max_background_jobs": "4",
+                "block_size": "131072",
+                "filter_policy": "bloomfilter",
+                "max_write_buffer_number": "4",
+                "min_write_buffer_number_to_merge": "3",
+                "target_file_size_base": str(256 << 20),
+                "max_bytes_for_level_base": str(1 << 30),
+                "write_buffer_size": str(64 << 20),
+            },
+        ),
         (PredefinedOptions.FLASH_SSD_OPTIMIZED, {"max_background_jobs": "4", "max_open_files": "-1"}),
     ],
 )
@@ -39,8 +53,9 @@ def test_each_profile_configures_the_database_it_names(tmp_path, profile, expect
     description.set_predefined_options(profile)
     description = pickle.loads(pickle.dumps(description))  # as it travels to a TaskManager
     assert description.get_predefined_options() is profile
-    backend = RocksDBKeyedStateBackend(128, range(128), str(tmp_path / "db"),
-                                       profile=description.get_predefined_options().name)
+    backend = RocksDBKeyedStateBackend(
+        128, range(128), str(tmp_path / "db"), profile=description.get_predefined_options().name
+    )
     try:
         written = _written_options(backend.db_path)
     finally:
@@ -51,8 +66,12 @@ def test_each_profile_configures_the_database_it_names(tmp_path, profile, expect
 def test_profile_round_trip_as_pyflinks_test():
     backend = EmbeddedRocksDBStateBackend()
     assert backend.get_predefined_options() is PredefinedOptions.DEFAULT
-    for profile in (PredefinedOptions.SPINNING_DISK_OPTIMIZED_HIGH_MEM, PredefinedOptions.SPINNING_DISK_OPTIMIZED,
-                    PredefinedOptions.FLASH_SSD_OPTIMIZED, PredefinedOptions.DEFAULT):
+    for profile in (
+        PredefinedOptions.SPINNING_DISK_OPTIMIZED_HIGH_MEM,
+        PredefinedOptions.SPINNING_DISK_OPTIMIZED,
+        PredefinedOptions.FLASH_SSD_OPTIMIZED,
+        PredefinedOptions.DEFAULT,
+    ):
         backend.set_predefined_options(profile)
         assert backend.get_predefined_options() is profile
     with pytest.raises(InvalidJobError, match="PredefinedOptions.SPINNING_DISK_OPTIMIZED"):

@@ -34,15 +34,21 @@ def test_insert_update_and_delete_follow_flinks_group_aggregate():
     h.process_element(row(RowKind.DELETE, "a", 1))
     h.process_element(row(RowKind.UPDATE_BEFORE, "b", 5))
     assert changes(h.take_values()) == [
-        ("+I", "a", 1, 1), ("-U", "a", 1, 1), ("+U", "a", 2, 3), ("+I", "b", 1, 5),
-        ("-U", "a", 2, 3), ("+U", "a", 1, 2), ("-D", "b", 1, 5),
+        ("+I", "a", 1, 1),
+        ("-U", "a", 1, 1),
+        ("+U", "a", 2, 3),
+        ("+I", "b", 1, 5),
+        ("-U", "a", 2, 3),
+        ("+U", "a", 1, 2),
+        ("-D", "b", 1, 5),
     ]
 
 
 def test_an_unchanged_result_emits_nothing():
     calls = (AggCall("MAX", (1,), DataTypes.INT(), "m"),)
-    h = OperatorHarness.of(lambda s: s.key_by(RowKeySelector((0,))).process(
-        GroupAggFunction(["word", "m"], 1, calls))).open()
+    h = OperatorHarness.of(
+        lambda s: s.key_by(RowKeySelector((0,))).process(GroupAggFunction(["word", "m"], 1, calls))
+    ).open()
     h.process_element(row(RowKind.INSERT, "a", 5))
     h.process_element(row(RowKind.INSERT, "a", 3))
     assert changes(h.take_values()) == [("+I", "a", 5)]

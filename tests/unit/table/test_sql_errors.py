@@ -17,8 +17,10 @@ def t_env(tmp_path) -> TableEnvironment:
         ts TIMESTAMP(3),
         WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
     ) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'csv')""")
-    env.execute_sql(f"CREATE TABLE plain (user_name STRING, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', "
-                    f"'path' = '{tmp_path}', 'format' = 'csv')")
+    env.execute_sql(
+        f"CREATE TABLE plain (user_name STRING, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', "
+        f"'path' = '{tmp_path}', 'format' = 'csv')"
+    )
     return env
 
 
@@ -33,16 +35,22 @@ def test_an_unknown_column_names_its_position(t_env):
 
 
 def test_a_type_mismatch_names_the_operator_and_types(t_env):
-    with pytest.raises(ValidationException,
-                       match=r"From line 2, column 3: Cannot apply '\+' to arguments of type '<STRING> \+ <INT"):
+    with pytest.raises(
+        ValidationException, match=r"From line 2, column 3: Cannot apply '\+' to arguments of type '<STRING> \+ <INT"
+    ):
         t_env.sql_query("SELECT\n  user_name + 1 FROM clicks")
 
 
 def test_a_window_without_a_watermark_says_to_declare_one(t_env):
-    query = ("SELECT window_start, COUNT(*) FROM TABLE(\n  TUMBLE(TABLE plain, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
-             "\nGROUP BY window_start, window_end")
-    with pytest.raises(ValidationException, match=r"line 2, column 34: .*requires the timecol to be a time "
-                                                  r"attribute type, but is TIMESTAMP\(3\).*WATERMARK FOR ts"):
+    query = (
+        "SELECT window_start, COUNT(*) FROM TABLE(\n  TUMBLE(TABLE plain, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
+        "\nGROUP BY window_start, window_end"
+    )
+    with pytest.raises(
+        ValidationException,
+        match=r"line 2, column 34: .*requires the timecol to be a time "
+        r"attribute type, but is TIMESTAMP\(3\).*WATERMARK FOR ts",
+    ):
         t_env.sql_query(query)
 
 

@@ -18,8 +18,14 @@ def test_values_keep_their_types_and_order(tmp_path):
     log.record("open", (0, "a"))
     log.record_all("value", [1, 2.5, None, {"k": [1]}])
     log.record("close")
-    assert log.events() == [("open", (0, "a")), ("value", 1), ("value", 2.5), ("value", None),
-                            ("value", {"k": [1]}), ("close", None)]
+    assert log.events() == [
+        ("open", (0, "a")),
+        ("value", 1),
+        ("value", 2.5),
+        ("value", None),
+        ("value", {"k": [1]}),
+        ("close", None),
+    ]
     assert log.values("value") == [1, 2.5, None, {"k": [1]}]
     assert log.count("close") == 1
     assert pickle.loads(pickle.dumps(log)) == log  # travels with the function that holds it
@@ -36,11 +42,14 @@ def test_a_line_still_being_written_is_not_read(tmp_path):
 @pytest.mark.timeout(60)
 def test_appends_from_threads_and_processes_never_interleave(tmp_path):
     log = EventLog(tmp_path / "events")
-    script = ("import sys; from fluvial.testing import EventLog; log = EventLog(sys.argv[1]); "
-              "[log.record('process', (int(sys.argv[2]), i, 'x' * 300)) for i in range(200)]")
+    script = (
+        "import sys; from fluvial.testing import EventLog; log = EventLog(sys.argv[1]); "
+        "[log.record('process', (int(sys.argv[2]), i, 'x' * 300)) for i in range(200)]"
+    )
     processes = [subprocess.Popen([sys.executable, "-c", script, log.path, str(p)]) for p in range(3)]
-    threads = [threading.Thread(target=lambda t=t: [log.record("thread", (t, i)) for i in range(200)])
-               for t in range(3)]
+    threads = [
+        threading.Thread(target=lambda t=t: [log.record("thread", (t, i)) for i in range(200)]) for t in range(3)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -17,11 +17,14 @@ def test_ray_is_a_mode_when_asked_for_and_installed(monkeypatch):
     assert execution_modes(ray=True) == [ExecutionMode.THREADS, ExecutionMode.PROCESSES]
 
 
-@pytest.mark.parametrize("mode, key, value", [
-    (ExecutionMode.THREADS, "local.taskmanager.mode", "thread"),
-    (ExecutionMode.PROCESSES, "local.taskmanager.mode", "process"),
-    (ExecutionMode.RAY, "execution.target", "ray"),
-])
+@pytest.mark.parametrize(
+    "mode, key, value",
+    [
+        (ExecutionMode.THREADS, "local.taskmanager.mode", "thread"),
+        (ExecutionMode.PROCESSES, "local.taskmanager.mode", "process"),
+        (ExecutionMode.RAY, "execution.target", "ray"),
+    ],
+)
 def test_each_mode_configures_where_its_jobs_run(mode, key, value):
     configuration = environment(mode).get_configuration()
     assert configuration.get_string(key) == value

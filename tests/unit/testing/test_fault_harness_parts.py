@@ -67,13 +67,16 @@ def write(directory, name: str, lines: list[str]) -> None:
     (directory / name).write_text("".join(f"{line}\n" for line in lines))
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("clean", (0, 0, 0)),
-    ("lost", (2, 0, 0)),
-    ("committed twice", (0, 1, 0)),
-    ("state did not rewind", (0, 1, 0)),
-    ("out of order", (1, 0, 1)),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("clean", (0, 0, 0)),
+        ("lost", (2, 0, 0)),
+        ("committed twice", (0, 1, 0)),
+        ("state did not rewind", (0, 1, 0)),
+        ("out of order", (1, 0, 1)),
+    ],
+)
 def test_the_oracle_counts_what_went_wrong(tmp_path, case, expected):
     lines = [f"{k}|{s}|ok" for k in range(2) for s in range(3)]
     if case == "lost":

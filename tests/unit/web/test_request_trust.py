@@ -53,8 +53,9 @@ def impostor(tmp_path):
             length = int(self.headers.get("Content-Length") or 0)
             self.rfile.read(length)
             if "coordinators" in self.path:
-                body = json.dumps({"buffers": [__import__("base64").b64encode(payload).decode()],
-                                   "ended": False}).encode()
+                body = json.dumps(
+                    {"buffers": [__import__("base64").b64encode(payload).decode()], "ended": False}
+                ).encode()
             else:
                 body = payload
             self.send_response(200)
@@ -100,8 +101,11 @@ class _Dispatcher:
 
         subtask = SubtaskDetails(0, 0, ExecutionState.RUNNING, 0, 0, 10)
         vertex = VertexDetails(1, "Source: s", ["o"], ["s"], 1, 128, "default", None, True, [subtask])
-        return SimpleNamespace(details=JobDetails(job_id, "job", JobStatus.RUNNING, {"CREATED": 1}, [vertex], [],
-                                                  CheckpointDetails(True, 2, 1), [], 0, 5))
+        return SimpleNamespace(
+            details=JobDetails(
+                job_id, "job", JobStatus.RUNNING, {"CREATED": 1}, [vertex], [], CheckpointDetails(True, 2, 1), [], 0, 5
+            )
+        )
 
     def take_results(self, job_id, collect_id, timeout, close):
         taken, self.buffers = self.buffers, []

@@ -23,30 +23,65 @@ JOB = "c" * 32
 
 def _vertex(vertex_id: int, name: str, parallelism: int, attempt: int = 0) -> VertexDetails:
     subtasks = [SubtaskDetails(i, attempt, S.RUNNING, 0, i, 1_000, -1) for i in range(parallelism)]
-    return VertexDetails(vertex_id, name, [f"node-{vertex_id}"], name.split(" -> "), parallelism, 128, "default",
-                         None, vertex_id == 1, subtasks)
+    return VertexDetails(
+        vertex_id,
+        name,
+        [f"node-{vertex_id}"],
+        name.split(" -> "),
+        parallelism,
+        128,
+        "default",
+        None,
+        vertex_id == 1,
+        subtasks,
+    )
 
 
 def _task(vertex_id: int, index: int, attempt: int = 0, **task: float) -> TaskMetricsSnapshot:
-    return TaskMetricsSnapshot(JOB, "job", vertex_id, "t", index, attempt, "tm-0", "h", 2_000, task=task,
-                               operators={f"node-{vertex_id}": {"numRecordsIn": task.get("numRecordsIn", 0)}},
-                               operator_names={f"node-{vertex_id}": "Op"})
+    return TaskMetricsSnapshot(
+        JOB,
+        "job",
+        vertex_id,
+        "t",
+        index,
+        attempt,
+        "tm-0",
+        "h",
+        2_000,
+        task=task,
+        operators={f"node-{vertex_id}": {"numRecordsIn": task.get("numRecordsIn", 0)}},
+        operator_names={f"node-{vertex_id}": "Op"},
+    )
 
 
-def _view(tasks: list[TaskMetricsSnapshot], history: list[dict] | None = None,
-          exceptions: list[ExceptionEntry] | None = None) -> JobView:
+def _view(
+    tasks: list[TaskMetricsSnapshot], history: list[dict] | None = None, exceptions: list[ExceptionEntry] | None = None
+) -> JobView:
     vertices = [_vertex(1, "Source: numbers -> Map", 1), _vertex(2, "Sum", 2)]
     edges = [EdgeDetails(1, 2, "HASH", "ALL_TO_ALL", 0, None)]
-    checkpoints = CheckpointDetails(True, triggered=3, completed=2, failed=1, history=history or [],
-                                    settings={"interval": 100})
-    details = JobDetails(JOB, "job", JobStatus.RUNNING, {"CREATED": 900, "RUNNING": 950}, vertices, edges,
-                         checkpoints, exceptions or [], 0, 3_000, 950)
+    checkpoints = CheckpointDetails(
+        True, triggered=3, completed=2, failed=1, history=history or [], settings={"interval": 100}
+    )
+    details = JobDetails(
+        JOB,
+        "job",
+        JobStatus.RUNNING,
+        {"CREATED": 900, "RUNNING": 950},
+        vertices,
+        edges,
+        checkpoints,
+        exceptions or [],
+        0,
+        3_000,
+        950,
+    )
     return JobView(details, tasks, ["tm-0"])
 
 
 def test_job_details_sum_each_vertexs_subtasks_and_name_vertices_by_their_chain():
-    view = _view([_task(1, 0, numRecordsOut=10), _task(2, 0, numRecordsIn=4, numBytesIn=100),
-                  _task(2, 1, numRecordsIn=6)])
+    view = _view(
+        [_task(1, 0, numRecordsOut=10), _task(2, 0, numRecordsIn=4, numBytesIn=100), _task(2, 1, numRecordsIn=6)]
+    )
     document = views.job_json(view)
     assert {"jid", "name", "state", "start-time", "duration", "vertices", "plan"} <= set(document)
     source, total = document["vertices"]
@@ -64,11 +99,11 @@ def test_an_earlier_attempts_figures_are_not_shown_for_the_current_one():
     assert subtask["attempt"] == 1 and subtask["metrics"]["read-records"] == 0
 
 
-@pytest.mark.parametrize("per_second, level", [(0.0, "ok"), (100.0, "ok"), (101.0, "low"), (500.0, "low"),
-                                               (501.0, "high")])
+@pytest.mark.parametrize(
+    "per_second, level", [(0.0, "ok"), (100.0, "ok"), (101.0, "low"), (500.0, "low"), (501.0, "high")]
+)
 def test_back_pressure_levels_are_flinks(per_second, level):
-    view = _view([_task(2, 0, backPressuredTimeMsPerSecond=per_second, busyTimeMsPerSecond=200.0),
-                  _task(2, 1)])
+    view = _view([_task(2, 0, backPressuredTimeMsPerSecond=per_second, busyTimeMsPerSecond=200.0), _task(2, 1)])
     document = views.backpressure_json(view, view.details.vertices[1])
     assert document["backpressure-level"] == level, "the vertex shows its worst subtask"
     assert document["subtasks"][0]["backpressure-level"] == level and document["subtasks"][0]["busyRatio"] == 0.2
@@ -79,21 +114,49 @@ def test_watermarks_are_the_subtasks_input_watermarks_as_metrics():
     view = _view([_task(2, 0, currentInputWatermark=1234), _task(2, 1)])
     assert views.watermarks_json(view, view.details.vertices[1]) == [
         {"id": "0.currentInputWatermark", "value": "1234"},
-        {"id": "1.currentInputWatermark", "value": str(-(2 ** 63))}]
+        {"id": "1.currentInputWatermark", "value": str(-(2**63))},
+    ]
 
 
 def test_checkpoints_list_counts_latest_and_history_newest_first():
     history = [
-        {"id": 1, "status": "COMPLETED", "is_savepoint": False, "trigger_timestamp": 10, "end_to_end_duration": 5,
-         "state_size": 100, "external_path": "/cp/chk-1"},
-        {"id": 2, "status": "FAILED", "is_savepoint": False, "trigger_timestamp": 20, "end_to_end_duration": 7,
-         "state_size": 0, "failure_message": "it expired"},
-        {"id": 3, "status": "COMPLETED", "is_savepoint": True, "trigger_timestamp": 30, "end_to_end_duration": 9,
-         "state_size": 300, "external_path": "/sp/savepoint-3"},
+        {
+            "id": 1,
+            "status": "COMPLETED",
+            "is_savepoint": False,
+            "trigger_timestamp": 10,
+            "end_to_end_duration": 5,
+            "state_size": 100,
+            "external_path": "/cp/chk-1",
+        },
+        {
+            "id": 2,
+            "status": "FAILED",
+            "is_savepoint": False,
+            "trigger_timestamp": 20,
+            "end_to_end_duration": 7,
+            "state_size": 0,
+            "failure_message": "it expired",
+        },
+        {
+            "id": 3,
+            "status": "COMPLETED",
+            "is_savepoint": True,
+            "trigger_timestamp": 30,
+            "end_to_end_duration": 9,
+            "state_size": 300,
+            "external_path": "/sp/savepoint-3",
+        },
     ]
     document = views.checkpoints_json(_view([], history).details)
-    assert document["counts"] == {"restored": 0, "total": 3, "triggered": 3, "in_progress": 0, "completed": 2,
-                                  "failed": 1}
+    assert document["counts"] == {
+        "restored": 0,
+        "total": 3,
+        "triggered": 3,
+        "in_progress": 0,
+        "completed": 2,
+        "failed": 1,
+    }
     assert [entry["id"] for entry in document["history"]] == [3, 2, 1]
     latest = document["latest"]
     assert latest["completed"]["external_path"] == "/cp/chk-1" and latest["savepoint"]["id"] == 3
@@ -103,11 +166,28 @@ def test_checkpoints_list_counts_latest_and_history_newest_first():
 
 def test_unaligned_checkpoints_show_their_type_in_flight_bytes_and_alignment_by_flinks_names():
     history = [
-        {"id": 1, "status": "COMPLETED", "is_savepoint": False, "trigger_timestamp": 10, "end_to_end_duration": 5,
-         "state_size": 100, "checkpoint_type": "UNALIGNED_CHECKPOINT", "persisted_data": 4096,
-         "alignment_duration": 0},
-        {"id": 2, "status": "COMPLETED", "is_savepoint": False, "trigger_timestamp": 20, "end_to_end_duration": 9,
-         "state_size": 100, "checkpoint_type": "CHECKPOINT", "persisted_data": 0, "alignment_duration": 700},
+        {
+            "id": 1,
+            "status": "COMPLETED",
+            "is_savepoint": False,
+            "trigger_timestamp": 10,
+            "end_to_end_duration": 5,
+            "state_size": 100,
+            "checkpoint_type": "UNALIGNED_CHECKPOINT",
+            "persisted_data": 4096,
+            "alignment_duration": 0,
+        },
+        {
+            "id": 2,
+            "status": "COMPLETED",
+            "is_savepoint": False,
+            "trigger_timestamp": 20,
+            "end_to_end_duration": 9,
+            "state_size": 100,
+            "checkpoint_type": "CHECKPOINT",
+            "persisted_data": 0,
+            "alignment_duration": 700,
+        },
     ]
     document = views.checkpoints_json(_view([], history).details)
     by_id = {entry["id"]: entry for entry in document["history"]}
@@ -117,8 +197,10 @@ def test_unaligned_checkpoints_show_their_type_in_flight_bytes_and_alignment_by_
 
 
 def test_exceptions_show_the_newest_root_cause_first_with_its_task():
-    entries = [ExceptionEntry("ValueError", "old", "trace 1", 10, "Map (1/2)", "Map"),
-               ExceptionEntry("KeyError", "new", "trace 2", 20, None, None)]
+    entries = [
+        ExceptionEntry("ValueError", "old", "trace 1", 10, "Map (1/2)", "Map"),
+        ExceptionEntry("KeyError", "new", "trace 2", 20, None, None),
+    ]
     document = views.exceptions_json(_view([], exceptions=entries).details, max_exceptions=1)
     assert document["root-exception"] == "trace 2" and document["timestamp"] == 20
     assert [e["exceptionName"] for e in document["exceptionHistory"]["entries"]] == ["KeyError"]

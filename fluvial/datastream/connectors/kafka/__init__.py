@@ -21,8 +21,20 @@ from fluvial.datastream.connectors.kafka.sink import KafkaSink
 from fluvial.datastream.connectors.kafka.source import KafkaSource
 
 __all__ = [
-    "DeliveryGuarantee", "FlinkKafkaConsumer", "FlinkKafkaProducer", "KafkaOffsetResetStrategy",
-    "KafkaOffsetsInitializer", "KafkaRecord", "KafkaRecordDeserializationSchema", "KafkaRecordSerializationSchema",
-    "KafkaRecordSerializationSchemaBuilder", "KafkaSink", "KafkaSinkBuilder", "KafkaSource", "KafkaSourceBuilder",
-    "KafkaTopicPartition", "KafkaTopicSelector", "Semantic",
+    "DeliveryGuarantee",
+    "FlinkKafkaConsumer",
+    "FlinkKafkaProducer",
+    "KafkaOffsetResetStrategy",
+    "KafkaOffsetsInitializer",
+    "KafkaRecord",
+    "KafkaRecordDeserializationSchema",
+    "KafkaRecordSerializationSchema",
+    "KafkaRecordSerializationSchemaBuilder",
+    "KafkaSink",
+    "KafkaSinkBuilder",
+    "KafkaSource",
+    "KafkaSourceBuilder",
+    "KafkaTopicPartition",
+    "KafkaTopicSelector",
+    "Semantic",
 ]

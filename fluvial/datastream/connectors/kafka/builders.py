@@ -42,8 +42,10 @@ class KafkaSourceBuilder:
 
     def _subscribe(self, subscriber: KafkaSubscriber) -> KafkaSourceBuilder:
         if self._subscriber is not None:
-            raise InvalidJobError(f"the source already reads {self._subscriber.describe()}: set_topics, "
-                                  "set_topic_pattern and set_partitions exclude each other")
+            raise InvalidJobError(
+                f"the source already reads {self._subscriber.describe()}: set_topics, "
+                "set_topic_pattern and set_partitions exclude each other"
+            )
         self._subscriber = subscriber
         return self
 
@@ -57,8 +59,9 @@ class KafkaSourceBuilder:
         try:
             re.compile(topic_pattern)
         except (re.error, TypeError) as error:
-            raise InvalidJobError(f"set_topic_pattern needs a regular expression, got {topic_pattern!r}: {error}") \
-                from None
+            raise InvalidJobError(
+                f"set_topic_pattern needs a regular expression, got {topic_pattern!r}: {error}"
+            ) from None
         return self._subscribe(KafkaSubscriber(pattern=topic_pattern))
 
     def set_partitions(self, partitions: set[KafkaTopicPartition]) -> KafkaSourceBuilder:
@@ -90,8 +93,10 @@ class KafkaSourceBuilder:
     def set_deserializer(self, deserializer: KafkaRecordDeserializationSchema) -> KafkaSourceBuilder:
         """A deserializer of the whole record (key, value, headers, topic, partition, offset, timestamp)."""
         if not isinstance(deserializer, KafkaRecordDeserializationSchema):
-            raise InvalidJobError(f"set_deserializer takes a KafkaRecordDeserializationSchema, got {deserializer!r}; "
-                                  "for a value-only schema use set_value_only_deserializer")
+            raise InvalidJobError(
+                f"set_deserializer takes a KafkaRecordDeserializationSchema, got {deserializer!r}; "
+                "for a value-only schema use set_value_only_deserializer"
+            )
         self._deserializer = deserializer
         return self
 
@@ -120,17 +125,31 @@ class KafkaSourceBuilder:
         if not bootstrap:
             raise InvalidJobError("KafkaSource needs bootstrap servers: set_bootstrap_servers('host:9092')")
         if self._subscriber is None:
-            raise InvalidJobError("KafkaSource needs something to read: set_topics(...), set_topic_pattern(...) or "
-                                  "set_partitions(...)")
+            raise InvalidJobError(
+                "KafkaSource needs something to read: set_topics(...), set_topic_pattern(...) or set_partitions(...)"
+            )
         if self._deserializer is None:
-            raise InvalidJobError("KafkaSource needs a deserializer: set_value_only_deserializer(SimpleStringSchema())"
-                                  " or set_deserializer(...)")
+            raise InvalidJobError(
+                "KafkaSource needs a deserializer: set_value_only_deserializer(SimpleStringSchema())"
+                " or set_deserializer(...)"
+            )
         for initializer in (self._starting, self._stopping):
             if initializer is not None and initializer.needs_group_id() and not group_id:
-                raise InvalidJobError("committed offsets belong to a consumer group: set_group_id(...) to use "
-                                      "KafkaOffsetsInitializer.committed_offsets()")
-        return KafkaSource(bootstrap, self._subscriber, self._deserializer, self._starting, self._stopping,
-                           self._bounded, group_id, self._client_id_prefix, props)
+                raise InvalidJobError(
+                    "committed offsets belong to a consumer group: set_group_id(...) to use "
+                    "KafkaOffsetsInitializer.committed_offsets()"
+                )
+        return KafkaSource(
+            bootstrap,
+            self._subscriber,
+            self._deserializer,
+            self._starting,
+            self._stopping,
+            self._bounded,
+            group_id,
+            self._client_id_prefix,
+            props,
+        )
 
 
 class KafkaSinkBuilder:
@@ -147,23 +166,28 @@ class KafkaSinkBuilder:
 
     def set_delivery_guarantee(self, delivery_guarantee: DeliveryGuarantee) -> KafkaSinkBuilder:
         if not isinstance(delivery_guarantee, DeliveryGuarantee):
-            raise InvalidJobError(f"set_delivery_guarantee takes a DeliveryGuarantee (NONE, AT_LEAST_ONCE, "
-                                  f"EXACTLY_ONCE), got {delivery_guarantee!r}")
+            raise InvalidJobError(
+                f"set_delivery_guarantee takes a DeliveryGuarantee (NONE, AT_LEAST_ONCE, "
+                f"EXACTLY_ONCE), got {delivery_guarantee!r}"
+            )
         self._guarantee = delivery_guarantee
         return self
 
     def set_transactional_id_prefix(self, transactional_id_prefix: str) -> KafkaSinkBuilder:
         if not isinstance(transactional_id_prefix, str) or not transactional_id_prefix:
-            raise InvalidJobError(f"set_transactional_id_prefix needs a non-empty string, got "
-                                  f"{transactional_id_prefix!r}")
+            raise InvalidJobError(
+                f"set_transactional_id_prefix needs a non-empty string, got {transactional_id_prefix!r}"
+            )
         self._prefix = transactional_id_prefix
         return self
 
     def set_record_serializer(self, record_serializer: KafkaRecordSerializationSchema) -> KafkaSinkBuilder:
         if not isinstance(record_serializer, KafkaRecordSerializationSchema):
-            raise InvalidJobError("set_record_serializer takes a KafkaRecordSerializationSchema: "
-                                  "KafkaRecordSerializationSchema.builder().set_topic(...)"
-                                  ".set_value_serialization_schema(...).build()")
+            raise InvalidJobError(
+                "set_record_serializer takes a KafkaRecordSerializationSchema: "
+                "KafkaRecordSerializationSchema.builder().set_topic(...)"
+                ".set_value_serialization_schema(...).build()"
+            )
         self._serializer = record_serializer
         return self
 
@@ -178,8 +202,10 @@ class KafkaSinkBuilder:
         if not bootstrap:
             raise InvalidJobError("KafkaSink needs bootstrap servers: set_bootstrap_servers('host:9092')")
         if self._serializer is None:
-            raise InvalidJobError("KafkaSink needs a record serializer: set_record_serializer("
-                                  "KafkaRecordSerializationSchema.builder()...build())")
+            raise InvalidJobError(
+                "KafkaSink needs a record serializer: set_record_serializer("
+                "KafkaRecordSerializationSchema.builder()...build())"
+            )
         if self._guarantee is DeliveryGuarantee.EXACTLY_ONCE:
             check_exactly_once(self._prefix)
         return KafkaSink(bootstrap, self._serializer, self._guarantee, self._prefix, props)
@@ -187,6 +213,7 @@ class KafkaSinkBuilder:
 
 def _initializer(value: Any, method: str) -> KafkaOffsetsInitializer:
     if not isinstance(value, KafkaOffsetsInitializer):
-        raise InvalidJobError(f"{method} takes a KafkaOffsetsInitializer (e.g. KafkaOffsetsInitializer.earliest()), "
-                              f"got {value!r}")
+        raise InvalidJobError(
+            f"{method} takes a KafkaOffsetsInitializer (e.g. KafkaOffsetsInitializer.earliest()), got {value!r}"
+        )
     return value

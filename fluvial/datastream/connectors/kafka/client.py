@@ -13,10 +13,16 @@ from fluvial.datastream.connectors.kafka.offsets import KafkaTopicPartition
 logger = logging.getLogger("fluvial.kafka.client")
 
 # Properties of Flink's connector that are ours, not the client's (each is read where it applies).
-CONNECTOR_KEYS = frozenset({
-    "partition.discovery.interval.ms", "commit.offsets.on.checkpoint", "client.id.prefix",
-    "register.consumer.metrics", "default.api.timeout.ms", "flink.partition-discovery.interval-millis",
-})
+CONNECTOR_KEYS = frozenset(
+    {
+        "partition.discovery.interval.ms",
+        "commit.offsets.on.checkpoint",
+        "client.id.prefix",
+        "register.consumer.metrics",
+        "default.api.timeout.ms",
+        "flink.partition-discovery.interval-millis",
+    }
+)
 # Java client settings that have no meaning here: the connector hands the client bytes, as Flink's does.
 JAVA_ONLY_KEYS = frozenset({"key.deserializer", "value.deserializer", "key.serializer", "value.serializer"})
 DEFAULT_API_TIMEOUT_MS = 60_000
@@ -52,13 +58,15 @@ def make_client(kind: Any, config: dict[str, Any], role: str) -> Any:
     except (KafkaException, ValueError, TypeError) as error:
         raise InvalidJobError(
             f"the Kafka {role} refused its properties: {error}; check the keys given to set_property/set_properties "
-            "(librdkafka's names; see docs/connectors/kafka.md)") from None
+            "(librdkafka's names; see docs/connectors/kafka.md)"
+        ) from None
 
 
 def unreachable(bootstrap: str, what: str, error: Any, timeout_s: float) -> KafkaConnectorError:
     return KafkaConnectorError(
         f"Kafka at {bootstrap} did not answer {what} within {timeout_s:g} s ({error}); check that the broker runs "
-        "and that bootstrap.servers names it (default.api.timeout.ms sets how long to wait)")
+        "and that bootstrap.servers names it (default.api.timeout.ms sets how long to wait)"
+    )
 
 
 class ConsumerOffsets:
@@ -87,19 +95,22 @@ class ConsumerOffsets:
         from confluent_kafka import KafkaException, TopicPartition
 
         try:
-            found = self._consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions],
-                                             timeout=self._timeout)
+            found = self._consumer.committed(
+                [TopicPartition(tp.topic, tp.partition) for tp in partitions], timeout=self._timeout
+            )
         except KafkaException as error:
             raise unreachable(self._bootstrap, "the group's committed offsets", error, self._timeout) from None
         return {KafkaTopicPartition(t.topic, t.partition): (t.offset if t.offset >= 0 else None) for t in found}
 
-    def for_timestamp(self, partitions: list[KafkaTopicPartition],
-                      timestamp: int) -> dict[KafkaTopicPartition, int | None]:
+    def for_timestamp(
+        self, partitions: list[KafkaTopicPartition], timestamp: int
+    ) -> dict[KafkaTopicPartition, int | None]:
         from confluent_kafka import KafkaException, TopicPartition
 
         try:
             found = self._consumer.offsets_for_times(
-                [TopicPartition(tp.topic, tp.partition, timestamp) for tp in partitions], timeout=self._timeout)
+                [TopicPartition(tp.topic, tp.partition, timestamp) for tp in partitions], timeout=self._timeout
+            )
         except KafkaException as error:
             raise unreachable(self._bootstrap, "offsets for a timestamp", error, self._timeout) from None
         return {KafkaTopicPartition(t.topic, t.partition): (t.offset if t.offset >= 0 else None) for t in found}

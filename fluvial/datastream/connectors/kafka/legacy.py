@@ -29,18 +29,24 @@ class Semantic(enum.Enum):
 class FlinkKafkaConsumer(KafkaSource):
     """Reads `topics` with the group's committed offsets by default (as the legacy consumer did)."""
 
-    def __init__(self, topics: str | list[str], deserialization_schema: DeserializationSchema,
-                 properties: dict) -> None:
+    def __init__(
+        self, topics: str | list[str], deserialization_schema: DeserializationSchema, properties: dict
+    ) -> None:
         props = {str(k): str(v) for k, v in properties.items()}
         bootstrap = props.pop("bootstrap.servers", "")
         group_id = props.pop("group.id", None)
         reset = {"earliest": KafkaOffsetResetStrategy.EARLIEST, "latest": KafkaOffsetResetStrategy.LATEST}.get(
-            props.pop("auto.offset.reset", "latest"), KafkaOffsetResetStrategy.LATEST)
-        starting = (KafkaOffsetsInitializer.committed_offsets(reset) if group_id
-                    else KafkaOffsetsInitializer.latest())
-        super().__init__(bootstrap, KafkaSubscriber(topics=tuple([topics] if isinstance(topics, str) else topics)),
-                         KafkaRecordDeserializationSchema.value_only(deserialization_schema), starting,
-                         group_id=group_id, properties=props)
+            props.pop("auto.offset.reset", "latest"), KafkaOffsetResetStrategy.LATEST
+        )
+        starting = KafkaOffsetsInitializer.committed_offsets(reset) if group_id else KafkaOffsetsInitializer.latest()
+        super().__init__(
+            bootstrap,
+            KafkaSubscriber(topics=tuple([topics] if isinstance(topics, str) else topics)),
+            KafkaRecordDeserializationSchema.value_only(deserialization_schema),
+            starting,
+            group_id=group_id,
+            properties=props,
+        )
         self._reset = reset
 
     def set_commit_offsets_on_checkpoints(self, commit_on_checkpoints: bool) -> FlinkKafkaConsumer:
@@ -73,13 +79,23 @@ class FlinkKafkaConsumer(KafkaSource):
 class FlinkKafkaProducer(KafkaSink):
     """Writes to `topic` with AT_LEAST_ONCE by default (the legacy producer's default)."""
 
-    def __init__(self, topic: str, serialization_schema: SerializationSchema, producer_config: dict,
-                 kafka_producer_pool_size: int = 5, semantic: Semantic = Semantic.AT_LEAST_ONCE) -> None:
+    def __init__(
+        self,
+        topic: str,
+        serialization_schema: SerializationSchema,
+        producer_config: dict,
+        kafka_producer_pool_size: int = 5,
+        semantic: Semantic = Semantic.AT_LEAST_ONCE,
+    ) -> None:
         props = {str(k): str(v) for k, v in producer_config.items()}
         bootstrap = props.pop("bootstrap.servers", "")
         prefix = props.pop("transactional.id", None) or f"fluvial-{topic}-{uuid.uuid4().hex[:8]}"
-        serializer = KafkaRecordSerializationSchema.builder().set_topic(topic) \
-            .set_value_serialization_schema(serialization_schema).build()
+        serializer = (
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(topic)
+            .set_value_serialization_schema(serialization_schema)
+            .build()
+        )
         super().__init__(bootstrap, serializer, DeliveryGuarantee[semantic.name], prefix, props)
 
     def set_log_failures_only(self, log_failures_only: bool) -> FlinkKafkaProducer:
@@ -94,8 +110,10 @@ class FlinkKafkaProducer(KafkaSink):
 
     def set_write_timestamp_to_kafka(self, write_timestamp_to_kafka: bool) -> FlinkKafkaProducer:
         if write_timestamp_to_kafka:
-            raise NotYetSupportedError("writing the records' event-time timestamps to Kafka is not supported yet; "
-                                       "Kafka gives each record the time it was produced")
+            raise NotYetSupportedError(
+                "writing the records' event-time timestamps to Kafka is not supported yet; "
+                "Kafka gives each record the time it was produced"
+            )
         return self
 
     def ignore_failures_after_transaction_timeout(self) -> FlinkKafkaProducer:

@@ -48,8 +48,9 @@ class OffsetLookup(Protocol):
 
     def committed(self, partitions: list[KafkaTopicPartition]) -> dict[KafkaTopicPartition, int | None]: ...
 
-    def for_timestamp(self, partitions: list[KafkaTopicPartition],
-                      timestamp: int) -> dict[KafkaTopicPartition, int | None]: ...
+    def for_timestamp(
+        self, partitions: list[KafkaTopicPartition], timestamp: int
+    ) -> dict[KafkaTopicPartition, int | None]: ...
 
 
 class _Kind(enum.Enum):
@@ -73,7 +74,8 @@ class KafkaOffsetsInitializer:
 
     @staticmethod
     def committed_offsets(
-            offset_reset_strategy: KafkaOffsetResetStrategy = KafkaOffsetResetStrategy.NONE) -> KafkaOffsetsInitializer:
+        offset_reset_strategy: KafkaOffsetResetStrategy = KafkaOffsetResetStrategy.NONE,
+    ) -> KafkaOffsetsInitializer:
         """The consumer group's committed offsets; partitions without one follow `offset_reset_strategy`."""
         return KafkaOffsetsInitializer(_Kind.COMMITTED, _checked_strategy(offset_reset_strategy))
 
@@ -81,8 +83,9 @@ class KafkaOffsetsInitializer:
     def timestamp(timestamp: int) -> KafkaOffsetsInitializer:
         """The first record whose timestamp is at or after `timestamp` (ms since the epoch); the end if none."""
         if not isinstance(timestamp, int) or timestamp < 0:
-            raise InvalidJobError(f"KafkaOffsetsInitializer.timestamp needs milliseconds since the epoch >= 0, got "
-                                  f"{timestamp!r}")
+            raise InvalidJobError(
+                f"KafkaOffsetsInitializer.timestamp needs milliseconds since the epoch >= 0, got {timestamp!r}"
+            )
         return KafkaOffsetsInitializer(_Kind.TIMESTAMP, timestamp_ms=timestamp)
 
     @staticmethod
@@ -94,16 +97,20 @@ class KafkaOffsetsInitializer:
         return KafkaOffsetsInitializer(_Kind.LATEST)
 
     @staticmethod
-    def offsets(offsets: dict[KafkaTopicPartition, int],
-                offset_reset_strategy: KafkaOffsetResetStrategy = KafkaOffsetResetStrategy.EARLIEST,
-                ) -> KafkaOffsetsInitializer:
+    def offsets(
+        offsets: dict[KafkaTopicPartition, int],
+        offset_reset_strategy: KafkaOffsetResetStrategy = KafkaOffsetResetStrategy.EARLIEST,
+    ) -> KafkaOffsetsInitializer:
         """Given offsets; a partition not in `offsets` follows `offset_reset_strategy`."""
         for tp, offset in offsets.items():
             if not isinstance(tp, KafkaTopicPartition) or not isinstance(offset, int) or offset < 0:
-                raise InvalidJobError(f"KafkaOffsetsInitializer.offsets takes {{KafkaTopicPartition: offset >= 0}}, "
-                                      f"got {tp!r}: {offset!r}")
-        return KafkaOffsetsInitializer(_Kind.SPECIFIC, _checked_strategy(offset_reset_strategy),
-                                       specific_offsets=tuple(sorted(offsets.items())))
+                raise InvalidJobError(
+                    f"KafkaOffsetsInitializer.offsets takes {{KafkaTopicPartition: offset >= 0}}, "
+                    f"got {tp!r}: {offset!r}"
+                )
+        return KafkaOffsetsInitializer(
+            _Kind.SPECIFIC, _checked_strategy(offset_reset_strategy), specific_offsets=tuple(sorted(offsets.items()))
+        )
 
     def needs_group_id(self) -> bool:
         return self.kind is _Kind.COMMITTED
@@ -141,7 +148,8 @@ class KafkaOffsetsInitializer:
         raise ResourceError(
             f"no {what} of partition(s) {names} and the offset reset strategy is NONE; start from "
             "KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST) (or LATEST), or give "
-            "an offset for every partition")
+            "an offset for every partition"
+        )
 
 
 def _checked_strategy(strategy: Any) -> KafkaOffsetResetStrategy:

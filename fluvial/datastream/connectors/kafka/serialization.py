@@ -81,8 +81,13 @@ class KafkaTopicSelector(abc.ABC):
 class KafkaRecordSerializationSchema:
     """Turns a value into (topic, key bytes or None, value bytes); build with `builder()`."""
 
-    def __init__(self, topic: str | None, topic_selector: Callable[[Any], str] | None,
-                 key_schema: SerializationSchema | None, value_schema: SerializationSchema) -> None:
+    def __init__(
+        self,
+        topic: str | None,
+        topic_selector: Callable[[Any], str] | None,
+        key_schema: SerializationSchema | None,
+        value_schema: SerializationSchema,
+    ) -> None:
         self.topic = topic
         self.topic_selector = topic_selector
         self.key_schema = key_schema
@@ -99,8 +104,11 @@ class KafkaRecordSerializationSchema:
 
     def compile(self) -> tuple[Callable[[Any], str] | None, Callable[[Any], bytes], Callable[[Any], bytes] | None]:
         """(topic function or None for the fixed topic, value function, key function or None)."""
-        return (self.topic_selector, _serializer(self.value_schema),
-                None if self.key_schema is None else _serializer(self.key_schema))
+        return (
+            self.topic_selector,
+            _serializer(self.value_schema),
+            None if self.key_schema is None else _serializer(self.key_schema),
+        )
 
     def topics(self) -> tuple[str, ...]:
         return () if self.topic is None else (self.topic,)
@@ -132,8 +140,9 @@ class KafkaRecordSerializationSchemaBuilder:
         self._topic = topic
         return self
 
-    def set_topic_selector(self, topic_selector: KafkaTopicSelector | Callable[[Any], str]
-                           ) -> KafkaRecordSerializationSchemaBuilder:
+    def set_topic_selector(
+        self, topic_selector: KafkaTopicSelector | Callable[[Any], str]
+    ) -> KafkaRecordSerializationSchemaBuilder:
         if self._topic is not None:
             raise InvalidJobError("set_topic and set_topic_selector exclude each other; call one of them")
         if isinstance(topic_selector, KafkaTopicSelector):
@@ -141,33 +150,41 @@ class KafkaRecordSerializationSchemaBuilder:
         elif callable(topic_selector):
             self._selector = topic_selector
         else:
-            raise InvalidJobError(f"set_topic_selector takes a KafkaTopicSelector or a function of the record, got "
-                                  f"{topic_selector!r}")
+            raise InvalidJobError(
+                f"set_topic_selector takes a KafkaTopicSelector or a function of the record, got {topic_selector!r}"
+            )
         return self
 
-    def set_key_serialization_schema(self, key_serialization_schema: SerializationSchema
-                                     ) -> KafkaRecordSerializationSchemaBuilder:
+    def set_key_serialization_schema(
+        self, key_serialization_schema: SerializationSchema
+    ) -> KafkaRecordSerializationSchemaBuilder:
         self._key = _checked(key_serialization_schema, SerializationSchema, "key")
         return self
 
-    def set_value_serialization_schema(self, value_serialization_schema: SerializationSchema
-                                       ) -> KafkaRecordSerializationSchemaBuilder:
+    def set_value_serialization_schema(
+        self, value_serialization_schema: SerializationSchema
+    ) -> KafkaRecordSerializationSchemaBuilder:
         self._value = _checked(value_serialization_schema, SerializationSchema, "value")
         return self
 
     def build(self) -> KafkaRecordSerializationSchema:
         if self._topic is None and self._selector is None:
-            raise InvalidJobError("KafkaRecordSerializationSchema needs a topic: call set_topic(name) or "
-                                  "set_topic_selector(function)")
+            raise InvalidJobError(
+                "KafkaRecordSerializationSchema needs a topic: call set_topic(name) or set_topic_selector(function)"
+            )
         if self._value is None:
-            raise InvalidJobError("KafkaRecordSerializationSchema needs a value schema: call "
-                                  "set_value_serialization_schema(SimpleStringSchema()) or another schema")
+            raise InvalidJobError(
+                "KafkaRecordSerializationSchema needs a value schema: call "
+                "set_value_serialization_schema(SimpleStringSchema()) or another schema"
+            )
         return KafkaRecordSerializationSchema(self._topic, self._selector, self._key, self._value)
 
 
 def _checked(schema: Any, kind: type, role: str) -> Any:
-    if not isinstance(schema, kind) and not callable(getattr(schema, "serialize" if kind is SerializationSchema
-                                                             else "deserialize", None)):
-        raise InvalidJobError(f"the {role} schema must be a {kind.__name__} (e.g. SimpleStringSchema()), got "
-                              f"{schema!r}")
+    if not isinstance(schema, kind) and not callable(
+        getattr(schema, "serialize" if kind is SerializationSchema else "deserialize", None)
+    ):
+        raise InvalidJobError(
+            f"the {role} schema must be a {kind.__name__} (e.g. SimpleStringSchema()), got {schema!r}"
+        )
     return schema

@@ -45,9 +45,14 @@ DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000  # the broker's default transaction.max
 class KafkaSink(Sink):
     """PyFlink's KafkaSink; build it with `KafkaSink.builder()`."""
 
-    def __init__(self, bootstrap_servers: str, serializer: KafkaRecordSerializationSchema,
-                 delivery_guarantee: DeliveryGuarantee, transactional_id_prefix: str | None,
-                 properties: dict[str, str]) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        serializer: KafkaRecordSerializationSchema,
+        delivery_guarantee: DeliveryGuarantee,
+        transactional_id_prefix: str | None,
+        properties: dict[str, str],
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.serializer = serializer
         self.delivery_guarantee = delivery_guarantee
@@ -91,8 +96,9 @@ def _commit_open(producer: Any, committable: KafkaCommittable, bootstrap: str, t
     try:
         producer.commit_transaction(timeout_s)
     except KafkaException as error:
-        raise KafkaConnectorError(f"committing Kafka transaction {committable.transactional_id} at {bootstrap} "
-                                  f"failed: {error}") from None
+        raise KafkaConnectorError(
+            f"committing Kafka transaction {committable.transactional_id} at {bootstrap} failed: {error}"
+        ) from None
 
 
 class KafkaWriter(SinkWriter):
@@ -125,13 +131,16 @@ class KafkaWriter(SinkWriter):
     def _new_producer(self, extra: dict[str, Any]) -> Any:
         from confluent_kafka import Producer
 
-        config = client_config(self._sink.properties, **{
-            "bootstrap.servers": self._sink.bootstrap_servers,
-            "delivery.report.only.error": True,  # a callback per failed record only, none per delivered one
-            "on_delivery": self._on_delivery,
-            "client.id": f"fluvial-kafka-sink-{self._info.subtask_index}",
-            **extra,
-        })
+        config = client_config(
+            self._sink.properties,
+            **{
+                "bootstrap.servers": self._sink.bootstrap_servers,
+                "delivery.report.only.error": True,  # a callback per failed record only, none per delivered one
+                "on_delivery": self._on_delivery,
+                "client.id": f"fluvial-kafka-sink-{self._info.subtask_index}",
+                **extra,
+            },
+        )
         if self._guarantee is not DeliveryGuarantee.NONE:
             config.setdefault("enable.idempotence", True)  # retries never duplicate or reorder within a session
         return make_client(Producer, config, "sink's producer")
@@ -144,8 +153,9 @@ class KafkaWriter(SinkWriter):
         if self._errors:
             count, first = len(self._errors), self._errors[0]
             self._errors.clear()
-            raise KafkaConnectorError(f"Kafka at {self._sink.bootstrap_servers} refused {count} record(s), the first "
-                                      f"for {first}")
+            raise KafkaConnectorError(
+                f"Kafka at {self._sink.bootstrap_servers} refused {count} record(s), the first for {first}"
+            )
 
     def _start_transactions(self, restored: list[KafkaWriterState]) -> int:
         """Abort what earlier attempts left open (`transactions.py`); the first number of this writer's ids."""
@@ -156,8 +166,9 @@ class KafkaWriter(SinkWriter):
                 lower[state.subtask] = state.next_number
         first = max([now, *lower.values()])
         self._admin = TransactionAdmin(self._sink.bootstrap_servers, self._timeout)
-        abort_lingering(self._admin, self._sink.bootstrap_servers, self._sink.properties, self._prefix, lower, first,
-                        self._timeout)
+        abort_lingering(
+            self._admin, self._sink.bootstrap_servers, self._sink.properties, self._prefix, lower, first, self._timeout
+        )
         return first
 
     def _begin_transaction(self) -> Any:
@@ -192,8 +203,9 @@ class KafkaWriter(SinkWriter):
             producer.init_transactions(self._timeout)
             producer.begin_transaction()
         except KafkaException as error:
-            raise KafkaConnectorError(f"could not start Kafka transaction {transactional_id} at "
-                                      f"{self._sink.bootstrap_servers}: {error}") from None
+            raise KafkaConnectorError(
+                f"could not start Kafka transaction {transactional_id} at {self._sink.bootstrap_servers}: {error}"
+            ) from None
         state = self._admin.describe(transactional_id)
         return producer, KafkaCommittable(transactional_id, state.producer_id, state.producer_epoch)
 
@@ -201,8 +213,13 @@ class KafkaWriter(SinkWriter):
 
     def write_batch(self, values: list) -> None:
         producer = self._producer or self._begin_transaction()
-        produce, value_of, key_of, topic_of, topic = (producer.produce, self._value_of, self._key_of,
-                                                      self._topic_of, self._topic)
+        produce, value_of, key_of, topic_of, topic = (
+            producer.produce,
+            self._value_of,
+            self._key_of,
+            self._topic_of,
+            self._topic,
+        )
         for value in values:
             data = value_of(value)
             key = None if key_of is None else key_of(value)
@@ -224,9 +241,11 @@ class KafkaWriter(SinkWriter):
         left = self._producer.flush(self._timeout)
         self._raise_if_failed()
         if left:
-            raise KafkaConnectorError(f"{left} record(s) were not acknowledged by Kafka at "
-                                      f"{self._sink.bootstrap_servers} within {self._timeout:g} s "
-                                      "(default.api.timeout.ms); is the broker up?")
+            raise KafkaConnectorError(
+                f"{left} record(s) were not acknowledged by Kafka at "
+                f"{self._sink.bootstrap_servers} within {self._timeout:g} s "
+                "(default.api.timeout.ms); is the broker up?"
+            )
 
     def prepare_commit(self) -> list[Any]:
         if self._guarantee is not DeliveryGuarantee.EXACTLY_ONCE or self._producer is None:
@@ -267,5 +286,7 @@ class KafkaWriter(SinkWriter):
 
 def check_exactly_once(prefix: str | None) -> None:
     if not prefix:
-        raise InvalidJobError("an EXACTLY_ONCE KafkaSink needs a transactional id prefix unique to the job: "
-                              "set_transactional_id_prefix('my-job')")
+        raise InvalidJobError(
+            "an EXACTLY_ONCE KafkaSink needs a transactional id prefix unique to the job: "
+            "set_transactional_id_prefix('my-job')"
+        )

@@ -117,19 +117,23 @@ class KafkaSubscriber:
         if self.partitions:
             missing = sorted({tp.topic for tp in self.partitions if tp.topic not in topics})
             if missing:
-                raise KafkaConnectorError(f"topic(s) {', '.join(missing)} do not exist on Kafka at {bootstrap}; "
-                                          "create them or fix set_partitions")
+                raise KafkaConnectorError(
+                    f"topic(s) {', '.join(missing)} do not exist on Kafka at {bootstrap}; "
+                    "create them or fix set_partitions"
+                )
             return sorted(self.partitions)
         if self.topics:
             missing = [t for t in self.topics if t not in topics or topics[t].error is not None]
             if missing:
-                raise KafkaConnectorError(f"topic(s) {', '.join(missing)} do not exist on Kafka at {bootstrap}; "
-                                          "create them or fix set_topics")
+                raise KafkaConnectorError(
+                    f"topic(s) {', '.join(missing)} do not exist on Kafka at {bootstrap}; create them or fix set_topics"
+                )
             names = list(self.topics)
         else:
             regex = re.compile(self.pattern or "")
-            names = sorted(t for t in topics if not t.startswith("__") and regex.fullmatch(t)
-                           and topics[t].error is None)
+            names = sorted(
+                t for t in topics if not t.startswith("__") and regex.fullmatch(t) and topics[t].error is None
+            )
         return [KafkaTopicPartition(name, p) for name in names for p in sorted(topics[name].partitions)]
 
 
@@ -182,8 +186,10 @@ class KafkaSource(Source[Any]):
         return interval / 1000 if interval > 0 else None
 
     def commits_offsets(self) -> bool:
-        return self.group_id is not None and \
-            str(self.properties.get("commit.offsets.on.checkpoint", "true")).lower() == "true"
+        return (
+            self.group_id is not None
+            and str(self.properties.get("commit.offsets.on.checkpoint", "true")).lower() == "true"
+        )
 
 
 class KafkaSourceReader(SourceReader[Any]):
@@ -245,8 +251,9 @@ class KafkaSourceReader(SourceReader[Any]):
             return
         self._metered.add(key)
         topic, partition = key
-        partition_group = group.add_group("KafkaSourceReader").add_group("topic", topic) \
-            .add_group("partition", str(partition))
+        partition_group = (
+            group.add_group("KafkaSourceReader").add_group("topic", topic).add_group("partition", str(partition))
+        )
         partition_group.gauge("currentOffset", lambda: self._positions.get(key, 0) - 1)
         partition_group.gauge("committedOffset", lambda: self._committed.get(key, -1))
         partition_group.gauge("records-lag", lambda: self._lag(key))
@@ -269,14 +276,17 @@ class KafkaSourceReader(SourceReader[Any]):
 
             source = self._source
             prefix = source.client_id_prefix or source.properties.get("client.id.prefix") or "fluvial-kafka-source"
-            config = client_config(source.properties, **{
-                "bootstrap.servers": source.bootstrap_servers,
-                "group.id": source.group_id or f"fluvial-{uuid.uuid4().hex}",  # the client needs one to start
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": False,
-                "client.id": f"{prefix}-{self._info.subtask_index}",
-            })
+            config = client_config(
+                source.properties,
+                **{
+                    "bootstrap.servers": source.bootstrap_servers,
+                    "group.id": source.group_id or f"fluvial-{uuid.uuid4().hex}",  # the client needs one to start
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "enable.partition.eof": False,
+                    "client.id": f"{prefix}-{self._info.subtask_index}",
+                },
+            )
             config.setdefault("isolation.level", "read_committed")  # Flink's KafkaSource default
             self._consumer = make_client(Consumer, config, "source's consumer")
             self._lookup = ConsumerOffsets(self._consumer, source.bootstrap_servers, self._timeout)
@@ -309,8 +319,12 @@ class KafkaSourceReader(SourceReader[Any]):
         candidates = source.subscriber.select(metadata, source.bootstrap_servers)
         added = False
         for i, discovery in enumerate(self._discovery):
-            new = [tp for tp in candidates if (tp.topic, tp.partition) not in discovery.known
-                   and split_owner(tp, discovery.count) == discovery.index]
+            new = [
+                tp
+                for tp in candidates
+                if (tp.topic, tp.partition) not in discovery.known
+                and split_owner(tp, discovery.count) == discovery.index
+            ]
             if new:
                 starting = source.starting_offsets if not discovery.started else KafkaOffsetsInitializer.earliest()
                 offsets = starting.resolve(new, self._lookup)
@@ -319,8 +333,9 @@ class KafkaSourceReader(SourceReader[Any]):
                     self._track(KafkaPartitionSplit(str(tp), tp.topic, tp.partition, offsets[tp], stops.get(tp)))
                 logger.info("%s: reading %s", self._info.task_name_with_subtasks, ", ".join(map(str, new)))
                 added = True
-            self._discovery[i] = replace(discovery, started=True,
-                                         known=discovery.known | {(tp.topic, tp.partition) for tp in new})
+            self._discovery[i] = replace(
+                discovery, started=True, known=discovery.known | {(tp.topic, tp.partition) for tp in new}
+            )
         if added:
             self._assign()
         if self._interval is not None:
@@ -392,7 +407,7 @@ class KafkaSourceReader(SourceReader[Any]):
             if convert is not None:
                 values = list(map(convert, raw))
             else:
-                values = [self._source.deserializer.deserialize(_record(m)) for m in messages[start:start + len(raw)]]
+                values = [self._source.deserializer.deserialize(_record(m)) for m in messages[start : start + len(raw)]]
         except Exception:
             self._explain_failure(messages, start, len(raw))
             raise
@@ -400,7 +415,7 @@ class KafkaSourceReader(SourceReader[Any]):
 
     def _explain_failure(self, messages: list, start: int, count: int) -> None:
         """Find the record that failed and raise an error naming it."""
-        for message in messages[start:start + count]:
+        for message in messages[start : start + count]:
             try:
                 if self._value_only is not None:
                     self._value_only(message.value())
@@ -411,7 +426,8 @@ class KafkaSourceReader(SourceReader[Any]):
                     f"could not deserialize the record at offset {message.offset()} of partition "
                     f"{message.partition()} of topic {message.topic()!r}: {type(error).__name__}: {error}; fix the "
                     "data or the schema (a schema that returns None for a record skips it, e.g. "
-                    "JsonRowDeserializationSchema...ignore_parse_errors())") from error
+                    "JsonRowDeserializationSchema...ignore_parse_errors())"
+                ) from error
 
     def _on_error(self, message: Any) -> None:
         from confluent_kafka import KafkaError
@@ -422,9 +438,11 @@ class KafkaSourceReader(SourceReader[Any]):
             return
         where = f"partition {message.partition()} of topic {message.topic()!r}"
         if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC):
-            raise KafkaConnectorError(f"{where} no longer exists on Kafka at {self._source.bootstrap_servers} (was "
-                                      "the topic deleted while the job read it?); restore the topic or remove it "
-                                      "from the source's subscription")
+            raise KafkaConnectorError(
+                f"{where} no longer exists on Kafka at {self._source.bootstrap_servers} (was "
+                "the topic deleted while the job read it?); restore the topic or remove it "
+                "from the source's subscription"
+            )
         if error.fatal() or not error.retriable():
             raise KafkaConnectorError(f"Kafka at {self._source.bootstrap_servers} failed reading {where}: {error}")
         logger.warning("Kafka reported %s for %s; the client retries", error, where)
@@ -464,8 +482,9 @@ class KafkaSourceReader(SourceReader[Any]):
             from confluent_kafka import TopicPartition
 
             try:
-                self._consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                                      asynchronous=True)
+                self._consumer.commit(
+                    offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=True
+                )
                 self._committed.update(offsets)
             except Exception as error:  # monitoring only: a failed commit never fails the job (as in Flink)
                 logger.warning("committing offsets of checkpoint %d to Kafka failed: %s", checkpoint_id, error)
@@ -483,5 +502,12 @@ class KafkaSourceReader(SourceReader[Any]):
 
 
 def _record(message: Any) -> KafkaRecord:
-    return KafkaRecord(message.topic(), message.partition(), message.offset(), message.timestamp()[1],
-                       message.key(), message.value(), message.headers())
+    return KafkaRecord(
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        message.timestamp()[1],
+        message.key(),
+        message.value(),
+        message.headers(),
+    )

@@ -34,8 +34,7 @@ from fluvial.datastream.connectors.kafka.client import KafkaConnectorError, clie
 
 logger = logging.getLogger(__name__)
 
-_RETRIABLE = {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
-              "CONCURRENT_TRANSACTIONS"}
+_RETRIABLE = {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "CONCURRENT_TRANSACTIONS"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +92,16 @@ class TransactionAdmin:
             from kafka import KafkaAdminClient
 
             try:
-                self._admin = KafkaAdminClient(bootstrap_servers=self._bootstrap, client_id="fluvial-kafka-sink",
-                                               request_timeout_ms=int(self._timeout * 1000))
+                self._admin = KafkaAdminClient(
+                    bootstrap_servers=self._bootstrap,
+                    client_id="fluvial-kafka-sink",
+                    request_timeout_ms=int(self._timeout * 1000),
+                )
             except Exception as error:
-                raise KafkaConnectorError(f"Kafka at {self._bootstrap} did not answer the sink's admin client "
-                                          f"({error}); check that the broker runs") from None
+                raise KafkaConnectorError(
+                    f"Kafka at {self._bootstrap} did not answer the sink's admin client "
+                    f"({error}); check that the broker runs"
+                ) from None
         return self._admin
 
     def describe(self, transactional_id: str) -> Any:
@@ -117,9 +121,13 @@ class TransactionAdmin:
 
         async def end_transaction() -> int:
             ids = await admin._find_coordinator_ids([committable.transactional_id], CoordinatorType.TRANSACTION)
-            request = EndTxnRequest(transactional_id=committable.transactional_id,
-                                    producer_id=committable.producer_id,
-                                    producer_epoch=committable.producer_epoch, committed=commit, max_version=4)
+            request = EndTxnRequest(
+                transactional_id=committable.transactional_id,
+                producer_id=committable.producer_id,
+                producer_epoch=committable.producer_epoch,
+                committed=commit,
+                max_version=4,
+            )
             response = await admin._manager.send(request, node_id=ids[committable.transactional_id])
             return response.error_code
 
@@ -136,8 +144,9 @@ class TransactionAdmin:
                 self._admin = None
 
 
-def commit_recovered(admin: TransactionAdmin, committable: KafkaCommittable, timeout_s: float,
-                     ignore_aborted: bool = False) -> None:
+def commit_recovered(
+    admin: TransactionAdmin, committable: KafkaCommittable, timeout_s: float, ignore_aborted: bool = False
+) -> None:
     """Commit a transaction of a completed checkpoint from a process that did not open it (module docstring).
     Already committed: nothing to do. Aborted meanwhile (it outlived transaction.timeout.ms): its records are
     lost, which fails the job with an error saying so."""
@@ -152,18 +161,25 @@ def commit_recovered(admin: TransactionAdmin, committable: KafkaCommittable, tim
             continue
         state = admin.describe(committable.transactional_id)
         if str(getattr(state.state, "value", state.state)) == "CompleteCommit":
-            logger.info("Kafka transaction %s of a restored checkpoint was committed before the restore",
-                        committable.transactional_id)
+            logger.info(
+                "Kafka transaction %s of a restored checkpoint was committed before the restore",
+                committable.transactional_id,
+            )
             return
         if ignore_aborted:
-            logger.error("Kafka transaction %s of a completed checkpoint was aborted (%s; it is %s): its records are "
-                         "lost", committable.transactional_id, outcome, state.state)
+            logger.error(
+                "Kafka transaction %s of a completed checkpoint was aborted (%s; it is %s): its records are lost",
+                committable.transactional_id,
+                outcome,
+                state.state,
+            )
             return
         raise KafkaConnectorError(
             f"Kafka transaction {committable.transactional_id} of a completed checkpoint could not be committed "
             f"({outcome}; the broker says it is {state.state}): it was aborted, most likely because it stayed open "
             "longer than transaction.timeout.ms while the job was down; its records are lost. Give the sink a "
-            "longer transaction.timeout.ms (up to the broker's transaction.max.timeout.ms)")
+            "longer transaction.timeout.ms (up to the broker's transaction.max.timeout.ms)"
+        )
 
 
 def fence(bootstrap: str, properties: dict[str, str], transactional_id: str, timeout_s: float) -> None:
@@ -173,20 +189,31 @@ def fence(bootstrap: str, properties: dict[str, str], transactional_id: str, tim
     stale = take_prepared(transactional_id)
     if stale is not None:
         _close_quietly(stale)
-    producer = make_client(Producer, client_config(properties, **{
-        "bootstrap.servers": bootstrap, "transactional.id": transactional_id}), "sink's producer")
+    producer = make_client(
+        Producer,
+        client_config(properties, **{"bootstrap.servers": bootstrap, "transactional.id": transactional_id}),
+        "sink's producer",
+    )
     try:
         producer.init_transactions(timeout_s)
     except KafkaException as error:
-        raise KafkaConnectorError(f"could not abort the lingering Kafka transaction {transactional_id} at "
-                                  f"{bootstrap}: {error}") from None
+        raise KafkaConnectorError(
+            f"could not abort the lingering Kafka transaction {transactional_id} at {bootstrap}: {error}"
+        ) from None
     finally:
         producer.flush(0)
     logger.info("aborted the lingering Kafka transaction %s", transactional_id)
 
 
-def abort_lingering(admin: TransactionAdmin, bootstrap: str, properties: dict[str, str], prefix: str,
-                    lower_bounds: dict[int, int], upper: int, timeout_s: float) -> None:
+def abort_lingering(
+    admin: TransactionAdmin,
+    bootstrap: str,
+    properties: dict[str, str],
+    prefix: str,
+    lower_bounds: dict[int, int],
+    upper: int,
+    timeout_s: float,
+) -> None:
     """Abort this prefix's open transactions of the given subtasks numbered in [lower bound, upper)."""
     for row in admin.ongoing():
         parsed = parse_id(prefix, row.transactional_id)

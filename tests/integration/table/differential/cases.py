@@ -56,15 +56,21 @@ TABLES = {
         "CREATE TABLE orders (id INT, customer STRING, amount DOUBLE, qty INT, ts TIMESTAMP(3), category STRING, "
         "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = "
         "'{dir}/orders.csv', 'format' = 'csv', 'csv.null-literal' = 'null')",
-        "orders.csv", ORDERS_CSV),
+        "orders.csv",
+        ORDERS_CSV,
+    ),
     "customers": (
         "CREATE TABLE customers (name STRING, city STRING, tier INT) WITH ('connector' = 'filesystem', 'path' = "
         "'{dir}/customers.csv', 'format' = 'csv')",
-        "customers.csv", CUSTOMERS_CSV),
+        "customers.csv",
+        CUSTOMERS_CSV,
+    ),
     "words": (
         "CREATE TABLE words (line STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{dir}/words.csv', "
         "'format' = 'csv')",
-        "words.csv", WORDS_CSV),
+        "words.csv",
+        WORDS_CSV,
+    ),
 }
 
 
@@ -91,7 +97,10 @@ CASES: list[Case] = [
     _c("abs_sign", "SELECT ABS(amount), SIGN(amount), ABS(id - 5) FROM orders"),
     _c("round_floor_ceil", "SELECT ROUND(amount, 1), FLOOR(amount), CEIL(amount) FROM orders"),
     _c("power_sqrt", "SELECT POWER(id, 2), SQRT(CAST(id AS DOUBLE)) FROM orders"),
-    _c("ln_exp", "SELECT LN(CAST(id AS DOUBLE)), EXP(CAST(0 AS DOUBLE)), LOG10(CAST(100 AS DOUBLE)) FROM orders WHERE id < 3"),
+    _c(
+        "ln_exp",
+        "SELECT LN(CAST(id AS DOUBLE)), EXP(CAST(0 AS DOUBLE)), LOG10(CAST(100 AS DOUBLE)) FROM orders WHERE id < 3",
+    ),
     # -- comparison and logic --------------------------------------------------------------------------------
     _c("where_eq", "SELECT id FROM orders WHERE customer = 'alice'"),
     _c("where_ne", "SELECT id FROM orders WHERE customer <> 'alice'"),
@@ -124,7 +133,11 @@ CASES: list[Case] = [
     _c("substring_from_for", "SELECT SUBSTRING(line FROM 2 FOR 3) FROM words", tables=_W),
     _c("substring_fn", "SELECT SUBSTRING(line, 3) FROM words", tables=_W),
     _c("trim_both", "SELECT TRIM(line) FROM words", tables=_W),
-    _c("trim_leading_trailing", "SELECT TRIM(LEADING ' ' FROM line), TRIM(TRAILING ' ' FROM line) FROM words", tables=_W),
+    _c(
+        "trim_leading_trailing",
+        "SELECT TRIM(LEADING ' ' FROM line), TRIM(TRAILING ' ' FROM line) FROM words",
+        tables=_W,
+    ),
     _c("replace", "SELECT REPLACE(line, 'l', 'L') FROM words", tables=_W),
     _c("position", "SELECT POSITION('l' IN line) FROM words", tables=_W),
     _c("lpad_rpad", "SELECT LPAD(line, 12, '*'), RPAD(line, 12, '*') FROM words", tables=_W),
@@ -140,7 +153,10 @@ CASES: list[Case] = [
     _c("left_right", "SELECT LEFT(line, 3), RIGHT(line, 3) FROM words", tables=_W),
     _c("char_length_where", "SELECT n FROM words WHERE CHAR_LENGTH(line) > 10", tables=_W),
     # -- conditional --------------------------------------------------------------------------------------------
-    _c("case_searched", "SELECT id, CASE WHEN amount > 20 THEN 'big' WHEN amount > 5 THEN 'mid' ELSE 'small' END FROM orders"),
+    _c(
+        "case_searched",
+        "SELECT id, CASE WHEN amount > 20 THEN 'big' WHEN amount > 5 THEN 'mid' ELSE 'small' END FROM orders",
+    ),
     _c("case_simple", "SELECT id, CASE customer WHEN 'alice' THEN 1 WHEN 'bob' THEN 2 ELSE 0 END FROM orders"),
     _c("case_no_else", "SELECT id, CASE WHEN qty > 3 THEN qty END FROM orders"),
     _c("coalesce", "SELECT id, COALESCE(amount, 0), COALESCE(category, 'none') FROM orders"),
@@ -188,21 +204,42 @@ CASES: list[Case] = [
     _c("having_count", "SELECT category, COUNT(*) AS c FROM orders GROUP BY category HAVING COUNT(*) >= 3"),
     _c("where_then_group", "SELECT customer, COUNT(*) FROM orders WHERE amount > 5 GROUP BY customer"),
     _c("group_null_key", "SELECT category, SUM(qty) FROM orders GROUP BY category"),
-    _c("nested_agg_retract", "SELECT cnt, COUNT(*) FROM (SELECT customer, COUNT(*) AS cnt FROM orders GROUP BY customer) GROUP BY cnt"),
+    _c(
+        "nested_agg_retract",
+        "SELECT cnt, COUNT(*) FROM (SELECT customer, COUNT(*) AS cnt FROM orders GROUP BY customer) GROUP BY cnt",
+    ),
     _c("nested_agg_sum", "SELECT SUM(s) FROM (SELECT customer, SUM(qty) AS s FROM orders GROUP BY customer)"),
-    _c("filter_after_agg", "SELECT customer, c FROM (SELECT customer, COUNT(*) AS c FROM orders GROUP BY customer) WHERE c > 1"),
-    _c("project_after_agg", "SELECT customer, c * 2 FROM (SELECT customer, COUNT(*) AS c FROM orders GROUP BY customer)"),
+    _c(
+        "filter_after_agg",
+        "SELECT customer, c FROM (SELECT customer, COUNT(*) AS c FROM orders GROUP BY customer) WHERE c > 1",
+    ),
+    _c(
+        "project_after_agg",
+        "SELECT customer, c * 2 FROM (SELECT customer, COUNT(*) AS c FROM orders GROUP BY customer)",
+    ),
     _c("max_string", "SELECT category, MAX(customer), MIN(customer) FROM orders GROUP BY category"),
     _c("sum_of_expression", "SELECT customer, SUM(amount * qty) FROM orders GROUP BY customer"),
     _c("count_if_case", "SELECT customer, SUM(CASE WHEN amount > 5 THEN 1 ELSE 0 END) FROM orders GROUP BY customer"),
-    _c("agg_words", "SELECT CHAR_LENGTH(line) > 5, COUNT(*), SUM(n) FROM words GROUP BY CHAR_LENGTH(line) > 5", tables=_W),
+    _c(
+        "agg_words",
+        "SELECT CHAR_LENGTH(line) > 5, COUNT(*), SUM(n) FROM words GROUP BY CHAR_LENGTH(line) > 5",
+        tables=_W,
+    ),
     _c("distinct_customers", "SELECT DISTINCT customer FROM orders"),
     _c("distinct_two_columns", "SELECT DISTINCT customer, category FROM orders"),
     _c("count_distinct_global", "SELECT COUNT(DISTINCT category) FROM orders"),
     _c("stddev_var", "SELECT category, STDDEV_POP(amount), VAR_POP(amount) FROM orders GROUP BY category"),
     # -- union, limit, values, subqueries -----------------------------------------------------------------------
-    _c("union_all", "SELECT id, customer FROM orders WHERE id < 3 UNION ALL SELECT id, customer FROM orders WHERE id > 8", "set"),
-    _c("union_all_three", "SELECT id FROM orders WHERE id = 1 UNION ALL SELECT id FROM orders WHERE id = 2 UNION ALL SELECT id FROM orders WHERE id = 3", "set"),
+    _c(
+        "union_all",
+        "SELECT id, customer FROM orders WHERE id < 3 UNION ALL SELECT id, customer FROM orders WHERE id > 8",
+        "set",
+    ),
+    _c(
+        "union_all_three",
+        "SELECT id FROM orders WHERE id = 1 UNION ALL SELECT id FROM orders WHERE id = 2 UNION ALL SELECT id FROM orders WHERE id = 3",
+        "set",
+    ),
     _c("union_distinct", "SELECT customer FROM orders UNION SELECT category FROM orders WHERE category IS NOT NULL"),
     _c("limit", "SELECT id FROM orders LIMIT 3"),
     _c("limit_offset", "SELECT id FROM orders LIMIT 3 OFFSET 2"),
@@ -212,51 +249,169 @@ CASES: list[Case] = [
     _c("subquery_filter", "SELECT * FROM (SELECT id, amount FROM orders WHERE amount IS NOT NULL) WHERE amount < 10"),
     _c("select_no_from", "SELECT 1 + 1, 'a' || 'b', UPPER('x')", tables=()),
     # -- event-time windows -----------------------------------------------------------------------------------
-    _c("tumble_count", "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("tumble_by_customer", "SELECT window_start, customer, SUM(amount) AS total FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end, customer", "set"),
-    _c("tumble_window_time", "SELECT window_start, window_end, window_time, MAX(qty) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY window_start, window_end, window_time", "set"),
-    _c("tumble_avg_min", "SELECT window_end, AVG(amount), MIN(amount), COUNT(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("tumble_filter", "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) WHERE category = 'books' GROUP BY window_start, window_end", "set"),
-    _c("tumble_count_distinct", "SELECT window_start, COUNT(DISTINCT customer) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("tumble_having", "SELECT window_start, customer, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, customer HAVING COUNT(*) > 1", "set"),
-    _c("tumble_expression_on_agg", "SELECT window_start, SUM(qty) * 2, CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("tumble_one_minute", "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end", "set"),
-    _c("hop_count", "SELECT window_start, window_end, COUNT(*) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("hop_sum_by_category", "SELECT window_start, category, SUM(qty) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end, category", "set"),
-    _c("hop_max", "SELECT window_end, MAX(amount) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("cumulate_count", "SELECT window_start, window_end, COUNT(*) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '8' SECOND)) GROUP BY window_start, window_end", "set"),
-    _c("cumulate_sum_by_customer", "SELECT window_start, window_end, customer, SUM(qty) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND, INTERVAL '8' SECOND)) GROUP BY window_start, window_end, customer", "set"),
-    _c("window_then_filter", "SELECT * FROM (SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end) WHERE c > 2", "set"),
-    _c("window_then_group", "SELECT c, COUNT(*) FROM (SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY window_start, window_end) GROUP BY c", "set"),
+    _c(
+        "tumble_count",
+        "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "tumble_by_customer",
+        "SELECT window_start, customer, SUM(amount) AS total FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end, customer",
+        "set",
+    ),
+    _c(
+        "tumble_window_time",
+        "SELECT window_start, window_end, window_time, MAX(qty) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY window_start, window_end, window_time",
+        "set",
+    ),
+    _c(
+        "tumble_avg_min",
+        "SELECT window_end, AVG(amount), MIN(amount), COUNT(amount) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "tumble_filter",
+        "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) WHERE category = 'books' GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "tumble_count_distinct",
+        "SELECT window_start, COUNT(DISTINCT customer) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "tumble_having",
+        "SELECT window_start, customer, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, customer HAVING COUNT(*) > 1",
+        "set",
+    ),
+    _c(
+        "tumble_expression_on_agg",
+        "SELECT window_start, SUM(qty) * 2, CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "tumble_one_minute",
+        "SELECT window_start, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "hop_count",
+        "SELECT window_start, window_end, COUNT(*) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "hop_sum_by_category",
+        "SELECT window_start, category, SUM(qty) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end, category",
+        "set",
+    ),
+    _c(
+        "hop_max",
+        "SELECT window_end, MAX(amount) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "cumulate_count",
+        "SELECT window_start, window_end, COUNT(*) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '8' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "cumulate_sum_by_customer",
+        "SELECT window_start, window_end, customer, SUM(qty) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND, INTERVAL '8' SECOND)) GROUP BY window_start, window_end, customer",
+        "set",
+    ),
+    _c(
+        "window_then_filter",
+        "SELECT * FROM (SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end) WHERE c > 2",
+        "set",
+    ),
+    _c(
+        "window_then_group",
+        "SELECT c, COUNT(*) FROM (SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY window_start, window_end) GROUP BY c",
+        "set",
+    ),
     # -- regular joins (two sources interleave as they like: compare the multiset or the final table) ---------
     _c("join_inner", "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name", "set", _J),
-    _c("join_inner_condition", "SELECT o.id, c.name, c.tier FROM orders o JOIN customers c ON o.customer = c.name AND o.qty > c.tier", "set", _J),
+    _c(
+        "join_inner_condition",
+        "SELECT o.id, c.name, c.tier FROM orders o JOIN customers c ON o.customer = c.name AND o.qty > c.tier",
+        "set",
+        _J,
+    ),
     _c("join_left", "SELECT o.id, c.city FROM orders o LEFT JOIN customers c ON o.customer = c.name", "final", _J),
     _c("join_right", "SELECT o.id, c.name FROM orders o RIGHT JOIN customers c ON o.customer = c.name", "final", _J),
-    _c("join_full", "SELECT o.id, c.name FROM orders o FULL OUTER JOIN customers c ON o.customer = c.name", "final", _J),
-    _c("join_then_group", "SELECT c.city, SUM(o.amount) FROM orders o JOIN customers c ON o.customer = c.name GROUP BY c.city", "final", _J),
-    _c("join_where", "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name WHERE c.city = 'Berlin'", "set", _J),
+    _c(
+        "join_full", "SELECT o.id, c.name FROM orders o FULL OUTER JOIN customers c ON o.customer = c.name", "final", _J
+    ),
+    _c(
+        "join_then_group",
+        "SELECT c.city, SUM(o.amount) FROM orders o JOIN customers c ON o.customer = c.name GROUP BY c.city",
+        "final",
+        _J,
+    ),
+    _c(
+        "join_where",
+        "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name WHERE c.city = 'Berlin'",
+        "set",
+        _J,
+    ),
     _c("join_select_star", "SELECT * FROM customers c JOIN orders o ON c.name = o.customer WHERE o.id < 4", "set", _J),
     # -- deduplication (ROW_NUMBER() = 1 by event time) -------------------------------------------------------
-    _c("dedup_first", "SELECT id, customer, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts) AS rn FROM orders) WHERE rn = 1"),
-    _c("dedup_last", "SELECT id, customer, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts DESC) AS rn FROM orders) WHERE rn = 1"),
-    _c("dedup_by_category", "SELECT category, id FROM (SELECT id, category, ts, ROW_NUMBER() OVER (PARTITION BY category ORDER BY ts) AS rn FROM orders) WHERE rn = 1"),
+    _c(
+        "dedup_first",
+        "SELECT id, customer, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts) AS rn FROM orders) WHERE rn = 1",
+    ),
+    _c(
+        "dedup_last",
+        "SELECT id, customer, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts DESC) AS rn FROM orders) WHERE rn = 1",
+    ),
+    _c(
+        "dedup_by_category",
+        "SELECT category, id FROM (SELECT id, category, ts, ROW_NUMBER() OVER (PARTITION BY category ORDER BY ts) AS rn FROM orders) WHERE rn = 1",
+    ),
     # -- Top-N (ROW_NUMBER() <= N over inserts) -------------------------------------------------------------
-    _c("topn_per_customer", "SELECT customer, amount FROM (SELECT customer, amount, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 2"),
-    _c("topn_with_rank", "SELECT customer, amount, rn FROM (SELECT customer, amount, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 2"),
-    _c("topn_global", "SELECT id, qty FROM (SELECT id, qty, ROW_NUMBER() OVER (ORDER BY qty DESC) AS rn FROM orders) WHERE rn <= 3"),
-    _c("topn_ascending_lt", "SELECT * FROM (SELECT id, category, ROW_NUMBER() OVER (PARTITION BY category ORDER BY id) AS rn FROM orders) WHERE rn < 3"),
+    _c(
+        "topn_per_customer",
+        "SELECT customer, amount FROM (SELECT customer, amount, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 2",
+    ),
+    _c(
+        "topn_with_rank",
+        "SELECT customer, amount, rn FROM (SELECT customer, amount, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 2",
+    ),
+    _c(
+        "topn_global",
+        "SELECT id, qty FROM (SELECT id, qty, ROW_NUMBER() OVER (ORDER BY qty DESC) AS rn FROM orders) WHERE rn <= 3",
+    ),
+    _c(
+        "topn_ascending_lt",
+        "SELECT * FROM (SELECT id, category, ROW_NUMBER() OVER (PARTITION BY category ORDER BY id) AS rn FROM orders) WHERE rn < 3",
+    ),
     # -- OVER aggregation (event time, UNBOUNDED PRECEDING to CURRENT ROW) ---------------------------------------
-    _c("over_rows_sum", "SELECT id, customer, SUM(amount) OVER (PARTITION BY customer ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running_total FROM orders", "set"),
-    _c("over_range_count", "SELECT id, COUNT(*) OVER (PARTITION BY category ORDER BY ts) AS n, MAX(qty) OVER (PARTITION BY category ORDER BY ts) FROM orders", "set"),
-    _c("over_global_avg", "SELECT id, AVG(amount) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM orders", "set"),
+    _c(
+        "over_rows_sum",
+        "SELECT id, customer, SUM(amount) OVER (PARTITION BY customer ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running_total FROM orders",
+        "set",
+    ),
+    _c(
+        "over_range_count",
+        "SELECT id, COUNT(*) OVER (PARTITION BY category ORDER BY ts) AS n, MAX(qty) OVER (PARTITION BY category ORDER BY ts) FROM orders",
+        "set",
+    ),
+    _c(
+        "over_global_avg",
+        "SELECT id, AVG(amount) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM orders",
+        "set",
+    ),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
     _c("error_unknown_column", "SELECT nosuch FROM orders"),
     _c("error_type_mismatch", "SELECT customer + 1 FROM orders"),
     _c("error_syntax", "SELEC id FROM orders"),
     _c("error_not_grouped", "SELECT customer, id, COUNT(*) FROM orders GROUP BY customer"),
     _c("error_unknown_table", "SELECT * FROM nosuch"),
-    _c("error_window_without_watermark", "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE words, DESCRIPTOR(n), INTERVAL '5' SECOND)) GROUP BY window_start, window_end", tables=_W),
+    _c(
+        "error_window_without_watermark",
+        "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE words, DESCRIPTOR(n), INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
+        tables=_W,
+    ),
     _c("error_where_not_boolean", "SELECT id FROM orders WHERE qty"),
     _c("error_sum_string", "SELECT SUM(customer) FROM orders"),
 ]

@@ -33,8 +33,11 @@ def file_sink(path: str) -> FileSink:
 
 
 def refused(env: StreamExecutionEnvironment, what: str) -> None:
-    with pytest.raises(ConfigurationError, match=rf"{what} '[^']*memory://[^']*' is in memory://.*"
-                                                 r"local.taskmanager.mode: thread"):
+    with pytest.raises(
+        ConfigurationError,
+        match=rf"{what} '[^']*memory://[^']*' is in memory://.*"
+        r"local.taskmanager.mode: thread",
+    ):
         prepare_for_shipping(env.get_job_graph())
 
 
@@ -47,18 +50,27 @@ def test_a_memory_sink_is_refused_naming_the_sink(tmp_path):
 def test_a_memory_source_is_refused_also_inside_a_hybrid_source(tmp_path):
     (tmp_path / "first.txt").write_text("a\n")
     env = environment()
-    hybrid = HybridSource.builder(text_source(str(tmp_path / "first.txt"))).add_source(
-        text_source("memory://second.txt")).build()
+    hybrid = (
+        HybridSource.builder(text_source(str(tmp_path / "first.txt")))
+        .add_source(text_source("memory://second.txt"))
+        .build()
+    )
     env.from_source(hybrid, source_name="both").print()
     refused(env, "the path of operator 'Source: both'")
 
 
-@pytest.mark.parametrize("keys, storage, what", [
-    ({}, FileSystemCheckpointStorage("memory://chk"), "the checkpoint storage"),
-    ({"execution.savepoint.path": "memory://savepoints/savepoint-1"}, None,
-     r"the savepoint to restore \(execution.savepoint.path\)"),
-    ({"state.savepoints.dir": "memory://savepoints"}, None, "state.savepoints.dir"),
-])
+@pytest.mark.parametrize(
+    "keys, storage, what",
+    [
+        ({}, FileSystemCheckpointStorage("memory://chk"), "the checkpoint storage"),
+        (
+            {"execution.savepoint.path": "memory://savepoints/savepoint-1"},
+            None,
+            r"the savepoint to restore \(execution.savepoint.path\)",
+        ),
+        ({"state.savepoints.dir": "memory://savepoints"}, None, "state.savepoints.dir"),
+    ],
+)
 def test_memory_checkpoint_and_savepoint_locations_are_refused(keys, storage, what):
     env = environment(**keys)
     if storage is not None:
@@ -73,8 +85,9 @@ def test_local_paths_and_object_store_urls_pass(tmp_path):
     env = environment(**{"state.savepoints.dir": "s3://bucket/savepoints"})
     env.enable_checkpointing(100)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}"))
-    env.from_source(text_source(str(tmp_path / "in.txt")), source_name="lines") \
-        .sink_to(file_sink(str(tmp_path / "out")))
+    env.from_source(text_source(str(tmp_path / "in.txt")), source_name="lines").sink_to(
+        file_sink(str(tmp_path / "out"))
+    )
     prepare_for_shipping(env.get_job_graph())
 
 

@@ -67,8 +67,11 @@ def test_an_initialised_ray_is_used_as_it_is(fake):
 
 def test_another_address_than_the_initialised_cluster_is_refused(fake):
     fake(FakeRay(initialised_at="10.1.2.3:6379"))
-    with pytest.raises(ConfigurationError, match="ray.address is 10.9.9.9:6379, but this process is connected to "
-                                                 "the Ray cluster at 10.1.2.3:6379.*ray.shutdown"):
+    with pytest.raises(
+        ConfigurationError,
+        match="ray.address is 10.9.9.9:6379, but this process is connected to "
+        "the Ray cluster at 10.1.2.3:6379.*ray.shutdown",
+    ):
         connection.connect("10.9.9.9:6379")
 
 
@@ -89,8 +92,11 @@ def test_local_starts_a_cluster_of_its_own_even_when_auto_would_find_one(fake):
 
 def test_a_detached_job_is_refused_where_only_a_local_instance_of_this_program_would_hold_it(fake, monkeypatch):
     nothing = fake(FakeRay())
-    with pytest.raises(ConfigurationError, match=r"detached job .* Start a Ray cluster first \(ray start --head\).*"
-                                                 r"or drop -d"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"detached job .* Start a Ray cluster first \(ray start --head\).*"
+        r"or drop -d",
+    ):
         connection.connect(None, detached=True)
     assert nothing.inits == ["auto"] and not nothing.started_local  # nothing was started
     with pytest.raises(ConfigurationError, match="detached job"):

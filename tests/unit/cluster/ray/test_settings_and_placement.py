@@ -31,18 +31,27 @@ def test_defaults_spread_one_minute_nothing_shipped_nothing_shared():
 
 
 def test_the_keys_become_typed_settings(tmp_path):
-    configuration = (Configuration().set_string("ray.address", "127.0.0.2:6380")
-                     .set_string("ray.placement-strategy", "strict_pack").set_string("ray.placement-timeout", "2 s")
-                     .set_string("ray.working-dir", str(tmp_path)).set_string("ray.shared-filesystem", "true"))
+    configuration = (
+        Configuration()
+        .set_string("ray.address", "127.0.0.2:6380")
+        .set_string("ray.placement-strategy", "strict_pack")
+        .set_string("ray.placement-timeout", "2 s")
+        .set_string("ray.working-dir", str(tmp_path))
+        .set_string("ray.shared-filesystem", "true")
+    )
     assert RaySettings.from_configuration(configuration) == RaySettings(
-        "127.0.0.2:6380", "STRICT_PACK", 2.0, str(tmp_path), True)
+        "127.0.0.2:6380", "STRICT_PACK", 2.0, str(tmp_path), True
+    )
 
 
-@pytest.mark.parametrize("key, value, reason", [
-    ("taskmanager.bind-host", "0.0.0.0", "listens on the address of its Ray node"),
-    ("local.number-taskmanager", "3", "as many TaskManager actors as its slots need"),
-    ("local.taskmanager.mode", "process", "every TaskManager is a Ray actor"),
-])
+@pytest.mark.parametrize(
+    "key, value, reason",
+    [
+        ("taskmanager.bind-host", "0.0.0.0", "listens on the address of its Ray node"),
+        ("local.number-taskmanager", "3", "as many TaskManager actors as its slots need"),
+        ("local.taskmanager.mode", "process", "every TaskManager is a Ray actor"),
+    ],
+)
 def test_keys_that_mean_nothing_on_ray_are_refused_by_name(key, value, reason):
     with pytest.raises(ConfigurationError, match=f"'{key}' does not apply with execution.target ray.*{reason}"):
         RaySettings.from_configuration(Configuration().set_string(key, value))
@@ -80,24 +89,28 @@ def job_graph(storage=None, savepoint: str | None = None, savepoints_dir: str | 
     return env.get_job_graph()
 
 
-@pytest.mark.parametrize("graph", [
-    lambda: job_graph(FileSystemCheckpointStorage("file:///checkpoints")),
-    lambda: job_graph(FileSystemCheckpointStorage("/checkpoints")),
-    lambda: job_graph(savepoint="/savepoints/savepoint-1"),
-    lambda: job_graph(savepoints_dir="file:///savepoints"),
-], ids=["file-url", "plain-path", "restore-from", "savepoints-dir"])
+@pytest.mark.parametrize(
+    "graph",
+    [
+        lambda: job_graph(FileSystemCheckpointStorage("file:///checkpoints")),
+        lambda: job_graph(FileSystemCheckpointStorage("/checkpoints")),
+        lambda: job_graph(savepoint="/savepoints/savepoint-1"),
+        lambda: job_graph(savepoints_dir="file:///savepoints"),
+    ],
+    ids=["file-url", "plain-path", "restore-from", "savepoints-dir"],
+)
 def test_a_local_path_with_several_nodes_is_refused_naming_the_fixes(graph):
     graph = graph()
-    with pytest.raises(ConfigurationError, match="is a local path, and the Ray cluster has 3 nodes.*s3://.*"
-                                                 "ray.shared-filesystem: true"):
+    with pytest.raises(
+        ConfigurationError, match="is a local path, and the Ray cluster has 3 nodes.*s3://.*ray.shared-filesystem: true"
+    ):
         check_storage_is_shared(graph, nodes=3, shared_filesystem=False)
     check_storage_is_shared(graph, nodes=1, shared_filesystem=False)  # one node: one filesystem
     check_storage_is_shared(graph, nodes=3, shared_filesystem=True)  # said to be shared (NFS)
 
 
 def test_object_stores_and_jobmanager_storage_pass_on_any_number_of_nodes():
-    check_storage_is_shared(job_graph(FileSystemCheckpointStorage("s3://bucket/chk")), nodes=5,
-                            shared_filesystem=False)
+    check_storage_is_shared(job_graph(FileSystemCheckpointStorage("s3://bucket/chk")), nodes=5, shared_filesystem=False)
     check_storage_is_shared(job_graph(JobManagerCheckpointStorage()), nodes=5, shared_filesystem=False)
     check_storage_is_shared(job_graph(), nodes=5, shared_filesystem=False)
 

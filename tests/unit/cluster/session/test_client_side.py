@@ -31,9 +31,10 @@ def home(tmp_path, monkeypatch):
     monkeypatch.delenv("FLUVIAL_TOKEN", raising=False)
 
 
-@pytest.mark.parametrize(("text", "host", "port"), [("localhost:8081", "localhost", 8081),
-                                                     ("http://127.0.0.1:9000/", "127.0.0.1", 9000),
-                                                     ("[::1]:8081", "::1", 8081)])
+@pytest.mark.parametrize(
+    ("text", "host", "port"),
+    [("localhost:8081", "localhost", 8081), ("http://127.0.0.1:9000/", "127.0.0.1", 9000), ("[::1]:8081", "::1", 8081)],
+)
 def test_addresses_are_host_and_port(text, host, port):
     assert ClusterAddress.parse(text) == ClusterAddress(host, port)
 
@@ -61,12 +62,23 @@ def test_the_token_comes_from_the_cluster_file_of_that_cluster_else_from_the_env
 
 
 def test_a_failed_job_reads_back_as_an_embedded_one_does():
-    history = {"exceptionHistory": {"entries": [{
-        "exceptionName": "ValueError", "message": "bad value 3", "taskName": "boom (1/1)", "operatorName": "boom",
-        "stacktrace": 'Traceback (most recent call last):\n  File "/jobs/j.py", line 5, in boom\nValueError: bad'}]}}
+    history = {
+        "exceptionHistory": {
+            "entries": [
+                {
+                    "exceptionName": "ValueError",
+                    "message": "bad value 3",
+                    "taskName": "boom (1/1)",
+                    "operatorName": "boom",
+                    "stacktrace": 'Traceback (most recent call last):\n  File "/jobs/j.py", line 5, in boom\nValueError: bad',
+                }
+            ]
+        }
+    }
     failure = remote_failure("failing", "ab" * 16, history)
-    assert str(failure) == (f"Job 'failing' ({'ab' * 16}) failed: operator 'boom' in task boom (1/1) raised "
-                            "ValueError: bad value 3")
+    assert str(failure) == (
+        f"Job 'failing' ({'ab' * 16}) failed: operator 'boom' in task boom (1/1) raised ValueError: bad value 3"
+    )
     assert failure.__cause__.type_name == "ValueError"
     assert 'File "/jobs/j.py", line 5, in boom' in failure.__cause__.__cause__.text
     empty = remote_failure("failing", "ab" * 16, {"exceptionHistory": {"entries": []}})
@@ -75,28 +87,37 @@ def test_a_failed_job_reads_back_as_an_embedded_one_does():
 
 def test_keys_of_an_embedded_cluster_are_refused_for_a_session_cluster():
     configuration = Configuration().set_string("taskmanager.numberOfTaskSlots", "4")
-    with pytest.raises(ConfigurationError, match="'taskmanager.numberOfTaskSlots' configures an embedded cluster.*"
-                                                 "fluvial cluster start --slots S"):
+    with pytest.raises(
+        ConfigurationError,
+        match="'taskmanager.numberOfTaskSlots' configures an embedded cluster.*fluvial cluster start --slots S",
+    ):
         check_remote_configuration(configuration)
 
 
 def test_detached_needs_a_session_cluster_and_collect_needs_attached():
-    env = StreamExecutionEnvironment.get_execution_environment(Configuration().set_string("execution.attached",
-                                                                                          "false"))
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration().set_string("execution.attached", "false")
+    )
     env.from_collection([1]).print()
-    with pytest.raises(ConfigurationError, match="execution.attached: false needs a cluster that outlives this program"):
+    with pytest.raises(
+        ConfigurationError, match="execution.attached: false needs a cluster that outlives this program"
+    ):
         env.execute()
     remote = Configuration().set_string("execution.target", "remote").set_string("execution.attached", "false")
-    with pytest.raises(InvalidJobError, match="execute_and_collect brings the records to this program, which a detached"):
+    with pytest.raises(
+        InvalidJobError, match="execute_and_collect brings the records to this program, which a detached"
+    ):
         StreamExecutionEnvironment.get_execution_environment(remote).from_collection([1]).execute_and_collect()
 
 
 def test_the_jobs_own_modules_ship_by_value_and_their_classes_are_installed_where_it_runs(tmp_path, monkeypatch):
-    (tmp_path / "shapes_for_shipping.py").write_text(textwrap.dedent("""\
+    (tmp_path / "shapes_for_shipping.py").write_text(
+        textwrap.dedent("""\
         class Square:
             def __init__(self, side):
                 self.side = side
-        """))
+        """)
+    )
     main = types.ModuleType("__main__")
     main.__file__ = str(tmp_path / "job.py")
     monkeypatch.setitem(sys.modules, "__main__", main)
@@ -118,8 +139,15 @@ def test_the_jobs_own_modules_ship_by_value_and_their_classes_are_installed_wher
     shipped.write_bytes(pickle.dumps((payload, shipped_class)))
     elsewhere = tmp_path / "elsewhere"  # where the job runs, shapes_for_shipping cannot be imported
     elsewhere.mkdir()
-    ran = subprocess.run([sys.executable, "-c", WHERE_THE_JOB_RUNS, str(shipped)], cwd=elsewhere, text=True,
-                         capture_output=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    ran = subprocess.run(
+        [sys.executable, "-c", WHERE_THE_JOB_RUNS, str(shipped)],
+        cwd=elsewhere,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["not-importable", "True", "True", "3"]
 

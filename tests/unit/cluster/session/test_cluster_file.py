@@ -29,8 +29,15 @@ def home(tmp_path, monkeypatch):
 
 
 def record(jobmanager: int = 0, token: str = "secret") -> ClusterRecord:
-    return ClusterRecord("127.0.0.1:8081", "http://127.0.0.1:8081", token, ProcessRecord.of(jobmanager or os.getpid()),
-                         (ProcessRecord(12, 34),), "/logs", "2026-01-01T00:00:00+00:00")
+    return ClusterRecord(
+        "127.0.0.1:8081",
+        "http://127.0.0.1:8081",
+        token,
+        ProcessRecord.of(jobmanager or os.getpid()),
+        (ProcessRecord(12, 34),),
+        "/logs",
+        "2026-01-01T00:00:00+00:00",
+    )
 
 
 def test_the_file_is_its_owners_alone_and_reads_back_whole(home):
@@ -89,12 +96,15 @@ def test_a_process_is_the_clusters_only_if_it_started_with_the_clusters_id():
             process.wait()
 
 
-@pytest.mark.parametrize(("file_mode", "directory_mode", "says"), [
-    (0o666, 0o700, "is writable by group and others"),
-    (0o644, 0o700, "can be read by other users (mode 0644)"),
-    (0o600, 0o777, "is writable by group and others (mode 0777)"),
-    (0o600, 0o770, "is writable by its group"),
-])
+@pytest.mark.parametrize(
+    ("file_mode", "directory_mode", "says"),
+    [
+        (0o666, 0o700, "is writable by group and others"),
+        (0o644, 0o700, "can be read by other users (mode 0644)"),
+        (0o600, 0o777, "is writable by group and others (mode 0777)"),
+        (0o600, 0o770, "is writable by its group"),
+    ],
+)
 def test_a_file_another_user_could_have_written_or_read_is_refused(home, file_mode, directory_mode, says):
     path = write_cluster_file(record())
     path.chmod(file_mode)

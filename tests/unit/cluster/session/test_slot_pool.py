@@ -61,8 +61,9 @@ def test_bad_requests_are_refused_naming_the_job():
         SlotPool(0, 2)
 
 
-operations = st.lists(st.tuples(st.sampled_from(["request", "release", "withdraw"]), st.integers(0, 7),
-                                st.integers(1, 7)), max_size=40)
+operations = st.lists(
+    st.tuples(st.sampled_from(["request", "release", "withdraw"]), st.integers(0, 7), st.integers(1, 7)), max_size=40
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -86,7 +87,7 @@ def test_any_sequence_keeps_every_slot_with_at_most_one_job_and_the_queue_honest
         elif action in ("release", "withdraw"):
             grants = pool.release(job) if action == "release" else pool.withdraw(job)
             holding.pop(job, None) if action == "release" else (job in waiting and waiting.remove(job))
-            assert [grant.job_id for grant in grants] == waiting[:len(grants)]  # first come, first served
+            assert [grant.job_id for grant in grants] == waiting[: len(grants)]  # first come, first served
             for grant in grants:
                 holding[grant.job_id] = grant.slots
                 waiting.remove(grant.job_id)

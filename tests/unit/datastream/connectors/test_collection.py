@@ -100,8 +100,13 @@ def test_description_is_bounded_named_and_picklable():
     assert pickle.loads(pickle.dumps(source)) == source
 
 
-@given(size=st.integers(0, 40), chunk=st.integers(1, 7), start=st.integers(-45, 45), stop=st.integers(-45, 45),
-       step=st.sampled_from([None, 1, 2, -1]))
+@given(
+    size=st.integers(0, 40),
+    chunk=st.integers(1, 7),
+    start=st.integers(-45, 45),
+    stop=st.integers(-45, 45),
+    step=st.sampled_from([None, 1, 2, -1]),
+)
 def test_pickled_elements_read_like_the_tuple_they_came_from(size, chunk, start, stop, step):
     elements = tuple((i, str(i)) for i in range(size))
     pickled = pickle.loads(pickle.dumps(PickledElements.of(elements, chunk)))

@@ -55,8 +55,11 @@ def test_bulk_entry_points_check_their_arguments(tmp_path):
 def test_streaming_file_sink_through_add_sink_commits_its_parts(tmp_path):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
-    sink = StreamingFileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder()) \
-        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build()
+    sink = (
+        StreamingFileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
     env.from_collection(["a", "b"]).add_sink(sink)
     env.execute()
     parts = [p for p in os.listdir(tmp_path) if not p.startswith(".")]

@@ -60,7 +60,9 @@ def test_nothing_is_visible_before_commit(tmp_path):
     writer.write_batch(["a", "b"])
     writer.flush(False)
     assert visible(tmp_path) == {}
-    assert len(hidden(tmp_path)) == 1 and re.fullmatch(r"\.pre-0-0\.txt\.inprogress\.[0-9a-f-]{36}", hidden(tmp_path)[0])
+    assert len(hidden(tmp_path)) == 1 and re.fullmatch(
+        r"\.pre-0-0\.txt\.inprogress\.[0-9a-f-]{36}", hidden(tmp_path)[0]
+    )
     committables = writer.prepare_commit()
     assert visible(tmp_path) == {}  # prepared is not committed
     sink.commit(committables)
@@ -163,11 +165,14 @@ def test_on_checkpoint_policy_rolls_only_at_prepare_commit(tmp_path):
 
 def test_rolling_by_age_and_inactivity(tmp_path):
     policy = RollingPolicy.default_rolling_policy(rollover_interval=1000, inactivity_interval=300)
-    sink = FileSink.for_row_format(tmp_path, Encoder.simple_string_encoder()).with_bucket_assigner(
-        BasePathBucketAssigner()
-    ).with_rolling_policy(policy).with_output_file_config(OutputFileConfig("p")).with_bucket_check_interval(
-        100
-    ).build()
+    sink = (
+        FileSink.for_row_format(tmp_path, Encoder.simple_string_encoder())
+        .with_bucket_assigner(BasePathBucketAssigner())
+        .with_rolling_policy(policy)
+        .with_output_file_config(OutputFileConfig("p"))
+        .with_bucket_check_interval(100)
+        .build()
+    )
     clock = ManualClock(1_000_000)
     writer = FileSinkWriter(sink, task(), clock=clock)
     for step in range(6):  # active every 200 ms: only the 1000 ms rollover interval rolls
@@ -294,6 +299,7 @@ def test_bad_configuration_is_rejected_early():
 def test_a_writer_without_state_removes_only_the_hidden_parts_of_its_own_earlier_attempts(tmp_path, prefix):
     """Contract 7: a restart before the first completed checkpoint has no state, yet the hidden parts its subtask's
     earlier attempts opened are removed; committed parts, other subtasks', other sinks' and other jobs' stay."""
+
     def info(job="job", subtask=0, operator="sink-op"):
         return TaskInfo(job, "Sink: File Sink", subtask, 2, 128, operator_id=operator)
 

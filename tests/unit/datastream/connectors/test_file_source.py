@@ -276,9 +276,7 @@ def test_continuous_monitoring_splits_new_files_among_subtasks_exactly_once(tmp_
     parallelism = 3
     splits = source.create_splits(parallelism)
     clock = ManualClock(100_000)
-    readers = [
-        monitored_reader(source, assign_splits(splits, parallelism, i), clock) for i in range(parallelism)
-    ]
+    readers = [monitored_reader(source, assign_splits(splits, parallelism, i), clock) for i in range(parallelism)]
     assert all(sum(isinstance(s, FileMonitorSplit) for s in r.snapshot_state()) == 1 for r in readers)
     for i in range(20):
         write(tmp_path / f"n{i}.txt", f"{i}\n")

@@ -64,8 +64,11 @@ def test_each_subtask_keeps_the_splits_it_would_get_from_each_source_alone(tmp_p
 
 
 def test_only_the_last_source_may_be_unbounded(tmp_path):
-    watched = FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp_path)) \
-        .monitor_continuously(Duration.of_seconds(1)).build()
+    watched = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp_path))
+        .monitor_continuously(Duration.of_seconds(1))
+        .build()
+    )
     with pytest.raises(InvalidJobError, match="must be bounded"):
         HybridSource.builder(watched).add_source(NumberSequenceSource(1, 2)).build()
     hybrid = HybridSource.builder(NumberSequenceSource(1, 2)).add_source(watched).build()
@@ -78,8 +81,7 @@ def test_only_the_last_source_may_be_unbounded(tmp_path):
 def test_a_hybrid_source_job(tmp_path):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
-    assert list(env.from_source(files_then_numbers(tmp_path)).execute_and_collect()) == \
-        ["h1", "h2", "h3", 1, 2, 3, 4]
+    assert list(env.from_source(files_then_numbers(tmp_path)).execute_and_collect()) == ["h1", "h2", "h3", 1, 2, 3, 4]
 
 
 def test_connector_base_names():

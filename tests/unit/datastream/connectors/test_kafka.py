@@ -79,21 +79,30 @@ def test_every_partition_has_exactly_one_owner_and_owners_are_balanced():
 
 
 def test_planning_gives_each_subtask_one_discovery_split_and_asks_no_broker():
-    source = (KafkaSource.builder().set_bootstrap_servers("nowhere:1").set_topics("t")
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers("nowhere:1")
+        .set_topics("t")
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     assert source.create_splits(3) == [KafkaDiscoverySplit(f"discovery-{i}-of-3", i, 3) for i in range(3)]
 
 
 def _metadata(**topics):
-    return SimpleNamespace(topics={name: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
-                                   for name, n in topics.items()})
+    return SimpleNamespace(
+        topics={name: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None) for name, n in topics.items()}
+    )
 
 
 def test_subscribers_select_topics_patterns_and_partitions():
     metadata = _metadata(orders=2, order_log=1, users=1, __consumer_offsets=4)
     assert KafkaSubscriber(topics=("users",)).select(metadata, "b") == [KafkaTopicPartition("users", 0)]
     assert KafkaSubscriber(pattern="order.*").select(metadata, "b") == [
-        KafkaTopicPartition("order_log", 0), KafkaTopicPartition("orders", 0), KafkaTopicPartition("orders", 1)]
+        KafkaTopicPartition("order_log", 0),
+        KafkaTopicPartition("orders", 0),
+        KafkaTopicPartition("orders", 1),
+    ]
     assert KafkaSubscriber(pattern=".*").select(metadata, "b")[-1] == KafkaTopicPartition("users", 0)  # no __ topics
     with pytest.raises(ResourceError, match="topic\\(s\\) missing do not exist on Kafka at b"):
         KafkaSubscriber(topics=("missing",)).select(metadata, "b")
@@ -107,22 +116,41 @@ def test_builders_name_what_is_missing():
     with pytest.raises(InvalidJobError, match="exclude each other"):
         KafkaSource.builder().set_topics("t").set_topic_pattern("x.*")
     with pytest.raises(InvalidJobError, match="set_group_id"):
-        (KafkaSource.builder().set_bootstrap_servers("b").set_topics("t")
-         .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets())
-         .set_value_only_deserializer(SimpleStringSchema()).build())
-    serializer = (KafkaRecordSerializationSchema.builder().set_topic("t")
-                  .set_value_serialization_schema(SimpleStringSchema()).build())
+        (
+            KafkaSource.builder()
+            .set_bootstrap_servers("b")
+            .set_topics("t")
+            .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets())
+            .set_value_only_deserializer(SimpleStringSchema())
+            .build()
+        )
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic("t")
+        .set_value_serialization_schema(SimpleStringSchema())
+        .build()
+    )
     with pytest.raises(InvalidJobError, match="transactional id prefix"):
-        (KafkaSink.builder().set_bootstrap_servers("b").set_record_serializer(serializer)
-         .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).build())
+        (
+            KafkaSink.builder()
+            .set_bootstrap_servers("b")
+            .set_record_serializer(serializer)
+            .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+            .build()
+        )
     with pytest.raises(InvalidJobError, match="needs a topic"):
         KafkaRecordSerializationSchema.builder().set_value_serialization_schema(SimpleStringSchema()).build()
 
 
 def test_the_source_builder_takes_properties_as_flink_does():
-    source = (KafkaSource.builder().set_properties({"bootstrap.servers": "b:1", "group.id": "g", "x.y": 3})
-              .set_topics("a", "b").set_bounded(KafkaOffsetsInitializer.latest())
-              .set_value_only_deserializer(SimpleStringSchema()).build())
+    source = (
+        KafkaSource.builder()
+        .set_properties({"bootstrap.servers": "b:1", "group.id": "g", "x.y": 3})
+        .set_topics("a", "b")
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
     assert (source.bootstrap_servers, source.group_id, source.properties) == ("b:1", "g", {"x.y": "3"})
     assert source.subscriber.topics == ("a", "b") and source.bounded
     assert source.get_boundedness().name == "BOUNDED"
@@ -137,23 +165,34 @@ def test_record_serialization_compiles_to_plain_functions():
         def serialize(self, element):
             return str(element).encode()
 
-    schema = (KafkaRecordSerializationSchema.builder().set_topic_selector(ByParity())
-              .set_key_serialization_schema(Number()).set_value_serialization_schema(Number()).build())
+    schema = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic_selector(ByParity())
+        .set_key_serialization_schema(Number())
+        .set_value_serialization_schema(Number())
+        .build()
+    )
     topic_of, value_of, key_of = schema.compile()
     assert (topic_of(3), value_of(3), key_of(4)) == ("odd", b"3", b"4")
-    plain = (KafkaRecordSerializationSchema.builder().set_topic("t")
-             .set_value_serialization_schema(SimpleStringSchema()).build())
+    plain = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic("t")
+        .set_value_serialization_schema(SimpleStringSchema())
+        .build()
+    )
     assert plain.compile()[0] is None and plain.compile()[1]("é") == "é".encode()
 
 
 def test_legacy_consumer_and_producer_map_onto_the_new_connector():
-    consumer = FlinkKafkaConsumer(["a", "b"], SimpleStringSchema(), {"bootstrap.servers": "b:1", "group.id": "g",
-                                                                      "auto.offset.reset": "earliest"})
+    consumer = FlinkKafkaConsumer(
+        ["a", "b"], SimpleStringSchema(), {"bootstrap.servers": "b:1", "group.id": "g", "auto.offset.reset": "earliest"}
+    )
     assert isinstance(consumer, KafkaSource) and consumer.group_id == "g"
     assert consumer.starting_offsets == KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST)
     assert consumer.set_start_from_latest().starting_offsets == KafkaOffsetsInitializer.latest()
-    producer = FlinkKafkaProducer("out", SimpleStringSchema(), {"bootstrap.servers": "b:1"},
-                                  semantic=Semantic.EXACTLY_ONCE)
+    producer = FlinkKafkaProducer(
+        "out", SimpleStringSchema(), {"bootstrap.servers": "b:1"}, semantic=Semantic.EXACTLY_ONCE
+    )
     assert isinstance(producer, KafkaSink) and producer.delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE
     assert producer.transactional_id_prefix and producer.serializer.topic == "out"
 
@@ -178,8 +217,11 @@ def test_every_name_of_pyflinks_kafka_module_imports_from_fluvial():
     from pathlib import Path
 
     surface = Path(__file__).parents[3] / "pyflink_surface.txt"
-    names = [line.split(":")[1].strip() for line in surface.read_text().splitlines()
-             if line.startswith("skipped pyflink.datastream.connectors.kafka:")]
+    names = [
+        line.split(":")[1].strip()
+        for line in surface.read_text().splitlines()
+        if line.startswith("skipped pyflink.datastream.connectors.kafka:")
+    ]
     module = importlib.import_module("fluvial.datastream.connectors.kafka")
     assert len(names) == 13 and all(getattr(module, name) for name in names)
 

@@ -18,24 +18,34 @@ from fluvial.datastream.connectors.nats_reader import _sequences
 
 
 def source_builder():  # type: ignore[no-untyped-def]
-    return (NatsSource.builder().set_servers("nats://127.0.0.1:4222").set_stream("ORDERS").set_consumer_name("job")
-            .set_deserialization_schema(SimpleStringSchema()))
+    return (
+        NatsSource.builder()
+        .set_servers("nats://127.0.0.1:4222")
+        .set_stream("ORDERS")
+        .set_consumer_name("job")
+        .set_deserialization_schema(SimpleStringSchema())
+    )
 
 
 def test_one_split_per_subject_filter_or_one_for_the_whole_stream():
     splits = source_builder().set_subjects("orders.eu", "orders.us").build().create_splits(1)
     assert [(s.split_id, s.index, s.subject_filter, s.position) for s in splits] == [
-        ("ORDERS:orders.eu", 0, "orders.eu", -1), ("ORDERS:orders.us", 1, "orders.us", -1)]
+        ("ORDERS:orders.eu", 0, "orders.eu", -1),
+        ("ORDERS:orders.us", 1, "orders.us", -1),
+    ]
     assert [s.subject_filter for s in source_builder().build().create_splits(4)] == [""]
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda b: b.set_stream(""), "needs a stream"),
-    (lambda b: b.set_stream("OR.DERS"), "may hold only"),
-    (lambda b: b.set_consumer_name(""), "needs a consumer name"),
-    (lambda b: b.set_subjects("a", "a"), "name a filter twice"),
-    (lambda b: b.set_deserialization_schema(None), "needs a deserializer"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda b: b.set_stream(""), "needs a stream"),
+        (lambda b: b.set_stream("OR.DERS"), "may hold only"),
+        (lambda b: b.set_consumer_name(""), "needs a consumer name"),
+        (lambda b: b.set_subjects("a", "a"), "name a filter twice"),
+        (lambda b: b.set_deserialization_schema(None), "needs a deserializer"),
+    ],
+)
 def test_the_source_builder_refuses_what_cannot_work(change, message):
     with pytest.raises(InvalidJobError, match=message):
         change(source_builder()).build()
@@ -47,7 +57,9 @@ def test_connection_options_are_checked():
     with pytest.raises(ConfigurationError, match="must be > 0"):
         source_builder().set_connect_timeout(0).build()
     assert source_builder().set_servers("nats://a:1, nats://b:2").build().settings.connection.servers == (
-        "nats://a:1", "nats://b:2")
+        "nats://a:1",
+        "nats://b:2",
+    )
 
 
 def test_starting_positions():
@@ -72,12 +84,15 @@ def test_stream_and_consumer_sequences_come_from_the_reply_subject():
     assert _sequences(message) == (42, 7)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"qos": 3}, "QoS is 0, 1 or 2"),
-    ({"client_id": ""}, "needs a client_id"),
-    ({"topics": []}, "needs topic filters"),
-    ({"connect_timeout": 0}, "connect_timeout > 0"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"qos": 3}, "QoS is 0, 1 or 2"),
+        ({"client_id": ""}, "needs a client_id"),
+        ({"topics": []}, "needs topic filters"),
+        ({"connect_timeout": 0}, "connect_timeout > 0"),
+    ],
+)
 def test_the_mqtt_receiver_refuses_what_cannot_work(options, message):
     with pytest.raises(InvalidJobError, match=message):
         MqttReceiver(**{"topics": ["t/#"], "client_id": "c", **options})

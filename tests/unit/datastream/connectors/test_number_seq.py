@@ -30,7 +30,7 @@ def reader_for(source, splits, index=0, parallelism=1):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    start=st.integers(-10**6, 10**6),
+    start=st.integers(-(10**6), 10**6),
     length=st.integers(1, 3000),
     parallelism=st.integers(1, 16),
     max_records=st.integers(1, 700),

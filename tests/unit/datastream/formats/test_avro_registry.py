@@ -16,11 +16,20 @@ from fluvial.datastream.formats.avro_registry import (
     MockSchemaRegistry,
 )
 
-V1 = json.dumps({"type": "record", "name": "User", "fields": [
-    {"name": "id", "type": "int"}, {"name": "name", "type": "string"}]})
-V2 = json.dumps({"type": "record", "name": "User", "fields": [
-    {"name": "id", "type": "int"}, {"name": "name", "type": "string"},
-    {"name": "email", "type": ["null", "string"], "default": None}]})
+V1 = json.dumps(
+    {"type": "record", "name": "User", "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}]}
+)
+V2 = json.dumps(
+    {
+        "type": "record",
+        "name": "User",
+        "fields": [
+            {"name": "id", "type": "int"},
+            {"name": "name", "type": "string"},
+            {"name": "email", "type": ["null", "string"], "default": None},
+        ],
+    }
+)
 
 
 @pytest.fixture

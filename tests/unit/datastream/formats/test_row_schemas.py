@@ -45,9 +45,14 @@ def test_json_missing_fields_and_parse_errors():
 
 
 def test_json_schema_gives_the_row_type():
-    schema = JsonRowDeserializationSchema.builder().json_schema(
-        '{"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array", '
-        '"items": {"type": "string"}}, "price": {"type": "number"}}}').build()
+    schema = (
+        JsonRowDeserializationSchema.builder()
+        .json_schema(
+            '{"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array", '
+            '"items": {"type": "string"}}, "price": {"type": "number"}}}'
+        )
+        .build()
+    )
     row = schema.deserialize(b'{"n": 3, "tags": ["a"], "price": 1.25}')
     assert row.as_dict() == {"n": 3, "tags": ["a"], "price": Decimal("1.25")}
 
@@ -85,11 +90,14 @@ def test_avro_rows_round_trip_with_nested_records():
         AvroRowDeserializationSchema(avro_schema_string='{"type": "nonsense"}')
 
 
-@pytest.mark.parametrize("module, package, extra", [
-    ("fluvial.datastream.formats.avro", "fastavro", "avro"),
-    ("fluvial.datastream.formats.parquet", "pyarrow", "parquet"),
-    ("fluvial.datastream.formats.orc", "pyarrow", "orc"),
-])
+@pytest.mark.parametrize(
+    "module, package, extra",
+    [
+        ("fluvial.datastream.formats.avro", "fastavro", "avro"),
+        ("fluvial.datastream.formats.parquet", "pyarrow", "parquet"),
+        ("fluvial.datastream.formats.orc", "pyarrow", "orc"),
+    ],
+)
 def test_a_format_without_its_extra_names_the_extra(monkeypatch, module, package, extra):
     for name in list(sys.modules):
         if name == package or name.startswith(package + ".") or name.startswith("fluvial.datastream.formats."):

@@ -45,7 +45,7 @@ def test_frames_split_anywhere_come_out_whole(payloads, chunk):
     a, b = pair()
     reader = FrameReader(b)
     for start in range(0, len(stream), chunk):
-        a.sendall(stream[start:start + chunk])
+        a.sendall(stream[start : start + chunk])
     a.close()
     assert [reader.read() for _ in payloads] == [(FrameKind.DATA, p) for p in payloads]
     assert reader.read() is None
