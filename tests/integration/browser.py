@@ -19,27 +19,33 @@ from typing import Any
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def chromium_command(profile: Path | str, *arguments: str) -> list[str]:
+    """Headless Chromium with a fresh profile and none of its background traffic (this machine reaches no other
+    host: without these flags Chromium's connections are refused, many at a time)."""
+    assert CHROMIUM is not None
+    return [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={profile}",
+        *arguments,
+    ]
+
+
 class Browser:
     def __init__(self, profile: Path) -> None:
         from websockets.sync.client import connect
 
-        assert CHROMIUM is not None
         self._process = subprocess.Popen(
-            [
-                CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-quic",
-                f"--user-data-dir={profile}",
-                "--remote-debugging-address=127.0.0.1",
-                "--remote-debugging-port=0",
-                "about:blank",
-            ],
+            chromium_command(
+                profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank"
+            ),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,

@@ -4,15 +4,13 @@ job's name, its vertices (as boxes of the job graph) and its checkpoints."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
 
 from fluvial.testing import execution_modes, wait_until
+from tests.integration.browser import CHROMIUM, chromium_command
 from tests.integration.rest_client import serve_job
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium; .ci/run installs it)"
@@ -21,21 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 def render(url: str, profile: str) -> str:
     """The DOM of `url` once its scripts have fetched and drawn (Chromium's virtual time waits for them)."""
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=8000",
-        "--dump-dom",
-        url,
-    ]
+    command = chromium_command(profile, "--virtual-time-budget=8000", "--dump-dom", url)
     result = subprocess.run(command, capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
