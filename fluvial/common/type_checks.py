@@ -20,7 +20,7 @@ from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, fits_expression
 from fluvial.common.typeinfo import TupleTypeInfo
 
-__all__ = ["batch_checker", "checked_at_boundary"]
+__all__ = ["batch_checker", "checked_at_boundary", "key_checker"]
 
 BatchCheck = Callable[[list], list]
 
@@ -97,3 +97,26 @@ def _bulk_test(type_info: Any) -> str | None:
     if exact is not None:
         return f"set(map(type, values)) <= {{{exact}}}"
     return None
+
+
+KeyCheck = Callable[[Any], None]
+
+
+def key_checker(key_type: Any, key_by: str) -> KeyCheck | None:
+    """`check(key)` for the keys a `key_by(selector, key_type=...)` computes: returns when the key fits the
+    declared type (PyFlink serializes it with that type's serializer), else raises InvalidJobError naming
+    `key_by`, the key and the type. None when the type declares nothing to check (no key_type, PICKLED_BYTE_ARRAY
+    or a type PyFlink keeps as any Python value), so an untyped key_by pays nothing. The caller checks each
+    distinct key once (the partitioner's key cache), not each record, so the type's converter is the check (it
+    raises on a misfit); the key itself is used as the selector returned it."""
+    convert = converter_for(key_type)
+    if convert is None:
+        return None
+
+    def check(key: Any) -> None:
+        try:
+            convert(key)
+        except TypeMismatch as error:
+            raise InvalidJobError(describe_mismatch(error, key_by, key_type, key=True)) from None
+
+    return check

@@ -64,16 +64,23 @@ class TypeMismatch(Exception):
         self.path, self.type_info, self.value, self.reason = path, type_info, value, reason
 
 
-def describe_mismatch(error: TypeMismatch, operator: str, declared: TypeInformation) -> str:
-    """One sentence naming the operator, the field, the value, what the field takes and the fix."""
-    what = f"a record whose field {error.path} does not" if error.path else "a value that does not"
+def describe_mismatch(error: TypeMismatch, operator: str, declared: TypeInformation, *, key: bool = False) -> str:
+    """One sentence naming the operator, the field, the value, what the field takes and the fix; `key`: the value
+    is a key that `operator` (a key_by) computed for its declared key_type."""
+    noun, whose = ("key", "a key whose") if key else ("value", "a record whose")
+    what = f"{whose} field {error.path} does not" if error.path else f"a {noun} that does not"
     shown = repr(error.value)
     shown = shown if len(shown) <= 120 else shown[:117] + "..."
     expected = repr(error.type_info)
     article = "an" if expected[:1] in "AEIOU" else "a"
+    declared_as, fix = (
+        ("key_type", "the key selector or its key_type")
+        if key
+        else ("type", "the function's result or its output_type / type_info")
+    )
     return (
-        f"'{operator}' produced {what} fit its declared type {declared!r}: {shown} is not {article} "
-        f"{expected} ({error.reason}); fix the function's result or its output_type / type_info"
+        f"'{operator}' produced {what} fit its declared {declared_as} {declared!r}: {shown} is not {article} "
+        f"{expected} ({error.reason}); fix {fix}"
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fluvial.common.configuration import check_buffer_timeout
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.lazy_names import lazy_names
+from fluvial.common.typeinfo import TypeInformation
 from fluvial.datastream import transformations as t
 from fluvial.datastream.output_tag import OutputTag
 from fluvial.datastream.slot_sharing_group import SlotSharingGroup
@@ -248,7 +249,9 @@ class DataStream(_TransformationHandle):
 
         Args:
             key_selector: A KeySelector, or any callable of one record returning its key (hashable).
-            key_type: The key's type.
+            key_type: The key's TypeInformation, as in PyFlink: a key that does not fit it fails the job with
+                an error naming the key_by, the key and the type (checked once per distinct key where the key
+                is computed for partitioning). None: any hashable key.
 
         Returns:
             The KeyedStream.
@@ -261,7 +264,11 @@ class DataStream(_TransformationHandle):
         from fluvial.datastream.keyed_stream import KeyedStream
 
         check_function(key_selector, "get_key", "key_by")
-        partitioner = t.PartitionerSpec(t.PartitionerKind.HASH, key_selector=key_selector)
+        if key_type is not None and not isinstance(key_type, TypeInformation):
+            raise InvalidJobError(
+                f"key_by's key_type must be a TypeInformation such as Types.STRING(), got {key_type!r}"
+            )
+        partitioner = t.PartitionerSpec(t.PartitionerKind.HASH, key_selector=key_selector, key_type=key_type)
         tid = self._partition_id(partitioner)
         return KeyedStream(self._env, tid, key_selector, self)
 

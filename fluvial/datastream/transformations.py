@@ -53,6 +53,7 @@ class PartitionerSpec:
     kind: PartitionerKind
     key_selector: Callable[[Any], Any] | None = None  # HASH and CUSTOM
     custom_partitioner: Callable[[Any, int], int] | None = None  # CUSTOM: (key, n) -> channel
+    key_type: Any = None  # HASH: the key's declared TypeInformation (`key_by(..., key_type=...)`), checked per key
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -80,16 +80,26 @@ class ShuffleSelector(ChannelSelector):
 class KeyGroupSelector(ChannelSelector):
     """Hash partitioning by key group: key → key group → the subtask owning that group's range.
 
-    Keys repeat, so the key → channel answer is cached (bounded); the stable hash runs once per distinct key.
+    Keys repeat, so the key → channel answer is cached (bounded); the stable hash runs once per distinct key,
+    and so does `check_key` (a declared key_type's check, `type_checks.key_checker`), before the key is cached.
     """
 
-    def __init__(self, n: int, key_selector: Callable[[Any], Any], max_parallelism: int) -> None:
+    def __init__(
+        self,
+        n: int,
+        key_selector: Callable[[Any], Any],
+        max_parallelism: int,
+        check_key: Callable[[Any], None] | None = None,
+    ) -> None:
         super().__init__(n)
         self._key = key_selector
         self._max_parallelism = max_parallelism
         self._cache: dict[Any, int] = {}
+        self._check_key = check_key
 
     def channel_of_key(self, key: Any) -> int:
+        if self._check_key is not None:
+            self._check_key(key)
         try:
             channel = self._cache.get(key)
         except TypeError:  # unhashable: assign_to_key_group raises InvalidJobError naming the key
@@ -104,7 +114,7 @@ class KeyGroupSelector(ChannelSelector):
         return channel
 
     def split(self, values: list) -> list[list]:
-        if self.n == 1:
+        if self.n == 1 and self._check_key is None:
             return [values]
         out: list[list] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
@@ -146,16 +156,23 @@ def _callable(function: Any, method: str) -> Callable[..., Any]:
     return getattr(function, method, function)
 
 
-def build_selector(spec: PartitionerSpec, n: int, max_parallelism: int, producer_index: int = 0) -> ChannelSelector:
+def build_selector(
+    spec: PartitionerSpec,
+    n: int,
+    max_parallelism: int,
+    producer_index: int = 0,
+    check_key: Callable[[Any], None] | None = None,
+) -> ChannelSelector:
     """Build the live selector of one producing subtask. `max_parallelism` is the consumer's (key groups).
-    Round robin starts at a different channel in each producer, so small inputs spread evenly."""
+    Round robin starts at a different channel in each producer, so small inputs spread evenly. `check_key`: the
+    hash partitioner's check of each distinct key against the key_by's declared key_type."""
     kind = spec.kind
     if kind is PartitionerKind.FORWARD:
         return ForwardSelector(n)
     if kind in (PartitionerKind.REBALANCE, PartitionerKind.RESCALE):
         return RoundRobinSelector(n, start=producer_index)
     if kind is PartitionerKind.HASH:
-        return KeyGroupSelector(n, _callable(spec.key_selector, "get_key"), max_parallelism)
+        return KeyGroupSelector(n, _callable(spec.key_selector, "get_key"), max_parallelism, check_key)
     if kind is PartitionerKind.BROADCAST:
         return BroadcastSelector(n)
     if kind is PartitionerKind.SHUFFLE:

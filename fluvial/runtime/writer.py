@@ -3,8 +3,10 @@ broadcasts events to all of them (watermarks and end of input go to every channe
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from fluvial.common.type_checks import key_checker
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
 from fluvial.runtime.channel_selectors import build_selector
 from fluvial.runtime.channels import Channel
@@ -27,12 +29,22 @@ class RecordWriter:
         self.spec = spec
         self.channels = channels
         self._single = channels[0] if len(channels) == 1 else None
-        self._selector = build_selector(spec.partitioner, len(channels), spec.consumer_max_parallelism, producer_index)
-        self._pair_selector: Any = None
-        if self._single is not None and spec.partitioner.kind is PartitionerKind.CUSTOM:
-            self._single = None  # a custom partitioner must still see (and validate) every record
-        self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
         self._partitioning = partitioning_name(spec.partitioner)
+        self._check_key = (
+            key_checker(spec.partitioner.key_type, self._partitioning)
+            if spec.partitioner.kind is PartitionerKind.HASH
+            else None
+        )
+        self._selector = build_selector(
+            spec.partitioner, len(channels), spec.consumer_max_parallelism, producer_index, self._check_key
+        )
+        self._pair_selector: Any = None
+        if self._single is not None and (
+            spec.partitioner.kind is PartitionerKind.CUSTOM or self._check_key is not None
+        ):
+            # a custom partitioner must still see (and validate) every record; a typed key_by every distinct key
+            self._single = None
+        self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
 
     def emit(self, batch: RecordBatch) -> None:
         count = len(batch.values)
@@ -78,10 +90,10 @@ class RecordWriter:
             spec = self.spec.partitioner
             if spec.key_selector is not None:
                 key = getattr(spec.key_selector, "get_key", spec.key_selector)
-                spec = PartitionerSpec(
-                    spec.kind, key_selector=lambda pair: key(pair[0]), custom_partitioner=spec.custom_partitioner
-                )
-            self._pair_selector = build_selector(spec, len(self.channels), self.spec.consumer_max_parallelism)
+                spec = dataclasses.replace(spec, key_selector=lambda pair: key(pair[0]))
+            self._pair_selector = build_selector(
+                spec, len(self.channels), self.spec.consumer_max_parallelism, check_key=self._check_key
+            )
         return self._pair_selector
 
     def broadcast_event(self, event: Any) -> None:
