@@ -27,12 +27,15 @@ class ConnectedStreams:
         Args:
             key_selector1: The first input's key selector.
             key_selector2: The second input's key selector.
-            key_type: The keys' type.
+            key_type: The keys' TypeInformation (both inputs' keys are checked against it, as `DataStream.key_by`
+                checks one input's).
 
         Returns:
             The keyed ConnectedStreams.
         """
-        return ConnectedStreams(self.stream1.key_by(key_selector1), self.stream2.key_by(key_selector2))
+        return ConnectedStreams(
+            self.stream1.key_by(key_selector1, key_type), self.stream2.key_by(key_selector2, key_type)
+        )
 
     def _two_input(self, name: str, spec: t.OperatorSpec, output_type: Any) -> DataStream:
         env = self.stream1._env

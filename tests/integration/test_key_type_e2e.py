@@ -7,9 +7,19 @@ from __future__ import annotations
 import pytest
 
 from fluvial.common import Types
-from fluvial.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from fluvial.common.errors import InvalidJobError, JobExecutionException
+from fluvial.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from fluvial.datastream import CoMapFunction
 from fluvial.testing import ExecutionMode, environment
+
+
+class CoIdentity(CoMapFunction):
+    def map1(self, value):
+        return value
+
+    def map2(self, value):
+        return str(value)
+
 
 WORDS = ["a", "bb", "a", "ccc", "bb", "a"]
 
@@ -55,6 +65,25 @@ def test_a_key_that_does_not_fit_fails_the_job_naming_key_by_the_key_and_the_typ
     message = str(caught.value.__cause__)
     assert "'key_by(" in message and "word_length" in message
     assert "declared key_type" in message and repr(Types.STRING()) in message and "is not a String" in message
+
+
+@pytest.mark.timeout(60)
+def test_connected_streams_key_by_checks_both_inputs_keys(mode):
+    env = environment(mode)
+    env.set_parallelism(2)
+
+    def second_key(number):
+        return number
+
+    first = env.from_collection(["a", "b"])
+    second = env.from_collection([1, 2])
+    first.connect(second).key_by(lambda word: word, second_key, key_type=Types.STRING()).map(
+        CoIdentity(), output_type=Types.STRING()
+    ).print()
+    with pytest.raises(JobExecutionException) as caught:
+        env.execute()
+    message = str(caught.value.__cause__)
+    assert "second_key" in message and "declared key_type" in message and "is not a String" in message
 
 
 def test_key_type_must_be_a_type_information(mode):
