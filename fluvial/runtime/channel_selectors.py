@@ -96,6 +96,7 @@ class KeyGroupSelector(ChannelSelector):
         self._max_parallelism = max_parallelism
         self._cache: dict[Any, int] = {}
         self._check_key = check_key
+        self._checked: set[Any] = set()  # the keys check_keys has checked (one channel: no channel cache to hold them)
 
     def channel_of_key(self, key: Any) -> int:
         if self._check_key is not None:
@@ -113,8 +114,31 @@ class KeyGroupSelector(ChannelSelector):
             self._cache[key] = channel
         return channel
 
+    def check_keys(self, values: list[Any]) -> None:
+        """With one channel nothing is split, but a declared key_type still checks each distinct key: one key
+        call and one set lookup per record while every key is known (`issuperset` builds no set), the new keys
+        checked once when a buffer brings some."""
+        check, checked = self._check_key, self._checked
+        if check is None:
+            return
+        try:
+            if checked.issuperset(map(self._key, values)):
+                return
+            new = set(map(self._key, values)).difference(checked)
+        except TypeError:  # an unhashable key: channel_of_key checks it, then raises the clear error
+            for value in values:
+                self.channel_of_key(self._key(value))
+            return
+        for key in new:
+            check(key)
+        if len(checked) + len(new) > KEY_CACHE_LIMIT:
+            checked.clear()
+        checked.update(new)
+
     def split(self, values: list) -> list[list]:
-        if self.n == 1 and self._check_key is None:
+        if self.n == 1:
+            if self._check_key is not None:
+                self.check_keys(values)
             return [values]
         out: list[list] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]

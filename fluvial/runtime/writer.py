@@ -39,11 +39,10 @@ class RecordWriter:
             spec.partitioner, len(channels), spec.consumer_max_parallelism, producer_index, self._check_key
         )
         self._pair_selector: Any = None
-        if self._single is not None and (
-            spec.partitioner.kind is PartitionerKind.CUSTOM or self._check_key is not None
-        ):
-            # a custom partitioner must still see (and validate) every record; a typed key_by every distinct key
-            self._single = None
+        if self._single is not None and spec.partitioner.kind is PartitionerKind.CUSTOM:
+            self._single = None  # a custom partitioner must still see (and validate) every record
+        # one channel and a typed key_by: nothing to split, each distinct key still checked
+        self._check_single = self._selector.split if self._single is not None and self._check_key is not None else None
         self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
 
     def emit(self, batch: RecordBatch) -> None:
@@ -51,6 +50,12 @@ class RecordWriter:
         self.records_out += count
         single = self._single
         if single is not None:
+            if self._check_single is not None:
+                try:
+                    self._check_single(batch.values)
+                except BaseException as error:
+                    label_failure(error, self._partitioning)
+                    raise
             if count > single.buffer_size:
                 _push_debloated(single, batch)
             else:
