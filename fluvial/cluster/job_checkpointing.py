@@ -124,7 +124,8 @@ class JobCheckpointing:
             )
             self.store.shutdown(discard=True)
 
-    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None
+    def receive_acknowledge(
+        self, task: tuple[int, int], checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None
     ) -> None:
         self.coordinator.receive_acknowledge(task, checkpoint_id, states, metrics)
 
