@@ -178,7 +178,7 @@ class SessionDispatcher:
 
     def _start(self, job: SessionJob, grant: SlotGrant) -> BaseException | None:
         """Step 3: its JobMaster, started; the error that kept it from starting (the job has ended FAILED)."""
-        # slots are granted only from the TaskManagers serve() gave: they are set
+        # set: SessionCluster calls serve() before its REST API takes any job
         task_managers = cast(TaskManagerSet, self._task_managers)
         with self._lock:
             job.starting()
