@@ -23,9 +23,13 @@ def _overlaps(a: range, b: range) -> bool:
     return a.start < b.stop and b.start < a.stop
 
 
+# (vertex id, subtask index) -> operator id -> what that operator restores from: a job's whole restore.
+JobRestore = dict[tuple[int, int], dict[str, RestoreAssignment]]
+
+
 def assign_restore(
     metadata: Any, job_graph: Any, allow_non_restored_state: bool = False, location: str = "", owned: bool = False
-) -> dict[tuple[int, int], dict[str, RestoreAssignment]]:
+) -> JobRestore:
     """(vertex id, subtask index) → operator id → RestoreAssignment, for every subtask of `job_graph`.
     `owned`: the checkpoint is the job's own (a failover restores from it), so backends may build on its files.
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 from fluvial.common.wire import dumps_records, loads_records
 
@@ -35,14 +36,14 @@ class CollectBuffer:
 
     def __init__(self, collect_id: str = "") -> None:
         self.collect_id = collect_id  # whose credits go back to TaskManager processes
-        self._local: queue.Queue = queue.Queue(self.CAPACITY)
+        self._local: queue.Queue[None] = queue.Queue(self.CAPACITY)  # one slot per local buffer not yet taken
         # what take() reads: local sequences of records, remote (bytes, origin) tuples, END
-        self._items: queue.Queue = queue.Queue()
+        self._items: queue.Queue[object] = queue.Queue()
         self.closed = threading.Event()
         self._lock = threading.Lock()
         self._ended = False  # END was taken: every later take ends at once
 
-    def send(self, values: list) -> None:
+    def send(self, values: Sequence[Any]) -> None:
         """A collect sink in this process: wait while the client is CAPACITY buffers behind."""
         while not self.closed.is_set():
             try:
@@ -71,7 +72,7 @@ class CollectBuffer:
     def take(self) -> object:
         """The next list of records, or END; blocks until there is one."""
         remote, item = self._next(None)
-        return loads_records(item) if remote else item
+        return loads_records(cast(bytes, item)) if remote else item  # _next: remote items are bytes
 
     def take_serialized(self, timeout: float, max_buffers: int = 64) -> tuple[list[bytes], bool]:
         """Up to `max_buffers` buffers, pickled, waiting up to `timeout` seconds for the first; and whether the end
@@ -86,7 +87,7 @@ class CollectBuffer:
                 break
             if item is self.END:
                 return taken, True
-            taken.append(item if remote else dumps_records(list(item)))
+            taken.append(cast(bytes, item) if remote else dumps_records(list(cast(Sequence[Any], item))))
         return taken, False
 
     def _next(self, timeout: float | None) -> tuple[bool, object]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.graph.job_graph import DistributionPattern, JobEdge, JobGraph, JobVertex
 from fluvial.graph.partitioners import pointwise_targets
@@ -25,6 +25,9 @@ from fluvial.runtime.deployment import (
     TaskSpec,
 )
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
+
+if TYPE_CHECKING:
+    from fluvial.checkpoint.snapshots import RestoreAssignment
 
 ExecutionVertexId = tuple[int, int]
 """(vertex id, subtask index): names a subtask across its attempts (the checkpoint coordinator's task id)."""
@@ -125,7 +128,7 @@ class ExecutionGraph:
         """The upstream subtasks whose output channels feed `execution` (every one for ALL_TO_ALL edges, the
         pointwise block for POINTWISE ones)."""
         vertex, index = execution.job_vertex, execution.subtask_index
-        producers = []
+        producers: list[ExecutionVertex] = []
         for edge in vertex.inputs:
             producer = self._by_id[edge.source]
             producers.extend(
@@ -143,8 +146,8 @@ class ExecutionGraph:
         self,
         execution: ExecutionVertex,
         checkpointing: Any = None,
-        restore: dict | None = None,
-        function_templates: dict | None = None,
+        restore: dict[str, RestoreAssignment] | None = None,
+        function_templates: dict[int, Any] | None = None,
         receiver_settings: Any = None,
     ) -> TaskSpec:
         vertex, index, attempt = execution.job_vertex, execution.subtask_index, execution.attempt
@@ -204,7 +207,7 @@ class ExecutionGraph:
         return inputs
 
 
-def _own_templates(vertex: JobVertex, templates: dict | None) -> dict | None:
+def _own_templates(vertex: JobVertex, templates: dict[int, Any] | None) -> dict[int, Any] | None:
     """The pristine functions of `vertex`'s operators only: a subtask never needs another vertex's, and each
     one travels to the TaskManager (in process mode, pickled) with every deployment."""
     if templates is None:

@@ -6,14 +6,15 @@ subtasks."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fluvial.checkpoint.coordinator import CheckpointCoordinator
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.metadata import SubtaskState
 from fluvial.checkpoint.plan import CheckpointTasks
-from fluvial.checkpoint.restore import assign_restore
+from fluvial.checkpoint.restore import JobRestore, assign_restore
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
@@ -85,7 +86,7 @@ class JobCheckpointing:
             )
         )
 
-    def latest_restore(self) -> dict | None:
+    def latest_restore(self) -> JobRestore | None:
         """Restore assignments from the latest completed checkpoint; None when there is none yet."""
         latest = self.store.latest()
         if latest is None:
@@ -100,7 +101,7 @@ class JobCheckpointing:
         """The CheckpointStats of the job (counts, history, the last restore), as the REST API reports them."""
         return self.coordinator.stats
 
-    def in_progress(self) -> list[dict]:
+    def in_progress(self) -> list[dict[str, Any]]:
         """The pending checkpoints, as history entries (IN_PROGRESS)."""
         return self.coordinator.in_progress()
 
@@ -123,7 +124,9 @@ class JobCheckpointing:
             )
             self.store.shutdown(discard=True)
 
-    def receive_acknowledge(self, task: tuple[int, int], checkpoint_id: int, states: dict, metrics: Any = None) -> None:
+    def receive_acknowledge(
+        self, task: tuple[int, int], checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None
+    ) -> None:
         self.coordinator.receive_acknowledge(task, checkpoint_id, states, metrics)
 
     def receive_decline(
@@ -168,5 +171,5 @@ class JobCheckpointing:
 
 def restore_from(
     metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False, location: str = ""
-) -> dict[tuple[int, int], dict]:
+) -> JobRestore:
     return assign_restore(metadata, job_graph, allow_non_restored_state, location)

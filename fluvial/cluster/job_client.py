@@ -11,6 +11,7 @@ from fluvial.common.job_id import JobID
 from fluvial.datastream.closeable_iterator import CloseableIterator
 
 if TYPE_CHECKING:
+    from fluvial.checkpoint.store import CompletedCheckpoint
     from fluvial.cluster.job_master import JobMaster
 
 
@@ -43,7 +44,7 @@ class MiniClusterJobClient(JobClient):
         """A savepoint, then the job stops; `advance_to_end_of_event_time` (Flink's --drain) first sends
         MAX_WATERMARK through the job, so every window and event-time timer fires."""
 
-        def stop(completed: Any) -> str:
+        def stop(completed: CompletedCheckpoint) -> str:
             self._job_master.stop_after_savepoint()
             return completed.metadata_location
 

@@ -85,8 +85,8 @@ class CheckpointDetails:
     restored: int = 0
     last_duration_ms: int = 0
     last_size_bytes: int = 0
-    history: list[dict] = field(default_factory=list)  # completed and failed (newest last), then in progress
-    last_restored: dict | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)  # completed and failed (newest last), then in progress
+    last_restored: dict[str, Any] | None = None  # id, restore_timestamp, is_savepoint, external_path
     settings: dict[str, Any] = field(default_factory=dict)  # interval, timeout, mode, ... for /checkpoints/config
 
     @property

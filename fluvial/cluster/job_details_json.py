@@ -19,12 +19,14 @@ from fluvial.cluster.job_details import JobDetails
 
 
 def details_to_json(details: JobDetails) -> dict[str, Any]:
-    return _encode(details)
+    encoded: dict[str, Any] = _encode(details)  # a dataclass encodes as a dict
+    return encoded
 
 
 def details_from_json(data: Any) -> JobDetails:
     """The JobDetails `data` encodes, or ValueError naming the field that does not fit."""
-    return _decode(data, JobDetails, "details")
+    details: JobDetails = _decode(data, JobDetails, "details")
+    return details
 
 
 def _encode(value: Any) -> Any:

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.gateways import TaskManagerGateway
@@ -47,6 +47,9 @@ from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
 from fluvial.graph.job_graph import JobGraph
 from fluvial.metrics.store import MetricStore
+
+if TYPE_CHECKING:
+    from fluvial.checkpoint.restore import JobRestore
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +161,7 @@ class JobMaster:
         if self.checkpointing is not None:
             self.checkpointing.start()
 
-    def _savepoint_restore(self, tolerance: Any) -> tuple[Any, dict | None]:
+    def _savepoint_restore(self, tolerance: Any) -> tuple[Any, JobRestore | None]:
         """(restored snapshot, assignments) of the savepoint or checkpoint to start from, or (None, None). Under
         CLAIM the job owns it (backends may build on its files); under NO_CLAIM, the default, it never does."""
         if tolerance is None or not tolerance.savepoint_path:
@@ -186,7 +189,7 @@ class JobMaster:
         )
         return RestoredSnapshot(metadata, tolerance.savepoint_path, claim), assignments
 
-    def restore_for_restart(self) -> dict | None:
+    def restore_for_restart(self) -> JobRestore | None:
         """RestoreSource: the latest completed checkpoint, else the savepoint the job started from."""
         if self.checkpointing is not None:
             restore = self.checkpointing.latest_restore()
@@ -437,7 +440,7 @@ def _backoff_strategy(job_graph: JobGraph, checkpointing_on: bool) -> Any:
     return None if isinstance(strategy, NoRestartStrategyConfiguration) else create_backoff_strategy(strategy)
 
 
-def _templates(job_graph: JobGraph, tolerance: Any) -> dict | None:
+def _templates(job_graph: JobGraph, tolerance: Any) -> dict[int, Any] | None:
     """Pristine copies of the user functions, when any subtask other than the first attempt of subtask 0 will
     need one (parallel subtasks, or restarts)."""
     if (tolerance is not None and tolerance.may_restart) or any(v.parallelism > 1 for v in job_graph.vertices):

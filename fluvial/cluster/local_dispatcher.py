@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.cluster.job_client import MiniClusterJobClient
 from fluvial.cluster.job_details import JobDetails
@@ -27,6 +27,9 @@ from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_status import JobStatus
 from fluvial.common.time import current_millis
 from fluvial.metrics.snapshot import JobMetricsSnapshot, TaskMetricsSnapshot
+
+if TYPE_CHECKING:
+    from fluvial.graph.job_graph import JobGraph
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +132,7 @@ class LocalDispatcher:
             raise UnknownJobError(f"job {job_id} is not known here; GET /jobs lists the jobs")
         return cluster
 
-    def submit_job(self, job_graph: Any) -> str:
+    def submit_job(self, job_graph: JobGraph) -> str:
         """Run `job_graph` on a MiniCluster of its own; its id once it is submitted."""
         from fluvial.cluster.mini_cluster import MiniCluster
         from fluvial.common.configuration import Configuration
@@ -195,7 +198,8 @@ class LocalDispatcher:
         return cluster_overview(self.jobs(), self.task_managers())
 
     def _details(self, cluster: Any) -> JobDetails:
-        return cluster.job_master.request_job().result(self._timeout)
+        details: JobDetails = cluster.job_master.request_job().result(self._timeout)
+        return details
 
     def _used_slots(self, cluster: Any) -> dict[int, set[int]]:
         """TaskManager index → the slots its running job holds."""

@@ -8,12 +8,15 @@ is built (not frozen only because frozen dataclasses cost start-up time in every
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.metrics.snapshot import TaskMetricsSnapshot
 from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
+
+if TYPE_CHECKING:
+    from fluvial.checkpoint.metadata import SubtaskState
 
 
 class AttemptMessage:
@@ -79,7 +82,7 @@ class AcknowledgeCheckpoint(AttemptMessage):
 
     attempt_id: ExecutionAttemptId
     checkpoint_id: int
-    states: dict
+    states: dict[str, SubtaskState]
     metrics: Any = None  # a CheckpointMetricsReport: alignment duration, persisted in-flight bytes, unaligned
 
 

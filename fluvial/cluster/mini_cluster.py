@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 def task_manager_mode(configuration: Configuration, job_graph: JobGraph) -> str:
     """'thread' or 'process' for this job (auto: processes when its highest parallelism is above 1)."""
-    mode = configuration.get("local.taskmanager.mode")
+    mode: str = configuration.get("local.taskmanager.mode")
     if mode == "auto":
         return "process" if max(vertex.parallelism for vertex in job_graph.vertices) > 1 else "thread"
     return mode

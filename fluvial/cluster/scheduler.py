@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.plan import CheckpointPlan
+from fluvial.checkpoint.restore import JobRestore
 from fluvial.cluster.exception_history import ExceptionHistory, entry_of
 from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
 from fluvial.cluster.failure_handling import FailureHandlingResult
@@ -78,7 +79,7 @@ class ResourceAvailability(Protocol):
 class RestoreSource(Protocol):
     """Where redeployed subtasks restore from (the job's checkpointing, or the initial savepoint)."""
 
-    def restore_for_restart(self) -> dict | None: ...
+    def restore_for_restart(self) -> JobRestore | None: ...
 
 
 class Scheduler:
@@ -91,7 +92,7 @@ class Scheduler:
         backoff: Any,
         listener: JobStatusListener,
         task_settings: Any = None,
-        templates: dict | None = None,
+        templates: dict[int, Any] | None = None,
         receiver_settings: Any = None,
         clock: Callable[[], int] | None = None,
         resources: ResourceAvailability | None = None,
@@ -134,11 +135,11 @@ class Scheduler:
 
     # -- deployment ---------------------------------------------------------------------------------------------
 
-    def start(self, restore: dict | None) -> None:
+    def start(self, restore: JobRestore | None) -> None:
         self._move(JobStatus.RUNNING)
         self._deploy_all(restore)
 
-    def _deploy_all(self, restore: dict | None) -> None:
+    def _deploy_all(self, restore: JobRestore | None) -> None:
         logger.info(
             "job %s: deploying %d subtasks (restart %d)%s",
             self.job_id,

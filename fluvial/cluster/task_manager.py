@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.gateways import JobMasterGateway
@@ -40,6 +40,9 @@ from fluvial.runtime.operators.runtime_context import CollectTarget
 from fluvial.runtime.task import Task, TaskServices
 from fluvial.state.factory import release_job_directories
 
+if TYPE_CHECKING:
+    from fluvial.checkpoint.metadata import SubtaskState
+
 logger = logging.getLogger(__name__)
 
 
@@ -52,7 +55,7 @@ class TaskCheckpointResponder:
         self._gateway = gateway
         self._spec = spec
 
-    def acknowledge(self, checkpoint_id: int, states: dict, metrics: Any = None) -> None:
+    def acknowledge(self, checkpoint_id: int, states: dict[str, SubtaskState], metrics: Any = None) -> None:
         spec = self._spec
         self._gateway.acknowledge_checkpoint(AcknowledgeCheckpoint(spec.attempt_id, checkpoint_id, states, metrics))
 

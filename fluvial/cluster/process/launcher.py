@@ -11,6 +11,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable
+from typing import IO, cast
 
 from fluvial.cluster.process.zygote import EXIT, EXITED, LENGTH, PARENT_VARIABLE, PID, STARTED
 from fluvial.common.processes import python_command
@@ -35,20 +36,24 @@ class Launcher:
 
     def __init__(self) -> None:
         self._process = self._start_zygote()
+        # both are pipes (subprocess.PIPE in _start_zygote), never None
+        self._stdin = cast(IO[bytes], self._process.stdin)
+        self._stdout = cast(IO[bytes], self._process.stdout)
         self._lock = threading.Lock()
         self._started = threading.Condition()
         self._pids: list[int] = []
         self._listeners: dict[int, ExitListener] = {}
         self._exits: dict[int, str] = {}
-        self._notices: queue.SimpleQueue = queue.SimpleQueue()  # (listener, pid, how), heard off the reader
+        # (listener, pid, how), heard off the reader
+        self._notices: queue.SimpleQueue[tuple[ExitListener, int, str]] = queue.SimpleQueue()
         self.alive = True
         threading.Thread(target=self._read, name="fluvial-zygote-reader", daemon=True).start()
         threading.Thread(target=self._notify, name="fluvial-zygote-exits", daemon=True).start()
 
-    def _start_zygote(self) -> subprocess.Popen:
+    def _start_zygote(self) -> subprocess.Popen[bytes]:
         """The zygote, started from a thread of its own that lives as long as the zygote may: the zygote dies
         with the thread that started it (PR_SET_PDEATHSIG counts threads), and the caller's thread may be short."""
-        started: list = []
+        started: list[subprocess.Popen[bytes] | BaseException] = []
         ready = threading.Event()
         self._parent_released = threading.Event()
 
@@ -81,8 +86,8 @@ class Launcher:
         with self._lock:
             with self._started:
                 count = len(self._pids)
-            self._process.stdin.write(LENGTH.pack(len(payload)) + payload)
-            self._process.stdin.flush()
+            self._stdin.write(LENGTH.pack(len(payload)) + payload)
+            self._stdin.flush()
             with self._started:
                 if not self._started.wait_for(lambda: len(self._pids) > count or not self.alive, timeout):
                     raise RuntimeError(f"the TaskManager launcher did not start a process within {timeout:.0f} s")
@@ -97,7 +102,7 @@ class Launcher:
         return pid
 
     def _read(self) -> None:
-        stream = self._process.stdout
+        stream = self._stdout
         try:
             while tag := stream.read(1):
                 if tag == STARTED:
@@ -131,7 +136,7 @@ class Launcher:
     def close(self, timeout: float = 0.0) -> None:
         """End the zygote (it exits when its stdin closes); wait up to `timeout` seconds for it, then kill it."""
         try:
-            self._process.stdin.close()
+            self._stdin.close()
         except OSError:
             pass
         if timeout > 0:

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from fluvial.cluster.gateways import JobMasterGateway
 from fluvial.cluster.messages import (
@@ -276,21 +276,22 @@ class TaskManagerProcesses:
             member.last_seen = time.monotonic()
             member.early_deaths = 0
             all_known = all(m.data_address is not None and m.connection is not None for m in self._members)
-            if all_known:
-                self._announce(TaskManagerDirectory({m.index: m.data_address for m in self._members}))
+            if all_known:  # every member's data_address and connection are set (cast below)
+                addresses = {m.index: cast(tuple[str, int], m.data_address) for m in self._members}
+                self._announce(TaskManagerDirectory(addresses))
             self._registered.notify_all()
         logger.info(
             "TaskManager %d registered (pid %d, data plane %s:%d)", member.index, member.pid, *member.data_address
         )
         if all_known:
             for other in self._members:
-                self.gateways[other.index].attach(other.connection)
+                self.gateways[other.index].attach(cast(Connection, other.connection))
 
     def _announce(self, directory: TaskManagerDirectory) -> None:
         """Every TaskManager learns every data-plane address, ahead of any message that may need one (called with
-        the registration lock held, before the gateways attach)."""
+        the registration lock held, before the gateways attach): every member has its connection."""
         for member in self._members:
-            member.connection.send(FrameKind.CONTROL, dumps_control(directory))
+            cast(Connection, member.connection).send(FrameKind.CONTROL, dumps_control(directory))
 
     def _read(self, member: _Member, connection: Connection) -> None:
         while (frame := connection.read()) is not None:

@@ -101,7 +101,7 @@ class RemoteTaskError(FluvialError):
         self.type_name = type_name
         self.message = message
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[RemoteTaskError], tuple[str, str], dict[str, Any]]:
         # an exception unpickles as cls(*self.args), and args holds the one joined text: without this, the
         # stand-in itself failed to unpickle, and the TaskManager was taken for lost instead of the task failing
         return type(self), (self.type_name, self.message), self.__dict__
@@ -153,7 +153,8 @@ def sendable_failure(failure: Any) -> Any:
     either way); the causes ride in the error's CAUSES_ATTRIBUTE."""
     if failure is None:
         return None
-    causes, seen, cause = [], {id(failure.error)}, failure.error.__cause__
+    causes: list[BaseException] = []
+    seen, cause = {id(failure.error)}, failure.error.__cause__
     while cause is not None and id(cause) not in seen and len(causes) < MAX_CAUSES:
         seen.add(id(cause))
         causes.append(_sendable(cause))

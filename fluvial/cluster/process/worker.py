@@ -363,7 +363,8 @@ def _open(envelope: DeploymentEnvelope, index: int) -> DeployTask | TaskFailure:
     """The DeployTask in `envelope`, or the failure of its subtask attempt when its functions cannot be loaded
     here (a module of the job not importable in this process)."""
     try:
-        return loads_control(envelope.payload)
+        deploy: DeployTask = loads_control(envelope.payload)  # what the client's gateway pickled
+        return deploy
     except Exception as error:  # noqa: BLE001 - any load error fails the attempt, named
         logger.error("could not load %s: %s: %s", envelope.task_name, type(error).__name__, error)
         failure = DeploymentError(

@@ -24,6 +24,10 @@ import select
 import signal
 import struct
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fluvial.cluster.process.protocol import TaskManagerProcessConfig
 
 LENGTH = struct.Struct(">I")
 PID = struct.Struct(">q")
@@ -96,7 +100,7 @@ def _report_exits(replies: int) -> None:
         os.write(replies, EXITED + EXIT.pack(pid, status))
 
 
-def _child(config: object, zygote: int, *inherited: int) -> None:
+def _child(config: TaskManagerProcessConfig, zygote: int, *inherited: int) -> None:
     """In the forked child: die with the zygote, drop its signal handling and pipes, then be a TaskManager."""
     from fluvial.common.processes import die_with_parent
 

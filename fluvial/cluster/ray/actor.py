@@ -49,7 +49,7 @@ class TaskManagerActor:
         from fluvial.cluster.process.worker import start_task_manager
         from fluvial.runtime.network.connection import connect
 
-        node_ip = ray.util.get_node_ip_address()
+        node_ip: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]  # Ray's is not annotated
         connection = connect(config.control_address, config.secret)
         self._endpoint = start_task_manager(
             config.index,

@@ -87,7 +87,8 @@ class JobMasterActor:
         self._client.get_job_execution_result().add_done_callback(lambda done: self._end(done, retention_s))
 
     def status(self) -> str:
-        return self._client.get_job_status().result().name
+        status: JobStatus = self._client.get_job_status().result()
+        return status.name
 
     def details(self) -> Any:
         """The job's JobDetails (plain data: it pickles to the caller as it is)."""
@@ -98,7 +99,10 @@ class JobMasterActor:
 
     def savepoint(self, directory: str | None, stop: bool, drain: bool = False) -> str:
         client = self._client
-        return (client.stop_with_savepoint(drain, directory) if stop else client.trigger_savepoint(directory)).result()
+        path: str = (
+            client.stop_with_savepoint(drain, directory) if stop else client.trigger_savepoint(directory)
+        ).result()
+        return path
 
     def outcome(self, wait_s: float) -> JobOutcome | None:
         """The job's outcome once it ended, else None after `wait_s`."""

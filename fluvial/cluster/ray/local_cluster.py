@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, cast
 
 from fluvial.common.errors import ResourceError
 from fluvial.common.processes import python_command
@@ -57,7 +57,8 @@ class NodeSpec:
 def _free_port() -> int:
     with socket.socket(socket.AF_INET6 if socket.has_dualstack_ipv6() else socket.AF_INET) as probe:
         probe.bind(("", 0))  # Ray listens on every address for some ports: free on all of them
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]  # (host, port[, flow, scope])
+        return port
 
 
 class LocalRayCluster:
@@ -80,7 +81,7 @@ class LocalRayCluster:
         self._object_store_bytes = object_store_bytes
         self.directory = ""  # made by start(): Ray's temporary directory, the stub HOME and the log
         self._port = _free_port()
-        self._launchers: list[subprocess.Popen] = []
+        self._launchers: list[subprocess.Popen[bytes]] = []
         self._log: IO[bytes] | None = None
 
     @property
@@ -193,7 +194,7 @@ class LocalRayCluster:
         """Step 4: close each node's pipe (it stops its node), wait, then SIGKILL a node process still there."""
         for launcher in reversed(self._launchers):
             try:
-                launcher.stdin.close()
+                cast(IO[bytes], launcher.stdin).close()  # a pipe (stdin=PIPE in start): never None
             except OSError:
                 pass
         deadline = time.monotonic() + timeout

@@ -77,7 +77,8 @@ def _cpus_of_ray(ray: Any) -> str:
 def alive_nodes() -> int:
     import ray
 
-    return sum(1 for node in ray.nodes() if node.get("Alive"))
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]  # Ray's nodes() is not annotated
+    return sum(1 for node in nodes if node.get("Alive"))
 
 
 def check_storage_is_shared(job_graph: Any, nodes: int, shared_filesystem: bool) -> None:

@@ -45,7 +45,8 @@ def _uploaded(environment: dict[str, Any]) -> dict[str, Any]:
     from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
     from ray._private.worker import global_worker
 
-    scratch_dir = global_worker.node.get_runtime_env_dir_path()
+    # connected to Ray (RayExecutor connects first): the worker's node is set; Ray types it Optional
+    scratch_dir = global_worker.node.get_runtime_env_dir_path()  # type: ignore[union-attr]
     environment = upload_py_modules_if_needed(
         environment, include_gitignore=True, scratch_dir=scratch_dir, logger=logger
     )

@@ -23,10 +23,15 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 from fluvial.cluster.messages import DeployTask, TaskExecutionState
-from fluvial.cluster.process.pool import TaskManagerPoolListener, TaskManagerProcesses, _Member
+from fluvial.cluster.process.pool import (
+    RemoteTaskManagerGateway,
+    TaskManagerPoolListener,
+    TaskManagerProcesses,
+    _Member,
+)
 from fluvial.cluster.process.protocol import RegisterTaskManager, TaskManagerDirectory
 from fluvial.cluster.ray.actor import RayTaskManagerConfig, TaskManagerActor, actor_class
 from fluvial.cluster.ray.connection import RayDisconnected, require_connection
@@ -69,7 +74,9 @@ class RayTaskManagers(TaskManagerProcesses):
             heartbeat_interval_ms=heartbeat_interval_ms,
             heartbeat_timeout_ms=heartbeat_timeout_ms,
         )
-        self.gateways = [RayTaskManagerGateway(index, self, layout.slots_each) for index in range(layout.count)]
+        self._ray_gateways = [RayTaskManagerGateway(index, self, layout.slots_each) for index in range(layout.count)]
+        # the same list: the pool reads its gateways as RemoteTaskManagerGateways and never puts one in
+        self.gateways = cast(list[RemoteTaskManagerGateway], self._ray_gateways)
         self._group = placement_group
         self._runtime_env = runtime_env
         self._actors: list[Any] = [None] * layout.count
@@ -105,7 +112,7 @@ class RayTaskManagers(TaskManagerProcesses):
             .remote()
         )
         self._actors[member.index] = actor
-        self.gateways[member.index].bind(actor)
+        self._ray_gateways[member.index].bind(actor)
         config = RayTaskManagerConfig(
             member.index,
             self.slots_each,
@@ -142,7 +149,7 @@ class RayTaskManagers(TaskManagerProcesses):
         super()._register(member, connection, registration)
 
     def _announce(self, directory: TaskManagerDirectory) -> None:
-        for gateway in self.gateways:
+        for gateway in self._ray_gateways:
             gateway.announce(directory)
 
     def ready(self) -> bool:
@@ -240,7 +247,7 @@ class RayTaskManagers(TaskManagerProcesses):
         self._stopping.set()
         self._control.close()
         self._answers.shutdown()
-        for gateway in self.gateways:
+        for gateway in self._ray_gateways:
             gateway.close()
         try:
             self._end_actors(timeout)

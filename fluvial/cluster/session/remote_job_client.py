@@ -280,7 +280,7 @@ class RemoteResultBuffer:
         self._rest = rest
         self._job_id = job_id
         self._collect_id = collect_id
-        self._pending: deque[list] = deque()
+        self._pending: deque[list[Any]] = deque()  # buffers, each a list of records
         self._ended = False
         self.closed = threading.Event()
 

@@ -28,7 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from fluvial.cluster.job_details import JobDetails
 from fluvial.cluster.job_details_json import details_from_json
@@ -98,7 +98,8 @@ class ClusterAddress:
 
 def _resolve(host: str) -> set[str]:
     try:
-        return {info[4][0] for info in socket.getaddrinfo(host, None)}
+        # a host name resolves to IP addresses (AF_INET, AF_INET6), whose sockaddr starts with the address text
+        return {cast(str, info[4][0]) for info in socket.getaddrinfo(host, None)}
     except OSError:
         return set()
 
@@ -140,19 +141,20 @@ class RestClusterClient:
     # -- reading -----------------------------------------------------------------------------------------------
 
     def overview(self) -> dict[str, Any]:
-        return self._json("GET", "/overview")
+        return self._object("GET", "/overview")
 
     def jobs_overview(self) -> list[dict[str, Any]]:
-        return self._json("GET", "/jobs/overview")["jobs"]
+        jobs: list[dict[str, Any]] = self._object("GET", "/jobs/overview")["jobs"]
+        return jobs
 
     def job(self, job_id: str) -> dict[str, Any]:
-        return self._json("GET", f"/jobs/{job_id}")
+        return self._object("GET", f"/jobs/{job_id}")
 
     def checkpoints(self, job_id: str) -> dict[str, Any]:
-        return self._json("GET", f"/jobs/{job_id}/checkpoints")
+        return self._object("GET", f"/jobs/{job_id}/checkpoints")
 
     def exceptions(self, job_id: str) -> dict[str, Any]:
-        return self._json("GET", f"/jobs/{job_id}/exceptions")
+        return self._object("GET", f"/jobs/{job_id}/exceptions")
 
     def details(self, job_id: str) -> JobDetails:
         """The job's JobDetails (fluvial's GET /jobs/:jobid/details, JSON)."""
@@ -170,7 +172,8 @@ class RestClusterClient:
     def submit(self, job_graph: bytes) -> str:
         """POST /jobs with a cloudpickled JobGraph; the job's id."""
         answer = self._request("POST", "/jobs", job_graph, JOB_GRAPH_MEDIA_TYPE)
-        return json.loads(answer)["jobid"]
+        job_id: str = json.loads(answer)["jobid"]
+        return job_id
 
     def cancel(self, job_id: str) -> None:
         self._json("PATCH", f"/jobs/{job_id}?mode=cancel")
@@ -178,22 +181,24 @@ class RestClusterClient:
     def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool = False) -> str:
         """The trigger id of a savepoint into `target_directory` (None: the job's state.savepoints.dir)."""
         body = {"target-directory": target_directory, "cancel-job": cancel_job}
-        return self._json("POST", f"/jobs/{job_id}/savepoints", body)["request-id"]
+        trigger_id: str = self._object("POST", f"/jobs/{job_id}/savepoints", body)["request-id"]
+        return trigger_id
 
     def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool = False) -> str:
-        return self._json("POST", f"/jobs/{job_id}/stop", {"targetDirectory": target_directory, "drain": drain})[
-            "request-id"
-        ]
+        body = {"targetDirectory": target_directory, "drain": drain}
+        trigger_id: str = self._object("POST", f"/jobs/{job_id}/stop", body)["request-id"]
+        return trigger_id
 
     def savepoint_path(self, job_id: str, trigger_id: str, timeout: float | None = None) -> str:
         """Wait for the savepoint operation `trigger_id`; its path, or ClusterRequestError with its failure."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            status = self._json("GET", f"/jobs/{job_id}/savepoints/{trigger_id}")
+            status = self._object("GET", f"/jobs/{job_id}/savepoints/{trigger_id}")
             if status["status"]["id"] == "COMPLETED":
                 operation = status.get("operation", {})
                 if "location" in operation:
-                    return operation["location"]
+                    location: str = operation["location"]
+                    return location
                 cause = operation.get("failure-cause", {})
                 raise ClusterRequestError(f"the savepoint of job {job_id} failed: {cause.get('message')}", 409)
             if deadline is not None and time.monotonic() > deadline:
@@ -233,6 +238,11 @@ class RestClusterClient:
         answer = self._request(method, path, data, "application/json")
         return json.loads(answer) if answer else None
 
+    def _object(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        """The answer of a route that answers a JSON object (every one but cancel's, which may answer nothing)."""
+        answer: dict[str, Any] = self._json(method, path, body)
+        return answer
+
     def _request(
         self, method: str, path: str, data: bytes | None, content_type: str, timeout: float = REQUEST_TIMEOUT_SECONDS
     ) -> bytes:
@@ -244,7 +254,7 @@ class RestClusterClient:
             request.add_header("Authorization", signed.header())
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http:// only
-                answer = response.read()
+                answer: bytes = response.read()
                 status, signature = response.status, response.headers.get(SIGNATURE_HEADER)
         except urllib.error.HTTPError as error:
             raise self._error(method, path, error) from None
@@ -254,7 +264,10 @@ class RestClusterClient:
                 f"no session cluster answers at {self.address.url} ({reason}): start one "
                 "(fluvial cluster start), or check the address (-m HOST:PORT)"
             ) from None
-        if signed is not None and not answer_is_signed(self.token.value, signed.nonce, status, answer, signature):
+        # signed only with a token: its value is a str here
+        if signed is not None and not answer_is_signed(
+            cast(str, self.token.value), signed.nonce, status, answer, signature
+        ):
             raise UntrustedAnswer(
                 f"the answer to {method} {path.split('?')[0]} from {self.address} is not signed with "
                 "the cluster's access token: something other than the cluster answers at this "

@@ -26,7 +26,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from fluvial.cluster.collect import CollectBuffer
 from fluvial.cluster.job_client import MiniClusterJobClient
@@ -146,7 +146,11 @@ class SessionDispatcher:
             self._jobs[job.job_id] = job
             for collect_id in job.collect_ids:
                 self._collect[collect_id] = CollectBuffer(collect_id)
-        job.result.add_done_callback(lambda _: self._timer.execute(lambda: self._job_ended(job)))
+
+        def ended(_: CompletableFuture) -> None:
+            self._timer.execute(lambda: self._job_ended(job))
+
+        job.result.add_done_callback(ended)
         if grant is not None:
             error = self._start(job, grant)
             if error is not None:
@@ -174,7 +178,8 @@ class SessionDispatcher:
 
     def _start(self, job: SessionJob, grant: SlotGrant) -> BaseException | None:
         """Step 3: its JobMaster, started; the error that kept it from starting (the job has ended FAILED)."""
-        task_managers = self._task_managers
+        # set: SessionCluster calls serve() before its REST API takes any job
+        task_managers = cast(TaskManagerSet, self._task_managers)
         with self._lock:
             job.starting()
         try:
@@ -196,8 +201,10 @@ class SessionDispatcher:
     def _slot_request_timeout(self, job_graph: Any) -> int:
         job_configuration = job_graph.configuration
         if job_configuration is not None and job_configuration.contains_key(SLOT_REQUEST_TIMEOUT_KEY):
-            return job_configuration.get(SLOT_REQUEST_TIMEOUT_KEY)
-        return self._configuration.get(SLOT_REQUEST_TIMEOUT_KEY)
+            job_timeout: int = job_configuration.get(SLOT_REQUEST_TIMEOUT_KEY)
+            return job_timeout
+        timeout: int = self._configuration.get(SLOT_REQUEST_TIMEOUT_KEY)
+        return timeout
 
     def _slot_request_timed_out(self, job: SessionJob) -> None:
         """On the dispatcher's thread: the job waited `slot.request.timeout` (step 1)."""
@@ -343,7 +350,7 @@ class SessionDispatcher:
             logger.info("job %s (%s) cancelled while it waited for slots", job.name, job_id)
             self._start_granted(grants)
         elif phase is JobPhase.RUNNING:
-            job.job_master.cancel()
+            cast(JobMaster, job.job_master).cancel()  # a RUNNING job has its JobMaster
 
     def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture:
         return savepoint(self._client(job_id), target_directory, cancel_job)
@@ -405,7 +412,7 @@ class SessionDispatcher:
             except TimeoutError:
                 logger.warning("job %s (%s) has not ended %.0f s after it was cancelled", job.name, job.job_id, timeout)
         if self._own_timer:
-            self._timer.shutdown()
+            cast(SingleThreadExecutor, self._timer).shutdown()  # the one __init__ made
 
     def _mail_failed(self, error: BaseException) -> None:
         logger.error("the session dispatcher failed", exc_info=error)

@@ -30,6 +30,7 @@ from fluvial.datastream.transformations import CollectSpec
 
 if TYPE_CHECKING:
     from fluvial.cluster.job_master import JobMaster
+    from fluvial.graph.job_graph import JobGraph
 
 
 class JobPhase(enum.Enum):
@@ -40,7 +41,7 @@ class JobPhase(enum.Enum):
 
 
 class SessionJob:
-    def __init__(self, job_graph: Any, required_slots: int) -> None:
+    def __init__(self, job_graph: JobGraph, required_slots: int) -> None:
         self.job_graph = job_graph
         self.required_slots = required_slots
         self.submitted_at = current_millis()
@@ -62,7 +63,8 @@ class SessionJob:
 
     def details(self, timeout: float) -> JobDetails:
         if self.job_master is not None:
-            return self.job_master.request_job().result(timeout)
+            details: JobDetails = self.job_master.request_job().result(timeout)
+            return details
         if self._archive is not None:
             return self._archive
         return unscheduled_job_details(
