@@ -6,6 +6,7 @@ subtasks."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,9 @@ class CheckpointingSetup:
     restored_from: Any = None
 
 
+DISCARD_WAIT_S = 10
+
+
 class JobCheckpointing:
     def __init__(
         self,
@@ -54,6 +58,8 @@ class JobCheckpointing:
         settings = job_graph.fault_tolerance.checkpoints
         self.settings = settings
         self.job_graph = job_graph
+        self._io = io
+        self._first_checkpoint_id = restored_from.metadata.checkpoint_id + 1 if restored_from is not None else 1
         self.storage = create_checkpoint_storage(settings.storage, job_graph.job_id)
         self.store = CompletedCheckpointStore(settings.num_retained, self.storage)
         self.coordinator = CheckpointCoordinator(
@@ -66,7 +72,7 @@ class JobCheckpointing:
             clock=clock,
             timer=timer,
             io=io,
-            first_checkpoint_id=restored_from.metadata.checkpoint_id + 1 if restored_from is not None else 1,
+            first_checkpoint_id=self._first_checkpoint_id,
         )
         if restored_from is not None:
             self._count_restore(restored_from.metadata.checkpoint_id, True, job_graph.fault_tolerance.savepoint_path)
@@ -123,6 +129,34 @@ class JobCheckpointing:
                 len(self.store),
             )
             self.store.shutdown(discard=True)
+            self._discard_unfinished()
+
+    def _discard_unfinished(self) -> None:
+        """The checkpoints of this job that never reached the store: one being finalized on the I/O thread when
+        the job ended writes its metadata after the store was emptied. Runs on the I/O thread, after whatever is
+        in flight there, and is waited for (a bounded wait: the job has ended, nothing else runs here)."""
+        done = threading.Event()
+        # at most max_concurrent checkpoints are pending or being finalized; older ones were retained (and are
+        # discarded with the store), subsumed or aborted. Savepoints live in their own directories.
+        newest = self.coordinator.next_checkpoint_id
+        unfinished = range(max(self._first_checkpoint_id, newest - self.settings.max_concurrent - 1), newest)
+
+        def discard() -> None:
+            try:
+                for checkpoint_id in unfinished:
+                    self.storage.discard_checkpoint(checkpoint_id)
+            except Exception as error:  # noqa: BLE001 - a file left behind is logged, never a failure of the job
+                logger.warning("job %s: could not delete every unfinished checkpoint: %s", self.job_graph.job_id, error)
+            finally:
+                done.set()
+
+        self._io.execute(discard)
+        if not done.wait(DISCARD_WAIT_S):
+            logger.warning(
+                "job %s: deleting its unfinished checkpoints took longer than %d s; they finish in the background",
+                self.job_graph.job_id,
+                DISCARD_WAIT_S,
+            )
 
     def receive_acknowledge(
         self, task: tuple[int, int], checkpoint_id: int, states: Mapping[str, SubtaskState], metrics: Any = None
