@@ -9,7 +9,6 @@ receiver that acknowledges only after its write-ahead log holds a batch needs mo
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from services.server import (
     ServerStartError,
     free_port,
     serve_in_temporary_directory,
+    server_binary,
     start_process,
 )
 
@@ -26,7 +26,7 @@ DEFAULT_PORT = 1883  # what `make services` binds when it is free: the examples'
 
 
 def mosquitto_binary() -> str | None:
-    return shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
+    return server_binary("mosquitto")
 
 
 def write_config(data_dir: Path, port: int, password_file: Path | None = None) -> Path:
@@ -71,7 +71,7 @@ def start_mosquitto(
         password_file = data_dir / "passwords"
         password_file.write_text(f"{user}:{password or ''}\n")
         password_file.chmod(0o600)
-        helper = shutil.which("mosquitto_passwd") or shutil.which("mosquitto_passwd", path="/usr/bin:/usr/sbin")
+        helper = server_binary("mosquitto_passwd")
         if helper is None:
             raise ServerStartError("mosquitto_passwd is not installed: apt-get install mosquitto")
         import subprocess

@@ -3,7 +3,6 @@ temporary directory; for the NATS connector's tests and `make services`."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from services.server import (
     ServerStartError,
     free_port,
     serve_in_temporary_directory,
+    server_binary,
     start_process,
 )
 
@@ -21,7 +21,7 @@ DEFAULT_PORT = 4222  # what `make services` binds when it is free: the examples'
 
 def nats_server_binary() -> str | None:
     """The nats-server executable: on PATH, else Debian's /usr/sbin (not on a non-root user's PATH)."""
-    return shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
+    return server_binary("nats-server")
 
 
 def start_nats(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,12 @@ LOOPBACK = "127.0.0.1"
 
 class ServerStartError(RuntimeError):
     """A server did not come up; the message names it and ends with the tail of its log."""
+
+
+def server_binary(name: str) -> str | None:
+    """A server's executable: on PATH, else in the system directories Debian installs servers to (/usr/sbin is not
+    on a non-root user's PATH)."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin:/usr/bin")
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -150,7 +157,6 @@ def serve_in_temporary_directory(prefix: str, start, usual_port: int):  # type: 
     """For `make services`: start `start(directory, port)` in a new temporary directory, on `usual_port` when it is
     free (the examples' default) else on a free one; returns the server and how to stop it and remove the
     directory."""
-    import shutil
     import tempfile
 
     directory = Path(tempfile.mkdtemp(prefix=prefix))
