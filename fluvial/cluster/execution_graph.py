@@ -23,6 +23,7 @@ from fluvial.runtime.deployment import (
     OutputSpec,
     TaskCancellationSettings,
     TaskSpec,
+    checks_the_keys_it_meets,
 )
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition, checked_transition
 
@@ -193,6 +194,7 @@ class ExecutionGraph:
             channel_ids=tuple(ChannelId(edge.edge_id, producer_index, j, attempt, self.job_id) for j in targets),
             consumer_max_parallelism=consumer.max_parallelism,
             consumer_parallelism=consumer.parallelism,
+            consumer_checks_keys=checks_the_keys_it_meets(consumer),
         )
 
     def _inputs(self, vertex: JobVertex, consumer_index: int, attempt: int) -> list[InputSpec]:

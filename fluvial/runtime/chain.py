@@ -23,13 +23,21 @@ from collections.abc import Callable
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
-from fluvial.common.type_checks import BatchCheck, batch_checker
+from fluvial.common.type_checks import BatchCheck, batch_checker, key_checker
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
+from fluvial.runtime.deployment import checks_the_keys_it_meets
 from fluvial.runtime.operators import process as p
 from fluvial.runtime.operators import sink as s
-from fluvial.runtime.operators.base import StreamOperator, close_each, counted_input, labelled_input
+from fluvial.runtime.operators.base import (
+    StreamOperator,
+    close_each,
+    counted_input,
+    key_by_name,
+    label_failure,
+    labelled_input,
+)
 from fluvial.runtime.operators.basic import (
     BatchKeyedReduceOperator,
     FilterOperator,
@@ -140,6 +148,29 @@ def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
     return dataclasses.replace(spec, function=own)
 
 
+def _new_key_check(vertex: JobVertex) -> Callable[[Any], None] | None:
+    """The check of a typed key_by's keys by the operator that consumes it (`deployment.checks_the_keys_it_meets`):
+    the error it raises is the producer's writer's (`type_checks.key_checker`), labelled as the key_by's."""
+    for edge in vertex.inputs:
+        partitioner = edge.partitioner
+        if partitioner.kind is not t.PartitionerKind.HASH:
+            continue
+        name = key_by_name(partitioner.key_selector)
+        check = key_checker(partitioner.key_type, name)
+        if check is None:
+            continue
+
+        def labelled(key: Any, check: Callable[[Any], None] = check, name: str = name) -> None:
+            try:
+                check(key)
+            except InvalidJobError as error:
+                label_failure(error, name)
+                raise
+
+        return labelled
+    return None
+
+
 def _checked_push(push: Callable[[RecordBatch], None], check: BatchCheck) -> Callable[[RecordBatch], None]:
     """`push` behind a declared type's per-buffer check; the buffer itself goes on when all its values fit."""
 
@@ -167,6 +198,8 @@ class OperatorChain:
         built = {
             node.id: build_operator(node, make_context(node), (templates or {}).get(node.id)) for node in vertex.nodes
         }
+        if checks_the_keys_it_meets(vertex):
+            built[vertex.head.id].new_key_check = _new_key_check(vertex)
         self._metrics = {node_id: operator.context.metrics for node_id, operator in built.items()}
         self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
         self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs

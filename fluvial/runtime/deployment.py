@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from fluvial.datastream.transformations import PartitionerSpec
+from fluvial.datastream.transformations import KeyedReduceSpec, PartitionerSpec
 from fluvial.graph.job_graph import JobVertex
 from fluvial.runtime.channels import ChannelId
 
@@ -59,6 +59,16 @@ class OutputSpec:
     channel_ids: tuple[ChannelId, ...]
     consumer_max_parallelism: int
     consumer_parallelism: int
+    # the consumer checks a typed key_by's keys itself (`checks_the_keys_it_meets`): with one channel, the writer
+    # has no key to compute and checks none
+    consumer_checks_keys: bool = False
+
+
+def checks_the_keys_it_meets(vertex: JobVertex) -> bool:
+    """Whether the head of `vertex` checks a typed key_by's keys itself, each the first time it meets it: a keyed
+    reduce, whose state lookup misses exactly then (`KeyedReduceOperator.new_key_check`). A producer writing to it
+    over one channel then computes no key at all; over several it checks each key where it first hashes it."""
+    return isinstance(vertex.head.operator, KeyedReduceSpec)
 
 
 @dataclass(frozen=True)

@@ -55,10 +55,12 @@ def fused_loop(
     key: Any = None,
     table: Any = None,
     key_name: str | None = None,
+    new_key_check: Callable[[Any], None] | None = None,
 ) -> Callable[[Any], list]:
     """`run(values) -> list` applying the steps in order (see the module docstring). A REDUCE step, first only,
     needs the reduce's `key` function and its state `table` (a dict: the loop touches it per record), and
-    `key_name`: whose failure a failing key is (the key_by's)."""
+    `key_name`: whose failure a failing key is (the key_by's); `new_key_check`, the key_by's declared key_type,
+    runs where a key has no aggregate yet (the first time the loop meets it), so known keys cost nothing."""
     defaults = {f"f{index}": fn for index, fn in enumerate(functions)}
     lines = ["    out = []", "    append = out.append", "    extend = out.extend", "    for v in values:"]
     indent = "        "
@@ -72,8 +74,11 @@ def fused_loop(
                 f"{indent}p = get(k, missing)",
                 f"{indent}if p is not missing:",
                 f"{indent}    v = f0(p, v)",
+                *([f"{indent}else:", f"{indent}    check_key(k)"] if new_key_check is not None else []),
                 f"{indent}table[k] = v",
             ]
+            if new_key_check is not None:
+                defaults["check_key"] = new_key_check
         elif step is Step.MAP:
             lines.append(f"{indent}v = f{index}(v)")
         elif step is Step.FILTER:

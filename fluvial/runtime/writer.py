@@ -41,8 +41,13 @@ class RecordWriter:
         self._pair_selector: Any = None
         if self._single is not None and spec.partitioner.kind is PartitionerKind.CUSTOM:
             self._single = None  # a custom partitioner must still see (and validate) every record
-        # one channel and a typed key_by: nothing to split, each distinct key still checked
-        self._check_single = self._selector.split if self._single is not None and self._check_key is not None else None
+        # one channel and a typed key_by: nothing to split, each distinct key still checked, here unless the
+        # consumer checks each key where it first meets it (then this writer computes no key)
+        self._check_single = (
+            self._selector.split
+            if self._single is not None and self._check_key is not None and not spec.consumer_checks_keys
+            else None
+        )
         self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
 
     def emit(self, batch: RecordBatch) -> None:

@@ -45,10 +45,22 @@ class LengthAsTimestamp(TimestampAssigner):
         return len(value)
 
 
+# what consumes the typed key_by: a keyed map (the producer checks each key), a keyed reduce and a reduce fused
+# with the map after it (both check each key the first time their state lookup misses)
+CONSUMERS = {
+    "map": lambda keyed: keyed.map(lambda w: w),
+    "reduce": lambda keyed: keyed.reduce(lambda a, b: a),
+    "fused reduce": lambda keyed: keyed.reduce(lambda a, b: a).map(lambda w: w),
+}
+
+
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("consumer", sorted(CONSUMERS))
 @pytest.mark.parametrize("timestamped", [False, True], ids=["untimed", "timestamped"])
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_key_that_does_not_fit_fails_the_job_naming_key_by_the_key_and_the_type(mode, parallelism, timestamped):
+def test_a_key_that_does_not_fit_fails_the_job_naming_key_by_the_key_and_the_type(
+    mode, parallelism, timestamped, consumer
+):
     env = environment(mode)
     env.set_parallelism(parallelism)
     words = env.from_collection(WORDS)
@@ -59,10 +71,11 @@ def test_a_key_that_does_not_fit_fails_the_job_naming_key_by_the_key_and_the_typ
     def word_length(word):
         return len(word)
 
-    words.key_by(word_length, key_type=Types.STRING()).map(lambda w: w).print()
+    CONSUMERS[consumer](words.key_by(word_length, key_type=Types.STRING())).print()
     with pytest.raises(JobExecutionException) as caught:
         env.execute()
     message = str(caught.value.__cause__)
+    assert "operator 'key_by(" in str(caught.value) and "word_length)' in " in str(caught.value)
     assert "'key_by(" in message and "word_length" in message
     assert "declared key_type" in message and repr(Types.STRING()) in message and "is not a String" in message
 
@@ -90,3 +103,29 @@ def test_key_type_must_be_a_type_information(mode):
     env = environment(mode)
     with pytest.raises(InvalidJobError, match="key_type must be a TypeInformation"):
         env.from_collection(WORDS).key_by(len, key_type=str)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("variant", ["rocksdb", "batch"])
+def test_a_reduce_checks_each_new_key_on_every_state_path(variant):
+    """A keyed reduce at parallelism 1 checks the keys itself where its state lookup misses: also on RocksDB
+    (grouped per buffer) and in a BATCH job (one final result per key)."""
+    from fluvial.datastream import RuntimeExecutionMode
+    from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
+
+    env = environment(ExecutionMode.THREADS)
+    env.set_parallelism(1)
+    if variant == "rocksdb":
+        env.set_state_backend(EmbeddedRocksDBStateBackend())
+    else:
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+
+    def word_length(word):
+        return len(word)
+
+    env.from_collection(WORDS).key_by(word_length, key_type=Types.STRING()).reduce(lambda a, b: a).print()
+    with pytest.raises(JobExecutionException) as caught:
+        env.execute()
+    assert "in task Keyed Reduce" in str(caught.value)
+    message = str(caught.value.__cause__)
+    assert "word_length)' produced a key that does not fit its declared key_type String: 1 is not a String" in message

@@ -121,6 +121,9 @@ class KeyedReduceOperator(StreamOperator):
     keyed = True
     one_output_per_input = True
     STATE_NAME = "_keyed_reduce"
+    # the key_by's declared key_type, checked where a key is met for the first time (its state lookup misses):
+    # set by the chain when this reduce consumes a typed key_by (`runtime.key_checks`); None checks nothing
+    new_key_check: Any = None
 
     def open(self) -> None:
         super().open()
@@ -141,7 +144,7 @@ class KeyedReduceOperator(StreamOperator):
 
     def _aggregates_each(self, values: Any) -> list:
         """The aggregate after each record, folding record by record (state touched per record)."""
-        key, fn, table = self._key, self._fn, self._table
+        key, fn, table, check = self._key, self._fn, self._table, self.new_key_check
         get = table.get
         out = []
         append = out.append
@@ -153,6 +156,8 @@ class KeyedReduceOperator(StreamOperator):
                 previous = get(k, missing)
                 if previous is not missing:
                     value = fn(previous, value)
+                elif check is not None:
+                    check(k)
                 table[k] = value
                 append(value)
         except TypeError as error:
@@ -161,7 +166,7 @@ class KeyedReduceOperator(StreamOperator):
 
     def _aggregates_each_keyed(self, values: Any) -> list:
         """`_aggregates_each` with the backend's current key set before each reduce() (keyed state in it)."""
-        key, fn, table, backend = self._key, self._fn, self._table, self.keyed_backend
+        key, fn, table, backend, check = self._key, self._fn, self._table, self.keyed_backend, self.new_key_check
         out = []
         missing = _MISSING
         k = None
@@ -171,6 +176,8 @@ class KeyedReduceOperator(StreamOperator):
                 previous = table.get(k, missing)
                 if previous is not missing:
                     value = fn(previous, value)
+                elif check is not None:
+                    check(k)
                 table[k] = value
                 out.append(value)
         except TypeError as error:
@@ -198,6 +205,8 @@ class KeyedReduceOperator(StreamOperator):
         for k, where in positions.items():
             backend.current_key = k  # once per key and buffer: keyed state in reduce() reads this key's
             aggregate = table.get(k, missing)
+            if aggregate is missing and self.new_key_check is not None:
+                self.new_key_check(k)
             for index in where:
                 aggregate = values[index] if aggregate is missing else fn(aggregate, values[index])
                 out[index] = aggregate
@@ -220,6 +229,7 @@ class BatchKeyedReduceOperator(KeyedReduceOperator):
         get = table.get
         missing = _MISSING
         backend = self.keyed_backend if self._sets_key else None
+        check = self.new_key_check
         k = None
         try:
             for value in batch.values:
@@ -227,7 +237,12 @@ class BatchKeyedReduceOperator(KeyedReduceOperator):
                 if backend is not None:
                     backend.current_key = k
                 previous = get(k, missing)
-                table[k] = value if previous is missing else fn(previous, value)
+                if previous is missing:
+                    if check is not None:
+                        check(k)
+                    table[k] = value
+                else:
+                    table[k] = fn(previous, value)
         except TypeError as error:
             explain_unhashable_key(error, k)
 

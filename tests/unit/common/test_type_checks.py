@@ -105,3 +105,27 @@ def test_the_check_accepts_exactly_what_the_converter_accepts(declared, values):
     assert got == expected
     if expected is not None:
         assert [type(value) for value in got] == [type(value) for value in expected]
+
+
+@pytest.mark.parametrize(
+    ("declared", "values", "fits"),
+    [
+        # ints around the one-digit fast path and the declared bounds
+        (Types.TUPLE([Types.INT()]), [(2**30 - 1,), (2**30,), (-(2**30),), (2**31 - 1,), (-(2**31),)], True),
+        (Types.TUPLE([Types.INT()]), [(1,), (2**31,)], False),
+        (Types.TUPLE([Types.LONG(), Types.INT()]), [(2**63 - 1, -(2**31)), (-(2**63), 2**30)], True),
+        (Types.TUPLE([Types.LONG(), Types.INT()]), [(2**63, 1)], False),
+        (Types.TUPLE([Types.LONG(), Types.INT()]), [(True, 1)], False),
+        # a tuple of another length after fitting ones leaves the unpacking loop for the converter
+        (PAIR, [("a", 1), ("b", 2, 3)], False),
+        (PAIR, [("a", 1), ()], False),
+        (Types.TUPLE([Types.PICKLED_BYTE_ARRAY(), Types.INT()]), [(object, 1), ([], 2)], True),
+    ],
+)
+def test_tuples_are_checked_field_by_field_and_by_length(declared, values, fits):
+    check = batch_checker(declared, "op")
+    if fits:
+        assert check(values) is values
+    else:
+        with pytest.raises(InvalidJobError):
+            check(values)
