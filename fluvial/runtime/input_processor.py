@@ -7,12 +7,12 @@ import enum
 from collections import deque
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any
+from typing import Any, final
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.alignment import IN_FLIGHT_TYPES
-from fluvial.runtime.channels import Channel
+from fluvial.runtime.channels import InputChannel
 from fluvial.runtime.records import (
     ChannelBroken,
     CheckpointBarrier,
@@ -64,7 +64,7 @@ class SourceInput:
         self.reader: Any = None
         self.batch_size = SOURCE_BATCH_SIZE  # records per poll: smaller when its consumers debloat their buffers
 
-    def open(self, restored_splits: list | None = None) -> None:
+    def open(self, restored_splits: list[Any] | None = None) -> None:
         """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
         info = self._context
         if restored_splits is not None:
@@ -88,7 +88,7 @@ class SourceInput:
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
-    def snapshot_splits(self, checkpoint_id: int) -> list:
+    def snapshot_splits(self, checkpoint_id: int) -> list[Any]:
         splits = list(self.reader.snapshot_state())
         self.reader.on_snapshot(checkpoint_id)
         return splits
@@ -184,6 +184,7 @@ class InputWatermarks:
             target.process_status(WatermarkStatus(idle=valve.is_idle()))
 
 
+@final
 class _FrontedChannel:
     """A channel seen through what must come before its next item — channel state replayed after a restore,
     the unprocessed rest of a sliced buffer — and, while an unaligned checkpoint waits for this channel's
@@ -192,10 +193,10 @@ class _FrontedChannel:
 
     __slots__ = ("channel", "front", "recording", "_slots", "_index")
 
-    def __init__(self, channel: Any, slots: list, index: int) -> None:
+    def __init__(self, channel: InputChannel, slots: list[InputChannel | _FrontedChannel], index: int) -> None:
         self.channel = channel
-        self.front: deque = deque()
-        self.recording: list | None = None
+        self.front: deque[Any] = deque()
+        self.recording: list[Any] | None = None
         self._slots = slots
         self._index = index
 
@@ -215,7 +216,7 @@ class _FrontedChannel:
         if recording:
             recording[-1] = taken
 
-    def pending(self) -> list:
+    def pending(self) -> list[Any]:
         return list(self.front) + self.channel.pending()
 
     def release_if_idle(self) -> None:
@@ -254,7 +255,7 @@ class NetworkInput:
 
     def __init__(
         self,
-        channels: list[Channel],
+        channels: list[InputChannel],
         dispatch: list[Callable[[RecordBatch], None]],
         watermarks: InputWatermarks | None = None,
         writable: Callable[[], bool] | None = None,
@@ -263,7 +264,7 @@ class NetworkInput:
     ) -> None:
         """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
         `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
-        self._channels: list[Any] = list(channels)
+        self._channels: list[InputChannel | _FrontedChannel] = list(channels)
         self._dispatch = list(dispatch)
         self._data_ended: set[int] = set()
         self._input_ended = False
@@ -289,7 +290,7 @@ class NetworkInput:
         """The BarrierHandler, built after this input (an unaligned one reads the input's channels)."""
         self._barriers = barriers
 
-    def replay(self, channel: int, items: list) -> None:
+    def replay(self, channel: int, items: list[Any]) -> None:
         """Restore: `channel`'s in-flight items of the unaligned checkpoint the task restores from come before
         anything the channel brings (before the task's first step)."""
         if items:
@@ -316,10 +317,10 @@ class NetworkInput:
         """The JobMaster triggered the task itself (its producers have all finished)."""
         self._barriers.on_triggered(barrier)
 
-    def pending(self, channel: int) -> list:
+    def pending(self, channel: int) -> list[Any]:
         return self._channels[channel].pending()
 
-    def record(self, channel: int, sink: list | None) -> None:
+    def record(self, channel: int, sink: list[Any] | None) -> None:
         if sink is not None:
             self._fronted(channel).recording = sink
             return

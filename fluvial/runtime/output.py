@@ -82,21 +82,24 @@ class Output:
 
 
 def split_side_outputs(
-    results: list[Any], stamps: list | None = None
+    results: list[Any], stamps: list[Any] | None = None
 ) -> tuple[RecordBatch, dict[OutputTag, RecordBatch]]:
     """PyFlink's convention: a yielded `(output_tag, value)` pair goes to that side output. Returns the main
     batch and one batch per tag, each keeping its records' timestamps (`stamps`, aligned with `results`)."""
-    main = RecordBatch([], [] if stamps is not None else None)
-    side: dict[OutputTag, RecordBatch] = {}
+    main: tuple[list[Any], list[Any]] = ([], [])  # values, and their timestamps when there are stamps
+    side: dict[OutputTag, tuple[list[Any], list[Any]]] = {}
     for index, item in enumerate(results):
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            batch = side.get(item[0])
-            if batch is None:
-                batch = side[item[0]] = RecordBatch([], [] if stamps is not None else None)
+            lists = side.get(item[0])
+            if lists is None:
+                lists = side[item[0]] = ([], [])
             item = item[1]
         else:
-            batch = main
-        batch.values.append(item)
+            lists = main
+        lists[0].append(item)
         if stamps is not None:
-            batch.timestamps.append(stamps[index])
-    return main, side
+            lists[1].append(stamps[index])
+    timestamped = stamps is not None
+    return RecordBatch(main[0], main[1] if timestamped else None), {
+        tag: RecordBatch(values, times if timestamped else None) for tag, (values, times) in side.items()
+    }
