@@ -7,11 +7,11 @@ import enum
 from collections import deque
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
-from fluvial.runtime.alignment import IN_FLIGHT_TYPES
+from fluvial.runtime.alignment import IN_FLIGHT_TYPES, BarrierHandler
 from fluvial.runtime.channels import InputChannel
 from fluvial.runtime.records import (
     ChannelBroken,
@@ -22,6 +22,10 @@ from fluvial.runtime.records import (
     Watermark,
     WatermarkStatus,
 )
+
+if TYPE_CHECKING:
+    from fluvial.metrics.metricbase import Counter
+    from fluvial.runtime.watermarks import WatermarkValve
 
 SOURCE_BATCH_SIZE = 1024
 ITEMS_PER_STEP = 4
@@ -152,10 +156,10 @@ class InputWatermarks:
             self._route.append((type_number, counts.get(type_number, 0)))
             counts[type_number] = counts.get(type_number, 0) + 1
         self._counts = counts
-        self._valves: dict[int, Any] = {}
+        self._valves: dict[int, WatermarkValve] = {}
         self._inputs = {type_number: head.input(type_number) for type_number in counts}
 
-    def _valve(self, type_number: int) -> Any:
+    def _valve(self, type_number: int) -> WatermarkValve:
         valve = self._valves.get(type_number)
         if valve is None:
             from fluvial.runtime.watermarks import WatermarkValve  # only tasks that see watermarks pay for it
@@ -259,8 +263,8 @@ class NetworkInput:
         dispatch: list[Callable[[RecordBatch], None]],
         watermarks: InputWatermarks | None = None,
         writable: Callable[[], bool] | None = None,
-        barriers: Any = None,
-        records_in: Any = None,
+        barriers: BarrierHandler | None = None,
+        records_in: Counter | None = None,
     ) -> None:
         """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
         `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
@@ -286,7 +290,7 @@ class NetworkInput:
         self._slice = FIRST_SLICE
         self.barrier_announced = False  # set from any thread by a channel that queued a barrier
 
-    def attach_barriers(self, barriers: Any) -> None:
+    def attach_barriers(self, barriers: BarrierHandler) -> None:
         """The BarrierHandler, built after this input (an unaligned one reads the input's channels)."""
         self._barriers = barriers
 
@@ -315,6 +319,8 @@ class NetworkInput:
 
     def checkpoint_triggered(self, barrier: CheckpointBarrier) -> None:
         """The JobMaster triggered the task itself (its producers have all finished)."""
+        if self._barriers is None:
+            raise RuntimeError("a checkpoint was triggered at an input gate that takes no part in checkpoints")
         self._barriers.on_triggered(barrier)
 
     def pending(self, channel: int) -> list[Any]:

@@ -562,7 +562,7 @@ class Task:
         """The TaskExecutor whose thread owns this task."""
         return self._executor
 
-    def move_to(self, executor: Any) -> None:
+    def move_to(self, executor: TaskExecutor) -> None:
         """Called by the executor that owns the task, between its steps: from now on `executor`'s thread owns it
         (a task that blocked gets a thread of its own). Every wake-up the task gets is rebound to it."""
         self._executor = executor
