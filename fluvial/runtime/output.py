@@ -86,20 +86,19 @@ def split_side_outputs(
 ) -> tuple[RecordBatch, dict[OutputTag, RecordBatch]]:
     """PyFlink's convention: a yielded `(output_tag, value)` pair goes to that side output. Returns the main
     batch and one batch per tag, each keeping its records' timestamps (`stamps`, aligned with `results`)."""
-    main: tuple[list[Any], list[Any]] = ([], [])  # values, and their timestamps when there are stamps
-    side: dict[OutputTag, tuple[list[Any], list[Any]]] = {}
+    main = RecordBatch([], [] if stamps is not None else None)
+    side: dict[OutputTag, RecordBatch] = {}
     for index, item in enumerate(results):
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            lists = side.get(item[0])
-            if lists is None:
-                lists = side[item[0]] = ([], [])
+            batch = side.get(item[0])
+            if batch is None:
+                batch = side[item[0]] = RecordBatch([], [] if stamps is not None else None)
             item = item[1]
         else:
-            lists = main
-        lists[0].append(item)
+            batch = main
+        batch.values.append(item)
         if stamps is not None:
-            lists[1].append(stamps[index])
-    timestamped = stamps is not None
-    return RecordBatch(main[0], main[1] if timestamped else None), {
-        tag: RecordBatch(values, times if timestamped else None) for tag, (values, times) in side.items()
-    }
+            # every batch got a timestamps list above when there are stamps; narrowing it here would cost a
+            # check per record
+            batch.timestamps.append(stamps[index])  # type: ignore[union-attr]
+    return main, side
