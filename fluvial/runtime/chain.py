@@ -20,14 +20,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_checks import BatchCheck, batch_checker
 from fluvial.datastream import transformations as t
-from fluvial.datastream.output_tag import OutputTag
 from fluvial.graph.job_graph import JobVertex
-from fluvial.graph.stream_graph import StreamEdge, StreamNode
+from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.operators import process as p
 from fluvial.runtime.operators import sink as s
 from fluvial.runtime.operators.base import StreamOperator, close_each, counted_input, labelled_input
@@ -41,8 +40,14 @@ from fluvial.runtime.operators.basic import (
 )
 from fluvial.runtime.operators.fused import FusedOperator, can_head_a_run, is_fusable
 from fluvial.runtime.operators.runtime_context import OperatorContext
-from fluvial.runtime.output import BatchSink, Output
-from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
+from fluvial.runtime.output import Output
+from fluvial.runtime.records import RecordBatch
+
+if TYPE_CHECKING:
+    from fluvial.datastream.output_tag import OutputTag
+    from fluvial.graph.stream_graph import StreamEdge
+    from fluvial.runtime.output import BatchSink
+    from fluvial.runtime.records import Watermark, WatermarkStatus
 
 OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], StreamOperator]] = {
     t.MapSpec: MapOperator,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
-from fluvial.runtime.alignment import IN_FLIGHT_TYPES, BarrierHandler
+from fluvial.runtime.alignment import IN_FLIGHT_TYPES
 from fluvial.runtime.channels import InputChannel
 from fluvial.runtime.records import (
     ChannelBroken,
@@ -25,6 +25,7 @@ from fluvial.runtime.records import (
 
 if TYPE_CHECKING:
     from fluvial.metrics.metricbase import Counter
+    from fluvial.runtime.alignment import BarrierHandler
     from fluvial.runtime.watermarks import WatermarkValve
 
 SOURCE_BATCH_SIZE = 1024

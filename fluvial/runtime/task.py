@@ -61,6 +61,7 @@ from fluvial.runtime.writer import RecordWriter
 
 if TYPE_CHECKING:
     from fluvial.checkpoint.snapshots import OperatorRestore
+    from fluvial.common.executors import Executor
     from fluvial.runtime.checkpointing import (
         CheckpointResponder,
         CheckpointStorageProvider,
@@ -97,7 +98,7 @@ class TaskServices:
     listener: TaskStateListener
     collect_target: Callable[[str], CollectTarget] | None = None  # the collect sink of a collect id
     checkpoint_storage: CheckpointStorageProvider | None = None  # when the job takes checkpoints
-    checkpoint_io: Any = None  # the executor of asynchronous snapshot parts
+    checkpoint_io: Executor | None = None  # the executor of asynchronous snapshot parts
     checkpoint_responder: CheckpointResponder | None = None  # what answers the JobMaster
     receivers: Any = None  # ReceiverStreams of the task's job, for receiver sources
     metrics_reporter: MetricsReporter | None = None  # None: the task's metrics are kept, reported nowhere
@@ -210,14 +211,15 @@ class Task:
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
-            storage, responder = services.checkpoint_storage, services.checkpoint_responder
-            if storage is None or responder is None:
+            storage, io = services.checkpoint_storage, services.checkpoint_io
+            responder = services.checkpoint_responder
+            if storage is None or io is None or responder is None:
                 raise RuntimeError(
                     f"task {self.info.task_name_with_subtasks} takes checkpoints, and its TaskManager "
-                    "gave it no checkpoint storage or no responder to the JobMaster"
+                    "gave it no checkpoint storage, no executor for their writes or no responder to the JobMaster"
                 )
             self.checkpointer = SubtaskCheckpointCoordinator(
-                chain, self.writers, source_input, storage, services.checkpoint_io, responder, self.info
+                chain, self.writers, source_input, storage, io, responder, self.info
             )
         if source_input is None:
             self.input = self._network_input(head)
