@@ -147,8 +147,10 @@ def fits_expression(type_info: Any, name: str = "v") -> str | None:
 
 def integer_range(type_info: Any) -> tuple[int, int] | None:
     """The smallest and largest value of an integer type (BYTE, SHORT, INT, LONG), else None."""
-    bits = _INT_BITS.get(getattr(type_info, "basic_type", None)) if isinstance(type_info, BasicTypeInfo) else None
-    return None if bits is None else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    if not isinstance(type_info, BasicTypeInfo) or type_info.basic_type not in _INT_BITS:
+        return None
+    bits = _INT_BITS[type_info.basic_type]
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
 
 
 # --- basic types -----------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ class FusedOperator(StreamOperator):
                 key=reduce._key,
                 table=reduce._table,
                 key_name=key_by_name(reduce.spec.key_selector),
-                new_key_check=reduce.new_key_check,
+                new_key_check=reduce.new_key_check if isinstance(reduce, KeyedReduceOperator) else None,
             )
         elif reduce is not None:
             self._run = lambda values: self._run_tail(reduce.aggregates(values))
