@@ -22,7 +22,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from typing import Any
+from types import CodeType
+from typing import Any, Protocol
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.runtime.operators.base import explain_unhashable_key, label_failure
@@ -40,6 +41,16 @@ class Step(enum.Enum):
 _MISSING = object()
 
 
+class FusedRun(Protocol):
+    """What `fused_loop` returns: `run(values) -> list`, and what names the member that raised in it
+    (`member_at_line` of the generated code `loop_code`; see `_member_at_line`)."""
+
+    member_at_line: dict[int, str]
+    loop_code: CodeType
+
+    def __call__(self, values: Any) -> list[Any]: ...
+
+
 def returned_none(operator: str, value: Any) -> None:
     error = InvalidJobError(
         f"the flat_map function of '{operator}' returned None for {value!r}: return an iterable or yield"
@@ -55,7 +66,7 @@ def fused_loop(
     key: Any = None,
     table: Any = None,
     key_name: str | None = None,
-) -> Callable[[Any], list]:
+) -> FusedRun:
     """`run(values) -> list` applying the steps in order (see the module docstring). A REDUCE step, first only,
     needs the reduce's `key` function and its state `table` (a dict: the loop touches it per record), and
     `key_name`: whose failure a failing key is (the key_by's)."""
