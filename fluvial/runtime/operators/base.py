@@ -239,6 +239,8 @@ class StreamOperator:
         # wired by setup() before anything reads it, so typed as what every reader sees; None until then (the
         # members of a fused run are never wired: the run emits for them), which the type cannot say
         self.output: Output = None  # type: ignore[assignment]
+        # a KeyedStateBackend when the class is `keyed` or the spec has a key selector: keyed classes declare it
+        # so; the others use it only where their key selector is set, which the type cannot follow
         self.keyed_backend: Any = None
         if spec.key_selector is not None or self.keyed:
             self.keyed_backend = context.create_keyed_backend()

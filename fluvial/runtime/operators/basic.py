@@ -8,7 +8,7 @@ before calling the user function, so keyed state reads and writes that key.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
@@ -20,6 +20,9 @@ from fluvial.runtime.operators.base import (
     user_method,
 )
 from fluvial.runtime.records import RecordBatch, Watermark
+
+if TYPE_CHECKING:
+    from fluvial.state.backend import KeyedStateBackend
 
 
 class MapOperator(StreamOperator):
@@ -120,6 +123,7 @@ class KeyedReduceOperator(StreamOperator):
 
     keyed = True
     one_output_per_input = True
+    keyed_backend: KeyedStateBackend
     STATE_NAME = "_keyed_reduce"
 
     def open(self) -> None:

@@ -47,6 +47,7 @@ from fluvial.runtime.timers import Timer
 
 if TYPE_CHECKING:
     from fluvial.runtime.timers import InternalTimerService
+    from fluvial.state.backend import KeyedStateBackend
 
 # `add(previous contents or _ABSENT, value, timestamp) -> contents` and `merge(contents, contents) -> contents`
 AddContents = Callable[[Any, Any, Any], Any]
@@ -71,6 +72,7 @@ class WindowOperator(StreamOperator):
     keyed = True
     uses_timers = True
     spec: t.WindowSpec
+    keyed_backend: KeyedStateBackend
     timers: InternalTimerService  # keyed and using timers: set by initialize_state, before open
 
     # -- setup --------------------------------------------------------------------------------------------------
