@@ -107,10 +107,9 @@ class SinkFunctionOperator(StreamOperator):
         super().open()
         function = self.spec.function
         context = SinkFunctionContext(self.context.task_info)
-        self._write: Callable[[Sequence[Any]], object]
         if hasattr(function, "invoke_batch"):
             invoke_batch = function.invoke_batch
-            self._write = lambda values: invoke_batch(values, context)
+            self._write: Callable[[Sequence[Any]], object] = lambda values: invoke_batch(values, context)
         else:
             call = user_method(function, "invoke")
             self._write = lambda values: [call(value) for value in values] and None

@@ -30,15 +30,14 @@ class NamespacedStateStore:
         self._handles: dict[str, Any] = {}
         self._kinds: dict[str, s.StateKind] = {}
 
-    def table(self, name: str) -> MutableMapping[Any, Any]:
+    def table(self, name: str) -> MutableMapping[Any, dict[Any, Any]]:
         """key -> {namespace: value} for a state name: on the heap a dict whose cells are live, on RocksDB a
         table handing out copies."""
         return self.backend.value_table(_TABLE_PREFIX + name)
 
     def cell(self, name: str) -> dict[Any, Any] | None:
         """The current key's {namespace: value} map for a state name (write it back after changing it)."""
-        cell: dict[Any, Any] | None = self.table(name).get(self.backend.current_key)
-        return cell
+        return self.table(name).get(self.backend.current_key)
 
     def _write_back(self, name: str, cell: dict[Any, Any]) -> None:
         table, key = self.table(name), self.backend.current_key
