@@ -95,13 +95,13 @@ class StreamingRuntimeContext(RuntimeContext):
         metrics (REST API, dashboard, Prometheus)."""
         return self._context.metrics.group
 
-    def _keyed(self, descriptor: Any) -> Any:
+    def _keyed(self, state_descriptor: Any) -> Any:
         if self._backend is None:
             raise StateError(
-                f"keyed state '{getattr(descriptor, 'name', descriptor)}' requested in "
+                f"keyed state '{getattr(state_descriptor, 'name', state_descriptor)}' requested in "
                 f"'{self._context.operator_name}', which is not keyed: apply the function after key_by(...)"
             )
-        return self._backend.get_state(descriptor)
+        return self._backend.get_state(state_descriptor)
 
     get_state = _keyed
     get_list_state = _keyed
