@@ -183,6 +183,7 @@ class SessionDispatcher:
         with self._lock:
             job.starting()
         try:
+            self._build_python_environment(job.job_graph)
             job_master = JobMaster(job.job_graph, task_managers.gateways, list(grant.slots), resources=task_managers)
         except Exception as error:  # noqa: BLE001 - any construction error ends the job, reported whole
             logger.error("job %s (%s) cannot start: %s", job.name, job.job_id, error)
@@ -197,6 +198,15 @@ class SessionDispatcher:
         if cancel:  # cancelled while its JobMaster was built
             job_master.cancel()
         return None
+
+    def _build_python_environment(self, job_graph: Any) -> None:
+        """The job's python.requirements and python.archives, built on this machine, where the cluster's
+        TaskManager processes run (each enters it when the job deploys there); the install directory is the
+        job's python.requirements.install-dir, else the cluster's, else the user's cache."""
+        from fluvial.cluster import python_environment
+
+        install_dir = python_environment.install_dir_of(job_graph.configuration, self._configuration)
+        job_graph.python_environment = python_environment.build(job_graph.configuration, job_graph.job_id, install_dir)
 
     def _slot_request_timeout(self, job_graph: Any) -> int:
         job_configuration = job_graph.configuration
@@ -245,6 +255,9 @@ class SessionDispatcher:
             buffers = [self._collect[cid] for cid in job.collect_ids if cid in self._collect]
         for buffer in buffers:
             buffer.finish()
+        from fluvial.cluster import python_environment
+
+        python_environment.discard(job.job_graph.python_environment)
         self._start_granted(grants)
 
     def _start_granted(self, grants: list[SlotGrant]) -> None:
