@@ -177,6 +177,12 @@ class LocalDispatcher:
             used = self._used_slots(cluster)
             pids = cluster.processes.pids if cluster.processes is not None else []
             log_file = str(logs.job_log_file(cluster.job_master.job_id, cluster.configuration))
+            # TaskManager processes' output is copied to a file; TaskManager threads print to this terminal
+            stdout_file = (
+                str(logs.job_stdout_file(cluster.job_master.job_id, cluster.configuration))
+                if cluster.processes is not None
+                else ""
+            )
             for task_manager in cluster.task_managers:
                 slots = task_manager.number_of_slots
                 pid = pids[task_manager.index] if task_manager.index < len(pids) else os.getpid()
@@ -190,6 +196,7 @@ class LocalDispatcher:
                         last_heartbeat=now,
                         pid=pid,
                         log_file=log_file,
+                        stdout_file=stdout_file,
                     )
                 )
         return managers

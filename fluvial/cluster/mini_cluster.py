@@ -111,7 +111,7 @@ class MiniCluster:
             from fluvial.cluster.code_shipping import prepare_for_shipping
 
             prepare_for_shipping(job_graph)
-            self._start_processes(count, slots_each)
+            self._start_processes(count, slots_each, str(logs.job_stdout_file(job_graph.job_id, self.configuration)))
         else:
             if self._python_environment is not None:
                 self._release_python_path = put_on_path(list(self._python_environment.path))
@@ -137,7 +137,7 @@ class MiniCluster:
         channels = ChannelRegistry()
         self.task_managers = [TaskManager(i, slots_each, channels, self.collect_target) for i in range(count)]
 
-    def _start_processes(self, count: int, slots_each: int) -> None:
+    def _start_processes(self, count: int, slots_each: int, stdout_file: str) -> None:
         from fluvial.cluster.process.pool import TaskManagerProcesses
 
         config = self.configuration
@@ -148,6 +148,7 @@ class MiniCluster:
             bind_host=config.get("taskmanager.bind-host"),
             heartbeat_interval_ms=config.get("heartbeat.interval"),
             heartbeat_timeout_ms=config.get("heartbeat.timeout"),
+            stdout_file=stdout_file,
         )
         self.task_managers = self.processes.gateways
         self.processes.start()

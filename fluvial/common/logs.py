@@ -110,6 +110,11 @@ def job_log_file(job_id: Any, configuration: Any = None) -> Path:
     return log_directory(configuration) / f"job-{job_id}.log"
 
 
+def job_stdout_file(job_id: Any, configuration: Any = None) -> Path:
+    """Where what an embedded job's TaskManager processes print is copied (the dashboard's stdout page)."""
+    return log_directory(configuration) / f"job-{job_id}.out"
+
+
 def open_job_log(job_id: Any, configuration: Any) -> logging.Handler:
     """Start the log file of an embedded job: fluvial's records go there until `close_job_log`."""
     handler = rotating_handler(job_log_file(job_id, configuration), configuration.get("env.log.max"))
@@ -124,12 +129,14 @@ def close_job_log(handler: logging.Handler) -> None:
 
 
 def _prune_job_logs(directory: Path) -> None:
-    """Keep the newest JOB_LOGS_KEPT embedded jobs' logs: a program running many jobs does not fill the disk."""
+    """Keep the newest JOB_LOGS_KEPT embedded jobs' logs and copies of their output: a program running many jobs
+    does not fill the disk."""
     try:
         logs = sorted(directory.glob("job-*.log*"), key=lambda path: path.stat().st_mtime)
+        outputs = sorted(directory.glob("job-*.out"), key=lambda path: path.stat().st_mtime)
     except OSError:
         return
-    for old in logs[:-JOB_LOGS_KEPT]:
+    for old in logs[:-JOB_LOGS_KEPT] + outputs[:-JOB_LOGS_KEPT]:
         try:
             old.unlink()
         except OSError:
