@@ -63,6 +63,7 @@ class TaskManagerDetails:
     pid: int = 0  # the process it runs in (0: unknown)
     log_file: str = ""  # where its log records go (the dashboard's TaskManager log page)
     stdout_file: str = ""  # where what its jobs print goes; "" when that is a terminal
+    log_marker: str = ""  # what begins its records in a log file shared with others ("": the file is its own)
 
 
 @dataclass(slots=True)
@@ -197,6 +198,7 @@ class LocalDispatcher:
                         pid=pid,
                         log_file=log_file,
                         stdout_file=stdout_file,
+                        log_marker=logs.task_manager_log_marker(task_manager.index) if cluster.processes else "",
                     )
                 )
         return managers

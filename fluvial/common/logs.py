@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ ENGINE_LOGGER = "fluvial"
 LOG_DIR_ENV = "FLUVIAL_LOG_DIR"
 LEVEL_ENV = "FLUVIAL_LOG_LEVEL"
 MAX_BYTES = 100 * 1024 * 1024  # Flink's log4j rolls its files at 100 MB
+_RECORD_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(threadName)s] - %(message)s"
 JOB_LOGS_KEPT = 50  # embedded jobs' log files kept in the directory; older ones are removed
 RAISED_TO_CALLER = {"raised_to_caller": True}
@@ -108,6 +110,25 @@ def rotating_handler(path: Path, backups: int) -> logging.Handler:
 
 def job_log_file(job_id: Any, configuration: Any = None) -> Path:
     return log_directory(configuration) / f"job-{job_id}.log"
+
+
+def task_manager_log_marker(index: int) -> str:
+    """What begins the message of every record a TaskManager process forwards (the log file it lands in is
+    shared with the JobMaster and the other TaskManagers: the dashboard's log page of one keeps its records)."""
+    return f"[TaskManager {index}] "
+
+
+def records_marked(text: str, marker: str) -> str:
+    """The records of a log file's `text` (FORMAT: each begins with its asctime; continuation lines, as a
+    traceback's, follow) whose message begins with `marker`."""
+    kept: list[str] = []
+    keep = False
+    for line in text.splitlines(keepends=True):
+        if _RECORD_START.match(line):
+            keep = f" - {marker}" in line
+        if keep:
+            kept.append(line)
+    return "".join(kept)
 
 
 def job_stdout_file(job_id: Any, configuration: Any = None) -> Path:

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from fluvial.common.logs import records_marked
 from fluvial.metrics.process_status import process_status
 from fluvial.web.views import metric_list_json
 
@@ -76,9 +77,15 @@ class _Pages:
         return JSONResponse(metric_list_json(values, request.query_params.get("get")))
 
     def log(self, request: Request) -> Response:
-        """The end (the last MiB) of the log file the TaskManager's records go to, as text."""
+        """The end (the last MiB) of the log file the TaskManager's records go to, as text: only its own records
+        when that file is shared with the JobMaster and other TaskManagers (`?all` shows every record).
+        """
         manager = self._manager(request)
-        return PlainTextResponse(_tail(manager.log_file, "its log"))
+        text = _tail(manager.log_file, "its log")
+        if manager.log_marker and "all" not in request.query_params:
+            text = records_marked(text, manager.log_marker)
+            text = text or f"(no record of this TaskManager yet in {manager.log_file}; ?all shows every record)\n"
+        return PlainTextResponse(text)
 
     def stdout(self, request: Request) -> Response:
         """The end of the file what the TaskManager's jobs print goes to, as text (an embedded job's TaskManager

@@ -49,7 +49,7 @@ from fluvial.cluster.process.protocol import (
     loads_control,
     sendable_failure,
 )
-from fluvial.common.logs import own_process
+from fluvial.common.logs import own_process, task_manager_log_marker
 from fluvial.common.wire import dumps_records
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
@@ -190,7 +190,7 @@ class LogForwarder(logging.Handler):
                 "name": record.name,
                 "levelno": record.levelno,
                 "levelname": record.levelname,
-                "msg": f"[TaskManager {self._index}] {record.getMessage()}",
+                "msg": f"{task_manager_log_marker(self._index)}{record.getMessage()}",
                 "args": None,
                 "exc_text": self.format(record) if record.exc_info else None,
                 "created": record.created,

@@ -52,6 +52,7 @@ from fluvial.common.errors import ResourceError
 from fluvial.common.executors import ScheduledExecutor, SingleThreadExecutor
 from fluvial.common.future import CompletableFuture
 from fluvial.common.job_status import JobStatus
+from fluvial.common.logs import task_manager_log_marker
 from fluvial.common.time import current_millis
 from fluvial.metrics.snapshot import JobMetricsSnapshot
 
@@ -324,6 +325,7 @@ class SessionDispatcher:
                 pid=pids[index] if index < len(pids) else 0,
                 log_file=log_file,
                 stdout_file=stdout_file,
+                log_marker=task_manager_log_marker(index),
             )
             for index, gateway in enumerate(self._task_managers.gateways)
         ]
