@@ -152,6 +152,13 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.files", str, None, "Python files and directories put on sys.path of the job"),
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
+        ConfigOption(
+            "python.requirements.install-dir",
+            str,
+            None,
+            "where python.requirements are installed, one directory per requirements file content, reused by "
+            "later jobs (default: ~/.cache/fluvial/python-requirements)",
+        ),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
         ConfigOption(
             "jobmanager.archive.fs.dir",

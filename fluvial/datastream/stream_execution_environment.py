@@ -270,30 +270,37 @@ class StreamExecutionEnvironment:
         python_dependencies.add_file(self._configuration, file_path)
 
     def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
-        """PyFlink installs these requirements into its Python workers; fluvial starts none, so a job that sets
-        them is refused at submission. Install the requirements into the interpreter that runs the job.
+        """Install these requirements for the job's TaskManagers (`python.requirements`): before the job's code
+        loads, pip installs the file once into a directory keyed by its content (`python.requirements.install-dir`,
+        default `~/.cache/fluvial/python-requirements`), reused by every later job with the same file, and put on
+        the job's `sys.path`.
 
         Args:
             requirements_file_path: A pip requirements file.
-            requirements_cache_dir: A directory of downloaded packages.
+            requirements_cache_dir: A directory of downloaded packages (`pip download -d DIR -r FILE`): pip then
+                installs from it alone (`--no-index --find-links DIR`), for clusters without network access.
 
         Raises:
-            NotYetSupportedError: when the job is submitted.
+            PythonEnvironmentError: when the job starts, if pip fails (naming the requirement and pip's last line).
+            NotYetSupportedError: at submission, on Ray.
         """
         from fluvial.datastream import python_dependencies
 
         python_dependencies.set_requirements(self._configuration, requirements_file_path, requirements_cache_dir)
 
     def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
-        """PyFlink extracts archives for its Python workers; fluvial starts none, so a job that adds one is
-        refused at submission.
+        """Extract an archive for the job's TaskManagers (`python.archives`): into a directory of the job's own,
+        under `target_dir`, reachable from the working directory of the TaskManager processes, so a function
+        opens `target_dir/...` as in PyFlink's Python workers. The job runs on TaskManager processes
+        (`local.taskmanager.mode: auto` takes them; `thread` is refused).
 
         Args:
-            archive_path: The archive.
-            target_dir: Where it would be extracted.
+            archive_path: A zip (.zip, .jar, .whl, .egg) or tar (.tar, .tar.gz, .tgz, ...) archive.
+            target_dir: The directory name it is extracted to; by default the archive's file name.
 
         Raises:
-            NotYetSupportedError: when the job is submitted.
+            PythonEnvironmentError: when the job starts, if the archive cannot be extracted.
+            NotYetSupportedError: at submission, on Ray.
         """
         from fluvial.datastream import python_dependencies
 

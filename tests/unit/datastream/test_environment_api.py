@@ -134,12 +134,14 @@ def test_python_dependencies_fluvial_cannot_provide_yet_fail_at_submission(tmp_p
     env = env_of()
     env.set_python_requirements(str(requirements), str(tmp_path))
     assert env.get_configuration().get_string("python.requirements") == f"{requirements}#{tmp_path}"
+    env.get_configuration().set_string("execution.target", "ray")
     env.from_collection([1]).print()
-    with pytest.raises(NotYetSupportedError, match="python.requirements"):
+    with pytest.raises(NotYetSupportedError, match="python.requirements' is not supported yet when TaskManagers"):
         env.execute()
 
     env = env_of()
     env.add_python_archive(str(requirements), "venv")
+    env.get_configuration().set_string("execution.target", "ray")
     env.from_collection([1]).print()
     with pytest.raises(NotYetSupportedError, match="python.archives"):
         env.execute()

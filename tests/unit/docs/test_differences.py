@@ -94,6 +94,11 @@ def test_python_files_is_accepted() -> None:
     Configuration().set_string("python.files", "/tmp")
 
 
+def test_python_requirements_and_archives_are_accepted() -> None:
+    assert "`python.requirements` and `python.archives` work on this machine" in PAGE
+    Configuration().set_string("python.requirements", "/tmp/requirements.txt").set_string("python.archives", "/a.zip")
+
+
 def test_the_flink_run_flags_the_page_calls_missing_are_missing() -> None:
     from fluvial.cli.app import app
 
