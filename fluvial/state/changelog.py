@@ -39,7 +39,16 @@ from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.common.task_info import TaskInfo
-from fluvial.datastream.state import State, StateDescriptor, StateKind
+from fluvial.datastream.state import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    State,
+    StateDescriptor,
+    StateKind,
+    ValueState,
+)
 from fluvial.datastream.state_backend import ChangelogSettings
 from fluvial.state.backend import KeyedStateSnapshot, StateReader
 from fluvial.state.changelog_handles import (
@@ -54,9 +63,7 @@ from fluvial.state.changelog_handles import (
     MaterializedStateHandle,
     PendingSegment,
     StateChangelogStorage,
-    load_materialized,
-    load_segment,
-    replay,
+    restore_with_changelog,
 )
 from fluvial.state.snapshot import SnapshotType
 
@@ -159,8 +166,7 @@ class ChangelogKeyedStateBackend:
         if handle is not None and getattr(handle, "_delegate", None) is inner:
             return handle
         kind = descriptor.kind
-        handle_class = _RAW_LOGGED if descriptor.ttl_config is not None else _LOGGED.get(kind, _RAW_LOGGED)
-        handle = handle_class(inner, self, name)
+        handle = (_LOGGED if descriptor.ttl_config is None else _LOGGED_WITH_TTL)[kind](inner, self, name)
         self._kinds[name] = kind.value
         self._handles[name] = handle
         return handle
@@ -324,18 +330,8 @@ class ChangelogKeyedStateBackend:
     ) -> None:
         """Restore materializations (and any plain handles: a savepoint, a checkpoint taken without the changelog)
         into the wrapped backend, then replay the changes logged after them."""
-        changelog = [handle for handle in handles if isinstance(handle, ChangelogStateBackendHandle)]
-        plain = [handle for handle in handles if not isinstance(handle, ChangelogStateBackendHandle)]
-        inner_handles = plain + [
-            load_materialized(handle.materialized, reader) for handle in changelog if handle.materialized is not None
-        ]
         started = time.monotonic()
-        if inner_handles:
-            self._inner.restore(inner_handles, reader, None, False)
-        applied = 0
-        for handle in changelog:
-            segments = (load_segment(segment, reader) for segment in handle.changes)
-            applied += replay(self._inner, segments, self.key_group_range, self.max_parallelism, self._kinds)
+        changelog, plain, applied = restore_with_changelog(self._inner, handles, reader, self._kinds)
         own = (
             owned
             and not plain
@@ -457,7 +453,7 @@ class _Logged:
         backend._log.append((DELETE, self._name, backend._inner.current_key, None))
 
 
-class _LoggedValueState(_Logged):
+class _LoggedValueState(_Logged, ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
@@ -473,7 +469,7 @@ class _LoggedValueState(_Logged):
         )
 
 
-class _LoggedListState(_Logged):
+class _LoggedListState(_Logged, ListState[Any]):
     __slots__ = ()
 
     def get(self) -> Any:
@@ -499,7 +495,7 @@ class _LoggedListState(_Logged):
         backend._log.append((SET, self._name, key, items) if items else (DELETE, self._name, key, None))
 
 
-class _LoggedMapState(_Logged):
+class _LoggedMapState(_Logged, MapState[Any, Any]):
     __slots__ = ()
 
     def get(self, key: Any) -> Any:
@@ -520,9 +516,6 @@ class _LoggedMapState(_Logged):
     def is_empty(self) -> bool:
         return self._delegate.is_empty()  # type: ignore[no-any-return]
 
-    def __iter__(self) -> Any:
-        return iter(self._delegate.keys())
-
     def put(self, key: Any, value: Any) -> None:
         self._delegate.put(key, value)
         backend = self._backend
@@ -541,9 +534,10 @@ class _LoggedMapState(_Logged):
         backend._log.append((MAP_REMOVE, self._name, backend._inner.current_key, key))
 
 
-class _RawLoggedState(_Logged):
-    """Reducing and aggregating states, and every state with TTL: after a write, the key's whole stored value
-    (the accumulator; the TTL-wrapped value with its timestamp) is logged, read from the wrapped backend."""
+class _StoredLogging(_Logged):
+    """Writes logged as the key's whole stored value, read back from the wrapped backend after the write (the
+    accumulator of a reducing or aggregating state; the TTL-wrapped value, timestamp included, of a TTL state).
+    Put first among a logged handle's bases, its writers replace the handle's own."""
 
     __slots__ = ()
 
@@ -552,12 +546,6 @@ class _RawLoggedState(_Logged):
         key = backend._inner.current_key
         stored = backend._raw(self._name).get(key)
         backend._log.append((DELETE, self._name, key, None) if stored is None else (SET, self._name, key, stored))
-
-    def value(self) -> Any:
-        return self._delegate.value()
-
-    def get(self, *key: Any) -> Any:
-        return self._delegate.get(*key)
 
     def update(self, value: Any) -> None:
         self._delegate.update(value)
@@ -583,28 +571,47 @@ class _RawLoggedState(_Logged):
         self._delegate.remove(key)
         self._log_stored()
 
-    def contains(self, key: Any) -> bool:
-        return self._delegate.contains(key)  # type: ignore[no-any-return]
 
-    def items(self) -> Any:
-        return self._delegate.items()
+class _LoggedReducingState(_StoredLogging, ReducingState[Any]):
+    __slots__ = ()
 
-    def keys(self) -> Any:
-        return self._delegate.keys()
+    def get(self) -> Any:
+        return self._delegate.get()
 
-    def values(self) -> Any:
-        return self._delegate.values()
 
-    def is_empty(self) -> bool:
-        return self._delegate.is_empty()  # type: ignore[no-any-return]
+class _LoggedAggregatingState(_StoredLogging, AggregatingState[Any, Any]):
+    __slots__ = ()
+
+    def get(self) -> Any:
+        return self._delegate.get()
+
+
+class _TtlValueState(_StoredLogging, _LoggedValueState):
+    __slots__ = ()
+
+
+class _TtlListState(_StoredLogging, _LoggedListState):
+    __slots__ = ()
+
+
+class _TtlMapState(_StoredLogging, _LoggedMapState):
+    __slots__ = ()
 
 
 _LOGGED: dict[StateKind, type[_Logged]] = {
     StateKind.VALUE: _LoggedValueState,
     StateKind.LIST: _LoggedListState,
     StateKind.MAP: _LoggedMapState,
+    StateKind.REDUCING: _LoggedReducingState,
+    StateKind.AGGREGATING: _LoggedAggregatingState,
 }
-_RAW_LOGGED = _RawLoggedState
+_LOGGED_WITH_TTL: dict[StateKind, type[_Logged]] = {
+    StateKind.VALUE: _TtlValueState,
+    StateKind.LIST: _TtlListState,
+    StateKind.MAP: _TtlMapState,
+    StateKind.REDUCING: _LoggedReducingState,
+    StateKind.AGGREGATING: _LoggedAggregatingState,
+}
 
 
 class _LoggedTable(MutableMapping[Any, Any]):

@@ -24,7 +24,7 @@ import pickle
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -231,6 +231,27 @@ def _loads(data: bytes, what: str) -> Any:
 
 
 _ABSENT = object()
+
+
+def restore_with_changelog(
+    backend: Any, handles: Sequence[Any], reader: Callable[[Any], bytes], kinds: dict[str, str] | None = None
+) -> tuple[list[ChangelogStateBackendHandle], list[Any], int]:
+    """Restore `handles` into a plain keyed backend (heap or RocksDB): the materializations of the changelog
+    handles among them and every other handle through `backend.restore`, then the changes logged after each
+    materialization replayed. This is also how a job restores a changelog checkpoint with the changelog state
+    backend turned off (Flink's deactivated changelog). Returns (changelog handles, other handles, changes
+    applied)."""
+    changelog = [handle for handle in handles if isinstance(handle, ChangelogStateBackendHandle)]
+    plain = [handle for handle in handles if not isinstance(handle, ChangelogStateBackendHandle)]
+    inner = plain + [load_materialized(h.materialized, reader) for h in changelog if h.materialized is not None]
+    if inner:
+        backend.restore(inner, reader, None, False)
+    applied = 0
+    names = {} if kinds is None else kinds
+    for handle in changelog:
+        segments = (load_segment(segment, reader) for segment in handle.changes)
+        applied += replay(backend, segments, backend.key_group_range, backend.max_parallelism, names)
+    return changelog, plain, applied
 
 
 def replay(
