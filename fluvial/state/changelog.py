@@ -255,7 +255,7 @@ class ChangelogKeyedStateBackend:
         self._last_materialization = self._clock()
         materialization_id = next(self._materialization_ids)
         pending = self._inner.snapshot(materialization_id, SnapshotType.CHECKPOINT)
-        logger.debug("%s: materialization %d started", self._what, materialization_id)
+        logger.debug("%s: materialization %d started", self._what, materialization_id - MATERIALIZATION_ID_BASE + 1)
         return Materialization(materialization_id, self._next_segment, pending)
 
     def _adopt_materialization(self) -> None:
@@ -279,7 +279,7 @@ class ChangelogKeyedStateBackend:
             logger.warning(
                 "%s: materialization %d failed (%d of %d failures allowed), retried at the next interval: %s: %s",
                 self._what,
-                materialization.materialization_id,
+                materialization.materialization_id - MATERIALIZATION_ID_BASE + 1,
                 self._failures,
                 self._settings.max_failures_allowed,
                 type(error).__name__,
@@ -300,7 +300,7 @@ class ChangelogKeyedStateBackend:
             "%s: materialization %d done: %d bytes of state stored in %.0f ms; %d log segment(s) before it "
             "are no longer replayed",
             self._what,
-            result.materialization_id,
+            result.materialization_id - MATERIALIZATION_ID_BASE + 1,
             result.size,
             materialization.duration * 1000,
             len(dropped),
@@ -422,7 +422,7 @@ class _PendingChangelogSnapshot:
             uploaded,
             (time.monotonic() - started) * 1000,
             len(changes),
-            materialized.materialization_id if materialized is not None else "none",
+            materialized.materialization_id - MATERIALIZATION_ID_BASE + 1 if materialized is not None else "none",
         )
         return handle
 
