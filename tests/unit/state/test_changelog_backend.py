@@ -38,7 +38,7 @@ from fluvial.runtime.checkpointing import _SubtaskStateWriter
 from fluvial.state.changelog import ChangelogKeyedStateBackend
 from fluvial.state.changelog_handles import ChangelogStateBackendHandle
 from fluvial.state.heap import HeapKeyedStateBackend
-from fluvial.state.snapshot import KeyGroupsStateHandle, SnapshotType
+from fluvial.state.snapshot import KeyGroupsStateHandle
 from fluvial.testing import OperatorHarness, wait_until
 
 INNER = {"heap": HashMapStateBackend, "rocksdb": EmbeddedRocksDBStateBackend}
