@@ -54,10 +54,11 @@ from fluvial.state.backend import KeyedStateSnapshot, StateReader
 from fluvial.state.changelog_handles import (
     DELETE,
     LIST_ADD,
+    LIST_ADD_ALL,
     MAP_PUT,
+    MAP_PUT_ALL,
     MAP_REMOVE,
     SET,
-    Change,
     ChangelogStateBackendHandle,
     Materialization,
     MaterializedStateHandle,
@@ -110,7 +111,7 @@ class ChangelogKeyedStateBackend:
         self._what = f"the changelog state backend of {task_info.task_name_with_subtasks} ({operator_id})"
         self.max_parallelism: int = inner.max_parallelism
         self.key_group_range: range = inner.key_group_range
-        self._log: list[Change] = []
+        self._log: list[Any] = []  # flat: four slots (op, state name, key, argument) per change
         self._kinds: dict[str, str] = {}
         self._handles: dict[str, State] = {}
         self._tables: dict[str, _LoggedTable] = {}
@@ -200,13 +201,7 @@ class ChangelogKeyedStateBackend:
             return self._inner.snapshot(checkpoint_id, snapshot_type)
         self._check_disposed()
         self._adopt_materialization()
-        if self._log:
-            log = list(self._log)
-            self._log.clear()
-            self._segments.append(
-                PendingSegment(self._next_segment, log, dict(self._kinds), self._settings.compression)
-            )
-            self._next_segment += 1
+        self._cut_log()
         forced = self._forced
         if forced is not None and forced.error is not None:
             forced = self._forced = None
@@ -216,6 +211,16 @@ class ChangelogKeyedStateBackend:
         elif forced is None and self._materialization_due():
             self._begin_background_materialization()
         return _PendingChangelogSnapshot(self, checkpoint_id, self._materialized, forced, list(self._segments))
+
+    def _cut_log(self) -> None:
+        """The changes logged since the last cut become the next segment (pickled now: later writes, and values
+        changed in place later, cannot reach it)."""
+        log = self._log
+        if log:
+            kinds, compress = dict(self._kinds), self._settings.compression
+            self._segments.append(PendingSegment(self._next_segment, log, kinds, compress))
+            log.clear()  # the same list object: every handle appends to it
+            self._next_segment += 1
 
     def _needs_full_materialization(self) -> bool:
         return self._forced_reason is not None
@@ -234,13 +239,7 @@ class ChangelogKeyedStateBackend:
         self._check_disposed()
         if self._in_flight is not None or self._writer is None:
             return None
-        if self._log:
-            log = list(self._log)
-            self._log.clear()
-            self._segments.append(
-                PendingSegment(self._next_segment, log, dict(self._kinds), self._settings.compression)
-            )
-            self._next_segment += 1
+        self._cut_log()
         return self._begin_background_materialization()
 
     def _begin_background_materialization(self) -> Future[int]:
@@ -434,14 +433,18 @@ class _PendingChangelogSnapshot:
 
 
 class _Logged:
-    """Shared by the logged handles: the wrapped handle, the backend (for the key and the log) and the name.
-    Reads go straight to the wrapped handle."""
+    """Shared by the logged handles: the wrapped handle, the wrapped backend (whose `current_key` is the key), the
+    log (a flat list, four slots per change: see `changelog_handles`) and the name. Reads go straight to the
+    wrapped handle; a write appends its four slots with one `extend` (no object is made per change, so the log
+    costs the garbage collector nothing)."""
 
-    __slots__ = ("_delegate", "_backend", "_name")
+    __slots__ = ("_delegate", "_keys", "_log", "_name", "_backend")
 
     def __init__(self, delegate: Any, backend: ChangelogKeyedStateBackend, name: str) -> None:
         self._delegate = delegate
         self._backend = backend
+        self._keys = backend._inner
+        self._log = backend._log
         self._name = name
 
     def __getattr__(self, attribute: str) -> Any:
@@ -449,8 +452,7 @@ class _Logged:
 
     def clear(self) -> None:
         self._delegate.clear()
-        backend = self._backend
-        backend._log.append((DELETE, self._name, backend._inner.current_key, None))
+        self._log.extend((DELETE, self._name, self._keys.current_key, None))
 
 
 class _LoggedValueState(_Logged, ValueState[Any]):
@@ -461,12 +463,7 @@ class _LoggedValueState(_Logged, ValueState[Any]):
 
     def update(self, value: Any) -> None:
         self._delegate.update(value)
-        backend = self._backend
-        backend._log.append(
-            (DELETE, self._name, backend._inner.current_key, None)
-            if value is None
-            else (SET, self._name, backend._inner.current_key, value)
-        )
+        self._log.extend((SET if value is not None else DELETE, self._name, self._keys.current_key, value))
 
 
 class _LoggedListState(_Logged, ListState[Any]):
@@ -477,22 +474,18 @@ class _LoggedListState(_Logged, ListState[Any]):
 
     def add(self, value: Any) -> None:
         self._delegate.add(value)
-        backend = self._backend
-        backend._log.append((LIST_ADD, self._name, backend._inner.current_key, (value,)))
+        self._log.extend((LIST_ADD, self._name, self._keys.current_key, value))
 
     def add_all(self, values: Iterable[Any]) -> None:
         items = list(values)
         self._delegate.add_all(items)
         if items:
-            backend = self._backend
-            backend._log.append((LIST_ADD, self._name, backend._inner.current_key, items))
+            self._log.extend((LIST_ADD_ALL, self._name, self._keys.current_key, items))
 
     def update(self, values: Iterable[Any]) -> None:
         items = list(values)
         self._delegate.update(items)
-        backend = self._backend
-        key = backend._inner.current_key
-        backend._log.append((SET, self._name, key, items) if items else (DELETE, self._name, key, None))
+        self._log.extend((SET if items else DELETE, self._name, self._keys.current_key, items or None))
 
 
 class _LoggedMapState(_Logged, MapState[Any, Any]):
@@ -518,20 +511,17 @@ class _LoggedMapState(_Logged, MapState[Any, Any]):
 
     def put(self, key: Any, value: Any) -> None:
         self._delegate.put(key, value)
-        backend = self._backend
-        backend._log.append((MAP_PUT, self._name, backend._inner.current_key, {key: value}))
+        self._log.extend((MAP_PUT, self._name, self._keys.current_key, (key, value)))
 
     def put_all(self, dict_value: dict[Any, Any]) -> None:
         entries = dict(dict_value)
         self._delegate.put_all(entries)
         if entries:
-            backend = self._backend
-            backend._log.append((MAP_PUT, self._name, backend._inner.current_key, entries))
+            self._log.extend((MAP_PUT_ALL, self._name, self._keys.current_key, entries))
 
     def remove(self, key: Any) -> None:
         self._delegate.remove(key)
-        backend = self._backend
-        backend._log.append((MAP_REMOVE, self._name, backend._inner.current_key, key))
+        self._log.extend((MAP_REMOVE, self._name, self._keys.current_key, key))
 
 
 class _StoredLogging(_Logged):
@@ -542,10 +532,9 @@ class _StoredLogging(_Logged):
     __slots__ = ()
 
     def _log_stored(self) -> None:
-        backend = self._backend
-        key = backend._inner.current_key
-        stored = backend._raw(self._name).get(key)
-        backend._log.append((DELETE, self._name, key, None) if stored is None else (SET, self._name, key, stored))
+        key = self._keys.current_key
+        stored = self._backend._raw(self._name).get(key)
+        self._log.extend((SET if stored is not None else DELETE, self._name, key, stored))
 
     def update(self, value: Any) -> None:
         self._delegate.update(value)
@@ -618,7 +607,7 @@ class _LoggedTable(MutableMapping[Any, Any]):
     """An internal operator's value table whose writes are logged. `get` is the wrapped table's own (reads cost
     nothing more); `log` is the backend's log list (cut in place, never replaced)."""
 
-    def __init__(self, table: MutableMapping[Any, Any], log: list[Change], name: str) -> None:
+    def __init__(self, table: MutableMapping[Any, Any], log: list[Any], name: str) -> None:
         self._table = table
         self.log = log
         self._name = name
@@ -629,11 +618,11 @@ class _LoggedTable(MutableMapping[Any, Any]):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._table[key] = value
-        self.log.append((SET, self._name, key, value))
+        self.log.extend((SET, self._name, key, value))
 
     def __delitem__(self, key: Any) -> None:
         del self._table[key]
-        self.log.append((DELETE, self._name, key, None))
+        self.log.extend((DELETE, self._name, key, None))
 
     def __contains__(self, key: object) -> bool:
         return key in self._table

@@ -11,9 +11,10 @@ so a checkpoint uploads only what changed since the one before.
 Every stored piece that is a file is listed in `shared_handles()`, so the checkpoint store counts its references
 and removes it once no retained checkpoint needs it (the log before a materialization is truncated that way).
 
-A change is a tuple `(op, state name, key, argument)`; ops mirror what the wrapped backends store per key:
-SET (the key's whole stored value), DELETE, LIST_ADD (items appended), MAP_PUT (entries put), MAP_REMOVE (one
-user key removed). Replay applies them in order over the restored materialization, per key, and writes the keys
+A change is four consecutive slots `op, state name, key, argument` of a flat list (a tuple per change would cost
+the garbage collector, and pickle, several times more); ops mirror what the wrapped backends store per key: SET
+(the key's whole stored value), DELETE, LIST_ADD (one item appended), LIST_ADD_ALL (a list of items appended),
+MAP_PUT (a (user key, value) pair put), MAP_PUT_ALL (a dict of entries put), MAP_REMOVE (one user key removed). Replay applies them in order over the restored materialization, per key, and writes the keys
 they touched back in one `restore_key_groups` (so TTL layouts and RocksDB's map layout are handled by the backend
 itself).
 """
@@ -35,10 +36,11 @@ from fluvial.state.backend import KeyedStateSnapshot
 SET = 0
 DELETE = 1
 LIST_ADD = 2
-MAP_PUT = 3
-MAP_REMOVE = 4
-
-Change = tuple[int, str, Any, Any]
+LIST_ADD_ALL = 3
+MAP_PUT = 4
+MAP_PUT_ALL = 5
+MAP_REMOVE = 6
+SLOTS = 4  # per change in the flat log
 
 
 class StateChangelogStorage(Protocol):
@@ -105,10 +107,10 @@ class PendingSegment:
 
     __slots__ = ("number", "entries", "_data", "_compressed", "_lock", "stored")
 
-    def __init__(self, number: int, changes: list[Change], kinds: dict[str, str], compress: bool) -> None:
+    def __init__(self, number: int, changes: list[Any], kinds: dict[str, str], compress: bool) -> None:
         data = pickle.dumps((kinds, changes), protocol=5)
         self.number = number
-        self.entries = len(changes)
+        self.entries = len(changes) // SLOTS
         self._compressed = compress
         self._data: bytes | None = zlib.compress(data, 1) if compress else data
         self._lock = threading.Lock()
@@ -256,7 +258,7 @@ def restore_with_changelog(
 
 def replay(
     backend: Any,
-    segments: Iterable[tuple[dict[str, str], list[Change]]],
+    segments: Iterable[tuple[dict[str, str], list[Any]]],
     key_group_range: range,
     max_parallelism: int,
     kinds: dict[str, str],
@@ -278,7 +280,8 @@ def replay(
             known.update(new_kinds)
             kinds.update(new_kinds)
             backend.restore_key_groups([KeyedStateSnapshot(max_parallelism, {}, dict(new_kinds))])
-        for op, name, key, argument in changes:
+        slots = iter(changes)
+        for op, name, key, argument in zip(slots, slots, slots, slots, strict=True):
             group = groups.get(key)
             if group is None:
                 group = groups[key] = assign_to_key_group(key, max_parallelism)
@@ -321,14 +324,20 @@ def _apply(op: int, current: Any, argument: Any) -> Any:
         return argument
     if op == DELETE:
         return None
+    empty = current is None or current is _ABSENT
     if op == LIST_ADD:
-        return list(argument) if current is None or current is _ABSENT else [*current, *argument]
-    if op == MAP_PUT:
-        mapping = {} if current is None or current is _ABSENT else dict(current)
-        mapping.update(argument)
+        return [argument] if empty else [*current, argument]
+    if op == LIST_ADD_ALL:
+        return list(argument) if empty else [*current, *argument]
+    if op == MAP_PUT or op == MAP_PUT_ALL:
+        mapping = {} if empty else dict(current)
+        if op == MAP_PUT:
+            mapping[argument[0]] = argument[1]
+        else:
+            mapping.update(argument)
         return mapping
     if op == MAP_REMOVE:
-        if current is None or current is _ABSENT:
+        if empty:
             return None
         mapping = dict(current)
         mapping.pop(argument, None)
