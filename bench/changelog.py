@@ -1,5 +1,6 @@
 """The changelog state backend against the plain heap backend (FLIP-158's claim): a job whose keyed state is large
-(200K keys of ~100 bytes) while only a few hundred keys change between two checkpoints. Checkpoints every second
+(200K keys of ~100 bytes) while only a few hundred keys change — often, to short values — between two
+checkpoints. Checkpoints every second
 to files; with the changelog its segments are files too and it materializes every 5 s. Reported per backend:
 records/s (and the ratio to a plain-Python loop doing the same dict updates), and over the checkpoints taken once
 every key is in state the median of what each stored anew (Flink's checkpointed size), of the full state it
@@ -29,9 +30,12 @@ PAYLOAD = 100
 
 
 def record(i: int) -> tuple[int, str]:
-    """The first KEYS records fill the state; the rest update HOT keys over and over. Each value is its own
-    string (one shared object would be pickled once per chunk and make the state look small)."""
-    return (i if i < KEYS else i % HOT), str(i).rjust(PAYLOAD, "x")
+    """The first KEYS records fill the state with values of PAYLOAD bytes, each its own string (one shared object
+    would be pickled once per chunk and make the state look small); the rest set HOT keys to short values over
+    and over (a status, a counter)."""
+    if i < KEYS:
+        return i, str(i).rjust(PAYLOAD, "x")
+    return i % HOT, str(i)
 
 
 class Keep(KeyedProcessFunction):
@@ -87,7 +91,7 @@ def main() -> bool:
     for changelog in (False, True):
         with tempfile.TemporaryDirectory() as directory:
             seconds, history = run(changelog, directory)
-        full = [entry for entry in history if entry["state_size"] >= KEYS * PAYLOAD]
+        full = [entry for entry in history if entry["state_size"] >= KEYS * PAYLOAD * 0.9]
         label = "changelog (heap inside)" if changelog else "heap"
         rate = RECORDS / seconds
         if not full:

@@ -113,7 +113,7 @@ class ChangelogKeyedStateBackend:
         self.key_group_range: range = inner.key_group_range
         self._log: list[Any] = []  # flat: four slots (op, state name, key, argument) per change
         self._kinds: dict[str, str] = {}
-        self._handles: dict[str, State] = {}
+        self._handles: dict[str, _Logged] = {}
         self._tables: dict[str, _LoggedTable] = {}
         self._segments: list[PendingSegment] = []
         self._next_segment = 0
@@ -163,14 +163,14 @@ class ChangelogKeyedStateBackend:
         """The wrapped backend's handle for `descriptor`, wrapped so its writes are logged."""
         inner = self._inner.get_state(descriptor)
         name = descriptor.name
-        handle = self._handles.get(name)
-        if handle is not None and getattr(handle, "_delegate", None) is inner:
-            return handle
+        known = self._handles.get(name)
+        if known is not None and known._delegate is inner:
+            return known  # type: ignore[return-value]  # every _Logged handle is also a State
         kind = descriptor.kind
         handle = (_LOGGED if descriptor.ttl_config is None else _LOGGED_WITH_TTL)[kind](inner, self, name)
         self._kinds[name] = kind.value
         self._handles[name] = handle
-        return handle
+        return handle  # type: ignore[return-value]
 
     def value_table(self, name: str) -> MutableMapping[Any, Any]:
         """The wrapped backend's value table of `name`, whose writes are logged."""

@@ -210,7 +210,7 @@ def load_materialized(materialized: MaterializedStateHandle, reader: Callable[[A
     return _loads(reader(materialized.handle), f"materialization {materialized.materialization_id}")
 
 
-def load_segment(segment: ChangelogSegmentHandle, reader: Callable[[Any], bytes]) -> tuple[dict[str, str], list]:
+def load_segment(segment: ChangelogSegmentHandle, reader: Callable[[Any], bytes]) -> tuple[dict[str, str], list[Any]]:
     """(state name -> kind, changes) of a stored segment."""
     data = reader(segment.handle)
     if segment.compressed:
