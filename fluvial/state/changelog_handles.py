@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from fluvial.common.errors import UnreadableStateError
 from fluvial.common.key_groups import assign_to_key_group
 from fluvial.state.backend import KeyedStateSnapshot
+from fluvial.state.snapshot import _loads
 
 SET = 0
 DELETE = 1
@@ -220,16 +221,6 @@ def load_segment(segment: ChangelogSegmentHandle, reader: Callable[[Any], bytes]
             raise UnreadableStateError(f"changelog segment {segment.number} cannot be decompressed: {error}") from None
     kinds, changes = _loads(data, f"changelog segment {segment.number}")
     return kinds, changes
-
-
-def _loads(data: bytes, what: str) -> Any:
-    try:
-        return pickle.loads(data)
-    except Exception as error:  # noqa: BLE001 - any unpickling failure means the same: the state is unusable
-        raise UnreadableStateError(
-            f"{what} cannot be unpickled ({type(error).__name__}: {error}): it is damaged, or was pickled by code "
-            "this program no longer has"
-        ) from error
 
 
 _ABSENT = object()
