@@ -437,3 +437,35 @@ def test_compressed_segments_in_files_restore(tmp_path: Path) -> None:
     new.current_key = "a"
     assert list(new.get_state(ListStateDescriptor("l")).get()) == ["x"] * 1000
     new.dispose()
+
+
+@pytest.mark.parametrize("inner", ["heap", "rocksdb"])
+def test_windows_and_their_timers_restore_from_a_changelog_checkpoint(inner: str) -> None:
+    from fluvial.datastream.window import TumblingEventTimeWindows
+
+    backend = ChangelogStateBackend(INNER[inner](), ChangelogSettings())
+
+    def windowed(restore: list | None = None) -> OperatorHarness:
+        return OperatorHarness.of(
+            lambda stream: (
+                stream.key_by(lambda record: record[0])
+                .window(TumblingEventTimeWindows.of(Duration.of_millis(1000)))
+                .reduce(lambda a, b: (a[0], a[1] + b[1]))
+            ),
+            state_backend=backend,
+        ).open(restore)
+
+    h = windowed()
+    h.process_element(("a", 1), 10).process_element(("b", 2), 20)
+    h.snapshot(1)
+    h.process_element(("a", 3), 900).process_element(("a", 5), 1500)
+    snapshot = h.snapshot(2)
+    h.close()
+    again = windowed([snapshot])
+    assert again.timer_count() == 3
+    again.process_element(("b", 4), 999)
+    again.process_watermark(999)
+    assert sorted(again.take_values()) == [("a", 4), ("b", 6)]
+    again.process_final_watermark()
+    assert again.take_values() == [("a", 5)]
+    again.close()
