@@ -33,32 +33,20 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from fluvial.common.errors import StateError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.state import (
-    AggregatingState,
-    ListState,
-    MapState,
-    ReducingState,
     State,
     StateDescriptor,
     StateKind,
-    ValueState,
 )
 from fluvial.datastream.state_backend import ChangelogSettings
 from fluvial.state.backend import KeyedStateSnapshot, StateReader
 from fluvial.state.changelog_handles import (
-    DELETE,
-    LIST_ADD,
-    LIST_ADD_ALL,
-    MAP_PUT,
-    MAP_PUT_ALL,
-    MAP_REMOVE,
-    SET,
     ChangelogStateBackendHandle,
     Materialization,
     MaterializedStateHandle,
@@ -66,6 +54,7 @@ from fluvial.state.changelog_handles import (
     StateChangelogStorage,
     restore_with_changelog,
 )
+from fluvial.state.changelog_state import LOGGED, LOGGED_WITH_TTL, LoggedState, LoggedTable
 from fluvial.state.snapshot import SnapshotType
 
 logger = logging.getLogger(__name__)
@@ -113,8 +102,8 @@ class ChangelogKeyedStateBackend:
         self.key_group_range: range = inner.key_group_range
         self._log: list[Any] = []  # flat: four slots (op, state name, key, argument) per change
         self._kinds: dict[str, str] = {}
-        self._handles: dict[str, _Logged] = {}
-        self._tables: dict[str, _LoggedTable] = {}
+        self._handles: dict[str, LoggedState] = {}
+        self._tables: dict[str, LoggedTable] = {}
         self._segments: list[PendingSegment] = []
         self._next_segment = 0
         self._materialized: MaterializedStateHandle | None = None
@@ -165,9 +154,9 @@ class ChangelogKeyedStateBackend:
         name = descriptor.name
         known = self._handles.get(name)
         if known is not None and known._delegate is inner:
-            return known  # type: ignore[return-value]  # every _Logged handle is also a State
+            return known  # type: ignore[return-value]  # every LoggedState handle is also a State
         kind = descriptor.kind
-        handle = (_LOGGED if descriptor.ttl_config is None else _LOGGED_WITH_TTL)[kind](inner, self, name)
+        handle = (LOGGED if descriptor.ttl_config is None else LOGGED_WITH_TTL)[kind](inner, self, name)
         self._kinds[name] = kind.value
         self._handles[name] = handle
         return handle  # type: ignore[return-value]
@@ -176,7 +165,7 @@ class ChangelogKeyedStateBackend:
         """The wrapped backend's value table of `name`, whose writes are logged."""
         table = self._tables.get(name)
         if table is None:
-            table = self._tables[name] = _LoggedTable(self._inner.value_table(name), self._log, name)
+            table = self._tables[name] = LoggedTable(self._inner.value_table(name), self._log, name)
             self._kinds.setdefault(name, StateKind.VALUE.value)
         return table
 
@@ -427,208 +416,3 @@ class _PendingChangelogSnapshot:
 
     def discard(self) -> None:
         """Nothing of this checkpoint's own to drop: segments stay for the next checkpoint."""
-
-
-# -- logged handles ---------------------------------------------------------------------------------------------
-
-
-class _Logged:
-    """Shared by the logged handles: the wrapped handle, the wrapped backend (whose `current_key` is the key), the
-    log (a flat list, four slots per change: see `changelog_handles`) and the name. Reads go straight to the
-    wrapped handle; a write appends its four slots with one `extend` (no object is made per change, so the log
-    costs the garbage collector nothing)."""
-
-    __slots__ = ("_delegate", "_keys", "_log", "_name", "_backend")
-
-    def __init__(self, delegate: Any, backend: ChangelogKeyedStateBackend, name: str) -> None:
-        self._delegate = delegate
-        self._backend = backend
-        self._keys = backend._inner
-        self._log = backend._log
-        self._name = name
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self._delegate, attribute)
-
-    def clear(self) -> None:
-        self._delegate.clear()
-        self._log.extend((DELETE, self._name, self._keys.current_key, None))
-
-
-class _LoggedValueState(_Logged, ValueState[Any]):
-    __slots__ = ()
-
-    def value(self) -> Any:
-        return self._delegate.value()
-
-    def update(self, value: Any) -> None:
-        self._delegate.update(value)
-        self._log.extend((SET if value is not None else DELETE, self._name, self._keys.current_key, value))
-
-
-class _LoggedListState(_Logged, ListState[Any]):
-    __slots__ = ()
-
-    def get(self) -> Any:
-        return self._delegate.get()
-
-    def add(self, value: Any) -> None:
-        self._delegate.add(value)
-        self._log.extend((LIST_ADD, self._name, self._keys.current_key, value))
-
-    def add_all(self, values: Iterable[Any]) -> None:
-        items = list(values)
-        self._delegate.add_all(items)
-        if items:
-            self._log.extend((LIST_ADD_ALL, self._name, self._keys.current_key, items))
-
-    def update(self, values: Iterable[Any]) -> None:
-        items = list(values)
-        self._delegate.update(items)
-        self._log.extend((SET if items else DELETE, self._name, self._keys.current_key, items or None))
-
-
-class _LoggedMapState(_Logged, MapState[Any, Any]):
-    __slots__ = ()
-
-    def get(self, key: Any) -> Any:
-        return self._delegate.get(key)
-
-    def contains(self, key: Any) -> bool:
-        return self._delegate.contains(key)  # type: ignore[no-any-return]
-
-    def items(self) -> Any:
-        return self._delegate.items()
-
-    def keys(self) -> Any:
-        return self._delegate.keys()
-
-    def values(self) -> Any:
-        return self._delegate.values()
-
-    def is_empty(self) -> bool:
-        return self._delegate.is_empty()  # type: ignore[no-any-return]
-
-    def put(self, key: Any, value: Any) -> None:
-        self._delegate.put(key, value)
-        self._log.extend((MAP_PUT, self._name, self._keys.current_key, (key, value)))
-
-    def put_all(self, dict_value: dict[Any, Any]) -> None:
-        entries = dict(dict_value)
-        self._delegate.put_all(entries)
-        if entries:
-            self._log.extend((MAP_PUT_ALL, self._name, self._keys.current_key, entries))
-
-    def remove(self, key: Any) -> None:
-        self._delegate.remove(key)
-        self._log.extend((MAP_REMOVE, self._name, self._keys.current_key, key))
-
-
-class _StoredLogging(_Logged):
-    """Writes logged as the key's whole stored value, read back from the wrapped backend after the write (the
-    accumulator of a reducing or aggregating state; the TTL-wrapped value, timestamp included, of a TTL state).
-    Put first among a logged handle's bases, its writers replace the handle's own."""
-
-    __slots__ = ()
-
-    def _log_stored(self) -> None:
-        key = self._keys.current_key
-        stored = self._backend._raw(self._name).get(key)
-        self._log.extend((SET if stored is not None else DELETE, self._name, key, stored))
-
-    def update(self, value: Any) -> None:
-        self._delegate.update(value)
-        self._log_stored()
-
-    def add(self, value: Any) -> None:
-        self._delegate.add(value)
-        self._log_stored()
-
-    def add_all(self, values: Iterable[Any]) -> None:
-        self._delegate.add_all(values)
-        self._log_stored()
-
-    def put(self, key: Any, value: Any) -> None:
-        self._delegate.put(key, value)
-        self._log_stored()
-
-    def put_all(self, dict_value: dict[Any, Any]) -> None:
-        self._delegate.put_all(dict_value)
-        self._log_stored()
-
-    def remove(self, key: Any) -> None:
-        self._delegate.remove(key)
-        self._log_stored()
-
-
-class _LoggedReducingState(_StoredLogging, ReducingState[Any]):
-    __slots__ = ()
-
-    def get(self) -> Any:
-        return self._delegate.get()
-
-
-class _LoggedAggregatingState(_StoredLogging, AggregatingState[Any, Any]):
-    __slots__ = ()
-
-    def get(self) -> Any:
-        return self._delegate.get()
-
-
-class _TtlValueState(_StoredLogging, _LoggedValueState):
-    __slots__ = ()
-
-
-class _TtlListState(_StoredLogging, _LoggedListState):
-    __slots__ = ()
-
-
-class _TtlMapState(_StoredLogging, _LoggedMapState):
-    __slots__ = ()
-
-
-_LOGGED: dict[StateKind, type[_Logged]] = {
-    StateKind.VALUE: _LoggedValueState,
-    StateKind.LIST: _LoggedListState,
-    StateKind.MAP: _LoggedMapState,
-    StateKind.REDUCING: _LoggedReducingState,
-    StateKind.AGGREGATING: _LoggedAggregatingState,
-}
-_LOGGED_WITH_TTL: dict[StateKind, type[_Logged]] = {
-    StateKind.VALUE: _TtlValueState,
-    StateKind.LIST: _TtlListState,
-    StateKind.MAP: _TtlMapState,
-    StateKind.REDUCING: _LoggedReducingState,
-    StateKind.AGGREGATING: _LoggedAggregatingState,
-}
-
-
-class _LoggedTable(MutableMapping[Any, Any]):
-    """An internal operator's value table whose writes are logged. `get` is the wrapped table's own (reads cost
-    nothing more); `log` is the backend's log list (cut in place, never replaced)."""
-
-    def __init__(self, table: MutableMapping[Any, Any], log: list[Any], name: str) -> None:
-        self._table = table
-        self.log = log
-        self._name = name
-        self.get = table.get  # type: ignore[method-assign]
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._table[key]
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._table[key] = value
-        self.log.extend((SET, self._name, key, value))
-
-    def __delitem__(self, key: Any) -> None:
-        del self._table[key]
-        self.log.extend((DELETE, self._name, key, None))
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._table
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
