@@ -399,30 +399,28 @@ class StreamExecutionEnvironment:
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
 
     def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
-        """The changelog state backend is not supported; disabling it is accepted.
+        """Turn the changelog state backend on or off (`state.changelog.enabled`, FLIP-158).
+
+        With it, every change to keyed state is also appended to a log; a checkpoint uploads only the part of
+        the log written since the previous checkpoint, plus a reference to the last materialization — a full
+        snapshot of the job's keyed backend (heap or RocksDB) taken every
+        `state.changelog.periodic-materialize.interval`. So a checkpoint's cost follows the rate of change, not
+        the size of the state. Savepoints stay canonical (the keyed backend's own full snapshot).
 
         Args:
             enabled: Whether to enable it.
 
         Returns:
-            This environment, when `enabled` is False.
-
-        Raises:
-            NotYetSupportedError: `enabled` is True (incremental checkpoints come from
-                `EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)`).
+            This environment.
         """
-        if enabled:
-            from fluvial.common.errors import NotYetSupportedError
-
-            raise NotYetSupportedError(
-                "the changelog state backend is not supported yet; incremental checkpoints come from "
-                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)"
-            )
+        if not isinstance(enabled, bool):
+            raise InvalidJobError(f"enable_changelog_state_backend takes True or False, got {enabled!r}")
+        self._configuration.set_string("state.changelog.enabled", "true" if enabled else "false")
         return self
 
     def is_changelog_state_backend_enabled(self) -> bool:
-        """Always False: there is no changelog state backend."""
-        return False
+        """Whether the changelog state backend is enabled (`state.changelog.enabled`)."""
+        return bool(self._configuration.get("state.changelog.enabled"))
 
     def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         """Where savepoints go when none is named (`state.savepoints.dir`)."""
@@ -520,6 +518,10 @@ class StreamExecutionEnvironment:
         backend = self._state_backend
         if backend is None and "state.backend.type" in keys:
             backend = self.get_state_backend()
+        if self._configuration.get("state.changelog.enabled"):
+            from fluvial.datastream.state_backend import ChangelogSettings, ChangelogStateBackend, HashMapStateBackend
+
+            backend = ChangelogStateBackend(backend or HashMapStateBackend(), ChangelogSettings.of(self._configuration))
         return FaultTolerance(
             checkpoints=checkpoints,
             state_backend=backend,

@@ -52,14 +52,28 @@ class OperatorContext:
         return key_group_range_for_operator(self.max_parallelism, info.parallelism, info.subtask_index)
 
     def create_keyed_backend(self) -> Any:
-        """The keyed state backend the job chose, for this operator's key groups."""
+        """The keyed state backend the job chose, for this operator's key groups (wrapped in the changelog state
+        backend when the job enabled it)."""
+        from fluvial.datastream.state_backend import ChangelogStateBackend
+
+        if isinstance(self.state_backend, ChangelogStateBackend):
+            from fluvial.checkpoint.changelog_storage import create_changelog_storage
+            from fluvial.state.changelog import ChangelogKeyedStateBackend
+
+            settings = self.state_backend.get_settings()
+            inner = self._create_backend(self.state_backend.get_delegated_state_backend())
+            storage = create_changelog_storage(settings, self.task_info.job_id)
+            return ChangelogKeyedStateBackend(inner, settings, self.task_info, self.operator_id, storage)
+        return self._create_backend(self.state_backend)
+
+    def _create_backend(self, description: Any) -> Any:
         from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 
-        if isinstance(self.state_backend, EmbeddedRocksDBStateBackend):
+        if isinstance(description, EmbeddedRocksDBStateBackend):
             from fluvial.state.factory import create_rocksdb_backend
 
             return create_rocksdb_backend(
-                self.state_backend, self.max_parallelism, self.key_group_range(), self.task_info, self.operator_id
+                description, self.max_parallelism, self.key_group_range(), self.task_info, self.operator_id
             )
         from fluvial.state.heap import HeapKeyedStateBackend
 

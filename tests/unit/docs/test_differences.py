@@ -66,10 +66,10 @@ def test_the_refused_environment_calls_are_refused(call: str) -> None:
         getattr(StreamExecutionEnvironment.get_execution_environment(), call)(*["x"] * (2 if "cached" in call else 1))
 
 
-def test_the_changelog_state_backend_is_refused() -> None:
-    assert "enable_changelog_state_backend(True)" in PAGE
-    with pytest.raises(FluvialError, match="changelog"):
-        StreamExecutionEnvironment.get_execution_environment().enable_changelog_state_backend(True)
+def test_the_changelog_state_backend_is_there() -> None:
+    assert "enable_changelog_state_backend" not in PAGE
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert env.enable_changelog_state_backend(True) is env and env.is_changelog_state_backend_enabled()
 
 
 @pytest.mark.parametrize(
