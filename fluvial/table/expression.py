@@ -193,6 +193,11 @@ class Expression:
 
     # -- naming and types ---------------------------------------------------------------------------------------
 
+    def over(self, alias: Any) -> Expression:
+        """This aggregate over the over window named `alias` (`col("b").sum.over(col("w"))`)."""
+        name = alias.name if isinstance(alias, Expression) else str(alias)
+        return Expression("call", "__over__", (self,), value=name)
+
     def alias(self, name: str, *extra_names: str) -> Expression:
         return Expression("alias", args=(self,), aliases=(name, *extra_names))
 

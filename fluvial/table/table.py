@@ -14,6 +14,7 @@ from fluvial.table.planner.resolve import (
     Resolver,
     check_unique,
     contains_aggregate,
+    expand_star,
     plan_aggregate,
     project,
     resolve_condition,
@@ -233,6 +234,12 @@ class Table:
     def window(self, window: Any) -> GroupWindowedTable:
         return GroupWindowedTable(self, window)
 
+    def over_window(self, *over_windows: Any) -> OverWindowedTable:
+        """Over windows for `.select(..., col("b").sum.over(col("w")))` (one window, as Flink supports)."""
+        if len(over_windows) != 1:
+            raise ValidationException(f"over_window takes one over window; {len(over_windows)} were given")
+        return OverWindowedTable(self, over_windows[0])
+
     def order_by(self, *fields: Any) -> Table:
         raise ValidationException(
             "Sort on a non-time-attribute field is not supported in streaming mode; "
@@ -332,3 +339,23 @@ class WindowGroupedTable:
             )
         spec = WindowSpec(WindowKind(window.kind), index, window.size, window.slide)
         return self._table._new(plan_aggregate(node, keys, _exprs(fields), window=spec, window_alias=alias))
+
+
+class OverWindowedTable:
+    def __init__(self, table: Table, window: Any) -> None:
+        self._table = table
+        self._window = window
+
+    def select(self, *fields: Any) -> Table:
+        from fluvial.table.planner.over import collect_over, plan_over, table_api_frame
+
+        node = self._table._node
+        items = expand_star(_exprs(fields), node)
+        calls: list[Expression] = []
+        collect_over(items, calls)
+        for call in calls:
+            if call.value != self._window.alias_name:
+                raise ValidationException(
+                    f"Over window '{call.value}' is not defined: over_window(...) named it '{self._window.alias_name}'"
+                )
+        return self._table._new(plan_over(node, items, table_api_frame(self._window, node), sql=False))

@@ -21,6 +21,7 @@ __all__ = [
     "Calc",
     "Aggregate",
     "WindowAggregate",
+    "WindowTableFunction",
     "WindowSpec",
     "WindowKind",
     "Union",
@@ -181,6 +182,7 @@ class WindowSpec:
     size: int
     slide: int = 0
     offset: int = 0
+    partition: tuple[int, ...] = ()  # SESSION's PARTITION BY columns
 
     def describe(self, names: list[str]) -> str:
         time = names[self.time_index]
@@ -190,7 +192,8 @@ class WindowSpec:
             return f"HOP(time_col=[{time}], size=[{_interval(self.size)}], slide=[{_interval(self.slide)}])"
         if self.kind is WindowKind.CUMULATE:
             return f"CUMULATE(time_col=[{time}], max_size=[{_interval(self.size)}], step=[{_interval(self.slide)}])"
-        return f"SESSION(time_col=[{time}], gap=[{_interval(self.size)}])"
+        partition = f"partition keys=[{', '.join(names[p] for p in self.partition)}], " if self.partition else ""
+        return f"SESSION({partition}time_col=[{time}], gap=[{_interval(self.size)}])"
 
 
 def _interval(millis: int) -> str:
@@ -223,6 +226,23 @@ class WindowAggregate(SingleRel):
         )
         group = f"groupBy=[{', '.join(names[g] for g in self.group)}], " if self.group else ""
         return f"GroupWindowAggregate({group}window=[{self.window.describe(names)}], select=[{', '.join(select)}])"
+
+
+@dataclass(frozen=True)
+class WindowTableFunction(SingleRel):
+    """A SESSION window table function on its own (Flink's WindowTableFunction): each input row, once its
+    session (per PARTITION BY key, merged as rows arrive) closes at the watermark, with window_start, window_end
+    and window_time (the new rowtime) after its columns. Planned when an aggregation over the sessions groups by
+    other keys than the partition keys; then a group aggregation follows it."""
+
+    window: WindowSpec = None  # type: ignore[assignment]
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.INSERT_ONLY
+
+    def explain_terms(self) -> str:
+        return f"WindowTableFunction(window=[{self.window.describe(self.input.names)}])"
 
 
 @dataclass(frozen=True)
@@ -342,23 +362,28 @@ class TopN(SingleRel):
 
 @dataclass(frozen=True)
 class OverAggregate(SingleRel):
-    """OVER aggregation ordered by event time from UNBOUNDED PRECEDING to the CURRENT ROW (Flink's
-    RowTime{Rows,Range}UnboundedPrecedingFunction): the input's columns, then the aggregates. Rows wait for the
-    watermark and are emitted in time order; late rows are dropped."""
+    """OVER aggregation ordered by event time from UNBOUNDED or n (ROWS) / an interval (RANGE) PRECEDING to the
+    CURRENT ROW (Flink's RowTime{Rows,Range}{Unbounded,Bounded}PrecedingFunction): the input's columns, then the
+    aggregates. Rows wait for the watermark and are emitted in time order; late rows are dropped."""
 
     keys: tuple[int, ...] = ()
     rowtime: int = 0
     rows_frame: bool = True
     aggs: tuple[AggCall, ...] = ()
+    preceding: int | None = None  # None: UNBOUNDED; else rows (ROWS) or milliseconds (RANGE) before the row
 
     def explain_terms(self) -> str:
         names = self.input.names
         keys = ", ".join(names[k] for k in self.keys)
         frame = "ROWS" if self.rows_frame else "RANGE"
+        if self.preceding is None:
+            start = "UNBOUNDED"
+        else:
+            start = str(self.preceding)
         aggs = ", ".join(f"{a.describe(names)} AS {a.name}" for a in self.aggs)
         return (
             f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN "
-            f"UNBOUNDED PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
+            f"{start} PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
         )
 
 

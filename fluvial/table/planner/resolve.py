@@ -518,7 +518,12 @@ def plan_aggregate(
             + [Column("window_start", ts_type), Column("window_end", ts_type), Column("window_time", rowtime_type)]
         )
         agg: RelNode = WindowAggregate(
-            tuple(columns), pre, replace(window, time_index=rowtime), group, tuple(agg_calls)
+            tuple(columns),
+            pre,
+            # a SESSION's partition keys are its group keys (else the SQL planner plans a window TVF)
+            replace(window, time_index=rowtime, partition=group if window.partition else ()),
+            group,
+            tuple(agg_calls),
         )
     else:
         agg = Aggregate(tuple(key_columns + agg_columns), pre, group, tuple(agg_calls))

@@ -27,6 +27,7 @@ from fluvial.table.planner.logical import (
     Values,
     WindowAggregate,
     WindowKind,
+    WindowTableFunction,
 )
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -84,6 +85,14 @@ class Translator:
             ).name(node.explain_terms())
         if isinstance(node, WindowAggregate):
             return self._window(node)
+        if isinstance(node, WindowTableFunction):
+            from fluvial.common.time import Time
+            from fluvial.datastream.window import EventTimeSessionWindows
+            from fluvial.table.runtime.windows import WindowRowsResult
+
+            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(node.window.size))
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.window.partition))
+            return keyed.window(assigner).process(WindowRowsResult(node.names)).name(node.explain_terms())
         if isinstance(node, Correlate):
             function = CorrelateFunction(
                 node.names,
@@ -121,6 +130,11 @@ class Translator:
             from fluvial.table.runtime.windows import OverAggFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            if node.preceding is not None:
+                from fluvial.table.runtime.over import BoundedOverAggFunction
+
+                bounded = BoundedOverAggFunction(node.names, node.rowtime, node.rows_frame, node.preceding, node.aggs)
+                return keyed.process(bounded).name(node.explain_terms())
             return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)).name(
                 node.explain_terms()
             )
@@ -146,7 +160,7 @@ class Translator:
             )
         if node.watermark is not None:
             strategy = WatermarkStrategy.for_generator(
-                SqlWatermarkSupplier(node.watermark.expression)
+                SqlWatermarkSupplier(node.watermark.expression, self.env.get_config().get_auto_watermark_interval())
             ).with_timestamp_assigner(RowtimeAssigner(node.watermark.rowtime))
             stream = stream.assign_timestamps_and_watermarks(strategy).name(
                 f"WatermarkAssigner(rowtime=[{node.names[node.watermark.rowtime]}], watermark=[{node.watermark.text}])"
