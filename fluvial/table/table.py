@@ -182,6 +182,21 @@ class Table:
         condition = _exprs([predicate])[0] if predicate is not None else None
         return self._new(plan_join(self._node, right._node, join_type, condition))
 
+    def map(self, func: Any) -> Table:
+        """A scalar function over each row: `map(f(col("a"), col("b")))`, or `map(f)` (f gets the row); its
+        ROW result's fields become the columns (renamed with `.alias(...)`)."""
+        from fluvial.table.planner.udf_plans import plan_map
+
+        return self._new(plan_map(self._node, func))
+
+    def aggregate(self, func: Any) -> AggregatedTable:
+        """A udaf over the whole table; its ROW result's fields become the columns. Close with `select`."""
+        return self.group_by().aggregate(func)
+
+    def flat_aggregate(self, func: Any) -> FlatAggregateTable:
+        """A udtaf over the whole table: the rows its `emit_value` yields. Close with `select`."""
+        return self.group_by().flat_aggregate(func)
+
     def flat_map(self, func: Any) -> Table:
         """A table function over each row: its output columns only (`f0`, ... unless aliased)."""
         return self._new(self._correlate(func, keep_input=False))
@@ -304,6 +319,32 @@ class GroupedTable:
 
     def select(self, *fields: Any) -> Table:
         return self._table._new(plan_aggregate(self._table._node, self._keys, _exprs(fields)))
+
+    def aggregate(self, func: Any) -> AggregatedTable:
+        """A udaf per group: the group keys, then its result's columns. Close with `select`."""
+        from fluvial.table.planner.udf_plans import plan_udaf_aggregate
+
+        return AggregatedTable(self._table._new(plan_udaf_aggregate(self._table._node, self._keys, func)))
+
+    def flat_aggregate(self, func: Any) -> FlatAggregateTable:
+        """A udtaf per group: the group keys, then each row its `emit_value` yields. Close with `select`."""
+        from fluvial.table.planner.udf_plans import plan_flat_aggregate
+
+        return FlatAggregateTable(self._table._new(plan_flat_aggregate(self._table._node, self._keys, func)))
+
+
+class AggregatedTable:
+    """`aggregate(...)`'s result, closed by `select` over its columns (PyFlink's AggregatedTable)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def select(self, *fields: Any) -> Table:
+        return self._table.select(*fields)
+
+
+class FlatAggregateTable(AggregatedTable):
+    """`flat_aggregate(...)`'s result, closed by `select` (PyFlink's FlatAggregateTable)."""
 
 
 class GroupWindowedTable:

@@ -34,6 +34,7 @@ __all__ = [
     "Join",
     "TopN",
     "OverAggregate",
+    "TableAggregate",
 ]
 
 
@@ -385,6 +386,27 @@ class OverAggregate(SingleRel):
             f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN "
             f"{start} PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
         )
+
+
+@dataclass(frozen=True)
+class TableAggregate(SingleRel):
+    """`group_by(keys).flat_aggregate(udtaf(args))` (Flink's GroupTableAggregate): per key, an accumulator; each
+    input row retracts the rows the group emitted before (-D) and emits what `emit_value` yields now (+I).
+    Output: the group keys, then the function's columns."""
+
+    group: tuple[int, ...] = ()
+    args: tuple[int, ...] = ()
+    function: Any = None
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        group = ", ".join(names[g] for g in self.group)
+        call = f"{self.function._name}({', '.join(names[a] for a in self.args)})"
+        return f"GroupTableAggregate(groupBy=[{group}], select=[{', '.join([*(names[g] for g in self.group), call])}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

@@ -22,6 +22,7 @@ from fluvial.table.planner.logical import (
     OverAggregate,
     RelNode,
     Scan,
+    TableAggregate,
     TopN,
     Union,
     Values,
@@ -120,6 +121,12 @@ class Translator:
                     self.state_ttl_millis,
                 )
             ).name(node.explain_terms())
+        if isinstance(node, TableAggregate):
+            from fluvial.table.runtime.table_aggregate import TableAggFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
+            function = TableAggFunction(node.names, len(node.group), node.args, node.function)
+            return keyed.process(function).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first

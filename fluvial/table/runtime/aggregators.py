@@ -196,7 +196,34 @@ class _ListAgg(_FirstLast):
         return ",".join(str(v) for v in acc[0]) if acc[0] else None
 
 
+class _UserAggregate(Aggregator):
+    """A udaf (`fluvial.table.udf.AggregateFunction`): its own accumulator, changed in place by its methods."""
+
+    def __init__(self, call: AggCall) -> None:
+        from fluvial.table.udf import FunctionContext
+
+        super().__init__(call)
+        self.function = call.function._func
+        self.function.open(FunctionContext())
+
+    def create(self) -> Any:
+        return self.function.create_accumulator()
+
+    def accumulate(self, acc: Any, value: Any) -> None:
+        self.function.accumulate(acc, *value)
+
+    def retract(self, acc: Any, value: Any) -> None:
+        self.function.retract(acc, *value)
+
+    def value(self, acc: Any) -> Any:
+        return self.function.get_value(acc)
+
+    def merge(self, acc: Any, other: Any) -> None:
+        self.function.merge(acc, [other])
+
+
 _KINDS: dict[str, type[Aggregator]] = {
+    "UDAF": _UserAggregate,
     "COUNT": _Count,
     "SUM": _Sum,
     "SUM0": _Sum,
@@ -229,6 +256,8 @@ class AggregateSet:
 
     def _arg(self, agg: Aggregator, values: Sequence[Any]) -> Any:
         args = agg.args
+        if agg.kind == "UDAF":
+            return tuple(values[a] for a in args)
         if not args:
             return 1
         return values[args[0]]
