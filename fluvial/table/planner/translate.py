@@ -125,8 +125,8 @@ class Translator:
             from fluvial.table.runtime.table_aggregate import TableAggFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
-            function = TableAggFunction(node.names, len(node.group), node.args, node.function)
-            return keyed.process(function).name(node.explain_terms())
+            table_agg = TableAggFunction(node.names, len(node.group), node.args, node.function)
+            return keyed.process(table_agg).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first

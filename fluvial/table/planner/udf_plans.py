@@ -85,7 +85,8 @@ def plan_flat_aggregate(input: RelNode, keys: list[Expression], func: Any) -> Re
     key_rexes = [resolver.resolve(k) for k in keys]
     arg_rexes = [resolver.resolve(a) for a in call.args]
     key_columns = [
-        Column(k.name if k.kind == "field" else f"$f{i}", r.type) for i, (k, r) in enumerate(zip(keys, key_rexes))
+        Column(k.name if k.kind == "field" and k.name else f"$f{i}", r.type)
+        for i, (k, r) in enumerate(zip(keys, key_rexes))
     ]
     pre_columns = key_columns + [Column(f"$f{len(keys) + i}", r.type) for i, r in enumerate(arg_rexes)]
     pre = Calc(tuple(pre_columns), input, tuple(key_rexes + arg_rexes), None)

@@ -67,13 +67,16 @@ def _partition_arguments(tokens: list[Token], tables: set[int]) -> list[Token]:
             out.append(token)
             i += 1
             continue
-        at = {"line": token.line, "col": token.col, "start": token.start, "end": token.end}
-        out.append(Token(TokenType.COMMA, ",", **at))
-        out.append(Token(TokenType.VAR, "PARTITION_BY", **at))
+
+        def at(kind: TokenType, text: str, token: Token = token) -> Token:
+            return Token(kind, text, line=token.line, col=token.col, start=token.start, end=token.end)
+
+        out.append(at(TokenType.COMMA, ","))
+        out.append(at(TokenType.VAR, "PARTITION_BY"))
         i += 1
         if tokens[i].token_type is TokenType.L_PAREN:
             continue  # the parenthesised key list is the call's own
-        out.append(Token(TokenType.L_PAREN, "(", **at))
+        out.append(at(TokenType.L_PAREN, "("))
         depth = 0
         while i < len(tokens):
             kind = tokens[i].token_type
@@ -82,5 +85,5 @@ def _partition_arguments(tokens: list[Token], tables: set[int]) -> list[Token]:
             depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
             out.append(tokens[i])
             i += 1
-        out.append(Token(TokenType.R_PAREN, ")", **at))
+        out.append(at(TokenType.R_PAREN, ")"))
     return out
