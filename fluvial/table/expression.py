@@ -207,6 +207,16 @@ class Expression:
     def try_cast(self, data_type: DataType) -> Expression:
         return Expression("cast", "try_cast", (self,), data_type=data_type)
 
+    # -- ordering (order_by) ------------------------------------------------------------------------------------
+
+    @property
+    def asc(self) -> Expression:
+        return self._call("asc")
+
+    @property
+    def desc(self) -> Expression:
+        return self._call("desc")
+
     # -- aggregates (properties, as PyFlink's) -------------------------------------------------------------------
 
     @property

@@ -256,10 +256,18 @@ class Table:
         return OverWindowedTable(self, over_windows[0])
 
     def order_by(self, *fields: Any) -> Table:
-        raise ValidationException(
-            "Sort on a non-time-attribute field is not supported in streaming mode; "
-            "order_by is supported with fetch/limit in batch mode only (not yet in fluvial)"
-        )
+        """Streaming sort: by a time attribute ascending first (`order_by(col("ts"), col("a").desc)`), emitted in
+        time order as the watermark passes, as Flink's TemporalSort."""
+        from fluvial.table.planner.sort import plan_temporal_sort
+
+        keys = []
+        for e in _exprs(fields):
+            descending = e.kind == "call" and e.name in ("desc", "asc")
+            target = e.args[0] if descending else e
+            if target.kind != "field":
+                raise ValidationException(f"order_by takes columns (optionally .asc / .desc); got {e.to_string()}")
+            keys.append((target.name or "", e.kind == "call" and e.name == "desc"))
+        return self._new(plan_temporal_sort(self._node, keys))
 
     # -- running and conversion ---------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ __all__ = [
     "TopN",
     "OverAggregate",
     "TableAggregate",
+    "TemporalSort",
 ]
 
 
@@ -377,10 +378,7 @@ class OverAggregate(SingleRel):
         names = self.input.names
         keys = ", ".join(names[k] for k in self.keys)
         frame = "ROWS" if self.rows_frame else "RANGE"
-        if self.preceding is None:
-            start = "UNBOUNDED"
-        else:
-            start = str(self.preceding)
+        start = "UNBOUNDED" if self.preceding is None else str(self.preceding)
         aggs = ", ".join(f"{a.describe(names)} AS {a.name}" for a in self.aggs)
         return (
             f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN "
@@ -407,6 +405,20 @@ class TableAggregate(SingleRel):
         group = ", ".join(names[g] for g in self.group)
         call = f"{self.function._name}({', '.join(names[a] for a in self.args)})"
         return f"GroupTableAggregate(groupBy=[{group}], select=[{', '.join([*(names[g] for g in self.group), call])}])"
+
+
+@dataclass(frozen=True)
+class TemporalSort(SingleRel):
+    """Streaming ORDER BY a time attribute ascending, then other columns (Flink's TemporalSort): rows are
+    emitted in time order when the watermark passes them; `fields` are the secondary (column, descending)."""
+
+    rowtime: int = 0
+    fields: tuple[tuple[int, bool], ...] = ()
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        order = [f"{names[self.rowtime]} ASC"] + [f"{names[i]} {'DESC' if d else 'ASC'}" for i, d in self.fields]
+        return f"TemporalSort(orderBy=[{', '.join(order)}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

@@ -23,6 +23,7 @@ from fluvial.table.planner.logical import (
     RelNode,
     Scan,
     TableAggregate,
+    TemporalSort,
     TopN,
     Union,
     Values,
@@ -127,6 +128,11 @@ class Translator:
             keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
             table_agg = TableAggFunction(node.names, len(node.group), node.args, node.function)
             return keyed.process(table_agg).name(node.explain_terms())
+        if isinstance(node, TemporalSort):
+            from fluvial.table.runtime.sort import TemporalSortFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(()))
+            return keyed.process(TemporalSortFunction(node.rowtime, node.fields)).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first

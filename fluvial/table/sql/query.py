@@ -350,11 +350,7 @@ class QueryPlanner:
 
             result = Aggregate(result.schema, result, tuple(range(len(result.schema))), ())
         if node.args.get("order"):
-            raise self.convert.error(
-                node.args["order"],
-                "ORDER BY is not supported yet in fluvial's streaming "
-                "SQL (Top-N comes with ROW_NUMBER() in a later release)",
-            )
+            result = self._sorted(result, node.args["order"])
         limit = node.args.get("limit")
         offset = node.args.get("offset")
         if limit is not None or offset is not None:
@@ -362,6 +358,39 @@ class QueryPlanner:
             skip = int(offset.expression.this) if offset is not None else 0
             result = Limit(result.schema, result, skip, fetch)
         return result
+
+    def _sorted(self, result: RelNode, order: exp.Order) -> RelNode:
+        from fluvial.table.planner.sort import plan_temporal_sort
+
+        keys = []
+        for ordered in order.expressions:
+            if not isinstance(ordered.this, exp.Column):
+                raise self.convert.error(ordered, "ORDER BY takes columns of the query's result")
+            keys.append((ordered.this.name, bool(ordered.args.get("desc"))))
+        width = len(result.schema)
+        hidden = [n for n, _ in keys if n not in result.names]
+        if hidden and isinstance(result, Calc) and result.projections is not None and result.condition is None:
+            # ORDER BY columns of the input the select list drops: carried through the sort, dropped after it
+            inner = result.input
+            extra = [
+                InputRef(inner.names.index(n), inner.schema[inner.names.index(n)].type, n)
+                for n in hidden
+                if n in inner.names
+            ]
+            result = Calc(
+                result.schema + tuple(Column(r.name, r.type) for r in extra),
+                inner,
+                result.projections + tuple(extra),
+                None,
+            )
+        try:
+            sort = plan_temporal_sort(result, keys)
+        except ValidationException as error:
+            raise self.convert.error(order, str(error)) from None
+        if len(sort.schema) == width:
+            return sort
+        kept = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(sort.schema[:width]))
+        return Calc(sort.schema[:width], sort, kept, None)
 
     def _over(self, input_node: RelNode, items: list[Expression]) -> RelNode:
         """OVER aggregates ordered by a rowtime from UNBOUNDED PRECEDING to CURRENT ROW (all the select list's

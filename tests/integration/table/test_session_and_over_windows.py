@@ -1,6 +1,6 @@
-"""The Table API's Session group windows and Over windows on fluvial's runtime, against what PyFlink 2.3 gives
-for the same queries in SQL (the differential suite's `session_partition_by`, `over_rows_bounded_sum` and
-`over_range_interval_sum`), plus the plans Flink refuses."""
+"""The Table API's Session group windows, Over windows and streaming order_by on fluvial's runtime, against
+what PyFlink 2.3 gives for the same queries in SQL (the differential suite's `session_partition_by`,
+`over_rows_bounded_sum`, `over_range_interval_sum` and `order_by_rowtime`), plus the plans Flink refuses."""
 
 from __future__ import annotations
 
@@ -84,3 +84,14 @@ def test_over_window_refuses_what_flink_refuses(t_env):
     window = Over.order_by(col("ts")).preceding(CURRENT_ROW).alias("w")
     with pytest.raises(ValidationException, match="'v' is not defined"):
         orders.over_window(window).select(col("qty").sum.over(col("v")))
+
+
+def test_order_by_a_time_attribute_equals_flinks_temporal_sort(t_env):
+    orders = t_env.from_path("orders")
+    with orders.select(col("id"), col("customer"), col("ts")).order_by(col("ts").asc).execute().collect() as rows:
+        changelog = [[r.get_row_kind().short_string(), *normalize_row(list(r))] for r in rows]
+    assert changelog == EXPECTED["order_by_rowtime"]["rows"]
+    with pytest.raises(ValidationException, match="non-time-attribute"):
+        orders.order_by(col("amount"))
+    with pytest.raises(ValidationException, match="descending"):
+        orders.order_by(col("ts").desc)

@@ -558,6 +558,12 @@ CASES: list[Case] = [
         "SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE words, DESCRIPTOR(n), INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
         tables=_W,
     ),
+    # -- streaming ORDER BY a time attribute (Flink's TemporalSort) ----------------------------------------------
+    _c("order_by_rowtime", "SELECT id, customer, ts FROM orders ORDER BY ts"),
+    _c("order_by_rowtime_then_column", "SELECT k, v, ts FROM events ORDER BY ts, v DESC", tables=_E),
+    _c("order_by_rowtime_filtered", "SELECT k, v FROM events WHERE v > 2 ORDER BY ts ASC, k", tables=_E),
+    _c("error_order_by_rowtime_desc", "SELECT id FROM orders ORDER BY ts DESC"),
+    _c("error_order_by_non_time", "SELECT id FROM orders ORDER BY amount"),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
     _c("error_unknown_column", "SELECT nosuch FROM orders"),
     _c("error_type_mismatch", "SELECT customer + 1 FROM orders"),
