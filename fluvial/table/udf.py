@@ -146,6 +146,7 @@ class UserDefinedFunctionWrapper:
         self._alias_names: tuple[str, ...] = ()
         self._accumulator_type: Any = None
         self._row_names: tuple[str, ...] | None = None
+        self._pandas = False  # a vectorized (pandas) udaf
         self._opened = False
 
     def __call__(self, *args: Any) -> Expression:
@@ -158,6 +159,7 @@ class UserDefinedFunctionWrapper:
         )
         copy._alias_names = tuple(names)
         copy._accumulator_type = self._accumulator_type
+        copy._pandas = self._pandas
         return copy
 
     def _taking_row(self, names: list[str]) -> UserDefinedFunctionWrapper:
@@ -251,9 +253,20 @@ def udaf(
 ) -> Any:
     """An aggregate function for GROUP BY, window aggregations and `aggregate`: `udaf(WeightedAvg(),
     result_type=DataTypes.BIGINT())`, or the result type from the function's `get_result_type()`.
-    `func_type="pandas"` (vectorized) is not supported yet."""
-    if func_type != "general":
-        raise NotImplementedError("vectorized (pandas) UDAFs are not supported yet: use func_type='general'")
+
+    `func_type="pandas"`: a vectorized aggregate, a Python function called once per window with one
+    `pandas.Series` per argument (`udaf(lambda v: v.mean(), result_type=..., func_type="pandas")`); Flink runs
+    these in window aggregations only, when streaming."""
+    if func_type not in ("general", "pandas"):
+        raise ValueError(f"func_type is 'general' or 'pandas', not {func_type!r}")
+    if func_type == "pandas" and f is not None:
+        if result_type is None:
+            raise TypeError("a pandas udaf needs result_type, e.g. udaf(f, result_type=DataTypes.DOUBLE(), ...)")
+        if not callable(f) or isinstance(f, ImperativeAggregateFunction):
+            raise TypeError(f"a pandas udaf is a function of pandas.Series (func_type='pandas'); got {f!r}")
+        wrapper = UserDefinedFunctionWrapper(f, input_types, [_type(result_type)], "aggregate", deterministic, name)  # type: ignore[list-item]
+        wrapper._pandas = True
+        return wrapper
     if f is None:
         return functools.partial(
             udaf,
@@ -262,6 +275,7 @@ def udaf(
             accumulator_type=accumulator_type,
             deterministic=deterministic,
             name=name,
+            func_type=func_type,
         )
     return _aggregate_wrapper("aggregate", f, input_types, result_type, accumulator_type, deterministic, name)
 

@@ -593,7 +593,14 @@ def _check_user_aggregates(calls: Sequence[AggCall], input: RelNode, window: Win
     for call in calls:
         if call.function is None:
             continue
-        name = type(call.function._func).__name__
+        name = call.function._name
+        if call.function._pandas:
+            if window is None:
+                raise ValidationException(
+                    f"The pandas (vectorized) aggregate function {name} runs in a window aggregation only in "
+                    "streaming mode (a window TVF or a group window), as in Flink"
+                )
+            continue
         if input.changelog_mode.value != "[I]" and not overrides(call.function._func, "retract"):
             raise ValidationException(
                 f"The aggregate function {name} is applied to an input that emits updates (retractions), so it "

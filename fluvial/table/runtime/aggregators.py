@@ -222,8 +222,41 @@ class _UserAggregate(Aggregator):
         self.function.merge(acc, [other])
 
 
-_KINDS: dict[str, type[Aggregator]] = {
-    "UDAF": _UserAggregate,
+class _PandasAggregate(Aggregator):
+    """A vectorized (pandas) udaf: the accumulator is the window's argument tuples; the result is one call of the
+    function with a pandas.Series per argument (numpy scalars come back as Python values)."""
+
+    def __init__(self, call: AggCall) -> None:
+        super().__init__(call)
+        self.function = call.function._func
+
+    def create(self) -> list:
+        return []
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        acc.append(value)
+
+    def retract(self, acc: list, value: Any) -> None:
+        if value in acc:
+            acc.remove(value)
+
+    def value(self, acc: list) -> Any:
+        import pandas as pd
+
+        columns = list(zip(*acc)) if acc else [() for _ in self.args]
+        result = self.function(*(pd.Series(list(c)) for c in columns))
+        return result.item() if hasattr(result, "item") else result
+
+    def merge(self, acc: list, other: list) -> None:
+        acc.extend(other)
+
+
+def _user_aggregate(call: AggCall) -> Aggregator:
+    return _PandasAggregate(call) if call.function._pandas else _UserAggregate(call)
+
+
+_KINDS: dict[str, Any] = {
+    "UDAF": _user_aggregate,
     "COUNT": _Count,
     "SUM": _Sum,
     "SUM0": _Sum,

@@ -186,3 +186,28 @@ def test_map_with_a_row_result_and_with_the_whole_row(t_env):
     mapped = t.map(total).alias("s")
     assert mapped.get_schema().get_field_names() == ["s"]
     assert [r[1] for r in changes(mapped)] == [11, 22, 8, 19]
+
+
+def test_pandas_udaf_runs_once_per_window_with_series(t_env, tmp_path):
+    (tmp_path / "e.csv").write_text(
+        "a,10,1,2024-01-01 00:00:00.000\na,20,3,2024-01-01 00:00:01.000\na,30,1,2024-01-01 00:00:07.000\n"
+    )
+    t_env.execute_sql(
+        "CREATE TABLE e (k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+        f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/e.csv', 'format' = 'csv')"
+    )
+    sizes = []
+
+    def weighted_mean(v, w):
+        sizes.append(len(v))  # runs in this process: the local executor calls it in the task's thread
+        return float((v * w).sum() / w.sum())
+
+    t_env.create_temporary_function("wmean", udaf(weighted_mean, result_type=DataTypes.DOUBLE(), func_type="pandas"))
+    tumble = (
+        "SELECT window_start, wmean(v, w) FROM TABLE(TUMBLE(TABLE e, DESCRIPTOR(ts), INTERVAL '5' SECOND)) "
+        "GROUP BY window_start, window_end"
+    )
+    assert sorted(r[2] for r in changes(t_env.sql_query(tumble))) == [17.5, 30.0]
+    assert sorted(sizes) == [1, 2]
+    with pytest.raises(ValidationException, match="window aggregation only"):
+        t_env.sql_query("SELECT k, wmean(v, w) FROM e GROUP BY k")
