@@ -15,7 +15,7 @@ from typing import Any
 from fluvial.table.errors import ValidationException
 from fluvial.table.expression import Expression
 from fluvial.table.planner.logical import Calc, Column, OverAggregate, RelNode
-from fluvial.table.planner.resolve import Resolver, aggregate_type, expression_key, output_name
+from fluvial.table.planner.resolve import Resolver, aggregate_type, expression_key, output_name, user_aggregate
 from fluvial.table.planner.rex import AggCall, InputRef
 
 __all__ = ["OverFrame", "plan_over", "collect_over", "has_over", "check_over_order", "table_api_frame"]
@@ -63,6 +63,13 @@ def plan_over(input_node: RelNode, items: Sequence[Expression], frame: OverFrame
             arg_rexes.append(resolver.resolve(a))
             indexes.append(len(names) + len(arg_rexes) - 1)
         arg_types = tuple(arg_rexes[j - len(names)].type for j in indexes)
+        function = user_aggregate(inner)
+        if function is not None:
+            _check_user_aggregate(function, frame)
+            agg_calls.append(
+                AggCall("UDAF", tuple(indexes), function._result_type, f"w0$o{i}", False, arg_types, function=function)
+            )
+            continue
         agg_type = aggregate_type(kind, arg_types, call.sql_position)
         agg_calls.append(AggCall(kind, tuple(indexes), agg_type, f"w0$o{i}", distinct, arg_types))
     pre_rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(input_node.schema)) + tuple(arg_rexes)
@@ -88,6 +95,17 @@ def plan_over(input_node: RelNode, items: Sequence[Expression], frame: OverFrame
         columns.append(Column(output_name(item, position, sql=sql), rex.type))
         rexes.append(rex)
     return Calc(tuple(columns), over, tuple(rexes), None)
+
+
+def _check_user_aggregate(function: Any, frame: OverFrame) -> None:
+    """A udaf over a bounded frame must `retract` the rows that leave it (a pandas udaf keeps its rows)."""
+    from fluvial.table.udf import overrides
+
+    if frame.preceding is not None and not function._pandas and not overrides(function._func, "retract"):
+        raise ValidationException(
+            f"The aggregate function {function._name} is used in an OVER window with a bounded frame, whose rows "
+            "leave it, so it must implement retract(accumulator, *args)"
+        )
 
 
 def check_over_order(input_node: RelNode, time_name: str) -> int:

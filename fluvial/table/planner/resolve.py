@@ -597,7 +597,7 @@ def _check_user_aggregates(calls: Sequence[AggCall], input: RelNode, window: Win
         if call.function._pandas:
             if window is None:
                 raise ValidationException(
-                    f"The pandas (vectorized) aggregate function {name} runs in a window aggregation only in "
+                    f"The pandas (vectorized) aggregate function {name} runs in a window aggregation or an OVER window only in "
                     "streaming mode (a window TVF or a group window), as in Flink"
                 )
             continue

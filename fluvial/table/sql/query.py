@@ -323,6 +323,8 @@ class QueryPlanner:
         return self._select(node, with_rank)
 
     def _select(self, node: exp.Select, source: RelNode | _WindowedInput) -> RelNode:
+        if node.args.get("windows"):
+            node = self._inline_named_windows(node)
         items = [self.convert.expr(e) for e in node.expressions]
         where = node.args.get("where")
         group = node.args.get("group")
@@ -358,6 +360,27 @@ class QueryPlanner:
             skip = int(offset.expression.this) if offset is not None else 0
             result = Limit(result.schema, result, skip, fetch)
         return result
+
+    def _inline_named_windows(self, node: exp.Select) -> exp.Select:
+        """`agg OVER w ... WINDOW w AS (...)`: each `OVER w` takes the named window's PARTITION BY, ORDER BY and
+        frame."""
+        node = node.copy()
+        named = {w.this.name: w for w in node.args["windows"]}
+        node.set("windows", None)
+        for window in node.find_all(exp.Window):
+            alias = window.args.get("alias")
+            if alias is None or window.args.get("order") is not None or window.args.get("partition_by"):
+                continue
+            definition = named.get(alias.name)
+            if definition is None:
+                raise self.convert.error(
+                    window, f"Window '{alias.name}' not found; the query's WINDOW clause names {sorted(named)}"
+                )
+            for part in ("partition_by", "order", "spec"):
+                value = definition.args.get(part)
+                window.set(part, value.copy() if isinstance(value, exp.Expression) else value)
+            window.set("alias", None)
+        return node
 
     def _sorted(self, result: RelNode, order: exp.Order) -> RelNode:
         from fluvial.table.planner.sort import plan_temporal_sort

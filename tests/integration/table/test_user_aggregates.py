@@ -211,3 +211,21 @@ def test_pandas_udaf_runs_once_per_window_with_series(t_env, tmp_path):
     assert sorted(sizes) == [1, 2]
     with pytest.raises(ValidationException, match="window aggregation only"):
         t_env.sql_query("SELECT k, wmean(v, w) FROM e GROUP BY k")
+
+
+def test_udafs_in_over_windows_general_and_pandas(t_env, tmp_path):
+    (tmp_path / "e.csv").write_text(
+        "a,10,1,2024-01-01 00:00:00.000\na,20,3,2024-01-01 00:00:01.000\na,30,1,2024-01-01 00:00:07.000\n"
+    )
+    t_env.execute_sql(
+        "CREATE TABLE e (k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+        f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/e.csv', 'format' = 'csv')"
+    )
+    t_env.create_temporary_function("wavg", udaf(WeightedAvg()))
+    t_env.create_temporary_function("vmax", udaf(lambda v: v.max(), result_type=DataTypes.INT(), func_type="pandas"))
+    frame = "OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)"
+    query = f"SELECT v, wavg(v, w) {frame}, vmax(v) {frame} FROM e"
+    assert [r[1:] for r in changes(t_env.sql_query(query))] == [(10, 10, 10), (20, 17, 20), (30, 22, 30)]
+    t_env.create_temporary_function("n", udaf(NoRetract(), result_type=DataTypes.BIGINT()))
+    with pytest.raises(ValidationException, match="must implement retract"):
+        t_env.sql_query(f"SELECT n(v) {frame} FROM e")

@@ -558,6 +558,15 @@ CASES: list[Case] = [
         "SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE words, DESCRIPTOR(n), INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
         tables=_W,
     ),
+    _c(
+        "over_named_window",
+        "SELECT id, SUM(amount) OVER w, COUNT(*) OVER w FROM orders WINDOW w AS (PARTITION BY customer ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
+        "set",
+    ),
+    _c(
+        "error_over_two_windows",
+        "SELECT id, SUM(qty) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), SUM(qty) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders",
+    ),
     # -- streaming ORDER BY a time attribute (Flink's TemporalSort) ----------------------------------------------
     _c("order_by_rowtime", "SELECT id, customer, ts FROM orders ORDER BY ts"),
     _c("order_by_rowtime_then_column", "SELECT k, v, ts FROM events ORDER BY ts, v DESC", tables=_E),
