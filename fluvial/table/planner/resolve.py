@@ -597,8 +597,8 @@ def _check_user_aggregates(calls: Sequence[AggCall], input: RelNode, window: Win
         if call.function._pandas:
             if window is None:
                 raise ValidationException(
-                    f"The pandas (vectorized) aggregate function {name} runs in a window aggregation or an OVER window only in "
-                    "streaming mode (a window TVF or a group window), as in Flink"
+                    f"The pandas (vectorized) aggregate function {name} runs in a window aggregation or an OVER "
+                    "window only in streaming mode (a window TVF, a group window or OVER), as in Flink"
                 )
             continue
         if input.changelog_mode.value != "[I]" and not overrides(call.function._func, "retract"):

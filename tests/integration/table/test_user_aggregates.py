@@ -209,7 +209,7 @@ def test_pandas_udaf_runs_once_per_window_with_series(t_env, tmp_path):
     )
     assert sorted(r[2] for r in changes(t_env.sql_query(tumble))) == [17.5, 30.0]
     assert sorted(sizes) == [1, 2]
-    with pytest.raises(ValidationException, match="window aggregation only"):
+    with pytest.raises(ValidationException, match="window aggregation or an OVER window only"):
         t_env.sql_query("SELECT k, wmean(v, w) FROM e GROUP BY k")
 
 
