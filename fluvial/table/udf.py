@@ -267,16 +267,8 @@ def udaf(
         wrapper = UserDefinedFunctionWrapper(f, input_types, [_type(result_type)], "aggregate", deterministic, name)  # type: ignore[list-item]
         wrapper._pandas = True
         return wrapper
-    if f is None:
-        return functools.partial(
-            udaf,
-            input_types=input_types,
-            result_type=result_type,
-            accumulator_type=accumulator_type,
-            deterministic=deterministic,
-            name=name,
-            func_type=func_type,
-        )
+    if f is None:  # used as a decorator: @udaf(result_type=...)
+        return functools.partial(udaf, **{k: v for k, v in locals().items() if k != "f"})
     return _aggregate_wrapper("aggregate", f, input_types, result_type, accumulator_type, deterministic, name)
 
 
@@ -293,15 +285,8 @@ def udtaf(
     yields (a ROW result type names their columns)."""
     if func_type != "general":
         raise NotImplementedError("vectorized (pandas) UDTAFs do not exist in Flink: use func_type='general'")
-    if f is None:
-        return functools.partial(
-            udtaf,
-            input_types=input_types,
-            result_type=result_type,
-            accumulator_type=accumulator_type,
-            deterministic=deterministic,
-            name=name,
-        )
+    if f is None:  # used as a decorator: @udtaf(result_type=...)
+        return functools.partial(udtaf, **{k: v for k, v in locals().items() if k != "f"})
     return _aggregate_wrapper("table_aggregate", f, input_types, result_type, accumulator_type, deterministic, name)
 
 

@@ -103,6 +103,18 @@ def t_env() -> TableEnvironment:
     return env
 
 
+@pytest.fixture
+def events(t_env: TableEnvironment, tmp_path) -> None:
+    """Table `e`: three rows of key a with an event-time watermark (0 s, 1 s, 7 s)."""
+    (tmp_path / "e.csv").write_text(
+        "a,10,1,2024-01-01 00:00:00.000\na,20,3,2024-01-01 00:00:01.000\na,30,1,2024-01-01 00:00:07.000\n"
+    )
+    t_env.execute_sql(
+        "CREATE TABLE e (k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+        f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/e.csv', 'format' = 'csv')"
+    )
+
+
 def changes(table) -> list[tuple]:
     with table.execute().collect() as rows:
         return [(r.get_row_kind().short_string(), *r) for r in rows]
@@ -131,14 +143,7 @@ def test_udaf_without_retract_over_an_updating_input_is_refused(t_env):
         t_env.sql_query("SELECT n(c) FROM (SELECT k, COUNT(*) AS c FROM t GROUP BY k)")
 
 
-def test_udaf_in_a_tumbling_and_a_session_window(t_env, tmp_path):
-    (tmp_path / "e.csv").write_text(
-        "a,10,1,2024-01-01 00:00:00.000\na,20,3,2024-01-01 00:00:01.000\na,30,1,2024-01-01 00:00:07.000\n"
-    )
-    t_env.execute_sql(
-        "CREATE TABLE e (k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-        f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/e.csv', 'format' = 'csv')"
-    )
+def test_udaf_in_a_tumbling_and_a_session_window(t_env, events):
     t_env.create_temporary_function("wavg", udaf(WeightedAvg()))
     tumble = "SELECT window_start, wavg(v, w) FROM TABLE(TUMBLE(TABLE e, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end"
     assert sorted(r[2] for r in changes(t_env.sql_query(tumble))) == [17, 30]
@@ -188,14 +193,7 @@ def test_map_with_a_row_result_and_with_the_whole_row(t_env):
     assert [r[1] for r in changes(mapped)] == [11, 22, 8, 19]
 
 
-def test_pandas_udaf_runs_once_per_window_with_series(t_env, tmp_path):
-    (tmp_path / "e.csv").write_text(
-        "a,10,1,2024-01-01 00:00:00.000\na,20,3,2024-01-01 00:00:01.000\na,30,1,2024-01-01 00:00:07.000\n"
-    )
-    t_env.execute_sql(
-        "CREATE TABLE e (k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-        f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/e.csv', 'format' = 'csv')"
-    )
+def test_pandas_udaf_runs_once_per_window_with_series(t_env, events):
     sizes = []
 
     def weighted_mean(v, w):
@@ -213,14 +211,7 @@ def test_pandas_udaf_runs_once_per_window_with_series(t_env, tmp_path):
         t_env.sql_query("SELECT k, wmean(v, w) FROM e GROUP BY k")
 
 
-def test_udafs_in_over_windows_general_and_pandas(t_env, tmp_path):
-    (tmp_path / "e.csv").write_text(
-        "a,10,1,2024-01-01 00:00:00.000\na,20,3,2024-01-01 00:00:01.000\na,30,1,2024-01-01 00:00:07.000\n"
-    )
-    t_env.execute_sql(
-        "CREATE TABLE e (k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
-        f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/e.csv', 'format' = 'csv')"
-    )
+def test_udafs_in_over_windows_general_and_pandas(t_env, events):
     t_env.create_temporary_function("wavg", udaf(WeightedAvg()))
     t_env.create_temporary_function("vmax", udaf(lambda v: v.max(), result_type=DataTypes.INT(), func_type="pandas"))
     frame = "OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)"
