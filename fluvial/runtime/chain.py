@@ -207,9 +207,8 @@ class OperatorChain:
         built = {
             node.id: build_operator(node, make_context(node), (templates or {}).get(node.id)) for node in vertex.nodes
         }
-        head = built[vertex.head.id]
-        if checks_the_keys_it_meets(vertex) and isinstance(head, KeyedReduceOperator):
-            head.new_key_check = _new_key_check(vertex)
+        if checks_the_keys_it_meets(vertex):
+            built[vertex.head.id].new_key_check = _new_key_check(vertex)
         self._metrics = {node_id: operator.context.metrics for node_id, operator in built.items()}
         self._owner: dict[int, StreamOperator] = dict(built)  # node id -> the operator that runs it
         self._last_node: dict[int, int] = {}  # id(operator) -> the node whose outgoing edges are its outputs

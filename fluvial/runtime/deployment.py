@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from fluvial.datastream.transformations import KeyedReduceSpec, PartitionerSpec
+from fluvial.datastream.transformations import KeyedReduceSpec, PartitionerSpec, WindowSpec
 from fluvial.graph.job_graph import JobVertex
 from fluvial.runtime.channels import ChannelId
 
@@ -80,10 +80,11 @@ class OutputSpec:
 
 
 def checks_the_keys_it_meets(vertex: JobVertex) -> bool:
-    """Whether the head of `vertex` checks a typed key_by's keys itself, each the first time it meets it: a keyed
-    reduce, whose state lookup misses exactly then (`KeyedReduceOperator.new_key_check`). A producer writing to it
-    over one channel then computes no key at all; over several it checks each key where it first hashes it."""
-    return isinstance(vertex.head.operator, KeyedReduceSpec)
+    """Whether the head of `vertex` checks a typed key_by's keys itself, each the first time it meets it
+    (`StreamOperator.new_key_check`): a keyed reduce, whose state lookup misses exactly then, or a window operator
+    (where a key has no window contents yet; its general path checks each distinct key once). A producer writing to
+    it over one channel then computes no key at all; over several it checks each key where it first hashes it."""
+    return isinstance(vertex.head.operator, (KeyedReduceSpec, WindowSpec))
 
 
 @dataclass(frozen=True)

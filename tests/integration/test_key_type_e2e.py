@@ -51,6 +51,8 @@ CONSUMERS = {
     "map": lambda keyed: keyed.map(lambda w: w),
     "reduce": lambda keyed: keyed.reduce(lambda a, b: a),
     "fused reduce": lambda keyed: keyed.reduce(lambda a, b: a).map(lambda w: w),
+    # a window operator checks where a key has no contents yet (general path: each distinct key once)
+    "count window": lambda keyed: keyed.count_window(2).reduce(lambda a, b: a),
 }
 
 

@@ -224,13 +224,16 @@ class StreamOperator:
     Declared per class: `keyed` (a keyed backend even without a key selector), `uses_timers` (an
     InternalTimerService, checkpointed with the keyed state), `holds_input` (see step 5 above), and for the task's
     metrics `one_output_per_input` (it emits exactly one record per record it takes, so a fused run's metrics can
-    derive its count from the run's entry) and `members` (a fused run's operators, in order; None otherwise)."""
+    derive its count from the run's entry) and `members` (a fused run's operators, in order; None otherwise).
+    `new_key_check`: a typed key_by's check, for the keyed operators that check each key where they first meet it
+    (`deployment.checks_the_keys_it_meets`); the chain sets it, None checks nothing."""
 
     keyed = False
     uses_timers = False
     holds_input = False
     one_output_per_input = False
     members: list[StreamOperator] | None = None
+    new_key_check: Callable[[Any], None] | None = None
 
     def __init__(self, spec: t.OperatorSpec, context: OperatorContext) -> None:
         self.spec = spec

@@ -125,9 +125,6 @@ class KeyedReduceOperator(StreamOperator):
     one_output_per_input = True
     keyed_backend: KeyedStateBackend
     STATE_NAME = "_keyed_reduce"
-    # the key_by's declared key_type, checked where a key is met for the first time (its state lookup misses):
-    # set by the chain when this reduce consumes a typed key_by (`runtime.key_checks`); None checks nothing
-    new_key_check: Any = None
 
     def open(self) -> None:
         super().open()

@@ -90,7 +90,7 @@ class FusedOperator(StreamOperator):
                 key=reduce._key,
                 table=reduce._table,
                 key_name=key_by_name(reduce.spec.key_selector),
-                new_key_check=reduce.new_key_check if isinstance(reduce, KeyedReduceOperator) else None,
+                new_key_check=reduce.new_key_check,
             )
             self._loops.append(run)
         elif reduce is not None:

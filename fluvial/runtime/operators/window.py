@@ -64,6 +64,7 @@ class _Absent(enum.Enum):
 
 
 _ABSENT: Final = _Absent.ABSENT
+_CHECKED_KEYS_LIMIT = 1 << 16  # the general path forgets its checked keys past this many (and checks again)
 _A = t.WindowAggregation
 _F = t.WindowFunctionKind
 
@@ -95,6 +96,7 @@ class WindowOperator(StreamOperator):
         self._process_ctx = ProcessWindowContext(self, NamespacedStateStore(self.keyed_backend))
         self._add, self._merge_contents = self._contents_functions(spec)
         self._evaluate = self._window_function(spec)
+        self._checked_keys: set[Any] = set()  # the general path's checked keys (`_key_checked`)
         self._pending_values: list[Any] = []
         self._pending_stamps: list[Any] = []
         self._fast = (
@@ -167,11 +169,30 @@ class WindowOperator(StreamOperator):
             else:
                 self._process_fast(values, stamps)
         else:
-            backend, key, element = self.keyed_backend, self._key, self._process_element
+            backend, key, element = self.keyed_backend, self._key_checked(), self._process_element
             for value, timestamp in zip(values, stamps):
                 backend.current_key = key(value)
                 element(value, timestamp)
         self._flush()
+
+    def _key_checked(self) -> Callable[[Any], Any]:
+        """The key function of the general path: with a typed key_by to check (`new_key_check`), each distinct key
+        is checked once (the fast paths check where a key has no window contents yet)."""
+        check, key = self.new_key_check, self._key
+        if check is None:
+            return key
+        seen = self._checked_keys
+
+        def checked(value: Any) -> Any:
+            k = key(value)
+            if k not in seen:
+                check(k)
+                if len(seen) >= _CHECKED_KEYS_LIMIT:
+                    seen.clear()
+                seen.add(k)
+            return k
+
+        return checked
 
     def _process_element(self, value: Any, timestamp: int | None) -> None:
         windows = self.assigner.assign_windows(value, timestamp, self._assigner_ctx)
@@ -213,6 +234,7 @@ class WindowOperator(StreamOperator):
         watermark = timers.current_watermark
         reduce = self._reduce_function
         add = self._add
+        check = self.new_key_check
         write_back = type(table) is not dict  # RocksDB tables hand out copies; the heap's cells are live
         for value, timestamp in zip(values, stamps):
             if timestamp is None:
@@ -227,6 +249,8 @@ class WindowOperator(StreamOperator):
                     window = window_of(start) or self._new_window(start)
                     cell = table.get(k)
                     if cell is None:
+                        if check is not None:
+                            check(k)
                         cell = table[k] = {}
                     previous = cell.get(window, _ABSENT)
                     if previous is _ABSENT:
@@ -246,6 +270,8 @@ class WindowOperator(StreamOperator):
                         backend.current_key = k
                         self._emit_window(window, window)  # allowed-late record: EventTimeTrigger fires at once
                 start -= slide
+            if not landed and check is not None:
+                check(k)  # a record no window takes (late) still has its key checked, as the writer would
             if not landed and timestamp + lateness <= watermark:
                 self._late(value, timestamp)
 
@@ -262,6 +288,7 @@ class WindowOperator(StreamOperator):
         register = timers.register_event_time_timer
         watermark = timers.current_watermark
         reduce, add = self._reduce_function, self._add
+        check = self.new_key_check
         write_back = type(table) is not dict  # RocksDB tables hand out copies; the heap's cells are live
         for value, timestamp in zip(values, stamps):
             start = timestamp - (timestamp - offset) % size
@@ -273,6 +300,8 @@ class WindowOperator(StreamOperator):
             window = window_of(start) or new_window(start)
             cell = table.get(k)
             if cell is None:
+                if check is not None:
+                    check(k)
                 cell = table[k] = {}
             previous = cell.get(window, _ABSENT)
             if previous is _ABSENT:

@@ -343,3 +343,22 @@ def test_snapshot_restored_into_a_fresh_operator_gives_the_same_results(make):
     for value, ts in restored.late + reference.late:
         late[value].append(ts)
     assert all(len(v) % 2 == 0 for v in late.values())  # the same late records on both sides
+
+
+# -- a typed key_by's keys, checked by the window operator ------------------------------------------------------
+
+
+@pytest.mark.parametrize("aggregation", ["reduce", "elements"])  # the fast path, and the general one
+def test_each_new_key_is_checked_once_also_when_its_record_is_late(aggregation):
+    """With a typed key_by at parallelism 1 the window operator checks the keys itself (`new_key_check`): each
+    key where it has no window contents yet (the general path: each distinct key once), and the key of a record
+    that no window takes (late)."""
+    h = Harness(TumblingEventTimeWindows.of(1000), function=add, aggregation=getattr(_A, aggregation.upper()))
+    checked = []
+    h.op.new_key_check = checked.append
+    h.elements(("a", 1, 10), ("a", 2, 20), ("b", 3, 30))
+    assert checked == ["a", "b"]
+    h.watermark(1999)
+    h.elements(("c", 4, 500))  # late: its window has fired
+    assert h.late == [(("c", 4, 500), 500)]
+    assert checked[-1] == "c"
