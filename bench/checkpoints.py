@@ -9,7 +9,6 @@ Goal (issue 17): >= 0.9x in both modes."""
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -23,27 +22,35 @@ PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
 
 
 class CountAndDrop(FlatMapFunction):
-    """J2's tail (bench.pyflink_jobs): counts what reaches it and emits nothing; on close it writes its count to
-    `<directory>/<subtask>`, so a run in processes can be checked."""
+    """J2's tail (bench.pyflink_jobs): counts what reaches it and emits nothing; on close it writes its count and
+    the last checkpoint it was told completed to `<directory>/<subtask>`, so a run in processes can be checked
+    (a finished job's checkpoints are not retained, so the storage cannot tell)."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
 
     def open(self, runtime_context: object) -> None:
         self.count = 0
+        self.checkpoint = 0
         self.subtask = runtime_context.get_index_of_this_subtask()
 
     def flat_map(self, value: object) -> list:
         self.count += 1
         return []
 
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.checkpoint = max(self.checkpoint, checkpoint_id)
+
     def close(self) -> None:
         with open(os.path.join(self.directory, str(self.subtask)), "w") as out:
-            out.write(str(self.count))
+            out.write(f"{self.count} {self.checkpoint}")
 
 
-def run(words: list[str], checkpoint_dir: str | None, processes: bool = False, backend: object = None) -> int:
-    """J2 over `words`, checkpointing every second into `checkpoint_dir` when given; the records counted."""
+def run(
+    words: list[str], checkpoint_dir: str | None, processes: bool = False, backend: object = None
+) -> tuple[int, int]:
+    """J2 over `words`, checkpointing every second into `checkpoint_dir` when given: (records counted, the last
+    checkpoint completed)."""
     mode = "process" if processes else "thread"
     env = StreamExecutionEnvironment.get_execution_environment(
         Configuration().set_string("local.taskmanager.mode", mode)
@@ -59,19 +66,10 @@ def run(words: list[str], checkpoint_dir: str | None, processes: bool = False, b
             word_key, key_type=Types.STRING()
         ).reduce(add_counts).flat_map(CountAndDrop(counts), output_type=PAIR).print()
         env.execute("J2 checkpointed" if checkpoint_dir else "J2")
-        count = sum(int(Path(counts, name).read_text()) for name in os.listdir(counts))
+        reports = [Path(counts, name).read_text().split() for name in os.listdir(counts)]
+    count = sum(int(report[0]) for report in reports)
     assert count == len(words), count
-    return count
-
-
-def _last_checkpoint(directory: str) -> int:
-    """The highest checkpoint id completed under `directory` (the store keeps the latest)."""
-    ids = [
-        int(m.group(1))
-        for path in Path(directory).glob("*/chk-*/_metadata")
-        if (m := re.search(r"chk-(\d+)", str(path)))
-    ]
-    return max(ids, default=0)
+    return count, max(int(report[1]) for report in reports)
 
 
 def main() -> bool:
@@ -82,8 +80,7 @@ def main() -> bool:
 
         def checkpointed(processes: bool = processes, checkpoints: list[int] = checkpoints) -> None:
             with tempfile.TemporaryDirectory() as directory:
-                run(words, directory, processes=processes)
-                checkpoints.append(_last_checkpoint(directory))
+                checkpoints.append(run(words, directory, processes=processes)[1])
 
         with_checkpoints, plain = compare(
             RECORDS, checkpointed, lambda processes=processes: run(words, None, processes=processes), repeat=3
