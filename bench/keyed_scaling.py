@@ -13,7 +13,8 @@ cores), so read the speed-ups beside it. Counts come back through files each sin
 
 from __future__ import annotations
 
-import random
+import itertools
+import operator
 import sys
 
 from bench.event_time import DISORDER_MS, WINDOW_MS, add_values, event_key, make_event
@@ -23,10 +24,26 @@ from bench.spine import add_counts, to_pair, word_key, zipf_words
 J2_RECORDS = 1_000_000
 J3_EVENTS = 1_000_000
 _VOCABULARY = 10_000
-# word i of the parallel-source J2: a Zipf-distributed table, drawn once per process (the same in every one)
-_rng = random.Random(42)
-_WORDS = [f"w{i}" for i in range(_VOCABULARY)]
-_ZIPF_TABLE = _rng.choices(_WORDS, weights=[1 / (rank + 1) for rank in range(_VOCABULARY)], k=1 << 16)
+_TABLE_SIZE = 1 << 16
+_SCATTER = 0x9E37  # odd, so j -> j * _SCATTER mod _TABLE_SIZE is a permutation
+
+
+def _zipf_table() -> list[str]:
+    """Word i of the parallel-source J2 is entry i & 0xFFFF of this table: Zipf-distributed words, the same in
+    every process. Every TaskManager process imports this module (the job's functions live in it), so the table
+    is made at C speed: each word repeated by its Zipf share of the table, the runs then scattered by a fixed
+    multiplicative permutation so that neighbouring numbers get unrelated words. (`random.choices` over the
+    table, a Python-level loop, cost each TaskManager about 50 ms of CPU per job.)"""
+    words = [f"w{i}" for i in range(_VOCABULARY)]
+    cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(_VOCABULARY)))
+    bounds = [int(weight * _TABLE_SIZE / cumulative[-1]) for weight in cumulative]
+    bounds[-1] = _TABLE_SIZE
+    runs = list(itertools.chain.from_iterable(map(itertools.repeat, words, map(operator.sub, bounds, [0, *bounds]))))
+    scattered = map(operator.and_, range(0, _SCATTER * _TABLE_SIZE, _SCATTER), itertools.repeat(_TABLE_SIZE - 1))
+    return list(map(runs.__getitem__, scattered))
+
+
+_ZIPF_TABLE = _zipf_table()
 
 
 def word_pair(i: int) -> tuple:

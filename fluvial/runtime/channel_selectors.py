@@ -6,16 +6,21 @@ Each works on a whole buffer: `split(values)` returns one list per channel (empt
 per-record work is a C-level slice where the rule allows (rebalance, rescale) and one dict lookup per record
 for hash partitioning. Flink's per-record round robin is kept exactly: record j of the stream goes to channel
 (start + j) % n, where start carries over between buffers.
+
+A buffer with event timestamps is split as two columns, values and timestamps, by the same rule
+(`split_timestamped`): the key selector sees each value once and no (value, timestamp) pair is built and taken
+apart again. A selector without it (shuffle, custom) gets (value, timestamp) pairs through `split`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.key_groups import assign_to_key_group, compute_operator_index_for_key_group
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
+from fluvial.runtime.key_extraction import fast_key
 
 KEY_CACHE_LIMIT = 1 << 16
 
@@ -29,6 +34,12 @@ class ChannelSelector:
     def split(self, values: list) -> list[list]:
         raise NotImplementedError
 
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        """(values, timestamps) per channel by the rule of `split`; None where the rule must see pairs."""
+        return None
+
 
 class ForwardSelector(ChannelSelector):
     def split(self, values: list) -> list[list]:
@@ -39,10 +50,20 @@ class GlobalSelector(ChannelSelector):
     def split(self, values: list) -> list[list]:
         return [values] + [[] for _ in range(self.n - 1)]
 
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        return [(values, timestamps)] + [([], []) for _ in range(self.n - 1)]
+
 
 class BroadcastSelector(ChannelSelector):
     def split(self, values: list) -> list[list]:
         return [values] * self.n
+
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        return [(values, timestamps)] * self.n
 
 
 class RoundRobinSelector(ChannelSelector):
@@ -60,6 +81,16 @@ class RoundRobinSelector(ChannelSelector):
         out = [values[(channel - start) % n :: n] for channel in range(n)]
         self._next = (start + len(values)) % n
         return out
+
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        n = self.n
+        if n == 1:
+            return [(values, timestamps)]
+        start = self._next
+        self._next = (start + len(values)) % n
+        return [(values[(channel - start) % n :: n], timestamps[(channel - start) % n :: n]) for channel in range(n)]
 
 
 class ShuffleSelector(ChannelSelector):
@@ -156,6 +187,35 @@ class KeyGroupSelector(ChannelSelector):
             appends[channel](value)
         return out
 
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        """The loop of `split`, carrying each record's timestamp along with its value."""
+        n = self.n
+        if n == 1:
+            if self._check_key is not None:
+                self.check_keys(list(values))
+            return [(values, timestamps)]
+        values_out: list[list[Any]] = [[] for _ in range(n)]
+        timestamps_out: list[list[Any]] = [[] for _ in range(n)]
+        value_appends = [part.append for part in values_out]
+        timestamp_appends = [part.append for part in timestamps_out]
+        cache_get = self._cache.get
+        channel_of_key = self.channel_of_key
+        key = self._key
+        for value, timestamp in zip(values, timestamps):
+            k = key(value)
+            try:
+                channel = cache_get(k)
+            except TypeError:
+                channel = channel_of_key(k)  # raises the clear unhashable-key error
+            if channel is None:
+                channel = channel_of_key(k)
+            value_appends[channel](value)
+            timestamp_appends[channel](timestamp)
+        out: list[tuple[Sequence[Any], list[Any]]] = list(zip(values_out, timestamps_out))
+        return out
+
 
 class CustomSelector(ChannelSelector):
     def __init__(self, n: int, key_selector: Callable[[Any], Any], partition: Callable[[Any, int], int]) -> None:
@@ -196,7 +256,7 @@ def build_selector(
     if kind in (PartitionerKind.REBALANCE, PartitionerKind.RESCALE):
         return RoundRobinSelector(n, start=producer_index)
     if kind is PartitionerKind.HASH:
-        return KeyGroupSelector(n, _callable(spec.key_selector, "get_key"), max_parallelism, check_key)
+        return KeyGroupSelector(n, fast_key(_callable(spec.key_selector, "get_key")), max_parallelism, check_key)
     if kind is PartitionerKind.BROADCAST:
         return BroadcastSelector(n)
     if kind is PartitionerKind.SHUFFLE:
