@@ -31,7 +31,7 @@ class ChannelSelector:
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         raise NotImplementedError
 
     def split_timestamped(
@@ -42,12 +42,12 @@ class ChannelSelector:
 
 
 class ForwardSelector(ChannelSelector):
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         return [values]
 
 
 class GlobalSelector(ChannelSelector):
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         return [values] + [[] for _ in range(self.n - 1)]
 
     def split_timestamped(
@@ -57,7 +57,7 @@ class GlobalSelector(ChannelSelector):
 
 
 class BroadcastSelector(ChannelSelector):
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         return [values] * self.n
 
     def split_timestamped(
@@ -73,7 +73,7 @@ class RoundRobinSelector(ChannelSelector):
         super().__init__(n)
         self._next = start % n if n else 0
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         n = self.n
         if n == 1:
             return [values]
@@ -100,8 +100,8 @@ class ShuffleSelector(ChannelSelector):
         super().__init__(n)
         self._random = random.Random(seed)
 
-    def split(self, values: list) -> list[list]:
-        out: list[list] = [[] for _ in range(self.n)]
+    def split(self, values: list[Any]) -> list[list[Any]]:
+        out: list[list[Any]] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
         for value, channel in zip(values, self._random.choices(range(self.n), k=len(values))):
             appends[channel](value)
@@ -166,12 +166,12 @@ class KeyGroupSelector(ChannelSelector):
             checked.clear()
         checked.update(new)
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         if self.n == 1:
             if self._check_key is not None:
                 self.check_keys(values)
             return [values]
-        out: list[list] = [[] for _ in range(self.n)]
+        out: list[list[Any]] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
         cache_get = self._cache.get
         channel_of_key = self.channel_of_key
@@ -223,9 +223,9 @@ class CustomSelector(ChannelSelector):
         self._key = key_selector
         self._partition = partition
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         n = self.n
-        out: list[list] = [[] for _ in range(n)]
+        out: list[list[Any]] = [[] for _ in range(n)]
         for value in values:
             channel = self._partition(self._key(value), n)
             if not isinstance(channel, int) or not 0 <= channel < n:
@@ -237,7 +237,8 @@ class CustomSelector(ChannelSelector):
 
 
 def _callable(function: Any, method: str) -> Callable[..., Any]:
-    return getattr(function, method, function)
+    bound: Callable[..., Any] = getattr(function, method, function)
+    return bound
 
 
 def build_selector(
