@@ -173,24 +173,14 @@ class KeyGroupSelector(ChannelSelector):
             return [values]
         out: list[list[Any]] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
-        cache_get = self._cache.get
-        channel_of_key = self.channel_of_key
-        key = self._key
-        for value in values:
-            k = key(value)
-            try:
-                channel = cache_get(k)
-            except TypeError:
-                channel = channel_of_key(k)  # raises the clear unhashable-key error
-            if channel is None:
-                channel = channel_of_key(k)
+        for value, channel in zip(values, self._channels(values)):
             appends[channel](value)
         return out
 
     def split_timestamped(
         self, values: Sequence[Any], timestamps: list[Any]
     ) -> list[tuple[Sequence[Any], list[Any]]] | None:
-        """The loop of `split`, carrying each record's timestamp along with its value."""
+        """`split`, carrying each record's timestamp along with its value."""
         n = self.n
         if n == 1:
             if self._check_key is not None:
@@ -200,21 +190,31 @@ class KeyGroupSelector(ChannelSelector):
         timestamps_out: list[list[Any]] = [[] for _ in range(n)]
         value_appends = [part.append for part in values_out]
         timestamp_appends = [part.append for part in timestamps_out]
-        cache_get = self._cache.get
-        channel_of_key = self.channel_of_key
-        key = self._key
-        for value, timestamp in zip(values, timestamps):
-            k = key(value)
-            try:
-                channel = cache_get(k)
-            except TypeError:
-                channel = channel_of_key(k)  # raises the clear unhashable-key error
-            if channel is None:
-                channel = channel_of_key(k)
+        for value, timestamp, channel in zip(values, timestamps, self._channels(values)):
             value_appends[channel](value)
             timestamp_appends[channel](timestamp)
         out: list[tuple[Sequence[Any], list[Any]]] = list(zip(values_out, timestamps_out))
         return out
+
+    def _channels(self, values: Sequence[Any]) -> list[int]:
+        """The channel of each record, in C while every key is cached; the keys new to the cache go through
+        `channel_of_key` (its check and stable hash) once each, and the buffer is looked up again."""
+        keys = list(map(self._key, values))
+        lookup = self._cache.__getitem__
+        try:
+            return list(map(lookup, keys))
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable key: channel_of_key raises the clear error naming it
+            pass
+        channel_of_key, cache = self.channel_of_key, self._cache
+        try:
+            for key in dict.fromkeys(keys):  # in the order of the records: the first misfit is the one reported
+                if key not in cache:
+                    channel_of_key(key)
+            return list(map(lookup, keys))
+        except (KeyError, TypeError):  # the cache was cleared on the way, or a key is unhashable
+            return [channel_of_key(key) for key in keys]
 
 
 class CustomSelector(ChannelSelector):
