@@ -21,7 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 REMAINING = {
     "common": 2,
     "datastream": 65,
-    "runtime": 189,
     "table": 40,
     "testing": 14,
 }
