@@ -179,7 +179,7 @@ def print_tableau(rows: Any, columns: Sequence[Column], out: Any, with_op: bool 
     widths = [column_width(c) for c in columns]
     if not with_op:
         materialized = list(rows)
-        widths = [max(len(c.name), *(len(cell(r[i], c.type)) for r in materialized)) for i, c in enumerate(columns)]
+        widths = [max([len(c.name), *(len(cell(r[i], c.type)) for r in materialized)]) for i, c in enumerate(columns)]
         widths = [min(w, MAX_COLUMN_WIDTH) for w in widths]
         rows = materialized
     border = "+" + ("----+" if with_op else "") + "".join("-" * (w + 2) + "+" for w in widths)

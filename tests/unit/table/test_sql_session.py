@@ -32,7 +32,11 @@ def test_a_script_runs_in_order_with_its_result_modes():
         if not session.execute(statement):
             break
     text = out.getvalue()
-    assert "+I[1]\n-U[1]\n+U[2]\n-U[2]\n+U[3]\n" in text
+    assert (
+        " op                EXPR$0\n +I                     1\n -U                     1\n +U                     2\n"
+        in text
+    )
+    assert "Received a total of 5 rows\n" in text
     assert "[ERROR] ValidationException: From line 1, column 8: Column 'nosuch' not found" in text
     assert "| odd | c |\n+-----+---+\n" in text and "|   1 | 2 |\n" in text and "|   0 | 1 |\n" in text
     assert "never run" not in text
@@ -41,3 +45,12 @@ def test_a_script_runs_in_order_with_its_result_modes():
 def test_statements_split_at_semicolons_outside_quotes():
     lines = ["SELECT 'a;b'\n", "FROM t;\n", "SELECT 2;"]
     assert list(statements_of(lines)) == ["SELECT 'a;b'\nFROM t", "SELECT 2"]
+
+
+def test_a_bad_result_mode_is_an_error_naming_the_modes_and_the_session_goes_on():
+    out = io.StringIO()
+    session = SqlSession(TableEnvironment.create(EnvironmentSettings.in_streaming_mode()), out)
+    assert session.execute("SET 'sql-client.execution.result-mode' = 'grid'")
+    assert session.failed
+    assert "'grid' is not a result mode of sql-client.execution.result-mode: use one of 'tableau'" in out.getvalue()
+    assert session.execute("SHOW TABLES") and not session.failed
