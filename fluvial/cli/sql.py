@@ -41,6 +41,7 @@ def sql(
 ) -> None:
     """Run Flink SQL statements: a script with -f, or interactively; embedded, or on the session cluster at -m
     HOST:PORT."""
+    from fluvial.cluster.session.remote_executor import announce_submissions
     from fluvial.table import EnvironmentSettings, TableEnvironment
     from fluvial.table.sql_session import SqlSession, statements_of
 
@@ -50,12 +51,18 @@ def sql(
     configuration = launch_configuration(LaunchOptions(properties=tuple(properties or ())))
     if jobmanager is not None:
         target_session_cluster(configuration, jobmanager)
+    elif configuration.contains_key("rest.address") and configuration.get_string("execution.target") != "remote":
+        fail_usage(
+            "-D rest.address names a session cluster, and the statements run embedded: give the cluster with "
+            "-m HOST:PORT (or add -D execution.target=remote)"
+        )
     _check_cluster(configuration)
     settings = EnvironmentSettings.in_batch_mode() if batch else EnvironmentSettings.in_streaming_mode()
     script_lines = file.read_text().splitlines(keepends=True) if file is not None else None
     with launched_with(configuration):
         t_env = TableEnvironment.create(settings)
     session = SqlSession(t_env, interactive=script_lines is None and sys.stdin.isatty())
+    token = announce_submissions.set(False)  # the session prints Flink's SQL client lines about its jobs instead
     try:
         if init is not None:
             for statement in statements_of(init.read_text().splitlines(keepends=True)):
@@ -70,6 +77,8 @@ def sql(
         session.wait_for_jobs()
     except KeyboardInterrupt:
         exit_with(ExitCode.INTERRUPTED)
+    finally:
+        announce_submissions.reset(token)
     if session.failed:
         exit_with(ExitCode.FAILURE)
 
