@@ -58,16 +58,30 @@ def test_sql_script_runs_its_insert_and_select_as_jobs_on_the_session_cluster(tm
         listed = fluvial(home, "list", "-a", "-m", cluster.address)
         assert insert in listed.stdout, listed.stdout + listed.stderr
 
-        # the same SELECT in the changelog and table result modes (stdout is a pipe here: printed as it ends)
-        for mode, expected in (
-            ("changelog", ["op", " +I            1                    1", " -U            1                    1"]),
-            ("table", ["| odd | c |", "|   1 | 3 |", "|   0 | 3 |"]),
+        # the same SELECT in the changelog and table result modes (stdout is a pipe here: printed as it ends), the
+        # cluster named by --jobmanager, and by Flink's keys with -D
+        host, port = cluster.address.rsplit(":", 1)
+        for mode, target, expected in (
+            ("changelog", ["--jobmanager", cluster.address], [" op ", " +I            1                    1"]),
+            (
+                "table",
+                ["-D", "execution.target=remote", "-D", f"rest.address={host}", "-D", f"rest.port={port}"],
+                ["| odd | c |", "|   1 | 3 |", "|   0 | 3 |"],
+            ),
         ):
             script.write_text(SCRIPT.format(sink=tmp_path / mode, mode=mode).replace("INSERT INTO", "-- INSERT INTO"))
-            done = fluvial(home, "sql", "--jobmanager", cluster.address, "-f", script)
+            done = fluvial(home, "sql", *target, "-f", script)
             assert done.returncode == 0, done.stdout + done.stderr
             for text in expected:
                 assert text in done.stdout, done.stdout
+        assert [job["name"] for job in cluster.get("/jobs/overview")["jobs"]].count("collect") == 3
+
+        # a statement that fails ends the script there, with exit code 1
+        script.write_text("SELECT nosuch FROM (VALUES (1)) AS t(x);\nSELECT 'never run';\n")
+        done = fluvial(home, "sql", "-m", cluster.address, "-f", script)
+        assert done.returncode == 1
+        assert "[ERROR] ValidationException: From line 1, column 8: Column 'nosuch' not found" in done.stdout
+        assert "never run" not in done.stdout and "stopped at the statement that failed" in done.stderr
     finally:
         stop_cluster(cluster)
 
