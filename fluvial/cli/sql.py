@@ -41,6 +41,7 @@ def sql(
 ) -> None:
     """Run Flink SQL statements: a script with -f, or interactively; embedded, or on the session cluster at -m
     HOST:PORT."""
+    from fluvial.cli.sql_jobs import ClusterJobStatements
     from fluvial.cluster.session.remote_executor import announce_submissions
     from fluvial.table import EnvironmentSettings, TableEnvironment
     from fluvial.table.sql_session import SqlSession, statements_of
@@ -61,7 +62,9 @@ def sql(
     script_lines = file.read_text().splitlines(keepends=True) if file is not None else None
     with launched_with(configuration):
         t_env = TableEnvironment.create(settings)
-    session = SqlSession(t_env, interactive=script_lines is None and sys.stdin.isatty())
+    session = SqlSession(
+        t_env, interactive=script_lines is None and sys.stdin.isatty(), job_statements=ClusterJobStatements()
+    )
     token = announce_submissions.set(False)  # the session prints Flink's SQL client lines about its jobs instead
     try:
         if init is not None:

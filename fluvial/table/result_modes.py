@@ -49,7 +49,7 @@ def print_result(rows: Iterable[Row], columns: Sequence[Column], out: TextIO, mo
     read. The caller closes the iterator (which cancels a job still running)."""
     if mode is ResultMode.TABLEAU or not changes:
         counter = CountingRows(rows)
-        print_tableau(counter, columns, out, with_op=changes)
+        print_tableau(counter, columns, out, with_op=changes, max_width=None)
         return counter.count
     if mode is ResultMode.CHANGELOG:
         return _print_changelog(rows, columns, out)
@@ -67,7 +67,7 @@ def print_result(rows: Iterable[Row], columns: Sequence[Column], out: TextIO, mo
         if live and drawn:
             _redraw(out, drawn, view.rows, columns)
     if not drawn:  # not a terminal, or the query ended before the first redraw
-        print_tableau(view.rows, columns, out, with_op=False)
+        print_tableau(view.rows, columns, out, with_op=False, max_width=None)
     return view.changes
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from fluvial.table.result_modes import CountingRows, ResultMode, print_result
 from fluvial.table.table_environment import TableEnvironment
+from fluvial.table.table_result import ResultKind, TableResult
 
 __all__ = ["SqlSession", "RESULT_MODES", "statements_of"]
 
@@ -29,9 +30,24 @@ RESULT_MODE_KEY = "sql-client.execution.result-mode"
 _CLIENT_PREFIX = "sql-client."
 
 
+class JobStatements(Protocol):
+    """Statements about a cluster's jobs (`SHOW JOBS`, `STOP JOB`): the client's, above the planner."""
+
+    def handles(self, upper: str) -> bool: ...
+
+    def execute(self, t_env: TableEnvironment, text: str) -> TableResult: ...
+
+
 class SqlSession:
-    def __init__(self, t_env: TableEnvironment, out: TextIO | None = None, interactive: bool = False) -> None:
+    def __init__(
+        self,
+        t_env: TableEnvironment,
+        out: TextIO | None = None,
+        interactive: bool = False,
+        job_statements: JobStatements | None = None,
+    ) -> None:
         self.t_env = t_env
+        self.job_statements = job_statements
         self.out = out or sys.stdout
         self.interactive = interactive
         self.result_mode = ResultMode.TABLEAU
@@ -52,10 +68,15 @@ class SqlSession:
             return True
         try:
             remote = self.t_env.get_config().get("execution.target") == "remote"
-            result = self.t_env.execute_sql(text)
+            if self.job_statements is not None and self.job_statements.handles(upper):
+                result = self.job_statements.execute(self.t_env, text)
+            else:
+                result = self.t_env.execute_sql(text)
             if result.get_job_client() is not None:
                 self._submitted(result, remote)
-            elif upper.startswith(("SET ", "RESET", "CREATE ", "DROP ")):
+            elif result.get_result_kind() is ResultKind.SUCCESS or upper.startswith(
+                ("SET ", "RESET", "CREATE ", "DROP ")
+            ):
                 self.out.write("[INFO] Execute statement succeeded.\n\n")
             else:
                 self._print(result)

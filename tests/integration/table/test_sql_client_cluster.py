@@ -2,11 +2,12 @@
 temporary directory, stopped with `fluvial cluster stop`, which the fixture checks leaves no process behind):
 DDL stays in the client, the INSERT INTO runs as a job on the cluster named as Flink names it (seen through
 the REST API, its rows in the sink's files), the SELECT runs there too and its rows come back to the client in
-the script's result mode. And a cluster that is not there: a one-line error naming the address and how to
+the script's result mode; SHOW JOBS and STOP JOB act on the cluster's jobs. And a cluster that is not there: a one-line error naming the address and how to
 start one."""
 
 from __future__ import annotations
 
+import re
 import socket
 import textwrap
 
@@ -75,6 +76,24 @@ def test_sql_script_runs_its_insert_and_select_as_jobs_on_the_session_cluster(tm
             for text in expected:
                 assert text in done.stdout, done.stdout
         assert [job["name"] for job in cluster.get("/jobs/overview")["jobs"]].count("collect") == 3
+
+        # an unbounded INSERT runs on after the client ends; SHOW JOBS lists it, STOP JOB cancels it
+        script.write_text(
+            "CREATE TABLE g (n BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '5');\n"
+            "CREATE TABLE nowhere (n BIGINT) WITH ('connector' = 'blackhole');\n"
+            "INSERT INTO nowhere SELECT n FROM g;\nSHOW JOBS;\n"
+        )
+        done = fluvial(home, "sql", "-m", cluster.address, "-f", script)
+        assert done.returncode == 0, done.stdout + done.stderr
+        job_id = re.search(r"Job ID: ([0-9a-f]{32})", done.stdout).group(1)
+        assert re.search(
+            rf"\| {job_id} \| insert-into_default_catalog.default_database.nowhere \| +\w+ \|", done.stdout
+        )
+        assert cluster.get(f"/jobs/{job_id}")["state"] in ("CREATED", "RUNNING")
+        script.write_text(f"STOP JOB '{job_id}';\n")
+        done = fluvial(home, "sql", "-m", cluster.address, "-f", script)
+        assert done.returncode == 0 and "[INFO] Execute statement succeeded." in done.stdout, done.stdout + done.stderr
+        wait_until(lambda: cluster.get(f"/jobs/{job_id}")["state"] == "CANCELED", timeout=30)
 
         # a statement that fails ends the script there, with exit code 1
         script.write_text("SELECT nosuch FROM (VALUES (1)) AS t(x);\nSELECT 'never run';\n")

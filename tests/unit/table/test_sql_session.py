@@ -54,3 +54,17 @@ def test_a_bad_result_mode_is_an_error_naming_the_modes_and_the_session_goes_on(
     assert session.failed
     assert "'grid' is not a result mode of sql-client.execution.result-mode: use one of 'tableau'" in out.getvalue()
     assert session.execute("SHOW TABLES") and not session.failed
+
+
+def test_job_statements_of_an_embedded_session_say_how_to_reach_a_cluster():
+    from fluvial.cli.sql_jobs import ClusterJobStatements
+
+    out = io.StringIO()
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    session = SqlSession(t_env, out, job_statements=ClusterJobStatements())
+    session.execute("SHOW JOBS;")
+    assert session.failed
+    assert (
+        "[ERROR] ValidationException: SHOW JOBS acts on a session cluster's jobs, and this session runs its jobs "
+        "embedded: start the client with -m HOST:PORT" in out.getvalue()
+    )
