@@ -19,8 +19,9 @@ import re
 import sys
 from typing import Any, Protocol, TextIO
 
+from fluvial.table.errors import ValidationException
 from fluvial.table.result_modes import CountingRows, ResultMode, print_result
-from fluvial.table.table_environment import TableEnvironment
+from fluvial.table.table_environment import StatementSet, TableEnvironment
 from fluvial.table.table_result import ResultKind, TableResult
 
 __all__ = ["SqlSession", "RESULT_MODES", "statements_of"]
@@ -53,6 +54,8 @@ class SqlSession:
         self.result_mode = ResultMode.TABLEAU
         self.jobs: list[Any] = []
         self.failed = False
+        self.statement_set: StatementSet | None = None
+        self._set_announced = False  # BEGIN STATEMENT SET says each step; EXECUTE STATEMENT SET is one statement
 
     def execute(self, statement: str) -> bool:
         """Run one statement and print its result; False when the statement ends the session."""
@@ -68,6 +71,8 @@ class SqlSession:
             return True
         try:
             remote = self.t_env.get_config().get("execution.target") == "remote"
+            if self._statement_set_step(text, upper, remote):
+                return True
             if self.job_statements is not None and self.job_statements.handles(upper):
                 result = self.job_statements.execute(self.t_env, text)
             else:
@@ -82,6 +87,36 @@ class SqlSession:
                 self._print(result)
         except Exception as error:  # noqa: BLE001 - the client reports every failed statement and goes on
             self._error(error)
+        return True
+
+    def _statement_set_step(self, text: str, upper: str, remote: bool) -> bool:
+        """Flink's statement sets: `BEGIN STATEMENT SET;`, INSERTs, `END;` (or `EXECUTE STATEMENT SET BEGIN
+        INSERT ...; ... END;`) run their INSERTs as one job. True when `text` was such a step."""
+        execute_form = upper.startswith("EXECUTE STATEMENT SET BEGIN")
+        if execute_form or upper == "BEGIN STATEMENT SET":
+            if self.statement_set is not None:
+                raise ValidationException("a statement set is open already: END it before beginning another")
+            self.statement_set = self.t_env.create_statement_set()
+            self._set_announced = not execute_form
+            first = re.sub(r"^\s*EXECUTE\s+STATEMENT\s+SET\s+BEGIN\s*", "", text, flags=re.IGNORECASE)
+            if not execute_form:
+                self.out.write("[INFO] Begin a statement set.\n\n")
+            elif first:
+                self.statement_set.add_insert_sql(first)
+            return True
+        if self.statement_set is None:
+            return False
+        if upper == "END":
+            statements, self.statement_set = self.statement_set, None
+            self._submitted(statements.execute(), remote)
+        elif upper.startswith("INSERT "):
+            self.statement_set.add_insert_sql(text)
+            if self._set_announced:
+                self.out.write("[INFO] Add SQL update statement to the statement set.\n\n")
+        else:
+            raise ValidationException(
+                "only INSERT statements go in a statement set: END it (END;) before running other statements"
+            )
         return True
 
     def _submitted(self, result: Any, remote: bool) -> None:

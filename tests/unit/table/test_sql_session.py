@@ -68,3 +68,42 @@ def test_job_statements_of_an_embedded_session_say_how_to_reach_a_cluster():
         "[ERROR] ValidationException: SHOW JOBS acts on a session cluster's jobs, and this session runs its jobs "
         "embedded: start the client with -m HOST:PORT" in out.getvalue()
     )
+
+
+@pytest.mark.timeout(60)
+def test_a_statement_set_runs_its_inserts_as_one_job_in_both_of_flinks_forms(tmp_path):
+    out = io.StringIO()
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.get_config().set("parallelism.default", "1")
+    t_env.get_config().set("table.dml-sync", "true")
+    session = SqlSession(t_env, out)
+    script = f"""
+    CREATE TABLE src (n INT) WITH ('connector' = 'datagen', 'fields.n.kind' = 'sequence',
+      'fields.n.start' = '1', 'fields.n.end' = '4');
+    CREATE TABLE a (n INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "a"}', 'format' = 'csv');
+    CREATE TABLE b (n INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "b"}', 'format' = 'csv');
+    BEGIN STATEMENT SET;
+    INSERT INTO a SELECT n FROM src;
+    SELECT 1;
+    INSERT INTO b SELECT n * 10 FROM src;
+    END;
+    EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT n + 100 FROM src; INSERT INTO b SELECT 0 FROM src; END;
+    """
+    failed = []
+    for statement in statements_of(script.splitlines(keepends=True)):
+        session.execute(statement)
+        failed.append(session.failed)
+    text = out.getvalue()
+    assert "[INFO] Begin a statement set." in text
+    assert text.count("[INFO] Add SQL update statement to the statement set.") == 2
+    assert "[ERROR] ValidationException: only INSERT statements go in a statement set" in text
+    assert failed.count(True) == 1
+    assert text.count("[INFO] SQL update statement has been successfully submitted to the cluster:") == 2
+
+    def numbers(name):
+        return sorted(
+            int(v) for path in (tmp_path / name).rglob("*") if path.is_file() for v in path.read_text().split()
+        )
+
+    assert numbers("a") == [1, 2, 3, 4, 101, 102, 103, 104]
+    assert numbers("b") == [0, 0, 0, 0, 10, 20, 30, 40]
