@@ -77,6 +77,7 @@ def sql(
                 break
             if session.failed and file is not None:
                 _stop_at_failure(session, file)
+        session.failed = False  # from here: whether an embedded INSERT job failed
         session.wait_for_jobs()
     except KeyboardInterrupt:
         exit_with(ExitCode.INTERRUPTED)

@@ -11,6 +11,9 @@ statements run as jobs in the background, as in Flink's client (`SET 'table.dml-
 each in turn); at its end the session waits for its embedded jobs, which end with this process, and leaves a
 session cluster's running there. A SELECT's rows come back through the collect path either way; Ctrl-C in an
 interactive session cancels the query (its job) and returns to the prompt.
+
+Statement sets (`BEGIN STATEMENT SET;` ... `END;`, or `EXECUTE STATEMENT SET BEGIN ... END;`) run their INSERTs
+as one job. `SHOW JOBS` and `STOP JOB` go to the `job_statements` seam: the client's, which talks to a cluster.
 """
 
 from __future__ import annotations
