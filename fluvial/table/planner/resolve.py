@@ -95,6 +95,10 @@ class Resolver:
             qualified = qualified_columns.get().get((str(e.value), name))
             if qualified is not None:
                 return InputRef(qualified, self.schema[qualified].type, self.names[qualified])
+        if e.value:
+            nested = self._nested_field(str(e.value), name)
+            if nested is not None:
+                return nested
         index = _case_insensitive_index(self.names, name) if name else None
         if index is None:
             if name in self.ungrouped:
@@ -106,6 +110,22 @@ class Resolver:
                 )
             )
         return InputRef(index, self.schema[index].type, name)
+
+    def _nested_field(self, row_name: str, name: str) -> Rex | None:
+        """`person.id` where `person` is a ROW column: its field (NULL when the row is)."""
+        index = _case_insensitive_index(self.names, row_name)
+        if index is None or self.schema[index].type.name != "ROW":
+            return None
+        row_type = self.schema[index].type
+        field_names = [f.name for f in row_type.fields]
+        if name not in field_names:
+            return None
+        position = field_names.index(name)
+        field_type = row_type.fields[position].data_type
+        if row_type.nullable and not field_type.nullable:
+            field_type = replace(field_type, nullable=True)
+        row = InputRef(index, row_type, row_name)
+        return Call("get_field", (row, Literal(position, DataTypes.INT(False))), field_type)
 
     def _call(self, e: Expression) -> Rex:
         name = e.name or ""

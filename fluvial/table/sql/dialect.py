@@ -7,7 +7,8 @@ and adds what Flink has that it lacks:
 - window table functions: `TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))` — the `TABLE`
   keyword before a table argument is dropped by the tokenizer, so the call parses as a function of the
   table's name, which the planner reads as a table;
-- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`).
+- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`);
+- `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class Flink(RisingWave):
 
         def tokenize(self, sql: str) -> list[Token]:
             tokens = super().tokenize(sql)
-            return _drop_table_argument_keywords(tokens)
+            return _row_types(_drop_table_argument_keywords(tokens))
 
     class Parser(RisingWave.Parser):
         pass
@@ -50,3 +51,11 @@ def _drop_table_argument_keywords(tokens: list[Token]) -> list[Token]:
             continue
         out.append(token)
     return out
+
+
+def _row_types(tokens: list[Token]) -> list[Token]:
+    """`ROW<a INT, b STRING>` is a type: its ROW keyword becomes sqlglot's STRUCT (`CURRENT ROW` stays)."""
+    for token, following in zip(tokens, tokens[1:]):
+        if token.token_type is TokenType.ROW and following.token_type is TokenType.LT:
+            token.token_type = TokenType.STRUCT
+    return tokens

@@ -171,6 +171,7 @@ class QueryPlanner:
 
         from_ = node.args.get("from_") or node.args.get("from")
         if node.args.get("joins"):
+            node = _comma_join_condition(node, self.convert)
             source, qualifiers = self.joined(from_.this, node.args["joins"])
             tokens = (qualified_columns.set(qualifiers), qualified_names.set(source.names))
             try:
@@ -540,3 +541,24 @@ def _check_window_refs(item: Expression, window_keys: set[str], convert: Convert
         raise ValidationException(f"Expression '{item.name}' is not being grouped")
     for a in item.args:
         _check_window_refs(a, window_keys, convert)
+
+
+def _comma_join_condition(node: exp.Select, convert: Converter) -> exp.Select:
+    """`FROM a, b WHERE cond`: an inner join of a and b ON cond (the WHERE is the join's condition, where its
+    equalities key the join's state, as Flink's planner pushes them into the join)."""
+    joins = node.args["joins"]
+    commas = [j for j in joins if j.args.get("on") is None and not j.args.get("kind") and not j.args.get("side")]
+    if not commas or any(j.args.get("using") for j in commas):
+        return node
+    where = node.args.get("where")
+    if commas != [joins[-1]] or where is None:
+        raise convert.error(
+            commas[0],
+            "a streaming join needs a condition: write FROM a, b WHERE a.k = b.k with one comma-joined table last, "
+            "or JOIN ... ON",
+        )
+    node = node.copy()
+    last = node.args["joins"][-1]
+    last.set("on", node.args["where"].this)
+    node.set("where", None)
+    return node
