@@ -7,6 +7,7 @@ changelog applied).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,36 @@ def test_query_matches_pyflink(name: str) -> None:
 
 def test_q6_is_unsupported_as_in_flink() -> None:
     assert "q6" in UNSUPPORTED and "q6" not in QUERIES
+
+
+@pytest.mark.timeout(60)
+def test_the_generator_runs_in_two_parallel_splits() -> None:
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.get_config().set("parallelism.default", "2")
+    t_env.execute_sql(nexmark_ddl({**OPTIONS, "events.num": "1000"}))
+    table = t_env.sql_query("SELECT event_type, COUNT(*) AS n, MIN(`dateTime`) FROM nexmark GROUP BY event_type")
+    final = FinalTable()
+    with table.execute().collect() as rows:
+        for r in rows:
+            final.add(r.get_row_kind().short_string(), normalize_row(list(r)))
+    assert final.summary()["rows"] == [
+        [0, 20, "T2024-01-01T00:00:00"],
+        [1, 60, "T2024-01-01T00:00:00.010000"],
+        [2, 920, "T2024-01-01T00:00:00.040000"],
+    ]
+
+
+@pytest.mark.timeout(60)
+def test_a_datastream_job_reads_the_source() -> None:
+    from fluvial.common import Types
+    from fluvial.common.watermark_strategy import WatermarkStrategy
+    from fluvial.datastream import StreamExecutionEnvironment
+    from fluvial.datastream.connectors.nexmark import NexmarkConfig, NexmarkSource
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    source = NexmarkSource(NexmarkConfig(events_num=500, base_time=0))
+    stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "nexmark")
+    with stream.map(lambda row: row.event_type, output_type=Types.INT()).execute_and_collect() as kinds:
+        counts = Counter(kinds)
+    assert counts == {0: 10, 1: 30, 2: 460}
