@@ -264,6 +264,8 @@ def project(
         rex = resolver.resolve(e)
         columns.append(Column(output_name(e, len(columns), sql), rex.type))
         rexes.append(rex)
+    if sql:
+        columns = _uniquified(columns)
     check_unique([c.name for c in columns])
     cond = None
     if condition is not None:
@@ -281,6 +283,19 @@ def resolve_condition(condition: Expression, resolver: Resolver) -> Rex:
             )
         )
     return rex
+
+
+def _uniquified(columns: list[Column]) -> list[Column]:
+    """A SQL select list's repeated names made unique as Calcite does: `id, id` becomes `id, id0`."""
+    seen: set[str] = set()
+    out = []
+    for c in columns:
+        name, n = c.name, 0
+        while name in seen:
+            name, n = f"{c.name}{n}", n + 1
+        seen.add(name)
+        out.append(c if name == c.name else Column(name, c.type))
+    return out
 
 
 def check_unique(names: list[str]) -> None:
@@ -476,7 +491,10 @@ def plan_join(
     remainder: Rex | None = None
     for r in rest:
         remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
-    return Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
+    from fluvial.table.planner.interval_join import as_interval_join
+
+    join = Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
+    return as_interval_join(join)
 
 
 def _conjuncts(rex: Rex) -> list[Rex]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
 from fluvial.table.errors import TableException
+from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
@@ -96,6 +97,21 @@ class Translator:
                 node.input.names,
             )
             return self.translate(node.input).flat_map(function).name(node.explain_terms())
+        if isinstance(node, IntervalJoin):
+            from fluvial.table.runtime.interval_join import IntervalJoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            widths = (len(node.left.schema), len(node.right.schema))
+            function = IntervalJoinFunction(
+                node.names,
+                widths,
+                (node.left_time, node.right_time),
+                (node.lower, node.upper),
+                node.join_type,
+                node.condition,
+            )
+            return connected.process(function).name(node.explain_terms())
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 

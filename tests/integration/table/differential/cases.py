@@ -355,6 +355,31 @@ CASES: list[Case] = [
         _J,
     ),
     _c("join_select_star", "SELECT * FROM customers c JOIN orders o ON c.name = o.customer WHERE o.id < 4", "set", _J),
+    # -- interval joins (both rowtimes bounded against each other: insert-only, time attributes kept) ----------
+    _c(
+        "interval_join_between",
+        "SELECT a.id, b.id AS other, a.ts, b.ts AS other_ts FROM orders a JOIN orders b ON a.customer = b.customer "
+        "AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '3' SECOND",
+        "set",
+    ),
+    _c(
+        "interval_join_strict_bounds",
+        "SELECT a.id, b.id FROM orders a JOIN orders b ON a.category = b.category AND a.ts > b.ts "
+        "AND a.ts < b.ts + INTERVAL '5' SECOND AND a.amount > b.amount",
+        "set",
+    ),
+    _c(
+        "interval_join_left_outer",
+        "SELECT a.id, b.id FROM orders a LEFT JOIN orders b ON a.customer = b.customer AND a.id <> b.id "
+        "AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND",
+        "set",
+    ),
+    _c(
+        "interval_join_full_outer",
+        "SELECT a.id, b.id FROM orders a FULL JOIN orders b ON a.qty = b.qty AND a.id < b.id "
+        "AND a.ts >= b.ts - INTERVAL '3' SECOND AND a.ts <= b.ts",
+        "set",
+    ),
     # -- deduplication (ROW_NUMBER() = 1 by event time) -------------------------------------------------------
     _c(
         "dedup_first",
