@@ -41,7 +41,6 @@ class IntervalJoin(Join):
 
     def explain_terms(self) -> str:
         kind = {"INNER": "InnerJoin", "LEFT": "LeftOuterJoin", "RIGHT": "RightOuterJoin", "FULL": "FullOuterJoin"}
-        left, right = self.names[self.left_time], self.names[len(self.left.schema) + self.right_time]
         return (
             f"IntervalJoin(joinType=[{kind[self.join_type]}], windowBounds=[isRowTime=true, "
             f"leftLowerBound={self.lower}, leftUpperBound={self.upper}, leftTimeIndex={self.left_time}, "
