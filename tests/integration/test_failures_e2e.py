@@ -123,8 +123,10 @@ def test_failing_job_closes_every_opened_function(mode, events):
         env.execute()
     opened = sorted(events.values("open"))
     closed = sorted(events.values("close"))
-    assert opened == [0, 1]
-    assert closed == opened  # each subtask's copy closed exactly once
+    # the failing subtask opened; the other may be cancelled before it opens (its TaskManager process deploys it
+    # after the failure is known), and then it has nothing to close
+    assert opened in ([0], [1], [0, 1]), opened
+    assert closed == opened  # each subtask's copy that opened closed exactly once
 
 
 @pytest.mark.timeout(60)
