@@ -492,9 +492,11 @@ def plan_join(
     for r in rest:
         remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
     from fluvial.table.planner.interval_join import as_interval_join
+    from fluvial.table.planner.window_join import as_window_join
 
     join = Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
-    return as_interval_join(join)
+    windowed = as_window_join(join)
+    return windowed if windowed is not join else as_interval_join(join)
 
 
 def _conjuncts(rex: Rex) -> list[Rex]:

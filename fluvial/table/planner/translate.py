@@ -13,6 +13,7 @@ from typing import Any
 from fluvial.common.watermark_strategy import WatermarkStrategy
 from fluvial.table.errors import TableException
 from fluvial.table.planner.interval_join import IntervalJoin
+from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
@@ -97,6 +98,20 @@ class Translator:
                 node.input.names,
             )
             return self.translate(node.input).flat_map(function).name(node.explain_terms())
+        if isinstance(node, WindowAssign):
+            from fluvial.table.runtime.window_join import WindowAssignFunction
+
+            assign = WindowAssignFunction(node.names, node.window)
+            return self.translate(node.input).flat_map(assign).name(node.explain_terms())
+        if isinstance(node, WindowJoin):
+            from fluvial.table.runtime.window_join import WindowJoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            widths = (len(node.left.schema), len(node.right.schema))
+            ends = (node.left_window[1], node.right_window[1])
+            function = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
+            return connected.process(function).name(node.explain_terms())
         if isinstance(node, IntervalJoin):
             from fluvial.table.runtime.interval_join import IntervalJoinFunction
 

@@ -224,8 +224,16 @@ class QueryPlanner:
     def _relation(self, node: exp.Expression) -> RelNode:
         relation = self.source(node)
         if isinstance(relation, _WindowedInput):
-            raise self.convert.error(node, "a window table function cannot be joined yet")
+            return self._window_table(relation, node)
         return relation
+
+    def _window_table(self, windowed: _WindowedInput, node: exp.Expression) -> RelNode:
+        from fluvial.table.planner.window_join import window_table
+
+        try:
+            return window_table(windowed.input, windowed.spec)
+        except ValidationException as error:
+            raise self.convert.error(node, str(error)) from None
 
     def _deduplicated(self, node: exp.Select) -> RelNode | None:
         """`SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) AS rn FROM t)
@@ -323,6 +331,8 @@ class QueryPlanner:
             if windowed or group_items or having_expr is not None:
                 raise self.convert.error(node, "OVER aggregates go in a query without GROUP BY or window functions")
             result = self._over(input_node, items)
+        elif windowed and not (group_items or any(contains_aggregate(e) for e in items) or having_expr is not None):
+            result = project(self._window_table(_WindowedInput(input_node, source.spec), node), items, sql=True)
         elif windowed:
             result = self._window_aggregate(source, input_node, group_items, items, having_expr, node)
         elif group_items or any(contains_aggregate(e) for e in items) or having_expr is not None:

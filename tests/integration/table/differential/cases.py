@@ -380,6 +380,33 @@ CASES: list[Case] = [
         "AND a.ts >= b.ts - INTERVAL '3' SECOND AND a.ts <= b.ts",
         "set",
     ),
+    # -- window table functions as tables, and window joins (per key and window, at the watermark) ------------
+    _c(
+        "window_tvf_hop_rows",
+        "SELECT id, window_start, window_end, window_time FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), "
+        "INTERVAL '2' SECOND, INTERVAL '4' SECOND))",
+        "set",
+    ),
+    _c(
+        "window_join_inner",
+        "SELECT L.id, R.id, L.window_start, L.window_end FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L JOIN "
+        "(SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R ON L.customer = R.customer AND L.window_start = R.window_start "
+        "AND L.window_end = R.window_end AND L.id < R.id",
+        "set",
+    ),
+    _c(
+        "window_join_full_outer",
+        "SELECT L.id, R.id, COALESCE(L.window_start, R.window_start) AS ws FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L FULL JOIN "
+        "(SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R ON L.category = R.category AND L.window_start = R.window_start "
+        "AND L.window_end = R.window_end AND L.id < R.id",
+        "set",
+    ),
+    _c(
+        "window_join_select_star",
+        "SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L JOIN (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R ON L.id = R.id AND L.window_start = R.window_start "
+        "AND L.window_end = R.window_end",
+        "set",
+    ),
     # -- deduplication (ROW_NUMBER() = 1 by event time) -------------------------------------------------------
     _c(
         "dedup_first",
