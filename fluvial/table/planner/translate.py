@@ -13,7 +13,6 @@ from typing import Any
 from fluvial.common.watermark_strategy import WatermarkStrategy
 from fluvial.table.errors import TableException
 from fluvial.table.planner.interval_join import IntervalJoin
-from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
@@ -30,6 +29,7 @@ from fluvial.table.planner.logical import (
     WindowAggregate,
     WindowKind,
 )
+from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
     CorrelateFunction,
