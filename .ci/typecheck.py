@@ -26,7 +26,7 @@ REMAINING = {
     "metrics": 2,
     "receiver": 4,
     "runtime": 280,
-    "table": 40,
+    "table": 39,
     "testing": 14,
     "web": 3,
 }

@@ -110,15 +110,15 @@ class Translator:
             connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
             widths = (len(node.left.schema), len(node.right.schema))
             ends = (node.left_window[1], node.right_window[1])
-            function = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
-            return connected.process(function).name(node.explain_terms())
+            window_join = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
+            return connected.process(window_join).name(node.explain_terms())
         if isinstance(node, IntervalJoin):
             from fluvial.table.runtime.interval_join import IntervalJoinFunction
 
             left, right = self.translate(node.left), self.translate(node.right)
             connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
             widths = (len(node.left.schema), len(node.right.schema))
-            function = IntervalJoinFunction(
+            interval_join = IntervalJoinFunction(
                 node.names,
                 widths,
                 (node.left_time, node.right_time),
@@ -126,7 +126,7 @@ class Translator:
                 node.join_type,
                 node.condition,
             )
-            return connected.process(function).name(node.explain_terms())
+            return connected.process(interval_join).name(node.explain_terms())
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 

@@ -331,9 +331,11 @@ class QueryPlanner:
             if windowed or group_items or having_expr is not None:
                 raise self.convert.error(node, "OVER aggregates go in a query without GROUP BY or window functions")
             result = self._over(input_node, items)
-        elif windowed and not (group_items or any(contains_aggregate(e) for e in items) or having_expr is not None):
+        elif isinstance(source, _WindowedInput) and not (
+            group_items or any(contains_aggregate(e) for e in items) or having_expr is not None
+        ):
             result = project(self._window_table(_WindowedInput(input_node, source.spec), node), items, sql=True)
-        elif windowed:
+        elif isinstance(source, _WindowedInput):
             result = self._window_aggregate(source, input_node, group_items, items, having_expr, node)
         elif group_items or any(contains_aggregate(e) for e in items) or having_expr is not None:
             result = plan_aggregate(input_node, group_items, items, sql=True, having=having_expr)
