@@ -495,7 +495,10 @@ def plan_join(
     from fluvial.table.planner.window_join import as_window_join
 
     join = Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
-    windowed = as_window_join(join)
+    try:
+        windowed = as_window_join(join)
+    except ValidationException as error:
+        raise ValidationException(at(condition.sql_position, str(error))) from None
     return windowed if windowed is not join else as_interval_join(join)
 
 
