@@ -53,7 +53,7 @@ RETRY_MS = 10  # how soon to look again when a trigger is due but held back (con
 @dataclass
 class _Finalizing:
     pending: PendingCheckpoint
-    future: CompletableFuture | None
+    future: CompletableFuture[CompletedCheckpoint] | None
     storage: Any
 
 
@@ -104,7 +104,7 @@ class CheckpointCoordinator:
         self._failures = CheckpointFailureManager(settings.tolerable_failures)
         self._pending: dict[int, PendingCheckpoint] = {}
         self._timeouts: dict[int, Cancellable] = {}
-        self._futures: dict[int, CompletableFuture] = {}
+        self._futures: dict[int, CompletableFuture[CompletedCheckpoint]] = {}
         self._savepoint_storage: dict[int, Any] = {}
         self._started_at: dict[int, int] = {}
         self._barrier_figures: dict[int, list[int]] = {}  # id → [max alignment ms, persisted bytes, unaligned]
@@ -198,13 +198,13 @@ class CheckpointCoordinator:
         savepoint_dir: str | None = None,
         notify_tasks: bool = True,
         drain: bool = False,
-    ) -> CompletableFuture:
+    ) -> CompletableFuture[CompletedCheckpoint]:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
         future completes with the CompletedCheckpoint, or with the error that stopped it. Without
         `notify_tasks` the tasks never hear that it completed (an intermediate savepoint: sinks must not commit
         what a restore of the job's own latest checkpoint replays). `drain`: the sources advance to the end of
         event time before their barriers (stop-with-savepoint --drain)."""
-        future = CompletableFuture()
+        future: CompletableFuture[CompletedCheckpoint] = CompletableFuture()
         if self._stopped:
             return self._refuse(future, CheckpointFailureReason.COORDINATOR_SHUTDOWN, is_savepoint)
         plan = self._tasks.checkpoint_plan()
@@ -249,8 +249,8 @@ class CheckpointCoordinator:
         return future
 
     def _refuse(
-        self, future: CompletableFuture, reason: CheckpointFailureReason, is_savepoint: bool
-    ) -> CompletableFuture:
+        self, future: CompletableFuture[CompletedCheckpoint], reason: CheckpointFailureReason, is_savepoint: bool
+    ) -> CompletableFuture[CompletedCheckpoint]:
         what = "savepoint" if is_savepoint else "checkpoint"
         # a periodic checkpoint retries every RETRY_MS while tasks start: only a user's savepoint is worth INFO
         (logger.info if is_savepoint else logger.debug)(

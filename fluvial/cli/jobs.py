@@ -39,7 +39,7 @@ def list_jobs(
     print("Waiting for response...")
     with reporting_cluster_errors():
         jobs = client.jobs_overview()
-    groups = {"running": [], "scheduled": [], "terminated": []}
+    groups: dict[str, list[dict[str, Any]]] = {"running": [], "scheduled": [], "terminated": []}
     for job in jobs:
         state = job["state"]
         key = "scheduled" if state in SCHEDULED_STATES else "terminated" if state in TERMINAL_STATES else "running"

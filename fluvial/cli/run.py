@@ -164,8 +164,10 @@ def run(
         main: Callable[[], ScriptResult]
         if py_module is not None:
             main = partial(execute_job_module, py_module, job_args, client_path)
+            script = Path(py_module)
         elif job is not None:  # always: without -pym a job file was required above
             main = partial(execute_job_file, job, job_args, client_path)
+            script = job
         else:
             fail_usage(NO_JOB_FILE)
         result = _run_watched(main, configuration, observer, announce)
@@ -178,7 +180,7 @@ def run(
         _keep_dashboard_until_interrupted(result.outcome is not ScriptOutcome.INTERRUPTED)
     report(result, verbose)
     if not jobs:
-        fail_no_job(job if py_module is None else Path(py_module))
+        fail_no_job(script)
 
 
 NO_JOB_FILE = "give the job file: fluvial run JOB.py [ARGS]... (or -py JOB.py, or -pym MODULE)"

@@ -177,7 +177,9 @@ class JobCheckpointing:
     def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
         self.coordinator.abort_all_pending(reason)
 
-    def trigger_savepoint(self, directory: str, job_id: str, terminal: bool, drain: bool) -> CompletableFuture:
+    def trigger_savepoint(
+        self, directory: str, job_id: str, terminal: bool, drain: bool
+    ) -> CompletableFuture[CompletedCheckpoint]:
         """A savepoint into `directory`, self-contained; `terminal` (stop-with-savepoint) notifies the tasks of
         its completion, `drain` advances the sources to the end of event time first."""
         from fluvial.checkpoint.savepoint import savepoint_storage

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fluvial.common.future import CompletableFuture as Future
 from fluvial.common.job_client import JobClient
@@ -12,7 +12,13 @@ from fluvial.datastream.closeable_iterator import CloseableIterator
 
 if TYPE_CHECKING:
     from fluvial.checkpoint.store import CompletedCheckpoint
+    from fluvial.cluster.job_details import JobDetails
     from fluvial.cluster.job_master import JobMaster
+    from fluvial.common.job_execution_result import JobExecutionResult
+    from fluvial.common.job_status import JobStatus
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class MiniClusterJobClient(JobClient):
@@ -24,23 +30,23 @@ class MiniClusterJobClient(JobClient):
     def get_job_id(self) -> JobID:
         return JobID(self._job_master.job_id)
 
-    def get_job_status(self) -> Future:
+    def get_job_status(self) -> Future[JobStatus]:
         """A future of the job's current JobStatus (already complete: the JobMaster is in this process)."""
         return _completed(self._job_master.status)
 
-    def get_job_details(self) -> Future:
+    def get_job_details(self) -> Future[JobDetails]:
         return self._job_master.request_job()
 
-    def cancel(self) -> Future:
+    def cancel(self) -> Future[None]:
         self._job_master.cancel()
         return _completed(None)
 
-    def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future:
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> Future[str]:
         return _map(self._job_master.trigger_savepoint(savepoint_directory), lambda done: done.metadata_location)
 
     def stop_with_savepoint(
         self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
-    ) -> Future:
+    ) -> Future[str]:
         """A savepoint, then the job stops; `advance_to_end_of_event_time` (Flink's --drain) first sends
         MAX_WATERMARK through the job, so every window and event-time timer fires."""
 
@@ -53,7 +59,7 @@ class MiniClusterJobClient(JobClient):
             stop,
         )
 
-    def get_job_execution_result(self, user_class_loader: Any = None) -> Future:
+    def get_job_execution_result(self, user_class_loader: Any = None) -> Future[JobExecutionResult]:
         return self._job_master.result
 
     def collect_results(self, collect_id: str) -> CloseableIterator:
@@ -61,17 +67,17 @@ class MiniClusterJobClient(JobClient):
         return CloseableIterator(self, self.cluster.collect_buffer(collect_id))
 
 
-def _completed(value: Any) -> Future:
-    future: Future = Future()
+def _completed(value: T) -> Future[T]:
+    future: Future[T] = Future()
     future.set_result(value)
     return future
 
 
-def _map(source: Future, transform: Callable[[Any], Any]) -> Future:
+def _map(source: Future[T], transform: Callable[[T], R]) -> Future[R]:
     """A future completed with `transform(result)` of `source`, or with its exception."""
-    target: Future = Future()
+    target: Future[R] = Future()
 
-    def forward(done: Future) -> None:
+    def forward(done: Future[T]) -> None:
         error = done.exception()
         if error is not None:
             target.set_exception(error)

@@ -50,6 +50,8 @@ from fluvial.metrics.store import MetricStore
 
 if TYPE_CHECKING:
     from fluvial.checkpoint.restore import JobRestore
+    from fluvial.checkpoint.store import CompletedCheckpoint
+    from fluvial.cluster.job_details import JobDetails
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +80,11 @@ class JobMaster:
     ) -> None:
         """`resources`: whether every TaskManager is up (ResourceAvailability; None: they always are)."""
         self.job_graph = job_graph
-        self.result: Future = Future()
+        self.result: Future[JobExecutionResult] = Future()
         self.timeline = JobTimeline()  # touched on the main thread only
         self.metrics = MetricStore()
         self._ended = False  # the job reached a globally terminal status: its details no longer change
-        self._archive: Any = None  # its JobDetails, built once after it ended
+        self._archive: JobDetails | None = None  # built once after it ended
         self._archive_lock = threading.Lock()
         self._task_managers = list(task_managers)
         self._started_at = 0.0
@@ -233,7 +235,9 @@ class JobMaster:
         logger.info("job %s (%s): cancel requested while %s", self.job_graph.job_name, self.job_id, self.status.name)
         self.scheduler.cancel()
 
-    def trigger_savepoint(self, target_directory: str | None, terminal: bool = False, drain: bool = False) -> Future:
+    def trigger_savepoint(
+        self, target_directory: str | None, terminal: bool = False, drain: bool = False
+    ) -> Future[CompletedCheckpoint]:
         """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir).
         Only a `terminal` savepoint (stop-with-savepoint: the job ends right after it) lets two-phase-commit sinks
         commit when it completes; an intermediate one commits nothing (Flink 1.15+), because a failover restores
@@ -249,7 +253,7 @@ class JobMaster:
         from fluvial.checkpoint.savepoint import savepoint_target
 
         directory = savepoint_target(target_directory, self.job_graph.configuration)
-        answer: Future = Future()
+        answer: Future[CompletedCheckpoint] = Future()
         waited = 0
 
         def trigger() -> None:
@@ -277,7 +281,7 @@ class JobMaster:
             )
         return answer
 
-    def _after_drain_savepoint(self, done: Future) -> None:
+    def _after_drain_savepoint(self, done: Future[CompletedCheckpoint]) -> None:
         """The sources of a drained job emit nothing more: if its savepoint failed, the job cannot go on as it is
         and fails over (its restart strategy decides), resuming from its latest checkpoint."""
         error = done.exception()
@@ -297,10 +301,10 @@ class JobMaster:
             return f"{len(ended)} of its subtasks have already ended (first: {ended[0].name})"
         return None
 
-    def request_job(self) -> Future:
+    def request_job(self) -> Future[JobDetails]:
         """A future of the job's JobDetails now: built on the main thread while the job runs, its archive once
         the job has ended."""
-        answer: Future = Future()
+        answer: Future[JobDetails] = Future()
 
         def describe() -> None:
             try:
@@ -312,12 +316,12 @@ class JobMaster:
             describe()
         return answer
 
-    def _details(self) -> Any:
+    def _details(self) -> JobDetails:
         from fluvial.cluster.job_details import build_job_details  # loaded when somebody asks, never for a job alone
 
         return build_job_details(self, self.timeline)
 
-    def _archived(self) -> Any:
+    def _archived(self) -> JobDetails:
         with self._archive_lock:
             if self._archive is None:
                 self._archive = self._details()

@@ -217,11 +217,11 @@ class LocalDispatcher:
     def cancel_job(self, job_id: str) -> None:
         self._client(job_id).cancel()
 
-    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> Future:
+    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> Future[str]:
         """A future of the savepoint's path; with `cancel_job`, the job is cancelled once it is complete."""
         return savepoint(self._client(job_id), target_directory, cancel_job)
 
-    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> Future:
+    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> Future[str]:
         return stop_with_savepoint(self._client(job_id), target_directory, drain)
 
     def take_results(self, job_id: str, collect_id: str, timeout: float, close: bool) -> tuple[list[bytes], bool]:
@@ -259,7 +259,7 @@ def job_metrics(details: JobDetails, tasks: list[TaskMetricsSnapshot], now: int)
     return JobMetricsSnapshot(details.job_id, details.name, details.metric_values(now), tasks)
 
 
-def savepoint(client: MiniClusterJobClient, target_directory: str | None, cancel_job: bool) -> Future:
+def savepoint(client: MiniClusterJobClient, target_directory: str | None, cancel_job: bool) -> Future[str]:
     """A future of the path of a savepoint of the client's job; with `cancel_job`, the job is cancelled once it is
     complete (Flink's cancel-job flag)."""
     if cancel_job:
@@ -267,7 +267,7 @@ def savepoint(client: MiniClusterJobClient, target_directory: str | None, cancel
     return client.trigger_savepoint(target_directory)
 
 
-def stop_with_savepoint(client: MiniClusterJobClient, target_directory: str | None, drain: bool) -> Future:
+def stop_with_savepoint(client: MiniClusterJobClient, target_directory: str | None, drain: bool) -> Future[str]:
     return client.stop_with_savepoint(drain, target_directory)
 
 

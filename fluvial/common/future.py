@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Generic, TypeVar, cast
+
+T = TypeVar("T")
 
 
-class CompletableFuture:
+class CompletableFuture(Generic[T]):
     """The result of an asynchronous operation (PyFlink's `CompletableFuture`): a job's result, a savepoint's
-    path, a job's status. `result()` waits for it.
+    path, a job's status. `result()` waits for it. `CompletableFuture[T]` completes with a T.
     """
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._result: Any = None
+        self._result: T | None = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[[CompletableFuture], None]] = []
+        self._callbacks: list[Callable[[CompletableFuture[T]], None]] = []
 
     def done(self) -> bool:
         """Whether the operation has finished (with a value or an exception)."""
         return self._event.is_set()
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: float | None = None) -> T:
         """Wait for the value.
 
         Args:
@@ -41,7 +43,7 @@ class CompletableFuture:
             raise TimeoutError(f"the future was not completed within {timeout} s")
         if self._exception is not None:
             raise self._exception
-        return self._result
+        return cast(T, self._result)  # set_result stored a T (set_exception, which stores None, raised above)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Wait for the outcome and return its exception, or None when it succeeded.
@@ -56,7 +58,7 @@ class CompletableFuture:
             raise TimeoutError(f"the future was not completed within {timeout} s")
         return self._exception
 
-    def set_result(self, result: Any) -> None:
+    def set_result(self, result: T) -> None:
         """Complete the future with a value (the side that runs the operation calls it).
 
         Args:
@@ -72,7 +74,7 @@ class CompletableFuture:
         """
         self._complete(None, exception)
 
-    def add_done_callback(self, callback: Callable[[CompletableFuture], None]) -> None:
+    def add_done_callback(self, callback: Callable[[CompletableFuture[T]], None]) -> None:
         """Call `callback(future)` when the operation finishes (at once if it has).
 
         Args:
@@ -84,7 +86,7 @@ class CompletableFuture:
                 return
         callback(self)
 
-    def _complete(self, result: Any, exception: BaseException | None) -> None:
+    def _complete(self, result: T | None, exception: BaseException | None) -> None:
         with self._lock:
             if self._event.is_set():
                 raise RuntimeError("the future is already completed")
@@ -95,7 +97,7 @@ class CompletableFuture:
             callback(self)
 
 
-def forward(source: CompletableFuture, target: CompletableFuture) -> None:
+def forward(source: CompletableFuture[T], target: CompletableFuture[T]) -> None:
     """Complete `target` as `source` completed (call once `source` is done, e.g. from its done callback)."""
     error = source.exception()
     if error is not None:

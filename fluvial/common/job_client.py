@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import abc
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.future import CompletableFuture
 from fluvial.common.job_id import JobID
+
+if TYPE_CHECKING:
+    from fluvial.common.job_execution_result import JobExecutionResult
+    from fluvial.common.job_status import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -37,38 +41,38 @@ class JobClient(abc.ABC):
         """The job's JobID."""
 
     @abc.abstractmethod
-    def get_job_status(self) -> CompletableFuture:
+    def get_job_status(self) -> CompletableFuture[JobStatus]:
         """A future of the job's JobStatus."""
 
     @abc.abstractmethod
-    def get_job_details(self) -> CompletableFuture:
+    def get_job_details(self) -> CompletableFuture[Any]:  # a cluster.job_details.JobDetails (a higher layer)
         """A future of the job's JobDetails (`fluvial.cluster.job_details`): its status, how often it restarted
         and failed, its latest failure, its vertices and subtasks, checkpoints and exception history. Beyond PyFlink, whose JobClient reports only the status: a job that restarts
         forever looks RUNNING there."""
 
     @abc.abstractmethod
-    def cancel(self) -> CompletableFuture:
+    def cancel(self) -> CompletableFuture[None]:
         """Cancel the job; the future completes once the cancel was accepted."""
 
     @abc.abstractmethod
-    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture[str]:
         """A future of the savepoint's path (pass it as execution.savepoint.path to restore from it)."""
 
     @abc.abstractmethod
     def stop_with_savepoint(
         self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
-    ) -> CompletableFuture:
+    ) -> CompletableFuture[str]:
         """Take a savepoint, then stop the job; a future of the savepoint's path."""
 
     @abc.abstractmethod
-    def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture:
+    def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture[JobExecutionResult]:
         """A future of the JobExecutionResult, or of the JobExecutionException when the job failed.
         (`user_class_loader` is PyFlink's Java leftover and is ignored: Python needs none.)"""
 
-    def get_accumulators(self, class_loader: Any = None) -> CompletableFuture:
+    def get_accumulators(self, class_loader: Any = None) -> CompletableFuture[dict[str, Any]]:
         """A future of the job's accumulators: always empty, since PyFlink's Python functions have no API to
         register one (accumulators are a Java API)."""
-        future = CompletableFuture()
+        future: CompletableFuture[dict[str, Any]] = CompletableFuture()
         future.set_result({})
         return future
 

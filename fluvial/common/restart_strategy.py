@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from enum import Enum
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.time import Duration
@@ -89,7 +89,7 @@ def _interval_ms(parameter: str, value: Any) -> int:
         )
     if not math.isfinite(value):
         raise _InvalidParameter(f"{parameter} is {value!r}; pass a finite number of milliseconds", parameter)
-    return int(value)
+    return int(math.trunc(value))  # int(value) itself, typed: a numbers.Real promises __trunc__, not __int__
 
 
 def _whole_number(parameter: str, value: Any) -> int:
@@ -342,11 +342,11 @@ class RestartStrategies:
     """Builds RestartStrategyConfigurations (PyFlink `RestartStrategies`). Intervals accept milliseconds,
     a datetime.timedelta or a Duration."""
 
-    NoRestartStrategyConfiguration = NoRestartStrategyConfiguration
-    FixedDelayRestartStrategyConfiguration = FixedDelayRestartStrategyConfiguration
-    FailureRateRestartStrategyConfiguration = FailureRateRestartStrategyConfiguration
-    ExponentialDelayRestartStrategyConfiguration = ExponentialDelayRestartStrategyConfiguration
-    FallbackRestartStrategyConfiguration = FallbackRestartStrategyConfiguration
+    NoRestartStrategyConfiguration: TypeAlias = NoRestartStrategyConfiguration
+    FixedDelayRestartStrategyConfiguration: TypeAlias = FixedDelayRestartStrategyConfiguration
+    FailureRateRestartStrategyConfiguration: TypeAlias = FailureRateRestartStrategyConfiguration
+    ExponentialDelayRestartStrategyConfiguration: TypeAlias = ExponentialDelayRestartStrategyConfiguration
+    FallbackRestartStrategyConfiguration: TypeAlias = FallbackRestartStrategyConfiguration
 
     @staticmethod
     def no_restart() -> NoRestartStrategyConfiguration:

@@ -41,6 +41,8 @@ def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
         return None
     fits = fits_expression(type_info)
     convert = converter_for(type_info)
+    if fits is None or convert is None:  # never: a type checked at the boundary has a test and a converter
+        return None
 
     def shape(value: Any) -> Any:
         try:
@@ -70,7 +72,7 @@ def _fast_test(type_info: Any, fits: str) -> list[str]:
     locals once (cheaper than indexing it once per field test) after its type and length are checked. A basic
     type is tested for the whole buffer at C speed before the loop (the types present, the range of ints)."""
     if not isinstance(type_info, TupleTypeInfo):
-        bulk = _bulk_test(type_info)
+        bulk = _bulk_test(fits)
         head = [f"    if {bulk}:", "        return values"] if bulk else []
         return [*head, "    for v in values:", f"        if not ({fits}):", "            return reshape(values)"]
     fields = [fits_expression(field, f"f{index}") for index, field in enumerate(type_info.get_field_types())]
@@ -86,10 +88,9 @@ def _fast_test(type_info: Any, fits: str) -> list[str]:
     ]
 
 
-def _bulk_test(type_info: Any) -> str | None:
-    """A whole-buffer test for a basic type's values, made of C-level passes: every value of the exact type
-    (and, for integers, the smallest and largest in range; for CHAR, every length 1)."""
-    fits = fits_expression(type_info)
+def _bulk_test(fits: str) -> str | None:
+    """A whole-buffer test for a basic type's values (`fits`: their test), made of C-level passes: every value
+    of the exact type (and, for integers, the smallest and largest in range; for CHAR, every length 1)."""
     if fits.startswith("type(v) is int and "):
         low, _, high = fits.removeprefix("type(v) is int and ").partition(" <= v <= ")
         return f"set(map(type, values)) <= {{int}} and (not values or ({low} <= min(values) and max(values) <= {high}))"

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import io
 import pickle
+from collections.abc import Callable
+from types import CodeType
 from typing import Any
+
+CodeReducer = Callable[[CodeType], tuple[Any, tuple[Any, ...]]]
 
 _code_pickler: Any = None
 
@@ -17,24 +21,31 @@ def _pickler_class() -> Any:
     with "<dynamic-code>", and then a user's traceback from a TaskManager process names no file of theirs."""
     global _code_pickler
     if _code_pickler is None:
-        import types
         from collections import ChainMap
 
         import cloudpickle
         from cloudpickle import cloudpickle as implementation
 
-        reduce_code = getattr(implementation, "_code_reduce", None)
-
-        def code_keeping_filename(code: types.CodeType) -> Any:
-            constructor, args = reduce_code(code)
-            return constructor, tuple(code.co_filename if arg == "<dynamic-code>" else arg for arg in args)
+        reduce_code: CodeReducer | None = getattr(implementation, "_code_reduce", None)
 
         class CodePickler(cloudpickle.Pickler):
             if reduce_code is not None:  # a cloudpickle without it keeps its own rule
-                dispatch_table = ChainMap({types.CodeType: code_keeping_filename}, cloudpickle.Pickler.dispatch_table)
+                dispatch_table = ChainMap(
+                    {CodeType: _keeping_filename(reduce_code)}, cloudpickle.Pickler.dispatch_table
+                )
 
         _code_pickler = CodePickler
     return _code_pickler
+
+
+def _keeping_filename(reduce_code: CodeReducer) -> CodeReducer:
+    """cloudpickle's reduction of a code object, with the file name the code was written in."""
+
+    def code_keeping_filename(code: CodeType) -> tuple[Any, tuple[Any, ...]]:
+        constructor, args = reduce_code(code)
+        return constructor, tuple(code.co_filename if arg == "<dynamic-code>" else arg for arg in args)
+
+    return code_keeping_filename
 
 
 def dumps_code(obj: Any) -> bytes:

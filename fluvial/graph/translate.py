@@ -17,6 +17,11 @@ from fluvial.datastream.output_tag import OutputTag
 from fluvial.graph.batch_mode import for_batch
 from fluvial.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 
+OperatorTransformation = (
+    t.SourceTransformation | t.OneInputTransformation | t.TwoInputTransformation | t.SinkTransformation
+)
+"""The transformations that become a StreamNode (partitions, unions and side outputs only re-route)."""
+
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
 
@@ -57,13 +62,15 @@ class _Translator:
                 refs = [ref for input_id in tr.inputs for ref in self.translate(input_id)]
             elif isinstance(tr, t.SideOutputTransformation):
                 refs = [replace(ref, output_tag=tr.output_tag) for ref in self.translate(tr.input_id)]
-            else:
+            elif isinstance(tr, OperatorTransformation):
                 self._translate_node(tr)
                 refs = [UpstreamRef(tr.id)]
+            else:
+                raise InvalidJobError(f"'{tr.name}' is a {type(tr).__name__}, which no StreamGraph node stands for")
             self._refs[tid] = refs
         return self._refs[tid]
 
-    def _translate_node(self, tr: t.Transformation) -> None:
+    def _translate_node(self, tr: OperatorTransformation) -> None:
         inputs = [(type_number, self.translate(input_id)) for type_number, input_id in _typed_inputs(tr)]
         parallelism = tr.parallelism or self._default_parallelism
         max_parallelism = tr.max_parallelism or self._default_max_parallelism or default_max_parallelism(parallelism)
@@ -135,15 +142,15 @@ def _typed_inputs(tr: t.Transformation) -> list[tuple[int, int]]:
     return [(0, input_id) for input_id in tr.input_ids]
 
 
-def _typed_operator(tr: t.Transformation) -> t.OperatorSpec | None:
+def _typed_operator(tr: OperatorTransformation) -> t.OperatorSpec:
     """The operator, its results shaped by its declared output type (the typing machinery loads only for jobs
     that declare types)."""
     output_type = getattr(tr, "output_type", None)
     if output_type is None:
-        return tr.operator  # type: ignore[attr-defined]
+        return tr.operator
     from fluvial.graph.typed_outputs import apply_output_type
 
-    return apply_output_type(tr.operator, output_type, tr.name)  # type: ignore[attr-defined]
+    return apply_output_type(tr.operator, output_type, tr.name)
 
 
 def build_stream_graph(

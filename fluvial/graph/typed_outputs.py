@@ -149,7 +149,8 @@ class TypedFunction:
         }
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(
+        TypedFunction.__init__(
+            self,
             state["_inner"],
             state["_methods"],
             _main_converter(state["_declared"]),
@@ -233,7 +234,7 @@ def apply_output_type(spec: t.OperatorSpec, output_type: Any, operator: str) -> 
             else {"reduce": Shape.VALUE}
         )
         return dataclasses.replace(spec, function=_wrap(spec.function, methods, output_type, operator))
-    methods = _METHODS.get(type(spec))
-    if methods is None or (at_boundary and isinstance(spec, _MAIN_ONLY)):
+    kind_methods = _METHODS.get(type(spec))
+    if kind_methods is None or (at_boundary and isinstance(spec, _MAIN_ONLY)):
         return spec
-    return dataclasses.replace(spec, function=_wrap(spec.function, methods, output_type, operator))
+    return dataclasses.replace(spec, function=_wrap(spec.function, kind_methods, output_type, operator))

@@ -103,7 +103,7 @@ class Distribution(Metric):
 
     def __init__(self) -> None:
         self.count = 0
-        self.sum = 0
+        self.sum: float = 0
         self.min: float | None = None
         self.max: float | None = None
 
@@ -217,8 +217,8 @@ class UserMetrics:
                 f"metric '{key.identifier}' is already registered as a {_KIND_OF[type(previous)].value}; it cannot "
                 f"also be a {_KIND_OF[type(metric)].value}: give the new metric another name"
             )
-        if isinstance(metric, Gauge):
-            previous.function = metric.function  # type: ignore[union-attr]  # the newest function is read
+        if isinstance(metric, Gauge) and isinstance(previous, Gauge):  # (the same type: checked above)
+            previous.function = metric.function  # the newest function is read
         return previous
 
 

@@ -410,6 +410,7 @@ class BlockGenerator:
 
 
 def _block_interval_ms(block_interval: float | Duration) -> int:
+    millis: float | None
     if isinstance(block_interval, Duration):
         millis = block_interval.to_milliseconds()
     elif isinstance(block_interval, (int, float)) and not isinstance(block_interval, bool):

@@ -208,7 +208,8 @@ class WriteAheadLogBasedBlockHandler:
         data = dumps_records(records)
         in_store = self._pool.submit(self._store.put_serialized, block_id, data)
         in_wal = self._pool.submit(self._wal.write, data, self._clock())
-        done, pending = concurrent.futures.wait((in_store, in_wal), timeout=self._store_timeout_s)
+        both: tuple[concurrent.futures.Future[Any], ...] = (in_store, in_wal)
+        done, pending = concurrent.futures.wait(both, timeout=self._store_timeout_s)
         failed = [future for future in done if future.exception() is not None]
         if pending or failed:
             in_store.add_done_callback(lambda _future: self._store.remove(block_id))

@@ -304,7 +304,7 @@ class ReceiverTracker:
         if self._state is TrackerState.STOPPED:
             raise IllegalTrackerStateError(f"cannot {action}: the receiver tracker is {self._state.value}")
         if self._state is TrackerState.CREATED:
-            if self._must_recover:
+            if self._must_recover and self._wal is not None:  # (only a log can hold events to recover)
                 raise IllegalTrackerStateError(
                     f"cannot {action}: the receiver tracker's write-ahead log in {self._wal.directory} holds "
                     f"events of an earlier run; call recover() first"

@@ -114,7 +114,7 @@ class WalSegment:
         return WalSegment(str(path), sequence, start_ms, end_ms)
 
 
-def _checksum(length_bytes: bytes, payload: bytes | memoryview) -> int:
+def _checksum(length_bytes: bytes, payload: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(payload, zlib.crc32(length_bytes))
 
 

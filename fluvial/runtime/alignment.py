@@ -31,7 +31,7 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, final
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.common.time import current_millis
@@ -65,17 +65,17 @@ class AlignedCheckpoints(Protocol):
 
     def abort_checkpoint(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
 
-    def channel_state_complete(self, checkpoint_id: int, channels: dict[int, list]) -> None: ...
+    def channel_state_complete(self, checkpoint_id: int, channels: dict[int, list[Any]]) -> None: ...
 
 
 class InputChannels(Protocol):
     """What an unaligned checkpoint needs of the input gate (`NetworkInput`)."""
 
-    def pending(self, channel: int) -> list:
+    def pending(self, channel: int) -> list[Any]:
         """The items of `channel` not yet taken by the task, in order."""
         ...
 
-    def record(self, channel: int, sink: list | None) -> None:
+    def record(self, channel: int, sink: list[Any] | None) -> None:
         """From now on append every in-flight item the task takes from `channel` to `sink` (None: stop)."""
         ...
 
@@ -86,6 +86,7 @@ class AlignmentState(enum.Enum):
     UNALIGNED = "collecting in-flight data"
 
 
+@final
 @dataclass(slots=True)
 class _Alignment:
     barrier: CheckpointBarrier
@@ -93,14 +94,16 @@ class _Alignment:
     arrived: set[int] = field(default_factory=set)
 
 
+@final
 @dataclass(slots=True)
 class _Unaligned:
     barrier: CheckpointBarrier
-    channels: dict[int, list]  # channel → its in-flight items
+    inputs: InputChannels  # whose channels' in-flight items it records
+    channels: dict[int, list[Any]]  # channel → its in-flight items
     waiting: set[int]  # channels whose barrier has not been seen yet
 
 
-def _in_flight_before(items: list, checkpoint_id: int) -> list | None:
+def _in_flight_before(items: list[Any], checkpoint_id: int) -> list[Any] | None:
     """The in-flight items ahead of barrier `checkpoint_id` in `items`; None when that barrier is not there."""
     for position, item in enumerate(items):
         if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
@@ -108,7 +111,7 @@ def _in_flight_before(items: list, checkpoint_id: int) -> list | None:
     return None
 
 
-def _newest_barrier(items: list, newer_than: int) -> CheckpointBarrier | None:
+def _newest_barrier(items: list[Any], newer_than: int) -> CheckpointBarrier | None:
     for item in items:
         if type(item) is CheckpointBarrier and item.checkpoint_id > newer_than:
             return item
@@ -171,8 +174,9 @@ class BarrierHandler:
             if checkpoint_id <= self._latest_seen:
                 return  # stale: that checkpoint was completed or cancelled here already
             self._latest_seen = checkpoint_id
-            if self._unaligned_now(barrier):
-                self._start_unaligned(barrier, {channel}, time.perf_counter_ns())
+            inputs = self._unaligned_inputs(barrier)
+            if inputs is not None:
+                self._start_unaligned(barrier, inputs, {channel}, time.perf_counter_ns())
                 return
             current = self._current = _Alignment(barrier, time.perf_counter_ns())
             self._arm_timer(barrier)
@@ -228,48 +232,52 @@ class BarrierHandler:
     def look_ahead(self) -> None:
         """A barrier was queued on some channel, or the alignment timeout is due: act on barriers that have not
         been taken yet — start or switch to an unaligned checkpoint, or complete a channel's in-flight data."""
-        if self._unaligned is None or self._inputs is None:
+        inputs = self._inputs
+        if self._unaligned is None or inputs is None:
             return
         current = self._current
         if current is None:
-            announced = self._announced_barrier()
+            announced = self._announced_barrier(inputs)
             if announced is None:
                 return
             self._latest_seen = announced.checkpoint_id
-            if self._unaligned_now(announced):
-                self._start_unaligned(announced, set(), time.perf_counter_ns())
+            if self._unaligned_inputs(announced) is not None:
+                self._start_unaligned(announced, inputs, set(), time.perf_counter_ns())
             else:
                 self._current = _Alignment(announced, time.perf_counter_ns())
                 self._arm_timer(announced)
             return
         if type(current) is _Alignment:
-            if self._unaligned_now(current.barrier):
-                self._start_unaligned(current.barrier, current.arrived, current.started_ns)
+            if self._unaligned_inputs(current.barrier) is not None:
+                self._start_unaligned(current.barrier, inputs, current.arrived, current.started_ns)
             return
         checkpoint_id = current.barrier.checkpoint_id
         for channel in sorted(current.waiting):
-            before = _in_flight_before(self._inputs.pending(channel), checkpoint_id)
+            before = _in_flight_before(inputs.pending(channel), checkpoint_id)
             if before is not None:
                 self._channel_done(current, channel, before)
                 if self._current is not current:
                     return
 
-    def _announced_barrier(self) -> CheckpointBarrier | None:
+    def _announced_barrier(self, inputs: InputChannels) -> CheckpointBarrier | None:
         """The oldest barrier newer than any seen, queued on an open channel."""
         found = None
         for channel in range(self.num_channels):
             if channel in self._ended:
                 continue
-            barrier = _newest_barrier(self._inputs.pending(channel), self._latest_seen)
+            barrier = _newest_barrier(inputs.pending(channel), self._latest_seen)
             if barrier is not None and (found is None or barrier.checkpoint_id < found.checkpoint_id):
                 found = barrier
         return found
 
-    def _unaligned_now(self, barrier: CheckpointBarrier) -> bool:
-        settings = self._unaligned
-        if settings is None or barrier.savepoint_dir is not None:
-            return False  # savepoints stay aligned, as in Flink
-        return settings.aligned_timeout_ms <= 0 or self._clock() - barrier.timestamp >= settings.aligned_timeout_ms
+    def _unaligned_inputs(self, barrier: CheckpointBarrier) -> InputChannels | None:
+        """The input gate, when `barrier`'s checkpoint is to be unaligned now; None while it stays aligned."""
+        settings, inputs = self._unaligned, self._inputs
+        if settings is None or inputs is None or barrier.savepoint_dir is not None:
+            return None  # savepoints stay aligned, as in Flink
+        if settings.aligned_timeout_ms <= 0 or self._clock() - barrier.timestamp >= settings.aligned_timeout_ms:
+            return inputs
+        return None
 
     def _arm_timer(self, barrier: CheckpointBarrier) -> None:
         """Aligned for now: ask for a look at the moment the alignment times out."""
@@ -284,11 +292,12 @@ class BarrierHandler:
         self._timer_for = barrier.checkpoint_id
         self._schedule(barrier.timestamp + settings.aligned_timeout_ms)
 
-    def _start_unaligned(self, barrier: CheckpointBarrier, arrived: set[int], started_ns: int) -> None:
+    def _start_unaligned(
+        self, barrier: CheckpointBarrier, inputs: InputChannels, arrived: set[int], started_ns: int
+    ) -> None:
         """Step 1 and 2 (module docstring). `arrived`: channels whose barrier was taken already."""
         checkpoint_id = barrier.checkpoint_id
-        inputs = self._inputs
-        channels: dict[int, list] = {}
+        channels: dict[int, list[Any]] = {}
         waiting: set[int] = set()
         for channel in range(self.num_channels):
             if channel in arrived or channel in self._ended:
@@ -301,7 +310,7 @@ class BarrierHandler:
                 inputs.record(channel, channels[channel])
             else:
                 channels[channel] = before
-        current = self._current = _Unaligned(barrier, channels, waiting)
+        current = self._current = _Unaligned(barrier, inputs, channels, waiting)
         self.blocked = frozenset()
         self._checkpoints.checkpoint_state(
             barrier, BarrierStats((time.perf_counter_ns() - started_ns) // 1_000_000, unaligned=True)
@@ -309,11 +318,11 @@ class BarrierHandler:
         if not waiting and self._current is current:
             self._complete(current)
 
-    def _channel_done(self, current: _Unaligned, channel: int, rest: list) -> None:
+    def _channel_done(self, current: _Unaligned, channel: int, rest: list[Any]) -> None:
         if channel not in current.waiting:
             return
         current.waiting.discard(channel)
-        self._inputs.record(channel, None)
+        current.inputs.record(channel, None)
         current.channels[channel].extend(rest)
         if not current.waiting:
             self._complete(current)
@@ -340,7 +349,7 @@ class BarrierHandler:
         self.blocked = frozenset()
         if type(current) is _Unaligned:
             for channel in current.waiting:
-                self._inputs.record(channel, None)
+                current.inputs.record(channel, None)
         self._checkpoints.abort_checkpoint(
             current.barrier.checkpoint_id,
             CheckpointFailureReason.DECLINED_SUBSUMED,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_checks import BatchCheck, batch_checker
@@ -42,6 +42,12 @@ from fluvial.runtime.operators.fused import FusedOperator, can_head_a_run, is_fu
 from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch
+
+if TYPE_CHECKING:
+    from fluvial.datastream.output_tag import OutputTag
+    from fluvial.graph.stream_graph import StreamEdge
+    from fluvial.runtime.output import BatchSink
+    from fluvial.runtime.records import Watermark, WatermarkStatus
 
 OPERATOR_BUILDERS: dict[type[t.OperatorSpec], Callable[[Any, OperatorContext], StreamOperator]] = {
     t.MapSpec: MapOperator,
@@ -101,7 +107,10 @@ class SourceOperator(StreamOperator):
     """The chain position of a source: the task's source input emits straight into this operator's output."""
 
     def process_batch(self, batch: RecordBatch) -> None:
-        self.output.collect(batch)
+        output = self.output
+        if output is None:
+            raise RuntimeError(f"source operator {self.name} got records before its output was set up")
+        output.collect(batch)
 
 
 def build_operator(node: StreamNode, context: OperatorContext, template: Any = None) -> StreamOperator:
@@ -183,7 +192,7 @@ class OperatorChain:
         """Step 2: each run of >= 2 operators, each feeding only the next — stateless map/filter/flat_map ones,
         possibly headed by a running keyed reduce — becomes one FusedOperator that takes the run's place (and
         the last member's outputs)."""
-        successors: dict[int, list] = {node.id: [] for node in self.vertex.nodes}
+        successors: dict[int, list[StreamEdge]] = {node.id: [] for node in self.vertex.nodes}
         for edge in self.vertex.chained_edges:
             successors[edge.source_id].append(edge)
         external = {edge.source_node_id for edge in self.vertex.outputs}
@@ -224,10 +233,10 @@ class OperatorChain:
         node = self._nodes[node_id]
         # a source's values were checked when the job was built (from_collection) or are its connector's
         check = None if node.is_source else batch_checker(node.output_type, node.output_type_origin or node.name)
-        main: list[Callable] = []
-        side: dict[Any, list[Callable]] = {}
-        watermark_targets: list[Callable] = []
-        status_targets: list[Callable] = []
+        main: list[BatchSink] = []
+        side: dict[OutputTag, list[BatchSink]] = {}
+        watermark_targets: list[Callable[[Watermark], None]] = []
+        status_targets: list[Callable[[WatermarkStatus], None]] = []
         for edge in self.vertex.chained_edges:
             if edge.source_id != node_id:
                 continue

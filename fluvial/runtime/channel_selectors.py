@@ -26,22 +26,22 @@ class ChannelSelector:
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         raise NotImplementedError
 
 
 class ForwardSelector(ChannelSelector):
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         return [values]
 
 
 class GlobalSelector(ChannelSelector):
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         return [values] + [[] for _ in range(self.n - 1)]
 
 
 class BroadcastSelector(ChannelSelector):
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         return [values] * self.n
 
 
@@ -52,7 +52,7 @@ class RoundRobinSelector(ChannelSelector):
         super().__init__(n)
         self._next = start % n if n else 0
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         n = self.n
         if n == 1:
             return [values]
@@ -69,8 +69,8 @@ class ShuffleSelector(ChannelSelector):
         super().__init__(n)
         self._random = random.Random(seed)
 
-    def split(self, values: list) -> list[list]:
-        out: list[list] = [[] for _ in range(self.n)]
+    def split(self, values: list[Any]) -> list[list[Any]]:
+        out: list[list[Any]] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
         for value, channel in zip(values, self._random.choices(range(self.n), k=len(values))):
             appends[channel](value)
@@ -135,12 +135,12 @@ class KeyGroupSelector(ChannelSelector):
             checked.clear()
         checked.update(new)
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         if self.n == 1:
             if self._check_key is not None:
                 self.check_keys(values)
             return [values]
-        out: list[list] = [[] for _ in range(self.n)]
+        out: list[list[Any]] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
         cache_get = self._cache.get
         channel_of_key = self.channel_of_key
@@ -163,9 +163,9 @@ class CustomSelector(ChannelSelector):
         self._key = key_selector
         self._partition = partition
 
-    def split(self, values: list) -> list[list]:
+    def split(self, values: list[Any]) -> list[list[Any]]:
         n = self.n
-        out: list[list] = [[] for _ in range(n)]
+        out: list[list[Any]] = [[] for _ in range(n)]
         for value in values:
             channel = self._partition(self._key(value), n)
             if not isinstance(channel, int) or not 0 <= channel < n:
@@ -177,7 +177,8 @@ class CustomSelector(ChannelSelector):
 
 
 def _callable(function: Any, method: str) -> Callable[..., Any]:
-    return getattr(function, method, function)
+    bound: Callable[..., Any] = getattr(function, method, function)
+    return bound
 
 
 def build_selector(

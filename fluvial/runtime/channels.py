@@ -33,7 +33,7 @@ class ChannelId:
     attempt: int = 0
     job_id: str = ""
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its fields: it names every frame of a remote channel, and the dataclass default
         (a Python-level walk over the fields) would cost more than the frame's header."""
         return (ChannelId, (self.dataset_id, self.producer_index, self.consumer_index, self.attempt, self.job_id))
@@ -71,7 +71,7 @@ class Channels(Protocol):
 
     def output_channel(self, channel_id: ChannelId, peer: int) -> Channel: ...
 
-    def input_channel(self, channel_id: ChannelId, peer: int) -> Channel: ...
+    def input_channel(self, channel_id: ChannelId, peer: int) -> InputChannel: ...
 
     def release_attempts_before(self, job_id: str, attempt: int) -> None: ...
 
@@ -81,9 +81,14 @@ class ConsumingChannel(Protocol):
     polled, in order (a copy; the channel's single consumer calls it), and a listener told, on whatever thread
     pushed it, that a checkpoint barrier was queued (so the consumer looks for it before the items ahead)."""
 
-    def pending(self) -> list: ...
+    def pending(self) -> list[Any]: ...
 
     def set_barrier_listener(self, listener: Callable[[], None]) -> None: ...
+
+
+class InputChannel(Channel, ConsumingChannel, Protocol):
+    """The consuming end of a channel as a task's input gate holds it: polled, and read ahead by unaligned
+    checkpoints."""
 
 
 def _noop() -> None:
@@ -99,7 +104,7 @@ class LocalChannel:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
             raise ValueError(f"channel capacity must be >= 1, got {capacity}")
-        self._queue: deque = deque()
+        self._queue: deque[Any] = deque()
         self.capacity = capacity
         self._wake_consumer: Callable[[], None] = _noop
         self._wake_producer: Callable[[], None] = _noop
@@ -131,7 +136,7 @@ class LocalChannel:
             self._on_barrier()
         self._wake_consumer()
 
-    def pending(self) -> list:
+    def pending(self) -> list[Any]:
         """The queued items (list() of a deque runs in C under the GIL: a consistent copy while the producer
         appends on another thread)."""
         return list(self._queue)

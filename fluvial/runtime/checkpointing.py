@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import pickle
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot, RestoreAssignment
@@ -33,6 +33,9 @@ from fluvial.runtime.alignment import BarrierStats
 from fluvial.runtime.records import CheckpointBarrier
 from fluvial.state.snapshot import SnapshotType
 
+if TYPE_CHECKING:
+    from fluvial.checkpoint.metadata import SubtaskState
+
 logger = logging.getLogger(__name__)
 limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
 
@@ -43,7 +46,9 @@ class CheckpointResponder(Protocol):
     """How a subtask answers the CheckpointCoordinator (Flink's CheckpointResponder); the TaskManager turns each
     call into an AcknowledgeCheckpoint or DeclineCheckpoint message to the JobMaster."""
 
-    def acknowledge(self, checkpoint_id: int, states: dict, metrics: CheckpointMetricsReport | None = None) -> None: ...
+    def acknowledge(
+        self, checkpoint_id: int, states: dict[str, SubtaskState], metrics: CheckpointMetricsReport | None = None
+    ) -> None: ...
 
     def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, detail: str = "") -> None: ...
 
@@ -150,7 +155,7 @@ class SubtaskCheckpointCoordinator:
             return
         self._io.execute(lambda: self._persist(checkpoint_id, snapshots, storage, stats))  # 4
 
-    def channel_state_complete(self, checkpoint_id: int, channels: dict[int, list]) -> None:
+    def channel_state_complete(self, checkpoint_id: int, channels: dict[int, list[Any]]) -> None:
         """An unaligned checkpoint's in-flight data is complete: persist it with the snapshot taken before."""
         waiting = self._awaiting_channels.pop(checkpoint_id, None)
         if waiting is None:
@@ -174,7 +179,7 @@ class SubtaskCheckpointCoordinator:
         snapshots: list[OperatorSnapshot],
         storage: Any,
         stats: BarrierStats = BarrierStats(),
-        in_flight: dict[str, list] | None = None,
+        in_flight: dict[str, list[Any]] | None = None,
     ) -> None:
         from fluvial.checkpoint.storage import SubtaskState
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from typing import Any
+from types import CodeType
+from typing import Any, Protocol, cast
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.runtime.operators.base import explain_unhashable_key, label_failure
@@ -40,6 +41,16 @@ class Step(enum.Enum):
 _MISSING = object()
 
 
+class FusedRun(Protocol):
+    """What `fused_loop` returns: `run(values) -> list`, carrying what names the member that raised in it —
+    `loop_code`, the generated loop's code object, and `member_at_line`, its line → the member called there."""
+
+    member_at_line: dict[int, str]
+    loop_code: CodeType
+
+    def __call__(self, values: Any, /) -> list[Any]: ...
+
+
 def returned_none(operator: str, value: Any) -> None:
     error = InvalidJobError(
         f"the flat_map function of '{operator}' returned None for {value!r}: return an iterable or yield"
@@ -52,14 +63,14 @@ def fused_loop(
     steps: list[Step],
     functions: list[Callable[..., Any]],
     names: list[str],
-    key: Any = None,
-    table: Any = None,
+    key: Callable[[Any], Any] | None = None,
+    table: dict[Any, Any] | None = None,
     key_name: str | None = None,
-) -> Callable[[Any], list]:
+) -> FusedRun:
     """`run(values) -> list` applying the steps in order (see the module docstring). A REDUCE step, first only,
     needs the reduce's `key` function and its state `table` (a dict: the loop touches it per record), and
     `key_name`: whose failure a failing key is (the key_by's)."""
-    defaults = {f"f{index}": fn for index, fn in enumerate(functions)}
+    defaults: dict[str, object] = {f"f{index}": fn for index, fn in enumerate(functions)}
     lines = ["    out = []", "    append = out.append", "    extend = out.extend", "    for v in values:"]
     indent = "        "
     for index, step in enumerate(steps):
@@ -91,28 +102,29 @@ def fused_loop(
     lines.insert(0, f"def run(values, {', '.join(f'{name}={name}' for name in defaults)}):")
     namespace: dict[str, Any] = dict(defaults)
     exec("\n".join(lines), namespace)  # noqa: S102 - the source is built here from a fixed template
-    run = namespace["run"]
+    run: FusedRun = namespace["run"]
     run.member_at_line = _member_at_line(lines, names, key_name or names[0])
-    run.loop_code = run.__code__
+    run.loop_code = namespace["run"].__code__
     if Step.REDUCE not in steps and Step.FLAT_MAP not in steps:
         return run
 
-    def checked_run(values: Any) -> list:
+    def checked_run(values: Any) -> list[Any]:
         try:
             return run(values)
         except TypeError as error:
-            explain_loop_failure(error, run.__code__, lines, steps, names, key_name or names[0])
+            explain_loop_failure(error, run.loop_code, lines, steps, names, key_name or names[0])
             raise
 
-    checked_run.member_at_line, checked_run.loop_code = run.member_at_line, run.loop_code
-    return checked_run
+    checked = cast(FusedRun, checked_run)  # a function object takes attributes: these two make it a FusedRun
+    checked.member_at_line, checked.loop_code = run.member_at_line, run.loop_code
+    return checked
 
 
 def _member_at_line(lines: list[str], names: list[str], key_name: str) -> dict[int, str]:
     """Line of the generated source (1-based) → the member whose function that line calls (or the key_by, for
     the line that calls the key): what names the member that raised, exactly, even when several members run the
     same function."""
-    at_line = {}
+    at_line: dict[int, str] = {}
     for number, line in enumerate(lines, start=1):
         called = re.search(r"\bf(\d+)\(|\bkey\(", line)
         if called:
@@ -121,7 +133,7 @@ def _member_at_line(lines: list[str], names: list[str], key_name: str) -> dict[i
 
 
 def explain_loop_failure(
-    error: TypeError, code: Any, lines: list[str], steps: list[Step], names: list[str], key_name: str
+    error: TypeError, code: CodeType, lines: list[str], steps: list[Step], names: list[str], key_name: str
 ) -> None:
     """A TypeError raised by the generated loop itself (not by a user function it called): a flat_map result
     that cannot be iterated (labelled with that flat_map; None gets the error naming operator and value), or a

@@ -7,12 +7,12 @@ import enum
 from collections import deque
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any, final
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.connectors.source import assign_splits
 from fluvial.runtime.alignment import IN_FLIGHT_TYPES
-from fluvial.runtime.channels import Channel
+from fluvial.runtime.channels import InputChannel
 from fluvial.runtime.records import (
     ChannelBroken,
     CheckpointBarrier,
@@ -22,6 +22,11 @@ from fluvial.runtime.records import (
     Watermark,
     WatermarkStatus,
 )
+
+if TYPE_CHECKING:
+    from fluvial.metrics.metricbase import Counter
+    from fluvial.runtime.alignment import BarrierHandler
+    from fluvial.runtime.watermarks import WatermarkValve
 
 SOURCE_BATCH_SIZE = 1024
 ITEMS_PER_STEP = 4
@@ -64,7 +69,7 @@ class SourceInput:
         self.reader: Any = None
         self.batch_size = SOURCE_BATCH_SIZE  # records per poll: smaller when its consumers debloat their buffers
 
-    def open(self, restored_splits: list | None = None) -> None:
+    def open(self, restored_splits: list[Any] | None = None) -> None:
         """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
         info = self._context
         if restored_splits is not None:
@@ -88,7 +93,7 @@ class SourceInput:
             if self._interval > 0 and self._processing_time is not None:
                 self._schedule_periodic(self._processing_time.current_processing_time())
 
-    def snapshot_splits(self, checkpoint_id: int) -> list:
+    def snapshot_splits(self, checkpoint_id: int) -> list[Any]:
         splits = list(self.reader.snapshot_state())
         self.reader.on_snapshot(checkpoint_id)
         return splits
@@ -152,10 +157,10 @@ class InputWatermarks:
             self._route.append((type_number, counts.get(type_number, 0)))
             counts[type_number] = counts.get(type_number, 0) + 1
         self._counts = counts
-        self._valves: dict[int, Any] = {}
+        self._valves: dict[int, WatermarkValve] = {}
         self._inputs = {type_number: head.input(type_number) for type_number in counts}
 
-    def _valve(self, type_number: int) -> Any:
+    def _valve(self, type_number: int) -> WatermarkValve:
         valve = self._valves.get(type_number)
         if valve is None:
             from fluvial.runtime.watermarks import WatermarkValve  # only tasks that see watermarks pay for it
@@ -184,6 +189,7 @@ class InputWatermarks:
             target.process_status(WatermarkStatus(idle=valve.is_idle()))
 
 
+@final
 class _FrontedChannel:
     """A channel seen through what must come before its next item — channel state replayed after a restore,
     the unprocessed rest of a sliced buffer — and, while an unaligned checkpoint waits for this channel's
@@ -192,10 +198,10 @@ class _FrontedChannel:
 
     __slots__ = ("channel", "front", "recording", "_slots", "_index")
 
-    def __init__(self, channel: Any, slots: list, index: int) -> None:
+    def __init__(self, channel: InputChannel, slots: list[InputChannel | _FrontedChannel], index: int) -> None:
         self.channel = channel
-        self.front: deque = deque()
-        self.recording: list | None = None
+        self.front: deque[Any] = deque()
+        self.recording: list[Any] | None = None
         self._slots = slots
         self._index = index
 
@@ -215,7 +221,7 @@ class _FrontedChannel:
         if recording:
             recording[-1] = taken
 
-    def pending(self) -> list:
+    def pending(self) -> list[Any]:
         return list(self.front) + self.channel.pending()
 
     def release_if_idle(self) -> None:
@@ -254,16 +260,16 @@ class NetworkInput:
 
     def __init__(
         self,
-        channels: list[Channel],
+        channels: list[InputChannel],
         dispatch: list[Callable[[RecordBatch], None]],
         watermarks: InputWatermarks | None = None,
         writable: Callable[[], bool] | None = None,
-        barriers: Any = None,
-        records_in: Any = None,
+        barriers: BarrierHandler | None = None,
+        records_in: Counter | None = None,
     ) -> None:
         """`dispatch[i]`: the `process_batch` of the head's input that channel i feeds, bound once.
         `records_in`: the Counter each buffer's length is added to (the task's numRecordsIn)."""
-        self._channels: list[Any] = list(channels)
+        self._channels: list[InputChannel | _FrontedChannel] = list(channels)
         self._dispatch = list(dispatch)
         self._data_ended: set[int] = set()
         self._input_ended = False
@@ -285,11 +291,11 @@ class NetworkInput:
         self._slice = FIRST_SLICE
         self.barrier_announced = False  # set from any thread by a channel that queued a barrier
 
-    def attach_barriers(self, barriers: Any) -> None:
+    def attach_barriers(self, barriers: BarrierHandler) -> None:
         """The BarrierHandler, built after this input (an unaligned one reads the input's channels)."""
         self._barriers = barriers
 
-    def replay(self, channel: int, items: list) -> None:
+    def replay(self, channel: int, items: list[Any]) -> None:
         """Restore: `channel`'s in-flight items of the unaligned checkpoint the task restores from come before
         anything the channel brings (before the task's first step)."""
         if items:
@@ -314,12 +320,14 @@ class NetworkInput:
 
     def checkpoint_triggered(self, barrier: CheckpointBarrier) -> None:
         """The JobMaster triggered the task itself (its producers have all finished)."""
+        if self._barriers is None:
+            raise RuntimeError("a checkpoint was triggered at an input gate that takes no part in checkpoints")
         self._barriers.on_triggered(barrier)
 
-    def pending(self, channel: int) -> list:
+    def pending(self, channel: int) -> list[Any]:
         return self._channels[channel].pending()
 
-    def record(self, channel: int, sink: list | None) -> None:
+    def record(self, channel: int, sink: list[Any] | None) -> None:
         if sink is not None:
             self._fronted(channel).recording = sink
             return

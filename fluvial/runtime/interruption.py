@@ -14,7 +14,10 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar, TypeVarTuple
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class TaskInterrupted(BaseException):
@@ -36,7 +39,7 @@ class InterruptibleSection:
         self._lock = threading.Lock()
         self._thread: int | None = None
 
-    def run(self, call: Callable[..., Any], *args: Any) -> Any:
+    def run(self, call: Callable[[*Ts], T], *args: *Ts) -> T:
         with self._lock:
             self._thread = threading.get_ident()
         try:
@@ -52,7 +55,7 @@ class InterruptibleSection:
             thread = self._thread
             if thread is None:
                 return False
-            changed = ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            changed: int = ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(thread), ctypes.py_object(TaskInterrupted)
             )
             if changed > 1:  # never expected: undo rather than interrupt threads that are not ours

@@ -20,7 +20,7 @@ class RecordBatch:
 
     __slots__ = ("values", "timestamps")
 
-    def __init__(self, values: list, timestamps: list | None = None) -> None:
+    def __init__(self, values: list[Any], timestamps: list[Any] | None = None) -> None:
         self.values = values
         self.timestamps = timestamps
 

@@ -76,7 +76,7 @@ class SourceWatermarks:
         self._current_split = split_id
         return entry
 
-    def timestamps_of(self, values: list, previous: list | None = None) -> list | None:
+    def timestamps_of(self, values: list[Any], previous: list[Any] | None = None) -> list[Any] | None:
         """The assigner's timestamps, given each record's previous timestamp (None at a source); without an
         assigner, records keep what they had."""
         assign = self._assign
@@ -93,9 +93,9 @@ class SourceWatermarks:
     def process(
         self,
         split_id: Any,
-        values: list,
+        values: list[Any],
         collect: Callable[[RecordBatch], None],
-        previous_timestamps: list | None = None,
+        previous_timestamps: list[Any] | None = None,
     ) -> None:
         timestamps = self.timestamps_of(values, previous_timestamps)
         generator, output = self._split(split_id)

@@ -40,12 +40,13 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
-from fluvial.common.errors import StateError
+from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
+from fluvial.datastream.transformations import SourceSpec
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
-from fluvial.runtime.channels import Channel, Channels, channel_state_key
+from fluvial.runtime.channels import Channels, InputChannel, channel_state_key
 from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskExecutor, TaskProcessingTimeService
@@ -59,7 +60,13 @@ from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import RecordWriter
 
 if TYPE_CHECKING:
-    from fluvial.runtime.checkpointing import CheckpointResponder, CheckpointStorageProvider
+    from fluvial.checkpoint.snapshots import OperatorRestore
+    from fluvial.common.executors import Executor
+    from fluvial.runtime.checkpointing import (
+        CheckpointResponder,
+        CheckpointStorageProvider,
+        SubtaskCheckpointCoordinator,
+    )
     from fluvial.runtime.operators.runtime_context import CollectTarget
 
 logger = logging.getLogger(__name__)
@@ -91,7 +98,7 @@ class TaskServices:
     listener: TaskStateListener
     collect_target: Callable[[str], CollectTarget] | None = None  # the collect sink of a collect id
     checkpoint_storage: CheckpointStorageProvider | None = None  # when the job takes checkpoints
-    checkpoint_io: Any = None  # the executor of asynchronous snapshot parts
+    checkpoint_io: Executor | None = None  # the executor of asynchronous snapshot parts
     checkpoint_responder: CheckpointResponder | None = None  # what answers the JobMaster
     receivers: Any = None  # ReceiverStreams of the task's job, for receiver sources
     metrics_reporter: MetricsReporter | None = None  # None: the task's metrics are kept, reported nowhere
@@ -111,8 +118,8 @@ class Task:
         )
         self.chain: OperatorChain | None = None
         self.writers: list[RecordWriter] = []
-        self.input: Any = None
-        self.checkpointer: Any = None  # a SubtaskCheckpointCoordinator when the job checkpoints
+        self.input: SourceInput | NetworkInput | None = None
+        self.checkpointer: SubtaskCheckpointCoordinator | None = None  # when the job checkpoints
         self.metrics = TaskMetrics(self.info, vertex.id, spec.job_name, services.task_manager_id, vertex.is_source)
         self._input_ended = False
         self.awaiting_final_checkpoint = False  # input and operators finished; FINISHED once a checkpoint covers it
@@ -122,11 +129,18 @@ class Task:
         self._abandoned = False
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
         self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
-        self._input_channels: list[Any] = []
+        self._input_channels: list[InputChannel] = []
 
     @property
     def name(self) -> str:
         return self.info.task_name_with_subtasks
+
+    def _built_chain(self) -> OperatorChain:
+        """The operator chain, which `open()` builds first: every path that needs it runs after that."""
+        chain = self.chain
+        if chain is None:
+            raise RuntimeError(f"task {self.name} has no operator chain before open() builds it")
+        return chain
 
     # -- lifecycle --------------------------------------------------------------------------------------------
 
@@ -138,8 +152,9 @@ class Task:
             restores = self._load_restores()
             restored_splits = self._restored_splits(restores)
             self._replay_channel_state(restores)
-            self.chain.initialize_state(restores.get)
-            self._user_code.run(self.chain.open)
+            chain = self._built_chain()
+            chain.initialize_state(restores.get)
+            self._user_code.run(chain.open)
             if isinstance(self.input, SourceInput):
                 self.input.open(restored_splits)
             self._set_state(ExecutionState.RUNNING)
@@ -162,12 +177,16 @@ class Task:
                 channel.set_producer_waker(wake)
             writers[output.dataset_id] = RecordWriter(output, channels, spec.subtask_index)
         self.writers = list(writers.values())
-        self.chain = OperatorChain(spec.vertex, self._operator_context, writers, spec.function_templates)
-        self.metrics.bind(self.chain, self.writers)
-        head = self.chain.head
+        self.chain = chain = OperatorChain(spec.vertex, self._operator_context, writers, spec.function_templates)
+        self.metrics.bind(chain, self.writers)
+        head = chain.head
         source_input = None
         if spec.vertex.is_source:
             source_spec = spec.vertex.head.operator
+            if not isinstance(source_spec, SourceSpec):
+                raise InvalidJobError(
+                    f"the source vertex {spec.vertex.name} runs a {type(source_spec).__name__}, not a source"
+                )
             info = self.info
             reader_context = SourceReaderContext(
                 info.job_id,
@@ -192,21 +211,22 @@ class Task:
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
-            storage, responder = services.checkpoint_storage, services.checkpoint_responder
-            if storage is None or responder is None:
+            storage, io = services.checkpoint_storage, services.checkpoint_io
+            responder = services.checkpoint_responder
+            if storage is None or io is None or responder is None:
                 raise RuntimeError(
                     f"task {self.info.task_name_with_subtasks} takes checkpoints, and its TaskManager "
-                    "gave it no checkpoint storage or no responder to the JobMaster"
+                    "gave it no checkpoint storage, no executor for their writes or no responder to the JobMaster"
                 )
             self.checkpointer = SubtaskCheckpointCoordinator(
-                self.chain, self.writers, source_input, storage, services.checkpoint_io, responder, self.info
+                chain, self.writers, source_input, storage, io, responder, self.info
             )
         if source_input is None:
             self.input = self._network_input(head)
 
     def _network_input(self, head: Any) -> NetworkInput:
         spec = self.spec
-        channels: list[Channel] = []
+        channels: list[InputChannel] = []
         dispatch, type_numbers = [], []
         for input_spec in spec.inputs:
             channel = self._services.channels.input_channel(
@@ -221,10 +241,10 @@ class Task:
         network_input = NetworkInput(
             channels, dispatch, InputWatermarks(head, type_numbers), writable, None, self.metrics.records_in
         )
-        if self.checkpointer is not None:
+        checkpointer, settings = self.checkpointer, spec.checkpointing
+        if checkpointer is not None and settings is not None:
             from fluvial.runtime.alignment import BarrierHandler, UnalignedSettings
 
-            settings = spec.checkpointing
             unaligned = None
             if settings.unaligned_timeout_ms is not None and settings.exactly_once:
                 unaligned = UnalignedSettings(settings.unaligned_timeout_ms)
@@ -235,14 +255,14 @@ class Task:
                 BarrierHandler(
                     len(channels),
                     settings.exactly_once,
-                    self.checkpointer,
+                    checkpointer,
                     unaligned,
                     network_input,
                     self._schedule_look_ahead,
                     self._executor.clock,
                 )
             )
-            self.checkpointer.channel_keys = [channel_state_key(input_spec.channel_id) for input_spec in spec.inputs]
+            checkpointer.channel_keys = [channel_state_key(input_spec.channel_id) for input_spec in spec.inputs]
         self.metrics.input_channels = channels
         self._input_channels = channels
         return network_input
@@ -252,7 +272,8 @@ class Task:
         self._executor.schedule(due, self, lambda now: self._look_ahead(), "alignment timeout")
 
     def _look_ahead(self) -> None:
-        self.input.look_ahead()
+        if self._unaligned_input is not None:  # the only input whose checkpoints arm an alignment timeout
+            self._unaligned_input.look_ahead()
 
     def _processing_time(self, label: str) -> TaskProcessingTimeService:
         return TaskProcessingTimeService(self._executor, self, label)
@@ -273,7 +294,7 @@ class Task:
             checkpointing is not None and checkpointing.final_checkpoint,
         )
 
-    def _load_restores(self) -> dict[str, Any]:
+    def _load_restores(self) -> dict[str, OperatorRestore]:
         """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
         restore = self.spec.restore
         if not restore:
@@ -285,10 +306,10 @@ class Task:
             for operator_id, assignment in restore.items()
         }
 
-    def _replay_channel_state(self, restores: dict[str, Any]) -> None:
+    def _replay_channel_state(self, restores: dict[str, OperatorRestore]) -> None:
         """The in-flight data of the unaligned checkpoint this task restores from goes in front of its channels.
         Data for a channel this task does not have would be lost: that fails the restore."""
-        head = restores.get(self.chain.head.context.operator_id)
+        head = restores.get(self._built_chain().head.context.operator_id)
         if head is None or not head.channel_state:
             return
         positions = {
@@ -305,15 +326,16 @@ class Task:
             self.input.replay(positions[key], items)
         logger.debug("%s replays the in-flight data of %d channel(s)", self.name, len(head.channel_state))
 
-    def _restored_splits(self, restores: dict[str, Any]) -> list | None:
+    def _restored_splits(self, restores: dict[str, OperatorRestore]) -> list[Any] | None:
         """A restored source's split positions (taken out of its operator state); None for a fresh start."""
         if not self.spec.vertex.is_source or not self.spec.restore:
             return None
         from fluvial.runtime.checkpointing import SOURCE_SPLITS
 
-        head = restores.get(self.chain.head.context.operator_id)
+        operator_id = self._built_chain().head.context.operator_id
+        head = restores.get(operator_id)
         if head is None:
-            return [] if self.chain.head.context.operator_id in self.spec.restore else None
+            return [] if operator_id in self.spec.restore else None
         return head.operator_state.pop(SOURCE_SPLITS, [])
 
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
@@ -357,14 +379,19 @@ class Task:
         if self.state is not ExecutionState.RUNNING:
             return
         try:
+            chain, checkpointer = self._built_chain(), self.checkpointer
             if completed:
-                self.chain.notify_checkpoint_complete(checkpoint_id)
+                chain.notify_checkpoint_complete(checkpoint_id)
                 if isinstance(self.input, SourceInput):
                     self.input.notify_checkpoint_complete(checkpoint_id)
-                if self.awaiting_final_checkpoint and self.checkpointer.is_final_checkpoint(checkpoint_id):
+                if (
+                    self.awaiting_final_checkpoint
+                    and checkpointer is not None
+                    and checkpointer.is_final_checkpoint(checkpoint_id)
+                ):
                     self._end_task()
             else:
-                self.chain.notify_checkpoint_aborted(checkpoint_id)
+                chain.notify_checkpoint_aborted(checkpoint_id)
         except BaseException as exc:  # noqa: BLE001
             self._fail(exc)
 
@@ -388,12 +415,15 @@ class Task:
         for writer in self.writers:
             if not writer.writable():
                 return StepResult.BLOCKED
+        chain, task_input = self.chain, self.input
+        if chain is None or task_input is None:  # never: a task steps only once open() built it
+            return StepResult.END_OF_INPUT
         try:
             if self._input_ended:
                 return self._finish()
-            if self.chain.holds_input and self.chain.input_blocked():
+            if chain.holds_input and chain.input_blocked():
                 return StepResult.BLOCKED
-            result = self._user_code.run(self.input.step)
+            result = self._user_code.run(task_input.step)
             if result is StepResult.END_OF_INPUT:
                 self._input_ended = True
                 return self._finish()
@@ -405,10 +435,11 @@ class Task:
     def _step_awaiting_final_checkpoint(self) -> StepResult:
         """Step 3's wait: a task with input channels still reads them, for the barriers of its final
         checkpoint and the END_OF_PARTITION of producers that ended; a source waits for its trigger mail."""
-        if isinstance(self.input, SourceInput) or self.input.all_partitions_ended:
+        task_input = self.input
+        if task_input is None or isinstance(task_input, SourceInput) or task_input.all_partitions_ended:
             return StepResult.IDLE
         try:
-            return self.input.step()
+            return task_input.step()
         except BaseException as exc:  # noqa: BLE001 - reported to the JobMaster
             self._fail(exc)
             return StepResult.END_OF_INPUT
@@ -478,14 +509,15 @@ class Task:
 
     def _finish(self) -> StepResult:
         """Step 3: input has ended."""
-        if not self.chain.finish():
+        if not self._built_chain().finish():
             return StepResult.IDLE  # an operator still awaits results; the mails that bring them wake the task
         settings = self.spec.checkpointing
         if settings is not None and settings.final_checkpoint:
             for writer in self.writers:
                 writer.broadcast_event(END_OF_INPUT)
             self.awaiting_final_checkpoint = True
-            self.checkpointer.input_finished()
+            if self.checkpointer is not None:
+                self.checkpointer.input_finished()
             logger.debug("%s finished its input; it ends once a checkpoint covers it", self.name)
             self._services.listener.task_end_of_data(self)
             return StepResult.END_OF_INPUT
@@ -532,7 +564,7 @@ class Task:
         """The TaskExecutor whose thread owns this task."""
         return self._executor
 
-    def move_to(self, executor: Any) -> None:
+    def move_to(self, executor: TaskExecutor) -> None:
         """Called by the executor that owns the task, between its steps: from now on `executor`'s thread owns it
         (a task that blocked gets a thread of its own). Every wake-up the task gets is rebound to it."""
         self._executor = executor

@@ -252,7 +252,7 @@ class NonKeyedTimerService(TimerService):
     def current_watermark(self) -> int:
         return self._watermark()
 
-    def _refuse(self, *_: Any) -> None:
+    def _refuse(self, timestamp: int) -> None:
         raise StateError(
             f"'{self._name}' registered a timer outside a keyed context: timers exist per key; "
             "apply key_by(...) and use a KeyedProcessFunction"

@@ -107,12 +107,17 @@ def sweep_dead_directories(root: str) -> list[str]:
 
 
 def release_job_directories(job_id: str) -> None:
-    """The job has ended here: remove its working directories of this process."""
+    """The job has ended here: remove its working directories of this process, then sweep the roots it used for
+    directories of killed processes. A replacement process sweeps when it makes its own directory, but the process
+    it replaces may not be gone yet at that moment (its sockets close before it becomes a zombie, and a busy
+    machine stretches that), and a process killed last has no replacement; at the job's end it is gone."""
     with _lock:
         keys = [key for key in _job_directories if key[1] == job_id]
         directories = [_job_directories.pop(key) for key in keys]
     for directory in directories:
         shutil.rmtree(directory, ignore_errors=True)
+    for root in {root for root, _ in keys}:
+        sweep_dead_directories(root)
 
 
 @atexit.register

@@ -36,11 +36,11 @@ class DispatcherView(Protocol):
 
     def cancel_job(self, job_id: str) -> None: ...
 
-    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture:
+    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture[str]:
         """A future of the savepoint's path."""
         ...
 
-    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> CompletableFuture:
+    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> CompletableFuture[str]:
         """A future of the savepoint's path; the job stops once it is complete."""
         ...
 

@@ -21,7 +21,7 @@ def route_table(routes: Iterable[Any]) -> list[tuple[str, str, str]]:
 
     table = []
     for route in routes:
-        if isinstance(route, Route):
+        if isinstance(route, Route) and route.methods is not None:  # (a Route of a function always has them)
             for method in sorted(route.methods - {"HEAD"}):
                 table.append((method, route.path, inspect.getdoc(route.endpoint) or ""))
     return table

@@ -106,9 +106,9 @@ class SavepointOperations:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._operations: dict[tuple[str, str], CompletableFuture] = {}
+        self._operations: dict[tuple[str, str], CompletableFuture[str]] = {}
 
-    def add(self, job_id: str, future: CompletableFuture) -> str:
+    def add(self, job_id: str, future: CompletableFuture[str]) -> str:
         trigger_id = os.urandom(16).hex()
         with self._lock:
             self._operations[(job_id, trigger_id)] = future
@@ -383,7 +383,7 @@ class _Api:
         request: Request,
         directory_key: str,
         flag_key: str,
-        start: Callable[[str, str | None, bool], CompletableFuture],
+        start: Callable[[str, str | None, bool], CompletableFuture[str]],
     ) -> Response:
         body = await _json_body(request)
         directory = _optional_text(body, directory_key)
@@ -391,7 +391,7 @@ class _Api:
         job_id = request.path_params["job_id"]
         return await _in_thread(lambda: self._operation(job_id, lambda: start(job_id, directory, flag)))
 
-    def _operation(self, job_id: str, start: Callable[[], CompletableFuture]) -> Response:
+    def _operation(self, job_id: str, start: Callable[[], CompletableFuture[str]]) -> Response:
         self._dispatcher.job(job_id)  # an unknown job is a 404 here, not a failed operation later
         try:
             future = start()

@@ -273,10 +273,12 @@ def backpressure_json(view: JobView, vertex: VertexDetails) -> dict[str, Any]:
     """Flink's, from each subtask's back-pressured, idle and busy time per second."""
     tasks = _tasks_by_vertex(view.tasks).get(vertex.id, {})
     subtasks = []
+    ratios: list[float] = []
     for subtask in vertex.subtasks:
         task = _current(tasks.get(subtask.subtask_index), subtask)
         values = task.task if task is not None else {}
         ratio = values.get(M.BACK_PRESSURED_TIME.value, 0.0) / 1000
+        ratios.append(round(ratio, 4))
         subtasks.append(
             {
                 "subtask": subtask.subtask_index,
@@ -287,7 +289,7 @@ def backpressure_json(view: JobView, vertex: VertexDetails) -> dict[str, Any]:
                 "busyRatio": round(values.get(M.BUSY_TIME.value, 0.0) / 1000, 4),
             }
         )
-    worst = max((s["ratio"] for s in subtasks), default=0.0)
+    worst = max(ratios, default=0.0)
     taken = max((tasks[i].timestamp for i in tasks), default=view.details.taken_at)
     return {
         "status": "ok",

@@ -26,7 +26,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fluvial.cluster.process.protocol import sendable_failure, with_remote_traceback
 from fluvial.cluster.ray.connection import require_connection
@@ -36,6 +36,11 @@ from fluvial.common.job_client import JobClient
 from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
+
+if TYPE_CHECKING:
+    from fluvial.cluster.job_details import JobDetails
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +95,10 @@ class JobMasterActor:
         status: JobStatus = self._client.get_job_status().result()
         return status.name
 
-    def details(self) -> Any:
+    def details(self) -> JobDetails:
         """The job's JobDetails (plain data: it pickles to the caller as it is)."""
-        return self._client.get_job_details().result()
+        details: JobDetails = self._client.get_job_details().result()
+        return details
 
     def cancel(self) -> None:
         self._client.cancel()
@@ -109,7 +115,7 @@ class JobMasterActor:
         self._ended.wait(wait_s)
         return self._outcome
 
-    def _end(self, result: CompletableFuture, retention_s: float) -> None:
+    def _end(self, result: CompletableFuture[JobExecutionResult], retention_s: float) -> None:
         error = result.exception()
         status = self._client.get_job_status().result()
         if error is None:
@@ -191,7 +197,7 @@ class DetachedJobClient(JobClient):
     def __init__(self, actor: Any, job_id: str) -> None:
         self._actor = actor
         self._job_id = job_id
-        self._result: CompletableFuture | None = None
+        self._result: CompletableFuture[JobExecutionResult] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -210,24 +216,24 @@ class DetachedJobClient(JobClient):
     def get_job_id(self) -> JobID:
         return JobID(self._job_id)
 
-    def get_job_status(self) -> CompletableFuture:
+    def get_job_status(self) -> CompletableFuture[JobStatus]:
         return self._call(lambda: JobStatus[self._remote("status")])
 
-    def get_job_details(self) -> CompletableFuture:
+    def get_job_details(self) -> CompletableFuture[JobDetails]:
         return self._call(lambda: self._remote("details"))
 
-    def cancel(self) -> CompletableFuture:
+    def cancel(self) -> CompletableFuture[None]:
         return self._call(lambda: self._remote("cancel"))
 
-    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture[str]:
         return self._call(lambda: self._remote("savepoint", savepoint_directory, False))
 
     def stop_with_savepoint(
         self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
-    ) -> CompletableFuture:
+    ) -> CompletableFuture[str]:
         return self._call(lambda: self._remote("savepoint", savepoint_directory, True, advance_to_end_of_event_time))
 
-    def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture:
+    def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture[JobExecutionResult]:
         with self._lock:
             if self._result is None:
                 self._result = self._call(self._wait_for_outcome)
@@ -267,8 +273,8 @@ class DetachedJobClient(JobClient):
             raise error.cause from None
 
     @staticmethod
-    def _call(work: Callable[[], Any]) -> CompletableFuture:
-        future = CompletableFuture()
+    def _call(work: Callable[[], T]) -> CompletableFuture[T]:
+        future: CompletableFuture[T] = CompletableFuture()
 
         def run() -> None:
             try:

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fluvial.cluster.session.rest_client import ClusterRequestError, ClusterUnreachable, RestClusterClient
 from fluvial.common.errors import InvalidJobError, JobCancelledException, JobExecutionException
@@ -31,6 +31,11 @@ from fluvial.common.job_execution_result import JobExecutionResult
 from fluvial.common.job_id import JobID
 from fluvial.common.job_status import JobStatus
 from fluvial.datastream.closeable_iterator import CloseableIterator
+
+if TYPE_CHECKING:
+    from fluvial.cluster.job_details import JobDetails
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +114,7 @@ class RemoteJobClient(JobClient):
         self._job_id = job_id
         self.attached = attached
         self.detached = not attached  # a detached job runs on when this client goes away: never cancelled here
-        self._result = CompletableFuture()
+        self._result: CompletableFuture[JobExecutionResult] = CompletableFuture()
         self._listeners: list[ProgressListener] = []
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -123,17 +128,17 @@ class RemoteJobClient(JobClient):
     def get_job_id(self) -> JobID:
         return JobID(self._job_id)
 
-    def get_job_status(self) -> CompletableFuture:
+    def get_job_status(self) -> CompletableFuture[JobStatus]:
         return _now(lambda: JobStatus[self._rest.job(self._job_id)["state"]])
 
-    def get_job_details(self) -> CompletableFuture:
+    def get_job_details(self) -> CompletableFuture[JobDetails]:
         return _now(lambda: self._rest.details(self._job_id))
 
-    def cancel(self) -> CompletableFuture:
+    def cancel(self) -> CompletableFuture[None]:
         """Sent before it returns: a program that cancels its job and exits leaves nothing running."""
         return _now(lambda: self._rest.cancel(self._job_id))
 
-    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture[str]:
         def take() -> str:
             return self._rest.savepoint_path(
                 self._job_id, self._rest.trigger_savepoint(self._job_id, savepoint_directory)
@@ -143,14 +148,14 @@ class RemoteJobClient(JobClient):
 
     def stop_with_savepoint(
         self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
-    ) -> CompletableFuture:
+    ) -> CompletableFuture[str]:
         def stop() -> str:
             trigger = self._rest.stop_with_savepoint(self._job_id, savepoint_directory, advance_to_end_of_event_time)
             return self._rest.savepoint_path(self._job_id, trigger)
 
         return _in_background(stop, "stop")
 
-    def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture:
+    def get_job_execution_result(self, user_class_loader: Any = None) -> CompletableFuture[JobExecutionResult]:
         self._watch_in_background()
         return self._result
 
@@ -304,9 +309,9 @@ class RemoteResultBuffer:
             self._ended = True
 
 
-def _now(call: Callable[[], Any]) -> CompletableFuture:
+def _now(call: Callable[[], T]) -> CompletableFuture[T]:
     """A completed future of `call()` (its result, or its exception)."""
-    future = CompletableFuture()
+    future: CompletableFuture[T] = CompletableFuture()
     try:
         future.set_result(call())
     except Exception as error:  # noqa: BLE001 - handed to whoever reads the future
@@ -314,9 +319,9 @@ def _now(call: Callable[[], Any]) -> CompletableFuture:
     return future
 
 
-def _in_background(call: Callable[[], Any], what: str) -> CompletableFuture:
+def _in_background(call: Callable[[], T], what: str) -> CompletableFuture[T]:
     """A future of `call()`, run on a thread of its own (a REST call may wait)."""
-    future = CompletableFuture()
+    future: CompletableFuture[T] = CompletableFuture()
 
     def run() -> None:
         try:

@@ -26,7 +26,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from fluvial.cluster.collect import CollectBuffer
 from fluvial.cluster.job_client import MiniClusterJobClient
@@ -54,6 +54,9 @@ from fluvial.common.future import CompletableFuture
 from fluvial.common.job_status import JobStatus
 from fluvial.common.time import current_millis
 from fluvial.metrics.snapshot import JobMetricsSnapshot
+
+if TYPE_CHECKING:
+    from fluvial.common.job_execution_result import JobExecutionResult
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +150,7 @@ class SessionDispatcher:
             for collect_id in job.collect_ids:
                 self._collect[collect_id] = CollectBuffer(collect_id)
 
-        def ended(_: CompletableFuture) -> None:
+        def ended(_: CompletableFuture[JobExecutionResult]) -> None:
             self._timer.execute(lambda: self._job_ended(job))
 
         job.result.add_done_callback(ended)
@@ -352,10 +355,10 @@ class SessionDispatcher:
         elif phase is JobPhase.RUNNING:
             cast(JobMaster, job.job_master).cancel()  # a RUNNING job has its JobMaster
 
-    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture:
+    def trigger_savepoint(self, job_id: str, target_directory: str | None, cancel_job: bool) -> CompletableFuture[str]:
         return savepoint(self._client(job_id), target_directory, cancel_job)
 
-    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> CompletableFuture:
+    def stop_with_savepoint(self, job_id: str, target_directory: str | None, drain: bool) -> CompletableFuture[str]:
         return stop_with_savepoint(self._client(job_id), target_directory, drain)
 
     def _client(self, job_id: str) -> MiniClusterJobClient:

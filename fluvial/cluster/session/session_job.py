@@ -30,6 +30,7 @@ from fluvial.datastream.transformations import CollectSpec
 
 if TYPE_CHECKING:
     from fluvial.cluster.job_master import JobMaster
+    from fluvial.common.job_execution_result import JobExecutionResult
     from fluvial.graph.job_graph import JobGraph
 
 
@@ -45,7 +46,7 @@ class SessionJob:
         self.job_graph = job_graph
         self.required_slots = required_slots
         self.submitted_at = current_millis()
-        self.result = CompletableFuture()
+        self.result: CompletableFuture[JobExecutionResult] = CompletableFuture()
         self.phase = JobPhase.WAITING
         self.job_master: JobMaster | None = None
         self.slot_timeout: Cancellable | None = None  # the pending slot.request.timeout mail while it waits

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from fluvial.runtime.network.auth import AuthenticationError, accept_handshake, connect_handshake
 from fluvial.runtime.network.framing import FrameKind, FrameReader, FrameWriter
@@ -128,7 +129,7 @@ class Listener:
                 logger.warning("%s could not take a connection: %s", self.name, error)
                 time.sleep(ERROR_PAUSE_S)
 
-    def _start_handshake(self, sock: socket.socket, peer: tuple) -> None:
+    def _start_handshake(self, sock: socket.socket, peer: tuple[Any, ...]) -> None:
         evicted = None
         with self._lock:
             if len(self._handshaking) >= self._max_handshakes:
@@ -157,7 +158,7 @@ class Listener:
         for sock in late:
             _shut(sock)
 
-    def _authenticate(self, sock: socket.socket, peer: tuple) -> None:
+    def _authenticate(self, sock: socket.socket, peer: tuple[Any, ...]) -> None:
         where = f"{peer[0]}:{peer[1]}"
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -112,7 +112,7 @@ class RemoteInputChannel:
 
     def __init__(self, channel_id: Any, capacity: int) -> None:
         self.channel_id = channel_id
-        self._queue: deque = deque()
+        self._queue: deque[Any] = deque()
         self.capacity = capacity
         self._connection: Any = None
         self._ungranted = 0
@@ -133,7 +133,7 @@ class RemoteInputChannel:
         if any(type(item) is CheckpointBarrier for item in list(self._queue)):
             listener()
 
-    def pending(self) -> list:
+    def pending(self) -> list[Any]:
         """The queued items, a copy (the reader thread appends while the task thread reads)."""
         return list(self._queue)
 

@@ -74,3 +74,19 @@ def test_a_killed_processes_directories_are_swept_by_the_next_and_nothing_else(t
     assert os.path.basename(made).startswith(f"fluvial-job-f-p{os.getpid()}.")
     release_job_directories("job-f")
     assert not os.path.exists(made)
+
+
+def test_releasing_a_job_sweeps_what_a_process_killed_after_the_last_sweep_left(tmp_path):
+    import subprocess
+    import sys
+
+    from fluvial.state.factory import job_working_directory, release_job_directories
+
+    root = tmp_path / "root"
+    made = job_working_directory(str(root), "job-g")  # swept the root then: nothing was dead yet
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = root / f"fluvial-job-g-p{dead.pid}.123-abcd1234"  # its process was killed after that sweep
+    (killed / "db").mkdir(parents=True)
+    release_job_directories("job-g")
+    assert not os.path.exists(made) and not killed.exists()
