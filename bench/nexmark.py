@@ -129,7 +129,6 @@ def main() -> None:
     events = args.events
     print(f"Nexmark, {events:,} events (1:3:46 persons:auctions:bids), load: {os.getloadavg()[0]:.2f} (1 min)")
     baseline = events / generator_seconds(events)
-    print(f"  plain Python: the generator alone makes {baseline:,.0f} events/s")
     pyflink: dict[str, dict[str, float]] = {}
     if args.pyflink:
         with tempfile.TemporaryDirectory() as directory:
@@ -149,6 +148,8 @@ def main() -> None:
             f1, f2 = (events / pyflink[name][p] for p in ("1", "2"))
             line += f" {f1:>12,.0f} {f2:>12,.0f} {p1 / f1:>8.3f}x"
         print(line, flush=True)
+    baseline = max(baseline, events / generator_seconds(events))  # best of a run before and one after
+    print(f"  plain Python: the generator alone makes {baseline:,.0f} events/s (best of two runs)")
     if "q0" in rates:
         print(f"  q0 (pass-through) at p1 runs at {rates['q0'] / baseline:.3f}x the generator alone")
     print(f"  q6: {UNSUPPORTED['q6']}")
