@@ -95,3 +95,10 @@ def test_a_window_table_keeps_rowtime_and_adds_window_time(t_env: TableEnvironme
     table = t_env.sql_query("SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), INTERVAL '1' MINUTE))")
     text = str(table.get_resolved_schema())
     assert "`ts` TIMESTAMP(3) *ROWTIME*" in text and "`window_time` TIMESTAMP(3) NOT NULL *ROWTIME*" in text
+
+
+def test_a_comma_join_takes_its_where_as_condition(t_env: TableEnvironment) -> None:
+    join = _join(t_env, "SELECT * FROM a, b WHERE a.k = b.k AND a.v > 3")
+    assert (join.left_keys, join.right_keys) == ((0,), (0,)) and join.condition is not None
+    with pytest.raises(TableException, match=r"line 1, column 20: a streaming join needs a condition"):
+        plan_query_text(t_env, "SELECT * FROM a x, b y")
