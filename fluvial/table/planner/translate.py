@@ -203,9 +203,20 @@ class Translator:
             assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
         else:
             assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(spec.size))
+        if spec.kind is not WindowKind.SESSION and _after_join(node.input):
+            from fluvial.table.runtime.rowtime_windows import RowtimeWindowAssigner
+
+            assigner = RowtimeWindowAssigner(assigner, spec.time_index)
         keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
         return (
             keyed.window(assigner)
             .aggregate(WindowAggAccumulate(node.aggs), WindowAggResult(node.names, len(node.group)))
             .name(node.explain_terms())
         )
+
+
+def _after_join(node: RelNode) -> bool:
+    """Whether rows reach `node` through a join (their record timestamps may not be their rowtime)."""
+    while not isinstance(node, (Scan, Join)) and len(node.inputs) == 1:
+        node = node.inputs[0]
+    return isinstance(node, Join)

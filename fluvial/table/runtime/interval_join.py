@@ -6,7 +6,9 @@ row (+I). Each side keeps its rows in a MapState from time to rows, and a row st
 other side that could match it may still arrive: a left row until the watermark reaches `l - lower`, a right
 row until it reaches `r + upper` (an event-time timer per time); rows whose time is already past that when
 they arrive are not kept. An outer side's row that expires without a match emits itself padded with NULLs
-then (+I), so the output is insert-only. State and timers are checkpointed like every keyed operator's.
+then (+I), so the output is insert-only. The output's watermark is held back by the larger bound (rows it
+emits can be that much older than the input watermark), as Flink's, so a window downstream counts them.
+State and timers are checkpointed like every keyed operator's.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class IntervalJoinFunction(KeyedCoProcessFunction):
         self.widths = widths
         self.times = times  # the rowtime column of each side, in its own row
         self.lower, self.upper = bounds  # lower <= left time - right time <= upper
+        # rows it emits are up to this much older than the watermark (Flink's watermark delay of the join)
+        self.output_watermark_delay = max(-self.lower, self.upper, 0)
         self.join_type = join_type
         self.condition = condition
         self._states: Any = None

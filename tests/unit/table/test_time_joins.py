@@ -102,3 +102,30 @@ def test_a_comma_join_takes_its_where_as_condition(t_env: TableEnvironment) -> N
     assert (join.left_keys, join.right_keys) == ((0,), (0,)) and join.condition is not None
     with pytest.raises(TableException, match=r"line 1, column 20: a streaming join needs a condition"):
         plan_query_text(t_env, "SELECT * FROM a x, b y")
+
+
+@pytest.mark.timeout(60)
+def test_a_window_over_an_interval_join_counts_its_rows(tmp_path) -> None:
+    """The join emits rows older than its input watermark; it holds its output watermark back by its bound so
+    the window after it still counts them."""
+    (tmp_path / "e.csv").write_text(
+        "1,2024-01-01 00:00:01.000\n1,2024-01-01 00:00:02.000\n1,2024-01-01 00:00:09.000\n1,2024-01-01 00:00:12.000\n"
+    )
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.get_config().set("parallelism.default", "1")
+    t_env.execute_sql(
+        "CREATE TABLE e (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem', "
+        f"'path' = '{tmp_path / 'e.csv'}', 'format' = 'csv')"
+    )
+    joined = t_env.sql_query(
+        "SELECT a.k, a.ts FROM e a JOIN e b ON a.k = b.k AND a.ts BETWEEN b.ts AND b.ts + INTERVAL '5' SECOND"
+    )
+    t_env.create_temporary_view("j", joined)
+    assert t_env.sql_query("SELECT * FROM j").get_resolved_schema().get_column_names() == ["k", "ts"]
+    windows = t_env.sql_query(
+        "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE j, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+        "GROUP BY window_start, window_end"
+    )
+    with windows.execute().collect() as rows:
+        counts = sorted((str(r[0]), r[1]) for r in rows)
+    assert counts == [("2024-01-01 00:00:00", 4), ("2024-01-01 00:00:10", 2)]
