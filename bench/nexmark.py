@@ -81,9 +81,10 @@ def generator_seconds(events: int) -> float:
     return time.perf_counter() - start
 
 
-def write_events(options: dict[str, str], path: str) -> None:
-    """The events of a `nexmark` table with these WITH options (one generator: parallelism 1) as JSON lines in
-    Flink's `json` format, for PyFlink's filesystem connector."""
+def write_events(options: dict[str, str], path: str, parallelism: int = 1) -> None:
+    """The events of a `nexmark` table with these WITH options as JSON lines in Flink's `json` format, for
+    PyFlink's filesystem connector: at parallelism 1 one file `path`, else a directory `path` with one file per
+    generator (the source subtasks' parallel timelines)."""
     import datetime as _dt
 
     from fluvial.datastream.connectors.nexmark.generator import GeneratorSplit, NexmarkGenerator
@@ -97,10 +98,13 @@ def write_events(options: dict[str, str], path: str) -> None:
         return value
 
     config = nexmark_config({k: v for k, v in options.items() if k != "connector"})
-    generator = NexmarkGenerator(GeneratorSplit.split(config, 1)[0])
-    with open(path, "w") as out:
-        while generator.has_next():
-            out.writelines(json.dumps(plain(row)) + "\n" for row in generator.next_rows(1000))
+    if parallelism > 1:
+        os.makedirs(path, exist_ok=True)
+    for i, split in enumerate(GeneratorSplit.split(config, parallelism)):
+        generator = NexmarkGenerator(split)
+        with open(path if parallelism == 1 else os.path.join(path, f"part-{i}.jsonl"), "w") as out:
+            while generator.has_next():
+                out.writelines(json.dumps(plain(row)) + "\n" for row in generator.next_rows(1000))
 
 
 def pyflink_seconds(python: str, events_file: str, names: list[str]) -> dict[str, dict[str, float]]:

@@ -15,3 +15,7 @@ OPTIONS = {
     "events.num": "6000",
     "base-time": str(BASE_TIME),
 }
+
+# the queries also compared at parallelism 2 (two generators on parallel timelines, keyed state across two
+# subtasks): the joins and the aggregations
+PARALLEL = ["q3", "q4", "q5", "q7", "q8"]

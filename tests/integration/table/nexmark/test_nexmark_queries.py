@@ -17,14 +17,15 @@ from fluvial.table import EnvironmentSettings, TableEnvironment
 
 from ..differential.normalize import normalize_row
 from .results import FinalTable
-from .setup import OPTIONS
+from .setup import OPTIONS, PARALLEL
 
 EXPECTED = json.loads((Path(__file__).parent / "expected.json").read_text())
+EXPECTED_P2 = json.loads((Path(__file__).parent / "expected_p2.json").read_text())
 
 
-def _environment() -> TableEnvironment:
+def _environment(parallelism: int = 1) -> TableEnvironment:
     t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
-    t_env.get_config().set("parallelism.default", "1")
+    t_env.get_config().set("parallelism.default", str(parallelism))
     t_env.execute_sql(nexmark_ddl(OPTIONS))
     for view in VIEWS:
         t_env.execute_sql(view)
@@ -32,14 +33,17 @@ def _environment() -> TableEnvironment:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("name", sorted(QUERIES))
-def test_query_matches_pyflink(name: str) -> None:
-    table = _environment().sql_query(QUERIES[name])
+@pytest.mark.parametrize(
+    ("name", "parallelism"), [(n, 1) for n in sorted(QUERIES)] + [(n, 2) for n in PARALLEL], ids=str
+)
+def test_query_matches_pyflink(name: str, parallelism: int) -> None:
+    """At parallelism 2 the table has two generators, PyFlink's input their two files."""
+    table = _environment(parallelism).sql_query(QUERIES[name])
     final = FinalTable()
     with table.execute().collect() as rows:
         for r in rows:
             final.add(r.get_row_kind().short_string(), normalize_row(list(r)))
-    expected = dict(EXPECTED[name])
+    expected = dict((EXPECTED if parallelism == 1 else EXPECTED_P2)[name])
     assert str(table.get_resolved_schema()) == expected.pop("schema")
     assert final.summary() == expected
 
