@@ -36,6 +36,7 @@ def _type_name(parse: Callable[[str], Any]) -> str:
     return {
         "_parse_bool": "boolean",
         "_parse_positive_int": "integer ≥ 1",
+        "_parse_non_negative_int": "integer ≥ 0",
         "int": "integer",
         "str": "string",
         "_parse_duration_ms": "duration",

@@ -108,6 +108,7 @@ class CheckpointCoordinator:
         self._savepoint_storage: dict[int, Any] = {}
         self._started_at: dict[int, int] = {}
         self._barrier_figures: dict[int, list[int]] = {}  # id → [max alignment ms, persisted bytes, unaligned]
+        self._previous_handles: set[Any] = set()  # the last completed checkpoint's state handles
         self._finalizing: set[int] = set()
         self._silent: set[int] = set()  # completed without telling the tasks (intermediate savepoints)
         self._next_id = first_checkpoint_id
@@ -419,6 +420,12 @@ class CheckpointCoordinator:
         stats.last_duration_ms, stats.last_size_bytes = duration_ms, size
         alignment, persisted, unaligned = self._barrier_figures.pop(completed.checkpoint_id, (0, 0, 0))
         kind = "SAVEPOINT" if completed.is_savepoint else "UNALIGNED_CHECKPOINT" if unaligned else "CHECKPOINT"
+        handles = set(completed.metadata.handles())
+        # Flink's checkpointed size: what this checkpoint stored anew, leaving out the files it shares with the
+        # checkpoint before it (incremental RocksDB files, a changelog's materialization and older log segments)
+        checkpointed = sum(handle.size for handle in handles - self._previous_handles)
+        if not completed.is_savepoint:
+            self._previous_handles = handles
         self._history(
             completed.checkpoint_id,
             "COMPLETED",
@@ -430,6 +437,7 @@ class CheckpointCoordinator:
             checkpoint_type=kind,
             persisted_data=persisted,
             alignment_duration=alignment,
+            checkpointed_size=checkpointed,
         )
 
     def _history(

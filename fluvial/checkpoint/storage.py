@@ -430,7 +430,9 @@ class JobManagerCheckpointStorageAccess:
         return self._inline("the shared state", name, data)
 
     def discard_shared(self, handle: StateHandle) -> None:
-        """Inline handles own no storage: nothing to remove."""
+        """Inline handles own no storage; a file (a changelog segment under its own base path) is removed."""
+        if isinstance(handle, FileStateHandle):
+            _remove_file(handle)
 
     def __repr__(self) -> str:
         return f"JobManagerCheckpointStorageAccess(job_id={self.job_id!r}, max_state_size={self.max_state_size})"
@@ -494,14 +496,18 @@ class FileSystemCheckpointStorageAccess:
 
     def discard_shared(self, handle: StateHandle) -> None:
         if isinstance(handle, FileStateHandle):
-            fs, path = fsspec.core.url_to_fs(handle.path)
-            try:
-                fs.rm_file(path)
-            except FileNotFoundError:
-                pass
+            _remove_file(handle)
 
     def __repr__(self) -> str:
         return f"FileSystemCheckpointStorageAccess(job_dir={self._files.url(self._files.job_dir)!r})"
+
+
+def _remove_file(handle: FileStateHandle) -> None:
+    fs, path = fsspec.core.url_to_fs(handle.path)
+    try:
+        fs.rm_file(path)
+    except FileNotFoundError:
+        pass
 
 
 def _check_metadata_id(checkpoint_id: int, metadata: CheckpointMetadata) -> None:

@@ -170,6 +170,7 @@ class ExecutionGraph:
             metrics_interval_ms=self._metrics_interval,
             cancellation=self._cancellation,
             buffer_debloat=self._buffer_debloat,
+            python_environment=self.job_graph.python_environment,
         )
 
     def channel_peers(self, spec: TaskSpec) -> dict[ChannelId, ExecutionVertexId]:

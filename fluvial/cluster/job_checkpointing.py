@@ -115,18 +115,18 @@ class JobCheckpointing:
         self.coordinator.start()
 
     def shutdown(self, status: JobStatus | None = None) -> None:
-        """The job ended with `status`: no more triggers, every pending checkpoint aborted, and the retained
-        checkpoints of a job cancelled under DELETE_ON_CANCELLATION deleted (savepoints never are)."""
+        """The job ended with `status`: no more triggers, every pending checkpoint aborted, and its checkpoints
+        deleted when its retention says so for that status (`discards_checkpoints`; savepoints never are)."""
         self.coordinator.stop()
         self.coordinator.abort_all_pending(CheckpointFailureReason.COORDINATOR_SHUTDOWN)
-        if (
-            status is JobStatus.CANCELED
-            and self.settings.externalized_retention is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION
-        ):
+        retention = self.settings.externalized_retention
+        if status is not None and discards_checkpoints(retention, status):
             logger.info(
-                "job %s was cancelled: deleting its %d retained checkpoint(s) (DELETE_ON_CANCELLATION)",
+                "job %s ended %s: deleting its %d retained checkpoint(s) (%s)",
                 self.job_graph.job_id,
+                status.name,
                 len(self.store),
+                retention.name,
             )
             self.store.shutdown(discard=True)
             self._discard_unfinished()
@@ -209,3 +209,18 @@ def restore_from(
     metadata: Any, job_graph: JobGraph, allow_non_restored_state: bool = False, location: str = ""
 ) -> JobRestore:
     return assign_restore(metadata, job_graph, allow_non_restored_state, location)
+
+
+def discards_checkpoints(retention: ExternalizedCheckpointRetention, status: JobStatus) -> bool:
+    """Whether a job that ended with `status` deletes its checkpoints (Flink's CheckpointProperties of each
+    CheckpointRetentionPolicy): a FINISHED job always does — nothing is left to restore; a CANCELED one unless
+    RETAIN_ON_CANCELLATION; a FAILED one only without externalized checkpoints (NO_EXTERNALIZED_CHECKPOINTS,
+    the default), so DELETE_ON_CANCELLATION and RETAIN_ON_CANCELLATION keep a failed job's checkpoints for a
+    restart from them."""
+    if status is JobStatus.FINISHED:
+        return True
+    if status is JobStatus.CANCELED:
+        return retention is not ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    if status is JobStatus.FAILED:
+        return retention is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
+    return False

@@ -63,6 +63,7 @@ class TaskManagerDetails:
     pid: int = 0  # the process it runs in (0: unknown)
     log_file: str = ""  # where its log records go (the dashboard's TaskManager log page)
     stdout_file: str = ""  # where what its jobs print goes; "" when that is a terminal
+    log_marker: str = ""  # what begins its records in a log file shared with others ("": the file is its own)
 
 
 @dataclass(slots=True)
@@ -177,6 +178,12 @@ class LocalDispatcher:
             used = self._used_slots(cluster)
             pids = cluster.processes.pids if cluster.processes is not None else []
             log_file = str(logs.job_log_file(cluster.job_master.job_id, cluster.configuration))
+            # TaskManager processes' output is copied to a file; TaskManager threads print to this terminal
+            stdout_file = (
+                str(logs.job_stdout_file(cluster.job_master.job_id, cluster.configuration))
+                if cluster.processes is not None
+                else ""
+            )
             for task_manager in cluster.task_managers:
                 slots = task_manager.number_of_slots
                 pid = pids[task_manager.index] if task_manager.index < len(pids) else os.getpid()
@@ -190,6 +197,8 @@ class LocalDispatcher:
                         last_heartbeat=now,
                         pid=pid,
                         log_file=log_file,
+                        stdout_file=stdout_file,
+                        log_marker=logs.task_manager_log_marker(task_manager.index) if cluster.processes else "",
                     )
                 )
         return managers

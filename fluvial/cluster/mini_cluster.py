@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fluvial.cluster.collect import CollectBuffer
@@ -24,16 +25,19 @@ from fluvial.cluster.job_master import JobMaster
 from fluvial.cluster.slots import offered_slots
 from fluvial.common import logs
 from fluvial.common.configuration import Configuration
+from fluvial.datastream.python_dependencies import put_on_path
 from fluvial.graph.job_graph import JobGraph
 
 logger = logging.getLogger(__name__)
 
 
 def task_manager_mode(configuration: Configuration, job_graph: JobGraph) -> str:
-    """'thread' or 'process' for this job (auto: processes when its highest parallelism is above 1)."""
+    """'thread' or 'process' for this job (auto: processes when its highest parallelism is above 1, or when it
+    has python.archives: they are found in a TaskManager process's working directory)."""
     mode: str = configuration.get("local.taskmanager.mode")
     if mode == "auto":
-        return "process" if max(vertex.parallelism for vertex in job_graph.vertices) > 1 else "thread"
+        parallel = max(vertex.parallelism for vertex in job_graph.vertices) > 1
+        return "process" if parallel or configuration.get_string("python.archives") else "thread"
     return mode
 
 
@@ -47,6 +51,8 @@ class MiniCluster:
         self.job_master: JobMaster | None = None
         self.mode = "thread"
         self._job_log: Any = None  # the handler writing the job's log file (logs.open_job_log)
+        self._python_environment: Any = None  # the job's JobPythonEnvironment, when it has one
+        self._release_python_path: Callable[[], None] = _nothing  # its requirements off this process's sys.path
 
     # -- what TaskManagers reach -------------------------------------------------------------------------------
 
@@ -70,6 +76,7 @@ class MiniCluster:
     def submit(self, job_graph: JobGraph) -> MiniClusterJobClient:
         self._job_log = logs.open_job_log(job_graph.job_id, self.configuration)
         try:
+            self._enter_python_environment(job_graph)
             count, slots_each = self._start_task_managers(job_graph)
             job_master = JobMaster(
                 job_graph, self.task_managers, offered_slots(count, slots_each), resources=self.processes
@@ -85,6 +92,17 @@ class MiniCluster:
         job_master.start()
         return MiniClusterJobClient(job_master, self)
 
+    def _enter_python_environment(self, job_graph: JobGraph) -> None:
+        """Build the job's python.requirements and python.archives here, where its TaskManagers run; TaskManager
+        processes enter it when the job deploys (`process/job_environment.py`), threads share this process's
+        sys.path."""
+        from fluvial.cluster import python_environment
+
+        environment = python_environment.build(
+            self.configuration, job_graph.job_id, python_environment.install_dir_of(self.configuration)
+        )
+        job_graph.python_environment = self._python_environment = environment
+
     def _start_task_managers(self, job_graph: JobGraph) -> tuple[int, int]:
         """Start the job's TaskManagers (self.task_managers: their gateways); (TaskManagers, slots each)."""
         self.mode = task_manager_mode(self.configuration, job_graph)
@@ -93,8 +111,10 @@ class MiniCluster:
             from fluvial.cluster.code_shipping import prepare_for_shipping
 
             prepare_for_shipping(job_graph)
-            self._start_processes(count, slots_each)
+            self._start_processes(count, slots_each, str(logs.job_stdout_file(job_graph.job_id, self.configuration)))
         else:
+            if self._python_environment is not None:
+                self._release_python_path = put_on_path(list(self._python_environment.path))
             self._start_threads(count, slots_each)
         return count, slots_each
 
@@ -117,7 +137,7 @@ class MiniCluster:
         channels = ChannelRegistry()
         self.task_managers = [TaskManager(i, slots_each, channels, self.collect_target) for i in range(count)]
 
-    def _start_processes(self, count: int, slots_each: int) -> None:
+    def _start_processes(self, count: int, slots_each: int, stdout_file: str) -> None:
         from fluvial.cluster.process.pool import TaskManagerProcesses
 
         config = self.configuration
@@ -128,6 +148,7 @@ class MiniCluster:
             bind_host=config.get("taskmanager.bind-host"),
             heartbeat_interval_ms=config.get("heartbeat.interval"),
             heartbeat_timeout_ms=config.get("heartbeat.timeout"),
+            stdout_file=stdout_file,
         )
         self.task_managers = self.processes.gateways
         self.processes.start()
@@ -138,6 +159,8 @@ class MiniCluster:
         self.shutdown()
 
     def shutdown(self) -> None:
+        self._release_python_path()
+        self._release_python_path = _nothing
         if self._job_log is not None:
             logs.close_job_log(self._job_log)
             self._job_log = None
@@ -146,3 +169,11 @@ class MiniCluster:
         else:
             for task_manager in self.task_managers:
                 task_manager.shutdown()
+        from fluvial.cluster import python_environment
+
+        python_environment.discard(self._python_environment)
+        self._python_environment = None
+
+
+def _nothing() -> None:
+    pass

@@ -35,6 +35,13 @@ def _parse_positive_int(raw: str) -> int:
     return value
 
 
+def _parse_non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("expected an integer >= 0")
+    return value
+
+
 def _parse_duration_ms(raw: str) -> int:
     """Flink duration syntax: '500 ms', '10 s', '1 min', '2 h', or plain milliseconds."""
     text = raw.strip().lower().replace(" ", "")
@@ -152,6 +159,13 @@ OPTIONS: dict[str, ConfigOption] = {
         ConfigOption("python.files", str, None, "Python files and directories put on sys.path of the job"),
         ConfigOption("python.requirements", str, None, "requirements file[#download cache dir] for the job"),
         ConfigOption("python.archives", str, None, "archives extracted for the job"),
+        ConfigOption(
+            "python.requirements.install-dir",
+            str,
+            None,
+            "where python.requirements are installed, one directory per requirements file content, reused by "
+            "later jobs (default: ~/.cache/fluvial/python-requirements)",
+        ),
         ConfigOption("python.executable", str, None, "Python interpreter of the job's workers"),
         ConfigOption(
             "jobmanager.archive.fs.dir",
@@ -209,6 +223,63 @@ OPTIONS: dict[str, ConfigOption] = {
             _one_of("default", "spinning_disk_optimized", "spinning_disk_optimized_high_mem", "flash_ssd_optimized"),
             "default",
             "the RocksDB option profile of state.backend.type: rocksdb (Flink's PredefinedOptions)",
+        ),
+        ConfigOption(
+            "state.changelog.enabled",
+            _parse_bool,
+            False,
+            "the changelog state backend (FLIP-158): state changes are logged and checkpoints upload only the "
+            "changes since the last one; the keyed backend's full snapshot is taken periodically",
+        ),
+        ConfigOption(
+            "state.changelog.storage",
+            _one_of("memory", "filesystem"),
+            "memory",
+            "where the changelog's changes go: memory (inline in the checkpoint) or filesystem "
+            "(files under state.changelog.dstl.dfs.base-path)",
+        ),
+        ConfigOption(
+            "state.changelog.periodic-materialize.enabled",
+            _parse_bool,
+            True,
+            "materialize the changelog state backend periodically (a full snapshot of the keyed backend, after "
+            "which older changes need not be replayed)",
+        ),
+        ConfigOption(
+            "state.changelog.periodic-materialize.interval",
+            _parse_positive_duration_ms,
+            600_000,
+            "how often the changelog state backend materializes (checked at each checkpoint)",
+        ),
+        ConfigOption(
+            "state.changelog.max-failures-allowed",
+            _parse_non_negative_int,
+            3,
+            "failed materializations of one subtask's changelog state backend tolerated before the task fails",
+        ),
+        ConfigOption(
+            "state.changelog.dstl.dfs.base-path",
+            str,
+            None,
+            "directory (local path or fsspec URL) of the changelog's files when state.changelog.storage is filesystem",
+        ),
+        ConfigOption(
+            "state.changelog.dstl.dfs.compression.enabled",
+            _parse_bool,
+            False,
+            "compress the changelog's files (zlib)",
+        ),
+        ConfigOption(
+            "state.changelog.dstl.dfs.upload.max-attempts",
+            _parse_positive_int,
+            3,
+            "attempts to write one changelog file before the checkpoint fails",
+        ),
+        ConfigOption(
+            "state.changelog.dstl.dfs.upload.next-attempt-delay",
+            _parse_duration_ms,
+            500,
+            "pause before the next attempt to write a changelog file",
         ),
         ConfigOption("state.checkpoints.dir", str, None, "checkpoint directory"),
         ConfigOption("state.checkpoints.num-retained", _parse_positive_int, 1, "retained checkpoints"),
@@ -484,6 +555,13 @@ UNSUPPORTED: tuple[UnsupportedOption, ...] = (
         "state.backend.rocksdb.",
         "configure EmbeddedRocksDBStateBackend in code (e.g. set_db_storage_paths) and pass it to "
         "env.set_state_backend",
+    ),
+    UnsupportedOption(
+        "state.changelog.dstl.",
+        "fluvial's changelog storage takes state.changelog.dstl.dfs.base-path, "
+        "state.changelog.dstl.dfs.compression.enabled, state.changelog.dstl.dfs.upload.max-attempts and "
+        "state.changelog.dstl.dfs.upload.next-attempt-delay only: each subtask writes its changes once per "
+        "checkpoint, on the checkpoint I/O thread, with no batching or upload pool to tune. Remove the key",
     ),
     UnsupportedOption("taskmanager.memory.", "fluvial does not size TaskManager memory yet. Remove the key"),
     UnsupportedOption("jobmanager.memory.", "fluvial does not size JobManager memory yet. Remove the key"),

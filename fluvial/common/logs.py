@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ ENGINE_LOGGER = "fluvial"
 LOG_DIR_ENV = "FLUVIAL_LOG_DIR"
 LEVEL_ENV = "FLUVIAL_LOG_LEVEL"
 MAX_BYTES = 100 * 1024 * 1024  # Flink's log4j rolls its files at 100 MB
+_RECORD_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(threadName)s] - %(message)s"
 JOB_LOGS_KEPT = 50  # embedded jobs' log files kept in the directory; older ones are removed
 RAISED_TO_CALLER = {"raised_to_caller": True}
@@ -110,6 +112,30 @@ def job_log_file(job_id: Any, configuration: Any = None) -> Path:
     return log_directory(configuration) / f"job-{job_id}.log"
 
 
+def task_manager_log_marker(index: int) -> str:
+    """What begins the message of every record a TaskManager process forwards (the log file it lands in is
+    shared with the JobMaster and the other TaskManagers: the dashboard's log page of one keeps its records)."""
+    return f"[TaskManager {index}] "
+
+
+def records_marked(text: str, marker: str) -> str:
+    """The records of a log file's `text` (FORMAT: each begins with its asctime; continuation lines, as a
+    traceback's, follow) whose message begins with `marker`."""
+    kept: list[str] = []
+    keep = False
+    for line in text.splitlines(keepends=True):
+        if _RECORD_START.match(line):
+            keep = f" - {marker}" in line
+        if keep:
+            kept.append(line)
+    return "".join(kept)
+
+
+def job_stdout_file(job_id: Any, configuration: Any = None) -> Path:
+    """Where what an embedded job's TaskManager processes print is copied (the dashboard's stdout page)."""
+    return log_directory(configuration) / f"job-{job_id}.out"
+
+
 def open_job_log(job_id: Any, configuration: Any) -> logging.Handler:
     """Start the log file of an embedded job: fluvial's records go there until `close_job_log`."""
     handler = rotating_handler(job_log_file(job_id, configuration), configuration.get("env.log.max"))
@@ -124,12 +150,14 @@ def close_job_log(handler: logging.Handler) -> None:
 
 
 def _prune_job_logs(directory: Path) -> None:
-    """Keep the newest JOB_LOGS_KEPT embedded jobs' logs: a program running many jobs does not fill the disk."""
+    """Keep the newest JOB_LOGS_KEPT embedded jobs' logs and copies of their output: a program running many jobs
+    does not fill the disk."""
     try:
         logs = sorted(directory.glob("job-*.log*"), key=lambda path: path.stat().st_mtime)
+        outputs = sorted(directory.glob("job-*.out"), key=lambda path: path.stat().st_mtime)
     except OSError:
         return
-    for old in logs[:-JOB_LOGS_KEPT]:
+    for old in logs[:-JOB_LOGS_KEPT] + outputs[:-JOB_LOGS_KEPT]:
         try:
             old.unlink()
         except OSError:

@@ -310,10 +310,11 @@ class CheckpointConfig:
     def set_externalized_checkpoint_retention(
         self, retention_mode: ExternalizedCheckpointRetention
     ) -> CheckpointConfig:
-        """What happens to the job's retained checkpoints when the job is cancelled: DELETE_ON_CANCELLATION
-        deletes them (savepoints excepted), RETAIN_ON_CANCELLATION keeps them for a later restore. A failed job
-        keeps them in every mode, as in Flink. Flink also deletes them when the job finishes and, without
-        externalized checkpoints, when it is cancelled or fails; fluvial keeps them then (README, differences)."""
+        """What happens to the job's retained checkpoints when it ends (Flink's CheckpointRetentionPolicy;
+        savepoints are never deleted): NO_EXTERNALIZED_CHECKPOINTS (the default) deletes them however the job
+        ends; DELETE_ON_CANCELLATION keeps those of a failed job; RETAIN_ON_CANCELLATION keeps those of a
+        cancelled or failed job for a later restore (`fluvial run -s`). A finished job's are deleted in every
+        mode."""
         if not isinstance(retention_mode, ExternalizedCheckpointRetention):
             raise InvalidJobError(
                 f"retention must be an ExternalizedCheckpointRetention (DELETE_ON_CANCELLATION, "
@@ -327,7 +328,7 @@ class CheckpointConfig:
         return self.set_externalized_checkpoint_retention(cleanup_mode)
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
-        """What happens to retained checkpoints when the job ends: fluvial keeps them (RETAIN_ON_CANCELLATION)."""
+        """What happens to retained checkpoints when the job ends (NO_EXTERNALIZED_CHECKPOINTS unless set)."""
         return self._retention
 
     def get_externalized_checkpoint_cleanup(self) -> ExternalizedCheckpointRetention | None:

@@ -5,10 +5,15 @@
   `sys.path` while the job runs (TaskManagers as threads share this interpreter; TaskManager processes of this
   machine start with the client's sys.path, so they have them too), and comes off when it ends; modules the
   job imported stay in `sys.modules`.
-- `python.requirements`, `python.archives`, and a `python.executable` other than this interpreter need
-  TaskManager processes that install or extract them, which fluvial does not build yet; submitting a job that
-  sets them fails with NotYetSupportedError instead of running without them. So do `python.files` when the
-  TaskManagers run on other machines (Ray).
+- `python.requirements` (a requirements file, PyFlink's `file#cache_dir`) and `python.archives` (comma-separated
+  `archive#target`) make the job's own Python environment, which the cluster that runs the job builds before
+  its code is loaded (`fluvial.cluster.python_environment`): requirements installed once per file content and
+  put on the job's `sys.path`, archives extracted into the job's working directory. Archives need TaskManager
+  processes (their working directory is where archives are found), so `local.taskmanager.mode: auto` takes
+  processes for such a job, and `thread` is refused.
+- A `python.executable` other than this interpreter is refused: the TaskManagers run in this interpreter. So
+  are `python.files`, `python.requirements` and `python.archives` when the TaskManagers run on other machines
+  (Ray).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fluvial.common.configuration import Configuration
-from fluvial.common.errors import InvalidJobError, NotYetSupportedError
+from fluvial.common.errors import ConfigurationError, InvalidJobError, NotYetSupportedError
 
 logger = logging.getLogger(__name__)
 
@@ -88,15 +93,8 @@ def _same_interpreter(python_exec: str) -> bool:
 
 
 def check_supported(config: Configuration, this_machine: bool) -> None:
-    """Refuse what the job asked for but cannot have yet, naming the key and the way out. `this_machine`: the
-    TaskManagers run here (threads, or processes that get this process's sys.path), so `python.files` reach
-    them."""
-    for key in (REQUIREMENTS, ARCHIVES):
-        if config.get_string(key):
-            raise NotYetSupportedError(
-                f"'{key}' is not supported yet: installing requirements and extracting archives needs Python "
-                "worker processes, which fluvial does not start; install them into this interpreter instead"
-            )
+    """Refuse what the job asked for but cannot have, naming the key and the way out. `this_machine`: the
+    TaskManagers run here (threads, or processes of this machine), so the paths the keys name reach them."""
     executable = config.get_string(EXECUTABLE)
     if executable and not _same_interpreter(executable):
         raise NotYetSupportedError(
@@ -109,6 +107,18 @@ def check_supported(config: Configuration, this_machine: bool) -> None:
             "imports from its own directory are shipped to Ray workers by themselves; set ray.working-dir to ship "
             "a directory, or install the files as a package"
         )
+    for key in (REQUIREMENTS, ARCHIVES):
+        if config.get_string(key) and not this_machine:
+            raise NotYetSupportedError(
+                f"'{key}' is not supported yet when TaskManagers run on other machines (Ray): install the requirements "
+                "on the Ray workers' interpreter, and ship files with ray.working-dir"
+            )
+    embedded = config.get("execution.target") in ("local", "embedded")
+    if config.get_string(ARCHIVES) and embedded and config.get("local.taskmanager.mode") == "thread":
+        raise ConfigurationError(
+            f"'{ARCHIVES}' needs TaskManager processes (an archive is found in their working directory), and "
+            "local.taskmanager.mode is thread: set it to process or auto, or remove the archives"
+        )
 
 
 def apply(config: Configuration) -> Callable[[], None]:
@@ -117,6 +127,15 @@ def apply(config: Configuration) -> Callable[[], None]:
     if not raw:
         return _nothing
     entries = list(dict.fromkeys(sys_path_entry(p) for p in raw.split(FILE_DELIMITER) if p))
+    logger.info("python.files on sys.path for the job: %s", entries)
+    return put_on_path(entries)
+
+
+def put_on_path(entries: list[str]) -> Callable[[], None]:
+    """Put `entries` first on sys.path, counted per user (an entry two jobs need stays until both ended);
+    returns the function that takes this user's entries off again (entries already there are left alone)."""
+    if not entries:
+        return _nothing
     with _LOCK:
         for entry in entries:
             if _ON_PATH.get(entry):
@@ -124,7 +143,6 @@ def apply(config: Configuration) -> Callable[[], None]:
             elif entry not in sys.path:
                 sys.path.insert(0, entry)
                 _ON_PATH[entry] = 1
-        logger.info("python.files on sys.path for the job: %s", entries)
 
     def remove(*_: Any) -> None:
         with _LOCK:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import enum
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from fluvial.common.configuration import Configuration
-from fluvial.common.errors import InvalidJobError
+from fluvial.common.errors import ConfigurationError, InvalidJobError
 from fluvial.common.file_paths import local_path, normalise_path
 
 __all__ = [
+    "ChangelogSettings",
+    "ChangelogStateBackend",
     "CustomStateBackend",
     "EmbeddedRocksDBStateBackend",
     "HashMapStateBackend",
@@ -235,3 +238,69 @@ def state_backend_from_configuration(configuration: Configuration) -> StateBacke
         PredefinedOptions[configuration.get("state.backend.rocksdb.predefined-options").upper()]
     )
     return backend
+
+
+@dataclass(frozen=True)
+class ChangelogSettings:
+    """The `state.changelog.*` keys of a job, checked (FLIP-158's options, Flink's names and defaults)."""
+
+    storage: str = "memory"  # "memory": changes inline in the checkpoint; "filesystem": files under base_path
+    base_path: str | None = None
+    periodic_materialize: bool = True
+    materialize_interval_ms: int = 600_000
+    max_failures_allowed: int = 3
+    compression: bool = False
+    upload_max_attempts: int = 3
+    upload_retry_delay_ms: int = 500
+
+    @staticmethod
+    def of(configuration: Configuration) -> ChangelogSettings:
+        """The settings the configuration holds; ConfigurationError when the filesystem storage has no base
+        path."""
+        storage = configuration.get("state.changelog.storage")
+        base_path = configuration.get("state.changelog.dstl.dfs.base-path")
+        if storage == "filesystem" and not base_path:
+            raise ConfigurationError(
+                "state.changelog.storage is filesystem but state.changelog.dstl.dfs.base-path is not set: set it to "
+                "a directory (a local path or an fsspec URL) every TaskManager can write and read"
+            )
+        return ChangelogSettings(
+            storage=storage,
+            base_path=normalise_path(base_path) if base_path else None,
+            periodic_materialize=configuration.get("state.changelog.periodic-materialize.enabled"),
+            materialize_interval_ms=configuration.get("state.changelog.periodic-materialize.interval"),
+            max_failures_allowed=configuration.get("state.changelog.max-failures-allowed"),
+            compression=configuration.get("state.changelog.dstl.dfs.compression.enabled"),
+            upload_max_attempts=configuration.get("state.changelog.dstl.dfs.upload.max-attempts"),
+            upload_retry_delay_ms=configuration.get("state.changelog.dstl.dfs.upload.next-attempt-delay"),
+        )
+
+
+class ChangelogStateBackend(StateBackend):
+    """The changelog state backend (Flink's ChangelogStateBackend, FLIP-158) around the job's keyed backend
+    (`delegate`: a HashMapStateBackend or EmbeddedRocksDBStateBackend description). Not built by users: it is
+    what `env.enable_changelog_state_backend(True)` (`state.changelog.enabled`) makes of the job's backend.
+    Each task builds `fluvial.state.changelog.ChangelogKeyedStateBackend` from it."""
+
+    __slots__ = ("_delegate", "_settings")
+
+    def __init__(self, delegate: StateBackend, settings: ChangelogSettings | None = None) -> None:
+        if isinstance(delegate, ChangelogStateBackend):
+            delegate = delegate.get_delegated_state_backend()
+        if not isinstance(delegate, (HashMapStateBackend, EmbeddedRocksDBStateBackend)):
+            raise InvalidJobError(
+                f"the changelog state backend wraps a HashMapStateBackend or an EmbeddedRocksDBStateBackend, got "
+                f"{type(delegate).__name__}"
+            )
+        self._delegate = delegate
+        self._settings = settings or ChangelogSettings()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ChangelogStateBackend, (self._delegate, self._settings))
+
+    def get_delegated_state_backend(self) -> StateBackend:
+        """The keyed backend whose state changes are logged."""
+        return self._delegate
+
+    def get_settings(self) -> ChangelogSettings:
+        return self._settings

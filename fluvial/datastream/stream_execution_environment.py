@@ -270,30 +270,37 @@ class StreamExecutionEnvironment:
         python_dependencies.add_file(self._configuration, file_path)
 
     def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
-        """PyFlink installs these requirements into its Python workers; fluvial starts none, so a job that sets
-        them is refused at submission. Install the requirements into the interpreter that runs the job.
+        """Install these requirements for the job's TaskManagers (`python.requirements`): before the job's code
+        loads, pip installs the file once into a directory keyed by its content (`python.requirements.install-dir`,
+        default `~/.cache/fluvial/python-requirements`), reused by every later job with the same file, and put on
+        the job's `sys.path`.
 
         Args:
             requirements_file_path: A pip requirements file.
-            requirements_cache_dir: A directory of downloaded packages.
+            requirements_cache_dir: A directory of downloaded packages (`pip download -d DIR -r FILE`): pip then
+                installs from it alone (`--no-index --find-links DIR`), for clusters without network access.
 
         Raises:
-            NotYetSupportedError: when the job is submitted.
+            PythonEnvironmentError: when the job starts, if pip fails (naming the requirement and pip's last line).
+            NotYetSupportedError: at submission, on Ray.
         """
         from fluvial.datastream import python_dependencies
 
         python_dependencies.set_requirements(self._configuration, requirements_file_path, requirements_cache_dir)
 
     def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
-        """PyFlink extracts archives for its Python workers; fluvial starts none, so a job that adds one is
-        refused at submission.
+        """Extract an archive for the job's TaskManagers (`python.archives`): into a directory of the job's own,
+        under `target_dir`, reachable from the working directory of the TaskManager processes, so a function
+        opens `target_dir/...` as in PyFlink's Python workers. The job runs on TaskManager processes
+        (`local.taskmanager.mode: auto` takes them; `thread` is refused).
 
         Args:
-            archive_path: The archive.
-            target_dir: Where it would be extracted.
+            archive_path: A zip (.zip, .jar, .whl, .egg) or tar (.tar, .tar.gz, .tgz, ...) archive.
+            target_dir: The directory name it is extracted to; by default the archive's file name.
 
         Raises:
-            NotYetSupportedError: when the job is submitted.
+            PythonEnvironmentError: when the job starts, if the archive cannot be extracted.
+            NotYetSupportedError: at submission, on Ray.
         """
         from fluvial.datastream import python_dependencies
 
@@ -392,30 +399,28 @@ class StreamExecutionEnvironment:
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
 
     def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
-        """The changelog state backend is not supported; disabling it is accepted.
+        """Turn the changelog state backend on or off (`state.changelog.enabled`, FLIP-158).
+
+        With it, every change to keyed state is also appended to a log; a checkpoint uploads only the part of
+        the log written since the previous checkpoint, plus a reference to the last materialization — a full
+        snapshot of the job's keyed backend (heap or RocksDB) taken every
+        `state.changelog.periodic-materialize.interval`. So a checkpoint's cost follows the rate of change, not
+        the size of the state. Savepoints stay canonical (the keyed backend's own full snapshot).
 
         Args:
             enabled: Whether to enable it.
 
         Returns:
-            This environment, when `enabled` is False.
-
-        Raises:
-            NotYetSupportedError: `enabled` is True (incremental checkpoints come from
-                `EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)`).
+            This environment.
         """
-        if enabled:
-            from fluvial.common.errors import NotYetSupportedError
-
-            raise NotYetSupportedError(
-                "the changelog state backend is not supported yet; incremental checkpoints come from "
-                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)"
-            )
+        if not isinstance(enabled, bool):
+            raise InvalidJobError(f"enable_changelog_state_backend takes True or False, got {enabled!r}")
+        self._configuration.set_string("state.changelog.enabled", "true" if enabled else "false")
         return self
 
     def is_changelog_state_backend_enabled(self) -> bool:
-        """Always False: there is no changelog state backend."""
-        return False
+        """Whether the changelog state backend is enabled (`state.changelog.enabled`)."""
+        return bool(self._configuration.get("state.changelog.enabled"))
 
     def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         """Where savepoints go when none is named (`state.savepoints.dir`)."""
@@ -513,6 +518,10 @@ class StreamExecutionEnvironment:
         backend = self._state_backend
         if backend is None and "state.backend.type" in keys:
             backend = self.get_state_backend()
+        if self._configuration.get("state.changelog.enabled"):
+            from fluvial.datastream.state_backend import ChangelogSettings, ChangelogStateBackend, HashMapStateBackend
+
+            backend = ChangelogStateBackend(backend or HashMapStateBackend(), ChangelogSettings.of(self._configuration))
         return FaultTolerance(
             checkpoints=checkpoints,
             state_backend=backend,

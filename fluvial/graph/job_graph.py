@@ -91,6 +91,7 @@ class JobGraph:
     configuration: Any = None
     fault_tolerance: Any = None
     main_classes: bytes | None = None  # the script's classes, for TaskManager processes (cluster/code_shipping.py)
+    python_environment: Any = None  # its JobPythonEnvironment, built by the cluster that runs it
 
     def vertex(self, vertex_id: int) -> JobVertex:
         for vertex in self.vertices:

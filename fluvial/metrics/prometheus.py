@@ -28,6 +28,7 @@ from fluvial.metrics.snapshot import JobMetricsSnapshot, TaskMetricsSnapshot, ve
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 JOB_SCOPE = "flink_jobmanager_job_"
+TASK_MANAGER_SCOPE = "flink_taskmanager_"
 TASK_SCOPE = "flink_taskmanager_job_task_"
 OPERATOR_SCOPE = "flink_taskmanager_job_task_operator_"
 _INVALID = re.compile(r"[^a-zA-Z0-9:_]")
@@ -67,8 +68,14 @@ class _Snapshots:
             yield family.metric(name)
 
 
-def render(jobs: Iterable[JobMetricsSnapshot], host: str | None = None) -> bytes:
-    """The text exposition of `jobs` (their own metrics and their subtasks' latest snapshots)."""
+def render(
+    jobs: Iterable[JobMetricsSnapshot],
+    host: str | None = None,
+    task_managers: Iterable[tuple[str, dict[str, float]]] = (),
+) -> bytes:
+    """The text exposition of `jobs` (their own metrics and their subtasks' latest snapshots) and of each
+    TaskManager's process (`(tm_id, {"Status.Python.CPU.Load": ...})`: `flink_taskmanager_Status_Python_...`,
+    labelled `host` and `tm_id` as Flink's `flink_taskmanager_Status_JVM_...`)."""
     host = host or socket.gethostname() or "localhost"
     families: dict[str, _Family] = {}
 
@@ -79,6 +86,9 @@ def render(jobs: Iterable[JobMetricsSnapshot], host: str | None = None) -> bytes
             family = families[metric_name] = _Family(f"{name} (scope: {logical})")
         family.add({label: sanitize(str(value_)) for label, value_ in labels.items()}, value)
 
+    for tm_id, values in task_managers:
+        for name, value in values.items():
+            add(TASK_MANAGER_SCOPE, name, "taskmanager", {"host": host, "tm_id": tm_id}, value)
     for job in jobs:
         job_labels = {"host": host, "job_id": job.job_id, "job_name": job.job_name}
         for name, value in job.values.items():

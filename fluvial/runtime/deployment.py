@@ -18,6 +18,21 @@ from fluvial.runtime.channels import ChannelId
 
 
 @dataclass(frozen=True, slots=True)
+class JobPythonEnvironment:
+    """A job's own Python environment on the machine of its TaskManagers (PyFlink's `python.requirements` and
+    `python.archives`), built by the cluster before the job's code is loaded (`cluster/python_environment.py`).
+
+    `path`: directories put on `sys.path` while the job runs there (its installed requirements).
+    `working_directory`: the directory its archives were extracted into, one entry per name in `archives`; a
+    TaskManager process makes each reachable from its own working directory under that name, as PyFlink's
+    Python workers find them in theirs."""
+
+    path: tuple[str, ...] = ()
+    working_directory: str | None = None
+    archives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionAttemptId:
     """One attempt of one subtask of one job (Flink's ExecutionAttemptID): the key every message about a running
     subtask carries and every lookup of an attempt uses. A restart deploys attempt + 1, so a late message from an
@@ -135,6 +150,7 @@ class TaskSpec:
     metrics_interval_ms: int = 1000  # how often a running task reports its metrics
     cancellation: TaskCancellationSettings = field(default_factory=TaskCancellationSettings)
     buffer_debloat: BufferDebloatSettings | None = None  # None: buffers keep their size
+    python_environment: JobPythonEnvironment | None = None  # requirements and archives, when the job has some
 
     @property
     def execution_key(self) -> tuple[int, int]:

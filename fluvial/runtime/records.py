@@ -8,7 +8,7 @@ where a user function sees a single record with its timestamp.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from fluvial.common.time import MAX_WATERMARK
 
@@ -37,6 +37,7 @@ class StreamRecord:
     timestamp: int | None = None
 
 
+@final  # no subclasses: `type(item) is Watermark` tells a watermark from the records around it, for mypy too
 @dataclass(frozen=True, slots=True)
 class Watermark:
     timestamp: int

@@ -41,6 +41,7 @@ from fluvial.state.backend import (
     check_key_groups,
     no_key_error,
 )
+from fluvial.state.changelog_handles import ChangelogStateBackendHandle, restore_with_changelog
 from fluvial.state.heap_snapshot import FrozenHeapState
 from fluvial.state.heap_ttl import IncrementalCleanup, build_ttl_handle
 from fluvial.state.snapshot import (
@@ -434,7 +435,10 @@ class HeapKeyedStateBackend:
         """Restore from the keyed state handles of any number of old subtasks (heap tables, canonical or native
         RocksDB), keeping the key groups of this subtask's range. Tables whose key groups all lie in that range
         (a restore at the same parallelism) are taken whole, without computing a single key group, and no table
-        entry is copied (it was just unpickled)."""
+        entry is copied (it was just unpickled). A changelog checkpoint restores with its log replayed."""
+        if any(isinstance(handle, ChangelogStateBackendHandle) for handle in handles):
+            restore_with_changelog(self, handles, reader)
+            return
         snapshots = []
         for handle in handles:
             if isinstance(handle, KeyedTablesStateHandle):

@@ -43,6 +43,7 @@ from fluvial.datastream.state import (
     StateKind,
 )
 from fluvial.state.backend import NO_KEY, KeyedStateSnapshot, build_state_handle, check_key_groups, no_key_error
+from fluvial.state.changelog_handles import ChangelogStateBackendHandle, restore_with_changelog
 from fluvial.state.rocksdb_handles import (
     RocksDBAggregatingState,
     RocksDBListState,
@@ -474,7 +475,11 @@ class RocksDBKeyedStateBackend:
     ) -> None:
         """Restore from canonical and native handles. A native checkpoint of this job's own (`owned`) with exactly
         this subtask's key groups becomes the base of the next incremental checkpoint; any other is copied in
-        and the next checkpoint uploads everything (Flink's NO_CLAIM: never build on files the job does not own)."""
+        and the next checkpoint uploads everything (Flink's NO_CLAIM: never build on files the job does not own).
+        A changelog checkpoint restores with its log replayed."""
+        if any(isinstance(handle, ChangelogStateBackendHandle) for handle in handles):
+            restore_with_changelog(self, handles, reader)
+            return
         natives = [h for h in handles if isinstance(h, IncrementalRocksDBStateHandle)]
         canonical = [h.to_snapshot(self.key_group_range) for h in handles if isinstance(h, CANONICAL_HANDLES)]
         if natives:

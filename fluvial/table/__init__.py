@@ -19,8 +19,20 @@ from fluvial.table.table import GroupedTable, GroupWindowedTable, Table, WindowG
 from fluvial.table.table_environment import StatementSet, StreamTableEnvironment, TableEnvironment
 from fluvial.table.table_result import ResultKind, TableResult, TableSchema
 from fluvial.table.types import DataType, DataTypes
+from fluvial.table.udf import (
+    AggregateFunction,
+    FunctionContext,
+    ScalarFunction,
+    TableAggregateFunction,
+    TableFunction,
+)
 
 __all__ = [
+    "AggregateFunction",
+    "TableAggregateFunction",
+    "ScalarFunction",
+    "TableFunction",
+    "FunctionContext",
     "ChangelogMode",
     "DataType",
     "DataTypes",

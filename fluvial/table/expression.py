@@ -193,6 +193,11 @@ class Expression:
 
     # -- naming and types ---------------------------------------------------------------------------------------
 
+    def over(self, alias: Any) -> Expression:
+        """This aggregate over the over window named `alias` (`col("b").sum.over(col("w"))`)."""
+        name = alias.name if isinstance(alias, Expression) else str(alias)
+        return Expression("call", "__over__", (self,), value=name)
+
     def alias(self, name: str, *extra_names: str) -> Expression:
         return Expression("alias", args=(self,), aliases=(name, *extra_names))
 
@@ -201,6 +206,16 @@ class Expression:
 
     def try_cast(self, data_type: DataType) -> Expression:
         return Expression("cast", "try_cast", (self,), data_type=data_type)
+
+    # -- ordering (order_by) ------------------------------------------------------------------------------------
+
+    @property
+    def asc(self) -> Expression:
+        return self._call("asc")
+
+    @property
+    def desc(self) -> Expression:
+        return self._call("desc")
 
     # -- aggregates (properties, as PyFlink's) -------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ __all__ = [
     "range_",
     "call_sql",
     "to_timestamp_ltz",
+    "row_interval",
     "CURRENT_ROW",
     "UNBOUNDED_ROW",
     "UNBOUNDED_RANGE",
@@ -168,6 +169,11 @@ def with_columns(head: Any, *tails: Any) -> Expression:
 
 def without_columns(head: Any, *tails: Any) -> Expression:
     return Expression("without_columns", args=tuple(_expr(a) for a in (head, *tails)))
+
+
+def row_interval(rows: int) -> Expression:
+    """`n` rows, the bound of a ROWS over window: `Over...preceding(row_interval(2))`."""
+    return Expression("call", "row_interval", value=int(rows))
 
 
 CURRENT_ROW = Expression("call", "current_row")

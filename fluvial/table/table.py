@@ -14,6 +14,7 @@ from fluvial.table.planner.resolve import (
     Resolver,
     check_unique,
     contains_aggregate,
+    expand_star,
     plan_aggregate,
     project,
     resolve_condition,
@@ -181,6 +182,21 @@ class Table:
         condition = _exprs([predicate])[0] if predicate is not None else None
         return self._new(plan_join(self._node, right._node, join_type, condition))
 
+    def map(self, func: Any) -> Table:
+        """A scalar function over each row: `map(f(col("a"), col("b")))`, or `map(f)` (f gets the row); its
+        ROW result's fields become the columns (renamed with `.alias(...)`)."""
+        from fluvial.table.planner.udf_plans import plan_map
+
+        return self._new(plan_map(self._node, func))
+
+    def aggregate(self, func: Any) -> AggregatedTable:
+        """A udaf over the whole table; its ROW result's fields become the columns. Close with `select`."""
+        return self.group_by().aggregate(func)
+
+    def flat_aggregate(self, func: Any) -> FlatAggregateTable:
+        """A udtaf over the whole table: the rows its `emit_value` yields. Close with `select`."""
+        return self.group_by().flat_aggregate(func)
+
     def flat_map(self, func: Any) -> Table:
         """A table function over each row: its output columns only (`f0`, ... unless aliased)."""
         return self._new(self._correlate(func, keep_input=False))
@@ -233,11 +249,25 @@ class Table:
     def window(self, window: Any) -> GroupWindowedTable:
         return GroupWindowedTable(self, window)
 
+    def over_window(self, *over_windows: Any) -> OverWindowedTable:
+        """Over windows for `.select(..., col("b").sum.over(col("w")))` (one window, as Flink supports)."""
+        if len(over_windows) != 1:
+            raise ValidationException(f"over_window takes one over window; {len(over_windows)} were given")
+        return OverWindowedTable(self, over_windows[0])
+
     def order_by(self, *fields: Any) -> Table:
-        raise ValidationException(
-            "Sort on a non-time-attribute field is not supported in streaming mode; "
-            "order_by is supported with fetch/limit in batch mode only (not yet in fluvial)"
-        )
+        """Streaming sort: by a time attribute ascending first (`order_by(col("ts"), col("a").desc)`), emitted in
+        time order as the watermark passes, as Flink's TemporalSort."""
+        from fluvial.table.planner.sort import plan_temporal_sort
+
+        keys = []
+        for e in _exprs(fields):
+            descending = e.kind == "call" and e.name in ("desc", "asc")
+            target = e.args[0] if descending else e
+            if target.kind != "field":
+                raise ValidationException(f"order_by takes columns (optionally .asc / .desc); got {e.to_string()}")
+            keys.append((target.name or "", e.kind == "call" and e.name == "desc"))
+        return self._new(plan_temporal_sort(self._node, keys))
 
     # -- running and conversion ---------------------------------------------------------------------------------
 
@@ -298,6 +328,32 @@ class GroupedTable:
     def select(self, *fields: Any) -> Table:
         return self._table._new(plan_aggregate(self._table._node, self._keys, _exprs(fields)))
 
+    def aggregate(self, func: Any) -> AggregatedTable:
+        """A udaf per group: the group keys, then its result's columns. Close with `select`."""
+        from fluvial.table.planner.udf_plans import plan_udaf_aggregate
+
+        return AggregatedTable(self._table._new(plan_udaf_aggregate(self._table._node, self._keys, func)))
+
+    def flat_aggregate(self, func: Any) -> FlatAggregateTable:
+        """A udtaf per group: the group keys, then each row its `emit_value` yields. Close with `select`."""
+        from fluvial.table.planner.udf_plans import plan_flat_aggregate
+
+        return FlatAggregateTable(self._table._new(plan_flat_aggregate(self._table._node, self._keys, func)))
+
+
+class AggregatedTable:
+    """`aggregate(...)`'s result, closed by `select` over its columns (PyFlink's AggregatedTable)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def select(self, *fields: Any) -> Table:
+        return self._table.select(*fields)
+
+
+class FlatAggregateTable(AggregatedTable):
+    """`flat_aggregate(...)`'s result, closed by `select` (PyFlink's FlatAggregateTable)."""
+
 
 class GroupWindowedTable:
     def __init__(self, table: Table, window: Any) -> None:
@@ -332,3 +388,23 @@ class WindowGroupedTable:
             )
         spec = WindowSpec(WindowKind(window.kind), index, window.size, window.slide)
         return self._table._new(plan_aggregate(node, keys, _exprs(fields), window=spec, window_alias=alias))
+
+
+class OverWindowedTable:
+    def __init__(self, table: Table, window: Any) -> None:
+        self._table = table
+        self._window = window
+
+    def select(self, *fields: Any) -> Table:
+        from fluvial.table.planner.over import collect_over, plan_over, table_api_frame
+
+        node = self._table._node
+        items = expand_star(_exprs(fields), node)
+        calls: list[Expression] = []
+        collect_over(items, calls)
+        for call in calls:
+            if call.value != self._window.alias_name:
+                raise ValidationException(
+                    f"Over window '{call.value}' is not defined: over_window(...) named it '{self._window.alias_name}'"
+                )
+        return self._table._new(plan_over(node, items, table_api_frame(self._window, node), sql=False))

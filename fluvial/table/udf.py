@@ -1,5 +1,6 @@
-"""User-defined functions (PyFlink `pyflink.table.udf`): `udf` (scalar), `udtf` (table), `ScalarFunction`,
-`TableFunction`, and the `FunctionContext` their `open` receives.
+"""User-defined functions (PyFlink `pyflink.table.udf`): `udf` (scalar), `udtf` (table), `udaf` (aggregate),
+`udtaf` (table aggregate), their base classes `ScalarFunction`, `TableFunction`, `AggregateFunction`,
+`TableAggregateFunction`, and the `FunctionContext` their `open` receives.
 
 A wrapped function is picklable config: the planner puts it into a rex Call, and the task calls it per row
 (`open` first, once per task). Arguments arrive as the columns' Python values, as in PyFlink; a table
@@ -15,7 +16,18 @@ from typing import Any
 from fluvial.table.expression import Expression, _expr
 from fluvial.table.types import DataType, DataTypes
 
-__all__ = ["udf", "udtf", "ScalarFunction", "TableFunction", "FunctionContext", "UserDefinedFunctionWrapper"]
+__all__ = [
+    "udf",
+    "udtf",
+    "udaf",
+    "udtaf",
+    "ScalarFunction",
+    "TableFunction",
+    "AggregateFunction",
+    "TableAggregateFunction",
+    "FunctionContext",
+    "UserDefinedFunctionWrapper",
+]
 
 
 class FunctionContext:
@@ -58,6 +70,51 @@ class TableFunction(UserDefinedFunction):
         raise NotImplementedError
 
 
+class ImperativeAggregateFunction(UserDefinedFunction):
+    """What aggregate functions share: an accumulator (a mutable object: a list or a Row) that `accumulate`
+    changes in place for each input row, `retract` (needed over an updating input, such as another
+    aggregation's result) and `merge` (needed by session windows, whose windows merge)."""
+
+    def create_accumulator(self) -> Any:
+        raise NotImplementedError
+
+    def accumulate(self, accumulator: Any, *args: Any) -> None:
+        raise NotImplementedError
+
+    def retract(self, accumulator: Any, *args: Any) -> None:
+        raise NotImplementedError
+
+    def merge(self, accumulator: Any, accumulators: Iterable[Any]) -> None:
+        raise NotImplementedError
+
+    def get_result_type(self) -> Any:
+        return None
+
+    def get_accumulator_type(self) -> Any:
+        return None
+
+
+class AggregateFunction(ImperativeAggregateFunction):
+    """Subclass and implement `create_accumulator`, `accumulate(acc, *args)` and `get_value(acc)`."""
+
+    def get_value(self, accumulator: Any) -> Any:
+        raise NotImplementedError
+
+
+class TableAggregateFunction(ImperativeAggregateFunction):
+    """Subclass and implement `create_accumulator`, `accumulate(acc, *args)` and `emit_value(acc)`, which
+    yields the rows of the group's result (used by `flat_aggregate`)."""
+
+    def emit_value(self, accumulator: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+def overrides(function: Any, method: str) -> bool:
+    """Whether a user's aggregate function implements `method` (retract, merge) itself."""
+    own = getattr(type(function), method, None)
+    return own is not None and own is not getattr(ImperativeAggregateFunction, method)
+
+
 def _type(value: Any) -> DataType | None:
     if value is None or isinstance(value, DataType):
         return value
@@ -87,22 +144,36 @@ class UserDefinedFunctionWrapper:
         self._deterministic = deterministic if deterministic is not None else True
         self._name = name or getattr(func, "__name__", type(func).__name__)
         self._alias_names: tuple[str, ...] = ()
+        self._accumulator_type: Any = None
+        self._row_names: tuple[str, ...] | None = None
+        self._pandas = False  # a vectorized (pandas) udaf
         self._opened = False
 
     def __call__(self, *args: Any) -> Expression:
-        return Expression(
-            "call", "__udf__" if self._kind == "scalar" else "__udtf__", tuple(_expr(a) for a in args), value=self
-        )
+        op = {"scalar": "__udf__", "table": "__udtf__", "aggregate": "__udaf__", "table_aggregate": "__udtaf__"}
+        return Expression("call", op[self._kind], tuple(_expr(a) for a in args), value=self)
 
     def alias(self, *names: str) -> UserDefinedFunctionWrapper:
         copy = UserDefinedFunctionWrapper(
             self._func, self._input_types, self._result_types, self._kind, self._deterministic, self._name
         )
         copy._alias_names = tuple(names)
+        copy._accumulator_type = self._accumulator_type
+        copy._pandas = self._pandas
+        return copy
+
+    def _taking_row(self, names: list[str]) -> UserDefinedFunctionWrapper:
+        """This function called with one Row of the columns `names` (PyFlink's `map(f)` and `flat_map(f)`)."""
+        copy = self.alias(*self._alias_names)
+        copy._row_names = tuple(names)
         return copy
 
     def _invoke(self, *args: Any) -> Any:
         """The per-row call (opens a UserDefinedFunction once per task first)."""
+        if self._row_names is not None:
+            from fluvial.common.row import RowKind, _create_row
+
+            args = (_create_row(list(self._row_names), list(args), RowKind.INSERT),)
         func = self._func
         if isinstance(func, UserDefinedFunction):
             if not self._opened:
@@ -154,6 +225,69 @@ def udtf(
         raise TypeError("udtf needs result_types, e.g. @udtf(result_types=[DataTypes.STRING()])")
     types = result_types if isinstance(result_types, list) else [result_types]
     return _wrap("table", f, input_types, [_type(t) for t in types], deterministic, name)
+
+
+def _aggregate_wrapper(
+    kind: str, f: Any, input_types: Any, result_type: Any, accumulator_type: Any, deterministic: Any, name: Any
+) -> UserDefinedFunctionWrapper:
+    base = AggregateFunction if kind == "aggregate" else TableAggregateFunction
+    if not isinstance(f, base):
+        what = "udaf takes an AggregateFunction" if kind == "aggregate" else "udtaf takes a TableAggregateFunction"
+        raise TypeError(f"{what} instance (a subclass of pyflink.table.udf.{base.__name__}); got {f!r}")
+    result = result_type if result_type is not None else f.get_result_type()
+    if result is None:
+        raise TypeError(f"{type(f).__name__} needs a result type: pass result_type= or implement get_result_type()")
+    wrapper = UserDefinedFunctionWrapper(f, input_types, [_type(result)], kind, deterministic, name)  # type: ignore[list-item]
+    wrapper._accumulator_type = accumulator_type if accumulator_type is not None else f.get_accumulator_type()
+    return wrapper
+
+
+def udaf(
+    f: AggregateFunction | None = None,
+    input_types: Any = None,
+    result_type: Any = None,
+    accumulator_type: Any = None,
+    deterministic: bool | None = None,
+    name: str | None = None,
+    func_type: str = "general",
+) -> Any:
+    """An aggregate function for GROUP BY, window aggregations and `aggregate`: `udaf(WeightedAvg(),
+    result_type=DataTypes.BIGINT())`, or the result type from the function's `get_result_type()`.
+
+    `func_type="pandas"`: a vectorized aggregate, a Python function called once per window with one
+    `pandas.Series` per argument (`udaf(lambda v: v.mean(), result_type=..., func_type="pandas")`); Flink runs
+    these in window aggregations only, when streaming."""
+    if func_type not in ("general", "pandas"):
+        raise ValueError(f"func_type is 'general' or 'pandas', not {func_type!r}")
+    if func_type == "pandas" and f is not None:
+        if result_type is None:
+            raise TypeError("a pandas udaf needs result_type, e.g. udaf(f, result_type=DataTypes.DOUBLE(), ...)")
+        if not callable(f) or isinstance(f, ImperativeAggregateFunction):
+            raise TypeError(f"a pandas udaf is a function of pandas.Series (func_type='pandas'); got {f!r}")
+        wrapper = UserDefinedFunctionWrapper(f, input_types, [_type(result_type)], "aggregate", deterministic, name)  # type: ignore[list-item]
+        wrapper._pandas = True
+        return wrapper
+    if f is None:  # used as a decorator: @udaf(result_type=...)
+        return functools.partial(udaf, **{k: v for k, v in locals().items() if k != "f"})
+    return _aggregate_wrapper("aggregate", f, input_types, result_type, accumulator_type, deterministic, name)
+
+
+def udtaf(
+    f: TableAggregateFunction | None = None,
+    input_types: Any = None,
+    result_type: Any = None,
+    accumulator_type: Any = None,
+    deterministic: bool | None = None,
+    name: str | None = None,
+    func_type: str = "general",
+) -> Any:
+    """A table aggregate function for `flat_aggregate`: each group's result is the rows its `emit_value`
+    yields (a ROW result type names their columns)."""
+    if func_type != "general":
+        raise NotImplementedError("vectorized (pandas) UDTAFs do not exist in Flink: use func_type='general'")
+    if f is None:  # used as a decorator: @udtaf(result_type=...)
+        return functools.partial(udtaf, **{k: v for k, v in locals().items() if k != "f"})
+    return _aggregate_wrapper("table_aggregate", f, input_types, result_type, accumulator_type, deterministic, name)
 
 
 _ = DataTypes

@@ -1,4 +1,5 @@
-"""Group windows of the Table API (PyFlink `pyflink.table.window`): `Tumble`, `Slide`, `Session`."""
+"""Windows of the Table API (PyFlink `pyflink.table.window`): the group windows `Tumble`, `Slide`, `Session`,
+and `Over` windows (`Over.partition_by(...).order_by(...).preceding(...).alias("w")`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from fluvial.table.expression import Expression, _expr
 
-__all__ = ["Tumble", "Slide", "Session", "GroupWindow"]
+__all__ = ["Tumble", "Slide", "Session", "Over", "GroupWindow", "OverWindow"]
 
 
 def _millis(e: Any, what: str) -> int:
@@ -58,3 +59,43 @@ class _Session:
 Tumble = _Tumble()
 Slide = _Slide()
 Session = _Session()
+
+
+@dataclass(frozen=True)
+class OverWindow:
+    """An over window: PARTITION BY `partition_by` ORDER BY `order_by`, the frame from `preceding` to
+    `following` (UNBOUNDED_RANGE and CURRENT_RANGE unless set), named `alias_name`."""
+
+    partition_by: tuple[Expression, ...] = ()
+    order_by: Expression | None = None
+    preceding_bound: Expression | None = None
+    following_bound: Expression | None = None
+    alias_name: str | None = None
+
+    def preceding(self, preceding: Any) -> OverWindow:
+        return OverWindow(self.partition_by, self.order_by, _expr(preceding), self.following_bound, self.alias_name)
+
+    def following(self, following: Any) -> OverWindow:
+        return OverWindow(self.partition_by, self.order_by, self.preceding_bound, _expr(following), self.alias_name)
+
+    def alias(self, alias: str) -> OverWindow:
+        return OverWindow(self.partition_by, self.order_by, self.preceding_bound, self.following_bound, alias)
+
+
+class _OverPartitioned:
+    def __init__(self, partition_by: tuple[Expression, ...]) -> None:
+        self._partition_by = partition_by
+
+    def order_by(self, order_by: Any) -> OverWindow:
+        return OverWindow(self._partition_by, _expr(order_by))
+
+
+class _Over:
+    def partition_by(self, *partition_by: Any) -> _OverPartitioned:
+        return _OverPartitioned(tuple(_expr(p) for p in partition_by))
+
+    def order_by(self, order_by: Any) -> OverWindow:
+        return OverWindow((), _expr(order_by))
+
+
+Over = _Over()

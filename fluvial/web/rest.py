@@ -82,7 +82,7 @@ from fluvial.web import views
 from fluvial.web.auth import ANY_HOST, RequestGuard, allowed_hosts
 from fluvial.web.dispatcher_view import DispatcherView
 from fluvial.web.openapi import openapi_document
-from fluvial.web.pages import page_routes
+from fluvial.web.pages import page_routes, status_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -248,8 +248,13 @@ class _Api:
         return JSONResponse(views.task_managers_json(self._dispatcher.task_managers()))
 
     def prometheus(self, request: Request) -> Response:
-        """Every job's metrics in Prometheus' text format, named as Flink's Prometheus reporter names them."""
-        return Response(prometheus.render(self._dispatcher.metrics()), media_type=prometheus.CONTENT_TYPE)
+        """Every job's metrics and each TaskManager process's `Status.Python.*` in Prometheus' text format, named
+        as Flink's Prometheus reporter names them."""
+        text = prometheus.render(self._dispatcher.metrics(), task_managers=self._task_manager_statuses())
+        return Response(text, media_type=prometheus.CONTENT_TYPE)
+
+    def _task_manager_statuses(self) -> list[tuple[str, dict[str, float]]]:
+        return [(manager.id, status_metrics(manager)) for manager in self._dispatcher.task_managers()]
 
     # -- jobs -----------------------------------------------------------------------------------------------------
 

@@ -502,7 +502,7 @@ def _checkpoint_entry(entry: dict, details: JobDetails) -> dict[str, Any]:
         "trigger_timestamp": entry["trigger_timestamp"],
         "latest_ack_timestamp": entry.get("latest_ack_timestamp", -1),
         "state_size": entry["state_size"],
-        "checkpointed_size": entry["state_size"],
+        "checkpointed_size": entry.get("checkpointed_size", entry["state_size"]),
         "end_to_end_duration": entry["end_to_end_duration"],
         "num_subtasks": entry.get("num_subtasks", subtasks),
         "num_acknowledged_subtasks": entry.get("num_acknowledged_subtasks", subtasks if status == "COMPLETED" else 0),
@@ -525,7 +525,7 @@ def _checkpoint_summary(completed: list[dict]) -> dict[str, Any]:
 
     return {
         "state_size": stats("state_size"),
-        "checkpointed_size": stats("state_size"),
+        "checkpointed_size": stats("checkpointed_size"),
         "end_to_end_duration": stats("end_to_end_duration"),
         "persisted_data": stats("persisted_data"),
         "alignment_duration": stats("alignment_duration"),

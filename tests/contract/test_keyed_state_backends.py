@@ -1,4 +1,6 @@
-"""One contract suite over every keyed state backend: heap (HashMapStateBackend) and RocksDB.
+"""One contract suite over every keyed state backend: heap (HashMapStateBackend) and RocksDB, each also wrapped in
+the changelog state backend (`changelog-heap`, `changelog-rocksdb`: every write logged, checkpoints as
+materialization + log, restores replaying it).
 
 Each test runs once per backend, and the restore tests once per (source, target) pair, so a heap snapshot must
 restore into RocksDB and back. Only what the contract in `fluvial/state/backend.py` promises is asserted here;
@@ -38,7 +40,12 @@ except ImportError:  # rocksdict missing: the heap half of the suite still runs
 _NEEDS_ROCKSDB = pytest.mark.skipif(
     RocksDBKeyedStateBackend is None, reason="rocksdict is not installed: pip install rocksdict==0.3.29"
 )
-KINDS = ["heap", pytest.param("rocksdb", marks=_NEEDS_ROCKSDB)]
+KINDS = [
+    "heap",
+    pytest.param("rocksdb", marks=_NEEDS_ROCKSDB),
+    "changelog-heap",
+    pytest.param("changelog-rocksdb", marks=_NEEDS_ROCKSDB),
+]
 MAX_PARALLELISM = 128
 Factory = Callable[..., Any]
 
@@ -68,17 +75,30 @@ def factory(tmp_path: Path) -> Any:
     numbers = itertools.count()
 
     def make(kind: str, key_group_range: range = range(MAX_PARALLELISM), max_parallelism: int = MAX_PARALLELISM):
-        if kind == "heap":
+        inner_kind = kind.removeprefix("changelog-")
+        if inner_kind == "heap":
             backend: Any = HeapKeyedStateBackend(max_parallelism, key_group_range)
         else:
             path = tmp_path / f"rocksdb-{next(numbers)}"
             backend = RocksDBKeyedStateBackend(max_parallelism, key_group_range, str(path))
+        if kind.startswith("changelog-"):
+            backend = _changelog(backend)
         created.append(backend)
         return backend
 
     yield make
     for backend in created:
         backend.dispose()
+
+
+def _changelog(inner: Any) -> Any:
+    from fluvial.checkpoint.changelog_storage import InMemoryStateChangelogStorage
+    from fluvial.common.task_info import TaskInfo
+    from fluvial.datastream.state_backend import ChangelogSettings
+    from fluvial.state.changelog import ChangelogKeyedStateBackend
+
+    info = TaskInfo("job", "contract", 0, 1, inner.max_parallelism)
+    return ChangelogKeyedStateBackend(inner, ChangelogSettings(), info, "op", InMemoryStateChangelogStorage())
 
 
 @pytest.fixture(params=KINDS)
@@ -457,7 +477,13 @@ PAIRS = [
     pytest.param(
         source, target, id=f"{source}-to-{target}", marks=[_NEEDS_ROCKSDB] if "rocksdb" in (source, target) else []
     )
-    for source, target in itertools.product(["heap", "rocksdb"], repeat=2)
+    for source, target in [
+        *itertools.product(["heap", "rocksdb"], repeat=2),
+        ("changelog-heap", "changelog-heap"),
+        ("changelog-rocksdb", "changelog-rocksdb"),
+        ("changelog-heap", "rocksdb"),
+        ("heap", "changelog-rocksdb"),
+    ]
 ]
 
 

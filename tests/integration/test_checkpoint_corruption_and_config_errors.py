@@ -19,13 +19,21 @@ import pytest
 
 from fluvial.checkpoint.storage import CorruptCheckpointError
 from fluvial.common import Configuration, Encoder, Types
-from fluvial.common.errors import FluvialError, InvalidJobError, JobExecutionException, ResourceError
+from fluvial.common.errors import (
+    FluvialError,
+    InvalidJobError,
+    JobCancelledException,
+    JobExecutionException,
+    ResourceError,
+)
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream.checkpoint_config import ExternalizedCheckpointRetention
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.datastream.state import ValueStateDescriptor
+from fluvial.testing import wait_until
 
 
 def corrupt(path: str, how: str) -> None:
@@ -98,6 +106,7 @@ def counting_job(
     config = env.get_checkpoint_config()
     config.set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0))
     config.set_num_retained(3)
+    config.set_externalized_checkpoint_retention(ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(100, 20))
     sink = (
         FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
@@ -145,13 +154,17 @@ def test_damaged_latest_checkpoint_fails_the_restore_naming_the_file(tmp_path, h
 
 
 def completed_checkpoint_dir(tmp_path) -> str:
-    """Run a small checkpointed job to its end (its retained checkpoints stay on disk); return the newest
-    chk-<n> directory holding a `_metadata`."""
+    """Run a checkpointed job until it completed a checkpoint and cancel it (RETAIN_ON_CANCELLATION keeps its
+    checkpoints on disk); return the newest chk-<n> directory holding a `_metadata`."""
     base = tmp_path / "checkpoints"
     marker = tmp_path / "never"
     marker.write_text("")  # not the first attempt: the function never damages or fails
-    env = counting_job(tmp_path, base, CorruptLatestCheckpointAndFail(str(base), str(marker), "flipped"), n=10_000)
-    env.execute("leaves checkpoints behind")
+    env = counting_job(tmp_path, base, CorruptLatestCheckpointAndFail(str(base), str(marker), "flipped"), n=10**12)
+    client = env.execute_async("leaves checkpoints behind")
+    wait_until(lambda: glob.glob(str(base / "*" / "chk-*" / "_metadata")), what="a completed checkpoint")
+    client.cancel()
+    with pytest.raises(JobCancelledException):
+        client.get_job_execution_result().result(timeout=30)
     chks = sorted(glob.glob(str(base / "*" / "chk-*" / "_metadata")), key=os.path.getmtime)
     assert chks, "the job completed no checkpoint"
     return os.path.dirname(chks[-1])

@@ -1,8 +1,9 @@
 """Restoring a job from a retained incremental RocksDB checkpoint of another run (issue 13, defects 3 and 8).
 
-Run A counts records per key up to a pause in its source, takes checkpoints there and is cancelled: its latest
+Every run keeps its checkpoints when cancelled (RETAIN_ON_CANCELLATION: a finished job's are deleted, as in
+Flink). Run A counts records per key up to a pause in its source, takes checkpoints there and is cancelled: its latest
 checkpoint refers to SST files in A's shared directory. Later runs start from that checkpoint
-(`execution.savepoint.path`) and play the rest of the script.
+(`execution.savepoint.path`), play the rest of the script, and are cancelled once they took a checkpoint.
 
 - NO_CLAIM (the default): the run never deletes what it did not create, so the same checkpoint restores a
   second time, after the first restored run took and subsumed checkpoints of its own.
@@ -21,6 +22,7 @@ import re
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,7 @@ from fluvial.checkpoint.storage import read_checkpoint_metadata
 from fluvial.common import Configuration, Types
 from fluvial.common.errors import FluvialError, JobCancelledException
 from fluvial.datastream import KeyedProcessFunction, MapFunction, StreamExecutionEnvironment
+from fluvial.datastream.checkpoint_config import ExternalizedCheckpointRetention
 from fluvial.datastream.checkpoint_storage import FileSystemCheckpointStorage
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
@@ -75,6 +78,9 @@ def environment(base: Path, restore: str | None = None, claim: str | None = None
     env.set_parallelism(1)
     env.set_state_backend(EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True))
     env.enable_checkpointing(40)
+    env.get_checkpoint_config().set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
     env.get_checkpoint_config().set_checkpoint_storage(
         FileSystemCheckpointStorage(f"file://{base}", file_state_size_threshold=0)
     )
@@ -115,13 +121,22 @@ def checkpoint_of_a_paused_run(tmp_path: Path) -> tuple[str, int]:
     return latest.metadata_location, latest.checkpoint_id
 
 
-def restored_run(tmp_path: Path, name: str, restore: str, claim: str | None = None) -> tuple[list, Path]:
-    """Run the script from `restore` to its end: (the (key, count) records, the run's checkpoint directory)."""
-    script = list(range(BEFORE)) + [Pause(str(tmp_path / "never"))] + list(range(BEFORE, TOTAL)) + [End()]
+def restored_run(
+    tmp_path: Path, name: str, restore: str, claim: str | None = None, until: Any = None, to_end: bool = False
+) -> tuple[list, Path]:
+    """Run the script from `restore` through its last record, wait until it took a checkpoint (and `until()`
+    holds), cancel it: (the (key, count) records, the run's checkpoint directory). `to_end`: let it finish
+    instead (its checkpoints are deleted then)."""
+    script = list(range(BEFORE)) + [Pause(str(tmp_path / "never"))] + list(range(BEFORE, TOTAL))
+    script += [End() if to_end else Pause(str(tmp_path / f"{name}-never"))]
     base = tmp_path / name
     env = environment(base, restore, claim)
     with build(env, script, str(tmp_path / f"{name}-reached")).execute_and_collect() as results:
-        return list(results), base
+        if to_end:
+            return list(results), base
+        records = [next(results) for _ in range(TOTAL - BEFORE)]
+        wait_until(lambda: checkpoint_ids(base) and (until is None or until()), what=f"a checkpoint of run {name}")
+    return records, base
 
 
 def assert_counts_complete(records: list) -> None:
@@ -159,7 +174,7 @@ def test_no_claim_leaves_the_checkpoint_restorable_again_and_ids_go_on(tmp_path)
     assert Path(location.removeprefix("file://"), "_metadata").exists(), "NO_CLAIM deleted the checkpoint"
     assert sorted(shared_files(location)) == shared_before, "NO_CLAIM deleted shared files it did not create"
 
-    second, _ = restored_run(tmp_path, "c", location)  # the defect: this restore found its SST files gone
+    second, _ = restored_run(tmp_path, "c", location, to_end=True)  # the defect: this restore found its SST files gone
     assert_counts_complete(second)
 
 
@@ -168,7 +183,8 @@ def test_claim_takes_ownership_and_deletes_the_checkpoint_once_subsumed(tmp_path
     shared_before = set(shared_files(location))
     (tmp_path / "never").touch()
 
-    records, base = restored_run(tmp_path, "b", location, claim="CLAIM")
+    subsumed = lambda: not Path(location.removeprefix("file://")).exists()  # noqa: E731
+    records, base = restored_run(tmp_path, "b", location, claim="CLAIM", until=subsumed)
     assert_counts_complete(records)
     ids = checkpoint_ids(base)
     assert ids and min(ids) > restored_id
@@ -186,7 +202,7 @@ def test_claim_takes_ownership_and_deletes_the_checkpoint_once_subsumed(tmp_path
         again.execute()
 
     # what run B's latest checkpoint refers to survived the claimed checkpoint's deletion: it restores
-    records, _ = restored_run(tmp_path, "d", str(latest))
+    records, _ = restored_run(tmp_path, "d", str(latest), to_end=True)
     expected = Counter(v % KEYS for v in range(TOTAL))
     assert all(count <= expected[key] for key, count in records)
     assert {key: max(c for k, c in records if k == key) for key, _ in records} == {

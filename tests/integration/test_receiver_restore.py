@@ -21,6 +21,7 @@ from fluvial.common.configuration import Configuration
 from fluvial.common.errors import JobCancelledException
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import MapFunction, StreamExecutionEnvironment
+from fluvial.datastream.checkpoint_config import ExternalizedCheckpointRetention
 from fluvial.testing import wait_until
 from tests.integration.test_receiver_exactly_once import (
     BatchAckReceiver,
@@ -50,6 +51,9 @@ def run(tmp_path, port: int, out: str, restore: str | None = None) -> StreamExec
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.enable_checkpointing(100)
+    env.get_checkpoint_config().set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
     env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{tmp_path / 'checkpoints'}")
     env.set_restart_strategy(RestartStrategies.no_restart())
     receiver = BatchAckReceiver(port, str(tmp_path / "never-crashes"), crash_after=10**9)

@@ -11,6 +11,7 @@ import pytest
 
 from fluvial.common import Configuration
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.metrics.prometheus import sanitize
 from fluvial.testing import environment, execution_modes, wait_until
 from tests.integration.rest_client import Discard, ServedJob, http, serve_job
 
@@ -157,6 +158,21 @@ def test_the_dashboard_and_prometheus_are_served(job):
     assert job.get("config").body["refresh-interval"] == 1000
     text = job.get("metrics").body
     assert "flink_taskmanager_job_task_operator_numRecordsIn{" in text and "flink_jobmanager_job_uptime{" in text
+
+
+def test_each_taskmanagers_process_metrics_are_listed_and_exported(job):
+    managers = [m for m in job.get("taskmanagers").body["taskmanagers"]]
+    listed = job.get(f"taskmanagers/{managers[0]['id']}/metrics").body
+    names = {entry["id"] for entry in listed}
+    assert {"Status.Python.CPU.Load", "Status.Python.CPU.Time", "Status.Python.Memory.RSS"} <= names
+    assert "Status.Python.Threads.Count" in names
+    (threads,) = job.get(f"taskmanagers/{managers[0]['id']}/metrics?get=Status.Python.Threads.Count").body
+    assert threads["id"] == "Status.Python.Threads.Count" and float(threads["value"]) >= 1
+    text = job.get("metrics").body
+    for manager in managers:
+        assert 'flink_taskmanager_Status_Python_Memory_RSS{host="' in text
+        assert f'tm_id="{sanitize(manager["id"])}"' in text
+    assert job.get("taskmanagers/no-such-tm/metrics").status == 404
 
 
 def test_unknown_jobs_vertices_and_routes_are_404_with_flinks_errors(job):

@@ -158,6 +158,37 @@ class _Member:
         self.early_deaths = 0  # processes in a row that died before they registered
 
 
+class OutputCopy:
+    """A file that gets a copy of what TaskManager processes print (Flink's taskmanager.out); None: no copy.
+    Opened on the first text, appended to, closed with the pool; a write that fails is dropped with a warning
+    once — the terminal still has the text."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._file: Any = None
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            try:
+                if self._file is None:
+                    os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+                    self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+                self._file.write(text)
+                self._file.flush()
+            except OSError as error:
+                logger.warning("cannot copy what the TaskManagers print to %s: %s", self.path, error)
+                self.path = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
 class TaskManagerProcesses:
     def __init__(
         self,
@@ -168,8 +199,12 @@ class TaskManagerProcesses:
         bind_host: str = "127.0.0.1",
         heartbeat_interval_ms: int = 1000,
         heartbeat_timeout_ms: int = 10_000,
+        stdout_file: str | None = None,
     ) -> None:
+        """`stdout_file`: where what the TaskManagers print is also written (the dashboard's stdout page), beside
+        this process's own stdout and stderr."""
         self.count = count
+        self._output_copy = OutputCopy(stdout_file)
         self.slots_each = slots_each
         self._listener = listener
         self._bind_host = bind_host
@@ -307,6 +342,7 @@ class TaskManagerProcesses:
                 stream = sys.stderr if stream_name == "stderr" else sys.stdout
                 stream.write(text)
                 stream.flush()
+                self._output_copy.write(text)
             elif kind is FrameKind.LOG:
                 record = logging.makeLogRecord(pickle.loads(payload))
                 logging.getLogger(record.name).handle(record)
@@ -391,6 +427,7 @@ class TaskManagerProcesses:
             return
         self._stopping.set()
         self._control.close()
+        self._output_copy.close()
         for member in self._members:
             if member.connection is not None:
                 try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fluvial.common.errors import FluvialError
-from fluvial.runtime.deployment import ExecutionAttemptId
+from fluvial.runtime.deployment import ExecutionAttemptId, JobPythonEnvironment
 
 
 @dataclass(eq=False)
@@ -64,11 +64,14 @@ class DeploymentEnvelope:
     vertex_name: str
     parallelism: int
     payload: bytes
+    python_environment: JobPythonEnvironment | None = None  # entered before the payload is loaded
 
     @classmethod
     def of(cls, message: Any) -> DeploymentEnvelope:
         spec = message.spec
-        return cls(spec.attempt_id, spec.vertex.name, spec.vertex.parallelism, dumps_control(message))
+        return cls(
+            spec.attempt_id, spec.vertex.name, spec.vertex.parallelism, dumps_control(message), spec.python_environment
+        )
 
     @property
     def job_id(self) -> str:

@@ -37,6 +37,7 @@ from fluvial.cluster.messages import (
     TaskExecutionState,
     TriggerCheckpoint,
 )
+from fluvial.cluster.process.job_environment import JobEnvironments
 from fluvial.cluster.process.protocol import (
     CollectCredit,
     DeploymentEnvelope,
@@ -48,7 +49,7 @@ from fluvial.cluster.process.protocol import (
     loads_control,
     sendable_failure,
 )
-from fluvial.common.logs import own_process
+from fluvial.common.logs import own_process, task_manager_log_marker
 from fluvial.common.wire import dumps_records
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
@@ -189,7 +190,7 @@ class LogForwarder(logging.Handler):
                 "name": record.name,
                 "levelno": record.levelno,
                 "levelname": record.levelname,
-                "msg": f"[TaskManager {self._index}] {record.getMessage()}",
+                "msg": f"{task_manager_log_marker(self._index)}{record.getMessage()}",
                 "args": None,
                 "exc_text": self.format(record) if record.exc_info else None,
                 "created": record.created,
@@ -232,15 +233,26 @@ class TaskManagerEndpoint:
     channels: ProcessChannels
     link: ControlLink
     data_plane: DataPlane
+    environments: JobEnvironments
 
     def dispatch(self, message: Any) -> None:
         """One control message from the JobMaster's side, as a TaskManagerGateway call (or a directory update,
         or collect credit)."""
+        if isinstance(message, DeploymentEnvelope):
+            deployment = _open(message, self.task_manager.index, self.environments)
+            if isinstance(deployment, TaskFailure):
+                state = TaskExecutionState(message.attempt_id, ExecutionState.FAILED, deployment)
+                self.link.update_task_execution_state(state)
+                return
+            message = deployment
         dispatch_control(message, self.task_manager, self.channels, self.link)
+        if isinstance(message, ReleaseJob):
+            self.environments.leave(message.job_id)
 
     def close(self) -> None:
         self.link.connection.close()
         self.data_plane.close()
+        self.environments.close()
 
 
 def start_task_manager(
@@ -273,7 +285,7 @@ def start_task_manager(
     threading.Thread(
         target=_heartbeat, args=(connection, heartbeat_interval_ms / 1000), name="fluvial-heartbeat", daemon=True
     ).start()
-    return TaskManagerEndpoint(task_manager, channels, link, data_plane)
+    return TaskManagerEndpoint(task_manager, channels, link, data_plane, JobEnvironments(index))
 
 
 def _serve(config: TaskManagerProcessConfig, connection: Connection) -> None:
@@ -324,12 +336,6 @@ def _end_process_for_stuck_task(task: Any, timeout_ms: int) -> None:
 
 
 def dispatch_control(message: Any, task_manager: TaskManager, channels: ProcessChannels, link: ControlLink) -> None:
-    if isinstance(message, DeploymentEnvelope):
-        deployment = _open(message, task_manager.index)
-        if isinstance(deployment, TaskFailure):
-            link.update_task_execution_state(TaskExecutionState(message.attempt_id, ExecutionState.FAILED, deployment))
-            return
-        message = deployment
     handle = _CONTROL_HANDLERS.get(type(message))
     if handle is None:
         logger.warning("ignoring an unknown control message %s", type(message).__name__)
@@ -359,9 +365,15 @@ _CONTROL_HANDLERS: dict[type, Callable[[Any, Any, Any, ControlLink], None]] = {
 }
 
 
-def _open(envelope: DeploymentEnvelope, index: int) -> DeployTask | TaskFailure:
+def _open(envelope: DeploymentEnvelope, index: int, environments: JobEnvironments) -> DeployTask | TaskFailure:
     """The DeployTask in `envelope`, or the failure of its subtask attempt when its functions cannot be loaded
-    here (a module of the job not importable in this process)."""
+    here (a module of the job not importable in this process). The job's Python environment is entered first:
+    its functions may import its requirements."""
+    try:
+        environments.enter(envelope.job_id, envelope.python_environment)
+    except Exception as error:  # noqa: BLE001 - the attempt fails, named; the process goes on
+        logger.error("could not enter the Python environment of job %s: %s", envelope.job_id, error)
+        return TaskFailure(error, envelope.vertex_name, envelope.task_name, traceback.format_exc())
     try:
         deploy: DeployTask = loads_control(envelope.payload)  # what the client's gateway pickled
         return deploy

@@ -52,6 +52,7 @@ from fluvial.common.errors import ResourceError
 from fluvial.common.executors import ScheduledExecutor, SingleThreadExecutor
 from fluvial.common.future import CompletableFuture
 from fluvial.common.job_status import JobStatus
+from fluvial.common.logs import task_manager_log_marker
 from fluvial.common.time import current_millis
 from fluvial.metrics.snapshot import JobMetricsSnapshot
 
@@ -186,6 +187,7 @@ class SessionDispatcher:
         with self._lock:
             job.starting()
         try:
+            self._build_python_environment(job.job_graph)
             job_master = JobMaster(job.job_graph, task_managers.gateways, list(grant.slots), resources=task_managers)
         except Exception as error:  # noqa: BLE001 - any construction error ends the job, reported whole
             logger.error("job %s (%s) cannot start: %s", job.name, job.job_id, error)
@@ -200,6 +202,15 @@ class SessionDispatcher:
         if cancel:  # cancelled while its JobMaster was built
             job_master.cancel()
         return None
+
+    def _build_python_environment(self, job_graph: Any) -> None:
+        """The job's python.requirements and python.archives, built on this machine, where the cluster's
+        TaskManager processes run (each enters it when the job deploys there); the install directory is the
+        job's python.requirements.install-dir, else the cluster's, else the user's cache."""
+        from fluvial.cluster import python_environment
+
+        install_dir = python_environment.install_dir_of(job_graph.configuration, self._configuration)
+        job_graph.python_environment = python_environment.build(job_graph.configuration, job_graph.job_id, install_dir)
 
     def _slot_request_timeout(self, job_graph: Any) -> int:
         job_configuration = job_graph.configuration
@@ -248,6 +259,9 @@ class SessionDispatcher:
             buffers = [self._collect[cid] for cid in job.collect_ids if cid in self._collect]
         for buffer in buffers:
             buffer.finish()
+        from fluvial.cluster import python_environment
+
+        python_environment.discard(job.job_graph.python_environment)
         self._start_granted(grants)
 
     def _start_granted(self, grants: list[SlotGrant]) -> None:
@@ -314,6 +328,7 @@ class SessionDispatcher:
                 pid=pids[index] if index < len(pids) else 0,
                 log_file=log_file,
                 stdout_file=stdout_file,
+                log_marker=task_manager_log_marker(index),
             )
             for index, gateway in enumerate(self._task_managers.gateways)
         ]

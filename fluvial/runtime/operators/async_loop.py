@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -55,12 +55,13 @@ class AsyncLoop:
             finally:
                 self._loop.close()
 
-    def start_all(self, calls: list[AsyncCall]) -> None:
+    def start_all(self, calls: Sequence[AsyncCall]) -> None:
         if calls and not self._stopped:
             self._loop.call_soon_threadsafe(self._start, calls)
 
-    def _start(self, calls: list[AsyncCall]) -> None:
+    def _start(self, calls: Sequence[AsyncCall]) -> None:
         create_task = self._loop.create_task
+        task: asyncio.Future[Any]  # a Task, or a future that failed when the coroutine could not be created
         for call in calls:
             try:
                 task = create_task(call.coroutine())

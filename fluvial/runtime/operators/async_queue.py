@@ -16,7 +16,7 @@ checkpoints: in input order (in the unordered queue, segment by segment).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fluvial.runtime.records import Watermark
@@ -33,7 +33,7 @@ class AsyncEntry:
     def __init__(self, value: Any, timestamp: int | None) -> None:
         self.value = value
         self.timestamp = timestamp
-        self.results: list | None = None
+        self.results: Sequence[Any] = ()  # set when done
         self.done = False
         self.attempt = 1
         self.generation = 0

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.runtime.mailbox_executor import ProcessingTimeMailbox
@@ -38,16 +38,21 @@ from fluvial.runtime.operators.async_queue import AsyncEntry, OrderedQueue, Unor
 from fluvial.runtime.operators.base import StreamOperator
 from fluvial.runtime.records import RecordBatch, Watermark
 
+if TYPE_CHECKING:
+    from fluvial.checkpoint.snapshots import OperatorRestore
+    from fluvial.datastream import transformations as t
+
 STATE_NAME = "_async_wait_operator_state_"  # Flink's name for the same list state
 
 
 class AsyncWaitOperator(StreamOperator):
     holds_input = True
+    spec: t.AsyncWaitSpec
     _loop: AsyncLoop | None = None  # from open() to close()
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
-    def initialize_state(self, restore: Any) -> None:
+    def initialize_state(self, restore: OperatorRestore | None) -> None:
         self._recovered = restore.operator_state.pop(STATE_NAME, []) if restore is not None else []
         super().initialize_state(restore)
 
@@ -73,7 +78,8 @@ class AsyncWaitOperator(StreamOperator):
         self._completions: deque[tuple[AsyncEntry, int, Any, BaseException | None]] = deque()
         self._drain_posted = False
         self._emit = self.output.collect
-        self._loop = AsyncLoop(f"fluvial-async {self.context.task_info.task_name_with_subtasks}")
+        self._loop = loop = AsyncLoop(f"fluvial-async {self.context.task_info.task_name_with_subtasks}")
+        self._start_calls, self._cancel_call = loop.start_all, loop.cancel
         recovered, self._recovered = self._recovered, []
         for kind, payload, timestamp in recovered:  # issued again, before any new input
             self._backlog.append(Watermark(timestamp) if kind == "w" else AsyncEntry(payload, timestamp))
@@ -123,17 +129,18 @@ class AsyncWaitOperator(StreamOperator):
         while backlog:
             head = backlog[0]
             if type(head) is Watermark:
-                queue.add_watermark(backlog.popleft())
+                backlog.popleft()
+                queue.add_watermark(head)
                 continue
             if queue.record_count >= capacity:
                 break
-            entry = backlog.popleft()
-            queue.add(entry)
-            entry.deadline = deadline
-            self._deadlines.append(entry)
-            calls.append(self._call(entry))
+            backlog.popleft()
+            queue.add(head)
+            head.deadline = deadline
+            self._deadlines.append(head)
+            calls.append(self._call(head))
         if calls:
-            self._loop.start_all(calls)
+            self._start_calls(calls)
             self._watch_deadlines()
         self._emit_ready()
 
@@ -187,9 +194,9 @@ class AsyncWaitOperator(StreamOperator):
     def _retry_call(self, entry: AsyncEntry, generation: int, now: int) -> None:
         if entry.done or generation != entry.generation:
             return  # timed out while waiting for its back-off
-        self._loop.start_all([self._call(entry)])
+        self._start_calls([self._call(entry)])
 
-    def _checked(self, results: Any, entry: AsyncEntry, method: str) -> list:
+    def _checked(self, results: Any, entry: AsyncEntry, method: str) -> list[Any]:
         """The results as a list. Any iterable is taken, as in PyFlink, except str and bytes, which PyFlink
         would split into characters: a function returning one string forgot its brackets. The errors begin
         with PyFlink's own sentences."""
@@ -208,7 +215,7 @@ class AsyncWaitOperator(StreamOperator):
             f"{type(results).__name__} {results!r} for {entry.value!r}; {fix}"
         )
 
-    def _complete(self, entry: AsyncEntry, results: list) -> None:
+    def _complete(self, entry: AsyncEntry, results: list[Any]) -> None:
         entry.results = results
         entry.done = True
         entry.task = None
@@ -233,7 +240,7 @@ class AsyncWaitOperator(StreamOperator):
             entry = deadlines.popleft()
             if not entry.done:
                 entry.generation += 1  # its call's completion, if it still comes, no longer counts
-                self._loop.cancel(entry.task)
+                self._cancel_call(entry.task)
                 results = self._timeout_function(entry.value)
                 self._complete(entry, self._checked(results, entry, "timeout"))
         self._watch_deadlines()
@@ -243,8 +250,8 @@ class AsyncWaitOperator(StreamOperator):
 
     def _emit_ready(self) -> None:
         """Step 4: what the queue lets leave, results batched between watermarks."""
-        values: list = []
-        stamps: list = []
+        values: list[Any] = []
+        stamps: list[Any] = []
         for item in self._queue.pop_ready():
             if type(item) is Watermark:
                 self._flush(values, stamps)
@@ -256,15 +263,15 @@ class AsyncWaitOperator(StreamOperator):
                 stamps.extend([item.timestamp] * len(item.results))
         self._flush(values, stamps)
 
-    def _flush(self, values: list, stamps: list) -> None:
+    def _flush(self, values: list[Any], stamps: list[Any]) -> None:
         if values:
             self._emit(RecordBatch(values, None if all(ts is None for ts in stamps) else stamps))
 
     # -- checkpoints --------------------------------------------------------------------------------------------
 
-    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
+    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list[Any]]:
         state = super().snapshot_operator_state(checkpoint_id)
-        pending = []
+        pending: list[tuple[str, Any, int | None]] = []
         for item in (*self._queue.entries(), *self._backlog):
             if type(item) is Watermark:
                 pending.append(("w", None, item.timestamp))

@@ -24,7 +24,7 @@ import linecache
 import re
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.common.errors import InvalidJobError, UnreadableStateError
 from fluvial.common.time import MIN_WATERMARK
@@ -33,12 +33,17 @@ from fluvial.runtime.operators.runtime_context import OperatorContext, Streaming
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
 
+if TYPE_CHECKING:
+    from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot
+    from fluvial.runtime.operators.operator_state import OperatorStateStore
+    from fluvial.runtime.timers import InternalTimerService, Timer
+
 _OPERATOR_LABEL = "_fluvial_operator"
 
 
-def user_method(function: Any, method: str) -> Callable[..., Any]:
+def user_method(function: object, method: str) -> Callable[..., Any]:
     """A function object's method, or the plain callable itself."""
-    bound = getattr(function, method, None)
+    bound: Callable[..., Any] | None = getattr(function, method, None)
     if bound is not None:
         return bound
     if callable(function):
@@ -186,6 +191,17 @@ def counted_input(call: Callable[[Any], None], operator: Any, counter: Any) -> C
     return push
 
 
+class Input(Protocol):
+    """Where one input's records, watermarks and idleness arrive (Flink's Input): a one-input operator itself, or
+    an OperatorInput of a two-input operator."""
+
+    def process_batch(self, batch: RecordBatch) -> None: ...
+
+    def process_watermark(self, watermark: Watermark) -> None: ...
+
+    def process_status(self, status: WatermarkStatus) -> None: ...
+
+
 class OperatorInput:
     """One logical input of a two-input operator (Flink's Input): its entry points, bound once at wiring."""
 
@@ -220,14 +236,18 @@ class StreamOperator:
         self.spec = spec
         self.context = context
         self.name = context.operator_name
-        self.output: Output | None = None
+        # wired by setup() before anything reads it, so typed as what every reader sees; None until then (the
+        # members of a fused run are never wired: the run emits for them), which the type cannot say
+        self.output: Output = None  # type: ignore[assignment]
+        # a KeyedStateBackend when the class is `keyed` or the spec has a key selector: keyed classes declare it
+        # so; the others use it only where their key selector is set, which the type cannot follow
         self.keyed_backend: Any = None
         if spec.key_selector is not None or self.keyed:
             self.keyed_backend = context.create_keyed_backend()
         self.runtime_context = StreamingRuntimeContext(context, self.keyed_backend)
         self.current_watermark = MIN_WATERMARK
-        self.timers: Any = None  # an InternalTimerService once initialize_state ran, when the class uses timers
-        self.function_state: Any = None  # an OperatorStateStore, when the user function is a CheckpointedFunction
+        self.timers: InternalTimerService | None = None  # once initialize_state ran, when the class uses timers
+        self.function_state: OperatorStateStore | None = None  # when the user function is a CheckpointedFunction
 
     # -- failures -----------------------------------------------------------------------------------------------
 
@@ -253,7 +273,7 @@ class StreamOperator:
     def setup(self, output: Output) -> None:
         self.output = output
 
-    def input(self, type_number: int) -> Any:
+    def input(self, type_number: int) -> Input:
         """The Input that receives the records of input `type_number` (0: the only input)."""
         if type_number != 0:
             raise InvalidJobError(f"'{self.name}' has one input; it cannot take records on input {type_number}")
@@ -261,7 +281,7 @@ class StreamOperator:
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
-    def initialize_state(self, restore: Any) -> None:
+    def initialize_state(self, restore: OperatorRestore | None) -> None:
         """Step 2: keyed state, timers and a CheckpointedFunction's operator state, from `restore` (an
         OperatorRestore) or empty."""
         if restore is not None and self.keyed_backend is not None and restore.keyed:
@@ -275,17 +295,17 @@ class StreamOperator:
         if self.uses_timers and self.keyed_backend is not None:
             from fluvial.runtime.timers import InternalTimerService
 
-            self.timers = InternalTimerService(
+            self.timers = timers = InternalTimerService(
                 self.keyed_backend, self, self.context.processing_time_service, end_of_input_only=self.spec.batch
             )
             if restore is not None and restore.timers:
-                self.timers.restore_key_groups(restore.timers, self.context.key_group_range())
+                timers.restore_key_groups(restore.timers, self.context.key_group_range())
         function = self.spec.function
         if is_checkpointed_function(function):
             from fluvial.runtime.operators.operator_state import FunctionInitializationContext, OperatorStateStore
 
-            self.function_state = OperatorStateStore(restore.operator_state if restore is not None else None)
-            function.initialize_state(FunctionInitializationContext(self.function_state, self.runtime_context))
+            self.function_state = store = OperatorStateStore(restore.operator_state if restore is not None else None)
+            function.initialize_state(FunctionInitializationContext(store, self.runtime_context))
 
     def open(self) -> None:
         function = self.spec.function
@@ -303,6 +323,14 @@ class StreamOperator:
     def process_status(self, status: WatermarkStatus) -> None:
         """An input became idle or active again; a one-input operator passes it on."""
         self.output.emit_watermark_status(status)
+
+    def on_event_time(self, timer: Timer) -> None:
+        """An event-time timer fired (operators that declare `uses_timers` handle them: Flink's Triggerable)."""
+        raise NotImplementedError
+
+    def on_processing_time(self, timer: Timer) -> None:
+        """A processing-time timer fired (see `on_event_time`)."""
+        raise NotImplementedError
 
     def finish(self) -> None:
         """All input has arrived; emit what is still held."""
@@ -326,7 +354,7 @@ class StreamOperator:
 
     # -- checkpoints (on the task thread) ------------------------------------------------------------------------
 
-    def snapshot_state(self, checkpoint_id: int, snapshot_type: Any) -> Any:
+    def snapshot_state(self, checkpoint_id: int, snapshot_type: Any) -> OperatorSnapshot | None:
         """The synchronous part: the keyed backend's pending snapshot (its cheapest freeze), timers by key group,
         and operator state; None when the operator holds none."""
         from fluvial.checkpoint.snapshots import OperatorSnapshot
@@ -341,7 +369,7 @@ class StreamOperator:
             return None
         return snapshot
 
-    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
+    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list[Any]]:
         """A CheckpointedFunction's lists; operators with operator state of their own override this."""
         if self.function_state is None:
             return {}
@@ -382,7 +410,7 @@ class TwoInputStreamOperator(StreamOperator):
         )
         self._idle = [False, False]
 
-    def input(self, type_number: int) -> Any:
+    def input(self, type_number: int) -> Input:
         if type_number not in (1, 2):
             raise InvalidJobError(f"'{self.name}' has two inputs; records must arrive on input 1 or 2")
         return self._inputs[type_number - 1]

@@ -8,7 +8,7 @@ before calling the user function, so keyed state reads and writes that key.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
@@ -20,6 +20,9 @@ from fluvial.runtime.operators.base import (
     user_method,
 )
 from fluvial.runtime.records import RecordBatch, Watermark
+
+if TYPE_CHECKING:
+    from fluvial.state.backend import KeyedStateBackend
 
 
 class MapOperator(StreamOperator):
@@ -57,7 +60,7 @@ class FilterOperator(StreamOperator):
         if self._key is not None:
             backend, key, inner = self.keyed_backend, self._key, fn
 
-            def fn(value: Any) -> bool:
+            def fn(value: Any) -> object:  # truthy keeps the value, as the user's filter() says
                 backend.current_key = key(value)
                 return inner(value)
 
@@ -98,8 +101,8 @@ class FlatMapOperator(StreamOperator):
                 self._emit(RecordBatch(out))
             return
         results = self._results
-        values: list = []
-        stamps: list = []
+        values: list[Any] = []
+        stamps: list[Any] = []
         for value, ts in zip(batch.values, batch.timestamps):
             for item in results(value):
                 values.append(item)
@@ -120,6 +123,7 @@ class KeyedReduceOperator(StreamOperator):
 
     keyed = True
     one_output_per_input = True
+    keyed_backend: KeyedStateBackend
     STATE_NAME = "_keyed_reduce"
 
     def open(self) -> None:
@@ -139,11 +143,11 @@ class KeyedReduceOperator(StreamOperator):
     def process_batch(self, batch: RecordBatch) -> None:
         self._emit(RecordBatch(self.aggregates(batch.values), batch.timestamps))
 
-    def _aggregates_each(self, values: Any) -> list:
+    def _aggregates_each(self, values: Any) -> list[Any]:
         """The aggregate after each record, folding record by record (state touched per record)."""
         key, fn, table = self._key, self._fn, self._table
         get = table.get
-        out = []
+        out: list[Any] = []
         append = out.append
         missing = _MISSING
         k = None
@@ -159,7 +163,7 @@ class KeyedReduceOperator(StreamOperator):
             explain_unhashable_key(error, k)
         return out
 
-    def _aggregates_each_keyed(self, values: Any) -> list:
+    def _aggregates_each_keyed(self, values: Any) -> list[Any]:
         """`_aggregates_each` with the backend's current key set before each reduce() (keyed state in it)."""
         key, fn, table, backend = self._key, self._fn, self._table, self.keyed_backend
         out = []
@@ -177,7 +181,7 @@ class KeyedReduceOperator(StreamOperator):
             explain_unhashable_key(error, k)
         return out
 
-    def _aggregates_grouped(self, values: Any) -> list:
+    def _aggregates_grouped(self, values: Any) -> list[Any]:
         """The aggregate after each record, reading and writing each key's state once per buffer."""
         key, fn, table = self._key, self._fn, self._table
         positions: dict[Any, list[int]] = {}
@@ -253,12 +257,14 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def open(self) -> None:
         from fluvial.runtime.source_watermarks import SourceWatermarks
 
-        self._watermarks = SourceWatermarks(
+        watermarks = SourceWatermarks(
             self.spec.function,
             self.output.emit_watermark,
             self.output.emit_watermark_status,
             self.context.metrics.group,
         )
+        self._watermarks: SourceWatermarks | None = watermarks  # None once the final watermark went out
+        self._assign = watermarks.process
         self._processing_time = self.context.processing_time_service
         self._interval = self.context.auto_watermark_interval
         if self._interval > 0 and self._processing_time is not None:
@@ -272,9 +278,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self._processing_time.register_timer(now + self._interval, self._on_periodic)
 
     def process_batch(self, batch: RecordBatch) -> None:
-        self._watermarks.process(None, batch.values, self.output.collect, batch.timestamps)
+        self._assign(None, batch.values, self.output.collect, batch.timestamps)
 
     def process_watermark(self, watermark: Watermark) -> None:
-        if watermark.is_final:
+        if watermark.is_final and self._watermarks is not None:
             self._watermarks.finish()
             self._watermarks = None

@@ -19,25 +19,31 @@ input has ended (its final watermark).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from fluvial.checkpoint.snapshots import BROADCAST_PREFIX
 from fluvial.common.errors import StateError
 from fluvial.datastream import functions as f
+from fluvial.datastream import transformations as t
 from fluvial.datastream.subtask_state import BroadcastState, ReadOnlyBroadcastState
+from fluvial.datastream.timerservice import TimerService
 from fluvial.runtime.operators.base import TwoInputStreamOperator, key_function, user_method
 from fluvial.runtime.operators.operator_state import ReadOnlyBroadcastView, WritableBroadcastView
 from fluvial.runtime.operators.process import ProcessContext, _PerRecordOperator
 from fluvial.runtime.records import RecordBatch, Watermark
 from fluvial.state.backend import NO_KEY
 
+if TYPE_CHECKING:
+    from fluvial.checkpoint.snapshots import OperatorRestore
+
 
 class BroadcastStates:
     """The operator's broadcast states: one map per declared MapStateDescriptor, with a writable and a read-only
     view of each (built once)."""
 
-    def __init__(self, descriptors: tuple, restored: dict[str, list] | None) -> None:
-        self._maps: dict[str, dict] = {}
+    def __init__(self, descriptors: tuple[Any, ...], restored: dict[str, list[Any]] | None) -> None:
+        self._maps: dict[str, dict[Any, Any]] = {}
         self.writable: dict[str, WritableBroadcastView] = {}
         self.read_only: dict[str, ReadOnlyBroadcastView] = {}
         for descriptor in descriptors:
@@ -46,9 +52,15 @@ class BroadcastStates:
             self.writable[descriptor.name] = WritableBroadcastView(entries, descriptor.name)
             self.read_only[descriptor.name] = ReadOnlyBroadcastView(entries, descriptor.name)
 
-    def view(self, descriptor: Any, writable: bool) -> ReadOnlyBroadcastState:
+    @overload
+    def view(self, descriptor: Any, writable: Literal[True]) -> WritableBroadcastView: ...
+
+    @overload
+    def view(self, descriptor: Any, writable: Literal[False]) -> ReadOnlyBroadcastView: ...
+
+    def view(self, descriptor: Any, writable: bool) -> ReadOnlyBroadcastView:
         name = getattr(descriptor, "name", descriptor)
-        views = self.writable if writable else self.read_only
+        views: Mapping[str, ReadOnlyBroadcastView] = self.writable if writable else self.read_only
         view = views.get(name)
         if view is None:
             declared = ", ".join(repr(n) for n in self._maps) or "none"
@@ -58,7 +70,7 @@ class BroadcastStates:
             )
         return view
 
-    def snapshot(self) -> dict[str, list]:
+    def snapshot(self) -> dict[str, list[Any]]:
         return {BROADCAST_PREFIX + name: list(entries.items()) for name, entries in self._maps.items()}
 
 
@@ -70,12 +82,12 @@ class DataSideContext(
 
     __slots__ = ("_states", "_operator")
 
-    def __init__(self, operator: BroadcastProcessOperator, timers: Any) -> None:
+    def __init__(self, operator: BroadcastProcessOperator, timers: TimerService) -> None:
         super().__init__(operator.keyed_backend, timers)
         self._states = operator.broadcast_states
         self._operator = operator
 
-    def get_broadcast_state(self, state_descriptor: Any) -> ReadOnlyBroadcastState:
+    def get_broadcast_state(self, state_descriptor: Any) -> ReadOnlyBroadcastState[Any, Any]:
         return self._states.view(state_descriptor, writable=False)
 
     def current_processing_time(self) -> int:
@@ -103,7 +115,7 @@ class BroadcastSideContext(f.BroadcastProcessFunction.Context, f.KeyedBroadcastP
     def current_watermark(self) -> int:
         return self._operator.current_watermark
 
-    def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState:
+    def get_broadcast_state(self, state_descriptor: Any) -> BroadcastState[Any, Any]:
         return self._operator.broadcast_states.view(state_descriptor, writable=True)
 
     def apply_to_keyed_state(self, state_descriptor: Any, function: Any) -> None:
@@ -117,7 +129,10 @@ class BroadcastSideContext(f.BroadcastProcessFunction.Context, f.KeyedBroadcastP
 class BroadcastProcessOperator(TwoInputStreamOperator, _PerRecordOperator):
     """Input 1: data records; input 2: broadcast records (see the module docstring)."""
 
-    def initialize_state(self, restore: Any) -> None:
+    spec: t.BroadcastProcessSpec
+    ctx: DataSideContext
+
+    def initialize_state(self, restore: OperatorRestore | None) -> None:
         restored = None
         if restore is not None:  # the broadcast maps leave the operator state a CheckpointedFunction would see
             restored = {
@@ -167,7 +182,7 @@ class BroadcastProcessOperator(TwoInputStreamOperator, _PerRecordOperator):
         for batch in waiting or ():
             self.run(batch, self._call1, self._key1)
 
-    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
+    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list[Any]]:
         state = super().snapshot_operator_state(checkpoint_id)
         state.update(self.broadcast_states.snapshot())
         return state

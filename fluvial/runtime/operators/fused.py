@@ -13,7 +13,8 @@ follows over its output.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from fluvial.runtime.fused_loop import Step, fused_loop, returned_none
 from fluvial.runtime.operators.base import (
@@ -27,10 +28,13 @@ from fluvial.runtime.operators.base import (
 from fluvial.runtime.operators.basic import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
 from fluvial.runtime.records import RecordBatch
 
+if TYPE_CHECKING:
+    from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot
+
 _STEP_OF = {MapOperator: Step.MAP, FilterOperator: Step.FILTER, FlatMapOperator: Step.FLAT_MAP}
 
 
-def is_fusable(operator: StreamOperator) -> bool:
+def is_fusable(operator: StreamOperator) -> TypeGuard[MapOperator | FilterOperator | FlatMapOperator]:
     """Unkeyed map, filter and flat_map operators without operator state of their own (a CheckpointedFunction
     keeps its own state under its own operator id, so it stays a separate operator)."""
     return (
@@ -40,12 +44,14 @@ def is_fusable(operator: StreamOperator) -> bool:
     )
 
 
-def can_head_a_run(operator: StreamOperator) -> bool:
+def can_head_a_run(operator: StreamOperator) -> TypeGuard[KeyedReduceOperator]:
     """A running keyed reduce (not BATCH mode's, which emits at the end) may head a fused run."""
     return type(operator) is KeyedReduceOperator
 
 
 class FusedOperator(StreamOperator):
+    members: list[StreamOperator]
+
     def __init__(self, members: list[StreamOperator]) -> None:
         head = members[0]
         # the head's spec without its key: the fused operator must not build a keyed backend of its own
@@ -54,8 +60,14 @@ class FusedOperator(StreamOperator):
         self.name = " -> ".join(member.name for member in members)
         self._reduce = head if can_head_a_run(head) else None
         self.keyed_backend = head.keyed_backend  # the reduce's state is the fused operator's state
+        tail = members[1:] if self._reduce is not None else members
+        self._tail = [member for member in tail if is_fusable(member)]
+        if len(self._tail) != len(tail):
+            raise ValueError(
+                f"'{self.name}' cannot run as one loop: only map, filter and flat_map operators follow its head"
+            )
 
-    def initialize_state(self, restore: Any) -> None:
+    def initialize_state(self, restore: OperatorRestore | None) -> None:
         """Only a reduce head has state (the other members are stateless, see `is_fusable`)."""
         if self._reduce is not None:
             self._reduce.initialize_state(restore)
@@ -64,14 +76,14 @@ class FusedOperator(StreamOperator):
         for member in self.members:
             member.output = self.output
             member.open()  # opens the user function; binds the member's own functions
-        tail = self.members[1:] if self._reduce is not None else self.members
-        self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in tail]
+        self._steps = [(_STEP_OF[type(member)], member._fn, member.name) for member in self._tail]
         steps, functions, names = (list(column) for column in zip(*self._steps))
         self._run_tail = fused_loop(steps, functions, names)
-        self._run = self._run_tail
+        self._run: Callable[[Any], list[Any]] = self._run_tail
+        self._loops = [self._run_tail]  # the generated loops, which name the member that raised in them
         reduce = self._reduce
         if reduce is not None and type(reduce._table) is dict:
-            self._run = fused_loop(
+            self._run = run = fused_loop(
                 [Step.REDUCE, *steps],
                 [reduce._fn, *functions],
                 [reduce.name, *names],
@@ -79,20 +91,22 @@ class FusedOperator(StreamOperator):
                 table=reduce._table,
                 key_name=key_by_name(reduce.spec.key_selector),
             )
+            self._loops.append(run)
         elif reduce is not None:
             self._run = lambda values: self._run_tail(reduce.aggregates(values))
         self._emit = self.output.collect
         self._running = self.name  # the member the timestamped path is running
 
     def process_batch(self, batch: RecordBatch) -> None:
-        timestamped = batch.timestamps is not None
+        timestamps = batch.timestamps
+        timestamped = timestamps is not None
         try:
-            if timestamped:
+            if timestamps is not None:
                 values = batch.values
                 if self._reduce is not None:
                     self._running = self._reduce.name
                     values = self._reduce.aggregates(values)
-                out, stamps = self._run_timestamped(values, batch.timestamps)
+                out, stamps = self._run_timestamped(values, timestamps)
             else:
                 out, stamps = self._run(batch.values), None
         except BaseException as error:
@@ -102,7 +116,7 @@ class FusedOperator(StreamOperator):
         if out:
             self._emit(RecordBatch(out, stamps))
 
-    def _run_timestamped(self, values: Any, stamps: list) -> tuple[Any, list]:
+    def _run_timestamped(self, values: Any, stamps: list[Any]) -> tuple[Any, list[Any]]:
         """Step by step over (values, timestamps): a flat_map's values keep their input's timestamp."""
         for step, fn, name in self._steps:
             self._running = name  # once per step and buffer: what names the member if `fn` raises
@@ -112,8 +126,8 @@ class FusedOperator(StreamOperator):
                 kept = [(v, ts) for v, ts in zip(values, stamps) if fn(v)]
                 values, stamps = [p[0] for p in kept], [p[1] for p in kept]
             else:
-                out_values: list = []
-                out_stamps: list = []
+                out_values: list[Any] = []
+                out_stamps: list[Any] = []
                 for v, ts in zip(values, stamps):
                     results = fn(v)
                     if results is None:
@@ -124,7 +138,7 @@ class FusedOperator(StreamOperator):
                 values, stamps = out_values, out_stamps
         return values, stamps
 
-    def snapshot_state(self, checkpoint_id: int, snapshot_type: Any) -> Any:
+    def snapshot_state(self, checkpoint_id: int, snapshot_type: Any) -> OperatorSnapshot | None:
         return self._reduce.snapshot_state(checkpoint_id, snapshot_type) if self._reduce is not None else None
 
     def close(self) -> None:
@@ -149,13 +163,15 @@ class FusedOperator(StreamOperator):
         """The member that was running when `error` was raised in the generated loop (one frame runs them all):
         the line the loop's innermost frame was on names it; else the innermost frame of a member's own
         function."""
-        loops = {run.loop_code: run.member_at_line for run in (self._run, self._run_tail) if hasattr(run, "loop_code")}
+        loops = {run.loop_code: run.member_at_line for run in self._loops}
+        functions = [(member._fn, member.name) for member in self._tail]
+        if self._reduce is not None:
+            functions.insert(0, (self._reduce._fn, self._reduce.name))
         codes = {}
-        for member in self.members:
-            function = member._fn
+        for function, name in functions:
             code = getattr(getattr(function, "__func__", function), "__code__", None)
             if code is not None:
-                codes[code] = member.name
+                codes[code] = name
         in_loop = by_code = None
         traceback = error.__traceback__
         while traceback is not None:

@@ -17,7 +17,7 @@ from fluvial.datastream import subtask_state as api_state
 class OperatorListState:
     """A list of items belonging to the subtask (not to a key)."""
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: list[Any]) -> None:
         self._items = items
 
     def get(self) -> Iterable[Any]:
@@ -35,17 +35,17 @@ class OperatorListState:
     def clear(self) -> None:
         self._items.clear()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(list(self._items))
 
 
-class ReadOnlyBroadcastView(api_state.ReadOnlyBroadcastState):
+class ReadOnlyBroadcastView(api_state.ReadOnlyBroadcastState[Any, Any]):
     """A broadcast state's map, readable only (the data side of a broadcast process function): subtasks cannot
     diverge."""
 
     __slots__ = ("_entries", "_name")
 
-    def __init__(self, entries: dict, name: str) -> None:
+    def __init__(self, entries: dict[Any, Any], name: str) -> None:
         self._entries = entries
         self._name = name
 
@@ -80,7 +80,7 @@ class ReadOnlyBroadcastView(api_state.ReadOnlyBroadcastState):
     clear = put = put_all = remove = _refuse_write
 
 
-class WritableBroadcastView(ReadOnlyBroadcastView, api_state.BroadcastState):
+class WritableBroadcastView(ReadOnlyBroadcastView, api_state.BroadcastState[Any, Any]):
     """A broadcast state's map as the broadcast side sees it."""
 
     __slots__ = ()
@@ -88,7 +88,7 @@ class WritableBroadcastView(ReadOnlyBroadcastView, api_state.BroadcastState):
     def put(self, key: Any, value: Any) -> None:
         self._entries[key] = value
 
-    def put_all(self, dict_value: dict) -> None:
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
         self._entries.update(dict_value)
 
     def remove(self, key: Any) -> None:
@@ -99,11 +99,11 @@ class WritableBroadcastView(ReadOnlyBroadcastView, api_state.BroadcastState):
 
 
 class OperatorStateStore(api_state.OperatorStateStore):
-    def __init__(self, restored: dict[str, list] | None) -> None:
-        self._lists: dict[str, list] = {
+    def __init__(self, restored: dict[str, list[Any]] | None) -> None:
+        self._lists: dict[str, list[Any]] = {
             name: list(items) for name, items in (restored or {}).items() if not name.startswith(BROADCAST_PREFIX)
         }
-        self._maps: dict[str, dict] = {
+        self._maps: dict[str, dict[Any, Any]] = {
             name[len(BROADCAST_PREFIX) :]: dict(items)
             for name, items in (restored or {}).items()
             if name.startswith(BROADCAST_PREFIX)
@@ -123,7 +123,7 @@ class OperatorStateStore(api_state.OperatorStateStore):
         name = state_descriptor.name
         return WritableBroadcastView(self._maps.setdefault(name, {}), name)
 
-    def snapshot(self) -> dict[str, list]:
+    def snapshot(self) -> dict[str, list[Any]]:
         state = {name: list(items) for name, items in self._lists.items()}
         state.update((BROADCAST_PREFIX + name, list(entries.items())) for name, entries in self._maps.items())
         return state

@@ -10,7 +10,7 @@ from typing import Any
 from fluvial.common.errors import StateError
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream import functions as f
-from fluvial.datastream.timerservice import TimeDomain
+from fluvial.datastream.timerservice import TimeDomain, TimerService
 from fluvial.runtime.operators.base import (
     StreamOperator,
     TwoInputStreamOperator,
@@ -28,7 +28,7 @@ class ProcessContext(f.KeyedProcessFunction.OnTimerContext, f.KeyedCoProcessFunc
 
     __slots__ = ("_timestamp", "_backend", "_timers", "_time_domain")
 
-    def __init__(self, backend: Any, timers: Any) -> None:
+    def __init__(self, backend: Any, timers: TimerService) -> None:
         self._timestamp: int | None = None
         self._backend = backend
         self._timers = timers
@@ -41,7 +41,7 @@ class ProcessContext(f.KeyedProcessFunction.OnTimerContext, f.KeyedCoProcessFunc
     def timestamp(self) -> int | None:
         return self._timestamp
 
-    def timer_service(self) -> Any:
+    def timer_service(self) -> TimerService:
         return self._timers
 
     def get_current_key(self) -> Any:
@@ -59,7 +59,7 @@ class _PerRecordOperator(StreamOperator):
     def open(self) -> None:
         super().open()
         if self.timers is not None:
-            timer_service: Any = KeyedTimerService(self.timers)
+            timer_service: TimerService = KeyedTimerService(self.timers)
         else:
             timer_service = NonKeyedTimerService(
                 self.context.processing_time_service, lambda: self.current_watermark, self.name
@@ -102,8 +102,8 @@ class _PerRecordOperator(StreamOperator):
     def run(self, batch: RecordBatch, call: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> None:
         ctx = self.ctx
         backend = self.keyed_backend
-        values: list = []
-        stamps: list | None = [] if batch.timestamps is not None else None
+        values: list[Any] = []
+        stamps: list[Any] | None = [] if batch.timestamps is not None else None
         timestamps = batch.timestamps or [None] * len(batch.values)
         for value, ts in zip(batch.values, timestamps):
             ctx._timestamp = ts
@@ -123,7 +123,7 @@ class _PerRecordOperator(StreamOperator):
                 stamps.extend([ts] * len(produced))
         self._emit_results(values, stamps)
 
-    def _emit_results(self, values: list, stamps: list | None) -> None:
+    def _emit_results(self, values: list[Any], stamps: list[Any] | None) -> None:
         main, side = split_side_outputs(values, stamps)
         for tag, batch in side.items():
             self.output.collect_side(tag, batch)

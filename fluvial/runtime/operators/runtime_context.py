@@ -52,14 +52,28 @@ class OperatorContext:
         return key_group_range_for_operator(self.max_parallelism, info.parallelism, info.subtask_index)
 
     def create_keyed_backend(self) -> Any:
-        """The keyed state backend the job chose, for this operator's key groups."""
+        """The keyed state backend the job chose, for this operator's key groups (wrapped in the changelog state
+        backend when the job enabled it)."""
+        from fluvial.datastream.state_backend import ChangelogStateBackend
+
+        if isinstance(self.state_backend, ChangelogStateBackend):
+            from fluvial.checkpoint.changelog_storage import create_changelog_storage
+            from fluvial.state.changelog import ChangelogKeyedStateBackend
+
+            settings = self.state_backend.get_settings()
+            inner = self._create_backend(self.state_backend.get_delegated_state_backend())
+            storage = create_changelog_storage(settings, self.task_info.job_id)
+            return ChangelogKeyedStateBackend(inner, settings, self.task_info, self.operator_id, storage)
+        return self._create_backend(self.state_backend)
+
+    def _create_backend(self, description: Any) -> Any:
         from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 
-        if isinstance(self.state_backend, EmbeddedRocksDBStateBackend):
+        if isinstance(description, EmbeddedRocksDBStateBackend):
             from fluvial.state.factory import create_rocksdb_backend
 
             return create_rocksdb_backend(
-                self.state_backend, self.max_parallelism, self.key_group_range(), self.task_info, self.operator_id
+                description, self.max_parallelism, self.key_group_range(), self.task_info, self.operator_id
             )
         from fluvial.state.heap import HeapKeyedStateBackend
 
@@ -95,13 +109,13 @@ class StreamingRuntimeContext(RuntimeContext):
         metrics (REST API, dashboard, Prometheus)."""
         return self._context.metrics.group
 
-    def _keyed(self, descriptor: Any) -> Any:
+    def _keyed(self, state_descriptor: Any) -> Any:
         if self._backend is None:
             raise StateError(
-                f"keyed state '{getattr(descriptor, 'name', descriptor)}' requested in "
+                f"keyed state '{getattr(state_descriptor, 'name', state_descriptor)}' requested in "
                 f"'{self._context.operator_name}', which is not keyed: apply the function after key_by(...)"
             )
-        return self._backend.get_state(descriptor)
+        return self._backend.get_state(state_descriptor)
 
     get_state = _keyed
     get_list_state = _keyed

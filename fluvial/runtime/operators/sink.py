@@ -12,10 +12,15 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import deque
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fluvial.runtime.operators.base import StreamOperator, user_method
 from fluvial.runtime.records import RecordBatch
+
+if TYPE_CHECKING:
+    from fluvial.checkpoint.snapshots import OperatorRestore
+    from fluvial.datastream import transformations as t
 
 
 class SinkWriterOperator(StreamOperator):
@@ -28,11 +33,11 @@ class SinkWriterOperator(StreamOperator):
     output is committed through its final checkpoint, or at end of input when there is none (module docstring).
     """
 
-    def initialize_state(self, restore: Any) -> None:
+    def initialize_state(self, restore: OperatorRestore | None) -> None:
         """The writer's state and the committables a checkpoint recorded; those are committed again at open
         (commit is idempotent), so prepared output survives a failure."""
         self._restored_state = restore.operator_state if restore is not None else None
-        self._pending: dict[int, list] = {}
+        self._pending: dict[int, list[Any]] = {}
 
     def open(self) -> None:
         sink = self.spec.function
@@ -47,7 +52,7 @@ class SinkWriterOperator(StreamOperator):
     def process_batch(self, batch: RecordBatch) -> None:
         self._write_batch(batch.values)
 
-    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list]:
+    def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list[Any]]:
         writer = self._writer
         writer.flush(False)
         committables = writer.prepare_commit()
@@ -104,7 +109,7 @@ class SinkFunctionOperator(StreamOperator):
         context = SinkFunctionContext(self.context.task_info)
         if hasattr(function, "invoke_batch"):
             invoke_batch = function.invoke_batch
-            self._write = lambda values: invoke_batch(values, context)
+            self._write: Callable[[Sequence[Any]], object] = lambda values: invoke_batch(values, context)
         else:
             call = user_method(function, "invoke")
             self._write = lambda values: [call(value) for value in values] and None
@@ -115,6 +120,8 @@ class SinkFunctionOperator(StreamOperator):
 
 class PrintOperator(StreamOperator):
     """PyFlink's print: `str()` of untyped values, typed values in Flink's text, `N> ` when parallel."""
+
+    spec: t.PrintSpec
 
     def open(self) -> None:
         from fluvial.common.print_prefix import print_prefix
@@ -147,12 +154,13 @@ class CollectOperator(StreamOperator):
     At most what one input step produced waits here."""
 
     holds_input = True
+    spec: t.CollectSpec
 
     def open(self) -> None:
         if self.context.collect_target is None:
             raise RuntimeError("collect sink deployed without a collect target")
         self._target = self.context.collect_target(self.spec.collect_id)
-        self._pending: deque = deque()
+        self._pending: deque[Sequence[Any]] = deque()
 
     def process_batch(self, batch: RecordBatch) -> None:
         self._pending.append(batch.values)

@@ -18,8 +18,9 @@ does what EventTimeTrigger.on_element would: a timer once per new pane, FIRE for
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import enum
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream import transformations as t
@@ -44,9 +45,25 @@ from fluvial.runtime.output import split_side_outputs
 from fluvial.runtime.records import RecordBatch, Watermark
 from fluvial.runtime.timers import Timer
 
+if TYPE_CHECKING:
+    from fluvial.runtime.timers import InternalTimerService
+    from fluvial.state.backend import KeyedStateBackend
+
+# `add(previous contents or _ABSENT, value, timestamp) -> contents` and `merge(contents, contents) -> contents`
+AddContents = Callable[[Any, Any, Any], Any]
+MergeContents = Callable[[Any, Any], Any]
+
 CONTENTS = "window-contents"
 MERGING_WINDOWS = "merging-window-set"
-_ABSENT = object()
+
+
+class _Absent(enum.Enum):
+    """No contents yet (a typed sentinel: `x is _ABSENT` narrows it away)."""
+
+    ABSENT = enum.auto()
+
+
+_ABSENT: Final = _Absent.ABSENT
 _A = t.WindowAggregation
 _F = t.WindowFunctionKind
 
@@ -54,12 +71,15 @@ _F = t.WindowFunctionKind
 class WindowOperator(StreamOperator):
     keyed = True
     uses_timers = True
+    spec: t.WindowSpec
+    keyed_backend: KeyedStateBackend
+    timers: InternalTimerService  # keyed and using timers: set by initialize_state, before open
 
     # -- setup --------------------------------------------------------------------------------------------------
 
     def open(self) -> None:
         super().open()
-        spec: t.WindowSpec = self.spec
+        spec = self.spec
         self._open_user_function(spec.window_function)
         self.assigner = spec.assigner
         self.trigger = spec.trigger or self.assigner.get_default_trigger()
@@ -75,8 +95,8 @@ class WindowOperator(StreamOperator):
         self._process_ctx = ProcessWindowContext(self, NamespacedStateStore(self.keyed_backend))
         self._add, self._merge_contents = self._contents_functions(spec)
         self._evaluate = self._window_function(spec)
-        self._pending_values: list = []
-        self._pending_stamps: list = []
+        self._pending_values: list[Any] = []
+        self._pending_stamps: list[Any] = []
         self._fast = (
             type(self.assigner) in (TumblingEventTimeWindows, SlidingEventTimeWindows)
             and type(self.trigger) is EventTimeTrigger
@@ -105,7 +125,7 @@ class WindowOperator(StreamOperator):
         if callable(closer) and not isinstance(self.spec.window_function, type):
             closer()
 
-    def _contents_functions(self, spec: t.WindowSpec) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
+    def _contents_functions(self, spec: t.WindowSpec) -> tuple[AddContents, MergeContents]:
         """`add(previous or _ABSENT, (value, ts)) -> contents` and `merge(a, b)` for the contents kind. With an
         evictor every element is kept, and the reduce/aggregate runs when the window fires (as in Flink)."""
         if spec.aggregation is _A.REDUCE and self.evictor is None:
@@ -120,7 +140,7 @@ class WindowOperator(StreamOperator):
             return add, function.merge
         if self.evictor is not None:
 
-            def add_element(prev: Any, value: Any, ts: Any) -> list:
+            def add_element(prev: list[Any] | _Absent, value: Any, ts: Any) -> list[Any]:
                 item = TimestampedValue(value, ts)
                 if prev is _ABSENT:
                     return [item]
@@ -128,7 +148,7 @@ class WindowOperator(StreamOperator):
                 return prev
         else:
 
-            def add_element(prev: Any, value: Any, ts: Any) -> list:
+            def add_element(prev: list[Any] | _Absent, value: Any, ts: Any) -> list[Any]:
                 if prev is _ABSENT:
                     return [value]
                 prev.append(value)
@@ -181,7 +201,7 @@ class WindowOperator(StreamOperator):
         if skipped and self._is_element_late(timestamp):
             self._late(value, timestamp)
 
-    def _process_fast(self, values: list, stamps: list) -> None:
+    def _process_fast(self, values: Sequence[Any], stamps: Sequence[Any]) -> None:
         """Tumbling/sliding event-time windows, EventTimeTrigger, pre-aggregated, no evictor: windows are
         computed inline from the timestamp (Flink's start formula) and reused from a cache of open windows."""
         backend, key = self.keyed_backend, self._key
@@ -229,7 +249,7 @@ class WindowOperator(StreamOperator):
             if not landed and timestamp + lateness <= watermark:
                 self._late(value, timestamp)
 
-    def _process_tumbling(self, values: list, stamps: list) -> None:
+    def _process_tumbling(self, values: Sequence[Any], stamps: Sequence[Any]) -> None:
         """`_process_fast` for tumbling windows (one window per record), records with timestamps: the same body
         without the loop over a record's windows. Kept apart on purpose: it is the hottest loop of a window job
         (13% fewer instructions on J3 than `_process_fast`). A record whose window the watermark has passed (late,
@@ -278,8 +298,10 @@ class WindowOperator(StreamOperator):
             for start in [s for s in cache if s <= horizon]:
                 del cache[start]
 
-    def _merge_callback(self, merging_set: MergingWindowSet) -> Callable[..., None]:
-        def merge(merge_result: Any, merged_windows: list, state_window: Any, merged_state_windows: list) -> None:
+    def _merge_callback(self, merging_set: MergingWindowSet[Any]) -> Callable[..., None]:
+        def merge(
+            merge_result: Any, merged_windows: list[Any], state_window: Any, merged_state_windows: list[Any]
+        ) -> None:
             ctx = self._trigger_ctx
             ctx.window, ctx.merged_windows = merge_result, merged_windows
             self.trigger.on_merge(merge_result, ctx)
@@ -377,7 +399,7 @@ class WindowOperator(StreamOperator):
             self._pending_values.extend(results)
             self._pending_stamps.extend([window.max_timestamp()] * len(results))
 
-    def _evict_and_aggregate(self, elements: list, window: Any, state_window: Any) -> Any:
+    def _evict_and_aggregate(self, elements: list[Any], window: Any, state_window: Any) -> Any:
         """Evictor path: evict_before, pre-aggregate what is left, then evict_after on the stored elements."""
         self.evictor.evict_before(elements, len(elements), window, self._evictor_ctx)
         values = [element.value for element in elements]
@@ -401,21 +423,21 @@ class WindowOperator(StreamOperator):
             self._contents.clear(CONTENTS)
         return pane if values or spec.aggregation is _A.AGGREGATE else _ABSENT
 
-    def _window_function(self, spec: t.WindowSpec) -> Callable[[Any, Any], list]:
+    def _window_function(self, spec: t.WindowSpec) -> Callable[[Any, Any], list[Any]]:
         """`evaluate(window, pane) -> results` for the aggregation and window function at hand."""
         aggregation, kind, function = spec.aggregation, spec.window_function_kind, spec.window_function
         if aggregation is _A.AGGREGATE:
             get_result = spec.function.get_result
 
-            def inputs(pane: Any) -> list:
+            def inputs(pane: Any) -> list[Any]:
                 return [get_result(pane)]
         elif aggregation is _A.REDUCE:
 
-            def inputs(pane: Any) -> list:
+            def inputs(pane: Any) -> list[Any]:
                 return [pane]
         else:
 
-            def inputs(pane: Any) -> list:
+            def inputs(pane: Any) -> list[Any]:
                 return list(pane)
 
         backend, ctx = self.keyed_backend, self._process_ctx
@@ -423,26 +445,26 @@ class WindowOperator(StreamOperator):
             return lambda window, pane: inputs(pane)
         if kind is _F.PROCESS:
 
-            def call(window: Any, elements: list) -> Any:
+            def call(window: Any, elements: list[Any]) -> Any:
                 ctx.current_window = window
                 return function.process(backend.current_key, ctx, elements)
         elif kind is _F.ALL_PROCESS:
 
-            def call(window: Any, elements: list) -> Any:
+            def call(window: Any, elements: list[Any]) -> Any:
                 ctx.current_window = window
                 return function.process(ctx, elements)
         elif kind is _F.APPLY:
             apply = user_method(function, "apply")
 
-            def call(window: Any, elements: list) -> Any:
+            def call(window: Any, elements: list[Any]) -> Any:
                 return apply(backend.current_key, window, elements)
         else:
             apply = user_method(function, "apply")
 
-            def call(window: Any, elements: list) -> Any:
+            def call(window: Any, elements: list[Any]) -> Any:
                 return apply(window, elements)
 
-        def evaluate(window: Any, pane: Any) -> list:
+        def evaluate(window: Any, pane: Any) -> list[Any]:
             produced = call(window, inputs(pane))
             if produced is None:
                 return []
@@ -454,7 +476,7 @@ class WindowOperator(StreamOperator):
 
         return evaluate
 
-    def _clear_all_state(self, window: Any, state_window: Any, merging_set: MergingWindowSet | None) -> None:
+    def _clear_all_state(self, window: Any, state_window: Any, merging_set: MergingWindowSet[Any] | None) -> None:
         self._contents.namespace = state_window
         self._contents.clear(CONTENTS)
         ctx = self._trigger_ctx
@@ -476,7 +498,7 @@ class WindowOperator(StreamOperator):
     # -- lateness and cleanup -----------------------------------------------------------------------------------
 
     def _cleanup_time(self, window: Any) -> int:
-        max_timestamp = window.max_timestamp()
+        max_timestamp: int = window.max_timestamp()
         if not self.event_time:
             return max_timestamp
         cleanup = max_timestamp + self.lateness
@@ -511,11 +533,11 @@ class WindowOperator(StreamOperator):
 
     # -- merging window sets in keyed state ---------------------------------------------------------------------
 
-    def _merging_set(self) -> MergingWindowSet:
+    def _merging_set(self) -> MergingWindowSet[Any]:
         table = self.keyed_backend.value_table(MERGING_WINDOWS)
         return MergingWindowSet(self.assigner, table.get(self.keyed_backend.current_key))
 
-    def _store_merging_set(self, merging_set: MergingWindowSet) -> None:
+    def _store_merging_set(self, merging_set: MergingWindowSet[Any]) -> None:
         if merging_set.has_changed():
             table = self.keyed_backend.value_table(MERGING_WINDOWS)
             mapping = merging_set.snapshot()

@@ -4,7 +4,7 @@ Each is one object per operator, repointed at the current window before use (no 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream.state import StateKind
@@ -14,9 +14,12 @@ from fluvial.datastream.window_functions import KeyedStateStore, ProcessWindowFu
 from fluvial.datastream.window_triggers import OnMergeContext
 from fluvial.runtime.operators.window_state import NamespacedStateStore
 
+if TYPE_CHECKING:
+    from fluvial.runtime.operators.window import WindowOperator
+
 
 class AssignerContext(WindowAssignerContext):
-    def __init__(self, operator: Any) -> None:
+    def __init__(self, operator: WindowOperator) -> None:
         self._operator = operator
 
     def get_current_processing_time(self) -> int:
@@ -29,7 +32,7 @@ class AssignerContext(WindowAssignerContext):
 class WindowTriggerContext(OnMergeContext):
     """Bound to the current key (the backend's) and `window`; timers carry the window as their namespace."""
 
-    def __init__(self, operator: Any, store: NamespacedStateStore) -> None:
+    def __init__(self, operator: WindowOperator, store: NamespacedStateStore) -> None:
         self._operator = operator
         self._timers = operator.timers
         self._store = store
@@ -71,7 +74,7 @@ class WindowTriggerContext(OnMergeContext):
             merge = state_descriptor.get_agg_function().merge
         elif kind is StateKind.LIST:
 
-            def merge(a: list, b: list) -> list:
+            def merge(a: list[Any], b: list[Any]) -> list[Any]:
                 return a + b
         else:
             raise StateError(
@@ -82,7 +85,7 @@ class WindowTriggerContext(OnMergeContext):
 
 
 class WindowEvictorContext(EvictorContext):
-    def __init__(self, operator: Any) -> None:
+    def __init__(self, operator: WindowOperator) -> None:
         self._timers = operator.timers
 
     def get_current_processing_time(self) -> int:
@@ -105,10 +108,10 @@ class _StateStoreView(KeyedStateStore):
     get_aggregating_state = get_state
 
 
-class ProcessWindowContext(ProcessWindowFunction.Context):
+class ProcessWindowContext(ProcessWindowFunction.Context[Any]):
     """`context` of ProcessWindowFunction / ProcessAllWindowFunction: the window, the clocks and state."""
 
-    def __init__(self, operator: Any, window_store: NamespacedStateStore) -> None:
+    def __init__(self, operator: WindowOperator, window_store: NamespacedStateStore) -> None:
         self._timers = operator.timers
         self.current_window: Any = None
 

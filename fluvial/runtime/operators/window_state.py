@@ -11,30 +11,35 @@ RocksDB, whose tables hand out copies, it is what makes the change persist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import StateError
 from fluvial.datastream import state as s
+
+if TYPE_CHECKING:
+    from fluvial.state.backend import KeyedStateBackend
 
 _TABLE_PREFIX = "window:"
 
 
 class NamespacedStateStore:
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: KeyedStateBackend) -> None:
         self.backend = backend
         self.namespace: Any = None
         self._handles: dict[str, Any] = {}
         self._kinds: dict[str, s.StateKind] = {}
 
-    def table(self, name: str) -> dict:
+    def table(self, name: str) -> MutableMapping[Any, dict[Any, Any]]:
+        """key -> {namespace: value} for a state name: on the heap a dict whose cells are live, on RocksDB a
+        table handing out copies."""
         return self.backend.value_table(_TABLE_PREFIX + name)
 
-    def cell(self, name: str) -> dict | None:
+    def cell(self, name: str) -> dict[Any, Any] | None:
         """The current key's {namespace: value} map for a state name (write it back after changing it)."""
         return self.table(name).get(self.backend.current_key)
 
-    def _write_back(self, name: str, cell: dict) -> None:
+    def _write_back(self, name: str, cell: dict[Any, Any]) -> None:
         table, key = self.table(name), self.backend.current_key
         if cell:
             table[key] = cell
@@ -101,7 +106,7 @@ class _Handle:
         self._store.clear(self._name)
 
 
-class _ValueState(_Handle, s.ValueState):
+class _ValueState(_Handle, s.ValueState[Any]):
     def value(self) -> Any:
         return self._store.get(self._name)
 
@@ -112,9 +117,10 @@ class _ValueState(_Handle, s.ValueState):
             self._store.put(self._name, value)
 
 
-class _ListState(_Handle, s.ListState):
+class _ListState(_Handle, s.ListState[Any]):
     def get(self) -> Iterable[Any]:
-        return self._store.get(self._name, [])
+        items: Iterable[Any] = self._store.get(self._name, [])
+        return items
 
     def add(self, value: Any) -> None:
         current = self._store.get(self._name)
@@ -135,7 +141,7 @@ class _ListState(_Handle, s.ListState):
             self.clear()
 
 
-class _ReducingState(_Handle, s.ReducingState):
+class _ReducingState(_Handle, s.ReducingState[Any]):
     def __init__(self, store: NamespacedStateStore, descriptor: Any) -> None:
         super().__init__(store, descriptor)
         function = descriptor.get_reduce_function()
@@ -149,7 +155,7 @@ class _ReducingState(_Handle, s.ReducingState):
         self._store.put(self._name, value if current is _ABSENT else self._reduce(current, value))
 
 
-class _AggregatingState(_Handle, s.AggregatingState):
+class _AggregatingState(_Handle, s.AggregatingState[Any, Any]):
     def __init__(self, store: NamespacedStateStore, descriptor: Any) -> None:
         super().__init__(store, descriptor)
         self._function = descriptor.get_agg_function()
@@ -165,29 +171,31 @@ class _AggregatingState(_Handle, s.AggregatingState):
         self._store.put(self._name, self._function.add(value, accumulator))
 
 
-class _MapState(_Handle, s.MapState):
-    def _map(self, create: bool) -> dict | None:
-        current = self._store.get(self._name)
-        if current is None and create:
-            current = {}
+class _MapState(_Handle, s.MapState[Any, Any]):
+    def _map(self) -> dict[Any, Any] | None:
+        current: dict[Any, Any] | None = self._store.get(self._name)
         return current
 
+    def _map_to_change(self) -> dict[Any, Any]:
+        current = self._map()
+        return {} if current is None else current
+
     def get(self, key: Any) -> Any:
-        current = self._map(False)
+        current = self._map()
         return None if current is None else current.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        current = self._map(True)
+        current = self._map_to_change()
         current[key] = value
         self._store.put(self._name, current)
 
-    def put_all(self, dict_value: dict) -> None:
-        current = self._map(True)
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        current = self._map_to_change()
         current.update(dict_value)
         self._store.put(self._name, current)
 
     def remove(self, key: Any) -> None:
-        current = self._map(False)
+        current = self._map()
         if current is not None:
             current.pop(key, None)
             if current:
@@ -196,23 +204,23 @@ class _MapState(_Handle, s.MapState):
                 self.clear()
 
     def contains(self, key: Any) -> bool:
-        current = self._map(False)
+        current = self._map()
         return current is not None and key in current
 
     def items(self) -> Iterable[tuple[Any, Any]]:
-        return list((self._map(False) or {}).items())
+        return list((self._map() or {}).items())
 
     def keys(self) -> Iterable[Any]:
-        return list((self._map(False) or {}).keys())
+        return list((self._map() or {}).keys())
 
     def values(self) -> Iterable[Any]:
-        return list((self._map(False) or {}).values())
+        return list((self._map() or {}).values())
 
     def is_empty(self) -> bool:
-        return not self._map(False)
+        return not self._map()
 
 
-_HANDLES = {
+_HANDLES: dict[s.StateKind, Callable[[NamespacedStateStore, Any], s.State]] = {
     s.StateKind.VALUE: _ValueState,
     s.StateKind.LIST: _ListState,
     s.StateKind.REDUCING: _ReducingState,

@@ -21,6 +21,7 @@ __all__ = [
     "Calc",
     "Aggregate",
     "WindowAggregate",
+    "WindowTableFunction",
     "WindowSpec",
     "WindowKind",
     "Union",
@@ -33,6 +34,8 @@ __all__ = [
     "Join",
     "TopN",
     "OverAggregate",
+    "TableAggregate",
+    "TemporalSort",
 ]
 
 
@@ -181,6 +184,7 @@ class WindowSpec:
     size: int
     slide: int = 0
     offset: int = 0
+    partition: tuple[int, ...] = ()  # SESSION's PARTITION BY columns
 
     def describe(self, names: list[str]) -> str:
         time = names[self.time_index]
@@ -190,7 +194,8 @@ class WindowSpec:
             return f"HOP(time_col=[{time}], size=[{_interval(self.size)}], slide=[{_interval(self.slide)}])"
         if self.kind is WindowKind.CUMULATE:
             return f"CUMULATE(time_col=[{time}], max_size=[{_interval(self.size)}], step=[{_interval(self.slide)}])"
-        return f"SESSION(time_col=[{time}], gap=[{_interval(self.size)}])"
+        partition = f"partition keys=[{', '.join(names[p] for p in self.partition)}], " if self.partition else ""
+        return f"SESSION({partition}time_col=[{time}], gap=[{_interval(self.size)}])"
 
 
 def _interval(millis: int) -> str:
@@ -223,6 +228,23 @@ class WindowAggregate(SingleRel):
         )
         group = f"groupBy=[{', '.join(names[g] for g in self.group)}], " if self.group else ""
         return f"GroupWindowAggregate({group}window=[{self.window.describe(names)}], select=[{', '.join(select)}])"
+
+
+@dataclass(frozen=True)
+class WindowTableFunction(SingleRel):
+    """A SESSION window table function on its own (Flink's WindowTableFunction): each input row, once its
+    session (per PARTITION BY key, merged as rows arrive) closes at the watermark, with window_start, window_end
+    and window_time (the new rowtime) after its columns. Planned when an aggregation over the sessions groups by
+    other keys than the partition keys; then a group aggregation follows it."""
+
+    window: WindowSpec = None  # type: ignore[assignment]
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.INSERT_ONLY
+
+    def explain_terms(self) -> str:
+        return f"WindowTableFunction(window=[{self.window.describe(self.input.names)}])"
 
 
 @dataclass(frozen=True)
@@ -342,24 +364,61 @@ class TopN(SingleRel):
 
 @dataclass(frozen=True)
 class OverAggregate(SingleRel):
-    """OVER aggregation ordered by event time from UNBOUNDED PRECEDING to the CURRENT ROW (Flink's
-    RowTime{Rows,Range}UnboundedPrecedingFunction): the input's columns, then the aggregates. Rows wait for the
-    watermark and are emitted in time order; late rows are dropped."""
+    """OVER aggregation ordered by event time from UNBOUNDED or n (ROWS) / an interval (RANGE) PRECEDING to the
+    CURRENT ROW (Flink's RowTime{Rows,Range}{Unbounded,Bounded}PrecedingFunction): the input's columns, then the
+    aggregates. Rows wait for the watermark and are emitted in time order; late rows are dropped."""
 
     keys: tuple[int, ...] = ()
     rowtime: int = 0
     rows_frame: bool = True
     aggs: tuple[AggCall, ...] = ()
+    preceding: int | None = None  # None: UNBOUNDED; else rows (ROWS) or milliseconds (RANGE) before the row
 
     def explain_terms(self) -> str:
         names = self.input.names
         keys = ", ".join(names[k] for k in self.keys)
         frame = "ROWS" if self.rows_frame else "RANGE"
+        start = "UNBOUNDED" if self.preceding is None else str(self.preceding)
         aggs = ", ".join(f"{a.describe(names)} AS {a.name}" for a in self.aggs)
         return (
             f"OverAggregate(partitionBy=[{keys}], orderBy=[{names[self.rowtime]} ASC], window=[{frame} BETWEEN "
-            f"UNBOUNDED PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
+            f"{start} PRECEDING AND CURRENT ROW], select=[{', '.join(names)}, {aggs}])"
         )
+
+
+@dataclass(frozen=True)
+class TableAggregate(SingleRel):
+    """`group_by(keys).flat_aggregate(udtaf(args))` (Flink's GroupTableAggregate): per key, an accumulator; each
+    input row retracts the rows the group emitted before (-D) and emits what `emit_value` yields now (+I).
+    Output: the group keys, then the function's columns."""
+
+    group: tuple[int, ...] = ()
+    args: tuple[int, ...] = ()
+    function: Any = None
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        group = ", ".join(names[g] for g in self.group)
+        call = f"{self.function._name}({', '.join(names[a] for a in self.args)})"
+        return f"GroupTableAggregate(groupBy=[{group}], select=[{', '.join([*(names[g] for g in self.group), call])}])"
+
+
+@dataclass(frozen=True)
+class TemporalSort(SingleRel):
+    """Streaming ORDER BY a time attribute ascending, then other columns (Flink's TemporalSort): rows are
+    emitted in time order when the watermark passes them; `fields` are the secondary (column, descending)."""
+
+    rowtime: int = 0
+    fields: tuple[tuple[int, bool], ...] = ()
+
+    def explain_terms(self) -> str:
+        names = self.input.names
+        order = [f"{names[self.rowtime]} ASC"] + [f"{names[i]} {'DESC' if d else 'ASC'}" for i, d in self.fields]
+        return f"TemporalSort(orderBy=[{', '.join(order)}])"
 
 
 def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:

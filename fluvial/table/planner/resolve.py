@@ -129,7 +129,7 @@ class Resolver:
 
     def _call(self, e: Expression) -> Rex:
         name = e.name or ""
-        if name in AGGREGATES or name == "distinct":
+        if name in AGGREGATES or name == "distinct" or user_aggregate(e) is not None:
             raise ValidationException(
                 at(
                     e.sql_position,
@@ -233,7 +233,7 @@ def expression_key(e: Expression) -> str:
     if e.kind == "cast":
         return f"c:{e.name}:{e.data_type}({expression_key(e.args[0])})"
     return (
-        f"{e.kind}:{e.name}:{id(e.value) if e.name == '__udf__' else ''}("
+        f"{e.kind}:{e.name}:{id(e.value) if e.name in ('__udf__', '__udaf__') else ''}("
         + ",".join(expression_key(a) for a in e.args)
         + ")"
     )
@@ -337,13 +337,23 @@ def _select_range(args: Sequence[Expression], names: list[str]) -> list[Expressi
 
 
 def contains_aggregate(e: Expression) -> bool:
-    if e.kind == "call" and (e.name in AGGREGATES or e.name == "distinct" and e.args and _is_agg(e.args[0])):
+    if e.kind == "call" and (_is_agg(e) or e.name == "distinct" and e.args and _is_agg(e.args[0])):
         return True
     return any(contains_aggregate(a) for a in e.args)
 
 
 def _is_agg(e: Expression) -> bool:
-    return e.kind == "call" and e.name in AGGREGATES
+    return e.kind == "call" and (e.name in AGGREGATES or user_aggregate(e) is not None)
+
+
+def user_aggregate(e: Expression) -> Any:
+    """The udaf a call expression calls (by object, or by a name create_temporary_function registered), or None."""
+    if e.kind != "call":
+        return None
+    if e.name == "__udaf__":
+        return e.value
+    function = registered_functions.get().get(e.name or "")
+    return function if getattr(function, "_kind", None) == "aggregate" else None
 
 
 @dataclass
@@ -358,12 +368,16 @@ class _AggCollector:
     grouped: bool = True
 
     def collect(self, e: Expression, key_offset: int) -> None:
-        if e.kind == "call" and (e.name in AGGREGATES or e.name == "distinct" and e.args and _is_agg(e.args[0])):
+        if e.kind == "call" and (_is_agg(e) or e.name == "distinct" and e.args and _is_agg(e.args[0])):
             key = expression_key(e)
             if any(k == key for k, _ in self.calls):
                 return
             distinct = e.name == "distinct"
             call = e.args[0] if distinct else e
+            function = user_aggregate(call)
+            if function is not None:
+                self._collect_user(call, function, key, key_offset)
+                return
             kind = (call.name or "").upper()
             args = call.args
             if kind == "COUNT" and (not args or args[0].kind == "star"):
@@ -381,6 +395,15 @@ class _AggCollector:
             return
         for a in e.args:
             self.collect(a, key_offset)
+
+    def _collect_user(self, call: Expression, function: Any, key: str, key_offset: int) -> None:
+        indexes = []
+        for a in call.args:
+            self.arg_rexes.append(self.resolver.resolve(a))
+            indexes.append(key_offset + len(self.arg_rexes) - 1)
+        arg_types = tuple(self.arg_rexes[i - key_offset].type for i in indexes)
+        agg = AggCall("UDAF", tuple(indexes), function._result_type, "", False, arg_types, function=function)
+        self.calls.append((key, agg))
 
 
 def aggregate_type(kind: str, arg_types: tuple[DataType, ...], position: Any = None, grouped: bool = True) -> DataType:
@@ -532,6 +555,7 @@ def plan_aggregate(
         collector.collect(item, len(key_rexes))
     if having is not None:
         collector.collect(having, len(key_rexes))
+    _check_user_aggregates([c for _, c in collector.calls], input, window)
     pre_columns = [Column(_key_name(g, i, input), r.type) for i, (g, r) in enumerate(zip(group_items, key_rexes))] + [
         Column(f"$f{len(key_rexes) + i}", r.type) for i, r in enumerate(collector.arg_rexes)
     ]
@@ -561,7 +585,12 @@ def plan_aggregate(
             + [Column("window_start", ts_type), Column("window_end", ts_type), Column("window_time", rowtime_type)]
         )
         agg: RelNode = WindowAggregate(
-            tuple(columns), pre, replace(window, time_index=rowtime), group, tuple(agg_calls)
+            tuple(columns),
+            pre,
+            # a SESSION's partition keys are its group keys (else the SQL planner plans a window TVF)
+            replace(window, time_index=rowtime, partition=group if window.partition else ()),
+            group,
+            tuple(agg_calls),
         )
     else:
         agg = Aggregate(tuple(key_columns + agg_columns), pre, group, tuple(agg_calls))
@@ -598,6 +627,33 @@ def plan_aggregate(
     check_unique([c.name for c in columns])
     condition = resolve_condition(having, post_resolver) if having is not None else None
     return Calc(tuple(columns), agg, tuple(rexes), condition)
+
+
+def _check_user_aggregates(calls: Sequence[AggCall], input: RelNode, window: WindowSpec | None) -> None:
+    """Flink's rules for udafs: over an updating input they must `retract`; in a session window, `merge`."""
+    from fluvial.table.udf import overrides
+
+    for call in calls:
+        if call.function is None:
+            continue
+        name = call.function._name
+        if call.function._pandas:
+            if window is None:
+                raise ValidationException(
+                    f"The pandas (vectorized) aggregate function {name} runs in a window aggregation or an OVER "
+                    "window only in streaming mode (a window TVF, a group window or OVER), as in Flink"
+                )
+            continue
+        if input.changelog_mode.value != "[I]" and not overrides(call.function._func, "retract"):
+            raise ValidationException(
+                f"The aggregate function {name} is applied to an input that emits updates (retractions), so it "
+                "must implement retract(accumulator, *args)"
+            )
+        if window is not None and window.kind.value == "SESSION" and not overrides(call.function._func, "merge"):
+            raise ValidationException(
+                f"The aggregate function {name} is used in a session window, whose windows merge, so it must "
+                "implement merge(accumulator, accumulators)"
+            )
 
 
 def _is_window_property(e: Expression) -> bool:

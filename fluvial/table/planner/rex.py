@@ -71,9 +71,11 @@ class AggCall:
     distinct: bool = False
     arg_types: tuple[DataType, ...] = ()
     filter_arg: int | None = None
+    function: Any = None  # kind UDAF: the udaf's wrapper (fluvial.table.udf)
 
     def describe(self, names: list[str]) -> str:
         inner = ", ".join(names[a] for a in self.args) if self.args else "*"
         if self.distinct:
             inner = "DISTINCT " + inner
-        return f"{self.kind}({inner})"
+        kind = self.kind if self.function is None else self.function._name
+        return f"{kind}({inner})"

@@ -23,11 +23,14 @@ from fluvial.table.planner.logical import (
     OverAggregate,
     RelNode,
     Scan,
+    TableAggregate,
+    TemporalSort,
     TopN,
     Union,
     Values,
     WindowAggregate,
     WindowKind,
+    WindowTableFunction,
 )
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
@@ -86,6 +89,14 @@ class Translator:
             ).name(node.explain_terms())
         if isinstance(node, WindowAggregate):
             return self._window(node)
+        if isinstance(node, WindowTableFunction):
+            from fluvial.common.time import Time
+            from fluvial.datastream.window import EventTimeSessionWindows
+            from fluvial.table.runtime.windows import WindowRowsResult
+
+            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(node.window.size))
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.window.partition))
+            return keyed.window(assigner).process(WindowRowsResult(node.names)).name(node.explain_terms())
         if isinstance(node, Correlate):
             function = CorrelateFunction(
                 node.names,
@@ -142,6 +153,17 @@ class Translator:
                     self.state_ttl_millis,
                 )
             ).name(node.explain_terms())
+        if isinstance(node, TableAggregate):
+            from fluvial.table.runtime.table_aggregate import TableAggFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
+            table_agg = TableAggFunction(node.names, len(node.group), node.args, node.function)
+            return keyed.process(table_agg).name(node.explain_terms())
+        if isinstance(node, TemporalSort):
+            from fluvial.table.runtime.sort import TemporalSortFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(()))
+            return keyed.process(TemporalSortFunction(node.rowtime, node.fields)).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first
@@ -152,6 +174,11 @@ class Translator:
             from fluvial.table.runtime.windows import OverAggFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            if node.preceding is not None:
+                from fluvial.table.runtime.over import BoundedOverAggFunction
+
+                bounded = BoundedOverAggFunction(node.names, node.rowtime, node.rows_frame, node.preceding, node.aggs)
+                return keyed.process(bounded).name(node.explain_terms())
             return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)).name(
                 node.explain_terms()
             )
@@ -177,7 +204,7 @@ class Translator:
             )
         if node.watermark is not None:
             strategy = WatermarkStrategy.for_generator(
-                SqlWatermarkSupplier(node.watermark.expression)
+                SqlWatermarkSupplier(node.watermark.expression, self.env.get_config().get_auto_watermark_interval())
             ).with_timestamp_assigner(RowtimeAssigner(node.watermark.rowtime))
             stream = stream.assign_timestamps_and_watermarks(strategy).name(
                 f"WatermarkAssigner(rowtime=[{node.names[node.watermark.rowtime]}], watermark=[{node.watermark.text}])"

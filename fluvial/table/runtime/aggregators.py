@@ -196,7 +196,77 @@ class _ListAgg(_FirstLast):
         return ",".join(str(v) for v in acc[0]) if acc[0] else None
 
 
-_KINDS: dict[str, type[Aggregator]] = {
+class _UserAggregate(Aggregator):
+    """A udaf (`fluvial.table.udf.AggregateFunction`): its own accumulator, changed in place by its methods."""
+
+    def __init__(self, call: AggCall) -> None:
+        from fluvial.table.udf import FunctionContext
+
+        super().__init__(call)
+        self.function = call.function._func
+        self.function.open(FunctionContext())
+
+    def create(self) -> Any:
+        return self.function.create_accumulator()
+
+    def accumulate(self, acc: Any, value: Any) -> None:
+        self.function.accumulate(acc, *value)
+
+    def retract(self, acc: Any, value: Any) -> None:
+        self.function.retract(acc, *value)
+
+    def value(self, acc: Any) -> Any:
+        return self.function.get_value(acc)
+
+    def merge(self, acc: Any, other: Any) -> None:
+        self.function.merge(acc, [other])
+
+
+class _PandasAggregate(Aggregator):
+    """A vectorized (pandas) udaf: the accumulator is the window's argument tuples; the result is one call of the
+    function with a pandas.Series per argument (numpy scalars come back as Python values)."""
+
+    # the numpy dtype PyFlink's Arrow batches give a column of these types (others: pandas' own inference)
+    _DTYPES = {"FLOAT": "float32", "DOUBLE": "float64", "TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32"}
+    _DTYPES |= {"INT": "int32", "BIGINT": "int64"}
+
+    def __init__(self, call: AggCall) -> None:
+        super().__init__(call)
+        self.function = call.function._func
+        self.dtypes = [self._DTYPES.get(t.name) for t in call.arg_types]
+
+    def _series(self, values: tuple, dtype: str | None) -> Any:
+        import pandas as pd
+
+        if dtype is not None and dtype.startswith("int") and None in values:
+            dtype = "float64"  # a NULL in an integer column: NaN, as pandas holds it
+        return pd.Series(list(values), dtype=dtype)
+
+    def create(self) -> list:
+        return []
+
+    def accumulate(self, acc: list, value: Any) -> None:
+        acc.append(value)
+
+    def retract(self, acc: list, value: Any) -> None:
+        if value in acc:
+            acc.remove(value)
+
+    def value(self, acc: list) -> Any:
+        columns = list(zip(*acc)) if acc else [() for _ in self.args]
+        result = self.function(*(self._series(c, d) for c, d in zip(columns, self.dtypes)))
+        return result.item() if hasattr(result, "item") else result
+
+    def merge(self, acc: list, other: list) -> None:
+        acc.extend(other)
+
+
+def _user_aggregate(call: AggCall) -> Aggregator:
+    return _PandasAggregate(call) if call.function._pandas else _UserAggregate(call)
+
+
+_KINDS: dict[str, Any] = {
+    "UDAF": _user_aggregate,
     "COUNT": _Count,
     "SUM": _Sum,
     "SUM0": _Sum,
@@ -229,6 +299,8 @@ class AggregateSet:
 
     def _arg(self, agg: Aggregator, values: Sequence[Any]) -> Any:
         args = agg.args
+        if agg.kind == "UDAF":
+            return tuple(values[a] for a in args)
         if not args:
             return 1
         return values[args[0]]

@@ -78,6 +78,8 @@ class _Generator:
             return f"Row({', '.join(args)})"
         if op == "element_at" or op == "item":
             return f"{self.bind(_item)}({args[0]}, {args[1]})"
+        if op == "__field__":
+            return f"{self.bind(_field)}({args[0]}, {args[1]})"
         if op == "__udf__":
             function = self.bind(rex.function._invoke)
             return f"{function}({', '.join(args)})"
@@ -150,6 +152,11 @@ def _in(value: Any, options: tuple) -> Any:
     if value in options:
         return True
     return None if None in options else False
+
+
+def _field(row: Any, index: int) -> Any:
+    """Field `index` of a ROW value (a Row, tuple or list), None for a NULL row."""
+    return None if row is None else row[index]
 
 
 def _item(container: Any, key: Any) -> Any:

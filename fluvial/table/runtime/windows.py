@@ -24,6 +24,7 @@ __all__ = [
     "WindowAggAccumulate",
     "WindowAggResult",
     "OverAggFunction",
+    "WindowRowsResult",
 ]
 
 
@@ -44,11 +45,15 @@ class RowtimeAssigner(TimestampAssigner):
 
 class SqlWatermarkGenerator(WatermarkGenerator):
     """`WATERMARK FOR ts AS expr`: the watermark is the largest `expr` seen so far (Flink's
-    WatermarkAssignerOperator), emitted every auto-watermark interval; a NULL `expr` is skipped."""
+    WatermarkAssignerOperator), emitted every auto-watermark interval and, as Flink does, at once when a row
+    moves it more than that interval (in event time) past the last one emitted — so which rows are late does not
+    hang on how fast the source reads. A NULL `expr` is skipped."""
 
-    def __init__(self, expression: Rex) -> None:
+    def __init__(self, expression: Rex, interval: int = 200) -> None:
         self.evaluate = ExpressionEvaluator(expression)
+        self.interval = interval
         self.current: int | None = None
+        self.emitted: int | None = None
 
     def on_event(self, event: Any, event_timestamp: int | None, output: Any) -> None:
         value = self.evaluate(event._values)
@@ -57,20 +62,24 @@ class SqlWatermarkGenerator(WatermarkGenerator):
         millis = epoch_millis(value)
         if self.current is None or millis > self.current:
             self.current = millis
+            if self.emitted is None or millis - self.emitted > self.interval:
+                self.on_periodic_emit(output)
 
     def on_periodic_emit(self, output: Any) -> None:
-        if self.current is not None:
+        if self.current is not None and self.current != self.emitted:
+            self.emitted = self.current
             output.emit_watermark(Watermark(self.current))
 
 
 class SqlWatermarkSupplier:
     """Builds one generator per subtask (the strategy's factory is config; the generator is logic)."""
 
-    def __init__(self, expression: Rex) -> None:
+    def __init__(self, expression: Rex, interval: int = 200) -> None:
         self.expression = expression
+        self.interval = interval
 
     def __call__(self) -> SqlWatermarkGenerator:
-        return SqlWatermarkGenerator(self.expression)
+        return SqlWatermarkGenerator(self.expression, self.interval)
 
 
 class CumulativeEventTimeWindows(WindowAssigner):
@@ -155,6 +164,20 @@ class WindowAggResult(ProcessWindowFunction):
                 keys + list(values) + [from_epoch_millis(start), from_epoch_millis(end), from_epoch_millis(end - 1)],
                 RowKind.INSERT,
             )
+
+
+class WindowRowsResult(ProcessWindowFunction):
+    """A window table function's rows: each row of a fired window with window_start, window_end and
+    window_time after its columns, in the order the rows arrived."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+
+    def process(self, key: Any, context: Any, elements: Iterable[Row]) -> Iterable[Row]:
+        window = context.window()
+        bounds = [from_epoch_millis(window.start), from_epoch_millis(window.end), from_epoch_millis(window.end - 1)]
+        for row in elements:
+            yield _create_row(self.names, list(row._values) + bounds, RowKind.INSERT)
 
 
 class OverAggFunction(KeyedProcessFunction):

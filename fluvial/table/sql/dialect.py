@@ -6,8 +6,9 @@ and adds what Flink has that it lacks:
 - backquoted identifiers (`` `user` ``), as Flink's parser quotes them;
 - window table functions: `TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))` — the `TABLE`
   keyword before a table argument is dropped by the tokenizer, so the call parses as a function of the
-  table's name, which the planner reads as a table;
-- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`);
+  table's name, which the planner reads as a table; `TABLE t PARTITION BY k` (SESSION's partitioned table
+  argument, Flink 2.x) becomes the two arguments `t, PARTITION_BY(k)`;
+- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`).
 - `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`).
 """
 
@@ -24,21 +25,23 @@ class Flink(RisingWave):
         IDENTIFIERS = ["`"]
         QUOTES = ["'"]
         KEYWORDS = {
-            **RisingWave.Tokenizer.KEYWORDS,
+            **{k: v for k, v in RisingWave.Tokenizer.KEYWORDS.items() if k != "SESSION"},  # SESSION(...) is a TVF
             "STRING": TokenType.TEXT,
             "BYTES": TokenType.VARBINARY,
         }
 
         def tokenize(self, sql: str) -> list[Token]:
             tokens = super().tokenize(sql)
-            return _row_types(_drop_table_argument_keywords(tokens))
+            tables: set[int] = set()
+            return _row_types(_partition_arguments(_drop_table_argument_keywords(tokens, tables), tables))
 
     class Parser(RisingWave.Parser):
         pass
 
 
-def _drop_table_argument_keywords(tokens: list[Token]) -> list[Token]:
-    """`f(TABLE t, ...)` → `f(t, ...)`: a TABLE keyword right after `(` or `,` and before a name."""
+def _drop_table_argument_keywords(tokens: list[Token], tables: set[int]) -> list[Token]:
+    """`f(TABLE t, ...)` → `f(t, ...)`: a TABLE keyword right after `(` or `,` and before a name (whose token's
+    id goes into `tables`)."""
     out: list[Token] = []
     for i, token in enumerate(tokens):
         if (
@@ -48,6 +51,7 @@ def _drop_table_argument_keywords(tokens: list[Token]) -> list[Token]:
             and i + 1 < len(tokens)
             and tokens[i + 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
         ):
+            tables.add(id(tokens[i + 1]))
             continue
         out.append(token)
     return out
@@ -59,3 +63,36 @@ def _row_types(tokens: list[Token]) -> list[Token]:
         if token.token_type is TokenType.ROW and following.token_type is TokenType.LT:
             token.token_type = TokenType.STRUCT
     return tokens
+
+
+def _partition_arguments(tokens: list[Token], tables: set[int]) -> list[Token]:
+    """`f(t PARTITION BY k, ...)` or `f(t PARTITION BY (k1, k2), ...)` → `f(t, PARTITION_BY(k1, k2), ...)`, where
+    `t` was a table argument (`TABLE t`); the keys keep their positions for errors."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not (token.token_type is TokenType.PARTITION_BY and out and id(out[-1]) in tables and i + 1 < len(tokens)):
+            out.append(token)
+            i += 1
+            continue
+
+        def at(kind: TokenType, text: str, token: Token = token) -> Token:
+            return Token(kind, text, line=token.line, col=token.col, start=token.start, end=token.end)
+
+        out.append(at(TokenType.COMMA, ","))
+        out.append(at(TokenType.VAR, "PARTITION_BY"))
+        i += 1
+        if tokens[i].token_type is TokenType.L_PAREN:
+            continue  # the parenthesised key list is the call's own
+        out.append(at(TokenType.L_PAREN, "("))
+        depth = 0
+        while i < len(tokens):
+            kind = tokens[i].token_type
+            if depth == 0 and kind in (TokenType.COMMA, TokenType.R_PAREN):
+                break
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
+            out.append(tokens[i])
+            i += 1
+        out.append(at(TokenType.R_PAREN, ")"))
+    return out

@@ -16,6 +16,7 @@ from sqlglot import exp
 from fluvial.table.errors import ValidationException
 from fluvial.table.expression import Expression
 from fluvial.table.planner.logical import Calc, Column, Limit, RelNode, Values, WindowKind, WindowSpec
+from fluvial.table.planner.over import OverFrame, collect_over, has_over, plan_over
 from fluvial.table.planner.resolve import Resolver, contains_aggregate, plan_aggregate, project, resolve_condition
 from fluvial.table.planner.rex import InputRef
 from fluvial.table.sql.convert import Converter
@@ -106,6 +107,13 @@ class QueryPlanner:
             raise self.convert.error(
                 call, f"unknown table function {name}; Flink's window functions are TUMBLE, HOP, CUMULATE and SESSION"
             )
+        partition_node = None
+        if len(args) > 1 and isinstance(args[1], exp.Anonymous) and str(args[1].this).upper() == "PARTITION_BY":
+            partition_node = args.pop(1)
+            if name != "SESSION":
+                raise self.convert.error(
+                    partition_node, f"{name} takes no PARTITION BY: only SESSION's table argument is partitioned"
+                )
         if len(args) < 3 or not isinstance(args[1], exp.Anonymous) or str(args[1].this).upper() != "DESCRIPTOR":
             raise self.convert.error(call, f"{name}(TABLE t, DESCRIPTOR(time_col), INTERVAL ...) expected")
         table_arg = args[0]
@@ -155,7 +163,16 @@ class QueryPlanner:
                 )
             spec = WindowSpec(WindowKind.CUMULATE, index, size, step)
         else:
-            spec = WindowSpec(WindowKind.SESSION, index, intervals[0])
+            if len(intervals) != 1:
+                raise self.convert.error(call, "SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), gap) takes one gap")
+            partition = []
+            for key in partition_node.expressions if partition_node is not None else []:
+                if not isinstance(key, exp.Column) or key.name not in input_node.names:
+                    raise self.convert.error(
+                        key, f"Column '{key.sql()}' not found in table; its columns are [{', '.join(input_node.names)}]"
+                    )
+                partition.append(input_node.names.index(key.name))
+            spec = WindowSpec(WindowKind.SESSION, index, intervals[0], partition=tuple(partition))
         return _WindowedInput(input_node, spec)
 
     def _interval_millis(self, node: exp.Expression) -> int:
@@ -315,6 +332,8 @@ class QueryPlanner:
         return self._select(node, with_rank)
 
     def _select(self, node: exp.Select, source: RelNode | _WindowedInput) -> RelNode:
+        if node.args.get("windows"):
+            node = self._inline_named_windows(node)
         items = [self.convert.expr(e) for e in node.expressions]
         where = node.args.get("where")
         group = node.args.get("group")
@@ -327,7 +346,7 @@ class QueryPlanner:
             input_node = Calc(input_node.schema, input_node, None, rex)
         group_items = [self.convert.expr(g) for g in group.expressions] if group is not None else []
         having_expr = self.convert.expr(having.this) if having is not None else None
-        if any(_has_over(e) for e in items):
+        if any(has_over(e) for e in items):
             if windowed or group_items or having_expr is not None:
                 raise self.convert.error(node, "OVER aggregates go in a query without GROUP BY or window functions")
             result = self._over(input_node, items)
@@ -346,11 +365,7 @@ class QueryPlanner:
 
             result = Aggregate(result.schema, result, tuple(range(len(result.schema))), ())
         if node.args.get("order"):
-            raise self.convert.error(
-                node.args["order"],
-                "ORDER BY is not supported yet in fluvial's streaming "
-                "SQL (Top-N comes with ROW_NUMBER() in a later release)",
-            )
+            result = self._sorted(result, node.args["order"])
         limit = node.args.get("limit")
         offset = node.args.get("offset")
         if limit is not None or offset is not None:
@@ -359,15 +374,66 @@ class QueryPlanner:
             result = Limit(result.schema, result, skip, fetch)
         return result
 
+    def _inline_named_windows(self, node: exp.Select) -> exp.Select:
+        """`agg OVER w ... WINDOW w AS (...)`: each `OVER w` takes the named window's PARTITION BY, ORDER BY and
+        frame."""
+        node = node.copy()
+        named = {w.this.name: w for w in node.args["windows"]}
+        node.set("windows", None)
+        for window in node.find_all(exp.Window):
+            alias = window.args.get("alias")
+            if alias is None or window.args.get("order") is not None or window.args.get("partition_by"):
+                continue
+            definition = named.get(alias.name)
+            if definition is None:
+                raise self.convert.error(
+                    window, f"Window '{alias.name}' not found; the query's WINDOW clause names {sorted(named)}"
+                )
+            for part in ("partition_by", "order", "spec"):
+                value = definition.args.get(part)
+                window.set(part, value.copy() if isinstance(value, exp.Expression) else value)
+            window.set("alias", None)
+        return node
+
+    def _sorted(self, result: RelNode, order: exp.Order) -> RelNode:
+        from fluvial.table.planner.sort import plan_temporal_sort
+
+        keys = []
+        for ordered in order.expressions:
+            if not isinstance(ordered.this, exp.Column):
+                raise self.convert.error(ordered, "ORDER BY takes columns of the query's result")
+            keys.append((ordered.this.name, bool(ordered.args.get("desc"))))
+        width = len(result.schema)
+        hidden = [n for n, _ in keys if n not in result.names]
+        if hidden and isinstance(result, Calc) and result.projections is not None and result.condition is None:
+            # ORDER BY columns of the input the select list drops: carried through the sort, dropped after it
+            inner = result.input
+            extra = [
+                InputRef(inner.names.index(n), inner.schema[inner.names.index(n)].type, n)
+                for n in hidden
+                if n in inner.names
+            ]
+            result = Calc(
+                result.schema + tuple(Column(r.name, r.type) for r in extra),
+                inner,
+                result.projections + tuple(extra),
+                None,
+            )
+        try:
+            sort = plan_temporal_sort(result, keys)
+        except ValidationException as error:
+            raise self.convert.error(order, str(error)) from None
+        if len(sort.schema) == width:
+            return sort
+        kept = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(sort.schema[:width]))
+        return Calc(sort.schema[:width], sort, kept, None)
+
     def _over(self, input_node: RelNode, items: list[Expression]) -> RelNode:
         """OVER aggregates ordered by a rowtime from UNBOUNDED PRECEDING to CURRENT ROW (all the select list's
         OVER clauses the same window): the input's columns and the aggregates' arguments, the OverAggregate,
         then the select list over them."""
-        from fluvial.table.planner.logical import OverAggregate
-        from fluvial.table.planner.resolve import aggregate_type, expression_key, output_name
-
         calls: list[Expression] = []
-        _collect_over(items, calls)
+        collect_over(items, calls)
         window = calls[0].value
         frames = {
             (str(c.value.args.get("partition_by")), str(c.value.args.get("order")), str(c.value.args.get("spec")))
@@ -377,15 +443,7 @@ class QueryPlanner:
             raise self.convert.error(window, "all OVER aggregates of a query must use the same window yet")
         spec = window.args.get("spec")
         rows_frame = spec is not None and str(spec.args.get("kind", "")).upper() == "ROWS"
-        if spec is not None and not (
-            str(spec.args.get("start", "")).upper() == "UNBOUNDED"
-            and str(spec.args.get("end", "CURRENT ROW")).upper() == "CURRENT ROW"
-        ):
-            raise self.convert.error(
-                window,
-                "fluvial supports OVER windows from UNBOUNDED PRECEDING to CURRENT ROW "
-                "only yet (bounded PRECEDING frames are not supported)",
-            )
+        preceding = self._over_preceding(window, spec, rows_frame)
         order = window.args.get("order")
         if order is None or len(order.expressions) != 1 or order.expressions[0].args.get("desc"):
             raise self.convert.error(window, "OVER windows must be ordered by one time attribute, ascending")
@@ -397,61 +455,47 @@ class QueryPlanner:
                 f"OVER windows can only be ordered by a time attribute; '{time_name}' "
                 "is none (declare a watermark on it)",
             )
-        resolver = Resolver(input_node.schema)
         keys = []
         for p in window.args.get("partition_by") or []:
             e = self.convert.expr(p)
             if e.kind != "field" or e.name not in names:
                 raise self.convert.error(p, "PARTITION BY takes columns of the input")
             keys.append(names.index(e.name))
-        arg_rexes: list[Any] = []
-        agg_calls = []
-        from fluvial.table.planner.rex import AggCall
+        frame = OverFrame(tuple(keys), names.index(time_name), rows_frame, preceding)
+        return plan_over(input_node, items, frame, sql=True)
 
-        for i, call in enumerate(calls):
-            inner = call.args[0]
-            distinct = inner.name == "distinct"
-            if distinct:
-                inner = inner.args[0]
-            kind = (inner.name or "").upper()
-            args = [a for a in inner.args if a.kind != "star"]
-            indexes = []
-            for a in args:
-                arg_rexes.append(resolver.resolve(a))
-                indexes.append(len(names) + len(arg_rexes) - 1)
-            arg_types = tuple(arg_rexes[j - len(names)].type for j in indexes)
-            agg_calls.append(
-                AggCall(
-                    kind,
-                    tuple(indexes),
-                    aggregate_type(kind, arg_types, call.sql_position),
-                    f"w0$o{i}",
-                    distinct,
-                    arg_types,
-                )
+    def _over_preceding(self, window: exp.Window, spec: exp.WindowSpec | None, rows_frame: bool) -> int | None:
+        """The frame's lower bound: None for UNBOUNDED PRECEDING (or no frame), a row count for `ROWS n
+        PRECEDING`, milliseconds for `RANGE INTERVAL ... PRECEDING`. The upper bound must be CURRENT ROW."""
+        if spec is None:
+            return None
+        end = spec.args.get("end")
+        if str(end or "CURRENT ROW").upper() != "CURRENT ROW":
+            raise self.convert.error(
+                window,
+                "OVER RANGE FOLLOWING windows are not supported yet: a streaming OVER window ends at the "
+                "CURRENT ROW (ROWS/RANGE BETWEEN ... PRECEDING AND CURRENT ROW)",
             )
-        pre_rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(input_node.schema)) + tuple(arg_rexes)
-        pre_columns = tuple(input_node.schema) + tuple(
-            Column(f"$f{len(names) + j}", r.type) for j, r in enumerate(arg_rexes)
-        )
-        pre = Calc(pre_columns, input_node, pre_rexes, None)
-        over = OverAggregate(
-            pre_columns + tuple(Column(a.name, a.type) for a in agg_calls),
-            pre,
-            tuple(keys),
-            names.index(time_name),
-            rows_frame,
-            tuple(agg_calls),
-        )
-        extra = {expression_key(c): len(pre_columns) + i for i, c in enumerate(calls)}
-        post = Resolver(over.schema, extra)
-        post.names = list(names) + [""] * (len(over.schema) - len(names))
-        rexes, columns = [], []
-        for position, item in enumerate(items):
-            rex = post.resolve(item)
-            columns.append(Column(output_name(item, position, sql=True), rex.type))
-            rexes.append(rex)
-        return Calc(tuple(columns), over, tuple(rexes), None)
+        start = spec.args.get("start")
+        if str(start).upper() == "UNBOUNDED":
+            return None
+        if str(start).upper() == "CURRENT ROW":
+            return 0
+        if str(spec.args.get("start_side") or "").upper() != "PRECEDING":
+            raise self.convert.error(window, "an OVER window's frame starts at UNBOUNDED or n PRECEDING")
+        if rows_frame:
+            if not isinstance(start, exp.Literal) or start.is_string or not str(start.this).isdigit():
+                raise self.convert.error(
+                    window, "ROWS BETWEEN n PRECEDING takes a non-negative integer literal as n, e.g. 2 PRECEDING"
+                )
+            return int(str(start.this))
+        if not isinstance(start, exp.Interval):
+            raise self.convert.error(
+                window,
+                "a RANGE frame over a time attribute is bounded by a day-time interval, e.g. RANGE BETWEEN "
+                "INTERVAL '5' SECOND PRECEDING AND CURRENT ROW",
+            )
+        return self._interval_millis(start)
 
     def _window_aggregate(
         self,
@@ -472,7 +516,14 @@ class QueryPlanner:
             )
         for item in items:
             _check_window_refs(item, window_keys, self.convert)
-        return plan_aggregate(input_node, keys, items, sql=True, having=having, window=source.spec)
+        spec = source.spec
+        if spec.kind is WindowKind.SESSION:
+            grouped = {k.name for k in keys if k.kind == "field"}
+            if len(grouped) != len(keys) or grouped != {input_node.names[p] for p in spec.partition}:
+                # Flink's plan too: sessions per partition key, then a group aggregation over their rows
+                sessions = _session_rows(input_node, spec)
+                return plan_aggregate(sessions, group_items, items, sql=True, having=having)
+        return plan_aggregate(input_node, keys, items, sql=True, having=having, window=spec)
 
     # -- VALUES -------------------------------------------------------------------------------------------------
 
@@ -507,16 +558,19 @@ class QueryPlanner:
         return Values(columns, converted)
 
 
-def _has_over(e: Expression) -> bool:
-    return e.kind == "call" and e.name == "__over__" or any(_has_over(a) for a in e.args)
+def _session_rows(input_node: RelNode, spec: WindowSpec) -> RelNode:
+    """SESSION(...) as a table: the input's columns (its rowtime now a plain timestamp), then window_start,
+    window_end and window_time, the new rowtime."""
+    from dataclasses import replace
 
+    from fluvial.table.planner.logical import WindowTableFunction
+    from fluvial.table.types import DataTypes
 
-def _collect_over(items: list[Expression], out: list[Expression]) -> None:
-    for e in items:
-        if e.kind == "call" and e.name == "__over__":
-            out.append(e)
-        else:
-            _collect_over(list(e.args), out)
+    columns = [Column(c.name, replace(c.type, time_attribute=None)) for c in input_node.schema]
+    bound = DataTypes.TIMESTAMP(3, False)
+    rowtime = replace(input_node.schema[spec.time_index].type, nullable=False)
+    columns += [Column("window_start", bound), Column("window_end", bound), Column("window_time", rowtime)]
+    return WindowTableFunction(tuple(columns), input_node, spec)
 
 
 def _rank_limit(condition: exp.Expression, rn: str) -> int | None:

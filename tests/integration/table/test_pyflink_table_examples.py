@@ -128,6 +128,37 @@ def test_datastream_and_table():
                 "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]",
             ],
         ),
+        (
+            "session",  # PyFlink 2.3's windowing/session_window.py printed these
+            [
+                "+I[Alice, 130.1, 1970-01-01T00:00:01Z, 1970-01-01T00:00:08Z]",
+                "+I[Bob, 99.4, 1970-01-01T00:00:02Z, 1970-01-01T00:00:13Z]",
+                "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]",
+            ],
+        ),
+        (
+            "over",  # PyFlink 2.3's windowing/over_window.py printed these
+            [
+                "+I[Alice, 110.1]",
+                "+I[Bob, 53.1]",
+                "+I[Alice, 110.1]",
+                "+I[Bob, 53.1]",
+                "+I[Bob, 53.1]",
+                "+I[Alice, 110.1]",
+                "+I[Bob, 30.2]",
+                "+I[Alice, 20.1]",
+            ],
+        ),
+        (
+            "pandas",  # PyFlink 2.3's pandas/pandas_udaf.py printed these (a FLOAT column is a float32 Series)
+            [
+                "+I[Alice, 65.05, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
+                "+I[Bob, 28.800001, 1970-01-01T00:00:00Z, 1970-01-01T00:00:05Z]",
+                "+I[Bob, 16.1, 1970-01-01T00:00:05Z, 1970-01-01T00:00:10Z]",
+                "+I[Alice, 13.1, 1970-01-01T00:00:05Z, 1970-01-01T00:00:10Z]",
+                "+I[Alice, 20.1, 1970-01-01T00:00:10Z, 1970-01-01T00:00:15Z]",
+            ],
+        ),
     ],
 )
 def test_group_windows(kind, expected):

@@ -66,10 +66,10 @@ def test_the_refused_environment_calls_are_refused(call: str) -> None:
         getattr(StreamExecutionEnvironment.get_execution_environment(), call)(*["x"] * (2 if "cached" in call else 1))
 
 
-def test_the_changelog_state_backend_is_refused() -> None:
-    assert "enable_changelog_state_backend(True)" in PAGE
-    with pytest.raises(FluvialError, match="changelog"):
-        StreamExecutionEnvironment.get_execution_environment().enable_changelog_state_backend(True)
+def test_the_changelog_state_backend_is_there() -> None:
+    assert "enable_changelog_state_backend" not in PAGE
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert env.enable_changelog_state_backend(True) is env and env.is_changelog_state_backend_enabled()
 
 
 @pytest.mark.parametrize(
@@ -92,6 +92,11 @@ def test_the_refused_keys_are_refused(key: str) -> None:
 def test_python_files_is_accepted() -> None:
     assert "`python.files` (`add_python_file`) works" in PAGE
     Configuration().set_string("python.files", "/tmp")
+
+
+def test_python_requirements_and_archives_are_accepted() -> None:
+    assert "`python.requirements` and `python.archives` work on this machine" in PAGE
+    Configuration().set_string("python.requirements", "/tmp/requirements.txt").set_string("python.archives", "/a.zip")
 
 
 def test_the_flink_run_flags_the_page_calls_missing_are_missing() -> None:

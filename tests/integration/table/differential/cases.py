@@ -51,6 +51,22 @@ flink-sql streaming,5
 a_b%c,6
 """
 
+# Out of order: rows behind the watermark (the largest ts so far minus 1 s) are late; two rows share a time.
+EVENTS_CSV = """\
+a,1,2024-01-01 00:00:01.000
+b,2,2024-01-01 00:00:01.500
+a,3,2024-01-01 00:00:02.500
+b,4,2024-01-01 00:00:06.000
+b,5,2024-01-01 00:00:06.000
+a,6,2024-01-01 00:00:03.000
+a,7,2024-01-01 00:00:05.500
+c,8,2024-01-01 00:00:04.800
+b,9,2024-01-01 00:00:12.000
+a,10,2024-01-01 00:00:07.000
+a,11,2024-01-01 00:00:11.500
+c,12,2024-01-01 00:00:20.000
+"""
+
 TABLES = {
     "orders": (
         "CREATE TABLE orders (id INT, customer STRING, amount DOUBLE, qty INT, ts TIMESTAMP(3), category STRING, "
@@ -64,6 +80,12 @@ TABLES = {
         "'{dir}/customers.csv', 'format' = 'csv')",
         "customers.csv",
         CUSTOMERS_CSV,
+    ),
+    "events": (
+        "CREATE TABLE events (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+        "WITH ('connector' = 'filesystem', 'path' = '{dir}/events.csv', 'format' = 'csv')",
+        "events.csv",
+        EVENTS_CSV,
     ),
     "words": (
         "CREATE TABLE words (line STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{dir}/words.csv', "
@@ -79,6 +101,7 @@ def _c(id: str, query: str, compare: str = "changelog", tables: tuple[str, ...] 
 
 
 _W = ("words",)
+_E = ("events",)
 _J = ("orders", "customers")
 
 CASES: list[Case] = [
@@ -240,7 +263,11 @@ CASES: list[Case] = [
         "SELECT id FROM orders WHERE id = 1 UNION ALL SELECT id FROM orders WHERE id = 2 UNION ALL SELECT id FROM orders WHERE id = 3",
         "set",
     ),
-    _c("union_distinct", "SELECT customer FROM orders UNION SELECT category FROM orders WHERE category IS NOT NULL"),
+    _c(
+        "union_distinct",
+        "SELECT customer FROM orders UNION SELECT category FROM orders WHERE category IS NOT NULL",
+        "set",  # two scans of one file interleave as they like (each flushes at its watermarks)
+    ),
     _c("limit", "SELECT id FROM orders LIMIT 3"),
     _c("limit_offset", "SELECT id FROM orders LIMIT 3 OFFSET 2"),
     _c("values", "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS t(x, y)", tables=()),
@@ -453,6 +480,151 @@ CASES: list[Case] = [
         "SELECT id, AVG(amount) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM orders",
         "set",
     ),
+    # -- SESSION windows (window TVF, with and without PARTITION BY; late rows) ------------------------------
+    _c(
+        "session_global",
+        "SELECT window_start, window_end, COUNT(*), SUM(qty) FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "session_partition_by",
+        "SELECT customer, window_start, window_end, COUNT(*), SUM(amount) FROM TABLE(SESSION(TABLE orders PARTITION BY customer, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY customer, window_start, window_end",
+        "set",
+    ),
+    _c(
+        "session_group_key_no_partition",
+        "SELECT category, window_start, window_end, COUNT(*) FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY category, window_start, window_end",
+        "set",
+    ),
+    _c(
+        "session_window_time",
+        "SELECT customer, window_start, window_end, window_time, MAX(qty), MIN(amount) FROM TABLE(SESSION(TABLE orders PARTITION BY customer, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY customer, window_start, window_end, window_time",
+        "set",
+    ),
+    _c(
+        "session_minutes_plural",
+        "SELECT window_start, window_end, COUNT(DISTINCT customer) FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTES)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "session_having_filter",
+        "SELECT customer, window_start, COUNT(*) FROM TABLE(SESSION(TABLE orders PARTITION BY customer, DESCRIPTOR(ts), INTERVAL '5' SECOND)) WHERE amount IS NOT NULL GROUP BY customer, window_start, window_end HAVING COUNT(*) > 1",
+        "set",
+    ),
+    _c(
+        "session_two_partition_keys",
+        "SELECT customer, category, window_start, window_end, SUM(qty) FROM TABLE(SESSION(TABLE orders PARTITION BY (customer, category), DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY customer, category, window_start, window_end",
+        "set",
+    ),
+    _c(
+        "session_partition_not_grouped",
+        "SELECT window_start, window_end, COUNT(*) FROM TABLE(SESSION(TABLE orders PARTITION BY customer, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
+        "set",
+    ),
+    _c(
+        "session_late_rows",
+        "SELECT k, window_start, window_end, COUNT(*), SUM(v) FROM TABLE(SESSION(TABLE events PARTITION BY k, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY k, window_start, window_end",
+        "set",
+        _E,
+    ),
+    _c(
+        "session_merging_late_bridge",
+        "SELECT window_start, window_end, COUNT(*), MAX(v) FROM TABLE(SESSION(TABLE events, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
+        "set",
+        _E,
+    ),
+    _c(
+        "tumble_late_rows",
+        "SELECT k, window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY k, window_start, window_end",
+        "set",
+        _E,
+    ),
+    # -- OVER aggregation with bounded frames -----------------------------------------------------------------
+    _c(
+        "over_rows_bounded_sum",
+        "SELECT id, customer, SUM(amount) OVER (PARTITION BY customer ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM orders",
+        "set",
+    ),
+    _c(
+        "over_rows_bounded_global",
+        "SELECT id, COUNT(*) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), MIN(qty) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders",
+        "set",
+    ),
+    _c(
+        "over_rows_bounded_avg_max",
+        "SELECT id, AVG(amount) OVER (PARTITION BY category ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), MAX(amount) OVER (PARTITION BY category ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM orders",
+        "set",
+    ),
+    _c(
+        "over_range_interval_sum",
+        "SELECT id, category, SUM(qty) OVER (PARTITION BY category ORDER BY ts RANGE BETWEEN INTERVAL '5' SECOND PRECEDING AND CURRENT ROW) FROM orders",
+        "set",
+    ),
+    _c(
+        "over_range_interval_global",
+        "SELECT id, COUNT(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW), MAX(amount) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) FROM orders",
+        "set",
+    ),
+    _c(
+        "over_range_interval_same_time",
+        "SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '4' SECOND PRECEDING AND CURRENT ROW) FROM events",
+        "set",
+        _E,
+    ),
+    _c(
+        "over_rows_bounded_late",
+        "SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), COUNT(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM events",
+        "set",
+        _E,
+    ),
+    _c(
+        "over_rows_unbounded_late",
+        "SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM events",
+        "set",
+        _E,
+    ),
+    _c(
+        "over_rows_bounded_expression_arg",
+        "SELECT id, SUM(qty * 2) OVER (PARTITION BY customer ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) + 1 FROM orders",
+        "set",
+    ),
+    _c(
+        "over_range_minute_distinct",
+        "SELECT id, COUNT(DISTINCT customer) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW) FROM orders",
+        "set",
+    ),
+    _c(
+        "error_over_non_time_order",
+        "SELECT id, SUM(qty) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM orders",
+    ),
+    _c(
+        "error_over_descending",
+        "SELECT id, SUM(qty) OVER (ORDER BY ts DESC ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM orders",
+    ),
+    _c(
+        "error_over_following",
+        "SELECT id, SUM(qty) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM orders",
+    ),
+    _c(
+        "error_session_without_watermark",
+        "SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE words, DESCRIPTOR(n), INTERVAL '5' SECOND)) GROUP BY window_start, window_end",
+        tables=_W,
+    ),
+    _c(
+        "over_named_window",
+        "SELECT id, SUM(amount) OVER w, COUNT(*) OVER w FROM orders WINDOW w AS (PARTITION BY customer ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
+        "set",
+    ),
+    _c(
+        "error_over_two_windows",
+        "SELECT id, SUM(qty) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), SUM(qty) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders",
+    ),
+    # -- streaming ORDER BY a time attribute (Flink's TemporalSort) ----------------------------------------------
+    _c("order_by_rowtime", "SELECT id, customer, ts FROM orders ORDER BY ts"),
+    _c("order_by_rowtime_then_column", "SELECT k, v, ts FROM events ORDER BY ts, v DESC", tables=_E),
+    _c("order_by_rowtime_filtered", "SELECT k, v FROM events WHERE v > 2 ORDER BY ts ASC, k", tables=_E),
+    _c("error_order_by_rowtime_desc", "SELECT id FROM orders ORDER BY ts DESC"),
+    _c("error_order_by_non_time", "SELECT id FROM orders ORDER BY amount"),
     # -- errors (fluvial must fail too; messages are fluvial's own, with line and column) -----------------------
     _c("error_unknown_column", "SELECT nosuch FROM orders"),
     _c("error_type_mismatch", "SELECT customer + 1 FROM orders"),
