@@ -8,7 +8,7 @@ and adds what Flink has that it lacks:
   keyword before a table argument is dropped by the tokenizer, so the call parses as a function of the
   table's name, which the planner reads as a table; `TABLE t PARTITION BY k` (SESSION's partitioned table
   argument, Flink 2.x) becomes the two arguments `t, PARTITION_BY(k)`;
-- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`).
+- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`);
 - `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`).
 """
 
