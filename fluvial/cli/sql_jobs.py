@@ -41,6 +41,11 @@ class ClusterJobStatements:
                 "SHOW JOBS prints it (32 hex digits)"
             )
         job_id, options = match.group(1).lower(), match.group(2).upper()
+        state = client.job(job_id)["state"]
+        if state in ("FINISHED", "CANCELED", "FAILED"):
+            raise ValidationException(
+                f"job {job_id} is {state} already: there is nothing to stop (SHOW JOBS lists them)"
+            )
         if "SAVEPOINT" not in options:
             if "DRAIN" in options:
                 raise ValidationException("STOP JOB ... WITH DRAIN needs WITH SAVEPOINT: add it, or drop WITH DRAIN")

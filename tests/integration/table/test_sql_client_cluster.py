@@ -94,6 +94,8 @@ def test_sql_script_runs_its_insert_and_select_as_jobs_on_the_session_cluster(tm
         done = fluvial(home, "sql", "-m", cluster.address, "-f", script)
         assert done.returncode == 0 and "[INFO] Execute statement succeeded." in done.stdout, done.stdout + done.stderr
         wait_until(lambda: cluster.get(f"/jobs/{job_id}")["state"] == "CANCELED", timeout=30)
+        done = fluvial(home, "sql", "-m", cluster.address, "-f", script)
+        assert done.returncode == 1 and f"job {job_id} is CANCELED already: there is nothing to stop" in done.stdout
 
         # a statement that fails ends the script there, with exit code 1
         script.write_text("SELECT nosuch FROM (VALUES (1)) AS t(x);\nSELECT 'never run';\n")
