@@ -1,0 +1,218 @@
+"""Obtain PyFlink's DataStream tests, rewrite them onto fluvial, select the JVM-free ones, run them with pytest
+and summarise (the rules are in the package's docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+VERSION = "2.3.0"
+TARBALL = f"https://codeload.github.com/apache/flink/tar.gz/refs/tags/release-{VERSION}"
+TESTS_IN_REPOSITORY = "flink-python/pyflink/datastream/tests"
+CACHE = Path.home() / ".cache" / "fluvial" / f"pyflink-{VERSION}" / "datastream-tests"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "pyflink_tests"  # the rewritten tests' package in the temporary directory
+SHIMS = "bench.pyflink_tests.shims"
+
+JVM_MARKERS = re.compile(
+    r"get_gateway|\bjvm\b|java|\b_j_|\bj_\w+|JavaObject|load_java_class|add_jars|invoke_java_object_method",
+    re.IGNORECASE,
+)
+JVM_BASES = {
+    "PythonAPICompletenessTestCase",
+    "PyFlinkStreamTableTestCase",
+    "PyFlinkBatchTableTestCase",
+    "PyFlinkITTestCase",
+}
+JVM_MODULES = {"test_connectors.py", "test_connector.py"}
+_SETUPS = {"setUp", "setUpClass"}
+
+_MAPPED = [
+    (re.compile(r"\bpyflink\.testing\.test_case_utils\b"), f"{SHIMS}.test_case_utils"),
+    (re.compile(r"\bpyflink\.datastream\.tests\.test_util\b"), f"{SHIMS}.test_util"),
+    (re.compile(r"\bpyflink\.datastream\.tests\b"), PACKAGE),
+    (re.compile(r"\bpyflink\.java_gateway\b"), f"{SHIMS}.jvm"),
+    (re.compile(r"\bpyflink\.util\.java_utils\b"), f"{SHIMS}.jvm"),
+    (re.compile(r"^(\s*)from py4j\.[\w.]+ import", re.MULTILINE), rf"\1from {SHIMS}.jvm import"),
+    (re.compile(r"^(\s*)import py4j\b.*$", re.MULTILINE), rf"\1from {SHIMS} import jvm as py4j"),
+    (re.compile(r"\bpyflink\."), "fluvial."),
+    (re.compile(r"^(\s*)(from|import) pyflink\b", re.MULTILINE), r"\1\2 fluvial"),
+]
+
+
+def rewrite_source(text: str) -> str:
+    """A PyFlink test file as it runs on fluvial: the test bases and PyFlink's Java-backed test sink replaced by
+    the shims, JVM imports by names that raise when used, every other `pyflink.` by `fluvial.`."""
+    for pattern, replacement in _MAPPED:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _base_names(node: ast.ClassDef) -> set[str]:
+    return {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
+
+
+def select_tests(text: str, filename: str) -> list[str]:
+    """The JVM-free tests of one PyFlink test file, as pytest ids relative to the file (`Class::test_x`), by
+    the rule in the package's docstring. Bases are followed within the file (a class inheriting a local class
+    that derives from a JVM base is out too)."""
+    if filename in JVM_MODULES:
+        return []
+    tree = ast.parse(text)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+    def needs_jvm_class(node: ast.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
+        if _base_names(node) & JVM_BASES:
+            return True
+        for member in node.body:
+            if isinstance(member, ast.FunctionDef) and member.name in _SETUPS:
+                if JVM_MARKERS.search(ast.get_source_segment(text, member) or ""):
+                    return True
+        return any(
+            needs_jvm_class(classes[name], seen | {node.name})
+            for name in _base_names(node)
+            if name in classes and name not in seen
+        )
+
+    selected = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            if not JVM_MARKERS.search(ast.get_source_segment(text, node) or ""):
+                selected.append(node.name)
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_") and not needs_jvm_class(node):
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef) and member.name.startswith("test"):
+                    if not JVM_MARKERS.search(ast.get_source_segment(text, member) or ""):
+                        selected.append(f"{node.name}::{member.name}")
+    return selected
+
+
+def _find_tests_folder(root: Path) -> Path | None:
+    for candidate in (root, root / "pyflink/datastream/tests", root / TESTS_IN_REPOSITORY):
+        if (candidate / "test_data_stream.py").is_file():
+            return candidate
+    return None
+
+
+def obtain_sources(source: Path | None) -> Path:
+    """The folder of PyFlink's DataStream tests: `--source` as given, else the cache, else the tag's tarball
+    from GitHub (only the test folder unpacked, into the cache)."""
+    if source is not None:
+        found = _find_tests_folder(source)
+        if found is None:
+            raise SystemExit(f"{source} holds no pyflink/datastream/tests/test_data_stream.py; pass a Flink checkout")
+        return found
+    if (CACHE / "test_data_stream.py").is_file():
+        return CACHE
+    print(f"downloading PyFlink {VERSION}'s tests from {TARBALL} (the PyPI sdist ships none)", flush=True)
+    try:
+        with urllib.request.urlopen(TARBALL, timeout=60) as response:
+            data = response.read()
+    except OSError as error:
+        raise SystemExit(
+            f"could not download {TARBALL} ({error}); pass --source with a Flink {VERSION} checkout "
+            f"(git clone --depth 1 -b release-{VERSION} https://github.com/apache/flink)"
+        ) from None
+    staging = Path(tempfile.mkdtemp(prefix="pyflink-tests-"))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            members = [m for m in archive.getmembers() if f"/{TESTS_IN_REPOSITORY}/" in m.name and m.isfile()]
+            archive.extractall(staging, members=members, filter="data")
+        found = next((p.parent for p in staging.rglob("test_data_stream.py")), None)
+        if found is None:
+            raise SystemExit(f"{TARBALL} holds no {TESTS_IN_REPOSITORY}/test_data_stream.py")
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(CACHE, ignore_errors=True)
+        shutil.copytree(found, CACHE)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return CACHE
+
+
+def prepare(sources: Path, destination: Path) -> list[str]:
+    """Rewrite every test file into `destination/pyflink_tests/`; return the selected pytest node ids."""
+    package = destination / PACKAGE
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    node_ids: list[str] = []
+    for path in sorted(sources.glob("*.py")):
+        text = path.read_text()
+        (package / path.name).write_text(rewrite_source(text))
+        if path.name.startswith("test_") and path.name != "test_util.py":
+            node_ids += [f"{PACKAGE}/{path.name}::{test}" for test in select_tests(text, path.name)]
+    return node_ids
+
+
+@dataclass
+class Outcome:
+    node_id: str
+    passed: bool
+    first_error_line: str = ""
+
+
+def _first_line(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[0][:200] if lines else ""
+
+
+def run(destination: Path, node_ids: list[str], extra: list[str]) -> list[Outcome]:
+    """Run the selected tests with pytest in a child process; the outcomes from its JUnit XML report."""
+    report = destination / "report.xml"
+    scratch = destination / "scratch"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(destination), str(REPO_ROOT)]))
+    env["FLUVIAL_PYFLINK_TESTS_SCRATCH"] = str(scratch)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(destination)]
+    command += ["-o", "addopts=", "--timeout", "120", f"--junitxml={report}", *extra, *node_ids]
+    subprocess.run(command, cwd=destination, env=env, stdout=subprocess.DEVNULL, check=False)
+    outcomes = []
+    for case in ET.parse(report).getroot().iter("testcase"):
+        module = case.get("classname", "").split(".")
+        node = f"{'/'.join(module[:2])}.py::{'::'.join(module[2:] + [case.get('name', '')])}"
+        problem = next((child for child in case if child.tag in ("failure", "error")), None)
+        skipped = any(child.tag == "skipped" for child in case)
+        if skipped:
+            continue
+        if problem is None:
+            outcomes.append(Outcome(node, True))
+        else:
+            outcomes.append(Outcome(node, False, _first_line(problem.get("message") or problem.text or "")))
+    return outcomes
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pyflink_tests", description=__doc__)
+    parser.add_argument(
+        "--source", type=Path, help="a Flink checkout (or its flink-python folder) to take the tests from"
+    )
+    parser.add_argument("-k", dest="keyword", help="pytest's -k, to run a subset")
+    parser.add_argument("--list", action="store_true", help="print the selected tests and stop")
+    args = parser.parse_args(argv)
+    sources = obtain_sources(args.source)
+    with tempfile.TemporaryDirectory(prefix="fluvial-pyflink-tests-") as scratch:
+        destination = Path(scratch)
+        node_ids = prepare(sources, destination)
+        if args.list:
+            print("\n".join(node_ids))
+            return 0
+        outcomes = run(destination, node_ids, ["-k", args.keyword] if args.keyword else [])
+    failed = [o for o in outcomes if not o.passed]
+    for outcome in failed:
+        print(f"FAILED {outcome.node_id}: {outcome.first_error_line}")
+    print(
+        f"PyFlink {VERSION} JVM-free DataStream tests on fluvial: {len(outcomes)} run, "
+        f"{len(outcomes) - len(failed)} passed, {len(failed)} failed ({len(node_ids)} selected)"
+    )
+    return 1 if failed else 0
