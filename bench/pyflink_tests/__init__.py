@@ -17,14 +17,18 @@ The rewrite (each test file, into a temporary directory):
 - `pyflink.java_gateway` and `py4j` imports -> the shims' `jvm` (names that raise "needs a JVM" when used);
 - every other `pyflink.` -> `fluvial.` (the one change a PyFlink program needs).
 
-The selection (which tests need no JVM), decided from the sources: a test function is selected unless
-1. its own source, or the source of a `setUp`/`setUpClass` its class defines, names a JVM marker
-   (`get_gateway`, `jvm`, `java` in any case, `_j_`, `JavaObject`, `load_java_class`, `add_jars`,
-   `invoke_java_object_method`), or
+The selection (which tests need no JVM), decided from the sources. Only what pytest collects counts:
+module-level `test*` functions and the `test*` methods of unittest TestCase classes (PyFlink's mixins, plain
+classes holding tests, count through the TestCase classes that inherit them). A test is selected unless
+1. its own source, or a `setUp`/`setUpClass` of its class or of a base class in the same file, names a JVM
+   marker: `get_gateway`, `jvm`, `java` in any case (`JavaObject`, `load_java_class`, `get_java_function`...),
+   `_j_` (PyFlink's Java handles, `get_j_env_configuration`), a `j_` name, `add_jars`,
+   `invoke_java_object_method`, `_load_specific_flink_module_jars`; or
 2. its class derives from a PyFlink base that compares against Java classes or needs the Table runtime's JVM
    (`PythonAPICompletenessTestCase`, `PyFlinkStreamTableTestCase`, `PyFlinkBatchTableTestCase`,
-   `PyFlinkITTestCase` used directly), or
+   `PyFlinkITTestCase` used directly); or
 3. it is in `test_connectors.py` / `test_connector.py` (Java connectors: Kafka, Pulsar, JDBC jars).
+Files are handed to pytest only when they hold a selected test; a conftest deselects the rest.
 PyFlink's tests that write through `DataStreamTestSinkFunction` stay selected: the shim replaces its Java sink.
 
 It prints passed/failed counts and each failure's first error line. It needs the network the first time and

@@ -27,7 +27,8 @@ PACKAGE = "pyflink_tests"  # the rewritten tests' package in the temporary direc
 SHIMS = "bench.pyflink_tests.shims"
 
 JVM_MARKERS = re.compile(
-    r"get_gateway|\bjvm\b|java|\b_j_|\bj_\w+|JavaObject|load_java_class|add_jars|invoke_java_object_method",
+    r"get_gateway|\bjvm\b|java|_j_|\bj_\w+|JavaObject|load_java_class|add_jars|invoke_java_object_method"
+    r"|_load_specific_flink_module_jars",
     re.IGNORECASE,
 )
 JVM_BASES = {
@@ -60,42 +61,61 @@ def rewrite_source(text: str) -> str:
     return text
 
 
-def _base_names(node: ast.ClassDef) -> set[str]:
-    return {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
+def _base_names(node: ast.ClassDef) -> list[str]:
+    return [ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases]
+
+
+def _needs_jvm(text: str, node: ast.AST) -> bool:
+    return JVM_MARKERS.search(ast.get_source_segment(text, node) or "") is not None
 
 
 def select_tests(text: str, filename: str) -> list[str]:
     """The JVM-free tests of one PyFlink test file, as pytest ids relative to the file (`Class::test_x`), by
-    the rule in the package's docstring. Bases are followed within the file (a class inheriting a local class
-    that derives from a JVM base is out too)."""
+    the rule in the package's docstring. Only what pytest collects counts: module-level `test*` functions and
+    the test methods of classes that are unittest TestCases (or named `Test*`), inherited ones included; a
+    class's bases and set-ups are followed through the classes of the same file."""
     if filename in JVM_MODULES:
         return []
     tree = ast.parse(text)
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
 
-    def needs_jvm_class(node: ast.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
-        if _base_names(node) & JVM_BASES:
+    def lineage(node: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and its local bases, depth first (a simplified MRO: enough for these files)."""
+        order, pending = [], [node]
+        while pending:
+            current = pending.pop(0)
+            if current not in order:
+                order.append(current)
+                pending += [classes[name] for name in _base_names(current) if name in classes]
+        return order
+
+    def bases(node: ast.ClassDef) -> set[str]:
+        return {name for member in lineage(node) for name in _base_names(member)}
+
+    def needs_jvm_class(node: ast.ClassDef) -> bool:
+        if bases(node) & JVM_BASES:
             return True
-        for member in node.body:
-            if isinstance(member, ast.FunctionDef) and member.name in _SETUPS:
-                if JVM_MARKERS.search(ast.get_source_segment(text, member) or ""):
+        for member in lineage(node):
+            for method in member.body:
+                if isinstance(method, ast.FunctionDef) and method.name in _SETUPS and _needs_jvm(text, method):
                     return True
-        return any(
-            needs_jvm_class(classes[name], seen | {node.name})
-            for name in _base_names(node)
-            if name in classes and name not in seen
-        )
+        return False
+
+    def collected(node: ast.ClassDef) -> bool:
+        return node.name.startswith("Test") or any(name.endswith("TestCase") for name in bases(node))
 
     selected = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            if not JVM_MARKERS.search(ast.get_source_segment(text, node) or ""):
+            if not _needs_jvm(text, node):
                 selected.append(node.name)
-        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_") and not needs_jvm_class(node):
-            for member in node.body:
-                if isinstance(member, ast.FunctionDef) and member.name.startswith("test"):
-                    if not JVM_MARKERS.search(ast.get_source_segment(text, member) or ""):
-                        selected.append(f"{node.name}::{member.name}")
+        elif isinstance(node, ast.ClassDef) and collected(node) and not needs_jvm_class(node):
+            methods: dict[str, ast.FunctionDef] = {}
+            for member in lineage(node):
+                for method in member.body:
+                    if isinstance(method, ast.FunctionDef) and method.name.startswith("test"):
+                        methods.setdefault(method.name, method)
+            selected += [f"{node.name}::{name}" for name, method in methods.items() if not _needs_jvm(text, method)]
     return selected
 
 
@@ -146,6 +166,7 @@ def prepare(sources: Path, destination: Path) -> list[str]:
     package = destination / PACKAGE
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
+    (destination / "conftest.py").write_text(_CONFTEST)
     node_ids: list[str] = []
     for path in sorted(sources.glob("*.py")):
         text = path.read_text()
@@ -153,6 +174,22 @@ def prepare(sources: Path, destination: Path) -> list[str]:
         if path.name.startswith("test_") and path.name != "test_util.py":
             node_ids += [f"{PACKAGE}/{path.name}::{test}" for test in select_tests(text, path.name)]
     return node_ids
+
+
+# Deselects what the selection left out (explicit node ids would abort the whole run on one id pytest does not
+# collect); the files with a selected test are the only ones given to pytest, so a module that cannot import
+# without a JVM and has nothing selected does not count as a failure.
+_CONFTEST = """
+from pathlib import Path
+
+SELECTED = set(Path(__file__).with_name("selected.txt").read_text().splitlines())
+
+
+def pytest_collection_modifyitems(config, items):
+    kept = [item for item in items if item.nodeid in SELECTED]
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in SELECTED])
+    items[:] = kept
+"""
 
 
 @dataclass
@@ -175,7 +212,9 @@ def run(destination: Path, node_ids: list[str], extra: list[str]) -> list[Outcom
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(destination), str(REPO_ROOT)]))
     env["FLUVIAL_PYFLINK_TESTS_SCRATCH"] = str(scratch)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(destination)]
-    command += ["-o", "addopts=", "--timeout", "120", f"--junitxml={report}", *extra, *node_ids]
+    (destination / "selected.txt").write_text("\n".join(node_ids))
+    files = sorted({node_id.split("::", 1)[0] for node_id in node_ids})
+    command += ["-o", "addopts=", "--timeout", "120", f"--junitxml={report}", *extra, *files]
     subprocess.run(command, cwd=destination, env=env, stdout=subprocess.DEVNULL, check=False)
     outcomes = []
     for case in ET.parse(report).getroot().iter("testcase"):

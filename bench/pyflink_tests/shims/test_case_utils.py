@@ -59,8 +59,8 @@ class PyFlinkUTTestCase(PyFlinkTestCase):
         self.env = StreamExecutionEnvironment.get_execution_environment()
         self.env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
         self.env.set_parallelism(2)
+        # PyFlink also sets python.fn-execution.bundle.size: fluvial has no Python worker to tune and refuses it
         self.t_env = StreamTableEnvironment.create(self.env)
-        self.t_env.get_config().set("python.fn-execution.bundle.size", "1")
 
 
 class PyFlinkStreamingTestCase(PyFlinkITTestCase):

@@ -34,9 +34,12 @@ from pyflink.common import Types
 from pyflink.datastream.tests.test_util import DataStreamTestSinkFunction, FirstField
 from pyflink.java_gateway import get_gateway
 from pyflink.testing.test_case_utils import PyFlinkStreamingTestCase, PythonAPICompletenessTestCase
+from pyflink.util.java_utils import get_j_env_configuration
 
 
-class StreamTests(PyFlinkStreamingTestCase):
+# a mixin, as PyFlink's: pytest collects its tests through the TestCase classes that inherit it
+class DataStreamTests(object):
+
     def setUp(self):
         self.test_sink = DataStreamTestSinkFunction()
 
@@ -47,14 +50,23 @@ class StreamTests(PyFlinkStreamingTestCase):
         self.assertEqual(['2', '3'], sorted(self.test_sink.get_results(False)))
         assert FirstField().extract_timestamp((5,), 0) == 5
 
-    def test_wrong(self):
-        self.assertEqual(1, 2, "one is not two")
-
     def test_through_the_gateway(self):
         get_gateway().jvm.java.lang.System.gc()
 
+
+class StreamTests(DataStreamTests, PyFlinkStreamingTestCase):
+    def test_wrong(self):
+        self.assertEqual(1, 2, "one is not two")
+
     def test_java_object(self):
         assert not isinstance(self.env, JavaObject)
+
+
+class EmbeddedStreamTests(StreamTests):
+    def setUp(self):
+        super().setUp()
+        config = get_j_env_configuration(self.env._j_stream_execution_environment)
+        config.setString("python.execution-mode", "thread")
 
 
 class JavaBackedTests(PyFlinkStreamingTestCase):
@@ -87,7 +99,7 @@ def write_fixture(folder):
 
 def test_the_selection_leaves_out_what_touches_the_jvm():
     selected = select_tests(TEST_DATA_STREAM, "test_data_stream.py")
-    assert selected == ["StreamTests::test_map", "StreamTests::test_wrong"]
+    assert selected == ["StreamTests::test_wrong", "StreamTests::test_map"]
     assert select_tests("def test_kafka():\n    pass\n", "test_connectors.py") == []
 
 
