@@ -15,13 +15,16 @@ The rewrite (each test file, into a temporary directory):
 - `pyflink.datastream.tests.test_util` -> the shims' `test_util` (`DataStreamTestSinkFunction` collecting in
   process, formatting typed values as the JVM's `toString()` does; the rest of PyFlink's test_util as is);
 - `pyflink.java_gateway` and `py4j` imports -> the shims' `jvm` (names that raise "needs a JVM" when used);
+- `patch('pyflink.X.get_gateway', ...)` -> `patch('fluvial.X.get_gateway', create=True, ...)` (fluvial's
+  module has no gateway to patch, and never calls one);
 - every other `pyflink.` -> `fluvial.` (the one change a PyFlink program needs).
 
 The selection (which tests need no JVM), decided from the sources. Only what pytest collects counts:
 module-level `test*` functions and the `test*` methods of unittest TestCase classes (PyFlink's mixins, plain
 classes holding tests, count through the TestCase classes that inherit them). A test is selected unless
-1. its own source, or a `setUp`/`setUpClass` of its class or of a base class in the same file, names a JVM
-   marker: `get_gateway`, `jvm`, `java` in any case (`JavaObject`, `load_java_class`, `get_java_function`...),
+1. its own code, or a `setUp`/`setUpClass` of its class or of a base class in the same file, names a JVM
+   marker (in code: string literals and comments do not count, so a test that patches `get_gateway` to prove
+   it is never called stays in): `get_gateway`, `jvm`, `java` in any case (`JavaObject`, `load_java_class`, `get_java_function`...),
    `_j_` (PyFlink's Java handles, `get_j_env_configuration`), a `j_` name, `add_jars`,
    `invoke_java_object_method`, `_load_specific_flink_module_jars`; or
 2. its class derives from a PyFlink base that compares against Java classes or needs the Table runtime's JVM

@@ -28,6 +28,7 @@ class FirstField(TimestampAssigner):
 
 TEST_DATA_STREAM = """
 import unittest
+from unittest.mock import patch
 
 from py4j.java_gateway import JavaObject
 from pyflink.common import Types
@@ -57,6 +58,11 @@ class DataStreamTests(object):
 class StreamTests(DataStreamTests, PyFlinkStreamingTestCase):
     def test_wrong(self):
         self.assertEqual(1, 2, "one is not two")
+
+    def test_no_gateway_requested(self):
+        # a name in a string or a comment (get_gateway) does not count: the patch proves it is not called
+        with patch('pyflink.common.time.get_gateway', side_effect=AssertionError('Gateway requested')):
+            assert Types.INT() is not None
 
     def test_java_object(self):
         assert not isinstance(self.env, JavaObject)
@@ -99,7 +105,11 @@ def write_fixture(folder):
 
 def test_the_selection_leaves_out_what_touches_the_jvm():
     selected = select_tests(TEST_DATA_STREAM, "test_data_stream.py")
-    assert selected == ["StreamTests::test_wrong", "StreamTests::test_map"]
+    assert selected == [
+        "StreamTests::test_wrong",
+        "StreamTests::test_no_gateway_requested",
+        "StreamTests::test_map",
+    ]
     assert select_tests("def test_kafka():\n    pass\n", "test_connectors.py") == []
 
 
@@ -111,6 +121,7 @@ def test_the_rewrite_points_pyflink_at_fluvial_and_the_test_utilities_at_the_shi
     assert "from bench.pyflink_tests.shims.jvm import get_gateway" in text
     assert "from bench.pyflink_tests.shims.jvm import JavaObject" in text
     assert "x = fluvial.common.Types" in text and "\nimport fluvial\n" in text
+    assert "patch('fluvial.common.time.get_gateway', create=True, side_effect=" in text
     assert "pyflink" not in text.replace("pyflink_tests", "")
 
 
@@ -119,6 +130,6 @@ def test_a_run_counts_passes_and_failures_with_each_failures_first_line(tmp_path
     status = main(["--source", str(write_fixture(tmp_path / "tests"))])
     out = capsys.readouterr().out
     assert status == 1
-    assert "2 run, 1 passed, 1 failed (2 selected)" in out, out
+    assert "3 run, 2 passed, 1 failed (3 selected)" in out, out
     assert "FAILED pyflink_tests/test_data_stream.py::StreamTests::test_wrong: AssertionError" in out, out
     assert "one is not two" in out
