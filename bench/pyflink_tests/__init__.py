@@ -4,9 +4,9 @@
 Where the tests come from. The apache-flink sdist on PyPI carries `pyflink/testing/` but not one test file (its
 MANIFEST.in grafts only `deps/` and the examples), and the wheel carries none either, so the sources are PyFlink's
 release tag in Flink's repository: `flink-python/pyflink/datastream/tests/` of `release-2.3.0`. In order:
-`--source DIR` (a Flink checkout, an unpacked source release, or its `flink-python/` folder), the cache
-`~/.cache/fluvial/pyflink-2.3.0/` (a previous download), or the tag's tarball from GitHub (only
-the test folder is unpacked, into the cache). PyFlink's `pyflink/testing/` is not used: every base class in it
+`--source PATH` (a Flink checkout, an unpacked source release or its `flink-python/` folder; or a source
+tarball such as `flink-2.3.0-src.tgz`), the cache `~/.cache/fluvial/pyflink-2.3.0/datastream-tests/` (a previous
+download), or the tag's tarball from GitHub (streamed; only the test folder is unpacked, into the cache). PyFlink's `pyflink/testing/` is not used: every base class in it
 starts a JVM mini cluster; the runner brings JVM-free stand-ins (`bench/pyflink_tests/shims/`).
 
 The rewrite (each test file, into a temporary directory):
@@ -24,8 +24,8 @@ module-level `test*` functions and the `test*` methods of unittest TestCase clas
 classes holding tests, count through the TestCase classes that inherit them). A test is selected unless
 1. its own code, or a `setUp`/`setUpClass` of its class or of a base class in the same file, names a JVM
    marker (in code: string literals and comments do not count, so a test that patches `get_gateway` to prove
-   it is never called stays in): `get_gateway`, `jvm`, `java` in any case (`JavaObject`, `load_java_class`, `get_java_function`...),
-   `_j_` (PyFlink's Java handles, `get_j_env_configuration`), a `j_` name, `add_jars`,
+   it is never called stays in): `get_gateway`, `jvm`, `java` in any case (`JavaObject`, `load_java_class`,
+   `get_java_function`...), `_j_` (PyFlink's Java handles, `get_j_env_configuration`), a `j_` name, `add_jars`,
    `invoke_java_object_method`, `_load_specific_flink_module_jars`; or
 2. its class derives from a PyFlink base that compares against Java classes or needs the Table runtime's JVM
    (`PythonAPICompletenessTestCase`, `PyFlinkStreamTableTestCase`, `PyFlinkBatchTableTestCase`,

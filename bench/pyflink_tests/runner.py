@@ -19,6 +19,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 VERSION = "2.3.0"
 TARBALL = f"https://codeload.github.com/apache/flink/tar.gz/refs/tags/release-{VERSION}"
@@ -142,8 +143,11 @@ def _find_tests_folder(root: Path) -> Path | None:
 
 
 def obtain_sources(source: Path | None) -> Path:
-    """The folder of PyFlink's DataStream tests: `--source` as given, else the cache, else the tag's tarball
-    from GitHub (only the test folder unpacked, into the cache)."""
+    """The folder of PyFlink's DataStream tests: `--source` as given (a folder, or a source tarball whose test
+    folder is unpacked into the cache), else the cache, else the release tag's tarball from GitHub."""
+    if source is not None and source.is_file():
+        with open(source, "rb") as stream:
+            return _unpack_tests(stream, str(source))
     if source is not None:
         found = _find_tests_folder(source)
         if found is None:
@@ -154,20 +158,26 @@ def obtain_sources(source: Path | None) -> Path:
     print(f"downloading PyFlink {VERSION}'s tests from {TARBALL} (the PyPI sdist ships none)", flush=True)
     try:
         with urllib.request.urlopen(TARBALL, timeout=60) as response:
-            data = response.read()
+            return _unpack_tests(response, TARBALL)
     except OSError as error:
         raise SystemExit(
             f"could not download {TARBALL} ({error}); pass --source with a Flink {VERSION} checkout "
-            f"(git clone --depth 1 -b release-{VERSION} https://github.com/apache/flink)"
+            f"(git clone --depth 1 -b release-{VERSION} https://github.com/apache/flink) or its source tarball"
         ) from None
+
+
+def _unpack_tests(stream: Any, name: str) -> Path:
+    """Stream a gzipped tarball of Flink's sources, unpacking only the DataStream test folder into the cache
+    (the tarball of the whole repository is never held in memory or on disk)."""
     staging = Path(tempfile.mkdtemp(prefix="pyflink-tests-"))
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-            members = [m for m in archive.getmembers() if f"/{TESTS_IN_REPOSITORY}/" in m.name and m.isfile()]
-            archive.extractall(staging, members=members, filter="data")
+        with tarfile.open(fileobj=stream, mode="r|gz") as archive:
+            for member in archive:
+                if f"/{TESTS_IN_REPOSITORY}/" in f"/{member.name}" and member.isfile():
+                    archive.extract(member, staging, filter="data")
         found = next((p.parent for p in staging.rglob("test_data_stream.py")), None)
         if found is None:
-            raise SystemExit(f"{TARBALL} holds no {TESTS_IN_REPOSITORY}/test_data_stream.py")
+            raise SystemExit(f"{name} holds no {TESTS_IN_REPOSITORY}/test_data_stream.py")
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(CACHE, ignore_errors=True)
         shutil.copytree(found, CACHE)
