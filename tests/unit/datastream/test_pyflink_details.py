@@ -116,3 +116,49 @@ def test_a_checkpoint_named_with_a_file_uri_authority_is_read_from_the_local_pat
     assert location.startswith("file://")
     with_authority = "file://localhost" + location.removeprefix("file://")
     assert read_checkpoint_metadata(with_authority).checkpoint_id == 3
+
+
+def test_pyflink_2_method_names_on_configuration_row_and_the_rocksdb_backend():
+    from fluvial.common import Configuration, Row
+    from fluvial.common.errors import ConfigurationError
+    from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
+
+    config = Configuration.from_dict({"parallelism.default": "3", "my.own.key": "x"})
+    assert config.get_integer("parallelism.default", 1) == 3
+    target = {"kept": "1"}
+    config.add_all_to_dict(target)
+    assert target == {"kept": "1", "parallelism.default": "3", "my.own.key": "x"}
+    with pytest.raises(ConfigurationError):
+        Configuration.from_dict({"pipeline.jars": "a.jar"})  # checked as set_string checks it
+
+    row = Row(name="a", age=1, city="x")
+    assert row.get_fields_by_names(["city", "name"]) == ["x", "a"]
+    assert row.get_fields_by_names(["name", "age", "city"]) == ["a", 1, "x"]
+    assert Row(1, 2).get_fields_by_names(["f0"]) == [1, 2]
+    with pytest.raises(KeyError, match="zip"):
+        row.get_fields_by_names(["zip"])
+
+    assert EmbeddedRocksDBStateBackend().is_incremental_checkpoints_enabled() is True
+    assert EmbeddedRocksDBStateBackend(False).is_incremental_checkpoints_enabled() is False
+
+
+@pytest.mark.timeout(60)
+def test_pyflink_2_method_names_on_streams_windows_and_the_collected_iterator():
+    from fluvial.common import Types
+    from fluvial.datastream import StreamExecutionEnvironment
+    from fluvial.datastream.window import TumblingProcessingTimeWindows
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    stream = env.from_collection([1, 2, 3], type_info=Types.INT())
+    assert stream.get_execution_config() is env.get_config()
+    windowed = stream.key_by(lambda x: x % 2).window(TumblingProcessingTimeWindows.of(Duration.of_seconds(1)))
+    assert windowed.get_execution_environment() is env
+    assert windowed.get_input_type() == Types.INT()
+    all_windowed = stream.window_all(TumblingProcessingTimeWindows.of(Duration.of_seconds(1)))
+    assert all_windowed.get_execution_environment() is env and all_windowed.get_input_type() == Types.INT()
+
+    with stream.map(lambda x: x * 10, output_type=Types.INT()).execute_and_collect() as results:
+        assert [results.next(), results.next(), results.next()] == [10, 20, 30]
+        with pytest.raises(StopIteration):
+            results.next()
