@@ -162,3 +162,22 @@ def test_pyflink_2_method_names_on_streams_windows_and_the_collected_iterator():
         assert [results.next(), results.next(), results.next()] == [10, 20, 30]
         with pytest.raises(StopIteration):
             results.next()
+
+
+def test_a_completable_future_cancels_as_javas_does():
+    from fluvial.common.completable_future import CompletableFuture
+    from fluvial.common.future import CancelledError
+
+    future: CompletableFuture[int] = CompletableFuture()
+    seen = []
+    future.add_done_callback(lambda f: seen.append(f.cancelled()))
+    assert not future.cancelled()
+    assert future.cancel() is True and future.cancelled() and future.done() and seen == [True]
+    with pytest.raises(CancelledError):
+        future.result(0)
+    future.set_result(1)  # the operation finishing afterwards is dropped, not an error
+    assert future.cancelled()
+
+    done: CompletableFuture[int] = CompletableFuture()
+    done.set_result(7)
+    assert done.cancel() is False and not done.cancelled() and done.result(0) == 7
