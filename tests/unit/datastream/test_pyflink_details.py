@@ -181,3 +181,36 @@ def test_a_completable_future_cancels_as_javas_does():
     done: CompletableFuture[int] = CompletableFuture()
     done.set_result(7)
     assert done.cancel() is False and not done.cancelled() and done.result(0) == 7
+
+
+def test_the_execution_config_has_pyflink_2s_methods():
+    """Task cancellation is backed by the environment's configuration keys; the JVM serializer switches are
+    recorded and change nothing; what fluvial does not do (latency markers, snapshot compression, a required
+    uid on every operator) is refused when asked for."""
+    from fluvial.common.errors import ConfigurationError
+    from fluvial.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    config = env.get_config()
+    assert (config.get_task_cancellation_interval(), config.get_task_cancellation_timeout()) == (30_000, 180_000)
+    config.set_task_cancellation_interval(1_000).set_task_cancellation_timeout(5_000)
+    assert env.get_configuration().get("task.cancellation.timeout") == 5_000
+    assert (config.get_task_cancellation_interval(), config.get_task_cancellation_timeout()) == (1_000, 5_000)
+    with pytest.raises(ConfigurationError, match="whole number of ms"):
+        config.set_task_cancellation_timeout(-1)
+
+    assert not config.is_force_kryo_enabled() and not config.is_force_avro_enabled()
+    assert config.enable_force_kryo().is_force_kryo_enabled() and config.enable_force_avro().is_force_avro_enabled()
+    assert config.disable_generic_types().has_generic_types_disabled()
+    assert config.get_registered_kryo_types() == [] and config.get_registered_pojo_types() == []
+    assert config.get_default_kryo_serializer_classes() == {}
+    assert config.enable_auto_generated_uids().has_auto_generated_uids_enabled()
+
+    assert config.set_latency_tracking_interval(0).get_latency_tracking_interval() == 0
+    with pytest.raises(ConfigurationError, match="no latency markers"):
+        config.set_latency_tracking_interval(1_000)
+    assert not config.set_use_snapshot_compression(False).is_use_snapshot_compression()
+    with pytest.raises(ConfigurationError, match="snapshot compression"):
+        config.set_use_snapshot_compression(True)
+    with pytest.raises(ConfigurationError, match="uid"):
+        config.disable_auto_generated_uids()
