@@ -42,6 +42,7 @@ from fluvial.table.runtime.functions import (
 )
 from fluvial.table.runtime.windows import (
     CumulativeEventTimeWindows,
+    CumulativeProcessingTimeWindows,
     RowtimeAssigner,
     SqlWatermarkSupplier,
     WindowAggAccumulate,
@@ -89,10 +90,11 @@ class Translator:
             return self._window(node)
         if isinstance(node, WindowTableFunction):
             from fluvial.common.time import Time
-            from fluvial.datastream.window import EventTimeSessionWindows
+            from fluvial.datastream.window import EventTimeSessionWindows, ProcessingTimeSessionWindows
             from fluvial.table.runtime.windows import WindowRowsResult
 
-            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(node.window.size))
+            session = ProcessingTimeSessionWindows if _proctime(node.input, node.window.time_index) else None
+            assigner = (session or EventTimeSessionWindows).with_gap(Time.milliseconds(node.window.size))
             keyed = self.translate(node.input).key_by(RowKeySelector(node.window.partition))
             return keyed.window(assigner).process(WindowRowsResult(node.names)).name(node.explain_terms())
         if isinstance(node, Correlate):
@@ -143,12 +145,15 @@ class Translator:
             from fluvial.table.runtime.windows import OverAggFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            proctime = _proctime(node.input, node.rowtime)
             if node.preceding is not None:
                 from fluvial.table.runtime.over import BoundedOverAggFunction
 
-                bounded = BoundedOverAggFunction(node.names, node.rowtime, node.rows_frame, node.preceding, node.aggs)
+                bounded = BoundedOverAggFunction(
+                    node.names, node.rowtime, node.rows_frame, node.preceding, node.aggs, proctime
+                )
                 return keyed.process(bounded).name(node.explain_terms())
-            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)).name(
+            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs, proctime)).name(
                 node.explain_terms()
             )
         if isinstance(node, TopN):
@@ -182,26 +187,40 @@ class Translator:
 
     def _window(self, node: WindowAggregate) -> Any:
         from fluvial.common.time import Time
-        from fluvial.datastream.window import (
-            EventTimeSessionWindows,
-            SlidingEventTimeWindows,
-            TumblingEventTimeWindows,
-        )
+        from fluvial.datastream import window as w
 
         spec = node.window
-        if spec.kind is WindowKind.TUMBLE:
-            assigner: Any = TumblingEventTimeWindows.of(Time.milliseconds(spec.size), Time.milliseconds(spec.offset))
+        size, slide, offset = (
+            Time.milliseconds(spec.size),
+            Time.milliseconds(spec.slide),
+            Time.milliseconds(spec.offset),
+        )
+        if _proctime(node.input, spec.time_index):  # the operator's clock, with processing-time timers
+            if spec.kind is WindowKind.TUMBLE:
+                assigner: Any = w.TumblingProcessingTimeWindows.of(size, offset)
+            elif spec.kind is WindowKind.HOP:
+                assigner = w.SlidingProcessingTimeWindows.of(size, slide, offset)
+            elif spec.kind is WindowKind.CUMULATE:
+                assigner = CumulativeProcessingTimeWindows(spec.size, spec.slide, spec.offset)
+            else:
+                assigner = w.ProcessingTimeSessionWindows.with_gap(size)
+        elif spec.kind is WindowKind.TUMBLE:
+            assigner = w.TumblingEventTimeWindows.of(size, offset)
         elif spec.kind is WindowKind.HOP:
-            assigner = SlidingEventTimeWindows.of(
-                Time.milliseconds(spec.size), Time.milliseconds(spec.slide), Time.milliseconds(spec.offset)
-            )
+            assigner = w.SlidingEventTimeWindows.of(size, slide, offset)
         elif spec.kind is WindowKind.CUMULATE:
             assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
         else:
-            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(spec.size))
+            assigner = w.EventTimeSessionWindows.with_gap(size)
         keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
         return (
             keyed.window(assigner)
             .aggregate(WindowAggAccumulate(node.aggs), WindowAggResult(node.names, len(node.group)))
             .name(node.explain_terms())
         )
+
+
+def _proctime(node: RelNode, index: int) -> bool:
+    """Whether column `index` of `node` is a processing-time attribute (`PROCTIME()`): its windows and OVER frames
+    then run on the operator's clock and processing-time timers."""
+    return node.schema[index].type.time_attribute == "PROCTIME"

@@ -37,11 +37,22 @@ class BoundedOverAggFunction(KeyedProcessFunction):
 
     State per key: `over-rows` (timestamp → the rows of that timestamp, in arrival order), `over-acc`
     ([accumulators, last fired timer, rows in the ROWS frame, RANGE cleanup time or None]).
+
+    `proctime`: ordered by a processing-time attribute (Flink's ProcTime{Rows,Range}BoundedPrecedingFunction): a
+    row's time is the operator's clock + 1 ms when it arrives and its timers are processing-time timers; a RANGE
+    frame then holds the rows that arrived within `preceding` ms before it, and nothing is late.
     """
 
     def __init__(
-        self, names: Sequence[str], rowtime: int, rows_frame: bool, preceding: int, calls: Sequence[AggCall]
+        self,
+        names: Sequence[str],
+        rowtime: int,
+        rows_frame: bool,
+        preceding: int,
+        calls: Sequence[AggCall],
+        proctime: bool = False,
     ) -> None:
+        self.proctime = proctime
         self.names = list(names)
         self.rowtime = rowtime
         self.rows_frame = rows_frame
@@ -60,10 +71,14 @@ class BoundedOverAggFunction(KeyedProcessFunction):
         self._rows = runtime_context.get_map_state(MapStateDescriptor("over-rows"))
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
-        stamp = value._values[self.rowtime]
-        if stamp is None:
-            return ()
-        millis = epoch_millis(stamp)
+        timers = ctx.timer_service()
+        if self.proctime:
+            millis = timers.current_processing_time() + 1
+        else:
+            stamp = value._values[self.rowtime]
+            if stamp is None:
+                return ()
+            millis = epoch_millis(stamp)
         state = self._state.value()
         if state is not None and state[1] is not None and millis <= state[1]:
             self._late += 1
@@ -73,17 +88,23 @@ class BoundedOverAggFunction(KeyedProcessFunction):
         pending = self._rows.get(millis)
         if pending is None:
             pending = []
-            ctx.timer_service().register_event_time_timer(millis)
+            self._register(timers, millis)
         pending.append(list(value._values))
         self._rows.put(millis, pending)
         if not self.rows_frame:
             cleanup = state[3] if state is not None else None
             if cleanup is None or cleanup < millis + self.preceding + 1:
                 cleanup = millis + self.preceding * 3 // 2 + 1
-                ctx.timer_service().register_event_time_timer(cleanup)
+                self._register(timers, cleanup)
                 assert self._aggs is not None
                 self._state.update([*(state or [self._aggs.create(), None, 0])[:3], cleanup])
         return ()
+
+    def _register(self, timers: Any, millis: int) -> None:
+        if self.proctime:
+            timers.register_processing_time_timer(millis)
+        else:
+            timers.register_event_time_timer(millis)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Row]:
         assert self._aggs is not None

@@ -1,0 +1,185 @@
+"""Processing-time attributes: `pt AS PROCTIME()` in DDL and in a Schema, `col("pt").proctime` in
+from_data_stream, and the operators planned over them — window TVFs, group windows, OVER frames — driven on the
+operator harness's manual clock, so their results are exact. Each test plans a real query and harnesses the
+operator its plan node translates to (with its input rows built in that node's input shape)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from fluvial.common.row import Row, RowKind, _create_row
+from fluvial.common.typeinfo import Types
+from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.table import DataTypes, Schema, StreamTableEnvironment
+from fluvial.table.errors import ValidationException
+from fluvial.table.expressions import col, lit
+from fluvial.table.planner.logical import OverAggregate, RelNode, WindowAggregate
+from fluvial.table.planner.translate import Translator
+from fluvial.table.window import Tumble
+from fluvial.testing.harness import OperatorHarness
+
+pytestmark = pytest.mark.timeout(30)
+
+DDL = (
+    "CREATE TABLE src (k STRING, v INT, pt AS PROCTIME()) "
+    "WITH ('connector' = 'datagen', 'number-of-rows' = '1', 'fields.k.length' = '1')"
+)
+
+
+def t_env() -> StreamTableEnvironment:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t = StreamTableEnvironment.create(env)
+    t.execute_sql(DDL)
+    return t
+
+
+def find(node: RelNode, kind: type) -> Any:
+    while not isinstance(node, kind):
+        node = node.inputs[0]
+    return node
+
+
+def harness_of(t: StreamTableEnvironment, node: RelNode) -> OperatorHarness:
+    stream = Translator(t._env).translate(node)
+    return OperatorHarness(stream._transformation.operator, "planned").open()
+
+
+def feed(h: OperatorHarness, node: RelNode, **values: Any) -> None:
+    """One input row of `node`: the given columns, and the proctime column's materialised (wall) value."""
+    names = node.input.names
+    row = [values.get(n, dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) for n in names]
+    h.process_element(_create_row(names, row, RowKind.INSERT))
+
+
+def fields(rows: list[Row], *positions: int) -> list[tuple]:
+    return [tuple(r[i] for i in positions) for r in rows]
+
+
+def test_proctime_column_is_a_processing_time_attribute():
+    t = t_env()
+    described = {r[0]: r[1] for r in t.execute_sql("DESCRIBE src").collect()}
+    assert described["pt"] == "TIMESTAMP_LTZ(3) *PROCTIME*"
+
+
+def test_schema_column_by_expression_proctime():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t = StreamTableEnvironment.create(env)
+    ds = env.from_collection([("a", 1)], type_info=Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()]))
+    schema = Schema.new_builder().column("k", DataTypes.STRING()).column("v", DataTypes.INT())
+    table = t.from_data_stream(ds, schema.column_by_expression("pt", "PROCTIME()").build())
+    assert table._node.names == ["k", "v", "pt"]
+    assert table._node.schema[2].type.time_attribute == "PROCTIME"
+
+
+def test_from_data_stream_appends_a_proctime_field():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t = StreamTableEnvironment.create(env)
+    ds = env.from_collection([("a", 1)], type_info=Types.ROW([Types.STRING(), Types.INT()]))
+    table = t.from_data_stream(ds, col("k"), col("v"), col("pt").proctime)
+    assert table._node.names == ["k", "v", "pt"]
+    assert table._node.schema[2].type.time_attribute == "PROCTIME"
+    windowed = table.window(Tumble.over(lit(10).seconds).on(col("pt")).alias("w"))
+    result = windowed.group_by(col("w"), col("k")).select(col("k"), col("v").sum.alias("total"))
+    node = find(result._node, WindowAggregate)
+    h = harness_of(t, node)
+    h.set_processing_time(1_000)
+    for k, v in [("a", 1), ("b", 2), ("a", 3)]:
+        feed(h, node, k=k, **{"$f1": v})
+    assert h.take_values() == []
+    h.set_processing_time(10_000)
+    assert sorted(fields(h.take_values(), 0, 1)) == [("a", 4), ("b", 2)]
+
+
+@pytest.mark.parametrize(
+    "window, fired",
+    [
+        (
+            "TUMBLE(TABLE src, DESCRIPTOR(pt), INTERVAL '10' SECOND)",
+            [("a", 0, 10_000, 2), ("a", 10_000, 20_000, 1)],
+        ),
+        (
+            "HOP(TABLE src, DESCRIPTOR(pt), INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
+            [("a", -5_000, 5_000, 1), ("a", 0, 10_000, 2), ("a", 5_000, 15_000, 2), ("a", 10_000, 20_000, 1)],
+        ),
+        (
+            "CUMULATE(TABLE src, DESCRIPTOR(pt), INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
+            [("a", 0, 5_000, 1), ("a", 0, 10_000, 2), ("a", 10_000, 15_000, 1), ("a", 10_000, 20_000, 1)],
+        ),
+    ],
+)
+def test_window_tvfs_over_proctime_fire_on_the_operator_clock(window: str, fired: list[tuple]):
+    t = t_env()
+    query = (
+        f"SELECT k, window_start, window_end, COUNT(*) AS c FROM TABLE({window}) GROUP BY k, window_start, window_end"
+    )
+    node = find(t.sql_query(query)._node, WindowAggregate)
+    h = harness_of(t, node)
+    for now in (1_000, 7_000, 12_000):  # the rows' own pt values (wall time) play no part
+        h.set_processing_time(now)
+        feed(h, node, k="a")
+    h.set_processing_time(30_000)
+    out = [(r[0], millis(r[2]), millis(r[3]), r[1]) for r in h.take_values()]
+    assert sorted(out) == sorted(fired)
+
+
+def test_proctime_window_state_survives_a_snapshot_and_restore():
+    t = t_env()
+    query = "SELECT k, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(pt), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end"
+    node = find(t.sql_query(query)._node, WindowAggregate)
+    h = harness_of(t, node)
+    h.set_processing_time(1_000)
+    feed(h, node, k="a")
+    feed(h, node, k="a")
+    snapshot = h.snapshot()
+    h.close()
+    restored = Translator(t._env).translate(node)
+    h2 = OperatorHarness(restored._transformation.operator, "planned")
+    h2.open([snapshot])
+    h2.set_processing_time(2_000)
+    feed(h2, node, k="a")
+    h2.set_processing_time(10_000)
+    assert fields(h2.take_values(), 0, 1) == [("a", 3)]
+
+
+def millis(value: dt.datetime) -> int:
+    return int((value.replace(tzinfo=None) - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+
+def over_query(frame: str) -> str:
+    return f"SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY pt {frame}) AS total FROM src"
+
+
+@pytest.mark.parametrize(
+    "frame, totals",
+    [
+        ("ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", [1, 3, 7, 15]),
+        ("RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", [3, 3, 7, 15]),
+        ("ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", [1, 3, 6, 12]),
+        ("RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW", [3, 3, 7, 12]),
+    ],
+)
+def test_over_frames_by_proctime(frame: str, totals: list[int]):
+    """Rows 1 and 2 arrive in the same millisecond (peers in a RANGE frame), 4 a second later, 8 at 3.5 s (a
+    2-second RANGE frame then holds 4 and 8 only)."""
+    t = t_env()
+    node = find(t.sql_query(over_query(frame))._node, OverAggregate)
+    h = harness_of(t, node)
+    h.set_processing_time(1_000)
+    feed(h, node, k="a", v=1, **{"$f3": 1})
+    feed(h, node, k="a", v=2, **{"$f3": 2})
+    h.set_processing_time(2_000)
+    feed(h, node, k="a", v=4, **{"$f3": 4})
+    h.set_processing_time(3_500)
+    feed(h, node, k="a", v=8, **{"$f3": 8})
+    h.set_processing_time(4_000)
+    assert fields(h.take_values(), 1, 4) == list(zip([1, 2, 4, 8], totals))
+
+
+def test_an_ordinary_timestamp_still_cannot_order_an_over_window():
+    t = StreamTableEnvironment.create(StreamExecutionEnvironment.get_execution_environment())
+    t.execute_sql("CREATE TABLE plain (k STRING, ts TIMESTAMP(3)) WITH ('connector' = 'datagen')")
+    with pytest.raises(ValidationException, match="PROCTIME"):
+        t.sql_query("SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts) FROM plain")
