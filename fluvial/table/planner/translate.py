@@ -40,6 +40,7 @@ from fluvial.table.runtime.functions import (
     RowKeySelector,
     ToRowFunction,
 )
+from fluvial.table.runtime.pandas_calc import has_pandas_call
 from fluvial.table.runtime.windows import (
     CumulativeEventTimeWindows,
     CumulativeProcessingTimeWindows,
@@ -74,6 +75,11 @@ class Translator:
             stream = self.env.from_collection(list(node.rows))
             return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
         if isinstance(node, Calc):
+            if has_pandas_call([*(node.projections or ()), node.condition]):
+                from fluvial.table.runtime.pandas_calc import PandasCalcFunction
+
+                vectorized = PandasCalcFunction(node.names, len(node.input.schema), node.projections, node.condition)
+                return self.translate(node.input).flat_map(vectorized).name(node.explain_terms())
             return (
                 self.translate(node.input)
                 .flat_map(CalcFunction(node.names, node.projections, node.condition))

@@ -108,6 +108,10 @@ def test_from_data_stream_appends_a_proctime_field():
             "CUMULATE(TABLE src, DESCRIPTOR(pt), INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
             [("a", 0, 5_000, 1), ("a", 0, 10_000, 2), ("a", 10_000, 15_000, 1), ("a", 10_000, 20_000, 1)],
         ),
+        (
+            "SESSION(TABLE src PARTITION BY k, DESCRIPTOR(pt), INTERVAL '5' SECOND)",
+            [("a", 1_000, 6_000, 1), ("a", 7_000, 12_000, 1), ("a", 12_000, 17_000, 1)],  # closed at 11 999 ms
+        ),
     ],
 )
 def test_window_tvfs_over_proctime_fire_on_the_operator_clock(window: str, fired: list[tuple]):
