@@ -6,16 +6,21 @@ Each works on a whole buffer: `split(values)` returns one list per channel (empt
 per-record work is a C-level slice where the rule allows (rebalance, rescale) and one dict lookup per record
 for hash partitioning. Flink's per-record round robin is kept exactly: record j of the stream goes to channel
 (start + j) % n, where start carries over between buffers.
+
+A buffer with event timestamps is split as two columns, values and timestamps, by the same rule
+(`split_timestamped`): the key selector sees each value once and no (value, timestamp) pair is built and taken
+apart again. A selector without it (shuffle, custom) gets (value, timestamp) pairs through `split`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.key_groups import assign_to_key_group, compute_operator_index_for_key_group
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
+from fluvial.runtime.key_extraction import fast_key
 
 KEY_CACHE_LIMIT = 1 << 16
 
@@ -29,6 +34,12 @@ class ChannelSelector:
     def split(self, values: list[Any]) -> list[list[Any]]:
         raise NotImplementedError
 
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        """(values, timestamps) per channel by the rule of `split`; None where the rule must see pairs."""
+        return None
+
 
 class ForwardSelector(ChannelSelector):
     def split(self, values: list[Any]) -> list[list[Any]]:
@@ -39,10 +50,20 @@ class GlobalSelector(ChannelSelector):
     def split(self, values: list[Any]) -> list[list[Any]]:
         return [values] + [[] for _ in range(self.n - 1)]
 
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        return [(values, timestamps)] + [([], []) for _ in range(self.n - 1)]
+
 
 class BroadcastSelector(ChannelSelector):
     def split(self, values: list[Any]) -> list[list[Any]]:
         return [values] * self.n
+
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        return [(values, timestamps)] * self.n
 
 
 class RoundRobinSelector(ChannelSelector):
@@ -60,6 +81,16 @@ class RoundRobinSelector(ChannelSelector):
         out = [values[(channel - start) % n :: n] for channel in range(n)]
         self._next = (start + len(values)) % n
         return out
+
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        n = self.n
+        if n == 1:
+            return [(values, timestamps)]
+        start = self._next
+        self._next = (start + len(values)) % n
+        return [(values[(channel - start) % n :: n], timestamps[(channel - start) % n :: n]) for channel in range(n)]
 
 
 class ShuffleSelector(ChannelSelector):
@@ -142,19 +173,48 @@ class KeyGroupSelector(ChannelSelector):
             return [values]
         out: list[list[Any]] = [[] for _ in range(self.n)]
         appends = [channel.append for channel in out]
-        cache_get = self._cache.get
-        channel_of_key = self.channel_of_key
-        key = self._key
-        for value in values:
-            k = key(value)
-            try:
-                channel = cache_get(k)
-            except TypeError:
-                channel = channel_of_key(k)  # raises the clear unhashable-key error
-            if channel is None:
-                channel = channel_of_key(k)
+        for value, channel in zip(values, self._channels(values)):
             appends[channel](value)
         return out
+
+    def split_timestamped(
+        self, values: Sequence[Any], timestamps: list[Any]
+    ) -> list[tuple[Sequence[Any], list[Any]]] | None:
+        """`split`, carrying each record's timestamp along with its value."""
+        n = self.n
+        if n == 1:
+            if self._check_key is not None:
+                self.check_keys(list(values))
+            return [(values, timestamps)]
+        values_out: list[list[Any]] = [[] for _ in range(n)]
+        timestamps_out: list[list[Any]] = [[] for _ in range(n)]
+        value_appends = [part.append for part in values_out]
+        timestamp_appends = [part.append for part in timestamps_out]
+        for value, timestamp, channel in zip(values, timestamps, self._channels(values)):
+            value_appends[channel](value)
+            timestamp_appends[channel](timestamp)
+        out: list[tuple[Sequence[Any], list[Any]]] = list(zip(values_out, timestamps_out))
+        return out
+
+    def _channels(self, values: Sequence[Any]) -> list[int]:
+        """The channel of each record, in C while every key is cached; the keys new to the cache go through
+        `channel_of_key` (its check and stable hash) once each, and the buffer is looked up again."""
+        keys = list(map(self._key, values))
+        lookup = self._cache.__getitem__
+        try:
+            return list(map(lookup, keys))
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable key: channel_of_key raises the clear error naming it
+            pass
+        channel_of_key, cache = self.channel_of_key, self._cache
+        try:
+            for key in dict.fromkeys(keys):  # in the order of the records: the first misfit is the one reported
+                if key not in cache:
+                    channel_of_key(key)
+            return list(map(lookup, keys))
+        except (KeyError, TypeError):  # the cache was cleared on the way, or a key is unhashable
+            return [channel_of_key(key) for key in keys]
 
 
 class CustomSelector(ChannelSelector):
@@ -197,7 +257,7 @@ def build_selector(
     if kind in (PartitionerKind.REBALANCE, PartitionerKind.RESCALE):
         return RoundRobinSelector(n, start=producer_index)
     if kind is PartitionerKind.HASH:
-        return KeyGroupSelector(n, _callable(spec.key_selector, "get_key"), max_parallelism, check_key)
+        return KeyGroupSelector(n, fast_key(_callable(spec.key_selector, "get_key")), max_parallelism, check_key)
     if kind is PartitionerKind.BROADCAST:
         return BroadcastSelector(n)
     if kind is PartitionerKind.SHUFFLE:

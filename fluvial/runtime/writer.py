@@ -4,7 +4,8 @@ broadcasts events to all of them (watermarks and end of input go to every channe
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from fluvial.common.type_checks import key_checker
 from fluvial.datastream.transformations import PartitionerKind, PartitionerSpec
@@ -61,15 +62,18 @@ class RecordWriter:
             else:
                 single.push(batch)
             return
+        timestamps = batch.timestamps
         try:  # a key selector's failure is the key_by's, not the upstream operator's (innermost label wins)
-            if batch.timestamps is None:
+            if timestamps is None:
                 parts = self._selector.split(batch.values)
             else:
-                parts = self._timestamped_selector().split(list(zip(batch.values, batch.timestamps)))
+                columns = self._selector.split_timestamped(batch.values, timestamps) or self._split_pairs(
+                    batch.values, timestamps
+                )
         except BaseException as error:
             label_failure(error, self._partitioning)
             raise
-        if batch.timestamps is None:
+        if timestamps is None:
             for channel, part in zip(self.channels, parts):
                 if part:
                     if len(part) > channel.buffer_size:
@@ -77,13 +81,18 @@ class RecordWriter:
                     else:
                         channel.push(RecordBatch(part))
             return
-        for channel, part in zip(self.channels, parts):
-            if part:
-                cut = RecordBatch([p[0] for p in part], [p[1] for p in part])
-                if len(part) > channel.buffer_size:
+        for channel, (values, stamps) in zip(self.channels, columns):
+            if values:
+                cut = RecordBatch(cast("list[Any]", values), stamps)  # a slice of a source's range stays one
+                if len(values) > channel.buffer_size:
                     _push_debloated(channel, cut)
                 else:
                     channel.push(cut)
+
+    def _split_pairs(self, values: Sequence[Any], timestamps: list[Any]) -> list[tuple[Sequence[Any], list[Any]]]:
+        """A selector that must see each record whole (shuffle, custom) splits (value, timestamp) pairs."""
+        parts = self._timestamped_selector().split(list(zip(values, timestamps)))
+        return [([p[0] for p in part], [p[1] for p in part]) for part in parts]
 
     def buffer_size(self) -> int:
         """The smallest buffer size its channels' consumers asked for (buffer debloating)."""

@@ -120,7 +120,7 @@ def _decimal_result(symbol: str, a: DataType, b: DataType) -> DataType:
         scale = max(s1, s2)
         precision = max(p1 - s1, p2 - s2) + scale + 1
     elif symbol == "*":
-        precision, scale = p1 + p2, s1 + s2
+        precision, scale = p1 + p2 + 1, s1 + s2  # Flink's findMultiplicationDecimalType
     elif symbol == "/":
         integer_digits = p1 - s1 + s2
         scale = max(6, s1 + p2 + 1)

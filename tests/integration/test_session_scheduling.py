@@ -48,6 +48,20 @@ def cluster(tmp_path_factory):
             os.environ["HOME"] = saved
 
 
+@pytest.fixture(autouse=True)
+def every_slot_free(request):
+    """Each test starts on an idle cluster: the slots of the previous test's jobs are released by the
+    TaskManager's report, which can come after that test has its results (a busy machine stretches it), and a job
+    of the next test would then wait for a slot it does not expect to wait for."""
+    if "cluster" in request.fixturenames:
+        cluster = request.getfixturevalue("cluster")
+        wait_until(
+            lambda: all(manager.free_slots == 2 for manager in cluster.dispatcher.task_managers()),
+            what="every slot of the cluster free before the test",
+        )
+    yield
+
+
 def environment(cluster, parallelism: int, **keys: str) -> StreamExecutionEnvironment:
     configuration = Configuration()
     configuration.set_string("execution.target", "remote")

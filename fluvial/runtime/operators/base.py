@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from fluvial.common.errors import InvalidJobError, UnreadableStateError
 from fluvial.common.time import MIN_WATERMARK
 from fluvial.datastream import transformations as t
+from fluvial.runtime.key_extraction import fast_key
 from fluvial.runtime.operators.runtime_context import OperatorContext, StreamingRuntimeContext
 from fluvial.runtime.output import Output
 from fluvial.runtime.records import RecordBatch, Watermark, WatermarkStatus
@@ -60,7 +61,8 @@ def defines_open(function: Any) -> bool:
 
 
 def key_function(selector: Any) -> Callable[[Any], Any]:
-    return user_method(selector, "get_key")
+    """The key selector's function; `value[constant]` selectors as itemgetters (`key_extraction.fast_key`)."""
+    return fast_key(user_method(selector, "get_key"))
 
 
 def key_by_name(selector: Any) -> str:

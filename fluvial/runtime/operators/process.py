@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fluvial.common.errors import StateError
+from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream import functions as f
 from fluvial.datastream.timerservice import TimeDomain, TimerService
 from fluvial.runtime.operators.base import (
@@ -71,6 +72,10 @@ class _PerRecordOperator(StreamOperator):
         self.current_watermark = watermark.timestamp
         if self.timers is not None:
             self.timers.advance_watermark(watermark.timestamp)
+        # a function that emits rows older than the watermark (a SQL interval join) holds it back by that much
+        delay: int = getattr(self.spec.function, "output_watermark_delay", 0)
+        if delay and watermark.timestamp != MAX_WATERMARK:
+            watermark = Watermark(watermark.timestamp - delay)
         self.output.emit_watermark(watermark)
 
     def on_event_time(self, timer: Timer) -> None:

@@ -64,13 +64,14 @@ def check_options(
 
 
 def _factories() -> dict[str, Any]:
-    from fluvial.table.connectors import blackhole, datagen, filesystem, print_sink
+    from fluvial.table.connectors import blackhole, datagen, filesystem, nexmark, print_sink
 
     return {
         "datagen": datagen.DataGenFactory(),
         "print": print_sink.PrintFactory(),
         "blackhole": blackhole.BlackHoleFactory(),
         "filesystem": filesystem.FileSystemFactory(),
+        "nexmark": nexmark.NexmarkFactory(),
     }
 
 

@@ -95,6 +95,10 @@ class Resolver:
             qualified = qualified_columns.get().get((str(e.value), name))
             if qualified is not None:
                 return InputRef(qualified, self.schema[qualified].type, self.names[qualified])
+        if e.value:
+            nested = self._nested_field(str(e.value), name)
+            if nested is not None:
+                return nested
         index = _case_insensitive_index(self.names, name) if name else None
         if index is None:
             if name in self.ungrouped:
@@ -106,6 +110,22 @@ class Resolver:
                 )
             )
         return InputRef(index, self.schema[index].type, name)
+
+    def _nested_field(self, row_name: str, name: str) -> Rex | None:
+        """`person.id` where `person` is a ROW column: its field (NULL when the row is)."""
+        index = _case_insensitive_index(self.names, row_name)
+        if index is None or self.schema[index].type.name != "ROW":
+            return None
+        row_type = self.schema[index].type
+        field_names = [f.name for f in row_type.fields]
+        if name not in field_names:
+            return None
+        position = field_names.index(name)
+        field_type = row_type.fields[position].data_type
+        if row_type.nullable and not field_type.nullable:
+            field_type = replace(field_type, nullable=True)
+        row = InputRef(index, row_type, row_name)
+        return Call("get_field", (row, Literal(position, DataTypes.INT(False))), field_type)
 
     def _call(self, e: Expression) -> Rex:
         name = e.name or ""
@@ -244,6 +264,8 @@ def project(
         rex = resolver.resolve(e)
         columns.append(Column(output_name(e, len(columns), sql), rex.type))
         rexes.append(rex)
+    if sql:
+        columns = _uniquified(columns)
     check_unique([c.name for c in columns])
     cond = None
     if condition is not None:
@@ -261,6 +283,19 @@ def resolve_condition(condition: Expression, resolver: Resolver) -> Rex:
             )
         )
     return rex
+
+
+def _uniquified(columns: list[Column]) -> list[Column]:
+    """A SQL select list's repeated names made unique as Calcite does: `id, id` becomes `id, id0`."""
+    seen: set[str] = set()
+    out = []
+    for c in columns:
+        name, n = c.name, 0
+        while name in seen:
+            name, n = f"{c.name}{n}", n + 1
+        seen.add(name)
+        out.append(c if name == c.name else Column(name, c.type))
+    return out
 
 
 def check_unique(names: list[str]) -> None:
@@ -479,7 +514,15 @@ def plan_join(
     remainder: Rex | None = None
     for r in rest:
         remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
-    return Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
+    from fluvial.table.planner.interval_join import as_interval_join
+    from fluvial.table.planner.window_join import as_window_join
+
+    join = Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
+    try:
+        windowed = as_window_join(join)
+    except ValidationException as error:
+        raise ValidationException(at(condition.sql_position, str(error))) from None
+    return windowed if windowed is not join else as_interval_join(join)
 
 
 def _conjuncts(rex: Rex) -> list[Rex]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
 from fluvial.table.errors import TableException
+from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
@@ -31,6 +32,7 @@ from fluvial.table.planner.logical import (
     WindowKind,
     WindowTableFunction,
 )
+from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
     CorrelateFunction,
@@ -115,6 +117,35 @@ class Translator:
                 node.input.names,
             )
             return self.translate(node.input).flat_map(function).name(node.explain_terms())
+        if isinstance(node, WindowAssign):
+            from fluvial.table.runtime.window_join import WindowAssignFunction
+
+            assign = WindowAssignFunction(node.names, node.window)
+            return self.translate(node.input).flat_map(assign).name(node.explain_terms())
+        if isinstance(node, WindowJoin):
+            from fluvial.table.runtime.window_join import WindowJoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            widths = (len(node.left.schema), len(node.right.schema))
+            ends = (node.left_window[1], node.right_window[1])
+            window_join = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
+            return connected.process(window_join).name(node.explain_terms())
+        if isinstance(node, IntervalJoin):
+            from fluvial.table.runtime.interval_join import IntervalJoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            widths = (len(node.left.schema), len(node.right.schema))
+            interval_join = IntervalJoinFunction(
+                node.names,
+                widths,
+                (node.left_time, node.right_time),
+                (node.lower, node.upper),
+                node.join_type,
+                node.condition,
+            )
+            return connected.process(interval_join).name(node.explain_terms())
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 
@@ -201,7 +232,8 @@ class Translator:
             Time.milliseconds(spec.slide),
             Time.milliseconds(spec.offset),
         )
-        if _proctime(node.input, spec.time_index):  # the operator's clock, with processing-time timers
+        proctime = _proctime(node.input, spec.time_index)
+        if proctime:  # the operator's clock, with processing-time timers
             if spec.kind is WindowKind.TUMBLE:
                 assigner: Any = w.TumblingProcessingTimeWindows.of(size, offset)
             elif spec.kind is WindowKind.HOP:
@@ -218,6 +250,10 @@ class Translator:
             assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
         else:
             assigner = w.EventTimeSessionWindows.with_gap(size)
+        if spec.kind is not WindowKind.SESSION and not proctime and _after_join(node.input):
+            from fluvial.table.runtime.rowtime_windows import RowtimeWindowAssigner
+
+            assigner = RowtimeWindowAssigner(assigner, spec.time_index)
         keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
         return (
             keyed.window(assigner)
@@ -230,3 +266,10 @@ def _proctime(node: RelNode, index: int) -> bool:
     """Whether column `index` of `node` is a processing-time attribute (`PROCTIME()`): its windows and OVER frames
     then run on the operator's clock and processing-time timers."""
     return node.schema[index].type.time_attribute == "PROCTIME"
+
+
+def _after_join(node: RelNode) -> bool:
+    """Whether rows reach `node` through a join (their record timestamps may not be their rowtime)."""
+    while not isinstance(node, (Scan, Join)) and len(node.inputs) == 1:
+        node = node.inputs[0]
+    return isinstance(node, Join)

@@ -72,6 +72,8 @@ class _Generator:
             target = self.bind(rex.type)
             source = self.bind(rex.operands[0].type)
             return f"{self.bind(cast_value)}({args[0]}, {target}, {source}, {op == 'try_cast'})"
+        if op == "get_field":
+            return f"({args[0]}[{args[1]}] if {args[0]} is not None else None)"
         if op == "row":
             return f"Row({', '.join(args)})"
         if op == "element_at" or op == "item":

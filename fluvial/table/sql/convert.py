@@ -212,7 +212,11 @@ class Converter:
         if "e" in text.lower():
             return literal(float(text), DataTypes.DOUBLE(False))
         value = Decimal(text)
-        return literal(value)
+        _, digits, exponent = value.as_tuple()
+        scale = max(0, -int(exponent))
+        # Flink counts a fraction's leading zero: 0.908 is DECIMAL(4, 3)
+        precision = max(len(digits), scale + 1 if abs(value) < 1 else scale, 1)
+        return literal(value, DataTypes.DECIMAL(precision, scale, False))
 
     def _interval(self, node: exp.Interval) -> Expression:
         unit = (node.unit.name if node.unit is not None else "SECOND").upper().rstrip("S") if node.unit else "SECOND"

@@ -8,7 +8,8 @@ and adds what Flink has that it lacks:
   keyword before a table argument is dropped by the tokenizer, so the call parses as a function of the
   table's name, which the planner reads as a table; `TABLE t PARTITION BY k` (SESSION's partitioned table
   argument, Flink 2.x) becomes the two arguments `t, PARTITION_BY(k)`;
-- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`).
+- `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`);
+- `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Flink(RisingWave):
         def tokenize(self, sql: str) -> list[Token]:
             tokens = super().tokenize(sql)
             tables: set[int] = set()
-            return _partition_arguments(_drop_table_argument_keywords(tokens, tables), tables)
+            return _row_types(_partition_arguments(_drop_table_argument_keywords(tokens, tables), tables))
 
     class Parser(RisingWave.Parser):
         pass
@@ -54,6 +55,14 @@ def _drop_table_argument_keywords(tokens: list[Token], tables: set[int]) -> list
             continue
         out.append(token)
     return out
+
+
+def _row_types(tokens: list[Token]) -> list[Token]:
+    """`ROW<a INT, b STRING>` is a type: its ROW keyword becomes sqlglot's STRUCT (`CURRENT ROW` stays)."""
+    for token, following in zip(tokens, tokens[1:]):
+        if token.token_type is TokenType.ROW and following.token_type is TokenType.LT:
+            token.token_type = TokenType.STRUCT
+    return tokens
 
 
 def _partition_arguments(tokens: list[Token], tables: set[int]) -> list[Token]:

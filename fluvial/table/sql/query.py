@@ -188,6 +188,7 @@ class QueryPlanner:
 
         from_ = node.args.get("from_") or node.args.get("from")
         if node.args.get("joins"):
+            node = _comma_join_condition(node, self.convert)
             source, qualifiers = self.joined(from_.this, node.args["joins"])
             tokens = (qualified_columns.set(qualifiers), qualified_names.set(source.names))
             try:
@@ -240,8 +241,16 @@ class QueryPlanner:
     def _relation(self, node: exp.Expression) -> RelNode:
         relation = self.source(node)
         if isinstance(relation, _WindowedInput):
-            raise self.convert.error(node, "a window table function cannot be joined yet")
+            return self._window_table(relation, node)
         return relation
+
+    def _window_table(self, windowed: _WindowedInput, node: exp.Expression) -> RelNode:
+        from fluvial.table.planner.window_join import window_table
+
+        try:
+            return window_table(windowed.input, windowed.spec)
+        except ValidationException as error:
+            raise self.convert.error(node, str(error)) from None
 
     def _deduplicated(self, node: exp.Select) -> RelNode | None:
         """`SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) AS rn FROM t)
@@ -341,7 +350,11 @@ class QueryPlanner:
             if windowed or group_items or having_expr is not None:
                 raise self.convert.error(node, "OVER aggregates go in a query without GROUP BY or window functions")
             result = self._over(input_node, items)
-        elif windowed:
+        elif isinstance(source, _WindowedInput) and not (
+            group_items or any(contains_aggregate(e) for e in items) or having_expr is not None
+        ):
+            result = project(self._window_table(_WindowedInput(input_node, source.spec), node), items, sql=True)
+        elif isinstance(source, _WindowedInput):
             result = self._window_aggregate(source, input_node, group_items, items, having_expr, node)
         elif group_items or any(contains_aggregate(e) for e in items) or having_expr is not None:
             result = plan_aggregate(input_node, group_items, items, sql=True, having=having_expr)
@@ -594,3 +607,24 @@ def _check_window_refs(item: Expression, window_keys: set[str], convert: Convert
         raise ValidationException(f"Expression '{item.name}' is not being grouped")
     for a in item.args:
         _check_window_refs(a, window_keys, convert)
+
+
+def _comma_join_condition(node: exp.Select, convert: Converter) -> exp.Select:
+    """`FROM a, b WHERE cond`: an inner join of a and b ON cond (the WHERE is the join's condition, where its
+    equalities key the join's state, as Flink's planner pushes them into the join)."""
+    joins = node.args["joins"]
+    commas = [j for j in joins if j.args.get("on") is None and not j.args.get("kind") and not j.args.get("side")]
+    if not commas or any(j.args.get("using") for j in commas):
+        return node
+    where = node.args.get("where")
+    if commas != [joins[-1]] or where is None:
+        raise convert.error(
+            commas[0],
+            "a streaming join needs a condition: write FROM a, b WHERE a.k = b.k with one comma-joined table last, "
+            "or JOIN ... ON",
+        )
+    node = node.copy()
+    last = node.args["joins"][-1]
+    last.set("on", node.args["where"].this)
+    node.set("where", None)
+    return node

@@ -102,6 +102,34 @@ def test_split_is_a_permutation_of_the_input(spec, n, producer, batch) -> None:
 
 
 @FAST
+@given(
+    spec=st.sampled_from([*SPECS, PartitionerSpec(PartitionerKind.BROADCAST)]),
+    n=channels,
+    producer=st.integers(0, 5),
+    batches=buffers,
+)
+def test_a_timestamped_split_sends_each_timestamp_with_its_value(spec, n, producer, batches) -> None:
+    """Values and timestamps split as two columns go where the values alone go, each timestamp beside its value,
+    over several buffers (round robin carries its position on from one buffer to the next in both forms)."""
+    by_columns = build_selector(spec, n, 128, producer_index=producer)
+    by_values = build_selector(spec, n, 128, producer_index=producer)
+    for batch in batches:
+        columns = by_columns.split_timestamped(batch, [-value for value in batch])
+        if columns is None:  # shuffle and custom see (value, timestamp) pairs: the writer's fallback
+            assert spec.kind in (PartitionerKind.SHUFFLE, PartitionerKind.CUSTOM)
+            return
+        assert [list(values) for values, _ in columns] == [list(part) for part in by_values.split(list(batch))]
+        for values, timestamps in columns:
+            assert list(timestamps) == [-value for value in values]
+
+
+def test_a_timestamped_split_refuses_an_unhashable_key_clearly() -> None:
+    selector = KeyGroupSelector(3, lambda value: [value], 128)
+    with pytest.raises(InvalidJobError, match="unhashable key"):
+        selector.split_timestamped(["record"], [1])
+
+
+@FAST
 @given(n=channels, batch=st.lists(st.integers(), max_size=40))
 def test_broadcast_sends_everything_to_every_channel(n, batch) -> None:
     out = build_selector(PartitionerSpec(PartitionerKind.BROADCAST), n, 128).split(list(batch))

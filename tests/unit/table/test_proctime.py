@@ -187,3 +187,9 @@ def test_an_ordinary_timestamp_still_cannot_order_an_over_window():
     t.execute_sql("CREATE TABLE plain (k STRING, ts TIMESTAMP(3)) WITH ('connector' = 'datagen')")
     with pytest.raises(ValidationException, match="PROCTIME"):
         t.sql_query("SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts) FROM plain")
+
+
+def test_a_proctime_window_table_without_its_aggregation_is_refused():
+    t = t_env()
+    with pytest.raises(ValidationException, match="processing-time attribute 'pt'"):
+        t.sql_query("SELECT k, window_start FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(pt), INTERVAL '10' SECOND))")

@@ -382,6 +382,58 @@ CASES: list[Case] = [
         _J,
     ),
     _c("join_select_star", "SELECT * FROM customers c JOIN orders o ON c.name = o.customer WHERE o.id < 4", "set", _J),
+    # -- interval joins (both rowtimes bounded against each other: insert-only, time attributes kept) ----------
+    _c(
+        "interval_join_between",
+        "SELECT a.id, b.id AS other, a.ts, b.ts AS other_ts FROM orders a JOIN orders b ON a.customer = b.customer "
+        "AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '3' SECOND",
+        "set",
+    ),
+    _c(
+        "interval_join_strict_bounds",
+        "SELECT a.id, b.id FROM orders a JOIN orders b ON a.category = b.category AND a.ts > b.ts "
+        "AND a.ts < b.ts + INTERVAL '5' SECOND AND a.amount > b.amount",
+        "set",
+    ),
+    _c(
+        "interval_join_left_outer",
+        "SELECT a.id, b.id FROM orders a LEFT JOIN orders b ON a.customer = b.customer AND a.id <> b.id "
+        "AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND",
+        "set",
+    ),
+    _c(
+        "interval_join_full_outer",
+        "SELECT a.id, b.id FROM orders a FULL JOIN orders b ON a.qty = b.qty AND a.id < b.id "
+        "AND a.ts >= b.ts - INTERVAL '3' SECOND AND a.ts <= b.ts",
+        "set",
+    ),
+    # -- window table functions as tables, and window joins (per key and window, at the watermark) ------------
+    _c(
+        "window_tvf_hop_rows",
+        "SELECT id, window_start, window_end, window_time FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), "
+        "INTERVAL '2' SECOND, INTERVAL '4' SECOND))",
+        "set",
+    ),
+    _c(
+        "window_join_inner",
+        "SELECT L.id, R.id, L.window_start, L.window_end FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L JOIN "
+        "(SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R ON L.customer = R.customer AND L.window_start = R.window_start "
+        "AND L.window_end = R.window_end AND L.id < R.id",
+        "set",
+    ),
+    _c(
+        "window_join_full_outer",
+        "SELECT L.id, R.id, COALESCE(L.window_start, R.window_start) AS ws FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L FULL JOIN "
+        "(SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R ON L.category = R.category AND L.window_start = R.window_start "
+        "AND L.window_end = R.window_end AND L.id < R.id",
+        "set",
+    ),
+    _c(
+        "window_join_select_star",
+        "SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L JOIN (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R ON L.id = R.id AND L.window_start = R.window_start "
+        "AND L.window_end = R.window_end",
+        "set",
+    ),
     # -- deduplication (ROW_NUMBER() = 1 by event time) -------------------------------------------------------
     _c(
         "dedup_first",
