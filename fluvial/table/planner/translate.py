@@ -232,24 +232,19 @@ class Translator:
             Time.milliseconds(spec.slide),
             Time.milliseconds(spec.offset),
         )
-        proctime = _proctime(node.input, spec.time_index)
-        if proctime:  # the operator's clock, with processing-time timers
-            if spec.kind is WindowKind.TUMBLE:
-                assigner: Any = w.TumblingProcessingTimeWindows.of(size, offset)
-            elif spec.kind is WindowKind.HOP:
-                assigner = w.SlidingProcessingTimeWindows.of(size, slide, offset)
-            elif spec.kind is WindowKind.CUMULATE:
-                assigner = CumulativeProcessingTimeWindows(spec.size, spec.slide, spec.offset)
-            else:
-                assigner = w.ProcessingTimeSessionWindows.with_gap(size)
-        elif spec.kind is WindowKind.TUMBLE:
-            assigner = w.TumblingEventTimeWindows.of(size, offset)
+        proctime = _proctime(node.input, spec.time_index)  # then the operator's clock and processing-time timers
+        if spec.kind is WindowKind.TUMBLE:
+            tumbling = w.TumblingProcessingTimeWindows if proctime else w.TumblingEventTimeWindows
+            assigner: Any = tumbling.of(size, offset)
         elif spec.kind is WindowKind.HOP:
-            assigner = w.SlidingEventTimeWindows.of(size, slide, offset)
+            sliding = w.SlidingProcessingTimeWindows if proctime else w.SlidingEventTimeWindows
+            assigner = sliding.of(size, slide, offset)
         elif spec.kind is WindowKind.CUMULATE:
-            assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
+            cumulative = CumulativeProcessingTimeWindows if proctime else CumulativeEventTimeWindows
+            assigner = cumulative(spec.size, spec.slide, spec.offset)
         else:
-            assigner = w.EventTimeSessionWindows.with_gap(size)
+            session = w.ProcessingTimeSessionWindows if proctime else w.EventTimeSessionWindows
+            assigner = session.with_gap(size)
         if spec.kind is not WindowKind.SESSION and not proctime and _after_join(node.input):
             from fluvial.table.runtime.rowtime_windows import RowtimeWindowAssigner
 

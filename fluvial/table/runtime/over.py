@@ -27,9 +27,25 @@ from fluvial.table.planner.rex import AggCall
 from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.values import epoch_millis
 
-__all__ = ["BoundedOverAggFunction"]
+__all__ = ["BoundedOverAggFunction", "register_timer", "row_time"]
 
 log = logging.getLogger(__name__)
+
+
+def row_time(value: Row, rowtime: int, proctime: bool, timers: Any) -> int | None:
+    """An OVER row's time in milliseconds: its rowtime column's, or (`proctime`) the operator's clock + 1 ms, so
+    the rows of one millisecond are peers emitted by the timer at its end; None for a NULL rowtime."""
+    if proctime:
+        return int(timers.current_processing_time()) + 1
+    stamp = value._values[rowtime]
+    return None if stamp is None else epoch_millis(stamp)
+
+
+def register_timer(timers: Any, proctime: bool, millis: int) -> None:
+    if proctime:
+        timers.register_processing_time_timer(millis)
+    else:
+        timers.register_event_time_timer(millis)
 
 
 class BoundedOverAggFunction(KeyedProcessFunction):
@@ -72,13 +88,9 @@ class BoundedOverAggFunction(KeyedProcessFunction):
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         timers = ctx.timer_service()
-        if self.proctime:
-            millis = timers.current_processing_time() + 1
-        else:
-            stamp = value._values[self.rowtime]
-            if stamp is None:
-                return ()
-            millis = epoch_millis(stamp)
+        millis = row_time(value, self.rowtime, self.proctime, timers)
+        if millis is None:
+            return ()
         state = self._state.value()
         if state is not None and state[1] is not None and millis <= state[1]:
             self._late += 1
@@ -88,23 +100,17 @@ class BoundedOverAggFunction(KeyedProcessFunction):
         pending = self._rows.get(millis)
         if pending is None:
             pending = []
-            self._register(timers, millis)
+            register_timer(timers, self.proctime, millis)
         pending.append(list(value._values))
         self._rows.put(millis, pending)
         if not self.rows_frame:
             cleanup = state[3] if state is not None else None
             if cleanup is None or cleanup < millis + self.preceding + 1:
                 cleanup = millis + self.preceding * 3 // 2 + 1
-                self._register(timers, cleanup)
+                register_timer(timers, self.proctime, cleanup)
                 assert self._aggs is not None
                 self._state.update([*(state or [self._aggs.create(), None, 0])[:3], cleanup])
         return ()
-
-    def _register(self, timers: Any, millis: int) -> None:
-        if self.proctime:
-            timers.register_processing_time_timer(millis)
-        else:
-            timers.register_event_time_timer(millis)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Row]:
         assert self._aggs is not None

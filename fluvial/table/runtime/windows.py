@@ -15,6 +15,7 @@ from fluvial.datastream.window_functions import ProcessWindowFunction
 from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.runtime.functions import ExpressionEvaluator
+from fluvial.table.runtime.over import register_timer, row_time
 from fluvial.table.values import epoch_millis, from_epoch_millis
 
 __all__ = [
@@ -229,22 +230,13 @@ class OverAggFunction(KeyedProcessFunction):
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         timers = ctx.timer_service()
-        if self.proctime:
-            millis = timers.current_processing_time() + 1
-        else:
-            stamp = value._values[self.rowtime]
-            if stamp is None:
-                return ()
-            millis = epoch_millis(stamp)
-            if millis <= timers.current_watermark():
-                return ()
+        millis = row_time(value, self.rowtime, self.proctime, timers)
+        if millis is None or (not self.proctime and millis <= timers.current_watermark()):
+            return ()
         pending = self._buffer.get(millis)
         if pending is None:
             pending = []
-            if self.proctime:
-                timers.register_processing_time_timer(millis)
-            else:
-                timers.register_event_time_timer(millis)
+            register_timer(timers, self.proctime, millis)
         pending.append(list(value._values))
         self._buffer.put(millis, pending)
         return ()
