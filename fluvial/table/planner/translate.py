@@ -202,9 +202,8 @@ class Translator:
             ).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
-            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(
-                node.explain_terms()
-            )
+            dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
+            return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
 
     def _scan(self, node: Scan) -> Any:

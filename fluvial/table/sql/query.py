@@ -299,7 +299,7 @@ class QueryPlanner:
 
         ordered = order.expressions[0]
         time_name = ordered.this.name if isinstance(ordered.this, exp.Column) else ""
-        is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute == "ROWTIME"
+        is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute is not None
         rank_column = Column(rn, DataTypes.BIGINT(False))
         if limit == 1 and len(order.expressions) == 1 and is_time:
             dedup = Deduplicate(

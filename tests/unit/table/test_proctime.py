@@ -193,3 +193,25 @@ def test_a_proctime_window_table_without_its_aggregation_is_refused():
     t = t_env()
     with pytest.raises(ValidationException, match="processing-time attribute 'pt'"):
         t.sql_query("SELECT k, window_start FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(pt), INTERVAL '10' SECOND))")
+
+
+@pytest.mark.parametrize(
+    "order, changes",
+    [
+        ("pt", [("+I", "a", 1), ("+I", "b", 3)]),  # the first row to arrive, inserts only
+        ("pt DESC", [("+I", "a", 1), ("-U", "a", 1), ("+U", "a", 2), ("+I", "b", 3)]),  # each row replaces
+    ],
+)
+def test_deduplication_by_proctime_keeps_the_first_or_last_arrival(order: str, changes: list[tuple]):
+    from fluvial.table.planner.logical import ChangelogMode, Deduplicate
+
+    t = t_env()
+    query = (
+        f"SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY {order}) AS rn FROM src) WHERE rn = 1"
+    )
+    node = find(t.sql_query(query)._node, Deduplicate)
+    assert (node.changelog_mode is ChangelogMode.INSERT_ONLY) == (order == "pt")
+    h = harness_of(t, node)
+    for k, v in [("a", 1), ("a", 2), ("b", 3)]:
+        feed(h, node, k=k, v=v)
+    assert [(r.get_row_kind().short_string(), r[0], r[1]) for r in h.take_values()] == changes
