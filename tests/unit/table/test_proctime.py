@@ -215,3 +215,22 @@ def test_deduplication_by_proctime_keeps_the_first_or_last_arrival(order: str, c
     for k, v in [("a", 1), ("a", 2), ("b", 3)]:
         feed(h, node, k=k, v=v)
     assert [(r.get_row_kind().short_string(), r[0], r[1]) for r in h.take_values()] == changes
+
+
+def test_table_api_over_window_by_proctime():
+    from fluvial.table.expressions import row_interval
+    from fluvial.table.window import Over
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t = StreamTableEnvironment.create(env)
+    ds = env.from_collection([("a", 1)], type_info=Types.ROW([Types.STRING(), Types.INT()]))
+    table = t.from_data_stream(ds, col("k"), col("v"), col("pt").proctime)
+    window = Over.partition_by(col("k")).order_by(col("pt")).preceding(row_interval(1)).alias("w")
+    result = table.over_window(window).select(col("k"), col("v"), col("v").sum.over(col("w")))
+    node = find(result._node, OverAggregate)
+    h = harness_of(t, node)
+    for now, v in [(1_000, 1), (1_000, 2), (2_000, 4)]:
+        h.set_processing_time(now)
+        feed(h, node, k="a", v=v, **{n: v for n in node.input.names if n.startswith("$")})
+    h.set_processing_time(3_000)
+    assert [r[-1] for r in h.take_values()] == [1, 3, 6]
