@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 QUIETLY = sh -c 'log="$$1"; shift; "$$@" >>"$$log" 2>&1 && exit 0; status=$$?; \
 	echo "    failed (exit $$status); the end of $$log:"; tail -n 40 "$$log"; exit $$status' quietly $(LOG)
 
-.PHONY: demo test lint bench clean kafka services docs docs-build
+.PHONY: demo test lint bench clean kafka services docs docs-build pyflink-tests
 
 $(BIN)/python:
 	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
@@ -56,6 +56,11 @@ kafka: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# PyFlink 2.3's own JVM-free DataStream tests on fluvial (downloads them once into ~/.cache/fluvial; minutes).
+# `make pyflink-tests ARGS="--source ~/flink"` takes them from a Flink checkout instead.
+pyflink-tests: $(STAMP)
+	$(BIN)/python -m bench.pyflink_tests $(ARGS)
 
 # `make services`: the real servers the connector examples talk to, on 127.0.0.1 with free ports and temporary
 # data, until Ctrl-C (services/__main__.py prints where each listens). One line per server.

@@ -63,7 +63,7 @@ from fluvial.cli.python_options import (
     PythonRequirementsOption,
     python_file_paths,
 )
-from fluvial.cli.target import parse_address
+from fluvial.cli.target import target_session_cluster
 from fluvial.cluster.session.remote_job_client import RemoteJobClient
 from fluvial.common.configuration import Configuration
 from fluvial.datastream.python_dependencies import sys_path_entry
@@ -227,10 +227,7 @@ def _target_session_cluster(configuration: Configuration, jobmanager: str, detac
             f"--web serves the dashboard of an embedded job; the session cluster at {jobmanager} serves its "
             "own (its address is the dashboard's): drop --web"
         )
-    address = parse_address(jobmanager)
-    configuration.set_string("execution.target", "remote")
-    configuration.set_string("rest.address", address.host)
-    configuration.set_string("rest.port", str(address.port))
+    target_session_cluster(configuration, jobmanager)
     configuration.set_string("execution.attached", "false" if detached else "true")
 
 

@@ -16,6 +16,7 @@ import typer
 from fluvial.cli.console import ExitCode, error, exit_with, fail_usage
 from fluvial.cluster.session.cluster_file import ClusterFileError, cluster_file_path, read_cluster_file
 from fluvial.cluster.session.rest_client import ClusterAddress, RestClusterClient
+from fluvial.common.configuration import Configuration
 from fluvial.common.errors import FluvialError
 
 JobManagerOption = Annotated[
@@ -34,6 +35,16 @@ def parse_address(text: str) -> ClusterAddress:
         return ClusterAddress.parse(text)
     except ValueError as problem:
         fail_usage(f"-m: {problem}")
+
+
+def target_session_cluster(configuration: Configuration, jobmanager: str) -> ClusterAddress:
+    """Set the keys that send every job to the session cluster at `jobmanager` (-m): `execution.target: remote`,
+    `rest.address` and `rest.port`, as Flink's `-m` does; a bad address is a usage error."""
+    address = parse_address(jobmanager)
+    configuration.set_string("execution.target", "remote")
+    configuration.set_string("rest.address", address.host)
+    configuration.set_string("rest.port", str(address.port))
+    return address
 
 
 def cluster_client(jobmanager: str | None) -> RestClusterClient:

@@ -808,6 +808,29 @@ class Configuration:
         """Every key with its value as a string."""
         return dict(self._data)
 
+    @classmethod
+    def from_dict(cls, map: dict[str, str]) -> Configuration:
+        """A configuration holding every key of `map`, each checked as `set_string` checks it.
+
+        Args:
+            map: Keys and their values as strings.
+
+        Returns:
+            The new configuration.
+        """
+        configuration = cls()
+        for key, value in map.items():
+            configuration.set_string(key, value)
+        return configuration
+
+    def add_all_to_dict(self, target_dict: dict[str, Any]) -> None:
+        """Put every key with its value as a string into `target_dict` (PyFlink's name).
+
+        Args:
+            target_dict: The dict to update.
+        """
+        target_dict.update(self._data)
+
     def add_all(self, other: Configuration) -> Configuration:
         """Set every key of `other` here too (its values win).
 

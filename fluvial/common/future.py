@@ -10,6 +10,10 @@ from typing import Generic, TypeVar, cast
 T = TypeVar("T")
 
 
+class CancelledError(Exception):
+    """The future was cancelled before it completed (Java's CancellationException): `result()` raises it."""
+
+
 class CompletableFuture(Generic[T]):
     """The result of an asynchronous operation (PyFlink's `CompletableFuture`): a job's result, a savepoint's
     path, a job's status. `result()` waits for it. `CompletableFuture[T]` completes with a T.
@@ -21,10 +25,25 @@ class CompletableFuture(Generic[T]):
         self._result: T | None = None
         self._exception: BaseException | None = None
         self._callbacks: list[Callable[[CompletableFuture[T]], None]] = []
+        self._cancelled = False
 
     def done(self) -> bool:
         """Whether the operation has finished (with a value or an exception)."""
         return self._event.is_set()
+
+    def cancel(self) -> bool:
+        """Complete the future with a CancelledError if it is not done yet (Java's `cancel`). Only the future
+        is cancelled, not the operation behind it: to stop a job, use `JobClient.cancel()`.
+
+        Returns:
+            Whether the future is now cancelled.
+        """
+        self._complete(None, CancelledError("the future was cancelled before it completed"), cancelling=True)
+        return self._cancelled
+
+    def cancelled(self) -> bool:
+        """Whether the future was cancelled before it completed."""
+        return self._cancelled
 
     def result(self, timeout: float | None = None) -> T:
         """Wait for the value.
@@ -86,10 +105,13 @@ class CompletableFuture(Generic[T]):
                 return
         callback(self)
 
-    def _complete(self, result: T | None, exception: BaseException | None) -> None:
+    def _complete(self, result: T | None, exception: BaseException | None, cancelling: bool = False) -> None:
         with self._lock:
             if self._event.is_set():
+                if self._cancelled or cancelling:
+                    return  # an outcome after a cancel is dropped; a cancel after an outcome does nothing
                 raise RuntimeError("the future is already completed")
+            self._cancelled = cancelling
             self._result, self._exception = result, exception
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []

@@ -112,6 +112,23 @@ class Row:
             raise TypeError(f"set_row_kind takes a RowKind such as RowKind.INSERT, got {row_kind!r}")
         object.__setattr__(self, "_row_kind", row_kind)
 
+    def get_fields_by_names(self, names: Sequence[str]) -> list[Any]:
+        """The values of the named fields, in the order of `names` (all values for a positional row or when
+        `names` are the row's field names).
+
+        Args:
+            names: Field names of this row.
+
+        Raises:
+            KeyError: a name is not a field of this row.
+        """
+        if not hasattr(self, "_fields") or list(names) == self._fields:
+            return list(self._values)
+        unknown = [name for name in names if name not in self._fields]
+        if unknown:
+            raise KeyError(f"Field names {unknown} not exist in {self._fields}: use the row's own field names")
+        return [self._values[self._fields.index(name)] for name in names]
+
     def set_field_names(self, field_names: Sequence[str]) -> None:
         """Name the row's fields, for access by name.
 

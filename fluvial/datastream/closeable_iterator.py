@@ -50,6 +50,10 @@ class CloseableIterator:
             return self._pending[position]
         return self._refill()
 
+    def next(self) -> Any:
+        """The next record (PyFlink's name for `__next__`); StopIteration once the job's output is exhausted."""
+        return self.__next__()
+
     def _refill(self) -> Any:
         """The next record once the current buffer is used up: waits for the next buffer (or the job's end)."""
         on_main_thread = threading.current_thread() is threading.main_thread()

@@ -130,6 +130,10 @@ class DataStream(_TransformationHandle):
         """The StreamExecutionEnvironment this stream belongs to."""
         return self._env
 
+    def get_execution_config(self) -> Any:
+        """The ExecutionConfig of this stream's environment."""
+        return self._env.get_config()
+
     def get_transformation_id(self) -> int:
         """The id of the transformation that makes this stream (unique within its environment)."""
         return self._id

@@ -114,6 +114,10 @@ class EmbeddedRocksDBStateBackend(StateBackend):
         """Whether checkpoints upload only the RocksDB files new since the last one."""
         return self._enable_incremental_checkpointing
 
+    def is_incremental_checkpoints_enabled(self) -> bool:
+        """Whether checkpoints upload only the RocksDB files new since the last one (PyFlink 2's name)."""
+        return self._enable_incremental_checkpointing
+
     def set_db_storage_path(self, path: str) -> None:
         """Put RocksDB's working files under `path` (default: a private directory under the system's temporary
         directory).

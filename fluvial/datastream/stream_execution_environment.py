@@ -67,7 +67,7 @@ class StreamExecutionEnvironment:
 
     def __init__(self, configuration: Configuration | None = None) -> None:
         self._configuration = Configuration()
-        self._config = ExecutionConfig()
+        self._config = ExecutionConfig(self._configuration)
         self._chaining_enabled = True
         self._buffer_timeout = 100  # Flink's default; kept for get_buffer_timeout (batches never wait for it)
         self._slot_sharing_groups: dict[str, Any] = {}

@@ -31,6 +31,14 @@ class _Windowed:
         self._stream = stream
         self._spec = t.WindowSpec(assigner=assigner)
 
+    def get_execution_environment(self) -> Any:
+        """The StreamExecutionEnvironment of the windowed stream."""
+        return self._stream.get_execution_environment()
+
+    def get_input_type(self) -> Any:
+        """The type of the records entering the windows (the keyed stream's type)."""
+        return self._stream.get_type()
+
     def trigger(self, trigger: Any) -> Any:
         if not hasattr(trigger, "on_element"):
             raise InvalidJobError(f"trigger(...) expects a Trigger (e.g. CountTrigger.of(10)), got {trigger!r}")

@@ -241,7 +241,7 @@ class TableEnvironment:
     def _collect(self, node: RelNode) -> TableResult:
         with _own_job(self._env):
             stream = self._translator().translate(node)
-            iterator = stream.execute_and_collect("collect")
+            iterator = stream.execute_and_collect(self._config.get("pipeline.name") or "collect")
         streaming = self._is_streaming()
         if not streaming:
             rows = _materialize(iterator)
@@ -279,7 +279,7 @@ class TableEnvironment:
                     stream, ConnectorContext(name, tuple(physical), options), query.changelog_mode
                 )
                 names.append(f"default_catalog.default_database.{table.name}")
-            client = self._env.execute_async("insert-into_" + ",".join(names))
+            client = self._env.execute_async(self._config.get("pipeline.name") or "insert-into_" + ",".join(names))
         columns = [Column(n, DataTypes.BIGINT(False)) for n in names]
         result = TableResult(
             ResultKind.SUCCESS_WITH_CONTENT, columns, rows=[Row(*[-1] * len(names))], job_client=client

@@ -174,13 +174,17 @@ class _Wrapped:
         self._row_kind = row.get_row_kind()
 
 
-def print_tableau(rows: Any, columns: Sequence[Column], out: Any, with_op: bool = True) -> None:
-    """Flink's tableau, streaming flavour: header, each row as it arrives, border, row count."""
+def print_tableau(
+    rows: Any, columns: Sequence[Column], out: Any, with_op: bool = True, max_width: int | None = MAX_COLUMN_WIDTH
+) -> None:
+    """Flink's tableau, streaming flavour: header, each row as it arrives, border, row count. Without the op
+    column (a final result), the widths come from the data, at most `max_width` (None: whole values, as
+    Flink's SQL client prints them)."""
     widths = [column_width(c) for c in columns]
     if not with_op:
         materialized = list(rows)
-        widths = [max(len(c.name), *(len(cell(r[i], c.type)) for r in materialized)) for i, c in enumerate(columns)]
-        widths = [min(w, MAX_COLUMN_WIDTH) for w in widths]
+        widths = [max([len(c.name), *(len(cell(r[i], c.type)) for r in materialized)]) for i, c in enumerate(columns)]
+        widths = [min(w, max_width or w) for w in widths]
         rows = materialized
     border = "+" + ("----+" if with_op else "") + "".join("-" * (w + 2) + "+" for w in widths)
     header = "|" + (" op |" if with_op else "") + "".join(f" {_fit(c.name, w)} |" for c, w in zip(columns, widths))

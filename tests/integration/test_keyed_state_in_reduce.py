@@ -39,3 +39,30 @@ def test_keyed_state_in_a_reduce_function_follows_the_records_key(backend, batch
     results = list(env.from_collection(RECORDS).key_by(lambda r: r[0]).reduce(CountingReduce()).execute_and_collect())
     finals = {key: (total, count) for key, total, count in results}
     assert finals == {"a": (6, 2), "b": (30, 1)}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("timestamped", [False, True], ids=["untimed", "timestamped"])
+def test_keyed_state_in_a_reduce_function_that_heads_a_fused_run(timestamped):
+    """A map after the reduce fuses with it into one generated loop (as PyFlink's test_keyed_reduce does); the
+    reduce's keyed state still follows the record's key there."""
+    from fluvial.common import WatermarkStrategy
+    from fluvial.common.watermark_strategy import TimestampAssigner
+
+    class Second(TimestampAssigner):
+        def extract_timestamp(self, value, record_timestamp):
+            return value[1]
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    stream = env.from_collection(RECORDS)
+    if timestamped:
+        stream = stream.assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Second())
+        )
+    reduced = stream.key_by(lambda r: r[0]).reduce(CountingReduce()).map(lambda r: r)
+    results = list(reduced.execute_and_collect())
+    finals = {
+        key: (total, count) for key, total, count in results if count == max(c for k, _, c in results if k == key)
+    }
+    assert finals == {"a": (6, 2), "b": (30, 1)}

@@ -6,13 +6,15 @@ Submission, numbered:
    and REST server are the cluster's, set when it started; a job that sets them would silently not get them.
 2. Compile (StreamGraph → JobGraph); check that every user function can travel (cloudpickle).
 3. Pickle it with the job's own modules by value and its classes captured (`fluvial.cluster.code_shipping`).
-4. POST /jobs with the cluster's token; print Flink's line `Job has been submitted with JobID <id>`.
+4. POST /jobs with the cluster's token; print Flink's line `Job has been submitted with JobID <id>` (unless
+   `announce_submissions` is off: the SQL client says it its own way, as Flink's does).
 5. Return a RemoteJobClient: attached (`execution.attached`, the default) it watches the job at once;
    detached (`fluvial run -d`), `execute()` returns as soon as the job is submitted.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from typing import Any
 
@@ -24,6 +26,9 @@ from fluvial.common.configuration import Configuration
 from fluvial.common.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
+
+announce_submissions: contextvars.ContextVar[bool] = contextvars.ContextVar("announce_submissions", default=True)
+"""Whether a submission prints `Job has been submitted with JobID <id>` (`flink run`'s line) on stdout."""
 
 # The keys of an embedded cluster, and where a session cluster takes them from instead.
 _CLUSTER_KEYS = {
@@ -62,7 +67,8 @@ class RemoteExecutor:
         address = ClusterAddress(configuration.get("rest.address"), configuration.get("rest.port"))
         rest = RestClusterClient(address)
         job_id = rest.submit(payload)
-        print(f"Job has been submitted with JobID {job_id}", flush=True)
+        if announce_submissions.get():
+            print(f"Job has been submitted with JobID {job_id}", flush=True)
         logger.info("job %s (%s) submitted to the session cluster at %s", job_graph.job_name, job_id, address)
         return RemoteJobClient(rest, job_id, attached=configuration.get("execution.attached"))
 

@@ -89,7 +89,9 @@ class FusedOperator(StreamOperator):
         self._run: Callable[[Any], list[Any]] = self._run_tail
         self._loops = [self._run_tail]  # the generated loops, which name the member that raised in them
         reduce = self._reduce
-        if reduce is not None and type(reduce._table) is dict:
+        # the generated loop folds without setting the backend's current key: a ReduceFunction with keyed state
+        # of its own (created in open()) folds through its operator's key-setting path instead
+        if reduce is not None and type(reduce._table) is dict and not reduce._sets_key:
             self._run = run = fused_loop(
                 [Step.REDUCE, *steps],
                 [reduce._fn, *functions],

@@ -1,7 +1,8 @@
 """`'connector' = 'datagen'`: generated rows, Flink's options.
 
 - `number-of-rows`: how many (bounded); without it the source is unbounded, unless a `sequence` field ends it;
-- `rows-per-second` (default 10000): the rate per source subtask;
+- `rows-per-second` (default 10000): the rate per source subtask, kept by the source's reader (it hands out only
+  the rows due by now, so a slow rate shows its rows as they are due, and checkpoints are never held up);
 - `fields.<name>.kind`: `random` (default) or `sequence`; random numbers take `fields.<name>.min`/`.max`,
   random strings `fields.<name>.length` (default 100); sequences take `.start` and `.end`.
 
@@ -16,10 +17,12 @@ import random
 import string
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from fluvial.common.row import RowKind, _create_row
+from fluvial.datastream.connectors.number_seq import NumberSequenceReader, NumberSequenceSource
 from fluvial.datastream.functions import MapFunction
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.errors import ValidationException
@@ -78,36 +81,54 @@ class _FieldSpec:
 
 
 class DataGenRow(MapFunction):
-    """Sequence number → row; throttled to `rows_per_second` per subtask."""
+    """Sequence number → row."""
 
-    def __init__(self, names: Sequence[str], fields: Sequence[_FieldSpec], rows_per_second: float, seed: int) -> None:
+    def __init__(self, names: Sequence[str], fields: Sequence[_FieldSpec], seed: int) -> None:
         self.names = list(names)
         self.fields = list(fields)
-        self.rows_per_second = rows_per_second
         self.seed = seed
-        self._started: float | None = None
-        self._emitted = 0
 
     def map(self, value: int) -> Any:
-        if self.rows_per_second > 0:
-            self._throttle()
         rng = random.Random(self.seed * 1_000_003 + value)
         return _create_row(self.names, [f.value(value, rng) for f in self.fields], RowKind.INSERT)
 
-    def _throttle(self) -> None:
+
+@dataclass(frozen=True, slots=True)
+class RateLimitedSequenceSource(NumberSequenceSource):
+    """A NumberSequenceSource whose readers hand out at most `rows_per_second` numbers a second each."""
+
+    rows_per_second: float = 10000.0
+
+    def create_reader(self, task_info: Any) -> NumberSequenceReader:
+        return RateLimitedSequenceReader(self.rows_per_second)
+
+
+class RateLimitedSequenceReader(NumberSequenceReader):
+    """Polls return the numbers due by now (none when none is due: the task does other work meanwhile)."""
+
+    __slots__ = ("_rate", "_started", "_read")
+
+    def __init__(self, rows_per_second: float) -> None:
+        super().__init__()
+        self._rate = rows_per_second
+        self._started: float | None = None
+        self._read = 0
+
+    def poll(self, max_records: int) -> Sequence | None:
         now = time.monotonic()
         if self._started is None:
             self._started = now
-        self._emitted += 1
-        due = self._started + self._emitted / self.rows_per_second
-        if due > now:
-            time.sleep(min(due - now, 1.0))
+        due = int((now - self._started) * self._rate) + 1 - self._read
+        if due <= 0:
+            return []
+        records = super().poll(min(max_records, due))
+        if records:
+            self._read += len(records)
+        return records
 
 
 class DataGenFactory:
     def create_source(self, env: Any, context: ConnectorContext) -> Any:
-        from fluvial.datastream.connectors.number_seq import NumberSequenceSource
-
         options = context.options
         check_options(
             "datagen", options, {"number-of-rows", "rows-per-second", "scan.parallelism"}, prefixes=("fields.",)
@@ -125,10 +146,14 @@ class DataGenFactory:
                 rows = count if rows is None else min(rows, count)
         total = rows if rows is not None else _MAX_ROWS
         rate = float(options.get("rows-per-second", "10000"))
-        source = NumberSequenceSource(0, max(total - 1, 0))
+        source = (
+            RateLimitedSequenceSource(0, max(total - 1, 0), rows_per_second=rate)
+            if rate > 0
+            else NumberSequenceSource(0, max(total - 1, 0))
+        )
         stream = env.from_source(source, source_name=context.table_name)
         if total == 0:
             stream = stream.filter(lambda _: False)
         if "scan.parallelism" in options:
             stream.set_parallelism(int(options["scan.parallelism"]))
-        return stream.map(DataGenRow(context.names, fields, rate, seed=hash(context.table_name) & 0xFFFF))
+        return stream.map(DataGenRow(context.names, fields, seed=hash(context.table_name) & 0xFFFF))

@@ -116,3 +116,101 @@ def test_a_checkpoint_named_with_a_file_uri_authority_is_read_from_the_local_pat
     assert location.startswith("file://")
     with_authority = "file://localhost" + location.removeprefix("file://")
     assert read_checkpoint_metadata(with_authority).checkpoint_id == 3
+
+
+def test_pyflink_2_method_names_on_configuration_row_and_the_rocksdb_backend():
+    from fluvial.common import Configuration, Row
+    from fluvial.common.errors import ConfigurationError
+    from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
+
+    config = Configuration.from_dict({"parallelism.default": "3", "my.own.key": "x"})
+    assert config.get_integer("parallelism.default", 1) == 3
+    target = {"kept": "1"}
+    config.add_all_to_dict(target)
+    assert target == {"kept": "1", "parallelism.default": "3", "my.own.key": "x"}
+    with pytest.raises(ConfigurationError):
+        Configuration.from_dict({"pipeline.jars": "a.jar"})  # checked as set_string checks it
+
+    row = Row(name="a", age=1, city="x")
+    assert row.get_fields_by_names(["city", "name"]) == ["x", "a"]
+    assert row.get_fields_by_names(["name", "age", "city"]) == ["a", 1, "x"]
+    assert Row(1, 2).get_fields_by_names(["f0"]) == [1, 2]
+    with pytest.raises(KeyError, match="zip"):
+        row.get_fields_by_names(["zip"])
+
+    assert EmbeddedRocksDBStateBackend().is_incremental_checkpoints_enabled() is True
+    assert EmbeddedRocksDBStateBackend(False).is_incremental_checkpoints_enabled() is False
+
+
+@pytest.mark.timeout(60)
+def test_pyflink_2_method_names_on_streams_windows_and_the_collected_iterator():
+    from fluvial.common import Types
+    from fluvial.datastream import StreamExecutionEnvironment
+    from fluvial.datastream.window import TumblingProcessingTimeWindows
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    stream = env.from_collection([1, 2, 3], type_info=Types.INT())
+    assert stream.get_execution_config() is env.get_config()
+    windowed = stream.key_by(lambda x: x % 2).window(TumblingProcessingTimeWindows.of(Duration.of_seconds(1)))
+    assert windowed.get_execution_environment() is env
+    assert windowed.get_input_type() == Types.INT()
+    all_windowed = stream.window_all(TumblingProcessingTimeWindows.of(Duration.of_seconds(1)))
+    assert all_windowed.get_execution_environment() is env and all_windowed.get_input_type() == Types.INT()
+
+    with stream.map(lambda x: x * 10, output_type=Types.INT()).execute_and_collect() as results:
+        assert [results.next(), results.next(), results.next()] == [10, 20, 30]
+        with pytest.raises(StopIteration):
+            results.next()
+
+
+def test_a_completable_future_cancels_as_javas_does():
+    from fluvial.common.completable_future import CompletableFuture
+    from fluvial.common.future import CancelledError
+
+    future: CompletableFuture[int] = CompletableFuture()
+    seen = []
+    future.add_done_callback(lambda f: seen.append(f.cancelled()))
+    assert not future.cancelled()
+    assert future.cancel() is True and future.cancelled() and future.done() and seen == [True]
+    with pytest.raises(CancelledError):
+        future.result(0)
+    future.set_result(1)  # the operation finishing afterwards is dropped, not an error
+    assert future.cancelled()
+
+    done: CompletableFuture[int] = CompletableFuture()
+    done.set_result(7)
+    assert done.cancel() is False and not done.cancelled() and done.result(0) == 7
+
+
+def test_the_execution_config_has_pyflink_2s_methods():
+    """Task cancellation is backed by the environment's configuration keys; the JVM serializer switches are
+    recorded and change nothing; what fluvial does not do (latency markers, snapshot compression, a required
+    uid on every operator) is refused when asked for."""
+    from fluvial.common.errors import ConfigurationError
+    from fluvial.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    config = env.get_config()
+    assert (config.get_task_cancellation_interval(), config.get_task_cancellation_timeout()) == (30_000, 180_000)
+    config.set_task_cancellation_interval(1_000).set_task_cancellation_timeout(5_000)
+    assert env.get_configuration().get("task.cancellation.timeout") == 5_000
+    assert (config.get_task_cancellation_interval(), config.get_task_cancellation_timeout()) == (1_000, 5_000)
+    with pytest.raises(ConfigurationError, match="whole number of ms"):
+        config.set_task_cancellation_timeout(-1)
+
+    assert not config.is_force_kryo_enabled() and not config.is_force_avro_enabled()
+    assert config.enable_force_kryo().is_force_kryo_enabled() and config.enable_force_avro().is_force_avro_enabled()
+    assert config.disable_generic_types().has_generic_types_disabled()
+    assert config.get_registered_kryo_types() == [] and config.get_registered_pojo_types() == []
+    assert config.get_default_kryo_serializer_classes() == {}
+    assert config.enable_auto_generated_uids().has_auto_generated_uids_enabled()
+
+    assert config.set_latency_tracking_interval(0).get_latency_tracking_interval() == 0
+    with pytest.raises(ConfigurationError, match="no latency markers"):
+        config.set_latency_tracking_interval(1_000)
+    assert not config.set_use_snapshot_compression(False).is_use_snapshot_compression()
+    with pytest.raises(ConfigurationError, match="snapshot compression"):
+        config.set_use_snapshot_compression(True)
+    with pytest.raises(ConfigurationError, match="uid"):
+        config.disable_auto_generated_uids()

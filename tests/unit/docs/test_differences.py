@@ -66,6 +66,20 @@ def test_the_refused_environment_calls_are_refused(call: str) -> None:
         getattr(StreamExecutionEnvironment.get_execution_environment(), call)(*["x"] * (2 if "cached" in call else 1))
 
 
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("set_latency_tracking_interval", (1000,)),
+        ("set_use_snapshot_compression", (True,)),
+        ("disable_auto_generated_uids", ()),
+    ],
+)
+def test_the_refused_execution_config_calls_are_refused(name: str, arguments: tuple) -> None:
+    assert f"`{name}" in PAGE
+    with pytest.raises(FluvialError):
+        getattr(StreamExecutionEnvironment.get_execution_environment().get_config(), name)(*arguments)
+
+
 def test_the_changelog_state_backend_is_there() -> None:
     assert "enable_changelog_state_backend" not in PAGE
     env = StreamExecutionEnvironment.get_execution_environment()
