@@ -171,7 +171,8 @@ class Translator:
             from fluvial.table.runtime.sort import TemporalSortFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(()))
-            return keyed.process(TemporalSortFunction(node.rowtime, node.fields)).name(node.explain_terms())
+            sort = TemporalSortFunction(node.rowtime, node.fields, _proctime(node.input, node.rowtime))
+            return keyed.process(sort).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first

@@ -234,3 +234,19 @@ def test_table_api_over_window_by_proctime():
         feed(h, node, k="a", v=v, **{n: v for n in node.input.names if n.startswith("$")})
     h.set_processing_time(3_000)
     assert [r[-1] for r in h.take_values()] == [1, 3, 6]
+
+
+def test_order_by_proctime_emits_each_millisecond_sorted_by_the_other_columns():
+    from fluvial.table.planner.logical import TemporalSort
+
+    t = t_env()
+    node = find(t.sql_query("SELECT k, v, pt FROM src ORDER BY pt, v DESC")._node, TemporalSort)
+    h = harness_of(t, node)
+    h.set_processing_time(1_000)
+    for v in (1, 3, 2):
+        feed(h, node, k="a", v=v)
+    h.set_processing_time(1_001)
+    feed(h, node, k="a", v=9)
+    assert [r[1] for r in h.take_values()] == [3, 2, 1]
+    h.set_processing_time(1_002)
+    assert [r[1] for r in h.take_values()] == [9]
