@@ -82,7 +82,10 @@ def test_from_data_stream_appends_a_proctime_field():
     assert table._node.names == ["k", "v", "pt"]
     assert table._node.schema[2].type.time_attribute == "PROCTIME"
     windowed = table.window(Tumble.over(lit(10).seconds).on(col("pt")).alias("w"))
-    result = windowed.group_by(col("w"), col("k")).select(col("k"), col("v").sum.alias("total"))
+    result = windowed.group_by(col("w"), col("k")).select(
+        col("k"), col("v").sum.alias("total"), col("w").end.alias("e"), col("w").proctime.alias("t")
+    )
+    assert result._node.schema[3].type.time_attribute == "PROCTIME"  # w.proctime: the window's time attribute
     node = find(result._node, WindowAggregate)
     h = harness_of(t, node)
     h.set_processing_time(1_000)
