@@ -174,13 +174,26 @@ class UserDefinedFunctionWrapper:
             from fluvial.common.row import RowKind, _create_row
 
             args = (_create_row(list(self._row_names), list(args), RowKind.INSERT),)
-        func = self._func
+        return self._callable()(*args)
+
+    def _callable(self) -> Callable[..., Any]:
+        """The function to call: a UserDefinedFunction's `eval` (opened once per task first), or the function."""
+        func: Any = self._func
         if isinstance(func, UserDefinedFunction):
             if not self._opened:
                 func.open(FunctionContext())
                 self._opened = True
-            return func.eval(*args)
-        return func(*args)
+            return func.eval
+        return func
+
+    def _invoke_vectorized(self, *series: Any) -> Any:
+        """A pandas udf's call for a buffer: one Series per argument, or (`map(f)`) one DataFrame of the row's
+        columns, as PyFlink passes it."""
+        if self._row_names is not None:
+            import pandas as pd
+
+            series = (pd.DataFrame(dict(zip(self._row_names, series))),)
+        return self._callable()(*series)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

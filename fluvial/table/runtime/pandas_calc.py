@@ -111,7 +111,7 @@ class PandasCalcFunction(FlatMapFunction):
                 pandas_series([a[i] for a in args], o.type) if args else pandas_series([], o.type)
                 for i, o in enumerate(call.operands)
             ]
-            results = _results(call, call.function._invoke(*series), len(columns))
+            results = _results(call, call.function._invoke_vectorized(*series), len(columns))
             for c, r in zip(columns, results):
                 c.append(r)
         out: list[Row | None] = []
@@ -135,6 +135,15 @@ def _results(call: Call, result: Any, length: int) -> list[Any]:
     import pandas as pd
 
     name = call.function._name
+    if call.type.name == "ROW" and isinstance(result, pd.DataFrame):  # map(f): a row per line of the frame
+        if len(result) != length:
+            raise TableException(
+                f"The result length '{len(result)}' of Pandas UDF '{name}' is not equal to the input length '{length}'"
+            )
+        fields = [
+            _results(replace(call, type=t), result.iloc[:, i], length) for i, t in enumerate(call.type.field_types())
+        ]
+        return [Row(*values) for values in zip(*fields)]
     if not isinstance(result, pd.Series):
         if isinstance(result, (str, bytes)) or not hasattr(result, "__len__"):
             raise TableException(
