@@ -8,7 +8,7 @@ The list (SQL names; the Table API's methods map onto them):
 - string: `||`/CONCAT, CONCAT_WS, UPPER, LOWER, INITCAP, CHAR_LENGTH/CHARACTER_LENGTH, SUBSTRING/SUBSTR,
   TRIM/LTRIM/RTRIM, REPLACE, POSITION, LOCATE, LPAD, RPAD, REPEAT, REVERSE, LEFT, RIGHT, SPLIT_INDEX,
   REGEXP_REPLACE, REGEXP_EXTRACT, REGEXP, ASCII, CHR, MD5, SHA256, TO_BASE64, FROM_BASE64, UUID;
-- temporal: CURRENT_TIMESTAMP, NOW, LOCALTIMESTAMP, CURRENT_DATE, CURRENT_TIME, DATE_FORMAT, TO_TIMESTAMP,
+- temporal: PROCTIME, CURRENT_TIMESTAMP, NOW, LOCALTIMESTAMP, CURRENT_DATE, CURRENT_TIME, DATE_FORMAT, TO_TIMESTAMP,
   TO_TIMESTAMP_LTZ, TO_DATE, UNIX_TIMESTAMP, FROM_UNIXTIME, EXTRACT, YEAR, QUARTER, MONTH, WEEK, DAYOFYEAR,
   DAYOFMONTH, HOUR, MINUTE, SECOND, FLOOR/CEIL(ts TO unit), timestamp ± interval;
 - conditional: CASE, IF, COALESCE/IFNULL, NULLIF, GREATEST, LEAST;
@@ -26,7 +26,7 @@ import random
 import re
 import uuid as _uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fluvial.table import builtin_functions as impl
@@ -344,6 +344,14 @@ def _register_all() -> None:
     ts3 = DataTypes.TIMESTAMP_LTZ(3, False)
     _register(
         "current_timestamp now current_row_timestamp", lambda ts: ts3, impl.current_timestamp, deterministic=False
+    )
+    # PROCTIME(): a processing-time attribute (Flink's TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*); a row's value is
+    # the wall time when it is computed, while windows and OVER frames over it use their operator's clock.
+    _register(
+        "proctime",
+        lambda ts: replace(ts3, time_attribute="PROCTIME"),
+        impl.current_timestamp,
+        deterministic=False,
     )
     _register(
         "localtimestamp",

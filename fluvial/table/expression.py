@@ -269,6 +269,12 @@ class Expression:
     def rowtime(self) -> Expression:
         return self._call("window_rowtime")
 
+    @property
+    def proctime(self) -> Expression:
+        """In `from_data_stream(ds, col("a"), col("pt").proctime)`: declares `pt` a processing-time attribute,
+        appended to the stream's columns as PyFlink does."""
+        return self._call("proctime_field")
+
     # -- intervals ----------------------------------------------------------------------------------------------
 
     def _interval(self, unit: str) -> Expression:

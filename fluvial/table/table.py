@@ -381,10 +381,11 @@ class WindowGroupedTable:
         if time_name not in node.names:
             raise ValidationException(f"Cannot resolve field [{time_name}], input field list: {node.names}")
         index = node.names.index(time_name)
-        if node.schema[index].type.time_attribute != "ROWTIME":
+        if node.schema[index].type.time_attribute is None:
             raise ValidationException(
                 f"A group window expects a time attribute for grouping in a stream environment: column "
-                f"'{time_name}' has no watermark; declare one (Schema.watermark / WATERMARK FOR {time_name})"
+                f"'{time_name}' has no watermark; declare one (Schema.watermark / WATERMARK FOR {time_name}) or use "
+                "a PROCTIME() column"
             )
         spec = WindowSpec(WindowKind(window.kind), index, window.size, window.slide)
         return self._table._new(plan_aggregate(node, keys, _exprs(fields), window=spec, window_alias=alias))

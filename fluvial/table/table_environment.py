@@ -18,6 +18,7 @@ from fluvial.common.row import Row
 from fluvial.table.catalog import Catalog, CatalogTable, resolve_schema
 from fluvial.table.environment_settings import EnvironmentSettings, TableConfig
 from fluvial.table.errors import ValidationException
+from fluvial.table.expression import Expression
 from fluvial.table.planner.logical import ChangelogMode, Column, RelNode, Scan, Values, explain_tree
 from fluvial.table.schema import Schema, TableDescriptor
 from fluvial.table.table import Table
@@ -342,8 +343,12 @@ class StreamTableEnvironment(TableEnvironment):
             node = Scan(tuple(physical), "Unregistered_DataStream_Source", source)
         table = Table(node, self)
         if fields_or_schema and schema is None:
-            names = [f if isinstance(f, str) else f.name for f in fields_or_schema]
-            table = table.alias(*names)
+            fields = [f for f in fields_or_schema if not _is_proctime_field(f)]
+            if fields:
+                table = table.alias(*[f if isinstance(f, str) else f.name for f in fields])
+            for f in fields_or_schema:
+                if _is_proctime_field(f):  # col("pt").proctime: a PROCTIME() column after the stream's own
+                    table = table.add_columns(Expression("call", "proctime").alias(f.args[0].name))
         return table
 
     def from_changelog_stream(self, data_stream: Any, schema: Any = None, changelog_mode: Any = None) -> Table:
@@ -457,3 +462,7 @@ def _materialize(iterator: Any) -> list[Row]:
             elif values in rows:
                 rows.remove(values)
     return [Row(*r) for r in rows]
+
+
+def _is_proctime_field(field: Any) -> bool:
+    return isinstance(field, Expression) and field.kind == "call" and field.name == "proctime_field"

@@ -146,7 +146,7 @@ class UserDefinedFunctionWrapper:
         self._alias_names: tuple[str, ...] = ()
         self._accumulator_type: Any = None
         self._row_names: tuple[str, ...] | None = None
-        self._pandas = False  # a vectorized (pandas) udaf
+        self._pandas = False  # a vectorized (pandas) udf or udaf
         self._opened = False
 
     def __call__(self, *args: Any) -> Expression:
@@ -174,13 +174,26 @@ class UserDefinedFunctionWrapper:
             from fluvial.common.row import RowKind, _create_row
 
             args = (_create_row(list(self._row_names), list(args), RowKind.INSERT),)
-        func = self._func
+        return self._callable()(*args)
+
+    def _callable(self) -> Callable[..., Any]:
+        """The function to call: a UserDefinedFunction's `eval` (opened once per task first), or the function."""
+        func: Any = self._func
         if isinstance(func, UserDefinedFunction):
             if not self._opened:
                 func.open(FunctionContext())
                 self._opened = True
-            return func.eval(*args)
-        return func(*args)
+            return func.eval
+        return func
+
+    def _invoke_vectorized(self, *series: Any) -> Any:
+        """A pandas udf's call for a buffer: one Series per argument, or (`map(f)`) one DataFrame of the row's
+        columns, as PyFlink passes it."""
+        if self._row_names is not None:
+            import pandas as pd
+
+            series = (pd.DataFrame(dict(zip(self._row_names, series))),)
+        return self._callable()(*series)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -204,13 +217,25 @@ def udf(
     name: str | None = None,
     func_type: str = "general",
 ) -> Any:
-    """A scalar function: `@udf(result_type=DataTypes.BIGINT())`. `func_type="pandas"` (vectorized) is not
-    supported yet."""
-    if func_type != "general":
-        raise NotImplementedError("vectorized (pandas) UDFs are not supported yet: use func_type='general'")
+    """A scalar function: `@udf(result_type=DataTypes.BIGINT())`. `func_type="pandas"`: a vectorized function,
+    called once per buffer of rows with one `pandas.Series` per argument, returning a Series as long (needs the
+    `pandas` extra)."""
+    if func_type not in ("general", "pandas"):
+        raise ValueError(f"func_type is 'general' or 'pandas', not {func_type!r}")
     if result_type is None:
         raise TypeError("udf needs result_type, e.g. @udf(result_type=DataTypes.BIGINT())")
-    return _wrap("scalar", f, input_types, [_type(result_type)], deterministic, name)
+    wrapped = _wrap("scalar", f, input_types, [_type(result_type)], deterministic, name)
+    return _vectorized(wrapped) if func_type == "pandas" else wrapped
+
+
+def _vectorized(wrapped: Any) -> Any:
+    """Marks a scalar udf (or, used as a decorator factory, the udf it will make) as a pandas function."""
+    if isinstance(wrapped, UserDefinedFunctionWrapper):
+        if isinstance(wrapped._func, UserDefinedFunction) and not isinstance(wrapped._func, ScalarFunction):
+            raise TypeError(f"a pandas udf is a ScalarFunction or a function of pandas.Series; got {wrapped._func!r}")
+        wrapped._pandas = True
+        return wrapped
+    return lambda f: _vectorized(wrapped(f))
 
 
 def udtf(

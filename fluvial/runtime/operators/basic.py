@@ -8,6 +8,7 @@ before calling the user function, so keyed state reads and writes that key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fluvial.common.time import MAX_WATERMARK
@@ -75,12 +76,20 @@ class FilterOperator(StreamOperator):
 
 
 class FlatMapOperator(StreamOperator):
+    """flat_map. A function with a `map_batch(values) -> list` method (the table layer's vectorized Calc) is
+    given each unkeyed buffer whole and returns one result per value, None for none."""
+
     def open(self) -> None:
         super().open()
         self._fn = user_method(self.spec.function, "flat_map")
         self._key = key_function(self.spec.key_selector) if self.spec.key_selector is not None else None
         self._emit = self.output.collect
-        self._run = None if self._key is not None else fused_loop([Step.FLAT_MAP], [self._fn], [self.name])
+        self._map_batch = batch_method(self.spec.function) if self._key is None else None
+        self._run = (
+            None
+            if self._key is not None or self._map_batch is not None
+            else fused_loop([Step.FLAT_MAP], [self._fn], [self.name])
+        )
 
     def _results(self, value: Any) -> Any:
         if self._key is not None:
@@ -91,6 +100,9 @@ class FlatMapOperator(StreamOperator):
         return results
 
     def process_batch(self, batch: RecordBatch) -> None:
+        if self._map_batch is not None:
+            self._process_vectorized(self._map_batch, batch)
+            return
         if batch.timestamps is None:
             out = (
                 self._run(batch.values)
@@ -109,6 +121,25 @@ class FlatMapOperator(StreamOperator):
                 stamps.append(ts)
         if values:
             self._emit(RecordBatch(values, stamps))
+
+    def _process_vectorized(self, map_batch: Callable[[Any], list[Any]], batch: RecordBatch) -> None:
+        results = map_batch(batch.values)
+        if batch.timestamps is None:
+            out = [r for r in results if r is not None]
+            if out:
+                self._emit(RecordBatch(out))
+            return
+        pairs = [(r, ts) for r, ts in zip(results, batch.timestamps) if r is not None]
+        if pairs:
+            self._emit(RecordBatch([p[0] for p in pairs], [p[1] for p in pairs]))
+
+
+def batch_method(function: object) -> Callable[[Any], list[Any]] | None:
+    """A flat_map function's `map_batch`, if it has one (also inside the wrapper a declared output type adds)."""
+    found = getattr(function, "map_batch", None) or getattr(
+        getattr(function, "wrapped_function", None), "map_batch", None
+    )
+    return found if callable(found) else None
 
 
 class KeyedReduceOperator(StreamOperator):

@@ -25,7 +25,13 @@ from fluvial.runtime.operators.base import (
     key_by_name,
     label_failure,
 )
-from fluvial.runtime.operators.basic import FilterOperator, FlatMapOperator, KeyedReduceOperator, MapOperator
+from fluvial.runtime.operators.basic import (
+    FilterOperator,
+    FlatMapOperator,
+    KeyedReduceOperator,
+    MapOperator,
+    batch_method,
+)
 from fluvial.runtime.records import RecordBatch
 
 if TYPE_CHECKING:
@@ -41,6 +47,7 @@ def is_fusable(operator: StreamOperator) -> TypeGuard[MapOperator | FilterOperat
         type(operator) in _STEP_OF
         and operator.spec.key_selector is None
         and not is_checkpointed_function(operator.spec.function)
+        and batch_method(operator.spec.function) is None
     )
 
 

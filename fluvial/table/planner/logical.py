@@ -273,14 +273,21 @@ class Limit(SingleRel):
 @dataclass(frozen=True)
 class Deduplicate(SingleRel):
     """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime [DESC]) = 1`: per key, the row with the smallest
-    (largest, `keep_last`) event time seen so far; a better row retracts the one kept before (-U, +U)."""
+    (largest, `keep_last`) event time seen so far; a better row retracts the one kept before (-U, +U). Ordered by a
+    processing-time attribute, the first row to arrive is kept (inserts only) or each row replaces the last."""
 
     keys: tuple[int, ...] = ()
     keep_last: bool = False
     rowtime: int = 0
 
     @property
+    def proctime(self) -> bool:
+        return self.input.schema[self.rowtime].type.time_attribute == "PROCTIME"
+
+    @property
     def changelog_mode(self) -> ChangelogMode:
+        if self.proctime and not self.keep_last:  # Flink's ProcTimeDeduplicateKeepFirstRowFunction
+            return ChangelogMode.INSERT_ONLY
         return ChangelogMode.RETRACT
 
     def explain_terms(self) -> str:

@@ -109,12 +109,13 @@ def _check_user_aggregate(function: Any, frame: OverFrame) -> None:
 
 
 def check_over_order(input_node: RelNode, time_name: str) -> int:
-    """The index of the ORDER BY column, which must be a rowtime attribute (Flink's rule for streaming OVER)."""
+    """The index of the ORDER BY column, which must be a rowtime attribute (Flink's rule for streaming OVER):
+    a rowtime, or a processing-time attribute (`PROCTIME()`)."""
     names = input_node.names
-    if time_name not in names or input_node.schema[names.index(time_name)].type.time_attribute != "ROWTIME":
+    if time_name not in names or input_node.schema[names.index(time_name)].type.time_attribute is None:
         raise ValidationException(
             f"OVER windows can only be ordered by a time attribute; '{time_name}' is none (declare a watermark on "
-            "it: WATERMARK FOR ... / Schema.watermark)"
+            "it: WATERMARK FOR ... / Schema.watermark, or order by a PROCTIME() column)"
         )
     return names.index(time_name)
 

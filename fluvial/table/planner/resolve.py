@@ -137,6 +137,14 @@ class Resolver:
                     "list of a grouped query (group_by(...).select(...)) or a GROUP BY query",
                 )
             )
+        if name == "proctime_field":
+            raise ValidationException(
+                at(
+                    e.sql_position,
+                    ".proctime declares a processing-time attribute in from_data_stream(ds, ..., col('pt').proctime) "
+                    "or, on a processing-time group window's alias, is its time (w.proctime) in its select list",
+                )
+            )
         if name in ("window_start", "window_end", "window_rowtime"):
             raise ValidationException(
                 at(
@@ -601,6 +609,8 @@ def plan_aggregate(
         base = len(key_rexes) + len(agg_calls)
         for offset, prop in enumerate(("window_start", "window_end", "window_rowtime")):
             extra[expression_key(Expression("call", prop, (Expression("field", window_alias),)))] = base + offset
+        if agg.schema[base + 2].type.time_attribute == "PROCTIME":  # w.proctime: a processing-time window's time
+            extra[expression_key(Expression("call", "proctime_field", (Expression("field", window_alias),)))] = base + 2
     post_resolver = Resolver(agg.schema, extra, ungrouped=input.names)
     key_count, agg_count = len(key_rexes), len(agg_calls)
     post_resolver.names = [
@@ -657,7 +667,7 @@ def _check_user_aggregates(calls: Sequence[AggCall], input: RelNode, window: Win
 
 
 def _is_window_property(e: Expression) -> bool:
-    return e.kind == "call" and e.name in ("window_start", "window_end", "window_rowtime")
+    return e.kind == "call" and e.name in ("window_start", "window_end", "window_rowtime", "proctime_field")
 
 
 def _grouped_star(items: Sequence[Expression], group_items: Sequence[Expression]) -> list[Expression]:

@@ -19,10 +19,10 @@ def plan_temporal_sort(input_node: RelNode, order: Sequence[tuple[str, bool]]) -
         if name not in names:
             raise ValidationException(f"ORDER BY takes columns of the query's result; '{name}' is none of {names}")
     (first, descending), rest = order[0], order[1:]
-    if input_node.schema[names.index(first)].type.time_attribute != "ROWTIME":
+    if input_node.schema[names.index(first)].type.time_attribute is None:
         raise ValidationException(
             f"Sort on a non-time-attribute field is not supported: a streaming ORDER BY starts with a time "
-            f"attribute ascending (declare a watermark on it); '{first}' is none"
+            f"attribute ascending (declare a watermark on it, or use a PROCTIME() column); '{first}' is none"
         )
     if descending:
         raise ValidationException("Sort on a time attribute in descending order is not supported in streaming mode")

@@ -42,8 +42,10 @@ from fluvial.table.runtime.functions import (
     RowKeySelector,
     ToRowFunction,
 )
+from fluvial.table.runtime.pandas_calc import has_pandas_call
 from fluvial.table.runtime.windows import (
     CumulativeEventTimeWindows,
+    CumulativeProcessingTimeWindows,
     RowtimeAssigner,
     SqlWatermarkSupplier,
     WindowAggAccumulate,
@@ -75,6 +77,11 @@ class Translator:
             stream = self.env.from_collection(list(node.rows))
             return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
         if isinstance(node, Calc):
+            if has_pandas_call([*(node.projections or ()), node.condition]):
+                from fluvial.table.runtime.pandas_calc import PandasCalcFunction
+
+                vectorized = PandasCalcFunction(node.names, len(node.input.schema), node.projections, node.condition)
+                return self.translate(node.input).flat_map(vectorized).name(node.explain_terms())
             return (
                 self.translate(node.input)
                 .flat_map(CalcFunction(node.names, node.projections, node.condition))
@@ -91,10 +98,11 @@ class Translator:
             return self._window(node)
         if isinstance(node, WindowTableFunction):
             from fluvial.common.time import Time
-            from fluvial.datastream.window import EventTimeSessionWindows
+            from fluvial.datastream.window import EventTimeSessionWindows, ProcessingTimeSessionWindows
             from fluvial.table.runtime.windows import WindowRowsResult
 
-            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(node.window.size))
+            session = ProcessingTimeSessionWindows if _proctime(node.input, node.window.time_index) else None
+            assigner = (session or EventTimeSessionWindows).with_gap(Time.milliseconds(node.window.size))
             keyed = self.translate(node.input).key_by(RowKeySelector(node.window.partition))
             return keyed.window(assigner).process(WindowRowsResult(node.names)).name(node.explain_terms())
         if isinstance(node, Correlate):
@@ -163,7 +171,8 @@ class Translator:
             from fluvial.table.runtime.sort import TemporalSortFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(()))
-            return keyed.process(TemporalSortFunction(node.rowtime, node.fields)).name(node.explain_terms())
+            sort = TemporalSortFunction(node.rowtime, node.fields, _proctime(node.input, node.rowtime))
+            return keyed.process(sort).name(node.explain_terms())
         if isinstance(node, Union):
             first, *others = [self.translate(c) for c in node.children]
             return first.union(*others) if others else first
@@ -174,12 +183,15 @@ class Translator:
             from fluvial.table.runtime.windows import OverAggFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            proctime = _proctime(node.input, node.rowtime)
             if node.preceding is not None:
                 from fluvial.table.runtime.over import BoundedOverAggFunction
 
-                bounded = BoundedOverAggFunction(node.names, node.rowtime, node.rows_frame, node.preceding, node.aggs)
+                bounded = BoundedOverAggFunction(
+                    node.names, node.rowtime, node.rows_frame, node.preceding, node.aggs, proctime
+                )
                 return keyed.process(bounded).name(node.explain_terms())
-            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs)).name(
+            return keyed.process(OverAggFunction(node.names, node.rowtime, node.rows_frame, node.aggs, proctime)).name(
                 node.explain_terms()
             )
         if isinstance(node, TopN):
@@ -191,9 +203,8 @@ class Translator:
             ).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
-            return keyed.process(DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime)).name(
-                node.explain_terms()
-            )
+            dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
+            return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
 
     def _scan(self, node: Scan) -> Any:
@@ -213,24 +224,28 @@ class Translator:
 
     def _window(self, node: WindowAggregate) -> Any:
         from fluvial.common.time import Time
-        from fluvial.datastream.window import (
-            EventTimeSessionWindows,
-            SlidingEventTimeWindows,
-            TumblingEventTimeWindows,
-        )
+        from fluvial.datastream import window as w
 
         spec = node.window
+        size, slide, offset = (
+            Time.milliseconds(spec.size),
+            Time.milliseconds(spec.slide),
+            Time.milliseconds(spec.offset),
+        )
+        proctime = _proctime(node.input, spec.time_index)  # then the operator's clock and processing-time timers
         if spec.kind is WindowKind.TUMBLE:
-            assigner: Any = TumblingEventTimeWindows.of(Time.milliseconds(spec.size), Time.milliseconds(spec.offset))
+            tumbling = w.TumblingProcessingTimeWindows if proctime else w.TumblingEventTimeWindows
+            assigner: Any = tumbling.of(size, offset)
         elif spec.kind is WindowKind.HOP:
-            assigner = SlidingEventTimeWindows.of(
-                Time.milliseconds(spec.size), Time.milliseconds(spec.slide), Time.milliseconds(spec.offset)
-            )
+            sliding = w.SlidingProcessingTimeWindows if proctime else w.SlidingEventTimeWindows
+            assigner = sliding.of(size, slide, offset)
         elif spec.kind is WindowKind.CUMULATE:
-            assigner = CumulativeEventTimeWindows(spec.size, spec.slide, spec.offset)
+            cumulative = CumulativeProcessingTimeWindows if proctime else CumulativeEventTimeWindows
+            assigner = cumulative(spec.size, spec.slide, spec.offset)
         else:
-            assigner = EventTimeSessionWindows.with_gap(Time.milliseconds(spec.size))
-        if spec.kind is not WindowKind.SESSION and _after_join(node.input):
+            session = w.ProcessingTimeSessionWindows if proctime else w.EventTimeSessionWindows
+            assigner = session.with_gap(size)
+        if spec.kind is not WindowKind.SESSION and not proctime and _after_join(node.input):
             from fluvial.table.runtime.rowtime_windows import RowtimeWindowAssigner
 
             assigner = RowtimeWindowAssigner(assigner, spec.time_index)
@@ -240,6 +255,12 @@ class Translator:
             .aggregate(WindowAggAccumulate(node.aggs), WindowAggResult(node.names, len(node.group)))
             .name(node.explain_terms())
         )
+
+
+def _proctime(node: RelNode, index: int) -> bool:
+    """Whether column `index` of `node` is a processing-time attribute (`PROCTIME()`): its windows and OVER frames
+    then run on the operator's clock and processing-time timers."""
+    return node.schema[index].type.time_attribute == "PROCTIME"
 
 
 def _after_join(node: RelNode) -> bool:

@@ -65,6 +65,12 @@ def window_table(input_node: RelNode, spec: WindowSpec) -> WindowAssign:
             "a SESSION window table function is planned with its aggregation only; aggregate over it, or use "
             "TUMBLE, HOP or CUMULATE as a table"
         )
+    if input_node.schema[spec.time_index].type.time_attribute == "PROCTIME":
+        raise ValidationException(
+            f"a window table function over the processing-time attribute '{input_node.names[spec.time_index]}' is "
+            "planned with its aggregation only (GROUP BY window_start, window_end); as a table or in a window join "
+            "it needs a rowtime (WATERMARK FOR ...)"
+        )
     columns = list(input_node.schema)
     bound = DataTypes.TIMESTAMP(3, False)
     rowtime = replace(input_node.schema[spec.time_index].type, nullable=False)

@@ -226,21 +226,10 @@ class _PandasAggregate(Aggregator):
     """A vectorized (pandas) udaf: the accumulator is the window's argument tuples; the result is one call of the
     function with a pandas.Series per argument (numpy scalars come back as Python values)."""
 
-    # the numpy dtype PyFlink's Arrow batches give a column of these types (others: pandas' own inference)
-    _DTYPES = {"FLOAT": "float32", "DOUBLE": "float64", "TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32"}
-    _DTYPES |= {"INT": "int32", "BIGINT": "int64"}
-
     def __init__(self, call: AggCall) -> None:
         super().__init__(call)
         self.function = call.function._func
-        self.dtypes = [self._DTYPES.get(t.name) for t in call.arg_types]
-
-    def _series(self, values: tuple, dtype: str | None) -> Any:
-        import pandas as pd
-
-        if dtype is not None and dtype.startswith("int") and None in values:
-            dtype = "float64"  # a NULL in an integer column: NaN, as pandas holds it
-        return pd.Series(list(values), dtype=dtype)
+        self.arg_types = tuple(call.arg_types)
 
     def create(self) -> list:
         return []
@@ -253,8 +242,10 @@ class _PandasAggregate(Aggregator):
             acc.remove(value)
 
     def value(self, acc: list) -> Any:
+        from fluvial.table.runtime.pandas_calc import pandas_series
+
         columns = list(zip(*acc)) if acc else [() for _ in self.args]
-        result = self.function(*(self._series(c, d) for c, d in zip(columns, self.dtypes)))
+        result = self.function(*(pandas_series(c, t) for c, t in zip(columns, self.arg_types)))
         return result.item() if hasattr(result, "item") else result
 
     def merge(self, acc: list, other: list) -> None:

@@ -299,9 +299,11 @@ class LimitFunction(KeyedProcessFunction):
 class DeduplicateFunction(KeyedProcessFunction):
     """Keeps, per key, the row with the smallest event time (`keep_last`: the largest, ties to the later
     row) — Flink's RowTimeDeduplicateFunction: the first row is +I, a row that replaces the kept one emits
-    -U of the old and +U of the new."""
+    -U of the old and +U of the new. `proctime`: ordered by arrival (Flink's ProcTimeDeduplicate*Function): the
+    first row is kept, or (`keep_last`) each row replaces the kept one."""
 
-    def __init__(self, keep_last: bool, state_ttl_millis: int = 0, rowtime: int = 0) -> None:
+    def __init__(self, keep_last: bool, state_ttl_millis: int = 0, rowtime: int = 0, proctime: bool = False) -> None:
+        self.proctime = proctime
         self.keep_last = keep_last
         self.state_ttl_millis = state_ttl_millis
         self.rowtime = rowtime
@@ -317,7 +319,7 @@ class DeduplicateFunction(KeyedProcessFunction):
         values = list(value._values)
         if previous is not None:
             old, new = previous[self.rowtime], values[self.rowtime]
-            better = new >= old if self.keep_last else new < old
+            better = self.keep_last if self.proctime else new >= old if self.keep_last else new < old
             if not better:
                 return ()
         self._row.update(values)

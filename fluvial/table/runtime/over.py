@@ -27,9 +27,25 @@ from fluvial.table.planner.rex import AggCall
 from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.values import epoch_millis
 
-__all__ = ["BoundedOverAggFunction"]
+__all__ = ["BoundedOverAggFunction", "register_timer", "row_time"]
 
 log = logging.getLogger(__name__)
+
+
+def row_time(value: Row, rowtime: int, proctime: bool, timers: Any) -> int | None:
+    """An OVER row's time in milliseconds: its rowtime column's, or (`proctime`) the operator's clock + 1 ms, so
+    the rows of one millisecond are peers emitted by the timer at its end; None for a NULL rowtime."""
+    if proctime:
+        return int(timers.current_processing_time()) + 1
+    stamp = value._values[rowtime]
+    return None if stamp is None else epoch_millis(stamp)
+
+
+def register_timer(timers: Any, proctime: bool, millis: int) -> None:
+    if proctime:
+        timers.register_processing_time_timer(millis)
+    else:
+        timers.register_event_time_timer(millis)
 
 
 class BoundedOverAggFunction(KeyedProcessFunction):
@@ -37,11 +53,22 @@ class BoundedOverAggFunction(KeyedProcessFunction):
 
     State per key: `over-rows` (timestamp → the rows of that timestamp, in arrival order), `over-acc`
     ([accumulators, last fired timer, rows in the ROWS frame, RANGE cleanup time or None]).
+
+    `proctime`: ordered by a processing-time attribute (Flink's ProcTime{Rows,Range}BoundedPrecedingFunction): a
+    row's time is the operator's clock + 1 ms when it arrives and its timers are processing-time timers; a RANGE
+    frame then holds the rows that arrived within `preceding` ms before it, and nothing is late.
     """
 
     def __init__(
-        self, names: Sequence[str], rowtime: int, rows_frame: bool, preceding: int, calls: Sequence[AggCall]
+        self,
+        names: Sequence[str],
+        rowtime: int,
+        rows_frame: bool,
+        preceding: int,
+        calls: Sequence[AggCall],
+        proctime: bool = False,
     ) -> None:
+        self.proctime = proctime
         self.names = list(names)
         self.rowtime = rowtime
         self.rows_frame = rows_frame
@@ -60,10 +87,10 @@ class BoundedOverAggFunction(KeyedProcessFunction):
         self._rows = runtime_context.get_map_state(MapStateDescriptor("over-rows"))
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
-        stamp = value._values[self.rowtime]
-        if stamp is None:
+        timers = ctx.timer_service()
+        millis = row_time(value, self.rowtime, self.proctime, timers)
+        if millis is None:
             return ()
-        millis = epoch_millis(stamp)
         state = self._state.value()
         if state is not None and state[1] is not None and millis <= state[1]:
             self._late += 1
@@ -73,14 +100,14 @@ class BoundedOverAggFunction(KeyedProcessFunction):
         pending = self._rows.get(millis)
         if pending is None:
             pending = []
-            ctx.timer_service().register_event_time_timer(millis)
+            register_timer(timers, self.proctime, millis)
         pending.append(list(value._values))
         self._rows.put(millis, pending)
         if not self.rows_frame:
             cleanup = state[3] if state is not None else None
             if cleanup is None or cleanup < millis + self.preceding + 1:
                 cleanup = millis + self.preceding * 3 // 2 + 1
-                ctx.timer_service().register_event_time_timer(cleanup)
+                register_timer(timers, self.proctime, cleanup)
                 assert self._aggs is not None
                 self._state.update([*(state or [self._aggs.create(), None, 0])[:3], cleanup])
         return ()

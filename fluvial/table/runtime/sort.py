@@ -11,7 +11,7 @@ from typing import Any
 
 from fluvial.common.row import Row
 from fluvial.datastream.functions import KeyedProcessFunction
-from fluvial.table.values import epoch_millis
+from fluvial.table.runtime.over import register_timer, row_time
 
 __all__ = ["TemporalSortFunction", "sort_key"]
 
@@ -33,7 +33,11 @@ def sort_key(fields: Sequence[tuple[int, bool]]) -> Any:
 
 
 class TemporalSortFunction(KeyedProcessFunction):
-    def __init__(self, rowtime: int, fields: Sequence[tuple[int, bool]]) -> None:
+    """`proctime`: sorted by arrival (Flink's ProcTimeSortOperator): the rows of one millisecond of the operator's
+    clock are emitted together, by the processing-time timer at its end, ordered by the other columns."""
+
+    def __init__(self, rowtime: int, fields: Sequence[tuple[int, bool]], proctime: bool = False) -> None:
+        self.proctime = proctime
         self.rowtime = rowtime
         self.fields = tuple(fields)
         self._rows: Any = None
@@ -46,17 +50,17 @@ class TemporalSortFunction(KeyedProcessFunction):
         self._last = runtime_context.get_state(ValueStateDescriptor("sort-last"))
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
-        stamp = value._values[self.rowtime]
-        if stamp is None:
+        timers = ctx.timer_service()
+        millis = row_time(value, self.rowtime, self.proctime, timers)
+        if millis is None:
             return ()
-        millis = epoch_millis(stamp)
         last = self._last.value()
         if last is not None and millis <= last:
             return ()
         pending = self._rows.get(millis)
         if pending is None:
             pending = []
-            ctx.timer_service().register_event_time_timer(millis)
+            register_timer(timers, self.proctime, millis)
         pending.append(value)
         self._rows.put(millis, pending)
         return ()

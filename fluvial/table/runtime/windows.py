@@ -10,14 +10,16 @@ from typing import Any
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.common.watermark_strategy import TimestampAssigner, Watermark, WatermarkGenerator
 from fluvial.datastream.functions import AggregateFunction, KeyedProcessFunction
-from fluvial.datastream.window import EventTimeTrigger, TimeWindow, WindowAssigner
+from fluvial.datastream.window import EventTimeTrigger, ProcessingTimeTrigger, TimeWindow, WindowAssigner
 from fluvial.datastream.window_functions import ProcessWindowFunction
 from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.runtime.functions import ExpressionEvaluator
+from fluvial.table.runtime.over import register_timer, row_time
 from fluvial.table.values import epoch_millis, from_epoch_millis
 
 __all__ = [
+    "CumulativeProcessingTimeWindows",
     "RowtimeAssigner",
     "SqlWatermarkGenerator",
     "CumulativeEventTimeWindows",
@@ -109,6 +111,23 @@ class CumulativeEventTimeWindows(WindowAssigner):
         return f"CumulativeEventTimeWindows(max_size={self.max_size}, step={self.step})"
 
 
+class CumulativeProcessingTimeWindows(CumulativeEventTimeWindows):
+    """CUMULATE over a processing-time attribute: a row belongs to the windows that hold the operator's clock when
+    it arrives, and each window fires when that clock passes its end."""
+
+    def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> list[TimeWindow]:
+        return super().assign_windows(element, context.get_current_processing_time(), context)
+
+    def get_default_trigger(self, env: Any = None) -> Any:
+        return ProcessingTimeTrigger.create()
+
+    def is_event_time(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"CumulativeProcessingTimeWindows(max_size={self.max_size}, step={self.step})"
+
+
 class WindowAggAccumulate(AggregateFunction):
     """The aggregates of one window pane, accumulated as rows arrive (a window's state is its accumulator)."""
 
@@ -184,11 +203,18 @@ class OverAggFunction(KeyedProcessFunction):
     """Running aggregates per key in event-time order (see OverAggregate). Rows are buffered by timestamp until
     the watermark passes them; then, in time order, each row (ROWS) or each group of rows with one timestamp
     (RANGE) is accumulated and emitted with the aggregates so far. A row at or behind the watermark is late:
-    dropped, as Flink drops it."""
+    dropped, as Flink drops it.
 
-    def __init__(self, names: Sequence[str], rowtime: int, rows_frame: bool, calls: Sequence[AggCall]) -> None:
+    `proctime`: ordered by a processing-time attribute (Flink's ProcTime*UnboundedPrecedingFunction): a row is
+    placed at the operator's clock + 1 ms, so the rows that arrive within one millisecond form one RANGE peer
+    group, emitted by the processing-time timer at that time; nothing is late."""
+
+    def __init__(
+        self, names: Sequence[str], rowtime: int, rows_frame: bool, calls: Sequence[AggCall], proctime: bool = False
+    ) -> None:
         self.names = list(names)
         self.rowtime = rowtime
+        self.proctime = proctime
         self.rows_frame = rows_frame
         self.calls = tuple(calls)
         self._aggs: AggregateSet | None = None
@@ -203,16 +229,14 @@ class OverAggFunction(KeyedProcessFunction):
         self._buffer = runtime_context.get_map_state(MapStateDescriptor("over-rows"))
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
-        stamp = value._values[self.rowtime]
-        if stamp is None:
-            return ()
-        millis = epoch_millis(stamp)
-        if millis <= ctx.timer_service().current_watermark():
+        timers = ctx.timer_service()
+        millis = row_time(value, self.rowtime, self.proctime, timers)
+        if millis is None or (not self.proctime and millis <= timers.current_watermark()):
             return ()
         pending = self._buffer.get(millis)
         if pending is None:
             pending = []
-            ctx.timer_service().register_event_time_timer(millis)
+            register_timer(timers, self.proctime, millis)
         pending.append(list(value._values))
         self._buffer.put(millis, pending)
         return ()

@@ -128,12 +128,12 @@ class QueryPlanner:
             )
         index = input_node.names.index(time_name)
         time_type = input_node.schema[index].type
-        if time_type.time_attribute != "ROWTIME":
+        if time_type.time_attribute is None:
             raise self.convert.error(
                 time_column,
                 f"The window function {name}(TABLE table_name, DESCRIPTOR(timecol), datetime "
                 f"interval) requires the timecol to be a time attribute type, but is {time_type}: declare "
-                f"a watermark on it (WATERMARK FOR {time_name} AS ...)",
+                f"a watermark on it (WATERMARK FOR {time_name} AS ...) or use a PROCTIME() column",
             )
         intervals = [self._interval_millis(a) for a in args[2:]]
         if name == "TUMBLE":
@@ -299,7 +299,7 @@ class QueryPlanner:
 
         ordered = order.expressions[0]
         time_name = ordered.this.name if isinstance(ordered.this, exp.Column) else ""
-        is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute == "ROWTIME"
+        is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute is not None
         rank_column = Column(rn, DataTypes.BIGINT(False))
         if limit == 1 and len(order.expressions) == 1 and is_time:
             dedup = Deduplicate(
@@ -449,11 +449,11 @@ class QueryPlanner:
             raise self.convert.error(window, "OVER windows must be ordered by one time attribute, ascending")
         time_name = order.expressions[0].this.name
         names = input_node.names
-        if time_name not in names or input_node.schema[names.index(time_name)].type.time_attribute != "ROWTIME":
+        if time_name not in names or input_node.schema[names.index(time_name)].type.time_attribute is None:
             raise self.convert.error(
                 order,
                 f"OVER windows can only be ordered by a time attribute; '{time_name}' "
-                "is none (declare a watermark on it)",
+                "is none (declare a watermark on it, or order by a PROCTIME() column)",
             )
         keys = []
         for p in window.args.get("partition_by") or []:
