@@ -64,6 +64,7 @@ class TaskManagerDetails:
     log_file: str = ""  # where its log records go (the dashboard's TaskManager log page)
     stdout_file: str = ""  # where what its jobs print goes; "" when that is a terminal
     log_marker: str = ""  # what begins its records in a log file shared with others ("": the file is its own)
+    gc_collections: tuple[int, ...] = ()  # a TaskManager process's garbage collections per generation, as it reported
 
 
 @dataclass(slots=True)
@@ -199,6 +200,7 @@ class LocalDispatcher:
                         log_file=log_file,
                         stdout_file=stdout_file,
                         log_marker=logs.task_manager_log_marker(task_manager.index) if cluster.processes else "",
+                        gc_collections=cluster.processes.gc_collections(pid) if cluster.processes else (),
                     )
                 )
         return managers

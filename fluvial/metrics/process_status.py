@@ -1,7 +1,8 @@
 """A TaskManager's process as Flink's `Status.JVM.*` metrics describe a TaskManager's JVM: CPU time and load,
 memory, threads, garbage collections — for a Python process, under `Status.Python.*` (the same names with
 Python for JVM; RSS for the heap, which Python does not size). Read from /proc for any process of this machine;
-the garbage collector's counts only for this process (another process's are not readable from here)."""
+the garbage collector's counts only by the process itself, so a TaskManager process sends its own with every
+heartbeat (`gc_collections_payload` / `parse_gc_collections`) and its pool keeps the latest."""
 
 from __future__ import annotations
 
@@ -39,8 +40,22 @@ class ProcessStatus:
         return values
 
 
-def process_status(pid: int) -> ProcessStatus | None:
-    """The status of process `pid` now; None when it cannot be read (gone, or no /proc)."""
+def gc_collections_payload() -> bytes:
+    """This process's collections per garbage-collector generation, as a heartbeat carries them ("12,3,1")."""
+    return ",".join(str(stats["collections"]) for stats in gc.get_stats()).encode()
+
+
+def parse_gc_collections(payload: bytes) -> tuple[int, ...]:
+    """The counts `gc_collections_payload` wrote; () for a payload that is not such a list (an older sender)."""
+    try:
+        return tuple(int(count) for count in payload.decode().split(","))
+    except ValueError:
+        return ()
+
+
+def process_status(pid: int, gc_collections: tuple[int, ...] = ()) -> ProcessStatus | None:
+    """The status of process `pid` now; None when it cannot be read (gone, or no /proc). The garbage collector's
+    counts are this process's own, or `gc_collections` as process `pid` last reported them."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().decode(errors="replace").rsplit(") ", 1)[1].split()
@@ -53,5 +68,6 @@ def process_status(pid: int) -> ProcessStatus | None:
         previous = _LAST_SAMPLE.get(pid)
         _LAST_SAMPLE[pid] = (now, cpu_seconds)
     load = (cpu_seconds - previous[1]) / (now - previous[0]) if previous and now > previous[0] else 0.0
-    collections = tuple(stats["collections"] for stats in gc.get_stats()) if pid == os.getpid() else ()
-    return ProcessStatus(pid, int(cpu_seconds * 1000), max(0.0, load), rss, threads, collections)
+    if pid == os.getpid():
+        gc_collections = tuple(stats["collections"] for stats in gc.get_stats())
+    return ProcessStatus(pid, int(cpu_seconds * 1000), max(0.0, load), rss, threads, gc_collections)

@@ -110,7 +110,7 @@ class _Pages:
 
 def status_metrics(manager: Any) -> dict[str, float]:
     """The `Status.Python.*` metrics of a TaskManager's process now (none when it has no readable process)."""
-    status = process_status(manager.pid) if manager.pid else None
+    status = process_status(manager.pid, manager.gc_collections) if manager.pid else None
     return status.metrics() if status is not None else {}
 
 

@@ -168,7 +168,17 @@ def test_each_taskmanagers_process_metrics_are_listed_and_exported(job):
     assert "Status.Python.Threads.Count" in names
     (threads,) = job.get(f"taskmanagers/{managers[0]['id']}/metrics?get=Status.Python.Threads.Count").body
     assert threads["id"] == "Status.Python.Threads.Count" and float(threads["value"]) >= 1
+    # garbage collections: a TaskManager thread's are this process's own; a process's come with its heartbeats
+    collections = "Status.Python.GarbageCollector.Gen0.Count"
+    for manager in managers:
+        wait_until(
+            lambda manager=manager: (
+                collections in {entry["id"] for entry in job.get(f"taskmanagers/{manager['id']}/metrics").body}
+            ),
+            what=f"the garbage collections of TaskManager {manager['id']}",
+        )
     text = job.get("metrics").body
+    assert "flink_taskmanager_Status_Python_GarbageCollector_Gen0_Count{" in text
     for manager in managers:
         assert 'flink_taskmanager_Status_Python_Memory_RSS{host="' in text
         assert f'tm_id="{sanitize(manager["id"])}"' in text

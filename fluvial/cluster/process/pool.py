@@ -58,6 +58,7 @@ from fluvial.cluster.process.protocol import (
 from fluvial.common.errors import FluvialError, ResourceError
 from fluvial.common.logs import ENGINE_LOGGER
 from fluvial.common.processes import kill, pid_running
+from fluvial.metrics.process_status import parse_gc_collections
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.connection import Connection, Listener
 from fluvial.runtime.network.framing import FrameKind
@@ -156,6 +157,7 @@ class _Member:
         self.last_seen = time.monotonic()
         self.lost = False
         self.early_deaths = 0  # processes in a row that died before they registered
+        self.gc_collections: tuple[int, ...] = ()  # per generation, as its process's last heartbeat said
 
 
 class OutputCopy:
@@ -254,6 +256,7 @@ class TaskManagerProcesses:
         )
         member.connection, member.data_address, member.ended, member.lost = None, None, None, False
         member.last_seen = time.monotonic()
+        member.gc_collections = ()
         member.pid = launcher().start(config, self._on_exit)
 
     def _await_registration(self, timeout: float) -> None:
@@ -346,6 +349,8 @@ class TaskManagerProcesses:
             elif kind is FrameKind.LOG:
                 record = logging.makeLogRecord(pickle.loads(payload))
                 logging.getLogger(record.name).handle(record)
+            elif kind is FrameKind.HEARTBEAT and payload:
+                member.gc_collections = parse_gc_collections(payload)
 
     def _route(self, message: Any) -> None:
         job_master = self._listener.job_master_gateway(message.job_id)
@@ -446,6 +451,14 @@ class TaskManagerProcesses:
     @property
     def pids(self) -> list[int]:
         return [member.pid for member in self._members if member.pid]
+
+    def gc_collections(self, pid: int) -> tuple[int, ...]:
+        """The garbage-collection counts per generation that TaskManager process `pid` last reported; () before
+        its first heartbeat or for a pid that is not one of this pool's processes."""
+        for member in self._members:
+            if member.pid == pid:
+                return member.gc_collections
+        return ()
 
 
 # What a TaskManager process reports, and the JobMasterGateway method that takes it (called on the gateway

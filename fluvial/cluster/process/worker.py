@@ -51,6 +51,7 @@ from fluvial.cluster.process.protocol import (
 )
 from fluvial.common.logs import own_process, task_manager_log_marker
 from fluvial.common.wire import dumps_records
+from fluvial.metrics.process_status import gc_collections_payload
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
 from fluvial.runtime.network.connection import Connection, connect
@@ -398,9 +399,11 @@ def _open(envelope: DeploymentEnvelope, index: int, environments: JobEnvironment
 
 
 def _heartbeat(connection: Connection, interval_s: float) -> None:
+    """A sign of life every interval, carrying this process's garbage-collection counts (only a process can read
+    its own: the dashboard's Status.Python.GarbageCollector metrics of a TaskManager come from here)."""
     stop = threading.Event()
     while not connection.closed and not stop.wait(interval_s):
         try:
-            connection.send(FrameKind.HEARTBEAT)
+            connection.send(FrameKind.HEARTBEAT, gc_collections_payload())
         except OSError:
             return

@@ -73,6 +73,10 @@ class TaskManagerSet(Protocol):
     @property
     def pids(self) -> list[int]: ...
 
+    def gc_collections(self, pid: int) -> tuple[int, ...]:
+        """What TaskManager process `pid` last reported of its garbage collections, per generation."""
+        ...
+
     def ready(self) -> bool:
         """Every TaskManager has a live, registered process (restarts wait for this)."""
         ...
@@ -329,6 +333,7 @@ class SessionDispatcher:
                 log_file=log_file,
                 stdout_file=stdout_file,
                 log_marker=task_manager_log_marker(index),
+                gc_collections=self._task_managers.gc_collections(pids[index]) if index < len(pids) else (),
             )
             for index, gateway in enumerate(self._task_managers.gateways)
         ]
