@@ -72,6 +72,7 @@ class NatsConnection:
         self.jetstream: Any = None
         self._errors: list[BaseException] = []
         self._closing = False
+        self._stopped = False  # close() stopped the loop: nothing submitted runs any more
 
     @classmethod
     def open(cls, options: NatsConnectionOptions, what: str) -> NatsConnection:
@@ -121,7 +122,10 @@ class NatsConnection:
         try:
             self.client = future.result(timeout + 5)
         except BaseException as error:  # noqa: BLE001 - reported with the reason the client saw
-            reason = self._errors[-1] if self._errors else error
+            # the server says why before it closes; the client may then see the reset first: the reason is the
+            # refusal if any attempt heard one, else what the last attempt saw
+            refusals = [seen for seen in self._errors if _is_refusal(seen)]
+            reason = refusals[-1] if refusals else self._errors[-1] if self._errors else error
             raise NatsConnectError(
                 f"{self._what} cannot connect to NATS at {options.address} within {timeout:g} s: "
                 f"{_describe(reason)}; check that the server runs there and that the credentials are right "
@@ -130,8 +134,18 @@ class NatsConnection:
         self.jetstream = self.client.jetstream(timeout=options.request_timeout)
 
     def submit(self, factory: Callable[[], Awaitable[T]]) -> Future:
-        """Run `factory()` on the loop; returns a concurrent Future."""
-        return asyncio.run_coroutine_threadsafe(_call(factory), self._loop)
+        """Run `factory()` on the loop; returns a concurrent Future. After close() the loop runs nothing more: the
+        Future fails at once (a coroutine handed to a stopped loop would never run, nor be awaited)."""
+        if self._stopped:
+            failed: Future = Future()
+            failed.set_exception(NatsConnectError(f"{self._what}: the NATS connection is closed"))
+            return failed
+        coroutine = _call(factory)
+        try:
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        except RuntimeError:  # the loop closed in between
+            coroutine.close()
+            raise
 
     def call(self, factory: Callable[[], Awaitable[T]], timeout: float | None = None) -> T:
         """Run `factory()` on the loop and wait for its result (at most `timeout`, default the request timeout)."""
@@ -157,6 +171,7 @@ class NatsConnection:
                 self.submit(client.close).result(5)
             except BaseException as error:  # noqa: BLE001 - closing is best effort
                 logger.debug("%s: closing the NATS connection failed: %r", self._what, error)
+        self._stopped = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         if not self._thread.is_alive():
@@ -167,9 +182,13 @@ async def _call(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
+def _is_refusal(error: BaseException) -> bool:
+    return "Authorization Violation" in str(error)
+
+
 def _describe(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
-    if "Authorization Violation" in text:
+    if _is_refusal(error):
         return "the server refused the credentials (Authorization Violation)"
     if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
         return "no answer (timed out)"
