@@ -17,16 +17,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
-from fluvial.datastream.functions import KeyedCoProcessFunction
 from fluvial.datastream.state import MapStateDescriptor
 from fluvial.table.planner.rex import Rex
-from fluvial.table.runtime.codegen import compile_expression
+from fluvial.table.runtime.join import TwoSidedJoin
 from fluvial.table.values import epoch_millis
 
 __all__ = ["IntervalJoinFunction"]
 
 
-class IntervalJoinFunction(KeyedCoProcessFunction):
+class IntervalJoinFunction(TwoSidedJoin):
     def __init__(
         self,
         names: Sequence[str],
@@ -36,32 +35,17 @@ class IntervalJoinFunction(KeyedCoProcessFunction):
         join_type: str,
         condition: Rex | None,
     ) -> None:
-        self.names = list(names)
-        self.widths = widths
+        super().__init__(names, widths, join_type, condition)
         self.times = times  # the rowtime column of each side, in its own row
         self.lower, self.upper = bounds  # lower <= left time - right time <= upper
         # rows it emits are up to this much older than the watermark (Flink's watermark delay of the join)
         self.output_watermark_delay = max(-self.lower, self.upper, 0)
-        self.join_type = join_type
-        self.condition = condition
-        self._states: Any = None
-        self._condition: Any = None
 
     def open(self, runtime_context: Any) -> None:
         self._states = tuple(
             runtime_context.get_map_state(MapStateDescriptor(f"interval-join-{side}")) for side in ("left", "right")
         )
-        self._condition = compile_expression(self.condition) if self.condition is not None else None
-
-    def _outer(self, side: int) -> bool:
-        return self.join_type == "FULL" or self.join_type == ("LEFT", "RIGHT")[side]
-
-    def _joined(self, mine: Sequence, other: Sequence, side: int) -> list:
-        return [*mine, *other] if side == 0 else [*other, *mine]
-
-    def _padded(self, values: Sequence, side: int) -> list:
-        nulls = [None] * self.widths[1 - side]
-        return [*values, *nulls] if side == 0 else [*nulls, *values]
+        self._compile_condition()
 
     def _expiry(self, time: int, side: int) -> int:
         """The watermark after which no row of the other side can match a row of `side` at `time`."""
@@ -77,7 +61,7 @@ class IntervalJoinFunction(KeyedCoProcessFunction):
         values = tuple(row._values)
         stamp = values[self.times[side]]
         if stamp is None:  # a NULL time matches nothing; an outer side keeps its row, padded
-            return [_create_row(self.names, self._padded(values, side), RowKind.INSERT)] if self._outer(side) else []
+            return [self._padded_row(values, side)] if self._outer(side) else []
         time = epoch_millis(stamp)
         # the other side's times that match: left - right in [lower, upper]
         low, high = (time - self.upper, time - self.lower) if side == 0 else (time + self.lower, time + self.upper)
@@ -91,7 +75,7 @@ class IntervalJoinFunction(KeyedCoProcessFunction):
             changed = False
             for entry in entries:
                 joined = self._joined(values, entry[0], side)
-                if self._condition is None or self._condition(joined) is True:
+                if self._fits(joined):
                     out.append(_create_row(self.names, joined, RowKind.INSERT))
                     matched = True
                     if not entry[1]:
@@ -106,7 +90,7 @@ class IntervalJoinFunction(KeyedCoProcessFunction):
             state.put(time, entries)
             ctx.timer_service().register_event_time_timer(expiry)
         elif not matched and self._outer(side):
-            out.append(_create_row(self.names, self._padded(values, side), RowKind.INSERT))
+            out.append(self._padded_row(values, side))
         return out
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Row]:
@@ -119,11 +103,6 @@ class IntervalJoinFunction(KeyedCoProcessFunction):
                 if self._outer(side):
                     for values, matched in state.get(time):
                         if not matched:
-                            out.append(_create_row(self.names, self._padded(values, side), RowKind.INSERT))
+                            out.append(self._padded_row(values, side))
                 state.remove(time)
         return out
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_states"] = state["_condition"] = None
-        return state

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
-from fluvial.datastream.functions import FlatMapFunction, KeyedCoProcessFunction
+from fluvial.datastream.functions import FlatMapFunction
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.table.planner.logical import WindowKind, WindowSpec
 from fluvial.table.planner.rex import Rex
-from fluvial.table.runtime.codegen import compile_expression
+from fluvial.table.runtime.join import TwoSidedJoin
 from fluvial.table.values import epoch_millis, from_epoch_millis
 
 __all__ = ["WindowAssignFunction", "WindowJoinFunction", "window_bounds"]
@@ -52,7 +52,7 @@ class WindowAssignFunction(FlatMapFunction):
             yield _create_row(self.names, values + bounds, RowKind.INSERT)
 
 
-class WindowJoinFunction(KeyedCoProcessFunction):
+class WindowJoinFunction(TwoSidedJoin):
     def __init__(
         self,
         names: Sequence[str],
@@ -61,19 +61,14 @@ class WindowJoinFunction(KeyedCoProcessFunction):
         join_type: str,
         condition: Rex | None,
     ) -> None:
-        self.names = list(names)
-        self.widths = widths
+        super().__init__(names, widths, join_type, condition)
         self.ends = ends  # each side's window_end column
-        self.join_type = join_type
-        self.condition = condition
-        self._states: Any = None
-        self._condition: Any = None
 
     def open(self, runtime_context: Any) -> None:
         self._states = tuple(
             runtime_context.get_state(ValueStateDescriptor(f"window-join-{side}")) for side in ("left", "right")
         )
-        self._condition = compile_expression(self.condition) if self.condition is not None else None
+        self._compile_condition()
 
     def process_element1(self, value: Row, ctx: Any) -> Iterable[Row]:
         return self._process(value, 0, ctx)
@@ -104,18 +99,13 @@ class WindowJoinFunction(KeyedCoProcessFunction):
             matched = False
             for i, rv in enumerate(right):
                 joined = [*lv, *rv]
-                if self._condition is None or self._condition(joined) is True:
+                if self._fits(joined):
                     out.append(_create_row(self.names, joined, RowKind.INSERT))
                     matched = right_matched[i] = True
-            if not matched and self.join_type in ("LEFT", "FULL"):
-                out.append(_create_row(self.names, [*lv, *([None] * self.widths[1])], RowKind.INSERT))
-        if self.join_type in ("RIGHT", "FULL"):
+            if not matched and self._outer(0):
+                out.append(self._padded_row(lv, 0))
+        if self._outer(1):
             for rv, matched in zip(right, right_matched):
                 if not matched:
-                    out.append(_create_row(self.names, [*([None] * self.widths[0]), *rv], RowKind.INSERT))
+                    out.append(self._padded_row(rv, 1))
         return out
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_states"] = state["_condition"] = None
-        return state
