@@ -51,15 +51,19 @@ class _UnknownFieldError(KeyError, ValueError):
 
 
 def _create_row(fields: Sequence[str] | None, values: Sequence[Any], row_kind: RowKind | None = None) -> Row:
-    """Rebuilds a row; the target of `Row.__reduce__`, so it must stay importable under this name."""
-    row = Row(*values)
+    """Rebuilds a row; the target of `Row.__reduce__`, so it must stay importable under this name. The SQL
+    operators build every row they emit here, so its slots are set directly (no `__init__`), and a list of field
+    names is shared, never copied (rows never change their names in place: `set_field_names` replaces them)."""
+    row = _new_row(Row)
+    _set_slot(row, "_values", list(values))
     if fields is not None:
-        object.__setattr__(row, "_fields", list(fields))
-    if row_kind is not None:
-        object.__setattr__(row, "_row_kind", row_kind)
+        _set_slot(row, "_fields", fields if type(fields) is list else list(fields))
+    _set_slot(row, "_row_kind", RowKind.INSERT if row_kind is None else row_kind)
     return row
 
 
+_new_row = object.__new__
+_set_slot = object.__setattr__
 _INTERNAL = frozenset({"_fields", "_values", "_row_kind", "_from_dict"})
 
 

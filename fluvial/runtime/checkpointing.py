@@ -5,7 +5,8 @@ It is handed what it works on — the operator chain, the record writers, the so
 subtask) — and never sees the Task. `checkpoint_state(barrier)` runs, numbered:
 1. On the task thread, between buffers: a source subtask got a trigger (a mail); any other subtask has
    aligned the barriers of every input (`runtime.alignment`).
-2. The barrier goes out on every output channel, before any later record.
+2. Each operator, head first, emits what it holds outside its state (`prepare_snapshot_pre_barrier`: a
+   mini-batch's bundle); then the barrier goes out on every output channel, before any later record.
 3. Synchronous part: every operator freezes its state (`snapshot_state`: the keyed backend's pending snapshot,
    timers, operator state; no I/O); a source adds its split positions.
    An unaligned checkpoint (`runtime.alignment`) waits here until its in-flight data is complete
@@ -131,6 +132,8 @@ class SubtaskCheckpointCoordinator:
         checkpoint_id = barrier.checkpoint_id
         if self._input_finished and barrier.savepoint_dir is None:
             self._final_checkpoints.add(checkpoint_id)
+        for operator in self._chain.order:  # what operators hold outside state goes out before the barrier
+            operator.prepare_snapshot_pre_barrier(checkpoint_id)
         for writer in self._writers:  # 2
             writer.broadcast_event(barrier)
         snapshot_type = SnapshotType.SAVEPOINT if barrier.savepoint_dir is not None else SnapshotType.CHECKPOINT

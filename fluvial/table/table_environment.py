@@ -234,9 +234,15 @@ class TableEnvironment:
     # -- running ------------------------------------------------------------------------------------------------
 
     def _translator(self) -> Any:
+        from fluvial.table.planner.aggregate_phases import mini_batch_from
         from fluvial.table.planner.translate import Translator
 
-        return Translator(self._env, self._config.state_ttl_millis(), batch=not self._is_streaming())
+        return Translator(
+            self._env,
+            self._config.state_ttl_millis(),
+            batch=not self._is_streaming(),
+            mini_batch=mini_batch_from(self._config),
+        )
 
     def _collect(self, node: RelNode) -> TableResult:
         with _own_job(self._env):
@@ -292,9 +298,10 @@ class TableEnvironment:
         """Flink's three sections (fluvial's logical plan is its physical plan: no cost-based rewrites yet),
         then the JobGraph the plan runs as: its chains, their parallelism, and why each edge is not chained."""
         tree = "\n".join(explain_tree(node))
+        physical = "\n".join(explain_tree(node, expand=self._translator().physical))
         return (
-            f"== Abstract Syntax Tree ==\n{tree}\n\n== Optimized Physical Plan ==\n{tree}\n\n"
-            f"== Optimized Execution Plan ==\n{tree}\n\n== fluvial JobGraph ==\n{self._job_graph_text(node)}"
+            f"== Abstract Syntax Tree ==\n{tree}\n\n== Optimized Physical Plan ==\n{physical}\n\n"
+            f"== Optimized Execution Plan ==\n{physical}\n\n== fluvial JobGraph ==\n{self._job_graph_text(node)}"
         )
 
     def _job_graph_text(self, node: RelNode) -> str:

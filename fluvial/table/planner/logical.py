@@ -152,6 +152,7 @@ class Aggregate(SingleRel):
 
     group: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
+    mini_batch: Any = None  # aggregate_phases.MiniBatch once the physical rewrite chose mini-batch
 
     @property
     def changelog_mode(self) -> ChangelogMode:
@@ -428,14 +429,17 @@ class TemporalSort(SingleRel):
         return f"TemporalSort(orderBy=[{', '.join(order)}])"
 
 
-def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True) -> list[str]:
-    """Flink's tree rendering: `Calc(...)` then `+- Child(...)`, `:- First(...)` for all but the last input."""
+def explain_tree(node: RelNode, indent: str = "", last: bool = True, top: bool = True, expand: Any = None) -> list[str]:
+    """Flink's tree rendering: `Calc(...)` then `+- Child(...)`, `:- First(...)` for all but the last input.
+    `expand`: each node as it runs (the physical plan: `Translator.physical`)."""
+    if expand is not None:
+        node = expand(node)
     prefix = "" if top else indent + ("+- " if last else ":- ")
     lines = [prefix + node.explain_terms()]
     child_indent = "" if top else indent + ("   " if last else ":  ")
     children = node.inputs
     for i, child in enumerate(children):
-        lines.extend(explain_tree(child, child_indent, i == len(children) - 1, False))
+        lines.extend(explain_tree(child, child_indent, i == len(children) - 1, False, expand))
     return lines
 
 
