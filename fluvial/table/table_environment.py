@@ -223,7 +223,8 @@ class TableEnvironment:
     def explain_sql(self, stmt: str, *extra_details: Any) -> str:
         from fluvial.table.sql.statements import explain_statement
 
-        return explain_statement(self, stmt)
+        with self._functions_in_scope():  # a statement calling a registered udf explains as it runs
+            return explain_statement(self, stmt)
 
     def add_python_file(self, file_path: str) -> None:
         self._env.add_python_file(file_path)
