@@ -20,11 +20,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConnectorContext:
-    """What a factory is given: the table's name, its physical columns, and its WITH options."""
+    """What a factory is given: the table's name, its physical columns, its WITH options, and the columns of its
+    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
+    primary_key: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -64,10 +66,11 @@ def check_options(
 
 
 def _factories() -> dict[str, Any]:
-    from fluvial.table.connectors import blackhole, datagen, filesystem, nexmark, print_sink
+    from fluvial.table.connectors import blackhole, datagen, filesystem, jdbc, nexmark, print_sink
 
     return {
         "datagen": datagen.DataGenFactory(),
+        "jdbc": jdbc.JdbcTableFactory(),
         "print": print_sink.PrintFactory(),
         "blackhole": blackhole.BlackHoleFactory(),
         "filesystem": filesystem.FileSystemFactory(),
