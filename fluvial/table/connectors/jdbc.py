@@ -31,6 +31,7 @@ from fluvial.datastream.connectors.jdbc_writer import BatchingJdbcWriter, execut
 from fluvial.datastream.connectors.sink import SinkWriter
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.connectors.jdbc_scan import JdbcScanSource, ScanColumn, ScanPartition
+from fluvial.table.connectors.lookup import LOOKUP_CACHE_OPTIONS, LookupCacheSpec, lookup_cache_spec
 from fluvial.table.environment_settings import parse_duration_millis
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode
@@ -58,6 +59,8 @@ _OPTIONS = {
     "sink.buffer-flush.interval",
     "sink.max-retries",
     "sink.parallelism",
+    "lookup.max-retries",
+    *LOOKUP_CACHE_OPTIONS,
 }
 _UPSERTS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 _UNWRITABLE = ("MAP", "MULTISET", "ROW", "RAW", "STRUCTURED_TYPE")
@@ -108,6 +111,8 @@ class JdbcTableOptions:
     flush_interval_ms: int
     max_retries: int
     sink_parallelism: int | None
+    lookup_max_retries: int
+    lookup_cache: LookupCacheSpec | None
 
     @staticmethod
     def of(context: ConnectorContext) -> JdbcTableOptions:
@@ -146,6 +151,8 @@ class JdbcTableOptions:
             interval,
             _integer(options, "sink.max-retries", 3),
             _integer(options, "sink.parallelism", 1, minimum=1) if parallelism is not None else None,
+            _integer(options, "lookup.max-retries", 3),
+            lookup_cache_spec(options, "jdbc"),
         )
 
     def execution_options(self) -> JdbcExecutionOptions:
@@ -184,20 +191,32 @@ def _partition(context: ConnectorContext) -> ScanPartition | None:
     return ScanPartition(quote_identifier(column), _integer(options, "scan.partition.num", 1, minimum=1), lower, upper)
 
 
+def _scan_source(context: ConnectorContext, options: JdbcTableOptions) -> JdbcScanSource:
+    return JdbcScanSource(
+        options.connection.address(),
+        float(options.connection.connection_check_timeout_seconds),
+        table_identifier(options.table_name),
+        options.table_name,
+        tuple(ScanColumn(c.name, c.type, quote_identifier(c.name), pg_name(c.name)) for c in context.columns),
+        options.partition,
+        options.fetch_size,
+        tuple(quote_identifier(k) for k in context.primary_key),
+    )
+
+
 class JdbcTableFactory:
     def create_source(self, env: Any, context: ConnectorContext) -> Any:
-        options = JdbcTableOptions.of(context)
-        source = JdbcScanSource(
-            options.connection.address(),
-            float(options.connection.connection_check_timeout_seconds),
-            table_identifier(options.table_name),
-            options.table_name,
-            tuple(ScanColumn(c.name, c.type, quote_identifier(c.name), pg_name(c.name)) for c in context.columns),
-            options.partition,
-            options.fetch_size,
-            tuple(quote_identifier(k) for k in context.primary_key),
-        )
+        source = _scan_source(context, JdbcTableOptions.of(context))
         return env.from_source(source, source_name=context.table_name)
+
+    def create_lookup(self, context: ConnectorContext, keys: tuple[int, ...]) -> Any:
+        """The lookup function of a lookup join by the columns `keys` (jdbc_lookup)."""
+        from fluvial.table.connectors.jdbc_lookup import JdbcLookupFunction
+
+        options = JdbcTableOptions.of(context)
+        return JdbcLookupFunction(
+            _scan_source(context, options), tuple(keys), options.lookup_max_retries, options.lookup_cache
+        )
 
     def create_sink(self, stream: Any, context: ConnectorContext, mode: ChangelogMode) -> Any:
         options = JdbcTableOptions.of(context)

@@ -35,7 +35,7 @@ from fluvial.datastream.connectors.source import Boundedness, Source, SourceRead
 from fluvial.table.types import DataType
 from fluvial.table.values import float32
 
-__all__ = ["JdbcScanSource", "JdbcScanSplit", "ScanPartition", "partition_ranges"]
+__all__ = ["JdbcScanSource", "JdbcScanSplit", "ScanPartition", "check_columns", "converted", "partition_ranges"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,10 +141,12 @@ class JdbcScanSource(Source[JdbcScanSplit]):
     def default_name(self) -> str:
         return f"JdbcTableSource({self.table_name})"
 
+    def select_list(self, casts: Sequence[bool]) -> str:
+        return ", ".join(f"{c.identifier}::text" if cast else c.identifier for c, cast in zip(self.columns, casts))
+
     def query(self, split: JdbcScanSplit, casts: Sequence[bool]) -> tuple[str, tuple]:
         """The split's SELECT and its parameters; `casts[i]`: read column i as text."""
-        select = ", ".join(f"{c.identifier}::text" if cast else c.identifier for c, cast in zip(self.columns, casts))
-        sql = f"SELECT {select} FROM {self.table}"
+        sql = f"SELECT {self.select_list(casts)} FROM {self.table}"
         parameters: tuple = ()
         if split.bounds is not None and self.partition is not None:
             sql += f" WHERE {self.partition.column} BETWEEN %s AND %s"
@@ -171,7 +173,7 @@ class JdbcScanReader(SourceReader[JdbcScanSplit]):
         self._buffer: list = []
         self._names = [c.name for c in source.columns]
         self._casts: list[bool] | None = None
-        self._converters: list[tuple[int, Callable[[Any], Any]]] = []
+        self._converters: Converters = []
 
     def add_splits(self, splits: list[JdbcScanSplit]) -> None:
         self._pending.extend(splits)
@@ -190,13 +192,7 @@ class JdbcScanReader(SourceReader[JdbcScanSplit]):
         return [self._row(values) for values in taken]
 
     def _row(self, values: tuple) -> Any:
-        if self._converters:
-            values = list(values)  # type: ignore[assignment]
-            for index, convert in self._converters:
-                value = values[index]
-                if value is not None:
-                    values[index] = convert(value)  # type: ignore[index]
-        return _create_row(self._names, values, RowKind.INSERT)
+        return _create_row(self._names, converted(values, self._converters), RowKind.INSERT)
 
     def current_split_id(self) -> Any:
         return self._current.split_id if self._current is not None else None
@@ -213,7 +209,7 @@ class JdbcScanReader(SourceReader[JdbcScanSplit]):
             self._connection = connect(self._source.address, self._source.connect_timeout_s, what="JDBC source")
             self._connection.set_session(readonly=True)
         if self._casts is None:
-            self._casts, self._converters = _check_columns(self._connection, self._source)
+            self._casts, self._converters = check_columns(self._connection, self._source)
         sql, parameters = self._source.query(split, self._casts)
         self._cursor = self._connection.cursor(name=f"fluvial_scan_{split.split_id}")
         self._cursor.execute(sql, parameters)
@@ -238,9 +234,20 @@ class JdbcScanReader(SourceReader[JdbcScanSplit]):
             self._connection = None
 
 
-def _check_columns(
-    connection: Any, source: JdbcScanSource
-) -> tuple[list[bool], list[tuple[int, Callable[[Any], Any]]]]:
+Converters = list[tuple[int, Callable[[Any], Any]]]
+
+
+def converted(values: Sequence, converters: Converters) -> list:
+    """A fetched row's values as the declared types' Python values."""
+    values = list(values)
+    for index, convert in converters:
+        value = values[index]
+        if value is not None:
+            values[index] = convert(value)
+    return values
+
+
+def check_columns(connection: Any, source: JdbcScanSource) -> tuple[list[bool], Converters]:
     """Which columns to read as text, and the converters of the rest, from the table's catalog entry."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s)::oid", (source.table,))
@@ -259,7 +266,7 @@ def _check_columns(
         catalog = {name: (typname, shown, category, element) for name, typname, shown, category, element in cursor}
     connection.commit()
     casts: list[bool] = []
-    converters: list[tuple[int, Callable[[Any], Any]]] = []
+    converters: Converters = []
     for index, column in enumerate(source.columns):
         found = catalog.get(column.pg_name)
         if found is None:

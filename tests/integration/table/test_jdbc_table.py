@@ -193,3 +193,28 @@ def test_a_restored_scan_reader_resumes_after_the_rows_it_emitted(postgres):
         seen += [row[0] for row in rows]
     restored.close()
     assert seen == list(range(1, 51))  # each row once, in key order
+
+
+def test_lookup_join_as_of_processing_time_with_a_partial_cache(postgres):
+    dim = table_name()
+    execute(
+        postgres,
+        f"CREATE TABLE {dim} (id INTEGER PRIMARY KEY, name TEXT)",
+        f"INSERT INTO {dim} VALUES (1, 'one'), (2, 'two'), (3, NULL), (4, 'four')",
+    )
+    t_env = streaming()
+    t_env.execute_sql(
+        "CREATE TABLE orders (k INT, pt AS PROCTIME()) WITH ('connector' = 'datagen', 'fields.k.kind' = 'sequence', "
+        "'fields.k.start' = '1', 'fields.k.end' = '6')"
+    )
+    cache = {"lookup.cache": "PARTIAL", "lookup.partial-cache.max-rows": "2", "lookup.max-retries": "1"}
+    t_env.execute_sql(
+        f"CREATE TABLE dim (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED) WITH ({jdbc(postgres, dim, **cache)})"
+    )
+    query = (
+        "SELECT o.k, d.id, d.name FROM orders AS o LEFT JOIN dim FOR SYSTEM_TIME AS OF o.pt AS d "
+        "ON o.k = d.id AND d.id <> 2"
+    )
+    with t_env.execute_sql(query).collect() as result:
+        joined = sorted(tuple(r) for r in result)
+    assert joined == [(1, 1, "one"), (2, None, None), (3, 3, None), (4, 4, "four"), (5, None, None), (6, None, None)]

@@ -69,7 +69,8 @@ def with_options(**options: str) -> ConnectorContext:
         ({"sink.max-retries": "-1"}, "'sink.max-retries' must be at least 0"),
         ({"sink.buffer-flush.interval": "soon"}, "Could not parse value 'soon' as a duration"),
         ({"scan.auto-commit": "true"}, "'scan.auto-commit' = 'true' is not supported"),
-        ({"lookup.cache.ttl": "1 min"}, "Unsupported options found for 'jdbc': lookup.cache.ttl"),
+        ({"sink.semantic": "exactly-once"}, "Unsupported options found for 'jdbc': sink.semantic"),
+            ({"lookup.max-retries": "x"}, "Could not parse value 'x' for key 'lookup.max-retries'"),
         ({"connection.max-retry-timeout": "500 ms"}, "shouldn't be smaller than 1 second"),
     ],
 )
@@ -179,3 +180,66 @@ def test_upsert_statements_and_the_reduced_buffer():
         module.execute_statement = original
         writer.close()
     assert executed == [("INSERT", [[1, "b", None], [3, "z", None]]), ("DELETE", [(2,), (4,)])]
+
+
+def test_lookup_cache_options():
+    from fluvial.table.connectors.lookup import LookupCacheSpec, lookup_cache_spec
+
+    assert lookup_cache_spec({}, "jdbc") is None
+    assert lookup_cache_spec(
+        {
+            "lookup.cache": "PARTIAL",
+            "lookup.partial-cache.max-rows": "10",
+            "lookup.partial-cache.expire-after-write": "1 min",
+        },
+        "jdbc",
+    ) == LookupCacheSpec(10, 60_000, None, True)
+    assert lookup_cache_spec({"lookup.cache.ttl": "10 s"}, "jdbc") == LookupCacheSpec(None, 10_000, None, True)
+    with pytest.raises(ValidationException, match="set 'lookup.cache' = 'PARTIAL'"):
+        lookup_cache_spec({"lookup.partial-cache.max-rows": "10"}, "jdbc")
+    with pytest.raises(ValidationException, match="needs at least one of"):
+        lookup_cache_spec({"lookup.cache": "PARTIAL"}, "jdbc")
+    with pytest.raises(ValidationException, match="NONE or PARTIAL"):
+        lookup_cache_spec({"lookup.cache": "FULL"}, "jdbc")
+
+
+def test_partial_cache_evicts_the_least_recently_used_and_expires_entries():
+    from fluvial.table.connectors.lookup import LookupCacheSpec, PartialCache
+
+    now = [0.0]
+    cache = PartialCache(LookupCacheSpec(2, 10_000, 4_000, cache_missing_key=False), clock=lambda: now[0])
+    cache.put((1,), [[1, "a"]])
+    cache.put((2,), [[2, "b"]])
+    cache.put((3,), [])  # a missing key is not cached: cache-missing-key is false
+    assert cache.get((1,)) == [[1, "a"]]  # 1 is now the most recently used
+    cache.put((4,), [[4, "d"]])
+    assert cache.get((2,)) is None and len(cache) == 2  # 2 went first
+    now[0] = 3.0
+    assert cache.get((1,)) == [[1, "a"]]
+    now[0] = 6.5
+    assert cache.get((4,)) is None  # not accessed for 4 s
+    assert cache.get((1,)) == [[1, "a"]]
+    now[0] = 10.0
+    assert cache.get((1,)) is None  # written 10 s ago
+
+
+def test_temporal_join_planning_errors():
+    from fluvial.table import EnvironmentSettings, TableEnvironment
+
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.execute_sql(
+        "CREATE TABLE o (k INT, ts TIMESTAMP(3), pt AS PROCTIME(), WATERMARK FOR ts AS ts) WITH ('connector' = 'datagen')"
+    )
+    t_env.execute_sql("CREATE TABLE gen (id INT, v STRING) WITH ('connector' = 'datagen')")
+    t_env.execute_sql(
+        f"CREATE TABLE dim (id INT, v STRING) WITH ('connector' = 'jdbc', 'url' = '{URL}', 'table-name' = 'd')"
+    )
+    join = "SELECT * FROM o JOIN {} FOR SYSTEM_TIME AS OF o.{} AS d ON {}"
+    with pytest.raises(ValidationException, match="connector 'datagen'\\) is not a lookup source"):
+        t_env.sql_query(join.format("gen", "pt", "o.k = d.id"))
+    with pytest.raises(ValidationException, match="is an event-time attribute"):
+        t_env.sql_query(join.format("dim", "ts", "o.k = d.id"))
+    with pytest.raises(ValidationException, match="needs an equality between an input column and a column of 'dim'"):
+        t_env.sql_query(join.format("dim", "pt", "o.k > d.id"))
+    explained = t_env.sql_query(join.format("dim", "pt", "o.k = d.id")).explain()
+    assert "LookupJoin(table=[default_catalog.default_database.dim], joinType=[InnerJoin], lookup=[id=k]" in explained
