@@ -66,7 +66,7 @@ def plan_lookup_join(
     """The LookupJoin of `left` with the lookup table `lookup` (its Scan) as of `time` (`period`: it resolved
     over `left`), or a ValidationException saying why this temporal join is not one fluvial runs. The caller
     resolves `condition`'s qualified names over the joined columns (left's, then the lookup table's)."""
-    from fluvial.table.connectors.base import source_factory
+    from fluvial.table.connectors.base import is_lookup_source
     from fluvial.table.planner.resolve import Resolver, _conjuncts, resolve_condition
 
     if not isinstance(lookup, Scan) or lookup.source is None or not hasattr(lookup.source, "options"):
@@ -74,7 +74,7 @@ def plan_lookup_join(
             at(position, f"FOR SYSTEM_TIME AS OF joins a connector table; '{table_name}' is a view or a query")
         )
     options = dict(lookup.source.options)
-    if not hasattr(source_factory(options, table_name), "create_lookup"):
+    if not is_lookup_source(options, table_name):
         raise ValidationException(
             at(
                 position,

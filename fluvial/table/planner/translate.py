@@ -211,13 +211,13 @@ class Translator:
         raise TableException(f"no translation for {type(node).__name__}")
 
     def _lookup_join(self, node: LookupJoin) -> Any:
-        from fluvial.table.connectors.base import ConnectorContext, source_factory
+        from fluvial.table.connectors.base import ConnectorContext, lookup_factory
         from fluvial.table.runtime.lookup_join import LookupJoinFunction
 
         table = node.source
         options = dict(table.options)
         context = ConnectorContext(table.table_name, table.columns, options, table.primary_key)
-        lookup = source_factory(options, table.table_name).create_lookup(context, node.lookup_keys)
+        lookup = lookup_factory(options, table.table_name).create_lookup(context, node.lookup_keys)
         function = LookupJoinFunction(
             node.names, lookup, node.input_keys, node.lookup_width, node.join_type == "LEFT", node.condition
         )

@@ -49,14 +49,13 @@ class LookupJoinFunction(FlatMapFunction):
             self.open(None)
         values = value._values
         key = tuple(values[i] for i in self.input_keys)
-        if any(k is None for k in key):
-            rows: list = []  # NULL equals nothing
-        else:
-            rows = self._cache.get(key) if self._cache is not None else None
-            if rows is None:
-                rows = self.lookup.lookup(key)
-                if self._cache is not None:
-                    self._cache.put(key, rows)
+        rows: list | None = [] if any(k is None for k in key) else None  # NULL equals nothing
+        if rows is None and self._cache is not None:
+            rows = self._cache.get(key)
+        if rows is None:
+            rows = self.lookup.lookup(key)
+            if self._cache is not None:
+                self._cache.put(key, rows)
         kind = value._row_kind
         out = []
         for found in rows:

@@ -70,7 +70,7 @@ def with_options(**options: str) -> ConnectorContext:
         ({"sink.buffer-flush.interval": "soon"}, "Could not parse value 'soon' as a duration"),
         ({"scan.auto-commit": "true"}, "'scan.auto-commit' = 'true' is not supported"),
         ({"sink.semantic": "exactly-once"}, "Unsupported options found for 'jdbc': sink.semantic"),
-            ({"lookup.max-retries": "x"}, "Could not parse value 'x' for key 'lookup.max-retries'"),
+        ({"lookup.max-retries": "x"}, "Could not parse value 'x' for key 'lookup.max-retries'"),
         ({"connection.max-retry-timeout": "500 ms"}, "shouldn't be smaller than 1 second"),
     ],
 )
