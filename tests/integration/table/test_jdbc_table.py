@@ -133,7 +133,8 @@ def test_upsert_sink_lands_a_group_by_changelog_as_its_final_table(postgres):
     events = [("a", 1), ("b", 2), ("a", 3), ("c", None), ("b", 4), ("a", 5), ("d", 6), ("c", 7), ("d", 8), ("d", 9)]
     values = ", ".join(f"('{k}', {'NULL' if v is None else v})" for k, v in events)
     t_env.execute_sql(f"CREATE TEMPORARY VIEW events AS SELECT * FROM (VALUES {values}) AS e(k, v)")
-    options = jdbc(postgres, target, **{"sink.buffer-flush.max-rows": "2", "sink.buffer-flush.interval": "0"})
+    flush = {"sink.buffer-flush.max-rows": "2", "sink.buffer-flush.interval": "0", "sink.parallelism": "2"}
+    options = jdbc(postgres, target, **flush)
     t_env.execute_sql(
         f"CREATE TABLE totals (k STRING, cnt BIGINT, total BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({options})"
     )
