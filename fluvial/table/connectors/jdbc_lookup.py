@@ -12,7 +12,7 @@ from typing import Any
 
 from fluvial.common.errors import ResourceError
 from fluvial.datastream.connectors.postgres_client import PostgresLoginError, connect, is_connection_lost
-from fluvial.table.connectors.jdbc_scan import Converters, JdbcScanSource, check_columns, converted
+from fluvial.table.connectors.jdbc_scan import Converters, JdbcScanSource, check_columns, close_quietly, converted
 from fluvial.table.connectors.lookup import LookupCacheSpec
 
 __all__ = ["JdbcLookupFunction"]
@@ -70,12 +70,8 @@ class JdbcLookupFunction:
                 time.sleep(min(attempt, 5))
 
     def close(self) -> None:
-        if self._connection is not None:
-            try:
-                self._connection.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
-            self._connection = None
+        close_quietly(self._connection)
+        self._connection = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

@@ -35,7 +35,15 @@ from fluvial.datastream.connectors.source import Boundedness, Source, SourceRead
 from fluvial.table.types import DataType
 from fluvial.table.values import float32
 
-__all__ = ["JdbcScanSource", "JdbcScanSplit", "ScanPartition", "check_columns", "converted", "partition_ranges"]
+__all__ = [
+    "JdbcScanSource",
+    "JdbcScanSplit",
+    "ScanPartition",
+    "check_columns",
+    "close_quietly",
+    "converted",
+    "partition_ranges",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -226,12 +234,17 @@ class JdbcScanReader(SourceReader[JdbcScanSplit]):
         self._current = None
 
     def close(self) -> None:
-        if self._connection is not None:
-            try:
-                self._connection.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
-            self._connection = None
+        close_quietly(self._connection)
+        self._connection = None
+
+
+def close_quietly(connection: Any) -> None:
+    """Close a connection that may be broken (or None)."""
+    if connection is not None:
+        try:
+            connection.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection
+            pass
 
 
 Converters = list[tuple[int, Callable[[Any], Any]]]

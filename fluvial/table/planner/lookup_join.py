@@ -17,8 +17,7 @@ from typing import Any
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
 from fluvial.table.planner.logical import Column, RelNode, Scan, SingleRel
-from fluvial.table.planner.rex import Call, InputRef, Rex
-from fluvial.table.types import DataTypes
+from fluvial.table.planner.rex import Rex
 
 __all__ = ["LookupJoin", "plan_lookup_join"]
 
@@ -67,7 +66,7 @@ def plan_lookup_join(
     over `left`), or a ValidationException saying why this temporal join is not one fluvial runs. The caller
     resolves `condition`'s qualified names over the joined columns (left's, then the lookup table's)."""
     from fluvial.table.connectors.base import is_lookup_source
-    from fluvial.table.planner.resolve import Resolver, _conjuncts, resolve_condition
+    from fluvial.table.planner.resolve import Resolver, joined_names, resolve_condition, split_equi_join
 
     if not isinstance(lookup, Scan) or lookup.source is None or not hasattr(lookup.source, "options"):
         raise ValidationException(
@@ -102,30 +101,13 @@ def plan_lookup_join(
             at(position, f"a lookup join is INNER or LEFT; {join_type} JOIN ... FOR SYSTEM_TIME AS OF is not supported")
         )
     width = len(left.schema)
-    names = list(left.names)
-    for name in lookup.names:
-        while name in names:
-            name += "0"
-        names.append(name)
+    names = joined_names(left.names, lookup.names)
     columns = list(left.schema) + [
         Column(n, replace(c.type, nullable=True) if join_type == "LEFT" else c.type)
         for n, c in zip(names[width:], lookup.schema)
     ]
     rex = resolve_condition(condition, Resolver(columns))
-    input_keys: list[int] = []
-    lookup_keys: list[int] = []
-    rest: list[Rex] = []
-    for conjunct in _conjuncts(rex):
-        if isinstance(conjunct, Call) and conjunct.op == "equals":
-            a, b = conjunct.operands
-            if isinstance(a, InputRef) and isinstance(b, InputRef):
-                if a.index >= width > b.index:
-                    a, b = b, a
-                if a.index < width <= b.index:
-                    input_keys.append(a.index)
-                    lookup_keys.append(b.index - width)
-                    continue
-        rest.append(conjunct)
+    input_keys, lookup_keys, remainder = split_equi_join(rex, width)
     if not input_keys:
         raise ValidationException(
             at(
@@ -134,9 +116,6 @@ def plan_lookup_join(
                 "(ON o.k = d.id) to look rows up by",
             )
         )
-    remainder: Rex | None = None
-    for r in rest:
-        remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
     return LookupJoin(
         tuple(columns),
         left,

@@ -223,15 +223,7 @@ class QueryPlanner:
                     "columns; CROSS JOIN and USING are not supported yet",
                 )
             join_type = side if side in ("LEFT", "RIGHT", "FULL") else "INNER"
-            offset = len(left.schema)
-            combined = dict(qualifiers)
-            for i, n in enumerate(right.names):
-                combined[(join.this.alias_or_name, n)] = offset + i
-            names = list(left.names)
-            for n in right.names:
-                while n in names:
-                    n += "0"
-                names.append(n)
+            combined, names = _joined_qualifiers(qualifiers, left, join.this.alias_or_name, right)
             tokens = (qualified_columns.set(combined), qualified_names.set(names))
             try:
                 condition = self.convert.expr(join.args["on"])
@@ -262,13 +254,7 @@ class QueryPlanner:
         finally:
             qualified_names.reset(tokens[1])
             qualified_columns.reset(tokens[0])
-        combined = dict(qualifiers)
-        names = list(left.names)
-        for i, n in enumerate(lookup.names):
-            combined[(table.alias_or_name, n)] = len(left.schema) + i
-            while n in names:
-                n += "0"
-            names.append(n)
+        combined, names = _joined_qualifiers(qualifiers, left, table.alias_or_name, lookup)
         tokens = (qualified_columns.set(combined), qualified_names.set(names))
         try:
             condition = self.convert.expr(join.args["on"])
@@ -598,6 +584,18 @@ class QueryPlanner:
         )
         columns = tuple(Column(f"EXPR${i}", ct) for i, ct in enumerate(column_types))
         return Values(columns, converted)
+
+
+def _joined_qualifiers(
+    qualifiers: dict[tuple[str, str], int], left: RelNode, alias: str, right: RelNode
+) -> tuple[dict[tuple[str, str], int], list[str]]:
+    """Where each `alias.column` lands in `left` joined with `right` (aliased `alias`), and the joined names."""
+    from fluvial.table.planner.resolve import joined_names
+
+    combined = dict(qualifiers)
+    for i, n in enumerate(right.names):
+        combined[(alias, n)] = len(left.schema) + i
+    return combined, joined_names(left.names, right.names)
 
 
 def _session_rows(input_node: RelNode, spec: WindowSpec) -> RelNode:
