@@ -241,5 +241,7 @@ def test_temporal_join_planning_errors():
         t_env.sql_query(join.format("dim", "ts", "o.k = d.id"))
     with pytest.raises(ValidationException, match="needs an equality between an input column and a column of 'dim'"):
         t_env.sql_query(join.format("dim", "pt", "o.k > d.id"))
+    with pytest.raises(ValidationException, match="Cannot apply '=' to arguments of type '<INT> = <STRING>'"):
+        t_env.sql_query(join.format("dim", "pt", "o.k = d.v"))
     explained = t_env.sql_query(join.format("dim", "pt", "o.k = d.id")).explain()
     assert "LookupJoin(table=[default_catalog.default_database.dim], joinType=[InnerJoin], lookup=[id=k]" in explained
