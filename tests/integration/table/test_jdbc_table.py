@@ -219,3 +219,62 @@ def test_lookup_join_as_of_processing_time_with_a_partial_cache(postgres):
     with t_env.execute_sql(query).collect() as result:
         joined = sorted(tuple(r) for r in result)
     assert joined == [(1, 1, "one"), (2, None, None), (3, 3, None), (4, 4, "four"), (5, None, None), (6, None, None)]
+
+
+class _KeyOrFailOnce:
+    """id → id % 7; on the first attempt (no marker file yet) the id three quarters in raises once."""
+
+    def __init__(self, marker: str, fail_at: int) -> None:
+        self.marker = marker
+        self.fail_at = fail_at
+
+    def eval(self, id):
+        import os
+
+        if id == self.fail_at:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                raise RuntimeError("injected failure three quarters through the ids")
+        return id % 7
+
+
+@pytest.mark.timeout(120)
+def test_a_scan_into_an_upsert_sink_ends_right_across_a_failure(postgres, tmp_path):
+    """Partitioned scan (resumed at the rows each split emitted) → GROUP BY (restored state) → upsert sink
+    (the replayed changes rewritten, idempotently): the final table holds every key's true count and sum."""
+    from fluvial.common.restart_strategy import RestartStrategies
+    from fluvial.table import DataTypes, StreamTableEnvironment
+    from fluvial.table.udf import ScalarFunction, udf
+    from fluvial.testing import ExecutionMode, environment
+
+    rows = 8_000
+    source, target = table_name(), table_name()
+    execute(
+        postgres,
+        f"CREATE TABLE {source} (id BIGINT PRIMARY KEY)",
+        f"INSERT INTO {source} SELECT g FROM generate_series(1, {rows}) AS g",
+        f"CREATE TABLE {target} (k BIGINT PRIMARY KEY, c BIGINT, s NUMERIC)",
+    )
+    env = environment(ExecutionMode.PROCESSES)
+    env.set_parallelism(2)
+    env.enable_checkpointing(100)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(2, 100))
+    t_env = StreamTableEnvironment.create(env)
+    scan = {"scan.partition.column": "id", "scan.partition.num": "4", "scan.fetch-size": "100"}
+    scan.update({"scan.partition.lower-bound": "1", "scan.partition.upper-bound": str(rows)})
+    t_env.execute_sql(
+        f"CREATE TABLE ids (id BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ({jdbc(postgres, source, **scan)})"
+    )
+    t_env.execute_sql(
+        f"CREATE TABLE totals (k BIGINT, c BIGINT, s BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({jdbc(postgres, target)})"
+    )
+    key_of = type("KeyOrFailOnce", (_KeyOrFailOnce, ScalarFunction), {})(str(tmp_path / "failed"), rows * 3 // 4)
+    t_env.create_temporary_function("key_of", udf(key_of, result_type=DataTypes.BIGINT()))
+    t_env.execute_sql("INSERT INTO totals SELECT key_of(id), COUNT(*), SUM(id) FROM ids GROUP BY key_of(id)").wait()
+
+    assert (tmp_path / "failed").exists(), "the injected failure did not happen"
+    expected = [(k, len(range(k or 7, rows + 1, 7)), sum(range(k or 7, rows + 1, 7))) for k in range(7)]
+    assert execute(postgres, fetch=f"SELECT k, c, s FROM {target} ORDER BY k") == expected
