@@ -52,12 +52,12 @@ class _UnknownFieldError(KeyError, ValueError):
 
 def _create_row(fields: Sequence[str] | None, values: Sequence[Any], row_kind: RowKind | None = None) -> Row:
     """Rebuilds a row; the target of `Row.__reduce__`, so it must stay importable under this name. The SQL
-    operators build every row they emit here, so its slots are set directly (no `__init__`), and a list of field
-    names is shared, never copied (rows never change their names in place: `set_field_names` replaces them)."""
+    operators build every row they emit here, so its slots are set directly (no `__init__`); the names are
+    copied (a Row class's field list is its `_values`, which item assignment changes in place)."""
     row = _new_row(Row)
     _set_slot(row, "_values", list(values))
     if fields is not None:
-        _set_slot(row, "_fields", fields if type(fields) is list else list(fields))
+        _set_slot(row, "_fields", list(fields))
     _set_slot(row, "_row_kind", RowKind.INSERT if row_kind is None else row_kind)
     return row
 
