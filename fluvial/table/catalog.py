@@ -41,14 +41,15 @@ class ConnectorSource:
     table_name: str
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
 
     def create_stream(self, env: Any) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, source_factory
 
         options = dict(self.options)
-        return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options)
-        )
+        context = ConnectorContext(self.table_name, self.columns, options, self.partition_keys, self.partition_filter)
+        return source_factory(options, self.table_name).create_source(env, context)
 
 
 def _expression_of(value: Any) -> Expression:
@@ -133,7 +134,7 @@ def resolve_connector_table(table: CatalogTable) -> Scan:
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
     ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()))
+    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.partition_keys)
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
 

@@ -20,11 +20,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConnectorContext:
-    """What a factory is given: the table's name, its physical columns, and its WITH options."""
+    """What a factory is given: the table's name, its physical columns, and its WITH options; for a partitioned
+    table its `PARTITIONED BY` columns, and for a source the values a query's WHERE clause allows them
+    (`partition_filter`: column -> allowed values, from equalities and INs on literals; None: every partition)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
 
     @property
     def names(self) -> list[str]:
