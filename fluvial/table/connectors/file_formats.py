@@ -126,13 +126,18 @@ def _avro_not_null(t: DataType, row_name: str) -> Any:
 
 def arrow_schema(names: list[str], types: list[DataType]) -> Any:
     """The Arrow schema pyarrow writes as Flink's Parquet schema (see the module docstring)."""
-    import pyarrow as pa
-
+    pa = _pyarrow()
     return pa.schema([pa.field(n, _arrow_type(t), nullable=t.nullable) for n, t in zip(names, types)])
 
 
+def _pyarrow(module: str = "pyarrow") -> Any:
+    from fluvial.datastream.formats.row_files import require_extra
+
+    return require_extra(module, "parquet", "parquet")
+
+
 def _arrow_type(t: DataType) -> Any:
-    import pyarrow as pa
+    pa = _pyarrow()
 
     simple = {
         "BOOLEAN": pa.bool_,
@@ -306,7 +311,7 @@ class _AvroTableWriter(BulkWriter):
 
 
 def _parquet_writer(options: dict[str, str]) -> Callable[[Any, Any], None]:
-    import pyarrow.parquet as pq
+    pq = _pyarrow("pyarrow.parquet")
 
     compression = _PARQUET_CODECS[options.get("parquet.compression", "SNAPPY").upper()]
     block_size = int(options.get("parquet.block.size", str(128 * 1024 * 1024)))
@@ -371,15 +376,16 @@ def _require(module: str, what: str, extra: str) -> None:
 # --------------------------------------------------------------------------------------------- readers
 
 
-def avro_records(binary: Any) -> Iterator[dict]:
+def avro_records(binary: Any) -> Iterator[Any]:
     import fastavro
 
-    return iter(fastavro.reader(binary))
+    reader: Any = fastavro.reader(binary)
+    return iter(reader)
 
 
 def parquet_records(binary: Any, columns: list[str], batch_size: int = 2048) -> Iterator[dict]:
     """Only `columns` are read (a projection the planner pushes down reads fewer); INT96 timestamps as micros."""
-    import pyarrow.parquet as pq
+    pq = _pyarrow("pyarrow.parquet")
 
     parquet = pq.ParquetFile(binary, coerce_int96_timestamp_unit="us")
     present = set(parquet.schema_arrow.names)

@@ -135,7 +135,7 @@ class ParseLine:
         fields = next(csv.reader([line], delimiter=self.delimiter))
         if len(fields) != len(self.types):
             raise ValueError(f"expected {len(self.types)} fields, found {len(fields)}")
-        out = []
+        out: list[Any] = []
         for text, t in zip(fields, self.types):
             if text == "" and not t.is_string() or self.null_literal is not None and text == self.null_literal:
                 out.append(None)
@@ -403,8 +403,15 @@ def _partition_commit(context: ConnectorContext, layout: PartitionLayout | None)
         raise ValidationException(
             f"'sink.partition-commit.trigger' = '{trigger}' is not a trigger; use 'process-time' or 'partition-time'"
         )
+    delay = duration_ms(options, "sink.partition-commit.delay", 0, 0)
     policies = [p.strip() for p in options.get("sink.partition-commit.policy.kind", "").split(",") if p.strip()]
     if not policies:
+        idle = sorted(k for k in options if k.startswith(("sink.partition-commit.", "partition.time-extractor.")))
+        if idle:
+            raise ValidationException(
+                f"{', '.join(idle)} take effect only with a partition commit policy; add "
+                "'sink.partition-commit.policy.kind' = 'success-file' or remove them"
+            )
         return None
     for policy in policies:
         if policy == "metastore":
@@ -433,4 +440,4 @@ def _partition_commit(context: ConnectorContext, layout: PartitionLayout | None)
         options.get("partition.time-extractor.timestamp-formatter"),
         options.get("sink.partition-commit.watermark-time-zone", "UTC"),
     )
-    return PartitionCommitConfig(trigger, duration_ms(options, "sink.partition-commit.delay", 0, 0), name, extractor)
+    return PartitionCommitConfig(trigger, delay, name, extractor)

@@ -19,10 +19,10 @@ __all__ = ["prune_partitions"]
 def prune_partitions(node: Calc) -> Scan | None:
     """The Calc's input Scan told which partition values the Calc's condition allows; None when nothing prunes."""
     scan = node.input
-    source = getattr(scan, "source", None)
-    keys = getattr(source, "partition_keys", ())
-    if not isinstance(scan, Scan) or not keys or node.condition is None:
+    if not isinstance(scan, Scan) or not getattr(scan.source, "partition_keys", ()) or node.condition is None:
         return None
+    source: Any = scan.source
+    keys = source.partition_keys
     computed = scan.computed
     names = scan.names
     types = {c.name: c.type for c in source.columns}

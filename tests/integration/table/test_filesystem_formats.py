@@ -1,0 +1,173 @@
+"""The SQL filesystem connector's avro and parquet formats and partitioned tables, written and read back by SQL
+jobs: every type with NULLs, the files' schemas against Flink's mapping, partitions with pruning, and the
+success file of a checkpointed streaming job's partitions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+from decimal import Decimal
+
+import fastavro
+import pyarrow.parquet as pq
+import pytest
+
+from fluvial.common.row import Row
+from fluvial.datastream import StreamExecutionEnvironment
+from fluvial.table import DataTypes, EnvironmentSettings, StreamTableEnvironment, TableEnvironment
+
+pytestmark = pytest.mark.timeout(60)
+
+TYPES = [
+    ("b", "BOOLEAN", DataTypes.BOOLEAN()),
+    ("ti", "TINYINT", DataTypes.TINYINT()),
+    ("si", "SMALLINT", DataTypes.SMALLINT()),
+    ("i", "INT", DataTypes.INT()),
+    ("bi", "BIGINT", DataTypes.BIGINT()),
+    ("f", "FLOAT", DataTypes.FLOAT()),
+    ("d", "DOUBLE", DataTypes.DOUBLE()),
+    ("de", "DECIMAL(20, 4)", DataTypes.DECIMAL(20, 4)),
+    ("s", "STRING", DataTypes.STRING()),
+    ("by", "BYTES", DataTypes.BYTES()),
+    ("da", "DATE", DataTypes.DATE()),
+    ("tm", "TIME", DataTypes.TIME()),
+    ("ts", "TIMESTAMP(3)", DataTypes.TIMESTAMP(3)),
+    ("ltz", "TIMESTAMP_LTZ(3)", DataTypes.TIMESTAMP_LTZ(3)),
+    ("arr", "ARRAY<INT>", DataTypes.ARRAY(DataTypes.INT())),
+    ("m", "MAP<STRING, INT>", DataTypes.MAP(DataTypes.STRING(), DataTypes.INT())),
+    (
+        "r",
+        "ROW<x INT, y STRING>",
+        DataTypes.ROW([DataTypes.FIELD("x", DataTypes.INT()), DataTypes.FIELD("y", DataTypes.STRING())]),
+    ),
+]
+FULL = (
+    True,
+    -1,
+    2,
+    3,
+    4,
+    1.5,
+    2.25,
+    Decimal("12345.6789"),
+    "stra\u00dfe",
+    b"\x00\x01",
+    dt.date(2024, 2, 29),
+    dt.time(12, 34, 56),
+    dt.datetime(2024, 1, 1, 10, 0, 0, 123000),
+    dt.datetime(2024, 1, 1, 10, 0, 0, 123000, tzinfo=dt.UTC),
+    [1, None, 3],
+    {"k": 1, "v": None},
+    Row(x=7, y=None),
+)
+
+
+@pytest.fixture
+def t_env() -> TableEnvironment:
+    env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    env.get_config().set("parallelism.default", "1")
+    return env
+
+
+def _columns() -> str:
+    return ", ".join(f"`{n}` {sql}" for n, sql, _ in TYPES)
+
+
+@pytest.mark.parametrize("fmt", ["avro", "parquet"])
+def test_every_type_and_null_round_trips_through_files(t_env, tmp_path, fmt):
+    options = "'avro.codec' = 'deflate'" if fmt == "avro" else "'parquet.compression' = 'ZSTD'"
+    t_env.execute_sql(
+        f"CREATE TABLE t ({_columns()}) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}', "
+        f"'format' = '{fmt}', {options})"
+    )
+    schema = DataTypes.ROW([DataTypes.FIELD(n, t) for n, _, t in TYPES])
+    t_env.from_elements([FULL, (None,) * len(TYPES)], schema).execute_insert("t").wait()
+    got = sorted((tuple(r) for r in t_env.execute_sql("SELECT * FROM t").collect()), key=lambda r: r[0] is None)
+    assert got == [FULL, (None,) * len(TYPES)]
+    assert [tuple(r) for r in t_env.execute_sql("SELECT i, r.x FROM t WHERE i = 3").collect()] == [(3, 7)]
+
+    (part,) = glob.glob(str(tmp_path / "part-*"))
+    if fmt == "avro":
+        with open(part, "rb") as handle:
+            reader = fastavro.reader(handle)
+            assert reader.codec == "deflate"
+            fields = {f["name"]: f["type"] for f in reader.writer_schema["fields"]}
+        assert reader.writer_schema["name"] == "org.apache.flink.avro.generated.record"
+        assert fields["ti"] == ["null", "int"] and fields["f"] == ["null", "float"]
+        assert fields["de"][1] == {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 4}
+        assert fields["ts"][1] == {"type": "long", "logicalType": "timestamp-millis"}
+        assert fields["da"][1] == {"type": "int", "logicalType": "date"}
+        assert fields["r"][1]["name"] == "org.apache.flink.avro.generated.record_r"
+        assert fields["m"][1] == {"type": "map", "values": ["null", "int"]}
+    else:
+        parquet = pq.ParquetFile(part)
+        physical = {c.name: (c.physical_type, str(c.logical_type)) for c in parquet.schema}
+        assert physical["ti"] == ("INT32", "Int(bitWidth=8, isSigned=true)")
+        assert physical["f"][0] == "FLOAT" and physical["s"] == ("BYTE_ARRAY", "String")
+        assert physical["ts"][0] == "INT96" and physical["ltz"][0] == "INT96"  # as Flink writes timestamps
+        assert physical["de"][0] == "FIXED_LEN_BYTE_ARRAY" and physical["tm"][0] == "INT32"
+        assert parquet.metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_partitioned_table_writes_directories_reads_them_back_and_prunes(t_env, tmp_path):
+    t_env.execute_sql(
+        f"CREATE TABLE p (a INT, s STRING, dt STRING, hr INT) PARTITIONED BY (dt, hr) WITH ("
+        f"'connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'parquet', 'partition.default-name' = 'none')"
+    )
+    t_env.execute_sql(
+        "INSERT INTO p VALUES (1, 'a', '2024-01-01', 10), (2, 'b', '2024-01-01', 11), "
+        "(3, 'c', '2024-01-02', 10), (4, CAST(NULL AS STRING), CAST(NULL AS STRING), 10)"
+    ).wait()
+    directories = sorted(os.path.relpath(d, tmp_path) for d in glob.glob(str(tmp_path / "*" / "*")))
+    assert directories == ["dt=2024-01-01/hr=10", "dt=2024-01-01/hr=11", "dt=2024-01-02/hr=10", "dt=none/hr=10"]
+    (part,) = glob.glob(str(tmp_path / "dt=2024-01-01" / "hr=10" / "part-*"))
+    assert pq.ParquetFile(part).schema_arrow.names == ["a", "s"]  # partition columns live in the path only
+
+    everything = {tuple(r) for r in t_env.execute_sql("SELECT * FROM p").collect()}
+    assert everything == {
+        (1, "a", "2024-01-01", 10),
+        (2, "b", "2024-01-01", 11),
+        (3, "c", "2024-01-02", 10),
+        (4, None, None, 10),
+    }
+    # a file no reader can parse, in a partition the WHERE clause rules out: pruning never opens it
+    (tmp_path / "dt=2024-01-02" / "hr=10" / "part-garbage").write_bytes(b"not parquet")
+    pruned = t_env.execute_sql("SELECT a, hr FROM p WHERE dt = '2024-01-01' AND hr IN (10, 12)").collect()
+    assert [tuple(r) for r in pruned] == [(1, 10)]
+    assert list(t_env.execute_sql("SELECT a FROM p WHERE dt = '1999-01-01'").collect()) == []
+
+
+def test_streaming_partitions_get_their_success_file_after_the_checkpoint(tmp_path):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(50)
+    env.set_parallelism(2)
+    t_env = StreamTableEnvironment.create(env)
+    t_env.execute_sql(
+        "CREATE TABLE src (a INT, ts AS TO_TIMESTAMP_LTZ(a * 1800000, 3), WATERMARK FOR ts AS ts) WITH ("
+        "'connector' = 'datagen', 'number-of-rows' = '8', 'rows-per-second' = '40', "
+        "'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '8')"
+    )
+    t_env.execute_sql(
+        f"CREATE TABLE out (a INT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
+        f"'connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'avro', "
+        "'sink.partition-commit.trigger' = 'partition-time', "
+        "'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00', "
+        "'sink.partition-commit.policy.kind' = 'success-file')"
+    )
+    t_env.execute_sql("INSERT INTO out SELECT a, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM src").wait()
+    partitions = sorted(os.path.relpath(d, tmp_path) for d in glob.glob(str(tmp_path / "dt=*" / "hr=*")))
+    assert partitions == [f"dt=1970-01-01/hr={h:02d}" for h in range(5)]
+    for partition in partitions:
+        assert os.path.exists(tmp_path / partition / "_SUCCESS")
+    progress = glob.glob(str(tmp_path / "_partition-commit" / "*" / "*"))
+    assert sorted(os.path.basename(p) for p in progress) == ["0-of-2", "1-of-2"]
+    assert all(json.load(open(p))["finished"] for p in progress)
+    reread = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    reread.execute_sql(
+        f"CREATE TABLE back (a INT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
+        f"'connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'avro')"
+    )
+    rows = sorted(tuple(r) for r in reread.execute_sql("SELECT a, hr FROM back").collect())
+    assert rows == [(a, f"{a * 30 // 60:02d}") for a in range(1, 9)]
