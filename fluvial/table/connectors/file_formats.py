@@ -3,16 +3,20 @@ Flink's `AvroSchemaConverter` and `ParquetSchemaConverter` map them, and rows to
 
 Avro (fastavro): BOOLEAN boolean; TINYINT, SMALLINT, INT int; BIGINT long; FLOAT float; DOUBLE double;
 CHAR/VARCHAR/STRING string; BINARY/VARBINARY/BYTES bytes; DECIMAL(p, s) bytes (decimal p, s); DATE int (date);
-TIME int (time-millis); TIMESTAMP(p) and TIMESTAMP_LTZ(p) long (timestamp-millis, timestamp-micros above 3);
-ARRAY array; MAP with character keys map; ROW a record named `record_<field>` inside the top record `record`;
-a nullable type is the union `["null", T]`. Files are container files compressed by `avro.codec` (snappy by
-default, as Flink's).
+TIME int (time-millis); TIMESTAMP(p ≤ 3) long (timestamp-millis) under Flink's legacy mapping (the default of
+`avro.timestamp_mapping.legacy`, which has no TIMESTAMP_LTZ), else TIMESTAMP long (local-timestamp-millis,
+-micros above 3) and TIMESTAMP_LTZ long (timestamp-millis, -micros); ARRAY array; MAP with character keys map;
+ROW a record `<parent>_<field>` under the top record `org.apache.flink.avro.generated.record`; a nullable
+type is the union `["null", T]`, a nullable field defaults to null. Files are container files compressed by
+`avro.codec` (snappy by default, as Flink's).
 
 Parquet (pyarrow): BOOLEAN boolean; TINYINT int32 (INT_8); SMALLINT int32 (INT_16); INT int32; BIGINT int64;
-FLOAT float; DOUBLE double; character types binary (UTF8); binary types binary; DECIMAL(p, s) int32 up to
-precision 9, int64 up to 18, fixed_len_byte_array above (DECIMAL p, s); DATE int32 (DATE); TIME int32
+FLOAT float; DOUBLE double; character types binary (UTF8); binary types binary; DECIMAL(p, s)
+fixed_len_byte_array of the bytes the precision needs (DECIMAL p, s); DATE int32 (DATE); TIME int32
 (TIME_MILLIS); TIMESTAMP and TIMESTAMP_LTZ int96 as Flink writes them (int64 micros with
 `parquet.write.int64.timestamp`); ARRAY a LIST group; MAP a MAP group; ROW a group; NOT NULL required.
+`parquet.utc-timezone` chooses between UTC and the local time zone for the int96 conversion; fluvial's local
+time zone is its sessions' (UTC), so both values write the same.
 Parquet files are written whole when a part rolls (at every checkpoint, by size or by time).
 """
 
@@ -38,7 +42,7 @@ __all__ = [
     "value_reader",
 ]
 
-AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
+AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz")
 PARQUET_OPTIONS = {
     "parquet.compression",
     "parquet.block.size",
@@ -46,6 +50,7 @@ PARQUET_OPTIONS = {
     "parquet.dictionary.page.size",
     "parquet.enable.dictionary",
     "parquet.writer.version",
+    "parquet.utc-timezone",
     "parquet.write.int64.timestamp",
 }
 _PARQUET_CODECS = {
@@ -61,28 +66,41 @@ _PARQUET_CODECS = {
 # --------------------------------------------------------------------------------------------- avro types
 
 
-def avro_schema(names: list[str], types: list[DataType]) -> dict:
-    """Flink's Avro schema of a row: the record `record`, nested rows `record_<field>`."""
-    return _avro_record("record", names, types, "org.apache.flink.avro.generated")
+def avro_schema(names: list[str], types: list[DataType], legacy_timestamps: bool = True) -> dict:
+    """Flink's Avro schema of a row (`AvroSchemaConverter.convertToSchema`)."""
+    return _avro_record("org.apache.flink.avro.generated.record", names, types, legacy_timestamps)
 
 
-def _avro_record(name: str, names: list[str], types: list[DataType], namespace: str | None = None) -> dict:
+def _avro_record(name: str, names: list[str], types: list[DataType], legacy: bool) -> dict:
     fields = []
     for n, t in zip(names, types):
-        avro = _avro_type(t, f"{name}_{n}")
+        avro = _avro_type(t, f"{name}_{n}", legacy)
         fields.append({"name": n, "type": avro, "default": None} if t.nullable else {"name": n, "type": avro})
-    record: dict = {"type": "record", "name": name, "fields": fields}
-    if namespace:
-        record["namespace"] = namespace
-    return record
+    return {"type": "record", "name": name, "fields": fields}
 
 
-def _avro_type(t: DataType, row_name: str) -> Any:
-    kind = _avro_not_null(t, row_name)
+def _avro_type(t: DataType, row_name: str, legacy: bool) -> Any:
+    kind = _avro_not_null(t, row_name, legacy)
     return ["null", kind] if t.nullable else kind
 
 
-def _avro_not_null(t: DataType, row_name: str) -> Any:
+def _avro_timestamp(t: DataType, legacy: bool) -> dict:
+    precision = t.precision if t.precision is not None else 6
+    if legacy and t.name == "TIMESTAMP_LTZ":
+        raise ValidationException(
+            f"the avro format's legacy timestamp mapping has no type for {t}; set "
+            "'avro.timestamp_mapping.legacy' = 'false' (TIMESTAMP_LTZ is then Avro's timestamp-millis/-micros)"
+        )
+    if precision > (3 if legacy else 6):
+        raise ValidationException(
+            f"Avro does not support {t}: its timestamps have a precision of at most "
+            f"{'3 under the legacy mapping' if legacy else '6'}; declare TIMESTAMP(3)"
+        )
+    local = "" if legacy or t.name == "TIMESTAMP_LTZ" else "local-"
+    return {"type": "long", "logicalType": f"{local}timestamp-{'millis' if precision <= 3 else 'micros'}"}
+
+
+def _avro_not_null(t: DataType, row_name: str, legacy: bool) -> Any:
     name = t.name
     simple = {
         "BOOLEAN": "boolean",
@@ -106,18 +124,17 @@ def _avro_not_null(t: DataType, row_name: str) -> Any:
     if name == "TIME":
         return {"type": "int", "logicalType": "time-millis"}
     if name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-        unit = "timestamp-millis" if (t.precision or 0) <= 3 else "timestamp-micros"
-        return {"type": "long", "logicalType": unit}
+        return _avro_timestamp(t, legacy)
     if name == "ARRAY" and t.element_type is not None:
-        return {"type": "array", "items": _avro_type(t.element_type, row_name)}
+        return {"type": "array", "items": _avro_type(t.element_type, row_name, legacy)}
     if name == "MAP" and t.key_type is not None and t.element_type is not None:
         if not t.key_type.is_string():
             raise ValidationException(
                 f"Avro maps have character keys; the map type {t} cannot be written as Avro: use MAP<STRING, ...>"
             )
-        return {"type": "map", "values": _avro_type(t.element_type, row_name)}
+        return {"type": "map", "values": _avro_type(t.element_type, row_name, legacy)}
     if name == "ROW":
-        return _avro_record(row_name, t.field_names(), t.field_types())
+        return _avro_record(row_name, t.field_names(), t.field_types(), legacy)
     raise ValidationException(f"the type {t} has no Avro type; the avro format takes Flink's SQL types but {name}")
 
 
@@ -277,7 +294,8 @@ class TableBulkWriterFactory(BulkWriterFactory):
 
         options = dict(self.options)
         if self.fmt == "avro":
-            return _AvroTableWriter(stream, avro_schema(list(names), list(self.types)), to_record, options)
+            schema = avro_schema(list(names), list(self.types), _legacy_timestamps(options))
+            return _AvroTableWriter(stream, schema, to_record, options)
         from fluvial.datastream.formats.arrow_rows import ArrowTableWriter
 
         schema = arrow_schema(list(names), list(self.types))
@@ -322,7 +340,6 @@ def _parquet_writer(options: dict[str, str]) -> Callable[[Any, Any], None]:
         if options.get("parquet.writer.version", "PARQUET_1_0").upper() == "PARQUET_2_0"
         else "1.0",
         "use_deprecated_int96_timestamps": options.get("parquet.write.int64.timestamp", "false").lower() != "true",
-        "store_decimal_as_integer": True,
     }
     if "parquet.page.size" in options:
         keywords["data_page_size"] = int(options["parquet.page.size"])
@@ -345,8 +362,10 @@ def check_format_options(fmt: str, options: dict[str, str]) -> None:
             raise ValidationException(f"Unsupported avro.codec '{codec}'; use one of {', '.join(AVRO_CODECS)}")
         if codec == "snappy":
             _require("cramjam", "the snappy avro.codec", "avro")
-        if codec == "zstandard":
-            _require("zstandard", "the zstandard avro.codec", "avro")
+        if options.get("avro.timestamp_mapping.legacy", "true").lower() not in ("true", "false"):
+            raise ValidationException(
+                f"'avro.timestamp_mapping.legacy' is 'true' or 'false', got '{options['avro.timestamp_mapping.legacy']}'"
+            )
         _require("fastavro", "the avro format", "avro")
         return
     _require("pyarrow", "the parquet format", "parquet")
@@ -356,12 +375,21 @@ def check_format_options(fmt: str, options: dict[str, str]) -> None:
     for key in ("parquet.block.size", "parquet.page.size", "parquet.dictionary.page.size"):
         if key in options and not (options[key].isdigit() and int(options[key]) > 0):
             raise ValidationException(f"'{key}' is a number of bytes, got '{options[key]}'")
-    for key in ("parquet.enable.dictionary", "parquet.write.int64.timestamp"):
+    for key in ("parquet.enable.dictionary", "parquet.utc-timezone", "parquet.write.int64.timestamp"):
         if options.get(key, "false").lower() not in ("true", "false"):
             raise ValidationException(f"'{key}' is 'true' or 'false', got '{options[key]}'")
     version = options.get("parquet.writer.version", "PARQUET_1_0").upper()
     if version not in ("PARQUET_1_0", "PARQUET_2_0"):
         raise ValidationException(f"'parquet.writer.version' is PARQUET_1_0 or PARQUET_2_0, got '{version}'")
+
+
+def _legacy_timestamps(options: dict[str, str]) -> bool:
+    return options.get("avro.timestamp_mapping.legacy", "true").lower() == "true"
+
+
+def check_avro_schema(names: list[str], types: list[DataType], options: dict[str, str]) -> None:
+    """Every column has an Avro type (checked when the table is used, not when the first record is written)."""
+    avro_schema(names, types, _legacy_timestamps(options))
 
 
 def _require(module: str, what: str, extra: str) -> None:

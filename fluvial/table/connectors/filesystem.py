@@ -44,6 +44,7 @@ _OPTIONS = {
     "csv.null-literal",
     "json.ignore-parse-errors",
     "avro.codec",
+    "avro.timestamp_mapping.legacy",
     *ff.PARQUET_OPTIONS,
     "source.monitor-interval",
     "partition.default-name",
@@ -361,6 +362,10 @@ class FileSystemFactory:
             encoder = LineEncoder(data_names, data_types, indices, fmt, options.get("csv.field-delimiter", ","))
             builder = FileSink.for_row_format(resolve_path(options["path"]), encoder)
         else:
+            if fmt == "avro":
+                ff.check_avro_schema(list(data_names), list(data_types), options)
+            else:
+                ff.arrow_schema(list(data_names), list(data_types))
             factory = TableBulkWriterFactory(fmt, data_names, data_types, indices, tuple(options.items()))
             builder = FileSink.for_bulk_format(resolve_path(options["path"]), factory)
         sink = (

@@ -16,8 +16,9 @@ each listed partition that the trigger allows:
 
 So a partition is committed once, by whichever writer sees the condition first (another that sees it too writes
 the same empty file again), and never before every file written to it before the deciding checkpoint is
-visible. The directory starts with `_`, so a source reading `path` never sees it. A writer forgets a partition
-once it committed it itself and has not written it since.
+visible. The directory starts with `_`, so a source reading `path` never sees it; the writer that finds every
+writer's input ended removes it. A writer forgets a partition once it committed it itself and has not written
+it since.
 """
 
 from __future__ import annotations
@@ -130,7 +131,11 @@ class PartitionCommitSink(FileSink):
         assert config is not None
         directory = fsys.join(self.base_path, PROGRESS_DIRECTORY, own.mark)
         fsys.make_dirs(directory)
-        _write_whole(fsys.join(directory, f"{own.subtask}-of-{own.parallelism}"), own.to_json().encode())
+        try:
+            _write_whole(fsys.join(directory, f"{own.subtask}-of-{own.parallelism}"), own.to_json().encode())
+        except FileNotFoundError:  # another writer, seeing every writer finished, removed the directory
+            fsys.make_dirs(directory)
+            _write_whole(fsys.join(directory, f"{own.subtask}-of-{own.parallelism}"), own.to_json().encode())
         everyone = [own]
         for subtask in range(own.parallelism):
             if subtask == own.subtask:
@@ -153,6 +158,24 @@ class PartitionCommitSink(FileSink):
         writer = _WRITERS.get((own.mark, own.subtask))
         if writer is not None and committed:
             writer.partitions_committed(committed, own.sequence)
+        if all(p.finished for p in everyone):  # every partition is committed: the progress is of no more use
+            for path in fsys.find_named(directory, lambda name: True):
+                fsys.remove_file(path)
+            _remove_directory(directory)
+            _remove_directory(fsys.join(self.base_path, PROGRESS_DIRECTORY))
+
+
+def _remove_directory(path: str) -> None:
+    """Remove an empty directory; one that is gone or still holds files (another sink's) stays as it is."""
+    try:
+        if fsys.is_local(path):
+            os.rmdir(path)
+        else:
+            fs, inner = fsys.filesystem(path)
+            if not fs.ls(inner):
+                fs.rmdir(inner)
+    except OSError:
+        pass
 
 
 def _write_whole(path: str, data: bytes) -> None:
@@ -182,7 +205,7 @@ class PartitionCommitWriter(FileSinkWriter):
                 self._pending.setdefault(partition, (created, listed_at))
         self._watermark = MIN_WATERMARK
         self._finished = False
-        self._key = (_sink_mark(task_info, sink.base_path) or f"local-{id(self)}", task_info.subtask_index)
+        self._key = (_sink_mark(task_info, sink.base_path) or "sink", task_info.subtask_index)
         _WRITERS[self._key] = self
 
     def _open_part(self, bucket: str, now: int) -> Any:

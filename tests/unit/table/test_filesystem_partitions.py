@@ -108,10 +108,12 @@ def test_partition_columns_and_bad_options_are_refused_in_one_sentence(tmp_path)
         FileSystemFactory().create_sink(_Capture(), context, ChangelogMode.INSERT_ONLY)
     for options, message in (
         ({"format": "avro", "avro.codec": "lzo"}, "Unsupported avro.codec 'lzo'"),
+        ({"format": "avro"}, "legacy timestamp mapping has no type for TIMESTAMP_LTZ.3."),
         ({"format": "parquet", "parquet.compression": "LZO2"}, "Unsupported parquet.compression 'LZO2'"),
         ({"format": "csv", "sink.partition-commit.policy.kind": "success-file"}, "is not partitioned"),
     ):
-        context = ConnectorContext("t", COLUMNS[:1], {"path": str(tmp_path), **options})
+        columns = (*COLUMNS[:1], Column("ltz", DataTypes.TIMESTAMP_LTZ(3)))
+        context = ConnectorContext("t", columns, {"path": str(tmp_path), **options})
         with pytest.raises(ValidationException, match=message):
             FileSystemFactory().create_sink(_Capture(), context, ChangelogMode.INSERT_ONLY)
 
