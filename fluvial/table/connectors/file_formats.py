@@ -23,6 +23,7 @@ Parquet files are written whole when a part rolls (at every checkpoint, by size 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -294,8 +295,10 @@ class TableBulkWriterFactory(BulkWriterFactory):
 
         options = dict(self.options)
         if self.fmt == "avro":
-            schema = avro_schema(list(names), list(self.types), _legacy_timestamps(options))
-            return _AvroTableWriter(stream, schema, to_record, options)
+            from fluvial.datastream.formats.avro import AvroContainerWriter, AvroSchema
+
+            schema = AvroSchema(json.dumps(avro_schema(list(names), list(self.types), _legacy_timestamps(options))))
+            return AvroContainerWriter(schema, stream, options.get("avro.codec", "snappy"), to_record)
         from fluvial.datastream.formats.arrow_rows import ArrowTableWriter
 
         schema = arrow_schema(list(names), list(self.types))
@@ -303,29 +306,6 @@ class TableBulkWriterFactory(BulkWriterFactory):
 
     def file_suffix(self) -> str:
         return ""  # Flink's part files carry no extension
-
-
-class _AvroTableWriter(BulkWriter):
-    def __init__(self, stream: BinaryIO, schema: dict, to_record: Callable[[Any], dict], options: dict) -> None:
-        import fastavro
-        from fastavro.write import Writer
-
-        self._writer = Writer(stream, fastavro.parse_schema(schema), codec=options.get("avro.codec", "snappy"))
-        self._to_record = to_record
-
-    def add_element(self, element: Any) -> None:
-        self._writer.write(self._to_record(element))
-
-    def add_elements(self, elements: list) -> None:
-        write, to_record = self._writer.write, self._to_record
-        for element in elements:
-            write(to_record(element))
-
-    def flush(self) -> None:
-        self._writer.flush()
-
-    def finish(self) -> None:
-        self._writer.flush()
 
 
 def _parquet_writer(options: dict[str, str]) -> Callable[[Any, Any], None]:
