@@ -60,6 +60,7 @@ _OPTIONS = {
     "sink.partition-commit.watermark-time-zone",
     "sink.partition-commit.policy.kind",
     "sink.partition-commit.success-file.name",
+    "sink.shuffle-by-partition.enable",
 }
 _SIZE_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
 _SIZE_UNITS |= {"mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
@@ -379,6 +380,14 @@ class FileSystemFactory:
 
             fields = {f.name: getattr(sink, f.name) for f in dataclasses.fields(FileSink)}
             sink = PartitionCommitSink(**fields, partition_commit=commit)
+        shuffle = options.get("sink.shuffle-by-partition.enable", "false").lower()
+        if shuffle not in ("true", "false"):
+            raise ValidationException(f"'sink.shuffle-by-partition.enable' is 'true' or 'false', got '{shuffle}'")
+        if shuffle == "true" and layout is not None:
+            from fluvial.table.runtime.functions import RowKeySelector
+
+            # each partition's rows to one writer: fewer files per partition, at the price of skew
+            stream = stream.key_by(RowKeySelector([names.index(k) for k in keys]))
         return stream.sink_to(sink).name(f"Sink: {context.table_name}")
 
 

@@ -158,13 +158,16 @@ def test_streaming_partitions_get_their_success_file_after_the_checkpoint(tmp_pa
         f"'connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'avro', "
         "'sink.partition-commit.trigger' = 'partition-time', "
         "'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00', "
-        "'sink.partition-commit.policy.kind' = 'success-file')"
+        "'sink.partition-commit.policy.kind' = 'success-file', 'sink.shuffle-by-partition.enable' = 'true')"
     )
     t_env.execute_sql("INSERT INTO out SELECT a, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM src").wait()
     partitions = sorted(os.path.relpath(d, tmp_path) for d in glob.glob(str(tmp_path / "dt=*" / "hr=*")))
     assert partitions == [f"dt=1970-01-01/hr={h:02d}" for h in range(5)]
     for partition in partitions:
         assert os.path.exists(tmp_path / partition / "_SUCCESS")
+        # shuffled by partition: one writer (the subtask in `part-<uuid>-<subtask>-<n>`) wrote the partition
+        writers = {name.rsplit("-", 2)[1] for name in os.listdir(tmp_path / partition) if name.startswith("part-")}
+        assert len(writers) == 1
     assert not os.path.exists(tmp_path / "_partition-commit")  # every writer finished: their progress is removed
     reread = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
     reread.execute_sql(
