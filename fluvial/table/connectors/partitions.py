@@ -85,12 +85,22 @@ class PartitionLayout:
                 f"{'/'.join(k + '=...' for k in self.keys)} of the table's PARTITIONED BY; move it into its "
                 f"partition or declare the table's partitions as laid out"
             )
-        return tuple(self._typed(unescape(p[len(k) + 1 :]), t) for p, k, t in zip(parts, self.keys, self.types))
+        return tuple(
+            self._typed(unescape(p[len(k) + 1 :]), k, t, file_path) for p, k, t in zip(parts, self.keys, self.types)
+        )
 
-    def _typed(self, text: str, t: DataType) -> Any:
+    def _typed(self, text: str, key: str, t: DataType, file_path: str) -> Any:
         if text == self.default_name:
             return None
-        return text if t.is_string() else cast_value(text, t)
+        if t.is_string():
+            return text
+        try:
+            return cast_value(text, t)
+        except (ValueError, TypeError, ArithmeticError):
+            raise ValueError(
+                f"partition {key}={text} of file {file_path!r} is not of type {t}, the type of the partition column "
+                f"'{key}'; fix the directory's name or the column's type"
+            ) from None
 
     def directories(self, base_path: str) -> list[str]:
         """The partition directories (depth = number of keys) under `base_path` that exist now."""

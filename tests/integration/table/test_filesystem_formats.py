@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import os
+import time
 from decimal import Decimal
 
 import fastavro
@@ -176,3 +177,32 @@ def test_streaming_partitions_get_their_success_file_after_the_checkpoint(tmp_pa
     )
     rows = sorted(tuple(r) for r in reread.execute_sql("SELECT a, hr FROM back").collect())
     assert rows == [(a, f"{a * 30 // 60:02d}") for a in range(1, 9)]
+
+
+def test_a_running_jobs_partitions_are_committed_checkpoint_by_checkpoint(tmp_path):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(100)
+    env.set_parallelism(2)
+    t_env = StreamTableEnvironment.create(env)
+    t_env.execute_sql(
+        "CREATE TABLE src (a INT) WITH ('connector' = 'datagen', 'rows-per-second' = '200', "
+        "'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '1000000')"
+    )
+    t_env.execute_sql(
+        f"CREATE TABLE out (a INT, k INT) PARTITIONED BY (k) WITH ('connector' = 'filesystem', "
+        f"'path' = '{tmp_path}', 'format' = 'parquet', 'sink.partition-commit.policy.kind' = 'success-file')"
+    )
+    result = t_env.execute_sql("INSERT INTO out SELECT a, MOD(a, 2) FROM src")
+    client = result.get_job_client()
+    try:
+        deadline = time.monotonic() + 30
+        while not all(os.path.exists(tmp_path / f"k={k}" / "_SUCCESS") for k in (0, 1)):
+            assert time.monotonic() < deadline, f"no success files in {os.listdir(tmp_path)}"
+            time.sleep(0.05)
+        # process-time, delay 0: committed at the first checkpoint every writer committed after writing it, so the
+        # partition already holds visible part files when its success file appears
+        for k in (0, 1):
+            visible = [n for n in os.listdir(tmp_path / f"k={k}") if n.startswith("part-")]
+            assert visible and all(pq.ParquetFile(tmp_path / f"k={k}" / n).metadata.num_rows > 0 for n in visible)
+    finally:
+        client.cancel().result(timeout=30)

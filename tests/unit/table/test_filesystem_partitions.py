@@ -59,6 +59,8 @@ def test_partition_values_escape_and_come_back_typed():
     assert layout.values_of(f"/base/{path}/part-0", "/base") == ("2024/01/01", None)
     with pytest.raises(ValueError, match="not inside the partition directories dt=.../hr=..."):
         layout.values_of("/base/part-0", "/base")
+    with pytest.raises(ValueError, match="partition hr=ten of file '/base/dt=x/hr=ten/part-0' is not of type INT"):
+        layout.values_of("/base/dt=x/hr=ten/part-0", "/base")
 
 
 def test_partition_time_extractor_reads_pattern_formatter_and_zone():
