@@ -149,9 +149,14 @@ class PartitionCommitSink(FileSink):
             except FileNotFoundError:
                 return  # a writer that has committed nothing yet: no partition is complete
         now = int(time.time() * 1000)
+        # a partition several writers list is complete when it is for each of them (the latest writes decide)
+        entries: dict[str, list[tuple[int, int]]] = {}
+        for progress in everyone:
+            for partition, created, listed_at in progress.pending:
+                entries.setdefault(partition, []).append((created, listed_at))
         committed = []
-        for partition, created, listed_at in dict.fromkeys(p for progress in everyone for p in progress.pending):
-            if config.ready(partition, created, listed_at, everyone, now):
+        for partition, listed in entries.items():
+            if all(config.ready(partition, created, listed_at, everyone, now) for created, listed_at in listed):
                 _write_whole(fsys.join(self.base_path, partition, config.success_file_name), b"")
                 log.info("committed partition %s of %s (%s)", partition, self.base_path, config.trigger)
                 committed.append(partition)

@@ -206,3 +206,21 @@ def test_monitor_interval_makes_an_unbounded_source_and_pruning_lists_only_allow
     source = FileSystemFactory().create_source(_Env(), pruned)
     assert source.get_boundedness() is Boundedness.BOUNDED
     assert source.paths == (str(tmp_path / "dt=a" / "hr=2"),)
+
+
+def test_a_partition_two_writers_write_waits_for_the_later_checkpoint_of_both(tmp_path):
+    sink = sink_of(tmp_path, **{"sink.partition-commit.policy.kind": "success-file"})
+    first, second = sink.create_writer(task(0)), sink.create_writer(task(1))
+    first.write_batch([Row(1, "2024-01-01", 10)])
+    one, two = first.prepare_commit(), second.prepare_commit()  # checkpoint 1: only the first wrote the partition
+    second.write_batch([Row(2, "2024-01-01", 10)])
+    three, four = first.prepare_commit(), second.prepare_commit()  # checkpoint 2: the second wrote it too
+    sink.commit(two)
+    sink.commit(four)  # the second writer's checkpoint 2 is committed, the first's checkpoints not yet
+    assert not _success(tmp_path)
+    sink.commit(one)  # the first writer's checkpoint 1: the second writer's files of checkpoint 2 are visible,
+    assert not _success(tmp_path)  # but the first writer's of checkpoint 2 (if any) may not be
+    sink.commit(three)
+    assert _success(tmp_path) and _parts(tmp_path / "dt=2024-01-01" / "hr=10") == 2
+    first.close()
+    second.close()
