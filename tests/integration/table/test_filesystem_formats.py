@@ -14,9 +14,11 @@ import fastavro
 import pyarrow.parquet as pq
 import pytest
 
+from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.common.row import Row
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.table import DataTypes, EnvironmentSettings, StreamTableEnvironment, TableEnvironment
+from fluvial.table.udf import ScalarFunction, udf
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -144,41 +146,6 @@ def test_partitioned_table_writes_directories_reads_them_back_and_prunes(t_env, 
     assert list(t_env.execute_sql("SELECT a FROM p WHERE dt = '1999-01-01'").collect()) == []
 
 
-def test_streaming_partitions_get_their_success_file_after_the_checkpoint(tmp_path):
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.enable_checkpointing(50)
-    env.set_parallelism(2)
-    t_env = StreamTableEnvironment.create(env)
-    t_env.execute_sql(
-        "CREATE TABLE src (a INT, ts AS TO_TIMESTAMP_LTZ(a * 1800000, 3), WATERMARK FOR ts AS ts) WITH ("
-        "'connector' = 'datagen', 'number-of-rows' = '8', 'rows-per-second' = '40', "
-        "'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '8')"
-    )
-    t_env.execute_sql(
-        f"CREATE TABLE out (a INT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
-        f"'connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'avro', "
-        "'sink.partition-commit.trigger' = 'partition-time', "
-        "'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00', "
-        "'sink.partition-commit.policy.kind' = 'success-file', 'sink.shuffle-by-partition.enable' = 'true')"
-    )
-    t_env.execute_sql("INSERT INTO out SELECT a, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM src").wait()
-    partitions = sorted(os.path.relpath(d, tmp_path) for d in glob.glob(str(tmp_path / "dt=*" / "hr=*")))
-    assert partitions == [f"dt=1970-01-01/hr={h:02d}" for h in range(5)]
-    for partition in partitions:
-        assert os.path.exists(tmp_path / partition / "_SUCCESS")
-        # shuffled by partition: one writer (the subtask in `part-<uuid>-<subtask>-<n>`) wrote the partition
-        writers = {name.rsplit("-", 2)[1] for name in os.listdir(tmp_path / partition) if name.startswith("part-")}
-        assert len(writers) == 1
-    assert not os.path.exists(tmp_path / "_partition-commit")  # every writer finished: their progress is removed
-    reread = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
-    reread.execute_sql(
-        f"CREATE TABLE back (a INT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
-        f"'connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'avro')"
-    )
-    rows = sorted(tuple(r) for r in reread.execute_sql("SELECT a, hr FROM back").collect())
-    assert rows == [(a, f"{a * 30 // 60:02d}") for a in range(1, 9)]
-
-
 def test_a_running_jobs_partitions_are_committed_checkpoint_by_checkpoint(tmp_path):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.enable_checkpointing(100)
@@ -206,3 +173,66 @@ def test_a_running_jobs_partitions_are_committed_checkpoint_by_checkpoint(tmp_pa
             assert visible and all(pq.ParquetFile(tmp_path / f"k={k}" / n).metadata.num_rows > 0 for n in visible)
     finally:
         client.cancel().result(timeout=30)
+
+
+class FailOnce(ScalarFunction):
+    """a -> a; on the first attempt (no marker file yet), `a` = 300 raises once."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def eval(self, a):
+        if a == 300:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                raise RuntimeError("injected failure")
+        return a
+
+
+def test_partition_time_commits_are_exactly_once_across_a_failure(tmp_path):
+    """Half-hour event times over five hours, partitioned by day and hour, shuffled by partition, committed by
+    partition time; the job fails once half-way and is restored from a checkpoint."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(50)
+    env.set_parallelism(2)
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(2, 50))
+    t_env = StreamTableEnvironment.create(env)
+    t_env.create_temporary_function(
+        "pass_or_fail", udf(FailOnce(str(tmp_path / "failed")), result_type=DataTypes.INT())
+    )
+    t_env.execute_sql(
+        "CREATE TABLE src (a INT, ts AS TO_TIMESTAMP_LTZ(a * 30000, 3), WATERMARK FOR ts AS ts) WITH ("
+        "'connector' = 'datagen', 'rows-per-second' = '1000', "
+        "'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '599')"
+    )
+    out = tmp_path / "out"
+    t_env.execute_sql(
+        f"CREATE TABLE out (a INT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
+        f"'connector' = 'filesystem', 'path' = '{out}', 'format' = 'avro', "
+        "'sink.partition-commit.trigger' = 'partition-time', "
+        "'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00', "
+        "'sink.partition-commit.policy.kind' = 'success-file', 'sink.shuffle-by-partition.enable' = 'true')"
+    )
+    t_env.execute_sql(
+        "INSERT INTO out SELECT pass_or_fail(a), DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM src"
+    ).wait()
+    assert os.path.exists(tmp_path / "failed")  # the job did fail once, and was restored from a checkpoint
+    partitions = sorted(os.path.relpath(d, out) for d in glob.glob(str(out / "dt=*" / "hr=*")))
+    assert partitions == [f"dt=1970-01-01/hr={h:02d}" for h in range(5)]
+    for partition in partitions:
+        assert os.path.exists(out / partition / "_SUCCESS")
+        # shuffled by partition: one writer (the subtask in `part-<uuid>-<subtask>-<n>`) wrote the partition
+        writers = {name.rsplit("-", 2)[1] for name in os.listdir(out / partition) if name.startswith("part-")}
+        assert len(writers) == 1
+    assert not os.path.exists(out / "_partition-commit")  # every writer finished: their progress is removed
+    assert glob.glob(str(out / "**" / ".part-*"), recursive=True) == []  # no attempt left a hidden part behind
+    back = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    back.execute_sql(
+        f"CREATE TABLE back (a INT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
+        f"'connector' = 'filesystem', 'path' = '{out}', 'format' = 'avro')"
+    )
+    rows = sorted(tuple(r) for r in back.execute_sql("SELECT a, hr FROM back").collect())
+    assert rows == [(a, f"{a // 120:02d}") for a in range(1, 600)]  # every row once: nothing lost, nothing twice
