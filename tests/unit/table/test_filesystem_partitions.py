@@ -41,7 +41,10 @@ class _Capture:
 
 def sink_of(path, **options):
     context = ConnectorContext(
-        "t", COLUMNS, {"connector": "filesystem", "path": str(path), "format": "csv", **options}, ("dt", "hr")
+        "t",
+        COLUMNS,
+        {"connector": "filesystem", "path": str(path), "format": "csv", **options},
+        partition_keys=("dt", "hr"),
     )
     return FileSystemFactory().create_sink(_Capture(), context, ChangelogMode.INSERT_ONLY).sink
 
@@ -199,10 +202,14 @@ def test_monitor_interval_makes_an_unbounded_source_and_pruning_lists_only_allow
     for partition in ("dt=a/hr=1", "dt=a/hr=2", "dt=b/hr=1"):
         (tmp_path / partition).mkdir(parents=True)
     options = {"connector": "filesystem", "path": str(tmp_path), "format": "json"}
-    monitored = ConnectorContext("t", COLUMNS, {**options, "source.monitor-interval": "1 s"}, ("dt", "hr"))
+    monitored = ConnectorContext(
+        "t", COLUMNS, {**options, "source.monitor-interval": "1 s"}, partition_keys=("dt", "hr")
+    )
     source = FileSystemFactory().create_source(_Env(), monitored)
     assert source.get_boundedness() is Boundedness.CONTINUOUS_UNBOUNDED and source.discovery_interval_ms == 1000
-    pruned = ConnectorContext("t", COLUMNS, options, ("dt", "hr"), (("dt", ("a",)), ("hr", (2, 3))))
+    pruned = ConnectorContext(
+        "t", COLUMNS, options, partition_keys=("dt", "hr"), partition_filter=(("dt", ("a",)), ("hr", (2, 3)))
+    )
     source = FileSystemFactory().create_source(_Env(), pruned)
     assert source.get_boundedness() is Boundedness.BOUNDED
     assert source.paths == (str(tmp_path / "dt=a" / "hr=2"),)
