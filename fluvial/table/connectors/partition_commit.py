@@ -12,7 +12,9 @@ each listed partition that the trigger allows:
 - `process-time`: every writer has committed the checkpoint that listed the partition (or has ended), and the
   time is at least the partition's creation time plus `sink.partition-commit.delay`;
 - `partition-time`: the smallest committed watermark of the writers (an ended writer counts as the end of
-  time) is at least the partition's time (`partition.time-extractor.*`) plus the delay.
+  time) is at least the partition's time (`partition.time-extractor.*`) plus the delay;
+- and once every writer's input has ended (a bounded job), every partition, as Flink's committer does at the end
+  of input.
 
 So a partition is committed once, by whichever writer sees the condition first (another that sees it too writes
 the same empty file again), and never before every file written to it before the deciding checkpoint is
@@ -60,6 +62,8 @@ class PartitionCommitConfig:
     extractor: PartitionTimeExtractor
 
     def ready(self, partition: str, created: int, listed_at: int, progress: list[PartitionProgress], now: int) -> bool:
+        if all(p.finished for p in progress):
+            return True  # the input has ended: every partition is complete, whatever the trigger and the delay
         if self.trigger == "partition-time":
             watermark = min(MAX_WATERMARK if p.finished else p.watermark for p in progress)
             return watermark >= self.extractor.millis(partition) + self.delay_ms

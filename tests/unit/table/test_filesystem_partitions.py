@@ -175,6 +175,24 @@ def test_partition_time_commit_waits_for_the_smallest_watermark_and_the_delay(tm
     second.close()
 
 
+def test_every_partition_is_committed_when_the_input_ends_whatever_the_delay(tmp_path):
+    sink = sink_of(
+        tmp_path, **{"sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.delay": "1 h"}
+    )
+    first, second = sink.create_writer(task(0)), sink.create_writer(task(1))
+    first.write_batch([Row(1, "2024-01-01", 10)])
+    sink.commit(first.prepare_commit())
+    sink.commit(second.prepare_commit())
+    assert not _success(tmp_path)  # an hour's delay
+    for writer in (first, second):
+        writer.flush(True)
+        sink.commit(writer.prepare_commit())
+    assert _success(tmp_path)
+    assert not os.path.exists(tmp_path / "_partition-commit")
+    first.close()
+    second.close()
+
+
 def test_a_restored_writer_keeps_its_uncommitted_partitions(tmp_path):
     sink = sink_of(tmp_path, **{"sink.partition-commit.policy.kind": "success-file"})
     writer = sink.create_writer(task(0, 1))
