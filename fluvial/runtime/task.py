@@ -25,6 +25,13 @@ Protocol, numbered:
    busy loop; a task that still does not end is given up by its TaskManager (`abandon()`: CANCELED at once,
    its thread left behind; `cluster.task_canceler`).
 Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
+6. stop-with-savepoint (Flink's synchronous savepoint): once the task has taken its snapshot for that savepoint it
+   is suspended — it steps no input and runs no timer or operator mail (those wait, in order), only the
+   JobMaster's mails: a source emits nothing after its barrier, so nothing after the barrier reaches any task.
+   When the savepoint completes, the task is told first (two-phase-commit sinks commit what it covers), then
+   ends FINISHED without finishing its operators (no end of input: a restore continues the stream); with
+   --drain the operators finished before the barrier (`runtime.checkpointing`). When it is aborted, the task
+   resumes: the waiting timers and mails run, and then its input, as if nothing had happened.
 While RUNNING, a timer takes a metrics snapshot every `metrics_interval_ms` and hands it to the task's
 MetricsReporter; one more, marked final, goes out just before the task reports a terminal state, so the
 JobMaster holds a task's last figures before it hears that the task ended.
@@ -34,12 +41,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
@@ -130,6 +139,9 @@ class Task:
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
         self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
         self._input_channels: list[InputChannel] = []
+        self._suspended_for: int | None = None  # step 6: the stop-with-savepoint this task took its snapshot for
+        self._held_timers: list[tuple[Callable[[int], None], int, str]] = []  # timers due while suspended
+        self._aborted: deque[int] = deque(maxlen=16)  # the latest checkpoints the JobMaster said were aborted
 
     @property
     def name(self) -> str:
@@ -221,6 +233,7 @@ class Task:
             self.checkpointer = SubtaskCheckpointCoordinator(
                 chain, self.writers, source_input, storage, io, responder, self.info
             )
+            self.checkpointer.on_synchronous_savepoint = self._suspend
         if source_input is None:
             self.input = self._network_input(head)
 
@@ -341,12 +354,12 @@ class Task:
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
     def trigger_checkpoint(
-        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None, drain: bool = False
+        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None, stop: StopMode | None = None
     ) -> None:
-        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir, drain))
+        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir, stop))
 
     def _trigger_checkpoint(
-        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, stop: StopMode | None = None
     ) -> None:
         if self.checkpointer is None:
             return
@@ -359,9 +372,9 @@ class Task:
             self.checkpointer.abort_checkpoint(checkpoint_id, reason, f"{self.name} is {self.state.value}")
             return
         try:
-            if drain and isinstance(self.input, SourceInput):
+            if stop is StopMode.DRAIN and isinstance(self.input, SourceInput):
                 self.input.advance_to_end_of_event_time()  # its watermark goes ahead of the barrier
-            barrier = CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir)
+            barrier = CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir, stop)
             if self._unaligned_input is not None:  # its producers have all finished: see on_triggered
                 self._unaligned_input.checkpoint_triggered(barrier)
             else:
@@ -384,16 +397,56 @@ class Task:
                 chain.notify_checkpoint_complete(checkpoint_id)
                 if isinstance(self.input, SourceInput):
                     self.input.notify_checkpoint_complete(checkpoint_id)
-                if (
+                if checkpoint_id == self._suspended_for:
+                    self._end_after_savepoint(checkpoint_id)
+                elif (
                     self.awaiting_final_checkpoint
                     and checkpointer is not None
                     and checkpointer.is_final_checkpoint(checkpoint_id)
                 ):
                     self._end_task()
             else:
+                self._aborted.append(checkpoint_id)
                 chain.notify_checkpoint_aborted(checkpoint_id)
+                if checkpoint_id == self._suspended_for:
+                    self._resume(checkpoint_id)
         except BaseException as exc:  # noqa: BLE001
             self._fail(exc)
+
+    # -- stop-with-savepoint (step 6) ---------------------------------------------------------------------------
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the task waits for the outcome of the stop-with-savepoint it took its snapshot for."""
+        return self._suspended_for is not None
+
+    def _suspend(self, checkpoint_id: int) -> None:
+        """The snapshot for stop-with-savepoint `checkpoint_id` is taken: nothing more runs until its outcome
+        (a barrier of a stop already aborted — it reached this task late — suspends nothing)."""
+        if checkpoint_id in self._aborted:
+            return
+        self._suspended_for = checkpoint_id
+        logger.debug(
+            "%s took its snapshot for stop-with-savepoint %d; it waits for the outcome", self.name, checkpoint_id
+        )
+
+    def _end_after_savepoint(self, checkpoint_id: int) -> None:
+        """The savepoint completed and the task heard it (its sinks committed): it ends, FINISHED. Its held
+        timers never run; its operators close without finishing."""
+        self._suspended_for = None
+        self._held_timers.clear()
+        logger.info("%s stops: its stop-with-savepoint %d completed", self.name, checkpoint_id)
+        self._end_task()
+
+    def _resume(self, checkpoint_id: int) -> None:
+        """The savepoint was aborted: the job goes on. The timers held meanwhile run first, in order."""
+        self._suspended_for = None
+        held, self._held_timers = self._held_timers, []
+        logger.info(
+            "%s resumes: its stop-with-savepoint %d was aborted (%d timer(s) held)", self.name, checkpoint_id, len(held)
+        )
+        for callback, now, label in held:
+            self.run_timer(callback, now, label)
 
     # -- running ----------------------------------------------------------------------------------------------
 
@@ -403,6 +456,8 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
+        if self._suspended_for is not None:
+            return StepResult.IDLE  # step 6: the JobMaster's mail about the savepoint wakes the task
         unaligned = self._unaligned_input
         if unaligned is not None and unaligned.barrier_announced:
             try:  # a barrier queued behind buffers: an unaligned checkpoint starts even while outputs are full
@@ -448,6 +503,9 @@ class Task:
         """A processing-time callback of operator `label`, on the owner thread; skipped once the task stopped
         running."""
         if self.state is not ExecutionState.RUNNING:
+            return
+        if self._suspended_for is not None:
+            self._held_timers.append((callback, now, label))
             return
         try:
             self._user_code.run(callback, now)
