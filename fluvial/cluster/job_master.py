@@ -335,7 +335,10 @@ class JobMaster:
         committed), ends by itself, FINISHED (`runtime.task`, step 6); so does the job, as in Flink, where a stopped
         job's execute() returns its result; its state lives on in the savepoint. A subtask that has not ended
         within STOP_GRACE_MS is cancelled, and the job still ends FINISHED."""
-        self._main.execute(lambda: self._main.schedule(STOP_GRACE_MS, self._stop))
+        self._main.execute(self._await_stop)
+
+    def _await_stop(self) -> None:
+        self._main.schedule(STOP_GRACE_MS, self._stop)
 
     def _stop(self) -> None:
         if self.status is not JobStatus.RUNNING:
