@@ -121,6 +121,11 @@ class CheckpointCoordinator:
         self.stats = CheckpointStats()
 
     @property
+    def stopping_with(self) -> int | None:
+        """The id of the stop-with-savepoint's savepoint pending or completed (the job is stopping), or None."""
+        return self._stopping_with
+
+    @property
     def next_checkpoint_id(self) -> int:
         return self._next_id
 

@@ -299,6 +299,10 @@ class JobMaster:
         """Why no savepoint can be taken now (a subtask that ended can take no part), or None."""
         if self.status is not JobStatus.RUNNING:
             return f"it is {self.status.name}"
+        checkpointing = self.checkpointing
+        stopping = None if checkpointing is None else checkpointing.coordinator.stopping_with
+        if stopping is not None:  # its subtasks process nothing more: no other barrier would get through
+            return f"it is being stopped with savepoint {stopping}"
         ended = self.scheduler.ended_subtasks()
         if ended:
             return f"{len(ended)} of its subtasks have already ended (first: {ended[0].name})"

@@ -32,6 +32,8 @@ N = 12_000
 
 def run(tmp_path, name: str, mode: ExecutionMode, savepoint: str | None = None):
     configuration = Configuration()
+    if mode is ExecutionMode.RAY:  # its nodes are processes of this machine: they all reach tmp_path
+        configuration.set_boolean("ray.shared-filesystem", True)
     if savepoint is not None:
         configuration.set_string("execution.savepoint.path", savepoint)
     env = environment(mode, configuration)

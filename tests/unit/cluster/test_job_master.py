@@ -223,6 +223,10 @@ def test_a_stop_whose_savepoint_fails_leaves_the_job_running_and_says_why(tmp_pa
     rig.main.advance(INTERVAL)
     rig.settle()
     assert rig.gateway.of("trigger") == [], "a periodic checkpoint was triggered while the job was stopping"
+    another = rig.master.trigger_savepoint(str(tmp_path))
+    rig.settle()
+    with pytest.raises(RuntimeError, match="it is being stopped with savepoint 1"):
+        another.result(0)
     rig.master.decline_checkpoint(
         DeclineCheckpoint(
             ExecutionAttemptId(rig.job_id, *rig.tasks[0], 0),
