@@ -245,9 +245,9 @@ def test_a_stop_whose_savepoint_fails_leaves_the_job_running_and_says_why(tmp_pa
     assert [m.checkpoint_id for m in rig.gateway.of("trigger")] == [trigger.checkpoint_id + 1]
 
 
-def test_a_stopped_job_ends_when_its_subtasks_end_after_hearing_the_savepoint_completed(tmp_path) -> None:
-    """The subtasks are told the savepoint completed (their sinks commit) and end by themselves: nobody cancels
-    them; the stop answers with the savepoint once the job is FINISHED."""
+def stopped_with_every_ack(tmp_path):
+    """A running job stopped with a savepoint that every subtask acknowledged: the rig, the stop's future and
+    the trigger."""
     rig = Rig(checkpointing=True).started()
     stopped = MiniClusterJobClient(rig.master, None).stop_with_savepoint(False, str(tmp_path))
     rig.settle()
@@ -257,6 +257,13 @@ def test_a_stopped_job_ends_when_its_subtasks_end_after_hearing_the_savepoint_co
             AcknowledgeCheckpoint(ExecutionAttemptId(rig.job_id, *task, 0), trigger.checkpoint_id, {})
         )
     rig.settle()
+    return rig, stopped, trigger
+
+
+def test_a_stopped_job_ends_when_its_subtasks_end_after_hearing_the_savepoint_completed(tmp_path) -> None:
+    """The subtasks are told the savepoint completed (their sinks commit) and end by themselves: nobody cancels
+    them; the stop answers with the savepoint once the job is FINISHED."""
+    rig, stopped, trigger = stopped_with_every_ack(tmp_path)
     assert [m.checkpoint_id for m in rig.gateway.of("complete")] == [trigger.checkpoint_id]
     assert not stopped.done(), "the stop answered before the job ended"
     rig.report_all(S.FINISHED)
@@ -265,15 +272,7 @@ def test_a_stopped_job_ends_when_its_subtasks_end_after_hearing_the_savepoint_co
 
 
 def test_subtasks_that_do_not_end_after_a_stop_are_cancelled_and_the_job_still_finishes(tmp_path) -> None:
-    rig = Rig(checkpointing=True).started()
-    stopped = MiniClusterJobClient(rig.master, None).stop_with_savepoint(False, str(tmp_path))
-    rig.settle()
-    (trigger,) = rig.gateway.take("trigger")
-    for task in rig.tasks:
-        rig.master.acknowledge_checkpoint(
-            AcknowledgeCheckpoint(ExecutionAttemptId(rig.job_id, *task, 0), trigger.checkpoint_id, {})
-        )
-    rig.settle()
+    rig, stopped, _ = stopped_with_every_ack(tmp_path)
     rig.main.advance(STOP_GRACE_MS)
     rig.settle()
     assert len(rig.gateway.of("cancel")) == len(rig.tasks)
