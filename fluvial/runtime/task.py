@@ -24,14 +24,15 @@ Protocol, numbered:
    that mail: `interrupt()` raises TaskInterrupted into its user code (`runtime.interruption`), which ends a
    busy loop; a task that still does not end is given up by its TaskManager (`abandon()`: CANCELED at once,
    its thread left behind; `cluster.task_canceler`).
-Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
 6. stop-with-savepoint (Flink's synchronous savepoint): once the task has taken its snapshot for that savepoint it
    is suspended — it steps no input and runs no timer or operator mail (those wait, in order), only the
    JobMaster's mails: a source emits nothing after its barrier, so nothing after the barrier reaches any task.
    When the savepoint completes, the task is told first (two-phase-commit sinks commit what it covers), then
    ends FINISHED without finishing its operators (no end of input: a restore continues the stream); with
    --drain the operators finished before the barrier (`runtime.checkpointing`). When it is aborted, the task
-   resumes: the waiting timers and mails run, and then its input, as if nothing had happened.
+   resumes: the waiting timers and mails run, and then its input, as if nothing had happened
+   (`runtime.synchronous_savepoint` keeps this state).
+Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
 While RUNNING, a timer takes a metrics snapshot every `metrics_interval_ms` and hands it to the task's
 MetricsReporter; one more, marked final, goes out just before the task reports a terminal state, so the
 JobMaster holds a task's last figures before it hears that the task ended.
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -65,6 +65,7 @@ from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators.base import failing_operator, label_failure
 from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
+from fluvial.runtime.synchronous_savepoint import SynchronousSavepoint
 from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import RecordWriter
 
@@ -139,9 +140,7 @@ class Task:
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
         self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
         self._input_channels: list[InputChannel] = []
-        self._suspended_for: int | None = None  # step 6: the stop-with-savepoint this task took its snapshot for
-        self._held_timers: list[tuple[Callable[[int], None], int, str]] = []  # timers due while suspended
-        self._aborted: deque[int] = deque(maxlen=16)  # the latest checkpoints the JobMaster said were aborted
+        self._stop = SynchronousSavepoint()  # step 6
 
     @property
     def name(self) -> str:
@@ -397,8 +396,9 @@ class Task:
                 chain.notify_checkpoint_complete(checkpoint_id)
                 if isinstance(self.input, SourceInput):
                     self.input.notify_checkpoint_complete(checkpoint_id)
-                if checkpoint_id == self._suspended_for:
-                    self._end_after_savepoint(checkpoint_id)
+                if self._stop.completed(checkpoint_id):
+                    logger.info("%s stops: its stop-with-savepoint %d completed", self.name, checkpoint_id)
+                    self._end_task()  # its operators close without finishing: no end of input
                 elif (
                     self.awaiting_final_checkpoint
                     and checkpointer is not None
@@ -406,10 +406,12 @@ class Task:
                 ):
                     self._end_task()
             else:
-                self._aborted.append(checkpoint_id)
                 chain.notify_checkpoint_aborted(checkpoint_id)
-                if checkpoint_id == self._suspended_for:
-                    self._resume(checkpoint_id)
+                held = self._stop.aborted(checkpoint_id)
+                if held is not None:
+                    logger.info("%s resumes: its stop-with-savepoint %d was aborted", self.name, checkpoint_id)
+                    for callback, now, label in held:  # what came due while it was suspended runs first
+                        self.run_timer(callback, now, label)
         except BaseException as exc:  # noqa: BLE001
             self._fail(exc)
 
@@ -418,35 +420,12 @@ class Task:
     @property
     def suspended(self) -> bool:
         """Whether the task waits for the outcome of the stop-with-savepoint it took its snapshot for."""
-        return self._suspended_for is not None
+        return self._stop.suspended_for is not None
 
     def _suspend(self, checkpoint_id: int) -> None:
-        """The snapshot for stop-with-savepoint `checkpoint_id` is taken: nothing more runs until its outcome
-        (a barrier of a stop already aborted — it reached this task late — suspends nothing)."""
-        if checkpoint_id in self._aborted:
-            return
-        self._suspended_for = checkpoint_id
-        logger.debug(
-            "%s took its snapshot for stop-with-savepoint %d; it waits for the outcome", self.name, checkpoint_id
-        )
-
-    def _end_after_savepoint(self, checkpoint_id: int) -> None:
-        """The savepoint completed and the task heard it (its sinks committed): it ends, FINISHED. Its held
-        timers never run; its operators close without finishing."""
-        self._suspended_for = None
-        self._held_timers.clear()
-        logger.info("%s stops: its stop-with-savepoint %d completed", self.name, checkpoint_id)
-        self._end_task()
-
-    def _resume(self, checkpoint_id: int) -> None:
-        """The savepoint was aborted: the job goes on. The timers held meanwhile run first, in order."""
-        self._suspended_for = None
-        held, self._held_timers = self._held_timers, []
-        logger.info(
-            "%s resumes: its stop-with-savepoint %d was aborted (%d timer(s) held)", self.name, checkpoint_id, len(held)
-        )
-        for callback, now, label in held:
-            self.run_timer(callback, now, label)
+        """The snapshot for stop-with-savepoint `checkpoint_id` is taken: nothing more runs until its outcome."""
+        if self._stop.suspend(checkpoint_id):
+            logger.debug("%s took its snapshot for stop-with-savepoint %d", self.name, checkpoint_id)
 
     # -- running ----------------------------------------------------------------------------------------------
 
@@ -456,7 +435,7 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
-        if self._suspended_for is not None:
+        if self._stop.suspended_for is not None:
             return StepResult.IDLE  # step 6: the JobMaster's mail about the savepoint wakes the task
         unaligned = self._unaligned_input
         if unaligned is not None and unaligned.barrier_announced:
@@ -504,8 +483,8 @@ class Task:
         running."""
         if self.state is not ExecutionState.RUNNING:
             return
-        if self._suspended_for is not None:
-            self._held_timers.append((callback, now, label))
+        if self._stop.suspended_for is not None:
+            self._stop.hold(callback, now, label)
             return
         try:
             self._user_code.run(callback, now)
