@@ -42,14 +42,22 @@ class ConnectorSource:
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
 
     def create_stream(self, env: Any) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, source_factory
 
         options = dict(self.options)
-        return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options, self.primary_key)
+        context = ConnectorContext(
+            self.table_name,
+            self.columns,
+            options,
+            self.primary_key,
+            partition_keys=self.partition_keys,
+            partition_filter=self.partition_filter,
         )
+        return source_factory(options, self.table_name).create_source(env, context)
 
 
 def _expression_of(value: Any) -> Expression:
@@ -134,7 +142,13 @@ def resolve_connector_table(table: CatalogTable) -> Scan:
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
     ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.schema.primary_key)
+    source = ConnectorSource(
+        table.name,
+        tuple(physical),
+        tuple(table.options.items()),
+        table.schema.primary_key,
+        partition_keys=table.partition_keys,
+    )
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
 

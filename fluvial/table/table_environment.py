@@ -277,7 +277,9 @@ class TableEnvironment:
                 options = dict(table.options)
                 sink_factory(options, name).create_sink(
                     stream,
-                    ConnectorContext(name, tuple(physical), options, table.schema.primary_key),
+                    ConnectorContext(
+                        name, tuple(physical), options, table.schema.primary_key, partition_keys=table.partition_keys
+                    ),
                     query.changelog_mode,
                 )
                 names.append(f"default_catalog.default_database.{table.name}")

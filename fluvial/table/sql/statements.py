@@ -214,10 +214,13 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         else:
             raise convert.error(item, f"unsupported table element {item.sql()[:40]}")
     options: dict[str, str] = {}
+    partition_keys: tuple[str, ...] = ()
     properties = statement.args.get("properties")
     if properties is not None:
         for p in properties.expressions:
-            if isinstance(p, exp.Property):
+            if isinstance(p, exp.PartitionedByProperty):
+                partition_keys = _partition_keys(p, columns, convert)
+            elif isinstance(p, exp.Property):
                 key = p.this.this if isinstance(p.this, exp.Literal) else p.name
                 value = p.args["value"]
                 options[str(key)] = str(value.this if isinstance(value, exp.Literal) else value.sql())
@@ -231,8 +234,27 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         watermark[2] if watermark else None,
     )
     resolve_schema(schema)  # errors in computed columns and the watermark surface at CREATE, as in Flink
-    t_env._catalog.add(CatalogTable(name, schema, options), if_not_exists=exists)
+    t_env._catalog.add(CatalogTable(name, schema, options, partition_keys=partition_keys), if_not_exists=exists)
     return _ok()
+
+
+def _partition_keys(
+    node: exp.PartitionedByProperty, columns: list[UnresolvedColumn], convert: Converter
+) -> tuple[str, ...]:
+    """`PARTITIONED BY (dt, hr)`: physical columns of the table, each once, as Flink checks them."""
+    physical = [c.name for c in columns if c.expression is None]
+    keys = []
+    for key in node.this.expressions:
+        name = key.name
+        if name not in physical:
+            raise convert.error(
+                key,
+                f"Partition column '{name}' not defined in the table schema. Available columns: [{', '.join(physical)}]",
+            )
+        if name in keys:
+            raise convert.error(key, f"Partition column '{name}' is listed twice in PARTITIONED BY")
+        keys.append(name)
+    return tuple(keys)
 
 
 def _set(t_env: TableEnvironment, statement: exp.Set) -> TableResult:
