@@ -62,7 +62,11 @@ class FunctionCatalog:
         return path.split(".")[-1].strip("`").lower()
 
     def _describe(self, name: str, scope: FunctionScope) -> str:
-        return f"{scope.value} '{name}'" if scope is FunctionScope.TEMPORARY_SYSTEM else f"{scope.value} '{self._path}.{name}'"
+        return (
+            f"{scope.value} '{name}'"
+            if scope is FunctionScope.TEMPORARY_SYSTEM
+            else f"{scope.value} '{self._path}.{name}'"
+        )
 
     def create(
         self,
@@ -146,7 +150,9 @@ def as_function(function: Any, what: str) -> Any:
     if isinstance(function, udfs.AggregateFunction):
         return _with_result_type(udfs.udaf, function, what)
     if isinstance(function, udfs.UserDefinedFunction):
-        maker = "udtf(..., result_types=[...])" if isinstance(function, udfs.TableFunction) else "udf(..., result_type=...)"
+        maker = (
+            "udtf(..., result_types=[...])" if isinstance(function, udfs.TableFunction) else "udf(..., result_type=...)"
+        )
         raise ValidationException(
             f"{what} is a {type(function).__name__} without declared types; wrap it with {maker} and name the "
             "wrapped object"

@@ -248,7 +248,8 @@ class TableEnvironment:
     def explain_sql(self, stmt: str, *extra_details: Any) -> str:
         from fluvial.table.sql.statements import explain_statement
 
-        return explain_statement(self, stmt)
+        with self._functions_in_scope():  # functions created by name resolve in EXPLAIN too
+            return explain_statement(self, stmt)
 
     def add_python_file(self, file_path: str) -> None:
         self._env.add_python_file(file_path)

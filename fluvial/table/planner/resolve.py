@@ -534,8 +534,10 @@ def plan_join(
     # Flink's SplitPythonConditionFromJoinRule: an inner join's pandas conditions filter its joined rows after
     # it, in one vectorized call per buffer of joined rows (the join keys and the rest of the condition first)
     rest = [r for r in rest if not _calls_pandas(r)]
+    described = _and([c for c in _conjuncts(rex) if not _calls_pandas(c)]) if vectorized else rex
+    assert described is not None  # the join keys are among the conjuncts
     join = Join(
-        tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), _and(rest), rex.describe()
+        tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), _and(rest), described.describe()
     )
     try:
         windowed = as_window_join(join)
