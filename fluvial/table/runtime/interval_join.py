@@ -144,7 +144,7 @@ class IntervalJoinFunction(TwoSidedJoin):
                 state.remove(time)
             del times[:expired]
             if not times:
-                del self._index[side][key]
+                self._index[side].pop(key, None)
         return out
 
     def __getstate__(self) -> dict:
