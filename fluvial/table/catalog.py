@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fluvial.table.function_catalog import FunctionCatalog
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
+from fluvial.table.function_catalog import FunctionCatalog
 from fluvial.table.planner.logical import Column, RelNode, Scan, WatermarkSpec
 from fluvial.table.planner.resolve import Resolver
 from fluvial.table.planner.rex import InputRef, Rex

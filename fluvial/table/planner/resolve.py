@@ -500,6 +500,7 @@ def plan_join(
     from fluvial.table.planner.interval_join import as_interval_join
     from fluvial.table.planner.window_join import as_window_join
 
+    rest = [] if remainder is None else _conjuncts(remainder)
     vectorized = [r for r in rest if _calls_pandas(r)]
     if vectorized and join_type != "INNER":
         raise ValidationException(
