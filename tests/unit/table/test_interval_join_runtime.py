@@ -1,7 +1,6 @@
 """The interval join operator on the harness: its sorted index of times against a brute-force oracle on both
-state backends and across a restore, state cleared by event-time and processing-time timers, and the planning
-of processing-time interval joins and window tables (window joins over processing time are refused, as in
-Flink)."""
+state backends and across a restore, and its state cleared by event-time and processing-time timers (the
+planning of processing-time interval joins is in test_time_joins.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +11,8 @@ import pytest
 
 from fluvial.common.row import RowKind, _create_row
 from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
-from fluvial.table import EnvironmentSettings, TableEnvironment
-from fluvial.table.errors import ValidationException
-from fluvial.table.planner.interval_join import IntervalJoin
-from fluvial.table.planner.window_join import WindowAssign
 from fluvial.table.runtime.functions import RowKeySelector
 from fluvial.table.runtime.interval_join import IntervalJoinFunction
-from fluvial.table.sql.statements import plan_query_text
 from fluvial.testing import OperatorHarness
 
 pytestmark = pytest.mark.timeout(60)
@@ -107,50 +101,3 @@ def test_processing_time_rows_take_their_arrival_and_timers_clear_them() -> None
     h.set_processing_time(10_000)
     assert h.keyed_state_entries() == {} and h.timer_count() == 0
     h.close()
-
-
-@pytest.fixture
-def t_env() -> TableEnvironment:
-    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
-    for name in ("a", "b"):
-        t_env.execute_sql(
-            f"CREATE TABLE {name} (k INT, v INT, ts TIMESTAMP(3), p AS PROCTIME(), WATERMARK FOR ts AS ts) "
-            "WITH ('connector' = 'datagen', 'number-of-rows' = '1')"
-        )
-    return t_env
-
-
-def _find(node, kind):
-    while not isinstance(node, kind):
-        node = node.inputs[0]
-    return node
-
-
-def test_processing_time_bounds_plan_a_processing_time_interval_join(t_env: TableEnvironment) -> None:
-    node = plan_query_text(
-        t_env, "SELECT a.v, b.v FROM a JOIN b ON a.k = b.k AND a.p BETWEEN b.p - INTERVAL '1' SECOND AND b.p"
-    )
-    join = _find(node, IntervalJoin)
-    assert join.proctime and (join.lower, join.upper) == (-1000, 0)
-    assert "isRowTime=false" in join.explain_terms()
-    mixed = _find(plan_query_text(t_env, "SELECT * FROM a JOIN b ON a.k = b.k AND a.p BETWEEN b.ts AND b.ts"), object)
-    assert not any(isinstance(n, IntervalJoin) for n in _walk(mixed))  # a rowtime bounding a proctime: regular
-
-
-def _walk(node):
-    yield node
-    for child in node.inputs:
-        yield from _walk(child)
-
-
-def test_processing_time_windows_are_a_table_but_not_a_window_join(t_env: TableEnvironment) -> None:
-    tumble = "(SELECT * FROM TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(p), INTERVAL '5' SECOND)))"
-    node = plan_query_text(t_env, f"SELECT k, window_start, window_time FROM {tumble.format(t='a')}")
-    assign = _find(node, WindowAssign)
-    assert [c.type.time_attribute for c in assign.schema] == [None] * len(assign.schema)  # materialized, as Flink
-    with pytest.raises(ValidationException, match=r"column \d+: Processing time Window Join is not supported yet"):
-        plan_query_text(
-            t_env,
-            f"SELECT * FROM {tumble.format(t='a')} l JOIN {tumble.format(t='b')} r ON l.k = r.k "
-            "AND l.window_start = r.window_start AND l.window_end = r.window_end",
-        )
