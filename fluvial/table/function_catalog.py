@@ -8,20 +8,27 @@ function, else the catalog function. Names are case-insensitive, as Flink's. flu
 so a catalog function lasts as long as its TableEnvironment, as one in Flink's default in-memory catalog does.
 
 A Python function's identifier names an object of an importable module, as PyFlink's: a udf/udtf/udaf/udtaf
-wrapper, or an AggregateFunction/TableAggregateFunction (instance or class) whose `get_result_type()` declares
-its result. The module is imported with `python.files` on sys.path, as PyFlink's client does. fluvial has no
+wrapper; fluvial also takes an AggregateFunction/TableAggregateFunction (instance or class) whose
+`get_result_type()` declares its result, and a ScalarFunction/TableFunction (instance or class) whose `eval`
+declares it with Python types (`-> int` is BIGINT, as Flink infers BIGINT from a Java Long). The module is imported with `python.files` on sys.path, as PyFlink's client does. fluvial has no
 JVM: Java and Scala functions are refused with the way out.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import importlib
 import logging
+import types
+import typing
+from collections import abc
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from fluvial.table.errors import ValidationException
+from fluvial.table.types import DataType, DataTypes
 
 __all__ = ["FunctionCatalog", "FunctionScope", "java_refused", "load_python_function", "as_function"]
 
@@ -149,18 +156,59 @@ def as_function(function: Any, what: str) -> Any:
         return _with_result_type(udfs.udtaf, function, what)
     if isinstance(function, udfs.AggregateFunction):
         return _with_result_type(udfs.udaf, function, what)
-    if isinstance(function, udfs.UserDefinedFunction):
-        maker = (
-            "udtf(..., result_types=[...])" if isinstance(function, udfs.TableFunction) else "udf(..., result_type=...)"
-        )
+    if isinstance(function, (udfs.ScalarFunction, udfs.TableFunction)):
+        table = isinstance(function, udfs.TableFunction)
+        declared = _annotated_result(function, table)
+        if declared is not None:
+            return udfs.udtf(function, result_types=declared) if table else udfs.udf(function, result_type=declared[0])
+        maker = "udtf(..., result_types=[...])" if table else "udf(..., result_type=...)"
         raise ValidationException(
-            f"{what} is a {type(function).__name__} without declared types; wrap it with {maker} and name the "
-            "wrapped object"
+            f"{what} is a {type(function).__name__} without declared types; annotate its eval's result with Python "
+            f"types (-> int, -> Iterator[tuple[str, int]]) or wrap it with {maker} and name the wrapped object"
         )
     raise ValidationException(
         f"{what} is {type(function).__name__} {function!r}, not a user-defined function; decorate it with "
         "@udf(result_type=...) (or udtf, udaf, udtaf) from pyflink.table.udf"
     )
+
+
+def _python_type(annotation: Any) -> DataType | None:
+    """Flink's inference of a result type from a class (Java's Long → BIGINT), for Python's types."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _python_type(inner[0]) if len(inner) == 1 else None
+    simple = {
+        bool: DataTypes.BOOLEAN(),
+        int: DataTypes.BIGINT(),
+        float: DataTypes.DOUBLE(),
+        str: DataTypes.STRING(),
+        bytes: DataTypes.BYTES(),
+        decimal.Decimal: DataTypes.DECIMAL(38, 18),
+        datetime.datetime: DataTypes.TIMESTAMP(3),
+        datetime.date: DataTypes.DATE(),
+        datetime.time: DataTypes.TIME(),
+    }
+    return simple.get(annotation)
+
+
+def _annotated_result(function: Any, table: bool) -> list[DataType] | None:
+    """The result types an `eval` declares by its return annotation: a Python type for a ScalarFunction; for a
+    TableFunction an Iterator/Iterable/Generator of a type or of a tuple of types (one column each)."""
+    try:
+        annotation = typing.get_type_hints(type(function).eval).get("return")
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve declares nothing
+        return None
+    if annotation is None:
+        return None
+    if table:
+        if typing.get_origin(annotation) not in (abc.Iterator, abc.Iterable, abc.Generator):
+            return None
+        annotation = typing.get_args(annotation)[0]
+        if typing.get_origin(annotation) is tuple:
+            columns = [_python_type(a) for a in typing.get_args(annotation)]
+            return [c for c in columns if c is not None] if columns and None not in columns else None
+    found = _python_type(annotation)
+    return None if found is None else [found]
 
 
 def _with_result_type(maker: Any, function: Any, what: str) -> Any:

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.timeout(60)
 MODULE = "fluvial_ddl_udfs"
 SOURCE = textwrap.dedent(
     """
+    from collections.abc import Iterator
+
     from fluvial.table import DataTypes
-    from fluvial.table.udf import AggregateFunction, ScalarFunction, udf, udtf
+    from fluvial.table.udf import AggregateFunction, ScalarFunction, TableFunction, udf, udtf
 
 
     @udf(result_type=DataTypes.BIGINT())
@@ -55,6 +57,17 @@ SOURCE = textwrap.dedent(
     class Bare(ScalarFunction):
         def eval(self, x):
             return x
+
+
+    class Shout(ScalarFunction):
+        def eval(self, s) -> str:
+            return s.upper() + "!"
+
+
+    class Lengths(TableFunction):
+        def eval(self, s) -> Iterator[tuple[str, int]]:
+            for word in s.split():
+                yield word, len(word)
 
 
     def plain(x):
@@ -148,7 +161,7 @@ def test_java_is_refused_in_one_sentence_naming_the_way_out(t_env: TableEnvironm
         ("no_such_module.f", r"Cannot import the module 'no_such_module' .* SET 'python.files'"),
         (f"{MODULE}.missing", f"The module '{MODULE}' has no object 'missing'"),
         (f"{MODULE}.plain", r"not a user-defined function; decorate it with @udf\(result_type=...\)"),
-        (f"{MODULE}.Bare", r"Bare without declared types; wrap it with udf\(..., result_type=...\)"),
+        (f"{MODULE}.Bare", r"Bare without declared types; annotate its eval's result .* or wrap it with udf\("),
         ("nodot", r"A Python function is named by 'module.object', got 'nodot'"),
     ],
 )
@@ -156,6 +169,16 @@ def test_a_bad_python_identifier_is_one_sentence(t_env: TableEnvironment, identi
     with pytest.raises(ValidationException, match=message):
         t_env.execute_sql(f"CREATE FUNCTION f AS '{identifier}' LANGUAGE PYTHON")
     assert t_env.list_user_defined_functions() == []
+
+
+def test_function_classes_declare_their_results_by_python_annotations(t_env: TableEnvironment) -> None:
+    from fluvial.table import DataTypes
+
+    t_env.execute_sql(f"CREATE TEMPORARY FUNCTION shout AS '{MODULE}.Shout' LANGUAGE PYTHON")
+    t_env.execute_sql(f"CREATE TEMPORARY FUNCTION lengths AS '{MODULE}.Lengths' LANGUAGE PYTHON")
+    assert _rows(t_env, "SELECT shout(s) FROM t") == [("A B!",), ("C!",)]
+    lengths = t_env._catalog.functions["lengths"]
+    assert lengths._kind == "table" and lengths._result_types == [DataTypes.STRING(), DataTypes.BIGINT()]
 
 
 def test_malformed_function_ddl_names_the_form(t_env: TableEnvironment) -> None:
