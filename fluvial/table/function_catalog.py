@@ -159,8 +159,10 @@ def as_function(function: Any, what: str) -> Any:
     if isinstance(function, (udfs.ScalarFunction, udfs.TableFunction)):
         table = isinstance(function, udfs.TableFunction)
         declared = _annotated_result(function, table)
-        if declared is not None:
-            return udfs.udtf(function, result_types=declared) if table else udfs.udf(function, result_type=declared[0])
+        if declared is not None and isinstance(function, udfs.TableFunction):
+            return udfs.udtf(function, result_types=declared)
+        if declared is not None and isinstance(function, udfs.ScalarFunction):
+            return udfs.udf(function, result_type=declared[0])
         maker = "udtf(..., result_types=[...])" if table else "udf(..., result_type=...)"
         raise ValidationException(
             f"{what} is a {type(function).__name__} without declared types; annotate its eval's result with Python "
