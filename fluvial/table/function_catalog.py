@@ -3,8 +3,9 @@
 
 Flink keeps temporary system functions (`create_temporary_system_function`, `CREATE TEMPORARY SYSTEM
 FUNCTION`), temporary catalog functions (`create_temporary_function`, `CREATE TEMPORARY FUNCTION`) and catalog
-functions (`CREATE FUNCTION`); a name resolves to the temporary system function, else the temporary catalog
-function, else the catalog function. Names are case-insensitive, as Flink's. fluvial's catalog lives in memory,
+functions (`CREATE FUNCTION`); a name resolves to the temporary system function, else the built-in function,
+else the temporary catalog function, else the catalog function (so only a temporary system function overrides
+a built-in one, as in Flink). Names are case-insensitive, as Flink's. fluvial's catalog lives in memory,
 so a catalog function lasts as long as its TableEnvironment, as one in Flink's default in-memory catalog does.
 
 A Python function's identifier names an object of an importable module, as PyFlink's: a udf/udtf/udaf/udtaf
@@ -130,12 +131,18 @@ class FunctionCatalog:
         return True
 
     def names(self) -> list[str]:
-        return sorted(self.lookup)
+        """Every user-defined function's name, also one a built-in function shadows."""
+        return sorted({name for entries in self._scopes.values() for name in entries})
 
     def _refresh(self) -> None:
+        """Flink's resolution order: temporary system, built-in, temporary catalog, catalog functions."""
+        from fluvial.table.builtins import AGGREGATES, BUILTINS
+
         merged: dict[str, Any] = {}
-        for scope in (FunctionScope.CATALOG, FunctionScope.TEMPORARY, FunctionScope.TEMPORARY_SYSTEM):
-            merged.update({n: e.function for n, e in self._scopes[scope].items()})
+        for scope in (FunctionScope.CATALOG, FunctionScope.TEMPORARY):
+            entries = self._scopes[scope].items()
+            merged.update({n: e.function for n, e in entries if n not in BUILTINS and n not in AGGREGATES})
+        merged.update({n: e.function for n, e in self._scopes[FunctionScope.TEMPORARY_SYSTEM].items()})
         self.lookup.clear()
         self.lookup.update(merged)  # the same dict object: statements in flight see the change
 

@@ -130,6 +130,12 @@ def test_scopes_shadow_alter_and_drop_as_flink(t_env: TableEnvironment) -> None:
         t_env.execute_sql("DROP FUNCTION g")
     t_env.execute_sql("DROP TEMPORARY FUNCTION IF EXISTS g")
     t_env.execute_sql("DROP TEMPORARY FUNCTION IF EXISTS g")
+    t_env.execute_sql(f"CREATE TEMPORARY FUNCTION abs AS '{MODULE}.add_one' LANGUAGE PYTHON")
+    assert _rows(t_env, "SELECT ABS(n) FROM t") == [(1,), (2,)]  # a built-in function wins over a catalog one
+    t_env.execute_sql(f"CREATE TEMPORARY SYSTEM FUNCTION abs AS '{MODULE}.add_one' LANGUAGE PYTHON")
+    assert _rows(t_env, "SELECT ABS(n) FROM t") == [(2,), (3,)]  # a temporary system function overrides it
+    t_env.execute_sql("DROP TEMPORARY SYSTEM FUNCTION abs")
+    t_env.execute_sql("DROP TEMPORARY FUNCTION abs")
     assert t_env.drop_function("f") and not t_env.drop_function("f")
     assert t_env.list_user_defined_functions() == []
 
