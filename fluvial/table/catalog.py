@@ -11,6 +11,7 @@ from typing import Any
 
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
+from fluvial.table.function_catalog import FunctionCatalog
 from fluvial.table.planner.logical import Column, RelNode, Scan, WatermarkSpec
 from fluvial.table.planner.resolve import Resolver
 from fluvial.table.planner.rex import InputRef, Rex
@@ -157,9 +158,10 @@ class Catalog:
 
     def __init__(self) -> None:
         self.tables: dict[str, CatalogTable] = {}
-        self.functions: dict[str, Any] = {}
         self.current_catalog = "default_catalog"
         self.current_database = "default_database"
+        self.function_catalog = FunctionCatalog(self.current_catalog, self.current_database)
+        self.functions: dict[str, Any] = self.function_catalog.lookup  # name → function, what the planner reads
 
     @staticmethod
     def _short(path: str) -> str:

@@ -150,6 +150,7 @@ class Translator:
                 (node.lower, node.upper),
                 node.join_type,
                 node.condition,
+                node.proctime,
             )
             return connected.process(interval_join).name(node.explain_terms())
         if isinstance(node, Join):

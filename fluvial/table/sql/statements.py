@@ -16,6 +16,7 @@ from fluvial.table.planner.logical import Column, RelNode
 from fluvial.table.schema import Schema, UnresolvedColumn
 from fluvial.table.sql.convert import Converter, parse_error
 from fluvial.table.sql.dialect import Flink
+from fluvial.table.sql.function_ddl import execute_function_ddl, is_function_ddl
 from fluvial.table.sql.query import QueryPlanner
 from fluvial.table.sql.types import to_data_type
 from fluvial.table.table_result import ResultKind, TableResult
@@ -141,6 +142,9 @@ def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
     if upper.startswith("SHOW "):
         return _show(t_env, upper)
     if upper.startswith("RESET"):
+        return _ok()
+    if is_function_ddl(stripped):
+        execute_function_ddl(t_env, stripped)
         return _ok()
     statement = _parse(stripped)
     if isinstance(statement, exp.Create):
@@ -279,7 +283,8 @@ def _show(t_env: TableEnvironment, upper: str) -> TableResult:
         "VIEWS": ("view name", t_env.list_views()),
         "CATALOGS": ("catalog name", t_env.list_catalogs()),
         "DATABASES": ("database name", t_env.list_databases()),
-        "FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
+        "FUNCTIONS": ("function name", t_env.list_functions()),
+        "USER FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
         "CURRENT CATALOG": ("current catalog name", [t_env.get_current_catalog()]),
         "CURRENT DATABASE": ("current database name", [t_env.get_current_database()]),
     }
