@@ -11,6 +11,7 @@ from typing import Any
 
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
+from fluvial.table.function_catalog import FunctionCatalog
 from fluvial.table.planner.logical import Column, RelNode, Scan, WatermarkSpec
 from fluvial.table.planner.resolve import Resolver
 from fluvial.table.planner.rex import InputRef, Rex
@@ -42,14 +43,22 @@ class ConnectorSource:
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
 
     def create_stream(self, env: Any) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, source_factory
 
         options = dict(self.options)
-        return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options, self.primary_key)
+        context = ConnectorContext(
+            self.table_name,
+            self.columns,
+            options,
+            self.primary_key,
+            partition_keys=self.partition_keys,
+            partition_filter=self.partition_filter,
         )
+        return source_factory(options, self.table_name).create_source(env, context)
 
 
 def _expression_of(value: Any) -> Expression:
@@ -134,7 +143,13 @@ def resolve_connector_table(table: CatalogTable) -> Scan:
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
     ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.schema.primary_key)
+    source = ConnectorSource(
+        table.name,
+        tuple(physical),
+        tuple(table.options.items()),
+        table.schema.primary_key,
+        partition_keys=table.partition_keys,
+    )
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
 
@@ -143,9 +158,10 @@ class Catalog:
 
     def __init__(self) -> None:
         self.tables: dict[str, CatalogTable] = {}
-        self.functions: dict[str, Any] = {}
         self.current_catalog = "default_catalog"
         self.current_database = "default_database"
+        self.function_catalog = FunctionCatalog(self.current_catalog, self.current_database)
+        self.functions: dict[str, Any] = self.function_catalog.lookup  # name → function, what the planner reads
 
     @staticmethod
     def _short(path: str) -> str:

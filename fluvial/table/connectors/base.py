@@ -24,12 +24,16 @@ __all__ = [
 @dataclass(frozen=True)
 class ConnectorContext:
     """What a factory is given: the table's name, its physical columns, its WITH options, and the columns of its
-    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared)."""
+    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared); for a partitioned table its `PARTITIONED BY` columns,
+    and for a source the values a query's WHERE clause allows them (`partition_filter`: column -> allowed values,
+    from equalities and INs on literals; None: every partition)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
     primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
 
     @property
     def names(self) -> list[str]:
