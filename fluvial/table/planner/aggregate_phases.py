@@ -109,8 +109,7 @@ class LocalGroupAggregate(SingleRel):
         names = self.input.names
         keys = [names[g] for g in self.group]
         partials = [f"{a.describe(names)} AS {c.name}" for a, c in zip(self.aggs, self.schema[len(keys) :])]
-        group = f"groupBy=[{', '.join(keys)}], " if keys else ""
-        return f"LocalGroupAggregate({group}select=[{', '.join(keys + partials)}, COUNT1(*) AS {self.schema[-1].name}])"
+        return _aggregate_terms("LocalGroupAggregate", keys, [*partials, f"COUNT1(*) AS {self.schema[-1].name}"])
 
 
 @dataclass(frozen=True)
@@ -134,8 +133,12 @@ class GlobalGroupAggregate(SingleRel):
             f"{a.kind if a.function is None else a.function._name}({p}) AS {a.name}"
             for a, p in zip(self.aggs, partials)
         ]
-        group = f"groupBy=[{', '.join(keys)}], " if keys else ""
-        return f"GlobalGroupAggregate({group}select=[{', '.join(keys + merged)}])"
+        return _aggregate_terms("GlobalGroupAggregate", keys, merged)
+
+
+def _aggregate_terms(kind: str, keys: list[str], aggregates: list[str]) -> str:
+    group = f"groupBy=[{', '.join(keys)}], " if keys else ""
+    return f"{kind}({group}select=[{', '.join(keys + aggregates)}])"
 
 
 def physical_node(node: RelNode, mini_batch: MiniBatch | None) -> RelNode:
