@@ -36,19 +36,84 @@ class CatalogTable:
 
 @dataclass(frozen=True)
 class ConnectorSource:
-    """Builds a connector's DataStream of physical rows at translation time."""
+    """Builds a connector's DataStream of physical rows at translation time, with what the planner pushed
+    into it (`fluvial.table.planner.pushdown` asks through the `apply_*` methods, which ask the connector's
+    factory for its abilities: `fluvial.table.connectors.abilities`)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
+    projection: tuple[tuple[int, ...], ...] | None = None
+    filters: tuple[Rex, ...] = ()
+    limit: int | None = None
+
+    def context(self) -> Any:
+        from fluvial.table.connectors.base import ConnectorContext
+
+        return ConnectorContext(
+            self.table_name, self.columns, dict(self.options), self.projection, self.filters, self.limit
+        )
+
+    def _factory(self) -> Any:
+        from fluvial.table.connectors.base import source_factory
+
+        return source_factory(dict(self.options), self.table_name)
 
     def create_stream(self, env: Any) -> Any:
-        from fluvial.table.connectors.base import ConnectorContext, source_factory
+        return self._factory().create_source(env, self.context())
 
-        options = dict(self.options)
-        return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options)
-        )
+    def apply_filters(self, filters: tuple[Rex, ...]) -> tuple[ConnectorSource, tuple[Rex, ...]] | None:
+        """(this source with the accepted conjuncts, the remaining ones), or None if it takes no filters."""
+        from fluvial.table.connectors.abilities import SupportsFilterPushDown
+
+        factory = self._factory()
+        if not isinstance(factory, SupportsFilterPushDown):
+            return None
+        if self.projection is not None:  # the filters read produced columns: the connector is given physical ones
+            from fluvial.table.planner.pushdown import remap
+
+            produced = {n: path[0] for n, path in enumerate(self.projection)}
+            filters = tuple(remap(f, produced) for f in filters)
+        result = factory.apply_filters(self.context(), filters)
+        if not result.accepted:
+            return None
+        accepted = replace(self, filters=self.filters + tuple(result.accepted))
+        if self.projection is None:
+            return accepted, tuple(result.remaining)
+        back = {p: n for n, p in produced.items()}
+        return accepted, tuple(remap(f, back) for f in result.remaining)
+
+    def apply_projection(self, indices: tuple[int, ...]) -> ConnectorSource | None:
+        """This source producing only physical columns `indices`, or None if it cannot."""
+        from fluvial.table.connectors.abilities import SupportsProjectionPushDown
+
+        if not isinstance(self._factory(), SupportsProjectionPushDown):
+            return None
+        current = [p[0] for p in self.projection] if self.projection is not None else list(range(len(self.columns)))
+        return replace(self, projection=tuple((current[i],) for i in indices))
+
+    def apply_limit(self, limit: int) -> ConnectorSource | None:
+        from fluvial.table.connectors.abilities import SupportsLimitPushDown
+
+        factory = self._factory()
+        if not isinstance(factory, SupportsLimitPushDown) or not factory.supports_limit(self.context()):
+            return None
+        return replace(self, limit=limit if self.limit is None else min(limit, self.limit))
+
+    def digest(self) -> list[str]:
+        """What was pushed, as Flink's scan digest shows it: `filter=[...]`, `project=[...]`, `limit=[...]`."""
+        names = [c.name for c in self.columns]
+        parts = []
+        if self.filters:
+            from fluvial.table.planner.rex_text import rex_text
+
+            texts = [rex_text(f, names) for f in self.filters]
+            parts.append(f"filter=[{texts[0] if len(texts) == 1 else f'and({chr(44).join(texts)})'}]")
+        if self.projection is not None:
+            parts.append(f"project=[{', '.join(names[path[0]] for path in self.projection)}]")
+        if self.limit is not None:
+            parts.append(f"limit=[{self.limit}]")
+        return parts
 
 
 def _expression_of(value: Any) -> Expression:

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode, Column
+from fluvial.table.planner.rex import Rex
 
 __all__ = [
     "ConnectorContext",
@@ -20,15 +21,35 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConnectorContext:
-    """What a factory is given: the table's name, its physical columns, and its WITH options."""
+    """What a factory is given: the table's name, its physical columns, and its WITH options; for a source,
+    what the planner pushed into it (`fluvial.table.connectors.abilities`): the columns to produce
+    (`projection`, paths of physical column indices; None: all), the filters it accepted, a limit hint."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
+    projection: tuple[tuple[int, ...], ...] | None = None
+    filters: tuple[Rex, ...] = ()
+    limit: int | None = None
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    @property
+    def produced_indices(self) -> list[int]:
+        """The physical columns the source emits, in order (top-level paths)."""
+        if self.projection is None:
+            return list(range(len(self.columns)))
+        return [path[0] for path in self.projection]
+
+    @property
+    def produced_columns(self) -> tuple[Column, ...]:
+        return tuple(self.columns[i] for i in self.produced_indices)
+
+    @property
+    def produced_names(self) -> list[str]:
+        return [c.name for c in self.produced_columns]
 
 
 class TableSourceFactory(Protocol):

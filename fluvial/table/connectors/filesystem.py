@@ -17,9 +17,11 @@ from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.functions import FlatMapFunction, MapFunction
+from fluvial.table.connectors.abilities import FilterPushDownResult, referenced_columns
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode
+from fluvial.table.planner.rex import Rex
 from fluvial.table.types import DataType
 from fluvial.table.values import cast_value, sql_string
 
@@ -50,45 +52,88 @@ def _format(options: dict[str, str]) -> str:
 
 
 class ParseLine(FlatMapFunction):
-    def __init__(self, names: Sequence[str], types: Sequence[DataType], fmt: str, options: dict[str, str]) -> None:
-        self.names = list(names)
-        self.types = list(types)
+    """A line to a row of the produced columns (`context.projection`: the others are not converted); with
+    pushed filters, the filters' columns are converted first and a row they reject goes no further."""
+
+    def __init__(self, context: ConnectorContext, fmt: str) -> None:
+        options = context.options
+        self.all_names = context.names
+        self.types = [c.type for c in context.columns]
+        self.names = context.produced_names
+        self.produced = context.produced_indices
+        self.filters = context.filters
+        self.filter_columns = frozenset().union(*(referenced_columns(f) for f in self.filters))
         self.fmt = fmt
         self.delimiter = options.get("csv.field-delimiter", ",")
         self.null_literal = options.get("csv.null-literal")
         self.ignore_errors = options.get(f"{fmt}.ignore-parse-errors", "false").lower() == "true"
+        self._predicate: Any = None
+
+    def open(self, runtime_context: Any) -> None:
+        if self.filters:
+            from fluvial.table.planner.pushdown import conjunction
+            from fluvial.table.runtime.codegen import compile_expression
+
+            self._predicate = compile_expression(conjunction(self.filters))
 
     def flat_map(self, line: str) -> Any:
         if not line.strip():
             return ()
+        values: list[Any] = []
         try:
-            values = self._csv(line) if self.fmt == "csv" else self._json(line)
+            fields = self._csv(line) if self.fmt == "csv" else self._json(line)
+            if self.filters:
+                values = [None] * len(self.types)
+                for i in self.filter_columns:
+                    values[i] = self._convert(fields[i], self.types[i])
         except (ValueError, TypeError) as error:
-            if self.ignore_errors:
+            return self._failed(line, error)
+        if self.filters:  # outside the try: the filter's own errors are the query's, not the line's
+            if self._predicate is None:
+                self.open(None)
+            if self._predicate(values) is not True:
                 return ()
-            raise ValueError(
-                f"Failed to deserialize {self.fmt.upper()} row '{line}': {error}; set "
-                f"'{self.fmt}.ignore-parse-errors' = 'true' to skip such lines"
-            ) from None
-        return (_create_row(self.names, values, RowKind.INSERT),)
+        try:
+            if self.filters:
+                done = self.filter_columns
+                out = [values[i] if i in done else self._convert(fields[i], self.types[i]) for i in self.produced]
+            else:
+                out = [self._convert(fields[i], self.types[i]) for i in self.produced]
+        except (ValueError, TypeError) as error:
+            return self._failed(line, error)
+        return (_create_row(self.names, out, RowKind.INSERT),)
+
+    def _failed(self, line: str, error: Exception) -> Any:
+        if self.ignore_errors:
+            return ()
+        raise ValueError(
+            f"Failed to deserialize {self.fmt.upper()} row '{line}': {error}; set "
+            f"'{self.fmt}.ignore-parse-errors' = 'true' to skip such lines"
+        ) from None
+
+    def _convert(self, text: Any, t: DataType) -> Any:
+        if self.fmt == "json":
+            return None if text is None else cast_value(text, t)
+        if text == "" and not t.is_string() or self.null_literal is not None and text == self.null_literal:
+            return None
+        return cast_value(text, t)
 
     def _csv(self, line: str) -> list:
         fields = next(csv.reader([line], delimiter=self.delimiter))
         if len(fields) != len(self.types):
             raise ValueError(f"expected {len(self.types)} fields, found {len(fields)}")
-        out = []
-        for text, t in zip(fields, self.types):
-            if text == "" and not t.is_string() or self.null_literal is not None and text == self.null_literal:
-                out.append(None)
-            else:
-                out.append(cast_value(text, t))
-        return out
+        return fields
 
     def _json(self, line: str) -> list:
         document = json.loads(line)
         if not isinstance(document, dict):
             raise ValueError("a JSON row is an object")
-        return [None if document.get(n) is None else cast_value(document[n], t) for n, t in zip(self.names, self.types)]
+        return [document.get(n) for n in self.all_names]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_predicate"] = None
+        return state
 
 
 class FormatRow(MapFunction):
@@ -128,6 +173,16 @@ def _json_value(value: Any, t: DataType) -> Any:
 
 
 class FileSystemFactory:
+    """Reads only the columns a query uses (projection push-down: the others are split out of the line but not
+    converted) and applies the WHERE conjuncts itself (all are accepted: a rejected row's other columns are
+    never converted)."""
+
+    def supports_nested_projection(self) -> bool:
+        return False
+
+    def apply_filters(self, context: ConnectorContext, filters: Sequence[Rex]) -> FilterPushDownResult:
+        return FilterPushDownResult(tuple(filters), ())
+
     def create_source(self, env: Any, context: ConnectorContext) -> Any:
         from fluvial.datastream.connectors.file_system import FileSource, StreamFormat
 
@@ -136,7 +191,7 @@ class FileSystemFactory:
         fmt = _format(options)
         source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), options["path"]).build()
         lines = env.from_source(source, source_name=context.table_name)
-        return lines.flat_map(ParseLine(context.names, [c.type for c in context.columns], fmt, options))
+        return lines.flat_map(ParseLine(context, fmt))
 
     def create_sink(self, stream: Any, context: ConnectorContext, mode: ChangelogMode) -> Any:
         from fluvial.common.encoder import Encoder

@@ -113,10 +113,22 @@ class Scan(RelNode):
     computed: tuple[Rex | None, ...] = ()
 
     def explain_terms(self) -> str:
+        digest = getattr(self.source, "digest", None)
+        pushed = "".join(f", {part}" for part in digest()) if digest is not None else ""
         return (
-            f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], "
-            f"fields=[{', '.join(self.names)}])"
+            f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}{pushed}]], "
+            f"fields=[{', '.join(self.source_names)}])"
         )
+
+    @property
+    def source_names(self) -> list[str]:
+        """The columns the source produces (its computed columns are computed after it)."""
+        columns = getattr(self.source, "columns", None)
+        if not self.computed or columns is None:
+            return self.names
+        projection = getattr(self.source, "projection", None)
+        names = [c.name for c in columns]
+        return names if projection is None else [names[path[0]] for path in projection]
 
 
 @dataclass(frozen=True)
