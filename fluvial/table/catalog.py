@@ -108,9 +108,11 @@ class ConnectorSource:
             from fluvial.table.planner.rex_text import rex_text
 
             texts = [rex_text(f, names) for f in self.filters]
-            parts.append(f"filter=[{texts[0] if len(texts) == 1 else f'and({chr(44).join(texts)})'}]")
+            joined = texts[0] if len(texts) == 1 else "and(" + ", ".join(texts) + ")"
+            parts.append(f"filter=[{joined}]")
         if self.projection is not None:
             parts.append(f"project=[{', '.join(names[path[0]] for path in self.projection)}]")
+            parts.append("metadata=[]")  # no metadata columns are read (Flink prints this beside a projection)
         if self.limit is not None:
             parts.append(f"limit=[{self.limit}]")
         return parts

@@ -4,8 +4,8 @@ translated or explained.
 
 A Scan whose source can take them (`PushDownSource`: fluvial's connector tables, whose factories declare the
 abilities of `fluvial.table.connectors.abilities`) is given:
-- the WHERE conjuncts over physical columns of the Calc right above it, deterministic ones only; the source
-  answers which it applies (accepted) and which a Calc must still apply (remaining);
+- the WHERE conjuncts of the Calc right above it, deterministic ones only, computed columns replaced by their
+  expressions (so the conjuncts read physical columns only); the source answers which it applies (accepted) and which a Calc must still apply (remaining);
 - the columns its parent reads (a Calc's expressions and remaining condition, a GROUP BY's keys and aggregate
   arguments, a window aggregation's time column too), plus the watermark's columns: the source then produces
   only those, and unused computed columns are not computed;
@@ -145,6 +145,8 @@ class SourcePushDown:
             return self._calc(node, node.input)
         if isinstance(node, Calc) and node.condition is None and _is_identity(node.projections, node.input, node):
             return node.input  # a Calc that passes its input on as it is (Flink's CalcRemoveRule)
+        if isinstance(node, (Aggregate, WindowAggregate)) and _is_reordering(node.input):
+            node = _read_through(node, node.input)  # type: ignore[arg-type]
         if isinstance(node, (Aggregate, WindowAggregate)) and _pushable(node.input):
             return self._aggregate(node, node.input)
         if isinstance(node, Limit) and node.fetch is not None:
@@ -186,11 +188,11 @@ class SourcePushDown:
     def _filters(self, scan: Scan, parts: list[Rex]) -> tuple[Scan, list[Rex]]:
         """Offers the deterministic conjuncts over physical columns; returns the scan with the accepted ones and
         the conjuncts the Calc keeps (as they were, over the scan's columns)."""
-        physical = _physical_refs(scan)
         offered: dict[int, Rex] = {}
         for i, part in enumerate(parts):
-            if _deterministic(part) and all(physical.get(c) is not None for c in _refs(part, set())):
-                offered[i] = _substitute(part, scan.computed)
+            substituted = _substitute(part, scan.computed)  # computed columns read as their expressions
+            if _deterministic(substituted):
+                offered[i] = substituted
         if not offered:
             return scan, parts
         answer = scan.source.apply_filters(tuple(offered.values()))
@@ -218,12 +220,15 @@ class SourcePushDown:
             _refs(scan.computed[i], physical_used) if scan.computed else physical_used.add(i)
         physical = sorted(physical_used)
         width = len(scan.source.columns)
+        source = scan.source
         if len(physical) < width:
-            source = scan.source.apply_projection(tuple(physical))
-            if source is None:  # the connector produces every column: only the computed ones are pruned
+            projected = scan.source.apply_projection(tuple(physical))
+            if projected is not None:
+                source = projected
+            elif not scan.computed:  # the connector produces every column, and no computed one is to skip
+                return scan, identity
+            else:  # only the unused computed columns are pruned
                 physical = list(range(width))
-        else:
-            source = scan.source
         physical_mapping = {old: new for new, old in enumerate(physical)}
         if scan.computed:
             computed = tuple(remap(scan.computed[i], physical_mapping) for i in kept)
@@ -251,16 +256,7 @@ class SourcePushDown:
         pruned, mapping = self._project(scan, used)
         if pruned is scan:
             return node
-        aggs = tuple(_remap_agg(a, mapping) for a in node.aggs)
-        group = tuple(mapping[g] for g in node.group)
-        if isinstance(node, WindowAggregate):
-            window = replace(
-                node.window,
-                time_index=mapping[node.window.time_index],
-                partition=tuple(mapping[p] for p in node.window.partition),
-            )
-            return replace(node, input=pruned, group=group, aggs=aggs, window=window)
-        return replace(node, input=pruned, group=group, aggs=aggs)
+        return _remapped(node, pruned, mapping)
 
     # -- limit --------------------------------------------------------------------------------------------------
 
@@ -276,6 +272,37 @@ class SourcePushDown:
             return limit
         new_scan = replace(scan, source=source)
         return replace(limit, input=new_scan if calc is None else replace(calc, input=new_scan))
+
+
+def _remapped(node: Aggregate | WindowAggregate, new_input: RelNode, mapping: dict[int, int]) -> RelNode:
+    """The aggregation reading `new_input`, where its input's column i is column mapping[i]."""
+    aggs = tuple(_remap_agg(a, mapping) for a in node.aggs)
+    group = tuple(mapping[g] for g in node.group)
+    if isinstance(node, WindowAggregate):
+        window = replace(
+            node.window,
+            time_index=mapping[node.window.time_index],
+            partition=tuple(mapping[p] for p in node.window.partition),
+        )
+        return replace(node, input=new_input, group=group, aggs=aggs, window=window)
+    return replace(node, input=new_input, group=group, aggs=aggs)
+
+
+def _is_reordering(node: RelNode) -> bool:
+    """A Calc that only picks, reorders or renames its input's columns."""
+    return (
+        isinstance(node, Calc)
+        and node.condition is None
+        and node.projections is not None
+        and all(isinstance(r, InputRef) for r in node.projections)
+    )
+
+
+def _read_through(node: Aggregate | WindowAggregate, calc: Calc) -> RelNode:
+    """The aggregation reading the Calc's input directly (Flink's projection merged into the aggregate)."""
+    assert calc.projections is not None
+    mapping = {i: r.index for i, r in enumerate(calc.projections) if isinstance(r, InputRef)}
+    return _remapped(node, calc.input, mapping)
 
 
 def _merge(outer: Calc, inner: Calc) -> Calc:
@@ -304,13 +331,6 @@ def _merge(outer: Calc, inner: Calc) -> Calc:
 
 def _pushable(node: RelNode) -> bool:
     return isinstance(node, Scan) and isinstance(node.source, PushDownSource)
-
-
-def _physical_refs(scan: Scan) -> dict[int, int | None]:
-    """For each scan column, the physical column it is (None for a computed expression)."""
-    if not scan.computed:
-        return {i: i for i in range(len(scan.schema))}
-    return {i: r.index if isinstance(r, InputRef) else None for i, r in enumerate(scan.computed)}
 
 
 def _is_identity(projections: tuple[Rex, ...] | None, scan: RelNode, calc: Calc) -> bool:

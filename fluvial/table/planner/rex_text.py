@@ -76,9 +76,23 @@ def _literal(rex: Literal) -> str:
     return str(value)
 
 
+def _field_name(rex: Call) -> str | None:
+    """`row.field` for a field access by position of a ROW-typed operand (Calcite's `$3.price`)."""
+    if rex.op not in ("get_field", "__field__") or len(rex.operands) != 2:
+        return None
+    row, index = rex.operands
+    fields = row.type.fields
+    if isinstance(index, Literal) and isinstance(index.value, int) and 0 <= index.value < len(fields):
+        return fields[index.value].name
+    return None
+
+
 def _call(rex: Call, names: Sequence[str] | None) -> str:
     operands = [rex_text(o, names) for o in rex.operands]
     op = rex.op
+    field = _field_name(rex)
+    if field is not None:
+        return f"{operands[0]}.{field}"
     if op in ("and", "or"):  # Calcite flattens nested ANDs/ORs into one call
         flat = _flatten(rex, op)
         return f"{op.upper()}({', '.join(rex_text(o, names) for o in flat)})"
@@ -111,6 +125,9 @@ def infix_text(rex: Rex, names: Sequence[str]) -> str:
         return rex_text(rex, names)
     op = rex.op
     operands = [infix_text(o, names) for o in rex.operands]
+    field = _field_name(rex)
+    if field is not None:
+        return f"{operands[0]}.{field}"
     if op in ("and", "or"):
         return "(" + f" {op.upper()} ".join(infix_text(o, names) for o in _flatten(rex, op)) + ")"
     if op in ("cast", "try_cast"):
