@@ -145,10 +145,8 @@ class SourcePushDown:
             return self._calc(node, node.input)
         if isinstance(node, Calc) and node.condition is None and _is_identity(node.projections, node.input, node):
             return node.input  # a Calc that passes its input on as it is (Flink's CalcRemoveRule)
-        if isinstance(node, (Aggregate, WindowAggregate)) and _is_reordering(node.input):
-            node = _read_through(node, node.input)  # type: ignore[arg-type]
-        if isinstance(node, (Aggregate, WindowAggregate)) and _pushable(node.input):
-            return self._aggregate(node, node.input)
+        if isinstance(node, (Aggregate, WindowAggregate)):
+            return self._aggregation(node)
         if isinstance(node, Limit) and node.fetch is not None:
             return self._limit(node)
         return node
@@ -204,14 +202,15 @@ class SourcePushDown:
 
     # -- projection ---------------------------------------------------------------------------------------------
 
-    def _project(self, scan: Scan, used: set[int]) -> tuple[Scan, dict[int, int]]:
-        """The scan producing only columns `used` (and its watermark's), with the renumbering of its columns."""
+    def _project(self, scan: Scan, used: set[int], first: tuple[int, ...] = ()) -> tuple[Scan, dict[int, int]]:
+        """The scan producing only columns `used` (and its watermark's), columns `first` first, then the others
+        in their order; with the renumbering of its columns."""
         if scan.watermark is not None:
             used = used | {scan.watermark.rowtime} | _refs(scan.watermark.expression, set())
         identity = {i: i for i in range(len(scan.schema))}
         if len(used) == len(scan.schema):
             return scan, identity
-        kept = sorted(used)
+        kept = [*dict.fromkeys(first), *sorted(used - set(first))]
         if not kept:  # SELECT COUNT(*): Flink keeps one column to count rows of
             kept = [0]
         mapping = {old: new for new, old in enumerate(kept)}
@@ -244,7 +243,22 @@ class SourcePushDown:
         schema = tuple(scan.schema[i] for i in kept)
         return replace(scan, schema=schema, source=source, computed=computed, watermark=watermark), mapping
 
-    def _aggregate(self, node: Aggregate | WindowAggregate, scan: Scan) -> RelNode:
+    def _aggregation(self, node: Aggregate | WindowAggregate) -> RelNode:
+        """The columns a GROUP BY reads pushed into the scan under it, read directly or through a Calc that only
+        picks columns (Flink's plan has no Calc there). The runtime takes the group keys from the first columns
+        of its input, so the scan produces them first; when it cannot, the plan stays as it was."""
+        child = node.input
+        if _is_reordering(child) and _pushable(child.input):  # type: ignore[attr-defined]
+            pushed = self._aggregate(_read_through(node, child), child.input)  # type: ignore[arg-type, attr-defined]
+            if pushed is not None:
+                return pushed
+        if _pushable(child):
+            pushed = self._aggregate(node, child)  # type: ignore[arg-type]
+            if pushed is not None and pushed.input is not child:
+                return pushed
+        return node
+
+    def _aggregate(self, node: Aggregate | WindowAggregate, scan: Scan) -> RelNode | None:
         used = set(node.group)
         for agg in node.aggs:
             used.update(agg.args)
@@ -253,9 +267,9 @@ class SourcePushDown:
         if isinstance(node, WindowAggregate):
             used.add(node.window.time_index)
             used.update(node.window.partition)
-        pruned, mapping = self._project(scan, used)
-        if pruned is scan:
-            return node
+        pruned, mapping = self._project(scan, used, node.group)
+        if [mapping[g] for g in node.group] != list(range(len(node.group))):
+            return None
         return _remapped(node, pruned, mapping)
 
     # -- limit --------------------------------------------------------------------------------------------------
