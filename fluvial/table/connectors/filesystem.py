@@ -74,7 +74,9 @@ class ParseLine(FlatMapFunction):
             from fluvial.table.planner.pushdown import conjunction
             from fluvial.table.runtime.codegen import compile_expression
 
-            self._predicate = compile_expression(conjunction(self.filters))
+            predicate = conjunction(self.filters)
+            assert predicate is not None
+            self._predicate = compile_expression(predicate)
 
     def flat_map(self, line: str) -> Any:
         if not line.strip():

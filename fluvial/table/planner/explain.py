@@ -463,10 +463,11 @@ class _Physical:
             if node.condition is not None:
                 parts.append(f"where=[{rex_text(node.condition, names)}]")
                 exec_parts.append(f"where=[{infix_text(node.condition, names)}]")
-            rows = inputs[0].rows * _selectivity(node.condition)
-            return self._node(node, inputs, f"Calc({', '.join(parts)})", rows, f"Calc({', '.join(exec_parts)})")
+            kept = inputs[0].rows * _selectivity(node.condition)
+            return self._node(node, inputs, f"Calc({', '.join(parts)})", kept, f"Calc({', '.join(exec_parts)})")
         if isinstance(node, Join):
-            text = execution = None
+            text: str | None = None
+            execution: str | None = None
             if type(node) is Join:  # the regular join; window and interval joins print their own terms
                 kind = {
                     "INNER": "InnerJoin",

@@ -110,7 +110,7 @@ class Scan(RelNode):
     table_name: str = ""
     source: Any = None
     watermark: WatermarkSpec | None = None
-    computed: tuple[Rex | None, ...] = ()
+    computed: tuple[Rex, ...] = ()
 
     def explain_terms(self) -> str:
         digest = getattr(self.source, "digest", None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from fluvial.table.planner.logical import (
     Aggregate,
@@ -248,17 +248,18 @@ class SourcePushDown:
         picks columns (Flink's plan has no Calc there). The runtime takes the group keys from the first columns
         of its input, so the scan produces them first; when it cannot, the plan stays as it was."""
         child = node.input
-        if _is_reordering(child) and _pushable(child.input):  # type: ignore[attr-defined]
-            pushed = self._aggregate(_read_through(node, child), child.input)  # type: ignore[arg-type, attr-defined]
+        if isinstance(child, Calc) and _is_reordering(child) and _pushable(child.input):
+            pushed = self._aggregate(_read_through(node, child), child.input)
             if pushed is not None:
                 return pushed
         if _pushable(child):
-            pushed = self._aggregate(node, child)  # type: ignore[arg-type]
-            if pushed is not None and pushed.input is not child:
+            pushed = self._aggregate(node, child)
+            if pushed is not None and pushed.inputs[0] is not child:
                 return pushed
         return node
 
-    def _aggregate(self, node: Aggregate | WindowAggregate, scan: Scan) -> RelNode | None:
+    def _aggregate(self, node: RelNode, scan: Scan) -> RelNode | None:
+        assert isinstance(node, (Aggregate, WindowAggregate))
         used = set(node.group)
         for agg in node.aggs:
             used.update(agg.args)
@@ -279,9 +280,9 @@ class SourcePushDown:
         child = limit.input
         calc = child if isinstance(child, Calc) and child.condition is None else None
         scan = calc.input if calc is not None else child
-        if not _pushable(scan) or scan.source.filters:  # type: ignore[attr-defined]
+        if not _pushable(scan) or getattr(scan.source, "filters", None):
             return limit
-        source = scan.source.apply_limit(limit.offset + limit.fetch)  # type: ignore[attr-defined]
+        source = scan.source.apply_limit(limit.offset + limit.fetch)
         if source is None:
             return limit
         new_scan = replace(scan, source=source)
@@ -343,7 +344,7 @@ def _merge(outer: Calc, inner: Calc) -> Calc:
     return replace(outer, input=inner.input, projections=projections, condition=condition)
 
 
-def _pushable(node: RelNode) -> bool:
+def _pushable(node: RelNode) -> TypeGuard[Scan]:
     return isinstance(node, Scan) and isinstance(node.source, PushDownSource)
 
 
