@@ -43,6 +43,7 @@ class ConnectorSource:
     table_name: str
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
+    primary_key: tuple[str, ...] = ()
     projection: tuple[tuple[int, ...], ...] | None = None
     filters: tuple[Rex, ...] = ()
     limit: int | None = None
@@ -51,7 +52,13 @@ class ConnectorSource:
         from fluvial.table.connectors.base import ConnectorContext
 
         return ConnectorContext(
-            self.table_name, self.columns, dict(self.options), self.projection, self.filters, self.limit
+            self.table_name,
+            self.columns,
+            dict(self.options),
+            self.primary_key,
+            projection=self.projection,
+            filters=self.filters,
+            limit=self.limit,
         )
 
     def _factory(self) -> Any:
@@ -200,7 +207,7 @@ def resolve_connector_table(table: CatalogTable) -> Scan:
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
     ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()))
+    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.schema.primary_key)
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
 
