@@ -87,19 +87,27 @@ def _field_name(rex: Call) -> str | None:
     return None
 
 
-def _call(rex: Call, names: Sequence[str] | None) -> str:
-    operands = [rex_text(o, names) for o in rex.operands]
-    op = rex.op
+def _either_form(rex: Call, operands: list[str]) -> str | None:
+    """What prints the same in both forms: a field access (`bid.price`) and a user function's call."""
     field = _field_name(rex)
     if field is not None:
         return f"{operands[0]}.{field}"
+    if rex.op == "__udf__":
+        return f"{getattr(rex.function, '_name', 'udf')}({', '.join(operands)})"
+    return None
+
+
+def _call(rex: Call, names: Sequence[str] | None) -> str:
+    operands = [rex_text(o, names) for o in rex.operands]
+    op = rex.op
+    shared = _either_form(rex, operands)
+    if shared is not None:
+        return shared
     if op in ("and", "or"):  # Calcite flattens nested ANDs/ORs into one call
         flat = _flatten(rex, op)
         return f"{op.upper()}({', '.join(rex_text(o, names) for o in flat)})"
     if op in ("cast", "try_cast"):
         return f"{op.upper()}({operands[0]}):{rex.type.summary(False)}"
-    if op == "__udf__":
-        return f"{getattr(rex.function, '_name', 'udf')}({', '.join(operands)})"
     if op == "in":
         return f"SEARCH({operands[0]}, Sarg[{', '.join(operands[1:])}])"
     symbol = _SYMBOLS.get(op, op.upper())
@@ -125,17 +133,15 @@ def infix_text(rex: Rex, names: Sequence[str]) -> str:
         return rex_text(rex, names)
     op = rex.op
     operands = [infix_text(o, names) for o in rex.operands]
-    field = _field_name(rex)
-    if field is not None:
-        return f"{operands[0]}.{field}"
+    shared = _either_form(rex, operands)
+    if shared is not None:
+        return shared
     if op in ("and", "or"):
         return "(" + f" {op.upper()} ".join(infix_text(o, names) for o in _flatten(rex, op)) + ")"
     if op in ("cast", "try_cast"):
         return f"{op.upper()}({operands[0]} AS {rex.type.summary(False)})"
     if op == "in":
         return f"({operands[0]} IN ({', '.join(operands[1:])}))"
-    if op == "__udf__":
-        return f"{getattr(rex.function, '_name', 'udf')}({', '.join(operands)})"
     symbol = _SYMBOLS.get(op, op.upper())
     if symbol in _INFIX and len(operands) == 2:
         return f"({operands[0]} {symbol} {operands[1]})"
