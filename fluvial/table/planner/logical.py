@@ -145,15 +145,19 @@ class Calc(SingleRel):
     condition: Rex | None = None
 
     def explain_terms(self) -> str:
+        """The operator's name, as Flink's execution plan prints it: `Calc(select=[a, (b + 1) AS c], where=[...])`."""
+        from fluvial.table.planner.rex_text import infix_text
+
+        names = self.input.names
         parts = []
         if self.projections is not None:
             items = []
             for rex, column in zip(self.projections, self.schema):
-                text = rex.describe()
+                text = infix_text(rex, names)
                 items.append(text if text == column.name else f"{text} AS {column.name}")
             parts.append(f"select=[{', '.join(items)}]")
         if self.condition is not None:
-            parts.append(f"where=[{self.condition.describe()}]")
+            parts.append(f"where=[{infix_text(self.condition, names)}]")
         return f"Calc({', '.join(parts)})"
 
 

@@ -141,6 +141,8 @@ class SourcePushDown:
         node = self._children(node)
         if isinstance(node, Calc) and isinstance(node.input, Calc):
             node = _merge(node, node.input)
+        if isinstance(node, Calc) and node.condition is not None and type(node.input) is Join:
+            node = self._through_join(node, node.input)
         if isinstance(node, Calc) and _pushable(node.input):
             return self._calc(node, node.input)
         if isinstance(node, Calc) and node.condition is None and _is_identity(node.projections, node.input, node):
@@ -199,6 +201,29 @@ class SourcePushDown:
         source, still = answer
         kept = [part for i, part in enumerate(parts) if i not in offered or offered[i] in still]
         return replace(scan, source=source), kept
+
+    def _through_join(self, calc: Calc, join: Join) -> Calc:
+        """The WHERE conjuncts that read one side of a regular join only, moved below it onto that side (Flink's
+        FilterJoinRule), where they may reach the side's source: the preserved side of an outer join only (a
+        conjunct on the other side would drop the rows the join pads with NULLs)."""
+        width = len(join.left.schema)
+        sides: tuple[list[Rex], list[Rex]] = ([], [])
+        kept: list[Rex] = []
+        for part in conjuncts(calc.condition):
+            refs = _refs(part, set())
+            if refs and _deterministic(part) and max(refs) < width and join.join_type in ("INNER", "LEFT"):
+                sides[0].append(part)
+            elif refs and _deterministic(part) and min(refs) >= width and join.join_type in ("INNER", "RIGHT"):
+                sides[1].append(remap(part, {i: i - width for i in refs}))
+            else:
+                kept.append(part)
+        if not sides[0] and not sides[1]:
+            return calc
+        left, right = (
+            self._rewrite(Calc(child.schema, child, None, conjunction(parts))) if parts else child
+            for child, parts in ((join.left, sides[0]), (join.right, sides[1]))
+        )
+        return replace(calc, input=replace(join, left=left, right=right), condition=conjunction(kept))
 
     # -- projection ---------------------------------------------------------------------------------------------
 

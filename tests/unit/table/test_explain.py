@@ -90,7 +90,7 @@ CASES = {
             "LogicalTableScan",
             "LogicalTableScan",
         ],
-        ["Calc", "Join", "Exchange", "WatermarkAssigner", "TableSourceScan", "Exchange", "TableSourceScan"],
+        ["Calc", "Join", "Exchange", "Calc", "WatermarkAssigner", "TableSourceScan", "Exchange", "TableSourceScan"],
     ),
     "SELECT * FROM (SELECT a, b, c, ROW_NUMBER() OVER (PARTITION BY b ORDER BY c DESC) AS rn FROM fs) WHERE rn <= 3": (
         ["LogicalProject", "LogicalFilter", "LogicalProject", "LogicalProject", "LogicalTableScan"],

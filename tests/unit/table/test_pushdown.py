@@ -125,6 +125,25 @@ def test_a_source_that_cannot_project_keeps_its_columns_and_plans_without_source
     assert push_into_sources(plain) is plain
 
 
+def test_where_conjuncts_on_one_side_of_a_join_move_below_it_and_reach_that_sides_source() -> None:
+    from fluvial.table.planner.logical import Join
+
+    right_columns = (Column("k", INT), Column("v", STRING))
+    both_sides = COLUMNS + right_columns
+    join = Join(both_sides, scan(), Scan(right_columns, "r", FakeSource(right_columns)), "INNER", (0,), (0,))
+    on_left, on_right = gt(ref(0), 1), gt(InputRef(3, INT, "k"), 2)
+    across = Call("equals", (ref(2), InputRef(3, INT, "k")), BOOL)
+    where = both(both(on_left, on_right), across)
+    out = push_into_sources(Calc(both_sides, join, None, where))
+    assert isinstance(out, Calc) and out.condition == across
+    assert out.input.left.source.filters == (on_left,)
+    assert out.input.right.source.filters == (gt(InputRef(0, INT, "k"), 2),)
+    # a LEFT join keeps a conjunct on its right side above it: it must drop the rows padded with NULLs
+    outer = push_into_sources(Calc(both_sides, replace(join, join_type="LEFT"), None, both(on_left, on_right)))
+    assert outer.condition == on_right and outer.input.left.source.filters == (on_left,)
+    assert outer.input.right.source.filters == ()
+
+
 # -- through the table environment, with the built-in connectors --------------------------------------------------
 
 
