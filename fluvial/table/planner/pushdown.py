@@ -143,6 +143,8 @@ class SourcePushDown:
             node = _merge(node, node.input)
         if isinstance(node, Calc) and node.condition is not None and type(node.input) is Join:
             node = self._through_join(node, node.input)
+        if isinstance(node, Calc) and node.projections is not None and type(node.input) is Join:
+            node = self._join_columns(node, node.input)
         if isinstance(node, Calc) and _pushable(node.input):
             return self._calc(node, node.input)
         if isinstance(node, Calc) and node.condition is None and _is_identity(node.projections, node.input, node):
@@ -224,6 +226,50 @@ class SourcePushDown:
             for child, parts in ((join.left, sides[0]), (join.right, sides[1]))
         )
         return replace(calc, input=replace(join, left=left, right=right), condition=conjunction(kept))
+
+    def _join_columns(self, calc: Calc, join: Join) -> Calc:
+        """Each side of a regular join reduced to the columns the join and the Calc above it read (Flink's
+        ProjectJoinTransposeRule): less state per stored row, and the projections may reach the sources."""
+        assert calc.projections is not None
+        width = len(join.left.schema)
+        needed: set[int] = set(join.left_keys) | {k + width for k in join.right_keys}
+        for rex in (*calc.projections, calc.condition, join.condition):
+            _refs(rex, needed)
+        left_keep = sorted(i for i in needed if i < width) or [0]
+        right_keep = sorted(i - width for i in needed if i >= width) or [0]
+        if len(left_keep) == width and len(right_keep) == len(join.right.schema):
+            return calc
+        left, right = (
+            child
+            if len(keep) == len(child.schema)
+            else self._rewrite(
+                Calc(
+                    tuple(child.schema[i] for i in keep),
+                    child,
+                    tuple(InputRef(i, child.schema[i].type, child.schema[i].name) for i in keep),
+                    None,
+                )
+            )
+            for child, keep in ((join.left, left_keep), (join.right, right_keep))
+        )
+        kept = [*left_keep, *(width + j for j in right_keep)]
+        mapping = {old: new for new, old in enumerate(kept)}
+        side = {old: new for new, old in enumerate(right_keep)}
+        pruned = replace(
+            join,
+            schema=tuple(join.schema[i] for i in kept),
+            left=left,
+            right=right,
+            left_keys=tuple(mapping[k] for k in join.left_keys),
+            right_keys=tuple(side[k] for k in join.right_keys),
+            condition=None if join.condition is None else remap(join.condition, mapping),
+        )
+        return replace(
+            calc,
+            input=pruned,
+            projections=tuple(remap(r, mapping) for r in calc.projections),
+            condition=None if calc.condition is None else remap(calc.condition, mapping),
+        )
 
     # -- projection ---------------------------------------------------------------------------------------------
 

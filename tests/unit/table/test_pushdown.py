@@ -144,6 +144,18 @@ def test_where_conjuncts_on_one_side_of_a_join_move_below_it_and_reach_that_side
     assert outer.input.right.source.filters == ()
 
 
+def test_a_join_keeps_only_the_columns_read_above_it_and_its_keys() -> None:
+    from fluvial.table.planner.logical import Join
+
+    right_columns = (Column("k", INT), Column("v", STRING))
+    both_sides = COLUMNS + right_columns
+    join = Join(both_sides, scan(), Scan(right_columns, "r", FakeSource(right_columns)), "INNER", (0,), (0,))
+    out = push_into_sources(Calc((Column("v", STRING),), join, (InputRef(4, STRING, "v"),), None))
+    assert isinstance(out, Calc) and out.input.names == ["a", "k", "v"]  # a and k: the join's keys
+    assert out.projections == (InputRef(2, STRING, "v"),)
+    assert out.input.left.source.projection == (0,) and out.input.right.source.projection is None
+
+
 # -- through the table environment, with the built-in connectors --------------------------------------------------
 
 
