@@ -332,9 +332,8 @@ def _ast(node: RelNode) -> ExplainTree:
         assert child is not None
         name = getattr(node.function, "_name", "udtf")
         operands = "" if node.operands is None else ", ".join(rex_text(o) for o in node.operands)
-        function = _tree(
-            f"LogicalTableFunctionScan(invocation=[{name}({operands})], rowType=[{_row_type(node.schema)}])"
-        )
+        produced = node.schema[len(node.input.schema) :] if node.keep_input else node.schema
+        function = _tree(f"LogicalTableFunctionScan(invocation=[{name}({operands})], rowType=[{_row_type(produced)}])")
         kind = "left" if node.left_outer else "inner"
         return _tree(
             f"LogicalCorrelate(correlation=[$cor0], joinType=[{kind}], requiredColumns=[{{}}])", child, function
