@@ -2,7 +2,8 @@
 
 As a source, every file under `path` is read (bounded); lines are parsed by the format into the table's
 types; a line that does not parse fails the job naming the line, unless `csv.ignore-parse-errors` /
-`json.ignore-parse-errors` is true. As a sink, rows are written to part files under `path` and committed
+`json.ignore-parse-errors` is true. Only the columns the query reads are converted (`context.produced_indices`)
+and the pushed WHERE conjuncts are applied as a line is parsed (`context.filters`: see `abilities`). As a sink, rows are written to part files under `path` and committed
 on checkpoints (and at the end of a bounded job), exactly once, by fluvial's FileSink. The sink takes
 inserts only, as Flink's filesystem sink without a changelog format does.
 """
