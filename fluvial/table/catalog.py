@@ -11,6 +11,7 @@ from typing import Any
 
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
+from fluvial.table.function_catalog import FunctionCatalog
 from fluvial.table.planner.logical import Column, RelNode, Scan, WatermarkSpec
 from fluvial.table.planner.resolve import Resolver
 from fluvial.table.planner.rex import InputRef, Rex
@@ -44,6 +45,8 @@ class ConnectorSource:
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
     projection: tuple[tuple[int, ...], ...] | None = None
     filters: tuple[Rex, ...] = ()
     limit: int | None = None
@@ -56,6 +59,8 @@ class ConnectorSource:
             self.columns,
             dict(self.options),
             self.primary_key,
+            partition_keys=self.partition_keys,
+            partition_filter=self.partition_filter,
             projection=self.projection,
             filters=self.filters,
             limit=self.limit,
@@ -72,23 +77,24 @@ class ConnectorSource:
     def apply_filters(self, filters: tuple[Rex, ...]) -> tuple[ConnectorSource, tuple[Rex, ...]] | None:
         """(this source with the accepted conjuncts, the remaining ones), or None if it takes no filters."""
         from fluvial.table.connectors.abilities import SupportsFilterPushDown
+        from fluvial.table.planner.pushdown import remap
 
         factory = self._factory()
         if not isinstance(factory, SupportsFilterPushDown):
             return None
-        if self.projection is not None:  # the filters read produced columns: the connector is given physical ones
-            from fluvial.table.planner.pushdown import remap
-
-            produced = {n: path[0] for n, path in enumerate(self.projection)}
-            filters = tuple(remap(f, produced) for f in filters)
-        result = factory.apply_filters(self.context(), filters)
+        produced = {n: path[0] for n, path in enumerate(self.projection or ())}
+        physical = [remap(f, produced) if self.projection is not None else f for f in filters]
+        # a conjunct the source took before and still in the Calc is one it left remaining: not offered again
+        fresh = [f for f in physical if f not in self.filters]
+        if not fresh:
+            return None
+        result = factory.apply_filters(self.context(), fresh)
         if not result.accepted:
             return None
-        accepted = replace(self, filters=self.filters + tuple(result.accepted))
-        if self.projection is None:
-            return accepted, tuple(result.remaining)
+        remaining = [f for f in physical if f not in fresh or f in result.remaining]
         back = {p: n for n, p in produced.items()}
-        return accepted, tuple(remap(f, back) for f in result.remaining)
+        accepted = replace(self, filters=self.filters + tuple(result.accepted))
+        return accepted, tuple(remap(f, back) if self.projection is not None else f for f in remaining)
 
     def apply_projection(self, indices: tuple[int, ...]) -> ConnectorSource | None:
         """This source producing only physical columns `indices`, or None if it cannot."""
@@ -207,7 +213,13 @@ def resolve_connector_table(table: CatalogTable) -> Scan:
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
     ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.schema.primary_key)
+    source = ConnectorSource(
+        table.name,
+        tuple(physical),
+        tuple(table.options.items()),
+        table.schema.primary_key,
+        partition_keys=table.partition_keys,
+    )
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
 
@@ -216,9 +228,10 @@ class Catalog:
 
     def __init__(self) -> None:
         self.tables: dict[str, CatalogTable] = {}
-        self.functions: dict[str, Any] = {}
         self.current_catalog = "default_catalog"
         self.current_database = "default_database"
+        self.function_catalog = FunctionCatalog(self.current_catalog, self.current_database)
+        self.functions: dict[str, Any] = self.function_catalog.lookup  # name → function, what the planner reads
 
     @staticmethod
     def _short(path: str) -> str:

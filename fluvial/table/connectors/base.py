@@ -25,7 +25,9 @@ __all__ = [
 @dataclass(frozen=True)
 class ConnectorContext:
     """What a factory is given: the table's name, its physical columns, its WITH options, and the columns of its
-    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared); for a source, what the planner pushed into it
+    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared); for a partitioned table its `PARTITIONED BY` columns,
+    and for a source the values a query's WHERE clause allows them (`partition_filter`: column -> allowed values,
+    from equalities and INs on literals; None: every partition); for a source, what the planner pushed into it
     (`fluvial.table.connectors.abilities`): the columns to produce (`projection`, paths of physical column
     indices; None: all), the filters it accepted, a limit hint."""
 
@@ -33,6 +35,8 @@ class ConnectorContext:
     columns: tuple[Column, ...]
     options: dict[str, str]
     primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
     projection: tuple[tuple[int, ...], ...] | None = None
     filters: tuple[Rex, ...] = ()
     limit: int | None = None

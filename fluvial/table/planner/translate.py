@@ -8,6 +8,7 @@ result is a DataStream in the table environment's StreamExecutionEnvironment.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
@@ -33,6 +34,7 @@ from fluvial.table.planner.logical import (
     WindowTableFunction,
 )
 from fluvial.table.planner.lookup_join import LookupJoin
+from fluvial.table.planner.partition_pruning import prune_partitions
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -78,6 +80,9 @@ class Translator:
             stream = self.env.from_collection(list(node.rows))
             return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
         if isinstance(node, Calc):
+            pruned = prune_partitions(node)
+            if pruned is not None:
+                node = replace(node, input=pruned)
             if has_pandas_call([*(node.projections or ()), node.condition]):
                 from fluvial.table.runtime.pandas_calc import PandasCalcFunction
 
@@ -145,6 +150,7 @@ class Translator:
                 (node.lower, node.upper),
                 node.join_type,
                 node.condition,
+                node.proctime,
             )
             return connected.process(interval_join).name(node.explain_terms())
         if isinstance(node, Join):

@@ -28,6 +28,7 @@ class Flink(RisingWave):
             **{k: v for k, v in RisingWave.Tokenizer.KEYWORDS.items() if k != "SESSION"},  # SESSION(...) is a TVF
             "STRING": TokenType.TEXT,
             "BYTES": TokenType.VARBINARY,
+            "FLOAT": TokenType.FLOAT,  # Flink's FLOAT is 4 bytes (PostgreSQL's is DOUBLE)
         }
 
         def tokenize(self, sql: str) -> list[Token]:

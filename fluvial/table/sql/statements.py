@@ -16,6 +16,7 @@ from fluvial.table.planner.logical import Column, RelNode
 from fluvial.table.schema import Schema, UnresolvedColumn
 from fluvial.table.sql.convert import Converter, parse_error
 from fluvial.table.sql.dialect import Flink
+from fluvial.table.sql.function_ddl import execute_function_ddl, is_function_ddl
 from fluvial.table.sql.query import QueryPlanner
 from fluvial.table.sql.types import to_data_type
 from fluvial.table.table_result import ResultKind, TableResult
@@ -161,6 +162,9 @@ def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
         return _show(t_env, upper)
     if upper.startswith("RESET"):
         return _ok()
+    if is_function_ddl(stripped):
+        execute_function_ddl(t_env, stripped)
+        return _ok()
     statement = _parse(stripped)
     if isinstance(statement, exp.Create):
         return _create(t_env, statement, stripped)
@@ -233,10 +237,13 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         else:
             raise convert.error(item, f"unsupported table element {item.sql()[:40]}")
     options: dict[str, str] = {}
+    partition_keys: tuple[str, ...] = ()
     properties = statement.args.get("properties")
     if properties is not None:
         for p in properties.expressions:
-            if isinstance(p, exp.Property):
+            if isinstance(p, exp.PartitionedByProperty):
+                partition_keys = _partition_keys(p, columns, convert)
+            elif isinstance(p, exp.Property):
                 key = p.this.this if isinstance(p.this, exp.Literal) else p.name
                 value = p.args["value"]
                 options[str(key)] = str(value.this if isinstance(value, exp.Literal) else value.sql())
@@ -250,8 +257,27 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         watermark[2] if watermark else None,
     )
     resolve_schema(schema)  # errors in computed columns and the watermark surface at CREATE, as in Flink
-    t_env._catalog.add(CatalogTable(name, schema, options), if_not_exists=exists)
+    t_env._catalog.add(CatalogTable(name, schema, options, partition_keys=partition_keys), if_not_exists=exists)
     return _ok()
+
+
+def _partition_keys(
+    node: exp.PartitionedByProperty, columns: list[UnresolvedColumn], convert: Converter
+) -> tuple[str, ...]:
+    """`PARTITIONED BY (dt, hr)`: physical columns of the table, each once, as Flink checks them."""
+    physical = [c.name for c in columns if c.expression is None]
+    keys = []
+    for key in node.this.expressions:
+        name = key.name
+        if name not in physical:
+            raise convert.error(
+                key,
+                f"Partition column '{name}' not defined in the table schema. Available columns: [{', '.join(physical)}]",
+            )
+        if name in keys:
+            raise convert.error(key, f"Partition column '{name}' is listed twice in PARTITIONED BY")
+        keys.append(name)
+    return tuple(keys)
 
 
 def _set(t_env: TableEnvironment, statement: exp.Set) -> TableResult:
@@ -276,7 +302,8 @@ def _show(t_env: TableEnvironment, upper: str) -> TableResult:
         "VIEWS": ("view name", t_env.list_views()),
         "CATALOGS": ("catalog name", t_env.list_catalogs()),
         "DATABASES": ("database name", t_env.list_databases()),
-        "FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
+        "FUNCTIONS": ("function name", t_env.list_functions()),
+        "USER FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
         "CURRENT CATALOG": ("current catalog name", [t_env.get_current_catalog()]),
         "CURRENT DATABASE": ("current database name", [t_env.get_current_database()]),
     }

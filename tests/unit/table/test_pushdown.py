@@ -184,13 +184,14 @@ def _scan_of(node: RelNode) -> Scan:
     return node
 
 
-def test_filesystem_takes_the_filters_and_the_columns(t_env) -> None:
+def test_filesystem_takes_the_filters_as_flink_does_and_the_columns(t_env) -> None:
     out = _optimized(t_env, "SELECT b FROM fs WHERE c > 10 AND d < 100")
     source = _scan_of(out).source
-    # d is computed: its conjunct is offered rewritten over the physical column c (c * 2 < 100)
+    # d is computed: its conjunct is offered rewritten over the physical column c (c * 2 < 100); the filesystem
+    # source accepts them (to prune partitions) and leaves them all to the Calc, as Flink's does
     assert [f.op for f in source.filters] == ["greater_than", "less_than"]
-    assert source.projection == ((1,),)
-    assert isinstance(out, Scan)
+    assert isinstance(out, Calc) and len(conjuncts(out.condition)) == 2
+    assert source.projection == ((1,), (2,))  # b for the select, c for the filters
 
 
 def test_datagen_takes_columns_and_limits_but_no_filters_and_keeps_the_watermark_column(t_env) -> None:
