@@ -301,8 +301,9 @@ class _NoRecords(FormatReader):
 
 class FileSystemFactory:
     """Takes a projection (only the read columns are converted from csv/json text, only they are read from
-    parquet) and the WHERE conjuncts as Flink's FileSystemTableSource does: accepted for partition pruning and
-    shown in the scan, and all remaining in the Calc after it."""
+    parquet) and the WHERE conjuncts as Flink's FileSystemTableSource does: accepted (the scan shows them) and
+    all left remaining to the Calc after it, whose conjuncts on partition columns prune partitions
+    (`planner/partition_pruning.py`)."""
 
     def supports_nested_projection(self) -> bool:
         return False
