@@ -15,16 +15,21 @@ __all__ = [
     "source_factory",
     "sink_factory",
     "check_options",
+    "check_metadata",
 ]
 
 
 @dataclass(frozen=True)
 class ConnectorContext:
-    """What a factory is given: the table's name, its physical columns, and its WITH options."""
+    """What a factory is given: the table's name, its physical columns, its WITH options, its metadata columns
+    (`fluvial.table.catalog.MetadataColumn`; a source's rows carry their values after the physical columns,
+    and so do a sink's, the virtual ones left out) and its primary key."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
+    metadata: tuple[Any, ...] = ()
+    primary_key: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -63,10 +68,40 @@ def check_options(
         raise ValidationException(f"One or more required options are missing for '{connector}': {', '.join(missing)}")
 
 
+def check_metadata(connector: str, table_name: str, metadata: tuple[Any, ...], factory: Any, role: str) -> None:
+    """Every metadata column's key is one the connector reads (`readable_metadata`) or, for a sink's non-virtual
+    columns, writes (`writable_metadata`): Flink's check, as a one-sentence error naming the keys there are."""
+    if role == "create_sink":
+        metadata = tuple(m for m in metadata if not m.virtual)
+    if not metadata:
+        return
+    available = getattr(factory, "readable_metadata" if role == "create_source" else "writable_metadata", None)
+    if not available:
+        raise ValidationException(
+            f"Table '{table_name}' declares metadata column '{metadata[0].name}', but connector '{connector}' "
+            "provides no metadata; declare it as a physical or computed column, or use a connector with metadata "
+            "(kafka, upsert-kafka)"
+        )
+    for m in metadata:
+        if m.key not in available:
+            if role == "create_source":
+                fix = f"connector '{connector}' reads the metadata keys {', '.join(sorted(available))}"
+            else:
+                fix = (
+                    f"connector '{connector}' writes the metadata keys {', '.join(sorted(available))}; "
+                    "declare the column VIRTUAL to only read it"
+                )
+            raise ValidationException(
+                f"Invalid metadata key '{m.key}' in column '{m.name}' of table '{table_name}': {fix}"
+            )
+
+
 def _factories() -> dict[str, Any]:
-    from fluvial.table.connectors import blackhole, datagen, filesystem, nexmark, print_sink
+    from fluvial.table.connectors import blackhole, datagen, filesystem, kafka, nexmark, print_sink, upsert_kafka
 
     return {
+        "kafka": kafka.KafkaFactory(),
+        "upsert-kafka": upsert_kafka.UpsertKafkaFactory(),
         "datagen": datagen.DataGenFactory(),
         "print": print_sink.PrintFactory(),
         "blackhole": blackhole.BlackHoleFactory(),
@@ -93,9 +128,13 @@ def _factory(options: dict[str, str], table_name: str, role: str) -> Any:
     return factory
 
 
-def source_factory(options: dict[str, str], table_name: str) -> TableSourceFactory:
-    return _factory(options, table_name, "create_source")
+def source_factory(options: dict[str, str], table_name: str, metadata: tuple[Any, ...] = ()) -> TableSourceFactory:
+    factory = _factory(options, table_name, "create_source")
+    check_metadata(options["connector"], table_name, metadata, factory, "create_source")
+    return factory
 
 
-def sink_factory(options: dict[str, str], table_name: str) -> TableSinkFactory:
-    return _factory(options, table_name, "create_sink")
+def sink_factory(options: dict[str, str], table_name: str, metadata: tuple[Any, ...] = ()) -> TableSinkFactory:
+    factory = _factory(options, table_name, "create_sink")
+    check_metadata(options["connector"], table_name, metadata, factory, "create_sink")
+    return factory

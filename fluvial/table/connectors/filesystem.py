@@ -99,9 +99,12 @@ class FormatRow(MapFunction):
         self.delimiter = delimiter
 
     def map(self, row: Row) -> str:
+        return self.format_values(row._values)
+
+    def format_values(self, values: Sequence[Any]) -> str:
         if self.fmt == "json":
             return json.dumps(
-                {n: _json_value(v, t) for n, v, t in zip(self.names, row._values, self.types)},
+                {n: _json_value(v, t) for n, v, t in zip(self.names, values, self.types)},
                 separators=(",", ":"),
                 ensure_ascii=False,
             )
@@ -109,7 +112,7 @@ class FormatRow(MapFunction):
         csv.writer(buffer, delimiter=self.delimiter, lineterminator="").writerow(
             [
                 "" if v is None else (v if isinstance(v, str) else _csv_text(v, t))
-                for v, t in zip(row._values, self.types)
+                for v, t in zip(values, self.types)
             ]
         )
         return buffer.getvalue()

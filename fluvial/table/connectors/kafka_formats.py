@@ -1,0 +1,96 @@
+"""The formats of a Kafka table's message keys and values: `json`, `csv` and `raw`, as per-record functions
+between bytes and a list of column values.
+
+`json` and `csv` are the filesystem connector's (`ParseLine`, `FormatRow`), so a row reads and writes the same
+in a file and in a message. `raw` is one STRING (in `raw.charset`, default UTF-8) or BYTES column taken as the
+whole message. A format's options are named after it, under the prefix of its role: `json.ignore-parse-errors`
+with `format`, `value.json.ignore-parse-errors` with `value.format`, `key.csv.field-delimiter` with
+`key.format` (Flink's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fluvial.table.connectors.filesystem import FormatRow, ParseLine
+from fluvial.table.errors import ValidationException
+from fluvial.table.types import DataType
+
+__all__ = ["FORMATS", "format_options", "decoder", "encoder"]
+
+FORMATS: dict[str, set[str]] = {
+    "json": {"ignore-parse-errors"},
+    "csv": {"field-delimiter", "ignore-parse-errors", "null-literal"},
+    "raw": {"charset"},
+}
+
+
+def format_options(connector: str, fmt: str, prefix: str, options: dict[str, str]) -> dict[str, str]:
+    """The format's own options (their names without `prefix`), every one of them known to the format."""
+    if fmt not in FORMATS:
+        raise ValidationException(
+            f"Could not find any format factory for identifier '{fmt}' in '{prefix}format' of '{connector}'; "
+            f"the formats are {', '.join(sorted(FORMATS))}"
+        )
+    own = f"{prefix}{fmt}."
+    found = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(own)}
+    unknown = sorted(prefix + k for k in found if k[len(fmt) + 1 :] not in FORMATS[fmt])
+    if unknown:
+        raise ValidationException(
+            f"Unsupported options found for format '{fmt}' of '{connector}': {', '.join(unknown)}; the format takes "
+            f"{', '.join(sorted(own + o for o in FORMATS[fmt]))}"
+        )
+    return found
+
+
+def _raw_check(fmt: str, names: Sequence[str], types: Sequence[DataType], role: str) -> None:
+    if fmt == "raw" and (len(types) != 1 or not (types[0].is_string() or types[0].name in ("BINARY", "VARBINARY"))):
+        raise ValidationException(
+            f"The 'raw' format of the message {role} takes one STRING or BYTES column, got "
+            f"[{', '.join(f'{n} {t.summary(False)}' for n, t in zip(names, types))}]; use 'json' or 'csv' for rows"
+        )
+
+
+def decoder(
+    fmt: str, names: Sequence[str], types: Sequence[DataType], options: dict[str, str], role: str, prefix: str
+) -> Callable[[bytes], list | None]:
+    """bytes → the columns' values; None for a record to skip (`ignore-parse-errors`); a record that does not
+    parse raises ValueError naming the option that skips such records."""
+    _raw_check(fmt, names, types, role)
+    if fmt == "raw":
+        if types[0].is_string():
+            charset = options.get("raw.charset", "UTF-8")
+            return lambda data: [data.decode(charset)]
+        return lambda data: [data]
+    parser = ParseLine(names, types, fmt, options)
+    parse: Callable[[Any], list] = parser._json if fmt == "json" else lambda data: parser._csv(data.decode())
+    ignore = parser.ignore_errors
+    option = f"{prefix}{fmt}.ignore-parse-errors"
+
+    def decode(data: bytes) -> list | None:
+        try:
+            return parse(data)
+        except (ValueError, TypeError) as error:
+            if ignore:
+                return None
+            raise ValueError(
+                f"Failed to deserialize {fmt.upper()} {role} {data[:200]!r}: {error}; set '{option}' = 'true' to "
+                "skip such records"
+            ) from None
+
+    return decode
+
+
+def encoder(
+    fmt: str, names: Sequence[str], types: Sequence[DataType], options: dict[str, str], role: str
+) -> Callable[[Sequence[Any]], bytes]:
+    """The columns' values → bytes."""
+    _raw_check(fmt, names, types, role)
+    if fmt == "raw":
+        if types[0].is_string():
+            charset = options.get("raw.charset", "UTF-8")
+            return lambda values: None if values[0] is None else values[0].encode(charset)
+        return lambda values: values[0]
+    text = FormatRow(names, types, fmt, options.get("csv.field-delimiter", ",")).format_values
+    return lambda values: text(values).encode()
