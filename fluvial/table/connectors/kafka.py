@@ -116,6 +116,7 @@ _KAFKA_ONLY = {
     "sink.partitioner",
 }
 _MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
+_CONSUMER_ONLY = {"group.id", "auto.offset.reset", "isolation.level", "enable.auto.commit"}
 _GUARANTEES = {
     "none": DeliveryGuarantee.NONE,
     "at-least-once": DeliveryGuarantee.AT_LEAST_ONCE,
@@ -420,7 +421,8 @@ def build_sink(stream: Any, context: ConnectorContext, serializer: TableRowSeria
     delivery, prefix = guarantee(options)
     builder = KafkaSink.builder().set_record_serializer(serializer).set_delivery_guarantee(delivery)
     for key, value in client_properties(options).items():
-        builder.set_property(key, value)
+        if key not in _CONSUMER_ONLY:  # one table's properties serve its source and sink; a producer warns on these
+            builder.set_property(key, value)
     if prefix:
         builder.set_transactional_id_prefix(prefix)
     sink = stream.sink_to(builder.build()).name(f"Sink: {context.table_name}[kafka]")
