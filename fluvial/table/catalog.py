@@ -185,7 +185,7 @@ def resolve_connector_table(table: CatalogTable) -> RelNode:
     scan = Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
     from fluvial.table.connectors.base import source_factory
 
-    factory = source_factory(table.options, table.name, metadata)
+    factory: Any = source_factory(table.options, table.name, metadata)
     if getattr(factory, "produces_upserts", False):
         # an upsert source's rows are upserts and deletes by key: normalised to a full changelog (Flink's rule)
         factory.check_primary_key(table.name, key)

@@ -256,8 +256,8 @@ class TableEnvironment:
         return str(target), self._catalog.get(str(target))
 
     def _execute_inserts(self, inserts: Sequence[tuple[Any, RelNode]]) -> TableResult:
-        from fluvial.table.connectors.base import ConnectorContext, sink_factory
         from fluvial.table.catalog import metadata_columns, sink_columns
+        from fluvial.table.connectors.base import ConnectorContext, sink_factory
         from fluvial.table.planner.sink import conform_to_sink, metadata_last
 
         if not inserts:

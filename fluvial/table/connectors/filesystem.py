@@ -110,10 +110,7 @@ class FormatRow(MapFunction):
             )
         buffer = io.StringIO()
         csv.writer(buffer, delimiter=self.delimiter, lineterminator="").writerow(
-            [
-                "" if v is None else (v if isinstance(v, str) else _csv_text(v, t))
-                for v, t in zip(values, self.types)
-            ]
+            ["" if v is None else (v if isinstance(v, str) else _csv_text(v, t)) for v, t in zip(values, self.types)]
         )
         return buffer.getvalue()
 

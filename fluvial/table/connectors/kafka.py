@@ -189,9 +189,7 @@ def layout(connector: str, context: ConnectorContext, key_fields: Sequence[str] 
                 f"{', '.join(wrong)} are not"
             )
     key_indexes = tuple(names.index(n) for n in key_fields)
-    value_indexes = tuple(
-        i for i in range(len(names)) if include == "ALL" or i not in key_indexes
-    )
+    value_indexes = tuple(i for i in range(len(names)) if include == "ALL" or i not in key_indexes)
     if not value_indexes:
         raise ValidationException(
             f"The message value of '{context.table_name}' has no columns: with 'value.fields-include' = "
@@ -244,7 +242,11 @@ class TableRowDeserializer(KafkaRecordDeserializationSchema):
     def message_function(self) -> Callable[[Any], Any]:
         layout, names, width, upsert = self.layout, self.names, self.width, self.upsert
         value_of = decoder(
-            layout.value_format, self.value_columns[0], self.value_columns[1], layout.value_options, "value",
+            layout.value_format,
+            self.value_columns[0],
+            self.value_columns[1],
+            layout.value_options,
+            "value",
             layout.value_prefix,
         )
         key_of = (
@@ -305,8 +307,15 @@ def _metadata_reader(key: str, declared: DataType) -> Callable[[Any], Any]:
 class _Columns(SerializationSchema):
     """Some columns of a Row, in a format (a value or key schema of the writer's plain path)."""
 
-    def __init__(self, fmt: str, names: Sequence[str], types: Sequence[DataType], options: dict, role: str,
-                 indexes: Sequence[int]) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        names: Sequence[str],
+        types: Sequence[DataType],
+        options: dict,
+        role: str,
+        indexes: Sequence[int],
+    ) -> None:
         self.args = (fmt, list(names), list(types), options, role)
         self.indexes = tuple(indexes)
         self._encode: Any = None
@@ -350,7 +359,7 @@ class TableRowSerializer(KafkaRecordSerializationSchema):
         if not self.metadata and self.partitioner == "default" and not self.upsert:
             return None  # the writer's plain path: topic, key, value
         _, value_of, key_of = self.compile()
-        topic, upsert = self.topic, self.upsert
+        topic, upsert = self.topic or "", self.upsert
         timestamp_at, headers_at = self.metadata.get("timestamp"), self.metadata.get("headers")
         partition_of = _partitioner(self.partitioner, topic, subtask_index, partition_count)
         delete, update_before = RowKind.DELETE, RowKind.UPDATE_BEFORE
@@ -398,9 +407,7 @@ def _partitioner(kind: str, topic: str, subtask: int, partition_count: Callable[
 def guarantee(options: dict[str, str]) -> tuple[DeliveryGuarantee, str | None]:
     text = options.get("sink.delivery-guarantee", "at-least-once").lower()
     if text not in _GUARANTEES:
-        raise ValidationException(
-            f"'sink.delivery-guarantee' is one of {', '.join(_GUARANTEES)}, got '{text}'"
-        )
+        raise ValidationException(f"'sink.delivery-guarantee' is one of {', '.join(_GUARANTEES)}, got '{text}'")
     prefix = options.get("sink.transactional-id-prefix")
     if text == "exactly-once" and not prefix:
         raise ValidationException(
@@ -454,8 +461,10 @@ def _offsets(options: dict[str, str], which: str, topics: Sequence[str]) -> Any:
     modes = _MODES if which == "startup" else ("unbounded", *_MODES)
     if mode not in modes:
         raise ValidationException(f"'scan.{which}.mode' is one of {', '.join(modes)}, got '{mode}'")
-    for option, needed in ((f"scan.{which}.timestamp-millis", "timestamp"), (f"scan.{which}.specific-offsets",
-                                                                              "specific-offsets")):
+    for option, needed in (
+        (f"scan.{which}.timestamp-millis", "timestamp"),
+        (f"scan.{which}.specific-offsets", "specific-offsets"),
+    ):
         if (option in options) != (mode == needed):
             raise ValidationException(
                 f"'{option}' goes with 'scan.{which}.mode' = '{needed}' (and that mode needs it); the mode is '{mode}'"
@@ -510,7 +519,11 @@ class KafkaFactory:
     def _check(self, context: ConnectorContext) -> Layout:
         options = context.options
         check_options(
-            "kafka", options, _COMMON | _KAFKA_ONLY, option_prefixes(options), required=("properties.bootstrap.servers",)
+            "kafka",
+            options,
+            _COMMON | _KAFKA_ONLY,
+            option_prefixes(options),
+            required=("properties.bootstrap.servers",),
         )
         return layout("kafka", context)
 
@@ -526,7 +539,7 @@ class KafkaFactory:
                 "A Kafka source reads 'topic' (one or several, ';'-separated) or 'topic-pattern'; set exactly one"
             )
         builder = KafkaSource.builder().set_deserializer(TableRowDeserializer(context, shape, upsert=False))
-        builder = builder.set_topics(*topics) if topics else builder.set_topic_pattern(pattern)
+        builder = builder.set_topics(*topics) if topics else builder.set_topic_pattern(pattern or "")
         builder.set_starting_offsets(_offsets(options, "startup", topics))
         stopping = _offsets(options, "bounded", topics)
         if stopping is not None:
@@ -550,8 +563,5 @@ class KafkaFactory:
             )
         partitioner = options.get("sink.partitioner", "default")
         if partitioner not in ("default", "fixed", "round-robin"):
-            raise ValidationException(
-                f"'sink.partitioner' is 'default', 'fixed' or 'round-robin', got '{partitioner}'"
-            )
+            raise ValidationException(f"'sink.partitioner' is 'default', 'fixed' or 'round-robin', got '{partitioner}'")
         return build_sink(stream, context, TableRowSerializer(topics[0], context, shape, partitioner, upsert=False))
-

@@ -90,7 +90,7 @@ def encoder(
     if fmt == "raw":
         if types[0].is_string():
             charset = options.get("raw.charset", "UTF-8")
-            return lambda values: None if values[0] is None else values[0].encode(charset)
-        return lambda values: values[0]
+            return lambda values: None if values[0] is None else values[0].encode(charset)  # type: ignore[return-value]
+        return lambda values: values[0]  # type: ignore[no-any-return]
     text = FormatRow(names, types, fmt, options.get("csv.field-delimiter", ",")).format_values
     return lambda values: text(values).encode()

@@ -38,8 +38,10 @@ def _parse_metadata(parser: Any) -> MetadataColumnConstraint:
 
 def _metadata_sql(generator: Any, expression: MetadataColumnConstraint) -> str:
     key = expression.this
-    return "METADATA" + (f" FROM {generator.sql(key)}" if key is not None else "") + (
-        " VIRTUAL" if expression.args.get("virtual") else ""
+    return (
+        "METADATA"
+        + (f" FROM {generator.sql(key)}" if key is not None else "")
+        + (" VIRTUAL" if expression.args.get("virtual") else "")
     )
 
 
@@ -61,7 +63,7 @@ class Flink(RisingWave):
     class Parser(RisingWave.Parser):
         CONSTRAINT_PARSERS = {**RisingWave.Parser.CONSTRAINT_PARSERS, "METADATA": _parse_metadata}
 
-    class Generator(RisingWave.Generator):
+    class Generator(RisingWave.Generator):  # type: ignore[valid-type,misc]
         TRANSFORMS = {**RisingWave.Generator.TRANSFORMS, MetadataColumnConstraint: _metadata_sql}
 
 

@@ -72,8 +72,7 @@ def test_an_insert_is_read_back_with_key_value_and_metadata_columns(bootstrap):
     )
     written.execute_insert("events").wait()
     rows = sorted(
-        tuple(r)
-        for r in env.execute_sql("SELECT `user`, amount, ts, hdr, part, off, kind, src FROM events").collect()
+        tuple(r) for r in env.execute_sql("SELECT `user`, amount, ts, hdr, part, off, kind, src FROM events").collect()
     )
     assert [(u, a, ts, h, kind, src) for u, a, ts, h, _, _, kind, src in rows] == [
         ("ann", 1, dt.datetime(2023, 11, 14, 22, 13, 20), {"h": b"x"}, "CreateTime", topic),

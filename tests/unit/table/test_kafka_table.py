@@ -208,8 +208,10 @@ def test_a_tombstone_is_a_delete_of_its_key_in_upsert_mode_and_bad_records_are_n
 def test_an_upsert_row_is_written_as_key_and_value_a_delete_as_a_tombstone_and_update_before_not_at_all():
     ctx = context(
         {"key.format": "json", "value.format": "json"},
-        metadata=[("ts", "timestamp", DataTypes.TIMESTAMP_LTZ(3)), ("h", "headers", DataTypes.MAP(
-            DataTypes.STRING(), DataTypes.BYTES()))],
+        metadata=[
+            ("ts", "timestamp", DataTypes.TIMESTAMP_LTZ(3)),
+            ("h", "headers", DataTypes.MAP(DataTypes.STRING(), DataTypes.BYTES())),
+        ],
         key=("k_id",),
     )
     serializer = TableRowSerializer("out", ctx, layout("upsert-kafka", ctx, ("k_id",)), "fixed", upsert=True)
@@ -220,8 +222,12 @@ def test_an_upsert_row_is_written_as_key_and_value_a_delete_as_a_tombstone_and_u
     topic, value, key, partition, timestamp, headers = write(
         _create_row(names, [5, "ann", 3, stamp, {"a": b"1"}], RowKind.UPDATE_AFTER)
     )
-    assert (topic, json.loads(value), json.loads(key), partition) == ("out", {"k_id": 5, "name": "ann", "n": 3}, {
-        "k_id": 5}, 1)
+    assert (topic, json.loads(value), json.loads(key), partition) == (
+        "out",
+        {"k_id": 5, "name": "ann", "n": 3},
+        {"k_id": 5},
+        1,
+    )
     assert (timestamp, headers) == (1_700_000_000_123, [("a", b"1")])
     assert write(_create_row(names, [5, "ann", 3, None, None], RowKind.UPDATE_BEFORE)) is None
     assert write(_create_row(names, [5, "ann", 3, None, None], RowKind.DELETE))[1:3] == (None, b'{"k_id":5}')

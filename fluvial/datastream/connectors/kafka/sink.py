@@ -229,6 +229,7 @@ class KafkaWriter(SinkWriter):
     def _write_records(self, producer: Any, values: list) -> None:
         """The path of a schema with a record function (partition, timestamp, headers; a value may write none)."""
         produce, record_of = producer.produce, self._record_of
+        assert record_of is not None
         for value in values:
             record = record_of(value)
             if record is None:
