@@ -270,19 +270,10 @@ class TableRowDeserializer(KafkaRecordDeserializationSchema):
 
         def full(message: Any) -> Any:
             data = message.value()
-            row = [None] * width
-            kind = insert
-            if data is None:
-                if not upsert:
-                    return None
-                kind = delete
-            else:
-                values = value_of(data)
-                if values is None:
-                    return None
-                for i, v in zip(value_indexes, values):
-                    row[i] = v
-            if key_of is not None:
+            if data is None and not upsert:
+                return None
+            row: list = [None] * width
+            if key_of is not None:  # first: with value.fields-include ALL the value's copy wins, as in Flink
                 raw_key = message.key()
                 if raw_key is not None:
                     keys = key_of(raw_key)
@@ -290,6 +281,15 @@ class TableRowDeserializer(KafkaRecordDeserializationSchema):
                         return None
                     for i, v in zip(key_indexes, keys):
                         row[i] = v
+            if data is None:
+                kind = delete
+            else:
+                kind = insert
+                values = value_of(data)
+                if values is None:
+                    return None
+                for i, v in zip(value_indexes, values):
+                    row[i] = v
             for read in readers:
                 row.append(read(message))
             return _create_row(names, row, kind)

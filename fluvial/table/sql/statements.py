@@ -288,8 +288,14 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
     if table.schema is not None and table.schema.watermark_column:
         watermark = (table.schema.watermark_column, table.schema.watermark_expression)
     primary = set(table.schema.primary_key) if table.schema is not None else set()
+    declared = {c.name: c for c in table.schema.columns} if table.schema is not None else {}
     rows = []
     for c in node.schema:
+        column = declared.get(c.name)
+        extras = ""
+        if column is not None and column.metadata_key is not None:
+            source = "" if column.metadata_key == c.name else f" FROM '{column.metadata_key}'"
+            extras = f"METADATA{source}{' VIRTUAL' if column.virtual else ''}"
         type_text = c.type.summary(with_time_attribute=True).replace(" NOT NULL", "")
         rows.append(
             Row(
@@ -297,7 +303,7 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
                 type_text,
                 c.type.nullable and c.name not in primary,
                 f"PRI({', '.join(sorted(primary))})" if c.name in primary else "",
-                "",
+                extras,
                 _watermark_text(watermark) if watermark and watermark[0] == c.name else "",
             )
         )

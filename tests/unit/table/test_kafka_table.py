@@ -9,7 +9,7 @@ import json
 import pytest
 
 from fluvial.common.row import RowKind, _create_row
-from fluvial.table import EnvironmentSettings, TableEnvironment
+from fluvial.table import EnvironmentSettings, Schema, TableDescriptor, TableEnvironment
 from fluvial.table.catalog import metadata_columns, sink_columns
 from fluvial.table.connectors.base import ConnectorContext
 from fluvial.table.connectors.kafka import TableRowDeserializer, TableRowSerializer, layout
@@ -90,6 +90,35 @@ def test_metadata_columns_are_declared_read_and_left_out_of_the_sink_where_virtu
     assert [c.name for c in sink_columns(schema)] == ["ts", "a", "h"]
     assert "METADATA FROM 'partition' VIRTUAL" in str(schema)
     t_env.explain_sql("SELECT * FROM t")
+    extras = {r[0]: r[4] for r in t_env.execute_sql("DESCRIBE t").collect()}
+    assert extras == {
+        "ts": "METADATA FROM 'timestamp'",
+        "a": "",
+        "part": "METADATA FROM 'partition' VIRTUAL",
+        "offset": "METADATA VIRTUAL",
+        "h": "METADATA FROM 'headers'",
+    }
+
+
+def test_a_table_descriptor_declares_metadata_columns_with_the_schema_builder(t_env):
+    schema = (
+        Schema.new_builder()
+        .column("a", DataTypes.INT())
+        .column_by_metadata("o", DataTypes.BIGINT(), "offset", is_virtual=True)
+        .build()
+    )
+    descriptor = (
+        TableDescriptor.for_connector("kafka")
+        .schema(schema)
+        .option("topic", "x")
+        .option("properties.bootstrap.servers", "127.0.0.1:9")
+        .option("scan.startup.mode", "earliest-offset")
+        .format("json")
+        .build()
+    )
+    t_env.create_temporary_table("d", descriptor)
+    assert [m.key for m in metadata_columns(t_env._catalog.get("d").schema)] == ["offset"]
+    assert "fields=[a, o]" in t_env.explain_sql("SELECT a, o FROM d")
 
 
 def test_unknown_and_unwritable_metadata_keys_and_connectors_without_metadata_are_errors(t_env):
