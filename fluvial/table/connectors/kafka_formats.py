@@ -10,12 +10,14 @@ with `format`, `value.json.ignore-parse-errors` with `value.format`, `key.csv.fi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from fluvial.table.connectors.filesystem import FormatRow, ParseLine
 from fluvial.table.errors import ValidationException
 from fluvial.table.types import DataType
+from fluvial.table.values import cast_value
 
 __all__ = ["FORMATS", "format_options", "decoder", "encoder"]
 
@@ -64,7 +66,9 @@ def decoder(
             return lambda data: [data.decode(charset)]
         return lambda data: [data]
     parser = ParseLine(names, types, fmt, options)
-    parse: Callable[[Any], list] = parser._json if fmt == "json" else lambda data: parser._csv(data.decode())
+    parse: Callable[[Any], list] = (
+        _json_parser(names, types) if fmt == "json" else lambda data: parser._csv(data.decode())
+    )
     ignore = parser.ignore_errors
     option = f"{prefix}{fmt}.ignore-parse-errors"
 
@@ -80,6 +84,34 @@ def decoder(
             ) from None
 
     return decode
+
+
+_NATIVE = {"INT": int, "BIGINT": int, "SMALLINT": int, "TINYINT": int, "DOUBLE": float, "BOOLEAN": bool}
+
+
+def _converter(data_type: DataType) -> Callable[[Any], Any]:
+    """A JSON value → the column's value: as is when JSON gave the column's own Python type (the common case,
+    one type check), else Flink's cast."""
+    native = str if data_type.is_string() and data_type.name == "VARCHAR" else _NATIVE.get(data_type.name)
+    if native is None:
+        return lambda value: cast_value(value, data_type)
+    return lambda value: value if type(value) is native else cast_value(value, data_type)
+
+
+def _json_parser(names: Sequence[str], types: Sequence[DataType]) -> Callable[[bytes], list]:
+    """The filesystem format's JSON rows (an object per row, missing and null members NULL), read from bytes
+    with the JSON decoder's C scanner and a converter per column."""
+    decode = json.JSONDecoder().decode
+    fields = list(zip(names, [_converter(t) for t in types]))
+
+    def parse(data: bytes) -> list:
+        document = decode(data.decode())
+        if type(document) is not dict:
+            raise ValueError("a JSON row is an object")
+        get = document.get
+        return [None if (value := get(name)) is None else convert(value) for name, convert in fields]
+
+    return parse
 
 
 def encoder(

@@ -37,8 +37,7 @@ from fluvial.table.planner.logical import ChangelogMode
 
 __all__ = ["UpsertKafkaFactory"]
 
-_OPTIONS = (_COMMON - {"format", "key.fields", "properties.group.id"}) | {
-    "properties.group.id",
+_OPTIONS = (_COMMON - {"format", "key.fields"}) | {  # the key is the primary key; the formats are named by role
     "scan.bounded.mode",
     "scan.bounded.specific-offsets",
     "scan.bounded.timestamp-millis",
