@@ -275,26 +275,28 @@ class TableRowDeserializer(KafkaRecordDeserializationSchema):
             row: list = [None] * width
             if key_of is not None:  # first: with value.fields-include ALL the value's copy wins, as in Flink
                 raw_key = message.key()
-                if raw_key is not None:
-                    keys = key_of(raw_key)
-                    if keys is None:
-                        return None
-                    for i, v in zip(key_indexes, keys):
-                        row[i] = v
+                if raw_key is not None and not _place(row, key_indexes, key_of(raw_key)):
+                    return None
             if data is None:
                 kind = delete
             else:
                 kind = insert
-                values = value_of(data)
-                if values is None:
+                if not _place(row, value_indexes, value_of(data)):
                     return None
-                for i, v in zip(value_indexes, values):
-                    row[i] = v
             for read in readers:
                 row.append(read(message))
             return _create_row(names, row, kind)
 
         return full
+
+
+def _place(row: list, indexes: Sequence[int], values: list | None) -> bool:
+    """Put the decoded key's or value's columns at their places in the row; False for a record to skip."""
+    if values is None:
+        return False
+    for i, v in zip(indexes, values):
+        row[i] = v
+    return True
 
 
 def _metadata_reader(key: str, declared: DataType) -> Callable[[Any], Any]:

@@ -5,14 +5,13 @@ an exactly-once INSERT whose job is restored from a checkpoint writing each row 
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 import pytest
 
 from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.table import DataTypes, EnvironmentSettings, StreamTableEnvironment, TableEnvironment
 from fluvial.table.udf import ScalarFunction, udf
-from fluvial.testing import ExecutionMode, environment
+from fluvial.testing import ExecutionMode, environment, first_time
 from fluvial.testing.kafka import create_topic, read_committed
 
 pytestmark = pytest.mark.timeout(90)
@@ -124,13 +123,8 @@ class TagOrFailOnce(ScalarFunction):
         self.marker = marker
 
     def eval(self, id):
-        if id == 3 * N // 5:
-            try:
-                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                pass
-            else:
-                raise RuntimeError("injected failure after some checkpoints")
+        if id == 3 * N // 5 and first_time(self.marker):
+            raise RuntimeError("injected failure after some checkpoints")
         return f"row-{id}"
 
 
