@@ -80,15 +80,15 @@ class ConnectorSource:
     table_name: str
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
-    metadata: tuple[MetadataColumn, ...] = ()
     primary_key: tuple[str, ...] = ()
+    metadata: tuple[MetadataColumn, ...] = ()
 
     def create_stream(self, env: Any) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, source_factory
 
         options = dict(self.options)
         return source_factory(options, self.table_name, self.metadata).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options, self.metadata, self.primary_key)
+            env, ConnectorContext(self.table_name, self.columns, options, self.primary_key, self.metadata)
         )
 
 
@@ -181,7 +181,7 @@ def resolve_connector_table(table: CatalogTable) -> RelNode:
     metadata = metadata_columns(table.schema)
     physical = produced[: len(produced) - len(metadata)]
     key = table.schema.primary_key
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), metadata, key)
+    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), key, metadata)
     scan = Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
     from fluvial.table.connectors.base import source_factory
 

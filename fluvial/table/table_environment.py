@@ -278,7 +278,7 @@ class TableEnvironment:
                 physical = [c for c in persisted if c.name not in {m.name for m in metadata}]
                 stream = translator.translate(metadata_last(query, physical, metadata))
                 options = dict(table.options)
-                context = ConnectorContext(name, tuple(physical), options, metadata, table.schema.primary_key)
+                context = ConnectorContext(name, tuple(physical), options, table.schema.primary_key, metadata)
                 sink_factory(options, name, metadata).create_sink(stream, context, query.changelog_mode)
                 names.append(f"default_catalog.default_database.{table.name}")
             client = self._env.execute_async(self._config.get("pipeline.name") or "insert-into_" + ",".join(names))

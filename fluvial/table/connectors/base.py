@@ -12,6 +12,9 @@ __all__ = [
     "ConnectorContext",
     "TableSourceFactory",
     "TableSinkFactory",
+    "TableLookupFactory",
+    "lookup_factory",
+    "is_lookup_source",
     "source_factory",
     "sink_factory",
     "check_options",
@@ -21,15 +24,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConnectorContext:
-    """What a factory is given: the table's name, its physical columns, its WITH options, its metadata columns
+    """What a factory is given: the table's name, its physical columns, its WITH options, the columns of its
+    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared), and its metadata columns
     (`fluvial.table.catalog.MetadataColumn`; a source's rows carry their values after the physical columns,
-    and so do a sink's, the virtual ones left out) and its primary key."""
+    and so do a sink's, the virtual ones left out)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
-    metadata: tuple[Any, ...] = ()
     primary_key: tuple[str, ...] = ()
+    metadata: tuple[Any, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -40,6 +44,13 @@ class TableSourceFactory(Protocol):
     """Builds a DataStream of Rows (named, kind +I) in `env`."""
 
     def create_source(self, env: Any, context: ConnectorContext) -> Any: ...
+
+
+class TableLookupFactory(Protocol):
+    """A lookup source (the dimension side of a lookup join): a picklable LookupFunction
+    (`fluvial.table.connectors.lookup`) that finds the rows whose columns `keys` (indexes) equal a key."""
+
+    def create_lookup(self, context: ConnectorContext, keys: tuple[int, ...]) -> Any: ...
 
 
 class TableSinkFactory(Protocol):
@@ -97,12 +108,13 @@ def check_metadata(connector: str, table_name: str, metadata: tuple[Any, ...], f
 
 
 def _factories() -> dict[str, Any]:
-    from fluvial.table.connectors import blackhole, datagen, filesystem, kafka, nexmark, print_sink, upsert_kafka
+    from fluvial.table.connectors import blackhole, datagen, filesystem, jdbc, kafka, nexmark, print_sink, upsert_kafka
 
     return {
         "kafka": kafka.KafkaFactory(),
         "upsert-kafka": upsert_kafka.UpsertKafkaFactory(),
         "datagen": datagen.DataGenFactory(),
+        "jdbc": jdbc.JdbcTableFactory(),
         "print": print_sink.PrintFactory(),
         "blackhole": blackhole.BlackHoleFactory(),
         "filesystem": filesystem.FileSystemFactory(),
@@ -120,7 +132,7 @@ def _factory(options: dict[str, str], table_name: str, role: str) -> Any:
     factory = _factories().get(name)
     if factory is None or not hasattr(factory, role):
         kinds = sorted(k for k, f in _factories().items() if hasattr(f, role))
-        what = "source" if role == "create_source" else "sink"
+        what = {"create_source": "source", "create_sink": "sink"}.get(role, "lookup source")
         raise ValidationException(
             f"Could not find any factory for identifier '{name}' that implements a table {what}; available "
             f"factories: {', '.join(kinds)}"
@@ -138,3 +150,11 @@ def sink_factory(options: dict[str, str], table_name: str, metadata: tuple[Any, 
     factory = _factory(options, table_name, "create_sink")
     check_metadata(options["connector"], table_name, metadata, factory, "create_sink")
     return factory
+
+
+def is_lookup_source(options: dict[str, str], table_name: str) -> bool:
+    return hasattr(_factory(options, table_name, "create_source"), "create_lookup")
+
+
+def lookup_factory(options: dict[str, str], table_name: str) -> TableLookupFactory:
+    return _factory(options, table_name, "create_lookup")

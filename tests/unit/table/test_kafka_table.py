@@ -191,7 +191,7 @@ def context(options: dict, metadata=(), key=()) -> ConnectorContext:
 
     columns = (Column("k_id", DataTypes.INT()), Column("name", DataTypes.STRING()), Column("n", DataTypes.BIGINT()))
     meta = tuple(MetadataColumn(*m) for m in metadata)
-    return ConnectorContext("t", columns, options, meta, key)
+    return ConnectorContext("t", columns, options, key, meta)
 
 
 KEYED = {
