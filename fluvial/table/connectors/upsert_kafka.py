@@ -90,5 +90,9 @@ class UpsertKafkaFactory:
         return build_source(env, context, builder)
 
     def create_sink(self, stream: Any, context: ConnectorContext, mode: ChangelogMode) -> Any:
+        from fluvial.table.runtime.functions import RowKeySelector
+
         topic, shape = self._check(context)
+        if "sink.parallelism" in context.options:  # a key's changes stay in one subtask, in order (Flink's rule)
+            stream = stream.key_by(RowKeySelector(shape.key_indexes))
         return build_sink(stream, context, TableRowSerializer(topic, context, shape, "default", upsert=True))
