@@ -7,8 +7,9 @@
   `properties.auto.offset.reset` for partitions without one), `earliest-offset`, `latest-offset`, `timestamp`
   (`scan.startup.timestamp-millis`) or `specific-offsets` (`scan.startup.specific-offsets` =
   `'partition:0,offset:42;partition:1,offset:300'`); and where it ends: `scan.bounded.mode` = `unbounded` (the
-  default), `latest-offset`, `group-offsets`, `timestamp` or `specific-offsets` (`scan.bounded.*`). Offsets are
-  the source's checkpointed state, so a restored job reads each record once;
+  default), `latest-offset`, `group-offsets`, `timestamp` or `specific-offsets` (`scan.bounded.*`);
+  `scan.topic-partition-discovery.interval` (default 5 min, `0` never) finds new partitions and topics. Offsets
+  are the source's checkpointed state, so a restored job reads each record once;
 - how a message is a row: `format` (or `value.format`) for the value; `key.format` with `key.fields` (`'a;b'`)
   for the key, `key.fields-prefix` for key columns named apart, `value.fields-include` = `ALL` (default) or
   `EXCEPT_KEY` (`kafka_formats.py` has the formats);
@@ -39,6 +40,7 @@ from fluvial.datastream.connectors.kafka.serialization import (
 )
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.connectors.kafka_formats import decoder, encoder, format_options
+from fluvial.table.environment_settings import parse_duration_millis
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode
 from fluvial.table.types import DataType, DataTypes
@@ -113,6 +115,7 @@ _KAFKA_ONLY = {
     "scan.bounded.mode",
     "scan.bounded.specific-offsets",
     "scan.bounded.timestamp-millis",
+    "scan.topic-partition-discovery.interval",
     "sink.partitioner",
 }
 _MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
@@ -546,6 +549,9 @@ class KafkaFactory:
         stopping = _offsets(options, "bounded", topics)
         if stopping is not None:
             builder.set_bounded(stopping)
+        interval = options.get("scan.topic-partition-discovery.interval")
+        if interval is not None:  # new partitions (and, with topic-pattern, topics) are found this often; 0: never
+            builder.set_property("partition.discovery.interval.ms", str(parse_duration_millis(interval)))
         return build_source(env, context, builder)
 
     def create_sink(self, stream: Any, context: ConnectorContext, mode: ChangelogMode) -> Any:

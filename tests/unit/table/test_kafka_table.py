@@ -49,6 +49,7 @@ def kafka(columns: str, options: str = "") -> str:
         (", 'key.fields' = 'zz', 'key.format' = 'json'", "Could not find the field 'zz' of 'key.fields'"),
         (", 'scan.startup.timestamp-millis' = '5'", "goes with 'scan.startup.mode' = 'timestamp'"),
         (", 'scan.bounded.mode' = 'forever'", "'scan.bounded.mode' is one of unbounded, earliest-offset"),
+        (", 'scan.topic-partition-discovery.interval' = 'often'", "Could not parse value 'often' as a duration"),
         (", 'key.fields-prefix' = 'k_', 'key.fields' = 'a', 'key.format' = 'json'", "'EXCEPT_KEY'"),
     ],
 )
