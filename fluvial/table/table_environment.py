@@ -293,8 +293,9 @@ class TableEnvironment:
         return str(target), self._catalog.get(str(target))
 
     def _execute_inserts(self, inserts: Sequence[tuple[Any, RelNode]]) -> TableResult:
+        from fluvial.table.catalog import metadata_columns, sink_columns
         from fluvial.table.connectors.base import ConnectorContext, sink_factory
-        from fluvial.table.planner.sink import conform_to_sink
+        from fluvial.table.planner.sink import conform_to_sink, metadata_last
 
         if not inserts:
             raise ValidationException(
@@ -308,17 +309,21 @@ class TableEnvironment:
                 name, table = self._sink_target(target)
                 if table.is_view or table.schema is None or table.options is None:
                     raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
-                physical, _, _, _ = resolve_schema(table.schema)
-                query = optimizer.rewrite(conform_to_sink(node, physical, name))
-                stream = translator.translate(query)
+                persisted = sink_columns(table.schema)
+                query = optimizer.rewrite(conform_to_sink(node, persisted, name))
+                metadata = tuple(m for m in metadata_columns(table.schema) if not m.virtual)
+                physical = [c for c in persisted if c.name not in {m.name for m in metadata}]
+                stream = translator.translate(metadata_last(query, physical, metadata))
                 options = dict(table.options)
-                sink_factory(options, name).create_sink(
-                    stream,
-                    ConnectorContext(
-                        name, tuple(physical), options, table.schema.primary_key, partition_keys=table.partition_keys
-                    ),
-                    query.changelog_mode,
+                context = ConnectorContext(
+                    name,
+                    tuple(physical),
+                    options,
+                    table.schema.primary_key,
+                    partition_keys=table.partition_keys,
+                    metadata=metadata,
                 )
+                sink_factory(options, name, metadata).create_sink(stream, context, query.changelog_mode)
                 names.append(f"default_catalog.default_database.{table.name}")
             client = self._env.execute_async(self._config.get("pipeline.name") or "insert-into_" + ",".join(names))
         columns = [Column(n, DataTypes.BIGINT(False)) for n in names]
@@ -334,6 +339,7 @@ class TableEnvironment:
         push-down), in infix form, `extra_details` (ExplainDetail) adding changelog modes, estimated costs or the
         JSON execution plan — then the JobGraph the plans run as: its chains, their parallelism, and why each
         edge is not chained."""
+        from fluvial.table.catalog import sink_columns
         from fluvial.table.planner.explain import SinkSpec, explain_text
         from fluvial.table.planner.sink import conform_to_sink
 
@@ -346,8 +352,7 @@ class TableEnvironment:
                 name, table = self._sink_target(target)
                 if table.is_view or table.schema is None or table.options is None:
                     raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
-                physical, _, _, _ = resolve_schema(table.schema)
-                node = conform_to_sink(node, physical, name)
+                node = conform_to_sink(node, sink_columns(table.schema), name)
                 sink = SinkSpec(f"default_catalog.default_database.{table.name}", tuple(node.names))
             roots.append((node, optimizer.rewrite(node), sink))
         job_graph, json_plan = self._job_graph_text([optimized for _, optimized, _ in roots])

@@ -180,15 +180,18 @@ class LineEncoder(Encoder):
 
     def encode(self, value: Any) -> bytes:
         values = value._values if isinstance(value, Row) else value
-        data = [values[i] for i in self.indices]
+        return (self.format_values([values[i] for i in self.indices]) + "\n").encode()
+
+    def format_values(self, values: Sequence[Any]) -> str:
+        """The data columns' values as one csv or json line without its line end (also Kafka's message text)."""
         if self.fmt == "json":
-            document = {n: _json_value(v, t) for n, v, t in zip(self.names, data, self.types)}
-            return (json.dumps(document, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+            document = {n: _json_value(v, t) for n, v, t in zip(self.names, values, self.types)}
+            return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
         buffer = io.StringIO()
-        csv.writer(buffer, delimiter=self.delimiter, lineterminator="\n").writerow(
-            ["" if v is None else (v if isinstance(v, str) else _csv_text(v, t)) for v, t in zip(data, self.types)]
+        csv.writer(buffer, delimiter=self.delimiter, lineterminator="").writerow(
+            ["" if v is None else (v if isinstance(v, str) else _csv_text(v, t)) for v, t in zip(values, self.types)]
         )
-        return buffer.getvalue().encode()
+        return buffer.getvalue()
 
 
 def _csv_text(value: Any, t: DataType) -> str:

@@ -19,6 +19,7 @@ from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
     ChangelogMode,
+    ChangelogNormalize,
     Correlate,
     Deduplicate,
     Join,
@@ -252,6 +253,9 @@ def _ast(node: RelNode) -> ExplainTree:
                 tree,
             )
         return tree
+    if isinstance(node, ChangelogNormalize):
+        assert child is not None
+        return child  # a physical node only: the AST shows the upsert source's scan
     if isinstance(node, Values):
         rows = ", ".join("{ " + ", ".join(_value(v) for v in row) + " }" for row in node.rows)
         return _tree(f"LogicalValues(tuples=[[{rows}]])")
@@ -500,6 +504,8 @@ class _Physical:
             keys, rows = node.group, inputs[0].rows * 0.1 if node.group else 1.0
         elif isinstance(node, WindowAggregate):
             keys, rows = node.group, inputs[0].rows * 0.01
+        elif isinstance(node, ChangelogNormalize):
+            keys = node.keys
         elif isinstance(node, (TopN, Deduplicate, OverAggregate)):
             keys = node.keys
             rows = inputs[0].rows * 0.1 if not isinstance(node, OverAggregate) else None

@@ -289,7 +289,7 @@ class SourcePushDown:
         for i in kept:
             _refs(scan.computed[i], physical_used) if scan.computed else physical_used.add(i)
         physical = sorted(physical_used)
-        width = len(scan.source.columns)
+        width = len(scan.source.columns) + len(getattr(scan.source, "metadata", ()))  # metadata values come last
         source = scan.source
         if len(physical) < width:
             projected = scan.source.apply_projection(tuple(physical))
