@@ -71,6 +71,7 @@ TABLE_OPTIONS = {
     "table.exec.mini-batch.allow-latency": "the longest a mini-batch waits before it is folded (e.g. '1 s')",
     "table.exec.mini-batch.size": "the most rows a mini-batch holds before it is folded",
     "table.optimizer.agg-phase-strategy": "AUTO, ONE_PHASE or TWO_PHASE: local-global GROUP BY (with mini-batch)",
+    "table.optimizer.source.predicate-pushdown-enabled": "whether WHERE conjuncts are pushed into sources (default true)",
 }
 
 

@@ -23,6 +23,7 @@ from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
+    ChangelogNormalize,
     Correlate,
     Deduplicate,
     Join,
@@ -237,6 +238,12 @@ class Translator:
             return keyed.process(
                 TopNFunction(node.names, node.sort, node.limit, node.rank_output, self.state_ttl_millis)
             ).name(node.explain_terms())
+        if isinstance(node, ChangelogNormalize):
+            from fluvial.table.runtime.changelog_normalize import ChangelogNormalizeFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            normalize = ChangelogNormalizeFunction(node.names, self.state_ttl_millis)
+            return keyed.process(normalize).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)

@@ -10,12 +10,12 @@ import sqlglot
 from sqlglot import exp
 
 from fluvial.common.row import Row
-from fluvial.table.catalog import CatalogTable, resolve_schema
+from fluvial.table.catalog import CatalogTable, resolve_schema, sink_columns
 from fluvial.table.errors import SqlParserException, ValidationException
 from fluvial.table.planner.logical import Column, RelNode
 from fluvial.table.schema import Schema, UnresolvedColumn
 from fluvial.table.sql.convert import Converter, parse_error
-from fluvial.table.sql.dialect import Flink
+from fluvial.table.sql.dialect import Flink, MetadataColumnConstraint
 from fluvial.table.sql.function_ddl import execute_function_ddl, is_function_ddl
 from fluvial.table.sql.query import QueryPlanner
 from fluvial.table.sql.types import to_data_type
@@ -108,7 +108,7 @@ def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str],
 
     table = t_env._catalog.get(name)
     assert table.schema is not None
-    physical, _, _, _ = resolve_schema(table.schema)
+    physical = sink_columns(table.schema)
     if len(columns) != len(node.schema):
         raise ValidationException(
             f"INSERT INTO {name} names {len(columns)} columns but the query has {len(node.schema)}"
@@ -124,21 +124,40 @@ def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str],
     return Calc(out, node, tuple(rexes), None)
 
 
-def explain_statement(t_env: TableEnvironment, text: str) -> str:
+def explain_statement(t_env: TableEnvironment, text: str, *extra_details: Any) -> str:
     stripped = text.strip().rstrip(";").strip()
     statement = _parse(stripped)
     if isinstance(statement, exp.Insert):
-        return t_env._explain(_insert_parts(t_env, statement, stripped)[1])
-    return t_env._explain(QueryPlanner(t_env, stripped).plan(statement))
+        return t_env._explain([_insert_parts(t_env, statement, stripped)], *extra_details)
+    return t_env._explain([(None, QueryPlanner(t_env, stripped).plan(statement))], *extra_details)
+
+
+_DETAILS = ("ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE")
+
+
+def _explain_body(text: str) -> tuple[str, list[str]]:
+    """`EXPLAIN [PLAN FOR] | EXPLAIN detail[, detail...] statement` → (statement, details)."""
+    body = re.sub(r"^EXPLAIN\s+", "", text, flags=re.IGNORECASE)
+    if re.match(r"PLAN\s+FOR\s", body, flags=re.IGNORECASE):
+        return body[body.upper().index("FOR") + 3 :].strip(), []
+    details: list[str] = []
+    while True:
+        match = re.match(r"(\w+)\s*(,?)\s*", body)
+        if match is None or match.group(1).upper() not in _DETAILS:
+            return body, details
+        details.append(match.group(1).upper())
+        body = body[match.end() :]
 
 
 def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
     stripped = text.strip().rstrip(";").strip()
     upper = re.sub(r"\s+", " ", stripped.upper())
     if upper.startswith("EXPLAIN "):
-        body = re.sub(r"^EXPLAIN\s+(PLAN\s+FOR\s+)?", "", stripped, flags=re.IGNORECASE)
-        plan = explain_statement(t_env, body)
-        return TableResult(ResultKind.SUCCESS_WITH_CONTENT, [Column("result", DataTypes.STRING())], rows=[Row(plan)])
+        body, details = _explain_body(stripped)
+        plan = explain_statement(t_env, body, *details)
+        return TableResult(
+            ResultKind.SUCCESS_WITH_CONTENT, [Column("result", DataTypes.STRING())], rows=[Row(plan)], raw=True
+        )
     if upper.startswith("SHOW "):
         return _show(t_env, upper)
     if upper.startswith("RESET"):
@@ -207,10 +226,19 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
                     data_type = data_type.not_null()
                 if isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
                     primary_key = (item.name,)
-            metadata = [c for c in item.constraints if "METADATA" in c.sql().upper()]
+            metadata = [c.kind for c in item.constraints if isinstance(c.kind, MetadataColumnConstraint)]
+            key = None
             if metadata:
-                raise convert.error(item, "metadata columns are not supported yet by fluvial's connectors")
-            columns.append(UnresolvedColumn(item.name, data_type, position=convert.position(item)))
+                key = metadata[0].this.this if metadata[0].this is not None else item.name
+            columns.append(
+                UnresolvedColumn(
+                    item.name,
+                    data_type,
+                    metadata_key=key,
+                    position=convert.position(item),
+                    virtual=bool(metadata and metadata[0].args.get("virtual")),
+                )
+            )
         elif isinstance(item, exp.WatermarkColumnConstraint):
             watermark = (item.this.name, convert.expr(item.expression), convert.position(item))
         elif isinstance(item, exp.PrimaryKey):
@@ -306,8 +334,14 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
     if table.schema is not None and table.schema.watermark_column:
         watermark = (table.schema.watermark_column, table.schema.watermark_expression)
     primary = set(table.schema.primary_key) if table.schema is not None else set()
+    declared = {c.name: c for c in table.schema.columns} if table.schema is not None else {}
     rows = []
     for c in node.schema:
+        column = declared.get(c.name)
+        extras = ""
+        if column is not None and column.metadata_key is not None:
+            source = "" if column.metadata_key == c.name else f" FROM '{column.metadata_key}'"
+            extras = f"METADATA{source}{' VIRTUAL' if column.virtual else ''}"
         type_text = c.type.summary(with_time_attribute=True).replace(" NOT NULL", "")
         rows.append(
             Row(
@@ -315,7 +349,7 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
                 type_text,
                 c.type.nullable and c.name not in primary,
                 f"PRI({', '.join(sorted(primary))})" if c.name in primary else "",
-                "",
+                extras,
                 _watermark_text(watermark) if watermark and watermark[0] == c.name else "",
             )
         )
