@@ -430,7 +430,10 @@ def client_properties(options: dict[str, str]) -> dict[str, str]:
     return {k[len("properties.") :]: v for k, v in options.items() if k.startswith("properties.")}
 
 
-def build_sink(stream: Any, context: ConnectorContext, serializer: TableRowSerializer) -> Any:
+def build_sink(
+    stream: Any, context: ConnectorContext, serializer: TableRowSerializer, wrap: Callable[[Any], Any] | None = None
+) -> Any:
+    """The KafkaSink of a table (`wrap`: what upsert-kafka's buffer puts around it)."""
     from fluvial.datastream.connectors.kafka import KafkaSink
 
     options = context.options
@@ -441,7 +444,8 @@ def build_sink(stream: Any, context: ConnectorContext, serializer: TableRowSeria
             builder.set_property(key, value)
     if prefix:
         builder.set_transactional_id_prefix(prefix)
-    sink = stream.sink_to(builder.build()).name(f"Sink: {context.table_name}[kafka]")
+    built = builder.build()
+    sink = stream.sink_to(built if wrap is None else wrap(built)).name(f"Sink: {context.table_name}[kafka]")
     if "sink.parallelism" in options:
         sink.set_parallelism(int(options["sink.parallelism"]))
     return sink

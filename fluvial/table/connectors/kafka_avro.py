@@ -145,7 +145,9 @@ def avro_encoder(
                 f"The 'avro-confluent' format of the message {role} needs 'avro-confluent.subject' to register its "
                 "schema under (it defaults to '<topic>-key' / '<topic>-value' only for a table of one topic)"
             )
-        header = _HEADER.pack(MAGIC, registry_for(options["avro-confluent.url"]).register(subject, json.dumps(document)))
+        header = _HEADER.pack(
+            MAGIC, registry_for(options["avro-confluent.url"]).register(subject, json.dumps(document))
+        )
     elif options.get("avro.encoding", "binary").lower() == "json":
         json_writer = fastavro.json_writer
 
