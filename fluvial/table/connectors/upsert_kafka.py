@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.connectors import upsert_buffer
+from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.connectors.kafka import (
     _COMMON,
     READABLE_METADATA,

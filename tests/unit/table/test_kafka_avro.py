@@ -187,19 +187,19 @@ def test_the_buffer_keeps_the_last_change_per_key_and_flushes_on_size_interval_c
     sink = ReducingUpsertSink(Recording(), (0,), max_rows=3, interval_ms=1000)
     harness = OperatorHarness.of(lambda s: s.sink_to(sink))
     with harness.open():
-        I, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
-        harness.process_elements([change(I, "a", 1), change(UB, "a", 1), change(UA, "a", 2), change(I, "b", 1)])
+        ins, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
+        harness.process_elements([change(ins, "a", 1), change(UB, "a", 1), change(UA, "a", 2), change(ins, "b", 1)])
         assert Recording.written == []  # two keys held, below max-rows
-        harness.process_element(change(I, "c", 1))  # the third key: the buffer is written
+        harness.process_element(change(ins, "c", 1))  # the third key: the buffer is written
         assert Recording.written == [[("+U", "a", 2), ("+I", "b", 1), ("+I", "c", 1)]]
         harness.process_element(change(UA, "c", 5))
         harness.advance_processing_time(999)
         assert len(Recording.written) == 1
         harness.advance_processing_time(1)  # the interval passed: written without a record arriving
         assert Recording.written[1:] == [[("+U", "c", 5)]]
-        harness.process_elements([change(I, "d", 1), change(D, "d", 1)])
+        harness.process_elements([change(ins, "d", 1), change(D, "d", 1)])
         harness.snapshot(1)  # the checkpoint barrier flushes the buffer before the writer prepares its commit
         assert (Recording.written[2:], Recording.flushes) == ([[("-D", "d", 1)]], [False])
-        harness.process_element(change(I, "e", 1))
+        harness.process_element(change(ins, "e", 1))
         harness.end_input()
         assert (Recording.written[3:], Recording.flushes[1:]) == ([[("+I", "e", 1)]], [True])
