@@ -86,13 +86,20 @@ def avro_decoder(
 
     _, parsed = _schema(names, types, options)
     values_of = record_reader(list(names), list(types))
+    read: Callable[[bytes], Any]
     if fmt == "avro-confluent":
         read = _confluent_reader(options["avro-confluent.url"])
     elif options.get("avro.encoding", "binary").lower() == "json":
-        read = lambda data: next(iter(fastavro.json_reader(io.StringIO(data.decode()), parsed)))  # noqa: E731
+        json_reader = fastavro.json_reader
+
+        def read(data: bytes) -> Any:
+            return next(iter(json_reader(io.StringIO(data.decode()), parsed)))  # type: ignore[arg-type]
+
     else:
         reader = fastavro.schemaless_reader
-        read = lambda data: reader(io.BytesIO(data), parsed, None)  # noqa: E731
+
+        def read(data: bytes) -> Any:
+            return reader(io.BytesIO(data), parsed, None)
 
     def decode(data: bytes) -> list:
         try:
@@ -106,7 +113,7 @@ def avro_decoder(
     return decode
 
 
-def _confluent_reader(url: str) -> Callable[[bytes], dict]:
+def _confluent_reader(url: str) -> Callable[[bytes], Any]:
     import fastavro
 
     from fluvial.datastream.formats.avro_registry import _HEADER, MAGIC, registry_for
@@ -115,14 +122,14 @@ def _confluent_reader(url: str) -> Callable[[bytes], dict]:
     writers: dict[int, Any] = {}
     reader = fastavro.schemaless_reader
 
-    def read(data: bytes) -> dict:
+    def read(data: bytes) -> Any:
         if len(data) < _HEADER.size or data[0] != MAGIC:
             raise ValueError("not in the Confluent wire format (a zero magic byte and a schema id in front)")
         schema_id = _HEADER.unpack_from(data)[1]
         writer = writers.get(schema_id)
         if writer is None:  # the registry is asked once per schema
             writer = writers[schema_id] = fastavro.parse_schema(json.loads(registry.schema(schema_id)))
-        return reader(io.BytesIO(data[_HEADER.size :]), writer, None)  # type: ignore[return-value]
+        return reader(io.BytesIO(data[_HEADER.size :]), writer, None)
 
     return read
 
