@@ -139,6 +139,7 @@ def avro_encoder(
 ) -> Callable[[Sequence[Any]], bytes]:
     """The columns' values → one Avro record (in the Confluent wire format for avro-confluent)."""
     import fastavro
+    from fastavro.validation import ValidationError
 
     document, parsed = _schema(names, types, options)
     record_of = record_writer(list(names), list(types))
@@ -155,21 +156,30 @@ def avro_encoder(
         header = _HEADER.pack(
             MAGIC, registry_for(options["avro-confluent.url"]).register(subject, json.dumps(document))
         )
-    elif options.get("avro.encoding", "binary").lower() == "json":
+    if fmt == "avro" and options.get("avro.encoding", "binary").lower() == "json":
         json_writer = fastavro.json_writer
 
-        def encode_json(values: Sequence[Any]) -> bytes:
+        def dump(record: dict) -> bytes:
             out = io.StringIO()
-            json_writer(out, parsed, [record_of(values)])
+            json_writer(out, parsed, [record], validator=True)  # the binary writer checks as it writes
             return out.getvalue().rstrip("\n").encode()
 
-        return encode_json
-    writer = fastavro.schemaless_writer
+    else:
+        writer = fastavro.schemaless_writer
+
+        def dump(record: dict) -> bytes:
+            out = io.BytesIO()
+            out.write(header)
+            writer(out, parsed, record)
+            return out.getvalue()
 
     def encode(values: Sequence[Any]) -> bytes:
-        out = io.BytesIO()
-        out.write(header)
-        writer(out, parsed, record_of(values))
-        return out.getvalue()
+        try:
+            return dump(record_of(values))
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, ValidationError) as error:
+            raise ValueError(
+                f"Cannot write {list(values)!r} in the {fmt} format as the message {role}: {type(error).__name__}: "
+                f"{' '.join(str(error).split())}; the values do not fit the table's Avro schema"
+            ) from None
 
     return encode

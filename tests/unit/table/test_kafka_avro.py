@@ -114,11 +114,16 @@ def test_upsert_keys_and_values_in_avro_confluent_register_their_subjects_and_a_
         read(Message(b"\x07garbage", messages[0].key()))
 
 
-def test_a_message_that_is_not_a_record_of_the_schema_is_named():
-    ctx = ConnectorContext("t", COLUMNS, {"topic": "x", "format": "avro"})
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+def test_a_message_that_is_not_a_record_of_the_schema_and_a_row_that_does_not_fit_it_are_named(encoding):
+    ctx = ConnectorContext("t", COLUMNS, {"topic": "x", "format": "avro", "avro.encoding": encoding})
     read = TableRowDeserializer(ctx, layout("kafka", ctx), upsert=False).message_function()
     with pytest.raises(ValueError, match="Failed to deserialize avro value b'\\\\x0e'"):
         read(Message(b"\x0e"))
+    serializer = TableRowSerializer("x", ctx, layout("kafka", ctx), "default", upsert=False)
+    serializer.open()
+    with pytest.raises(ValueError, match=r"Cannot write \[None, .* as the message value: .*\bid\b.*not fit"):
+        serializer.compile()[1](_create_row(NAMES, [None] * 7))  # id is INT NOT NULL
 
 
 @pytest.fixture
