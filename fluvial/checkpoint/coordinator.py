@@ -36,6 +36,7 @@ from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.metadata import SubtaskState
 from fluvial.checkpoint.pending import AckResult, PendingCheckpoint
 from fluvial.checkpoint.plan import CheckpointTasks, Task
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.checkpoint.store import CompletedCheckpoint, CompletedCheckpointStore
 from fluvial.common.executors import Cancellable, Executor, ScheduledExecutor
 from fluvial.common.future import CompletableFuture
@@ -116,7 +117,13 @@ class CheckpointCoordinator:
         self._periodic: Cancellable | None = None
         self._trigger_due = False
         self._stopped = False
+        self._stopping_with: int | None = None  # the synchronous savepoint of a stop-with-savepoint, once triggered
         self.stats = CheckpointStats()
+
+    @property
+    def stopping_with(self) -> int | None:
+        """The id of the stop-with-savepoint's savepoint pending or completed (the job is stopping), or None."""
+        return self._stopping_with
 
     @property
     def next_checkpoint_id(self) -> int:
@@ -182,6 +189,8 @@ class CheckpointCoordinator:
 
     def _held_back(self) -> int | None:
         """Milliseconds to wait before a periodic trigger may go out, or None if it may go out now."""
+        if self._stopping_with is not None:  # the job stops: triggers wait until its savepoint fails, if it does
+            return max(RETRY_MS, self.settings.interval_ms)
         if len(self._pending) + len(self._finalizing) >= self.settings.max_concurrent:
             return RETRY_MS
         if self._last_completion is not None:
@@ -198,13 +207,14 @@ class CheckpointCoordinator:
         savepoint_storage: Any = None,
         savepoint_dir: str | None = None,
         notify_tasks: bool = True,
-        drain: bool = False,
+        stop: StopMode | None = None,
     ) -> CompletableFuture[CompletedCheckpoint]:
         """Start a checkpoint (or a savepoint into `savepoint_dir`, written through `savepoint_storage`) now; the
         future completes with the CompletedCheckpoint, or with the error that stopped it. Without
         `notify_tasks` the tasks never hear that it completed (an intermediate savepoint: sinks must not commit
-        what a restore of the job's own latest checkpoint replays). `drain`: the sources advance to the end of
-        event time before their barriers (stop-with-savepoint --drain)."""
+        what a restore of the job's own latest checkpoint replays). `stop`: the synchronous savepoint of a
+        stop-with-savepoint (`checkpoint.stop_mode`); no periodic checkpoint is triggered while it is pending,
+        nor after it completed (the job ends), as Flink stops its checkpoint scheduler."""
         future: CompletableFuture[CompletedCheckpoint] = CompletableFuture()
         if self._stopped:
             return self._refuse(future, CheckpointFailureReason.COORDINATOR_SHUTDOWN, is_savepoint)
@@ -233,6 +243,8 @@ class CheckpointCoordinator:
             self._savepoint_storage[checkpoint_id] = savepoint_storage
         if not notify_tasks:
             self._silent.add(checkpoint_id)
+        if stop is not None:
+            self._stopping_with = checkpoint_id
         self._timeouts[checkpoint_id] = self._timer.schedule(
             self.settings.timeout_ms, lambda: self._expire(checkpoint_id)
         )
@@ -246,7 +258,7 @@ class CheckpointCoordinator:
             len(plan.tasks_to_wait_for),
         )
         for task in plan.tasks_to_trigger:
-            self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir, drain)
+            self._tasks.trigger(task, checkpoint_id, pending.timestamp, savepoint_dir, stop)
         return future
 
     def _refuse(
@@ -393,6 +405,8 @@ class CheckpointCoordinator:
         pending.abort(CheckpointFailureReason.FINALIZE_FAILURE, error)
         self._started_at.pop(checkpoint_id, None)
         self._silent.discard(checkpoint_id)
+        if self._stopping_with == checkpoint_id:
+            self._stopping_with = None
         logger.warning(
             "checkpoint %d of job %s failed: writing its metadata raised %s: %s",
             checkpoint_id,
@@ -498,6 +512,8 @@ class CheckpointCoordinator:
         if pending is None:
             return
         self._silent.discard(checkpoint_id)
+        if self._stopping_with == checkpoint_id:  # the stop failed: the job goes on, and so do its checkpoints
+            self._stopping_with = None
         future = self._futures.pop(checkpoint_id, None)
         storage = self._savepoint_storage.pop(checkpoint_id, self.storage)
         self._cancel_timeout(checkpoint_id)
@@ -576,9 +592,11 @@ class CheckpointCoordinator:
             )
 
     def abort_all_pending(self, reason: CheckpointFailureReason) -> None:
-        """On failover or shutdown: every pending checkpoint is aborted (without counting towards failure)."""
+        """On failover or shutdown: every pending checkpoint is aborted (without counting towards failure). A
+        failover also ends a stop-with-savepoint whose savepoint completed: the restarted job checkpoints again."""
         for checkpoint_id in list(self._pending):
             self._abort(checkpoint_id, reason, reason.value)
+        self._stopping_with = None
 
 
 def _quietly(action: Callable[[], None]) -> None:

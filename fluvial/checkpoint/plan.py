@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.stop_mode import StopMode
 
 Task = tuple[int, int]  # (vertex id, subtask index)
 
@@ -33,9 +34,9 @@ class CheckpointTasks(Protocol):
         ...
 
     def trigger(
-        self, task: Task, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+        self, task: Task, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, stop: StopMode | None = None
     ) -> None:
-        """Start the checkpoint at source subtask `task` (`drain`: see messages.TriggerCheckpoint)."""
+        """Start the checkpoint at source subtask `task` (`stop`: see messages.TriggerCheckpoint)."""
         ...
 
     def notify_complete(self, checkpoint_id: int) -> None: ...

@@ -180,16 +180,17 @@ class JobCheckpointing:
     def trigger_savepoint(
         self, directory: str, job_id: str, terminal: bool, drain: bool
     ) -> CompletableFuture[CompletedCheckpoint]:
-        """A savepoint into `directory`, self-contained; `terminal` (stop-with-savepoint) notifies the tasks of
-        its completion, `drain` advances the sources to the end of event time first."""
+        """A savepoint into `directory`, self-contained; `terminal` (stop-with-savepoint) makes it synchronous
+        and notifies the tasks of its completion, `drain` advances the sources to the end of event time first."""
         from fluvial.checkpoint.savepoint import savepoint_storage
+        from fluvial.checkpoint.stop_mode import StopMode
 
         return self.coordinator.trigger_checkpoint(
             is_savepoint=True,
             savepoint_storage=savepoint_storage(directory, job_id, self.settings.storage),
             savepoint_dir=directory,
             notify_tasks=terminal,
-            drain=drain,
+            stop=StopMode.of(drain) if terminal else None,
         )
 
     def _count_restore(self, checkpoint_id: int, is_savepoint: bool, location: str | None) -> None:

@@ -47,17 +47,27 @@ class MiniClusterJobClient(JobClient):
     def stop_with_savepoint(
         self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
     ) -> Future[str]:
-        """A savepoint, then the job stops; `advance_to_end_of_event_time` (Flink's --drain) first sends
-        MAX_WATERMARK through the job, so every window and event-time timer fires."""
+        """A synchronous savepoint, then the job stops: the future completes with the savepoint's path once the
+        job has FINISHED (nothing was processed after the savepoint's barrier). `advance_to_end_of_event_time`
+        (Flink's --drain) first sends MAX_WATERMARK through the job, so every window and event-time timer fires,
+        and ends its input. If the savepoint fails, the job keeps running and the future fails with the reason."""
+        job_master = self._job_master
+        stopped: Future[str] = Future()
 
-        def stop(completed: CompletedCheckpoint) -> str:
-            self._job_master.stop_after_savepoint()
-            return completed.metadata_location
+        def stop(done: Future[CompletedCheckpoint]) -> None:
+            error = done.exception()
+            if error is not None:
+                stopped.set_exception(
+                    RuntimeError(f"stop-with-savepoint of job {job_master.job_id} failed, the job goes on: {error}")
+                )
+                return
+            location = done.result().metadata_location
+            job_master.stop_after_savepoint()
+            job_master.result.add_done_callback(lambda ended: _stopped(ended, location, stopped))
 
-        return _map(
-            self._job_master.trigger_savepoint(savepoint_directory, terminal=True, drain=advance_to_end_of_event_time),
-            stop,
-        )
+        savepoint = job_master.trigger_savepoint(savepoint_directory, terminal=True, drain=advance_to_end_of_event_time)
+        savepoint.add_done_callback(stop)
+        return stopped
 
     def get_job_execution_result(self, user_class_loader: Any = None) -> Future[JobExecutionResult]:
         return self._job_master.result
@@ -71,6 +81,17 @@ def _completed(value: T) -> Future[T]:
     future: Future[T] = Future()
     future.set_result(value)
     return future
+
+
+def _stopped(ended: Future[Any], location: str, stopped: Future[str]) -> None:
+    """The stopped job ended: its savepoint's path, or why the job did not finish."""
+    error = ended.exception()
+    if error is None:
+        stopped.set_result(location)
+    else:
+        stopped.set_exception(
+            RuntimeError(f"the job did not finish after its stop-with-savepoint (savepoint {location}): {error}")
+        )
 
 
 def _map(source: Future[T], transform: Callable[[T], R]) -> Future[R]:

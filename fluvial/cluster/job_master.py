@@ -57,6 +57,7 @@ logger = logging.getLogger(__name__)
 
 SAVEPOINT_POLL_MS = 20
 SAVEPOINT_START_WAIT_MS = 30_000
+STOP_GRACE_MS = 30_000  # how long the subtasks of a stopped job may take to end by themselves before a cancel
 
 
 def _monotonic_ms() -> int:
@@ -241,7 +242,9 @@ class JobMaster:
         """A future of the CompletedCheckpoint of a savepoint into `target_directory` (or state.savepoints.dir).
         Only a `terminal` savepoint (stop-with-savepoint: the job ends right after it) lets two-phase-commit sinks
         commit when it completes; an intermediate one commits nothing (Flink 1.15+), because a failover restores
-        the job's latest checkpoint, older than the savepoint, and would emit the committed output again.
+        the job's latest checkpoint, older than the savepoint, and would emit the committed output again. A
+        terminal savepoint is synchronous: every subtask processes nothing after its snapshot; if it fails, the
+        subtasks resume and the job goes on (the future fails with the reason).
         `drain` (terminal only): the sources advance to the end of event time before their barriers, so every
         window and event-time timer fires into the savepoint's output; they emit nothing after it, so a drain
         savepoint that fails fails the job over (from its latest checkpoint, before the drain), as in Flink."""
@@ -296,6 +299,10 @@ class JobMaster:
         """Why no savepoint can be taken now (a subtask that ended can take no part), or None."""
         if self.status is not JobStatus.RUNNING:
             return f"it is {self.status.name}"
+        checkpointing = self.checkpointing
+        stopping = None if checkpointing is None else checkpointing.coordinator.stopping_with
+        if stopping is not None:  # its subtasks process nothing more: no other barrier would get through
+            return f"it is being stopped with savepoint {stopping}"
         ended = self.scheduler.ended_subtasks()
         if ended:
             return f"{len(ended)} of its subtasks have already ended (first: {ended[0].name})"
@@ -328,12 +335,24 @@ class JobMaster:
             return self._archive
 
     def stop_after_savepoint(self) -> None:
-        """stop-with-savepoint: the savepoint is complete, so the job ends — FINISHED, as in Flink, where a stopped
-        job's execute() returns its result; its state lives on in the savepoint."""
-        self._main.execute(self._stop)
+        """stop-with-savepoint: the savepoint is complete and every subtask, told so after its snapshot (its sinks
+        committed), ends by itself, FINISHED (`runtime.task`, step 6); so does the job, as in Flink, where a stopped
+        job's execute() returns its result; its state lives on in the savepoint. A subtask that has not ended
+        within STOP_GRACE_MS is cancelled, and the job still ends FINISHED."""
+        self._main.execute(self._await_stop)
+
+    def _await_stop(self) -> None:
+        self._main.schedule(STOP_GRACE_MS, self._stop)
 
     def _stop(self) -> None:
-        logger.info("job %s (%s): stopping after its savepoint", self.job_graph.job_name, self.job_id)
+        if self.status is not JobStatus.RUNNING:
+            return
+        logger.warning(
+            "job %s (%s): its subtasks did not all end within %d ms of its stop-with-savepoint; cancelling them",
+            self.job_graph.job_name,
+            self.job_id,
+            STOP_GRACE_MS,
+        )
         self.scheduler.cancel(stopping=True)
 
     # -- the end ------------------------------------------------------------------------------------------------

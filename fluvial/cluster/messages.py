@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.metrics.snapshot import TaskMetricsSnapshot
 from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
@@ -64,15 +65,16 @@ class TaskEndOfData(AttemptMessage):
 @dataclass(eq=False)
 class TriggerCheckpoint(AttemptMessage):
     """JobMaster → TaskManager: a source subtask starts checkpoint `checkpoint_id` (its barrier follows); with a
-    `savepoint_dir`, a savepoint written there, self-contained. `drain` (stop-with-savepoint --drain): the
-    source first advances to the end of event time — MAX_WATERMARK, so every event-time timer and window
-    downstream fires ahead of the barrier — and emits nothing more."""
+    `savepoint_dir`, a savepoint written there, self-contained. `stop`: the synchronous savepoint of a
+    stop-with-savepoint — after its snapshot the source emits nothing until the savepoint completes (it ends) or
+    is aborted (it resumes); with StopMode.DRAIN it first advances to the end of event time (MAX_WATERMARK, so
+    every event-time timer and window downstream fires ahead of the barrier) and ends its input."""
 
     attempt_id: ExecutionAttemptId
     checkpoint_id: int
     timestamp: int
     savepoint_dir: str | None = None
-    drain: bool = False
+    stop: StopMode | None = None
 
 
 @dataclass(eq=False)

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.plan import CheckpointPlan
 from fluvial.checkpoint.restore import JobRestore
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.cluster.exception_history import ExceptionHistory, entry_of
 from fluvial.cluster.execution_graph import ExecutionGraph, ExecutionVertex
 from fluvial.cluster.failure_handling import FailureHandlingResult
@@ -455,12 +456,17 @@ class Scheduler:
             )
 
     def trigger(
-        self, task: tuple[int, int], checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+        self,
+        task: tuple[int, int],
+        checkpoint_id: int,
+        timestamp: int,
+        savepoint_dir: str | None,
+        stop: StopMode | None = None,
     ) -> None:
         execution = self.graph.vertices[task]
         slot = self._slots[task]
         self._task_managers[slot.task_manager].trigger_checkpoint(
-            TriggerCheckpoint(self.graph.attempt_id(execution), checkpoint_id, timestamp, savepoint_dir, drain)
+            TriggerCheckpoint(self.graph.attempt_id(execution), checkpoint_id, timestamp, savepoint_dir, stop)
         )
 
     def notify_complete(self, checkpoint_id: int) -> None:

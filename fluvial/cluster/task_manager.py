@@ -232,7 +232,7 @@ class TaskManager:
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:
         task = self._task(message.attempt_id)
         if task is not None:
-            task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir, message.drain)
+            task.trigger_checkpoint(message.checkpoint_id, message.timestamp, message.savepoint_dir, message.stop)
             return
         gateway = self._job_masters.get(message.job_id)
         if gateway is not None:  # it ended (a trigger raced its end): not ready, which is no checkpoint failure

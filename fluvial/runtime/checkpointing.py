@@ -4,12 +4,15 @@ thread, persist off it, answer through a CheckpointResponder.
 It is handed what it works on — the operator chain, the record writers, the source input (for a source
 subtask) — and never sees the Task. `checkpoint_state(barrier)` runs, numbered:
 1. On the task thread, between buffers: a source subtask got a trigger (a mail); any other subtask has
-   aligned the barriers of every input (`runtime.alignment`).
+   aligned the barriers of every input (`runtime.alignment`). The savepoint of a stop-with-savepoint --drain
+   first finishes the operators (end of input), so what they emit at the end goes ahead of the barrier.
 2. The barrier goes out on every output channel, before any later record.
 3. Synchronous part: every operator freezes its state (`snapshot_state`: the keyed backend's pending snapshot,
    timers, operator state; no I/O); a source adds its split positions.
    An unaligned checkpoint (`runtime.alignment`) waits here until its in-flight data is complete
    (`channel_state_complete`), which is written with the operators' state, on the head operator.
+   A synchronous savepoint (stop-with-savepoint) then suspends the task (`on_synchronous_savepoint`): see
+   `runtime.task`.
 4. Asynchronous part, on the TaskManager's checkpoint I/O executor: keyed backends write their pending
    snapshots, then timers and operator state are pickled and written through the checkpoint storage, and the
    handles are acknowledged. A failure there declines the checkpoint (ASYNC_ERROR); the task keeps running.
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 import logging
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.snapshots import OperatorRestore, OperatorSnapshot, RestoreAssignment
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.common.errors import UnreadableStateError
 from fluvial.common.executors import Executor
 from fluvial.common.repeated_logs import limit_repeats
@@ -110,6 +115,8 @@ class SubtaskCheckpointCoordinator:
         self._input_finished = False
         self._final_checkpoints: set[int] = set()
         self.channel_keys: list[str] = []  # input channel index → its key in channel state (set by the Task)
+        # the Task's hook for a synchronous savepoint (stop-with-savepoint): called once its snapshot is taken
+        self.on_synchronous_savepoint: Callable[[int], None] | None = None
         self._awaiting_channels: dict[int, tuple[list[OperatorSnapshot], Any, BarrierStats]] = {}
 
     # -- the final checkpoint (FLIP-147) ------------------------------------------------------------------------
@@ -131,6 +138,10 @@ class SubtaskCheckpointCoordinator:
         checkpoint_id = barrier.checkpoint_id
         if self._input_finished and barrier.savepoint_dir is None:
             self._final_checkpoints.add(checkpoint_id)
+        if barrier.stop is StopMode.DRAIN:
+            # end of input ahead of the barrier, as Flink's EndOfData(DRAIN): operators finish into the
+            # savepoint's output; one still awaiting asynchronous results keeps them in its snapshot
+            self._chain.finish()
         for writer in self._writers:  # 2
             writer.broadcast_event(barrier)
         snapshot_type = SnapshotType.SAVEPOINT if barrier.savepoint_dir is not None else SnapshotType.CHECKPOINT
@@ -150,6 +161,8 @@ class SubtaskCheckpointCoordinator:
             if barrier.savepoint_dir is None
             else self._storage.savepoint_storage(barrier.savepoint_dir)
         )
+        if barrier.stop is not None and self.on_synchronous_savepoint is not None:
+            self.on_synchronous_savepoint(checkpoint_id)  # savepoints are always aligned: never unaligned below
         if stats.unaligned:
             self._awaiting_channels[checkpoint_id] = (snapshots, storage, stats)
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, final
 
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.common.time import MAX_WATERMARK
 
 
@@ -62,6 +63,7 @@ class CheckpointBarrier:
     checkpoint_id: int
     timestamp: int
     savepoint_dir: str | None = None  # a savepoint: state goes to this directory, self-contained
+    stop: StopMode | None = None  # stop-with-savepoint's synchronous savepoint (checkpoint.stop_mode)
 
 
 class EndOfInput:

@@ -24,6 +24,14 @@ Protocol, numbered:
    that mail: `interrupt()` raises TaskInterrupted into its user code (`runtime.interruption`), which ends a
    busy loop; a task that still does not end is given up by its TaskManager (`abandon()`: CANCELED at once,
    its thread left behind; `cluster.task_canceler`).
+6. stop-with-savepoint (Flink's synchronous savepoint): once the task has taken its snapshot for that savepoint it
+   is suspended — it steps no input and runs no timer or operator mail (those wait, in order), only the
+   JobMaster's mails: a source emits nothing after its barrier, so nothing after the barrier reaches any task.
+   When the savepoint completes, the task is told first (two-phase-commit sinks commit what it covers), then
+   ends FINISHED without finishing its operators (no end of input: a restore continues the stream); with
+   --drain the operators finished before the barrier (`runtime.checkpointing`). When it is aborted, the task
+   resumes: the waiting timers and mails run, and then its input, as if nothing had happened
+   (`runtime.synchronous_savepoint` keeps this state).
 Checkpoint triggers and notifications from the JobMaster are mails too; so operator state needs no lock.
 While RUNNING, a timer takes a metrics snapshot every `metrics_interval_ms` and hands it to the task's
 MetricsReporter; one more, marked final, goes out just before the task reports a terminal state, so the
@@ -40,6 +48,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
+from fluvial.checkpoint.stop_mode import StopMode
 from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.common.task_info import TaskInfo
 from fluvial.datastream.connectors.source import SourceReaderContext
@@ -62,6 +71,7 @@ from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators.base import failing_operator, label_failure
 from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
+from fluvial.runtime.synchronous_savepoint import SynchronousSavepoint
 from fluvial.runtime.task_metrics import TaskMetrics
 from fluvial.runtime.writer import RecordWriter
 
@@ -136,6 +146,7 @@ class Task:
         self._state_lock = threading.Lock()  # the owner thread and a TaskManager abandoning the task may race
         self._unaligned_input: NetworkInput | None = None  # the input, when barriers may overtake its buffers
         self._input_channels: list[InputChannel] = []
+        self._stop = SynchronousSavepoint()  # step 6
 
     @property
     def name(self) -> str:
@@ -228,6 +239,7 @@ class Task:
             self.checkpointer = SubtaskCheckpointCoordinator(
                 chain, self.writers, source_input, storage, io, responder, self.info
             )
+            self.checkpointer.on_synchronous_savepoint = self._suspend
         if source_input is None:
             self.input = self._network_input(head)
 
@@ -348,12 +360,12 @@ class Task:
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
     def trigger_checkpoint(
-        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None, drain: bool = False
+        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None = None, stop: StopMode | None = None
     ) -> None:
-        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir, drain))
+        self.mailbox.put(partial(self._trigger_checkpoint, checkpoint_id, timestamp, savepoint_dir, stop))
 
     def _trigger_checkpoint(
-        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, drain: bool = False
+        self, checkpoint_id: int, timestamp: int, savepoint_dir: str | None, stop: StopMode | None = None
     ) -> None:
         if self.checkpointer is None:
             return
@@ -366,9 +378,9 @@ class Task:
             self.checkpointer.abort_checkpoint(checkpoint_id, reason, f"{self.name} is {self.state.value}")
             return
         try:
-            if drain and isinstance(self.input, SourceInput):
+            if stop is StopMode.DRAIN and isinstance(self.input, SourceInput):
                 self.input.advance_to_end_of_event_time()  # its watermark goes ahead of the barrier
-            barrier = CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir)
+            barrier = CheckpointBarrier(checkpoint_id, timestamp, savepoint_dir, stop)
             if self._unaligned_input is not None:  # its producers have all finished: see on_triggered
                 self._unaligned_input.checkpoint_triggered(barrier)
             else:
@@ -391,7 +403,10 @@ class Task:
                 chain.notify_checkpoint_complete(checkpoint_id)
                 if isinstance(self.input, SourceInput):
                     self.input.notify_checkpoint_complete(checkpoint_id)
-                if (
+                if self._stop.completed(checkpoint_id):
+                    logger.info("%s stops: its stop-with-savepoint %d completed", self.name, checkpoint_id)
+                    self._end_task()  # its operators close without finishing: no end of input
+                elif (
                     self.awaiting_final_checkpoint
                     and checkpointer is not None
                     and checkpointer.is_final_checkpoint(checkpoint_id)
@@ -399,8 +414,25 @@ class Task:
                     self._end_task()
             else:
                 chain.notify_checkpoint_aborted(checkpoint_id)
+                held = self._stop.aborted(checkpoint_id)
+                if held is not None:
+                    logger.info("%s resumes: its stop-with-savepoint %d was aborted", self.name, checkpoint_id)
+                    for callback, now, label in held:  # what came due while it was suspended runs first
+                        self.run_timer(callback, now, label)
         except BaseException as exc:  # noqa: BLE001
             self._fail(exc)
+
+    # -- stop-with-savepoint (step 6) ---------------------------------------------------------------------------
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the task waits for the outcome of the stop-with-savepoint it took its snapshot for."""
+        return self._stop.suspended_for is not None
+
+    def _suspend(self, checkpoint_id: int) -> None:
+        """The snapshot for stop-with-savepoint `checkpoint_id` is taken: nothing more runs until its outcome."""
+        if self._stop.suspend(checkpoint_id):
+            logger.debug("%s took its snapshot for stop-with-savepoint %d", self.name, checkpoint_id)
 
     # -- running ----------------------------------------------------------------------------------------------
 
@@ -410,6 +442,8 @@ class Task:
             self.mailbox.run_pending()
         if self.state is not ExecutionState.RUNNING:
             return StepResult.END_OF_INPUT
+        if self._stop.suspended_for is not None:
+            return StepResult.IDLE  # step 6: the JobMaster's mail about the savepoint wakes the task
         unaligned = self._unaligned_input
         if unaligned is not None and unaligned.barrier_announced:
             try:  # a barrier queued behind buffers: an unaligned checkpoint starts even while outputs are full
@@ -455,6 +489,9 @@ class Task:
         """A processing-time callback of operator `label`, on the owner thread; skipped once the task stopped
         running."""
         if self.state is not ExecutionState.RUNNING:
+            return
+        if self._stop.suspended_for is not None:
+            self._stop.hold(callback, now, label)
             return
         try:
             self._user_code.run(callback, now)

@@ -41,13 +41,14 @@ class ConnectorSource:
     table_name: str
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
+    primary_key: tuple[str, ...] = ()
 
     def create_stream(self, env: Any) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, source_factory
 
         options = dict(self.options)
         return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options)
+            env, ConnectorContext(self.table_name, self.columns, options, self.primary_key)
         )
 
 
@@ -133,7 +134,7 @@ def resolve_connector_table(table: CatalogTable) -> Scan:
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
     ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()))
+    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.schema.primary_key)
     return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
 
 

@@ -276,7 +276,9 @@ class TableEnvironment:
                 stream = translator.translate(query)
                 options = dict(table.options)
                 sink_factory(options, name).create_sink(
-                    stream, ConnectorContext(name, tuple(physical), options), query.changelog_mode
+                    stream,
+                    ConnectorContext(name, tuple(physical), options, table.schema.primary_key),
+                    query.changelog_mode,
                 )
                 names.append(f"default_catalog.default_database.{table.name}")
             client = self._env.execute_async(self._config.get("pipeline.name") or "insert-into_" + ",".join(names))

@@ -1,7 +1,8 @@
 """stop-with-savepoint with drain (Flink's `flink stop --drain`, PyFlink's
 `stop_with_savepoint(advance_to_end_of_event_time=True)`): the sources send MAX_WATERMARK ahead of the
 savepoint's barrier, so event-time windows that would otherwise stay open fire into the output the savepoint
-commits; without drain they stay open, their contents in the savepoint."""
+commits, and end the input (the sink writers flush at end of input); without drain they stay open, their
+contents in the savepoint, and nothing ends its input."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from fluvial.common import Duration, Encoder, Time, Types, WatermarkStrategy
 from fluvial.common.watermark_strategy import TimestampAssigner
 from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.connectors.sink import Sink, SinkWriter
 from fluvial.datastream.window import TumblingEventTimeWindows
-from fluvial.testing import ExecutionMode, environment
+from fluvial.testing import EventLog, ExecutionMode, environment
 from fluvial.testing.oracle import committed_lines
 from tests.integration.test_checkpoint_savepoint_rescale import SlowWithProgress
 
@@ -26,6 +28,28 @@ HOUR_MS = 3_600_000
 class MillisecondsAreTheNumber(TimestampAssigner):
     def extract_timestamp(self, value, record_timestamp):
         return value  # n ms: the job never reaches the end of its first one-hour window
+
+
+class EndOfInputWriter(SinkWriter):
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+
+    def write_batch(self, values: list) -> None:
+        pass
+
+    def flush(self, end_of_input: bool) -> None:
+        if end_of_input:
+            self.log.record("end of input")
+
+
+class EndOfInputLog(Sink):
+    """Records, in `log`, each writer's flush at end of input."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+
+    def create_writer(self, task_info, restored_state=None) -> SinkWriter:
+        return EndOfInputWriter(self.log)
 
 
 def start(tmp_path, mode):
@@ -41,7 +65,7 @@ def start(tmp_path, mode):
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(
         MillisecondsAreTheNumber()
     )
-    (
+    lines = (
         env.from_source(NumberSequenceSource(0, 10**9), source_name="numbers")
         .map(SlowWithProgress(str(tmp_path / "progress")), output_type=Types.LONG())
         .assign_timestamps_and_watermarks(strategy)
@@ -50,8 +74,9 @@ def start(tmp_path, mode):
         .window(TumblingEventTimeWindows.of(Time.hours(1)))
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
         .map(lambda pair: f"{pair[0]}|{pair[1]}")
-        .sink_to(sink)
     )
+    lines.sink_to(sink)
+    lines.sink_to(EndOfInputLog(EventLog(tmp_path / "events")))
     client = env.execute_async("endless hour windows")
     deadline = time.monotonic() + 60
     while not (tmp_path / "progress").exists():
@@ -70,6 +95,7 @@ def stop_with_drain(tmp_path, mode) -> None:
     counts = dict(line.split("|") for line in committed_lines(tmp_path / "out")[0])
     assert set(counts) == {str(key) for key in range(KEYS)}, counts  # one hour window per key, fired once
     assert sum(int(count) for count in counts.values()) >= 500  # at least what the progress mark needed
+    assert EventLog(tmp_path / "events").count("end of input") == 2  # each of the 2 sink subtasks, once
 
 
 def stop_without_drain(tmp_path, mode) -> None:
@@ -78,6 +104,7 @@ def stop_without_drain(tmp_path, mode) -> None:
     client.get_job_execution_result().result(timeout=60)
     assert client.get_job_status().result().name == "FINISHED"
     assert committed_lines(tmp_path / "out")[0] == []
+    assert EventLog(tmp_path / "events").count("end of input") == 0
 
 
 @pytest.mark.timeout(120)

@@ -75,7 +75,7 @@ class _Session:
         self.connection = None
 
 
-def _execute(session: _Session, sink: Any, rows: list) -> None:
+def execute_statement(session: _Session, sink: Any, rows: list) -> None:
     """Run the statement for every row; a statement error names the first failing record."""
     psycopg2 = psycopg2_module()
     cursor = session.cursor()
@@ -171,11 +171,10 @@ class BatchingJdbcWriter(SinkWriter):
     def _flush_locked(self) -> None:
         if not self._buffer:
             return
-        rows = _parameters(self._buffer)
         attempt = 0
         while True:
             try:
-                _execute(self._session, self._sink, rows)
+                self._write(self._buffer)
                 self._session.connection.commit()
                 break
             except JdbcStatementError:
@@ -187,7 +186,7 @@ class BatchingJdbcWriter(SinkWriter):
                     raise
                 if attempt >= self._max_retries:
                     raise ResourceError(
-                        f"JDBC sink: writing a batch of {len(rows)} records to "
+                        f"JDBC sink: writing a batch of {len(self._buffer)} records to "
                         f"{self._session.address} failed {attempt + 1} times, last with: "
                         f"{str(error).strip()}; check the server (max_retries="
                         f"{self._max_retries})"
@@ -203,6 +202,10 @@ class BatchingJdbcWriter(SinkWriter):
                 self._session.discard()
                 time.sleep(min(attempt, 5))
         self._buffer.clear()
+
+    def _write(self, records: list) -> None:
+        """Execute the buffered records in the session's open transaction (the caller commits or retries)."""
+        execute_statement(self._session, self._sink, _parameters(records))
 
     def close(self) -> None:
         self._closed.set()
@@ -257,7 +260,7 @@ class TransactionalJdbcWriter(SinkWriter):
             if not self._in_transaction:
                 self._session.cursor().execute("BEGIN")
                 self._in_transaction = True
-            _execute(self._session, self._sink, _parameters(self._buffer))
+            execute_statement(self._session, self._sink, _parameters(self._buffer))
         except JdbcStatementError:
             self._session.discard()
             self._in_transaction = False

@@ -146,6 +146,13 @@ class PrintOperator(StreamOperator):
     def finish(self) -> None:
         (sys.stderr if self.spec.to_stderr else sys.stdout).flush()
 
+    def close(self) -> None:
+        """A task stopped with a savepoint closes without finishing: what it printed is flushed all the same."""
+        try:
+            self.finish()
+        finally:
+            super().close()
+
 
 class CollectOperator(StreamOperator):
     """Hands buffers to the client of `execute_and_collect` through the cluster's collect target, without ever

@@ -12,6 +12,9 @@ __all__ = [
     "ConnectorContext",
     "TableSourceFactory",
     "TableSinkFactory",
+    "TableLookupFactory",
+    "lookup_factory",
+    "is_lookup_source",
     "source_factory",
     "sink_factory",
     "check_options",
@@ -20,11 +23,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ConnectorContext:
-    """What a factory is given: the table's name, its physical columns, and its WITH options."""
+    """What a factory is given: the table's name, its physical columns, its WITH options, and the columns of its
+    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
+    primary_key: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -35,6 +40,13 @@ class TableSourceFactory(Protocol):
     """Builds a DataStream of Rows (named, kind +I) in `env`."""
 
     def create_source(self, env: Any, context: ConnectorContext) -> Any: ...
+
+
+class TableLookupFactory(Protocol):
+    """A lookup source (the dimension side of a lookup join): a picklable LookupFunction
+    (`fluvial.table.connectors.lookup`) that finds the rows whose columns `keys` (indexes) equal a key."""
+
+    def create_lookup(self, context: ConnectorContext, keys: tuple[int, ...]) -> Any: ...
 
 
 class TableSinkFactory(Protocol):
@@ -64,10 +76,11 @@ def check_options(
 
 
 def _factories() -> dict[str, Any]:
-    from fluvial.table.connectors import blackhole, datagen, filesystem, nexmark, print_sink
+    from fluvial.table.connectors import blackhole, datagen, filesystem, jdbc, nexmark, print_sink
 
     return {
         "datagen": datagen.DataGenFactory(),
+        "jdbc": jdbc.JdbcTableFactory(),
         "print": print_sink.PrintFactory(),
         "blackhole": blackhole.BlackHoleFactory(),
         "filesystem": filesystem.FileSystemFactory(),
@@ -85,7 +98,7 @@ def _factory(options: dict[str, str], table_name: str, role: str) -> Any:
     factory = _factories().get(name)
     if factory is None or not hasattr(factory, role):
         kinds = sorted(k for k, f in _factories().items() if hasattr(f, role))
-        what = "source" if role == "create_source" else "sink"
+        what = {"create_source": "source", "create_sink": "sink"}.get(role, "lookup source")
         raise ValidationException(
             f"Could not find any factory for identifier '{name}' that implements a table {what}; available "
             f"factories: {', '.join(kinds)}"
@@ -99,3 +112,11 @@ def source_factory(options: dict[str, str], table_name: str) -> TableSourceFacto
 
 def sink_factory(options: dict[str, str], table_name: str) -> TableSinkFactory:
     return _factory(options, table_name, "create_sink")
+
+
+def is_lookup_source(options: dict[str, str], table_name: str) -> bool:
+    return hasattr(_factory(options, table_name, "create_source"), "create_lookup")
+
+
+def lookup_factory(options: dict[str, str], table_name: str) -> TableLookupFactory:
+    return _factory(options, table_name, "create_lookup")

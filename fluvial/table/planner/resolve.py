@@ -473,12 +473,7 @@ def plan_join(
     column among the condition's conjuncts; the rest of the condition is checked per joined row."""
     from fluvial.table.planner.logical import Join
 
-    names = list(left.names)
-    for name in right_names or right.names:
-        unique = name
-        while unique in names:
-            unique += "0"
-        names.append(unique)
+    names = joined_names(left.names, right_names or right.names)
     nullable_left = join_type in ("RIGHT", "FULL")
     nullable_right = join_type in ("LEFT", "FULL")
     columns = [
@@ -494,24 +489,7 @@ def plan_join(
             "columns (ON a.k = b.k); a cross join is not supported"
         )
     rex = resolve_condition(condition, Resolver(columns))
-    width = len(left.schema)
-    left_keys, right_keys, rest = [], [], []
-    for conjunct in _conjuncts(rex):
-        if (
-            isinstance(conjunct, Call)
-            and conjunct.op == "equals"
-            and all(isinstance(o, InputRef) for o in conjunct.operands)
-        ):
-            a, b = conjunct.operands
-            if a.index < width <= b.index:
-                left_keys.append(a.index)
-                right_keys.append(b.index - width)
-                continue
-            if b.index < width <= a.index:
-                left_keys.append(b.index)
-                right_keys.append(a.index - width)
-                continue
-        rest.append(conjunct)
+    left_keys, right_keys, remainder = split_equi_join(rex, len(left.schema))
     if not left_keys:
         raise ValidationException(
             at(
@@ -519,9 +497,6 @@ def plan_join(
                 "a streaming join needs an equality between a column of each table (ON a.k = b.k) to key its state by",
             )
         )
-    remainder: Rex | None = None
-    for r in rest:
-        remainder = r if remainder is None else Call("and", (remainder, r), DataTypes.BOOLEAN())
     from fluvial.table.planner.interval_join import as_interval_join
     from fluvial.table.planner.window_join import as_window_join
 
@@ -531,6 +506,37 @@ def plan_join(
     except ValidationException as error:
         raise ValidationException(at(condition.sql_position, str(error))) from None
     return windowed if windowed is not join else as_interval_join(join)
+
+
+def joined_names(left: Sequence[str], right: Sequence[str]) -> list[str]:
+    """A join's column names: left's, then right's, a right name that repeats one before it suffixed `0` (as
+    Flink's)."""
+    names = list(left)
+    for name in right:
+        while name in names:
+            name += "0"
+        names.append(name)
+    return names
+
+
+def split_equi_join(rex: Rex, width: int) -> tuple[list[int], list[int], Rex | None]:
+    """A join condition over `left + right` (left `width` columns wide) as the equalities between a left and a
+    right column (left indexes, right indexes from 0) and the AND of the other conjuncts (None: none)."""
+    left_keys: list[int] = []
+    right_keys: list[int] = []
+    remainder: Rex | None = None
+    for conjunct in _conjuncts(rex):
+        if isinstance(conjunct, Call) and conjunct.op == "equals":
+            a, b = conjunct.operands
+            if isinstance(a, InputRef) and isinstance(b, InputRef):
+                if b.index < width <= a.index:
+                    a, b = b, a
+                if a.index < width <= b.index:
+                    left_keys.append(a.index)
+                    right_keys.append(b.index - width)
+                    continue
+        remainder = conjunct if remainder is None else Call("and", (remainder, conjunct), DataTypes.BOOLEAN())
+    return left_keys, right_keys, remainder
 
 
 def _conjuncts(rex: Rex) -> list[Rex]:

@@ -32,6 +32,7 @@ from fluvial.table.planner.logical import (
     WindowKind,
     WindowTableFunction,
 )
+from fluvial.table.planner.lookup_join import LookupJoin
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -161,6 +162,8 @@ class Translator:
                     self.state_ttl_millis,
                 )
             ).name(node.explain_terms())
+        if isinstance(node, LookupJoin):
+            return self._lookup_join(node)
         if isinstance(node, TableAggregate):
             from fluvial.table.runtime.table_aggregate import TableAggFunction
 
@@ -206,6 +209,19 @@ class Translator:
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
             return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
+
+    def _lookup_join(self, node: LookupJoin) -> Any:
+        from fluvial.table.connectors.base import ConnectorContext, lookup_factory
+        from fluvial.table.runtime.lookup_join import LookupJoinFunction
+
+        table = node.source
+        options = dict(table.options)
+        context = ConnectorContext(table.table_name, table.columns, options, table.primary_key)
+        lookup = lookup_factory(options, table.table_name).create_lookup(context, node.lookup_keys)
+        function = LookupJoinFunction(
+            node.names, lookup, node.input_keys, node.lookup_width, node.join_type == "LEFT", node.condition
+        )
+        return self.translate(node.input).flat_map(function).name(node.explain_terms())
 
     def _scan(self, node: Scan) -> Any:
         stream = node.source.create_stream(self.env)

@@ -209,6 +209,10 @@ class QueryPlanner:
         left = self._relation(first)
         qualifiers = {(first.alias_or_name, n): i for i, n in enumerate(left.names)}
         for join in joins:
+            version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
+            if version is not None:
+                left, qualifiers = self._lookup_joined(left, qualifiers, join, version)
+                continue
             right = self._relation(join.this)
             side = str(join.args.get("side") or "").upper()
             kind = str(join.args.get("kind") or "").upper()
@@ -219,15 +223,7 @@ class QueryPlanner:
                     "columns; CROSS JOIN and USING are not supported yet",
                 )
             join_type = side if side in ("LEFT", "RIGHT", "FULL") else "INNER"
-            offset = len(left.schema)
-            combined = dict(qualifiers)
-            for i, n in enumerate(right.names):
-                combined[(join.this.alias_or_name, n)] = offset + i
-            names = list(left.names)
-            for n in right.names:
-                while n in names:
-                    n += "0"
-                names.append(n)
+            combined, names = _joined_qualifiers(qualifiers, left, join.this.alias_or_name, right)
             tokens = (qualified_columns.set(combined), qualified_names.set(names))
             try:
                 condition = self.convert.expr(join.args["on"])
@@ -237,6 +233,38 @@ class QueryPlanner:
                 qualified_columns.reset(tokens[0])
             qualifiers = combined
         return left, qualifiers
+
+    def _lookup_joined(
+        self, left: RelNode, qualifiers: dict[tuple[str, str], int], join: exp.Join, version: exp.Expression
+    ) -> tuple[RelNode, dict[tuple[str, str], int]]:
+        """`JOIN dim FOR SYSTEM_TIME AS OF o.proc_time AS d ON ...`: a lookup join (planner/lookup_join.py)."""
+        from fluvial.table.planner.lookup_join import plan_lookup_join
+        from fluvial.table.planner.resolve import qualified_columns, qualified_names
+
+        table = join.this
+        if str(version.args.get("kind") or "").upper() != "AS OF" or join.args.get("on") is None:
+            raise self.convert.error(join, "a temporal join is JOIN t FOR SYSTEM_TIME AS OF o.proc_time ON o.k = t.k")
+        lookup = self.t_env._catalog.scan(table.name, self.convert.position(table))
+        side = str(join.args.get("side") or "").upper()
+        join_type = side if side in ("LEFT", "RIGHT", "FULL") else "INNER"
+        time = self.convert.expr(version.expression)
+        tokens = (qualified_columns.set(qualifiers), qualified_names.set(left.names))
+        try:
+            period = Resolver(left.schema).resolve(time)
+        finally:
+            qualified_names.reset(tokens[1])
+            qualified_columns.reset(tokens[0])
+        combined, names = _joined_qualifiers(qualifiers, left, table.alias_or_name, lookup)
+        tokens = (qualified_columns.set(combined), qualified_names.set(names))
+        try:
+            condition = self.convert.expr(join.args["on"])
+            joined = plan_lookup_join(
+                left, lookup, table.name, join_type, condition, time, period, self.convert.position(table)
+            )
+        finally:
+            qualified_names.reset(tokens[1])
+            qualified_columns.reset(tokens[0])
+        return joined, combined
 
     def _relation(self, node: exp.Expression) -> RelNode:
         relation = self.source(node)
@@ -556,6 +584,18 @@ class QueryPlanner:
         )
         columns = tuple(Column(f"EXPR${i}", ct) for i, ct in enumerate(column_types))
         return Values(columns, converted)
+
+
+def _joined_qualifiers(
+    qualifiers: dict[tuple[str, str], int], left: RelNode, alias: str, right: RelNode
+) -> tuple[dict[tuple[str, str], int], list[str]]:
+    """Where each `alias.column` lands in `left` joined with `right` (aliased `alias`), and the joined names."""
+    from fluvial.table.planner.resolve import joined_names
+
+    combined = dict(qualifiers)
+    for i, n in enumerate(right.names):
+        combined[(alias, n)] = len(left.schema) + i
+    return combined, joined_names(left.names, right.names)
 
 
 def _session_rows(input_node: RelNode, spec: WindowSpec) -> RelNode:

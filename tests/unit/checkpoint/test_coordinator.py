@@ -50,7 +50,7 @@ class Tasks:
     def checkpoint_plan(self):
         return self.refusal or self.plan
 
-    def trigger(self, task, checkpoint_id, timestamp, savepoint_dir, drain=False) -> None:
+    def trigger(self, task, checkpoint_id, timestamp, savepoint_dir, stop=None) -> None:
         self.triggered.append((task, checkpoint_id, savepoint_dir))
 
     def notify_complete(self, checkpoint_id: int) -> None:

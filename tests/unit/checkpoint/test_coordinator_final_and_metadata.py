@@ -31,7 +31,7 @@ class Tasks:
     def checkpoint_plan(self):
         return CheckpointPlan([(1, 0)], {(1, 0)})
 
-    def trigger(self, task, checkpoint_id, timestamp, savepoint_dir, drain=False):
+    def trigger(self, task, checkpoint_id, timestamp, savepoint_dir, stop=None):
         self.triggered.append(checkpoint_id)
 
     def notify_complete(self, checkpoint_id):

@@ -258,9 +258,10 @@ def test_parallelism_must_be_at_least_one(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_fromSavepoint_restores_the_state_of_the_first_run(tmp_path):
-    """Run 1 counts records per key, takes a savepoint mid-stream and is cancelled; run 2 (`-s`) resumes: it
-    emits only the records after the savepoint, and its counts go on from the savepoint's up to each key's
-    total. A run 2 that started afresh would emit every record."""
+    """Run 1 counts records per key and is stopped with a savepoint mid-stream; run 2 (`-s`) resumes: it emits
+    only the records after the savepoint, and its counts go on from the savepoint's up to each key's total. A
+    run 2 that started afresh would emit every record; a run 1 that went on after the savepoint's barrier would
+    have printed records that run 2 prints again."""
     total, keys = 9_000, 3
     body = f"""\
 import os
@@ -310,13 +311,18 @@ else:
         assert process.returncode == 0, out + err
         return out
 
-    savepoint = fluvial_run(job, "first").split("SAVEPOINT ")[1].split()[0]
+    out = fluvial_run(job, "first")
+    savepoint = out.split("SAVEPOINT ")[1].split()[0]
+    before = [line.split() for line in out.splitlines() if line[:1].isdigit()]
     lines = [line.split() for line in fluvial_run("-s", savepoint, job).splitlines() if line[:1].isdigit()]
     assert 0 < len(lines) < total, f"run 2 emitted {len(lines)} records: it did not resume mid-stream"
     final: dict[int, int] = {}
     for key, count in lines:
         final[int(key)] = max(final.get(int(key), 0), int(count))
     assert final == {k: len(range(k or keys, total + 1, keys)) for k in range(keys)}
+    # the stop is a synchronous savepoint: run 1 printed nothing after its barrier, so run 2 repeats nothing
+    printed = sorted((int(key), int(count)) for key, count in before + lines)
+    assert printed == sorted((k, c) for k in range(keys) for c in range(1, final[k] + 1))
 
 
 # -- what a failure shows ---------------------------------------------------------------------------------------------

@@ -10,7 +10,10 @@ import logging
 import pytest
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
-from fluvial.cluster.job_master import JobMaster
+from fluvial.checkpoint.stop_mode import StopMode
+from fluvial.cluster.job_checkpointing import JobCheckpointing
+from fluvial.cluster.job_client import MiniClusterJobClient
+from fluvial.cluster.job_master import STOP_GRACE_MS, JobMaster
 from fluvial.cluster.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskExecutionState
 from fluvial.cluster.slots import offered_slots
 from fluvial.common.errors import JobCancelledException, JobExecutionException
@@ -192,7 +195,7 @@ def test_a_drain_savepoint_tells_the_sources_and_one_that_fails_fails_the_job_ov
     answer = rig.master.trigger_savepoint(str(tmp_path), terminal=True, drain=True)
     rig.settle()
     (trigger,) = rig.gateway.take("trigger")
-    assert trigger.drain and trigger.savepoint_dir == str(tmp_path)
+    assert trigger.stop is StopMode.DRAIN and trigger.savepoint_dir == str(tmp_path)
     vertex_id, index = rig.tasks[0]
     rig.master.decline_checkpoint(
         DeclineCheckpoint(
@@ -207,6 +210,76 @@ def test_a_drain_savepoint_tells_the_sources_and_one_that_fails_fails_the_job_ov
         answer.result(0)
     assert rig.master.status is JobStatus.RESTARTING  # the job's restart strategy decides what comes next
     assert "stop-with-savepoint with drain failed" in rig.master.scheduler.last_failure_info.summary()
+
+
+def test_a_stop_whose_savepoint_fails_leaves_the_job_running_and_says_why(tmp_path) -> None:
+    """stop-with-savepoint without drain: a synchronous savepoint. If it fails, the subtasks hear it was aborted
+    (they resume), the job keeps RUNNING, the caller gets the reason, and periodic checkpoints — held back while
+    the stop was pending — go on."""
+    rig = Rig(checkpointing=True, tolerable_failures=5).started()
+    stopped = MiniClusterJobClient(rig.master, None).stop_with_savepoint(False, str(tmp_path))
+    rig.settle()
+    (trigger,) = rig.gateway.take("trigger")
+    assert trigger.stop is StopMode.NO_DRAIN
+    rig.main.advance(INTERVAL)
+    rig.settle()
+    assert rig.gateway.of("trigger") == [], "a periodic checkpoint was triggered while the job was stopping"
+    another = rig.master.trigger_savepoint(str(tmp_path))
+    rig.settle()
+    with pytest.raises(RuntimeError, match="it is being stopped with savepoint 1"):
+        another.result(0)
+    rig.master.decline_checkpoint(
+        DeclineCheckpoint(
+            ExecutionAttemptId(rig.job_id, *rig.tasks[0], 0),
+            trigger.checkpoint_id,
+            CheckpointFailureReason.DECLINED,
+            "disk full",
+        )
+    )
+    rig.settle()
+    with pytest.raises(RuntimeError, match=r"stop-with-savepoint of job .* failed, the job goes on: .*disk full"):
+        stopped.result(0)
+    assert [m.checkpoint_id for m in rig.gateway.of("aborted")] == [trigger.checkpoint_id]
+    assert rig.master.status is JobStatus.RUNNING and rig.gateway.of("cancel") == []
+    rig.main.advance(INTERVAL)
+    rig.settle()
+    assert [m.checkpoint_id for m in rig.gateway.of("trigger")] == [trigger.checkpoint_id + 1]
+
+
+def stopped_with_every_ack(tmp_path, monkeypatch):
+    """A running job stopped with a savepoint that every subtask acknowledged: the rig, the stop's future and
+    the trigger. (The ended job's wait for its I/O thread, which only this test would run, is left out.)"""
+    monkeypatch.setattr(JobCheckpointing, "_discard_unfinished", lambda self: None)
+    rig = Rig(checkpointing=True).started()
+    stopped = MiniClusterJobClient(rig.master, None).stop_with_savepoint(False, str(tmp_path))
+    rig.settle()
+    (trigger,) = rig.gateway.take("trigger")
+    for task in rig.tasks:
+        rig.master.acknowledge_checkpoint(
+            AcknowledgeCheckpoint(ExecutionAttemptId(rig.job_id, *task, 0), trigger.checkpoint_id, {})
+        )
+    rig.settle()
+    return rig, stopped, trigger
+
+
+def test_a_stopped_job_ends_when_its_subtasks_end_after_hearing_the_savepoint_completed(tmp_path, monkeypatch) -> None:
+    """The subtasks are told the savepoint completed (their sinks commit) and end by themselves: nobody cancels
+    them; the stop answers with the savepoint once the job is FINISHED."""
+    rig, stopped, trigger = stopped_with_every_ack(tmp_path, monkeypatch)
+    assert [m.checkpoint_id for m in rig.gateway.of("complete")] == [trigger.checkpoint_id]
+    assert not stopped.done(), "the stop answered before the job ended"
+    rig.report_all(S.FINISHED)
+    assert rig.master.status is JobStatus.FINISHED and rig.gateway.of("cancel") == []
+    assert stopped.result(0).startswith(f"file://{tmp_path}/savepoint-")
+
+
+def test_subtasks_that_do_not_end_after_a_stop_are_cancelled_and_the_job_still_finishes(tmp_path, monkeypatch) -> None:
+    rig, stopped, _ = stopped_with_every_ack(tmp_path, monkeypatch)
+    rig.main.advance(STOP_GRACE_MS)
+    rig.settle()
+    assert len(rig.gateway.of("cancel")) == len(rig.tasks)
+    rig.report_all(S.CANCELED)
+    assert rig.master.status is JobStatus.FINISHED and stopped.result(0)
 
 
 def test_periodic_checkpoints_and_declines_travel_as_mails(caplog) -> None:
