@@ -11,12 +11,22 @@ from typing import Any
 
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
-from fluvial.table.planner.logical import Column, RelNode, Scan, WatermarkSpec
+from fluvial.table.function_catalog import FunctionCatalog
+from fluvial.table.planner.logical import ChangelogNormalize, Column, RelNode, Scan, WatermarkSpec
 from fluvial.table.planner.resolve import Resolver
 from fluvial.table.planner.rex import InputRef, Rex
 from fluvial.table.schema import Schema
+from fluvial.table.types import DataType
 
-__all__ = ["Catalog", "CatalogTable", "ConnectorSource", "resolve_connector_table"]
+__all__ = [
+    "Catalog",
+    "CatalogTable",
+    "ConnectorSource",
+    "MetadataColumn",
+    "metadata_columns",
+    "resolve_connector_table",
+    "sink_columns",
+]
 
 
 @dataclass(frozen=True)
@@ -34,22 +44,62 @@ class CatalogTable:
         return self.plan is not None
 
 
+@dataclass(frozen=True, slots=True)
+class MetadataColumn:
+    """`name TYPE METADATA [FROM 'key'] [VIRTUAL]`: a value the connector reads (and, unless virtual, writes)
+    besides the row's physical columns."""
+
+    name: str
+    key: str
+    type: DataType
+    virtual: bool = False
+
+
+def metadata_columns(schema: Schema) -> tuple[MetadataColumn, ...]:
+    return tuple(
+        MetadataColumn(c.name, c.metadata_key, c.data_type, c.virtual)
+        for c in schema.columns
+        if c.metadata_key is not None and c.data_type is not None
+    )
+
+
+def sink_columns(schema: Schema) -> list[Column]:
+    """The columns an INSERT writes, in declared order: physical and non-virtual metadata columns (Flink's
+    persisted columns; computed and VIRTUAL columns are left out)."""
+    return [
+        Column(c.name, c.data_type)
+        for c in schema.columns
+        if c.data_type is not None and c.expression is None and not (c.metadata_key is not None and c.virtual)
+    ]
+
+
 @dataclass(frozen=True)
 class ConnectorSource:
-    """Builds a connector's DataStream of physical rows at translation time."""
+    """Builds a connector's DataStream at translation time: rows of the physical columns followed by the
+    metadata columns' values."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
+    metadata: tuple[MetadataColumn, ...] = ()
 
     def create_stream(self, env: Any) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, source_factory
 
         options = dict(self.options)
-        return source_factory(options, self.table_name).create_source(
-            env, ConnectorContext(self.table_name, self.columns, options, self.primary_key)
+        context = ConnectorContext(
+            self.table_name,
+            self.columns,
+            options,
+            self.primary_key,
+            partition_keys=self.partition_keys,
+            partition_filter=self.partition_filter,
+            metadata=self.metadata,
         )
+        return source_factory(options, self.table_name, self.metadata).create_source(env, context)
 
 
 def _expression_of(value: Any) -> Expression:
@@ -63,11 +113,15 @@ def _expression_of(value: Any) -> Expression:
 def resolve_schema(
     schema: Schema, physical: list[Column] | None = None
 ) -> tuple[list[Column], list[Column], tuple[Rex, ...], WatermarkSpec | None]:
-    """(physical columns, all columns, the projection from physical to all, the watermark)."""
+    """(the columns the source produces, all columns, the projection from produced to all, the watermark).
+
+    A source produces the physical columns followed by the metadata columns (in declared order)."""
     if physical is None:
         physical = [
-            Column(c.name, c.data_type) for c in schema.columns if c.data_type is not None and c.expression is None
-        ]
+            Column(c.name, c.data_type)
+            for c in schema.columns
+            if c.data_type is not None and c.expression is None and c.metadata_key is None
+        ] + [Column(m.name, m.type) for m in metadata_columns(schema)]
     resolver = Resolver(physical)
     columns: list[Column] = []
     projection: list[Rex] = []
@@ -128,14 +182,33 @@ def resolve_schema(
     return physical, columns, tuple(projection), watermark
 
 
-def resolve_connector_table(table: CatalogTable) -> Scan:
+def resolve_connector_table(table: CatalogTable) -> RelNode:
     assert table.schema is not None and table.options is not None
-    physical, columns, projection, watermark = resolve_schema(table.schema)
+    produced, columns, projection, watermark = resolve_schema(table.schema)
     identity = all(isinstance(r, InputRef) and r.index == i for i, r in enumerate(projection)) and len(
         projection
-    ) == len(physical)
-    source = ConnectorSource(table.name, tuple(physical), tuple(table.options.items()), table.schema.primary_key)
-    return Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
+    ) == len(produced)
+    metadata = metadata_columns(table.schema)
+    physical = produced[: len(produced) - len(metadata)]
+    key = table.schema.primary_key
+    source = ConnectorSource(
+        table.name,
+        tuple(physical),
+        tuple(table.options.items()),
+        key,
+        partition_keys=table.partition_keys,
+        metadata=metadata,
+    )
+    scan = Scan(tuple(columns), table.name, source, watermark, () if identity else projection)
+    from fluvial.table.connectors.base import source_factory
+
+    factory: Any = source_factory(table.options, table.name, metadata)
+    if getattr(factory, "produces_upserts", False):
+        # an upsert source's rows are upserts and deletes by key: normalised to a full changelog (Flink's rule)
+        factory.check_primary_key(table.name, key)
+        names = scan.names
+        return ChangelogNormalize(scan.schema, scan, tuple(names.index(k) for k in key))
+    return scan
 
 
 class Catalog:
@@ -143,9 +216,10 @@ class Catalog:
 
     def __init__(self) -> None:
         self.tables: dict[str, CatalogTable] = {}
-        self.functions: dict[str, Any] = {}
         self.current_catalog = "default_catalog"
         self.current_database = "default_database"
+        self.function_catalog = FunctionCatalog(self.current_catalog, self.current_database)
+        self.functions: dict[str, Any] = self.function_catalog.lookup  # name → function, what the planner reads
 
     @staticmethod
     def _short(path: str) -> str:

@@ -7,7 +7,7 @@ produces (`fluvial.table.catalog`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fluvial.table.types import DataType
@@ -17,7 +17,8 @@ __all__ = ["Schema", "UnresolvedColumn", "TableDescriptor", "FormatDescriptor"]
 
 @dataclass(frozen=True)
 class UnresolvedColumn:
-    """A declared column: physical (`data_type`), computed (`expression`, SQL text), or metadata."""
+    """A declared column: physical (`data_type`), computed (`expression`, SQL text), or metadata
+    (`metadata_key`: what the connector reads, and writes unless `virtual`)."""
 
     name: str
     data_type: DataType | None = None
@@ -25,6 +26,7 @@ class UnresolvedColumn:
     metadata_key: str | None = None
     comment: str | None = None
     position: tuple[int, int] | None = None
+    virtual: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,10 @@ class Schema:
     def __str__(self) -> str:
         lines = []
         for c in self.columns:
-            if c.data_type is not None:
+            if c.metadata_key is not None:
+                source = "" if c.metadata_key == c.name else f" FROM '{c.metadata_key}'"
+                lines.append(f"  `{c.name}` {c.data_type} METADATA{source}{' VIRTUAL' if c.virtual else ''}")
+            elif c.data_type is not None:
                 lines.append(f"  `{c.name}` {c.data_type}")
             else:
                 lines.append(f"  `{c.name}` AS {c.expression}")
@@ -90,15 +95,19 @@ class Schema:
         def column_by_metadata(
             self, column_name: str, data_type: DataType, metadata_key: str | None = None, is_virtual: bool = False
         ) -> Schema.Builder:
-            self._columns.append(UnresolvedColumn(column_name, data_type, metadata_key=metadata_key or column_name))
+            if isinstance(data_type, str):
+                from fluvial.table.sql.types import parse_type
+
+                data_type = parse_type(data_type)
+            self._columns.append(
+                UnresolvedColumn(column_name, data_type, metadata_key=metadata_key or column_name, virtual=is_virtual)
+            )
             return self
 
         def with_comment(self, comment: str) -> Schema.Builder:
             if self._columns:
                 last = self._columns[-1]
-                self._columns[-1] = UnresolvedColumn(
-                    last.name, last.data_type, last.expression, last.metadata_key, comment
-                )
+                self._columns[-1] = replace(last, comment=comment)
             return self
 
         def watermark(self, column_name: str, watermark_expr: Any) -> Schema.Builder:

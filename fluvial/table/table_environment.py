@@ -19,6 +19,7 @@ from fluvial.table.catalog import Catalog, CatalogTable, resolve_schema
 from fluvial.table.environment_settings import EnvironmentSettings, TableConfig
 from fluvial.table.errors import ValidationException
 from fluvial.table.expression import Expression
+from fluvial.table.function_catalog import FunctionScope, as_function, java_refused
 from fluvial.table.planner.logical import ChangelogMode, Column, RelNode, Scan, Values, explain_tree
 from fluvial.table.schema import Schema, TableDescriptor
 from fluvial.table.table import Table
@@ -126,7 +127,13 @@ class TableEnvironment:
         return [self._catalog.current_database]
 
     def list_user_defined_functions(self) -> list[str]:
-        return sorted(self._catalog.functions)
+        return self._catalog.function_catalog.names()
+
+    def list_functions(self) -> list[str]:
+        """Every function a query can call: the built-in ones and the user-defined ones."""
+        from fluvial.table.builtins import AGGREGATES, BUILTINS
+
+        return sorted(set(BUILTINS) | AGGREGATES | set(self._catalog.function_catalog.names()))
 
     def get_current_catalog(self) -> str:
         return self._catalog.current_catalog
@@ -141,26 +148,44 @@ class TableEnvironment:
         return self._catalog.drop(view_path, if_exists=True)
 
     def create_temporary_function(self, path: str, function: Any) -> None:
-        from fluvial.table.udf import UserDefinedFunctionWrapper
+        """Register a Python user-defined function (udf/udtf/udaf/udtaf, or an AggregateFunction instance) as a
+        temporary catalog function, callable by name from SQL and `call(path, ...)`."""
+        self._create_function(path, function, FunctionScope.TEMPORARY)
 
-        if not isinstance(function, UserDefinedFunctionWrapper):
-            raise ValidationException(
-                f"create_temporary_function takes a function made by udf(...) or udtf(...), got {function!r}"
-            )
-        self._catalog.functions[path.split(".")[-1].lower()] = function
+    def create_temporary_system_function(self, name: str, function: Any) -> None:
+        """Register a Python user-defined function as a temporary system function: it shadows catalog functions
+        of the same name."""
+        self._create_function(name, function, FunctionScope.TEMPORARY_SYSTEM)
 
-    create_temporary_system_function = create_temporary_function
+    def register_function(self, name: str, function: Any) -> None:
+        """Deprecated in PyFlink: create_temporary_system_function."""
+        self.create_temporary_system_function(name, function)
+
+    def _create_function(self, path: str, function: Any, scope: FunctionScope) -> None:
+        wrapped = as_function(function, f"The function given for '{path}'")
+        self._catalog.function_catalog.create(path, wrapped, scope)
+
+    def create_java_function(self, path: str, function_class_name: str, ignore_if_exists: bool | None = None) -> None:
+        raise java_refused(f"class '{function_class_name}'")
 
     def create_java_temporary_function(self, path: str, function_class_name: str) -> None:
-        raise ValidationException(
-            f"Java functions ({function_class_name}) need a JVM; write the function in Python "
-            "with fluvial.table.udf.udf and create_temporary_function"
-        )
+        raise java_refused(f"class '{function_class_name}'")
+
+    def create_java_temporary_system_function(self, name: str, function_class_name: str) -> None:
+        raise java_refused(f"class '{function_class_name}'")
+
+    def register_java_function(self, name: str, function_class_name: str) -> None:
+        raise java_refused(f"class '{function_class_name}'")
+
+    def drop_function(self, path: str) -> bool:
+        """Drop a catalog function (made by CREATE FUNCTION); True if there was one."""
+        return self._catalog.function_catalog.drop(path, FunctionScope.CATALOG)
 
     def drop_temporary_function(self, path: str) -> bool:
-        return self._catalog.functions.pop(path.split(".")[-1].lower(), None) is not None
+        return self._catalog.function_catalog.drop(path, FunctionScope.TEMPORARY)
 
-    drop_temporary_system_function = drop_temporary_function
+    def drop_temporary_system_function(self, name: str) -> bool:
+        return self._catalog.function_catalog.drop(name, FunctionScope.TEMPORARY_SYSTEM)
 
     def _register_anonymous(self, table: Table) -> str:
         name = f"UnnamedTable${next(_anonymous)}"
@@ -223,7 +248,8 @@ class TableEnvironment:
     def explain_sql(self, stmt: str, *extra_details: Any) -> str:
         from fluvial.table.sql.statements import explain_statement
 
-        return explain_statement(self, stmt)
+        with self._functions_in_scope():  # functions created by name resolve in EXPLAIN too
+            return explain_statement(self, stmt)
 
     def add_python_file(self, file_path: str) -> None:
         self._env.add_python_file(file_path)
@@ -256,8 +282,9 @@ class TableEnvironment:
         return str(target), self._catalog.get(str(target))
 
     def _execute_inserts(self, inserts: Sequence[tuple[Any, RelNode]]) -> TableResult:
+        from fluvial.table.catalog import metadata_columns, sink_columns
         from fluvial.table.connectors.base import ConnectorContext, sink_factory
-        from fluvial.table.planner.sink import conform_to_sink
+        from fluvial.table.planner.sink import conform_to_sink, metadata_last
 
         if not inserts:
             raise ValidationException(
@@ -271,15 +298,21 @@ class TableEnvironment:
                 name, table = self._sink_target(target)
                 if table.is_view or table.schema is None or table.options is None:
                     raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
-                physical, _, _, _ = resolve_schema(table.schema)
-                query = conform_to_sink(node, physical, name)
-                stream = translator.translate(query)
+                persisted = sink_columns(table.schema)
+                query = conform_to_sink(node, persisted, name)
+                metadata = tuple(m for m in metadata_columns(table.schema) if not m.virtual)
+                physical = [c for c in persisted if c.name not in {m.name for m in metadata}]
+                stream = translator.translate(metadata_last(query, physical, metadata))
                 options = dict(table.options)
-                sink_factory(options, name).create_sink(
-                    stream,
-                    ConnectorContext(name, tuple(physical), options, table.schema.primary_key),
-                    query.changelog_mode,
+                context = ConnectorContext(
+                    name,
+                    tuple(physical),
+                    options,
+                    table.schema.primary_key,
+                    partition_keys=table.partition_keys,
+                    metadata=metadata,
                 )
+                sink_factory(options, name, metadata).create_sink(stream, context, query.changelog_mode)
                 names.append(f"default_catalog.default_database.{table.name}")
             client = self._env.execute_async(self._config.get("pipeline.name") or "insert-into_" + ",".join(names))
         columns = [Column(n, DataTypes.BIGINT(False)) for n in names]

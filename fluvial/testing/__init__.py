@@ -4,7 +4,8 @@
   snapshot and restore mid-test, output and side outputs captured.
 - ScriptedSource with Pause, Crash and End markers: put a job exactly where a test wants it.
 - run_job / collect_job / execution_modes: run the same job in every execution mode.
-- EventLog: what a job's functions did, seen from the test whichever process they ran in.
+- EventLog: what a job's functions did, seen from the test whichever process they ran in; `first_time`: a
+  function that fails once, on the first attempt only.
 - ManualClock and ManualScheduledExecutor: time and threads a test controls.
 - wait_until: poll for what you wait on, never sleep and hope.
 - The fault harness: KeySequenceSource (per-key sequences) and SequenceVerifier (lost, duplicated and
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from fluvial.common.time import ManualClock
-from fluvial.testing.events import EventLog
+from fluvial.testing.events import EventLog, first_time
 from fluvial.testing.execution import ExecutionMode, collect_job, environment, execution_modes, run_job
 from fluvial.testing.executors import ManualScheduledExecutor
 from fluvial.testing.faults import FaultKind, FaultTrial, FaultUnavailable, TrialResult, TrialSettings, run_trial
@@ -37,6 +38,7 @@ __all__ = [
     "FaultKind",
     "FaultTrial",
     "FaultUnavailable",
+    "first_time",
     "KeySequenceSource",
     "ManualClock",
     "ManualProcessingTime",

@@ -27,6 +27,7 @@ import base64
 import os
 import pickle
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -78,3 +79,18 @@ class EventLog:
             The count.
         """
         return len(self.values(name))
+
+
+def first_time(marker: str | Path) -> bool:
+    """True for the first call with `marker` on this machine, across processes and job attempts (it creates the
+    marker file, atomically), False ever after: how a user function fails once, on a job's first attempt only.
+
+        def eval(self, id):
+            if id == 500 and first_time(self.marker):
+                raise RuntimeError("injected failure")
+    """
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True

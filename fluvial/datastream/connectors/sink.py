@@ -8,8 +8,10 @@ Runtime contract:
    barrier returns the committables of that checkpoint; when the checkpoint completes, `commit(committables)`
    makes them visible. Commit must be idempotent: after a restore the same committables may be committed again.
    At end of input of a bounded job, the runtime prepares and commits the final committables itself.
-5. `snapshot_state()` returns the writer's own state (e.g. in-progress files) for a checkpoint.
-6. `close()` once, last, also on failure.
+5. `write_watermark(timestamp)` for each watermark that reaches the sink (Flink's `writeWatermark`), before
+   it goes on.
+6. `snapshot_state()` returns the writer's own state (e.g. in-progress files) for a checkpoint.
+7. `close()` once, last, also on failure.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ class SinkWriter(abc.ABC):
 
     def flush(self, end_of_input: bool) -> None:
         pass
+
+    def write_watermark(self, timestamp: int) -> None:
+        """A watermark reached the sink (a partition-time commit waits for it); most writers ignore it."""
 
     def prepare_commit(self) -> list[Any]:
         return []

@@ -168,19 +168,25 @@ class AvroInputFormat(InputFormat):
         return f"Avro: {self._path}"
 
 
-class _AvroContainerWriter(BulkWriter):
-    def __init__(self, schema: AvroSchema, stream: BinaryIO) -> None:
+class AvroContainerWriter(BulkWriter):
+    """Writes records to an Avro container file: `to_record` makes each element the dict Avro writes (named Rows
+    by default), `codec` compresses the blocks (`null`, `deflate`, `snappy`, `bzip2`, `xz`)."""
+
+    def __init__(
+        self, schema: AvroSchema, stream: BinaryIO, codec: str = "null", to_record: Callable[[Any], Any] | None = None
+    ) -> None:
         from fastavro.write import Writer
 
-        self._writer = Writer(stream, schema.parsed)
+        self._writer = Writer(stream, schema.parsed, codec=codec)
+        self._to_record = _as_record if to_record is None else to_record
 
     def add_element(self, element: Any) -> None:
-        self._writer.write(_as_record(element))
+        self._writer.write(self._to_record(element))
 
     def add_elements(self, elements: list) -> None:
-        write = self._writer.write
+        write, to_record = self._writer.write, self._to_record
         for element in elements:
-            write(_as_record(element))
+            write(to_record(element))
 
     def flush(self) -> None:
         self._writer.flush()
@@ -194,7 +200,7 @@ class _AvroWriterFactory(BulkWriterFactory):
     schema: AvroSchema
 
     def create(self, stream: BinaryIO) -> BulkWriter:
-        return _AvroContainerWriter(self.schema, stream)
+        return AvroContainerWriter(self.schema, stream)
 
     def file_suffix(self) -> str:
         return ".avro"

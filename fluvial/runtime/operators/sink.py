@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fluvial.runtime.operators.base import StreamOperator, user_method
-from fluvial.runtime.records import RecordBatch
+from fluvial.runtime.records import RecordBatch, Watermark
 
 if TYPE_CHECKING:
     from fluvial.checkpoint.snapshots import OperatorRestore
@@ -45,12 +45,18 @@ class SinkWriterOperator(StreamOperator):
         info = dataclasses.replace(self.context.task_info, operator_id=self.context.operator_id)
         self._writer = sink.create_writer(info, state.get("writer") if self._restored_state is not None else None)
         self._write_batch = self._writer.write_batch
+        self._write_watermark: Callable[[int], None] | None = getattr(self._writer, "write_watermark", None)
         recovered = state.get("committables", [])
         if recovered:
             sink.commit(recovered)
 
     def process_batch(self, batch: RecordBatch) -> None:
         self._write_batch(batch.values)
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        if self._write_watermark is not None:
+            self._write_watermark(watermark.timestamp)
+        super().process_watermark(watermark)
 
     def snapshot_operator_state(self, checkpoint_id: int) -> dict[str, list[Any]]:
         writer = self._writer

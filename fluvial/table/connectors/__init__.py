@@ -3,7 +3,8 @@
 A connector factory validates its options when the table is used (an unknown or missing option is an error
 naming it, as Flink's `Unsupported options found for 'datagen'`), and builds a DataStream source of Rows or
 consumes a DataStream of Rows; a lookup source (`jdbc`) also builds a LookupFunction for lookup joins. The built-in
-ones: `datagen`, `print`, `blackhole`, `filesystem` (csv, json), `nexmark`, `jdbc` (PostgreSQL).
+ones: `datagen`, `print`, `blackhole`, `filesystem` (csv, json, avro, parquet;
+partitioned), `nexmark`, `jdbc` (PostgreSQL).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 from fluvial.table.errors import ValidationException
@@ -18,18 +18,27 @@ __all__ = [
     "source_factory",
     "sink_factory",
     "check_options",
+    "check_metadata",
 ]
 
 
 @dataclass(frozen=True)
 class ConnectorContext:
     """What a factory is given: the table's name, its physical columns, its WITH options, and the columns of its
-    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared)."""
+    `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared); for a partitioned table its `PARTITIONED BY` columns,
+    and for a source the values a query's WHERE clause allows them (`partition_filter`: column -> allowed values,
+    from equalities and INs on literals; None: every partition); and its metadata columns
+    (`fluvial.table.catalog.MetadataColumn`; a source's rows carry their values after the physical columns,
+    and so do a sink's, the virtual ones left out)."""
 
     table_name: str
     columns: tuple[Column, ...]
     options: dict[str, str]
     primary_key: tuple[str, ...] = ()
+    _: KW_ONLY
+    partition_keys: tuple[str, ...] = ()
+    partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
+    metadata: tuple[Any, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -75,10 +84,40 @@ def check_options(
         raise ValidationException(f"One or more required options are missing for '{connector}': {', '.join(missing)}")
 
 
+def check_metadata(connector: str, table_name: str, metadata: tuple[Any, ...], factory: Any, role: str) -> None:
+    """Every metadata column's key is one the connector reads (`readable_metadata`) or, for a sink's non-virtual
+    columns, writes (`writable_metadata`): Flink's check, as a one-sentence error naming the keys there are."""
+    if role == "create_sink":
+        metadata = tuple(m for m in metadata if not m.virtual)
+    if not metadata:
+        return
+    available = getattr(factory, "readable_metadata" if role == "create_source" else "writable_metadata", None)
+    if not available:
+        raise ValidationException(
+            f"Table '{table_name}' declares metadata column '{metadata[0].name}', but connector '{connector}' "
+            "provides no metadata; declare it as a physical or computed column, or use a connector with metadata "
+            "(kafka, upsert-kafka)"
+        )
+    for m in metadata:
+        if m.key not in available:
+            if role == "create_source":
+                fix = f"connector '{connector}' reads the metadata keys {', '.join(sorted(available))}"
+            else:
+                fix = (
+                    f"connector '{connector}' writes the metadata keys {', '.join(sorted(available))}; "
+                    "declare the column VIRTUAL to only read it"
+                )
+            raise ValidationException(
+                f"Invalid metadata key '{m.key}' in column '{m.name}' of table '{table_name}': {fix}"
+            )
+
+
 def _factories() -> dict[str, Any]:
-    from fluvial.table.connectors import blackhole, datagen, filesystem, jdbc, nexmark, print_sink
+    from fluvial.table.connectors import blackhole, datagen, filesystem, jdbc, kafka, nexmark, print_sink, upsert_kafka
 
     return {
+        "kafka": kafka.KafkaFactory(),
+        "upsert-kafka": upsert_kafka.UpsertKafkaFactory(),
         "datagen": datagen.DataGenFactory(),
         "jdbc": jdbc.JdbcTableFactory(),
         "print": print_sink.PrintFactory(),
@@ -106,12 +145,16 @@ def _factory(options: dict[str, str], table_name: str, role: str) -> Any:
     return factory
 
 
-def source_factory(options: dict[str, str], table_name: str) -> TableSourceFactory:
-    return _factory(options, table_name, "create_source")
+def source_factory(options: dict[str, str], table_name: str, metadata: tuple[Any, ...] = ()) -> TableSourceFactory:
+    factory = _factory(options, table_name, "create_source")
+    check_metadata(options["connector"], table_name, metadata, factory, "create_source")
+    return factory
 
 
-def sink_factory(options: dict[str, str], table_name: str) -> TableSinkFactory:
-    return _factory(options, table_name, "create_sink")
+def sink_factory(options: dict[str, str], table_name: str, metadata: tuple[Any, ...] = ()) -> TableSinkFactory:
+    factory = _factory(options, table_name, "create_sink")
+    check_metadata(options["connector"], table_name, metadata, factory, "create_sink")
+    return factory
 
 
 def is_lookup_source(options: dict[str, str], table_name: str) -> bool:

@@ -1,4 +1,5 @@
-"""Interval joins (Flink's IntervalJoin): a join whose condition bounds one input's rowtime by the other's.
+"""Interval joins (Flink's IntervalJoin): a join whose condition bounds one input's time attribute by the
+other's (both rowtimes, or both processing-time attributes).
 
 `a JOIN b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts + INTERVAL '2' SECOND` (or the
 same bounds as `>=`/`>`/`<=`/`<` conjuncts) over two insert-only inputs whose `ts` columns are time attributes
@@ -39,10 +40,15 @@ class IntervalJoin(Join):
     def changelog_mode(self) -> ChangelogMode:
         return ChangelogMode.INSERT_ONLY
 
+    @property
+    def proctime(self) -> bool:
+        """Both bounded columns are processing-time attributes (Flink's ProcTimeIntervalJoin)."""
+        return self.left.schema[self.left_time].type.time_attribute == "PROCTIME"
+
     def explain_terms(self) -> str:
         kind = {"INNER": "InnerJoin", "LEFT": "LeftOuterJoin", "RIGHT": "RightOuterJoin", "FULL": "FullOuterJoin"}
         return (
-            f"IntervalJoin(joinType=[{kind[self.join_type]}], windowBounds=[isRowTime=true, "
+            f"IntervalJoin(joinType=[{kind[self.join_type]}], windowBounds=[isRowTime={str(not self.proctime).lower()}, "
             f"leftLowerBound={self.lower}, leftUpperBound={self.upper}, leftTimeIndex={self.left_time}, "
             f"rightTimeIndex={self.right_time}], where=[{self.condition_text}], select=[{', '.join(self.names)}])"
         )
@@ -97,9 +103,9 @@ def _conjuncts(rex: Rex) -> list[Rex]:
 
 
 def _offset(rex: Rex) -> tuple[int, int] | None:
-    """`col`, `col + INTERVAL`, `col - INTERVAL` → (column index, offset ms); a rowtime column only."""
+    """`col`, `col + INTERVAL`, `col - INTERVAL` → (column index, offset ms); a time attribute column only."""
     if isinstance(rex, InputRef):
-        return (rex.index, 0) if rex.type.time_attribute == "ROWTIME" else None
+        return (rex.index, 0) if rex.type.time_attribute in ("ROWTIME", "PROCTIME") else None
     if (
         isinstance(rex, Call)
         and rex.op in ("plus", "minus")
@@ -115,6 +121,12 @@ def _offset(rex: Rex) -> tuple[int, int] | None:
     return None
 
 
+def _attribute(rex: Rex) -> str | None:
+    while isinstance(rex, Call):
+        rex = rex.operands[0]
+    return rex.type.time_attribute
+
+
 def _bounds(rex: Rex, join: Join, width: int) -> tuple[tuple[int, int], list[tuple[int | None, int | None]]] | None:
     """A conjunct bounding `left_time - right_time`: ((left index, right index), [(lower, upper), ...])."""
     if isinstance(rex, Call) and rex.op == "between" and len(rex.operands) == 3:
@@ -127,8 +139,8 @@ def _bounds(rex: Rex, join: Join, width: int) -> tuple[tuple[int, int], list[tup
     if not (isinstance(rex, Call) and rex.op in _FLIP and len(rex.operands) == 2):
         return None
     a, b = _offset(rex.operands[0]), _offset(rex.operands[1])
-    if a is None or b is None:
-        return None
+    if a is None or b is None or _attribute(rex.operands[0]) != _attribute(rex.operands[1]):
+        return None  # a rowtime bounded by a processing time is no interval join, as in Flink
     op = rex.op
     if a[0] >= width > b[0]:  # right side first: flip to `left op' right`
         a, b, op = b, a, _FLIP[op]

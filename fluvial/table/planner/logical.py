@@ -36,6 +36,7 @@ __all__ = [
     "OverAggregate",
     "TableAggregate",
     "TemporalSort",
+    "ChangelogNormalize",
 ]
 
 
@@ -117,6 +118,22 @@ class Scan(RelNode):
             f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], "
             f"fields=[{', '.join(self.names)}])"
         )
+
+
+@dataclass(frozen=True)
+class ChangelogNormalize(SingleRel):
+    """Turns an upsert stream (inserts/updates and deletes by key, as an upsert-kafka source reads them) into a
+    full changelog: keyed by `keys`, it keeps each key's last row, emits -U/+U for a changed row, drops a row
+    equal to the kept one, and a delete only for a key it knows (Flink's ChangelogNormalize)."""
+
+    keys: tuple[int, ...] = ()
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        return ChangelogMode.RETRACT
+
+    def explain_terms(self) -> str:
+        return f"ChangelogNormalize(key=[{', '.join(self.names[k] for k in self.keys)}])"
 
 
 @dataclass(frozen=True)

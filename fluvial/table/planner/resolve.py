@@ -500,12 +500,45 @@ def plan_join(
     from fluvial.table.planner.interval_join import as_interval_join
     from fluvial.table.planner.window_join import as_window_join
 
-    join = Join(tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), remainder, rex.describe())
+    rest = [] if remainder is None else _conjuncts(remainder)
+    vectorized = [r for r in rest if _calls_pandas(r)]
+    if vectorized and join_type != "INNER":
+        raise ValidationException(
+            at(
+                condition.sql_position,
+                f"a pandas (vectorized) function in the condition of a {join_type} join is not supported, as in "
+                "Flink; use an INNER join, or a general udf (func_type='general') in the condition",
+            )
+        )
+    # Flink's SplitPythonConditionFromJoinRule: an inner join's pandas conditions filter its joined rows after
+    # it, in one vectorized call per buffer of joined rows (the join keys and the rest of the condition first)
+    rest = [r for r in rest if not _calls_pandas(r)]
+    described = _and([c for c in _conjuncts(rex) if not _calls_pandas(c)]) if vectorized else rex
+    assert described is not None  # the join keys are among the conjuncts
+    join = Join(
+        tuple(columns), left, right, join_type, tuple(left_keys), tuple(right_keys), _and(rest), described.describe()
+    )
     try:
         windowed = as_window_join(join)
     except ValidationException as error:
         raise ValidationException(at(condition.sql_position, str(error))) from None
-    return windowed if windowed is not join else as_interval_join(join)
+    planned = windowed if windowed is not join else as_interval_join(join)
+    return Calc(planned.schema, planned, None, _and(vectorized)) if vectorized else planned
+
+
+def _and(conjuncts: Sequence[Rex]) -> Rex | None:
+    joined: Rex | None = None
+    for r in conjuncts:
+        joined = r if joined is None else Call("and", (joined, r), DataTypes.BOOLEAN())
+    return joined
+
+
+def _calls_pandas(rex: Rex) -> bool:
+    if not isinstance(rex, Call):
+        return False
+    if rex.op == "__udf__" and getattr(rex.function, "_pandas", False):
+        return True
+    return any(_calls_pandas(o) for o in rex.operands)
 
 
 def joined_names(left: Sequence[str], right: Sequence[str]) -> list[str]:

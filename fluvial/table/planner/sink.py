@@ -4,13 +4,14 @@ sink's type where Flink allows it (numeric widening, anything to STRING), else a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import Calc, Column, RelNode
 from fluvial.table.planner.rex import Call, InputRef, Rex
 from fluvial.table.types import DataType
 
-__all__ = ["conform_to_sink"]
+__all__ = ["conform_to_sink", "metadata_last"]
 
 
 def _assignable(source: DataType, target: DataType) -> bool:
@@ -55,3 +56,14 @@ def conform_to_sink(node: RelNode, sink_columns: Sequence[Column], sink_name: st
 
 def _show(columns: Sequence[Column]) -> str:
     return ", ".join(f"{c.name}: {c.type.summary()}" for c in columns)
+
+
+def metadata_last(node: RelNode, physical: Sequence[Column], metadata: Sequence[Any]) -> RelNode:
+    """The query's rows rearranged as a connector's sink takes them: the physical columns, then the metadata
+    columns (a projection only when some metadata column is declared before a physical one)."""
+    names = node.names
+    order = [names.index(c.name) for c in physical] + [names.index(m.name) for m in metadata]
+    if order == list(range(len(names))):
+        return node
+    rexes = tuple(InputRef(i, node.schema[i].type, node.schema[i].name) for i in order)
+    return Calc(tuple(node.schema[i] for i in order), node, rexes, None)

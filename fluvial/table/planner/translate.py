@@ -8,6 +8,7 @@ result is a DataStream in the table environment's StreamExecutionEnvironment.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
@@ -16,6 +17,7 @@ from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
+    ChangelogNormalize,
     Correlate,
     Deduplicate,
     Join,
@@ -33,6 +35,7 @@ from fluvial.table.planner.logical import (
     WindowTableFunction,
 )
 from fluvial.table.planner.lookup_join import LookupJoin
+from fluvial.table.planner.partition_pruning import prune_partitions
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -78,6 +81,9 @@ class Translator:
             stream = self.env.from_collection(list(node.rows))
             return stream.map(ToRowFunction(node.names, atomic=False)).name("Values").set_parallelism(1)
         if isinstance(node, Calc):
+            pruned = prune_partitions(node)
+            if pruned is not None:
+                node = replace(node, input=pruned)
             if has_pandas_call([*(node.projections or ()), node.condition]):
                 from fluvial.table.runtime.pandas_calc import PandasCalcFunction
 
@@ -145,6 +151,7 @@ class Translator:
                 (node.lower, node.upper),
                 node.join_type,
                 node.condition,
+                node.proctime,
             )
             return connected.process(interval_join).name(node.explain_terms())
         if isinstance(node, Join):
@@ -204,6 +211,12 @@ class Translator:
             return keyed.process(
                 TopNFunction(node.names, node.sort, node.limit, node.rank_output, self.state_ttl_millis)
             ).name(node.explain_terms())
+        if isinstance(node, ChangelogNormalize):
+            from fluvial.table.runtime.changelog_normalize import ChangelogNormalizeFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            normalize = ChangelogNormalizeFunction(node.names, self.state_ttl_millis)
+            return keyed.process(normalize).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)

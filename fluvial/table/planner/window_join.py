@@ -65,16 +65,15 @@ def window_table(input_node: RelNode, spec: WindowSpec) -> WindowAssign:
             "a SESSION window table function is planned with its aggregation only; aggregate over it, or use "
             "TUMBLE, HOP or CUMULATE as a table"
         )
-    if input_node.schema[spec.time_index].type.time_attribute == "PROCTIME":
-        raise ValidationException(
-            f"a window table function over the processing-time attribute '{input_node.names[spec.time_index]}' is "
-            "planned with its aggregation only (GROUP BY window_start, window_end); as a table or in a window join "
-            "it needs a rowtime (WATERMARK FOR ...)"
-        )
     columns = list(input_node.schema)
     bound = DataTypes.TIMESTAMP(3, False)
-    rowtime = replace(input_node.schema[spec.time_index].type, nullable=False)
-    columns += [Column("window_start", bound), Column("window_end", bound), Column("window_time", rowtime)]
+    window_time = replace(input_node.schema[spec.time_index].type, nullable=False)
+    if window_time.time_attribute == "PROCTIME":
+        # over processing time, Flink materializes the times: the rows' windows are fixed by their arrival, and
+        # neither the time column nor window_time is a time attribute any more
+        window_time = replace(window_time, time_attribute=None)
+        columns = [Column(c.name, replace(c.type, time_attribute=None)) for c in columns]
+    columns += [Column("window_start", bound), Column("window_end", bound), Column("window_time", window_time)]
     return WindowAssign(tuple(columns), input_node, spec)
 
 
@@ -105,14 +104,21 @@ def as_window_join(join: Join) -> Join:
         left, right = _window_origin(join.left, left_key), _window_origin(join.right, right_key)
         if left is None or right is None or left[1] != right[1]:
             continue
-        specs.append((left[0].window, right[0].window))
+        specs.append((left[0], right[0]))
         if left[1] == "window_start":
             starts = (left_key, right_key)
         else:
             ends = (left_key, right_key)
     if starts is None or ends is None:
         return join
-    left_spec, right_spec = specs[0]
+    left_assign, right_assign = specs[0]
+    left_spec, right_spec = left_assign.window, right_assign.window
+    if _proctime(left_assign) or _proctime(right_assign):
+        raise ValidationException(
+            "Processing time Window Join is not supported yet, as in Flink: use windows over a rowtime "
+            "(WATERMARK FOR ...), or an interval join on the processing-time attributes (l.p BETWEEN r.p - "
+            "INTERVAL ... AND r.p)"
+        )
     if _shape(left_spec) != _shape(right_spec):
         raise ValidationException(
             "a window join needs the same window table function on both inputs (kind, size, slide and offset); "
@@ -131,6 +137,10 @@ def as_window_join(join: Join) -> Join:
         (starts[0], ends[0]),
         (starts[1], ends[1]),
     )
+
+
+def _proctime(assign: WindowAssign) -> bool:
+    return assign.input.schema[assign.window.time_index].type.time_attribute == "PROCTIME"
 
 
 def _shape(spec: WindowSpec) -> tuple:

@@ -9,15 +9,40 @@ and adds what Flink has that it lacks:
   table's name, which the planner reads as a table; `TABLE t PARTITION BY k` (SESSION's partitioned table
   argument, Flink 2.x) becomes the two arguments `t, PARTITION_BY(k)`;
 - `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`);
-- `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`).
+- `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`);
+- metadata columns: `name TYPE METADATA [FROM 'key'] [VIRTUAL]` (a `MetadataColumnConstraint`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlglot import exp
 from sqlglot.dialects.risingwave import RisingWave
 from sqlglot.tokens import Token, TokenType
 
-__all__ = ["Flink"]
+__all__ = ["Flink", "MetadataColumnConstraint"]
+
+
+class MetadataColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """`METADATA [FROM 'key'] [VIRTUAL]`: `this` is the key's string literal (None: the column's name)."""
+
+    arg_types = {"this": False, "virtual": False}
+
+
+def _parse_metadata(parser: Any) -> MetadataColumnConstraint:
+    key = parser._parse_string() if parser._match(TokenType.FROM) else None
+    virtual = parser._match_text_seq("VIRTUAL")
+    return parser.expression(MetadataColumnConstraint(this=key, virtual=bool(virtual)))
+
+
+def _metadata_sql(generator: Any, expression: MetadataColumnConstraint) -> str:
+    key = expression.this
+    return (
+        "METADATA"
+        + (f" FROM {generator.sql(key)}" if key is not None else "")
+        + (" VIRTUAL" if expression.args.get("virtual") else "")
+    )
 
 
 class Flink(RisingWave):
@@ -28,6 +53,7 @@ class Flink(RisingWave):
             **{k: v for k, v in RisingWave.Tokenizer.KEYWORDS.items() if k != "SESSION"},  # SESSION(...) is a TVF
             "STRING": TokenType.TEXT,
             "BYTES": TokenType.VARBINARY,
+            "FLOAT": TokenType.FLOAT,  # Flink's FLOAT is 4 bytes (PostgreSQL's is DOUBLE)
         }
 
         def tokenize(self, sql: str) -> list[Token]:
@@ -36,7 +62,10 @@ class Flink(RisingWave):
             return _row_types(_partition_arguments(_drop_table_argument_keywords(tokens, tables), tables))
 
     class Parser(RisingWave.Parser):
-        pass
+        CONSTRAINT_PARSERS = {**RisingWave.Parser.CONSTRAINT_PARSERS, "METADATA": _parse_metadata}
+
+    class Generator(RisingWave.Generator):  # type: ignore[valid-type,misc]
+        TRANSFORMS = {**RisingWave.Generator.TRANSFORMS, MetadataColumnConstraint: _metadata_sql}
 
 
 def _drop_table_argument_keywords(tokens: list[Token], tables: set[int]) -> list[Token]:

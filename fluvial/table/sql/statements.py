@@ -10,12 +10,13 @@ import sqlglot
 from sqlglot import exp
 
 from fluvial.common.row import Row
-from fluvial.table.catalog import CatalogTable, resolve_schema
+from fluvial.table.catalog import CatalogTable, resolve_schema, sink_columns
 from fluvial.table.errors import SqlParserException, ValidationException
 from fluvial.table.planner.logical import Column, RelNode
 from fluvial.table.schema import Schema, UnresolvedColumn
 from fluvial.table.sql.convert import Converter, parse_error
-from fluvial.table.sql.dialect import Flink
+from fluvial.table.sql.dialect import Flink, MetadataColumnConstraint
+from fluvial.table.sql.function_ddl import execute_function_ddl, is_function_ddl
 from fluvial.table.sql.query import QueryPlanner
 from fluvial.table.sql.types import to_data_type
 from fluvial.table.table_result import ResultKind, TableResult
@@ -107,7 +108,7 @@ def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str],
 
     table = t_env._catalog.get(name)
     assert table.schema is not None
-    physical, _, _, _ = resolve_schema(table.schema)
+    physical = sink_columns(table.schema)
     if len(columns) != len(node.schema):
         raise ValidationException(
             f"INSERT INTO {name} names {len(columns)} columns but the query has {len(node.schema)}"
@@ -141,6 +142,9 @@ def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
     if upper.startswith("SHOW "):
         return _show(t_env, upper)
     if upper.startswith("RESET"):
+        return _ok()
+    if is_function_ddl(stripped):
+        execute_function_ddl(t_env, stripped)
         return _ok()
     statement = _parse(stripped)
     if isinstance(statement, exp.Create):
@@ -203,10 +207,19 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
                     data_type = data_type.not_null()
                 if isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
                     primary_key = (item.name,)
-            metadata = [c for c in item.constraints if "METADATA" in c.sql().upper()]
+            metadata = [c.kind for c in item.constraints if isinstance(c.kind, MetadataColumnConstraint)]
+            key = None
             if metadata:
-                raise convert.error(item, "metadata columns are not supported yet by fluvial's connectors")
-            columns.append(UnresolvedColumn(item.name, data_type, position=convert.position(item)))
+                key = metadata[0].this.this if metadata[0].this is not None else item.name
+            columns.append(
+                UnresolvedColumn(
+                    item.name,
+                    data_type,
+                    metadata_key=key,
+                    position=convert.position(item),
+                    virtual=bool(metadata and metadata[0].args.get("virtual")),
+                )
+            )
         elif isinstance(item, exp.WatermarkColumnConstraint):
             watermark = (item.this.name, convert.expr(item.expression), convert.position(item))
         elif isinstance(item, exp.PrimaryKey):
@@ -214,10 +227,13 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         else:
             raise convert.error(item, f"unsupported table element {item.sql()[:40]}")
     options: dict[str, str] = {}
+    partition_keys: tuple[str, ...] = ()
     properties = statement.args.get("properties")
     if properties is not None:
         for p in properties.expressions:
-            if isinstance(p, exp.Property):
+            if isinstance(p, exp.PartitionedByProperty):
+                partition_keys = _partition_keys(p, columns, convert)
+            elif isinstance(p, exp.Property):
                 key = p.this.this if isinstance(p.this, exp.Literal) else p.name
                 value = p.args["value"]
                 options[str(key)] = str(value.this if isinstance(value, exp.Literal) else value.sql())
@@ -231,8 +247,27 @@ def _create(t_env: TableEnvironment, statement: exp.Create, text: str) -> TableR
         watermark[2] if watermark else None,
     )
     resolve_schema(schema)  # errors in computed columns and the watermark surface at CREATE, as in Flink
-    t_env._catalog.add(CatalogTable(name, schema, options), if_not_exists=exists)
+    t_env._catalog.add(CatalogTable(name, schema, options, partition_keys=partition_keys), if_not_exists=exists)
     return _ok()
+
+
+def _partition_keys(
+    node: exp.PartitionedByProperty, columns: list[UnresolvedColumn], convert: Converter
+) -> tuple[str, ...]:
+    """`PARTITIONED BY (dt, hr)`: physical columns of the table, each once, as Flink checks them."""
+    physical = [c.name for c in columns if c.expression is None]
+    keys = []
+    for key in node.this.expressions:
+        name = key.name
+        if name not in physical:
+            raise convert.error(
+                key,
+                f"Partition column '{name}' not defined in the table schema. Available columns: [{', '.join(physical)}]",
+            )
+        if name in keys:
+            raise convert.error(key, f"Partition column '{name}' is listed twice in PARTITIONED BY")
+        keys.append(name)
+    return tuple(keys)
 
 
 def _set(t_env: TableEnvironment, statement: exp.Set) -> TableResult:
@@ -257,7 +292,8 @@ def _show(t_env: TableEnvironment, upper: str) -> TableResult:
         "VIEWS": ("view name", t_env.list_views()),
         "CATALOGS": ("catalog name", t_env.list_catalogs()),
         "DATABASES": ("database name", t_env.list_databases()),
-        "FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
+        "FUNCTIONS": ("function name", t_env.list_functions()),
+        "USER FUNCTIONS": ("function name", t_env.list_user_defined_functions()),
         "CURRENT CATALOG": ("current catalog name", [t_env.get_current_catalog()]),
         "CURRENT DATABASE": ("current database name", [t_env.get_current_database()]),
     }
@@ -279,8 +315,14 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
     if table.schema is not None and table.schema.watermark_column:
         watermark = (table.schema.watermark_column, table.schema.watermark_expression)
     primary = set(table.schema.primary_key) if table.schema is not None else set()
+    declared = {c.name: c for c in table.schema.columns} if table.schema is not None else {}
     rows = []
     for c in node.schema:
+        column = declared.get(c.name)
+        extras = ""
+        if column is not None and column.metadata_key is not None:
+            source = "" if column.metadata_key == c.name else f" FROM '{column.metadata_key}'"
+            extras = f"METADATA{source}{' VIRTUAL' if column.virtual else ''}"
         type_text = c.type.summary(with_time_attribute=True).replace(" NOT NULL", "")
         rows.append(
             Row(
@@ -288,7 +330,7 @@ def _describe(t_env: TableEnvironment, name: str) -> TableResult:
                 type_text,
                 c.type.nullable and c.name not in primary,
                 f"PRI({', '.join(sorted(primary))})" if c.name in primary else "",
-                "",
+                extras,
                 _watermark_text(watermark) if watermark and watermark[0] == c.name else "",
             )
         )

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from fluvial.table import DataTypes, EnvironmentSettings, TableEnvironment
+from fluvial.table.errors import ValidationException
 from fluvial.table.expressions import col
 from fluvial.table.udf import ScalarFunction, udf
 
@@ -130,3 +131,48 @@ def test_map_with_a_pandas_udf_takes_and_gives_a_dataframe():
     mapped = table.map(pandas_func)
     assert mapped.get_schema().get_field_names() == ["id", "data"]
     assert sorted(str(r) for r in mapped.execute().collect()) == ["<Row(2, 'HiHi')>", "<Row(3, 'HelloHello')>"]
+
+
+# PyFlink 2.3's output of the same join program (its SplitPythonConditionFromJoinRule: an inner join's pandas
+# condition filters the joined rows after the join; an outer join's is "Cannot generate a valid execution plan")
+PYFLINK_JOIN_OUTPUT = [
+    ["<Row(1, 5)>", "<Row(3, 2)>"],
+    ["<Row(1, 5)>", "<Row(3, 2)>", "<Row(5, 2)>", "<Row(5, 8)>"],
+]
+
+
+@udf(result_type=DataTypes.BOOLEAN(), func_type="pandas")
+def over_limit(amount: pd.Series, limit: pd.Series) -> pd.Series:
+    if not (isinstance(amount, pd.Series) and isinstance(limit, pd.Series)):
+        raise TypeError("a pandas udf gets one Series per argument")
+    return amount > limit
+
+
+def test_a_pandas_udf_in_an_inner_join_condition_filters_the_joined_rows_as_pyflink():
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.get_config().set("parallelism.default", "1")
+    orders = t_env.from_elements(
+        [(1, "a", 10), (2, "a", 3), (3, "b", 7), (4, "c", 1), (5, "b", 9)], ["id", "k", "amount"]
+    )
+    limits = t_env.from_elements([("a", 5), ("b", 8), ("b", 2), ("c", None)], ["k2", "lim"])
+    t_env.create_temporary_view("orders", orders)
+    t_env.create_temporary_view("limits", limits)
+    t_env.create_temporary_function("over_limit", over_limit)
+    query = "SELECT o.id, l.lim FROM orders o JOIN limits l ON o.k = l.k2 AND over_limit(o.amount, l.lim) AND o.id <> 5"
+    plan = t_env.explain_sql(query)
+    join_line = next(line for line in plan.splitlines() if "Join(joinType=[InnerJoin]" in line)
+    assert "Calc(where=[over_limit(amount, lim)])" in plan and "over_limit" not in join_line
+    outputs = []
+    for result in (
+        t_env.execute_sql(query),
+        orders.join(limits, (col("k") == col("k2")) & over_limit(col("amount"), col("lim")))
+        .select(col("id"), col("lim"))
+        .execute(),
+    ):
+        with result.collect() as rows:
+            outputs.append(sorted(str(r) for r in rows))
+    assert outputs == PYFLINK_JOIN_OUTPUT
+    with pytest.raises(
+        ValidationException, match=r"column 49: a pandas \(vectorized\) function in the condition of a LEFT"
+    ):
+        t_env.execute_sql("SELECT o.id FROM orders o LEFT JOIN limits l ON o.k = l.k2 AND over_limit(o.amount, l.lim)")

@@ -10,7 +10,6 @@ count and sum are the key's true totals.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 
 import pytest
@@ -21,7 +20,7 @@ from fluvial.datastream.connectors.file_sink import BasePathBucketAssigner
 from fluvial.datastream.connectors.file_system import FileSink
 from fluvial.table import DataTypes, StreamTableEnvironment
 from fluvial.table.udf import ScalarFunction, udf
-from fluvial.testing import ExecutionMode, environment
+from fluvial.testing import ExecutionMode, environment, first_time
 from fluvial.testing.oracle import committed_lines
 
 N = 2000
@@ -35,13 +34,8 @@ class KeyOrFailOnce(ScalarFunction):
         self.marker = marker
 
     def eval(self, id):
-        if id == N // 2:
-            try:
-                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                pass
-            else:
-                raise RuntimeError("injected failure half-way through the ids")
+        if id == N // 2 and first_time(self.marker):
+            raise RuntimeError("injected failure half-way through the ids")
         return id % KEYS
 
 

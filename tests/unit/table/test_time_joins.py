@@ -18,8 +18,8 @@ def t_env() -> TableEnvironment:
     t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     for name in ("a", "b"):
         t_env.execute_sql(
-            f"CREATE TABLE {name} (k INT, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = "
-            "'datagen', 'number-of-rows' = '1')"
+            f"CREATE TABLE {name} (k INT, v INT, ts TIMESTAMP(3), p AS PROCTIME(), WATERMARK FOR ts AS ts) "
+            "WITH ('connector' = 'datagen', 'number-of-rows' = '1')"
         )
     return t_env
 
@@ -129,3 +129,27 @@ def test_a_window_over_an_interval_join_counts_its_rows(tmp_path) -> None:
     with windows.execute().collect() as rows:
         counts = sorted((str(r[0]), r[1]) for r in rows)
     assert counts == [("2024-01-01 00:00:00", 4), ("2024-01-01 00:00:10", 2)]
+
+
+def test_processing_time_bounds_plan_a_processing_time_interval_join(t_env: TableEnvironment) -> None:
+    join = _join(t_env, "SELECT a.v, b.v FROM a JOIN b ON a.k = b.k AND a.p BETWEEN b.p - INTERVAL '1' SECOND AND b.p")
+    assert isinstance(join, IntervalJoin) and join.proctime and (join.lower, join.upper) == (-1000, 0)
+    assert "isRowTime=false" in join.explain_terms()
+    mixed = _join(t_env, "SELECT * FROM a JOIN b ON a.k = b.k AND a.p BETWEEN b.ts AND b.ts")
+    assert type(mixed) is Join  # a processing time bounded by a rowtime stays a regular join
+
+
+def test_processing_time_windows_are_a_table_but_not_a_window_join(t_env: TableEnvironment) -> None:
+    from fluvial.table.planner.window_join import WindowAssign
+
+    tumble = "(SELECT * FROM TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(p), INTERVAL '5' SECOND)))"
+    node = plan_query_text(t_env, f"SELECT k, window_start, window_time FROM {tumble.format(t='a')}")
+    while not isinstance(node, WindowAssign):
+        node = node.inputs[0]
+    assert [c.type.time_attribute for c in node.schema] == [None] * len(node.schema)  # materialized, as Flink's
+    with pytest.raises(TableException, match=r"column \d+: Processing time Window Join is not supported yet"):
+        plan_query_text(
+            t_env,
+            f"SELECT * FROM {tumble.format(t='a')} l JOIN {tumble.format(t='b')} r ON l.k = r.k "
+            "AND l.window_start = r.window_start AND l.window_end = r.window_end",
+        )

@@ -42,6 +42,11 @@ class KafkaRecordDeserializationSchema(abc.ABC):
     def get_produced_type(self) -> Any:
         return None
 
+    def message_function(self) -> Callable[[Any], Any] | None:
+        """A per-record function over the client's message itself (`topic()`, `value()`, `headers()`, ...), which
+        the reader calls instead of building a KafkaRecord for `deserialize`; None (the default) for that path."""
+        return None
+
     @staticmethod
     def value_only(value_deserialization_schema: DeserializationSchema) -> KafkaRecordDeserializationSchema:
         """Deserialize only the value with a DeserializationSchema (what `set_value_only_deserializer` does)."""
@@ -112,6 +117,15 @@ class KafkaRecordSerializationSchema:
 
     def topics(self) -> tuple[str, ...]:
         return () if self.topic is None else (self.topic,)
+
+    def record_function(
+        self, subtask_index: int, partition_count: Callable[[str], int]
+    ) -> Callable[[Any], tuple | None] | None:
+        """For a schema that sets more than topic, key and value: a per-record function of the value to
+        (topic, value bytes or None, key bytes or None, partition or -1, timestamp ms or 0, headers or None), or
+        None to write nothing for the value; `partition_count(topic)` asks the broker. None (the default): the
+        writer uses `compile`."""
+        return None
 
 
 def _serializer(schema: SerializationSchema) -> Callable[[Any], bytes]:

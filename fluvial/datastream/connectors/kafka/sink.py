@@ -113,6 +113,7 @@ class KafkaWriter(SinkWriter):
         sink.serializer.open(None)
         self._topic_of, self._value_of, self._key_of = sink.serializer.compile()
         self._topic = sink.serializer.topic
+        self._record_of = sink.serializer.record_function(task_info.subtask_index, self._partition_count)
         self._errors: list[str] = []
         self._producer: Any = None
         self._committable: KafkaCommittable | None = None
@@ -211,8 +212,45 @@ class KafkaWriter(SinkWriter):
 
     # -- records -----------------------------------------------------------------------------------------------
 
+    def _partition_count(self, topic: str) -> int:
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._producer.list_topics(topic, timeout=self._timeout)
+        except KafkaException as error:
+            raise KafkaConnectorError(
+                f"could not read the partitions of topic {topic!r} at {self._sink.bootstrap_servers}: {error}"
+            ) from None
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None or not found.partitions:
+            raise KafkaConnectorError(f"topic {topic!r} does not exist on Kafka at {self._sink.bootstrap_servers}")
+        return len(found.partitions)
+
+    def _write_records(self, producer: Any, values: list) -> None:
+        """The path of a schema with a record function (partition, timestamp, headers; a value may write none)."""
+        produce, record_of = producer.produce, self._record_of
+        assert record_of is not None
+        for value in values:
+            record = record_of(value)
+            if record is None:
+                continue
+            topic, data, key, partition, timestamp, headers = record
+            while True:
+                try:
+                    produce(topic, data, key, partition=partition, timestamp=timestamp, headers=headers)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+                    self._raise_if_failed()
+
     def write_batch(self, values: list) -> None:
         producer = self._producer or self._begin_transaction()
+        if self._record_of is not None:
+            self._write_records(producer, values)
+            producer.poll(0)
+            if self._errors:
+                self._raise_if_failed()
+            return
         produce, value_of, key_of, topic_of, topic = (
             producer.produce,
             self._value_of,

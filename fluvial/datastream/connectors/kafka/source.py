@@ -218,6 +218,7 @@ class KafkaSourceReader(SourceReader[Any]):
         self._metered: set[tuple[str, int]] = set()
         deserializer = source.deserializer
         self._value_only = deserializer.value_function() if isinstance(deserializer, ValueOnlyDeserializer) else None
+        self._of_message = deserializer.message_function()
         deserializer.open(None)
 
     # -- splits ------------------------------------------------------------------------------------------------
@@ -406,6 +407,8 @@ class KafkaSourceReader(SourceReader[Any]):
         try:
             if convert is not None:
                 values = list(map(convert, raw))
+            elif self._of_message is not None:
+                values = list(map(self._of_message, messages[start : start + len(raw)]))
             else:
                 values = [self._source.deserializer.deserialize(_record(m)) for m in messages[start : start + len(raw)]]
         except Exception:
@@ -419,6 +422,8 @@ class KafkaSourceReader(SourceReader[Any]):
             try:
                 if self._value_only is not None:
                     self._value_only(message.value())
+                elif self._of_message is not None:
+                    self._of_message(message)
                 else:
                     self._source.deserializer.deserialize(_record(message))
             except Exception as error:

@@ -20,6 +20,7 @@ class Case:
     query: str
     compare: str = "changelog"  # or "set" (a multiset of changes), or "final" (the changelog applied)
     tables: tuple[str, ...] = ("orders",)
+    setup: tuple[str, ...] = ()  # statements before the query, run with python.files naming diff_udfs.py
 
 
 ORDERS_CSV = """\
@@ -87,6 +88,13 @@ TABLES = {
         "events.csv",
         EVENTS_CSV,
     ),
+    "orders_pt": (
+        "CREATE TABLE orders_pt (id INT, customer STRING, amount DOUBLE, qty INT, ts TIMESTAMP(3), category STRING, "
+        "p AS PROCTIME()) WITH ('connector' = 'filesystem', 'path' = '{dir}/orders.csv', 'format' = 'csv', "
+        "'csv.null-literal' = 'null')",
+        "orders.csv",
+        ORDERS_CSV,
+    ),
     "words": (
         "CREATE TABLE words (line STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{dir}/words.csv', "
         "'format' = 'csv')",
@@ -96,11 +104,19 @@ TABLES = {
 }
 
 
-def _c(id: str, query: str, compare: str = "changelog", tables: tuple[str, ...] = ("orders",)) -> Case:
-    return Case(id, query, compare, tables)
+def _c(
+    id: str, query: str, compare: str = "changelog", tables: tuple[str, ...] = ("orders",), setup: tuple[str, ...] = ()
+) -> Case:
+    return Case(id, query, compare, tables, setup)
+
+
+def _function(scope: str, name: str, obj: str) -> tuple[str, ...]:
+    """The setup that creates diff_udfs.`obj` as `name` by DDL (scope: '', 'TEMPORARY' or 'TEMPORARY SYSTEM')."""
+    return (f"CREATE {scope} FUNCTION {name} AS 'diff_udfs.{obj}' LANGUAGE PYTHON".replace("  ", " "),)
 
 
 _W = ("words",)
+_PT = ("orders_pt",)
 _E = ("events",)
 _J = ("orders", "customers")
 
@@ -638,4 +654,56 @@ CASES: list[Case] = [
     ),
     _c("error_where_not_boolean", "SELECT id FROM orders WHERE qty"),
     _c("error_sum_string", "SELECT SUM(customer) FROM orders"),
+    # -- functions created by DDL (LANGUAGE PYTHON), pandas conditions in joins, processing-time joins ----------
+    _c(
+        "function_ddl_scalar",
+        "SELECT id, plus_tax(amount) FROM orders",
+        setup=_function("TEMPORARY", "plus_tax", "plus_tax"),
+    ),
+    _c(
+        "function_ddl_catalog_scalar_in_where",
+        "SELECT id, customer FROM orders WHERE PLUS_TAX(amount) > 10",
+        setup=_function("", "plus_tax", "plus_tax"),
+    ),
+    _c(
+        "function_ddl_system_aggregate",
+        "SELECT customer, total_qty(qty) AS q FROM orders GROUP BY customer",
+        "final",  # PyFlink's Python group aggregation emits per bundle: the same final table, fewer changes
+        setup=_function("TEMPORARY SYSTEM", "total_qty", "total_qty"),
+    ),
+    _c(
+        "join_pandas_condition",
+        "SELECT o.id, c.city FROM orders o JOIN customers c ON o.customer = c.name AND above_tier(o.qty, c.tier)",
+        "set",
+        _J,
+        _function("TEMPORARY", "above_tier", "above_tier"),
+    ),
+    _c(
+        "error_join_pandas_condition_left",
+        "SELECT o.id, c.city FROM orders o LEFT JOIN customers c ON o.customer = c.name AND above_tier(o.qty, c.tier)",
+        "set",
+        _J,
+        _function("TEMPORARY", "above_tier", "above_tier"),
+    ),
+    _c(
+        "interval_join_proctime",  # bounds wide enough that every pair of the run matches: a deterministic set
+        "SELECT a.id, b.id AS other FROM orders_pt a JOIN orders_pt b ON a.customer = b.customer "
+        "AND a.p BETWEEN b.p - INTERVAL '1' HOUR AND b.p + INTERVAL '1' HOUR",
+        "set",
+        _PT,
+    ),
+    _c(
+        "window_table_proctime",
+        "SELECT id, window_start < window_end AS ordered FROM TABLE(TUMBLE(TABLE orders_pt, DESCRIPTOR(p), INTERVAL '5' SECOND))",
+        "set",
+        _PT,
+    ),
+    _c(
+        "error_window_join_proctime",
+        "SELECT L.id, R.id FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders_pt, DESCRIPTOR(p), INTERVAL '5' SECOND))) L "
+        "JOIN (SELECT * FROM TABLE(TUMBLE(TABLE orders_pt, DESCRIPTOR(p), INTERVAL '5' SECOND))) R "
+        "ON L.id = R.id AND L.window_start = R.window_start AND L.window_end = R.window_end",
+        "set",
+        _PT,
+    ),
 ]

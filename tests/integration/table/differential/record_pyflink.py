@@ -40,6 +40,10 @@ def _record(case, directory: str) -> dict:
     for table in case.tables:
         t_env.execute_sql(TABLES[table][0].replace("{dir}", directory))
     try:
+        if case.setup:
+            t_env.get_config().set("python.files", str(HERE / "diff_udfs.py"))
+        for statement in case.setup:
+            t_env.execute_sql(statement)
         table = t_env.sql_query(case.query)
         schema = str(table._j_table.getResolvedSchema().toString())
         with table.execute().collect() as rows:

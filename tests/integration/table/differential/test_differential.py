@@ -36,6 +36,10 @@ def _run(case, directory: Path) -> dict:
     t_env.get_config().set("parallelism.default", "1")
     for table in case.tables:
         t_env.execute_sql(TABLES[table][0].replace("{dir}", str(directory)))
+    if case.setup:
+        t_env.get_config().set("python.files", str(Path(__file__).parent / "diff_udfs.py"))
+    for statement in case.setup:
+        t_env.execute_sql(statement)
     table = t_env.sql_query(case.query)
     schema = str(table.get_resolved_schema())
     with table.execute().collect() as rows:

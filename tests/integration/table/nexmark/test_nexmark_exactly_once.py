@@ -10,7 +10,6 @@ lines equal the join computed in plain Python from the same generators' events, 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from collections import Counter
 
 import pytest
@@ -24,7 +23,7 @@ from fluvial.datastream.connectors.nexmark.generator import AUCTION, BID, Genera
 from fluvial.table import DataTypes, StreamTableEnvironment
 from fluvial.table.connectors.nexmark import nexmark_config
 from fluvial.table.udf import ScalarFunction, udf
-from fluvial.testing import ExecutionMode, environment
+from fluvial.testing import ExecutionMode, environment, first_time
 from fluvial.testing.oracle import committed_lines
 
 EVENTS = 3000
@@ -48,13 +47,8 @@ class FailOnce(ScalarFunction):
         self.marker, self.price = marker, price
 
     def eval(self, auction, price):
-        if price == self.price:
-            try:
-                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                pass
-            else:
-                raise RuntimeError("injected failure half-way through the bids")
+        if price == self.price and first_time(self.marker):
+            raise RuntimeError("injected failure half-way through the bids")
         return auction
 
 
