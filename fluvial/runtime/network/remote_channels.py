@@ -154,8 +154,15 @@ class RemoteInputChannel:
             listener()
 
     def pending(self) -> list[Any]:
-        """The queued items, a copy (the reader thread appends while the task thread reads); buffers unpickled."""
-        return [pickle.loads(item) if type(item) is memoryview else item for item in list(self._queue)]
+        """The queued items, a copy (the reader thread appends while the task thread reads). Buffers are
+        unpickled here and put back in their place unpickled (only this thread takes items out, and the reader
+        thread only appends), so looking ahead for barriers never unpickles a buffer twice."""
+        queue = self._queue
+        items = list(queue)
+        for index, item in enumerate(items):
+            if type(item) is memoryview:
+                items[index] = queue[index] = pickle.loads(item)
+        return items
 
     def set_consumer_waker(self, wake: Callable[[], None]) -> None:
         self._wake_consumer = wake

@@ -69,6 +69,7 @@ def test_buffers_stay_pickled_until_the_task_polls_them_and_their_bytes_are_coun
     pending = inbound.pending()  # what an unaligned checkpoint stores: the records, not their bytes
     assert pending[0].values == [("a", 1), ("b", 2)] and pending[0].timestamps == [10, 20]
     assert pending[1] == Watermark(15)
+    assert inbound.pending()[0] is pending[0]  # unpickled once, in its place in the queue
     batch = inbound.poll()
     assert type(batch) is RecordBatch and batch.values == [("a", 1), ("b", 2)] and batch.timestamps == [10, 20]
     assert inbound.poll() == Watermark(15)
