@@ -146,16 +146,22 @@ def scaling(
     width = max(len(label) for label in labels.values())
     for parallelism, label in labels.items():
         print(f"  {label:<{width}} {records / best[parallelism]:>14,.0f} records/s  ({best[parallelism]:.3f} s)")
+    cpu_speedup = None
     if cpu[2] == cpu[2] and two_is == "processes":  # not NaN: the job's sink reported its processes' CPU
+        cpu_speedup = cpu[1] / cpu[2]
+        verdict = (
+            "" if target is None else f"   (target >= {target}x: {'meets' if cpu_speedup >= target else 'MISSES'})"
+        )
         print(
             f"  CPU: {cpu[1]:.2f} s at parallelism 1, {cpu[2]:.2f} s at 2 (client + busiest TaskManager): "
-            f"{cpu[1] / cpu[2]:.2f}x on two idle cores"
+            f"{cpu_speedup:.2f}x on two idle cores{verdict}"
         )
     if target is None:
         print(f"  speed-up     {speedup:>14.2f}x")
         return True
     print(f"  speed-up     {speedup:>14.2f}x   (target >= {target}x: {'meets' if speedup >= target else 'MISSES'})")
-    return speedup >= target
+    # a job meets its target when both figures do: the wall clock alone drifts towards 2x on a crowded machine
+    return speedup >= target and (cpu_speedup is None or cpu_speedup >= target)
 
 
 # -- one channel: TCP between two processes against LocalChannel in one --------------------------------------
