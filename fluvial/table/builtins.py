@@ -250,6 +250,16 @@ def _common(types: list[DataType]) -> DataType:
         raise SignatureError(f"Cannot find a common type of {error}") from None
 
 
+def _same_type(types: list[DataType]) -> DataType:
+    """The element (or key, or value) type of an ARRAY/MAP value constructor: the arguments' common type."""
+    try:
+        return common_type(list(types))
+    except TypeError as error:
+        raise SignatureError(
+            f"Parameters must be of the same type: there is no common type of {error}; CAST them to one type"
+        ) from None
+
+
 def _always_boolean(types: list[DataType]) -> DataType:
     return DataTypes.BOOLEAN(False)
 
@@ -392,10 +402,10 @@ def _register_all() -> None:
         None,
         strict=False,
     )
-    _register("array", lambda ts: DataTypes.ARRAY(_common(ts), False), lambda *vs: list(vs), strict=False)
+    _register("array", lambda ts: DataTypes.ARRAY(_same_type(ts), False), lambda *vs: list(vs), strict=False)
     _register(
         "map",
-        lambda ts: DataTypes.MAP(_common(ts[0::2]), _common(ts[1::2]), False),
+        lambda ts: DataTypes.MAP(_same_type(ts[0::2]), _same_type(ts[1::2]), False),
         lambda *vs: dict(zip(vs[0::2], vs[1::2])),
         strict=False,
     )

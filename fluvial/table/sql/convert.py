@@ -191,6 +191,8 @@ class Converter:
         if isinstance(node, exp.If):
             false = node.args.get("false")
             return self._call("if", node.this, node.args["true"], false if false is not None else exp.Null())
+        if isinstance(node, exp.Bracket):
+            return self._bracket(node)
         if isinstance(node, exp.Window):
             if isinstance(node.this, exp.RowNumber):
                 raise self.error(node, "ROW_NUMBER() is planned in a subquery filtered by WHERE rn = 1 or rn <= N")
@@ -261,6 +263,23 @@ class Converter:
             raise self.error(node, f"Illegal {kind.value} literal '{text}'") from None
         fraction = text.split(".")[1] if "." in text else ""
         return literal(value, DataTypes.TIMESTAMP(len(fraction), False))
+
+    def _bracket(self, node: exp.Bracket) -> Expression:
+        """`MAP[k1, v1, ...]` (Flink's MAP value constructor), or `value[index]` (an ARRAY's element from 1, a
+        MAP's value for a key)."""
+        target, keys = node.this, list(node.expressions)
+        if isinstance(target, exp.Column) and not target.table and target.name.upper() == "MAP":
+            if not target.this.args.get("quoted"):
+                if not keys or len(keys) % 2:
+                    raise self.error(
+                        node,
+                        f"Map requires an even number of arguments: MAP[key1, value1, key2, value2, ...] was "
+                        f"given {len(keys)}",
+                    )
+                return self._call("map", *keys)
+        if len(keys) != 1:
+            raise self.error(node, "an index takes one key: arr[1] or m['key']")
+        return self._call("item", target, keys[0])
 
     def _is(self, node: exp.Is, negate: bool) -> Expression:
         target = node.expression

@@ -1,7 +1,7 @@
 """Plans a SQL query (sqlglot's Select/Union tree) into a logical plan.
 
 Handled: SELECT [DISTINCT] list FROM table | (subquery) | TABLE(TUMBLE/HOP/CUMULATE(TABLE t,
-DESCRIPTOR(ts), ...)) [WHERE] [GROUP BY] [HAVING] [LIMIT/OFFSET], UNION [ALL], VALUES. A GROUP BY over a window
+DESCRIPTOR(ts), ...)) [, LATERAL TABLE(udtf(...)) | UNNEST(...)] [WHERE] [GROUP BY] [HAVING] [LIMIT/OFFSET], UNION [ALL], VALUES. A GROUP BY over a window
 TVF that groups by window_start and window_end becomes an event-time window aggregation; any other GROUP BY a
 changelog-emitting group aggregation.
 """
@@ -20,6 +20,7 @@ from fluvial.table.planner.over import OverFrame, collect_over, has_over, plan_o
 from fluvial.table.planner.resolve import Resolver, contains_aggregate, plan_aggregate, project, resolve_condition
 from fluvial.table.planner.rex import InputRef
 from fluvial.table.sql.convert import Converter
+from fluvial.table.sql.lateral import is_lateral, plan_lateral
 from fluvial.table.table import _union
 from fluvial.table.types import common_type
 
@@ -209,6 +210,9 @@ class QueryPlanner:
         left = self._relation(first)
         qualifiers = {(first.alias_or_name, n): i for i, n in enumerate(left.names)}
         for join in joins:
+            if is_lateral(join):
+                left, qualifiers = plan_lateral(self.convert, left, qualifiers, join)
+                continue
             version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
             if version is not None:
                 left, qualifiers = self._lookup_joined(left, qualifiers, join, version)
@@ -653,7 +657,11 @@ def _comma_join_condition(node: exp.Select, convert: Converter) -> exp.Select:
     """`FROM a, b WHERE cond`: an inner join of a and b ON cond (the WHERE is the join's condition, where its
     equalities key the join's state, as Flink's planner pushes them into the join)."""
     joins = node.args["joins"]
-    commas = [j for j in joins if j.args.get("on") is None and not j.args.get("kind") and not j.args.get("side")]
+    commas = [
+        j
+        for j in joins
+        if j.args.get("on") is None and not j.args.get("kind") and not j.args.get("side") and not is_lateral(j)
+    ]
     if not commas or any(j.args.get("using") for j in commas):
         return node
     where = node.args.get("where")
