@@ -14,7 +14,7 @@ __all__ = ["UnnestFunction", "unnest_columns"]
 
 
 def unnest_columns(collection: DataType, ordinality: bool) -> list[tuple[str, DataType]]:
-    """UNNEST's output columns for a collection type (Flink's names): an ARRAY's element as `f0` (a ROW element's
+    """UNNEST's output columns for a collection type (Flink's, which are Calcite's, names): an ARRAY's element as `EXPR$0` (a ROW element's
     fields under their own names), a MAP's `KEY` and `VALUE`, then `ORDINALITY` (INT NOT NULL) if asked."""
     if collection.name in ("ARRAY", "MULTISET") and collection.element_type is not None:
         element = collection.element_type
@@ -24,7 +24,7 @@ def unnest_columns(collection: DataType, ordinality: bool) -> list[tuple[str, Da
                 for f in element.fields
             ]
         else:
-            columns = [("f0", element)]
+            columns = [("EXPR$0", element)]
     elif collection.name == "MAP" and collection.key_type is not None and collection.element_type is not None:
         columns = [("KEY", collection.key_type), ("VALUE", collection.element_type)]
     else:

@@ -321,14 +321,14 @@ class Converter:
 
         written = str(node.this).lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
         if written in registered_functions.get():
-            args = list(node.expressions) if isinstance(node, exp.Anonymous) else self._function_args(node)
+            args = list(node.expressions) if isinstance(node, exp.Anonymous) else self.function_args(node)
             return self._call(written, *args)
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             args = list(node.expressions)
         else:
             name = node.sql_name().lower().replace("_", "") if False else type(node).__name__.lower()
-            args = self._function_args(node)
+            args = self.function_args(node)
         if isinstance(node, exp.Substring):
             args = [node.this, node.args.get("start") or exp.Literal.number(1)] + (
                 [node.args["length"]] if node.args.get("length") is not None else []
@@ -392,7 +392,8 @@ class Converter:
         return self._call(name, *args)
 
     @staticmethod
-    def _function_args(node: exp.Func) -> list[exp.Expression]:
+    def function_args(node: exp.Func) -> list[exp.Expression]:
+        """A call's arguments in order, for a function sqlglot knows by name (its own expression class)."""
         args: list[exp.Expression] = []
         for key in node.arg_types:
             value = node.args.get(key)

@@ -126,7 +126,7 @@ def _table_function(convert: Converter, item: exp.Lateral, left: RelNode) -> tup
             f"Function '{name}' cannot be used as a table function: LATERAL TABLE takes a function made by "
             f"udtf(...) (a scalar function goes in the select list)",
         )
-    args = list(call.expressions) if isinstance(call, exp.Anonymous) else list(call.args.values())
+    args = list(call.expressions) if isinstance(call, exp.Anonymous) else convert.function_args(call)
     resolver = Resolver(left.schema)
     operands = tuple(resolver.resolve(convert.expr(a)) for a in args)
     result_types = list(function._result_types)

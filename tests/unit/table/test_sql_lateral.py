@@ -122,7 +122,7 @@ def test_unnest_arrays_maps_rows_with_ordinality_and_left_join(t_env):
 
 def test_unnest_function_over_each_collection_kind():
     int_array = DataTypes.ARRAY(DataTypes.INT())
-    assert unnest_columns(int_array, True) == [("f0", DataTypes.INT()), ("ORDINALITY", DataTypes.INT(False))]
+    assert unnest_columns(int_array, True) == [("EXPR$0", DataTypes.INT()), ("ORDINALITY", DataTypes.INT(False))]
     assert list(UnnestFunction(int_array, False, unnest_columns(int_array, False))._invoke(None)) == []
     multiset = DataTypes.MULTISET(DataTypes.STRING())
     unnest = UnnestFunction(multiset, False, unnest_columns(multiset, False))
