@@ -112,17 +112,18 @@ def _table_function(convert: Converter, item: exp.Lateral, left: RelNode) -> tup
         call = call.expressions[0]
     if not isinstance(call, exp.Func):
         raise convert.error(item, "LATERAL takes a table function call: LATERAL TABLE(my_udtf(t.a)) AS T(x)")
+    where: exp.Expression = call  # type: ignore[assignment]  # sqlglot's Func is an Expression
     name = str(call.this) if isinstance(call, exp.Anonymous) else call.sql_name()
     function = registered_functions.get().get(name.lower())
     if function is None:
         raise convert.error(
-            call,
+            where,
             f"No match found for function signature {name}(...): register the table function with "
             f"create_temporary_function or CREATE FUNCTION first",
         )
     if getattr(function, "_kind", "scalar") != "table":
         raise convert.error(
-            call,
+            where,
             f"Function '{name}' cannot be used as a table function: LATERAL TABLE takes a function made by "
             f"udtf(...) (a scalar function goes in the select list)",
         )
