@@ -67,6 +67,7 @@ TABLE_OPTIONS = {
     "table.local-time-zone": "the session time zone; fluvial supports UTC only",
     "table.dml-sync": "whether execute_sql of an INSERT waits for the job to end",
     "table.display.max-column-width": "tableau column width",
+    "table.optimizer.source.predicate-pushdown-enabled": "whether WHERE conjuncts are pushed into sources (default true)",
 }
 
 

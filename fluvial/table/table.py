@@ -281,7 +281,7 @@ class Table:
         return self._t_env._execute_inserts([(table_path, self._node)])
 
     def explain(self, *extra_details: Any) -> str:
-        return self._t_env._explain(self._node)
+        return self._t_env._explain([(None, self._node)], *extra_details)
 
     def print_schema(self) -> None:
         print(self.get_schema())
