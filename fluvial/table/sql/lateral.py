@@ -6,7 +6,8 @@ The forms Flink accepts: a comma, `CROSS JOIN`, `JOIN ... ON TRUE` (an inner cor
 filters the joined rows), and `LEFT JOIN ... ON TRUE` (rows the function gives nothing for are kept, padded
 with NULLs; Flink accepts no other condition there). UNNEST is Flink's built-in table function over an ARRAY
 (one column per element, or a ROW element's fields), a MAP (key and value) or a MULTISET, `WITH ORDINALITY`
-adding the 1-based position.
+adding the 1-based position. Both also stand alone in FROM (`FROM TABLE(f('a b'))`, `FROM UNNEST(ARRAY[1, 2])`),
+called once with constant arguments.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from fluvial.table.runtime.unnest import UnnestFunction, unnest_columns
 if TYPE_CHECKING:
     from fluvial.table.sql.convert import Converter
 
-__all__ = ["is_lateral", "plan_lateral"]
+__all__ = ["is_lateral", "is_table_function", "plan_lateral", "plan_table_function_scan"]
 
 Qualifiers = dict[tuple[str, str], int]
 
@@ -39,6 +40,27 @@ Qualifiers = dict[tuple[str, str], int]
 def is_lateral(join: exp.Expression) -> bool:
     """Whether a FROM item after the first is a table function of the rows before it."""
     return isinstance(join, exp.Join) and isinstance(join.this, (exp.Lateral, exp.Unnest))
+
+
+def is_table_function(call: exp.Expression) -> bool:
+    """Whether `FROM TABLE(call)` calls a registered table function (rather than a window function)."""
+    name = str(call.this) if isinstance(call, exp.Anonymous) else type(call).__name__
+    return getattr(registered_functions.get().get(name.lower()), "_kind", None) == "table"
+
+
+def plan_table_function_scan(convert: Converter, item: exp.Expression) -> RelNode:
+    """`FROM TABLE(f('a b'))` or `FROM UNNEST(ARRAY[1, 2])`: a table function called once, with constant
+    arguments (Flink's TableFunctionScan, or Uncollect): the Correlate of a single empty row. The caller applies
+    the `AS T(x, y)` column aliases."""
+    from fluvial.table.planner.logical import Values
+
+    single = Values((), ((),))
+    if isinstance(item, exp.Unnest):
+        function, operands, names = _unnest(convert, item, single)
+    else:
+        function, operands, names = _table_function(convert, exp.Lateral(this=item), single)
+    columns = tuple(Column(n, t) for n, (_, t) in zip(names, function.columns))
+    return Correlate(columns, single, function.wrapper, operands, True, False, None)
 
 
 def plan_lateral(

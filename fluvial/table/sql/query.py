@@ -20,7 +20,7 @@ from fluvial.table.planner.over import OverFrame, collect_over, has_over, plan_o
 from fluvial.table.planner.resolve import Resolver, contains_aggregate, plan_aggregate, project, resolve_condition
 from fluvial.table.planner.rex import InputRef
 from fluvial.table.sql.convert import Converter
-from fluvial.table.sql.lateral import is_lateral, plan_lateral
+from fluvial.table.sql.lateral import is_lateral, is_table_function, plan_lateral, plan_table_function_scan
 from fluvial.table.table import _union
 from fluvial.table.types import common_type
 
@@ -71,6 +71,8 @@ class QueryPlanner:
             return Values((), ((),))
         alias = node.args.get("alias")
         columns = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) and alias.columns else None
+        if columns is not None and isinstance(node, exp.Unnest) and isinstance(node.args.get("offset"), exp.Identifier):
+            columns.append(node.args["offset"].name)  # `WITH ORDINALITY AS A(x, n)`: sqlglot keeps n apart
         result = self._source(node)
         if columns is not None and not isinstance(result, _WindowedInput):
             if len(columns) != len(result.schema):
@@ -90,6 +92,8 @@ class QueryPlanner:
         if isinstance(node, exp.Table):
             inner = node.this
             if isinstance(inner, exp.Anonymous) and str(inner.this).upper() == "TABLE":
+                if is_table_function(inner.expressions[0]):
+                    return plan_table_function_scan(self.convert, inner.expressions[0])
                 return self.window_tvf(inner.expressions[0])
             if isinstance(inner, exp.Anonymous):
                 return self.window_tvf(inner)
@@ -97,6 +101,8 @@ class QueryPlanner:
             return self.t_env._catalog.scan(name, self.convert.position(node))
         if isinstance(node, exp.Values):
             return self.values(node)
+        if isinstance(node, exp.Unnest):
+            return plan_table_function_scan(self.convert, node)
         raise self.convert.error(node, f"unsupported FROM item {node.sql()[:60]}")
 
     def window_tvf(self, call: exp.Expression) -> _WindowedInput:

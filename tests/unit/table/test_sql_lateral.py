@@ -83,6 +83,9 @@ def test_a_function_created_by_ddl_or_a_table_function_class_is_called_by_latera
     assert rows(t_env, "SELECT id, r FROM t, LATERAL TABLE(repeat_word(line, id)) AS R(r) WHERE id < 2") == [
         (1, "a bb")
     ]
+    # called once with constants: FROM TABLE(f(...)) and FROM UNNEST(...)
+    assert rows(t_env, "SELECT * FROM TABLE(repeat_word('x', 2)) AS R(r)") == [("x",), ("x",)]
+    assert rows(t_env, "SELECT * FROM UNNEST(ARRAY[3, 4]) WITH ORDINALITY AS A(x, n)") == [(3, 1), (4, 2)]
     plan = t_env.explain_sql("SELECT id, r FROM t, LATERAL TABLE(repeat_word(line, id)) AS R(r)")
     assert "Correlate(invocation=[Repeat]" in plan
 

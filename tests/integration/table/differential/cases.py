@@ -119,6 +119,7 @@ _W = ("words",)
 _PT = ("orders_pt",)
 _E = ("events",)
 _J = ("orders", "customers")
+_SPLIT = _function("TEMPORARY", "split_words", "split_words")
 
 CASES: list[Case] = [
     # -- projection and arithmetic ---------------------------------------------------------------------------
@@ -711,7 +712,7 @@ CASES: list[Case] = [
         "lateral_comma",
         "SELECT n, word, len FROM words, LATERAL TABLE(split_words(line)) AS T(word, len)",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "lateral_cross_join_qualified",
@@ -729,19 +730,19 @@ CASES: list[Case] = [
         "lateral_join_on_true",
         "SELECT n, w FROM words JOIN LATERAL TABLE(split_words(line)) AS T(w, l) ON TRUE",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "lateral_no_alias",
         "SELECT * FROM words, LATERAL TABLE(split_words(line))",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "lateral_table_alias_only",
         "SELECT n, T.f0 FROM words, LATERAL TABLE(split_words(line)) AS T",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "lateral_single_column",
@@ -752,7 +753,7 @@ CASES: list[Case] = [
         "lateral_where",
         "SELECT n, word FROM words, LATERAL TABLE(split_words(line)) AS T(word, len) WHERE len > 4 AND n < 5",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "lateral_expression_argument_aggregated",
@@ -760,19 +761,19 @@ CASES: list[Case] = [
         "GROUP BY word",
         "final",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "error_lateral_left_not_true",
         "SELECT n, word FROM words LEFT JOIN LATERAL TABLE(split_words(line)) AS T(word, len) ON word = line",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "error_lateral_alias_degree",
         "SELECT n FROM words, LATERAL TABLE(split_words(line)) AS T(word)",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "error_lateral_scalar_function",
@@ -784,7 +785,7 @@ CASES: list[Case] = [
         "error_udtf_in_select_list",
         "SELECT split_words(line) FROM words",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c(
         "unnest_cross_join",
@@ -809,6 +810,8 @@ CASES: list[Case] = [
         "unnest_rows",
         "SELECT id, a, b FROM orders CROSS JOIN UNNEST(ARRAY[ROW(id, customer), ROW(qty, category)]) AS R(a, b)",
     ),
+    _c("unnest_standalone", "SELECT x * 2 AS y FROM UNNEST(ARRAY[1, 2, 3]) AS A(x)"),
+    _c("unnest_standalone_ordinality", "SELECT * FROM UNNEST(ARRAY['a', 'b']) WITH ORDINALITY AS A(x, n)"),
     _c("error_unnest_not_collection", "SELECT id, x FROM orders CROSS JOIN UNNEST(orders.id) AS A(x)"),
     # PyFlink 2.3's collect cannot return ARRAY/MAP/ROW values (its Python decoder stops short: EOFError), so the
     # constructors are compared through their elements
@@ -835,7 +838,7 @@ CASES: list[Case] = [
         "lateral_join_on_condition",
         "SELECT n, w FROM words JOIN LATERAL TABLE(split_words(line)) AS T(w, l) ON l > 5",
         tables=_W,
-        setup=_function("TEMPORARY", "split_words", "split_words"),
+        setup=_SPLIT,
     ),
     _c("error_ctor_array_mixed", "SELECT ARRAY[id, customer] FROM orders"),
     _c("error_ctor_map_mixed_keys", "SELECT MAP['a', 1, 2, 3] FROM orders"),
