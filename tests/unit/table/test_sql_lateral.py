@@ -88,6 +88,13 @@ def test_a_function_created_by_ddl_or_a_table_function_class_is_called_by_latera
     assert rows(t_env, "SELECT * FROM UNNEST(ARRAY[3, 4]) WITH ORDINALITY AS A(x, n)") == [(3, 1), (4, 2)]
     plan = t_env.explain_sql("SELECT id, r FROM t, LATERAL TABLE(repeat_word(line, id)) AS R(r)")
     assert "Correlate(invocation=[Repeat]" in plan
+    # a WHERE conjunct on the input's columns runs below the function, and only the columns read go through it
+    plan = t_env.explain_sql("SELECT id, w FROM t, LATERAL TABLE(split_line(line)) AS T(w, n) WHERE id > 1 AND n > 1")
+    physical = plan.split("== Optimized Execution Plan ==")[1].split("== fluvial JobGraph ==")[0]
+    assert "Calc(select=[id, w], where=[(n > 1)])\n+- Correlate(invocation=[split_line], select=[id, line, w, n]" in (
+        physical
+    )
+    assert "+- Calc(select=[id, line], where=[(id > 1)])" in physical
 
 
 def test_lateral_errors_name_the_problem_and_the_position(t_env):
