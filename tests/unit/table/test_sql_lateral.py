@@ -160,3 +160,13 @@ def test_value_constructors_and_one_based_access(t_env):
         ValidationException, match="Parameters must be of the same type: there is no common type of INT and STRING"
     ):
         t_env.sql_query("SELECT ARRAY[id, line] FROM t")
+
+
+def test_the_table_api_calls_a_registered_table_function_by_name(t_env):
+    from fluvial.table.expressions import call, col
+
+    table = (
+        t_env.from_path("t").join_lateral(call("split_line", col("line")).alias("w", "n")).select(col("id"), col("w"))
+    )
+    with table.execute().collect() as result:
+        assert [tuple(r) for r in result] == [(1, "a"), (1, "bb"), (4, "ccc")]
