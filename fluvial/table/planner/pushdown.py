@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
+    Correlate,
     Join,
     Limit,
     RelNode,
@@ -145,6 +146,8 @@ class SourcePushDown:
             node = self._through_join(node, node.input)
         if isinstance(node, Calc) and node.projections is not None and type(node.input) is Join:
             node = self._join_columns(node, node.input)
+        if isinstance(node, Calc) and isinstance(node.input, Correlate) and _correlates_row(node.input):
+            node = self._through_correlate(node, node.input)
         if isinstance(node, Calc) and _pushable(node.input):
             return self._calc(node, node.input)
         if isinstance(node, Calc) and node.condition is None and _is_identity(node.projections, node.input, node):
@@ -271,6 +274,50 @@ class SourcePushDown:
             condition=None if calc.condition is None else remap(calc.condition, mapping),
         )
 
+    def _through_correlate(self, calc: Calc, correlate: Correlate) -> Calc:
+        """Below a table function (LATERAL TABLE, UNNEST, join_lateral): the WHERE conjuncts that read the input's
+        columns only (the function is then called for fewer rows, and they may reach the source), and a
+        projection of the input to the columns the function's arguments, its condition and the Calc read."""
+        width = len(correlate.input.schema)
+        below: list[Rex] = []
+        kept: list[Rex] = []
+        for part in conjuncts(calc.condition):
+            refs = _refs(part, set())
+            (below if refs and max(refs) < width and _deterministic(part) else kept).append(part)
+        child = correlate.input
+        if below:
+            child = Calc(child.schema, child, None, conjunction(below))
+        needed: set[int] = set()
+        for rex in (*(calc.projections or ()), *kept, *(correlate.operands or ()), correlate.condition):
+            _refs(rex, needed)
+        keep = [i for i in range(width) if i in needed or calc.projections is None]
+        if not keep:
+            keep = [0] if width else []
+        if len(keep) == width and not below:
+            return calc
+        if len(keep) < width:
+            child = Calc(
+                tuple(child.schema[i] for i in keep),
+                child,
+                tuple(InputRef(i, child.schema[i].type, child.schema[i].name) for i in keep),
+                None,
+            )
+        mapping = {old: new for new, old in enumerate(keep)}
+        mapping.update({width + j: len(keep) + j for j in range(len(correlate.schema) - width)})
+        pruned = replace(
+            correlate,
+            schema=tuple(correlate.schema[i] for i in sorted(mapping)),
+            input=self._rewrite(child),
+            operands=None if correlate.operands is None else tuple(remap(r, mapping) for r in correlate.operands),
+            condition=None if correlate.condition is None else remap(correlate.condition, mapping),
+        )
+        return replace(
+            calc,
+            input=pruned,
+            projections=None if calc.projections is None else tuple(remap(r, mapping) for r in calc.projections),
+            condition=conjunction([remap(r, mapping) for r in kept]),
+        )
+
     # -- projection ---------------------------------------------------------------------------------------------
 
     def _project(self, scan: Scan, used: set[int], first: tuple[int, ...] = ()) -> tuple[Scan, dict[int, int]]:
@@ -372,6 +419,12 @@ def _remapped(node: Aggregate | WindowAggregate, new_input: RelNode, mapping: di
         )
         return replace(node, input=new_input, group=group, aggs=aggs, window=window)
     return replace(node, input=new_input, group=group, aggs=aggs)
+
+
+def _correlates_row(correlate: Correlate) -> bool:
+    """Whether a Correlate keeps its input's columns and calls its function with some of them (not the whole
+    row, as `flat_map(f)` does): then its input can be filtered and narrowed below it."""
+    return correlate.keep_input and correlate.operands is not None
 
 
 def _is_reordering(node: RelNode) -> bool:
