@@ -260,9 +260,15 @@ class TableEnvironment:
     # -- running ------------------------------------------------------------------------------------------------
 
     def _translator(self) -> Any:
+        from fluvial.table.planner.aggregate_phases import mini_batch_from
         from fluvial.table.planner.translate import Translator
 
-        return Translator(self._env, self._config.state_ttl_millis(), batch=not self._is_streaming())
+        return Translator(
+            self._env,
+            self._config.state_ttl_millis(),
+            batch=not self._is_streaming(),
+            mini_batch=mini_batch_from(self._config),
+        )
 
     def _optimizer(self) -> Any:
         """Rewrites plans as they run: projections, filters and limits pushed into the sources that take them
@@ -356,7 +362,8 @@ class TableEnvironment:
                 sink = SinkSpec(f"default_catalog.default_database.{table.name}", tuple(node.names))
             roots.append((node, optimizer.rewrite(node), sink))
         job_graph, json_plan = self._job_graph_text([optimized for _, optimized, _ in roots])
-        return explain_text(roots, details, job_graph, json_plan if "JSON_EXECUTION_PLAN" in details else None)
+        json = json_plan if "JSON_EXECUTION_PLAN" in details else None
+        return explain_text(roots, details, job_graph, json, expand=self._translator().physical)
 
     def _job_graph_text(self, nodes: Sequence[RelNode]) -> tuple[str, str]:
         """The JobGraph the plans run as (one line a vertex, one an edge with its chaining verdict), and Flink's

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fluvial.table.planner.aggregate_phases import GlobalGroupAggregate, LocalGroupAggregate
 from fluvial.table.planner.logical import (
     Aggregate,
     Calc,
@@ -118,10 +119,12 @@ def explain_text(
     details: frozenset[str],
     job_graph: str,
     json_plan: str | None = None,
+    expand: Any = None,
 ) -> str:
-    """The whole explain text for one or more (plan as written, plan as it runs, sink) statements."""
+    """The whole explain text for one or more (plan as written, plan as it runs, sink) statements; `expand`
+    gives each node of a plan as it runs (`Translator.physical`: mini-batch and two-phase aggregates)."""
     ast = "\n\n".join("\n".join(render(ast_tree(written, sink))) for written, _, sink in roots)
-    physical_trees = [physical_tree(optimized, sink) for _, optimized, sink in roots]
+    physical_trees = [physical_tree(optimized, sink, expand) for _, optimized, sink in roots]
     physical = "\n\n".join("\n".join(render(t, "physical", details)) for t in physical_trees)
     execution = "\n\n".join("\n".join(render(t, "execution")) for t in physical_trees)
     text = (
@@ -358,8 +361,8 @@ def _value(value: Any) -> str:
 # -- the physical plan: what runs, with its exchanges -----------------------------------------------------------
 
 
-def physical_tree(node: RelNode, sink: SinkSpec | None = None) -> ExplainTree:
-    tree = _Physical().tree(node)
+def physical_tree(node: RelNode, sink: SinkSpec | None = None, expand: Any = None) -> ExplainTree:
+    tree = _Physical(expand).tree(node)
     if sink is not None:
         text = f"Sink(table=[{sink.table}], fields=[{', '.join(sink.fields)}])"
         tree = ExplainTree(text, [tree], mode="NONE", rows=tree.rows, cost=(tree.rows, tree.rows, 0.0, 0.0, 0.0))
@@ -375,7 +378,9 @@ def _mode(node: RelNode, children: Sequence[ExplainTree] = ()) -> str:
     if type(node).changelog_mode is RelNode.changelog_mode and children:  # passes its inputs' row kinds on
         kinds = {k for c in children for k in (c.mode or "I").split(",")}
         return ",".join(k for k in _KINDS if k in kinds)
-    if isinstance(node, (Aggregate, Deduplicate)) and all(
+    if isinstance(node, GlobalGroupAggregate):
+        node = node.input  # the local phase: its input's kinds are the aggregate's input's
+    if isinstance(node, (Aggregate, Deduplicate, LocalGroupAggregate)) and all(
         i.changelog_mode is ChangelogMode.INSERT_ONLY for i in node.inputs
     ):
         return "I,UB,UA"  # an aggregate or a deduplication over inserts only updates, it never deletes
@@ -420,14 +425,15 @@ def _hash(keys: Sequence[int], node: RelNode) -> str:
 
 
 class _Physical:
-    def __init__(self) -> None:
-        self._done: dict[int, ExplainTree] = {}
+    def __init__(self, expand: Any = None) -> None:
+        self._done: dict[int, tuple[RelNode, ExplainTree]] = {}  # the node is kept so its id is never reused
+        self._expand = expand
 
     def tree(self, node: RelNode) -> ExplainTree:
         key = id(node)
         if key not in self._done:
-            self._done[key] = self._tree(node)
-        return self._done[key]
+            self._done[key] = (node, self._tree(node if self._expand is None else self._expand(node)))
+        return self._done[key][1]
 
     def _node(
         self,
@@ -502,6 +508,8 @@ class _Physical:
         rows: float | None = None
         if isinstance(node, (Aggregate, TableAggregate)):
             keys, rows = node.group, inputs[0].rows * 0.1 if node.group else 1.0
+        elif isinstance(node, GlobalGroupAggregate):  # over its LocalGroupAggregate's partial rows
+            keys, rows = tuple(range(node.key_count)), inputs[0].rows
         elif isinstance(node, WindowAggregate):
             keys, rows = node.group, inputs[0].rows * 0.01
         elif isinstance(node, ChangelogNormalize):

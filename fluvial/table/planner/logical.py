@@ -185,6 +185,7 @@ class Aggregate(SingleRel):
 
     group: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
+    mini_batch: Any = None  # aggregate_phases.MiniBatch once the physical rewrite chose mini-batch
 
     @property
     def changelog_mode(self) -> ChangelogMode:
