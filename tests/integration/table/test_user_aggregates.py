@@ -268,4 +268,6 @@ def test_aggregate_and_flat_aggregate_of_a_function_called_with_no_arguments_pas
         expected[k] = (count + 1, total + v * w)
     assert final == expected
     tops = changes(t.group_by(col("k")).flat_aggregate(udtaf(LargestWeight())).select(col("k"), col("top")))
-    assert {r[1]: r[2] for r in tops if r[0] == "+I"} == {k: max(w for _, kk, _, w in ROWS if kk == k) for k in expected}
+    assert {r[1]: r[2] for r in tops if r[0] == "+I"} == {
+        k: max(w for _, kk, _, w in ROWS if kk == k) for k in expected
+    }
