@@ -21,7 +21,7 @@ from typing import Any
 from fluvial.runtime.channels import DEFAULT_CAPACITY, ChannelRegistry
 from fluvial.runtime.network.connection import DEFAULT_BIND_HOST, Address, Connection, Listener, connect
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.network.remote_channels import RemoteInputChannel, RemoteOutputChannel
+from fluvial.runtime.network.remote_channels import DataConnectionLost, RemoteInputChannel, RemoteOutputChannel
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class DataPlane:
             self._inbound.append(connection)
         fed: set[Any] = set()
         released = self._released_before
-        error: BaseException = ConnectionError(f"the data connection from {connection.peer} closed")
+        error: BaseException = DataConnectionLost(f"the data connection from {connection.peer} closed")
         try:
             while (frame := connection.read()) is not None:
                 kind, payload = frame
@@ -115,7 +115,7 @@ class DataPlane:
                 elif kind is FrameKind.CLOSE:
                     break
         except (OSError, ConnectionError, pickle.UnpicklingError) as failure:
-            error = ConnectionError(f"the data connection from {connection.peer} failed: {failure}")
+            error = DataConnectionLost(f"the data connection from {connection.peer} failed: {failure}")
         finally:
             connection.close()
             for channel_id in fed:

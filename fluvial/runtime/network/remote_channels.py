@@ -28,6 +28,11 @@ from fluvial.runtime.network.framing import FrameKind
 from fluvial.runtime.records import ChannelBroken, CheckpointBarrier, EndOfInput
 
 
+class DataConnectionLost(ConnectionError):
+    """A data connection between two TaskManager processes closed or failed mid-stream: the usual sign that the
+    process at the other end was lost (the JobMaster names it when it finds it dead, `cluster.scheduler`)."""
+
+
 def _noop() -> None:
     pass
 
@@ -71,7 +76,7 @@ class RemoteOutputChannel:
         try:
             self._connection.send(FrameKind.DATA, payload)
         except OSError as error:
-            raise ConnectionError(
+            raise DataConnectionLost(
                 f"the data connection to {self._connection.peer} (the consumer of channel "
                 f"{self.channel_id.dataset_id}) is gone: {error}"
             ) from error
