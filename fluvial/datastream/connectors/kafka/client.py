@@ -132,6 +132,7 @@ class ConsumerOffsets:
                     found[tp] = answer.offset if answer.offset >= 0 else None
                 else:
                     failed.append((tp, answer.error or f"offset {answer.offset}"))
+            failed += [(tp, "no answer") for tp in pending if tp not in found and all(tp != f for f, _ in failed)]
             if not failed:
                 return found
             if time.monotonic() >= deadline:
