@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 import operator
 import sys
+from collections import Counter
+from collections.abc import Iterable
 
 from bench.event_time import DISORDER_MS, WINDOW_MS, add_values, event_key, make_event
 from bench.process_mode import CountToFile, _counted, _environment, parallel_capacity, scaling
@@ -116,11 +118,33 @@ def j3(parallelism: int, events: list[tuple] | None = None, records: int = J3_EV
     return _counted(run)
 
 
+def busiest_share(keys: Iterable[object], parallelism: int = 2) -> float:
+    """The share of the records that the busiest of `parallelism` keyed subtasks gets (default max parallelism):
+    with Zipf words a few keys carry much of the stream, and the subtask that owns them bounds a speed-up."""
+    from fluvial.common.key_groups import (
+        DEFAULT_MAX_PARALLELISM,
+        assign_to_key_group,
+        compute_operator_index_for_key_group,
+    )
+
+    per_subtask = Counter()
+    for key, count in Counter(keys).items():
+        group = assign_to_key_group(key, DEFAULT_MAX_PARALLELISM)
+        per_subtask[compute_operator_index_for_key_group(DEFAULT_MAX_PARALLELISM, parallelism, group)] += count
+    return max(per_subtask.values()) / sum(per_subtask.values())
+
+
 def main() -> bool:
     capacity = parallel_capacity()
     print(
         f"This machine now: two plain-Python processes do {capacity:.2f}x the work of one "
         "(the bound of every speed-up below; 2.0 on two idle cores)"
+    )
+    print(
+        f"J2's words put {busiest_share(_ZIPF_TABLE):.0%} of the records on one of the two reduce subtasks "
+        f"({busiest_share(zipf_words(J2_RECORDS)):.0%} of from_collection's), J3's events "
+        f"{busiest_share(event_key(make_event(i)) for i in range(0, J3_EVENTS, 7)):.0%}: that subtask's process "
+        "does that share of the keyed work"
     )
     ok = True
     for name, job, records in (("J2", j2, J2_RECORDS), ("J3", j3, J3_EVENTS)):

@@ -30,7 +30,9 @@ from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 
 
 class CountToFile(SinkFunction):
-    """Counts its records; on close writes the count to `<directory>/<subtask>`."""
+    """Counts its records; on close writes to `<directory>/<subtask>` the count, the CPU seconds its process has
+    used and its pid. In a TaskManager process (forked for the job, so its CPU clock starts at zero) that is the
+    whole work of the process for the job: what a speed-up is bounded by, whatever else shares the machine."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
@@ -47,7 +49,7 @@ class CountToFile(SinkFunction):
 
     def close(self) -> None:
         with open(os.path.join(self.directory, str(self.subtask)), "w") as out:
-            out.write(str(self.count))
+            out.write(f"{self.count} {time.process_time()} {os.getpid()}")
 
 
 def _environment(parallelism: int, target: str = "local") -> StreamExecutionEnvironment:
@@ -61,10 +63,22 @@ def _environment(parallelism: int, target: str = "local") -> StreamExecutionEnvi
     return env
 
 
+SINK_PROCESS_CPU: dict[int, float] = {}  # the last `_counted` job's sink processes: pid -> CPU seconds at close
+
+
 def _counted(run: object) -> int:
     directory = tempfile.mkdtemp(prefix="fluvial-bench-")
     run(directory)
-    return sum(int(open(os.path.join(directory, name)).read()) for name in os.listdir(directory))
+    SINK_PROCESS_CPU.clear()
+    total = 0
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name)) as counted:
+            count, *cpu_and_pid = counted.read().split()
+        total += int(count)
+        if cpu_and_pid:
+            pid = int(cpu_and_pid[1])
+            SINK_PROCESS_CPU[pid] = max(SINK_PROCESS_CPU.get(pid, 0.0), float(cpu_and_pid[0]))
+    return total
 
 
 J1_SCALING_RECORDS = 10 * J1_RECORDS  # a job of about 1.5 s at parallelism 1: what it does, not how it starts
@@ -105,24 +119,49 @@ def scaling(
     title: str, records: int, one: object, two: object, target: float | None, repeat: int = 3, two_is: str = "processes"
 ) -> bool:
     """Best of `repeat`, interleaved: parallelism 1 (thread) against 2 (processes, or what `two_is` says); with
-    no `target`, the speed-up is reported, not judged."""
+    no `target`, the speed-up is reported, not judged.
+
+    Beside the wall clock, the CPU each side used (best of `repeat`): at parallelism 1 this process's, during the
+    job; at parallelism 2 this process's (building and submitting the job) plus the busiest TaskManager
+    process's, as its sink saw it at close (jobs whose sink is CountToFile). Their ratio is about the speed-up
+    two idle cores would give. On a shared machine the wall-clock ratio
+    measures the scheduler as much as the job: with one other runnable thread, parallelism 1 still gets a whole
+    core and parallelism 2 two thirds of each; with many, each runnable thread gets an equal share, so two
+    processes get twice the CPU of one and the ratio drifts towards 2 whatever the job does."""
     best = {1: float("inf"), 2: float("inf")}
+    cpu = {1: float("inf"), 2: float("inf")}
     for _ in range(repeat):
         for parallelism, run in ((1, one), (2, two)):
-            start = time.perf_counter()
+            SINK_PROCESS_CPU.clear()
+            start, start_cpu = time.perf_counter(), time.process_time()
             run()
             best[parallelism] = min(best[parallelism], time.perf_counter() - start)
+            used = time.process_time() - start_cpu
+            if parallelism == 2:  # the client builds and submits the job first: its CPU counts too
+                used += max(SINK_PROCESS_CPU.values(), default=float("nan"))
+            cpu[parallelism] = min(cpu[parallelism], used)
     speedup = best[1] / best[2]
     print(title)
     labels = {1: "parallelism 1 (threads)", 2: f"parallelism 2 ({two_is})"}
     width = max(len(label) for label in labels.values())
     for parallelism, label in labels.items():
         print(f"  {label:<{width}} {records / best[parallelism]:>14,.0f} records/s  ({best[parallelism]:.3f} s)")
+    cpu_speedup = None
+    if cpu[2] == cpu[2] and two_is == "processes":  # not NaN: the job's sink reported its processes' CPU
+        cpu_speedup = cpu[1] / cpu[2]
+        verdict = (
+            "" if target is None else f"   (target >= {target}x: {'meets' if cpu_speedup >= target else 'MISSES'})"
+        )
+        print(
+            f"  CPU: {cpu[1]:.2f} s at parallelism 1, {cpu[2]:.2f} s at 2 (client + busiest TaskManager): "
+            f"{cpu_speedup:.2f}x on two idle cores{verdict}"
+        )
     if target is None:
         print(f"  speed-up     {speedup:>14.2f}x")
         return True
     print(f"  speed-up     {speedup:>14.2f}x   (target >= {target}x: {'meets' if speedup >= target else 'MISSES'})")
-    return speedup >= target
+    # a job meets its target when both figures do: the wall clock alone drifts towards 2x on a crowded machine
+    return speedup >= target and (cpu_speedup is None or cpu_speedup >= target)
 
 
 # -- one channel: TCP between two processes against LocalChannel in one --------------------------------------

@@ -51,15 +51,18 @@ class _UnknownFieldError(KeyError, ValueError):
 
 
 def _create_row(fields: Sequence[str] | None, values: Sequence[Any], row_kind: RowKind | None = None) -> Row:
-    """Rebuilds a row; the target of `Row.__reduce__`, so it must stay importable under this name."""
-    row = Row(*values)
+    """Rebuilds a row; the target of `Row.__reduce__`, so it must stay importable under this name. The SQL
+    operators build every row they emit here, so its slots are set directly (no `__init__`); the names are
+    copied (a Row class's field list is its `_values`, which item assignment changes in place)."""
+    row = _new_row(Row)
+    _set_values(row, list(values))
     if fields is not None:
-        object.__setattr__(row, "_fields", list(fields))
-    if row_kind is not None:
-        object.__setattr__(row, "_row_kind", row_kind)
+        _set_fields(row, list(fields))
+    _set_kind(row, RowKind.INSERT if row_kind is None else row_kind)
     return row
 
 
+_new_row = object.__new__
 _INTERNAL = frozenset({"_fields", "_values", "_row_kind", "_from_dict"})
 
 
@@ -226,6 +229,12 @@ class Row:
     def __hash__(self) -> int:
         # The kind's int value, not the enum, so the hash of a row of ints is the same in every process.
         return hash((tuple(self._values), self._row_kind.value))
+
+
+# the slots' own setters: what `_create_row` sets a new row's slots with (no __init__, no attribute lookup)
+_set_values = Row.__dict__["_values"].__set__
+_set_fields = Row.__dict__["_fields"].__set__
+_set_kind = Row.__dict__["_row_kind"].__set__
 
 
 def _as_plain(value: Any) -> Any:

@@ -166,6 +166,20 @@ class WindowSpec(OperatorSpec):
 
 
 @dataclass(frozen=True)
+class MapBundleSpec(OperatorSpec):
+    """A mini-batch (Flink's MapBundleOperator; KeyedMapBundleOperator when `key_selector` is set): each record
+    is folded into its key's entry of an in-memory bundle by `function.add_input(entry_or_None, record)`, and
+    the bundle goes to `function.finish_bundle(bundle, context)` when it holds `max_size` records, `latency_millis`
+    after its first record (processing time), before a watermark or a checkpoint barrier is passed on, and at end
+    of input. The bundle is never state: it is emptied before every barrier. `bundle_key` computes the entry a
+    record folds into (the key selector's function when keyed)."""
+
+    bundle_key: Any = None
+    max_size: int = 1000
+    latency_millis: int = 1000
+
+
+@dataclass(frozen=True)
 class BroadcastProcessSpec(OperatorSpec):
     """`connect(broadcast_stream).process(f)`: input 1 is the data stream (keyed when `key_selector` is set),
     input 2 the broadcast stream; `descriptors` name the broadcast states (MapStateDescriptors)."""

@@ -111,6 +111,15 @@ def _async_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOpe
 OPERATOR_BUILDERS[t.AsyncWaitSpec] = _async_operator
 
 
+def _bundle_operator(spec: t.OperatorSpec, context: OperatorContext) -> StreamOperator:
+    from fluvial.runtime.operators.bundle import MapBundleOperator
+
+    return MapBundleOperator(spec, context)
+
+
+OPERATOR_BUILDERS[t.MapBundleSpec] = _bundle_operator
+
+
 class SourceOperator(StreamOperator):
     """The chain position of a source: the task's source input emits straight into this operator's output."""
 

@@ -6,7 +6,8 @@ subtask) — and never sees the Task. `checkpoint_state(barrier)` runs, numbered
 1. On the task thread, between buffers: a source subtask got a trigger (a mail); any other subtask has
    aligned the barriers of every input (`runtime.alignment`). The savepoint of a stop-with-savepoint --drain
    first finishes the operators (end of input), so what they emit at the end goes ahead of the barrier.
-2. The barrier goes out on every output channel, before any later record.
+2. Each operator, head first, emits what it holds outside its state (`prepare_snapshot_pre_barrier`: a
+   mini-batch's bundle); then the barrier goes out on every output channel, before any later record.
 3. Synchronous part: every operator freezes its state (`snapshot_state`: the keyed backend's pending snapshot,
    timers, operator state; no I/O); a source adds its split positions.
    An unaligned checkpoint (`runtime.alignment`) waits here until its in-flight data is complete
@@ -142,6 +143,8 @@ class SubtaskCheckpointCoordinator:
             # end of input ahead of the barrier, as Flink's EndOfData(DRAIN): operators finish into the
             # savepoint's output; one still awaiting asynchronous results keeps them in its snapshot
             self._chain.finish()
+        for operator in self._chain.order:  # what operators hold outside state goes out before the barrier
+            operator.prepare_snapshot_pre_barrier(checkpoint_id)
         for writer in self._writers:  # 2
             writer.broadcast_event(barrier)
         snapshot_type = SnapshotType.SAVEPOINT if barrier.savepoint_dir is not None else SnapshotType.CHECKPOINT

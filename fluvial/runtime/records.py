@@ -28,6 +28,11 @@ class RecordBatch:
     def __len__(self) -> int:
         return len(self.values)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its two fields: a buffer crossing processes is one frame, and the default for a slotted
+        class (copyreg's state dict, set back attribute by attribute) costs about 4 µs a frame on both ends."""
+        return (RecordBatch, (self.values, self.timestamps))
+
     def __repr__(self) -> str:
         return f"RecordBatch({len(self.values)} records{', timestamped' if self.timestamps else ''})"
 

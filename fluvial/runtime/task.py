@@ -59,7 +59,13 @@ from fluvial.runtime.channels import Channels, InputChannel, channel_state_key
 from fluvial.runtime.deployment import TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState, checked_transition
 from fluvial.runtime.executor import TaskExecutor, TaskProcessingTimeService
-from fluvial.runtime.input_processor import InputWatermarks, NetworkInput, SourceInput, StepResult
+from fluvial.runtime.input_processor import (
+    InputWatermarks,
+    NetworkInput,
+    SourceInput,
+    StepResult,
+    source_batch_size,
+)
 from fluvial.runtime.interruption import InterruptibleSection
 from fluvial.runtime.mailbox import Mailbox
 from fluvial.runtime.operators.base import failing_operator, label_failure
@@ -219,6 +225,7 @@ class Task:
                 self._processing_time(head.name),
                 head.context.metrics.group,
             )
+            source_input.batch_size = source_batch_size(max((writer.fan_out for writer in self.writers), default=1))
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 

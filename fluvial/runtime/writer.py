@@ -50,6 +50,9 @@ class RecordWriter:
             else None
         )
         self.records_out = 0  # records written (the task's numRecordsOut), counted per buffer
+        # how many channels one buffer is cut into: partitioners that spread records over the channels give each
+        # channel about 1/fan_out of a buffer (forward, broadcast and global hand a channel the whole buffer)
+        self.fan_out = len(channels) if spec.partitioner.kind in _SPREADING else 1
 
     def emit(self, batch: RecordBatch) -> None:
         count = len(batch.values)
@@ -127,6 +130,17 @@ class RecordWriter:
             if not channel.writable():
                 return False
         return True
+
+
+_SPREADING = frozenset(
+    (
+        PartitionerKind.HASH,
+        PartitionerKind.REBALANCE,
+        PartitionerKind.RESCALE,
+        PartitionerKind.SHUFFLE,
+        PartitionerKind.CUSTOM,
+    )
+)
 
 
 def partitioning_name(spec: PartitionerSpec) -> str:

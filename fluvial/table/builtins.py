@@ -250,6 +250,24 @@ def _common(types: list[DataType]) -> DataType:
         raise SignatureError(f"Cannot find a common type of {error}") from None
 
 
+def _map_value(*keys_and_values: Any) -> dict[Any, Any]:
+    """MAP[k1, v1, k2, v2, ...]: a key given twice keeps its first value, as Flink's maps look it up."""
+    out: dict[Any, Any] = {}
+    for key, value in zip(keys_and_values[0::2], keys_and_values[1::2]):
+        out.setdefault(key, value)
+    return out
+
+
+def _same_type(types: list[DataType]) -> DataType:
+    """The element (or key, or value) type of an ARRAY/MAP value constructor: the arguments' common type."""
+    try:
+        return common_type(list(types))
+    except TypeError as error:
+        raise SignatureError(
+            f"Parameters must be of the same type: there is no common type of {error}; CAST them to one type"
+        ) from None
+
+
 def _always_boolean(types: list[DataType]) -> DataType:
     return DataTypes.BOOLEAN(False)
 
@@ -392,15 +410,21 @@ def _register_all() -> None:
         None,
         strict=False,
     )
-    _register("array", lambda ts: DataTypes.ARRAY(_common(ts), False), lambda *vs: list(vs), strict=False)
+    _register("array", lambda ts: DataTypes.ARRAY(_same_type(ts), False), lambda *vs: list(vs), strict=False)
     _register(
         "map",
-        lambda ts: DataTypes.MAP(_common(ts[0::2]), _common(ts[1::2]), False),
-        lambda *vs: dict(zip(vs[0::2], vs[1::2])),
+        lambda ts: DataTypes.MAP(_same_type(ts[0::2]), _same_type(ts[1::2]), False),
+        _map_value,
         strict=False,
     )
     _register("cardinality", lambda ts: DataTypes.INT(_nullable(ts)), len)
-    _register("element_at item", lambda ts: ts[0].element_type or DataTypes.NULL(), None, strict=False)
+    # an index past the end or a missing key is NULL: the element type made nullable (Calcite's ITEM)
+    _register(
+        "element_at item",
+        lambda ts: replace(ts[0].element_type, nullable=True) if ts[0].element_type else DataTypes.NULL(),
+        None,
+        strict=False,
+    )
 
 
 _register_all()

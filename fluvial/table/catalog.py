@@ -76,7 +76,9 @@ def sink_columns(schema: Schema) -> list[Column]:
 @dataclass(frozen=True)
 class ConnectorSource:
     """Builds a connector's DataStream at translation time: rows of the physical columns followed by the
-    metadata columns' values."""
+    metadata columns' values, with what the planner pushed into it (`fluvial.table.planner.pushdown` asks through
+    the `apply_*` methods, which ask the connector's factory for its abilities: `fluvial.table.connectors.abilities`;
+    a source with metadata columns takes no projection)."""
 
     table_name: str
     columns: tuple[Column, ...]
@@ -85,21 +87,97 @@ class ConnectorSource:
     partition_keys: tuple[str, ...] = ()
     partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
     metadata: tuple[MetadataColumn, ...] = ()
+    projection: tuple[tuple[int, ...], ...] | None = None
+    filters: tuple[Rex, ...] = ()
+    limit: int | None = None
 
-    def create_stream(self, env: Any) -> Any:
-        from fluvial.table.connectors.base import ConnectorContext, source_factory
+    def context(self) -> Any:
+        from fluvial.table.connectors.base import ConnectorContext
 
-        options = dict(self.options)
-        context = ConnectorContext(
+        return ConnectorContext(
             self.table_name,
             self.columns,
-            options,
+            dict(self.options),
             self.primary_key,
             partition_keys=self.partition_keys,
             partition_filter=self.partition_filter,
             metadata=self.metadata,
+            projection=self.projection,
+            filters=self.filters,
+            limit=self.limit,
         )
-        return source_factory(options, self.table_name, self.metadata).create_source(env, context)
+
+    def _factory(self) -> Any:
+        from fluvial.table.connectors.base import source_factory
+
+        return source_factory(dict(self.options), self.table_name, self.metadata)
+
+    def create_stream(self, env: Any) -> Any:
+        return self._factory().create_source(env, self.context())
+
+    def apply_filters(self, filters: tuple[Rex, ...]) -> tuple[ConnectorSource, tuple[Rex, ...]] | None:
+        """(this source with the accepted conjuncts, the remaining ones), or None if it takes no filters."""
+        from fluvial.table.connectors.abilities import SupportsFilterPushDown
+        from fluvial.table.planner.pushdown import remap
+
+        factory = self._factory()
+        if not isinstance(factory, SupportsFilterPushDown):
+            return None
+        produced = {n: path[0] for n, path in enumerate(self.projection or ())}
+        physical = [remap(f, produced) if self.projection is not None else f for f in filters]
+        # a conjunct the source took before and still in the Calc is one it left remaining: not offered again; nor
+        # is one on a metadata column (after the physical ones)
+        width = len(self.columns)
+        fresh = [f for f in physical if f not in self.filters and all(i < width for i in _column_refs(f))]
+        if not fresh:
+            return None
+        result = factory.apply_filters(self.context(), fresh)
+        if not result.accepted:
+            return None
+        remaining = [f for f in physical if f not in fresh or f in result.remaining]
+        back = {p: n for n, p in produced.items()}
+        accepted = replace(self, filters=self.filters + tuple(result.accepted))
+        return accepted, tuple(remap(f, back) if self.projection is not None else f for f in remaining)
+
+    def apply_projection(self, indices: tuple[int, ...]) -> ConnectorSource | None:
+        """This source producing only physical columns `indices`, or None if it cannot."""
+        from fluvial.table.connectors.abilities import SupportsProjectionPushDown
+
+        if self.metadata or not isinstance(self._factory(), SupportsProjectionPushDown):
+            return None
+        current = [p[0] for p in self.projection] if self.projection is not None else list(range(len(self.columns)))
+        return replace(self, projection=tuple((current[i],) for i in indices))
+
+    def apply_limit(self, limit: int) -> ConnectorSource | None:
+        from fluvial.table.connectors.abilities import SupportsLimitPushDown
+
+        factory = self._factory()
+        if not isinstance(factory, SupportsLimitPushDown) or not factory.supports_limit(self.context()):
+            return None
+        return replace(self, limit=limit if self.limit is None else min(limit, self.limit))
+
+    def digest(self) -> list[str]:
+        """What was pushed, as Flink's scan digest shows it: `filter=[...]`, `project=[...]`, `limit=[...]`."""
+        names = [c.name for c in self.columns]
+        parts = []
+        if self.filters:
+            from fluvial.table.planner.rex_text import rex_text
+
+            texts = [rex_text(f, names) for f in self.filters]
+            joined = texts[0] if len(texts) == 1 else "and(" + ", ".join(texts) + ")"
+            parts.append(f"filter=[{joined}]")
+        if self.projection is not None:
+            parts.append(f"project=[{', '.join(names[path[0]] for path in self.projection)}]")
+            parts.append("metadata=[]")  # no metadata columns are read (Flink prints this beside a projection)
+        if self.limit is not None:
+            parts.append(f"limit=[{self.limit}]")
+        return parts
+
+
+def _column_refs(rex: Rex) -> set[int]:
+    from fluvial.table.connectors.abilities import referenced_columns
+
+    return referenced_columns(rex)
 
 
 def _expression_of(value: Any) -> Expression:

@@ -67,7 +67,25 @@ TABLE_OPTIONS = {
     "table.local-time-zone": "the session time zone; fluvial supports UTC only",
     "table.dml-sync": "whether execute_sql of an INSERT waits for the job to end",
     "table.display.max-column-width": "tableau column width",
+    "table.exec.mini-batch.enabled": "buffer GROUP BY input and fold it per key and batch (needs allow-latency and size)",
+    "table.exec.mini-batch.allow-latency": "the longest a mini-batch waits before it is folded (e.g. '1 s')",
+    "table.exec.mini-batch.size": "the most rows a mini-batch holds before it is folded",
+    "table.optimizer.agg-phase-strategy": "AUTO, ONE_PHASE or TWO_PHASE: local-global GROUP BY (with mini-batch)",
+    "table.optimizer.source.predicate-pushdown-enabled": "whether WHERE conjuncts are pushed into sources (default true)",
 }
+
+
+def _check_table_option(key: str, value: str) -> None:
+    """The value's form, when set (Flink parses a value when it is set); combinations are checked when a query is
+    planned (`aggregate_phases.mini_batch_from`)."""
+    if key in ("table.exec.state.ttl", "table.exec.mini-batch.allow-latency"):
+        parse_duration_millis(value)
+    elif key == "table.exec.mini-batch.enabled" and value.lower() not in ("true", "false"):
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use true or false")
+    elif key == "table.exec.mini-batch.size" and not value.strip().lstrip("-").isdigit():
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use a number of rows, e.g. 5000")
+    elif key == "table.optimizer.agg-phase-strategy" and value.upper() not in ("AUTO", "ONE_PHASE", "TWO_PHASE"):
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use AUTO, ONE_PHASE or TWO_PHASE")
 
 
 def parse_duration_millis(text: str) -> int:
@@ -119,8 +137,7 @@ class TableConfig:
                 )
             if key == "table.local-time-zone" and value not in ("UTC", "Z", "+00:00", "GMT"):
                 raise ValidationException(f"table.local-time-zone '{value}' is not supported: fluvial runs with UTC")
-            if key == "table.exec.state.ttl":
-                parse_duration_millis(value)
+            _check_table_option(key, value)
             self._table[key] = value
             return self
         from fluvial.common.configuration import Configuration

@@ -151,6 +151,12 @@ class SqlSession:
         self.out.write("[INFO] Execute statement succeeded.\n\n")
 
     def _print(self, result: Any) -> None:
+        if getattr(result, "_raw", False):  # EXPLAIN's plan: the text as it is, as Flink's client prints it
+            with result.collect() as rows:
+                for row in rows:
+                    self.out.write(f"{row[0]}\n")
+            self.out.flush()
+            return
         changes = result._rows is None and result._streaming
         columns = result.get_table_schema().columns
         counted = CountingRows(())

@@ -221,8 +221,9 @@ class Table:
             call = call.args[0]
         if isinstance(call, UserDefinedFunctionWrapper):
             function, operands = call, None
-        elif isinstance(call, Expression) and call.kind == "call" and call.name == "__udtf__":
-            function = call.value
+        elif isinstance(call, Expression) and call.kind == "call" and _table_function(call, self._t_env) is not None:
+            # `f(col("a"))` of a udtf, `call(f, ...)`, or `call("name", ...)` of a registered one (PyFlink's three)
+            function = _table_function(call, self._t_env)
             resolver = Resolver(node.schema)
             operands = tuple(resolver.resolve(a) for a in call.args)
         else:
@@ -281,7 +282,7 @@ class Table:
         return self._t_env._execute_inserts([(table_path, self._node)])
 
     def explain(self, *extra_details: Any) -> str:
-        return self._t_env._explain(self._node)
+        return self._t_env._explain([(None, self._node)], *extra_details)
 
     def print_schema(self) -> None:
         print(self.get_schema())
@@ -318,6 +319,12 @@ def _union(left: RelNode, right: RelNode) -> RelNode:
     for n in (left, right):
         children.extend(n.children if isinstance(n, Union) else [n])
     return Union(tuple(columns), tuple(children))
+
+
+def _table_function(call: Expression, t_env: Any) -> Any:
+    """The table function an Expression calls: a udtf's own call, `call(udtf, ...)`, or a registered name."""
+    function = call.value if call.name in ("__udtf__", "__udf__") else t_env._catalog.functions.get(call.name or "")
+    return function if getattr(function, "_kind", None) == "table" else None
 
 
 class GroupedTable:

@@ -20,7 +20,7 @@ from fluvial.table.environment_settings import EnvironmentSettings, TableConfig
 from fluvial.table.errors import ValidationException
 from fluvial.table.expression import Expression
 from fluvial.table.function_catalog import FunctionScope, as_function, java_refused
-from fluvial.table.planner.logical import ChangelogMode, Column, RelNode, Scan, Values, explain_tree
+from fluvial.table.planner.logical import ChangelogMode, Column, RelNode, Scan, Values
 from fluvial.table.schema import Schema, TableDescriptor
 from fluvial.table.table import Table
 from fluvial.table.table_result import ResultKind, TableResult
@@ -249,7 +249,7 @@ class TableEnvironment:
         from fluvial.table.sql.statements import explain_statement
 
         with self._functions_in_scope():  # functions created by name resolve in EXPLAIN too
-            return explain_statement(self, stmt)
+            return explain_statement(self, stmt, *extra_details)
 
     def add_python_file(self, file_path: str) -> None:
         self._env.add_python_file(file_path)
@@ -260,13 +260,30 @@ class TableEnvironment:
     # -- running ------------------------------------------------------------------------------------------------
 
     def _translator(self) -> Any:
+        from fluvial.table.planner.aggregate_phases import mini_batch_from
         from fluvial.table.planner.translate import Translator
 
-        return Translator(self._env, self._config.state_ttl_millis(), batch=not self._is_streaming())
+        return Translator(
+            self._env,
+            self._config.state_ttl_millis(),
+            batch=not self._is_streaming(),
+            mini_batch=mini_batch_from(self._config),
+        )
+
+    def _optimizer(self) -> Any:
+        """Rewrites plans as they run: projections, filters and limits pushed into the sources that take them
+        (one optimizer per job, so a subplan two sinks share stays one)."""
+        from fluvial.table.planner.pushdown import SourcePushDown
+
+        enabled = str(self._config.get("table.optimizer.source.predicate-pushdown-enabled", "true")).lower()
+        return SourcePushDown(filters_enabled=enabled != "false")
+
+    def _optimize(self, node: RelNode) -> RelNode:
+        return self._optimizer().rewrite(node)
 
     def _collect(self, node: RelNode) -> TableResult:
         with _own_job(self._env):
-            stream = self._translator().translate(node)
+            stream = self._translator().translate(self._optimize(node))
             iterator = stream.execute_and_collect(self._config.get("pipeline.name") or "collect")
         streaming = self._is_streaming()
         if not streaming:
@@ -293,13 +310,13 @@ class TableEnvironment:
             )
         names = []
         with _own_job(self._env):
-            translator = self._translator()
+            translator, optimizer = self._translator(), self._optimizer()
             for target, node in inserts:
                 name, table = self._sink_target(target)
                 if table.is_view or table.schema is None or table.options is None:
                     raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
                 persisted = sink_columns(table.schema)
-                query = conform_to_sink(node, persisted, name)
+                query = optimizer.rewrite(conform_to_sink(node, persisted, name))
                 metadata = tuple(m for m in metadata_columns(table.schema) if not m.virtual)
                 physical = [c for c in persisted if c.name not in {m.name for m in metadata}]
                 stream = translator.translate(metadata_last(query, physical, metadata))
@@ -323,20 +340,41 @@ class TableEnvironment:
             result.wait()
         return result
 
-    def _explain(self, node: RelNode) -> str:
-        """Flink's three sections (fluvial's logical plan is its physical plan: no cost-based rewrites yet),
-        then the JobGraph the plan runs as: its chains, their parallelism, and why each edge is not chained."""
-        tree = "\n".join(explain_tree(node))
-        return (
-            f"== Abstract Syntax Tree ==\n{tree}\n\n== Optimized Physical Plan ==\n{tree}\n\n"
-            f"== Optimized Execution Plan ==\n{tree}\n\n== fluvial JobGraph ==\n{self._job_graph_text(node)}"
-        )
+    def _explain(self, statements: Sequence[tuple[Any, RelNode]], *extra_details: Any) -> str:
+        """Flink's sections for (sink or None, plan) statements — the plan as written, as it runs (after
+        push-down), in infix form, `extra_details` (ExplainDetail) adding changelog modes, estimated costs or the
+        JSON execution plan — then the JobGraph the plans run as: its chains, their parallelism, and why each
+        edge is not chained."""
+        from fluvial.table.catalog import sink_columns
+        from fluvial.table.planner.explain import SinkSpec, explain_text
+        from fluvial.table.planner.sink import conform_to_sink
 
-    def _job_graph_text(self, node: RelNode) -> str:
+        details = _explain_details(extra_details)
+        optimizer = self._optimizer()
+        roots = []
+        for target, node in statements:
+            sink = None
+            if target is not None:
+                name, table = self._sink_target(target)
+                if table.is_view or table.schema is None or table.options is None:
+                    raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
+                node = conform_to_sink(node, sink_columns(table.schema), name)
+                sink = SinkSpec(f"default_catalog.default_database.{table.name}", tuple(node.names))
+            roots.append((node, optimizer.rewrite(node), sink))
+        job_graph, json_plan = self._job_graph_text([optimized for _, optimized, _ in roots])
+        json = json_plan if "JSON_EXECUTION_PLAN" in details else None
+        return explain_text(roots, details, job_graph, json, expand=self._translator().physical)
+
+    def _job_graph_text(self, nodes: Sequence[RelNode]) -> tuple[str, str]:
+        """The JobGraph the plans run as (one line a vertex, one an edge with its chaining verdict), and Flink's
+        execution-plan JSON of their operators."""
         from fluvial.table.connectors.blackhole import _Discard
 
         with _own_job(self._env):
-            self._translator().translate(node).add_sink(_Discard()).name("Sink: explain")
+            translator = self._translator()
+            for node in nodes:
+                translator.translate(node).add_sink(_Discard()).name("Sink: explain")
+            json_plan = self._env.get_execution_plan()
             job_graph = self._env.get_job_graph("explain")
             self._env._pending_sinks.clear()
         names = {vertex.id: vertex.name for vertex in job_graph.vertices}
@@ -348,7 +386,7 @@ class TableEnvironment:
                 f"[{edge.source}] {names[edge.source]} -> [{edge.target}] {names[edge.target]}: "
                 f"{strategy}, not chained: {verdict}"
             )
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n", json_plan
 
     def execute(self, job_name: str | None = None) -> Any:
         return self._env.execute(job_name)
@@ -413,7 +451,7 @@ class StreamTableEnvironment(TableEnvironment):
         from fluvial.table.runtime.functions import ToValuesFunction
         from fluvial.table.type_mapping import to_type_info
 
-        stream = self._translator().translate(node)
+        stream = self._translator().translate(self._optimize(node))
         row_type = DataTypes.ROW([DataTypes.FIELD(c.name, c.type.without_time_attribute()) for c in node.schema])
         return stream.map(ToValuesFunction(node.names), output_type=to_type_info(row_type))
 
@@ -436,7 +474,9 @@ class StatementSet:
         return self
 
     def explain(self, *extra_details: Any) -> str:
-        return "\n".join(self._t_env._explain(node) for _, node in self._inserts)
+        if not self._inserts:
+            raise ValidationException("the statement set is empty: add an INSERT with add_insert_sql or add_insert")
+        return self._t_env._explain(self._inserts, *extra_details)
 
     def execute(self) -> TableResult:
         result = self._t_env._execute_inserts(self._inserts)
@@ -445,6 +485,25 @@ class StatementSet:
 
     def attach_as_datastream(self) -> None:
         raise ValidationException("attach_as_datastream is not supported yet: execute() the statement set")
+
+
+def _explain_details(extra_details: Sequence[Any]) -> frozenset[str]:
+    """ExplainDetail values (or their names) as names; PLAN_ADVICE is refused (fluvial gives no advice)."""
+    names = set()
+    for detail in extra_details:
+        name = getattr(detail, "name", str(detail)).upper()
+        if name not in ("ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE"):
+            raise ValidationException(
+                f"unknown explain detail '{detail}': use ExplainDetail.ESTIMATED_COST, CHANGELOG_MODE or "
+                "JSON_EXECUTION_PLAN"
+            )
+        if name == "PLAN_ADVICE":
+            raise ValidationException(
+                "ExplainDetail.PLAN_ADVICE is not supported: fluvial's planner gives no advice; use "
+                "ESTIMATED_COST, CHANGELOG_MODE or JSON_EXECUTION_PLAN"
+            )
+        names.add(name)
+    return frozenset(names)
 
 
 def _default_names(elements: Sequence[Any], width: int) -> list[str]:

@@ -121,8 +121,10 @@ class TableResult:
         iterator_factory: Any = None,
         job_client: Any = None,
         streaming: bool = True,
+        raw: bool = False,
     ) -> None:
         self._kind = kind
+        self._raw = raw  # EXPLAIN's: print() writes the text as it is (Flink's PrintStyle.rawContent)
         self._columns = list(columns)
         self._rows = list(rows) if rows is not None else None
         self._iterator_factory = iterator_factory
@@ -162,6 +164,11 @@ class TableResult:
         out = sys.stdout
         if self._kind is ResultKind.SUCCESS:
             out.write("OK\n")
+            out.flush()
+            return
+        if self._raw and self._rows is not None:
+            for row in self._rows:
+                out.write(f"{row[0]}\n")
             out.flush()
             return
         with self.collect() as rows:

@@ -12,6 +12,8 @@ Runtime contract:
    it goes on.
 6. `snapshot_state()` returns the writer's own state (e.g. in-progress files) for a checkpoint.
 7. `close()` once, last, also on failure.
+8. A writer with a `set_processing_time_service(service)` method receives the task's processing-time service
+   after it is created (Flink's `InitContext.getProcessingTimeService`); its timers run on the task thread.
 """
 
 from __future__ import annotations

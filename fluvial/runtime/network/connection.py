@@ -44,8 +44,8 @@ class Connection:
         self.writer = FrameWriter(sock)
         self._closed = threading.Event()
 
-    def send(self, kind: FrameKind, payload: bytes = b"") -> None:
-        self.writer.write(kind, payload)
+    def send(self, kind: FrameKind, payload: bytes = b"", prefix: bytes = b"") -> None:
+        self.writer.write(kind, payload, prefix)
 
     def read(self) -> tuple[FrameKind, bytes] | None:
         return self.reader.read()

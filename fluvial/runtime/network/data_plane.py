@@ -2,7 +2,7 @@
 
 Connections are per pair of processes, not per channel: a producer process opens one authenticated connection
 to each consumer process it sends to and multiplexes its channels over it (Flink's TCP connection per
-TaskManager pair). On each connection one reader thread per side: the consumer's routes DATA frames to its
+TaskManager pair). On each connection one reader thread per side: the consumer's routes DATA and BUFFER frames to its
 RemoteInputChannels (creating a channel when data arrives before its task is deployed), the producer's routes
 CREDIT frames to its RemoteOutputChannels. When a connection dies, every channel it fed that had not ended
 gets a ChannelBroken, so its task fails rather than waits.
@@ -21,7 +21,12 @@ from typing import Any
 from fluvial.runtime.channels import DEFAULT_CAPACITY, ChannelRegistry
 from fluvial.runtime.network.connection import DEFAULT_BIND_HOST, Address, Connection, Listener, connect
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.network.remote_channels import DataConnectionLost, RemoteInputChannel, RemoteOutputChannel
+from fluvial.runtime.network.remote_channels import (
+    CHANNEL_HEADER,
+    DataConnectionLost,
+    RemoteInputChannel,
+    RemoteOutputChannel,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +107,23 @@ class DataPlane:
             self._inbound.append(connection)
         fed: set[Any] = set()
         released = self._released_before
+        channel_ids: dict[bytes, Any] = {}  # a BUFFER frame's channel header -> its channel id
+        header_size = CHANNEL_HEADER.size
         error: BaseException = DataConnectionLost(f"the data connection from {connection.peer} closed")
         try:
             while (frame := connection.read()) is not None:
                 kind, payload = frame
-                if kind is FrameKind.DATA:
+                if kind is FrameKind.BUFFER:
+                    end = header_size + CHANNEL_HEADER.unpack_from(payload)[0]
+                    header = payload[:end]
+                    channel_id = channel_ids.get(header)
+                    if channel_id is None:
+                        channel_id = channel_ids[header] = pickle.loads(payload[header_size:end])
+                    if channel_id.attempt < released.get(channel_id.job_id, 0):
+                        continue  # a late frame of a released attempt, or of a job that ended
+                    fed.add(channel_id)
+                    self.input_channel(channel_id).deliver_buffer(memoryview(payload)[end:], connection, len(payload))
+                elif kind is FrameKind.DATA:
                     channel_id, item = pickle.loads(payload)
                     if channel_id.attempt < released.get(channel_id.job_id, 0):
                         continue  # a late frame of a released attempt, or of a job that ended

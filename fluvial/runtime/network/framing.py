@@ -27,6 +27,7 @@ class FrameKind(enum.IntEnum):
     HEARTBEAT = 6  # an empty sign of life
     COLLECT = 7  # records for a client's execute_and_collect: (collect id, values)
     CLOSE = 8  # the sender ends the connection on purpose
+    BUFFER = 9  # a RecordBatch of one channel: its channel header, then the batch pickled (remote_channels)
 
 
 class BadFrameError(ConnectionError):
@@ -79,9 +80,11 @@ class FrameWriter:
         self._sock = sock
         self._lock = threading.Lock()
 
-    def write(self, kind: FrameKind, payload: bytes = b"") -> None:
-        if len(payload) > MAX_FRAME_BYTES:
-            raise BadFrameError(f"a frame of {len(payload)} bytes is over the limit of {MAX_FRAME_BYTES}")
-        data = HEADER.pack(kind, len(payload)) + payload
+    def write(self, kind: FrameKind, payload: bytes = b"", prefix: bytes = b"") -> None:
+        """One frame whose payload is `prefix` then `payload` (joined here: one copy for both and the header)."""
+        length = len(prefix) + len(payload)
+        if length > MAX_FRAME_BYTES:
+            raise BadFrameError(f"a frame of {length} bytes is over the limit of {MAX_FRAME_BYTES}")
+        data = b"".join((HEADER.pack(kind, length), prefix, payload))
         with self._lock:
             self._sock.sendall(data)

@@ -359,6 +359,10 @@ class StreamOperator:
 
     # -- checkpoints (on the task thread) ------------------------------------------------------------------------
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Before the barrier is passed on (Flink's prepareSnapshotPreBarrier): emit what the operator holds
+        outside its state (a mini-batch's bundle), so the checkpoint covers it downstream. Called head first."""
+
     def snapshot_state(self, checkpoint_id: int, snapshot_type: Any) -> OperatorSnapshot | None:
         """The synchronous part: the keyed backend's pending snapshot (its cheapest freeze), timers by key group,
         and operator state; None when the operator holds none."""

@@ -46,6 +46,9 @@ class SinkWriterOperator(StreamOperator):
         self._writer = sink.create_writer(info, state.get("writer") if self._restored_state is not None else None)
         self._write_batch = self._writer.write_batch
         self._write_watermark: Callable[[int], None] | None = getattr(self._writer, "write_watermark", None)
+        timed = getattr(self._writer, "set_processing_time_service", None)
+        if timed is not None:  # a writer that flushes on processing-time timers (Flink's Sink InitContext)
+            timed(self.context.processing_time_service)
         recovered = state.get("committables", [])
         if recovered:
             sink.commit(recovered)

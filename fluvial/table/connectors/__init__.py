@@ -4,7 +4,8 @@ A connector factory validates its options when the table is used (an unknown or 
 naming it, as Flink's `Unsupported options found for 'datagen'`), and builds a DataStream source of Rows or
 consumes a DataStream of Rows; a lookup source (`jdbc`) also builds a LookupFunction for lookup joins. The built-in
 ones: `datagen`, `print`, `blackhole`, `filesystem` (csv, json, avro, parquet;
-partitioned), `nexmark`, `jdbc` (PostgreSQL).
+partitioned), `nexmark`, `jdbc` (PostgreSQL). A source factory may take projections, filters and limits from the
+planner (`abilities`: Flink's Supports*PushDown).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode, Column
+from fluvial.table.planner.rex import Rex
 
 __all__ = [
     "ConnectorContext",
@@ -27,9 +28,11 @@ class ConnectorContext:
     """What a factory is given: the table's name, its physical columns, its WITH options, and the columns of its
     `PRIMARY KEY (...) NOT ENFORCED` (empty: none declared); for a partitioned table its `PARTITIONED BY` columns,
     and for a source the values a query's WHERE clause allows them (`partition_filter`: column -> allowed values,
-    from equalities and INs on literals; None: every partition); and its metadata columns
+    from equalities and INs on literals; None: every partition); its metadata columns
     (`fluvial.table.catalog.MetadataColumn`; a source's rows carry their values after the physical columns,
-    and so do a sink's, the virtual ones left out)."""
+    and so do a sink's, the virtual ones left out); and for a source, what the planner pushed into it
+    (`fluvial.table.connectors.abilities`): the columns to produce (`projection`, paths of physical column
+    indices; None: all), the filters it accepted, a limit hint."""
 
     table_name: str
     columns: tuple[Column, ...]
@@ -39,10 +42,28 @@ class ConnectorContext:
     partition_keys: tuple[str, ...] = ()
     partition_filter: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
     metadata: tuple[Any, ...] = ()
+    projection: tuple[tuple[int, ...], ...] | None = None
+    filters: tuple[Rex, ...] = ()
+    limit: int | None = None
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    @property
+    def produced_indices(self) -> list[int]:
+        """The physical columns the source emits, in order (top-level paths)."""
+        if self.projection is None:
+            return list(range(len(self.columns)))
+        return [path[0] for path in self.projection]
+
+    @property
+    def produced_columns(self) -> tuple[Column, ...]:
+        return tuple(self.columns[i] for i in self.produced_indices)
+
+    @property
+    def produced_names(self) -> list[str]:
+        return [c.name for c in self.produced_columns]
 
 
 class TableSourceFactory(Protocol):

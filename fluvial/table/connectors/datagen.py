@@ -128,6 +128,16 @@ class RateLimitedSequenceReader(NumberSequenceReader):
 
 
 class DataGenFactory:
+    """Generates only the columns a query uses (projection push-down: a random string column not read costs
+    nothing; the random values of a projected row differ from the full row's, as random data may) and stops
+    after a pushed LIMIT's rows (Flink's DataGenTableSource takes the limit too)."""
+
+    def supports_nested_projection(self) -> bool:
+        return False
+
+    def supports_limit(self, context: ConnectorContext) -> bool:
+        return True
+
     def create_source(self, env: Any, context: ConnectorContext) -> Any:
         options = context.options
         check_options(
@@ -144,6 +154,9 @@ class DataGenFactory:
             if f.kind == "sequence" and f.end is not None:
                 count = f.end - f.start + 1
                 rows = count if rows is None else min(rows, count)
+        if context.limit is not None:
+            rows = context.limit if rows is None else min(rows, context.limit)
+        fields = [fields[i] for i in context.produced_indices]
         total = rows if rows is not None else _MAX_ROWS
         rate = float(options.get("rows-per-second", "10000"))
         source = (
@@ -156,4 +169,4 @@ class DataGenFactory:
             stream = stream.filter(lambda _: False)
         if "scan.parallelism" in options:
             stream.set_parallelism(int(options["scan.parallelism"]))
-        return stream.map(DataGenRow(context.names, fields, seed=hash(context.table_name) & 0xFFFF))
+        return stream.map(DataGenRow(context.produced_names, fields, seed=hash(context.table_name) & 0xFFFF))

@@ -40,6 +40,7 @@ __all__ = [
     "arrow_schema",
     "avro_schema",
     "record_reader",
+    "record_writer",
     "value_reader",
 ]
 
@@ -268,6 +269,23 @@ def record_reader(names: list[str], types: list[DataType]) -> Callable[[dict], l
     return values
 
 
+def record_writer(
+    names: list[str], types: list[DataType], indices: tuple[int, ...] | None = None
+) -> Callable[[Any], dict]:
+    """A row's values (those at `indices`, default all) -> the record fastavro and pyarrow write (a dict by
+    column, nested rows as dicts)."""
+    fields = list(zip(names, indices if indices is not None else range(len(names)), [_to_record(t) for t in types]))
+
+    def record(values: Any) -> dict:
+        out = {}
+        for n, i, c in fields:
+            v = values[i]
+            out[n] = v if c is None or v is None else c(v)
+        return out
+
+    return record
+
+
 # --------------------------------------------------------------------------------------------- writers
 
 
@@ -282,16 +300,11 @@ class TableBulkWriterFactory(BulkWriterFactory):
     options: tuple[tuple[str, str], ...]
 
     def create(self, stream: BinaryIO) -> BulkWriter:
-        converters = [_to_record(t) for t in self.types]
-        names, indices = self.names, self.indices
+        names = self.names
+        record_of = record_writer(list(names), list(self.types), self.indices)
 
         def to_record(row: Any) -> dict:
-            values = row._values if isinstance(row, Row) else row
-            record = {}
-            for n, i, c in zip(names, indices, converters):
-                v = values[i]
-                record[n] = v if c is None or v is None else c(v)
-            return record
+            return record_of(row._values if isinstance(row, Row) else row)
 
         options = dict(self.options)
         if self.fmt == "avro":

@@ -28,10 +28,12 @@ from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.connectors.file_source import BulkFormat, FormatReader, TextLineReader
 from fluvial.datastream.formats.row_files import RecordFileReader
 from fluvial.table.connectors import file_formats as ff
+from fluvial.table.connectors.abilities import FilterPushDownResult
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.connectors.partitions import DEFAULT_PARTITION_NAME, PartitionLayout, PartitionTimeExtractor
 from fluvial.table.errors import ValidationException
 from fluvial.table.planner.logical import ChangelogMode
+from fluvial.table.planner.rex import Rex
 from fluvial.table.types import DataType
 from fluvial.table.values import cast_value, sql_string
 
@@ -110,11 +112,20 @@ def duration_ms(options: dict[str, str], key: str, default: int, minimum: int = 
 
 
 class ParseLine:
-    """A csv or json line -> the data columns' values (None for a blank line or a skipped bad one)."""
+    """A csv or json line -> the data columns' values (None for a blank line or a skipped bad one); columns
+    outside `wanted` (a pushed projection leaves them unread) are not converted: None."""
 
-    def __init__(self, names: Sequence[str], types: Sequence[DataType], fmt: str, options: dict[str, str]) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        types: Sequence[DataType],
+        fmt: str,
+        options: dict[str, str],
+        wanted: frozenset[str] | None = None,
+    ) -> None:
         self.names = list(names)
         self.types = list(types)
+        self.wanted = [wanted is None or n in wanted for n in self.names]
         self.fmt = fmt
         self.delimiter = options.get("csv.field-delimiter", ",")
         self.null_literal = options.get("csv.null-literal")
@@ -138,8 +149,10 @@ class ParseLine:
         if len(fields) != len(self.types):
             raise ValueError(f"expected {len(self.types)} fields, found {len(fields)}")
         out: list[Any] = []
-        for text, t in zip(fields, self.types):
-            if text == "" and not t.is_string() or self.null_literal is not None and text == self.null_literal:
+        for text, t, wanted in zip(fields, self.types, self.wanted):
+            if not wanted:
+                out.append(None)
+            elif text == "" and not t.is_string() or self.null_literal is not None and text == self.null_literal:
                 out.append(None)
             else:
                 out.append(cast_value(text, t))
@@ -149,7 +162,10 @@ class ParseLine:
         document = json.loads(line)
         if not isinstance(document, dict):
             raise ValueError("a JSON row is an object")
-        return [None if document.get(n) is None else cast_value(document[n], t) for n, t in zip(self.names, self.types)]
+        return [
+            None if not wanted or document.get(n) is None else cast_value(document[n], t)
+            for n, t, wanted in zip(self.names, self.types, self.wanted)
+        ]
 
 
 @dataclass(frozen=True)
@@ -219,7 +235,9 @@ class TableFileFormat(BulkFormat):
         if self.fmt in ("csv", "json"):
             options = dict(self.options)
             reader: FormatReader = TextLineReader(path, offset, "UTF-8")
-            values: Callable[[Any], list | None] = ParseLine(self.names, self.types, self.fmt, options)
+            values: Callable[[Any], list | None] = ParseLine(
+                self.names, self.types, self.fmt, options, frozenset(self.output)
+            )
         elif self.fmt == "avro":
             reader = RecordFileReader(path, offset, ff.avro_records)
             values = ff.record_reader(list(self.names), list(self.types))
@@ -285,8 +303,20 @@ class _NoRecords(FormatReader):
 
 
 class FileSystemFactory:
+    """Takes a projection (only the read columns are converted from csv/json text, only they are read from
+    parquet) and the WHERE conjuncts as Flink's FileSystemTableSource does: accepted (the scan shows them) and
+    all left remaining to the Calc after it, whose conjuncts on partition columns prune partitions
+    (`planner/partition_pruning.py`)."""
+
+    def supports_nested_projection(self) -> bool:
+        return False
+
+    def apply_filters(self, context: ConnectorContext, filters: Sequence[Rex]) -> FilterPushDownResult:
+        return FilterPushDownResult(tuple(filters), tuple(filters))
+
     def create_source(self, env: Any, context: ConnectorContext, columns: Sequence[str] | None = None) -> Any:
-        """The table's rows, of `columns` (a projection; default: every physical column, in order)."""
+        """The table's rows, of `columns` (a projection; default: the planner's pushed projection, else every
+        physical column, in order)."""
         from fluvial.datastream.connectors.file_source import FileSource
         from fluvial.datastream.connectors.file_systems import resolve_path
 
@@ -296,7 +326,7 @@ class FileSystemFactory:
         layout = _layout(context)
         keys = layout.keys if layout else ()
         data = [c for c in context.columns if c.name not in keys]
-        output = tuple(columns) if columns is not None else tuple(context.names)
+        output = tuple(columns) if columns is not None else tuple(context.produced_names)
         base = resolve_path(options["path"])
         table_format = TableFileFormat(
             fmt,

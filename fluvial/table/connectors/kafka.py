@@ -12,7 +12,7 @@
   are the source's checkpointed state, so a restored job reads each record once;
 - how a message is a row: `format` (or `value.format`) for the value; `key.format` with `key.fields` (`'a;b'`)
   for the key, `key.fields-prefix` for key columns named apart, `value.fields-include` = `ALL` (default) or
-  `EXCEPT_KEY` (`kafka_formats.py` has the formats);
+  `EXCEPT_KEY` (`kafka_formats.py` has the formats: json, csv, raw, avro, avro-confluent);
 - how a sink writes: `sink.partitioner` = `default` (Kafka's: by key hash, or sticky without a key), `fixed`
   (subtask i writes partition i mod n) or `round-robin`; `sink.delivery-guarantee` = `at-least-once` (the
   default), `none` or `exactly-once` (Kafka transactions committed with checkpoints, which needs
@@ -39,6 +39,7 @@ from fluvial.datastream.connectors.kafka.serialization import (
     KafkaRecordSerializationSchema,
 )
 from fluvial.table.connectors.base import ConnectorContext, check_options
+from fluvial.table.connectors.kafka_avro import AVRO_FORMATS, check_avro_format
 from fluvial.table.connectors.kafka_formats import decoder, encoder, format_options
 from fluvial.table.environment_settings import parse_duration_millis
 from fluvial.table.errors import ValidationException
@@ -198,15 +199,18 @@ def layout(connector: str, context: ConnectorContext, key_fields: Sequence[str] 
             f"The message value of '{context.table_name}' has no columns: with 'value.fields-include' = "
             "'EXCEPT_KEY' the table needs a column besides the key's"
         )
+    key_names = tuple(n[len(prefix) :] for n in key_fields)
+    key_options = format_options(connector, key_format, "key.", options) if key_format else {}
+    value_options = format_options(connector, value_format, value_prefix, options)
+    topics = topics_of(options)
+    if key_format in AVRO_FORMATS:
+        key_types = _columns(context, key_indexes)[1]
+        key_options = check_avro_format(key_format, key_names, key_types, key_options, "key", topics)
+    if value_format in AVRO_FORMATS:
+        value_names, value_types = _columns(context, value_indexes)
+        value_options = check_avro_format(value_format, value_names, value_types, value_options, "value", topics)
     return Layout(
-        key_format,
-        key_indexes,
-        tuple(n[len(prefix) :] for n in key_fields),
-        format_options(connector, key_format, "key.", options) if key_format else {},
-        value_format,
-        value_indexes,
-        format_options(connector, value_format, value_prefix, options),
-        value_prefix,
+        key_format, key_indexes, key_names, key_options, value_format, value_indexes, value_options, value_prefix
     )
 
 
@@ -426,7 +430,10 @@ def client_properties(options: dict[str, str]) -> dict[str, str]:
     return {k[len("properties.") :]: v for k, v in options.items() if k.startswith("properties.")}
 
 
-def build_sink(stream: Any, context: ConnectorContext, serializer: TableRowSerializer) -> Any:
+def build_sink(
+    stream: Any, context: ConnectorContext, serializer: TableRowSerializer, wrap: Callable[[Any], Any] | None = None
+) -> Any:
+    """The KafkaSink of a table (`wrap`: what upsert-kafka's buffer puts around it)."""
     from fluvial.datastream.connectors.kafka import KafkaSink
 
     options = context.options
@@ -437,7 +444,8 @@ def build_sink(stream: Any, context: ConnectorContext, serializer: TableRowSeria
             builder.set_property(key, value)
     if prefix:
         builder.set_transactional_id_prefix(prefix)
-    sink = stream.sink_to(builder.build()).name(f"Sink: {context.table_name}[kafka]")
+    built = builder.build()
+    sink = stream.sink_to(built if wrap is None else wrap(built)).name(f"Sink: {context.table_name}[kafka]")
     if "sink.parallelism" in options:
         sink.set_parallelism(int(options["sink.parallelism"]))
     return sink

@@ -1,9 +1,9 @@
-"""The formats of a Kafka table's message keys and values: `json`, `csv` and `raw`, as per-record functions
-between bytes and a list of column values.
+"""The formats of a Kafka table's message keys and values: `json`, `csv`, `raw`, `avro` and `avro-confluent`,
+as per-record functions between bytes and a list of column values.
 
 `json` and `csv` are the filesystem connector's (`ParseLine`, `LineEncoder`), so a row reads and writes the same
 in a file and in a message. `raw` is one STRING (in `raw.charset`, default UTF-8) or BYTES column taken as the
-whole message. A format's options are named after it, under the prefix of its role: `json.ignore-parse-errors`
+whole message. `avro` and `avro-confluent` are in `kafka_avro.py`. A format's options are named after it, under the prefix of its role: `json.ignore-parse-errors`
 with `format`, `value.json.ignore-parse-errors` with `value.format`, `key.csv.field-delimiter` with
 `key.format` (Flink's rule).
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fluvial.table.connectors.filesystem import LineEncoder, ParseLine
+from fluvial.table.connectors.kafka_avro import AVRO_FORMATS, avro_decoder, avro_encoder
 from fluvial.table.errors import ValidationException
 from fluvial.table.types import DataType
 from fluvial.table.values import cast_value
@@ -25,6 +26,7 @@ FORMATS: dict[str, set[str]] = {
     "json": {"ignore-parse-errors"},
     "csv": {"field-delimiter", "ignore-parse-errors", "null-literal"},
     "raw": {"charset"},
+    **AVRO_FORMATS,
 }
 
 
@@ -59,6 +61,8 @@ def decoder(
 ) -> Callable[[bytes], list | None]:
     """bytes → the columns' values; None for a record to skip (`ignore-parse-errors`); a record that does not
     parse raises ValueError naming the option that skips such records."""
+    if fmt in AVRO_FORMATS:
+        return avro_decoder(fmt, names, types, options, role)
     _raw_check(fmt, names, types, role)
     if fmt == "raw":
         if types[0].is_string():
@@ -118,6 +122,8 @@ def encoder(
     fmt: str, names: Sequence[str], types: Sequence[DataType], options: dict[str, str], role: str
 ) -> Callable[[Sequence[Any]], bytes]:
     """The columns' values → bytes."""
+    if fmt in AVRO_FORMATS:
+        return avro_encoder(fmt, names, types, options, role)
     _raw_check(fmt, names, types, role)
     if fmt == "raw":
         if types[0].is_string():

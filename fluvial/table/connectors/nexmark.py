@@ -15,10 +15,13 @@ planned), `out-of-order.group-size` (1: in order), `active-people`/`in-flight-au
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from fluvial.table.connectors.abilities import FilterPushDownResult
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.errors import ValidationException
+from fluvial.table.planner.rex import Call, InputRef, Literal, Rex
 
 __all__ = ["NexmarkFactory"]
 
@@ -91,7 +94,31 @@ def nexmark_config(options: dict[str, str]) -> Any:
     return NexmarkConfig(**values)
 
 
+def _event_types(rex: Rex) -> frozenset[int] | None:
+    """The event types a conjunct `event_type = n` or `event_type IN (n, ...)` lets through; None for others."""
+    if isinstance(rex, Call) and rex.function is None and rex.op in ("equals", "in"):
+        column, *values = rex.operands
+        if rex.op == "equals" and isinstance(values[0], InputRef) and isinstance(column, Literal):
+            column, values = values[0], [column]
+        if (
+            isinstance(column, InputRef)
+            and column.index == 0
+            and values
+            and all(isinstance(v, Literal) and isinstance(v.value, int) for v in values)
+        ):
+            return frozenset(v.value for v in values)  # type: ignore[union-attr]
+    return None
+
+
 class NexmarkFactory:
+    """Takes the WHERE conjuncts on `event_type` (`= n`, `IN (...)`): the events of other types are generated
+    (every event's values stay those of the full stream) but not emitted, so nothing after the source sees
+    them. Projection is not pushed: the watermark's `dateTime` reads all three rows."""
+
+    def apply_filters(self, context: ConnectorContext, filters: Sequence[Rex]) -> FilterPushDownResult:
+        accepted = tuple(f for f in filters if _event_types(f) is not None)
+        return FilterPushDownResult(accepted, tuple(f for f in filters if f not in accepted))
+
     def create_source(self, env: Any, context: ConnectorContext) -> Any:
         from fluvial.datastream.connectors.nexmark import NexmarkSource
 
@@ -103,7 +130,11 @@ class NexmarkFactory:
             )
         config = nexmark_config(options)
         emit = _bool("max-emit-speed", options["max-emit-speed"]) if "max-emit-speed" in options else True
-        stream = env.from_source(NexmarkSource(config, emit), source_name=context.table_name)
+        types: frozenset[int] | None = None
+        for f in context.filters:
+            allowed = _event_types(f)
+            types = allowed if types is None else types & allowed  # type: ignore[operator]
+        stream = env.from_source(NexmarkSource(config, emit, types), source_name=context.table_name)
         if "scan.parallelism" in options:
             stream.set_parallelism(_int("scan.parallelism", options["scan.parallelism"]))
         return stream

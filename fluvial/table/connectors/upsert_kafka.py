@@ -9,14 +9,16 @@ tombstone) deletes its key.
 - As a sink it takes any changelog: +I and +U are written as key and value, -D as a tombstone, -U not at all,
   so the result of a GROUP BY can be written to it and read back as the final table.
 Options besides: `topic` (one), `properties.*`, `key.fields-prefix`, `sink.delivery-guarantee` /
-`sink.transactional-id-prefix`, `sink.parallelism`, `scan.parallelism`; metadata columns as the kafka
-connector's.
+`sink.transactional-id-prefix`, `sink.parallelism`, `scan.parallelism`, `sink.buffer-flush.max-rows` with
+`sink.buffer-flush.interval` (the sink writes only the last change of a key per flush: `upsert_buffer.py`);
+metadata columns as the kafka connector's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fluvial.table.connectors import upsert_buffer
 from fluvial.table.connectors.base import ConnectorContext, check_options
 from fluvial.table.connectors.kafka import (
     _COMMON,
@@ -41,6 +43,7 @@ _OPTIONS = (_COMMON - {"format", "key.fields"}) | {  # the key is the primary ke
     "scan.bounded.mode",
     "scan.bounded.specific-offsets",
     "scan.bounded.timestamp-millis",
+    *upsert_buffer.OPTIONS,
 }
 
 
@@ -67,6 +70,7 @@ class UpsertKafkaFactory:
             required=("topic", "properties.bootstrap.servers", "key.format", "value.format"),
         )
         self.check_primary_key(context.table_name, context.primary_key)
+        upsert_buffer.buffer_flush_options(options)
         topics = topics_of(options)
         if len(topics) != 1:
             raise ValidationException(
@@ -93,6 +97,16 @@ class UpsertKafkaFactory:
         from fluvial.table.runtime.functions import RowKeySelector
 
         topic, shape = self._check(context)
+        buffer = upsert_buffer.buffer_flush_options(context.options)
         if "sink.parallelism" in context.options:  # a key's changes stay in one subtask, in order (Flink's rule)
             stream = stream.key_by(RowKeySelector(shape.key_indexes))
-        return build_sink(stream, context, TableRowSerializer(topic, context, shape, "default", upsert=True))
+        serializer = TableRowSerializer(topic, context, shape, "default", upsert=True)
+        if buffer is None:
+            return build_sink(stream, context, serializer)
+        max_rows, interval = buffer
+        return build_sink(
+            stream,
+            context,
+            serializer,
+            lambda sink: upsert_buffer.ReducingUpsertSink(sink, shape.key_indexes, max_rows, interval),
+        )

@@ -111,13 +111,25 @@ class Scan(RelNode):
     table_name: str = ""
     source: Any = None
     watermark: WatermarkSpec | None = None
-    computed: tuple[Rex | None, ...] = ()
+    computed: tuple[Rex, ...] = ()
 
     def explain_terms(self) -> str:
+        digest = getattr(self.source, "digest", None)
+        pushed = "".join(f", {part}" for part in digest()) if digest is not None else ""
         return (
-            f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}]], "
-            f"fields=[{', '.join(self.names)}])"
+            f"TableSourceScan(table=[[default_catalog, default_database, {self.table_name}{pushed}]], "
+            f"fields=[{', '.join(self.source_names)}])"
         )
+
+    @property
+    def source_names(self) -> list[str]:
+        """The columns the source produces (its computed columns are computed after it)."""
+        columns = getattr(self.source, "columns", None)
+        if not self.computed or columns is None:
+            return self.names
+        projection = getattr(self.source, "projection", None)
+        names = [c.name for c in columns]
+        return names if projection is None else [names[path[0]] for path in projection]
 
 
 @dataclass(frozen=True)
@@ -150,15 +162,19 @@ class Calc(SingleRel):
     condition: Rex | None = None
 
     def explain_terms(self) -> str:
+        """The operator's name, as Flink's execution plan prints it: `Calc(select=[a, (b + 1) AS c], where=[...])`."""
+        from fluvial.table.planner.rex_text import infix_text
+
+        names = self.input.names
         parts = []
         if self.projections is not None:
             items = []
             for rex, column in zip(self.projections, self.schema):
-                text = rex.describe()
+                text = infix_text(rex, names)
                 items.append(text if text == column.name else f"{text} AS {column.name}")
             parts.append(f"select=[{', '.join(items)}]")
         if self.condition is not None:
-            parts.append(f"where=[{self.condition.describe()}]")
+            parts.append(f"where=[{infix_text(self.condition, names)}]")
         return f"Calc({', '.join(parts)})"
 
 
@@ -169,6 +185,7 @@ class Aggregate(SingleRel):
 
     group: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
+    mini_batch: Any = None  # aggregate_phases.MiniBatch once the physical rewrite chose mini-batch
 
     @property
     def changelog_mode(self) -> ChangelogMode:

@@ -158,8 +158,8 @@ class Resolver:
             raise ValidationException(
                 at(
                     e.sql_position,
-                    "a table function (udtf) is called by flat_map, "
-                    "join_lateral or LATERAL TABLE, not in a select list",
+                    f"Cannot call table function here: '{name if name != '__udtf__' else e.value._name}': a "
+                    "table function (udtf) is called by flat_map, join_lateral or LATERAL TABLE, not in a select list",
                 )
             )
         if function is not None:

@@ -34,10 +34,11 @@ def conform_to_sink(node: RelNode, sink_columns: Sequence[Column], sink_name: st
     changed = False
     for i, (q, s) in enumerate(zip(node.schema, sink_columns)):
         ref = InputRef(i, q.type, q.name)
+        source = q.type.without_time_attribute()
+        if s.type.nullable:
+            source = source.nullable_()  # NOT NULL into a nullable column of its type: nothing to convert
         if (
-            q.type.without_time_attribute().summary(False) == s.type.summary(False)
-            or q.type.is_string()
-            and s.type.is_string()
+            source.summary(False) == s.type.summary(False) or q.type.is_string() and s.type.is_string()
         ):  # no length enforcement (Flink's default: IGNORE)
             rexes.append(ref)
             continue

@@ -13,6 +13,12 @@ from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
 from fluvial.table.errors import TableException
+from fluvial.table.planner.aggregate_phases import (
+    GlobalGroupAggregate,
+    LocalGroupAggregate,
+    MiniBatchAssigner,
+    physical_node,
+)
 from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
@@ -46,6 +52,7 @@ from fluvial.table.runtime.functions import (
     RowKeySelector,
     ToRowFunction,
 )
+from fluvial.table.runtime.mini_batch import GlobalGroupAggFunction, LocalGroupAggFunction, MiniBatchGroupAggFunction
 from fluvial.table.runtime.pandas_calc import has_pandas_call
 from fluvial.table.runtime.windows import (
     CumulativeEventTimeWindows,
@@ -62,17 +69,22 @@ __all__ = ["Translator"]
 class Translator:
     """One job's translation: a node reached twice (a table used by two sinks) is translated once."""
 
-    def __init__(self, env: Any, state_ttl_millis: int = 0, batch: bool = False) -> None:
+    def __init__(self, env: Any, state_ttl_millis: int = 0, batch: bool = False, mini_batch: Any = None) -> None:
         self.env = env
         self.state_ttl_millis = state_ttl_millis
         self.batch = batch
-        self._done: dict[int, Any] = {}
+        self.mini_batch = None if batch else mini_batch  # as in Flink, a batch job ignores mini-batch
+        self._done: dict[int, tuple[RelNode, Any]] = {}  # the node is kept so its id is never reused
+
+    def physical(self, node: RelNode) -> RelNode:
+        """`node` as it runs (`aggregate_phases.physical_node`); `explain` shows these."""
+        return physical_node(node, self.mini_batch)
 
     def translate(self, node: RelNode) -> Any:
         key = id(node)
         if key not in self._done:
-            self._done[key] = self._translate(node)
-        return self._done[key]
+            self._done[key] = (node, self._translate(self.physical(node)))
+        return self._done[key][1]
 
     def _translate(self, node: RelNode) -> Any:
         if isinstance(node, Scan):
@@ -96,11 +108,26 @@ class Translator:
             )
         if isinstance(node, Aggregate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.group))
+            if node.mini_batch is not None:
+                return self._bundle(
+                    keyed,
+                    MiniBatchGroupAggFunction(node.names, len(node.group), node.aggs, self.state_ttl_millis),
+                    node,
+                )
             return keyed.process(
                 GroupAggFunction(
                     node.names, len(node.group), node.aggs, True, self.state_ttl_millis, final_only=self.batch
                 )
             ).name(node.explain_terms())
+        if isinstance(node, MiniBatchAssigner):
+            return self.translate(node.input)
+        if isinstance(node, LocalGroupAggregate):
+            local = LocalGroupAggFunction(node.names, len(node.group), node.aggs)
+            return self._bundle(self.translate(node.input), local, node, RowKeySelector(node.group))
+        if isinstance(node, GlobalGroupAggregate):
+            keyed = self.translate(node.input).key_by(RowKeySelector(range(node.key_count)))
+            merge = GlobalGroupAggFunction(node.names, node.key_count, node.aggs, self.state_ttl_millis)
+            return self._bundle(keyed, merge, node)
         if isinstance(node, WindowAggregate):
             return self._window(node)
         if isinstance(node, WindowTableFunction):
@@ -222,6 +249,21 @@ class Translator:
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
             return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
+
+    def _bundle(self, stream: Any, function: Any, node: Any, bundle_key: Any = None) -> Any:
+        """A mini-batch operator (`MapBundleSpec`) running `function`; keyed when `stream` is a KeyedStream."""
+        from fluvial.datastream.transformations import MapBundleSpec
+
+        key_selector = stream._key()
+        batch = node.mini_batch
+        spec = MapBundleSpec(
+            function,
+            key_selector,
+            bundle_key=bundle_key or key_selector,
+            max_size=batch.size,
+            latency_millis=batch.latency_millis,
+        )
+        return stream._one_input(node.explain_terms(), spec).name(node.explain_terms())
 
     def _lookup_join(self, node: LookupJoin) -> Any:
         from fluvial.table.connectors.base import ConnectorContext, lookup_factory

@@ -15,7 +15,7 @@ from typing import Any
 from fluvial.table.planner.rex import AggCall
 from fluvial.table.values import float32
 
-__all__ = ["Aggregator", "aggregator_for"]
+__all__ = ["Aggregator", "AggregateSet", "aggregator_for", "mergeable"]
 
 
 class Aggregator:
@@ -108,33 +108,46 @@ class _Avg(_Sum):
 
 
 class _MinMax(Aggregator):
-    """[{value: count}]: a retraction of the current extreme finds the next one."""
+    """[{value: count}]: a retraction of the current extreme finds the next one. A count may go below zero (a
+    local aggregate's batch retracts a value another batch added, as Flink's MinWithRetractAggFunction keeps
+    it); the result is the extreme of the values counted above zero."""
 
     def create(self) -> list:
         return [{}]
 
     def accumulate(self, acc: list, value: Any) -> None:
         if value is not None:
-            acc[0][value] = acc[0].get(value, 0) + 1
+            counts = acc[0]
+            count = counts.get(value, 0) + 1
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
 
     def retract(self, acc: list, value: Any) -> None:
         if value is None:
             return
         counts = acc[0]
-        left = counts.get(value, 0) - 1
-        if left <= 0:
-            counts.pop(value, None)
+        count = counts.get(value, 0) - 1
+        if count:
+            counts[value] = count
         else:
-            counts[value] = left
+            del counts[value]
 
     def value(self, acc: list) -> Any:
-        if not acc[0]:
+        present = [v for v, c in acc[0].items() if c > 0]
+        if not present:
             return None
-        return min(acc[0]) if self.kind == "MIN" else max(acc[0])
+        return min(present) if self.kind == "MIN" else max(present)
 
     def merge(self, acc: list, other: list) -> None:
+        counts = acc[0]
         for v, c in other[0].items():
-            acc[0][v] = acc[0].get(v, 0) + c
+            count = counts.get(v, 0) + c
+            if count:
+                counts[v] = count
+            else:
+                counts.pop(v, None)
 
 
 class _FirstLast(Aggregator):
@@ -278,11 +291,33 @@ def aggregator_for(call: AggCall) -> Aggregator:
     return _KINDS[call.kind](call)
 
 
+# built-in aggregates whose accumulators merge whatever the order of rows (FIRST_VALUE, LAST_VALUE and LISTAGG
+# depend on arrival order across batches, so they stay in one phase)
+_MERGEABLE = frozenset(
+    {"COUNT", "SUM", "SUM0", "AVG", "MIN", "MAX", "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP"}
+)
+
+
+def mergeable(call: AggCall) -> bool:
+    """Whether `call` can run as a local and a global aggregate (Flink's two-phase condition): a built-in with
+    a merge, or a (non-vectorized) udaf that defines `merge`; DISTINCT aggregates stay in one phase."""
+    if call.distinct:
+        return False
+    if call.kind == "UDAF":
+        from fluvial.table.udf import overrides
+
+        return not call.function._pandas and overrides(call.function._func, "merge")
+    return call.kind in _MERGEABLE
+
+
 class AggregateSet:
     """The aggregates of one operator over one group: accumulators, with DISTINCT's per-value counts."""
 
     def __init__(self, calls: Sequence[AggCall]) -> None:
         self.aggregators = [aggregator_for(c) for c in calls]
+        if not any(a.distinct for a in self.aggregators):  # the per-row path as straight-line code
+            compiled = _compiled(self.aggregators)
+            self.create, self.accumulate, self.retract, self.values = compiled  # type: ignore[method-assign]
 
     def create(self) -> list:
         """[accumulators..., distinct counts per aggregate (dict) or None]."""
@@ -337,3 +372,50 @@ class AggregateSet:
                     state[1][i][v] = state[1][i].get(v, 0) + c
             else:
                 agg.merge(state[0][i], other[0][i])
+
+
+def _compiled(aggregators: Sequence[Aggregator]) -> tuple[Any, Any, Any, Any]:
+    """`create`, `accumulate`, `retract` and `values` of a set without DISTINCT, as generated functions: COUNT and
+    integral or DOUBLE sums inline, any other aggregate one call of its bound method (no per-aggregate loop,
+    argument lookup or DISTINCT check per row). The same steps as the aggregators' methods, in the same order."""
+    namespace: dict[str, Any] = {}
+    body: dict[str, list[str]] = {"accumulate": [], "retract": []}
+    results, creates = [], []
+    for i, agg in enumerate(aggregators):
+        if agg.kind == "COUNT" or agg.kind in ("SUM", "SUM0", "AVG"):
+            creates.append(repr(agg.create()))
+        else:
+            namespace[f"create{i}"] = agg.create
+            creates.append(f"create{i}()")
+        args = agg.args
+        if agg.kind == "UDAF":
+            arg = "(" + "".join(f"values[{a}], " for a in args) + ")"
+        else:
+            arg = f"values[{args[0]}]" if args else "1"
+        inline_sum = agg.kind in ("SUM", "SUM0", "AVG") and agg.result_type.name != "FLOAT"
+        for method, sign in (("accumulate", "+"), ("retract", "-")):
+            lines = body[method]
+            if agg.kind == "COUNT":
+                step = f"accs[{i}][0] {sign}= 1"
+                lines.append(f"    if values[{args[0]}] is not None: {step}" if args else f"    {step}")
+            elif inline_sum:
+                lines += [
+                    f"    v = {arg}",
+                    "    if v is not None:",
+                    f"        a = accs[{i}]; a[0] {sign}= 1; a[1] {sign}= v",
+                ]
+            else:
+                namespace[f"{method}{i}"] = getattr(agg, method)
+                lines.append(f"    {method}{i}(accs[{i}], {arg})")
+        if agg.kind == "COUNT":
+            results.append(f"accs[{i}][0]")
+        else:
+            namespace[f"value{i}"] = agg.value
+            results.append(f"value{i}(accs[{i}])")
+    source = [
+        *(f"def {m}(state, values):\n    accs = state[0]\n" + "\n".join(body[m] or ["    pass"]) for m in body),
+        f"def values(state):\n    accs = state[0]\n    return [{', '.join(results)}]",
+        f"def create():\n    return [[{', '.join(creates)}], {[None] * len(aggregators)!r}]",
+    ]
+    exec("\n".join(source), namespace)  # noqa: S102 - source built from the planner's aggregate calls
+    return namespace["create"], namespace["accumulate"], namespace["retract"], namespace["values"]

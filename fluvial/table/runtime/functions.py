@@ -125,6 +125,7 @@ class ToRowFunction(MapFunction):
         self.names = list(names)
         self.atomic = atomic
         self.converters = converters
+        self._names_seen: Any = None
 
     def map(self, value: Any) -> Row:
         if self.atomic:
@@ -132,7 +133,14 @@ class ToRowFunction(MapFunction):
             kind = RowKind.INSERT
         elif isinstance(value, Row):
             fields = getattr(value, "_fields", None)
-            values = [value[n] for n in self.names] if fields and all(n in fields for n in self.names) else list(value)
+            if fields is not None and (fields is self._names_seen or fields == self.names):
+                self._names_seen = fields  # a typed stream's rows share one list of names: compared once
+                if not self.converters:
+                    return value  # already the table's row: its names, in its order
+                values = list(value._values)
+            else:
+                named = fields and all(n in fields for n in self.names)
+                values = [value[n] for n in self.names] if named else list(value)
             kind = value.get_row_kind()
         elif isinstance(value, dict):
             values = [value.get(n) for n in self.names]

@@ -191,6 +191,8 @@ class Converter:
         if isinstance(node, exp.If):
             false = node.args.get("false")
             return self._call("if", node.this, node.args["true"], false if false is not None else exp.Null())
+        if isinstance(node, exp.Bracket):
+            return self._bracket(node)
         if isinstance(node, exp.Window):
             if isinstance(node.this, exp.RowNumber):
                 raise self.error(node, "ROW_NUMBER() is planned in a subquery filtered by WHERE rn = 1 or rn <= N")
@@ -262,6 +264,23 @@ class Converter:
         fraction = text.split(".")[1] if "." in text else ""
         return literal(value, DataTypes.TIMESTAMP(len(fraction), False))
 
+    def _bracket(self, node: exp.Bracket) -> Expression:
+        """`MAP[k1, v1, ...]` (Flink's MAP value constructor), or `value[index]` (an ARRAY's element from 1, a
+        MAP's value for a key)."""
+        target, keys = node.this, list(node.expressions)
+        if isinstance(target, exp.Column) and not target.table and target.name.upper() == "MAP":
+            if not target.this.args.get("quoted"):
+                if not keys or len(keys) % 2:
+                    raise self.error(
+                        node,
+                        f"Map requires an even number of arguments: MAP[key1, value1, key2, value2, ...] was "
+                        f"given {len(keys)}",
+                    )
+                return self._call("map", *keys)
+        if len(keys) != 1:
+            raise self.error(node, "an index takes one key: arr[1] or m['key']")
+        return self._call("item", target, keys[0])
+
     def _is(self, node: exp.Is, negate: bool) -> Expression:
         target = node.expression
         if isinstance(target, exp.Null):
@@ -302,14 +321,14 @@ class Converter:
 
         written = str(node.this).lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
         if written in registered_functions.get():
-            args = list(node.expressions) if isinstance(node, exp.Anonymous) else self._function_args(node)
+            args = list(node.expressions) if isinstance(node, exp.Anonymous) else self.function_args(node)
             return self._call(written, *args)
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             args = list(node.expressions)
         else:
             name = node.sql_name().lower().replace("_", "") if False else type(node).__name__.lower()
-            args = self._function_args(node)
+            args = self.function_args(node)
         if isinstance(node, exp.Substring):
             args = [node.this, node.args.get("start") or exp.Literal.number(1)] + (
                 [node.args["length"]] if node.args.get("length") is not None else []
@@ -373,7 +392,8 @@ class Converter:
         return self._call(name, *args)
 
     @staticmethod
-    def _function_args(node: exp.Func) -> list[exp.Expression]:
+    def function_args(node: exp.Func) -> list[exp.Expression]:
+        """A call's arguments in order, for a function sqlglot knows by name (its own expression class)."""
         args: list[exp.Expression] = []
         for key in node.arg_types:
             value = node.args.get(key)

@@ -10,6 +10,8 @@ and adds what Flink has that it lacks:
   argument, Flink 2.x) becomes the two arguments `t, PARTITION_BY(k)`;
 - `STRING` and `BYTES` types (parsed as TEXT and VARBINARY, mapped back by `fluvial.table.sql.types`);
 - `ROW<name type, ...>` types (read as sqlglot's STRUCT: a ROW keyword right before `<`);
+- `arr[i]` and `m[key]` keep their index as written (Flink's arrays are 1-based); `MAP['k', v, ...]` parses as
+  an index of a column named MAP, which the converter reads as the MAP value constructor;
 - metadata columns: `name TYPE METADATA [FROM 'key'] [VIRTUAL]` (a `MetadataColumnConstraint`).
 """
 
@@ -46,6 +48,10 @@ def _metadata_sql(generator: Any, expression: MetadataColumnConstraint) -> str:
 
 
 class Flink(RisingWave):
+    # `arr[1]` keeps the index as written: Flink's arrays are 1-based and the planner reads the index so
+    # (PostgreSQL's dialect would rewrite it to sqlglot's 0-based form, and a MAP's integer key with it)
+    INDEX_OFFSET = 0
+
     class Tokenizer(RisingWave.Tokenizer):
         IDENTIFIERS = ["`"]
         QUOTES = ["'"]

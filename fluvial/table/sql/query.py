@@ -1,7 +1,7 @@
 """Plans a SQL query (sqlglot's Select/Union tree) into a logical plan.
 
 Handled: SELECT [DISTINCT] list FROM table | (subquery) | TABLE(TUMBLE/HOP/CUMULATE(TABLE t,
-DESCRIPTOR(ts), ...)) [WHERE] [GROUP BY] [HAVING] [LIMIT/OFFSET], UNION [ALL], VALUES. A GROUP BY over a window
+DESCRIPTOR(ts), ...)) [, LATERAL TABLE(udtf(...)) | UNNEST(...)] [WHERE] [GROUP BY] [HAVING] [LIMIT/OFFSET], UNION [ALL], VALUES. A GROUP BY over a window
 TVF that groups by window_start and window_end becomes an event-time window aggregation; any other GROUP BY a
 changelog-emitting group aggregation.
 """
@@ -20,6 +20,7 @@ from fluvial.table.planner.over import OverFrame, collect_over, has_over, plan_o
 from fluvial.table.planner.resolve import Resolver, contains_aggregate, plan_aggregate, project, resolve_condition
 from fluvial.table.planner.rex import InputRef
 from fluvial.table.sql.convert import Converter
+from fluvial.table.sql.lateral import is_lateral, is_table_function, plan_lateral, plan_table_function_scan
 from fluvial.table.table import _union
 from fluvial.table.types import common_type
 
@@ -70,6 +71,8 @@ class QueryPlanner:
             return Values((), ((),))
         alias = node.args.get("alias")
         columns = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) and alias.columns else None
+        if columns is not None and isinstance(node, exp.Unnest) and isinstance(node.args.get("offset"), exp.Identifier):
+            columns.append(node.args["offset"].name)  # `WITH ORDINALITY AS A(x, n)`: sqlglot keeps n apart
         result = self._source(node)
         if columns is not None and not isinstance(result, _WindowedInput):
             if len(columns) != len(result.schema):
@@ -89,6 +92,8 @@ class QueryPlanner:
         if isinstance(node, exp.Table):
             inner = node.this
             if isinstance(inner, exp.Anonymous) and str(inner.this).upper() == "TABLE":
+                if is_table_function(inner.expressions[0]):
+                    return plan_table_function_scan(self.convert, inner.expressions[0])
                 return self.window_tvf(inner.expressions[0])
             if isinstance(inner, exp.Anonymous):
                 return self.window_tvf(inner)
@@ -96,6 +101,8 @@ class QueryPlanner:
             return self.t_env._catalog.scan(name, self.convert.position(node))
         if isinstance(node, exp.Values):
             return self.values(node)
+        if isinstance(node, exp.Unnest):
+            return plan_table_function_scan(self.convert, node)
         raise self.convert.error(node, f"unsupported FROM item {node.sql()[:60]}")
 
     def window_tvf(self, call: exp.Expression) -> _WindowedInput:
@@ -209,6 +216,9 @@ class QueryPlanner:
         left = self._relation(first)
         qualifiers = {(first.alias_or_name, n): i for i, n in enumerate(left.names)}
         for join in joins:
+            if is_lateral(join):
+                left, qualifiers = plan_lateral(self.convert, left, qualifiers, join)
+                continue
             version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
             if version is not None:
                 left, qualifiers = self._lookup_joined(left, qualifiers, join, version)
@@ -653,7 +663,11 @@ def _comma_join_condition(node: exp.Select, convert: Converter) -> exp.Select:
     """`FROM a, b WHERE cond`: an inner join of a and b ON cond (the WHERE is the join's condition, where its
     equalities key the join's state, as Flink's planner pushes them into the join)."""
     joins = node.args["joins"]
-    commas = [j for j in joins if j.args.get("on") is None and not j.args.get("kind") and not j.args.get("side")]
+    commas = [
+        j
+        for j in joins
+        if j.args.get("on") is None and not j.args.get("kind") and not j.args.get("side") and not is_lateral(j)
+    ]
     if not commas or any(j.args.get("using") for j in commas):
         return node
     where = node.args.get("where")

@@ -124,21 +124,40 @@ def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str],
     return Calc(out, node, tuple(rexes), None)
 
 
-def explain_statement(t_env: TableEnvironment, text: str) -> str:
+def explain_statement(t_env: TableEnvironment, text: str, *extra_details: Any) -> str:
     stripped = text.strip().rstrip(";").strip()
     statement = _parse(stripped)
     if isinstance(statement, exp.Insert):
-        return t_env._explain(_insert_parts(t_env, statement, stripped)[1])
-    return t_env._explain(QueryPlanner(t_env, stripped).plan(statement))
+        return t_env._explain([_insert_parts(t_env, statement, stripped)], *extra_details)
+    return t_env._explain([(None, QueryPlanner(t_env, stripped).plan(statement))], *extra_details)
+
+
+_DETAILS = ("ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE")
+
+
+def _explain_body(text: str) -> tuple[str, list[str]]:
+    """`EXPLAIN [PLAN FOR] | EXPLAIN detail[, detail...] statement` → (statement, details)."""
+    body = re.sub(r"^EXPLAIN\s+", "", text, flags=re.IGNORECASE)
+    if re.match(r"PLAN\s+FOR\s", body, flags=re.IGNORECASE):
+        return body[body.upper().index("FOR") + 3 :].strip(), []
+    details: list[str] = []
+    while True:
+        match = re.match(r"(\w+)\s*(,?)\s*", body)
+        if match is None or match.group(1).upper() not in _DETAILS:
+            return body, details
+        details.append(match.group(1).upper())
+        body = body[match.end() :]
 
 
 def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
     stripped = text.strip().rstrip(";").strip()
     upper = re.sub(r"\s+", " ", stripped.upper())
     if upper.startswith("EXPLAIN "):
-        body = re.sub(r"^EXPLAIN\s+(PLAN\s+FOR\s+)?", "", stripped, flags=re.IGNORECASE)
-        plan = explain_statement(t_env, body)
-        return TableResult(ResultKind.SUCCESS_WITH_CONTENT, [Column("result", DataTypes.STRING())], rows=[Row(plan)])
+        body, details = _explain_body(stripped)
+        plan = explain_statement(t_env, body, *details)
+        return TableResult(
+            ResultKind.SUCCESS_WITH_CONTENT, [Column("result", DataTypes.STRING())], rows=[Row(plan)], raw=True
+        )
     if upper.startswith("SHOW "):
         return _show(t_env, upper)
     if upper.startswith("RESET"):

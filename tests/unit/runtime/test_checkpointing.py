@@ -72,6 +72,9 @@ class Logged:
     def broadcast_event(self, event: Any) -> None:
         self.log.append((self.name, "event", event))
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.log.append((self.name, "pre-barrier", checkpoint_id))
+
     def snapshot_state(self, checkpoint_id: int, snapshot_type: SnapshotType) -> Any:
         self.log.append((self.name, "snapshot", checkpoint_id))
         self.snapshot_types.append(snapshot_type)
@@ -125,13 +128,15 @@ def keyed_chain(records: list):
 # -- taking a checkpoint ----------------------------------------------------------------------------------------------
 
 
-def test_the_barrier_goes_out_on_every_output_before_any_operator_snapshots() -> None:
+def test_operators_emit_what_they_hold_head_first_then_the_barrier_goes_out_before_any_snapshot() -> None:
     log: list = []
     writers = [Logged(log, "writer-1"), Logged(log, "writer-2")]
     chain = Chain([Logged(log, "head"), Logged(log, "tail")])
     barrier = CheckpointBarrier(3, 1234)
     checkpointer(chain, writers, Storages(), ManualScheduledExecutor(), Responder()).checkpoint_state(barrier)
     assert log == [
+        ("head", "pre-barrier", 3),
+        ("tail", "pre-barrier", 3),
         ("writer-1", "event", barrier),
         ("writer-2", "event", barrier),
         ("head", "snapshot", 3),

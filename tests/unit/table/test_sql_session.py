@@ -107,3 +107,14 @@ def test_a_statement_set_runs_its_inserts_as_one_job_in_both_of_flinks_forms(tmp
 
     assert numbers("a") == [1, 2, 3, 4, 101, 102, 103, 104]
     assert numbers("b") == [0, 0, 0, 0, 10, 20, 30, 40]
+
+
+@pytest.mark.timeout(30)
+def test_explain_prints_the_plan_as_text():
+    out = io.StringIO()
+    session = SqlSession(TableEnvironment.create(EnvironmentSettings.in_streaming_mode()), out)
+    session.execute("CREATE TABLE src (n INT, s STRING) WITH ('connector' = 'datagen', 'number-of-rows' = '3')")
+    session.execute("EXPLAIN SELECT n FROM src WHERE n > 1")
+    text = out.getvalue()
+    assert "== Abstract Syntax Tree ==\nLogicalProject(n=[$0])\n+- LogicalFilter(condition=[>($0, 1)])\n" in text
+    assert "+--" not in text  # no tableau box around it, as Flink's client prints EXPLAIN

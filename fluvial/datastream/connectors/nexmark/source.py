@@ -46,6 +46,9 @@ class NexmarkSource(Source[NexmarkSplit]):
 
     config: NexmarkConfig = NexmarkConfig()
     max_emit_speed: bool = True
+    # only these event types are emitted (None: all); the others are still generated, so every event's
+    # values are the same as in the full stream (SQL's filter push-down of `event_type = 2`)
+    event_types: frozenset[int] | None = None
 
     def __post_init__(self) -> None:
         c = self.config
@@ -68,7 +71,7 @@ class NexmarkSource(Source[NexmarkSplit]):
         return [NexmarkSplit(str(i), g) for i, g in enumerate(GeneratorSplit.split(self.config, parallelism))]
 
     def create_reader(self, task_info: TaskInfo) -> NexmarkReader:
-        return NexmarkReader(self.max_emit_speed)
+        return NexmarkReader(self.max_emit_speed, self.event_types)
 
     def default_name(self) -> str:
         return "Nexmark Source"
@@ -77,7 +80,8 @@ class NexmarkSource(Source[NexmarkSplit]):
 class NexmarkReader(SourceReader[NexmarkSplit]):
     """Runs its splits' generators one after another; paced to event time unless `max_emit_speed`."""
 
-    def __init__(self, max_emit_speed: bool = True) -> None:
+    def __init__(self, max_emit_speed: bool = True, event_types: frozenset[int] | None = None) -> None:
+        self._event_types = event_types
         self._queue: list[NexmarkSplit] = []
         self._active: NexmarkGenerator | None = None
         self._active_id = ""
@@ -97,7 +101,11 @@ class NexmarkReader(SourceReader[NexmarkSplit]):
             max_records = self._due(generator, max_records)
             if max_records == 0:
                 return []
-        return generator.next_rows(max_records)
+        rows = generator.next_rows(max_records)
+        if self._event_types is not None:
+            types = self._event_types
+            rows = [row for row in rows if row[0] in types]
+        return rows
 
     def _due(self, generator: NexmarkGenerator, max_records: int) -> int:
         """How many events are due by the wall clock (event time since the first event = wall time since the

@@ -119,6 +119,7 @@ _W = ("words",)
 _PT = ("orders_pt",)
 _E = ("events",)
 _J = ("orders", "customers")
+_SPLIT = _function("TEMPORARY", "split_words", "split_words")
 
 CASES: list[Case] = [
     # -- projection and arithmetic ---------------------------------------------------------------------------
@@ -706,4 +707,140 @@ CASES: list[Case] = [
         "set",
         _PT,
     ),
+    # -- LATERAL TABLE (udtfs), UNNEST, value constructors ---------------------------------------------------
+    _c(
+        "lateral_comma",
+        "SELECT n, word, len FROM words, LATERAL TABLE(split_words(line)) AS T(word, len)",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "lateral_cross_join_qualified",
+        "SELECT w.n, T.word FROM words AS w CROSS JOIN LATERAL TABLE(split_words(w.line)) AS T(word, len)",
+        tables=_W,
+        setup=_function("TEMPORARY SYSTEM", "split_words", "split_words"),
+    ),
+    _c(
+        "lateral_left_on_true",
+        "SELECT n, word, len FROM words LEFT JOIN LATERAL TABLE(split_words(line)) AS T(word, len) ON TRUE",
+        tables=_W,
+        setup=_function("", "split_words", "split_words"),
+    ),
+    _c(
+        "lateral_join_on_true",
+        "SELECT n, w FROM words JOIN LATERAL TABLE(split_words(line)) AS T(w, l) ON TRUE",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "lateral_no_alias",
+        "SELECT * FROM words, LATERAL TABLE(split_words(line))",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "lateral_table_alias_only",
+        "SELECT n, T.f0 FROM words, LATERAL TABLE(split_words(line)) AS T",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "lateral_single_column",
+        "SELECT id, i FROM orders, LATERAL TABLE(count_to(qty)) AS T(i)",
+        setup=_function("TEMPORARY", "count_to", "count_to"),
+    ),
+    _c(
+        "lateral_where",
+        "SELECT n, word FROM words, LATERAL TABLE(split_words(line)) AS T(word, len) WHERE len > 4 AND n < 5",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "lateral_expression_argument_aggregated",
+        "SELECT word, COUNT(*) AS c, SUM(n) AS s FROM words, LATERAL TABLE(split_words(LOWER(line))) AS T(word, len) "
+        "GROUP BY word",
+        "final",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "error_lateral_left_not_true",
+        "SELECT n, word FROM words LEFT JOIN LATERAL TABLE(split_words(line)) AS T(word, len) ON word = line",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "error_lateral_alias_degree",
+        "SELECT n FROM words, LATERAL TABLE(split_words(line)) AS T(word)",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "error_lateral_scalar_function",
+        "SELECT id, x FROM orders, LATERAL TABLE(plus_tax(amount)) AS T(x)",
+        setup=_function("TEMPORARY", "plus_tax", "plus_tax"),
+    ),
+    _c("error_lateral_unknown_function", "SELECT id FROM orders, LATERAL TABLE(no_such_udtf(id)) AS T(x)"),
+    _c(
+        "error_udtf_in_select_list",
+        "SELECT split_words(line) FROM words",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c(
+        "unnest_cross_join",
+        "SELECT o.id, x FROM (SELECT id, ARRAY[id, id * 10] AS arr FROM orders) AS o CROSS JOIN UNNEST(o.arr) AS A(x)",
+    ),
+    _c("unnest_comma", "SELECT id, x FROM (SELECT id, ARRAY[qty, id] AS arr FROM orders) AS o, UNNEST(o.arr) AS A(x)"),
+    _c(  # Calcite's name for a scalar element's column
+        "unnest_no_alias_expr",
+        "SELECT id, EXPR$0 FROM (SELECT id, ARRAY[id, qty] AS arr FROM orders) AS o CROSS JOIN UNNEST(o.arr)",
+    ),
+    _c(
+        "unnest_with_ordinality",
+        "SELECT id, x, pos FROM (SELECT id, ARRAY[customer, category] AS arr FROM orders) AS o "
+        "CROSS JOIN UNNEST(o.arr) WITH ORDINALITY AS A(x, pos)",
+    ),
+    _c(
+        "unnest_left_on_true",
+        "SELECT id, x FROM (SELECT id, ARRAY[id] AS arr FROM orders) AS o LEFT JOIN UNNEST(o.arr) AS A(x) ON TRUE",
+    ),
+    _c("unnest_map", "SELECT id, k, v FROM orders CROSS JOIN UNNEST(MAP['a', id, 'b', qty]) AS M(k, v)", "set"),
+    _c(
+        "unnest_rows",
+        "SELECT id, a, b FROM orders CROSS JOIN UNNEST(ARRAY[ROW(id, customer), ROW(qty, category)]) AS R(a, b)",
+    ),
+    _c("unnest_standalone", "SELECT x * 2 AS y FROM UNNEST(ARRAY[1, 2, 3]) AS A(x)"),
+    _c("unnest_standalone_ordinality", "SELECT * FROM UNNEST(ARRAY['a', 'b']) WITH ORDINALITY AS A(x, n)"),
+    _c("error_unnest_not_collection", "SELECT id, x FROM orders CROSS JOIN UNNEST(orders.id) AS A(x)"),
+    # PyFlink 2.3's collect cannot return ARRAY/MAP/ROW values (its Python decoder stops short: EOFError), so the
+    # constructors are compared through their elements
+    _c(
+        "ctor_array",
+        "SELECT ARRAY[id, qty][1], ARRAY[id, qty][2], ARRAY['a', customer][2], ARRAY[id, amount][1], "
+        "CARDINALITY(ARRAY[id, amount, 1]) FROM orders",
+    ),
+    _c(
+        "ctor_map",
+        "SELECT MAP['k1', id, 'k2', qty]['k2'], MAP[customer, amount][customer], MAP[id, 'x', 2, 'y'][2], "
+        "CARDINALITY(MAP['a', 1, 'a', 2]) FROM orders",
+    ),
+    _c(
+        "ctor_access",
+        "SELECT ARRAY[id, qty][2], MAP['k', amount]['k'], MAP['k', amount]['x'], CARDINALITY(ARRAY[id, qty]) "
+        "FROM orders",
+    ),
+    _c(
+        "ctor_nested",
+        "SELECT ARRAY[ARRAY[id], ARRAY[qty, 1]][2][1], MAP[id, ARRAY[customer]][id][1] FROM orders",
+    ),
+    _c(
+        "lateral_join_on_condition",
+        "SELECT n, w FROM words JOIN LATERAL TABLE(split_words(line)) AS T(w, l) ON l > 5",
+        tables=_W,
+        setup=_SPLIT,
+    ),
+    _c("error_ctor_array_mixed", "SELECT ARRAY[id, customer] FROM orders"),
+    _c("error_ctor_map_mixed_keys", "SELECT MAP['a', 1, 2, 3] FROM orders"),
+    _c("error_ctor_map_odd", "SELECT MAP['a', 1, 'b'] FROM orders"),
 ]

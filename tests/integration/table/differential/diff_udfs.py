@@ -8,10 +8,10 @@ import sys
 
 if "pyflink" in sys.modules:
     from pyflink.table import DataTypes
-    from pyflink.table.udf import AggregateFunction, udaf, udf
+    from pyflink.table.udf import AggregateFunction, udaf, udf, udtf
 else:
     from fluvial.table import DataTypes
-    from fluvial.table.udf import AggregateFunction, udaf, udf
+    from fluvial.table.udf import AggregateFunction, udaf, udf, udtf
 
 
 @udf(result_type=DataTypes.DOUBLE())
@@ -49,3 +49,16 @@ class TotalQty(AggregateFunction):
 
 
 total_qty = udaf(TotalQty())  # PyFlink's DDL takes a wrapper: a bare class "cannot be instantiated" there
+
+
+@udtf(result_types=[DataTypes.STRING(), DataTypes.INT()])
+def split_words(line):
+    """Each word of a line and its length; no rows for an empty or NULL line."""
+    for word in (line or "").split():
+        yield word, len(word)
+
+
+@udtf(result_types=[DataTypes.INT()])
+def count_to(n):
+    """0, 1, ..., n - 1; no rows for NULL or n <= 0."""
+    yield from range(n or 0)

@@ -38,6 +38,15 @@ def test_frames_round_trip_in_order():
     assert reader.read() is None  # a clean close between frames
 
 
+def test_a_prefix_goes_in_front_of_the_payload_in_the_same_frame():
+    a, b = pair()
+    writer, reader = FrameWriter(a), FrameReader(b)
+    writer.write(FrameKind.BUFFER, b"records", prefix=b"head:")
+    writer.write(FrameKind.DATA, b"next")
+    assert reader.read() == (FrameKind.BUFFER, b"head:records")
+    assert reader.read() == (FrameKind.DATA, b"next")
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.binary(max_size=3000), min_size=1, max_size=20), st.integers(1, 17))
 def test_frames_split_anywhere_come_out_whole(payloads, chunk):

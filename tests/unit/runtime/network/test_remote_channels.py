@@ -55,6 +55,29 @@ def test_items_and_events_arrive_in_order(planes):
     assert isinstance(received[4], EndOfInput)
 
 
+def test_buffers_stay_pickled_until_the_task_polls_them_and_their_bytes_are_counted(planes):
+    producer, consumer = planes
+    first, second = ChannelId("edge", 0, 1), ChannelId("edge", 1, 1)  # two channels on one connection
+    out_first, out_second = (producer.output_channel(cid, consumer.address) for cid in (first, second))
+    out_first.push(RecordBatch([("a", 1), ("b", 2)], [10, 20]))
+    out_second.push(RecordBatch(["x"]))
+    out_first.push(Watermark(15))
+    inbound = consumer.input_channel(first)
+    wait_until(lambda: len(inbound) == 2, what="the buffer and the watermark")
+    queued = inbound._queue[0]
+    assert type(queued) is memoryview  # the reader thread routed the frame by its header only
+    pending = inbound.pending()  # what an unaligned checkpoint stores: the records, not their bytes
+    assert pending[0].values == [("a", 1), ("b", 2)] and pending[0].timestamps == [10, 20]
+    assert pending[1] == Watermark(15)
+    assert inbound.pending()[0] is pending[0]  # unpickled once, in its place in the queue
+    batch = inbound.poll()
+    assert type(batch) is RecordBatch and batch.values == [("a", 1), ("b", 2)] and batch.timestamps == [10, 20]
+    assert inbound.poll() == Watermark(15)
+    assert drain(consumer.input_channel(second), 1)[0].values == ["x"]
+    assert inbound.serialized_bytes == out_first.serialized_bytes > 0
+    assert consumer.input_channel(second).serialized_bytes == out_second.serialized_bytes > 0
+
+
 def test_a_producer_without_credit_stops_and_a_polling_consumer_frees_it(planes):
     producer, consumer = planes
     out = producer.output_channel(CHANNEL, consumer.address)
