@@ -346,6 +346,7 @@ class TableEnvironment:
         JSON execution plan — then the JobGraph the plans run as: its chains, their parallelism, and why each
         edge is not chained."""
         from fluvial.table.catalog import sink_columns
+        from fluvial.table.planner.aggregate_phases import plan_advice
         from fluvial.table.planner.explain import SinkSpec, explain_text
         from fluvial.table.planner.sink import conform_to_sink
 
@@ -363,7 +364,8 @@ class TableEnvironment:
             roots.append((node, optimizer.rewrite(node), sink))
         job_graph, json_plan = self._job_graph_text([optimized for _, optimized, _ in roots])
         json = json_plan if "JSON_EXECUTION_PLAN" in details else None
-        return explain_text(roots, details, job_graph, json, expand=self._translator().physical)
+        advise = plan_advice if "PLAN_ADVICE" in details and self._settings.is_streaming_mode() else None
+        return explain_text(roots, details, job_graph, json, expand=self._translator().physical, advise=advise)
 
     def _job_graph_text(self, nodes: Sequence[RelNode]) -> tuple[str, str]:
         """The JobGraph the plans run as (one line a vertex, one an edge with its chaining verdict), and Flink's
@@ -488,19 +490,14 @@ class StatementSet:
 
 
 def _explain_details(extra_details: Sequence[Any]) -> frozenset[str]:
-    """ExplainDetail values (or their names) as names; PLAN_ADVICE is refused (fluvial gives no advice)."""
+    """ExplainDetail values (or their names) as names."""
     names = set()
     for detail in extra_details:
         name = getattr(detail, "name", str(detail)).upper()
         if name not in ("ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE"):
             raise ValidationException(
-                f"unknown explain detail '{detail}': use ExplainDetail.ESTIMATED_COST, CHANGELOG_MODE or "
-                "JSON_EXECUTION_PLAN"
-            )
-        if name == "PLAN_ADVICE":
-            raise ValidationException(
-                "ExplainDetail.PLAN_ADVICE is not supported: fluvial's planner gives no advice; use "
-                "ESTIMATED_COST, CHANGELOG_MODE or JSON_EXECUTION_PLAN"
+                f"unknown explain detail '{detail}': use ExplainDetail.ESTIMATED_COST, CHANGELOG_MODE, "
+                "JSON_EXECUTION_PLAN or PLAN_ADVICE"
             )
         names.add(name)
     return frozenset(names)

@@ -181,3 +181,20 @@ def _renames_only(calc: Calc) -> bool:
         and len(projections) == len(calc.input.schema)
         and all(isinstance(p, InputRef) and p.index == i for i, p in enumerate(projections))
     )
+
+
+TWO_PHASE_ADVICE = (
+    "this aggregation could run in two phases, a local pre-aggregation before the exchange and a global one "
+    "after it, which helps skewed keys: set 'table.exec.mini-batch.enabled' to 'true' with "
+    "'table.exec.mini-batch.allow-latency' (e.g. '1 s') and 'table.exec.mini-batch.size' (e.g. 5000)."
+)
+
+
+def plan_advice(node: RelNode) -> str | None:
+    """What ExplainDetail.PLAN_ADVICE says of a node of a streaming plan as it runs: a one-phase GROUP BY
+    without mini-batch whose aggregates all merge is told how to get two phases (Flink's advisor does too)."""
+    from fluvial.table.runtime.aggregators import mergeable
+
+    if isinstance(node, Aggregate) and node.group and node.mini_batch is None and all(mergeable(a) for a in node.aggs):
+        return TWO_PHASE_ADVICE
+    return None

@@ -66,6 +66,7 @@ class ExplainTree:
     mode: str | None = None
     rows: float = _SOURCE_ROWS
     cost: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)  # rows, cpu, io, network, memory
+    advice: str | None = None  # what ExplainDetail.PLAN_ADVICE says of this node
 
     def cumulative(self) -> tuple[float, ...]:
         total = list(self.cost)
@@ -75,12 +76,19 @@ class ExplainTree:
         return tuple(total)
 
 
-def render(tree: ExplainTree, kind: str = "physical", details: frozenset[str] = frozenset()) -> list[str]:
-    """Flink's tree drawing: `+- ` before the last input, `:- ` before the others."""
+def render(
+    tree: ExplainTree, kind: str = "physical", details: frozenset[str] = frozenset(), advice: list[str] | None = None
+) -> list[str]:
+    """Flink's tree drawing: `+- ` before the last input, `:- ` before the others. With `advice` (a list, with
+    PLAN_ADVICE), a node that has some gets its number as its first term, and its text is appended to the list."""
     lines: list[str] = []
 
     def walk(node: ExplainTree, indent: str, last: bool, top: bool) -> None:
         text = node.execution if kind == "execution" and node.execution is not None else node.text
+        if kind == "physical" and advice is not None and node.advice is not None and "(" in text:
+            advice.append(node.advice)
+            name, terms = text.split("(", 1)
+            text = f"{name}(advice=[{len(advice)}], {terms}"
         if kind == "physical" and "CHANGELOG_MODE" in details and node.mode is not None:
             text = f"{text[:-1]}, changelogMode=[{node.mode}])"
         if kind == "physical" and "ESTIMATED_COST" in details:
@@ -120,17 +128,22 @@ def explain_text(
     job_graph: str,
     json_plan: str | None = None,
     expand: Any = None,
+    advise: Any = None,
 ) -> str:
     """The whole explain text for one or more (plan as written, plan as it runs, sink) statements; `expand`
-    gives each node of a plan as it runs (`Translator.physical`: mini-batch and two-phase aggregates)."""
+    gives each node of a plan as it runs (`Translator.physical`: mini-batch and two-phase aggregates), `advise`
+    what PLAN_ADVICE says of a node of it (None: nothing)."""
     ast = "\n\n".join("\n".join(render(ast_tree(written, sink))) for written, _, sink in roots)
-    physical_trees = [physical_tree(optimized, sink, expand) for _, optimized, sink in roots]
-    physical = "\n\n".join("\n".join(render(t, "physical", details)) for t in physical_trees)
+    physical_trees = [physical_tree(optimized, sink, expand, advise) for _, optimized, sink in roots]
+    advice: list[str] | None = [] if "PLAN_ADVICE" in details else None
+    physical = "\n\n".join("\n".join(render(t, "physical", details, advice)) for t in physical_trees)
     execution = "\n\n".join("\n".join(render(t, "execution")) for t in physical_trees)
-    text = (
-        f"== Abstract Syntax Tree ==\n{ast}\n\n== Optimized Physical Plan ==\n{physical}\n\n"
-        f"== Optimized Execution Plan ==\n{execution}\n"
-    )
+    header = "== Optimized Physical Plan =="
+    if advice is not None:
+        header = "== Optimized Physical Plan With Advice =="
+        listed = [f"advice[{i}]: [ADVICE] {text}" for i, text in enumerate(advice, 1)]
+        physical += "\n\n" + ("\n".join(listed) if listed else "No available advice...")
+    text = f"== Abstract Syntax Tree ==\n{ast}\n\n{header}\n{physical}\n\n== Optimized Execution Plan ==\n{execution}\n"
     if json_plan is not None:
         text += f"\n== Physical Execution Plan ==\n{json_plan}\n"
     return text + f"\n== fluvial JobGraph ==\n{job_graph}"
@@ -361,8 +374,8 @@ def _value(value: Any) -> str:
 # -- the physical plan: what runs, with its exchanges -----------------------------------------------------------
 
 
-def physical_tree(node: RelNode, sink: SinkSpec | None = None, expand: Any = None) -> ExplainTree:
-    tree = _Physical(expand).tree(node)
+def physical_tree(node: RelNode, sink: SinkSpec | None = None, expand: Any = None, advise: Any = None) -> ExplainTree:
+    tree = _Physical(expand, advise).tree(node)
     if sink is not None:
         text = f"Sink(table=[{sink.table}], fields=[{', '.join(sink.fields)}])"
         tree = ExplainTree(text, [tree], mode="NONE", rows=tree.rows, cost=(tree.rows, tree.rows, 0.0, 0.0, 0.0))
@@ -425,9 +438,10 @@ def _hash(keys: Sequence[int], node: RelNode) -> str:
 
 
 class _Physical:
-    def __init__(self, expand: Any = None) -> None:
+    def __init__(self, expand: Any = None, advise: Any = None) -> None:
         self._done: dict[int, tuple[RelNode, ExplainTree]] = {}  # the node is kept so its id is never reused
         self._expand = expand
+        self._advise = advise
 
     def tree(self, node: RelNode) -> ExplainTree:
         key = id(node)
@@ -447,7 +461,9 @@ class _Physical:
         count = rows if rows is not None else (children[0].rows if children else _SOURCE_ROWS)
         consumed = sum(c.rows for c in children)
         cost = (count, consumed, 0.0, 0.0, count * _row_bytes(node) if memory else 0.0)
-        return ExplainTree(text or node.explain_terms(), children, execution, _mode(node, children), count, cost)
+        advice = self._advise(node) if self._advise is not None else None
+        mode = _mode(node, children)
+        return ExplainTree(text or node.explain_terms(), children, execution, mode, count, cost, advice)
 
     def _exchange(self, distribution: str, child: ExplainTree, node: RelNode) -> ExplainTree:
         text = f"Exchange(distribution=[{distribution}])"

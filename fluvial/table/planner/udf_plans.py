@@ -18,7 +18,8 @@ __all__ = ["plan_map", "plan_udaf_aggregate", "plan_flat_aggregate"]
 
 
 def _call_and_aliases(func: Any, kind: str, input: RelNode) -> tuple[Expression, tuple[str, ...]]:
-    """`f(col(...)).alias(...)`, `f(...)`, or `f` alone (then it takes every column, as PyFlink's `map(f)`)."""
+    """`f(col(...)).alias(...)`, `f(...)`, or `f` alone: then it takes one Row of every column, as PyFlink's
+    `map(f)`, `aggregate(f)` and `flat_aggregate(f)` pass it (`accumulate(self, acc, row)` reads `row.tel`)."""
     from fluvial.table.udf import UserDefinedFunctionWrapper
 
     aliases: tuple[str, ...] = ()
@@ -27,8 +28,7 @@ def _call_and_aliases(func: Any, kind: str, input: RelNode) -> tuple[Expression,
     if isinstance(func, UserDefinedFunctionWrapper):
         if func._kind != kind:
             raise ValidationException(_wrong_kind(func, kind))
-        taking_row = func._taking_row(input.names) if kind == "scalar" else func
-        return taking_row(*[Expression("field", n) for n in input.names]), aliases
+        return func._taking_row(input.names)(*[Expression("field", n) for n in input.names]), aliases
     if not isinstance(func, Expression) or func.kind != "call" or getattr(func.value, "_kind", None) != kind:
         raise ValidationException(_wrong_kind(func, kind))
     return func, aliases

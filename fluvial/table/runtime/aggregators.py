@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from fluvial.common.row import RowKind, _create_row
 from fluvial.table.planner.rex import AggCall
 from fluvial.table.values import float32
 
@@ -218,6 +219,16 @@ class _UserAggregate(Aggregator):
         super().__init__(call)
         self.function = call.function._func
         self.function.open(FunctionContext())
+        if call.function._row_names is not None:  # `aggregate(f)` with no arguments: f takes a Row of every column
+            self._row_names = list(call.function._row_names)
+            self.accumulate = self._accumulate_row  # type: ignore[method-assign]
+            self.retract = self._retract_row  # type: ignore[method-assign]
+
+    def _accumulate_row(self, acc: Any, value: Any) -> None:
+        self.function.accumulate(acc, _create_row(self._row_names, list(value), RowKind.INSERT))
+
+    def _retract_row(self, acc: Any, value: Any) -> None:
+        self.function.retract(acc, _create_row(self._row_names, list(value), RowKind.INSERT))
 
     def create(self) -> Any:
         return self.function.create_accumulator()

@@ -42,6 +42,8 @@ class TableAggFunction(KeyedProcessFunction):
         values = value._values
         keys = list(values[: self.key_count])
         args = [values[a] for a in self.args]
+        if self.function._row_names is not None:  # `flat_aggregate(f)` with no arguments: one Row of every column
+            args = [_create_row(list(self.function._row_names), args, RowKind.INSERT)]
         state = self._state.value()
         out: list[Row] = []
         if state is None:

@@ -220,3 +220,54 @@ def test_udafs_in_over_windows_general_and_pandas(t_env, events):
     t_env.create_temporary_function("n", udaf(NoRetract(), result_type=DataTypes.BIGINT()))
     with pytest.raises(ValidationException, match="must implement retract"):
         t_env.sql_query(f"SELECT n(v) {frame} FROM e")
+
+
+class CountAndSum(AggregateFunction):
+    """PyFlink's basic_operations example: called with no arguments, so `accumulate` gets one Row of every column."""
+
+    def create_accumulator(self):
+        return Row(0, 0)
+
+    def accumulate(self, accumulator, row):
+        accumulator[0] += 1
+        accumulator[1] += row.v * row.w
+
+    def retract(self, accumulator, row):
+        accumulator[0] -= 1
+        accumulator[1] -= row.v * row.w
+
+    def get_value(self, accumulator):
+        return Row(accumulator[0], accumulator[1])
+
+    def get_result_type(self):
+        return DataTypes.ROW([DataTypes.FIELD("cnt", DataTypes.BIGINT()), DataTypes.FIELD("s", DataTypes.BIGINT())])
+
+
+class LargestWeight(TableAggregateFunction):
+    def create_accumulator(self):
+        return [None]
+
+    def accumulate(self, accumulator, row):
+        if accumulator[0] is None or row.w > accumulator[0]:
+            accumulator[0] = row.w
+
+    def emit_value(self, accumulator):
+        yield Row(accumulator[0])
+
+    def get_result_type(self):
+        return DataTypes.ROW([DataTypes.FIELD("top", DataTypes.BIGINT())])
+
+
+def test_aggregate_and_flat_aggregate_of_a_function_called_with_no_arguments_pass_it_the_whole_row(t_env):
+    t = t_env.from_path("t")
+    aggregated = t.group_by(col("k")).aggregate(udaf(CountAndSum()).alias("cnt", "s")).select(col("*"))
+    final = {r[1]: r[2:] for r in changes(aggregated) if r[0] in ("+I", "+U")}
+    expected = {}
+    for _, k, v, w in ROWS:
+        count, total = expected.get(k, (0, 0))
+        expected[k] = (count + 1, total + v * w)
+    assert final == expected
+    tops = changes(t.group_by(col("k")).flat_aggregate(udtaf(LargestWeight())).select(col("k"), col("top")))
+    assert {r[1]: r[2] for r in tops if r[0] == "+I"} == {
+        k: max(w for _, kk, _, w in ROWS if kk == k) for k in expected
+    }

@@ -10,7 +10,6 @@ import re
 import pytest
 
 from fluvial.table import EnvironmentSettings, ExplainDetail, TableEnvironment
-from fluvial.table.errors import ValidationException
 from fluvial.table.expressions import col
 
 pytestmark = pytest.mark.timeout(60)
@@ -194,5 +193,23 @@ def test_estimated_cost_json_plan_table_api_and_statement_set(t_env) -> None:
     statements.add_insert_sql("INSERT INTO snk2 SELECT b, c FROM fs")
     both = sections(statements.explain())
     assert [n for n in nodes(both["Optimized Physical Plan"]) if n == "Sink"] == ["Sink", "Sink"]
-    with pytest.raises(ValidationException, match="PLAN_ADVICE is not supported"):
-        t_env.explain_sql("SELECT a FROM fs", ExplainDetail.PLAN_ADVICE)
+
+
+def test_plan_advice_numbers_the_nodes_it_advises_and_lists_its_advice_after_the_physical_plan(t_env):
+    """PyFlink 2.3's shape: the physical plan's header says "With Advice", an advised node's first term is its
+    number, and the advice follows the plan ("No available advice..." when there is none)."""
+    advised = t_env.explain_sql("SELECT a, COUNT(*) FROM fs GROUP BY a", ExplainDetail.PLAN_ADVICE)
+    plan = sections(advised)["Optimized Physical Plan With Advice"]
+    assert plan[0].startswith("GroupAggregate(advice=[1], groupBy=[a], ")
+    assert plan[-1].startswith("advice[1]: [ADVICE] ") and "'table.exec.mini-batch.enabled'" in plan[-1]
+    quiet = sections(t_env.explain_sql("SELECT a FROM fs WHERE a > 1", ExplainDetail.PLAN_ADVICE))
+    assert quiet["Optimized Physical Plan With Advice"][-1] == "No available advice..."
+    t_env.get_config().set("table.exec.mini-batch.enabled", "true")
+    t_env.get_config().set("table.exec.mini-batch.allow-latency", "1 s")
+    t_env.get_config().set("table.exec.mini-batch.size", "100")
+    try:  # two phases already: nothing to advise
+        batched = sections(t_env.explain_sql("SELECT a, COUNT(*) FROM fs GROUP BY a", ExplainDetail.PLAN_ADVICE))
+    finally:
+        t_env.get_config().set("table.exec.mini-batch.enabled", "false")
+    assert batched["Optimized Physical Plan With Advice"][-1] == "No available advice..."
+    assert "Optimized Physical Plan" not in sections(advised)
