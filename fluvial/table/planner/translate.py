@@ -12,13 +12,14 @@ from dataclasses import replace
 from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
-from fluvial.table.errors import TableException
+from fluvial.table.errors import TableException, ValidationException
 from fluvial.table.planner.aggregate_phases import (
     GlobalGroupAggregate,
     LocalGroupAggregate,
     MiniBatchAssigner,
     physical_node,
 )
+from fluvial.table.planner.async_scalar import AsyncScalarOptions, translate_async_calc
 from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
@@ -43,6 +44,7 @@ from fluvial.table.planner.logical import (
 from fluvial.table.planner.lookup_join import LookupJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
+from fluvial.table.runtime.async_calc import has_async_call
 from fluvial.table.runtime.functions import (
     CalcFunction,
     CorrelateFunction,
@@ -69,8 +71,16 @@ __all__ = ["Translator"]
 class Translator:
     """One job's translation: a node reached twice (a table used by two sinks) is translated once."""
 
-    def __init__(self, env: Any, state_ttl_millis: int = 0, batch: bool = False, mini_batch: Any = None) -> None:
+    def __init__(
+        self,
+        env: Any,
+        state_ttl_millis: int = 0,
+        batch: bool = False,
+        mini_batch: Any = None,
+        async_scalar: AsyncScalarOptions | None = None,
+    ) -> None:
         self.env = env
+        self.async_scalar = async_scalar or AsyncScalarOptions()
         self.state_ttl_millis = state_ttl_millis
         self.batch = batch
         self.mini_batch = None if batch else mini_batch  # as in Flink, a batch job ignores mini-batch
@@ -96,7 +106,15 @@ class Translator:
             pruned = prune_partitions(node)
             if pruned is not None:
                 node = replace(node, input=pruned)
-            if has_pandas_call([*(node.projections or ()), node.condition]):
+            rexes = [*(node.projections or ()), node.condition]
+            if has_async_call(rexes):
+                if has_pandas_call(rexes):
+                    raise ValidationException(
+                        "a projection or filter calls both an async scalar function and a pandas udf: compute one "
+                        "of them in a subquery (or an earlier select) so each runs in its own Calc"
+                    )
+                return translate_async_calc(self.translate(node.input), node, self.async_scalar)
+            if has_pandas_call(rexes):
                 from fluvial.table.runtime.pandas_calc import PandasCalcFunction
 
                 vectorized = PandasCalcFunction(node.names, len(node.input.schema), node.projections, node.condition)
