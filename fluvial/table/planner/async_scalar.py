@@ -3,10 +3,14 @@ translation of a Calc calling async scalar functions onto the async wait operato
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fluvial.table.errors import ValidationException
+
+if TYPE_CHECKING:
+    from fluvial.table.planner.rex import Rex
 
 __all__ = [
     "AsyncScalarOptions",
@@ -62,7 +66,10 @@ def _positive_int(key: str, value: str) -> int:
 def _duration(key: str, value: str) -> int:
     from fluvial.table.environment_settings import parse_duration_millis
 
-    millis = parse_duration_millis(str(value))
+    try:
+        millis = parse_duration_millis(str(value))
+    except ValidationException as error:
+        raise ValidationException(f"{error} (key '{key}')") from None
     if millis <= 0:
         raise ValidationException(f"Could not parse value '{value}' for key '{key}': use a positive duration")
     return millis
@@ -91,19 +98,23 @@ def async_scalar_from(config: Any) -> AsyncScalarOptions:
     )
 
 
-def translate_async_calc(stream: Any, node: Any, options: AsyncScalarOptions) -> Any:
-    """The Calc `node` (calling async scalar functions) over `stream`: an ordered async wait operator."""
+def translate_async_calc(
+    stream: Any,
+    names: Sequence[str],
+    width: int,
+    projections: Sequence[Rex] | None,
+    condition: Rex | None,
+    options: AsyncScalarOptions,
+) -> Any:
+    """A Calc calling async scalar functions over `stream` (rows `width` columns wide): an ordered async wait
+    operator, at most `max_concurrent` rows in flight, with the options' timeout and retry strategy."""
     from fluvial.datastream.async_data_stream import AsyncDataStream
     from fluvial.table.runtime.async_calc import AsyncCalcFunction
 
-    function = AsyncCalcFunction(
-        node.names, len(node.input.schema), node.projections, node.condition, options.timeout_ms
-    )
+    function = AsyncCalcFunction(names, width, projections, condition, options.timeout_ms)
     strategy = options.retry_strategy()
     if strategy is None:
-        result = AsyncDataStream.ordered_wait(stream, function, options.timeout_ms, options.max_concurrent)
-    else:
-        result = AsyncDataStream.ordered_wait_with_retry(
-            stream, function, options.timeout_ms, strategy, options.max_concurrent
-        )
-    return result.name(node.explain_terms())
+        return AsyncDataStream.ordered_wait(stream, function, options.timeout_ms, options.max_concurrent)
+    return AsyncDataStream.ordered_wait_with_retry(
+        stream, function, options.timeout_ms, strategy, options.max_concurrent
+    )

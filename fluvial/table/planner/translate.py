@@ -113,7 +113,11 @@ class Translator:
                         "a projection or filter calls both an async scalar function and a pandas udf: compute one "
                         "of them in a subquery (or an earlier select) so each runs in its own Calc"
                     )
-                return translate_async_calc(self.translate(node.input), node, self.async_scalar)
+                stream = self.translate(node.input)
+                width = len(node.input.schema)
+                return translate_async_calc(
+                    stream, node.names, width, node.projections, node.condition, self.async_scalar
+                ).name(node.explain_terms())
             if has_pandas_call(rexes):
                 from fluvial.table.runtime.pandas_calc import PandasCalcFunction
 
