@@ -55,7 +55,10 @@ class Gated(AsyncScalarFunction):
         return key.upper()
 
 
-def harness_of(function, options=AsyncScalarOptions(), condition=None):
+DEFAULTS = AsyncScalarOptions()
+
+
+def harness_of(function, options=DEFAULTS, condition=None):
     """The Calc `SELECT k, f(k) AS v FROM t [WHERE condition]` over rows (k)."""
     wrapper = udf(function, result_type=DataTypes.STRING())
     call = Call("__udf__", (KEY,), DataTypes.STRING(), wrapper)
