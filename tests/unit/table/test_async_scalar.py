@@ -58,7 +58,7 @@ class Gated(AsyncScalarFunction):
 DEFAULTS = AsyncScalarOptions()
 
 
-def harness_of(function, options=DEFAULTS, condition=None):
+def harness_of(function, options=DEFAULTS, condition=None, restore=None):
     """The Calc `SELECT k, f(k) AS v FROM t [WHERE condition]` over rows (k)."""
     wrapper = udf(function, result_type=DataTypes.STRING())
     call = Call("__udf__", (KEY,), DataTypes.STRING(), wrapper)
@@ -67,7 +67,7 @@ def harness_of(function, options=DEFAULTS, condition=None):
     def describe(stream):
         return translate_async_calc(stream, ["k", "v"], 1, [KEY, call], condition, options)
 
-    return OperatorHarness.of(describe).open()
+    return OperatorHarness.of(describe).open(restore=restore)
 
 
 def rows(*keys, kind=RowKind.INSERT):
@@ -109,6 +109,23 @@ def test_at_most_max_concurrent_operations_are_in_flight():
     assert gated.most_in_flight == 2
     assert [r.value.v for r in harness.output()] == [k.upper() for k in keys]
     harness.close()
+
+
+def test_rows_in_flight_at_a_checkpoint_are_called_again_after_a_restore():
+    gated = Gated()
+    harness = harness_of(gated)
+    harness.process_elements(rows("a", "b", "c"))
+    gated.release("a")
+    harness.run_mails_until(lambda h: len(h.output()) == 1, what="a's result")
+    snapshot = harness.snapshot(checkpoint_id=1)
+    harness.close()
+    again = Gated()
+    again.release("b", "c")
+    restored = harness_of(again, restore=[snapshot])
+    restored.run_mails_until(lambda h: len(h.output()) == 2, what="b and c again")
+    assert sorted(again.calls) == ["b", "c"]
+    assert [tuple(r.value) for r in restored.output()] == [("b", "B"), ("c", "C")]
+    restored.close()
 
 
 def test_a_condition_calling_the_function_drops_rows_in_order():
