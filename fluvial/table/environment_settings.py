@@ -72,6 +72,7 @@ TABLE_OPTIONS = {
     "table.exec.mini-batch.size": "the most rows a mini-batch holds before it is folded",
     "table.optimizer.agg-phase-strategy": "AUTO, ONE_PHASE or TWO_PHASE: local-global GROUP BY (with mini-batch)",
     "table.optimizer.source.predicate-pushdown-enabled": "whether WHERE conjuncts are pushed into sources (default true)",
+    "table.exec.sink.upsert-materialize": "AUTO, FORCE or NONE: a SinkUpsertMaterializer before a keyed sink",
 }
 
 
@@ -86,6 +87,8 @@ def _check_table_option(key: str, value: str) -> None:
         raise ValidationException(f"Could not parse value '{value}' for key '{key}': use a number of rows, e.g. 5000")
     elif key == "table.optimizer.agg-phase-strategy" and value.upper() not in ("AUTO", "ONE_PHASE", "TWO_PHASE"):
         raise ValidationException(f"Could not parse value '{value}' for key '{key}': use AUTO, ONE_PHASE or TWO_PHASE")
+    elif key == "table.exec.sink.upsert-materialize" and value.strip().upper() not in ("AUTO", "FORCE", "NONE"):
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use AUTO, FORCE or NONE")
 
 
 def parse_duration_millis(text: str) -> int:

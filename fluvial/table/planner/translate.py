@@ -42,6 +42,7 @@ from fluvial.table.planner.logical import (
 )
 from fluvial.table.planner.lookup_join import LookupJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
+from fluvial.table.planner.upsert_materialize import SinkMaterializer
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -244,6 +245,12 @@ class Translator:
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             normalize = ChangelogNormalizeFunction(node.names, self.state_ttl_millis)
             return keyed.process(normalize).name(node.explain_terms())
+        if isinstance(node, SinkMaterializer):
+            from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.pk))
+            materialize = SinkUpsertMaterializeFunction(node.names, node.upsert_key, self.state_ttl_millis)
+            return keyed.process(materialize).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
