@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fluvial.common.row import Row, RowKind, _create_row
+from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 from fluvial.table import EnvironmentSettings, TableEnvironment, ValidationException
 from fluvial.table.runtime.functions import RowKeySelector
 from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
@@ -19,9 +20,18 @@ def row(kind: RowKind, *values) -> Row:
     return _create_row(NAMES, list(values), kind)
 
 
-def harness(upsert_key=None) -> OperatorHarness:
+def harness(upsert_key=None, backend=None) -> OperatorHarness:
     function = SinkUpsertMaterializeFunction(NAMES, upsert_key)
-    return OperatorHarness.of(lambda s: s.key_by(RowKeySelector((0,))).process(function))
+    return OperatorHarness.of(lambda s: s.key_by(RowKeySelector((0,))).process(function), state_backend=backend)
+
+
+@pytest.fixture(params=["heap", "rocksdb"])
+def backend(request, tmp_path):
+    if request.param == "heap":
+        return None
+    rocksdb = EmbeddedRocksDBStateBackend()
+    rocksdb.set_db_storage_paths(str(tmp_path / "rocksdb"))
+    return rocksdb
 
 
 def changes(values: list) -> list[tuple]:
@@ -71,14 +81,14 @@ def test_with_an_upsert_key_a_row_replaces_the_one_with_its_key():
 
 
 @pytest.mark.timeout(30)
-def test_the_rows_alive_survive_a_snapshot_and_restore():
-    h = harness().open()
+def test_the_rows_alive_survive_a_snapshot_and_restore(backend):
+    h = harness(backend=backend).open()
     h.process_element(row(RowKind.INSERT, 1, "a", 1))
     h.process_element(row(RowKind.INSERT, 1, "b", 1))
     h.process_element(row(RowKind.INSERT, 2, "c", 2))
     snapshot = h.snapshot(checkpoint_id=1)
     h.close()
-    restored = harness().open(restore=[snapshot])
+    restored = harness(backend=backend).open(restore=[snapshot])
     restored.process_element(row(RowKind.UPDATE_BEFORE, 1, "b", 1))
     restored.process_element(row(RowKind.DELETE, 2, "c", 2))
     assert changes(restored.take_values()) == [("+U", 1, "a", 1), ("-D", 2, "c", 2)]
@@ -137,3 +147,15 @@ def test_force_none_and_a_bad_value():
     assert "SinkMaterializer" not in physical(t_env, "INSERT INTO by_total SELECT SUM(v), k FROM src GROUP BY k")
     with pytest.raises(ValidationException, match="use AUTO, FORCE or NONE"):
         t_env.get_config().set("table.exec.sink.upsert-materialize", "ALWAYS")
+
+
+def test_rows_expire_with_the_state_ttl():
+    function = SinkUpsertMaterializeFunction(NAMES, None, state_ttl_millis=1000)
+    h = OperatorHarness.of(lambda s: s.key_by(RowKeySelector((0,))).process(function)).open()
+    now = [0]
+    h.operator.keyed_backend.ttl_clock = lambda: now[0]  # state TTL's processing-time clock
+    h.process_element(row(RowKind.INSERT, 1, "a", 1))
+    now[0] = 5000
+    h.process_element(row(RowKind.DELETE, 1, "a", 1))  # expired: nothing to retract
+    h.process_element(row(RowKind.INSERT, 1, "b", 2))  # the key's first row again
+    assert changes(h.take_values()) == [("+I", 1, "a", 1), ("+I", 1, "b", 2)]
