@@ -261,6 +261,7 @@ class TableEnvironment:
 
     def _translator(self) -> Any:
         from fluvial.table.planner.aggregate_phases import mini_batch_from
+        from fluvial.table.planner.distinct_split import distinct_split_from
         from fluvial.table.planner.translate import Translator
 
         return Translator(
@@ -268,6 +269,7 @@ class TableEnvironment:
             self._config.state_ttl_millis(),
             batch=not self._is_streaming(),
             mini_batch=mini_batch_from(self._config),
+            distinct_buckets=distinct_split_from(self._config),
         )
 
     def _optimizer(self) -> Any:
