@@ -10,18 +10,9 @@ import uuid
 import pytest
 
 from fluvial.table import EnvironmentSettings, TableEnvironment
+from tests.integration.table.test_jdbc_table import execute
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def execute(postgres, *statements: str, fetch: str | None = None) -> list[tuple]:
-    with postgres.connect() as connection, connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-        if fetch is None:
-            return []
-        cursor.execute(fetch)
-        return cursor.fetchall()
 
 
 def run(postgres, target: str, parallelism: int, materialize: str) -> list[tuple]:

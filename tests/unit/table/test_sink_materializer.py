@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from fluvial.common.row import Row, RowKind, _create_row
-from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 from fluvial.table import EnvironmentSettings, TableEnvironment, ValidationException
 from fluvial.table.runtime.functions import RowKeySelector
 from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
@@ -23,15 +22,6 @@ def row(kind: RowKind, *values) -> Row:
 def harness(upsert_key=None, backend=None) -> OperatorHarness:
     function = SinkUpsertMaterializeFunction(NAMES, upsert_key)
     return OperatorHarness.of(lambda s: s.key_by(RowKeySelector((0,))).process(function), state_backend=backend)
-
-
-@pytest.fixture(params=["heap", "rocksdb"])
-def backend(request, tmp_path):
-    if request.param == "heap":
-        return None
-    rocksdb = EmbeddedRocksDBStateBackend()
-    rocksdb.set_db_storage_paths(str(tmp_path / "rocksdb"))
-    return rocksdb
 
 
 def changes(values: list) -> list[tuple]:
