@@ -47,7 +47,9 @@ class SinkUpsertMaterializeFunction(KeyedProcessFunction):  # type: ignore[misc]
     """Per sink key, the rows alive (module docstring). `upsert_key` is the input's own upsert key (column
     indexes) when it has one: rows are then matched by it; None matches rows by all their columns."""
 
-    def __init__(self, names: Sequence[str], upsert_key: Sequence[int] | None = None, state_ttl_millis: int = 0):
+    def __init__(
+        self, names: Sequence[str], upsert_key: Sequence[int] | None = None, state_ttl_millis: int = 0
+    ) -> None:
         self.names = list(names)
         self.upsert_key = tuple(upsert_key) if upsert_key else None
         self.state_ttl_millis = state_ttl_millis
