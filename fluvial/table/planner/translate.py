@@ -19,6 +19,7 @@ from fluvial.table.planner.aggregate_phases import (
     MiniBatchAssigner,
     physical_node,
 )
+from fluvial.table.planner.distinct_split import DistinctBucket, split_distinct
 from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
@@ -42,6 +43,7 @@ from fluvial.table.planner.logical import (
 )
 from fluvial.table.planner.lookup_join import LookupJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
+from fluvial.table.planner.upsert_materialize import SinkMaterializer
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -69,15 +71,27 @@ __all__ = ["Translator"]
 class Translator:
     """One job's translation: a node reached twice (a table used by two sinks) is translated once."""
 
-    def __init__(self, env: Any, state_ttl_millis: int = 0, batch: bool = False, mini_batch: Any = None) -> None:
+    def __init__(
+        self,
+        env: Any,
+        state_ttl_millis: int = 0,
+        batch: bool = False,
+        mini_batch: Any = None,
+        distinct_buckets: int | None = None,
+    ) -> None:
         self.env = env
         self.state_ttl_millis = state_ttl_millis
         self.batch = batch
         self.mini_batch = None if batch else mini_batch  # as in Flink, a batch job ignores mini-batch
+        self.distinct_buckets = None if batch else distinct_buckets  # split DISTINCT aggregates (streaming only)
         self._done: dict[int, tuple[RelNode, Any]] = {}  # the node is kept so its id is never reused
 
     def physical(self, node: RelNode) -> RelNode:
-        """`node` as it runs (`aggregate_phases.physical_node`); `explain` shows these."""
+        """`node` as it runs (`aggregate_phases.physical_node`, `distinct_split`); `explain` shows these."""
+        if self.distinct_buckets is not None:
+            split = split_distinct(physical_node(node, None), self.distinct_buckets)
+            if split is not None:
+                return physical_node(split, self.mini_batch)
         return physical_node(node, self.mini_batch)
 
     def translate(self, node: RelNode) -> Any:
@@ -244,6 +258,17 @@ class Translator:
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             normalize = ChangelogNormalizeFunction(node.names, self.state_ttl_millis)
             return keyed.process(normalize).name(node.explain_terms())
+        if isinstance(node, DistinctBucket):
+            from fluvial.table.runtime.distinct_bucket import DistinctBucketFunction
+
+            bucket = DistinctBucketFunction(node.names, node.column, node.buckets)
+            return self.translate(node.input).map(bucket).name(node.explain_terms())
+        if isinstance(node, SinkMaterializer):
+            from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.pk))
+            materialize = SinkUpsertMaterializeFunction(node.names, node.upsert_key, self.state_ttl_millis)
+            return keyed.process(materialize).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
