@@ -91,9 +91,9 @@ def plan_lookup_join(
         raise ValidationException(
             at(
                 time.sql_position,
-                f"FOR SYSTEM_TIME AS OF {time.to_string()} is {what}: fluvial joins a lookup table as of the "
-                "processing time only (declare `proc_time AS PROCTIME()` on the input and use it); event-time "
-                "temporal joins of versioned tables are not supported yet",
+                f"FOR SYSTEM_TIME AS OF {time.to_string()} is {what}: a temporal join is as of the input's "
+                "processing-time attribute (a lookup join) or of its event-time attribute column itself (a join "
+                "of a versioned table)",
             )
         )
     if join_type not in ("INNER", "LEFT"):

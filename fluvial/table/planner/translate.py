@@ -41,6 +41,7 @@ from fluvial.table.planner.logical import (
     WindowTableFunction,
 )
 from fluvial.table.planner.lookup_join import LookupJoin
+from fluvial.table.planner.temporal_join import TemporalJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
@@ -165,6 +166,16 @@ class Translator:
             ends = (node.left_window[1], node.right_window[1])
             window_join = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
             return connected.process(window_join).name(node.explain_terms())
+        if isinstance(node, TemporalJoin):
+            from fluvial.table.runtime.temporal_join import TemporalJoinFunction
+
+            left, right = self.translate(node.left), self.translate(node.right)
+            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            widths = (len(node.left.schema), len(node.right.schema))
+            temporal = TemporalJoinFunction(
+                node.names, widths, (node.left_time, node.right_time), node.left_keys, node.join_type, node.condition
+            )
+            return connected.process(temporal).name(node.explain_terms())
         if isinstance(node, IntervalJoin):
             from fluvial.table.runtime.interval_join import IntervalJoinFunction
 
