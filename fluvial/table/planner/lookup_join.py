@@ -68,6 +68,16 @@ def plan_lookup_join(
     from fluvial.table.connectors.base import is_lookup_source
     from fluvial.table.planner.resolve import Resolver, joined_names, resolve_condition, split_equi_join
 
+    if period.type.time_attribute != "PROCTIME":
+        what = "an event-time attribute" if period.type.time_attribute == "ROWTIME" else "not a time attribute"
+        raise ValidationException(
+            at(
+                time.sql_position,
+                f"FOR SYSTEM_TIME AS OF {time.to_string()} is {what}: a temporal join is as of the input's "
+                "processing-time attribute (a lookup join) or of its event-time attribute column itself (a join "
+                "of a versioned table)",
+            )
+        )
     if not isinstance(lookup, Scan) or lookup.source is None or not hasattr(lookup.source, "options"):
         raise ValidationException(
             at(position, f"FOR SYSTEM_TIME AS OF joins a connector table; '{table_name}' is a view or a query")
@@ -85,16 +95,6 @@ def plan_lookup_join(
     if lookup.computed or lookup.watermark is not None:
         raise ValidationException(
             at(position, f"lookup table '{table_name}' has computed columns or a watermark, which a lookup cannot fill")
-        )
-    if period.type.time_attribute != "PROCTIME":
-        what = "an event-time attribute" if period.type.time_attribute == "ROWTIME" else "not a time attribute"
-        raise ValidationException(
-            at(
-                time.sql_position,
-                f"FOR SYSTEM_TIME AS OF {time.to_string()} is {what}: a temporal join is as of the input's "
-                "processing-time attribute (a lookup join) or of its event-time attribute column itself (a join "
-                "of a versioned table)",
-            )
         )
     if join_type not in ("INNER", "LEFT"):
         raise ValidationException(

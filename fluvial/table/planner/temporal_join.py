@@ -12,6 +12,7 @@ refused in one sentence saying what Flink requires. The runtime is runtime/tempo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from fluvial.table.errors import ValidationException, at
@@ -38,20 +39,33 @@ class TemporalJoin(Join):
 
     left_time: int = 0
     right_time: int = 0
+    primary_key: tuple[int, ...] = ()  # the versioned table's, in its own row
 
     @property
     def changelog_mode(self) -> ChangelogMode:
         return self.left.changelog_mode  # each joined row keeps its left row's kind, as Flink's
 
     def explain_terms(self) -> str:
+        """As Flink prints it: the equalities, then the temporal condition naming both times and the keys."""
+        from fluvial.table.planner.rex_text import rex_text
+
         kind = "InnerJoin" if self.join_type == "INNER" else "LeftOuterJoin"
-        width = len(self.left.schema)
         names = self.names
-        return (
-            f"TemporalJoin(joinType=[{kind}], where=[{self.condition_text}], "
-            f"leftTime=[{names[self.left_time]}], rightTime=[{names[width + self.right_time]}], "
-            f"select=[{', '.join(names)}])"
+        width = len(self.left.schema)
+
+        def listed(columns: Sequence[int]) -> str:
+            return ", ".join(names[c] for c in columns)
+
+        right_keys = [width + k for k in self.right_keys]
+        parts = [f"=({names[lk]}, {names[rk]})" for lk, rk in zip(self.left_keys, right_keys)]
+        parts.append(
+            f"__TEMPORAL_JOIN_CONDITION({names[self.left_time]}, {names[width + self.right_time]}, "
+            f"__TEMPORAL_JOIN_CONDITION_PRIMARY_KEY({listed([width + k for k in self.primary_key])}), "
+            f"__TEMPORAL_JOIN_LEFT_KEY({listed(self.left_keys)}), __TEMPORAL_JOIN_RIGHT_KEY({listed(right_keys)}))"
         )
+        if self.condition is not None:
+            parts.append(rex_text(self.condition, names))
+        return f"TemporalJoin(joinType=[{kind}], where=[AND({', '.join(parts)})], select=[{', '.join(names)}])"
 
 
 def unique_key(node: RelNode) -> tuple[int, ...] | None:
@@ -123,12 +137,13 @@ def plan_temporal_join(
     rex = resolve_condition(condition, Resolver(columns))
     left_keys, right_keys, remainder = split_equi_join(rex, width)
     if not set(key) <= set(right_keys):
-        missing = ", ".join(names[width + k] for k in key)
+        equalities = ", ".join(f"{names[lk]} = {names[width + rk]}" for lk, rk in zip(left_keys, right_keys))
         raise ValidationException(
             at(
                 condition.sql_position or position,
-                f"the primary key [{missing}] of versioned table '{table_name}' must be in the temporal join's "
-                f"equalities (ON o.k = {table_name}.k), but the condition is {condition.to_string()}",
+                f"versioned table '{table_name}' is joined on its primary key [{', '.join(right.names[k] for k in key)}]"
+                f", so the temporal join's ON needs an equality for each of its columns; it has "
+                f"{'[' + equalities + ']' if equalities else 'none'}",
             )
         )
     return TemporalJoin(
@@ -142,4 +157,5 @@ def plan_temporal_join(
         rex.describe(),
         time_index,
         right_time,
+        key,
     )

@@ -41,8 +41,8 @@ from fluvial.table.planner.logical import (
     WindowTableFunction,
 )
 from fluvial.table.planner.lookup_join import LookupJoin
-from fluvial.table.planner.temporal_join import TemporalJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
+from fluvial.table.planner.temporal_join import TemporalJoin
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
     CalcFunction,
@@ -173,7 +173,13 @@ class Translator:
             connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
             widths = (len(node.left.schema), len(node.right.schema))
             temporal = TemporalJoinFunction(
-                node.names, widths, (node.left_time, node.right_time), node.left_keys, node.join_type, node.condition
+                node.names,
+                widths,
+                (node.left_time, node.right_time),
+                node.left_keys,
+                node.join_type,
+                node.condition,
+                self.state_ttl_millis,
             )
             return connected.process(temporal).name(node.explain_terms())
         if isinstance(node, IntervalJoin):

@@ -12,7 +12,8 @@ Cleanup, as Flink's: a version older than the one valid at the watermark can no 
 row that is not late, so it is removed when a timer fires. One event-time timer per key is kept, at the
 smallest time that still needs work; a late left row (its time already behind the watermark) is joined at the
 next watermark with the versions still kept. Both sides' state is keyed MapState, checkpointed like every
-keyed operator's.
+keyed operator's; `table.exec.state.ttl` expires a row or version after that long without a write (a key
+that stays quiet that long then loses its versions, as Flink's state retention clears an idle key).
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ class TemporalJoinFunction(TwoSidedJoin):
         left_keys: Sequence[int],
         join_type: str,
         condition: Rex | None,
+        state_ttl_millis: int = 0,
     ) -> None:
         super().__init__(names, widths, join_type, condition)
+        self.state_ttl_millis = state_ttl_millis
         self.times = times
         self.left_keys = tuple(left_keys)
         self._left: Any = None
@@ -52,9 +55,12 @@ class TemporalJoinFunction(TwoSidedJoin):
         self._sequence: Any = None
 
     def open(self, runtime_context: Any) -> None:
+        from fluvial.table.runtime.functions import _with_ttl
+
+        ttl = self.state_ttl_millis
         # left: arrival number -> [row kind, values]; right: rowtime -> [accumulate, values]
-        self._left = runtime_context.get_map_state(MapStateDescriptor("temporal-join-left"))
-        self._right = runtime_context.get_map_state(MapStateDescriptor("temporal-join-right"))
+        self._left = runtime_context.get_map_state(_with_ttl(MapStateDescriptor("temporal-join-left"), ttl))
+        self._right = runtime_context.get_map_state(_with_ttl(MapStateDescriptor("temporal-join-right"), ttl))
         self._timer = runtime_context.get_state(ValueStateDescriptor("temporal-join-timer"))
         self._sequence = runtime_context.get_state(ValueStateDescriptor("temporal-join-next"))  # arrival numbers
         self._compile_condition()
