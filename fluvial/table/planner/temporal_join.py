@@ -30,7 +30,7 @@ from fluvial.table.planner.logical import (
 )
 from fluvial.table.planner.rex import InputRef
 
-__all__ = ["TemporalJoin", "plan_temporal_join", "unique_key"]
+__all__ = ["TemporalJoin", "as_of_columns", "plan_temporal_join", "unique_key"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,18 @@ def unique_key(node: RelNode) -> tuple[int, ...] | None:
     return None
 
 
+def as_of_columns(left: RelNode, right: RelNode, join_type: str) -> list[Column]:
+    """The columns of `left JOIN right FOR SYSTEM_TIME AS OF ...` (a temporal or a lookup join): left's, then
+    right's (renamed as a join renames them), nullable after a LEFT join."""
+    from fluvial.table.planner.resolve import joined_names
+
+    names = joined_names(left.names, right.names)[len(left.schema) :]
+    outer = join_type == "LEFT"
+    return list(left.schema) + [
+        Column(n, replace(c.type, nullable=True) if outer else c.type) for n, c in zip(names, right.schema)
+    ]
+
+
 def plan_temporal_join(
     left: RelNode,
     right: RelNode,
@@ -101,7 +113,7 @@ def plan_temporal_join(
     """The TemporalJoin of `left` with the versioned table `right` as of `left`'s rowtime column `time_index`
     (`time`, as written), or a ValidationException saying why Flink would not run it. The caller resolves
     `condition`'s qualified names over the joined columns (left's, then right's)."""
-    from fluvial.table.planner.resolve import Resolver, joined_names, resolve_condition, split_equi_join
+    from fluvial.table.planner.resolve import Resolver, resolve_condition, split_equi_join
 
     if join_type not in ("INNER", "LEFT"):
         raise ValidationException(
@@ -129,11 +141,8 @@ def plan_temporal_join(
             )
         )
     width = len(left.schema)
-    names = joined_names(left.names, right.names)
-    columns = list(left.schema) + [
-        Column(n, replace(c.type, nullable=True) if join_type == "LEFT" else c.type)
-        for n, c in zip(names[width:], right.schema)
-    ]
+    columns = as_of_columns(left, right, join_type)
+    names = [c.name for c in columns]
     rex = resolve_condition(condition, Resolver(columns))
     left_keys, right_keys, remainder = split_equi_join(rex, width)
     if not set(key) <= set(right_keys):

@@ -160,8 +160,7 @@ class Translator:
         if isinstance(node, WindowJoin):
             from fluvial.table.runtime.window_join import WindowJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             ends = (node.left_window[1], node.right_window[1])
             window_join = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
@@ -169,8 +168,7 @@ class Translator:
         if isinstance(node, TemporalJoin):
             from fluvial.table.runtime.temporal_join import TemporalJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             temporal = TemporalJoinFunction(
                 node.names,
@@ -185,8 +183,7 @@ class Translator:
         if isinstance(node, IntervalJoin):
             from fluvial.table.runtime.interval_join import IntervalJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             interval_join = IntervalJoinFunction(
                 node.names,
@@ -201,8 +198,7 @@ class Translator:
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             return connected.process(
                 JoinFunction(
                     node.names,
@@ -266,6 +262,11 @@ class Translator:
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
             return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
+
+    def _keyed_pair(self, node: Join) -> Any:
+        """A join's two inputs connected and keyed by their equalities' columns."""
+        left, right = self.translate(node.left), self.translate(node.right)
+        return left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
 
     def _bundle(self, stream: Any, function: Any, node: Any, bundle_key: Any = None) -> Any:
         """A mini-batch operator (`MapBundleSpec`) running `function`; keyed when `stream` is a KeyedStream."""

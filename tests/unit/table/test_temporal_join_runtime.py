@@ -10,7 +10,6 @@ import datetime as dt
 import pytest
 
 from fluvial.common.row import RowKind, _create_row
-from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 from fluvial.table.planner.rex import Call, InputRef, Literal
 from fluvial.table.runtime.functions import RowKeySelector
 from fluvial.table.runtime.temporal_join import TemporalJoinFunction
@@ -42,15 +41,6 @@ def _harness(join_type: str = "INNER", backend=None, condition=None) -> Operator
         lambda a, b: a.connect(b).key_by(RowKeySelector([0]), RowKeySelector([0])).process(function),
         state_backend=backend,
     )
-
-
-@pytest.fixture(params=["heap", "rocksdb"])
-def backend(request, tmp_path):
-    if request.param == "heap":
-        return None
-    rocksdb = EmbeddedRocksDBStateBackend()
-    rocksdb.set_db_storage_paths(str(tmp_path / "rocksdb"))
-    return rocksdb
 
 
 def _watermark(h: OperatorHarness, millis: int) -> OperatorHarness:
