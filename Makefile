@@ -40,8 +40,11 @@ demo: $(DEMO_STAMP)
 	@echo "==> a live job for 20 s: open the dashboard's address (below) while it runs"
 	$(BIN)/fluvial run --web examples/live_clicks.py
 
+# Two workers (pytest-xdist): half the suite waits on sockets, processes and servers, so a 2-core machine runs it
+# in well under the time of one; the tests of one session server (Ray, Kafka, PostgreSQL) share a worker.
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # `make lint` (CI runs it before the tests): ruff's rules of pyproject.toml on the whole tree, then mypy on fluvial
 # (strict on runtime, cluster, checkpoint, state), each package held to the errors it still has (.ci/typecheck.py).

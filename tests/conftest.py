@@ -50,10 +50,25 @@ def ray_cluster():
         cluster.stop()
 
 
+# Tests that share one session server run on one pytest-xdist worker (`make test` runs two): the server starts
+# once, and the Ray cluster's fixed loopback addresses are never taken twice.
+_SERVER_GROUPS = {
+    "ray_cluster": "ray",
+    "kafka_broker": "kafka",
+    "postgres": "postgres",
+    "postgres_with_password": "postgres",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(session, config, items):
     """The tests on the session's Ray cluster run last, together: the cluster starts once, and no other test runs
     beside its idle processes (a dozen processes and about a gigabyte, which slow a 2-core machine's timing
-    tests down)."""
+    tests down). Under xdist, the tests of each session server form one group."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        for group in sorted({_SERVER_GROUPS[name] for name in fixtures if name in _SERVER_GROUPS}):
+            item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
 
 

@@ -16,6 +16,9 @@ Runs only on the JobMaster's main thread, so it locks nothing. Rules, numbered:
    redeployed as a new attempt restoring from the latest completed checkpoint) or FAILING (every subtask is
    cancelled, then FAILED with the user's exception as the cause). A NonRecoverableError anywhere in the
    failure's causes (checkpoint data that cannot be read back) fails the job whatever the strategy allows.
+   A failure from a closed data connection (DataConnectionLost) first waits up to PEER_LOSS_GRACE_MS for its
+   likely cause, a TaskManager lost, which then is the failure the job reports (naming it, its pid and how it
+   died, as Flink names the remote TaskManager); the connection failure becomes a concurrent one.
 5. `cancel()` → CANCELLING, every running subtask is cancelled, CANCELED once all are down.
 Every status change and every restart is logged, every failure and restart at WARNING with its cause and attempt
 number; each failure also goes into the job's exception history (`exception_history.py`, for the REST API), and
@@ -57,12 +60,16 @@ from fluvial.common.logs import RAISED_TO_CALLER
 from fluvial.common.repeated_logs import limit_repeats
 from fluvial.runtime.deployment import TaskFailure
 from fluvial.runtime.execution_state import ExecutionState
+from fluvial.runtime.network.remote_channels import DataConnectionLost
 
 logger = logging.getLogger(__name__)
 limit_repeats(logger)  # a failure loop says what fails, not 40 lines a second
 
 RESOURCE_POLL_MS = 20
 RESOURCE_WAIT_MS = 60_000
+# how long a subtask failure from a closed data connection waits for its cause, the producing TaskManager found
+# lost (its process's exit status comes a moment after its connections close), before it counts on its own
+PEER_LOSS_GRACE_MS = 1_000
 
 
 class JobStatusListener(Protocol):
@@ -124,6 +131,7 @@ class Scheduler:
         self.last_failure_info: FailureInfo | None = None  # the latest failure, as JobDetails report it
         self.failures = 0
         self._pending_restart: Cancellable | None = None
+        self._held: tuple[Cancellable, ExecutionVertex, TaskFailure, int] | None = None  # `_hold`
         self._end_of_data: set[tuple[tuple[int, int], int]] = set()  # (subtask, attempt) awaiting a final checkpoint
         if checkpointing is not None:
             self.checkpointing = JobCheckpointing(
@@ -195,7 +203,40 @@ class Scheduler:
         if lost and self.graph.all_terminal():
             self._on_all_terminal()
 
-    def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None) -> None:
+    def _hold(self, execution: ExecutionVertex, failure: TaskFailure) -> bool:
+        """Whether `failure` waits for its cause: a subtask whose data connection closed failed because its
+        producer's TaskManager died, most likely, and the loss of that TaskManager (which names it, its pid and
+        how it died, as Flink's "remote task manager was lost" does) is the failure the job should report. It
+        waits up to PEER_LOSS_GRACE_MS; a TaskManager lost meanwhile becomes the root and this one concurrent."""
+        if not isinstance(failure.error, DataConnectionLost) or self.status is not JobStatus.RUNNING:
+            return False
+        if self._held is not None:  # one waits already: this one is its consequence
+            self.exceptions.add_concurrent(
+                entry_of(failure.error, execution.name, failure.operator_name, failure.traceback_text)
+            )
+            return True
+        timer = self._timer.schedule(PEER_LOSS_GRACE_MS, self._release_held)
+        self._held = (timer, execution, failure, self.restarts)
+        return True
+
+    def _release_held(self) -> None:
+        """The held failure's wait is over (or every subtask is down): it counts now, unless its attempt was
+        restarted or ended meanwhile (then it is a consequence of what did)."""
+        if self._held is None:
+            return
+        timer, execution, failure, restarts = self._held
+        self._held = None
+        timer.cancel()
+        if restarts != self.restarts:
+            self.exceptions.add_concurrent(
+                entry_of(failure.error, execution.name, failure.operator_name, failure.traceback_text)
+            )
+            return
+        self._on_task_failed(execution, failure, held=True)
+
+    def _on_task_failed(self, execution: ExecutionVertex, failure: TaskFailure | None, held: bool = False) -> None:
+        if failure is not None and not held and self._hold(execution, failure):
+            return
         error = failure.error if failure is not None else RuntimeError(f"subtask {execution.name} failed")
         self.last_failure = error
         where = (
@@ -237,6 +278,7 @@ class Scheduler:
             )  # the caller gets it as JobExecutionException
             self.failure = failure
             self._move(JobStatus.FAILING)
+        self._release_held()  # a held failure is a consequence now (not RUNNING any more): concurrent
         self._abort_checkpoints(CheckpointFailureReason.TASK_FAILURE)
         self._cancel_running()
 
@@ -276,6 +318,10 @@ class Scheduler:
         elif status is JobStatus.CANCELLING:
             self._move(JobStatus.FINISHED if self._stopping else JobStatus.CANCELED)
         elif status is JobStatus.RUNNING:
+            if self._held is not None:  # nothing is left to wait with: the held failure counts now
+                self._release_held()
+                self._on_all_terminal()
+                return
             if self.graph.all_in(ExecutionState.FINISHED):
                 self._move(JobStatus.FINISHED)
                 return

@@ -5,7 +5,7 @@
 KeySequenceSource → FaultInjector (raises when the trial drops a trigger file) → key_by(key) →
 SequenceVerifier → Pacer (`--pace-us` per record: a slow task whose input queues stay full, so unaligned
 checkpoints carry in-flight data) → FileSink of `key|seq|verdict` lines. `--unaligned` turns unaligned
-checkpoints on. Checkpoints every `--interval-ms` to files under
+checkpoints on; with `--hold-until FILE` the source waits at its end until FILE exists. Checkpoints every `--interval-ms` to files under
 `--checkpoints` (every state in a file, two retained); restarts without end (a fixed delay), as a production
 job would. With `--restore` it starts from that checkpoint (`execution.savepoint.path`). It exits 0 once the
 job finished, else 1 with the job's error on stderr.
@@ -84,7 +84,7 @@ def build(env: Any, args: argparse.Namespace) -> None:
         .build()
     )
     verified = (
-        env.from_source(KeySequenceSource(args.keys, args.per_key, args.rate), source_name="sequences")
+        env.from_source(KeySequenceSource(args.keys, args.per_key, args.rate, args.hold_until), source_name="sequences")
         .uid("sequences")
         .map(FaultInjector(args.triggers))
         .uid("faults")
@@ -142,6 +142,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--interval-ms", type=int, default=100)
     parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints")
+    parser.add_argument(
+        "--hold-until", help="a file: the source waits at its end until it exists (the trial's faults are done)"
+    )
     parser.add_argument("--pace-us", type=int, default=0, help="microseconds the verifying task spends per record")
     return parser.parse_args(argv)
 

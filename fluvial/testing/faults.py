@@ -6,7 +6,10 @@ One trial, numbered:
 2. For each fault of the seeded plan: wait until a checkpoint completed since the last fault (so every fault
    hits a job that made progress), wait a random moment more, inject it, and time the recovery — from the
    fault to the first checkpoint completed after it (a new attempt, or a new process, resumed work).
-3. The job runs to its end; the committed output must hold every record exactly once (lost, duplicated and
+3. The trial tells the job its plan is done (the file `plan-done`: until it exists, the job's source waits at
+   its end, so a loaded machine never lets the job finish before every planned fault was injected, and no fault
+   ever lands on a job that already FINISHED, whose checkpoints are gone: an operator never restarts one).
+   The job runs to its end; the committed output must hold every record exactly once (lost, duplicated and
    out-of-order all 0). A corrupted checkpoint is the exception: the job must fail at once, naming the damaged
    file, and what it committed before must be free of duplicates.
 4. Nothing may be left behind: no process started by any run of the job still running a few seconds after the
@@ -176,6 +179,7 @@ class FaultTrial:
         self.checkpoints = self.workdir / "checkpoints"
         self.out = self.workdir / "out"
         self.triggers = self.workdir / "triggers"
+        self.plan_done = self.workdir / "plan-done"  # step 3 of the module docstring
         self._process: subprocess.Popen | None = None
         self._runs = 0
         self._mounts: list[Path] = []
@@ -202,6 +206,7 @@ class FaultTrial:
                 time.sleep(self.random.uniform(0, 0.3))
                 if self._inject(kind) is False:
                     return self._judge()
+            self.plan_done.touch()
             self._await_end()
             return self._judge()
         except FaultUnavailable:
@@ -264,6 +269,8 @@ class FaultTrial:
             str(s.interval_ms),
             "--pace-us",
             str(s.pace_us),
+            "--hold-until",
+            str(self.plan_done),
         ]
         if s.unaligned:
             args.append("--unaligned")

@@ -13,11 +13,14 @@ the judgement of the one consistent execution the job's checkpoints make of all 
 
 The source paces itself (`records_per_second`) without ever blocking its task's thread, so faults land
 mid-stream; its position is checkpointed like any split's, so a restored source resumes at the first record
-the checkpoint did not cover.
+the checkpoint did not cover. With `hold_until` (a path), a reader that has emitted all it has waits at its end,
+emitting nothing but still taking part in checkpoints, until that file exists: a fault trial's job then lasts
+until the trial has injected every planned fault, however slowly a loaded machine runs it.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,11 +52,12 @@ class KeySequenceSplit:
 @dataclass(frozen=True)
 class KeySequenceSource(Source[KeySequenceSplit]):
     """`keys` keys, `per_key` records each, as (key, seq); at most `records_per_second` per subtask (0: as fast
-    as it can). Bounded."""
+    as it can). Bounded; with `hold_until`, it ends only once that file exists (module docstring)."""
 
     keys: int
     per_key: int
     records_per_second: int = 0
+    hold_until: str | None = None
 
     def __post_init__(self) -> None:
         if self.keys < 1 or self.per_key < 1 or self.records_per_second < 0:
@@ -93,7 +97,7 @@ class KeySequenceSource(Source[KeySequenceSplit]):
         Returns:
             The SourceReader.
         """
-        return KeySequenceReader(self.records_per_second)
+        return KeySequenceReader(self.records_per_second, self.hold_until)
 
     def default_name(self) -> str:
         """The source's name when none is given."""
@@ -101,9 +105,10 @@ class KeySequenceSource(Source[KeySequenceSplit]):
 
 
 class KeySequenceReader(SourceReader[KeySequenceSplit]):
-    def __init__(self, records_per_second: int) -> None:
+    def __init__(self, records_per_second: int, hold_until: str | None = None) -> None:
         self._splits: list[KeySequenceSplit] = []
         self._rate = records_per_second
+        self._hold_until = hold_until
         self._started: float | None = None
         self._emitted = 0
 
@@ -122,6 +127,8 @@ class KeySequenceReader(SourceReader[KeySequenceSplit]):
         while self._splits and self._splits[0].next >= self._splits[0].size:
             self._splits.pop(0)
         if not self._splits:
+            if self._hold_until is not None and not os.path.exists(self._hold_until):
+                return []  # held at its end (restored ones too: a checkpoint after the end has no split left)
             return None
         split = self._splits[0]
         count = min(self._allowed(max_records), split.size - split.next)

@@ -5,6 +5,7 @@ attempts, and listeners."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 from fluvial.testing import environment, wait_until
 from fluvial.testing.faults import completed_checkpoints
 from fluvial.testing.oracle import committed_lines
-from fluvial.testing.sequences import KeySequenceSource
+from fluvial.testing.sequences import KeySequenceReader, KeySequenceSource
 
 pytest.importorskip("rocksdict", reason="rocksdict is not installed: pip install rocksdict==0.3.29")
 
@@ -43,19 +44,59 @@ def test_rocksdb_working_directories_are_removed_when_the_job_ends(tmp_path, mod
     wait_until(lambda: os.listdir(root) == [], timeout=20, what=f"the working directories under {root} to go")
 
 
+GATE_SEQ = 100  # GatedSequences emits no record from here on before checkpoint 2 completed
+
+
+@dataclass(frozen=True)
+class GatedSequences(KeySequenceSource):
+    """KeySequenceSource whose readers wait (emitting nothing, still checkpointing) before record GATE_SEQ of
+    their keys until checkpoint 2 completed under `checkpoints`: however slowly checkpoints complete on a loaded
+    machine, records are left for FailOnceAfterCheckpoints to fail on after them."""
+
+    checkpoints: str = ""
+
+    def create_reader(self, task_info):
+        return GatedReader(self.records_per_second, self.checkpoints)
+
+
+class GatedReader(KeySequenceReader):
+    def __init__(self, records_per_second: int, checkpoints: str) -> None:
+        super().__init__(records_per_second)
+        self.checkpoints = Path(checkpoints)
+        self.gate_open = False
+
+    def poll(self, max_records):
+        splits = self.snapshot_state()
+        if not self.gate_open and splits:
+            gate = GATE_SEQ * splits[0].key_count  # the split's index of its keys' record GATE_SEQ
+            if splits[0].next < gate:
+                max_records = min(max_records, gate - splits[0].next)  # up to the gate, not past it
+            elif max(completed_checkpoints(self.checkpoints), default=0) < 2:
+                return []
+            else:
+                self.gate_open = True
+        return super().poll(max_records)
+
+
 class FailOnceAfterCheckpoints(MapFunction):
     """Raises once in the first attempt, after checkpoints completed and the sink opened parts that no
     checkpoint will commit."""
 
-    def __init__(self, checkpoints: str) -> None:
+    def __init__(self, checkpoints: str, out: str) -> None:
         self.checkpoints = checkpoints
+        self.out = out
 
     def open(self, runtime_context):
         self.attempt = runtime_context.get_attempt_number()
 
     def map(self, record):
         key, seq = record
-        if self.attempt == 0 and seq >= 50 and max(completed_checkpoints(Path(self.checkpoints)), default=0) >= 2:
+        if (
+            self.attempt == 0
+            and seq >= GATE_SEQ
+            and max(completed_checkpoints(Path(self.checkpoints)), default=0) >= 2
+            and any(name.startswith(".") for _, _, names in os.walk(self.out) for name in names)
+        ):
             raise RuntimeError("the first attempt fails once")
         return f"{key}|{seq}"
 
@@ -67,7 +108,10 @@ def test_a_failed_attempts_hidden_part_files_are_removed_on_restore(tmp_path, mo
     env.enable_checkpointing(30)
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage(f"file://{checkpoints}"))
     _fails_once_then_writes_each_record_once_leaving_nothing_hidden(
-        env, out, KeySequenceSource(4, 500, 1000), FailOnceAfterCheckpoints(str(checkpoints))
+        env,
+        out,
+        GatedSequences(4, 500, 1000, checkpoints=str(checkpoints)),
+        FailOnceAfterCheckpoints(str(checkpoints), str(out)),
     )
 
 

@@ -21,7 +21,12 @@ from typing import Any
 from fluvial.runtime.channels import DEFAULT_CAPACITY, ChannelRegistry
 from fluvial.runtime.network.connection import DEFAULT_BIND_HOST, Address, Connection, Listener, connect
 from fluvial.runtime.network.framing import FrameKind
-from fluvial.runtime.network.remote_channels import CHANNEL_HEADER, RemoteInputChannel, RemoteOutputChannel
+from fluvial.runtime.network.remote_channels import (
+    CHANNEL_HEADER,
+    DataConnectionLost,
+    RemoteInputChannel,
+    RemoteOutputChannel,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +109,7 @@ class DataPlane:
         released = self._released_before
         channel_ids: dict[bytes, Any] = {}  # a BUFFER frame's channel header -> its channel id
         header_size = CHANNEL_HEADER.size
-        error: BaseException = ConnectionError(f"the data connection from {connection.peer} closed")
+        error: BaseException = DataConnectionLost(f"the data connection from {connection.peer} closed")
         try:
             while (frame := connection.read()) is not None:
                 kind, payload = frame
@@ -127,7 +132,7 @@ class DataPlane:
                 elif kind is FrameKind.CLOSE:
                     break
         except (OSError, ConnectionError, pickle.UnpicklingError) as failure:
-            error = ConnectionError(f"the data connection from {connection.peer} failed: {failure}")
+            error = DataConnectionLost(f"the data connection from {connection.peer} failed: {failure}")
         finally:
             connection.close()
             for channel_id in fed:

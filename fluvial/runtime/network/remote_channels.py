@@ -37,6 +37,11 @@ from fluvial.runtime.records import ChannelBroken, CheckpointBarrier, EndOfInput
 CHANNEL_HEADER = struct.Struct(">H")  # the length of the pickled channel id that starts a BUFFER frame
 
 
+class DataConnectionLost(ConnectionError):
+    """A data connection between two TaskManager processes closed or failed mid-stream: the usual sign that the
+    process at the other end was lost (the JobMaster names it when it finds it dead, `cluster.scheduler`)."""
+
+
 def _noop() -> None:
     pass
 
@@ -91,7 +96,7 @@ class RemoteOutputChannel:
         try:
             self._connection.send(kind, payload, prefix)
         except OSError as error:
-            raise ConnectionError(
+            raise DataConnectionLost(
                 f"the data connection to {self._connection.peer} (the consumer of channel "
                 f"{self.channel_id.dataset_id}) is gone: {error}"
             ) from error

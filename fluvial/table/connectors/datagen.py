@@ -16,6 +16,7 @@ import datetime as _dt
 import random
 import string
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -169,4 +170,11 @@ class DataGenFactory:
             stream = stream.filter(lambda _: False)
         if "scan.parallelism" in options:
             stream.set_parallelism(int(options["scan.parallelism"]))
-        return stream.map(DataGenRow(context.produced_names, fields, seed=hash(context.table_name) & 0xFFFF))
+        return stream.map(DataGenRow(context.produced_names, fields, seed=_stable_seed(context.table_name)))
+
+
+def _stable_seed(table_name: str) -> int:
+    """The table's seed, the same in every process: `hash()` of a str changes with each interpreter
+    (PYTHONHASHSEED), so a job restored in a new process, or a TaskManager process, would generate other rows
+    for the same sequence numbers than the checkpoint's position was counted in."""
+    return zlib.crc32(table_name.encode()) & 0xFFFF

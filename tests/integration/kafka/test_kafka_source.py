@@ -45,6 +45,13 @@ def _run_bounded(source, parallelism: int = 2) -> list:
     return list(env.from_source(source, WatermarkStrategy.no_watermarks(), "kafka").execute_and_collect())
 
 
+def _an_hour_ago_ms() -> int:
+    """A round event time (a multiple of 10 s) an hour ago, to stamp records with: records stamped in 1970 are
+    older than the broker's log.retention (7 days), and its retention check (30 s after it starts, then every
+    5 min) deletes them whenever it lands mid-test — a test slowed by load then reads nothing."""
+    return (int(time.time() * 1000) // 10_000 - 360) * 10_000
+
+
 def _info(index: int = 0, parallelism: int = 1) -> TaskInfo:
     return TaskInfo("job", "Source: kafka", index, parallelism, 128)
 
@@ -70,7 +77,8 @@ def test_bounded_source_reads_every_partition_up_to_the_latest_offsets_and_ends(
 
 def test_starting_offsets_explicit_timestamp_committed_and_latest(bootstrap):
     topic = create_topic(bootstrap, 2)
-    stamps = [1_000_000 + i for i in range(20)]
+    base = _an_hour_ago_ms()
+    stamps = [base + i for i in range(20)]
     produce(bootstrap, topic, [f"r{i}" for i in range(20)], partitions=2, timestamps=stamps)
     bounded = KafkaOffsetsInitializer.latest()
 
@@ -78,7 +86,7 @@ def test_starting_offsets_explicit_timestamp_committed_and_latest(bootstrap):
     got = _run_bounded(_source(bootstrap, topic, set_starting_offsets=explicit, set_bounded=bounded))
     assert sorted(got) == sorted(["r16", "r18"] + [f"r{i}" for i in range(1, 20, 2)])
 
-    by_time = KafkaOffsetsInitializer.timestamp(1_000_014)
+    by_time = KafkaOffsetsInitializer.timestamp(base + 14)
     got = _run_bounded(_source(bootstrap, topic, set_starting_offsets=by_time, set_bounded=bounded))
     assert sorted(got) == sorted(f"r{i}" for i in range(14, 20))
 
@@ -173,14 +181,15 @@ def test_per_partition_watermarks_an_idle_partition_does_not_stop_event_time(boo
     from fluvial.datastream.window import TumblingEventTimeWindows
 
     topic = create_topic(bootstrap, 2)
-    produce(bootstrap, topic, ["quiet"], partition=1, timestamps=[1_000])  # then partition 1 stays silent
+    base = _an_hour_ago_ms()
+    produce(bootstrap, topic, ["quiet"], partition=1, timestamps=[base + 1_000])  # then partition 1 stays silent
     stop = threading.Event()
 
     def busy() -> None:  # partition 0 keeps going, one record every 50 ms, a second of event time each
         for i in range(600):
             if stop.is_set():
                 return
-            produce(bootstrap, topic, [f"busy{i}"], partition=0, timestamps=[1_000 + i * 1_000])
+            produce(bootstrap, topic, [f"busy{i}"], partition=0, timestamps=[base + 1_000 + i * 1_000])
             time.sleep(0.05)
 
     writer = threading.Thread(target=busy, daemon=True)

@@ -12,7 +12,7 @@ import pytest
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.cluster.execution_graph import ExecutionGraph
 from fluvial.cluster.messages import TaskExecutionState
-from fluvial.cluster.scheduler import Scheduler
+from fluvial.cluster.scheduler import PEER_LOSS_GRACE_MS, Scheduler
 from fluvial.cluster.slots import assign_slots, offered_slots
 from fluvial.common.job_status import JobStatus
 from fluvial.common.restart_backoff import create_backoff_strategy
@@ -20,6 +20,7 @@ from fluvial.common.restart_strategy import RestartStrategies
 from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure
 from fluvial.runtime.execution_state import ExecutionState, IllegalExecutionStateTransition
+from fluvial.runtime.network.remote_channels import DataConnectionLost
 from fluvial.testing import ManualClock, ManualScheduledExecutor
 from tests.unit.cluster.fakes import TaskManagerGateway
 
@@ -197,6 +198,31 @@ def test_without_a_restart_strategy_the_first_failure_fails_the_job() -> None:
     rig.fail((rig.source, 0))
     rig.report_all(S.CANCELED, rig.ids[1:])
     assert rig.scheduler.status is JobStatus.FAILED
+
+
+def test_a_closed_data_connection_waits_for_the_lost_task_manager_it_comes_from_which_fails_the_job() -> None:
+    rig = Rig(restarts=None).running()
+    closed = DataConnectionLost("the data connection from 127.0.0.1:56802 closed")
+    rig.report((rig.map, 1), S.FAILED, failure=TaskFailure(closed, "map", "map (2/2)", "traceback"))
+    assert rig.scheduler.status is JobStatus.RUNNING  # held: its cause may be reported in a moment
+    lost = RuntimeError("TaskManager 0 was lost: its process (pid 42) was killed by SIGKILL")
+    rig.scheduler.on_task_manager_lost(0, lost)
+    assert rig.scheduler.status is JobStatus.FAILED
+    assert rig.listener.statuses[-1] == (JobStatus.FAILED, lost)
+    rig.timer.advance(PEER_LOSS_GRACE_MS)  # the held failure is a consequence now: nothing changes
+    assert rig.listener.statuses[-1] == (JobStatus.FAILED, lost)
+
+
+def test_a_closed_data_connection_with_no_task_manager_lost_counts_on_its_own_after_the_grace() -> None:
+    rig = Rig(restarts=None).running()
+    closed = DataConnectionLost("the data connection from 127.0.0.1:56802 closed")
+    rig.report((rig.map, 1), S.FAILED, failure=TaskFailure(closed, "map", "map (2/2)", "traceback"))
+    rig.timer.advance(PEER_LOSS_GRACE_MS - 1)
+    assert rig.scheduler.status is JobStatus.RUNNING
+    rig.timer.advance(1)
+    assert rig.scheduler.status is JobStatus.FAILING
+    rig.report_all(S.CANCELED, rig.ids[:2])
+    assert rig.listener.statuses[-1] == (JobStatus.FAILED, closed)
 
 
 def test_subtasks_ending_unfinished_while_the_job_runs_fail_it() -> None:

@@ -5,6 +5,7 @@ for offsets, and errors that name the address, topic or partition involved."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from fluvial.common.errors import InvalidJobError, ResourceError
@@ -26,6 +27,8 @@ CONNECTOR_KEYS = frozenset(
 # Java client settings that have no meaning here: the connector hands the client bytes, as Flink's does.
 JAVA_ONLY_KEYS = frozenset({"key.deserializer", "value.deserializer", "key.serializer", "value.serializer"})
 DEFAULT_API_TIMEOUT_MS = 60_000
+OFFSET_NONE = -1  # offsets_for_times: no record at or after the timestamp (librdkafka's OFFSET_END)
+RETRY_PAUSE_S = 0.1  # between questions to a broker that answered a partition with an error
 
 
 class KafkaConnectorError(ResourceError):
@@ -105,12 +108,38 @@ class ConsumerOffsets:
     def for_timestamp(
         self, partitions: list[KafkaTopicPartition], timestamp: int
     ) -> dict[KafkaTopicPartition, int | None]:
+        """The offset of the first record at or after `timestamp` per partition; None where there is none (the
+        offset -1). A partition the broker answered with an error (a leader moving, a request timing out on a
+        slow broker) is asked again until the timeout, and then is an error: never taken for "no record", which
+        would make a bounded read silently read nothing."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        try:
-            found = self._consumer.offsets_for_times(
-                [TopicPartition(tp.topic, tp.partition, timestamp) for tp in partitions], timeout=self._timeout
+        deadline = time.monotonic() + self._timeout
+        found: dict[KafkaTopicPartition, int | None] = {}
+        pending = list(partitions)
+        while True:
+            try:
+                answers = self._consumer.offsets_for_times(
+                    [TopicPartition(tp.topic, tp.partition, timestamp) for tp in pending],
+                    timeout=max(0.1, deadline - time.monotonic()),
+                )
+            except KafkaException as error:
+                raise unreachable(self._bootstrap, "offsets for a timestamp", error, self._timeout) from None
+            failed = []
+            for answer in answers:
+                tp = KafkaTopicPartition(answer.topic, answer.partition)
+                if answer.error is None and answer.offset >= OFFSET_NONE:
+                    found[tp] = answer.offset if answer.offset >= 0 else None
+                else:
+                    failed.append((tp, answer.error or f"offset {answer.offset}"))
+            failed += [(tp, "no answer") for tp in pending if tp not in found and all(tp != f for f, _ in failed)]
+            if not failed:
+                return found
+            if time.monotonic() >= deadline:
+                what = ", ".join(f"{tp}: {error}" for tp, error in failed)
+                raise unreachable(self._bootstrap, f"offsets for timestamp {timestamp}", what, self._timeout)
+            logger.info(
+                "Kafka at %s: no offset for timestamp %d yet (%s); asking again", self._bootstrap, timestamp, failed
             )
-        except KafkaException as error:
-            raise unreachable(self._bootstrap, "offsets for a timestamp", error, self._timeout) from None
-        return {KafkaTopicPartition(t.topic, t.partition): (t.offset if t.offset >= 0 else None) for t in found}
+            pending = [tp for tp, _ in failed]
+            time.sleep(RETRY_PAUSE_S)

@@ -8,10 +8,13 @@ partition (`resolve`), so every checkpoint holds plain numbers and a restored jo
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fluvial.common.errors import InvalidJobError, ResourceError
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, order=True)
@@ -127,6 +130,13 @@ class KafkaOffsetsInitializer:
             found = lookup.for_timestamp(partitions, self.timestamp_ms)
             missing = [tp for tp in partitions if found.get(tp) is None]
             ends = lookup.latest(missing) if missing else {}
+            if missing:  # Flink's behaviour; said, because records older than the log's retention are gone
+                logger.info(
+                    "Kafka partition(s) %s hold no record at or after timestamp %d (any older than the topic's "
+                    "retention were deleted): reading them from their end",
+                    ", ".join(map(str, missing)),
+                    self.timestamp_ms,
+                )
             return {tp: found[tp] if found.get(tp) is not None else ends[tp] for tp in partitions}
         if self.kind is _Kind.COMMITTED:
             found = lookup.committed(partitions)

@@ -60,6 +60,42 @@ def test_offsets_initializers_resolve_to_concrete_offsets():
         KafkaOffsetsInitializer.committed_offsets().resolve(parts, broker)
 
 
+class SlowBrokerConsumer:
+    """offsets_for_times as a loaded broker answers it: partition 1 gets `errors` answers with a per-partition
+    error (a request that timed out) before its offset; partition 0 has no record that late (offset -1)."""
+
+    def __init__(self, errors: int) -> None:
+        self.errors = errors
+        self.asked: list[list[int]] = []
+
+    def offsets_for_times(self, partitions, timeout):
+        self.asked.append([tp.partition for tp in partitions])
+        answers = []
+        for tp in partitions:
+            if tp.partition == 1 and self.errors > 0:
+                self.errors -= 1
+                answers.append(SimpleNamespace(topic=tp.topic, partition=1, offset=-1001, error="REQUEST_TIMED_OUT"))
+            else:
+                answers.append(
+                    SimpleNamespace(
+                        topic=tp.topic, partition=tp.partition, offset=-1 if tp.partition == 0 else 14, error=None
+                    )
+                )
+        return answers
+
+
+def test_an_offset_for_a_timestamp_the_broker_failed_to_answer_is_asked_again_never_taken_for_none():
+    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed: pip install -e .[kafka]")
+    from fluvial.datastream.connectors.kafka.client import ConsumerOffsets, KafkaConnectorError
+
+    tps = [KafkaTopicPartition("t", 0), KafkaTopicPartition("t", 1)]
+    consumer = SlowBrokerConsumer(errors=2)
+    assert ConsumerOffsets(consumer, "broker:9092", 5.0).for_timestamp(tps, 1_000) == {tps[0]: None, tps[1]: 14}
+    assert consumer.asked == [[0, 1], [1], [1]]  # only the partition that failed is asked again
+    with pytest.raises(KafkaConnectorError, match=r"offsets for timestamp 1000 .*t-1: REQUEST_TIMED_OUT"):
+        ConsumerOffsets(SlowBrokerConsumer(errors=1_000), "broker:9092", 0.3).for_timestamp(tps, 1_000)
+
+
 def test_offsets_initializers_reject_bad_arguments():
     with pytest.raises(InvalidJobError, match="milliseconds since the epoch"):
         KafkaOffsetsInitializer.timestamp(-1)
