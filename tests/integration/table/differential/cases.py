@@ -898,6 +898,16 @@ CASES += [
         ("orders", "tiers_pk"),
     ),
     _c("temporal_star", f"SELECT * FROM orders AS o JOIN tiers_v {_AS_OF} WHERE t.tier < 3", "set", _T, _TIERS_V),
+    _c(
+        "temporal_view_over_view",
+        "SELECT o.id, t.level FROM orders AS o LEFT JOIN tiers_w FOR SYSTEM_TIME AS OF o.ts AS t ON o.customer = t.who",
+        "set",
+        _T,
+        (
+            *_TIERS_V,
+            "CREATE TEMPORARY VIEW tiers_w AS SELECT name AS who, tier * 10 AS level, ts FROM tiers_v",
+        ),
+    ),
     _c("error_temporal_no_key", f"SELECT o.id, t.tier FROM orders AS o JOIN tiers {_AS_OF}", tables=_T),
     _c(
         "error_temporal_full",
