@@ -80,7 +80,11 @@ def plan_lookup_join(
         )
     if not isinstance(lookup, Scan) or lookup.source is None or not hasattr(lookup.source, "options"):
         raise ValidationException(
-            at(position, f"FOR SYSTEM_TIME AS OF joins a connector table; '{table_name}' is a view or a query")
+            at(
+                position,
+                f"a processing-time temporal join needs a lookup table, and '{table_name}' is a view: join a "
+                "versioned view as of the input's event-time attribute instead, as Flink does",
+            )
         )
     options = dict(lookup.source.options)
     if not is_lookup_source(options, table_name):

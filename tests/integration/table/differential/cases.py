@@ -908,6 +908,12 @@ CASES += [
             "CREATE TEMPORARY VIEW tiers_w AS SELECT name AS who, tier * 10 AS level, ts FROM tiers_v",
         ),
     ),
+    _c(
+        "error_temporal_proctime_view",
+        "SELECT o.id, t.tier FROM orders_pt AS o JOIN tiers_v FOR SYSTEM_TIME AS OF o.p AS t ON o.customer = t.name",
+        tables=("orders_pt", "tiers"),
+        setup=_TIERS_V,
+    ),
     _c("error_temporal_no_key", f"SELECT o.id, t.tier FROM orders AS o JOIN tiers {_AS_OF}", tables=_T),
     _c(
         "error_temporal_full",
