@@ -43,6 +43,7 @@ from fluvial.table.planner.logical import (
 )
 from fluvial.table.planner.lookup_join import LookupJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
+from fluvial.table.planner.temporal_join import TemporalJoin
 from fluvial.table.planner.upsert_materialize import SinkMaterializer
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.functions import (
@@ -173,17 +174,30 @@ class Translator:
         if isinstance(node, WindowJoin):
             from fluvial.table.runtime.window_join import WindowJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             ends = (node.left_window[1], node.right_window[1])
             window_join = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
             return connected.process(window_join).name(node.explain_terms())
+        if isinstance(node, TemporalJoin):
+            from fluvial.table.runtime.temporal_join import TemporalJoinFunction
+
+            connected = self._keyed_pair(node)
+            widths = (len(node.left.schema), len(node.right.schema))
+            temporal = TemporalJoinFunction(
+                node.names,
+                widths,
+                (node.left_time, node.right_time),
+                node.left_keys,
+                node.join_type,
+                node.condition,
+                self.state_ttl_millis,
+            )
+            return connected.process(temporal).name(node.explain_terms())
         if isinstance(node, IntervalJoin):
             from fluvial.table.runtime.interval_join import IntervalJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             interval_join = IntervalJoinFunction(
                 node.names,
@@ -198,8 +212,7 @@ class Translator:
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             return connected.process(
                 JoinFunction(
                     node.names,
@@ -274,6 +287,11 @@ class Translator:
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
             return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
+
+    def _keyed_pair(self, node: Join) -> Any:
+        """A join's two inputs connected and keyed by their equalities' columns."""
+        left, right = self.translate(node.left), self.translate(node.right)
+        return left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
 
     def _bundle(self, stream: Any, function: Any, node: Any, bundle_key: Any = None) -> Any:
         """A mini-batch operator (`MapBundleSpec`) running `function`; keyed when `stream` is a KeyedStream."""
