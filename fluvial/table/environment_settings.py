@@ -74,6 +74,9 @@ TABLE_OPTIONS = {
     "table.optimizer.agg-phase-strategy": "AUTO, ONE_PHASE or TWO_PHASE: local-global GROUP BY (with mini-batch)",
     "table.optimizer.source.predicate-pushdown-enabled": "whether WHERE conjuncts are pushed into sources (default true)",
     **ASYNC_SCALAR_OPTIONS,
+    "table.exec.sink.upsert-materialize": "AUTO, FORCE or NONE: a SinkUpsertMaterializer before a keyed sink",
+    "table.optimizer.distinct-agg.split.enabled": "split COUNT/SUM(DISTINCT x) GROUP BYs in two levels by hash buckets",
+    "table.optimizer.distinct-agg.split.bucket-num": "the number of buckets of a split DISTINCT aggregation (1024)",
 }
 
 
@@ -89,6 +92,12 @@ def _check_table_option(key: str, value: str) -> None:
         raise ValidationException(f"Could not parse value '{value}' for key '{key}': use a number of rows, e.g. 5000")
     elif key == "table.optimizer.agg-phase-strategy" and value.upper() not in ("AUTO", "ONE_PHASE", "TWO_PHASE"):
         raise ValidationException(f"Could not parse value '{value}' for key '{key}': use AUTO, ONE_PHASE or TWO_PHASE")
+    elif key == "table.optimizer.distinct-agg.split.enabled" and value.lower() not in ("true", "false"):
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use true or false")
+    elif key == "table.optimizer.distinct-agg.split.bucket-num" and not (value.strip().isdigit() and int(value) > 0):
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use a number of buckets above 0")
+    elif key == "table.exec.sink.upsert-materialize" and value.strip().upper() not in ("AUTO", "FORCE", "NONE"):
+        raise ValidationException(f"Could not parse value '{value}' for key '{key}': use AUTO, FORCE or NONE")
 
 
 def parse_duration_millis(text: str) -> int:

@@ -262,6 +262,7 @@ class TableEnvironment:
     def _translator(self) -> Any:
         from fluvial.table.planner.aggregate_phases import mini_batch_from
         from fluvial.table.planner.async_scalar import async_scalar_from
+        from fluvial.table.planner.distinct_split import distinct_split_from
         from fluvial.table.planner.translate import Translator
 
         return Translator(
@@ -270,6 +271,7 @@ class TableEnvironment:
             batch=not self._is_streaming(),
             mini_batch=mini_batch_from(self._config),
             async_scalar=async_scalar_from(self._config),
+            distinct_buckets=distinct_split_from(self._config),
         )
 
     def _optimizer(self) -> Any:
@@ -321,7 +323,8 @@ class TableEnvironment:
                 query = optimizer.rewrite(conform_to_sink(node, persisted, name))
                 metadata = tuple(m for m in metadata_columns(table.schema) if not m.virtual)
                 physical = [c for c in persisted if c.name not in {m.name for m in metadata}]
-                stream = translator.translate(metadata_last(query, physical, metadata))
+                shaped = metadata_last(query, physical, metadata)
+                stream = translator.translate(self._materialized(shaped, table.schema.primary_key))
                 options = dict(table.options)
                 context = ConnectorContext(
                     name,
@@ -342,6 +345,14 @@ class TableEnvironment:
             result.wait()
         return result
 
+    def _materialized(self, node: RelNode, primary_key: Sequence[str]) -> RelNode:
+        """`node` with the SinkUpsertMaterializer a sink keyed by `primary_key` needs before it
+        (`table.exec.sink.upsert-materialize`; `fluvial.table.planner.upsert_materialize`)."""
+        from fluvial.table.planner.upsert_materialize import materialize_for_sink, upsert_materialize_from
+
+        strategy = upsert_materialize_from(self._config)
+        return materialize_for_sink(node, primary_key, strategy, self._is_streaming())
+
     def _explain(self, statements: Sequence[tuple[Any, RelNode]], *extra_details: Any) -> str:
         """Flink's sections for (sink or None, plan) statements — the plan as written, as it runs (after
         push-down), in infix form, `extra_details` (ExplainDetail) adding changelog modes, estimated costs or the
@@ -357,13 +368,16 @@ class TableEnvironment:
         roots = []
         for target, node in statements:
             sink = None
+            primary_key: Sequence[str] = ()
             if target is not None:
                 name, table = self._sink_target(target)
                 if table.is_view or table.schema is None or table.options is None:
                     raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
                 node = conform_to_sink(node, sink_columns(table.schema), name)
                 sink = SinkSpec(f"default_catalog.default_database.{table.name}", tuple(node.names))
-            roots.append((node, optimizer.rewrite(node), sink))
+                primary_key = table.schema.primary_key
+            optimized = self._materialized(optimizer.rewrite(node), primary_key)
+            roots.append((node, optimized, sink))
         job_graph, json_plan = self._job_graph_text([optimized for _, optimized, _ in roots])
         json = json_plan if "JSON_EXECUTION_PLAN" in details else None
         advise = plan_advice if "PLAN_ADVICE" in details and self._settings.is_streaming_mode() else None

@@ -41,6 +41,7 @@ from fluvial.table.planner.logical import (
 from fluvial.table.planner.pushdown import conjunction
 from fluvial.table.planner.rex import AggCall, Call, InputRef, Rex
 from fluvial.table.planner.rex_text import infix_text, rex_text
+from fluvial.table.planner.upsert_materialize import SinkMaterializer
 from fluvial.table.types import DataType, DataTypes
 
 __all__ = ["ExplainTree", "SinkSpec", "explain_text", "ast_tree", "physical_tree"]
@@ -530,6 +531,8 @@ class _Physical:
             keys, rows = node.group, inputs[0].rows * 0.01
         elif isinstance(node, ChangelogNormalize):
             keys = node.keys
+        elif isinstance(node, SinkMaterializer):
+            keys = node.pk
         elif isinstance(node, (TopN, Deduplicate, OverAggregate)):
             keys = node.keys
             rows = inputs[0].rows * 0.1 if not isinstance(node, OverAggregate) else None
@@ -546,7 +549,10 @@ class _Physical:
         text = node.explain_terms()
         if isinstance(node, WindowAggregate) and text.startswith("GroupWindowAggregate("):
             text = text[len("Group") :]  # a window table function's aggregation is Flink's WindowAggregate
-        return self._node(node, inputs, text, rows, memory=keys is not None)
+        tree = self._node(node, inputs, text, rows, memory=keys is not None)
+        if isinstance(node, SinkMaterializer):
+            tree.mode = "I,UA,D"  # upserts: the sink's rows by its key, never an update's before-image
+        return tree
 
     def _scan(self, node: Scan) -> ExplainTree:
         tree = ExplainTree(

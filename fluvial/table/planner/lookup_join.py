@@ -11,12 +11,12 @@ sentence saying what is supported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from fluvial.table.errors import ValidationException, at
 from fluvial.table.expression import Expression
-from fluvial.table.planner.logical import Column, RelNode, Scan, SingleRel
+from fluvial.table.planner.logical import RelNode, Scan, SingleRel
 from fluvial.table.planner.rex import Rex
 
 __all__ = ["LookupJoin", "plan_lookup_join"]
@@ -66,11 +66,25 @@ def plan_lookup_join(
     over `left`), or a ValidationException saying why this temporal join is not one fluvial runs. The caller
     resolves `condition`'s qualified names over the joined columns (left's, then the lookup table's)."""
     from fluvial.table.connectors.base import is_lookup_source
-    from fluvial.table.planner.resolve import Resolver, joined_names, resolve_condition, split_equi_join
+    from fluvial.table.planner.resolve import Resolver, resolve_condition, split_equi_join
 
+    if period.type.time_attribute != "PROCTIME":
+        what = "an event-time attribute" if period.type.time_attribute == "ROWTIME" else "not a time attribute"
+        raise ValidationException(
+            at(
+                time.sql_position,
+                f"FOR SYSTEM_TIME AS OF {time.to_string()} is {what}: a temporal join is as of the input's "
+                "processing-time attribute (a lookup join) or of its event-time attribute column itself (a join "
+                "of a versioned table)",
+            )
+        )
     if not isinstance(lookup, Scan) or lookup.source is None or not hasattr(lookup.source, "options"):
         raise ValidationException(
-            at(position, f"FOR SYSTEM_TIME AS OF joins a connector table; '{table_name}' is a view or a query")
+            at(
+                position,
+                f"a processing-time temporal join needs a lookup table, and '{table_name}' is a view: join a "
+                "versioned view as of the input's event-time attribute instead, as Flink does",
+            )
         )
     options = dict(lookup.source.options)
     if not is_lookup_source(options, table_name):
@@ -86,26 +100,14 @@ def plan_lookup_join(
         raise ValidationException(
             at(position, f"lookup table '{table_name}' has computed columns or a watermark, which a lookup cannot fill")
         )
-    if period.type.time_attribute != "PROCTIME":
-        what = "an event-time attribute" if period.type.time_attribute == "ROWTIME" else "not a time attribute"
-        raise ValidationException(
-            at(
-                time.sql_position,
-                f"FOR SYSTEM_TIME AS OF {time.to_string()} is {what}: fluvial joins a lookup table as of the "
-                "processing time only (declare `proc_time AS PROCTIME()` on the input and use it); event-time "
-                "temporal joins of versioned tables are not supported yet",
-            )
-        )
     if join_type not in ("INNER", "LEFT"):
         raise ValidationException(
             at(position, f"a lookup join is INNER or LEFT; {join_type} JOIN ... FOR SYSTEM_TIME AS OF is not supported")
         )
+    from fluvial.table.planner.temporal_join import as_of_columns
+
     width = len(left.schema)
-    names = joined_names(left.names, lookup.names)
-    columns = list(left.schema) + [
-        Column(n, replace(c.type, nullable=True) if join_type == "LEFT" else c.type)
-        for n, c in zip(names[width:], lookup.schema)
-    ]
+    columns = as_of_columns(left, lookup, join_type)
     rex = resolve_condition(condition, Resolver(columns))
     input_keys, lookup_keys, remainder = split_equi_join(rex, width)
     if not input_keys:

@@ -20,6 +20,7 @@ from fluvial.table.planner.aggregate_phases import (
     physical_node,
 )
 from fluvial.table.planner.async_scalar import AsyncScalarOptions, translate_async_calc
+from fluvial.table.planner.distinct_split import DistinctBucket, split_distinct
 from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
     Aggregate,
@@ -43,6 +44,8 @@ from fluvial.table.planner.logical import (
 )
 from fluvial.table.planner.lookup_join import LookupJoin
 from fluvial.table.planner.partition_pruning import prune_partitions
+from fluvial.table.planner.temporal_join import TemporalJoin
+from fluvial.table.planner.upsert_materialize import SinkMaterializer
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
 from fluvial.table.runtime.async_calc import has_async_call
 from fluvial.table.runtime.functions import (
@@ -78,16 +81,22 @@ class Translator:
         batch: bool = False,
         mini_batch: Any = None,
         async_scalar: AsyncScalarOptions | None = None,
+        distinct_buckets: int | None = None,
     ) -> None:
         self.env = env
         self.async_scalar = async_scalar or AsyncScalarOptions()
         self.state_ttl_millis = state_ttl_millis
         self.batch = batch
         self.mini_batch = None if batch else mini_batch  # as in Flink, a batch job ignores mini-batch
+        self.distinct_buckets = None if batch else distinct_buckets  # split DISTINCT aggregates (streaming only)
         self._done: dict[int, tuple[RelNode, Any]] = {}  # the node is kept so its id is never reused
 
     def physical(self, node: RelNode) -> RelNode:
-        """`node` as it runs (`aggregate_phases.physical_node`); `explain` shows these."""
+        """`node` as it runs (`aggregate_phases.physical_node`, `distinct_split`); `explain` shows these."""
+        if self.distinct_buckets is not None:
+            split = split_distinct(physical_node(node, None), self.distinct_buckets)
+            if split is not None:
+                return physical_node(split, self.mini_batch)
         return physical_node(node, self.mini_batch)
 
     def translate(self, node: RelNode) -> Any:
@@ -181,17 +190,30 @@ class Translator:
         if isinstance(node, WindowJoin):
             from fluvial.table.runtime.window_join import WindowJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             ends = (node.left_window[1], node.right_window[1])
             window_join = WindowJoinFunction(node.names, widths, ends, node.join_type, node.condition)
             return connected.process(window_join).name(node.explain_terms())
+        if isinstance(node, TemporalJoin):
+            from fluvial.table.runtime.temporal_join import TemporalJoinFunction
+
+            connected = self._keyed_pair(node)
+            widths = (len(node.left.schema), len(node.right.schema))
+            temporal = TemporalJoinFunction(
+                node.names,
+                widths,
+                (node.left_time, node.right_time),
+                node.left_keys,
+                node.join_type,
+                node.condition,
+                self.state_ttl_millis,
+            )
+            return connected.process(temporal).name(node.explain_terms())
         if isinstance(node, IntervalJoin):
             from fluvial.table.runtime.interval_join import IntervalJoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             widths = (len(node.left.schema), len(node.right.schema))
             interval_join = IntervalJoinFunction(
                 node.names,
@@ -206,8 +228,7 @@ class Translator:
         if isinstance(node, Join):
             from fluvial.table.runtime.join import JoinFunction
 
-            left, right = self.translate(node.left), self.translate(node.right)
-            connected = left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
+            connected = self._keyed_pair(node)
             return connected.process(
                 JoinFunction(
                     node.names,
@@ -266,11 +287,27 @@ class Translator:
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             normalize = ChangelogNormalizeFunction(node.names, self.state_ttl_millis)
             return keyed.process(normalize).name(node.explain_terms())
+        if isinstance(node, DistinctBucket):
+            from fluvial.table.runtime.distinct_bucket import DistinctBucketFunction
+
+            bucket = DistinctBucketFunction(node.names, node.column, node.buckets)
+            return self.translate(node.input).map(bucket).name(node.explain_terms())
+        if isinstance(node, SinkMaterializer):
+            from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
+
+            keyed = self.translate(node.input).key_by(RowKeySelector(node.pk))
+            materialize = SinkUpsertMaterializeFunction(node.names, node.upsert_key, self.state_ttl_millis)
+            return keyed.process(materialize).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
             dedup = DeduplicateFunction(node.keep_last, self.state_ttl_millis, node.rowtime, node.proctime)
             return keyed.process(dedup).name(node.explain_terms())
         raise TableException(f"no translation for {type(node).__name__}")
+
+    def _keyed_pair(self, node: Join) -> Any:
+        """A join's two inputs connected and keyed by their equalities' columns."""
+        left, right = self.translate(node.left), self.translate(node.right)
+        return left.connect(right).key_by(RowKeySelector(node.left_keys), RowKeySelector(node.right_keys))
 
     def _bundle(self, stream: Any, function: Any, node: Any, bundle_key: Any = None) -> Any:
         """A mini-batch operator (`MapBundleSpec`) running `function`; keyed when `stream` is a KeyedStream."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.common.time import MAX_WATERMARK
 from fluvial.datastream.functions import FlatMapFunction, KeyedProcessFunction, KeySelector, MapFunction
-from fluvial.datastream.state import ValueStateDescriptor
+from fluvial.datastream.state import StateDescriptor, ValueStateDescriptor
 from fluvial.table.planner.rex import AggCall, Rex
 from fluvial.table.runtime.aggregators import AggregateSet
 from fluvial.table.runtime.codegen import compile_calc, compile_expression
@@ -418,7 +418,10 @@ class TopNFunction(KeyedProcessFunction):
         return state
 
 
-def _with_ttl(descriptor: ValueStateDescriptor, ttl_millis: int) -> ValueStateDescriptor:
+_Descriptor = TypeVar("_Descriptor", bound=StateDescriptor)
+
+
+def _with_ttl(descriptor: _Descriptor, ttl_millis: int) -> _Descriptor:
     """`table.exec.state.ttl`: a key's state expires after that long without a write (processing time)."""
     if ttl_millis > 0:
         from fluvial.common.time import Duration

@@ -247,7 +247,8 @@ class QueryPlanner:
     def _lookup_joined(
         self, left: RelNode, qualifiers: dict[tuple[str, str], int], join: exp.Join, version: exp.Expression
     ) -> tuple[RelNode, dict[tuple[str, str], int]]:
-        """`JOIN dim FOR SYSTEM_TIME AS OF o.proc_time AS d ON ...`: a lookup join (planner/lookup_join.py)."""
+        """`JOIN dim FOR SYSTEM_TIME AS OF o.proc_time AS d ON ...`: a lookup join (planner/lookup_join.py); as of
+        an event-time attribute, a temporal join of a versioned table (planner/temporal_join.py)."""
         from fluvial.table.planner.lookup_join import plan_lookup_join
         from fluvial.table.planner.resolve import qualified_columns, qualified_names
 
@@ -268,6 +269,14 @@ class QueryPlanner:
         tokens = (qualified_columns.set(combined), qualified_names.set(names))
         try:
             condition = self.convert.expr(join.args["on"])
+            if period.type.time_attribute == "ROWTIME" and isinstance(period, InputRef):
+                # as of an event time: a versioned table's version valid then (planner/temporal_join.py)
+                from fluvial.table.planner.temporal_join import plan_temporal_join
+
+                joined: RelNode = plan_temporal_join(
+                    left, lookup, table.name, join_type, condition, time, period.index, self.convert.position(table)
+                )
+                return joined, combined
             joined = plan_lookup_join(
                 left, lookup, table.name, join_type, condition, time, period, self.convert.position(table)
             )

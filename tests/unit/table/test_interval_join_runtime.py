@@ -10,7 +10,6 @@ import random
 import pytest
 
 from fluvial.common.row import RowKind, _create_row
-from fluvial.datastream.state_backend import EmbeddedRocksDBStateBackend
 from fluvial.table.runtime.functions import RowKeySelector
 from fluvial.table.runtime.interval_join import IntervalJoinFunction
 from fluvial.testing import OperatorHarness
@@ -32,15 +31,6 @@ def _harness(join_type: str, bounds: tuple[int, int], backend=None, proctime: bo
         lambda a, b: a.connect(b).key_by(RowKeySelector([0]), RowKeySelector([0])).process(function),
         state_backend=backend,
     )
-
-
-@pytest.fixture(params=["heap", "rocksdb"])
-def backend(request, tmp_path):
-    if request.param == "heap":
-        return None
-    rocksdb = EmbeddedRocksDBStateBackend()
-    rocksdb.set_db_storage_paths(str(tmp_path / "rocksdb"))
-    return rocksdb
 
 
 def _ids(rows) -> list[tuple]:

@@ -68,6 +68,17 @@ a,11,2024-01-01 00:00:11.500
 c,12,2024-01-01 00:00:20.000
 """
 
+# A changelog of customers' tiers in event time (versioned by the views and the key below); in time order, so
+# no left row is late and the result does not depend on when the watermarks come.
+TIERS_CSV = """\
+alice,1,2024-01-01 00:00:00.000
+bob,1,2024-01-01 00:00:00.500
+alice,2,2024-01-01 00:00:03.000
+carol,5,2024-01-01 00:00:05.000
+bob,3,2024-01-01 00:00:06.500
+alice,3,2024-01-01 00:00:10.000
+"""
+
 TABLES = {
     "orders": (
         "CREATE TABLE orders (id INT, customer STRING, amount DOUBLE, qty INT, ts TIMESTAMP(3), category STRING, "
@@ -94,6 +105,18 @@ TABLES = {
         "'csv.null-literal' = 'null')",
         "orders.csv",
         ORDERS_CSV,
+    ),
+    "tiers": (
+        "CREATE TABLE tiers (name STRING, tier INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = "
+        "'filesystem', 'path' = '{dir}/tiers.csv', 'format' = 'csv')",
+        "tiers.csv",
+        TIERS_CSV,
+    ),
+    "tiers_pk": (
+        "CREATE TABLE tiers_pk (name STRING, tier INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts, PRIMARY KEY (name) "
+        "NOT ENFORCED) WITH ('connector' = 'filesystem', 'path' = '{dir}/tiers.csv', 'format' = 'csv')",
+        "tiers.csv",
+        TIERS_CSV,
     ),
     "words": (
         "CREATE TABLE words (line STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{dir}/words.csv', "
@@ -843,4 +866,65 @@ CASES: list[Case] = [
     _c("error_ctor_array_mixed", "SELECT ARRAY[id, customer] FROM orders"),
     _c("error_ctor_map_mixed_keys", "SELECT MAP['a', 1, 2, 3] FROM orders"),
     _c("error_ctor_map_odd", "SELECT MAP['a', 1, 'b'] FROM orders"),
+]
+
+# -- event-time temporal joins of versioned tables --------------------------------------------------------------
+_T = ("orders", "tiers")
+_TIERS_V = (
+    "CREATE TEMPORARY VIEW tiers_v AS SELECT name, tier, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY name "
+    "ORDER BY ts DESC) AS rn FROM tiers) WHERE rn = 1",
+)
+_AS_OF = "FOR SYSTEM_TIME AS OF o.ts AS t ON o.customer = t.name"
+CASES += [
+    _c(
+        "temporal_inner_view",
+        f"SELECT o.id, o.customer, o.ts, t.tier, t.ts FROM orders AS o JOIN tiers_v {_AS_OF}",
+        "set",
+        _T,
+        _TIERS_V,
+    ),
+    _c("temporal_left_view", f"SELECT o.id, t.tier FROM orders AS o LEFT JOIN tiers_v {_AS_OF}", "set", _T, _TIERS_V),
+    _c(
+        "temporal_left_condition",
+        f"SELECT o.id, t.tier FROM orders AS o LEFT JOIN tiers_v {_AS_OF} AND t.tier > 1 WHERE o.id > 2",
+        "set",
+        _T,
+        _TIERS_V,
+    ),
+    _c(
+        "temporal_inner_pk",
+        f"SELECT o.id, t.tier, o.amount * t.tier FROM orders AS o JOIN tiers_pk {_AS_OF}",
+        "set",
+        ("orders", "tiers_pk"),
+    ),
+    _c("temporal_star", f"SELECT * FROM orders AS o JOIN tiers_v {_AS_OF} WHERE t.tier < 3", "set", _T, _TIERS_V),
+    _c(
+        "temporal_view_over_view",
+        "SELECT o.id, t.level FROM orders AS o LEFT JOIN tiers_w FOR SYSTEM_TIME AS OF o.ts AS t ON o.customer = t.who",
+        "set",
+        _T,
+        (
+            *_TIERS_V,
+            "CREATE TEMPORARY VIEW tiers_w AS SELECT name AS who, tier * 10 AS level, ts FROM tiers_v",
+        ),
+    ),
+    _c(
+        "error_temporal_proctime_view",
+        "SELECT o.id, t.tier FROM orders_pt AS o JOIN tiers_v FOR SYSTEM_TIME AS OF o.p AS t ON o.customer = t.name",
+        tables=("orders_pt", "tiers"),
+        setup=_TIERS_V,
+    ),
+    _c("error_temporal_no_key", f"SELECT o.id, t.tier FROM orders AS o JOIN tiers {_AS_OF}", tables=_T),
+    _c(
+        "error_temporal_full",
+        f"SELECT o.id, t.tier FROM orders AS o FULL JOIN tiers_v {_AS_OF}",
+        tables=_T,
+        setup=_TIERS_V,
+    ),
+    _c(
+        "error_temporal_key_not_joined",
+        "SELECT o.id, t.tier FROM orders AS o JOIN tiers_v FOR SYSTEM_TIME AS OF o.ts AS t ON o.qty = t.tier",
+        tables=_T,
+        setup=_TIERS_V,
+    ),
 ]
