@@ -384,8 +384,8 @@ class TopNFunction(KeyedProcessFunction):
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         if value._row_kind not in (RowKind.INSERT, RowKind.UPDATE_AFTER):
             raise ValueError(
-                "Top-N takes an insert-only input here; its input emits updates (a Top-N over "
-                "an aggregation is not supported yet)"
+                "this Top-N takes an insert-only input; over an input that emits updates the planner runs "
+                "RetractableTopNFunction (fluvial.table.runtime.rank) instead"
             )
         rows = self._rows.value() or []
         values = list(value._values)
