@@ -38,9 +38,10 @@ class RetractableTopNFunction(TopNFunction):
         if value._row_kind in _ACCUMULATE:
             out = self._add(rows, values)
         else:
-            out = self._retract(rows, values)
-            if out is None:
+            retracted = self._retract(rows, values)
+            if retracted is None:
                 return ()
+            out = retracted
         if rows:
             self._rows.update(rows)
         else:
@@ -112,9 +113,10 @@ class RetractableTopNFunction(TopNFunction):
             if rank < filled:
                 if old_offset < 0:
                     old = rows[rank + 1]
+                elif rank == start and removed is not None:
+                    old = removed
                 else:
-                    old = removed if rank == start else rows[rank - 1]
-                assert old is not None
+                    old = rows[rank - 1]
                 if rank < len(rows) and rows[rank] == old:
                     continue  # a duplicate moved into its twin's rank: nothing changed there
                 out.append(_create_row(self.names, old + [rank + 1], RowKind.UPDATE_BEFORE))

@@ -11,7 +11,7 @@ from fluvial.table.runtime.rank import RetractableTopNFunction
 from fluvial.testing.harness import OperatorHarness
 
 NAMES = ["cat", "item", "cnt"]
-I, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
+INS, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
 
 
 def row(kind: RowKind, *values) -> Row:
@@ -35,9 +35,9 @@ def update(h: OperatorHarness, item: str, old: int, new: int, cat: str = "a") ->
 
 def test_ranks_shift_when_a_count_overtakes_and_ties_keep_arrival_order():
     h = harness().open()
-    h.process_element(row(I, "a", "x", 1))
-    h.process_element(row(I, "a", "y", 1))  # ties x: ranked after it
-    h.process_element(row(I, "a", "z", 1))  # third: outside the top 2
+    h.process_element(row(INS, "a", "x", 1))
+    h.process_element(row(INS, "a", "y", 1))  # ties x: ranked after it
+    h.process_element(row(INS, "a", "z", 1))  # third: outside the top 2
     assert changes(h.take_values()) == [("+I", "a", "x", 1, 1), ("+I", "a", "y", 1, 2)]
     update(h, "z", 1, 2)  # z overtakes both
     assert changes(h.take_values()) == [
@@ -60,8 +60,8 @@ def test_ranks_shift_when_a_count_overtakes_and_ties_keep_arrival_order():
 def test_a_deleted_top_row_brings_in_the_next_and_partitions_are_separate():
     h = harness().open()
     for item, cnt in (("x", 5), ("y", 4), ("z", 3)):
-        h.process_element(row(I, "a", item, cnt))
-    h.process_element(row(I, "b", "q", 1))
+        h.process_element(row(INS, "a", item, cnt))
+    h.process_element(row(INS, "b", "q", 1))
     h.take_values()
     h.process_element(row(D, "a", "x", 5))
     assert changes(h.take_values()) == [
@@ -80,7 +80,7 @@ def test_a_deleted_top_row_brings_in_the_next_and_partitions_are_separate():
 def test_without_the_rank_only_rows_entering_or_leaving_the_top_n_are_emitted():
     h = harness(rank_output=False).open()
     for item, cnt in (("x", 5), ("y", 4), ("z", 3)):
-        h.process_element(row(I, "a", item, cnt))
+        h.process_element(row(INS, "a", item, cnt))
     assert changes(h.take_values()) == [("+I", "a", "x", 5), ("+I", "a", "y", 4)]
     update(h, "x", 5, 6)  # stays in the top 2: out and back in, y untouched
     assert changes(h.take_values()) == [
@@ -91,7 +91,7 @@ def test_without_the_rank_only_rows_entering_or_leaving_the_top_n_are_emitted():
     ]
     update(h, "z", 3, 7)
     assert changes(h.take_values()) == [("+I", "a", "z", 7), ("-D", "a", "y", 4)]
-    h.process_element(row(I, "a", "y", 4))  # a duplicate of a row outside the top 2: nothing
+    h.process_element(row(INS, "a", "y", 4))  # a duplicate of a row outside the top 2: nothing
     h.process_element(row(D, "a", "y", 4))
     assert changes(h.take_values()) == []
 
@@ -99,7 +99,7 @@ def test_without_the_rank_only_rows_entering_or_leaving_the_top_n_are_emitted():
 def test_a_retraction_of_an_expired_row_is_skipped_with_a_ttl():
     h = harness(ttl=60_000).open()
     h.process_element(row(D, "a", "w", 9))
-    h.process_element(row(I, "a", "x", 1))
+    h.process_element(row(INS, "a", "x", 1))
     assert changes(h.take_values()) == [("+I", "a", "x", 1, 1)]
 
 
@@ -107,7 +107,7 @@ def test_a_retraction_of_an_expired_row_is_skipped_with_a_ttl():
 def test_every_row_of_the_partition_survives_a_snapshot_and_restore(backend):
     h = harness(backend=backend).open()
     for item, cnt in (("x", 5), ("y", 4), ("z", 3)):
-        h.process_element(row(I, "a", item, cnt))
+        h.process_element(row(INS, "a", item, cnt))
     h.take_values()
     snapshot = h.snapshot(checkpoint_id=1)
     h.close()
