@@ -348,7 +348,8 @@ class QueryPlanner:
         time_name = ordered.this.name if isinstance(ordered.this, exp.Column) else ""
         is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute is not None
         rank_column = Column(rn, DataTypes.BIGINT(False))
-        if limit == 1 and len(order.expressions) == 1 and is_time:
+        retract = base.changelog_mode.value != "[I]"  # over an aggregation or a join: RetractStrategy
+        if limit == 1 and len(order.expressions) == 1 and is_time and not retract:
             dedup = Deduplicate(
                 base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")), names.index(time_name)
             )
@@ -357,7 +358,6 @@ class QueryPlanner:
             )
             with_rank = Calc(dedup.schema + (rank_column,), dedup, rexes, None)
         else:
-            retract = base.changelog_mode.value != "[I]"  # over an aggregation: RetractStrategy
             sort = []
             for o in order.expressions:
                 e = self.convert.expr(o.this)

@@ -526,6 +526,11 @@ CASES: list[Case] = [
         "final",
     ),
     _c(
+        "topn_one_over_max",
+        "SELECT * FROM (SELECT category, customer, top_qty, ROW_NUMBER() OVER (PARTITION BY category ORDER BY top_qty DESC, customer) AS rn FROM (SELECT category, customer, MAX(qty) AS top_qty FROM orders GROUP BY category, customer)) WHERE rn = 1",
+        "final",
+    ),
+    _c(
         "topn_over_join_deletes",
         "SELECT * FROM (SELECT city, id, amount, ROW_NUMBER() OVER (PARTITION BY city ORDER BY amount DESC) AS rn FROM (SELECT c.city, o.id, o.amount FROM orders o LEFT JOIN customers c ON o.customer = c.name)) WHERE rn <= 2",
         "final",
