@@ -19,7 +19,7 @@ from typing import Any
 
 from fluvial.common.row import Row, RowKind, _create_row
 from fluvial.datastream.state import MapStateDescriptor, ValueStateDescriptor
-from fluvial.table.runtime.functions import TopNFunction, _with_ttl
+from fluvial.table.runtime.functions import TopNFunction, _with_ttl, sorts_before
 
 __all__ = ["RetractableTopNFunction"]
 
@@ -38,18 +38,9 @@ class RetractableTopNFunction(TopNFunction):
 
     def open(self, runtime_context: Any) -> None:
         ttl = self.state_ttl_millis
+        self._key_sort = tuple((position, descending) for position, (_, descending) in enumerate(self.sort))
         self._keys = runtime_context.get_state(_with_ttl(ValueStateDescriptor("top-n-sort-keys"), ttl))
         self._rows = runtime_context.get_map_state(_with_ttl(MapStateDescriptor("top-n-rows"), ttl))
-
-    def _key_before(self, a: tuple, b: tuple) -> bool:
-        """Whether sort key `a` sorts strictly before `b` (NULL is the smallest value, as in Flink)."""
-        for (_, descending), x, y in zip(self.sort, a, b, strict=True):
-            if x == y:
-                continue
-            if x is None or y is None:
-                return (x is None) != descending
-            return x > y if descending else x < y
-        return False
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         keys: list[list] = self._keys.value() or []  # [sort key, row count] in rank order
@@ -59,7 +50,7 @@ class RetractableTopNFunction(TopNFunction):
         low, high = 0, len(keys)
         while low < high:  # the first sort key not before this row's
             middle = (low + high) // 2
-            if self._key_before(keys[middle][0], sort_key):
+            if sorts_before(self._key_sort, keys[middle][0], sort_key):
                 low = middle + 1
             else:
                 high = middle
