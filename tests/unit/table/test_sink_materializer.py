@@ -238,3 +238,19 @@ def test_rows_expire_with_the_state_ttl():
     h.process_element(row(RowKind.DELETE, 1, "a", 1))  # expired: nothing to retract
     h.process_element(row(RowKind.INSERT, 1, "b", 2))  # the key's first row again
     assert changes(h.take_values()) == [("+I", 1, "a", 1), ("+I", 1, "b", 2)]
+
+
+@pytest.mark.timeout(60)
+def test_a_conflict_under_do_error_fails_the_job_naming_the_key():
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.execute_sql("CREATE TEMPORARY VIEW events AS SELECT * FROM (VALUES ('a'), ('b')) AS e(k)")
+    t_env.execute_sql(
+        "CREATE TABLE counts (cnt BIGINT, k STRING, PRIMARY KEY (cnt) NOT ENFORCED) WITH ('connector' = 'blackhole')"
+    )
+    result = t_env.execute_sql("INSERT INTO counts SELECT COUNT(*), k FROM events GROUP BY k ON CONFLICT DO ERROR")
+    with pytest.raises(
+        Exception,
+        match=r"ConflictError: ON CONFLICT DO ERROR: two different rows are alive for "
+        r"primary key \(cnt=1\) of sink table 'default_catalog.default_database.counts'",
+    ):
+        result.wait()
