@@ -21,6 +21,7 @@ from fluvial.table.table_result import ResultKind, TableResult, TableSchema
 from fluvial.table.types import DataType, DataTypes
 from fluvial.table.udf import (
     AggregateFunction,
+    AsyncScalarFunction,
     FunctionContext,
     ScalarFunction,
     TableAggregateFunction,
@@ -31,6 +32,7 @@ __all__ = [
     "AggregateFunction",
     "TableAggregateFunction",
     "ScalarFunction",
+    "AsyncScalarFunction",
     "TableFunction",
     "FunctionContext",
     "ChangelogMode",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fluvial.table.errors import ValidationException
+from fluvial.table.planner.async_scalar import ASYNC_SCALAR_OPTIONS, check_async_scalar_option
 
 __all__ = ["EnvironmentSettings", "TableConfig", "parse_duration_millis", "TABLE_OPTIONS"]
 
@@ -72,6 +73,7 @@ TABLE_OPTIONS = {
     "table.exec.mini-batch.size": "the most rows a mini-batch holds before it is folded",
     "table.optimizer.agg-phase-strategy": "AUTO, ONE_PHASE or TWO_PHASE: local-global GROUP BY (with mini-batch)",
     "table.optimizer.source.predicate-pushdown-enabled": "whether WHERE conjuncts are pushed into sources (default true)",
+    **ASYNC_SCALAR_OPTIONS,
     "table.exec.sink.upsert-materialize": "AUTO, FORCE or NONE: a SinkUpsertMaterializer before a keyed sink",
     "table.optimizer.distinct-agg.split.enabled": "split COUNT/SUM(DISTINCT x) GROUP BYs in two levels by hash buckets",
     "table.optimizer.distinct-agg.split.bucket-num": "the number of buckets of a split DISTINCT aggregation (1024)",
@@ -81,6 +83,7 @@ TABLE_OPTIONS = {
 def _check_table_option(key: str, value: str) -> None:
     """The value's form, when set (Flink parses a value when it is set); combinations are checked when a query is
     planned (`aggregate_phases.mini_batch_from`)."""
+    check_async_scalar_option(key, value)
     if key in ("table.exec.state.ttl", "table.exec.mini-batch.allow-latency"):
         parse_duration_millis(value)
     elif key == "table.exec.mini-batch.enabled" and value.lower() not in ("true", "false"):

@@ -262,6 +262,7 @@ class TableEnvironment:
 
     def _translator(self) -> Any:
         from fluvial.table.planner.aggregate_phases import mini_batch_from
+        from fluvial.table.planner.async_scalar import async_scalar_from
         from fluvial.table.planner.distinct_split import distinct_split_from
         from fluvial.table.planner.translate import Translator
 
@@ -270,6 +271,7 @@ class TableEnvironment:
             self._config.state_ttl_millis(),
             batch=not self._is_streaming(),
             mini_batch=mini_batch_from(self._config),
+            async_scalar=async_scalar_from(self._config),
             distinct_buckets=distinct_split_from(self._config),
         )
 

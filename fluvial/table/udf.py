@@ -1,6 +1,10 @@
 """User-defined functions (PyFlink `pyflink.table.udf`): `udf` (scalar), `udtf` (table), `udaf` (aggregate),
-`udtaf` (table aggregate), their base classes `ScalarFunction`, `TableFunction`, `AggregateFunction`,
-`TableAggregateFunction`, and the `FunctionContext` their `open` receives.
+`udtaf` (table aggregate), their base classes `ScalarFunction`, `AsyncScalarFunction`, `TableFunction`,
+`AggregateFunction`, `TableAggregateFunction`, and the `FunctionContext` their `open` receives.
+
+An async scalar function (an `AsyncScalarFunction`, or `udf` on an `async def` function) is not called per row
+by the Calc's compiled code: the planner runs the Calc calling it on the task's event loop
+(`table.runtime.async_calc`).
 
 A wrapped function is picklable config: the planner puts it into a rex Call, and the task calls it per row
 (`open` first, once per task). Arguments arrive as the columns' Python values, as in PyFlink; a table
@@ -9,7 +13,9 @@ function yields values (a scalar, a tuple or a Row per output row).
 
 from __future__ import annotations
 
+import abc
 import functools
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -22,6 +28,7 @@ __all__ = [
     "udaf",
     "udtaf",
     "ScalarFunction",
+    "AsyncScalarFunction",
     "TableFunction",
     "AggregateFunction",
     "TableAggregateFunction",
@@ -60,6 +67,16 @@ class ScalarFunction(UserDefinedFunction):
     """Subclass and implement `eval(*args)`."""
 
     def eval(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+
+class AsyncScalarFunction(UserDefinedFunction):
+    """Subclass and implement `async def eval(*args)`: a scalar function for I/O (a database lookup, a REST
+    call) whose calls for many rows wait concurrently, at most `table.exec.async-scalar.max-concurrent-operations`
+    per task, their results in input order."""
+
+    @abc.abstractmethod
+    async def eval(self, *args: Any) -> Any:
         raise NotImplementedError
 
 
@@ -147,6 +164,7 @@ class UserDefinedFunctionWrapper:
         self._accumulator_type: Any = None
         self._row_names: tuple[str, ...] | None = None
         self._pandas = False  # a vectorized (pandas) udf or udaf
+        self._async = kind == "scalar" and _is_async(func)  # an async scalar function (see the module)
         self._opened = False
 
     def __call__(self, *args: Any) -> Expression:
@@ -201,6 +219,14 @@ class UserDefinedFunctionWrapper:
         return state
 
 
+def _is_async(func: Any) -> bool:
+    if isinstance(func, AsyncScalarFunction):
+        if not inspect.iscoroutinefunction(func.eval):
+            raise TypeError(f"{type(func).__name__}.eval must be declared 'async def' (an AsyncScalarFunction)")
+        return True
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "eval", None))
+
+
 def _wrap(kind: str, f: Any, input_types: Any, result_types: list[DataType], deterministic: Any, name: Any) -> Any:
     if f is None:
         return functools.partial(
@@ -219,7 +245,7 @@ def udf(
 ) -> Any:
     """A scalar function: `@udf(result_type=DataTypes.BIGINT())`. `func_type="pandas"`: a vectorized function,
     called once per buffer of rows with one `pandas.Series` per argument, returning a Series as long (needs the
-    `pandas` extra)."""
+    `pandas` extra). An `AsyncScalarFunction` or an `async def` function gives an async scalar function."""
     if func_type not in ("general", "pandas"):
         raise ValueError(f"func_type is 'general' or 'pandas', not {func_type!r}")
     if result_type is None:
@@ -231,6 +257,11 @@ def udf(
 def _vectorized(wrapped: Any) -> Any:
     """Marks a scalar udf (or, used as a decorator factory, the udf it will make) as a pandas function."""
     if isinstance(wrapped, UserDefinedFunctionWrapper):
+        if wrapped._async:
+            raise ValueError(
+                f"the async scalar function {wrapped._name} cannot be a pandas udf: use func_type='general' (the "
+                "default) for async functions"
+            )
         if isinstance(wrapped._func, UserDefinedFunction) and not isinstance(wrapped._func, ScalarFunction):
             raise TypeError(f"a pandas udf is a ScalarFunction or a function of pandas.Series; got {wrapped._func!r}")
         wrapped._pandas = True

@@ -501,6 +501,15 @@ def plan_join(
     from fluvial.table.planner.window_join import as_window_join
 
     rest = [] if remainder is None else _conjuncts(remainder)
+    asynchronous = _async_call(rex)
+    if asynchronous is not None:
+        raise ValidationException(
+            at(
+                condition.sql_position,
+                f"The async scalar function '{asynchronous.function._name}' cannot be called in a join condition: "
+                "compute it in a select of the join's input and compare that column",
+            )
+        )
     vectorized = [r for r in rest if _calls_pandas(r)]
     if vectorized and join_type != "INNER":
         raise ValidationException(
@@ -531,6 +540,15 @@ def _and(conjuncts: Sequence[Rex]) -> Rex | None:
     for r in conjuncts:
         joined = r if joined is None else Call("and", (joined, r), DataTypes.BOOLEAN())
     return joined
+
+
+def _async_call(rex: Rex) -> Call | None:
+    """The first async scalar function call in `rex`, if any."""
+    if not isinstance(rex, Call):
+        return None
+    if rex.op == "__udf__" and getattr(rex.function, "_async", False):
+        return rex
+    return next((c for c in map(_async_call, rex.operands) if c is not None), None)
 
 
 def _calls_pandas(rex: Rex) -> bool:

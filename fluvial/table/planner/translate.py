@@ -12,13 +12,14 @@ from dataclasses import replace
 from typing import Any
 
 from fluvial.common.watermark_strategy import WatermarkStrategy
-from fluvial.table.errors import TableException
+from fluvial.table.errors import TableException, ValidationException
 from fluvial.table.planner.aggregate_phases import (
     GlobalGroupAggregate,
     LocalGroupAggregate,
     MiniBatchAssigner,
     physical_node,
 )
+from fluvial.table.planner.async_scalar import AsyncScalarOptions, translate_async_calc
 from fluvial.table.planner.distinct_split import DistinctBucket, split_distinct
 from fluvial.table.planner.interval_join import IntervalJoin
 from fluvial.table.planner.logical import (
@@ -46,6 +47,7 @@ from fluvial.table.planner.partition_pruning import prune_partitions
 from fluvial.table.planner.temporal_join import TemporalJoin
 from fluvial.table.planner.upsert_materialize import SinkMaterializer
 from fluvial.table.planner.window_join import WindowAssign, WindowJoin
+from fluvial.table.runtime.async_calc import has_async_call
 from fluvial.table.runtime.functions import (
     CalcFunction,
     CorrelateFunction,
@@ -78,9 +80,11 @@ class Translator:
         state_ttl_millis: int = 0,
         batch: bool = False,
         mini_batch: Any = None,
+        async_scalar: AsyncScalarOptions | None = None,
         distinct_buckets: int | None = None,
     ) -> None:
         self.env = env
+        self.async_scalar = async_scalar or AsyncScalarOptions()
         self.state_ttl_millis = state_ttl_millis
         self.batch = batch
         self.mini_batch = None if batch else mini_batch  # as in Flink, a batch job ignores mini-batch
@@ -111,7 +115,19 @@ class Translator:
             pruned = prune_partitions(node)
             if pruned is not None:
                 node = replace(node, input=pruned)
-            if has_pandas_call([*(node.projections or ()), node.condition]):
+            rexes = [*(node.projections or ()), node.condition]
+            if has_async_call(rexes):
+                if has_pandas_call(rexes):
+                    raise ValidationException(
+                        "a projection or filter calls both an async scalar function and a pandas udf: compute one "
+                        "of them in a subquery (or an earlier select) so each runs in its own Calc"
+                    )
+                stream = self.translate(node.input)
+                width = len(node.input.schema)
+                return translate_async_calc(
+                    stream, node.names, width, node.projections, node.condition, self.async_scalar
+                ).name(node.explain_terms())
+            if has_pandas_call(rexes):
                 from fluvial.table.runtime.pandas_calc import PandasCalcFunction
 
                 vectorized = PandasCalcFunction(node.names, len(node.input.schema), node.projections, node.condition)

@@ -9,14 +9,16 @@ inline, so a record costs one Python call per function, no tree walk.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fluvial.common.row import Row, RowKind
 from fluvial.table.builtins import BUILTINS
+from fluvial.table.errors import TableException
 from fluvial.table.planner.rex import Call, InputRef, Literal, Rex
 from fluvial.table.values import cast_value
 
-__all__ = ["compile_calc", "compile_expression", "Compiled"]
+__all__ = ["compile_calc", "compile_expression", "lift_calls", "calls_any", "Compiled"]
 
 
 class _Generator:
@@ -81,6 +83,11 @@ class _Generator:
         if op == "__field__":
             return f"{self.bind(_field)}({args[0]}, {args[1]})"
         if op == "__udf__":
+            if getattr(rex.function, "_async", False):
+                raise TableException(
+                    f"The async scalar function '{rex.function._name}' can be called in a projection or a filter "
+                    "(SELECT or WHERE) only: compute it in a subquery's select list and use that column here"
+                )
             function = self.bind(rex.function._invoke)
             return f"{function}({', '.join(args)})"
         builtin = BUILTINS[op]
@@ -191,3 +198,40 @@ def compile_expression(rex: Rex) -> Compiled:
     generator = _Generator()
     exec(f"def expr(v):\n    return {generator.gen(rex)}", generator.namespace)  # noqa: S102
     return generator.namespace["expr"]
+
+
+def lift_calls(
+    projections: Sequence[Rex] | None, condition: Rex | None, width: int, batched: Callable[[Call], bool]
+) -> tuple[list[tuple[Call, Compiled]], Compiled]:
+    """A Calc whose `batched` calls are evaluated apart from the row (per buffer: pandas udfs; per row on an
+    event loop: async udfs): each such call, its operands already lifted, with its operands' compiled evaluator,
+    in the order to evaluate them (a call nested in another's operands first); and the rest of the Calc compiled
+    over the row's values extended by those calls' results (call i's result is column `width + i`)."""
+    calls: list[tuple[Call, Compiled]] = []
+    seen: dict[int, int] = {}
+
+    def lift(rex: Rex) -> Rex:
+        if not isinstance(rex, Call):
+            return rex
+        lifted = replace(rex, operands=tuple(lift(o) for o in rex.operands))
+        if not batched(rex):
+            return lifted
+        if id(rex) not in seen:
+            seen[id(rex)] = width + len(calls)
+            calls.append((lifted, compile_calc(lifted.operands, None)))
+        return InputRef(seen[id(rex)], rex.type, f"$lifted{seen[id(rex)]}")
+
+    lifted_projections = (
+        [InputRef(i, None, "") for i in range(width)]  # type: ignore[arg-type]
+        if projections is None
+        else [lift(p) for p in projections]
+    )
+    lifted_condition = None if condition is None else lift(condition)
+    return calls, compile_calc(lifted_projections, lifted_condition)
+
+
+def calls_any(rex: Rex | None, matches: Callable[[Call], bool]) -> bool:
+    """Whether `rex` has a call `matches` accepts, at any depth."""
+    if not isinstance(rex, Call):
+        return False
+    return matches(rex) or any(calls_any(o, matches) for o in rex.operands)

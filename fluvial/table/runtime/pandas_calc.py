@@ -18,8 +18,8 @@ from typing import Any
 from fluvial.common.row import Row, _create_row
 from fluvial.datastream.functions import FlatMapFunction
 from fluvial.table.errors import TableException
-from fluvial.table.planner.rex import Call, InputRef, Rex
-from fluvial.table.runtime.codegen import compile_calc
+from fluvial.table.planner.rex import Call, Rex
+from fluvial.table.runtime.codegen import calls_any, lift_calls
 from fluvial.table.types import DataType
 
 __all__ = ["PandasCalcFunction", "has_pandas_call", "pandas_series"]
@@ -53,15 +53,12 @@ def pandas_series(values: Sequence[Any], data_type: DataType) -> Any:
     return pd.Series(list(values), dtype=dtype)
 
 
-def has_pandas_call(rexes: Iterable[Rex | None]) -> bool:
-    def walk(rex: Rex | None) -> bool:
-        if not isinstance(rex, Call):
-            return False
-        if rex.op == "__udf__" and getattr(rex.function, "_pandas", False):
-            return True
-        return any(walk(o) for o in rex.operands)
+def _is_pandas(call: Call) -> bool:
+    return call.op == "__udf__" and getattr(call.function, "_pandas", False)
 
-    return any(walk(r) for r in rexes)
+
+def has_pandas_call(rexes: Iterable[Rex | None]) -> bool:
+    return any(calls_any(r, _is_pandas) for r in rexes)
 
 
 class PandasCalcFunction(FlatMapFunction):
@@ -77,27 +74,7 @@ class PandasCalcFunction(FlatMapFunction):
         self._compiled: Any = None
 
     def open(self, runtime_context: Any) -> None:
-        calls: list[tuple[Call, Any]] = []  # each pandas call with its operands' compiled evaluator
-        seen: dict[int, int] = {}
-
-        def lift(rex: Rex) -> Rex:
-            """`rex` with each pandas call replaced by a reference to its result column (after the input's)."""
-            if not isinstance(rex, Call):
-                return rex
-            lifted = replace(rex, operands=tuple(lift(o) for o in rex.operands))
-            if rex.op != "__udf__" or not getattr(rex.function, "_pandas", False):
-                return lifted
-            if id(rex) not in seen:
-                seen[id(rex)] = self.width + len(calls)
-                operands = compile_calc(lifted.operands, None)
-                calls.append((lifted, operands))
-            return InputRef(seen[id(rex)], rex.type, f"$pandas{seen[id(rex)]}")
-
-        projections = None if self.projections is None else [lift(p) for p in self.projections]
-        condition = None if self.condition is None else lift(self.condition)
-        if projections is None:
-            projections = [InputRef(i, None, "") for i in range(self.width)]  # type: ignore[arg-type]
-        self._compiled = (calls, compile_calc(projections, condition))
+        self._compiled = lift_calls(self.projections, self.condition, self.width, _is_pandas)
 
     def map_batch(self, values: list[Row]) -> list[Row | None]:
         """One output row per input row (None where the condition drops it), for the operator's buffer."""

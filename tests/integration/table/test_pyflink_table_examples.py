@@ -169,3 +169,20 @@ def test_group_windows(kind, expected):
 
 def _rounded(line: str) -> str:
     return re.sub(r"\d+\.\d+(?=,)", lambda m: f"{float(m.group(0)):.4f}", line)
+
+
+@pytest.mark.timeout(100)
+def test_async_scalar_function():
+    # datagen's rows are random, so the output's shape compares: two tableau results of ten rows, each row's
+    # async result made from the key in its own row (results stay in input order)
+    lines = printed(str(EXAMPLES / "async_scalar_function.py"))
+    rows = [line for line in lines if line.startswith("| +I |")]
+    assert len(rows) == 20 and lines.count("10 rows in set") == 2
+    cells = [[c.strip() for c in row.strip("|").split("|")[1:]] for row in rows]
+    assert all(value == f"db_value_for_{key}" and len(key) == 1 for key, value in cells[:10])
+    assert all(re.fullmatch(rf"Product {re.escape(key)}: \$\d+", value) for key, value in cells[10:])
+    headers = [line for line in lines if line.startswith("| op |")]
+    assert [h.split("|")[2:4] for h in headers] == [
+        [f"{'user_id':>31} ", f"{'user_info':>31} "],
+        [f"{'product_id':>31} ", f"{'product_info':>31} "],
+    ]
