@@ -298,6 +298,7 @@ class Translator:
             from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.pk))
+            materialize: Any
             if node.conflict in (ConflictStrategy.ERROR, ConflictStrategy.NOTHING):
                 error = node.conflict is ConflictStrategy.ERROR
                 materialize = WatermarkCompactingMaterializeFunction(

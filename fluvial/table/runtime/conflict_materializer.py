@@ -29,6 +29,7 @@ from fluvial.datastream.functions import KeyedProcessFunction
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.table.errors import TableException
 from fluvial.table.runtime.functions import _with_ttl
+from fluvial.table.runtime.sink_materializer import find_row
 
 __all__ = ["ConflictError", "WatermarkCompactingMaterializeFunction"]
 
@@ -81,20 +82,10 @@ class WatermarkCompactingMaterializeFunction(KeyedProcessFunction):  # type: ign
         timers.register_event_time_timer(timers.current_watermark() + 1)
         return _NOTHING
 
-    def _find(self, rows: list[tuple[Any, ...]], values: tuple[Any, ...]) -> int:
-        key = self.upsert_key
-        if key is None:
-            return rows.index(values) if values in rows else -1
-        wanted = tuple(values[k] for k in key)
-        for i, alive in enumerate(rows):
-            if tuple(alive[k] for k in key) == wanted:
-                return i
-        return -1
-
     def _compact(self, rows: list[tuple[Any, ...]], pending: Sequence[tuple[RowKind, tuple[Any, ...]]]) -> None:
         hole = -1  # where the last retracted row stood: its +U takes that place
         for kind, values in pending:
-            index = self._find(rows, values)
+            index = find_row(rows, values, self.upsert_key)
             if kind in _RETRACTIONS:
                 if index < 0:
                     if not self._dropped_logged:
