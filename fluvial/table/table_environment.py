@@ -12,6 +12,7 @@ import itertools
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from fluvial.common.row import Row
@@ -296,6 +297,7 @@ class TableEnvironment:
         return TableResult(ResultKind.SUCCESS_WITH_CONTENT, node.schema, iterator_factory=lambda: iterator)
 
     def _sink_target(self, target: Any) -> tuple[str, CatalogTable]:
+        target = getattr(target, "path", target)  # a ConflictTarget: the INSERT's ON CONFLICT clause aside
         if isinstance(target, TableDescriptor):
             name = f"*anonymous_{target.options.get('connector')}${next(_anonymous)}*"
             self.create_temporary_table(name, target)
@@ -324,7 +326,8 @@ class TableEnvironment:
                 metadata = tuple(m for m in metadata_columns(table.schema) if not m.virtual)
                 physical = [c for c in persisted if c.name not in {m.name for m in metadata}]
                 shaped = metadata_last(query, physical, metadata)
-                stream = translator.translate(self._materialized(shaped, table.schema.primary_key))
+                materialized = self._materialized(shaped, table.schema.primary_key, target, table.name)
+                stream = translator.translate(materialized)
                 options = dict(table.options)
                 context = ConnectorContext(
                     name,
@@ -345,13 +348,16 @@ class TableEnvironment:
             result.wait()
         return result
 
-    def _materialized(self, node: RelNode, primary_key: Sequence[str]) -> RelNode:
+    def _materialized(self, node: RelNode, primary_key: Sequence[str], target: Any, table: str) -> RelNode:
         """`node` with the SinkUpsertMaterializer a sink keyed by `primary_key` needs before it
-        (`table.exec.sink.upsert-materialize`; `fluvial.table.planner.upsert_materialize`)."""
+        (`table.exec.sink.upsert-materialize`, the INSERT's ON CONFLICT clause when `target` is a ConflictTarget;
+        `fluvial.table.planner.upsert_materialize`)."""
         from fluvial.table.planner.upsert_materialize import materialize_for_sink, upsert_materialize_from
 
         strategy = upsert_materialize_from(self._config)
-        return materialize_for_sink(node, primary_key, strategy, self._is_streaming())
+        conflict = getattr(target, "conflict", None)
+        name = f"default_catalog.default_database.{table}"
+        return materialize_for_sink(node, primary_key, strategy, self._is_streaming(), conflict, name)
 
     def _explain(self, statements: Sequence[tuple[Any, RelNode]], *extra_details: Any) -> str:
         """Flink's sections for (sink or None, plan) statements — the plan as written, as it runs (after
@@ -362,23 +368,31 @@ class TableEnvironment:
         from fluvial.table.planner.aggregate_phases import plan_advice
         from fluvial.table.planner.explain import SinkSpec, explain_text
         from fluvial.table.planner.sink import conform_to_sink
+        from fluvial.table.planner.upsert_materialize import SinkMaterializer
 
         details = _explain_details(extra_details)
         optimizer = self._optimizer()
-        roots = []
+        roots, runs = [], []
         for target, node in statements:
             sink = None
             primary_key: Sequence[str] = ()
+            table_name = ""
             if target is not None:
                 name, table = self._sink_target(target)
                 if table.is_view or table.schema is None or table.options is None:
                     raise ValidationException(f"Table '{name}' is a view; INSERT INTO needs a connector table")
                 node = conform_to_sink(node, sink_columns(table.schema), name)
                 sink = SinkSpec(f"default_catalog.default_database.{table.name}", tuple(node.names))
-                primary_key = table.schema.primary_key
-            optimized = self._materialized(optimizer.rewrite(node), primary_key)
+                primary_key, table_name = table.schema.primary_key, table.name
+            optimized = self._materialized(optimizer.rewrite(node), primary_key, target, table_name)
+            runs.append(optimized)
+            if sink is not None:  # Flink names the materializer and the clause on its Sink node
+                conflict = getattr(target, "conflict", None)
+                materialize = isinstance(optimized, SinkMaterializer)
+                optimized = optimized.input if isinstance(optimized, SinkMaterializer) else optimized
+                sink = replace(sink, upsert_materialize=materialize, conflict=conflict.value if conflict else None)
             roots.append((node, optimized, sink))
-        job_graph, json_plan = self._job_graph_text([optimized for _, optimized, _ in roots])
+        job_graph, json_plan = self._job_graph_text(runs)
         json = json_plan if "JSON_EXECUTION_PLAN" in details else None
         advise = plan_advice if "PLAN_ADVICE" in details and self._settings.is_streaming_mode() else None
         return explain_text(roots, details, job_graph, json, expand=self._translator().physical, advise=advise)

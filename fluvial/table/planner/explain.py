@@ -55,6 +55,8 @@ class SinkSpec:
 
     table: str
     fields: tuple[str, ...]
+    upsert_materialize: bool = False  # a SinkUpsertMaterializer runs before the sink
+    conflict: str | None = None  # the INSERT's ON CONFLICT strategy
 
 
 @dataclass
@@ -378,7 +380,9 @@ def _value(value: Any) -> str:
 def physical_tree(node: RelNode, sink: SinkSpec | None = None, expand: Any = None, advise: Any = None) -> ExplainTree:
     tree = _Physical(expand, advise).tree(node)
     if sink is not None:
-        text = f"Sink(table=[{sink.table}], fields=[{', '.join(sink.fields)}])"
+        text = f"Sink(table=[{sink.table}], fields=[{', '.join(sink.fields)}]"
+        text += ", upsertMaterialize=[true]" if sink.upsert_materialize else ""
+        text += f", conflictStrategy=[{sink.conflict}])" if sink.conflict else ")"
         tree = ExplainTree(text, [tree], mode="NONE", rows=tree.rows, cost=(tree.rows, tree.rows, 0.0, 0.0, 0.0))
     return tree
 

@@ -295,10 +295,19 @@ class Translator:
             bucket = DistinctBucketFunction(node.names, node.column, node.buckets)
             return self.translate(node.input).map(bucket).name(node.explain_terms())
         if isinstance(node, SinkMaterializer):
+            from fluvial.table.planner.upsert_materialize import ConflictStrategy
+            from fluvial.table.runtime.conflict_materializer import WatermarkCompactingMaterializeFunction
             from fluvial.table.runtime.sink_materializer import SinkUpsertMaterializeFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.pk))
-            materialize = SinkUpsertMaterializeFunction(node.names, node.upsert_key, self.state_ttl_millis)
+            materialize: Any
+            if node.conflict in (ConflictStrategy.ERROR, ConflictStrategy.NOTHING):
+                error = node.conflict is ConflictStrategy.ERROR
+                materialize = WatermarkCompactingMaterializeFunction(
+                    node.names, node.pk, node.table, error, node.upsert_key, self.state_ttl_millis
+                )
+            else:
+                materialize = SinkUpsertMaterializeFunction(node.names, node.upsert_key, self.state_ttl_millis)
             return keyed.process(materialize).name(node.explain_terms())
         if isinstance(node, Deduplicate):
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))

@@ -32,7 +32,7 @@ from fluvial.datastream.functions import KeyedProcessFunction
 from fluvial.datastream.state import ValueStateDescriptor
 from fluvial.table.runtime.functions import _with_ttl
 
-__all__ = ["SinkUpsertMaterializeFunction"]
+__all__ = ["SinkUpsertMaterializeFunction", "find_row"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -41,6 +41,21 @@ _UPDATE_AFTER = RowKind.UPDATE_AFTER
 _DELETE = RowKind.DELETE
 _UPDATE_BEFORE = RowKind.UPDATE_BEFORE
 _NOTHING: tuple[Row, ...] = ()
+
+
+def find_row(rows: Sequence[tuple[Any, ...]], values: tuple[Any, ...], upsert_key: tuple[int, ...] | None) -> int:
+    """The index of the first of `rows` equal to `values` (by `upsert_key`'s columns when given, else by all
+    columns), -1 when none is."""
+    if upsert_key is None:
+        for i, alive in enumerate(rows):
+            if alive == values:
+                return i
+        return -1
+    wanted = tuple(values[k] for k in upsert_key)
+    for i, alive in enumerate(rows):
+        if tuple(alive[k] for k in upsert_key) == wanted:
+            return i
+    return -1
 
 
 class SinkUpsertMaterializeFunction(KeyedProcessFunction):  # type: ignore[misc]
@@ -61,17 +76,7 @@ class SinkUpsertMaterializeFunction(KeyedProcessFunction):  # type: ignore[misc]
         self._rows = runtime_context.get_state(_with_ttl(descriptor, self.state_ttl_millis))
 
     def _find(self, rows: list[tuple[Any, ...]], values: tuple[Any, ...]) -> int:
-        key = self.upsert_key
-        if key is None:
-            for i, alive in enumerate(rows):
-                if alive == values:
-                    return i
-            return -1
-        wanted = tuple(values[k] for k in key)
-        for i, alive in enumerate(rows):
-            if tuple(alive[k] for k in key) == wanted:
-                return i
-        return -1
+        return find_row(rows, values, self.upsert_key)
 
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         state = self._rows

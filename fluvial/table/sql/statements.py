@@ -13,6 +13,7 @@ from fluvial.common.row import Row
 from fluvial.table.catalog import CatalogTable, resolve_schema, sink_columns
 from fluvial.table.errors import SqlParserException, ValidationException
 from fluvial.table.planner.logical import Column, RelNode
+from fluvial.table.planner.upsert_materialize import ConflictStrategy, ConflictTarget, split_on_conflict
 from fluvial.table.schema import Schema, UnresolvedColumn
 from fluvial.table.sql.convert import Converter, parse_error
 from fluvial.table.sql.dialect import Flink, MetadataColumnConstraint
@@ -79,15 +80,25 @@ def plan_query_text(t_env: TableEnvironment, text: str) -> RelNode:
     return QueryPlanner(t_env, text.strip().rstrip(";").strip()).plan(statement)
 
 
-def plan_insert(t_env: TableEnvironment, text: str) -> tuple[str, RelNode]:
-    stripped = text.strip().rstrip(";").strip()
+def _without_conflict(text: str) -> tuple[str, ConflictStrategy | None]:
+    """An INSERT's text without its `ON CONFLICT DO ...` clause (Flink 2.3's, which sqlglot does not parse),
+    and the clause's strategy; any other statement as it is."""
+    if re.match(r"INSERT\s", text, flags=re.IGNORECASE):
+        return split_on_conflict(text)
+    return text, None
+
+
+def plan_insert(t_env: TableEnvironment, text: str) -> tuple[Any, RelNode]:
+    stripped, conflict = _without_conflict(text.strip().rstrip(";").strip())
     statement = _parse(stripped)
     if not isinstance(statement, exp.Insert):
         raise ValidationException(f"a statement set takes INSERT statements, got: {stripped[:60]}")
-    return _insert_parts(t_env, statement, stripped)
+    return _insert_parts(t_env, statement, stripped, conflict)
 
 
-def _insert_parts(t_env: TableEnvironment, statement: exp.Insert, text: str) -> tuple[str, RelNode]:
+def _insert_parts(
+    t_env: TableEnvironment, statement: exp.Insert, text: str, conflict: ConflictStrategy | None = None
+) -> tuple[Any, RelNode]:
     target = statement.this
     columns = None
     if isinstance(target, exp.Schema):
@@ -98,7 +109,7 @@ def _insert_parts(t_env: TableEnvironment, statement: exp.Insert, text: str) -> 
     node = QueryPlanner(t_env, text).plan(statement.expression)
     if columns is not None:
         node = _reorder_for_columns(t_env, name, columns, node)
-    return name, node
+    return (name if conflict is None else ConflictTarget(name, conflict)), node
 
 
 def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str], node: RelNode) -> RelNode:
@@ -125,10 +136,10 @@ def _reorder_for_columns(t_env: TableEnvironment, name: str, columns: list[str],
 
 
 def explain_statement(t_env: TableEnvironment, text: str, *extra_details: Any) -> str:
-    stripped = text.strip().rstrip(";").strip()
+    stripped, conflict = _without_conflict(text.strip().rstrip(";").strip())
     statement = _parse(stripped)
     if isinstance(statement, exp.Insert):
-        return t_env._explain([_insert_parts(t_env, statement, stripped)], *extra_details)
+        return t_env._explain([_insert_parts(t_env, statement, stripped, conflict)], *extra_details)
     return t_env._explain([(None, QueryPlanner(t_env, stripped).plan(statement))], *extra_details)
 
 
@@ -165,6 +176,7 @@ def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
     if is_function_ddl(stripped):
         execute_function_ddl(t_env, stripped)
         return _ok()
+    stripped, conflict = _without_conflict(stripped)
     statement = _parse(stripped)
     if isinstance(statement, exp.Create):
         return _create(t_env, statement, stripped)
@@ -175,7 +187,7 @@ def execute_statement(t_env: TableEnvironment, text: str) -> TableResult:
         t_env._catalog.drop(statement.this.name, if_exists=bool(statement.args.get("exists")))
         return _ok()
     if isinstance(statement, exp.Insert):
-        return t_env._execute_inserts([_insert_parts(t_env, statement, stripped)])
+        return t_env._execute_inserts([_insert_parts(t_env, statement, stripped, conflict)])
     if isinstance(statement, exp.Set):
         return _set(t_env, statement)
     if isinstance(statement, exp.Describe):
