@@ -380,14 +380,16 @@ class Join(RelNode):
 
 @dataclass(frozen=True)
 class TopN(SingleRel):
-    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY s) <= n` over an insert-only input (Flink's
-    AppendOnlyTopNFunction): per key, the first `n` rows by `sort` (column, descending); with
-    `rank_output` the rank number is the last column."""
+    """`ROW_NUMBER() OVER (PARTITION BY k ORDER BY s) <= n`: per key, the first `n` rows by `sort` (column,
+    descending); with `rank_output` the rank number is the last column. Over an insert-only input only the top
+    N are kept (Flink's AppendFastStrategy); with `retract` the input updates and every row is kept
+    (RetractStrategy)."""
 
     keys: tuple[int, ...] = ()
     sort: tuple[tuple[int, bool], ...] = ()
     limit: int = 1
     rank_output: bool = False
+    retract: bool = False
 
     @property
     def changelog_mode(self) -> ChangelogMode:
@@ -398,7 +400,8 @@ class TopN(SingleRel):
         order = ", ".join(f"{names[i]} {'DESC' if d else 'ASC'}" for i, d in self.sort)
         keys = ", ".join(names[k] for k in self.keys)
         return (
-            f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={self.limit}], "
+            f"Rank(strategy=[{'RetractStrategy' if self.retract else 'AppendFastStrategy'}], rankType=[ROW_NUMBER], "
+            f"rankRange=[rankStart=1, rankEnd={self.limit}], "
             f"partitionBy=[{keys}], orderBy=[{order}], select=[{', '.join(self.names)}])"
         )
 

@@ -276,10 +276,12 @@ class Translator:
             )
         if isinstance(node, TopN):
             from fluvial.table.runtime.functions import TopNFunction
+            from fluvial.table.runtime.rank import RetractableTopNFunction
 
             keyed = self.translate(node.input).key_by(RowKeySelector(node.keys))
+            top_n = RetractableTopNFunction if node.retract else TopNFunction
             return keyed.process(
-                TopNFunction(node.names, node.sort, node.limit, node.rank_output, self.state_ttl_millis)
+                top_n(node.names, node.sort, node.limit, node.rank_output, self.state_ttl_millis)
             ).name(node.explain_terms())
         if isinstance(node, ChangelogNormalize):
             from fluvial.table.runtime.changelog_normalize import ChangelogNormalizeFunction

@@ -8,6 +8,7 @@ and GroupAggFunction turns it into a new changelog, as Flink's GroupAggFunction 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
@@ -366,26 +367,16 @@ class TopNFunction(KeyedProcessFunction):
         self.rank_output = rank_output
         self.state_ttl_millis = state_ttl_millis
         self._rows: Any = None
+        self._before = functools.partial(sorts_before, self.sort)  # whether row a sorts strictly before row b
 
     def open(self, runtime_context: Any) -> None:
         self._rows = runtime_context.get_state(_with_ttl(ValueStateDescriptor("top-n"), self.state_ttl_millis))
 
-    def _before(self, a: list, b: list) -> bool:
-        """Whether row `a` sorts strictly before row `b` (NULL is the smallest value, as in Flink)."""
-        for index, descending in self.sort:
-            x, y = a[index], b[index]
-            if x == y:
-                continue
-            if x is None or y is None:
-                return (x is None) != descending
-            return x > y if descending else x < y
-        return False
-
     def process_element(self, value: Row, ctx: Any) -> Iterable[Row]:
         if value._row_kind not in (RowKind.INSERT, RowKind.UPDATE_AFTER):
             raise ValueError(
-                "Top-N takes an insert-only input here; its input emits updates (a Top-N over "
-                "an aggregation is not supported yet)"
+                "this Top-N takes an insert-only input; over an input that emits updates the planner runs "
+                "RetractableTopNFunction (fluvial.table.runtime.rank) instead"
             )
         rows = self._rows.value() or []
         values = list(value._values)
@@ -416,6 +407,19 @@ class TopNFunction(KeyedProcessFunction):
         state = dict(self.__dict__)
         state["_rows"] = None
         return state
+
+
+def sorts_before(sort: Sequence[tuple[int, bool]], a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether `a` sorts strictly before `b` by `sort` (index, descending) (NULL is the smallest value, as in
+    Flink)."""
+    for index, descending in sort:
+        x, y = a[index], b[index]
+        if x == y:
+            continue
+        if x is None or y is None:
+            return (x is None) != descending
+        return bool(x > y if descending else x < y)
+    return False
 
 
 _Descriptor = TypeVar("_Descriptor", bound=StateDescriptor)

@@ -348,7 +348,8 @@ class QueryPlanner:
         time_name = ordered.this.name if isinstance(ordered.this, exp.Column) else ""
         is_time = time_name in names and base.schema[names.index(time_name)].type.time_attribute is not None
         rank_column = Column(rn, DataTypes.BIGINT(False))
-        if limit == 1 and len(order.expressions) == 1 and is_time:
+        retract = base.changelog_mode.value != "[I]"  # over an aggregation or a join: RetractStrategy
+        if limit == 1 and len(order.expressions) == 1 and is_time and not retract:
             dedup = Deduplicate(
                 base.schema, base, tuple(key_indexes), bool(ordered.args.get("desc")), names.index(time_name)
             )
@@ -357,19 +358,15 @@ class QueryPlanner:
             )
             with_rank = Calc(dedup.schema + (rank_column,), dedup, rexes, None)
         else:
-            if base.changelog_mode.value != "[I]":
-                raise self.convert.error(
-                    window, "Top-N over an input that emits updates (an aggregation) is not supported yet"
-                )
             sort = []
             for o in order.expressions:
                 e = self.convert.expr(o.this)
                 if e.kind != "field" or e.name not in names:
                     raise self.convert.error(o, "Top-N's ORDER BY takes columns of the subquery")
                 sort.append((names.index(e.name), bool(o.args.get("desc"))))
-            with_rank = TopN(base.schema + (rank_column,), base, tuple(key_indexes), tuple(sort), limit, True)
+            with_rank = TopN(base.schema + (rank_column,), base, tuple(key_indexes), tuple(sort), limit, True, retract)
             if not _selects(node, rn):
-                with_rank = TopN(base.schema, base, tuple(key_indexes), tuple(sort), limit, False)
+                with_rank = TopN(base.schema, base, tuple(key_indexes), tuple(sort), limit, False, retract)
                 rexes = tuple(InputRef(i, c.type, c.name) for i, c in enumerate(with_rank.schema)) + (
                     Literal(None, DataTypes.BIGINT()),
                 )

@@ -213,3 +213,16 @@ def test_plan_advice_numbers_the_nodes_it_advises_and_lists_its_advice_after_the
         t_env.get_config().set("table.exec.mini-batch.enabled", "false")
     assert batched["Optimized Physical Plan With Advice"][-1] == "No available advice..."
     assert "Optimized Physical Plan" not in sections(advised)
+
+
+def test_top_n_prints_flinks_rank_strategy(t_env):
+    """Over inserts only the top N are kept (AppendFastStrategy); over an aggregation every row (RetractStrategy)."""
+    ranked = "ROW_NUMBER() OVER (PARTITION BY b ORDER BY c DESC) AS rn"
+    appending = t_env.explain_sql(f"SELECT * FROM (SELECT a, b, c, {ranked} FROM fs) WHERE rn <= 3")
+    assert "Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=3]" in appending
+    aggregated = f"SELECT a, b, c FROM (SELECT a, b, c, {ranked} FROM (SELECT a, b, SUM(c) AS c FROM fs GROUP BY a, b))"
+    text = t_env.explain_sql(aggregated + " WHERE rn <= 2")
+    assert (
+        "Rank(strategy=[RetractStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=2], "
+        "partitionBy=[b], orderBy=[c DESC], select=[a, b, c])"
+    ) in text

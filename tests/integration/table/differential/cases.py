@@ -504,6 +504,38 @@ CASES: list[Case] = [
         "topn_ascending_lt",
         "SELECT * FROM (SELECT id, category, ROW_NUMBER() OVER (PARTITION BY category ORDER BY id) AS rn FROM orders) WHERE rn < 3",
     ),
+    # -- Top-N over an aggregation (RetractStrategy: rows move as their aggregates change; final tables) -------
+    _c(
+        "topn_over_count_with_rank",
+        "SELECT category, customer, cnt, rn FROM (SELECT category, customer, cnt, ROW_NUMBER() OVER (PARTITION BY category ORDER BY cnt DESC, customer) AS rn FROM (SELECT category, customer, COUNT(*) AS cnt FROM orders GROUP BY category, customer)) WHERE rn <= 2",
+        "final",
+    ),
+    _c(
+        "topn_over_sum_global",
+        "SELECT customer, total FROM (SELECT customer, total, ROW_NUMBER() OVER (ORDER BY total DESC) AS rn FROM (SELECT customer, SUM(amount) AS total FROM orders GROUP BY customer)) WHERE rn <= 3",
+        "final",
+    ),
+    _c(
+        "topn_over_min_ascending",
+        "SELECT * FROM (SELECT customer, low, ROW_NUMBER() OVER (ORDER BY low) AS rn FROM (SELECT customer, MIN(amount) AS low FROM orders GROUP BY customer)) WHERE rn < 3",
+        "final",
+    ),
+    _c(
+        "topn_over_count_ties",
+        "SELECT category, customer, cnt FROM (SELECT category, customer, cnt, ROW_NUMBER() OVER (PARTITION BY category ORDER BY cnt DESC) AS rn FROM (SELECT category, customer, COUNT(*) AS cnt FROM orders GROUP BY category, customer)) WHERE rn <= 2",
+        "final",
+    ),
+    _c(
+        "topn_one_over_max",
+        "SELECT * FROM (SELECT category, customer, top_qty, ROW_NUMBER() OVER (PARTITION BY category ORDER BY top_qty DESC, customer) AS rn FROM (SELECT category, customer, MAX(qty) AS top_qty FROM orders GROUP BY category, customer)) WHERE rn = 1",
+        "final",
+    ),
+    _c(
+        "topn_over_join_deletes",
+        "SELECT * FROM (SELECT city, id, amount, ROW_NUMBER() OVER (PARTITION BY city ORDER BY amount DESC) AS rn FROM (SELECT c.city, o.id, o.amount FROM orders o LEFT JOIN customers c ON o.customer = c.name)) WHERE rn <= 2",
+        "final",
+        _J,
+    ),
     # -- OVER aggregation (event time, UNBOUNDED PRECEDING to CURRENT ROW) ---------------------------------------
     _c(
         "over_rows_sum",
