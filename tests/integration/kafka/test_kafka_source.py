@@ -310,3 +310,27 @@ def test_a_bounded_kafka_source_runs_as_a_batch_job(bootstrap):
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
     )
     assert sorted(counts.execute_and_collect()) == [("k0", 20), ("k1", 20), ("k2", 20)]  # one final result per key
+
+
+def test_a_start_the_broker_deleted_meanwhile_goes_on_from_the_logs_start_and_a_bounded_read_still_ends(bootstrap):
+    """Retention can delete records between resolving a start and fetching it. Given offsets (default reset
+    EARLIEST) then go on from the log's start, as Flink's do; and a bounded partition whose records are all gone
+    ends by its position instead of waiting forever for a record at its stopping offset."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    partial, emptied = create_topic(bootstrap, 1), create_topic(bootstrap, 1)
+    produce(bootstrap, partial, [f"r{i}" for i in range(6)], partition=0)
+    produce(bootstrap, emptied, ["gone0", "gone1"], partition=0)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deleted = admin.delete_records([TopicPartition(partial, 0, 3), TopicPartition(emptied, 0, 2)])
+    for future in deleted.values():
+        future.result(30)
+
+    def read(topic: str) -> list:
+        zero = KafkaOffsetsInitializer.offsets({KafkaTopicPartition(topic, 0): 0})
+        return _run_bounded(_source(bootstrap, topic, set_starting_offsets=zero, set_bounded=bounded), 1)
+
+    bounded = KafkaOffsetsInitializer.latest()
+    assert sorted(read(partial)) == ["r3", "r4", "r5"]
+    assert read(emptied) == []

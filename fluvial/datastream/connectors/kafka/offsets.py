@@ -75,6 +75,18 @@ class KafkaOffsetsInitializer:
     # not named `offsets`: the static method of that name (PyFlink's) would replace the field's default
     specific_offsets: tuple[tuple[KafkaTopicPartition, int], ...] = field(default=())
 
+    def auto_offset_reset(self) -> str | None:
+        """The consumer's `auto.offset.reset` for a start this initializer resolved but the broker no longer has
+        (retention deleted it before the fetch): earliest() and given offsets go on from the log's start, as in
+        Flink, where latest() and timestamp() go to its end; None keeps the client's default."""
+        if self.kind in (_Kind.EARLIEST,):
+            return "earliest"
+        if self.kind in (_Kind.LATEST, _Kind.TIMESTAMP):
+            return "latest"
+        return {KafkaOffsetResetStrategy.EARLIEST: "earliest", KafkaOffsetResetStrategy.LATEST: "latest"}.get(
+            self.reset_strategy
+        )
+
     @staticmethod
     def committed_offsets(
         offset_reset_strategy: KafkaOffsetResetStrategy = KafkaOffsetResetStrategy.NONE,

@@ -208,6 +208,7 @@ class KafkaSourceReader(SourceReader[Any]):
         self._discovery: list[KafkaDiscoverySplit] = []
         self._splits: dict[tuple[str, int], KafkaPartitionSplit] = {}  # active partitions
         self._positions: dict[tuple[str, int], int] = {}
+        self._next_stop_check = 0.0  # monotonic time of the next `_finish_passed_stops` question to the broker
         self._next_discovery = 0.0
         self._stash: list = []
         self._stash_at = 0
@@ -289,6 +290,9 @@ class KafkaSourceReader(SourceReader[Any]):
                 },
             )
             config.setdefault("isolation.level", "read_committed")  # Flink's KafkaSource default
+            reset = source.starting_offsets.auto_offset_reset()
+            if reset is not None:
+                config.setdefault("auto.offset.reset", reset)
             self._consumer = make_client(Consumer, config, "source's consumer")
             self._lookup = ConsumerOffsets(self._consumer, source.bootstrap_servers, self._timeout)
         return self._consumer
@@ -355,6 +359,7 @@ class KafkaSourceReader(SourceReader[Any]):
         if start >= len(messages):
             messages, start = self._client().consume(max_records, 0), 0
             if not messages:
+                self._finish_passed_stops()
                 return []
         return self._take_run(messages, start)
 
@@ -451,6 +456,34 @@ class KafkaSourceReader(SourceReader[Any]):
         if error.fatal() or not error.retriable():
             raise KafkaConnectorError(f"Kafka at {self._source.bootstrap_servers} failed reading {where}: {error}")
         logger.warning("Kafka reported %s for %s; the client retries", error, where)
+
+    def _finish_passed_stops(self) -> None:
+        """Finish the bounded partitions whose records up to their stopping offset are gone: retention deleted
+        them after the stop was resolved, so the log now starts at or past it and no record will ever reach the
+        stop. Asked of the broker at most once a second, and only when a fetch came back empty."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        bounded = [key for key, split in self._splits.items() if split.stopping_offset is not None]
+        if not bounded or time.monotonic() < self._next_stop_check:
+            return
+        self._next_stop_check = time.monotonic() + 1.0
+        consumer = self._client()
+        for key in bounded:
+            stop = self._splits[key].stopping_offset
+            try:
+                low, _ = consumer.get_watermark_offsets(TopicPartition(*key), timeout=self._timeout, cached=False)
+            except KafkaException:
+                continue  # asked again in a second; fetching reports a broker that stays away
+            if stop is not None and low >= stop:
+                logger.info(
+                    "%s: partition %s-%d now starts at offset %d, past its stopping offset %d: the broker deleted "
+                    "the records left to read",
+                    self._info.task_name_with_subtasks,
+                    *key,
+                    low,
+                    stop,
+                )
+                self._finish(key)
 
     def _finish(self, key: tuple[str, int]) -> None:
         del self._splits[key]
