@@ -41,10 +41,12 @@ demo: $(DEMO_STAMP)
 	$(BIN)/fluvial run --web examples/live_clicks.py
 
 # Two workers (pytest-xdist): half the suite waits on sockets, processes and servers, so a 2-core machine runs it
-# in well under the time of one; the tests of one session server (Ray, Kafka, PostgreSQL) share a worker.
+# in well under the time of one; the tests of one session server (Kafka, PostgreSQL) share a worker. The tests on
+# the session's Ray cluster run afterwards in one process, alone (marker `ray_cluster`, tests/conftest.py).
 PYTEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not ray_cluster"
+	$(BIN)/python -m pytest -m ray_cluster
 
 # `make lint` (CI runs it before the tests): ruff's rules of pyproject.toml on the whole tree, then mypy on fluvial
 # (strict on runtime, cluster, checkpoint, state), each package held to the errors it still has (.ci/typecheck.py).

@@ -51,9 +51,10 @@ def ray_cluster():
 
 
 # Tests that share one session server run on one pytest-xdist worker (`make test` runs two): the server starts
-# once, and the Ray cluster's fixed loopback addresses are never taken twice.
+# once. The tests on the session's Ray cluster are also marked `ray_cluster`: `make test` runs them in a second,
+# single-process pytest after the others, alone, as they always ran (a Ray driver beside a busy second worker
+# once died of SIGSEGV in CI).
 _SERVER_GROUPS = {
-    "ray_cluster": "ray",
     "kafka_broker": "kafka",
     "postgres": "postgres",
     "postgres_with_password": "postgres",
@@ -64,11 +65,13 @@ _SERVER_GROUPS = {
 def pytest_collection_modifyitems(session, config, items):
     """The tests on the session's Ray cluster run last, together: the cluster starts once, and no other test runs
     beside its idle processes (a dozen processes and about a gigabyte, which slow a 2-core machine's timing
-    tests down). Under xdist, the tests of each session server form one group."""
+    tests down). Under xdist, the tests of each session server form one group; the Ray ones are marked too."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         for group in sorted({_SERVER_GROUPS[name] for name in fixtures if name in _SERVER_GROUPS}):
             item.add_marker(pytest.mark.xdist_group(group))
+        if "ray_cluster" in fixtures:
+            item.add_marker(pytest.mark.ray_cluster)
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
 
 
