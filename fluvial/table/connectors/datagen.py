@@ -16,12 +16,12 @@ import datetime as _dt
 import random
 import string
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from fluvial.common.key_groups import stable_hash
 from fluvial.common.row import RowKind, _create_row
 from fluvial.datastream.connectors.number_seq import NumberSequenceReader, NumberSequenceSource
 from fluvial.datastream.functions import MapFunction
@@ -177,4 +177,4 @@ def _stable_seed(table_name: str) -> int:
     """The table's seed, the same in every process: `hash()` of a str changes with each interpreter
     (PYTHONHASHSEED), so a job restored in a new process, or a TaskManager process, would generate other rows
     for the same sequence numbers than the checkpoint's position was counted in."""
-    return zlib.crc32(table_name.encode()) & 0xFFFF
+    return stable_hash(table_name) & 0xFFFF
