@@ -124,9 +124,11 @@ def test_failing_job_closes_every_opened_function(mode, events):
     opened = sorted(events.values("open"))
     closed = sorted(events.values("close"))
     # the failing subtask opened; the other may be cancelled before it opens (its TaskManager process deploys it
-    # after the failure is known), and then it has nothing to close
+    # after the failure is known), and then it has nothing to close — or while in `open`, before it recorded
+    # the event: its copy is closed all the same, as every function whose open began is
     assert opened in ([0], [1], [0, 1]), opened
-    assert closed == opened  # each subtask's copy that opened closed exactly once
+    assert len(set(closed)) == len(closed), closed  # no copy closed twice
+    assert set(opened) <= set(closed) <= {0, 1}, (opened, closed)  # each copy that opened closed
 
 
 @pytest.mark.timeout(60)
