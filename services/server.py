@@ -10,6 +10,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,19 @@ def free_port(host: str = LOOPBACK) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
+
+
+@contextmanager
+def refusing_port(host: str = LOOPBACK) -> Iterator[int]:
+    """A port on `host` that refuses connections and that nothing else can take until the block ends.
+
+    For tests of "nobody answers there". A port from `free_port` races with every other test on the machine:
+    with the suite on two workers, another test's server was given the same port a moment later and the
+    "refused" connection reached it. A socket bound but never listening holds the port while the kernel answers
+    each connection attempt with a reset, which is exactly "connection refused"."""
+    with socket.socket() as holder:
+        holder.bind((host, 0))
+        yield holder.getsockname()[1]
 
 
 def port_accepts(host: str, port: int) -> bool:

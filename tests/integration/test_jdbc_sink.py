@@ -25,7 +25,7 @@ from fluvial.datastream.connectors.jdbc import (
 from fluvial.datastream.connectors.jdbc_writer import JdbcStatementError
 from fluvial.testing import wait_until
 from fluvial.testing.execution import environment
-from services.server import free_port
+from services.server import refusing_port
 
 ROW = Types.ROW_NAMED(["k", "v"], [Types.INT(), Types.STRING()])
 
@@ -225,19 +225,19 @@ def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_nam
         writer.flush(False)
     assert time.monotonic() - started < 30  # at once (no retries for a refused login), not after a minute
     writer.close()
-    port = free_port()
-    sink = JdbcSink.sink(
-        "INSERT INTO nowhere VALUES (?, ?)",
-        ROW,
-        JdbcConnectionOptions(
-            f"jdbc:postgresql://127.0.0.1:{port}/postgres", user_name="postgres", connection_check_timeout_seconds=2
-        ),
-        JdbcExecutionOptions.builder().with_max_retries(1).build(),
-    )
-    writer = sink.create_writer(task())
-    started = time.monotonic()
-    with pytest.raises(ResourceError, match=f"127.0.0.1:{port}/postgres.*failed 2 times"):
-        writer.write_batch([Row(1, "a")])
-        writer.flush(False)
-    assert time.monotonic() - started < 30  # within the 2 s timeout and one retry, not the default minute
-    writer.close()
+    with refusing_port() as port:
+        sink = JdbcSink.sink(
+            "INSERT INTO nowhere VALUES (?, ?)",
+            ROW,
+            JdbcConnectionOptions(
+                f"jdbc:postgresql://127.0.0.1:{port}/postgres", user_name="postgres", connection_check_timeout_seconds=2
+            ),
+            JdbcExecutionOptions.builder().with_max_retries(1).build(),
+        )
+        writer = sink.create_writer(task())
+        started = time.monotonic()
+        with pytest.raises(ResourceError, match=f"127.0.0.1:{port}/postgres.*failed 2 times"):
+            writer.write_batch([Row(1, "a")])
+            writer.flush(False)
+        assert time.monotonic() - started < 30  # within the 2 s timeout and one retry, not the default minute
+        writer.close()

@@ -21,7 +21,7 @@ from fluvial.datastream.connectors.file_system import BucketAssigner, FileSink, 
 from fluvial.datastream.connectors.mqtt import MqttReceiver
 from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.testing import wait_until
-from services.server import LOOPBACK, free_port
+from services.server import LOOPBACK, refusing_port
 from tests import mqtt_helpers as mh
 from tests.server_fixtures import error_chain, mosquitto_server  # noqa: F401 - the fixture
 
@@ -177,20 +177,23 @@ def test_an_unreachable_broker_or_refused_credentials_fail_within_the_timeout_na
         start_mosquitto(tmp_path / "broker", user="fluvial", password="right") if problem == "credentials" else None
     )
     try:
-        port = server.port if server else free_port()
-        env = receiver_env(tmp_path, wal=False)
-        env.set_restart_strategy(RestartStrategies.no_restart())
-        env.add_receiver(
-            MqttReceiver(LOOPBACK, port, ["t"], client_id="c", username="fluvial", password="wrong", connect_timeout=2)
-        ).print()
-        started = time.monotonic()
-        with pytest.raises(JobExecutionException) as info:
-            env.execute("cannot connect")
-        assert time.monotonic() - started < 30
-        text = error_chain(info.value)
-        assert f"mqtt://{LOOPBACK}:{port}" in text and "within 2 s" in text
-        if server:
-            assert "refused" in text
+        with refusing_port() as nobody:
+            port = server.port if server else nobody
+            env = receiver_env(tmp_path, wal=False)
+            env.set_restart_strategy(RestartStrategies.no_restart())
+            env.add_receiver(
+                MqttReceiver(
+                    LOOPBACK, port, ["t"], client_id="c", username="fluvial", password="wrong", connect_timeout=2
+                )
+            ).print()
+            started = time.monotonic()
+            with pytest.raises(JobExecutionException) as info:
+                env.execute("cannot connect")
+            assert time.monotonic() - started < 30
+            text = error_chain(info.value)
+            assert f"mqtt://{LOOPBACK}:{port}" in text and "within 2 s" in text
+            if server:
+                assert "refused" in text
     finally:
         if server:
             server.stop()

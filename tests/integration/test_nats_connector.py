@@ -19,7 +19,7 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.base import DeliveryGuarantee
 from fluvial.datastream.connectors.nats import NatsSink, NatsSource, NatsStartingPosition
 from fluvial.testing import wait_until
-from services.server import free_port
+from services.server import refusing_port
 from tests import nats_helpers as nh
 from tests.server_fixtures import error_chain, nats_server  # noqa: F401 - the fixture
 
@@ -210,27 +210,28 @@ def test_an_unreachable_server_or_wrong_credentials_fail_within_the_timeout_nami
 
     server = start_nats(tmp_path, user="fluvial", password="right") if problem == "credentials" else None
     try:
-        url = server.extra["url"] if server else f"nats://127.0.0.1:{free_port()}"
-        builder = (
-            NatsSource.builder()
-            .set_servers(url)
-            .set_stream("S")
-            .set_consumer_name("c")
-            .set_connect_timeout(2)
-            .set_deserialization_schema(SimpleStringSchema())
-        )
-        if server:
-            builder.set_credentials("fluvial", "wrong")
-        job = env(parallelism=1, interval=0)
-        job.from_source(builder.build(), WatermarkStrategy.no_watermarks()).print()
-        started = time.monotonic()
-        with pytest.raises(JobExecutionException) as info:
-            job.execute("cannot connect")
-        assert time.monotonic() - started < 30
-        text = error_chain(info.value)
-        assert url in text and "within 2 s" in text
-        if server:
-            assert "refused the credentials" in text
+        with refusing_port() as nobody:
+            url = server.extra["url"] if server else f"nats://127.0.0.1:{nobody}"
+            builder = (
+                NatsSource.builder()
+                .set_servers(url)
+                .set_stream("S")
+                .set_consumer_name("c")
+                .set_connect_timeout(2)
+                .set_deserialization_schema(SimpleStringSchema())
+            )
+            if server:
+                builder.set_credentials("fluvial", "wrong")
+            job = env(parallelism=1, interval=0)
+            job.from_source(builder.build(), WatermarkStrategy.no_watermarks()).print()
+            started = time.monotonic()
+            with pytest.raises(JobExecutionException) as info:
+                job.execute("cannot connect")
+            assert time.monotonic() - started < 30
+            text = error_chain(info.value)
+            assert url in text and "within 2 s" in text
+            if server:
+                assert "refused the credentials" in text
     finally:
         if server:
             server.stop()

@@ -26,7 +26,7 @@ from fluvial.testing import wait_until
 from fluvial.testing.execution import environment
 from fluvial.testing.postgres_trials import drop_slot
 from fluvial.testing.postgres_trials import run_sql as sql
-from services.server import free_port
+from services.server import refusing_port
 
 
 def new_table(postgres, columns: str = "k INT PRIMARY KEY, v TEXT", full: bool = True) -> str:
@@ -261,21 +261,21 @@ def test_wrong_credentials_and_an_unreachable_server_fail_within_the_timeout_nam
     )
     with pytest.raises(ResourceError, match=f"at 127.0.0.1:{guarded.port}/postgres: .*password authentication"):
         reader_for(source).poll(10)
-    port = free_port()
-    source = (
-        PostgresSource.builder()
-        .hostname("127.0.0.1")
-        .port(port)
-        .database("postgres")
-        .username("postgres")
-        .table_list("t")
-        .connect_timeout(2)
-        .build()
-    )
-    started = time.monotonic()
-    with pytest.raises(ResourceError, match=f"at 127.0.0.1:{port}/postgres"):
-        reader_for(source).poll(10)
-    assert time.monotonic() - started < 25  # within the 2 s timeout, not the default 30 s
+    with refusing_port() as port:
+        source = (
+            PostgresSource.builder()
+            .hostname("127.0.0.1")
+            .port(port)
+            .database("postgres")
+            .username("postgres")
+            .table_list("t")
+            .connect_timeout(2)
+            .build()
+        )
+        started = time.monotonic()
+        with pytest.raises(ResourceError, match=f"at 127.0.0.1:{port}/postgres"):
+            reader_for(source).poll(10)
+        assert time.monotonic() - started < 25  # within the 2 s timeout, not the default 30 s
 
 
 @pytest.mark.timeout(90)

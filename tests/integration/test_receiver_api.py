@@ -22,6 +22,7 @@ from fluvial.datastream import StreamExecutionEnvironment
 from fluvial.datastream.connectors.receiver import ReceiverStoppedError
 from fluvial.receiver import Receiver
 from fluvial.testing import EventLog, ExecutionMode, wait_until
+from services.server import refusing_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,12 +37,6 @@ def environment(mode: ExecutionMode | None = None, **settings: str) -> StreamExe
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     return env
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # nobody listens once the probe is closed
 
 
 class MetadataReceiver(Receiver):
@@ -221,12 +216,12 @@ def test_add_receiver_rejects_what_is_not_a_receiver():
 
 
 def test_a_refused_connection_fails_the_job_naming_host_and_port_after_the_retries(mode):
-    port = closed_port()
-    env = environment(mode)
-    env.socket_text_stream("127.0.0.1", port, max_retries=1).print()
-    client = env.execute_async("nobody listens")
-    with pytest.raises(JobExecutionException) as raised:
-        client.get_job_execution_result().result(timeout=30)
+    with refusing_port() as port:
+        env = environment(mode)
+        env.socket_text_stream("127.0.0.1", port, max_retries=1).print()
+        client = env.execute_async("nobody listens")
+        with pytest.raises(JobExecutionException) as raised:
+            client.get_job_execution_result().result(timeout=30)
     message = str(raised.value)
     assert f"127.0.0.1:{port}" in message
     assert "after 2 attempts" in message  # the first try and one retry
@@ -245,13 +240,14 @@ def test_the_write_ahead_log_without_a_local_checkpoint_directory_is_a_clear_err
         env.enable_checkpointing(100)
     if checkpointing == "remote-dir":
         env.get_checkpoint_config().set_checkpoint_storage_dir("memory://receiver-wal-test")  # not a local path
-    env.socket_text_stream("127.0.0.1", closed_port(), max_retries=0).print()
-    with pytest.raises(
-        ConfigurationError,
-        match=r"receiver.write-ahead-log.enable is true but the job has no "
-        r"checkpoint directory: set state.checkpoints.dir",
-    ):
-        env.execute_async("wal without a directory")
+    with refusing_port() as port:
+        env.socket_text_stream("127.0.0.1", port, max_retries=0).print()
+        with pytest.raises(
+            ConfigurationError,
+            match=r"receiver.write-ahead-log.enable is true but the job has no "
+            r"checkpoint directory: set state.checkpoints.dir",
+        ):
+            env.execute_async("wal without a directory")
 
 
 class CountingReceiver(Receiver):

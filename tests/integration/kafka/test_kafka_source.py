@@ -22,6 +22,7 @@ from fluvial.datastream.connectors.kafka import (
 )
 from fluvial.datastream.formats.json import JsonRowDeserializationSchema
 from fluvial.testing.kafka import create_topic, produce
+from services.server import refusing_port
 from tests.integration.kafka.helpers import messages
 
 pytestmark = pytest.mark.timeout(60)
@@ -235,25 +236,24 @@ def test_a_record_that_cannot_be_deserialized_fails_the_job_naming_topic_partiti
 
 
 def test_an_unreachable_bootstrap_server_fails_within_the_timeout_naming_it():
-    from services.server import free_port
-
-    address = f"127.0.0.1:{free_port()}"
-    source = (
-        KafkaSource.builder()
-        .set_bootstrap_servers(address)
-        .set_topics("t")
-        .set_property("default.api.timeout.ms", "1500")
-        .set_property("log_level", "0")
-        .set_value_only_deserializer(SimpleStringSchema())
-        .build()
-    )
-    reader = source.create_reader(_info())
-    reader.add_splits(source.create_splits(1))
-    started = time.monotonic()
-    with pytest.raises(Exception, match=f"Kafka at {address} did not answer"):
-        reader.poll(10)
-    assert time.monotonic() - started < 10
-    reader.close()
+    with refusing_port() as port:
+        address = f"127.0.0.1:{port}"
+        source = (
+            KafkaSource.builder()
+            .set_bootstrap_servers(address)
+            .set_topics("t")
+            .set_property("default.api.timeout.ms", "1500")
+            .set_property("log_level", "0")
+            .set_value_only_deserializer(SimpleStringSchema())
+            .build()
+        )
+        reader = source.create_reader(_info())
+        reader.add_splits(source.create_splits(1))
+        started = time.monotonic()
+        with pytest.raises(Exception, match=f"Kafka at {address} did not answer"):
+            reader.poll(10)
+        assert time.monotonic() - started < 10
+        reader.close()
 
 
 def test_pyflinks_kafka_json_example_writes_and_reads_back_its_rows(bootstrap):

@@ -8,12 +8,12 @@ start one."""
 from __future__ import annotations
 
 import re
-import socket
 import textwrap
 
 import pytest
 
 from fluvial.testing import wait_until
+from services.server import refusing_port
 from tests.integration.test_session_cluster import fluvial, start_cluster, stop_cluster
 
 pytestmark = pytest.mark.timeout(90)
@@ -108,12 +108,10 @@ def test_sql_script_runs_its_insert_and_select_as_jobs_on_the_session_cluster(tm
 
 
 def test_sql_against_a_cluster_that_is_not_there_names_the_address_and_how_to_start_one(tmp_path):
-    with socket.socket() as probe:  # a port nothing listens on: taken, then let go
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     script = tmp_path / "script.sql"
     script.write_text(textwrap.dedent("SELECT 1;\n"))
-    done = fluvial(tmp_path, "sql", "-m", f"127.0.0.1:{port}", "-f", script, timeout=30)
+    with refusing_port() as port:
+        done = fluvial(tmp_path, "sql", "-m", f"127.0.0.1:{port}", "-f", script, timeout=30)
     assert done.returncode == 1
     assert f"no session cluster answers at http://127.0.0.1:{port}" in done.stderr
     assert "fluvial cluster start" in done.stderr

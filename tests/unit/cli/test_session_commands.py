@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -22,6 +21,7 @@ from fluvial.cluster.session.cluster_file import (
     write_cluster_file,
 )
 from fluvial.cluster.session.remote_job_client import JobProgress, VertexProgress
+from services.server import refusing_port
 from tests.unit.cli.helpers import invoke, job_file
 
 TINY = "env.from_collection([1]).print()\nenv.execute('tiny')\n"
@@ -51,12 +51,6 @@ def sleeper(cluster_id: str | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -72,8 +66,8 @@ def test_run_options_that_cannot_go_together_are_usage_errors(tmp_path, options,
 
 
 def test_run_against_an_address_nobody_answers_at_says_so(tmp_path):
-    port = free_port()
-    result = invoke("run", "-m", f"127.0.0.1:{port}", job_file(tmp_path, TINY))
+    with refusing_port() as port:
+        result = invoke("run", "-m", f"127.0.0.1:{port}", job_file(tmp_path, TINY))
     assert result.exit_code == 1
     assert f"no session cluster answers at http://127.0.0.1:{port}" in result.stderr
     assert "fluvial cluster start" in result.stderr
