@@ -12,6 +12,8 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
+from fluvial.common.instance_layout import is_plain_instance, set_attributes
+
 CodeReducer = Callable[[CodeType], tuple[Any, tuple[Any, ...]]]
 
 _code_pickler: Any = None
@@ -53,56 +55,17 @@ def _keeping_filename(reduce_code: CodeReducer) -> CodeReducer:
     return code_keeping_filename
 
 
-_MANAGED_DICT = 1 << 4  # Py_TPFLAGS_MANAGED_DICT: the instance keeps its attributes inline until asked for __dict__
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
-
-
-class _Plain:
-    pass
-
-
-def _is_plain_instance(cls: type) -> bool:
-    """Whether instances of `cls` are pickled by pickle's default rule and hold nothing but their attributes: a
-    Python class (and Python bases) with no slots, no builtin base but object, no pickling hooks of its own."""
-    return (
-        bool(cls.__flags__ & _MANAGED_DICT)
-        and cls.__basicsize__ == _Plain.__basicsize__
-        and cls.__itemsize__ == 0
-        and all(base is object or base.__flags__ & _HEAP_TYPE for base in cls.__mro__)
-        and cls.__reduce_ex__ is object.__reduce_ex__
-        and cls.__reduce__ is object.__reduce__
-        and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
-        and not hasattr(cls, "__setstate__")
-        and not hasattr(cls, "__getnewargs_ex__")
-        and not hasattr(cls, "__getnewargs__")
-    )
-
-
 def _reduce_keeping_inline_attributes(obj: Any) -> Any:
     """Pickle's default rule for a plain instance (the class's `__new__`, then its attributes), except that the
-    copy gets its attributes by setattr. Pickle's own rule writes them into the copy's `__dict__`, and on CPython
-    3.11 an instance whose `__dict__` was asked for loses its inline attribute layout for good: every
-    `self.count += 1` of a user function then costs about 60% more (59 -> 96 ns measured), in every copy a
-    TaskManager or a restart unpickles. NotImplemented (pickle's usual rules) for anything else."""
+    copy gets its attributes by setattr (`instance_layout`): in every copy a TaskManager or a restart unpickles,
+    a user function's `self.count += 1` then costs what it costs in the user's own process. NotImplemented
+    (pickle's usual rules) for anything else."""
     cls = type(obj)
-    if not _is_plain_instance(cls):
+    if not is_plain_instance(cls):
         return NotImplemented
     state = obj.__dict__
     # copyreg.__newobj__ is what pickle writes as its NEWOBJ opcode (typeshed does not list it)
-    return (copyreg.__newobj__, (cls,), state or None, None, None, _set_attributes)  # type: ignore[attr-defined]
-
-
-def _set_attributes(obj: Any, state: dict[str, Any]) -> None:
-    """The state setter of `_reduce_keeping_inline_attributes`: each attribute through object.__setattr__ (as
-    pickle, bypassing a class's own __setattr__), or into __dict__ as pickle does when a name is not a plain
-    attribute (not a str, or a data descriptor of the class would intercept it)."""
-    mro = type(obj).__mro__
-    for name in state:
-        if type(name) is not str or any(hasattr(type(vars(k).get(name)), "__set__") for k in mro):
-            obj.__dict__.update(state)
-            return
-    for name, value in state.items():
-        object.__setattr__(obj, name, value)
+    return (copyreg.__newobj__, (cls,), state or None, None, None, set_attributes)  # type: ignore[attr-defined]
 
 
 def dumps_code(obj: Any) -> bytes:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
+from fluvial.common.instance_layout import stand_in, write_back
 from fluvial.common.type_checks import BatchCheck, batch_checker, key_checker
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobVertex
@@ -130,7 +131,11 @@ class SourceOperator(StreamOperator):
         output.collect(batch)
 
 
-def build_operator(node: StreamNode, context: OperatorContext, template: Any = None) -> StreamOperator:
+def build_operator(
+    node: StreamNode, context: OperatorContext, template: Any = None, stand_ins: list[tuple[Any, Any]] | None = None
+) -> StreamOperator:
+    """The operator of `node` for one subtask; `stand_ins` collects (user's object, stand-in) pairs
+    (`_subtask_spec`), for the chain to write back when it closes."""
     if node.is_source:
         return SourceOperator(node.operator, context)
     builder = OPERATOR_BUILDERS.get(type(node.operator))
@@ -140,21 +145,34 @@ def build_operator(node: StreamNode, context: OperatorContext, template: Any = N
         # BATCH jobs ignore the configured state backend (as Flink does): no checkpoints, so state stays in
         # plain Python objects, the fastest place for it
         context = dataclasses.replace(context, state_backend=None)
-    return builder(_subtask_spec(node, context.task_info, template), context)
+    return builder(_subtask_spec(node, context.task_info, template, stand_ins), context)
 
 
-def _subtask_spec(node: StreamNode, info: Any, template: Any) -> t.OperatorSpec:
+def _subtask_spec(
+    node: StreamNode, info: Any, template: Any, stand_ins: list[tuple[Any, Any]] | None = None
+) -> t.OperatorSpec:
     """Each parallel subtask, and each restarted attempt, gets its own copy of the user's function object, as
     each Flink subtask deserializes its own: what a function keeps in `open()` (its subtask index, state
     handles) must not be overwritten by a sibling, nor survive from a failed attempt. Copies come from the
-    JobMaster's pristine `template` (taken before anything opened the function) when there is one. Subtask 0
-    of the first attempt keeps the original object, so a job in thread mode runs the very object the user
-    passed; Sink descriptions only build writers and are never copied."""
+    JobMaster's pristine `template` (taken before anything opened the function) when there is one.
+
+    Subtask 0 of the first attempt runs the user's own object, so a job in thread mode can read back what it
+    collected — except that once a template was pickled from it, the object is on CPython's slow attribute
+    layout (`common.instance_layout`): that subtask then runs a stand-in sharing the object's attribute values
+    (appended to in place, as the object's own), whose attributes the chain writes back to the object when it
+    closes; the pair goes to `stand_ins`. Sink descriptions only build writers and are never copied."""
     spec = node.operator
-    if (info.subtask_index == 0 and info.attempt_number == 0) or spec.function is None or isinstance(spec, t.SinkSpec):
+    if spec.function is None or isinstance(spec, t.SinkSpec):
         return spec
     source = template if template is not None else spec.function
     thaw = getattr(source, "thaw", None)  # a PickledFunction: unpickle a fresh copy
+    if info.subtask_index == 0 and info.attempt_number == 0:
+        if thaw is None or stand_ins is None:
+            return spec
+        twin = stand_in(spec.function)
+        if twin is not spec.function:
+            stand_ins.append((spec.function, twin))
+        return dataclasses.replace(spec, function=twin)
     try:
         own = thaw() if thaw is not None else copy.deepcopy(source)
     except Exception as error:  # noqa: BLE001 - re-raised with the fix
@@ -213,8 +231,10 @@ class OperatorChain:
     ) -> None:
         self.vertex = vertex
         self._nodes = {node.id: node for node in vertex.nodes}
+        self._stand_ins: list[tuple[Any, Any]] = []  # (the user's object, what runs in its place)
         built = {
-            node.id: build_operator(node, make_context(node), (templates or {}).get(node.id)) for node in vertex.nodes
+            node.id: build_operator(node, make_context(node), (templates or {}).get(node.id), self._stand_ins)
+            for node in vertex.nodes
         }
         if checks_the_keys_it_meets(vertex):
             built[vertex.head.id].new_key_check = _new_key_check(vertex)
@@ -336,8 +356,12 @@ class OperatorChain:
         return True
 
     def close(self) -> list[BaseException]:
-        """Close every operator even if some fail; return their errors (the task decides what to report)."""
-        return close_each(self.order)
+        """Close every operator even if some fail; return their errors (the task decides what to report). The
+        user's objects that stand-ins ran for get what the stand-ins hold now."""
+        errors = close_each(self.order)
+        for original, twin in self._stand_ins:
+            write_back(original, twin)
+        return errors
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for operator in self.order:

@@ -3,11 +3,11 @@ layout, and every other object keeps pickle's own rules."""
 
 from __future__ import annotations
 
-import gc
 import sys
 
 import pytest
 
+from fluvial.common.instance_layout import attributes_inline
 from fluvial.common.wire import dumps_code, loads_code
 
 
@@ -24,20 +24,18 @@ class Counting:
         return []
 
 
-def attributes_inline(obj: object) -> bool:
-    """Whether `obj` still keeps its attributes inline: the garbage collector then visits the attribute values
-    themselves, and once its `__dict__` was materialized it visits that dict instead."""
-    return not any(type(referent) is dict for referent in gc.get_referents(obj))
-
-
 def copy_of(obj: object) -> object:
     return loads_code(dumps_code(obj))
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11),
+# the inline attribute layout, as CPython 3.11 lays it out and gc.get_referents shows it
+cpython_311_layout = pytest.mark.skipif(
+    sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
     reason="checks CPython 3.11's inline attribute layout, which gc.get_referents shows there",
 )
+
+
+@cpython_311_layout
 def test_a_copied_user_function_keeps_its_attributes_inline():
     original = Counting("/tmp/out")
     assert attributes_inline(original)
