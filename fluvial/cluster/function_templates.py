@@ -14,6 +14,8 @@ import copy
 import types
 from typing import Any
 
+from fluvial.datastream.transformations import USER_OBJECT_FIELDS
+
 
 class PickledFunction:
     """A function frozen as pickle bytes: each `thaw()` builds a fresh copy. Kept as bytes (not as a copied
@@ -31,14 +33,21 @@ class PickledFunction:
         return loads_code(self.data)
 
 
-def pristine_functions(job_graph: Any) -> dict[int, Any]:
+def pristine_functions(job_graph: Any) -> dict[int, dict[str, Any]]:
+    """Node id -> {field of its operator description (`transformations.USER_OBJECT_FIELDS`) -> the frozen
+    object}, for the operators that hold objects of their own."""
     templates = {}
     for vertex in job_graph.vertices:
         for node in vertex.nodes:
-            function = node.operator.function if node.operator is not None else None
-            if function is None or node.is_source or isinstance(function, types.FunctionType):
-                continue  # plain functions and lambdas hold no state of their own
-            templates[node.id] = _freeze(function)
+            if node.operator is None or node.is_source:
+                continue
+            frozen = {}
+            for field in USER_OBJECT_FIELDS:
+                obj = getattr(node.operator, field, None)
+                if obj is not None and not isinstance(obj, types.FunctionType):  # plain functions hold no state
+                    frozen[field] = _freeze(obj)
+            if frozen:
+                templates[node.id] = frozen
     return templates
 
 

@@ -61,6 +61,12 @@ class PartitionerSpec:
 # subclasses (not regenerated dataclasses): job start-up time counts for small jobs.
 
 
+# The fields of an operator description that hold a user's object (a function object, or a window's
+# ProcessWindowFunction beside its reduce): each subtask and each attempt runs its own copy of each
+# (`cluster.function_templates`, `runtime.chain`), as each Flink subtask deserializes its whole operator.
+USER_OBJECT_FIELDS = ("function", "window_function")
+
+
 @dataclass(frozen=True)
 class OperatorSpec:
     """Base of operator descriptions. `function` is a user function object or plain callable; `key_selector`

@@ -162,6 +162,10 @@ class TypedFunction:
     def wrapped_function(self) -> Any:
         return self._inner
 
+    def wrapping(self, inner: Any) -> TypedFunction:
+        """The same shaping around another object (a stand-in for the wrapped one: `runtime.chain`)."""
+        return TypedFunction(inner, self._methods, self._convert, self._operator, self._declared)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)

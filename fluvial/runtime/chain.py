@@ -28,6 +28,7 @@ from fluvial.common.type_checks import BatchCheck, batch_checker, key_checker
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
+from fluvial.graph.typed_outputs import TypedFunction
 from fluvial.runtime.deployment import checks_the_keys_it_meets
 from fluvial.runtime.operators import process as p
 from fluvial.runtime.operators import sink as s
@@ -132,10 +133,14 @@ class SourceOperator(StreamOperator):
 
 
 def build_operator(
-    node: StreamNode, context: OperatorContext, template: Any = None, stand_ins: list[tuple[Any, Any]] | None = None
+    node: StreamNode,
+    context: OperatorContext,
+    templates: dict[str, Any] | None = None,
+    stand_ins: list[tuple[Any, Any]] | None = None,
 ) -> StreamOperator:
-    """The operator of `node` for one subtask; `stand_ins` collects (user's object, stand-in) pairs
-    (`_subtask_spec`), for the chain to write back when it closes."""
+    """The operator of `node` for one subtask: `templates` are the node's pristine objects by field (from the
+    JobMaster); `stand_ins` collects (user's object, stand-in) pairs (`_own_object`), for the chain to write
+    back when it closes."""
     if node.is_source:
         return SourceOperator(node.operator, context)
     builder = OPERATOR_BUILDERS.get(type(node.operator))
@@ -145,43 +150,58 @@ def build_operator(
         # BATCH jobs ignore the configured state backend (as Flink does): no checkpoints, so state stays in
         # plain Python objects, the fastest place for it
         context = dataclasses.replace(context, state_backend=None)
-    return builder(_subtask_spec(node, context.task_info, template, stand_ins), context)
+    return builder(_subtask_spec(node, context.task_info, templates or {}, stand_ins), context)
 
 
 def _subtask_spec(
-    node: StreamNode, info: Any, template: Any, stand_ins: list[tuple[Any, Any]] | None = None
+    node: StreamNode, info: Any, templates: dict[str, Any], stand_ins: list[tuple[Any, Any]] | None
 ) -> t.OperatorSpec:
-    """Each parallel subtask, and each restarted attempt, gets its own copy of the user's function object, as
-    each Flink subtask deserializes its own: what a function keeps in `open()` (its subtask index, state
-    handles) must not be overwritten by a sibling, nor survive from a failed attempt. Copies come from the
-    JobMaster's pristine `template` (taken before anything opened the function) when there is one.
+    """The node's operator description with this subtask's own objects in its user-object fields (its function,
+    a window's ProcessWindowFunction: `t.USER_OBJECT_FIELDS`). Sink descriptions only build writers and are
+    never copied."""
+    spec = node.operator
+    if isinstance(spec, t.SinkSpec):
+        return spec
+    own = {}
+    for field in t.USER_OBJECT_FIELDS:
+        obj = getattr(spec, field, None)
+        if obj is not None:
+            mine = _own_object(node, info, obj, templates.get(field), stand_ins)
+            if mine is not obj:
+                own[field] = mine
+    return dataclasses.replace(spec, **own) if own else spec
+
+
+def _own_object(node: StreamNode, info: Any, obj: Any, template: Any, stand_ins: list[tuple[Any, Any]] | None) -> Any:
+    """Each parallel subtask, and each restarted attempt, gets its own copy of a user's object, as each Flink
+    subtask deserializes its own: what a function keeps in `open()` (its subtask index, state handles) must not
+    be overwritten by a sibling, nor survive from a failed attempt. Copies come from the JobMaster's pristine
+    `template` (taken before anything opened the object) when there is one.
 
     Subtask 0 of the first attempt runs the user's own object, so a job in thread mode can read back what it
     collected — except that once a template was pickled from it, the object is on CPython's slow attribute
     layout (`common.instance_layout`): that subtask then runs a stand-in sharing the object's attribute values
     (appended to in place, as the object's own), whose attributes the chain writes back to the object when it
-    closes; the pair goes to `stand_ins`. Sink descriptions only build writers and are never copied."""
-    spec = node.operator
-    if spec.function is None or isinstance(spec, t.SinkSpec):
-        return spec
-    source = template if template is not None else spec.function
+    closes; the pair goes to `stand_ins`."""
+    source = template if template is not None else obj
     thaw = getattr(source, "thaw", None)  # a PickledFunction: unpickle a fresh copy
     if info.subtask_index == 0 and info.attempt_number == 0:
         if thaw is None or stand_ins is None:
-            return spec
-        twin = stand_in(spec.function)
-        if twin is not spec.function:
-            stand_ins.append((spec.function, twin))
-        return dataclasses.replace(spec, function=twin)
+            return obj
+        inner = obj.wrapped_function if isinstance(obj, TypedFunction) else obj
+        twin = stand_in(inner)
+        if twin is inner:
+            return obj
+        stand_ins.append((inner, twin))
+        return obj.wrapping(twin) if isinstance(obj, TypedFunction) else twin
     try:
-        own = thaw() if thaw is not None else copy.deepcopy(source)
+        return thaw() if thaw is not None else copy.deepcopy(source)
     except Exception as error:  # noqa: BLE001 - re-raised with the fix
         raise InvalidJobError(
-            f"the function of '{node.name}' ({type(spec.function).__name__}) cannot be copied for subtask "
+            f"the function of '{node.name}' ({type(obj).__name__}) cannot be copied for subtask "
             f"{info.subtask_index} ({error}); each parallel subtask needs its own copy: create unpicklable "
             "resources (locks, connections, files) in open(), not in __init__"
         ) from error
-    return dataclasses.replace(spec, function=own)
 
 
 def _new_key_check(vertex: JobVertex) -> Callable[[Any], None] | None:

@@ -152,7 +152,7 @@ class TaskSpec:
     auto_watermark_interval: int = 200
     checkpointing: Any = None  # TaskCheckpointSettings when the job takes checkpoints
     restore: dict[str, Any] | None = None  # operator id -> the RestoreAssignment it restores from
-    function_templates: dict[int, Any] | None = None  # node id -> pristine function, for copies
+    function_templates: dict[int, Any] | None = None  # node id -> {field -> its pristine object}, for copies
     state_backend: Any = None  # the job's StateBackend description
     receiver_settings: Any = None  # ReceiverSettings, for the source subtasks of jobs with receivers
     channel_peers: dict[Any, int] = field(default_factory=dict)  # channel id -> TaskManager of its other end

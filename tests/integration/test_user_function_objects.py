@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from fluvial.common import Duration, Types, WatermarkStrategy
 from fluvial.common.instance_layout import attributes_inline
-from fluvial.datastream import MapFunction
+from fluvial.common.watermark_strategy import TimestampAssigner
+from fluvial.datastream import KeyedProcessFunction, MapFunction, ProcessWindowFunction
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
+from fluvial.datastream.window import TumblingEventTimeWindows
 from fluvial.testing import ExecutionMode, environment
 from tests.unit.common.test_wire import cpython_311_layout
 
@@ -84,3 +87,64 @@ def test_every_subtask_runs_its_function_on_the_fast_attribute_layout(tmp_path, 
     reports = run(mode, parallelism, checkpoints, Tally([], str(tmp_path)))
     assert sum(count for count, _ in reports.values()) == N
     assert {inline for _, inline in reports.values()} == {"True"}, reports
+
+
+class Subtasks(ProcessWindowFunction):
+    """Emits, for each window, the subtask that opened this object and the object's identity."""
+
+    def open(self, runtime_context: object) -> None:
+        self.subtask = runtime_context.get_index_of_this_subtask()
+
+    def process(self, key: int, context: object, elements: object) -> object:
+        yield self.subtask, id(self)
+
+
+class _Timestamps(TimestampAssigner):
+    def extract_timestamp(self, value: tuple, record_timestamp: int) -> int:
+        return value[1]
+
+
+@pytest.mark.parametrize("mode", [ExecutionMode.THREADS, ExecutionMode.PROCESSES])
+def test_each_window_subtask_opens_its_own_process_window_function(mode):
+    """Two subtasks sharing one ProcessWindowFunction would each overwrite what the other kept in open()."""
+    env = environment(mode)
+    env.set_parallelism(2)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(_Timestamps())
+    windows = (
+        env.from_collection([(key, 1_000 * key) for key in range(40)])
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda event: event[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(100)))
+        .process(Subtasks())
+    )
+    opened_by = {}
+    for subtask, identity in windows.execute_and_collect():
+        opened_by.setdefault(identity, set()).add(subtask)
+    assert sorted(map(sorted, opened_by.values())) == [[0], [1]]
+
+
+class TypedTally(KeyedProcessFunction):
+    """A typed process function (wrapped for its output type) that counts by rebinding an attribute."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.inline_while_running: bool | None = None
+
+    def process_element(self, value: int, ctx: object) -> object:
+        if self.count == 0:
+            self.inline_while_running = attributes_inline(self)
+        self.count += 1
+        yield value
+
+
+@cpython_311_layout
+def test_a_typed_process_function_runs_on_the_fast_layout_and_reads_back():
+    env = environment(ExecutionMode.THREADS)
+    env.set_parallelism(1)
+    env.enable_checkpointing(50)  # the job may restart: it takes templates
+    tally = TypedTally()
+    env.from_source(NumberSequenceSource(1, N), source_name="numbers").key_by(lambda v: v % 7).process(
+        tally, output_type=Types.LONG()
+    ).print()
+    env.execute("typed tally")
+    assert tally.count == N and tally.inline_while_running is True
