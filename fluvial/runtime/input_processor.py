@@ -79,6 +79,49 @@ class SourceInput:
         self.reader: Any = None
         self.batch_size = SOURCE_BATCH_SIZE  # records per poll: smaller when its consumers debloat their buffers
 
+    @classmethod
+    def for_vertex(
+        cls,
+        vertex: Any,
+        info: Any,
+        head: Any,
+        auto_watermark_interval: int,
+        processing_time: Any,
+        receivers: Any,
+        fan_out: int,
+    ) -> SourceInput:
+        """The input of a source vertex's subtask (`info`): its reader context, the chain's source position
+        `head` as output, and polls sized for the `fan_out` channels its writers cut buffers over."""
+        from fluvial.common.errors import InvalidJobError
+        from fluvial.datastream.connectors.source import SourceReaderContext
+        from fluvial.datastream.transformations import SourceSpec
+
+        source_spec = vertex.head.operator
+        if not isinstance(source_spec, SourceSpec):
+            raise InvalidJobError(f"the source vertex {vertex.name} runs a {type(source_spec).__name__}, not a source")
+        reader_context = SourceReaderContext(
+            info.job_id,
+            info.task_name,
+            info.subtask_index,
+            info.parallelism,
+            info.max_parallelism,
+            info.attempt_number,
+            operator_id=vertex.head.operator_id,
+            receivers=receivers,
+            metric_group=head.context.metrics.group,
+        )
+        source_input = cls(
+            source_spec.function,
+            reader_context,
+            head.output,
+            source_spec.watermark_strategy,
+            auto_watermark_interval,
+            processing_time,
+            head.context.metrics.group,
+        )
+        source_input.batch_size = source_batch_size(fan_out)
+        return source_input
+
     def open(self, restored_splits: list[Any] | None = None) -> None:
         """Fresh splits, or — after a restore — exactly the splits (with positions) the checkpoint recorded."""
         info = self._context

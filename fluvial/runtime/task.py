@@ -49,10 +49,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fluvial.checkpoint.failure_reason import CheckpointFailureReason
 from fluvial.checkpoint.stop_mode import StopMode
-from fluvial.common.errors import InvalidJobError, StateError
 from fluvial.common.task_info import TaskInfo
-from fluvial.datastream.connectors.source import SourceReaderContext
-from fluvial.datastream.transformations import SourceSpec
 from fluvial.graph.stream_graph import StreamNode
 from fluvial.runtime.chain import OperatorChain
 from fluvial.runtime.channels import Channels, InputChannel, channel_state_key
@@ -64,7 +61,6 @@ from fluvial.runtime.input_processor import (
     NetworkInput,
     SourceInput,
     StepResult,
-    source_batch_size,
 )
 from fluvial.runtime.interruption import InterruptibleSection
 from fluvial.runtime.mailbox import Mailbox
@@ -73,10 +69,10 @@ from fluvial.runtime.operators.runtime_context import OperatorContext
 from fluvial.runtime.records import END_OF_INPUT, END_OF_PARTITION, CheckpointBarrier
 from fluvial.runtime.synchronous_savepoint import SynchronousSavepoint
 from fluvial.runtime.task_metrics import TaskMetrics
+from fluvial.runtime.task_restore import load_restores, replay_channel_state, restored_source_splits
 from fluvial.runtime.writer import RecordWriter
 
 if TYPE_CHECKING:
-    from fluvial.checkpoint.snapshots import OperatorRestore
     from fluvial.common.executors import Executor
     from fluvial.runtime.checkpointing import (
         CheckpointResponder,
@@ -166,10 +162,11 @@ class Task:
         try:
             self._move(ExecutionState.INITIALIZING)
             self._build()
-            restores = self._load_restores()
-            restored_splits = self._restored_splits(restores)
-            self._replay_channel_state(restores)
             chain = self._built_chain()
+            restores = load_restores(self.spec, self.info)
+            head_operator_id = chain.head.context.operator_id
+            restored_splits = restored_source_splits(self.spec, head_operator_id, restores)
+            replay_channel_state(self.name, self.spec, self.input, restores.get(head_operator_id))
             chain.initialize_state(restores.get)
             self._user_code.run(chain.open)
             if isinstance(self.input, SourceInput):
@@ -199,33 +196,16 @@ class Task:
         head = chain.head
         source_input = None
         if spec.vertex.is_source:
-            source_spec = spec.vertex.head.operator
-            if not isinstance(source_spec, SourceSpec):
-                raise InvalidJobError(
-                    f"the source vertex {spec.vertex.name} runs a {type(source_spec).__name__}, not a source"
-                )
-            info = self.info
-            reader_context = SourceReaderContext(
-                info.job_id,
-                info.task_name,
-                info.subtask_index,
-                info.parallelism,
-                info.max_parallelism,
-                info.attempt_number,
-                operator_id=spec.vertex.head.operator_id,
-                receivers=services.receivers,
-                metric_group=head.context.metrics.group,
-            )
-            self.input = source_input = SourceInput(
-                source_spec.function,
-                reader_context,
-                head.output,
-                source_spec.watermark_strategy,
+            fan_out = max((writer.fan_out for writer in self.writers), default=1)
+            self.input = source_input = SourceInput.for_vertex(
+                spec.vertex,
+                self.info,
+                head,
                 spec.auto_watermark_interval,
                 self._processing_time(head.name),
-                head.context.metrics.group,
+                services.receivers,
+                fan_out,
             )
-            source_input.batch_size = source_batch_size(max((writer.fan_out for writer in self.writers), default=1))
         if spec.checkpointing is not None:
             from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
 
@@ -312,50 +292,6 @@ class Task:
             self.metrics.operator(node.operator_id, node.name),
             checkpointing is not None and checkpointing.final_checkpoint,
         )
-
-    def _load_restores(self) -> dict[str, OperatorRestore]:
-        """Operator id → OperatorRestore, for the operators of this chain the restore assignments name."""
-        restore = self.spec.restore
-        if not restore:
-            return {}
-        from fluvial.runtime.checkpointing import SubtaskCheckpointCoordinator
-
-        return {
-            operator_id: SubtaskCheckpointCoordinator.load(assignment, operator_id, self.info)
-            for operator_id, assignment in restore.items()
-        }
-
-    def _replay_channel_state(self, restores: dict[str, OperatorRestore]) -> None:
-        """The in-flight data of the unaligned checkpoint this task restores from goes in front of its channels.
-        Data for a channel this task does not have would be lost: that fails the restore."""
-        head = restores.get(self._built_chain().head.context.operator_id)
-        if head is None or not head.channel_state:
-            return
-        positions = {
-            channel_state_key(input_spec.channel_id): index for index, input_spec in enumerate(self.spec.inputs)
-        }
-        unknown = sorted(set(head.channel_state) - set(positions))
-        if unknown or not isinstance(self.input, NetworkInput):
-            raise StateError(
-                f"{self.name} restores in-flight data of input channels it does not have "
-                f"({', '.join(unknown) or 'a source has no input channels'}): restore the unaligned "
-                "checkpoint with the job's original topology and parallelism, or restore a savepoint"
-            )
-        for key, items in head.channel_state.items():
-            self.input.replay(positions[key], items)
-        logger.debug("%s replays the in-flight data of %d channel(s)", self.name, len(head.channel_state))
-
-    def _restored_splits(self, restores: dict[str, OperatorRestore]) -> list[Any] | None:
-        """A restored source's split positions (taken out of its operator state); None for a fresh start."""
-        if not self.spec.vertex.is_source or not self.spec.restore:
-            return None
-        from fluvial.runtime.checkpointing import SOURCE_SPLITS
-
-        operator_id = self._built_chain().head.context.operator_id
-        head = restores.get(operator_id)
-        if head is None:
-            return [] if operator_id in self.spec.restore else None
-        return head.operator_state.pop(SOURCE_SPLITS, [])
 
     # -- checkpoints: mails from the JobMaster, run on the task thread ------------------------------------------
 
