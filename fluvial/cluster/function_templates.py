@@ -4,7 +4,7 @@ Every parallel subtask, and every restarted attempt, starts from a copy of these
 another subtask or an earlier attempt already opened and mutated (which may hold state handles or database
 connections that cannot even be copied). This is Flink's "each subtask deserializes its own function". The
 first subtask of the first attempt runs the user's own object (or a stand-in that writes back to it:
-`runtime.chain._subtask_spec`), so a job in thread mode can read back what it collected (a counting sink, in
+`runtime.chain._own_object`), so a job in thread mode can read back what it collected (a counting sink, in
 the benchmarks).
 """
 
