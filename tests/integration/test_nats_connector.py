@@ -275,3 +275,30 @@ def test_on_a_workqueue_stream_messages_leave_only_when_the_checkpoint_covering_
         wait_until(lambda: nh.stream_messages(url, f"WQ{n}") == 0, timeout=10, what="the acknowledged messages to go")
     finally:
         reader.close()
+
+
+@pytest.mark.timeout(60)
+def test_close_lets_a_call_nobody_waits_for_any_more_clean_up_on_the_running_loop(nats_server):  # noqa: F811
+    """A sink's wait for acks that timed out is still on the connection's loop: close() cancels it while the loop
+    runs, so its cleanup (cancelling futures: loop.call_soon) works. Left for the garbage collector, it ran on
+    the closed loop and failed ("Event loop is closed", a warning in a later test)."""
+    import asyncio
+
+    from fluvial.datastream.connectors.nats_connection import NatsConnection, NatsConnectionOptions
+
+    connection = NatsConnection.open(NatsConnectionOptions((nats_server.extra["url"],)), "test")
+    cleaned_up = []
+
+    async def wait_forever() -> None:
+        waiting = asyncio.get_running_loop().create_future()
+        try:
+            await waiting
+        finally:
+            waiting.cancel()  # what _await_acks does with its acks
+            asyncio.get_running_loop().call_soon(lambda: None)
+            cleaned_up.append(True)
+
+    with pytest.raises(TimeoutError):
+        connection.call(wait_forever, timeout=0.2)
+    connection.close()
+    assert cleaned_up == [True]

@@ -171,6 +171,11 @@ class NatsConnection:
                 self.submit(client.close).result(5)
             except BaseException as error:  # noqa: BLE001 - closing is best effort
                 logger.debug("%s: closing the NATS connection failed: %r", self._what, error)
+        if self._thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_pending(), self._loop).result(5)
+            except BaseException as error:  # noqa: BLE001 - closing is best effort
+                logger.debug("%s: cancelling what still ran on the NATS loop failed: %r", self._what, error)
         self._stopped = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
@@ -180,6 +185,17 @@ class NatsConnection:
 
 async def _call(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
+
+
+async def _cancel_pending() -> None:
+    """Cancel every task still on the loop (a call whose caller stopped waiting, as a sink's wait for acks that
+    timed out) and let each run its cleanup now, while the loop runs. Left pending, the garbage collector would
+    close it later on the closed loop, where its cleanup fails ("Event loop is closed")."""
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _is_refusal(error: BaseException) -> bool:
