@@ -9,8 +9,10 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, final
 
+from fluvial.common.errors import InvalidJobError
 from fluvial.common.time import MAX_WATERMARK
-from fluvial.datastream.connectors.source import assign_splits
+from fluvial.datastream.connectors.source import SourceReaderContext, assign_splits
+from fluvial.datastream.transformations import SourceSpec
 from fluvial.runtime.alignment import IN_FLIGHT_TYPES
 from fluvial.runtime.channels import InputChannel
 from fluvial.runtime.records import (
@@ -92,10 +94,6 @@ class SourceInput:
     ) -> SourceInput:
         """The input of a source vertex's subtask (`info`): its reader context, the chain's source position
         `head` as output, and polls sized for the `fan_out` channels its writers cut buffers over."""
-        from fluvial.common.errors import InvalidJobError
-        from fluvial.datastream.connectors.source import SourceReaderContext
-        from fluvial.datastream.transformations import SourceSpec
-
         source_spec = vertex.head.operator
         if not isinstance(source_spec, SourceSpec):
             raise InvalidJobError(f"the source vertex {vertex.name} runs a {type(source_spec).__name__}, not a source")
