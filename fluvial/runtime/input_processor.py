@@ -26,8 +26,11 @@ from fluvial.runtime.records import (
 )
 
 if TYPE_CHECKING:
+    from fluvial.common.task_info import TaskInfo
+    from fluvial.graph.job_graph import JobVertex
     from fluvial.metrics.metricbase import Counter
     from fluvial.runtime.alignment import BarrierHandler
+    from fluvial.runtime.operators.base import StreamOperator
     from fluvial.runtime.watermarks import WatermarkValve
 
 SOURCE_BATCH_SIZE = 1024
@@ -84,9 +87,9 @@ class SourceInput:
     @classmethod
     def for_vertex(
         cls,
-        vertex: Any,
-        info: Any,
-        head: Any,
+        vertex: JobVertex,
+        info: TaskInfo,
+        head: StreamOperator,
         auto_watermark_interval: int,
         processing_time: Any,
         receivers: Any,
