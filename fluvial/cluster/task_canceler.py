@@ -4,7 +4,8 @@ A cancel is a mail that the task's own thread runs at its next step, so a task w
 function never reads it. The TaskManager cancels through a TaskCanceler, which goes on, numbered:
 1. `cancel(task)`: the cancel mail is posted and the task is interrupted at once (`Task.interrupt`: Python code
    looping in a user function gets TaskInterrupted; a blocking call hears of it only when it returns).
-2. Every `task.cancellation.interval` ms until the task has ended, it is interrupted again.
+2. Every `task.cancellation.interval` ms until the task has ended, a WARNING says where its thread is stuck
+   (its Python stack, as Flink's TaskInterrupter logs the method), and it is interrupted again.
 3. `task.cancellation.timeout` ms after the cancel (0: never), a task that still has not ended is given up:
    its TaskManager's CancellationTimeout handler runs. In thread mode the handler marks the task CANCELED,
    logs an ERROR and moves later tasks to a new thread, abandoning the stuck one; a TaskManager in its own
@@ -14,9 +15,13 @@ The canceler's thread only ever waits and interrupts: it never runs task code.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol
 
 from fluvial.common.executors import SingleThreadExecutor
+from fluvial.common.thread_stacks import stack_of
+
+logger = logging.getLogger(__name__)
 
 
 class CancellationTimeout(Protocol):
@@ -42,15 +47,23 @@ class TaskCanceler:
         task.interrupt()
         settings = task.spec.cancellation
         if settings.interval_ms > 0:
-            self._timer().schedule(settings.interval_ms, lambda: self._interrupt_again(task, settings.interval_ms))
+            interval = settings.interval_ms
+            self._timer().schedule(interval, lambda: self._interrupt_again(task, interval, interval))
         if settings.timeout_ms > 0:
             self._timer().schedule(settings.timeout_ms, lambda: self._expire(task, settings.timeout_ms))
 
-    def _interrupt_again(self, task: Any, interval_ms: int) -> None:
+    def _interrupt_again(self, task: Any, interval_ms: int, waited_ms: int) -> None:
         if task.state.is_terminal:
             return
+        logger.warning(
+            "%s (attempt %d) did not react to its cancel in %d ms: interrupting it again. Its thread is stuck in:\n%s",
+            task.name,
+            task.spec.attempt,
+            waited_ms,
+            stack_of(task.executor.thread),
+        )
         task.interrupt()
-        self._timer().schedule(interval_ms, lambda: self._interrupt_again(task, interval_ms))
+        self._timer().schedule(interval_ms, lambda: self._interrupt_again(task, interval_ms, waited_ms + interval_ms))
 
     def _expire(self, task: Any, timeout_ms: int) -> None:
         if not task.state.is_terminal:

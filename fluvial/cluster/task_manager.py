@@ -32,6 +32,7 @@ from fluvial.cluster.messages import (
 )
 from fluvial.cluster.task_canceler import TaskCanceler
 from fluvial.common.executors import SingleThreadExecutor
+from fluvial.common.thread_stacks import stack_of
 from fluvial.runtime.channels import ALL_ATTEMPTS, Channels
 from fluvial.runtime.deployment import ExecutionAttemptId, TaskFailure, TaskSpec
 from fluvial.runtime.execution_state import ExecutionState
@@ -214,6 +215,7 @@ class TaskManager:
         if not task.abandon():
             return
         stuck = task.executor
+        where = stack_of(stuck.thread)
         with self._lock:
             if stuck is self._executor:
                 self._abandoned.append(stuck)
@@ -222,11 +224,12 @@ class TaskManager:
         logger.error(
             "%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread %s is "
             "stuck in user code and is abandoned; the task is CANCELED and this TaskManager runs its "
-            "other tasks on a new thread",
+            "other tasks on a new thread. The thread is stuck in:\n%s",
             task.name,
             task.spec.attempt,
             timeout_ms,
             stuck.name,
+            where,
         )
 
     def trigger_checkpoint(self, message: TriggerCheckpoint) -> None:

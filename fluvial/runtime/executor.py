@@ -121,6 +121,11 @@ class TaskExecutor:
         self.wake()
 
     @property
+    def thread(self) -> threading.Thread:
+        """The thread that runs this executor's tasks: where a task that does not return from user code is stuck."""
+        return self._thread
+
+    @property
     def task_count(self) -> int:
         return len(self._tasks) + len(self._incoming)
 

@@ -1,7 +1,8 @@
 """What only process mode has, seen from the client: print() and logging of TaskManager processes reach the
 client, a function that cannot be pickled is refused at submission and one that cannot be loaded there fails
 its subtask naming the module, no TaskManager process outlives its job
-(finished, failed or cancelled: checked in /proc), modules of the job's own directory and `python.files` are
+(finished, failed or cancelled: checked in /proc), a TaskManager process writes its threads' stacks on
+STACKS_SIGNAL and runs on, modules of the job's own directory and `python.files` are
 importable in TaskManager processes (the client's sys.path travels), `local.number-taskmanager` and
 `taskmanager.numberOfTaskSlots` keep their meaning, and auto picks threads at parallelism 1, processes above."""
 
@@ -14,12 +15,15 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from fluvial.common import Configuration
 from fluvial.common.errors import InvalidJobError, JobCancelledException, JobExecutionException
+from fluvial.common.restart_strategy import RestartStrategies
+from fluvial.common.thread_stacks import STACKS_SIGNAL
 from fluvial.datastream import MapFunction, StreamExecutionEnvironment
 from fluvial.datastream.connectors.number_seq import NumberSequenceSource
 from fluvial.testing import ExecutionMode, ScriptedSource, environment, wait_until
@@ -163,6 +167,35 @@ def test_no_task_manager_process_outlives_its_job(outcome):
         timeout=15,
         what=f"the TaskManager processes {pids} to end with their {outcome} job",
     )
+
+
+class WaitsForAFile(MapFunction):
+    """Holds every record until `path` exists: the job runs, in both processes, for as long as the test wants."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def map(self, value):
+        while not os.path.exists(self.path):
+            time.sleep(0.01)
+        return value
+
+
+def test_task_manager_processes_write_their_stacks_on_the_signal_and_run_on(tmp_path):
+    """What the pool sends a process that did not exit before it kills it (`kill_stuck`): a TaskManager process
+    has asked for it (the signal's default action would end the process, and the job with it)."""
+    go = tmp_path / "go"
+    env = processes()
+    env.set_restart_strategy(RestartStrategies.no_restart())
+    env.from_source(NumberSequenceSource(1, 1_000)).map(WaitsForAFile(str(go))).add_sink(lambda value: None)
+    client = env.execute_async("held")
+    pids = list(client.cluster.processes.pids)
+    wait_until(lambda: client.get_job_status().result().name == "RUNNING", what="the job to run")
+    for pid in pids:
+        os.kill(pid, STACKS_SIGNAL)
+    go.touch()
+    assert client.get_job_execution_result().exception(timeout=30) is None
+    assert client._job_master.restarts == 0
 
 
 # -- the client's sys.path travels --------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
   CANCELED long before `task.cancellation.timeout`.
 - A user function blocked in a call Python cannot interrupt is given up after `task.cancellation.timeout`:
   the task is CANCELED with an ERROR log, its thread is abandoned, and the TaskManager runs later tasks on a
-  new thread.
+  new thread. Until then a WARNING at every `task.cancellation.interval`, and the ERROR, show where the thread
+  is stuck (its stack, as Flink logs the method).
 - A checkpoint timeout caused by such a function fails the job over, and the failover does not hang in
   RESTARTING: the stuck attempt is given up and the next attempt runs the job to its end.
 - In process mode the TaskManager process of a task that outlives `task.cancellation.timeout` ends itself and
@@ -90,12 +91,19 @@ def test_a_user_function_blocked_in_a_call_is_given_up_after_the_cancellation_ti
     env.from_source(NumberSequenceSource(1, 1000)).map(BlockOnFirstAttempt()).print()
     client = env.execute_async("blocks")
     assert STARTED.wait(10)
-    with caplog.at_level(logging.ERROR, logger="fluvial.cluster.task_manager"):
+    with (
+        caplog.at_level(logging.ERROR, logger="fluvial.cluster.task_manager"),
+        caplog.at_level(logging.WARNING, logger="fluvial.cluster.task_canceler"),
+    ):
         client.cancel()
         with pytest.raises(JobCancelledException):
             client.get_job_execution_result().result(timeout=30)
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any("did not cancel within 300 ms" in m and "abandoned" in m for m in errors), errors
+    stuck = next(m for m in errors if "did not cancel" in m)
+    assert "The thread is stuck in:" in stuck and "in map" in stuck and "RELEASE.wait()" in stuck, stuck
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("did not react to its cancel in 100 ms" in m and "RELEASE.wait()" in m for m in warnings), warnings
     task_manager = client.cluster.task_managers[0]
     assert task_manager._abandoned, "the stuck thread was not replaced"
 
@@ -140,7 +148,7 @@ class OneFailsOneBlocks(MapFunction):
         return value
 
 
-def test_a_stuck_task_in_a_task_manager_process_gets_the_process_replaced():
+def test_a_stuck_task_in_a_task_manager_process_gets_the_process_replaced(caplog):
     env = environment(ExecutionMode.PROCESSES, cancellation("300 ms"))
     env.set_parallelism(2)
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(2, 10))
@@ -148,7 +156,10 @@ def test_a_stuck_task_in_a_task_manager_process_gets_the_process_replaced():
     client = env.execute_async("a stuck task in a process")
     wait_until(lambda: len(client.cluster.processes.pids) == 2, what="the TaskManager processes")
     before = set(client.cluster.processes.pids)
-    client.get_job_execution_result().result(timeout=40)
+    with caplog.at_level(logging.ERROR, logger="fluvial.cluster.process.worker"):
+        client.get_job_execution_result().result(timeout=40)
     assert client._job_master.restarts >= 1
     replaced = before - set(client.cluster.processes.pids)
     assert len(replaced) == 1, "the process with the stuck thread was not replaced"
+    errors = [r.getMessage() for r in caplog.records if "did not cancel within 300 ms" in r.getMessage()]
+    assert errors and "time.sleep(600)" in errors[0] and "this TaskManager process ends" in errors[0], errors

@@ -16,8 +16,8 @@ Lifecycle, numbered:
    `task_manager_lost(index, error)`, and a replacement process starts under the same index. Messages to
    the index wait for the replacement; every TaskManager learns its new address before it is used.
 4. `shutdown()` closes every connection — each process exits when its connection ends — then waits for their
-   exits, and kills what did not exit in time. A process is never left behind: its connection ends with this
-   process too, however it ends.
+   exits, and kills what did not exit in time, once it has written where its threads are to standard error. A
+   process is never left behind: its connection ends with this process too, however it ends.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -57,7 +58,8 @@ from fluvial.cluster.process.protocol import (
 )
 from fluvial.common.errors import FluvialError, ResourceError
 from fluvial.common.logs import ENGINE_LOGGER
-from fluvial.common.processes import kill, pid_running
+from fluvial.common.processes import kill, pid_running, signal_if
+from fluvial.common.thread_stacks import STACKS_SIGNAL
 from fluvial.metrics.process_status import parse_gc_collections
 from fluvial.runtime.network.auth import new_secret
 from fluvial.runtime.network.connection import Connection, Listener
@@ -67,6 +69,7 @@ logger = logging.getLogger(__name__)
 
 REGISTRATION_TIMEOUT_S = 60.0
 EXIT_STATUS_WAIT_S = 0.5  # after a connection closed, how long to wait for the zygote to say how the process ended
+STACKS_WRITE_S = 0.2  # after asking a process that did not exit for its threads' stacks, before killing it
 MAX_EARLY_DEATHS = 3  # replacements in a row that die before registering: the job cannot get its slots back
 
 
@@ -445,8 +448,7 @@ class TaskManagerProcesses:
             while member.pid and member.ended is None and pid_running(member.pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
             if member.pid and member.ended is None and pid_running(member.pid):
-                logger.warning("TaskManager process %d (pid %d) did not exit; killing it", member.index, member.pid)
-                kill(member.pid)
+                kill_stuck(member, timeout)
 
     @property
     def pids(self) -> list[int]:
@@ -459,6 +461,27 @@ class TaskManagerProcesses:
             if member.pid == pid:
                 return member.gc_collections
         return ()
+
+
+def kill_stuck(member: _Member, waited_s: float) -> None:
+    """Step 4 for a process still running `waited_s` after its connection ended: first it writes where its threads
+    are to standard error (`thread_stacks`), so that what held it is on record; then it is killed."""
+    pid = member.pid
+
+    def still_running() -> bool:  # once the zygote has said how it ended, the PID may name another process
+        return member.ended is None and pid_running(pid)
+
+    dumped = signal_if(pid, STACKS_SIGNAL, still_running)
+    if dumped:
+        time.sleep(STACKS_WRITE_S)
+    if signal_if(pid, signal.SIGKILL, still_running):
+        logger.warning(
+            "TaskManager process %d (pid %d) did not exit within %.0f s of the end of its connection%s; killed it",
+            member.index,
+            pid,
+            waited_s,
+            "; the stacks of its threads are on standard error" if dumped else "",
+        )
 
 
 # What a TaskManager process reports, and the JobMasterGateway method that takes it (called on the gateway

@@ -50,6 +50,7 @@ from fluvial.cluster.process.protocol import (
     sendable_failure,
 )
 from fluvial.common.logs import own_process, task_manager_log_marker
+from fluvial.common.thread_stacks import dump_stacks_on_signal, stack_of
 from fluvial.common.wire import dumps_records
 from fluvial.metrics.process_status import gc_collections_payload
 from fluvial.runtime.deployment import TaskFailure
@@ -217,6 +218,7 @@ def task_manager_main(config: TaskManagerProcessConfig) -> None:
     """The entry point of a TaskManager process (see the module docstring)."""
     os.environ.update(config.environment)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    dump_stacks_on_signal()  # what the pool asks for before it kills a process that did not exit (pool.py, 4)
     os.chdir(config.cwd)
     for entry in reversed(config.sys_path):
         if entry not in sys.path:
@@ -332,10 +334,11 @@ def _end_process_for_stuck_task(task: Any, timeout_ms: int) -> None:
 
     logger.error(
         "%s (attempt %d) did not cancel within %d ms (task.cancellation.timeout): its thread is stuck in "
-        "user code; this TaskManager process ends so that a new one replaces it",
+        "user code; this TaskManager process ends so that a new one replaces it. The thread is stuck in:\n%s",
         task.name,
         task.spec.attempt,
         timeout_ms,
+        stack_of(task.executor.thread),
     )
     try:
         remove_job_directories()
