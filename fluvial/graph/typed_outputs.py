@@ -108,7 +108,10 @@ class _RecordsShaper:
             return None
         if isinstance(results, (str, bytes)):
             return results if self._shape is None else self._shape(results)
-        return [self._one(item) for item in results]
+        one = self._one
+        if self._shape is None:  # main records are checked at the chain's boundary: only tagged pairs change here
+            return [one(item) if type(item) is tuple and len(item) == 2 else item for item in results]
+        return [one(item) for item in results]
 
     def _one(self, item: Any) -> Any:
         if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):

@@ -473,15 +473,17 @@ class WindowOperator(StreamOperator):
         if kind is _F.PASS_THROUGH:
             return lambda window, pane: inputs(pane)
         if kind is _F.PROCESS:
+            process = user_method(function, "process")  # looked up once: a typed function's is a new closure
 
             def call(window: Any, elements: list[Any]) -> Any:
                 ctx.current_window = window
-                return function.process(backend.current_key, ctx, elements)
+                return process(backend.current_key, ctx, elements)
         elif kind is _F.ALL_PROCESS:
+            process = user_method(function, "process")
 
             def call(window: Any, elements: list[Any]) -> Any:
                 ctx.current_window = window
-                return function.process(ctx, elements)
+                return process(ctx, elements)
         elif kind is _F.APPLY:
             apply = user_method(function, "apply")
 
