@@ -66,6 +66,8 @@ class _PerRecordOperator(StreamOperator):
             )
         self.ctx = ProcessContext(self.keyed_backend, timer_service)
         self._emit = self.output.collect
+        # looked up once: behind a declared output type every lookup goes through TypedFunction.__getattr__
+        self._on_timer = getattr(self.spec.function, "on_timer", None)
 
     def process_watermark(self, watermark: Watermark) -> None:
         """Event-time timers up to the watermark fire first; their output precedes the watermark."""
@@ -85,7 +87,7 @@ class _PerRecordOperator(StreamOperator):
         self._fire(timer, TimeDomain.PROCESSING_TIME, None)
 
     def _fire(self, timer: Timer, domain: TimeDomain, record_timestamp: int | None) -> None:
-        on_timer = getattr(self.spec.function, "on_timer", None)
+        on_timer = self._on_timer
         if on_timer is None:
             return
         ctx = self.ctx

@@ -134,10 +134,12 @@ class WindowOperator(StreamOperator):
             reduce = user_method(spec.function, "reduce")
             return (lambda prev, value, ts: value if prev is _ABSENT else reduce(prev, value)), reduce
         if spec.aggregation is _A.AGGREGATE and self.evictor is None:
+            # looked up once: behind a declared output type every lookup goes through TypedFunction.__getattr__
             function = spec.function
+            add_value, create_accumulator = function.add, function.create_accumulator
 
             def add(prev: Any, value: Any, ts: Any) -> Any:
-                return function.add(value, function.create_accumulator() if prev is _ABSENT else prev)
+                return add_value(value, create_accumulator() if prev is _ABSENT else prev)
 
             return add, function.merge
         if self.evictor is not None:
@@ -439,9 +441,9 @@ class WindowOperator(StreamOperator):
             for value in values:
                 pane = value if pane is _ABSENT else reduce(pane, value)
         elif spec.aggregation is _A.AGGREGATE:
-            pane = spec.function.create_accumulator()
+            pane, add = spec.function.create_accumulator(), spec.function.add
             for value in values:
-                pane = spec.function.add(value, pane)
+                pane = add(value, pane)
         else:
             pane = values
         self.evictor.evict_after(elements, len(elements), window, self._evictor_ctx)
