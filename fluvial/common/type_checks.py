@@ -26,7 +26,7 @@ from fluvial.common.type_conversion import (
 )
 from fluvial.common.typeinfo import TupleTypeInfo
 
-__all__ = ["batch_checker", "checked_at_boundary", "key_checker"]
+__all__ = ["batch_checker", "batch_shaper", "checked_at_boundary", "key_checker"]
 
 BatchCheck = Callable[[list], list]
 
@@ -71,6 +71,27 @@ def batch_checker(type_info: Any, operator: str) -> BatchCheck | None:
     namespace: dict[str, Any] = {"shape": shape}
     exec(source, namespace)  # noqa: S102 - the source is built here from the declared type, not from input
     return namespace["check"]
+
+
+def batch_shaper(type_info: Any, operator: str) -> BatchCheck | None:
+    """`shape(values) -> values` for a buffer of values declared `type_info` by `operator`, whatever the type:
+    `batch_checker`'s per-buffer check for a type that only checks, each value converted for one that reshapes
+    (ROW to Row, FLOAT, ...); None for values taken as they are. A value that cannot fit raises InvalidJobError
+    naming the operator and the field."""
+    check = batch_checker(type_info, operator)
+    if check is not None:
+        return check
+    convert = converter_for(type_info)
+    if convert is None:
+        return None
+
+    def shape(values: list) -> list:
+        try:
+            return [convert(value) for value in values]
+        except TypeMismatch as error:
+            raise InvalidJobError(describe_mismatch(error, operator, type_info)) from None
+
+    return shape
 
 
 def _fast_test(type_info: Any, fits: str) -> list[str]:

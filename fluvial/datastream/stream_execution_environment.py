@@ -935,17 +935,11 @@ def _shaped(elements: list, type_info: Any, operator: str) -> list:
     value that does not fit is an error naming the source and the field (`fluvial.common.type_conversion`).
     Types that only check are checked in one generated loop (`fluvial.common.type_checks`). An int outside its
     declared range wraps around, as PyFlink's Java side narrows it."""
-    from fluvial.common.type_checks import batch_checker
-    from fluvial.common.type_conversion import TypeMismatch, converter_for, describe_mismatch, java_narrowing
+    from fluvial.common.type_checks import batch_shaper
+    from fluvial.common.type_conversion import java_narrowing
 
     with java_narrowing():
-        check = batch_checker(type_info, operator)
-        convert = converter_for(type_info)
-    if check is not None:
-        return check(elements if isinstance(elements, list) else list(elements))
-    if convert is None:
+        shape = batch_shaper(type_info, operator)
+    if shape is None:
         return elements
-    try:
-        return [convert(element) for element in elements]
-    except TypeMismatch as error:
-        raise InvalidJobError(describe_mismatch(error, operator, type_info)) from None
+    return shape(elements if isinstance(elements, list) else list(elements))

@@ -8,13 +8,13 @@ naming the operator and the field. Untyped operators are left untouched, so they
 Types that only check (LONG, STRING, TUPLE of such, ...: `fluvial.common.type_checks`) are not applied here:
 as in PyFlink, where chained Python functions hand each other their values as they are and a declared type
 is applied where the stream is serialized, the chain checks them per buffer where the stream leaves it — a
-network edge or a sink (`fluvial.runtime.chain`). A function that can emit side outputs (process functions,
-window functions) is still wrapped for its tags' types, its main results left to that boundary.
+network edge or a sink (`fluvial.runtime.chain`). Side outputs are not shaped here either: the chain shapes
+each by its tag's type where the operator hands it on, for typed and untyped operators alike, as PyFlink
+converts every side output by its OutputTag's type.
 
 The wrapper is transparent to the runtime: the result methods of the operator's kind are converted, every
 other attribute (`open`, `close`, `on_timer` when absent, `snapshot_state`, ...) is the user function's own,
-and a plain callable stays callable. Values sent to a side output as `(output_tag, value)` are shaped by the
-tag's type instead.
+and a plain callable stays callable. Values sent to a side output as `(output_tag, value)` pass unshaped.
 """
 
 from __future__ import annotations
@@ -55,8 +55,6 @@ _METHODS: dict[type, dict[str, Shape]] = {
     t.AsyncWaitSpec: {"async_invoke": Shape.AWAITED_RECORDS, "timeout": Shape.RECORDS},
 }
 _WINDOW_FUNCTION = {"process": Shape.RECORDS, "apply": Shape.RECORDS}
-# kinds whose results are all main records: a type checked at the boundary leaves them unwrapped
-_MAIN_ONLY = (t.MapSpec, t.FlatMapSpec, t.KeyedReduceSpec, t.CoMapSpec)
 # a plain callable stands for the one method of these kinds
 _CALLABLE_METHODS = frozenset({"map", "flat_map", "reduce", "apply"})
 _SINGLE_ARGUMENT = frozenset({"map", "map1", "map2", "get_result"})
@@ -96,32 +94,22 @@ def _shaped_value(
 
 
 class _RecordsShaper:
-    """Shapes an iterable of results: main records by the operator's type, side outputs by their tag's."""
+    """Shapes the main records of an iterable of results by the operator's type; `(output_tag, value)` pairs
+    pass as they are (the chain shapes side outputs by their tags' types)."""
 
-    def __init__(self, shape: Callable[[Any], Any] | None, operator: str) -> None:
+    def __init__(self, shape: Callable[[Any], Any] | None) -> None:
         self._shape = shape
-        self._operator = operator
-        self._by_tag: dict[OutputTag, Callable[[Any], Any] | None] = {}
 
     def __call__(self, results: Any) -> Any:
-        if results is None:
-            return None
+        shape = self._shape
+        if results is None or shape is None:
+            return results
         if isinstance(results, (str, bytes)):
-            return results if self._shape is None else self._shape(results)
-        one = self._one
-        if self._shape is None:  # main records are checked at the chain's boundary: only tagged pairs change here
-            return [one(item) if type(item) is tuple and len(item) == 2 else item for item in results]
-        return [one(item) for item in results]
-
-    def _one(self, item: Any) -> Any:
-        if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            tag = item[0]
-            if tag not in self._by_tag:
-                convert = converter_for(tag.type_info)
-                self._by_tag[tag] = None if convert is None else _checked(convert, self._operator, tag.type_info)
-            side = self._by_tag[tag]
-            return item if side is None else (tag, side(item[1]))
-        return item if self._shape is None else self._shape(item)
+            return shape(results)
+        return [
+            item if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag) else shape(item)
+            for item in results
+        ]
 
 
 class TypedFunction:
@@ -137,9 +125,7 @@ class TypedFunction:
         self._convert = convert
         self._operator = operator
         self._declared = declared
-        self._records_shape = _RecordsShaper(
-            None if convert is None else _checked(convert, operator, declared), operator
-        )
+        self._records_shape = _RecordsShaper(None if convert is None else _checked(convert, operator, declared))
 
     def __getstate__(self) -> dict:
         """The converters are built from the declared type, not pickled: they are closures over module state
@@ -224,17 +210,14 @@ def _wrap(function: Any, methods: dict[str, Shape], output_type: Any, operator: 
 
 def apply_output_type(spec: t.OperatorSpec, output_type: Any, operator: str) -> t.OperatorSpec:
     """`spec` with its function wrapped to shape results by `output_type`; `spec` itself when the type
-    shapes nothing, is checked at the chain's boundary (and the kind has no side outputs), or the kind has no
-    results of its own (sinks, sources, pending kinds)."""
-    if output_type is None or converter_for(output_type) is None:
+    shapes nothing, is checked at the chain's boundary, or the kind has no results of its own (sinks, sources,
+    pending kinds)."""
+    if output_type is None or converter_for(output_type) is None or checked_at_boundary(output_type):
         return spec
-    at_boundary = checked_at_boundary(output_type)
     if isinstance(spec, t.WindowSpec):
         if spec.window_function is not None:
             wrapped = _wrap(spec.window_function, _WINDOW_FUNCTION, output_type, operator)
             return dataclasses.replace(spec, window_function=wrapped)
-        if at_boundary:
-            return spec
         methods = (
             {"get_result": Shape.VALUE}
             if spec.aggregation is t.WindowAggregation.AGGREGATE
@@ -242,6 +225,6 @@ def apply_output_type(spec: t.OperatorSpec, output_type: Any, operator: str) -> 
         )
         return dataclasses.replace(spec, function=_wrap(spec.function, methods, output_type, operator))
     kind_methods = _METHODS.get(type(spec))
-    if kind_methods is None or (at_boundary and isinstance(spec, _MAIN_ONLY)):
+    if kind_methods is None:
         return spec
     return dataclasses.replace(spec, function=_wrap(spec.function, kind_methods, output_type, operator))

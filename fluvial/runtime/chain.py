@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.instance_layout import stand_in, write_back
-from fluvial.common.type_checks import BatchCheck, batch_checker, key_checker
+from fluvial.common.type_checks import BatchCheck, batch_checker, batch_shaper, key_checker
 from fluvial.datastream import transformations as t
 from fluvial.graph.job_graph import JobVertex
 from fluvial.graph.stream_graph import StreamNode
@@ -238,6 +238,16 @@ def _checked_push(push: Callable[[RecordBatch], None], check: BatchCheck) -> Cal
     return checked
 
 
+def _shaped_side(tag: OutputTag, targets: list[BatchSink], operator: str) -> list[BatchSink]:
+    """A side output's targets behind its tag's declared type: PyFlink converts every side output by its
+    OutputTag's type, whatever the operator's own output type, so values are checked or shaped here, once per
+    buffer, where the operator hands them on (`type_checks.batch_shaper`)."""
+    shape = batch_shaper(tag.type_info, operator)
+    if shape is None:
+        return targets
+    return [_checked_push(target, shape) for target in targets]
+
+
 class OperatorChain:
     """Operators in depth-first order (head first), fused runs replacing their members; `writers` maps JobEdge
     dataset id → RecordWriter."""
@@ -338,6 +348,7 @@ class OperatorChain:
             (side.setdefault(job_edge.output_tag, []) if job_edge.output_tag else main).append(emit)
             watermark_targets.append(writer.broadcast_watermark)
             status_targets.append(writer.broadcast_event)
+        side = {tag: _shaped_side(tag, targets, node.name) for tag, targets in side.items()}
         return Output(main, side, watermark_targets, status_targets, self._metrics[node_id].records_out)
 
     # -- lifecycle, head to tail or tail to head ----------------------------------------------------------------

@@ -284,3 +284,37 @@ def test_a_typed_keyed_process_function_looks_on_timer_up_once_for_all_its_timer
     fired = _events(_env(ExecutionMode.THREADS)).key_by(lambda event: event[1]).process(OneTimerPerRecord(), row)
     assert len(list(fired.execute_and_collect())) == RECORDS
     assert LOOKUPS["on_timer"] <= 4, LOOKUPS
+
+
+class SplitUntyped(ProcessFunction):
+    """No output_type on the operator: its side output still takes the tag's type, as in PyFlink."""
+
+    TAG = OutputTag("long", Types.ROW_NAMED(["word", "length"], [Types.STRING(), Types.INT()]))
+
+    def process_element(self, value, ctx):
+        if value == "bad":
+            yield self.TAG, (value, "not a length")
+        elif len(value) > 3:
+            yield self.TAG, (value, len(value))
+        else:
+            yield value
+
+
+@pytest.mark.timeout(60)
+def test_a_side_output_takes_its_tags_type_whatever_its_operators_type(mode):
+    env = _env(mode)
+    main = env.from_collection(["ab", "river", "c"]).process(SplitUntyped()).name("split")
+    side = main.get_side_output(SplitUntyped.TAG)
+    results = main.union(side.map(lambda r: f"{r.word.upper()}:{r.length}")).execute_and_collect()
+    assert sorted(results) == ["RIVER:5", "ab", "c"]
+
+
+@pytest.mark.timeout(60)
+def test_a_side_output_value_that_does_not_fit_its_tags_type_fails_naming_operator_and_field(mode):
+    env = _env(mode)
+    main = env.from_collection(["ab", "bad"]).process(SplitUntyped()).name("split")
+    main.get_side_output(SplitUntyped.TAG).print()
+    with pytest.raises(JobExecutionException) as caught:
+        env.execute()
+    message = str(caught.value.__cause__)
+    assert message.startswith("'split' produced a record whose field 'length' does not fit"), message
