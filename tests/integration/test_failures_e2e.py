@@ -245,6 +245,7 @@ class FailingClose(MapFunction):
 
     def open(self, runtime_context):
         self.index = runtime_context.get_index_of_this_subtask()
+        self.events.record("open", self.index)
 
     def map(self, value):
         return value
@@ -262,7 +263,10 @@ def test_exception_in_close_fails_the_job_and_close_runs_once(mode, events):
         env.execute()
     assert isinstance(info.value.__cause__, OSError)
     assert "Map" in str(info.value)
-    assert sorted(events.values("failing-close")) == [0, 1]
+    # every subtask that opened closed once; the first failure cancels the other subtask, which may not have
+    # opened yet when its TaskManager process started later (then it neither opens nor closes, as in Flink)
+    closed = sorted(events.values("failing-close"))
+    assert closed and closed == sorted(events.values("open")), (closed, events.values("open"))
 
 
 class UnpicklableError(Exception):
