@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from fluvial.common.errors import InvalidJobError
 from fluvial.common.type_checks import checked_at_boundary
@@ -93,13 +93,11 @@ def _shaped_value(
     return call
 
 
-def _records_shaper(shape: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+def _records_shaper(shape: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """`shaped(results)`: the main records of an iterable of results shaped by the operator's type;
     `(output_tag, value)` pairs pass as they are (the chain shapes side outputs by their tags' types). A closure,
     not an object with `__call__`: it runs once or twice per record, and CPython calls a function about twice
     as fast (40 against 80 ns for a None result)."""
-    if shape is None:
-        return _as_they_are
 
     def shaped(results: Any) -> Any:
         if results is None:
@@ -114,24 +112,19 @@ def _records_shaper(shape: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
     return shaped
 
 
-def _as_they_are(results: Any) -> Any:
-    return results
-
-
 class TypedFunction:
     """A user function whose results are shaped by a declared type. Holds only picklable, copyable data (the
     function, the shapes, the converters), so per-subtask copies of it are independent like the function's."""
 
     def __init__(
-        self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any] | None, operator: str, declared: Any
+        self, inner: Any, methods: dict[str, Shape], convert: Callable[[Any], Any], operator: str, declared: Any
     ) -> None:
-        """`convert` None: main records are checked at the chain's boundary, only side outputs are shaped here."""
         self._inner = inner
         self._methods = methods
         self._convert = convert
         self._operator = operator
         self._declared = declared
-        self._records_shape = _records_shaper(None if convert is None else _checked(convert, operator, declared))
+        self._records_shape = _records_shaper(_checked(convert, operator, declared))
 
     def __getstate__(self) -> dict:
         """The converters are built from the declared type, not pickled: they are closures over module state
@@ -179,8 +172,6 @@ class TypedFunction:
                 raise AttributeError(name)
             target = inner
         if shape is Shape.VALUE:
-            if state["_convert"] is None:
-                return target
             return _shaped_value(
                 target, state["_convert"], state["_operator"], state["_declared"], name in _SINGLE_ARGUMENT
             )
@@ -203,9 +194,10 @@ class TypedFunction:
         return f"TypedFunction({self._inner!r})"
 
 
-def _main_converter(declared: Any) -> Callable[[Any], Any] | None:
-    """What shapes main results where they are produced: None for a type checked at the boundary instead."""
-    return None if checked_at_boundary(declared) else converter_for(declared)
+def _main_converter(declared: Any) -> Callable[[Any], Any]:
+    """What shapes main results where they are produced: never None, as `apply_output_type` wraps a function
+    only for a type that reshapes (a type that only checks is checked at the chain's boundary instead)."""
+    return cast("Callable[[Any], Any]", converter_for(declared))
 
 
 def _wrap(function: Any, methods: dict[str, Shape], output_type: Any, operator: str) -> Any:

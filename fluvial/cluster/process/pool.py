@@ -162,6 +162,11 @@ class _Member:
         self.early_deaths = 0  # processes in a row that died before they registered
         self.gc_collections: tuple[int, ...] = ()  # per generation, as its process's last heartbeat said
 
+    def running(self) -> bool:
+        """Its current process has not ended, as far as this process can tell (once the zygote has said how it
+        ended, the PID may already name another program)."""
+        return bool(self.pid) and self.ended is None and pid_running(self.pid)
+
 
 class OutputCopy:
     """A file that gets a copy of what TaskManager processes print (Flink's taskmanager.out); None: no copy.
@@ -445,9 +450,9 @@ class TaskManagerProcesses:
                 member.connection.close()
         deadline = time.monotonic() + timeout
         for member in self._members:
-            while member.pid and member.ended is None and pid_running(member.pid) and time.monotonic() < deadline:
+            while member.running() and time.monotonic() < deadline:
                 time.sleep(0.01)
-            if member.pid and member.ended is None and pid_running(member.pid):
+            if member.running():
                 kill_stuck(member, timeout)
 
     @property
@@ -467,14 +472,10 @@ def kill_stuck(member: _Member, waited_s: float) -> None:
     """Step 4 for a process still running `waited_s` after its connection ended: first it writes where its threads
     are to standard error (`thread_stacks`), so that what held it is on record; then it is killed."""
     pid = member.pid
-
-    def still_running() -> bool:  # once the zygote has said how it ended, the PID may name another process
-        return member.ended is None and pid_running(pid)
-
-    dumped = signal_if(pid, STACKS_SIGNAL, still_running)
+    dumped = signal_if(pid, STACKS_SIGNAL, member.running)
     if dumped:
         time.sleep(STACKS_WRITE_S)
-    if signal_if(pid, signal.SIGKILL, still_running):
+    if signal_if(pid, signal.SIGKILL, member.running):
         logger.warning(
             "TaskManager process %d (pid %d) did not exit within %.0f s of the end of its connection%s; killed it",
             member.index,
